@@ -1,0 +1,128 @@
+# grpo-tools: see README.md.  `make`, `make check`, `make bench`, `make install`.
+#
+# Sources are found by pattern, so adding a module never touches this file:
+#   lib/*.c              -> $(BUILD)/libgrpo.a
+#   tools/grpo-*.c       -> $(BUILD)/bin/grpo-*
+#   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
+#   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
+#   bench/bench_*.c      -> $(BUILD)/bench/bench_*  (run by `make bench`)
+#   kernels/*.cu         CUDA, built only where nvcc is found
+
+PREFIX    ?= /usr/local
+MANPREFIX ?= $(PREFIX)/share/man
+BINDIR    ?= $(PREFIX)/bin
+CC        ?= cc
+PKG_CONFIG ?= pkg-config
+BUILD     ?= build
+OPT       ?= -O2
+SAN       ?=
+
+DEPS      := libzstd libarchive libcjson openblas
+DEPS_MISSING := $(strip $(foreach d,$(DEPS),$(if $(shell $(PKG_CONFIG) --exists $(d) 2>/dev/null && echo y),,$(d))))
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS) 2>/dev/null)
+DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
+
+VERSION   := 0.1.0
+WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
+             -fno-omit-frame-pointer $(SAN) -Ilib $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
+ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
+
+LIB_SRC   := $(wildcard lib/*.c)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_A     := $(BUILD)/libgrpo.a
+TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/grpo-*.c))
+UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+MANS      := $(wildcard man/*.[1-9])
+
+.PHONY: all deps-ok check check-fast check-san test-units man-lint fuzz fuzz-short bench install uninstall clean
+
+all: deps-ok $(LIB_A) $(TOOLS) $(UNITS) $(BENCHES)
+
+deps-ok:
+ifneq ($(DEPS_MISSING),)
+	@echo "grpo-tools: missing libraries: $(DEPS_MISSING)" >&2
+	@echo "  install them with: sudo sh tools/install-deps.sh   (Debian: libzstd-dev libarchive-dev libcjson-dev libopenblas-dev)" >&2
+	@exit 1
+endif
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+
+# make check: the plain build's tests, the same tests under ASan+UBSan,
+# a bounded fuzz run from the committed corpus, and mandoc -Tlint.
+check: all
+	BUILD=$(BUILD) sh tests/run.sh
+	$(MAKE) check-san
+	$(MAKE) fuzz-short
+	$(MAKE) man-lint
+
+check-fast: all
+	BUILD=$(BUILD) sh tests/run.sh
+
+check-san:
+	$(MAKE) BUILD=build/san OPT=-O1 SAN='-fsanitize=address,undefined -fno-sanitize-recover=all' all
+	BUILD=build/san GRPO_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		sh tests/run.sh
+
+man-lint:
+	@if ! command -v mandoc >/dev/null; then echo "man-lint: mandoc not installed" >&2; exit 1; fi
+	mandoc -Tlint -W warning $(MANS)
+	@echo "man-lint: $(words $(MANS)) pages clean"
+
+# Fuzzing needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 15
+
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
+		-Ilib $(DEPS_CFLAGS) $< $(LIB_SRC) $(ALL_LDLIBS) -o $@
+
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+		echo "fuzz: $$f (Ctrl-C to stop)"; $$f build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+
+fuzz-short: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+		  2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
+		echo "fuzz-short: $$n: $$(grep -o 'Done [0-9]* runs' build/fuzz/$$n.log) without a crash"; done
+
+bench: all
+	BUILD=$(BUILD) sh bench/run.sh
+
+install: all
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANPREFIX)/man1 $(DESTDIR)$(MANPREFIX)/man5 $(DESTDIR)$(MANPREFIX)/man7
+	cp $(TOOLS) $(DESTDIR)$(BINDIR)/
+	for m in $(MANS); do s=$${m##*.}; cp $$m $(DESTDIR)$(MANPREFIX)/man$$s/; done
+
+uninstall:
+	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$(basename $$t); done
+	for m in $(MANS); do s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$$(basename $$m); done
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/tools/*.d $(BUILD)/tests/unit/*.d $(BUILD)/bench/*.d)
+.SECONDARY:

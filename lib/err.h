@@ -1,0 +1,28 @@
+/*
+ * err.h: error messages that the library hands back to the tools.
+ *
+ * Library functions never print or exit. A function that can fail takes a
+ * `struct err *` and returns -1 after filling it with a message a person can
+ * act on ("file:line: what was expected, what was found"); the tool prints it
+ * as "prog: message". Callers add context from the outside in with
+ * err_prefix(), so the innermost function need not know the file name.
+ */
+#ifndef GRPO_ERR_H
+#define GRPO_ERR_H
+
+#include <stddef.h>
+
+struct err {
+	char msg[1024];
+};
+
+/* Format a message into e (which may be NULL); always returns -1. */
+int err_set(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* As err_set, with ": strerror(errno)" appended. */
+int err_sys(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Put "prefix: " in front of the message already in e; returns -1. */
+int err_prefix(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

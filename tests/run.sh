@@ -1,0 +1,20 @@
+#!/bin/sh
+# Run every test under prove: the unit test binaries of $BUILD/tests and the
+# shell TAP scripts of tests/cli, with $BUILD/bin first on PATH.
+set -e
+BUILD=${BUILD:-build}
+top=$(cd "$(dirname "$0")/.." && pwd)
+export GRPO_TOP="$top"
+export GRPO_BIN="$top/$BUILD/bin"
+export GRPO_SHARED="${GRPO_SHARED:-$top/../shared}"
+export PATH="$GRPO_BIN:$PATH"
+set --
+for t in "$top/$BUILD"/tests/test_*; do
+	case "$t" in *.d|*.o) continue ;; esac
+	[ -x "$t" ] && set -- "$@" "$t"
+done
+for t in "$top"/tests/cli/*.t; do
+	[ -f "$t" ] && set -- "$@" "$t"
+done
+[ $# -gt 0 ] || { echo "tests/run.sh: no tests found under $BUILD" >&2; exit 1; }
+exec prove ${PROVE_FLAGS:-} "$@"

@@ -1,0 +1,71 @@
+/*
+ * tap.h: a tiny Test Anything Protocol harness for the unit tests.
+ *
+ *   ok(cond, "what it checks %d", x);   one test point
+ *   is_int(got, want, "name");          with the values shown on failure
+ *   is_float(got, want, tol, "name");
+ *   skip_all("reason");                 when a needed input is absent
+ *   return tap_done();                  prints the plan, returns the exit status
+ *
+ * Header-only, so each test is a single file with its own main().
+ */
+#ifndef TAP_H
+#define TAP_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int tap_n, tap_failed;
+
+static int tap_vok(int cond, const char *fmt, va_list ap)
+{
+	tap_n++;
+	if (!cond)
+		tap_failed++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	vprintf(fmt, ap);
+	putchar('\n');
+	fflush(stdout);
+	return cond;
+}
+
+static int ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3), unused));
+static int ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = tap_vok(cond, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+#define diag(...) (printf("# "), printf(__VA_ARGS__), putchar('\n'))
+
+#define is_int(got, want, ...) do { \
+	long long g_ = (long long)(got), w_ = (long long)(want); \
+	if (!ok(g_ == w_, __VA_ARGS__)) diag("  got %lld, want %lld (%s:%d)", g_, w_, __FILE__, __LINE__); \
+} while (0)
+
+#define is_float(got, want, tol, ...) do { \
+	double g_ = (double)(got), w_ = (double)(want); \
+	if (!ok(fabs(g_ - w_) <= (tol), __VA_ARGS__)) \
+		diag("  got %.9g, want %.9g, tol %g (%s:%d)", g_, w_, (double)(tol), __FILE__, __LINE__); \
+} while (0)
+
+static void skip_all(const char *why) __attribute__((unused, noreturn));
+static void skip_all(const char *why)
+{
+	printf("1..0 # SKIP %s\n", why);
+	exit(0);
+}
+
+static int tap_done(void) __attribute__((unused));
+static int tap_done(void)
+{
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
+
+#endif
