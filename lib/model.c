@@ -840,3 +840,8 @@ void model_set_threads(int n)
 {
 	openblas_set_num_threads(n);
 }
+
+int model_threads(void)
+{
+	return openblas_get_num_threads();
+}

@@ -193,7 +193,8 @@ int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, i
  */
 int model_backward(struct model *m, const float *dlogprob, const float *dentropy, struct err *e);
 
-/* Threads OpenBLAS may use for the matrix products. */
+/* Threads OpenBLAS may use for the matrix products (default: its own, usually the cores). */
 void model_set_threads(int n);
+int model_threads(void);
 
 #endif
