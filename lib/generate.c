@@ -54,16 +54,39 @@ static int sample(const float *z, int V, const struct gen_params *p, uint64_t *r
 	int tok = arg;
 	if (p->temperature > 0) {
 		int n = V;
-		for (int j = 0; j < V; j++)
+		double all = 0;
+		for (int j = 0; j < V; j++) {
 			cand[j] = (struct cand){ (float)exp(z[j] * inv - lse), j };
-		if ((p->top_k > 0 && p->top_k < V) || p->top_p < 1) {
-			qsort(cand, (size_t)V, sizeof *cand, by_prob_desc);
-			if (p->top_k > 0 && p->top_k < V)
+			all += cand[j].p;
+		}
+		int topk = p->top_k > 0 && p->top_k < V;
+		if (topk || p->top_p < 1) {
+			/*
+			 * Without top-k, a token with p < (1 - top_p) / (V - 1) can never be in the
+			 * nucleus (the tokens at or below it could not hold the missing 1 - top_p),
+			 * so only the others need sorting (llama2.c's trick).
+			 */
+			if (!topk && V > 1) {
+				float cut = (float)((1 - p->top_p) / (V - 1));
+				int k = 0;
+				for (int j = 0; j < V; j++)
+					if (cand[j].p >= cut)
+						cand[k++] = cand[j];
+				n = k > 0 ? k : V;
+				if (k == 0)
+					for (int j = 0; j < V; j++)
+						cand[j] = (struct cand){ (float)exp(z[j] * inv - lse), j };
+			}
+			qsort(cand, (size_t)n, sizeof *cand, by_prob_desc);
+			double kept = all;
+			if (topk) {
 				n = p->top_k;
-			if (p->top_p < 1) {
-				double kept = 0, mass = 0;
+				kept = 0;
 				for (int j = 0; j < n; j++)
 					kept += cand[j].p;
+			}
+			if (p->top_p < 1) {
+				double mass = 0;
 				int m = 0;
 				while (m < n && mass < p->top_p * kept)
 					mass += cand[m++].p;
