@@ -25,7 +25,7 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
 VERSION   := 0.1.0
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
-             -fno-omit-frame-pointer $(SAN) -Ilib $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
+             -fno-omit-frame-pointer $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
 
 LIB_SRC   := $(wildcard lib/*.c)
