@@ -14,7 +14,7 @@ int json_format_float(char out[32], float f)
 	if (isnan(f) || isinf(f))
 		return snprintf(out, 32, "null");
 	if (f == 0.0f)
-		return snprintf(out, 32, signbit(f) ? "-0.0" : "0.0");
+		return snprintf(out, 32, signbit(f) ? "-0" : "0");
 	int n = 0;
 	for (int prec = 1; prec <= 9; prec++) {
 		n = snprintf(out, 32, "%.*g", prec, (double)f);
