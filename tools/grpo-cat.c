@@ -100,7 +100,7 @@ static int cat_reader(struct opts *o, struct sfile_reader *r)
 {
 	struct record rec;
 	struct err e;
-	int k;
+	int k = 0;
 	while (o->head != 0 && (k = sfile_read(r, &rec, &e)) > 0) {
 		count(&o->st, &rec);
 		if (!o->stats && (json_print_record(&o->out, &rec) < 0 || flush_out(o, 0) < 0)) {
