@@ -79,7 +79,7 @@ check-fast: all
 	BUILD=$(BUILD) sh tests/run.sh
 
 check-san:
-	$(MAKE) BUILD=build/san OPT=-O1 SAN='-fsanitize=address,undefined -fno-sanitize-recover=all' all
+	$(MAKE) BUILD=build/san OPT=-O1 SAN='-fsanitize=address,undefined -fno-sanitize-recover=all -Wno-maybe-uninitialized' all
 	BUILD=build/san GRPO_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		sh tests/run.sh
 
