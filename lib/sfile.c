@@ -756,7 +756,8 @@ static int fill(struct sfile_reader *r, struct err *e)
 		size_t n = r->mem_len - r->mem_pos;
 		if (n > r->in_cap)
 			n = r->in_cap;
-		memcpy(r->in, r->mem + r->mem_pos, n);
+		if (n)
+			memcpy(r->in, r->mem + r->mem_pos, n);
 		r->mem_pos += n;
 		r->in_len = n;
 	} else {

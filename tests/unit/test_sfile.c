@@ -199,7 +199,12 @@ static int read_all(const struct buf *file, struct record *out, int max, struct 
 	while (n < max && (k = sfile_read(&r, &out[n], e)) > 0)
 		n++;
 	sfile_reader_close(&r);
-	return k < 0 ? -1 : n;
+	if (k < 0) {
+		while (n > 0)
+			record_free(&out[--n]);
+		return -1;
+	}
+	return n;
 }
 
 int main(void)
