@@ -47,25 +47,32 @@ ifneq ($(DEPS_MISSING),)
 	@exit 1
 endif
 
+# V=1 shows the full commands.
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 # make check: the plain build's tests, the same tests under ASan+UBSan,
 # a bounded fuzz run from the committed corpus, and mandoc -Tlint.
