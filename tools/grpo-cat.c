@@ -18,10 +18,12 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "align.h"
 #include "buf.h"
 #include "err.h"
 #include "fsys.h"
 #include "jsonview.h"
+#include "model.h"
 #include "sfile.h"
 
 static const char *prog = "grpo-cat";
@@ -30,6 +32,8 @@ struct stats {
 	uint64_t records, groups, microbatches, sequences;
 	uint64_t prompt_tokens, response_tokens, batch_tokens, loss_tokens, pad_tokens;
 	uint64_t bytes_on_disk, bytes_raw;
+	uint64_t aligned_tokens;        /* with --model: response tokens compared */
+	double abs_diff_sum, abs_diff_max;
 };
 
 struct opts {
@@ -37,6 +41,7 @@ struct opts {
 	long long head;             /* records to print, -1 = all */
 	struct stats st;
 	struct buf out;             /* JSON text not yet written */
+	struct model *model;        /* --model: add the model's logprobs */
 };
 
 static void usage(FILE *f)
@@ -50,6 +55,8 @@ static void usage(FILE *f)
 		"  -j, --json         JSON lines (the default view; with --stats, a JSON object)\n"
 		"  -n, --head N       stop after N records\n"
 		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio\n"
+		"  -m, --model DIR    add the model's logprob and entropy of every response token,\n"
+		"                     and how far they are from the sampler's\n"
 		"  -f, --from-json    read JSON lines, write one spool file\n"
 		"  -o, --output FILE  with --from-json: write FILE atomically instead of stdout\n"
 		"  -h, --help         this text\n"
@@ -95,6 +102,43 @@ static void count(struct stats *st, const struct record *rec)
 	}
 }
 
+static int print_alignment(struct buf *out, const struct traj *t, uint32_t i, void *ctx)
+{
+	const struct align_traj *a = (const struct align_traj *)ctx + i;
+	int r = buf_printf(out, ",\"model_logprobs\":");
+	r |= json_print_floats(out, a->model_logprobs, t->n_response);
+	r |= buf_printf(out, ",\"model_entropy\":");
+	r |= json_print_floats(out, a->model_entropy, t->n_response);
+	return r | buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
+			      a->abs_diff_mean, a->abs_diff_max);
+}
+
+/* A record in the JSON view; with --model, groups carry the model's view too. */
+static int print_record(struct opts *o, const struct record *rec, struct err *e)
+{
+	if (!o->model || rec->kind != REC_GROUP)
+		return o->stats ? 0 : json_print_record(&o->out, rec) < 0 ? err_set(e, "out of memory") : 0;
+	const struct group *g = &rec->group;
+	struct align_traj *a = calloc(g->n, sizeof *a);
+	if (!a)
+		return err_set(e, "out of memory");
+	int rc = align_group(o->model, g, a, e);
+	if (rc == 0) {
+		for (uint32_t i = 0; i < g->n; i++) {
+			o->st.aligned_tokens += g->trajs[i].n_response;
+			o->st.abs_diff_sum += a[i].abs_diff_mean * g->trajs[i].n_response;
+			if (a[i].abs_diff_max > o->st.abs_diff_max)
+				o->st.abs_diff_max = a[i].abs_diff_max;
+		}
+		if (!o->stats && json_print_group_with(&o->out, g, print_alignment, a) < 0)
+			rc = err_set(e, "out of memory");
+		for (uint32_t i = 0; i < g->n; i++)
+			align_traj_free(&a[i]);
+	}
+	free(a);
+	return rc;
+}
+
 /* Read every record of one stream; 0 ok or head reached, -1 error. */
 static int cat_reader(struct opts *o, struct sfile_reader *r)
 {
@@ -103,7 +147,13 @@ static int cat_reader(struct opts *o, struct sfile_reader *r)
 	int k = 0;
 	while (o->head != 0 && (k = sfile_read(r, &rec, &e)) > 0) {
 		count(&o->st, &rec);
-		if (!o->stats && (json_print_record(&o->out, &rec) < 0 || flush_out(o, 0) < 0)) {
+		if (print_record(o, &rec, &e) < 0) {
+			fprintf(stderr, "%s: %s: record %llu: %s\n", prog, r->name,
+				(unsigned long long)(r->record_no - 1), e.msg);
+			record_free(&rec);
+			return -1;
+		}
+		if (flush_out(o, 0) < 0) {
 			record_free(&rec);
 			return -1;
 		}
@@ -240,13 +290,17 @@ static void print_stats(const struct stats *st, int json)
 		       "\"tokens\":%llu,\"prompt_tokens\":%llu,\"response_tokens\":%llu,"
 		       "\"batch_tokens\":%llu,\"loss_tokens\":%llu,\"pad_tokens\":%llu,"
 		       "\"bytes_on_disk\":%llu,\"bytes_uncompressed\":%llu,\"compression_ratio\":%.3f,"
-		       "\"bytes_per_response_token\":%.3f}\n",
+		       "\"bytes_per_response_token\":%.3f",
 		       (unsigned long long)st->records, (unsigned long long)st->groups,
 		       (unsigned long long)st->microbatches, (unsigned long long)st->sequences,
 		       (unsigned long long)tokens, (unsigned long long)st->prompt_tokens,
 		       (unsigned long long)st->response_tokens, (unsigned long long)st->batch_tokens,
 		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens,
 		       (unsigned long long)st->bytes_on_disk, (unsigned long long)st->bytes_raw, ratio, per_resp);
+		if (st->aligned_tokens)
+			printf(",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
+			       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max);
+		printf("}\n");
 		return;
 	}
 	printf("records            %llu (%llu groups, %llu micro-batches)\n", (unsigned long long)st->records,
@@ -261,6 +315,10 @@ static void print_stats(const struct stats *st, int json)
 	printf("compression ratio  %.3f\n", ratio);
 	if (st->response_tokens)
 		printf("bytes/response tok %.3f\n", per_resp);
+	if (st->aligned_tokens)
+		printf("model vs sampler   |logprob difference| mean %.6g, max %.6g over %llu tokens\n",
+		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
+		       (unsigned long long)st->aligned_tokens);
 }
 
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
@@ -347,13 +405,14 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "from-json", no_argument, NULL, 'f' }, { "head", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },      { "json", no_argument, NULL, 'j' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' }, { "stats", no_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },   { NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .head = -1 };
 	int c, json = 0, fromjson = 0;
-	const char *output = NULL;
-	while ((c = getopt_long(argc, argv, "fhjn:o:sV", longopts, NULL)) != -1) {
+	const char *output = NULL, *model_dir = NULL;
+	while ((c = getopt_long(argc, argv, "fhjm:n:o:sV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': fromjson = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -368,6 +427,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'm': model_dir = optarg; break;
 		case 'o': output = optarg; break;
 		case 's': o.stats = 1; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
@@ -386,6 +446,15 @@ int main(int argc, char **argv)
 		return from_json(argv + optind, argc - optind, output);
 	}
 	o.json_stats = o.stats && json;
+	struct model model;
+	if (model_dir) {
+		struct err e;
+		if (model_load(&model, model_dir, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return 1;
+		}
+		o.model = &model;
+	}
 	int rc = 0;
 	if (optind == argc)
 		rc |= cat_path(&o, "-");
@@ -396,5 +465,7 @@ int main(int argc, char **argv)
 	buf_free(&o.out);
 	if (o.stats)
 		print_stats(&o.st, o.json_stats);
+	if (o.model)
+		model_free(o.model);
 	return rc ? 1 : 0;
 }
