@@ -372,7 +372,7 @@ int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
 		snprintf(p, sizeof p, "%s/%s", tmpdir, v[k]);
 		if (strncmp(v[k], "gc.", 3) == 0 || fsys_stat(p, &sb, e) != 0)
 			continue; /* gc leftovers were handled above; gone meanwhile */
-		if ((long long)now - (long long)sb.st_mtime < tmp_age)
+		if (tmp_age > 0 && (long long)now - (long long)sb.st_mtime < tmp_age)
 			continue;
 		if ((S_ISDIR(sb.st_mode) ? remove_tree(p, e) : fsys_unlink(p, e)) < 0) {
 			fsys_free_names(v, n);
