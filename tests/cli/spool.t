@@ -98,6 +98,22 @@ GRPO_WATCH_TEST_OVERFLOW=1 watch_test --rescan 1000 -v 2>$T/ovf.err
 check "with the overflow hook, only overflow rescans found the files" grep -q ', [1-9][0-9]* overflows, inotify' $T/ovf.err
 watch_test --poll 0.1
 
+# ---- a done file whose claim record comes and goes does not wake watchers for ever ----
+S=$T/pingpong; mkdir -p $S/q
+publish $S/q 0 0 d.zst d
+grpo-spool consume $S/q -- true
+for k in 1 2; do
+	grpo-spool consume $S/q --watch --rescan 1000 -v -- true 2>$S/w$k.err & PIDS="$PIDS $!"; eval W$k=$!
+done
+sleep 0.3
+for i in 1 2 3; do touch $S/q/step_0/rank_0/.claimed/d.zst; rm $S/q/step_0/rank_0/.claimed/d.zst; done
+sleep 0.5
+kill -TERM $W1 $W2; wait $W1 $W2
+check "watchers hand out nothing for a done file" test "$(cat $S/w1.err $S/w2.err | grep -c ': 0 files,')" = 2
+cat $S/w1.err $S/w2.err | sed "s/^/# /"
+ev=$(sed -n 's/.* \([0-9]*\) events.*/\1/p' $S/w1.err $S/w2.err | sort -n | tail -1)
+check "and go quiet after a few events ($ev)" test "${ev:-999}" -lt 20
+
 # ---- SIGTERM while a file is in hand: it is finished, then the consumer stops ----
 S=$T/term; mkdir -p $S/q
 publish $S/q 0 0 slow.zst s
