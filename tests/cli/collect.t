@@ -21,7 +21,7 @@ view() {
 visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
 
 # --- every input format, exactly -------------------------------------------
-for f in vllm-completions vllm-chat vllm-generate sglang atropos native; do
+for f in vllm-completions vllm-chat vllm-generate vllm-demo sglang atropos native; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
 	is "$?:$(cat "$T/err")" "0:" "$f: imports silently"
 	view "$T/$f.zst" > "$T/$f.json"
@@ -42,6 +42,15 @@ grpo-collect --step 3 --answers "$D/answers.jsonl" "$D/vllm-completions.jsonl" "
 	view - | sed 's/.*"answer":"\([^"]*\)".*/\1/; t; s/.*/-/' | tr '\n' ' ' > "$T/answers"
 is "$(cat "$T/answers")" "4 6 - 9 x - " \
 	"--answers by request id, by prompt index (counted across inputs), by group_id; the input's own kept"
+
+printf '%s\n' '{"question":"2+2?","answer":"2+2 = <<2+2=4>>4\n#### 4"}' '{"question":"3+3?","answer":"#### 6"}' \
+	> "$T/gsm8k.jsonl"
+is "$(grpo-collect --step 0 --answers "$T/gsm8k.jsonl" "$D/vllm-completions.jsonl" | view - |
+	sed 's/.*"answer":\("[^"]*"\).*/\1/; t; s/.*/-/' | tr '\n' ' ')" '"2+2 = <<2+2=4>>4\n#### 4" "#### 6" - ' \
+	"--answers: a prompts file without keys answers by line number"
+printf '%s\n' '{"index":1,"answer":"a"}' '{"index":1,"answer":"b"}' > "$T/dup.jsonl"
+grpo-collect --step 0 --answers "$T/dup.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/dup.jsonl: two answers for index 1" "two answers for one prompt are refused"
 
 # --- bad input: FILE:LINE: reason, exit 1, nothing published -----------------
 good='{"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}'
