@@ -7,21 +7,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static long fsys_calls;
+static long crash_at = -1;
+static int trace = -1;
+
+void fsys_test_crash_at(long n)
+{
+	if (trace < 0)
+		fsys_step(NULL);
+	crash_at = n;
+	fsys_calls = 0;
+}
+
+long fsys_calls_made(void)
+{
+	return fsys_calls;
+}
 
 void fsys_step(const char *what)
 {
-	static long crash_at = -1;
-	static int trace = -1;
 	if (crash_at < 0) {
 		const char *s = getenv("GRPO_FSYS_CRASH_AT");
 		crash_at = s ? atol(s) : 0;
 		s = getenv("GRPO_FSYS_TRACE");
 		trace = s && *s && *s != '0';
 	}
+	if (!what)
+		return;
 	fsys_calls++;
 	if (trace)
 		fprintf(stderr, "fsys %ld %s\n", fsys_calls, what);
@@ -156,5 +174,186 @@ int fsys_unlink(const char *path, struct err *e)
 	fsys_step("unlink");
 	if (unlink(path) < 0 && errno != ENOENT)
 		return err_sys(e, "%s: cannot remove", path);
+	return 0;
+}
+
+int fsys_rmdir(const char *path, struct err *e)
+{
+	fsys_step("rmdir");
+	if (rmdir(path) < 0 && errno != ENOENT)
+		return err_sys(e, "%s: cannot remove directory", path);
+	return 0;
+}
+
+int fsys_mkdir(const char *path, struct err *e)
+{
+	fsys_step("mkdir");
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return 1;
+	return err_sys(e, "%s: cannot create directory", path);
+}
+
+int fsys_stat(const char *path, struct stat *st, struct err *e)
+{
+	fsys_step("stat");
+	if (stat(path, st) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return 1;
+	return err_sys(e, "%s", path);
+}
+
+int fsys_fstat(int fd, struct stat *st, const char *path, struct err *e)
+{
+	fsys_step("fstat");
+	if (fstat(fd, st) < 0)
+		return err_sys(e, "%s", path);
+	return 0;
+}
+
+ssize_t fsys_read(int fd, void *p, size_t n, const char *path, struct err *e)
+{
+	fsys_step("read");
+	for (;;) {
+		ssize_t r = read(fd, p, n);
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			return err_sys(e, "%s: read failed", path);
+	}
+}
+
+int fsys_touch(int fd, const char *path, struct err *e)
+{
+	fsys_step("touch");
+	if (futimens(fd, NULL) < 0)
+		return err_sys(e, "%s: cannot set times", path);
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fsys_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int fsys_list_dir(const char *dir, int kind, char ***names, size_t *n, struct err *e)
+{
+	*names = NULL;
+	*n = 0;
+	fsys_step("list_dir");
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 1;
+		return err_sys(e, "%s: cannot open directory", dir);
+	}
+	char **v = NULL;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *nm = de->d_name;
+		if (nm[0] == '.' && (nm[1] == '\0' || (nm[1] == '.' && nm[2] == '\0')))
+			continue;
+		if (kind != FSYS_ANY) {
+			int isdir;
+			if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK) {
+				isdir = de->d_type == DT_DIR;
+			} else {
+				struct stat st;
+				if (fstatat(dirfd(d), nm, &st, 0) < 0)
+					continue; /* gone meanwhile */
+				isdir = S_ISDIR(st.st_mode);
+			}
+			if (isdir != (kind == FSYS_DIRS))
+				continue;
+		}
+		if (len == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			char **nv = realloc(v, nc * sizeof *nv);
+			if (!nv)
+				goto nomem;
+			v = nv;
+			cap = nc;
+		}
+		if (!(v[len] = strdup(nm)))
+			goto nomem;
+		len++;
+		errno = 0;
+	}
+	if (errno) {
+		err_sys(e, "%s: cannot read directory", dir);
+		closedir(d);
+		fsys_free_names(v, len);
+		return -1;
+	}
+	closedir(d);
+	if (len > 1)
+		qsort(v, len, sizeof *v, cmp_names);
+	*names = v;
+	*n = len;
+	return 0;
+nomem:
+	closedir(d);
+	fsys_free_names(v, len);
+	return err_set(e, "%s: out of memory listing directory", dir);
+}
+
+int fsys_create_locked(const char *path, struct err *e)
+{
+	fsys_step("create_locked");
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_sys(e, "%s: cannot create", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		err_sys(e, "%s: cannot lock", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
+}
+
+int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
+{
+	fsys_step("try_lock");
+	*fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	if (*fd < 0) {
+		if (errno == ENOENT && !create)
+			return 2;
+		return err_sys(e, "%s: cannot open", path);
+	}
+	if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	int saved = errno;
+	close(*fd);
+	*fd = -1;
+	errno = saved;
+	if (errno == EWOULDBLOCK)
+		return 1;
+	return err_sys(e, "%s: cannot lock", path);
+}
+
+int fsys_is_remote(const char *dir)
+{
+	struct statfs sf;
+	if (statfs(dir, &sf) < 0)
+		return 0;
+	switch ((unsigned long)sf.f_type) {
+	case 0x6969UL:      /* NFS_SUPER_MAGIC */
+	case 0xFF534D42UL:  /* CIFS_MAGIC_NUMBER */
+	case 0xFE534D42UL:  /* SMB2_MAGIC_NUMBER */
+	case 0x517BUL:      /* SMB_SUPER_MAGIC */
+		return 1;
+	}
 	return 0;
 }

@@ -14,7 +14,7 @@ int json_format_float(char out[32], float f)
 	if (isnan(f) || isinf(f))
 		return snprintf(out, 32, "null");
 	if (f == 0.0f)
-		return snprintf(out, 32, signbit(f) ? "-0.0" : "0.0");
+		return snprintf(out, 32, signbit(f) ? "-0" : "0");
 	int n = 0;
 	for (int prec = 1; prec <= 9; prec++) {
 		n = snprintf(out, 32, "%.*g", prec, (double)f);
@@ -103,7 +103,7 @@ static const char *finish_name(enum finish_reason f)
 	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
 }
 
-static int print_traj(struct buf *out, const struct traj *t)
+static int print_traj(struct buf *out, const struct traj *t, uint32_t index, json_traj_extra extra, void *ctx)
 {
 	int first = 1, r = buf_put_u8(out, '{');
 	r |= key(out, &first, "prompt_tokens") | print_i32s(out, t->prompt_tokens, t->n_prompt);
@@ -134,15 +134,27 @@ static int print_traj(struct buf *out, const struct traj *t)
 		r |= key(out, &first, "advantages") | print_float(out, t->advantage);
 		r |= key(out, &first, "successes") | print_float(out, t->success);
 	}
+	if (r == 0 && extra)
+		r = extra(out, t, index, ctx);
 	return r | buf_put_u8(out, '}');
+}
+
+int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx)
+{
+	int r = buf_printf(out, "{\"group_id\":%lld,\"trajectories\":[", (long long)g->group_id);
+	for (uint32_t i = 0; i < g->n && r == 0; i++)
+		r |= (i ? buf_put_u8(out, ',') : 0) | print_traj(out, &g->trajs[i], i, extra, ctx);
+	return r | buf_append(out, "]}\n", 3);
 }
 
 int json_print_group(struct buf *out, const struct group *g)
 {
-	int r = buf_printf(out, "{\"group_id\":%lld,\"trajectories\":[", (long long)g->group_id);
-	for (uint32_t i = 0; i < g->n; i++)
-		r |= (i ? buf_put_u8(out, ',') : 0) | print_traj(out, &g->trajs[i]);
-	return r | buf_append(out, "]}\n", 3);
+	return json_print_group_with(out, g, NULL, NULL);
+}
+
+int json_print_floats(struct buf *out, const float *a, uint32_t n)
+{
+	return print_f32s(out, a, n);
 }
 
 int json_print_mb(struct buf *out, const struct microbatch *mb)

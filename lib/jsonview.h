@@ -28,6 +28,14 @@ struct cJSON;
 
 /* Append one line (with its '\n'); -1 only when memory runs out. */
 int json_print_group(struct buf *out, const struct group *g);
+
+/* As json_print_group, calling extra() inside each trajectory's object after
+ * its own fields, so a tool can add fields of its own (decoded text, a
+ * model's logprobs). extra appends `,"key":value` pairs; -1 stops printing. */
+typedef int (*json_traj_extra)(struct buf *out, const struct traj *t, uint32_t index, void *ctx);
+int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx);
+/* An array of floats in the view's float format, e.g. for extra fields. */
+int json_print_floats(struct buf *out, const float *a, uint32_t n);
 int json_print_mb(struct buf *out, const struct microbatch *mb);
 int json_print_record(struct buf *out, const struct record *rec);
 

@@ -421,6 +421,14 @@ static int get_str(const struct field *f, char **s, const char *what, struct err
 	return 0;
 }
 
+/* The common case, 4-byte values, as one loop the compiler vectorizes. */
+static void unplanar4(uint32_t *dst, const unsigned char *src, size_t n)
+{
+	const unsigned char *b0 = src, *b1 = src + n, *b2 = src + 2 * n, *b3 = src + 3 * n;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (uint32_t)b0[i] | (uint32_t)b1[i] << 8 | (uint32_t)b2[i] << 16 | (uint32_t)b3[i] << 24;
+}
+
 /* An array field into a new allocation; *n receives the element count. */
 static int get_array(const struct field *f, int type, size_t size, void **out, uint32_t *n,
 		     const char *what, struct err *e)
@@ -437,6 +445,8 @@ static int get_array(const struct field *f, int type, size_t size, void **out, u
 		return err_set(e, "out of memory");
 	if (f->enc == ENC_PLAIN || size == 1)
 		memcpy(dst, f->data, f->len);
+	else if (size == 4)
+		unplanar4((uint32_t *)dst, f->data, count);
 	else
 		for (size_t k = 0; k < size; k++)
 			for (size_t i = 0; i < count; i++)
@@ -488,12 +498,33 @@ struct shared_prompt {
 	uint32_t n;
 };
 
+static int decode_traj_fields(const unsigned char *p, const unsigned char *end, struct traj *t,
+			      int64_t group_id, const struct shared_prompt *sp, uint32_t *n_names,
+			      struct err *e);
+
+/* Decode one trajectory; on failure nothing is left allocated in t. */
 static int decode_traj(const unsigned char *p, const unsigned char *end, struct traj *t,
 		       int64_t group_id, const struct shared_prompt *sp, struct err *e)
 {
+	uint32_t n_names = 0;
+	if (decode_traj_fields(p, end, t, group_id, sp, &n_names, e) == 0)
+		return 0;
+	/* reward_names may disagree with n_rewards here: free by its own count */
+	for (uint32_t i = 0; t->reward_names && i < n_names; i++)
+		free(t->reward_names[i]);
+	free(t->reward_names);
+	t->reward_names = NULL;
+	traj_free(t);
+	return -1;
+}
+
+static int decode_traj_fields(const unsigned char *p, const unsigned char *end, struct traj *t,
+			      int64_t group_id, const struct shared_prompt *sp, uint32_t *n_names,
+			      struct err *e)
+{
 	struct field f;
 	int r;
-	uint32_t n_resp_lp = 0, n_mask = 0, n_ref = 0, n_names = 0, n_resp = 0;
+	uint32_t n_resp_lp = 0, n_mask = 0, n_ref = 0, n_resp = 0;
 	int have_resp = 0, have_lp = 0;
 	traj_init(t);
 	t->group_id = group_id;
@@ -526,7 +557,7 @@ static int decode_traj(const unsigned char *p, const unsigned char *end, struct 
 		}
 		case TR_REF_LOGPROBS: ok = get_array(&f, T_F32S, 4, (void **)&t->ref_logprobs, &n_ref, "ref_logprobs", e); break;
 		case TR_REWARDS: ok = get_array(&f, T_F32S, 4, (void **)&t->rewards, &t->n_rewards, "rewards", e); break;
-		case TR_REWARD_NAMES: ok = get_strs(&f, &t->reward_names, &n_names, e); break;
+		case TR_REWARD_NAMES: ok = get_strs(&f, &t->reward_names, n_names, e); break;
 		case TR_ADVANTAGE: ok = get_f32(&f, &t->advantage, "advantages", e); break;
 		case TR_SUCCESS: ok = get_f32(&f, &t->success, "successes", e); break;
 		default: break; /* a field from a newer minor version */
@@ -554,8 +585,8 @@ static int decode_traj(const unsigned char *p, const unsigned char *end, struct 
 		return err_set(e, "%u response_mask entries for %u response tokens", n_mask, n_resp);
 	if (t->ref_logprobs && n_ref != n_resp)
 		return err_set(e, "%u ref_logprobs for %u response tokens", n_ref, n_resp);
-	if (t->reward_names && n_names != t->n_rewards)
-		return err_set(e, "%u reward_names for %u rewards", n_names, t->n_rewards);
+	if (t->reward_names && *n_names != t->n_rewards)
+		return err_set(e, "%u reward_names for %u rewards", *n_names, t->n_rewards);
 	return 0;
 }
 
@@ -735,7 +766,8 @@ static int fill(struct sfile_reader *r, struct err *e)
 		size_t n = r->mem_len - r->mem_pos;
 		if (n > r->in_cap)
 			n = r->in_cap;
-		memcpy(r->in, r->mem + r->mem_pos, n);
+		if (n)
+			memcpy(r->in, r->mem + r->mem_pos, n);
 		r->mem_pos += n;
 		r->in_len = n;
 	} else {

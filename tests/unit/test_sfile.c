@@ -194,12 +194,17 @@ static void write_file(struct buf *file, struct group *gs, int ng, struct microb
 static int read_all(const struct buf *file, struct record *out, int max, struct err *e)
 {
 	struct sfile_reader r;
-	int n = 0, k;
+	int n = 0, k = 0;
 	sfile_reader_open_mem(&r, file->data, file->len, "mem.zst", e);
 	while (n < max && (k = sfile_read(&r, &out[n], e)) > 0)
 		n++;
 	sfile_reader_close(&r);
-	return k < 0 ? -1 : n;
+	if (k < 0) {
+		while (n > 0)
+			record_free(&out[--n]);
+		return -1;
+	}
+	return n;
 }
 
 int main(void)

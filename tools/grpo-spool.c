@@ -1,0 +1,522 @@
+/*
+ * grpo-spool: look after a spool: its state, crash recovery, retention,
+ * and a consumer that runs a command per file (grpo-spool(1)).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "claim.h"
+#include "fsys.h"
+#include "queue.h"
+#include "spool.h"
+#include "watch.h"
+
+static const char *prog = "grpo-spool";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: grpo-spool status SPOOL [--json] [--lease SECONDS]\n"
+		"       grpo-spool recover SPOOL [-v] [--lease SECONDS] [--tmp-age SECONDS]\n"
+		"       grpo-spool gc SPOOL --keep-last K [-v] [--archive DIR] [--queue NAME]...\n"
+		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
+		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	usage(stderr);
+	exit(2);
+}
+
+static long num_arg(const char *opt, const char *s, long min)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		die_usage("bad number for %s", opt);
+	return v;
+}
+
+static double secs_arg(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1e7)
+		die_usage("bad number of seconds for %s", opt);
+	return v;
+}
+
+enum { O_JSON = 256, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
+       O_FROM, O_TO };
+
+static const struct option longopts[] = {
+	{ "archive", required_argument, NULL, O_ARCHIVE },
+	{ "from", required_argument, NULL, O_FROM },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "keep-last", required_argument, NULL, O_KEEP },
+	{ "lease", required_argument, NULL, O_LEASE },
+	{ "poll", required_argument, NULL, O_POLL },
+	{ "queue", required_argument, NULL, O_QUEUE },
+	{ "rescan", required_argument, NULL, O_RESCAN },
+	{ "tmp-age", required_argument, NULL, O_TMP_AGE },
+	{ "to", required_argument, NULL, O_TO },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "watch", no_argument, NULL, O_WATCH },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct opts {
+	int json, verbose;
+	long lease, tmp_age, keep;
+	const char *archive;
+	const char **queues;
+	int nqueues;
+	struct watch_opt w;
+};
+
+static void fail(const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", prog, msg);
+}
+
+/* ---- status ---- */
+
+/* The newest step of a queue, or -1 when it has none. */
+static int64_t newest_step(const char *spool, const char *q, struct err *e, int *bad)
+{
+	char path[PATH_MAX];
+	int64_t *steps, r = -1;
+	size_t n;
+	snprintf(path, sizeof path, "%s/%s", spool, q);
+	if (spool_list_steps(path, -1, -1, &steps, &n, e) < 0) {
+		*bad = 1;
+		return -1;
+	}
+	if (n)
+		r = steps[n - 1];
+	free(steps);
+	return r;
+}
+
+static void json_num_or_null(cJSON *o, const char *k, int64_t v)
+{
+	if (v < 0)
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+static void print_json(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	if (s)
+		puts(s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static int cmd_status(const char *spool, const struct opts *op)
+{
+	struct err e;
+	char **queues, qpath[PATH_MAX];
+	size_t nq;
+	int bad = 0;
+	time_t now = time(NULL);
+	int r = queue_list(spool, &queues, &nq, &e);
+	if (r < 0 || r == 1) {
+		if (r == 1)
+			fprintf(stderr, "%s: %s: no such spool\n", prog, spool);
+		else
+			fail(e.msg);
+		return 1;
+	}
+	if (!op->json)
+		printf("%-12s %8s %5s %8s %8s %8s %s\n", "QUEUE", "STEP", "RANKS", "WAITING", "CLAIMED",
+		       "DONE", "DONE-MARKER");
+	for (size_t i = 0; i < nq; i++) {
+		int64_t *steps;
+		size_t ns;
+		if (strcmp(queues[i], "policy") == 0)
+			continue; /* checkpoints, not spool files: reported below */
+		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
+		if (spool_list_steps(qpath, -1, -1, &steps, &ns, &e) < 0) {
+			fail(e.msg);
+			bad = 1;
+			continue;
+		}
+		for (size_t j = 0; j < ns; j++) {
+			struct queue_step s;
+			if (queue_step_state(qpath, steps[j], 1, op->lease, now, &s, &e) < 0) {
+				fail(e.msg);
+				bad = 1;
+				continue;
+			}
+			if (op->json) {
+				cJSON *o = cJSON_CreateObject(), *cl = cJSON_CreateArray();
+				cJSON_AddStringToObject(o, "queue", queues[i]);
+				cJSON_AddNumberToObject(o, "step", (double)s.step);
+				cJSON_AddNumberToObject(o, "ranks", s.ranks);
+				cJSON_AddNumberToObject(o, "waiting", (double)s.waiting);
+				cJSON_AddNumberToObject(o, "claimed", (double)s.claimed);
+				cJSON_AddNumberToObject(o, "done", (double)s.done);
+				cJSON_AddBoolToObject(o, "marker", s.marker);
+				for (long k = 0; k < s.claimed; k++) {
+					struct queue_claim *c = &s.claims[k];
+					cJSON *x = cJSON_CreateObject();
+					cJSON_AddNumberToObject(x, "rank", c->rank);
+					cJSON_AddStringToObject(x, "name", c->name);
+					if (c->id.host[0]) {
+						cJSON_AddStringToObject(x, "host", c->id.host);
+						cJSON_AddNumberToObject(x, "pid", (double)c->id.pid);
+						cJSON_AddNumberToObject(x, "since", (double)c->id.since);
+						cJSON_AddNumberToObject(x, "lease", (double)c->id.lease);
+					}
+					cJSON_AddNumberToObject(x, "age", (double)c->age);
+					cJSON_AddBoolToObject(x, "stale", c->stale);
+					cJSON_AddItemToArray(cl, x);
+				}
+				cJSON_AddItemToObject(o, "claims", cl);
+				print_json(o);
+			} else {
+				printf("%-12s %8lld %5d %8ld %8ld %8ld %s\n", queues[i], (long long)s.step,
+				       s.ranks, s.waiting, s.claimed, s.done, s.marker ? "yes" : "-");
+				for (long k = 0; k < s.claimed; k++) {
+					struct queue_claim *c = &s.claims[k];
+					printf("  claimed step_%lld/rank_%d/%s by %s pid %ld, %llds ago%s\n",
+					       (long long)s.step, c->rank, c->name,
+					       c->id.host[0] ? c->id.host : "(unreadable record)", c->id.pid,
+					       c->age, c->stale ? " (stale)" : "");
+				}
+			}
+			free(s.claims);
+		}
+		free(steps);
+	}
+	fsys_free_names(queues, nq);
+	int64_t policy = newest_step(spool, "policy", &e, &bad);
+	int64_t collect = newest_step(spool, "rollouts", &e, &bad);
+	int64_t lag = policy >= 0 && collect >= 0 ? policy - collect : -1;
+	if (op->json) {
+		cJSON *o = cJSON_CreateObject();
+		json_num_or_null(o, "policy_step", policy);
+		json_num_or_null(o, "collect_step", collect);
+		if (policy >= 0 && collect >= 0)
+			cJSON_AddNumberToObject(o, "lag", (double)lag);
+		else
+			cJSON_AddNullToObject(o, "lag");
+		print_json(o);
+	} else {
+		char a[32] = "-", b[32] = "-", c[32] = "-";
+		if (policy >= 0)
+			snprintf(a, sizeof a, "%lld", (long long)policy);
+		if (collect >= 0)
+			snprintf(b, sizeof b, "%lld", (long long)collect);
+		if (policy >= 0 && collect >= 0)
+			snprintf(c, sizeof c, "%lld", (long long)lag);
+		printf("policy step %s, collecting step %s, lag %s\n", a, b, c);
+	}
+	if (bad)
+		fail(e.msg);
+	return bad;
+}
+
+/* ---- recover and gc ---- */
+
+static int lock_spool(const char *spool, int *fd)
+{
+	struct err e;
+	int r = queue_lock_spool(spool, fd, &e);
+	if (r == 1) {
+		fprintf(stderr, "%s: %s: busy: another recover or gc holds %s/.lock\n", prog, spool, spool);
+		return 75;
+	}
+	if (r < 0) {
+		fail(e.msg);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_recover(const char *spool, const struct opts *op)
+{
+	struct err e;
+	char **queues, qpath[PATH_MAX];
+	size_t nq;
+	int fd, bad = 0;
+	struct queue_recover_stats st = { 0, 0, 0, 0 };
+	int r = queue_list(spool, &queues, &nq, &e);
+	if (r != 0) {
+		r == 1 ? fprintf(stderr, "%s: %s: no such spool\n", prog, spool) : (fail(e.msg), 0);
+		return 1;
+	}
+	if ((r = lock_spool(spool, &fd)) != 0) {
+		fsys_free_names(queues, nq);
+		return r;
+	}
+	time_t now = time(NULL);
+	for (size_t i = 0; i < nq; i++) {
+		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
+		if (queue_recover(qpath, op->lease, op->tmp_age, now, &st, &e) < 0) {
+			fail(e.msg);
+			bad = 1;
+		}
+	}
+	fsys_free_names(queues, nq);
+	close(fd);
+	if (op->verbose)
+		fprintf(stderr, "%s: %s: %ld claims returned, %ld live, %ld temporaries removed, "
+			"%ld interrupted gc finished\n", prog, spool, st.returned, st.live,
+			st.tmp_removed, st.gc_finished);
+	return bad;
+}
+
+static int cmd_gc(const char *spool, const struct opts *op)
+{
+	struct err e;
+	char **queues, qpath[PATH_MAX];
+	size_t nq;
+	int fd, bad = 0;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	int r = queue_list(spool, &queues, &nq, &e);
+	if (r != 0) {
+		r == 1 ? fprintf(stderr, "%s: %s: no such spool\n", prog, spool) : (fail(e.msg), 0);
+		return 1;
+	}
+	if ((r = lock_spool(spool, &fd)) != 0) {
+		fsys_free_names(queues, nq);
+		return r;
+	}
+	for (size_t i = 0; i < nq; i++) {
+		int chosen = op->nqueues == 0 && strcmp(queues[i], "policy") != 0;
+		for (int k = 0; k < op->nqueues; k++)
+			chosen |= strcmp(op->queues[k], queues[i]) == 0;
+		if (!chosen)
+			continue;
+		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
+		if (queue_gc(qpath, op->keep, op->archive, &st, &e) < 0) {
+			fail(e.msg);
+			bad = 1;
+		}
+	}
+	fsys_free_names(queues, nq);
+	close(fd);
+	if (op->verbose)
+		fprintf(stderr, "%s: %s: %ld steps removed, %ld archived, %ld old steps not finished\n",
+			prog, spool, st.removed, st.archived, st.unfinished);
+	return bad;
+}
+
+/* ---- consume ---- */
+
+/* Run argv with the file's path appended; its exit status, or -1. */
+static int run_command(char **argv, int argc, const struct claim *c)
+{
+	char **av = calloc((size_t)argc + 2, sizeof *av);
+	if (!av)
+		return -1;
+	memcpy(av, argv, (size_t)argc * sizeof *av);
+	av[argc] = (char *)c->path;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		free(av);
+		return -1;
+	}
+	if (pid == 0) {
+		char v[32];
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		snprintf(v, sizeof v, "%lld", (long long)c->step);
+		setenv("GRPO_STEP", v, 1);
+		snprintf(v, sizeof v, "%d", c->rank);
+		setenv("GRPO_RANK", v, 1);
+		setenv("GRPO_NAME", c->name, 1);
+		execvp(av[0], av);
+		fprintf(stderr, "%s: %s: %s\n", prog, av[0], strerror(errno));
+		_exit(127);
+	}
+	free(av);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static int cmd_consume(const char *queue, char **argv, int argc, const struct opts *op)
+{
+	struct err e;
+	struct claim *c;
+	int bad = 0, r;
+	struct watch_opt wo = op->w;
+	wo.signals = 1;
+	wo.lease = op->lease;
+	struct watch *w = watch_open(queue, &wo, &e);
+	if (!w) {
+		fail(e.msg);
+		return 1;
+	}
+	while ((r = watch_next(w, &c, &e)) > 0) {
+		int st = run_command(argv, argc, c);
+		if (st == 0) {
+			if (claim_retire(c, &e) < 0) {
+				fail(e.msg);
+				bad = 1;
+			} else if (op->verbose) {
+				fprintf(stderr, "%s: %s: done\n", prog, c->path);
+			}
+			continue;
+		}
+		if (st < 0)
+			fprintf(stderr, "%s: %s: cannot run %s: %s\n", prog, c->path, argv[0], strerror(errno));
+		else
+			fprintf(stderr, "%s: %s: %s exited with status %d; left waiting\n", prog, c->path,
+				argv[0], st);
+		bad = 1;
+		if (claim_release(c, &e) < 0)
+			fail(e.msg);
+	}
+	if (r < 0) {
+		fail(e.msg);
+		bad = 1;
+	}
+	if (op->verbose) {
+		struct watch_stats s;
+		watch_stats(w, &s);
+		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld overflows, %s every %gs%s\n", prog, queue,
+			s.claimed, s.scans, s.overflows, s.polling ? "polling" : "inotify, rescan",
+			s.interval, watch_stopped(w) ? ", stopped by signal" : "");
+	}
+	watch_close(w);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts op;
+	struct watch_opt wdef = WATCH_OPT_INIT;
+	memset(&op, 0, sizeof op);
+	op.w = wdef;
+	op.keep = -1;
+	op.tmp_age = QUEUE_TMP_AGE_DEFAULT;
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(sub, "-V") || !strcmp(sub, "--version")) {
+		printf("%s %s\n", prog, GRPO_VERSION);
+		return 0;
+	}
+	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume"))
+		die_usage("unknown command: %s", sub);
+	op.queues = calloc((size_t)argc, sizeof *op.queues);
+	if (!op.queues)
+		return 1;
+	/* Options may follow the operand; "--" ends them (consume's COMMAND). */
+	int ac = argc - 1, ch;
+	char **av = argv + 1;
+	while ((ch = getopt_long(ac, av, "hVv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("%s %s\n", prog, GRPO_VERSION);
+			return 0;
+		case 'v':
+			op.verbose = 1;
+			break;
+		case O_ARCHIVE:
+			op.archive = optarg;
+			break;
+		case O_FROM:
+			op.w.from = num_arg("--from", optarg, 0);
+			break;
+		case O_JSON:
+			op.json = 1;
+			break;
+		case O_KEEP:
+			op.keep = num_arg("--keep-last", optarg, 0);
+			break;
+		case O_LEASE:
+			op.lease = num_arg("--lease", optarg, 1);
+			break;
+		case O_POLL:
+			op.w.poll = secs_arg("--poll", optarg);
+			op.w.follow = 1;
+			break;
+		case O_QUEUE:
+			op.queues[op.nqueues++] = optarg;
+			break;
+		case O_RESCAN:
+			op.w.rescan = secs_arg("--rescan", optarg);
+			break;
+		case O_TMP_AGE:
+			op.tmp_age = num_arg("--tmp-age", optarg, 0);
+			break;
+		case O_TO:
+			op.w.to = num_arg("--to", optarg, 0);
+			break;
+		case O_WATCH:
+			op.w.follow = 1;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	char **rest = av + optind;
+	int nrest = ac - optind;
+	if (nrest < 1)
+		die_usage("%s: missing operand", sub);
+	if (op.w.from >= 0 && op.w.to >= 0 && op.w.from > op.w.to)
+		die_usage("%s: --from is after --to", sub);
+	int r;
+	if (!strcmp(sub, "consume")) {
+		if (nrest < 2)
+			die_usage("%s: missing COMMAND (after --)", sub);
+		r = cmd_consume(rest[0], rest + 1, nrest - 1, &op);
+	} else {
+		if (nrest > 1)
+			die_usage("unexpected operand: %s", rest[1]);
+		if (!strcmp(sub, "status")) {
+			r = cmd_status(rest[0], &op);
+		} else if (!strcmp(sub, "recover")) {
+			r = cmd_recover(rest[0], &op);
+		} else {
+			if (op.keep < 0)
+				die_usage("%s: --keep-last is required", sub);
+			r = cmd_gc(rest[0], &op);
+		}
+	}
+	free(op.queues);
+	return r;
+}
