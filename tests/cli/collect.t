@@ -1,22 +1,10 @@
 #!/bin/sh
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
-T=$(mktemp -d "${TMPDIR:-/tmp}/grpo-collect.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-n=0
-failed=0
-is() { # is GOT WANT DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = "$2" ]; then echo "ok $n - $3"
-	else echo "not ok $n - $3"; echo "#   got:  $1" | head -5; echo "#   want: $2" | head -5; failed=$((failed + 1)); fi
-}
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 49
 D="$GRPO_TOP/tests/data/collect"
-# The JSON view of spool files: grpo-cat where it is built, else the unit
-# test's reader (the same library code).
-view() {
-	if [ -x "$GRPO_BIN/grpo-cat" ]; then "$GRPO_BIN/grpo-cat" "$@"
-	else "$GRPO_BIN/../tests/test_collect" --cat "$@"; fi
-}
+view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
 visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
 
@@ -176,5 +164,4 @@ grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl"
 is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' '):$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" \
 	"0:$(( (groups + 2) / 3 )):$groups" "a re-run after the kills publishes the rest: every group exactly once"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+[ "$_failed" -eq 0 ]

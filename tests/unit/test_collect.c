@@ -1,50 +1,13 @@
 /* grpo-collect's library: NaN/Infinity rewriting, format detection, the
  * traps of formats.md (token ids over text, echo, the -9999 sentinel, n > 1,
- * Atropos masks), validation messages, deterministic ids and grouping.
- *
- * `test_collect --cat FILE...` prints spool files in the JSON view, for the
- * CLI tests of tests/cli/collect.t. */
-#include <fcntl.h>
+ * Atropos masks), validation messages, deterministic ids and grouping. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "collect.h"
 #include "jsonview.h"
 #include "sfile.h"
 #include "tap.h"
-
-static int cat(int argc, char **argv)
-{
-	struct err e = { "" };
-	struct buf out = { 0 };
-	int rc = 0;
-	for (int i = 0; i < argc; i++) {
-		int fd = strcmp(argv[i], "-") == 0 ? 0 : open(argv[i], O_RDONLY);
-		struct sfile_reader r;
-		struct record rec;
-		int k;
-		if (fd < 0 || sfile_reader_open_fd(&r, fd, argv[i], &e) < 0) {
-			fprintf(stderr, "test_collect: %s: cannot read\n", argv[i]);
-			return 1;
-		}
-		while ((k = sfile_read(&r, &rec, &e)) > 0) {
-			buf_reset(&out);
-			json_print_record(&out, &rec);
-			fwrite(out.data, 1, out.len, stdout);
-			record_free(&rec);
-		}
-		if (k < 0) {
-			fprintf(stderr, "test_collect: %s\n", e.msg);
-			rc = 1;
-		}
-		sfile_reader_close(&r);
-		if (fd > 0)
-			close(fd);
-	}
-	buf_free(&out);
-	return rc;
-}
 
 static int parse(const char *s, enum collect_format f, struct collect_line *L, struct err *e)
 {
@@ -206,10 +169,8 @@ static void test_collector(void)
 	collect_free(&c);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-	if (argc > 1 && strcmp(argv[1], "--cat") == 0)
-		return cat(argc - 2, argv + 2);
 	test_nonfinite();
 	test_vllm();
 	test_atropos();
