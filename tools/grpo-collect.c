@@ -2,12 +2,14 @@
  * grpo-collect: import rollouts from inference servers (vLLM, SGLang,
  * Atropos, or grpo-cat's JSON view) into rollout groups. See grpo-collect(1).
  *
- * Each input is read whole and validated before anything of it is written:
+ * Inputs may be compressed (gzip, zstd, xz, ...: lib/lineio.h). Each input is
+ * read whole and validated before anything of it is written:
  * its groups are held in memory, then published as spool files under names
  * derived from the input's bytes (so a re-run publishes nothing twice), or
  * appended to the one spool file written to standard output.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -18,6 +20,7 @@
 
 #include "collect.h"
 #include "err.h"
+#include "lineio.h"
 #include "sfile.h"
 #include "spool.h"
 
@@ -251,25 +254,32 @@ bad_num:
 	char *stdin_only[] = { "-" };
 	char **files = optind < argc ? argv + optind : stdin_only;
 	int nfiles = optind < argc ? argc - optind : 1;
-	char *line = NULL;
-	size_t cap = 0;
 	for (int f = 0; f < nfiles && !fatal; f++) {
 		int is_stdin = strcmp(files[f], "-") == 0;
 		const char *name = is_stdin ? "<stdin>" : files[f];
-		FILE *in = is_stdin ? stdin : fopen(files[f], "r");
-		if (!in) {
+		int fd = is_stdin ? STDIN_FILENO : open(files[f], O_RDONLY | O_CLOEXEC);
+		struct lineio in;
+		if (fd < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			status = 1;
+			continue;
+		}
+		if (lineio_open(&in, fd, name, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			if (!is_stdin)
+				close(fd);
 			status = 1;
 			continue;
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
 		uint64_t groups0 = col.groups, trajs0 = col.trajs, tokens0 = col.tokens;
-		int failed = 0;
-		ssize_t len;
-		while ((len = getline(&line, &cap, in)) >= 0) {
+		int failed = 0, got;
+		const char *line;
+		size_t len;
+		while ((got = lineio_next(&in, &line, &len, &e)) > 0) {
 			lineno++;
-			hash = collect_hash(hash, line, (size_t)len);
-			int r = collect_feed(&col, line, (size_t)len, &e);
+			hash = collect_hash(hash, line, len);
+			int r = collect_feed(&col, line, len, &e);
 			if (r == -2) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				failed = fatal = 1;
@@ -284,12 +294,13 @@ bad_num:
 				}
 			}
 		}
-		if (!failed && ferror(in)) {
-			fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+		if (!failed && got < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			failed = 1;
 		}
+		lineio_close(&in);
 		if (!is_stdin)
-			fclose(in);
+			close(fd);
 		if (!failed && collect_end_input(&col, &e) < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
 			failed = fatal = 1;
@@ -337,7 +348,6 @@ bad_num:
 	if (o.verbose && answers_path)
 		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
 			answers_path);
-	free(line);
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 49
+plan 52
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -106,6 +106,17 @@ grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.js
 is "$(visible "$T/sp/rollouts/step_4/rank_0" | sed 's/collect-[0-9a-f]*-//' | sort | tr '\n' ' ')" \
 	"0000.zst 0000.zst 0001.zst 0001.zst " "--max-groups 2 splits each input into files of at most 2 groups"
 is "$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" 6 "and every group is in one of them"
+
+gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
+grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
+is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" \
+	"a gzip-compressed input reads as its text: the same groups, the same name, nothing new published"
+zstd -q -c "$D/atropos.jsonl" | grpo-collect --step 3 | view - > "$T/z.json"
+is "$(cmp "$T/z.json" "$D/atropos.expected" 2>&1)" "" "so does a zstd-compressed pipe"
+head -c 300 "$T/copy.jsonl.gz" > "$T/trunc.jsonl.gz"
+grpo-collect -o "$T/sp/rollouts" --step 6 "$T/trunc.jsonl.gz" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_6/rank_0")" \
+	"1:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input:" "a truncated compressed input fails whole"
 
 # --- usage -----------------------------------------------------------------
 grpo-collect -o "$T/sp/rollouts" "$D/native.jsonl" 2> /dev/null
