@@ -674,7 +674,7 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 		c->next_index++;   /* a line that could not be read counts as one prompt */
 		return -1;
 	}
-	c->last_format = L.format;
+	c->formats |= 1u << L.format;
 	uint64_t base = c->next_index;
 	int r = 0;
 	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
@@ -718,7 +718,7 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 	}
 	c->next_index += L.n_groups;
 	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
-		const struct group *g = &L.groups[k];
+		struct group *g = &L.groups[k];
 		c->groups++;
 		c->trajs += g->n;
 		for (uint32_t i = 0; i < g->n; i++)
@@ -733,7 +733,7 @@ int collect_end_input(struct collect *c, struct err *e)
 {
 	int r = 0;
 	for (size_t i = 0; i < c->n_pending && r == 0; i++) {
-		const struct group *g = &c->pending[i].g;
+		struct group *g = &c->pending[i].g;
 		c->groups++;
 		for (uint32_t k = 0; k < g->n; k++)
 			c->tokens += g->trajs[k].n_response;

@@ -112,8 +112,10 @@ struct collect_opts {
 	const struct collect_answers *answers;   /* NULL: none */
 };
 
-/* Called with each finished, valid group; returns -1 with e filled to stop. */
-typedef int (*collect_emit)(void *ctx, const struct group *g, struct err *e);
+/* Called with each finished, valid group; returns -1 with e filled to stop.
+ * It may take the group's contents, leaving *g zeroed (a zeroed group is
+ * freed as an empty one). */
+typedef int (*collect_emit)(void *ctx, struct group *g, struct err *e);
 
 struct collect {
 	struct collect_opts o;
@@ -125,7 +127,7 @@ struct collect {
 	size_t n_pending, cap_pending;
 	/* counts for -v and the skip report */
 	uint64_t lines, groups, trajs, tokens, answered;
-	enum collect_format last_format;
+	unsigned formats;            /* bit (1 << format) for each format read */
 };
 
 void collect_init(struct collect *c, const struct collect_opts *o, collect_emit emit, void *ctx);

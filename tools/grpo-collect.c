@@ -55,7 +55,8 @@ struct held {
 	size_t n, cap;
 };
 
-static int hold(void *ctx, const struct group *g, struct err *e)
+/* Takes the group's contents rather than copying them. */
+static int hold(void *ctx, struct group *g, struct err *e)
 {
 	struct held *h = ctx;
 	if (h->n == h->cap) {
@@ -66,18 +67,8 @@ static int hold(void *ctx, const struct group *g, struct err *e)
 		h->g = v;
 		h->cap = cap;
 	}
-	struct group *d = &h->g[h->n];
-	d->group_id = g->group_id;
-	d->n = 0;
-	d->trajs = calloc(g->n ? g->n : 1, sizeof *d->trajs);
-	if (!d->trajs)
-		return err_set(e, "out of memory");
-	for (; d->n < g->n; d->n++)
-		if (traj_copy(&d->trajs[d->n], &g->trajs[d->n]) < 0) {
-			group_free(d);
-			return err_set(e, "out of memory");
-		}
-	h->n++;
+	h->g[h->n++] = *g;
+	memset(g, 0, sizeof *g);
 	return 0;
 }
 
@@ -314,11 +305,18 @@ bad_num:
 		if (bad)
 			fprintf(stderr, "%s: %s: skipped %llu of %llu lines\n", prog, name, (unsigned long long)bad,
 				(unsigned long long)(col.lines - lines0));
-		if (o.verbose)
+		if (o.verbose) {
+			char fmts[64] = "";
+			for (int k = COLLECT_NATIVE; k <= COLLECT_ATROPOS; k++)
+				if (col.formats & (1u << k))
+					snprintf(fmts + strlen(fmts), sizeof fmts - strlen(fmts), "%s%s", *fmts ? ", " : "",
+						 collect_format_name((enum collect_format)k));
 			fprintf(stderr, "%s: %s: %llu lines (%s), %llu groups, %llu trajectories, %llu response tokens\n",
-				prog, name, (unsigned long long)(col.lines - lines0), collect_format_name(col.last_format),
+				prog, name, (unsigned long long)(col.lines - lines0), *fmts ? fmts : "none",
 				(unsigned long long)(col.groups - groups0), (unsigned long long)(col.trajs - trajs0),
 				(unsigned long long)(col.tokens - tokens0));
+		}
+		col.formats = 0;
 		int r = 0;
 		if (o.queue)
 			r = publish(&o, &held, hash, name, &e);

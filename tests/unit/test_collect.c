@@ -128,7 +128,7 @@ struct sink {
 	int n;
 };
 
-static int keep(void *ctx, const struct group *g, struct err *e)
+static int keep(void *ctx, struct group *g, struct err *e)
 {
 	struct sink *s = ctx;
 	if (s->n < 16) {
