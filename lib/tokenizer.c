@@ -51,8 +51,8 @@ struct tokenizer {
 	int nfc;                    /* normalizer is NFC */
 	int digits3;                /* \p{N}{1,3} (Llama 3) rather than \p{N} */
 	int ignore_merges;
-	uint32_t n_ids;
-	struct idinfo *ids;         /* (n_ids) */
+	uint32_t n_ids, ids_cap;
+	struct idinfo *ids;         /* (n_ids), room for ids_cap */
 	unsigned char *pool;
 	size_t pool_len, pool_cap;
 	struct vslot *vocab;        /* (vmask + 1) */
@@ -196,11 +196,18 @@ static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
 {
 	if (id < t->n_ids)
 		return 0;
-	struct idinfo *p = realloc(t->ids, ((size_t)id + 1) * sizeof *p);
-	if (!p)
-		return err_set(e, "out of memory");
-	memset(p + t->n_ids, 0, ((size_t)id + 1 - t->n_ids) * sizeof *p);
-	t->ids = p;
+	/* ids arrive one at a time: grow geometrically, or loading is quadratic */
+	if (id >= t->ids_cap) {
+		size_t cap = t->ids_cap ? t->ids_cap : 1024;
+		while (cap <= id)
+			cap *= 2;
+		struct idinfo *p = realloc(t->ids, cap * sizeof *p);
+		if (!p)
+			return err_set(e, "out of memory");
+		t->ids = p;
+		t->ids_cap = (uint32_t)cap;
+	}
+	memset(t->ids + t->n_ids, 0, ((size_t)id + 1 - t->n_ids) * sizeof *t->ids);
 	t->n_ids = id + 1;
 	return 0;
 }
