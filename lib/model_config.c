@@ -51,14 +51,20 @@ int model_config_check(const struct model_config *c, struct err *e)
 	if (c->C <= 0 || c->I <= 0 || c->L <= 0 || c->NH <= 0 || c->NKV <= 0 || c->HS <= 0 || c->V <= 0)
 		return err_set(e, "sizes must be positive (hidden %d, intermediate %d, layers %d, heads %d, "
 		               "kv heads %d, head_dim %d, vocab %d)", c->C, c->I, c->L, c->NH, c->NKV, c->HS, c->V);
+	/* a size product must not overflow size_t anywhere: bound the whole model */
+	double QD = (double)c->NH * c->HS, KD = (double)c->NKV * c->HS;
+	double params = 2.0 * c->V * c->C + (double)c->L * (QD * c->C * 2 + KD * c->C * 2 + 3.0 * c->I * c->C);
+	if (params > 1e13 || QD > 1 << 24 || c->I > 1 << 24 || c->C > 1 << 24)
+		return err_set(e, "a model of %.3g parameters is beyond what this code handles", params);
 	if (c->NH % c->NKV)
 		return err_set(e, "num_attention_heads %d is not a multiple of num_key_value_heads %d", c->NH, c->NKV);
 	if (c->HS % 2)
 		return err_set(e, "head_dim %d is odd; RoPE needs an even head size", c->HS);
-	if (!(c->eps > 0) || !(c->rope_theta > 0))
-		return err_set(e, "rms_norm_eps and rope_theta must be positive");
+	if (!(c->eps > 0 && isfinite(c->eps)) || !(c->rope_theta > 0 && isfinite(c->rope_theta)) ||
+	    !isfinite(c->init_std))
+		return err_set(e, "rms_norm_eps and rope_theta must be positive and finite");
 	if (c->rope_llama3 && !(c->rope_factor > 0 && c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq &&
-	                        c->rope_orig_max > 0))
+	                        isfinite(c->rope_factor) && isfinite(c->rope_high_freq) && c->rope_orig_max > 0))
 		return err_set(e, "llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
 	return 0;
 }
@@ -227,6 +233,10 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	int none = -1;
 	if (get_int(j, "bos_token_id", &none, &c->bos_id, name, e) < 0)
 		goto out;
+	if (c->bos_id < -1) {
+		err_set(e, "%s: bos_token_id %d is negative", name, c->bos_id);
+		goto out;
+	}
 	const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
 	if (cJSON_IsNumber(eos)) {
 		c->eos_ids[c->n_eos++] = eos->valueint;
@@ -243,6 +253,11 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		err_set(e, "%s: eos_token_id must be an integer or a list", name);
 		goto out;
 	}
+	for (int i = 0; i < c->n_eos; i++)
+		if (c->eos_ids[i] < 0) {
+			err_set(e, "%s: eos_token_id %d is negative", name, c->eos_ids[i]);
+			goto out;
+		}
 	if (model_config_check(c, e) < 0) {
 		err_prefix(e, "%s", name);
 		goto out;
