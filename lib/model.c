@@ -286,12 +286,12 @@ static void lm_head_backward(struct model_acts *a, const float *W, float *dW, fl
 		for (int r = 0; r < n; r++) {
 			int t = t0 + r, i = t + 1;
 			float *z = a->logits + (size_t)r * V;
-			if (!predicts(a, t)) {
+			double dl = predicts(a, t) ? dlogprob[i] : 0, dh = predicts(a, t) && dentropy ? dentropy[i] : 0;
+			if (dl == 0 && dh == 0) {   /* no prediction, or one the loss ignores (a prompt token) */
 				memset(z, 0, (size_t)V * sizeof *z);
 				continue;
 			}
 			double inv = 1.0 / a->temp[i], lse = a->lm_lse[i], H = a->ent[i];
-			double dl = dlogprob[i], dh = dentropy ? dentropy[i] : 0;
 			for (int j = 0; j < V; j++) {
 				double lp = z[j] * inv - lse, p = exp(lp);
 				z[j] = (float)((-dl * p - dh * p * (lp + H)) * inv);
