@@ -696,7 +696,8 @@ int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, i
 	for (t = 0; t < T; t++) {
 		if (ids[t] < 0 || ids[t] >= V)
 			return err_set(e, "token %d: id %d outside the vocabulary of %d", t, ids[t], V);
-		float tau = temps ? temps[t] : 1.0f;
+		/* the first token of a sequence is predicted by nothing: its temperature is unused */
+		float tau = temps && a->start[t] != t ? temps[t] : 1.0f;
 		if (!(tau > 0) || !isfinite(tau))
 			return err_set(e, "token %d: temperature %g must be positive", t, tau);
 		a->ids[t] = ids[t];
