@@ -14,7 +14,7 @@
 #include "buf.h"
 #include "fsys.h"
 
-/* OpenBLAS's cblas.h pulls in <complex.h>, whose macro I would shadow the intermediate size */
+/* OpenBLAS's cblas.h pulls in <complex.h>, whose macro I clashes with the intermediate size I */
 #undef I
 
 /* ---- layers ---- */
