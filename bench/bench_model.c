@@ -4,7 +4,7 @@
  * several sequences, and generation (a batch of prompts sampled with the
  * key/value cache), for a small model and optionally the Qwen2.5-0.5B shape.
  *
- *   bench_model [-s small|tiny|qwen2.5-0.5b] [-T tokens] [-n seqs] [-r repeats] [-t threads]
+ *   bench_model [-s preset] [-T tokens] [-n seqs] [-r repeats] [-t threads]
  *               [-b batch] [-g generated tokens per sequence]
  */
 #include <getopt.h>
@@ -23,22 +23,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int shape(const char *name, struct model_config *c)
-{
-	memset(c, 0, sizeof *c);
-	model_config_defaults(c, MODEL_QWEN2);
-	c->tied = 1;
-	if (strcmp(name, "tiny") == 0)
-		c->C = 64, c->I = 128, c->L = 2, c->NH = 4, c->NKV = 2, c->HS = 16, c->V = 512;
-	else if (strcmp(name, "small") == 0)
-		c->C = 256, c->I = 768, c->L = 4, c->NH = 4, c->NKV = 2, c->HS = 64, c->V = 8192;
-	else if (strcmp(name, "qwen2.5-0.5b") == 0)
-		c->C = 896, c->I = 4864, c->L = 24, c->NH = 14, c->NKV = 2, c->HS = 64, c->V = 151936;
-	else
-		return -1;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *name = "small";
@@ -53,12 +37,13 @@ int main(int argc, char **argv)
 		case 'b': batch = atoi(optarg); break;
 		case 'g': gen_tokens = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: bench_model [-s tiny|small|qwen2.5-0.5b] [-T tokens] [-n seqs] [-r repeats] [-t threads]\n");
+			fprintf(stderr, "usage: bench_model [-s %s] [-T tokens] [-n seqs] [-r repeats] [-t threads] "
+			        "[-b batch] [-g tokens]\n", MODEL_PRESETS);
 			return o == 'h' ? 0 : 2;
 		}
 	}
 	struct model_config c;
-	if (shape(name, &c) < 0 || T < nseq || nseq < 1 || reps < 1 || batch < 1 || gen_tokens < 1) {
+	if (model_config_preset(name, &c) < 0 || T < nseq || nseq < 1 || reps < 1 || batch < 1 || gen_tokens < 1) {
 		fprintf(stderr, "bench_model: bad arguments\n");
 		return 2;
 	}

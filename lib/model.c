@@ -14,7 +14,7 @@
 #include "buf.h"
 #include "fsys.h"
 
-/* OpenBLAS's cblas.h pulls in <complex.h>, whose macro I would shadow the intermediate size */
+/* OpenBLAS's cblas.h pulls in <complex.h>, whose macro I clashes with the intermediate size I */
 #undef I
 
 /* ---- layers ---- */
@@ -286,12 +286,12 @@ static void lm_head_backward(struct model_acts *a, const float *W, float *dW, fl
 		for (int r = 0; r < n; r++) {
 			int t = t0 + r, i = t + 1;
 			float *z = a->logits + (size_t)r * V;
-			if (!predicts(a, t)) {
+			double dl = predicts(a, t) ? dlogprob[i] : 0, dh = predicts(a, t) && dentropy ? dentropy[i] : 0;
+			if (dl == 0 && dh == 0) {   /* no prediction, or one the loss ignores (a prompt token) */
 				memset(z, 0, (size_t)V * sizeof *z);
 				continue;
 			}
 			double inv = 1.0 / a->temp[i], lse = a->lm_lse[i], H = a->ent[i];
-			double dl = dlogprob[i], dh = dentropy ? dentropy[i] : 0;
 			for (int j = 0; j < V; j++) {
 				double lp = z[j] * inv - lse, p = exp(lp);
 				z[j] = (float)((-dl * p - dh * p * (lp + H)) * inv);
@@ -696,7 +696,8 @@ int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, i
 	for (t = 0; t < T; t++) {
 		if (ids[t] < 0 || ids[t] >= V)
 			return err_set(e, "token %d: id %d outside the vocabulary of %d", t, ids[t], V);
-		float tau = temps ? temps[t] : 1.0f;
+		/* the first token of a sequence is predicted by nothing: its temperature is unused */
+		float tau = temps && a->start[t] != t ? temps[t] : 1.0f;
 		if (!(tau > 0) || !isfinite(tau))
 			return err_set(e, "token %d: temperature %g must be positive", t, tau);
 		a->ids[t] = ids[t];

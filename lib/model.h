@@ -25,8 +25,8 @@
  *
  * i.e. the value at i describes token ids[i], predicted from position i-1.
  * At the first token of each sequence nothing predicts it and both are 0;
- * there the backward ignores dlogprob and dentropy. Temperature divides the
- * logits (logits / temps[i]) before the softmax.
+ * there the backward ignores dlogprob and dentropy, and temps[i] is unused.
+ * Temperature divides the logits (logits / temps[i]) before the softmax.
  *
  * The LM head runs in chunks of MODEL_LM_CHUNK tokens, so the (T, V) logits
  * never exist at once; the backward recomputes each chunk's logits.

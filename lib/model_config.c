@@ -46,19 +46,55 @@ void model_config_defaults(struct model_config *c, enum model_family f)
 	c->init_std = 0.02f;
 }
 
+int model_config_preset(const char *name, struct model_config *c)
+{
+	memset(c, 0, sizeof *c);
+	if (strcmp(name, "tiny") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 64, c->I = 128, c->L = 2, c->NH = 4, c->NKV = 2, c->HS = 16, c->V = 512;
+	} else if (strcmp(name, "small") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 256, c->I = 768, c->L = 4, c->NH = 4, c->NKV = 2, c->HS = 64, c->V = 8192;
+	} else if (strcmp(name, "qwen2.5-0.5b") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 896, c->I = 4864, c->L = 24, c->NH = 14, c->NKV = 2, c->HS = 64, c->V = 151936;
+		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 32768;
+	} else if (strcmp(name, "qwen3-0.6b") == 0) {
+		model_config_defaults(c, MODEL_QWEN3);
+		c->C = 1024, c->I = 3072, c->L = 28, c->NH = 16, c->NKV = 8, c->HS = 128, c->V = 151936;
+		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 40960;
+	} else if (strcmp(name, "llama3.2-1b") == 0) {
+		model_config_defaults(c, MODEL_LLAMA);
+		c->C = 2048, c->I = 8192, c->L = 16, c->NH = 32, c->NKV = 8, c->HS = 64, c->V = 128256;
+		c->eps = 1e-5f, c->rope_llama3 = 1, c->rope_factor = 32, c->rope_low_freq = 1, c->rope_high_freq = 4;
+		c->rope_orig_max = 8192, c->max_pos = 131072;
+		c->bos_id = 128000, c->eos_ids[0] = 128001, c->eos_ids[1] = 128008, c->eos_ids[2] = 128009, c->n_eos = 3;
+	} else {
+		return -1;
+	}
+	c->tied = 1;
+	return 0;
+}
+
 int model_config_check(const struct model_config *c, struct err *e)
 {
 	if (c->C <= 0 || c->I <= 0 || c->L <= 0 || c->NH <= 0 || c->NKV <= 0 || c->HS <= 0 || c->V <= 0)
 		return err_set(e, "sizes must be positive (hidden %d, intermediate %d, layers %d, heads %d, "
 		               "kv heads %d, head_dim %d, vocab %d)", c->C, c->I, c->L, c->NH, c->NKV, c->HS, c->V);
+	/* a size product must not overflow size_t anywhere: bound the whole model */
+	double QD = (double)c->NH * c->HS, KD = (double)c->NKV * c->HS;
+	double params = 2.0 * c->V * c->C + (double)c->L * (QD * c->C * 2 + KD * c->C * 2 + 3.0 * c->I * c->C);
+	if (params > 1e13 || QD > 1 << 24 || c->I > 1 << 24 || c->C > 1 << 24)
+		return err_set(e, "a model of %.3g parameters is beyond what this code handles", params);
 	if (c->NH % c->NKV)
 		return err_set(e, "num_attention_heads %d is not a multiple of num_key_value_heads %d", c->NH, c->NKV);
 	if (c->HS % 2)
 		return err_set(e, "head_dim %d is odd; RoPE needs an even head size", c->HS);
-	if (!(c->eps > 0) || !(c->rope_theta > 0))
-		return err_set(e, "rms_norm_eps and rope_theta must be positive");
+	if (!(c->eps > 0 && isfinite(c->eps)) || !(c->rope_theta > 0 && isfinite(c->rope_theta)) ||
+	    !isfinite(c->init_std))
+		return err_set(e, "rms_norm_eps and rope_theta must be positive and finite");
 	if (c->rope_llama3 && !(c->rope_factor > 0 && c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq &&
-	                        c->rope_orig_max > 0))
+	                        isfinite(c->rope_factor) && isfinite(c->rope_high_freq) && c->rope_orig_max > 0))
 		return err_set(e, "llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
 	return 0;
 }
@@ -227,6 +263,10 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	int none = -1;
 	if (get_int(j, "bos_token_id", &none, &c->bos_id, name, e) < 0)
 		goto out;
+	if (c->bos_id < -1) {
+		err_set(e, "%s: bos_token_id %d is negative", name, c->bos_id);
+		goto out;
+	}
 	const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
 	if (cJSON_IsNumber(eos)) {
 		c->eos_ids[c->n_eos++] = eos->valueint;
@@ -243,6 +283,11 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		err_set(e, "%s: eos_token_id must be an integer or a list", name);
 		goto out;
 	}
+	for (int i = 0; i < c->n_eos; i++)
+		if (c->eos_ids[i] < 0) {
+			err_set(e, "%s: eos_token_id %d is negative", name, c->eos_ids[i]);
+			goto out;
+		}
 	if (model_config_check(c, e) < 0) {
 		err_prefix(e, "%s", name);
 		goto out;

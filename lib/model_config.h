@@ -65,6 +65,14 @@ int model_config_check(const struct model_config *c, struct err *e);
 /* A config with the defaults of a family (bias, qk-norm, eps, theta) for the given shape. */
 void model_config_defaults(struct model_config *c, enum model_family f);
 
+/*
+ * Named shapes: "tiny" (qwen2, hidden 64, 2 layers, vocabulary 512, for tests),
+ * "small" (qwen2, hidden 256, 4 layers, vocabulary 8192, for benchmarks) and
+ * the shapes of real checkpoints. All tied. -1 for an unknown name.
+ */
+#define MODEL_PRESETS "tiny, small, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b"
+int model_config_preset(const char *name, struct model_config *c);
+
 /* Append config.json (dtype "float32" or "bfloat16") to b. */
 int model_config_json(const struct model_config *c, const char *dtype, struct buf *b);
 

@@ -147,39 +147,12 @@ static int parse_entry(const cJSON *v, const char *path, size_t data_len, const 
 	return 0;
 }
 
-/* Map `path` and add its tensors to m (all of them, or only those in `only`). */
-static int open_file(struct st_model *m, const char *path, struct err *e)
+/* Add the tensors of the safetensors bytes p[0..size) of file fi to m. */
+static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t size, const char *path,
+                      struct err *e)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_sys(e, "%s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return err_sys(e, "%s", path);
-	}
-	size_t size = (size_t)st.st_size;
-	if (size < 8) {
-		close(fd);
+	if (size < 8)
 		return err_set(e, "%s: %zu bytes, too short for a safetensors header", path, size);
-	}
-	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return err_sys(e, "%s: mmap", path);
-
-	struct st_file *files = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *files);
-	if (!files) {
-		munmap(map, size);
-		return err_set(e, "%s: out of memory", path);
-	}
-	m->files = files;
-	int fi = m->nfiles++;
-	m->files[fi] = (struct st_file){ .path = strdup(path), .map = map, .size = size };
-	if (!m->files[fi].path)
-		return err_set(e, "%s: out of memory", path);
-
-	const unsigned char *p = map;
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | p[i];
@@ -202,8 +175,9 @@ static int open_file(struct st_model *m, const char *path, struct err *e)
 			return -1;
 		}
 		if (st_find(m, v->string)) {
+			err_set(e, "%s: tensor %s appears twice", path, v->string);
 			cJSON_Delete(h);
-			return err_set(e, "%s: tensor %s appears twice", path, v->string);
+			return -1;
 		}
 		t.file = fi;
 		t.name = strdup(v->string);
@@ -215,6 +189,57 @@ static int open_file(struct st_model *m, const char *path, struct err *e)
 	}
 	cJSON_Delete(h);
 	return 0;
+}
+
+/* Append a file entry (map may be NULL for a caller's buffer); returns its index or -1. */
+static int add_file(struct st_model *m, const char *path, void *map, size_t size)
+{
+	struct st_file *files = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *files);
+	if (!files)
+		return -1;
+	m->files = files;
+	m->files[m->nfiles] = (struct st_file){ .path = strdup(path), .map = map, .size = size };
+	if (!m->files[m->nfiles].path)
+		return -1;
+	return m->nfiles++;
+}
+
+/* Map `path` read-only and add its tensors to m. */
+static int open_file(struct st_model *m, const char *path, struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "%s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return err_sys(e, "%s", path);
+	}
+	size_t size = (size_t)st.st_size;
+	if (size < 8) {
+		close(fd);
+		return err_set(e, "%s: %zu bytes, too short for a safetensors header", path, size);
+	}
+	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return err_sys(e, "%s: mmap", path);
+	int fi = add_file(m, path, map, size);
+	if (fi < 0) {
+		munmap(map, size);
+		return err_set(e, "%s: out of memory", path);
+	}
+	return parse_file(m, fi, map, size, path, e);
+}
+
+int st_open_mem(struct st_model *m, const void *data, size_t size, const char *name, struct err *e)
+{
+	memset(m, 0, sizeof *m);
+	int fi = add_file(m, name, NULL, size);
+	int r = fi < 0 ? err_set(e, "%s: out of memory", name) : parse_file(m, fi, data, size, name, e);
+	if (r < 0)
+		st_close(m);
+	return r;
 }
 
 static char *read_small_file(const char *path, size_t *len, struct err *e)
@@ -262,8 +287,9 @@ static int open_index(struct st_model *m, const char *dir, const char *index, st
 	/* open each shard once, in the order the index first names it */
 	cJSON_ArrayForEach(v, wm) {
 		if (!cJSON_IsString(v) || strchr(v->valuestring, '/')) {
+			err_set(e, "%s: weight_map: %s: bad file name", index, v->string);
 			cJSON_Delete(j);
-			return err_set(e, "%s: weight_map: %s: bad file name", index, v->string);
+			return -1;
 		}
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, v->valuestring);
@@ -280,8 +306,9 @@ static int open_index(struct st_model *m, const char *dir, const char *index, st
 		const struct st_tensor *t = st_find(m, v->string);
 		const char *f = t ? strrchr(m->files[t->file].path, '/') + 1 : NULL;
 		if (!t || strcmp(f, v->valuestring) != 0) {
+			err_set(e, "%s: tensor %s: not in %s as the index says", index, v->string, v->valuestring);
 			cJSON_Delete(j);
-			return err_set(e, "%s: tensor %s: not in %s as the index says", index, v->string, v->valuestring);
+			return -1;
 		}
 	}
 	cJSON_Delete(j);

@@ -62,6 +62,8 @@ struct st_model {
  */
 int st_open(struct st_model *m, const char *path, struct err *e);
 void st_close(struct st_model *m);
+/* The same for the bytes of one file in memory, which must outlive m (for tests and fuzzing). */
+int st_open_mem(struct st_model *m, const void *data, size_t size, const char *name, struct err *e);
 
 /* The tensor called `name`, or NULL. */
 const struct st_tensor *st_find(const struct st_model *m, const char *name);

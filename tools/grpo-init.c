@@ -32,8 +32,8 @@ static void usage(FILE *f)
 	        "       [--rope-theta X] [--rms-eps X] [--tie | --no-tie] [--bos ID] [--eos ID]...\n"
 	        "       [--tokenizer FILE] [--seed S] [--dtype float32|bfloat16] [--shard-size BYTES]\n"
 	        "       [-v] -o DIR\n"
-	        "presets: tiny, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b\n",
-	        prog);
+	        "presets: %s\n",
+	        prog, MODEL_PRESETS);
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -100,33 +100,6 @@ static size_t size_arg(const char *s)
 	if (end == s || (k > 1 && end[1]) || (k == 1 && *end) || !(v >= 0))
 		bad_usage("--shard-size", s);
 	return (size_t)(v * k);
-}
-
-static int preset(const char *name, struct model_config *c)
-{
-	memset(c, 0, sizeof *c);
-	if (strcmp(name, "tiny") == 0) {
-		model_config_defaults(c, MODEL_QWEN2);
-		c->C = 64, c->I = 128, c->L = 2, c->NH = 4, c->NKV = 2, c->HS = 16, c->V = 512;
-	} else if (strcmp(name, "qwen2.5-0.5b") == 0) {
-		model_config_defaults(c, MODEL_QWEN2);
-		c->C = 896, c->I = 4864, c->L = 24, c->NH = 14, c->NKV = 2, c->HS = 64, c->V = 151936;
-		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 32768;
-	} else if (strcmp(name, "qwen3-0.6b") == 0) {
-		model_config_defaults(c, MODEL_QWEN3);
-		c->C = 1024, c->I = 3072, c->L = 28, c->NH = 16, c->NKV = 8, c->HS = 128, c->V = 151936;
-		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 40960;
-	} else if (strcmp(name, "llama3.2-1b") == 0) {
-		model_config_defaults(c, MODEL_LLAMA);
-		c->C = 2048, c->I = 8192, c->L = 16, c->NH = 32, c->NKV = 8, c->HS = 64, c->V = 128256;
-		c->eps = 1e-5f, c->rope_llama3 = 1, c->rope_factor = 32, c->rope_low_freq = 1, c->rope_high_freq = 4;
-		c->rope_orig_max = 8192, c->max_pos = 131072;
-		c->bos_id = 128000, c->eos_ids[0] = 128001, c->eos_ids[1] = 128008, c->eos_ids[2] = 128009, c->n_eos = 3;
-	} else {
-		return -1;
-	}
-	c->tied = 1;
-	return 0;
 }
 
 /* Ids a tokenizer.json uses: its vocabulary and added tokens (highest id + 1). */
@@ -224,7 +197,7 @@ int main(int argc, char **argv)
 		else if (strncmp(argv[i], "--preset=", 9) == 0)
 			name = argv[i] + 9;
 		if (name) {
-			if (preset(name, &c) < 0)
+			if (model_config_preset(name, &c) < 0)
 				bad_usage("unknown preset", name);
 			have_family = 1;
 		}

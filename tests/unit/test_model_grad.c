@@ -197,6 +197,13 @@ int main(void)
 	   "an id outside the vocabulary: %s", e.msg);
 	ok(model_forward(&m, ids, T + 1, seq_lens, 4, NULL, lp, NULL, &e) < 0, "a pack longer than the activations: %s",
 	   e.msg);
+	float t0[T];
+	memcpy(t0, temps, sizeof t0);
+	t0[5] = 0;   /* a sequence start: nothing is predicted with it */
+	ok(model_forward(&m, ids, T, seq_lens, 4, t0, lp, NULL, &e) == 0, "temperature 0 at a sequence start is unused");
+	t0[7] = 0;
+	ok(model_forward(&m, ids, T, seq_lens, 4, t0, lp, NULL, &e) < 0 && strstr(e.msg, "token 7"),
+	   "temperature 0 where a token is predicted: %s", e.msg);
 	model_free(&m);
 
 	/* results do not depend on the thread count (a model big enough for OpenBLAS to thread) */
