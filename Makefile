@@ -25,7 +25,7 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
 VERSION   := 0.1.0
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
-             -fno-omit-frame-pointer $(SAN) -Ilib $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
+             -fno-omit-frame-pointer $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -47,25 +47,32 @@ ifneq ($(DEPS_MISSING),)
 	@exit 1
 endif
 
+# V=1 shows the full commands.
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 # make check: the plain build's tests, the same tests under ASan+UBSan,
 # a bounded fuzz run from the committed corpus, and mandoc -Tlint.
@@ -79,7 +86,7 @@ check-fast: all
 	BUILD=$(BUILD) sh tests/run.sh
 
 check-san:
-	$(MAKE) BUILD=build/san OPT=-O1 SAN='-fsanitize=address,undefined -fno-sanitize-recover=all' all
+	$(MAKE) BUILD=build/san OPT=-O1 SAN='-fsanitize=address,undefined -fno-sanitize-recover=all -Wno-maybe-uninitialized' all
 	BUILD=build/san GRPO_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		sh tests/run.sh
 
@@ -94,10 +101,21 @@ FUZZ_BIN  := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 15
 
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
-		-Ilib $(DEPS_CFLAGS) $< $(LIB_SRC) $(ALL_LDLIBS) -o $@
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -Ilib $(DEPS_CFLAGS)
+FUZZ_OBJ  := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
+
+build/fuzz/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+build/fuzz/libgrpo-fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+build/fuzz/%: tests/fuzz/%.c build/fuzz/libgrpo-fuzz.a
+	@$(if $(V),,echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< build/fuzz/libgrpo-fuzz.a \
+		$(ALL_LDLIBS) -o $@
 
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
