@@ -314,7 +314,9 @@ int fsys_create_locked(const char *path, struct err *e)
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot create", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	/* No locks on this file system (NFS mounted nolock): the file stays
+	 * unlocked, and its holder's liveness is judged otherwise. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno != ENOLCK && errno != EOPNOTSUPP) {
 		err_sys(e, "%s: cannot lock", path);
 		close(fd);
 		unlink(path);

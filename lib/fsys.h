@@ -63,7 +63,8 @@ void fsys_free_names(char **names, size_t n);
 /*
  * Locks, flock(2) style: the kernel drops them when the holder dies, which
  * is how a claim's holder is known to be alive on this host.
- * fsys_create_locked: new file (O_EXCL), read-write, locked; fd or -1.
+ * fsys_create_locked: new file (O_EXCL), read-write, locked where the file
+ * system has locks (ENOLCK: left unlocked); fd or -1.
  * fsys_try_lock: lock an existing file without waiting (creating it when
  * create is set): 0 locked (fd in *fd), 1 someone holds it, 2 absent, -1 error.
  */
