@@ -44,6 +44,8 @@ struct watch {
 	struct cand *skip;             /* released here; not retried before the next rescan */
 	size_t nskip, capskip;
 	struct claim cur;
+	double deadline;               /* CLOCK_MONOTONIC seconds; 0: none */
+	int timed_out;
 	struct watch_stats st;
 	sigset_t oldmask, waitmask;
 	struct sigaction oldint, oldterm;
@@ -357,9 +359,13 @@ static int stop_requested(struct watch *w)
 /* Sleep until an event, a signal or the next scan is due. */
 static int wait_for_work(struct watch *w, struct err *e)
 {
-	double left = w->next_scan - now_s();
+	double until = w->next_scan;
+	if (w->deadline > 0 && w->deadline < until)
+		until = w->deadline;
+	double left = until - now_s();
 	if (left <= 0) {
-		w->need_scan = 1;
+		if (w->next_scan <= now_s())
+			w->need_scan = 1;
 		return 0;
 	}
 	struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
@@ -390,8 +396,8 @@ struct watch *watch_open(const char *queue, const struct watch_opt *o, struct er
 		free(w);
 		return NULL;
 	}
-	/* Consumers may start before their producers: the queue is made here. */
-	if (fsys_mkdirs(queue, e) < 0) {
+	/* Consumers may start before their producers: a watched queue is made here. */
+	if (o->follow && fsys_mkdirs(queue, e) < 0) {
 		free(w);
 		return NULL;
 	}
@@ -473,9 +479,31 @@ int watch_next(struct watch *w, struct claim **out, struct err *e)
 		}
 		if (!w->o.follow)
 			return 0;
+		if (w->deadline > 0 && now_s() >= w->deadline) {
+			w->timed_out = 1;
+			return 0;
+		}
 		if (wait_for_work(w, e) < 0)
 			return -1;
 	}
+}
+
+void watch_deadline(struct watch *w, double seconds)
+{
+	w->deadline = seconds > 0 ? now_s() + seconds : 0;
+	w->timed_out = 0;
+}
+
+int watch_timed_out(const struct watch *w)
+{
+	return w->timed_out;
+}
+
+void watch_detach(struct watch *w, struct claim *c)
+{
+	*c = w->cur;
+	w->cur.state = CLAIM_NONE;
+	w->cur.fd = -1;
 }
 
 int watch_stopped(const struct watch *w)

@@ -81,6 +81,15 @@ struct watch *watch_open(const char *queue, const struct watch_opt *o, struct er
  * 0: nothing more (without follow) or stopped by a signal; -1: error. */
 int watch_next(struct watch *w, struct claim **c, struct err *e);
 int watch_stopped(const struct watch *w);    /* the signal that stopped it, or 0 */
+/* With follow: make watch_next return 0 once `seconds` from now pass with
+ * nothing handed out (<= 0: no deadline); watch_timed_out() then says so.
+ * Each call sets a new deadline. */
+void watch_deadline(struct watch *w, double seconds);
+int watch_timed_out(const struct watch *w);
+/* Take the claim watch_next just handed out into *c, to hold past the next
+ * watch_next (a consumer that publishes one output from several inputs);
+ * the caller retires or releases it. */
+void watch_detach(struct watch *w, struct claim *c);
 void watch_stats(const struct watch *w, struct watch_stats *s);
 void watch_test_overflow(struct watch *w);   /* handle every event read as an overflow */
 void watch_close(struct watch *w);

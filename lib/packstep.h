@@ -1,0 +1,106 @@
+/*
+ * packstep.h: one optimizer step of grpo-pack, from chosen sequences to
+ * published micro-batches: pack (pack.h), build (mbbuild.h), write, and
+ * the step's manifest and metrics.
+ *
+ * Output, either
+ *  - a queue (SPOOL/batches): rank X's micro-batches as
+ *    QUEUE/step_N/rank_X/mb_0000.zst, mb_0001.zst, ... (names sort in
+ *    micro-step order; one micro-batch per spool file), each published by
+ *    spool.h (tmp, fsync, rename without replacing), then QUEUE/step_N/DONE,
+ *    the manifest, published last the same way; a reader that sees DONE sees
+ *    every file of the step. A file already published under its name (a
+ *    re-run after a crash, which packs the same input the same way) is left
+ *    as it is; a step that already has DONE is refused.
+ *  - or a spool file writer (standard output): every micro-batch of the
+ *    step, rank by rank, micro-step by micro-step.
+ *
+ * The manifest, one JSON object:
+ *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
+ *    "tokens":real tokens,"pad_tokens":P,"dummies":D,
+ *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
+ *             "run_step":r,"ready":b}, ...],"next_run":NAME}
+ * where a run's run_step counts its completed steps of --batch-size
+ * sequences (of every step when there is no batch size), ready says the
+ * run completed one in this step (prime-rl's ready_to_update), and
+ * next_run is the run whose turn comes first in the next step. The next
+ * invocation reads them back (packstep_load_runs), so progress and
+ * fairness carry over from one cron run to the next.
+ */
+#ifndef GRPO_PACKSTEP_H
+#define GRPO_PACKSTEP_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "pack.h"
+#include "sfile.h"
+#include "traj.h"
+
+struct packstep_opt {
+	uint32_t seq_len;          /* T, already a multiple of pad_multiple */
+	uint32_t ranks;            /* W */
+	uint32_t pad_multiple;     /* 0/1: none */
+	struct pack_cost cost;
+	int separate_runs;
+	const char *queue;         /* output queue, or NULL for writer */
+	struct sfile_writer *writer;
+	int level;                 /* zstd level of published files */
+	int no_fsync;              /* scratch output (tests, tmpfs) */
+};
+
+struct packstep_seq {
+	const struct traj *t;
+	uint32_t use;              /* tokens used: its length, or T when truncated */
+	uint32_t run;              /* index into the run table */
+};
+
+/* Per-run progress, kept by the caller across steps. */
+struct packstep_run {
+	const char *name;          /* "" for the default run */
+	uint64_t seqs_total;       /* sequences consumed so far */
+	int64_t run_step;          /* completed run steps */
+	uint32_t seqs, ready;      /* this step */
+	uint64_t tokens;           /* this step */
+};
+
+struct packstep_stats {
+	int64_t step;
+	uint32_t ranks, per_rank, dummies, sequences, lower_bound;
+	uint64_t tokens, pad_tokens, dummy_tokens;
+	double fill, fill_bound;
+	uint64_t *rank_tokens;     /* (ranks), padding included */
+	double *rank_cost;         /* (ranks), padding and dummies included */
+	uint32_t refine_moves;
+	uint64_t bytes;            /* compressed bytes written */
+	uint32_t files_existing;   /* files found already published (re-run) */
+	double pack_s, write_s;    /* packing alone; building + writing + publishing */
+};
+void packstep_stats_free(struct packstep_stats *st);
+
+/*
+ * Pack and write step `step` from n sequences. runs (n_runs) is updated:
+ * seqs/tokens/ready for this step, seqs_total and run_step advanced by
+ * batch_size (0: one run step per step that includes the run).
+ */
+int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
+		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
+		 struct packstep_stats *st, struct err *e);
+
+/* The runs recorded in QUEUE/step_N/DONE (names malloc'ed), and the index
+ * of its next_run; nothing (0 runs) when there is no such manifest. */
+int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
+		       uint32_t *next_run, struct err *e);
+
+/* 1 if QUEUE/step_N/DONE exists, 0 if not, -1 on error. */
+int packstep_done_exists(const char *queue, int64_t step, struct err *e);
+/* The step after the newest step of the queue with a DONE marker; 1 for none. */
+int packstep_next_step(const char *queue, int64_t *step, struct err *e);
+
+/* The metrics line (with '\n'); dropped: counts by reason, names (n_reasons). */
+int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,
+		     uint32_t n_runs, const char *const *reasons, const uint64_t *dropped,
+		     uint32_t n_reasons, uint64_t truncated, uint64_t truncated_untrained);
+
+#endif

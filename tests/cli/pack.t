@@ -1,0 +1,124 @@
+#!/bin/sh
+# grpo-pack: exact micro-batches for a tiny input, the spool layout and its
+# manifest, steps by batch size, runs, overlong and stale sequences, queue
+# input with claims, --watch, and usage errors.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 34
+
+d="$GRPO_TOP/tests/cli/pack"
+grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
+grpo-cat --from-json -o "$T/runs.zst" "$d/runs.jsonl"
+
+# 1. worked example: exact JSON of every micro-batch
+grpo-pack --seq-len 8 --ranks 2 --pad-multiple 4 "$T/tiny.zst" > "$T/out.zst"
+is "$?" 0 "a pipe: spool file in, spool file out"
+grpo-cat --json "$T/out.zst" > "$T/out.jsonl"
+cmp -s "$T/out.jsonl" "$d/tiny-T8-W2-P4.expected"
+is "$?" 0 "T=8 W=2 P=4: the exact micro-batches of the worked example"
+[ $? -eq 0 ] || diff "$T/out.jsonl" "$d/tiny-T8-W2-P4.expected" | sed 's/^/# /'
+grpo-pack --seq-len 8 --ranks 2 --pad-multiple 4 < "$T/tiny.zst" | cmp -s - "$T/out.zst"
+is "$?" 0 "standard input, and the same bytes again: deterministic"
+
+# 2. publishing into a spool
+grpo-pack -T 8 -W 2 -P 4 -o "$T/spool/batches" --metrics "$T/m.jsonl" "$T/tiny.zst"
+is "$?" 0 "-o publishes a step"
+(cd "$T/spool/batches" && find step_1 -type f | sort | tr '\n' ' ') > "$T/files"
+is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
+	"rank directories, one file per micro-batch, and DONE"
+is "$(cat "$T/spool/batches/step_1/DONE")" \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":""}' \
+	"the manifest"
+cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
+is "$?" 0 "the published files hold the same micro-batches"
+grep -q '"step":1,"ranks":2,"micro_batches_per_rank":1,"dummies":0,"sequences":3,"tokens":14,"pad_tokens":2,"dummy_tokens":0,"fill":0.875000' "$T/m.jsonl" &&
+	grep -q '"rank_tokens":\[8,8\]' "$T/m.jsonl"
+is "$?" 0 "a metrics line: micro-batches, pad tokens, fill, per-rank tokens"
+grpo-pack -T 8 -W 2 -P 4 --step 1 -o "$T/spool/batches" "$T/tiny.zst" 2> "$T/err"
+is "$?" 1 "a step that has DONE is never rewritten"
+grep -q "step 1 is already published" "$T/err"
+is "$?" 0 "and says so: $(cat "$T/err")"
+grpo-pack -T 8 -W 2 -o "$T/spool/batches" "$T/tiny.zst"
+[ -f "$T/spool/batches/step_2/DONE" ]
+is "$?" 0 "without --step the next step after the newest DONE"
+grep -q '"sequences_total":6,"run_step":2' "$T/spool/batches/step_2/DONE"
+is "$?" 0 "run progress carries over from the previous manifest"
+
+# 3. steps by batch size, groups kept whole
+grpo-pack -T 16 -W 1 --batch-size 2 -o "$T/b" "$T/tiny.zst"
+is "$(ls "$T/b" | grep -c step_)" 2 "--batch-size 2 with 3 sequences: two steps"
+grep -q '"sequences":2,' "$T/b/step_1/DONE" && grep -q '"sequences":1,' "$T/b/step_2/DONE"
+is "$?" 0 "of 2 and 1 sequences"
+grpo-pack -T 16 -W 1 --batch-size 1 --keep-groups "$T/tiny.zst" | grpo-cat --json > "$T/kg"
+is "$(sed -n 1p "$T/kg" | grep -o '"sequence_ids":\[[0-9,]*\]')" '"sequence_ids":[10,11]' \
+	"--keep-groups: a group of 2 stays in one step even with --batch-size 1"
+is "$(grep -o '"step":[0-9]*' "$T/kg" | tr '\n' ' ')" '"step":1 "step":2 ' "then the next group in step 2"
+
+# 4. runs
+grpo-pack -T 8 -W 1 --separate-runs "$T/runs.zst" | grpo-cat --json > "$T/r"
+is "$(grep -c '"run":"a"' "$T/r") $(grep -c '"run":"b"' "$T/r")" "2 1" \
+	"--separate-runs: every micro-batch holds one run, and says which"
+grpo-pack -T 64 -W 1 --batch-size 2 -o "$T/rr" "$T/runs.zst"
+grep -o '"run":"[ab]","sequences":[0-9]' "$T/rr/step_1/DONE" | tr '\n' ' ' > "$T/s1"
+is "$(cat "$T/s1")" '"run":"a","sequences":1 "run":"b","sequences":1 ' "round-robin: step 1 takes one sequence of each run"
+grep -q '"next_run":"a"' "$T/rr/step_1/DONE"
+is "$?" 0 "and the manifest says whose turn is next"
+
+# 5. overlong, stale
+grpo-pack -T 5 "$T/tiny.zst" > /dev/null 2> "$T/err"
+is "$?" 1 "a sequence longer than T is an error by default"
+grep -q "sequence_id 11 has 6 tokens, more than --seq-len 5" "$T/err"
+is "$?" 0 "naming it: $(cat "$T/err")"
+grpo-pack -T 5 --overlong skip -x "$T/m2" "$T/tiny.zst" | grpo-cat --json | grep -c input_ids > "$T/n"
+grep -q '"overlong":1' "$T/m2" && [ "$(cat "$T/n")" = 2 ]
+is "$?" 0 "--overlong skip drops it and counts it"
+grpo-pack -T 5 --overlong truncate -x "$T/m3" "$T/tiny.zst" | grpo-cat --json > "$T/tr"
+grep -q '"truncated":1' "$T/m3" && grep -q '"input_ids":\[1,2,3,6,7\]' "$T/tr"
+is "$?" 0 "--overlong truncate keeps the first T tokens and counts it"
+grpo-pack -T 16 --step 2 --max-lag 0 -x "$T/m4" "$T/tiny.zst" | grpo-cat --json > "$T/st"
+grep -q '"stale":2' "$T/m4" && grep -q '"sequence_ids":\[20\]' "$T/st"
+is "$?" 0 "--max-lag 0 at step 2 drops policy_version 0, keeps 1, and counts"
+grpo-pack -T 16 --step 3 --max-lag 0 -x "$T/m6" "$T/tiny.zst" | grpo-cat --json > "$T/st2"
+grep -q '"step":3,"sequences":0,"dropped":{"stale":3' "$T/m6" && [ ! -s "$T/st2" ]
+is "$?" 0 "all of it stale: no micro-batch, but a metrics line that counts them"
+
+# 6. FLOP cost from a config
+mkdir -p "$T/model"
+printf '{"hidden_size":16,"intermediate_size":64,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"head_dim":8,"vocab_size":32}' > "$T/model/config.json"
+grpo-pack -T 16 --cost flops --model "$T/model" -x "$T/m5" "$T/tiny.zst" > /dev/null
+grep -q '"rank_cost":\[248192\]' "$T/m5"
+is "$?" 0 "--cost flops: 17408*14 + 64*(6^2+5^2+3^2) for one micro-batch"
+
+# 7. a spool queue as input, consumed through claims
+q="$T/s2/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -W 2 -o "$T/s2/batches" "$q"
+is "$?" 0 "reads a queue directory"
+[ -f "$T/s2/batches/step_1/DONE" ] && [ -e "$q/step_0/rank_0/.done/g1.zst" ]
+is "$?" 0 "publishes the step, then retires the input"
+grpo-pack -T 8 -W 2 -o "$T/s2/batches" "$q"
+[ ! -e "$T/s2/batches/step_2" ]
+is "$?" 0 "a second run finds nothing waiting and publishes nothing"
+
+# 8. --watch: a step as soon as enough is spooled, and a clean stop
+q="$T/s3/scored"
+mkdir -p "$q"
+grpo-pack -T 8 -W 2 --watch --min-tokens 10 -o "$T/s3/batches" "$q" 2> "$T/werr" &
+pid=$!
+sleep 0.3
+mkdir -p "$q/step_0/rank_0/.t" && cp "$T/tiny.zst" "$q/step_0/rank_0/.t/g" &&
+	mv "$q/step_0/rank_0/.t/g" "$q/step_0/rank_0/g1.zst" && rmdir "$q/step_0/rank_0/.t"
+i=0
+while [ ! -f "$T/s3/batches/step_1/DONE" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$T/s3/batches/step_1/DONE" ]
+is "$?" 0 "--watch packs a step once --min-tokens are spooled"
+kill -TERM $pid
+wait $pid
+is "$?" 0 "and exits 0 on SIGTERM"
+[ -e "$q/step_0/rank_0/.done/g1.zst" ] && [ -z "$(ls "$q/step_0/rank_0/.claimed" 2>/dev/null)" ]
+is "$?" 0 "leaving its input retired and nothing claimed"
+
+# 9. usage
+grpo-pack --ranks 2 < /dev/null > /dev/null 2>&1
+is "$?" 2 "--seq-len is required (exit 2)"
+grpo-pack -T 8 --batch-size 2 --batch-tokens 9 < /dev/null > /dev/null 2>&1
+is "$?" 2 "--batch-size and --batch-tokens exclude each other"

@@ -1,0 +1,358 @@
+/*
+ * test_pack: the packing algorithm and the micro-batch builder.
+ *
+ * Worked examples computed by hand, the FLOP coefficients of a known
+ * config, fair selection across runs, then randomized properties over
+ * hundreds of cases: every sequence lands exactly once, with its tokens,
+ * masks, advantages, temperatures and logprobs intact and aligned; no
+ * micro-batch exceeds T; every rank holds the same number; position ids
+ * restart; seq_lens sum to the length; the fill is at least FFD's; the
+ * result is deterministic.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mbbuild.h"
+#include "pack.h"
+#include "sfile.h"
+#include "tap.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)((rng >> 11) % n);
+}
+
+static int pack_lens(const uint32_t *len, uint32_t n, uint32_t T, uint32_t W, struct pack_result *r)
+{
+	struct pack_item it[64];
+	for (uint32_t i = 0; i < n; i++)
+		it[i] = (struct pack_item){ len[i], 0, len[i] };
+	struct pack_opt o = { T, W, 0, 1 };
+	struct err e;
+	return pack_items(it, n, &o, r, &e);
+}
+
+/* "[9] [7] | [6 2] [5 3]": items' lengths bin by bin, ranks split by '|' */
+static void describe(const struct pack_result *r, const uint32_t *len, char *out, size_t size)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (uint32_t b = 0; b < r->k; b++) {
+		if (b > 0)
+			at += snprintf(out + at, size - at, b % r->per_rank ? " " : " | ");
+		at += snprintf(out + at, size - at, "[");
+		for (uint32_t x = r->bin_start[b]; x < r->bin_start[b + 1]; x++)
+			at += snprintf(out + at, size - at, x > r->bin_start[b] ? " %u" : "%u", len[r->items[x]]);
+		at += snprintf(out + at, size - at, "]");
+	}
+}
+
+static void worked_examples(void)
+{
+	uint32_t len[] = { 3, 9, 5, 7, 2, 6 };
+	struct pack_result r;
+	char s[256];
+
+	pack_lens(len, 6, 10, 1, &r);
+	describe(&r, len, s, sizeof s);
+	is_int(r.k, 4, "W=1: 32 tokens at T=10 fit the lower bound, 4 micro-batches");
+	ok(strcmp(s, "[9] [3 5] [2 6] [7]") == 0, "W=1: bins of 9, 8, 8, 7 tokens: %s", s);
+	pack_result_free(&r);
+
+	pack_lens(len, 6, 10, 2, &r);
+	describe(&r, len, s, sizeof s);
+	ok(strcmp(s, "[3 5] [2 6] | [9] [7]") == 0,
+	   "W=2: longest first into the cheapest bin, then KK: %s", s);
+	is_int(r.rank_tokens[0], 16, "W=2: rank 0 holds 16 tokens");
+	is_int(r.rank_tokens[1], 16, "W=2: rank 1 holds 16 tokens (prime-rl: 17 and 15)");
+	is_int(r.dummies, 0, "W=2: no dummy");
+	pack_result_free(&r);
+
+	pack_lens(len, 6, 10, 3, &r);
+	describe(&r, len, s, sizeof s);
+	is_int(r.k, 6, "W=3: 6 micro-batches, chosen up front");
+	is_int(r.dummies, 0, "W=3: six sequences fill six micro-batches, no dummy");
+	ok(strcmp(s, "[6] [5] | [7] [3] | [9] [2]") == 0,
+	   "W=3: ranks hold 11, 10, 11 tokens: %s", s);
+	pack_result_free(&r);
+
+	uint32_t few[] = { 100, 50, 30 };
+	pack_lens(few, 3, 256, 8, &r);
+	describe(&r, few, s, sizeof s);
+	is_int(r.k, 8, "3 sequences, W=8: one micro-batch per rank");
+	is_int(r.dummies, 5, "and five dummies, the fewest possible");
+	ok(strcmp(s, "[] | [] | [] | [] | [] | [30] | [50] | [100]") == 0, "layout %s", s);
+	pack_result_free(&r);
+
+	struct pack_result z;
+	pack_lens(NULL, 0, 16, 4, &z);
+	ok(z.k == 4 && z.dummies == 4, "no sequence at all: one dummy per rank");
+	pack_result_free(&z);
+
+	uint32_t big[] = { 11 };
+	struct err e;
+	struct pack_item it = { 11, 0, 11 };
+	struct pack_opt o = { 10, 1, 0, 1 };
+	ok(pack_items(&it, 1, &o, &r, &e) < 0 && strstr(e.msg, "11 tokens"), "an item over T is refused: %s",
+	   e.msg);
+	(void)big;
+}
+
+static void flops(void)
+{
+	/* prime-rl's test config gives (17408, 64); a Qwen3-4B shape b = 294912 */
+	const char *tiny = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"head_dim\":8,\"vocab_size\":32}";
+	struct pack_cost c;
+	struct err e;
+	ok(pack_cost_from_config(tiny, strlen(tiny), "tiny", &c, &e) == 0, "tiny config parses");
+	is_float(c.a, 17408, 0, "linear coefficient: projections, SwiGLU, LM head");
+	is_float(c.b, 64, 0, "quadratic coefficient: 2 * layers * heads * head_dim");
+	is_float(pack_cost_of(&c, 10), 17408 * 10 + 64 * 100, 0, "cost(10) = a*10 + b*100");
+	const char *bad = "{\"hidden_size\":16}";
+	ok(pack_cost_from_config(bad, strlen(bad), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "cfg.json: no intermediate_size"), "a missing field is named: %s", e.msg);
+}
+
+static void selection(void)
+{
+	/* run 0 has five sequences queued, run 1 two, run 2 one */
+	struct pack_unit u[] = { { 0, 1, 10 }, { 0, 1, 10 }, { 0, 1, 10 }, { 1, 1, 10 }, { 0, 1, 10 },
+				 { 1, 1, 10 }, { 0, 1, 10 }, { 2, 1, 10 } };
+	uint8_t taken[8] = { 0 };
+	uint32_t turn = 0;
+	is_int(pack_select(u, 8, 3, 4, 0, &turn, taken), 4, "a step of 4 sequences");
+	ok(taken[0] && taken[3] && taken[7] && taken[1] && !taken[2] && !taken[5],
+	   "round-robin: run 0, run 1, run 2, run 0 again");
+	is_int(turn, 1, "the next step starts with run 1");
+	is_int(pack_select(u, 8, 3, 4, 0, &turn, taken), 4, "the next step takes 4 more");
+	ok(taken[5] && taken[2] && taken[4] && taken[6], "run 1's last, then run 0's in order");
+	is_int(pack_select(u, 8, 3, 4, 0, &turn, taken), 0, "nothing left");
+
+	struct pack_unit g[] = { { 0, 3, 30 }, { 0, 3, 30 }, { 0, 5, 50 } };
+	uint8_t t2[3] = { 0 };
+	turn = 0;
+	is_int(pack_select(g, 3, 1, 4, 0, &turn, t2), 1, "groups of 3 with a limit of 4: one group");
+	is_int(pack_select(g, 3, 1, 4, 0, &turn, t2), 1, "then the next");
+	is_int(pack_select(g, 3, 1, 4, 0, &turn, t2), 1, "a group over the limit still goes, alone");
+	uint8_t t3[3] = { 0 };
+	is_int(pack_select(g, 3, 1, 0, 60, &turn, t3), 2, "a token limit of 60 takes two groups of 30");
+}
+
+/* ---- randomized ---- */
+
+struct seqinfo {
+	uint32_t item;     /* index among packed items */
+	int seen;
+};
+
+static void make_traj(struct traj *t, int64_t sid, int64_t gid, const int32_t *prompt, uint32_t np,
+		      uint32_t nr, int with_ref)
+{
+	traj_init(t);
+	t->n_prompt = np;
+	t->n_response = nr;
+	t->prompt_tokens = malloc((np ? np : 1) * sizeof(int32_t));
+	memcpy(t->prompt_tokens, prompt, np * sizeof(int32_t));
+	t->response_tokens = malloc((nr ? nr : 1) * sizeof(int32_t));
+	t->logprobs = malloc((nr ? nr : 1) * sizeof(float));
+	if (rnd(3) == 0)
+		t->response_mask = malloc(nr ? nr : 1);
+	if (with_ref)
+		t->ref_logprobs = malloc((nr ? nr : 1) * sizeof(float));
+	for (uint32_t j = 0; j < nr; j++) {
+		t->response_tokens[j] = (int32_t)(1000 + rnd(150000));
+		t->logprobs[j] = -(float)(rnd(1000) + 1) / 64.0f;
+		if (t->response_mask)
+			t->response_mask[j] = (uint8_t)(rnd(4) != 0);
+		if (with_ref)
+			t->ref_logprobs[j] = -(float)(rnd(1000) + 1) / 32.0f;
+	}
+	t->sequence_id = sid;
+	t->group_id = gid;
+	t->advantage = (float)((int)rnd(2001) - 1000) / 256.0f;
+	t->temperature = 0.25f * (1 + rnd(6));
+	t->scored = 1;
+}
+
+static int check_case(uint32_t casen)
+{
+	uint32_t W = 1 + rnd(rnd(2) ? 8 : 64), T = 64 + rnd(4000), P = rnd(3) == 0 ? 1 + rnd(16) : 1;
+	if (T < P)
+		T = P;
+	T -= T % P;
+	uint32_t ngroups = 1 + rnd(40), maxn = 0;
+	struct traj *tr = calloc(ngroups * 8, sizeof *tr);
+	uint32_t n = 0;
+	int with_ref = rnd(2);
+	int separate = rnd(4) == 0;
+	uint32_t *cls = calloc(ngroups * 8, sizeof *cls);
+	for (uint32_t g = 0; g < ngroups; g++) {
+		uint32_t gs = 1 + rnd(8), np = rnd(5) == 0 ? 0 : 1 + rnd(T / 3);
+		int32_t prompt[4096];
+		for (uint32_t x = 0; x < np; x++)
+			prompt[x] = (int32_t)(100 + rnd(50000));
+		uint32_t run = rnd(3);
+		for (uint32_t s = 0; s < gs; s++) {
+			uint32_t room = T - np;
+			uint32_t nr = (np == 0 ? 1 : 0) + rnd(room > 1 ? room : 1);
+			if (np + nr > T || np + nr == 0)
+				continue;
+			make_traj(&tr[n], 1000 * g + s, g, prompt, np, nr, with_ref && rnd(4) != 0);
+			cls[n] = run;
+			n++;
+		}
+	}
+	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
+	uint32_t *len = malloc((n ? n : 1) * sizeof *len);
+	for (uint32_t i = 0; i < n; i++) {
+		len[i] = tr[i].n_prompt + tr[i].n_response;
+		it[i] = (struct pack_item){ len[i], cls[i], len[i] + 0.001 * len[i] * len[i] };
+		maxn = len[i] > maxn ? len[i] : maxn;
+	}
+	struct pack_opt o = { T, W, separate, 1 };
+	struct pack_result r, r2;
+	struct err e;
+	int bad = 0;
+	if (pack_items(it, n, &o, &r, &e) < 0 || pack_items(it, n, &o, &r2, &e) < 0) {
+		diag("case %u: %s", casen, e.msg);
+		return 1;
+	}
+	/* structure */
+	bad |= r.k % W != 0 || r.per_rank * W != r.k;
+	uint32_t ffd = pack_ffd_bins(len, n, T, NULL);
+	if (!separate && n > 0 && r.k > (ffd + W - 1) / W * W) {
+		diag("case %u: %u micro-batches, FFD rounded up to W=%u needs %u", casen, r.k, W,
+		     (ffd + W - 1) / W * W);
+		bad = 1;
+	}
+	uint32_t empty = 0;
+	for (uint32_t b = 0; b < r.k; b++) {
+		empty += r.bin_start[b] == r.bin_start[b + 1];
+		if (separate)
+			for (uint32_t x = r.bin_start[b] + 1; x < r.bin_start[b + 1]; x++)
+				bad |= cls[r.items[x]] != cls[r.items[r.bin_start[b]]];
+	}
+	bad |= empty != r.dummies;
+	if (!separate && n >= r.k && r.dummies) {
+		diag("case %u: %u dummies with %u sequences for %u micro-batches", casen, r.dummies, n, r.k);
+		bad = 1;
+	}
+	/* determinism */
+	bad |= r.k != r2.k || memcmp(r.items, r2.items, n * sizeof *r.items) != 0 ||
+	       memcmp(r.bin_start, r2.bin_start, (r.k + 1) * sizeof *r.bin_start) != 0;
+	pack_result_free(&r2);
+
+	/* build and check every micro-batch */
+	struct seqinfo *seen = calloc(n ? n : 1, sizeof *seen);
+	struct mbbuild_opt mo = { T, P, 7 };
+	uint32_t *count = calloc(W, sizeof *count);
+	for (uint32_t b = 0; b < r.k && !bad; b++) {
+		const struct traj *seqs[4096];
+		uint32_t ns = 0;
+		for (uint32_t x = r.bin_start[b]; x < r.bin_start[b + 1]; x++)
+			seqs[ns++] = &tr[r.items[x]];
+		struct microbatch mb;
+		if (mb_build(&mb, seqs, NULL, ns, &mo, (int32_t)(b / r.per_rank), (int32_t)(b % r.per_rank), &e) < 0) {
+			diag("case %u: %s", casen, e.msg);
+			bad = 1;
+			break;
+		}
+		count[mb.rank]++;
+		bad |= mb.n_tokens > T || (P > 1 && mb.n_tokens % P) || mb_check(&mb, &e) < 0;
+		bad |= (mb.ref_logprobs != NULL) != (with_ref && n > 0 && mb.n_seqs > 0 && mb.ref_logprobs != NULL);
+		uint64_t sum = 0;
+		for (uint32_t s = 0; s < mb.n_seq_lens; s++)
+			sum += mb.seq_lens[s];
+		bad |= sum != mb.n_tokens || mb.n_seqs != ns;
+		uint32_t at = 0;
+		for (uint32_t s = 0; s < mb.n_seq_lens && !bad; s++) {
+			uint32_t L = mb.seq_lens[s];
+			for (uint32_t x = 0; x < L; x++)
+				bad |= mb.position_ids[at + x] != (int32_t)x;
+			if (s >= mb.n_seqs) {   /* padding */
+				for (uint32_t x = 0; x < L; x++)
+					bad |= mb.loss_mask[at + x] || mb.advantages[at + x] != 0 ||
+					       mb.temperatures[at + x] != 1.0f || mb.inference_logprobs[at + x] != 0;
+				at += L;
+				continue;
+			}
+			uint32_t i = (uint32_t)(seqs[s] - tr);
+			const struct traj *t = &tr[i];
+			bad |= seen[i].seen++ != 0 || mb.sequence_ids[s] != t->sequence_id ||
+			       mb.group_ids[s] != t->group_id || L != t->n_prompt + t->n_response;
+			for (uint32_t x = 0; x < L && !bad; x++) {
+				uint32_t q = at + x;
+				int resp = x >= t->n_prompt;
+				uint32_t j = x - t->n_prompt;
+				int32_t tok = resp ? t->response_tokens[j] : t->prompt_tokens[x];
+				int trained = resp && x > 0 && (!t->response_mask || t->response_mask[j]);
+				float lp = resp ? t->logprobs[j] : 0;
+				float rl = resp && t->ref_logprobs ? t->ref_logprobs[j] : 0;
+				bad |= mb.input_ids[q] != tok || mb.loss_mask[q] != trained ||
+				       mb.inference_logprobs[q] != lp || (mb.ref_logprobs && mb.ref_logprobs[q] != rl) ||
+				       mb.advantages[q] != t->advantage || mb.temperatures[q] != t->temperature;
+				if (bad)
+					diag("case %u: sequence %lld token %u disagrees", casen,
+					     (long long)t->sequence_id, x);
+			}
+			at += L;
+		}
+		mb_free(&mb);
+	}
+	for (uint32_t q = 0; q < W && !bad; q++)
+		bad |= count[q] != r.per_rank;
+	for (uint32_t i = 0; i < n && !bad; i++)
+		if (seen[i].seen != 1) {
+			diag("case %u: sequence %u seen %d times", casen, i, seen[i].seen);
+			bad = 1;
+		}
+	if (bad)
+		diag("case %u failed: W=%u T=%u P=%u n=%u separate=%d k=%u", casen, W, T, P, n, separate, r.k);
+	pack_result_free(&r);
+	for (uint32_t i = 0; i < n; i++)
+		traj_free(&tr[i]);
+	free(tr), free(it), free(len), free(seen), free(count), free(cls);
+	return bad;
+}
+
+static void balance(void)
+{
+	/* many sequences per rank: the balance target holds */
+	enum { N = 1024 };
+	static struct pack_item it[N];
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t l = 200 + rnd(7801);
+		it[i] = (struct pack_item){ l, 0, 7.8e9 * l + 294912.0 * l * l };
+	}
+	for (uint32_t W = 8; W <= 64; W *= 8) {
+		struct pack_opt o = { 16384, W, 0, 7.8e9 };
+		struct pack_result r;
+		struct err e;
+		pack_items(it, N, &o, &r, &e);
+		ok(pack_balance(&r) <= 1.01, "W=%u FLOP cost: max/mean rank cost %.5f <= 1.01", W,
+		   pack_balance(&r));
+		is_int(r.k, r.lower_bound ? (r.lower_bound + W - 1) / W * W : W,
+		       "W=%u: the bound's micro-batch count, %u", W, r.k);
+		pack_result_free(&r);
+	}
+}
+
+int main(void)
+{
+	worked_examples();
+	flops();
+	selection();
+	balance();
+	int failed = 0;
+	const uint32_t cases = 300;
+	for (uint32_t c = 0; c < cases; c++)
+		failed += check_case(c);
+	is_int(failed, 0, "%u random cases: each sequence once, intact and aligned, T respected, "
+		       "ranks equal, positions restart, seq_lens sum, fill >= FFD, deterministic", cases);
+	return tap_done();
+}

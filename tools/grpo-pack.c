@@ -1,0 +1,671 @@
+/*
+ * grpo-pack: scored groups in, balanced micro-batches for every trainer
+ * rank out. See grpo-pack(1).
+ *
+ * Reads spool files (named, or standard input) and spool queues (a
+ * directory such as SPOOL/scored, consumed through claims), buffers the
+ * trajectories by run, chooses each step's sequences (lib/pack.h
+ * pack_select), and hands them to lib/packstep.h, which packs and
+ * publishes. An input file taken from a queue is retired only after every
+ * one of its sequences is in a published step; on any error the claims
+ * still held are released, so the files wait for the next run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "claim.h"
+#include "err.h"
+#include "fsys.h"
+#include "mbbuild.h"
+#include "pack.h"
+#include "packstep.h"
+#include "sfile.h"
+#include "watch.h"
+
+static const char *prog = "grpo-pack";
+
+enum overlong { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
+enum { DROP_STALE, DROP_OVERLONG, DROP_EMPTY, N_DROP };
+static const char *const drop_names[N_DROP] = { "stale", "overlong", "empty" };
+
+struct entry {
+	struct traj t;
+	uint32_t run, use;
+	int32_t src;              /* index into sources, -1 for a plain file */
+	uint64_t group;           /* record ordinal: sequences of one group share it */
+};
+
+struct source {
+	struct claim c;
+	uint32_t pending;         /* its sequences not yet in a published step */
+};
+
+struct opts {
+	uint32_t seq_len, ranks, pad;
+	int64_t step;
+	int step_given;
+	uint64_t batch_size, batch_tokens, min_tokens;
+	long max_lag;             /* -1: none */
+	enum overlong overlong;
+	int keep_groups, separate_runs, watch, verbose;
+	double timeout;
+	const char *metrics, *out, *model;
+	int flops;
+};
+
+struct state {
+	struct opts o;
+	struct packstep_opt po;
+	struct entry *ent;
+	size_t n, cap;
+	struct source *src;
+	size_t nsrc, capsrc;
+	struct packstep_run *runs;
+	uint32_t n_runs, turn;
+	uint64_t groups;
+	uint64_t dropped[N_DROP], truncated, truncated_untrained;
+	FILE *metrics;
+	struct sfile_writer w;
+	int writer_open;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: grpo-pack --seq-len T [--ranks W] [--pad-multiple P] [--step N]\n"
+		"                 [--batch-size B | --batch-tokens K] [--cost tokens|flops --model DIR]\n"
+		"                 [--max-lag L] [--overlong error|skip|truncate] [--keep-groups]\n"
+		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]]\n"
+		"                 [--metrics FILE] [-v] [-o SPOOL/batches] [FILE|QUEUE ...]\n"
+		"Pack scored groups into micro-batches of at most T tokens, the same number for\n"
+		"each of W trainer ranks, balanced by cost. Inputs: spool files, '-' or none for\n"
+		"standard input, or queue directories (SPOOL/scored). Output: -o QUEUE publishes\n"
+		"QUEUE/step_N/rank_X/mb_NNNN.zst then QUEUE/step_N/DONE; else standard output.\n"
+		"  -T, --seq-len T         tokens per micro-batch, padding included (required)\n"
+		"  -W, --ranks W           trainer ranks (1)\n"
+		"  -P, --pad-multiple P    pad each micro-batch to a multiple of P, within T (1)\n"
+		"  -s, --step N            the first step to write (after the newest DONE in -o, else 1)\n"
+		"  -b, --batch-size B      sequences per step (without it and -k: all input, one step)\n"
+		"  -k, --batch-tokens K    tokens per step\n"
+		"  -c, --cost KIND         balance ranks by tokens (default) or flops (needs --model)\n"
+		"  -m, --model DIR         model directory whose config.json gives the FLOP cost\n"
+		"  -l, --max-lag L         drop trajectories with policy_version < N-1-L\n"
+		"  -O, --overlong HOW      a sequence longer than T: error (default), skip, truncate\n"
+		"  -g, --keep-groups       a group's sequences stay in one step\n"
+		"  -r, --separate-runs     no micro-batch mixes runs\n"
+		"  -w, --watch             keep consuming the input queues, pack each step when ready\n"
+		"  -M, --min-tokens M      with --watch and no batch size: tokens that make a step (W*T)\n"
+		"  -t, --timeout S         with --watch: pack what is buffered after S idle seconds\n"
+		"  -x, --metrics FILE      append one JSON line of metrics per step\n"
+		"  -v, --verbose           metrics lines on standard error too\n"
+		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
+		"  -h, --help              this text\n"
+		"  -V, --version           the version\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v, uint64_t min)
+{
+	char *end;
+	errno = 0;
+	if (*s == '-')
+		return -1;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno || end == s || *end || x < min)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* ---- buffer ---- */
+
+static int run_index(struct state *s, const char *name, uint32_t *idx)
+{
+	const char *n = name ? name : "";
+	for (uint32_t q = 0; q < s->n_runs; q++)
+		if (strcmp(s->runs[q].name, n) == 0) {
+			*idx = q;
+			return 0;
+		}
+	struct packstep_run *r = realloc(s->runs, (s->n_runs + 1) * sizeof *r);
+	if (!r)
+		return -1;
+	s->runs = r;
+	memset(&r[s->n_runs], 0, sizeof *r);
+	if (!(r[s->n_runs].name = strdup(n)))
+		return -1;
+	*idx = s->n_runs++;
+	return 0;
+}
+
+/* Take the group's trajectories into the buffer (the group is left empty). */
+static int add_group(struct state *s, struct group *g, int32_t src, const char *name, uint64_t rec,
+		     struct err *e)
+{
+	uint64_t gi = s->groups++;
+	for (uint32_t j = 0; j < g->n; j++) {
+		struct traj *t = &g->trajs[j];
+		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
+		if (!t->scored)
+			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
+				       (unsigned long long)rec, j, (long long)t->sequence_id);
+		if (len == 0) {
+			s->dropped[DROP_EMPTY]++;
+			continue;
+		}
+		uint32_t use = (uint32_t)len;
+		if (len > s->o.seq_len) {
+			if (s->o.overlong == OVER_ERROR)
+				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than "
+					       "--seq-len %u (see --overlong)", name, (unsigned long long)rec,
+					       (long long)t->sequence_id, (unsigned long long)len, s->o.seq_len);
+			if (s->o.overlong == OVER_SKIP) {
+				s->dropped[DROP_OVERLONG]++;
+				continue;
+			}
+			use = s->o.seq_len;
+			s->truncated++;
+			if (mb_trained_tokens(t, use) == 0)
+				s->truncated_untrained++;
+		}
+		if (s->n == s->cap) {
+			size_t nc = s->cap ? 2 * s->cap : 256;
+			struct entry *ne = realloc(s->ent, nc * sizeof *ne);
+			if (!ne)
+				return err_set(e, "out of memory");
+			s->ent = ne, s->cap = nc;
+		}
+		struct entry *en = &s->ent[s->n];
+		if (run_index(s, t->run, &en->run) < 0)
+			return err_set(e, "out of memory");
+		en->t = *t;
+		memset(t, 0, sizeof *t);
+		en->use = use;
+		en->src = src;
+		en->group = gi;
+		if (src >= 0)
+			s->src[src].pending++;
+		s->n++;
+	}
+	return 0;
+}
+
+static int read_fd(struct state *s, int fd, const char *name, int32_t src, struct err *e)
+{
+	struct sfile_reader r;
+	struct record rec;
+	int rc;
+	if (sfile_reader_open_fd(&r, fd, name, e) < 0)
+		return -1;
+	while ((rc = sfile_read(&r, &rec, e)) > 0) {
+		if (rec.kind != REC_GROUP) {
+			record_free(&rec);
+			rc = err_set(e, "%s: record %llu: not a group of trajectories", name,
+				     (unsigned long long)r.record_no);
+			break;
+		}
+		rc = add_group(s, &rec.group, src, name, r.record_no, e);
+		record_free(&rec);
+		if (rc < 0)
+			break;
+	}
+	sfile_reader_close(&r);
+	return rc < 0 ? -1 : 0;
+}
+
+static void release_all(struct state *s)
+{
+	for (size_t i = 0; i < s->nsrc; i++)
+		if (s->src[i].c.state == CLAIM_HELD)
+			claim_release(&s->src[i].c, NULL);
+}
+
+/* ---- steps ---- */
+
+static uint64_t buffered_tokens(const struct state *s)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < s->n; i++)
+		t += s->ent[i].use;
+	return t;
+}
+
+static void drop_stale(struct state *s)
+{
+	if (s->o.max_lag < 0)
+		return;
+	int64_t oldest = s->o.step - 1 - s->o.max_lag;
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct entry *en = &s->ent[i];
+		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
+			s->dropped[DROP_STALE]++;
+			if (en->src >= 0)
+				s->src[en->src].pending--;
+			traj_free(&en->t);
+			continue;
+		}
+		s->ent[k++] = *en;
+	}
+	s->n = k;
+}
+
+static int retire_done(struct state *s, struct err *e)
+{
+	for (size_t i = 0; i < s->nsrc; i++) {
+		struct source *so = &s->src[i];
+		if (so->c.state == CLAIM_HELD && so->pending == 0 && claim_retire(&so->c, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void emit_metrics(struct state *s, const struct buf *m)
+{
+	if (s->metrics && (fwrite(m->data, 1, m->len, s->metrics) != m->len || fflush(s->metrics) != 0))
+		fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
+	if (s->o.verbose)
+		fwrite(m->data, 1, m->len, stderr);
+}
+
+/* Sequences were dropped but none is left to pack: say so all the same. */
+static void report_drops_only(struct state *s)
+{
+	uint64_t any = s->truncated;
+	for (int r = 0; r < N_DROP; r++)
+		any += s->dropped[r];
+	if (!any)
+		return;
+	struct buf m = { 0 };
+	int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,\"dropped\":{", (long long)s->o.step);
+	for (int r = 0; r < N_DROP; r++)
+		bad |= buf_printf(&m, "%s\"%s\":%llu", r ? "," : "", drop_names[r],
+				  (unsigned long long)s->dropped[r]);
+	bad |= buf_printf(&m, "},\"truncated\":%llu,\"truncated_untrained\":%llu}\n",
+			  (unsigned long long)s->truncated, (unsigned long long)s->truncated_untrained);
+	if (!bad)
+		emit_metrics(s, &m);
+	buf_free(&m);
+	memset(s->dropped, 0, sizeof s->dropped);
+	s->truncated = s->truncated_untrained = 0;
+}
+
+/* Pack and publish one step from the buffer; 0 when the buffer was empty. */
+static int pack_step(struct state *s, struct err *e)
+{
+	drop_stale(s);
+	if (s->n == 0) {
+		report_drops_only(s);
+		return retire_done(s, e) < 0 ? -1 : 0;
+	}
+	/* units: one per sequence, or per group with --keep-groups */
+	struct pack_unit *u = malloc(s->n * sizeof *u);
+	uint32_t *first = malloc(s->n * sizeof *first);
+	uint8_t *taken = calloc(s->n, 1);
+	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
+	int rc = -1;
+	if (!u || !first || !taken || !seq) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nu = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct entry *en = &s->ent[i];
+		if (s->o.keep_groups && nu > 0 && s->ent[first[nu - 1]].group == en->group &&
+		    s->ent[first[nu - 1]].run == en->run) {
+			u[nu - 1].seqs++;
+			u[nu - 1].tokens += en->use;
+			continue;
+		}
+		first[nu] = (uint32_t)i;
+		u[nu++] = (struct pack_unit){ en->run, 1, en->use };
+	}
+	pack_select(u, nu, s->n_runs, s->o.batch_size, s->o.batch_tokens, &s->turn, taken);
+	uint32_t ns = 0;
+	for (uint32_t x = 0; x < nu; x++) {
+		size_t end = x + 1 < nu ? first[x + 1] : s->n;
+		for (size_t i = first[x]; i < end; i++)
+			if (taken[x]) {
+				seq[ns++] = (struct packstep_seq){ &s->ent[i].t, s->ent[i].use, s->ent[i].run };
+				s->ent[i].group = UINT64_MAX;   /* marks it taken */
+			}
+	}
+	struct packstep_stats st;
+	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size, &st, e) < 0) {
+		packstep_stats_free(&st);
+		goto out;
+	}
+	struct buf m = { 0 };
+	if (packstep_metrics(&m, &st, s->runs, s->n_runs, drop_names, s->dropped, N_DROP, s->truncated,
+			     s->truncated_untrained) == 0)
+		emit_metrics(s, &m);
+	buf_free(&m);
+	packstep_stats_free(&st);
+	memset(s->dropped, 0, sizeof s->dropped);
+	s->truncated = s->truncated_untrained = 0;
+	/* the step is published: forget its sequences, retire finished inputs */
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct entry *en = &s->ent[i];
+		if (en->group == UINT64_MAX) {
+			if (en->src >= 0)
+				s->src[en->src].pending--;
+			traj_free(&en->t);
+		} else {
+			s->ent[k++] = *en;
+		}
+	}
+	s->n = k;
+	s->o.step++;
+	rc = retire_done(s, e) < 0 ? -1 : 1;
+out:
+	free(u), free(first), free(taken), free(seq);
+	return rc;
+}
+
+/* Is a full step buffered? (--watch) */
+static int step_ready(struct state *s)
+{
+	if (s->n == 0)
+		return 0;
+	if (s->o.batch_size)
+		return s->n >= s->o.batch_size;
+	uint64_t t = buffered_tokens(s);
+	if (s->o.batch_tokens)
+		return t >= s->o.batch_tokens;
+	return t >= s->o.min_tokens;
+}
+
+/* ---- inputs ---- */
+
+static int read_queue_file(struct state *s, struct watch *w, struct claim *c, struct err *e)
+{
+	if (s->nsrc == s->capsrc) {
+		size_t nc = s->capsrc ? 2 * s->capsrc : 64;
+		struct source *ns = realloc(s->src, nc * sizeof *ns);
+		if (!ns)
+			return err_set(e, "out of memory");
+		s->src = ns, s->capsrc = nc;
+	}
+	struct source *so = &s->src[s->nsrc];
+	memset(so, 0, sizeof *so);
+	watch_detach(w, &so->c);
+	int32_t idx = (int32_t)s->nsrc++;
+	int fd = fsys_open_read(so->c.path, e);
+	if (fd < 0)
+		return -1;
+	int r = read_fd(s, fd, so->c.path, idx, e);
+	close(fd);
+	if (r < 0)
+		return -1;
+	return so->pending == 0 ? retire_done(s, e) : 0;
+}
+
+static int consume_queue(struct state *s, const char *queue, int follow, struct err *e)
+{
+	struct watch_opt wo = WATCH_OPT_INIT;
+	wo.follow = follow;
+	wo.signals = follow;
+	struct watch *w = watch_open(queue, &wo, e);
+	if (!w)
+		return -1;
+	struct claim *c;
+	int r;
+	for (;;) {
+		if (follow && s->o.timeout > 0)
+			watch_deadline(w, s->o.timeout);
+		r = watch_next(w, &c, e);
+		if (r < 0)
+			break;
+		if (r == 0) {
+			if (follow && watch_timed_out(w) && !watch_stopped(w)) {
+				if ((r = pack_step(s, e)) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
+		if ((r = read_queue_file(s, w, c, e)) < 0)
+			break;
+		while (follow && step_ready(s))
+			if ((r = pack_step(s, e)) < 0)
+				goto done;
+	}
+done:
+	watch_close(w);
+	return r < 0 ? -1 : 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "seq-len", 1, 0, 'T' }, { "ranks", 1, 0, 'W' }, { "pad-multiple", 1, 0, 'P' },
+		{ "step", 1, 0, 's' }, { "batch-size", 1, 0, 'b' }, { "batch-tokens", 1, 0, 'k' },
+		{ "cost", 1, 0, 'c' }, { "model", 1, 0, 'm' }, { "max-lag", 1, 0, 'l' },
+		{ "overlong", 1, 0, 'O' }, { "keep-groups", 0, 0, 'g' }, { "separate-runs", 0, 0, 'r' },
+		{ "watch", 0, 0, 'w' }, { "min-tokens", 1, 0, 'M' }, { "timeout", 1, 0, 't' },
+		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
+		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+	};
+	int c;
+	uint64_t v;
+	o->ranks = 1;
+	o->pad = 1;
+	o->max_lag = -1;
+	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'T': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 30)) goto bad; o->seq_len = (uint32_t)v; break;
+		case 'W': if (parse_u64(optarg, &v, 1) < 0 || v > 65536) goto bad; o->ranks = (uint32_t)v; break;
+		case 'P': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 20)) goto bad; o->pad = (uint32_t)v; break;
+		case 's': if (parse_u64(optarg, &v, 0) < 0 || v > INT64_MAX / 2) goto bad; o->step = (int64_t)v; o->step_given = 1; break;
+		case 'b': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->batch_size = v; break;
+		case 'k': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->batch_tokens = v; break;
+		case 'c':
+			if (strcmp(optarg, "tokens") == 0)
+				o->flops = 0;
+			else if (strcmp(optarg, "flops") == 0)
+				o->flops = 1;
+			else
+				goto bad;
+			break;
+		case 'm': o->model = optarg; break;
+		case 'l': if (parse_u64(optarg, &v, 0) < 0 || v > (1u << 30)) goto bad; o->max_lag = (long)v; break;
+		case 'O':
+			if (strcmp(optarg, "error") == 0)
+				o->overlong = OVER_ERROR;
+			else if (strcmp(optarg, "skip") == 0)
+				o->overlong = OVER_SKIP;
+			else if (strcmp(optarg, "truncate") == 0)
+				o->overlong = OVER_TRUNCATE;
+			else
+				goto bad;
+			break;
+		case 'g': o->keep_groups = 1; break;
+		case 'r': o->separate_runs = 1; break;
+		case 'w': o->watch = 1; break;
+		case 'M': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->min_tokens = v; break;
+		case 't': {
+			char *end;
+			o->timeout = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->timeout > 0))
+				goto bad;
+			break;
+		}
+		case 'x': o->metrics = optarg; break;
+		case 'v': o->verbose = 1; break;
+		case 'o': o->out = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
+		default: usage(stderr); return -1;
+		}
+		continue;
+bad:
+		for (const struct option *p = lo; p->name; p++)
+			if (p->val == c)
+				fprintf(stderr, "%s: --%s: bad value '%s'\n", prog, p->name, optarg);
+		return -1;
+	}
+	const char *why = NULL;
+	if (!o->seq_len)
+		why = "--seq-len is required";
+	else if (o->batch_size && o->batch_tokens)
+		why = "--batch-size and --batch-tokens exclude each other";
+	else if (o->flops && !o->model)
+		why = "--cost flops needs --model DIR";
+	else if (o->pad > o->seq_len)
+		why = "--pad-multiple is larger than --seq-len";
+	else if (!o->watch && (o->min_tokens || o->timeout > 0))
+		why = "--min-tokens and --timeout go with --watch";
+	if (why) {
+		fprintf(stderr, "%s: %s\n", prog, why);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_model_cost(const char *dir, struct pack_cost *c, struct err *e)
+{
+	char path[PATH_MAX];
+	struct buf b = { 0 };
+	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+		return err_set(e, "%s: path too long", dir);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_sys(e, "%s", path);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		if (buf_append(&b, chunk, n) < 0) {
+			fclose(f);
+			buf_free(&b);
+			return err_set(e, "%s: out of memory", path);
+		}
+	int bad = ferror(f);
+	fclose(f);
+	int rc = bad ? err_sys(e, "%s", path) : pack_cost_from_config((const char *)b.data, b.len, path, c, e);
+	buf_free(&b);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct state s;
+	struct err e = { { 0 } };
+	memset(&s, 0, sizeof s);
+	if (parse_args(argc, argv, &s.o) < 0)
+		return 2;
+	struct opts *o = &s.o;
+	int status = 1;
+
+	/* Each micro-batch's length is padded to a multiple of P within T, so
+	 * the usable capacity is T rounded down to a multiple of P. */
+	s.po.seq_len = o->seq_len - o->seq_len % o->pad;
+	s.po.ranks = o->ranks;
+	s.po.pad_multiple = o->pad;
+	s.po.cost = (struct pack_cost){ 1, 0 };
+	s.po.separate_runs = o->separate_runs;
+	s.po.queue = o->out;
+	s.po.level = 3;
+	if (!o->min_tokens)
+		o->min_tokens = (uint64_t)o->ranks * s.po.seq_len;
+	o->seq_len = s.po.seq_len;
+	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
+		goto fail;
+	if (o->out && !o->step_given && packstep_next_step(o->out, &o->step, &e) < 0)
+		goto fail;
+	if (!o->out && !o->step_given)
+		o->step = 1;
+	/* run progress and the turn carry over from the previous step's manifest */
+	if (o->out && o->step > 0 &&
+	    packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0)
+		goto fail;
+	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
+		err_sys(&e, "%s", o->metrics);
+		goto fail;
+	}
+	if (!o->out) {
+		if (isatty(1)) {
+			fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
+			return 2;
+		}
+		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 3, &e) < 0)
+			goto fail;
+		s.writer_open = 1;
+		s.po.writer = &s.w;
+	}
+
+	/* inputs: named files and stdin first, then queues */
+	int nargs = argc - optind, queues = 0;
+	for (int i = 0; i <= nargs; i++) {
+		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
+		if (!a)
+			break;
+		struct stat sb;
+		if (strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			queues++;
+			continue;
+		}
+		if (o->watch) {
+			fprintf(stderr, "%s: %s: --watch consumes queue directories only\n", prog, a);
+			status = 2;
+			goto fail_quiet;
+		}
+		int fd = strcmp(a, "-") == 0 ? 0 : open(a, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			err_sys(&e, "%s", a);
+			goto fail;
+		}
+		int r = read_fd(&s, fd, strcmp(a, "-") == 0 ? "standard input" : a, -1, &e);
+		if (fd > 0)
+			close(fd);
+		if (r < 0)
+			goto fail;
+	}
+	if (o->watch && queues != 1) {
+		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
+		status = 2;
+		goto fail_quiet;
+	}
+	for (int i = 0; i < nargs; i++) {
+		struct stat sb;
+		const char *a = argv[optind + i];
+		if (strcmp(a, "-") == 0 || stat(a, &sb) != 0 || !S_ISDIR(sb.st_mode))
+			continue;
+		if (consume_queue(&s, a, o->watch, &e) < 0)
+			goto fail;
+	}
+	/* end of input (or --watch stopped by a signal): pack what is left */
+	int r;
+	while ((r = pack_step(&s, &e)) > 0)
+		;
+	if (r < 0)
+		goto fail;
+	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
+		goto fail;
+	status = 0;
+	goto done;
+fail:
+	fprintf(stderr, "%s: %s\n", prog, e.msg);
+fail_quiet:
+	release_all(&s);
+done:
+	if (s.writer_open)
+		sfile_writer_free(&s.w);
+	if (s.metrics)
+		fclose(s.metrics);
+	for (size_t i = 0; i < s.n; i++)
+		traj_free(&s.ent[i].t);
+	free(s.ent);
+	free(s.src);
+	for (uint32_t q = 0; q < s.n_runs; q++)
+		free((char *)s.runs[q].name);
+	free(s.runs);
+	return status;
+}
