@@ -270,7 +270,8 @@ static enum collect_format detect(const cJSON *v)
 		return COLLECT_ATROPOS;
 	if (HAS("meta_info"))
 		return COLLECT_SGLANG;
-	if (HAS("choices") || (HAS("token_ids") && HAS("prompt_token_ids")))
+	if (HAS("choices") || (HAS("token_ids") && HAS("prompt_token_ids")) ||
+	    (HAS("completion_ids") && HAS("prompt_ids")))
 		return COLLECT_VLLM;
 	if (HAS("input_ids"))
 		return COLLECT_NATIVE;   /* a micro-batch: collect_native says why not */

@@ -9,6 +9,9 @@
  *   Atropos' patched /generate demo server: {"token_ids": [[...]],
  *                          "prompt_token_ids", "logprobs": [[[{"id": lp}]]],
  *                          "finish_reasons"}
+ *   TRL's `trl vllm-serve` /generate/: {"prompt_ids": [[...]] one per prompt,
+ *                          "completion_ids": [[...]] n per prompt in order,
+ *                          "logprobs": [[lp, ...]] one per completion}
  *
  * Token ids come from choices[i].token_ids (return_token_ids) or else from
  * "token_id:N" token strings (return_tokens_as_token_ids); never from text,
@@ -19,6 +22,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,10 +271,64 @@ static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err
 	return 0;
 }
 
+/* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
+static int parse_trl(const cJSON *resp, struct traj *ts, uint32_t n, struct err *e)
+{
+	const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(resp, "prompt_ids");
+	const cJSON *comps = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
+	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
+	uint32_t np = cJSON_IsArray(prompts) ? (uint32_t)cJSON_GetArraySize(prompts) : 0;
+	if (np == 0 || n % np)
+		return err_set(e, "prompt_ids: %u prompts for %u completion_ids", np, n);
+	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
+		return err_set(e, "logprobs: expected %u lists, one per completion", n);
+	const cJSON *c = comps->child, *l = lps->child, *p = prompts->child;
+	for (uint32_t i = 0; i < n; i++, c = c->next, l = l->next) {
+		struct traj *t = &ts[i];
+		uint32_t k = 0;
+		char what[48];
+		if (i && i % (n / np) == 0)
+			p = p->next;
+		snprintf(what, sizeof what, "prompt_ids[%u]", i / (n / np));
+		if (json_get_i32_array(p, what, &t->prompt_tokens, &t->n_prompt, e) < 0)
+			return -1;
+		snprintf(what, sizeof what, "completion_ids[%u]", i);
+		if (json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e) < 0)
+			return -1;
+		snprintf(what, sizeof what, "logprobs[%u]", i);
+		if (json_get_f32_array(l, what, &t->logprobs, &k, e) < 0)
+			return -1;
+		if (k != t->n_response)
+			return err_set(e, "logprobs[%u]: %u logprobs for %u completion_ids", i, k, t->n_response);
+	}
+	return 0;
+}
+
 int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, struct err *e)
 {
 	if (!cJSON_IsObject(resp))
 		return err_set(e, "a vLLM response must be a JSON object");
+	const cJSON *trl_ids = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
+	if (cJSON_IsArray(trl_ids)) {
+		uint32_t n = (uint32_t)cJSON_GetArraySize(trl_ids);
+		if (n == 0)
+			return err_set(e, "completion_ids: empty");
+		struct traj *ts = calloc(n, sizeof *ts);
+		if (!ts)
+			return err_set(e, "out of memory");
+		float temp = request_temperature(req);
+		for (uint32_t i = 0; i < n; i++) {
+			traj_init(&ts[i]);
+			ts[i].temperature = temp;
+		}
+		if (parse_trl(resp, ts, n, e) < 0) {
+			for (uint32_t i = 0; i < n; i++)
+				traj_free(&ts[i]);
+			free(ts);
+			return -1;
+		}
+		return collect_group_runs(out, ts, n, e);
+	}
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(resp, "choices");
 	const cJSON *demo_ids = cJSON_GetObjectItemCaseSensitive(resp, "token_ids");
 	int demo = !choices && cJSON_IsArray(demo_ids);

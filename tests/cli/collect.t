@@ -2,14 +2,14 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 52
+plan 54
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
 visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
 
 # --- every input format, exactly -------------------------------------------
-for f in vllm-completions vllm-chat vllm-generate vllm-demo sglang atropos native; do
+for f in vllm-completions vllm-chat vllm-generate vllm-demo vllm-trl sglang atropos native; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
 	is "$?:$(cat "$T/err")" "0:" "$f: imports silently"
 	view "$T/$f.zst" > "$T/$f.json"

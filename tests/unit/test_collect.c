@@ -102,6 +102,23 @@ static void test_atropos(void)
 	   "a NaN score: %s", e.msg);
 }
 
+static void test_wrapper(void)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	/* Python's json.dumps escapes non-ASCII, astral characters as surrogate pairs */
+	const char *w = "{\"id\":17,\"answer\":\"\\ud83d\\ude00 72\",\"request\":{\"token_ids\":[5,6],"
+			"\"sampling_params\":{\"temperature\":0.25}},\"response\":{\"request_id\":\"g\",\"choices\":"
+			"[{\"token_ids\":[7],\"logprobs\":{\"content\":[{\"token\":\"token_id:7\",\"logprob\":-1}]}}]}}";
+	int r = parse(w, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && strcmp(L.answer, "\xf0\x9f\x98\x80 72") == 0 && strcmp(L.id, "17") == 0,
+	   "a wrapper's answer (a surrogate pair decoded to UTF-8) and id (%s)", e.msg);
+	ok(r == 0 && L.groups[0].trajs[0].n_prompt == 2 && L.groups[0].trajs[0].temperature == 0.25f,
+	   "the generate endpoint's prompt ids and temperature come from the request");
+	if (r == 0)
+		collect_line_free(&L);
+}
+
 static void test_detect(void)
 {
 	struct collect_line L;
@@ -174,6 +191,7 @@ int main(void)
 	test_nonfinite();
 	test_vllm();
 	test_atropos();
+	test_wrapper();
 	test_detect();
 	test_collector();
 	return tap_done();
