@@ -572,7 +572,7 @@ int main(int argc, char **argv)
 	s.po.cost = (struct pack_cost){ 1, 0 };
 	s.po.separate_runs = o->separate_runs;
 	s.po.queue = o->out;
-	s.po.level = 3;
+	s.po.level = 1;
 	if (!o->min_tokens)
 		o->min_tokens = (uint64_t)o->ranks * s.po.seq_len;
 	o->seq_len = s.po.seq_len;
@@ -595,7 +595,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
 			return 2;
 		}
-		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 3, &e) < 0)
+		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 1, &e) < 0)
 			goto fail;
 		s.writer_open = 1;
 		s.po.writer = &s.w;
