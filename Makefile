@@ -101,10 +101,21 @@ FUZZ_BIN  := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 15
 
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined \
-		-Ilib $(DEPS_CFLAGS) $< $(LIB_SRC) $(ALL_LDLIBS) -o $@
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -Ilib $(DEPS_CFLAGS)
+FUZZ_OBJ  := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
+
+build/fuzz/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+build/fuzz/libgrpo-fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+build/fuzz/%: tests/fuzz/%.c build/fuzz/libgrpo-fuzz.a
+	@$(if $(V),,echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< build/fuzz/libgrpo-fuzz.a \
+		$(ALL_LDLIBS) -o $@
 
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \

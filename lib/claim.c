@@ -78,7 +78,8 @@ static int set_paths(struct claim *c, const char *queue, int64_t step, int rank,
 	    snprintf(c->claim_path, sizeof c->claim_path, "%s/.claimed/%s", dir, name) >=
 		    (int)sizeof c->claim_path ||
 	    snprintf(c->done_path, sizeof c->done_path, "%s/.done/%s", dir, name) >=
-		    (int)sizeof c->done_path)
+		    (int)sizeof c->done_path ||
+	    snprintf(c->tmp_dir, sizeof c->tmp_dir, "%s/.tmp", queue) >= (int)sizeof c->tmp_dir)
 		return err_set(e, "%s: path too long", queue);
 	return 0;
 }
@@ -109,22 +110,33 @@ static int move_into(const char *from, const char *to, struct err *e)
 	return fsys_rename_noreplace(from, to, e);
 }
 
+/* Remove a claim record without an IN_DELETE in .claimed (claim.h). */
+static int discard(const struct claim *c, struct err *e)
+{
+	char uniq[160], p[PATH_MAX + 200];
+	spool_unique_name(uniq, sizeof uniq);
+	snprintf(p, sizeof p, "%s/discard.%s", c->tmp_dir, uniq);
+	if (fsys_rename(c->claim_path, p, e) < 0)
+		return -1;
+	return fsys_unlink(p, e);
+}
+
 int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const char *name,
 	       long lease, struct err *e)
 {
-	char tmpdir[PATH_MAX], tmp[PATH_MAX], uniq[160], text[512];
+	char tmp[PATH_MAX + 200], uniq[160], text[512];
 	struct stat st;
 	if (set_paths(c, queue, step, rank, name, e) < 0)
 		return -1;
 	int r = fsys_stat(c->path, &st, e);
 	if (r != 0)
 		return r;
-	if (snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir)
-		return err_set(e, "%s: path too long", queue);
+	/* Most candidates that are done already are turned away here, cheaply. */
+	if ((r = fsys_stat(c->done_path, &st, e)) <= 0)
+		return r < 0 ? -1 : 1;
 	spool_unique_name(uniq, sizeof uniq);
-	if (snprintf(tmp, sizeof tmp, "%s/claim.%s", tmpdir, uniq) >= (int)sizeof tmp)
-		return err_set(e, "%s: path too long", tmpdir);
-	if (fsys_mkdirs(tmpdir, e) < 0)
+	snprintf(tmp, sizeof tmp, "%s/claim.%s", c->tmp_dir, uniq);
+	if (fsys_mkdirs(c->tmp_dir, e) < 0)
 		return -1;
 
 	struct claim_id id;
@@ -147,11 +159,11 @@ int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const
 	/* The previous holder, if any, moved its record to .done before ours
 	 * could land in .claimed, so this check cannot miss a retirement. */
 	r = fsys_stat(c->done_path, &st, e);
-	if (r < 0 || r == 0) {
-		int saved = r;
-		fsys_unlink(c->claim_path, NULL);
+	if (r <= 0) {
+		if (discard(c, r < 0 ? NULL : e) < 0)
+			r = -1;
 		close(fd);
-		return saved < 0 ? -1 : 1;
+		return r < 0 ? -1 : 1;
 	}
 	c->fd = fd;
 	c->state = CLAIM_HELD;
@@ -196,7 +208,7 @@ int claim_retire(struct claim *c, struct err *e)
 	r = move_into(c->claim_path, c->done_path, e);
 	if (r < 0)
 		return -1;
-	if (r == 1 && fsys_unlink(c->claim_path, e) < 0)
+	if (r == 1 && discard(c, e) < 0)
 		return -1; /* retired already by a holder that took it over; ours is surplus */
 	drop(c, CLAIM_RETIRED);
 	return 0;

@@ -27,6 +27,11 @@
  * consumer's output has a deterministic name, so publishing it again is
  * dropped, and nothing is duplicated. A file is taken at most once at a
  * time, and once done it is never handed out again.
+ *
+ * Removing a record from .claimed wakes the other consumers' watches
+ * (IN_DELETE: the file is waiting again), so a record that must go without
+ * making its file wait again (a claim that found the file done already) is
+ * first renamed into QUEUE/.tmp and removed there.
  */
 #ifndef GRPO_CLAIM_H
 #define GRPO_CLAIM_H
@@ -58,6 +63,7 @@ struct claim {
 	char path[PATH_MAX];         /* QUEUE/step_N/rank_X/NAME: the file to read */
 	char claim_path[PATH_MAX];   /* QUEUE/step_N/rank_X/.claimed/NAME */
 	char done_path[PATH_MAX];    /* QUEUE/step_N/rank_X/.done/NAME */
+	char tmp_dir[PATH_MAX];      /* QUEUE/.tmp */
 };
 
 /* 0: claimed (c->state CLAIM_HELD); 1: not available (absent, claimed by

@@ -607,6 +607,20 @@ static void rope_inv_freq(const struct model_config *c, float *inv)
 	}
 }
 
+/* cos, sin (n, HS/2): the RoPE rotation of every position below n. */
+static void rope_table(const struct model_config *c, float *cos_, float *sin_, int n)
+{
+	int h2 = c->HS / 2;
+	float inv[h2];
+	rope_inv_freq(c, inv);
+	for (int t = 0; t < n; t++)
+		for (int i = 0; i < h2; i++) {
+			float ang = (float)t * inv[i];   /* fp32 as transformers computes it */
+			cos_[(size_t)t * h2 + i] = (float)cos(ang);
+			sin_[(size_t)t * h2 + i] = (float)sin(ang);
+		}
+}
+
 int model_acts_alloc(struct model *m, int maxT, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
@@ -649,20 +663,7 @@ int model_acts_alloc(struct model *m, int maxT, struct err *e)
 	a->bytes = bytes;
 	a->maxT = maxT;
 
-	float *inv = malloc(H2 * sizeof *inv);
-	if (!inv) {
-		free(mem);
-		memset(a, 0, sizeof *a);
-		return err_set(e, "out of memory");
-	}
-	rope_inv_freq(c, inv);
-	for (size_t t = 0; t < T; t++)
-		for (size_t i = 0; i < H2; i++) {
-			float ang = (float)t * inv[i];   /* fp32 as transformers computes it */
-			a->cos[t * H2 + i] = (float)cos(ang);
-			a->sin[t * H2 + i] = (float)sin(ang);
-		}
-	free(inv);
+	rope_table(c, a->cos, a->sin, maxT);
 	return 0;
 }
 
@@ -836,7 +837,172 @@ int model_backward(struct model *m, const float *dlogprob, const float *dentropy
 	return 0;
 }
 
+/* ---- inference with a key/value cache ---- */
+
+int model_kv_alloc(const struct model *m, struct model_kv *kv, int B, int maxlen, int maxT, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	memset(kv, 0, sizeof *kv);
+	if (B < 1 || maxlen < 1 || maxT < 1)
+		return err_set(e, "cache needs at least one slot, position and token");
+	size_t L = (size_t)c->L, C = (size_t)c->C, I = (size_t)c->I, T = (size_t)maxT;
+	size_t QD = (size_t)c->NH * c->HS, KD = (size_t)c->NKV * c->HS, H2 = (size_t)c->HS / 2;
+	size_t cache = L * (size_t)B * (size_t)maxlen * KD;
+	struct { float **p; size_t n; } f[] = {
+		{ &kv->k, cache }, { &kv->v, cache }, { &kv->cos, (size_t)maxlen * H2 }, { &kv->sin, (size_t)maxlen * H2 },
+		{ &kv->x, T * C }, { &kv->ln, T * C }, { &kv->q, T * QD }, { &kv->kn, T * KD }, { &kv->vn, T * KD },
+		{ &kv->att, T * QD }, { &kv->tmp, T * C }, { &kv->gate, T * I }, { &kv->up, T * I },
+		{ &kv->rstd, T * (size_t)c->NH }, { &kv->scores, (size_t)maxlen },
+	};
+	size_t nf = sizeof f / sizeof f[0], total = 0;
+	for (size_t i = 0; i < nf; i++)
+		total += f[i].n;
+	size_t bytes = total * sizeof(float) + ((size_t)B + T) * sizeof(int);
+	char *mem = calloc(1, bytes);
+	if (!mem)
+		return err_set(e, "out of memory for a cache of %d x %d tokens (%.1f MiB)", B, maxlen, bytes / 1048576.0);
+	float *p = (float *)mem;
+	for (size_t i = 0; i < nf; i++) {
+		*f[i].p = p;
+		p += f[i].n;
+	}
+	kv->len = (int *)p;
+	kv->pos = kv->len + B;
+	kv->mem = mem;
+	kv->bytes = bytes;
+	kv->B = B, kv->maxlen = maxlen, kv->maxT = maxT;
+	rope_table(c, kv->cos, kv->sin, maxlen);
+	return 0;
+}
+
+void model_kv_free(struct model_kv *kv)
+{
+	free(kv->mem);
+	memset(kv, 0, sizeof *kv);
+}
+
+void model_kv_reset(struct model_kv *kv, int b)
+{
+	kv->len[b] = 0;
+}
+
+/*
+ * Attention of T new tokens against their slots' caches: token t (slot
+ * slots[t], position pos[t]) attends to positions 0..pos[t] of its slot.
+ * q (T, NH, HS); kc, vc (B, maxlen, NKV, HS) of one layer. Writes out (T, NH, HS).
+ */
+static void attention_cached(float *out, const float *q, const float *kc, const float *vc, const int *slots,
+                             const int *pos, float *scores, int T, int maxlen, int NH, int NKV, int HS)
+{
+	float scale = 1.0f / sqrtf((float)HS);
+	int group = NH / NKV;
+	size_t KD = (size_t)NKV * HS;
+	for (int t = 0; t < T; t++) {
+		const float *ks = kc + (size_t)slots[t] * maxlen * KD, *vs = vc + (size_t)slots[t] * maxlen * KD;
+		int n = pos[t] + 1;
+		for (int h = 0; h < NH; h++) {
+			const float *qt = q + ((size_t)t * NH + h) * HS;
+			int kh = h / group;
+			float mx = -INFINITY;
+			for (int j = 0; j < n; j++) {
+				scores[j] = dot(qt, ks + j * KD + (size_t)kh * HS, HS) * scale;
+				mx = scores[j] > mx ? scores[j] : mx;
+			}
+			double sum = 0;
+			for (int j = 0; j < n; j++) {
+				scores[j] = expf(scores[j] - mx);
+				sum += scores[j];
+			}
+			float *o = out + ((size_t)t * NH + h) * HS;
+			memset(o, 0, (size_t)HS * sizeof *o);
+			float inv = (float)(1.0 / sum);
+			for (int j = 0; j < n; j++) {
+				const float *vj = vs + j * KD + (size_t)kh * HS;
+				float p = scores[j] * inv;
+				for (int i = 0; i < HS; i++)
+					o[i] += p * vj[i];
+			}
+		}
+	}
+}
+
+int model_step(const struct model *m, struct model_kv *kv, const int *ids, const int *slots, int T,
+               const unsigned char *want, float *logits, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	const struct model_params *w = &m->w;
+	int C = c->C, I = c->I, NH = c->NH, NKV = c->NKV, HS = c->HS, V = c->V;
+	int QD = NH * HS, KD = NKV * HS;
+	if (T < 1 || T > kv->maxT)
+		return err_set(e, "step of %d tokens, but the cache takes at most %d at a time", T, kv->maxT);
+	for (int t = 0; t < T; t++) {
+		if (slots[t] < 0 || slots[t] >= kv->B)
+			return err_set(e, "token %d: slot %d outside the cache's %d", t, slots[t], kv->B);
+		if (ids[t] < 0 || ids[t] >= V)
+			return err_set(e, "token %d: id %d outside the vocabulary of %d", t, ids[t], V);
+	}
+	/* positions: each slot continues where it stopped */
+	for (int t = 0; t < T; t++) {
+		kv->pos[t] = kv->len[slots[t]]++;
+		if (kv->pos[t] >= kv->maxlen) {
+			for (int u = 0; u <= t; u++)
+				kv->len[slots[u]]--;
+			return err_set(e, "slot %d is full (%d tokens)", slots[t], kv->maxlen);
+		}
+	}
+	for (int t = 0; t < T; t++)
+		memcpy(kv->x + (size_t)t * C, w->embed + (size_t)ids[t] * C, (size_t)C * sizeof(float));
+
+	size_t layer_cache = (size_t)kv->B * kv->maxlen * KD;
+	for (int l = 0; l < c->L; l++) {
+		float *kc = kv->k + l * layer_cache, *vc = kv->v + l * layer_cache;
+		rmsnorm_forward(kv->ln, kv->rstd, kv->x, w->ln1 + (size_t)l * C, T, C, c->eps);
+		matmul_forward(kv->q, kv->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, T, C, QD);
+		matmul_forward(kv->kn, kv->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, T, C, KD);
+		matmul_forward(kv->vn, kv->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, T, C, KD);
+		if (c->qk_norm) {
+			/* in place: each row is read whole before it is written */
+			rmsnorm_forward(kv->q, kv->rstd, kv->q, w->qnorm + (size_t)l * HS, T * NH, HS, c->eps);
+			rmsnorm_forward(kv->kn, kv->rstd, kv->kn, w->knorm + (size_t)l * HS, T * NKV, HS, c->eps);
+		}
+		rope_forward(kv->q, kv->pos, kv->cos, kv->sin, T, NH, HS);
+		rope_forward(kv->kn, kv->pos, kv->cos, kv->sin, T, NKV, HS);
+		for (int t = 0; t < T; t++) {
+			size_t at = ((size_t)slots[t] * kv->maxlen + kv->pos[t]) * KD;
+			memcpy(kc + at, kv->kn + (size_t)t * KD, (size_t)KD * sizeof(float));
+			memcpy(vc + at, kv->vn + (size_t)t * KD, (size_t)KD * sizeof(float));
+		}
+		attention_cached(kv->att, kv->q, kc, vc, slots, kv->pos, kv->scores, T, kv->maxlen, NH, NKV, HS);
+		matmul_forward(kv->tmp, kv->att, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, T, QD, C);
+		residual_add(kv->x, kv->x, kv->tmp, (size_t)T * C);
+
+		rmsnorm_forward(kv->ln, kv->rstd, kv->x, w->ln2 + (size_t)l * C, T, C, c->eps);
+		matmul_forward(kv->gate, kv->ln, w->wgate + (size_t)l * I * C, NULL, T, C, I);
+		matmul_forward(kv->up, kv->ln, w->wup + (size_t)l * I * C, NULL, T, C, I);
+		swiglu_forward(kv->gate, kv->gate, kv->up, (size_t)T * I);
+		matmul_forward(kv->tmp, kv->gate, w->wdown + (size_t)l * C * I, NULL, T, I, C);
+		residual_add(kv->x, kv->x, kv->tmp, (size_t)T * C);
+	}
+
+	/* final norm of the wanted rows only, gathered to the front, then the LM head */
+	int n = 0;
+	for (int t = 0; t < T; t++)
+		if (!want || want[t]) {
+			rmsnorm_forward(kv->ln + (size_t)n * C, kv->rstd, kv->x + (size_t)t * C, w->norm, 1, C, c->eps);
+			n++;
+		}
+	if (n)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, C, 1.0f, kv->ln, C, w->lm_head, C, 0.0f,
+		            logits, V);
+	return 0;
+}
+
 void model_set_threads(int n)
 {
 	openblas_set_num_threads(n);
+}
+
+int model_threads(void)
+{
+	return openblas_get_num_threads();
 }

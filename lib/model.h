@@ -193,7 +193,55 @@ int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, i
  */
 int model_backward(struct model *m, const float *dlogprob, const float *dentropy, struct err *e);
 
-/* Threads OpenBLAS may use for the matrix products. */
+/*
+ * Inference with a key/value cache, for generation. A cache has B slots
+ * (sequences), each holding up to maxlen tokens' keys and values for every
+ * layer; model_step() appends tokens to slots and returns the logits that
+ * predict the token after each one asked for. It runs the same layer
+ * functions as model_forward(), so a token's logits are those the packed
+ * forward computes at its position (to fp32 rounding).
+ */
+struct model_kv {
+	int B, maxlen, maxT;
+	float *k;        /* (L, B, maxlen, NKV*HS) keys after k-norm and RoPE */
+	float *v;        /* (L, B, maxlen, NKV*HS) */
+	int *len;        /* (B) tokens cached in each slot */
+	float *cos;      /* (maxlen, HS/2) */
+	float *sin;      /* (maxlen, HS/2) */
+	/* scratch for up to maxT tokens a step */
+	float *x;        /* (maxT, C) residual stream */
+	float *ln;       /* (maxT, C) */
+	float *q;        /* (maxT, NH*HS) */
+	float *kn;       /* (maxT, NKV*HS) new keys */
+	float *vn;       /* (maxT, NKV*HS) new values */
+	float *att;      /* (maxT, NH*HS) */
+	float *tmp;      /* (maxT, C) */
+	float *gate;     /* (maxT, I) */
+	float *up;       /* (maxT, I) */
+	float *rstd;     /* (maxT * NH) */
+	float *scores;   /* (maxlen) */
+	int *pos;        /* (maxT) */
+	void *mem;
+	size_t bytes;
+};
+
+int model_kv_alloc(const struct model *m, struct model_kv *kv, int B, int maxlen, int maxT, struct err *e);
+void model_kv_free(struct model_kv *kv);
+/* Empty slot b (its next token gets position 0). */
+void model_kv_reset(struct model_kv *kv, int b);
+
+/*
+ * Append T tokens (T <= maxT): ids[t] goes into slot slots[t] at the next
+ * position of that slot; tokens of one slot must come in order. For each t
+ * with want[t] set (want NULL: all), one row of logits (V), raw (not divided
+ * by any temperature), predicting the token after ids[t], is written to
+ * logits, in order of t.
+ */
+int model_step(const struct model *m, struct model_kv *kv, const int *ids, const int *slots, int T,
+               const unsigned char *want, float *logits, struct err *e);
+
+/* Threads OpenBLAS may use for the matrix products (default: its own, usually the cores). */
 void model_set_threads(int n);
+int model_threads(void);
 
 #endif

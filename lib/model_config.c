@@ -275,19 +275,35 @@ int model_config_load(const char *dir, struct model_config *c, struct err *e)
 	return r;
 }
 
+/* The shortest decimal that reads back as the same float, always with a '.' or exponent (1e-06, 1000000.0). */
+static const char *fmt_float(char *s, size_t n, float v)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(s, n, "%.*g", prec, (double)v);
+		if (strtof(s, NULL) == v)
+			break;
+	}
+	if (!strpbrk(s, ".eEn"))
+		snprintf(s + strlen(s), n - strlen(s), ".0");
+	return s;
+}
+
 int model_config_json(const struct model_config *c, const char *dtype, struct buf *b)
 {
+	char f1[32], f2[32], f3[32], f4[32];
 	int fam = c->family;
 	char rope[512];
 	if (c->rope_llama3)
 		snprintf(rope, sizeof rope,
-		         "{\n    \"factor\": %.9g,\n    \"high_freq_factor\": %.9g,\n    \"low_freq_factor\": %.9g,\n"
-		         "    \"original_max_position_embeddings\": %d,\n    \"rope_theta\": %.9g,\n"
+		         "{\n    \"factor\": %s,\n    \"high_freq_factor\": %s,\n    \"low_freq_factor\": %s,\n"
+		         "    \"original_max_position_embeddings\": %d,\n    \"rope_theta\": %s,\n"
 		         "    \"rope_type\": \"llama3\"\n  }",
-		         c->rope_factor, c->rope_high_freq, c->rope_low_freq, c->rope_orig_max, c->rope_theta);
+		         fmt_float(f1, sizeof f1, c->rope_factor), fmt_float(f2, sizeof f2, c->rope_high_freq),
+		         fmt_float(f3, sizeof f3, c->rope_low_freq), c->rope_orig_max,
+		         fmt_float(f4, sizeof f4, c->rope_theta));
 	else
-		snprintf(rope, sizeof rope, "{\n    \"rope_theta\": %.9g,\n    \"rope_type\": \"default\"\n  }",
-		         c->rope_theta);
+		snprintf(rope, sizeof rope, "{\n    \"rope_theta\": %s,\n    \"rope_type\": \"default\"\n  }",
+		         fmt_float(f4, sizeof f4, c->rope_theta));
 	char eos[128] = "null";
 	if (c->n_eos == 1)
 		snprintf(eos, sizeof eos, "%d", c->eos_ids[0]);
@@ -313,10 +329,10 @@ int model_config_json(const struct model_config *c, const char *dtype, struct bu
 	                "  \"head_dim\": %d,\n"
 	                "  \"hidden_act\": \"silu\",\n"
 	                "  \"hidden_size\": %d,\n"
-	                "  \"initializer_range\": %.9g,\n"
+	                "  \"initializer_range\": %s,\n"
 	                "  \"intermediate_size\": %d,\n"
 	                "  \"max_position_embeddings\": %d,\n",
-	                bos, dtype, eos, c->HS, c->C, c->init_std, c->I, c->max_pos);
+	                bos, dtype, eos, c->HS, c->C, fmt_float(f1, sizeof f1, c->init_std), c->I, c->max_pos);
 	if (fam != MODEL_LLAMA)
 		r |= buf_printf(b, "  \"max_window_layers\": %d,\n", c->L);
 	if (fam == MODEL_LLAMA)
@@ -326,12 +342,12 @@ int model_config_json(const struct model_config *c, const char *dtype, struct bu
 	                "  \"num_attention_heads\": %d,\n"
 	                "  \"num_hidden_layers\": %d,\n"
 	                "  \"num_key_value_heads\": %d,\n"
-	                "  \"rms_norm_eps\": %.9g,\n"
+	                "  \"rms_norm_eps\": %s,\n"
 	                "  \"rope_parameters\": %s,\n"
 	                "  \"rope_scaling\": %s,\n"
-	                "  \"rope_theta\": %.9g,\n",
-	                families[fam].type, c->NH, c->L, c->NKV, c->eps, rope, c->rope_llama3 ? rope : "null",
-	                c->rope_theta);
+	                "  \"rope_theta\": %s,\n",
+	                families[fam].type, c->NH, c->L, c->NKV, fmt_float(f2, sizeof f2, c->eps), rope,
+	                c->rope_llama3 ? rope : "null", f4);
 	if (fam != MODEL_LLAMA)
 		r |= buf_printf(b, "  \"sliding_window\": null,\n");
 	r |= buf_printf(b,

@@ -244,8 +244,17 @@ static int finish_isolated(const char *queue, const char *gcdir, int64_t step, i
 	int f = step_finished(gcdir, step, need_marker, &files, e);
 	if (f < 0)
 		return -1;
-	if (f == 1 && (expected < 0 || files == expected))
-		return remove_tree(gcdir, e) < 0 ? -1 : 1;
+	if (f == 1 && (expected < 0 || files == expected)) {
+		/* Deleting is not atomic, and a half-deleted step (records gone,
+		 * files left) would look unfinished: rename it to del.* first,
+		 * which is deleted without a second look if we crash. */
+		char del[PATH_MAX + 200], uniq[160];
+		spool_unique_name(uniq, sizeof uniq);
+		snprintf(del, sizeof del, "%s/.tmp/del.%s", queue, uniq);
+		if (fsys_rename(gcdir, del, e) < 0)
+			return -1;
+		return remove_tree(del, e) < 0 ? -1 : 1;
+	}
 	if (step_path(from, sizeof from, gcdir, step, NULL, e) < 0 ||
 	    step_path(to, sizeof to, queue, step, NULL, e) < 0)
 		return -1;
@@ -287,9 +296,15 @@ static int finish_leftovers(const char *queue, int need_marker, long *count, str
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 	for (size_t i = 0; i < n; i++) {
+		snprintf(gcdir, sizeof gcdir, "%s/%s", tmpdir, v[i]);
+		if (strncmp(v[i], "del.", 4) == 0) {
+			if (remove_tree(gcdir, e) < 0)
+				goto fail;
+			(*count)++;
+			continue;
+		}
 		if (strncmp(v[i], "gc.", 3) != 0)
 			continue;
-		snprintf(gcdir, sizeof gcdir, "%s/%s", tmpdir, v[i]);
 		if (fsys_list_dir(gcdir, FSYS_DIRS, &steps, &ns, e) < 0)
 			goto fail;
 		int bad = 0;
@@ -370,9 +385,9 @@ int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
 	for (size_t k = 0; k < n; k++) {
 		struct stat sb;
 		snprintf(p, sizeof p, "%s/%s", tmpdir, v[k]);
-		if (strncmp(v[k], "gc.", 3) == 0 || fsys_stat(p, &sb, e) != 0)
+		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4) || fsys_stat(p, &sb, e) != 0)
 			continue; /* gc leftovers were handled above; gone meanwhile */
-		if ((long long)now - (long long)sb.st_mtime < tmp_age)
+		if (tmp_age > 0 && (long long)now - (long long)sb.st_mtime < tmp_age)
 			continue;
 		if ((S_ISDIR(sb.st_mode) ? remove_tree(p, e) : fsys_unlink(p, e)) < 0) {
 			fsys_free_names(v, n);
@@ -535,6 +550,28 @@ fail:
 	return -1;
 }
 
+/* Archives of this queue left half-written by an interrupted gc (one gc per spool: the lock). */
+static int clean_archive_tmp(const char *queue, const char *archive_dir, struct err *e)
+{
+	char qbuf[PATH_MAX], prefix[PATH_MAX + 8], p[PATH_MAX + 300], **v;
+	size_t n;
+	snprintf(prefix, sizeof prefix, ".%s-step_", base_name(queue, qbuf, sizeof qbuf));
+	int r = fsys_list_dir(archive_dir, FSYS_FILES, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(v[i], prefix, strlen(prefix)) || !strstr(v[i], ".tar.zst."))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", archive_dir, v[i]);
+		if (fsys_unlink(p, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	return 0;
+}
+
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e)
 {
@@ -543,6 +580,8 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 	long leftovers = 0;
 	int need_marker = queue_uses_markers(queue, e);
 	if (need_marker < 0 || finish_leftovers(queue, need_marker, &leftovers, e) < 0)
+		return -1;
+	if (archive_dir && clean_archive_tmp(queue, archive_dir, e) < 0)
 		return -1;
 	if (spool_list_steps(queue, -1, -1, &steps, &ns, e) < 0)
 		return -1;

@@ -14,9 +14,10 @@
  * Removing a step is atomic for readers: the step directory is first
  * renamed to QUEUE/.tmp/gc.UNIQUE/step_N, checked again there (a producer
  * may have published into it after the first check), and only then
- * deleted; an unfinished step found there is moved back. A crash leaves a
- * gc.* directory in .tmp, which the next gc or recover finishes the same
- * way. Archives are written (tmp, fsync, rename) before the step is moved,
+ * deleted (after a last rename to QUEUE/.tmp/del.UNIQUE, so that a
+ * half-deleted step never looks unfinished); an unfinished step found there
+ * is moved back. A crash leaves a gc.* or del.* directory in .tmp, which
+ * the next gc or recover finishes. Archives are written (tmp, fsync, rename) before the step is moved,
  * so a removed step was always archived first when archiving was asked for.
  *
  * Recovery and gc of one spool are serialised by an flock on SPOOL/.lock

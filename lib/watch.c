@@ -396,8 +396,8 @@ struct watch *watch_open(const char *queue, const struct watch_opt *o, struct er
 		free(w);
 		return NULL;
 	}
-	/* Consumers may start before their producers: the queue is made here. */
-	if (fsys_mkdirs(queue, e) < 0) {
+	/* Consumers may start before their producers: a watched queue is made here. */
+	if (o->follow && fsys_mkdirs(queue, e) < 0) {
 		free(w);
 		return NULL;
 	}

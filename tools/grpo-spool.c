@@ -406,9 +406,15 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	if (op->verbose) {
 		struct watch_stats s;
 		watch_stats(w, &s);
-		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld overflows, %s every %gs%s\n", prog, queue,
-			s.claimed, s.scans, s.overflows, s.polling ? "polling" : "inotify, rescan",
-			s.interval, watch_stopped(w) ? ", stopped by signal" : "");
+		char how[64];
+		if (!op->w.follow)
+			snprintf(how, sizeof how, "one pass");
+		else
+			snprintf(how, sizeof how, "%s every %gs", s.polling ? "polling" : "inotify, rescan",
+				 s.interval);
+		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld events, %ld overflows, %s%s\n", prog,
+			queue, s.claimed, s.scans, s.events, s.overflows, how,
+			watch_stopped(w) ? ", stopped by signal" : "");
 	}
 	watch_close(w);
 	return bad;

@@ -1,0 +1,178 @@
+#!/bin/sh
+# grpo-collect: exact imports of every input format, bad input with file and
+# line, --on-error, answers, re-runs, and kill -9 during a publish.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 52
+D="$GRPO_TOP/tests/data/collect"
+view() { grpo-cat --json "$@"; }
+# visible FILES of a step directory (what a consumer would see)
+visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
+
+# --- every input format, exactly -------------------------------------------
+for f in vllm-completions vllm-chat vllm-generate vllm-demo sglang atropos native; do
+	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
+	is "$?:$(cat "$T/err")" "0:" "$f: imports silently"
+	view "$T/$f.zst" > "$T/$f.json"
+	is "$(cmp "$T/$f.json" "$D/$f.expected" 2>&1)" "" "$f: the groups are exactly $f.expected"
+done
+is "$(grpo-collect --step 3 < "$D/sglang.jsonl" | view -)" "$(cat "$D/sglang.expected")" \
+	"standard input in, standard output out: the same groups"
+cat "$D"/vllm-chat.jsonl "$D"/atropos.jsonl "$D"/native.jsonl > "$T/mixed.jsonl"
+is "$(grpo-collect --step 3 "$T/mixed.jsonl" | view - | wc -l | tr -d ' ')" 6 \
+	"formats are detected line by line in one input"
+grpo-collect --step 3 --format sglang "$D/vllm-chat.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-collect: $D/vllm-chat.jsonl:1: no meta_info: not an SGLang /generate response" \
+	"--format forces a format"
+
+# --- answers ---------------------------------------------------------------
+grpo-collect --step 3 --answers "$D/answers.jsonl" "$D/vllm-completions.jsonl" "$D/native.jsonl" |
+	view - | sed 's/.*"answer":"\([^"]*\)".*/\1/; t; s/.*/-/' | tr '\n' ' ' > "$T/answers"
+is "$(cat "$T/answers")" "4 6 - 9 x - " \
+	"--answers by request id, by prompt index (counted across inputs), by group_id; the input's own kept"
+
+printf '%s\n' '{"question":"2+2?","answer":"2+2 = <<2+2=4>>4\n#### 4"}' '{"question":"3+3?","answer":"#### 6"}' \
+	> "$T/gsm8k.jsonl"
+is "$(grpo-collect --step 0 --answers "$T/gsm8k.jsonl" "$D/vllm-completions.jsonl" | view - |
+	sed 's/.*"answer":\("[^"]*"\).*/\1/; t; s/.*/-/' | tr '\n' ' ')" '"2+2 = <<2+2=4>>4\n#### 4" "#### 6" - ' \
+	"--answers: a prompts file without keys answers by line number"
+printf '%s\n' '{"index":1,"answer":"a"}' '{"index":1,"answer":"b"}' > "$T/dup.jsonl"
+grpo-collect --step 0 --answers "$T/dup.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/dup.jsonl: two answers for index 1" "two answers for one prompt are refused"
+
+# --- bad input: FILE:LINE: reason, exit 1, nothing published -----------------
+good='{"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}'
+bad() { # bad DESCRIPTION LINE EXPECTED-REASON [OPTIONS]
+	desc=$1 line=$2 want=$3
+	shift 3
+	rm -rf "$T/sp"
+	printf '%s\n%s\n%s\n' "$good" "$line" "$good" > "$T/bad.jsonl"
+	grpo-collect -o "$T/sp/rollouts" --step 1 "$@" "$T/bad.jsonl" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_1/rank_0")$(ls "$T/sp/rollouts/.tmp" 2>/dev/null)" \
+		"1:grpo-collect: $T/bad.jsonl:2: $want:" "$desc: exit 1, the message, nothing published"
+}
+bad "length mismatch" '{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1]}' \
+	"1 logprobs for 2 response_tokens"
+bad "negative token id" '{"prompt_tokens":[1,-4],"response_tokens":[2],"logprobs":[-1]}' \
+	"trajectory 0: prompt_tokens[1] is -4, a negative token id"
+bad "token id >= --vocab-size" '{"prompt_tokens":[1],"response_tokens":[151936],"logprobs":[-1]}' \
+	"trajectory 0: response_tokens[0] is 151936, not below --vocab-size 151936" --vocab-size 151936
+bad "logprob above 0" '{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1,0.25]}' \
+	"trajectory 0: logprobs[1] is 0.25, above 0"
+bad "NaN logprob (Atropos)" '{"tokens":[[1,2,3]],"masks":[[-100,2,3]],"scores":[1],"inference_logprobs":[[1.0,-0.5,NaN]]}' \
+	"trajectory 0: logprobs[1] is NaN or null, not a finite number"
+bad "Infinity logprob" '{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-Infinity]}' \
+	"trajectory 0: logprobs[0] is -Infinity, not a finite number"
+bad "vLLM's -9999 sentinel" '{"id":"c","choices":[{"logprobs":{"token_logprobs":[-9999.0],"tokens":["token_id:5"]},"prompt_token_ids":[1]}]}' \
+	'trajectory 0: logprobs[0] is -9999, a server'"'"'s sentinel for "no logprob" (vLLM writes -9999, SGLang -999999999)'
+bad "vLLM length mismatch" '{"choices":[{"logprobs":{"token_logprobs":[-1]},"token_ids":[5,6],"prompt_token_ids":[1]}]}' \
+	"choices[0]: 1 logprobs for 2 token_ids"
+bad "Atropos rows disagree" '{"tokens":[[1,2,3]],"masks":[[-100,2]],"scores":[1],"inference_logprobs":[[1,-1,-1]]}' \
+	"masks[0] has 2 entries, tokens[0] 3"
+bad "malformed JSON" '{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1}' \
+	"not valid JSON (near byte 58)"
+bad "unknown format" '{"model":"x","usage":{}}' \
+	'not a rollout in any known format (no "choices", "meta_info", "tokens" and "masks", "trajectories" or "response_tokens")'
+
+printf '%s\n' '{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1]}' > "$T/len.jsonl"
+grpo-collect --step 0 - < "$T/len.jsonl" 2> "$T/err" > /dev/null
+is "$(cat "$T/err")" "grpo-collect: <stdin>:1: 1 logprobs for 2 response_tokens" "standard input is named <stdin>"
+grpo-collect --step 0 "$T/len.jsonl" 2> /dev/null | view - > /dev/null 2>&1
+is "$?" 1 "without -o, a failed input leaves an unended spool file that readers reject"
+
+# --- --on-error skip -------------------------------------------------------
+rm -rf "$T/sp"
+{ echo "$good"; echo 'not json'; echo "$good" | sed 's/-0.5/0.5/'; echo; echo "$good"; } > "$T/mix.jsonl"
+grpo-collect -o "$T/sp/rollouts" --step 1 --on-error skip "$T/mix.jsonl" 2> "$T/err"
+is "$?" 0 "--on-error skip: exit 0"
+is "$(cat "$T/err")" "grpo-collect: $T/mix.jsonl:2: not valid JSON (near byte 1)
+grpo-collect: $T/mix.jsonl:3: trajectory 0: logprobs[0] is 0.5, above 0
+grpo-collect: $T/mix.jsonl: skipped 2 of 4 lines" "each skipped line is named, then counted (blank lines are not lines)"
+is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
+
+# --- publishing: names, re-runs, splitting ----------------------------------
+rm -rf "$T/sp"
+grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$D/vllm-completions.jsonl"
+name=$(visible "$T/sp/rollouts/step_3/rank_2")
+case $name in collect-[0-9a-f]*-0000.zst) r=0 ;; *) r=1 ;; esac
+is "$r:$(view "$T/sp/rollouts/step_3/rank_2/$name" | cmp - "$D/vllm-completions.expected" 2>&1)" "0:" \
+	"-o publishes one file, named after the input, into step_N/rank_X: $name"
+cp "$D/vllm-completions.jsonl" "$T/copy.jsonl"
+grpo-collect -v -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl" 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" "re-running the same input publishes nothing twice"
+grep -q "already published: $T/sp/rollouts/step_3/rank_2/$name" "$T/err"
+is "$?" 0 "and -v says so"
+grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
+is "$(visible "$T/sp/rollouts/step_4/rank_0" | sed 's/collect-[0-9a-f]*-//' | sort | tr '\n' ' ')" \
+	"0000.zst 0000.zst 0001.zst 0001.zst " "--max-groups 2 splits each input into files of at most 2 groups"
+is "$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" 6 "and every group is in one of them"
+
+gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
+grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
+is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" \
+	"a gzip-compressed input reads as its text: the same groups, the same name, nothing new published"
+zstd -q -c "$D/atropos.jsonl" | grpo-collect --step 3 | view - > "$T/z.json"
+is "$(cmp "$T/z.json" "$D/atropos.expected" 2>&1)" "" "so does a zstd-compressed pipe"
+head -c 300 "$T/copy.jsonl.gz" > "$T/trunc.jsonl.gz"
+grpo-collect -o "$T/sp/rollouts" --step 6 "$T/trunc.jsonl.gz" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_6/rank_0")" \
+	"1:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input:" "a truncated compressed input fails whole"
+
+# --- usage -----------------------------------------------------------------
+grpo-collect -o "$T/sp/rollouts" "$D/native.jsonl" 2> /dev/null
+is "$?" 2 "-o without --step is a usage error"
+grpo-collect --format csv "$D/native.jsonl" 2> /dev/null
+is "$?" 2 "an unknown format is a usage error"
+grpo-collect --on-error ignore "$D/native.jsonl" 2> /dev/null
+is "$?" 2 "an unknown --on-error mode is a usage error"
+is "$(grpo-collect --help | head -1 | cut -c1-20)" "usage: grpo-collect " "--help prints the usage to standard output"
+grpo-collect -o "$T/sp/rollouts" --step 5 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_0" | wc -l | tr -d ' ')" \
+	"1:grpo-collect: $T/absent.jsonl: No such file or directory:1" "a missing input is named; the others are published"
+
+# --- crashes while publishing ----------------------------------------------
+# Every point of the publish where the process can die (GRPO_FSYS_CRASH_AT),
+# then kill -9 at random moments of a large one: no visible file is ever
+# partial, and a re-run completes the publish.
+check_visible() { # every visible file reads whole (one reader over all of them)
+	[ -z "$(visible "$1")" ] || (cd "$1" && view $(visible .) > /dev/null 2>&1)
+}
+rm -rf "$T/sp"
+calls=$(GRPO_FSYS_TRACE=1 grpo-collect -o "$T/sp/trace" --step 1 --max-groups 2 "$D/native.jsonl" 2>&1 | grep -c "^fsys ")
+bad_points=
+i=1
+while [ "$i" -le "$calls" ]; do
+	rm -rf "$T/sp"
+	GRPO_FSYS_CRASH_AT=$i grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 2 "$D/native.jsonl" 2> /dev/null
+	check_visible "$T/sp/rollouts/step_1/rank_0" > /dev/null || bad_points="$bad_points $i"
+	grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 2 "$D/native.jsonl" 2> /dev/null
+	[ "$(view "$T"/sp/rollouts/step_1/rank_0/* 2>/dev/null | wc -l | tr -d ' ')" = 3 ] || bad_points="$bad_points r$i"
+	i=$((i + 1))
+done
+is "$calls:${bad_points:-none}" "$calls:none" "a crash at any of the $calls file system calls leaves no partial file; a re-run completes"
+
+groups=600
+[ -n "$GRPO_SANITIZED" ] && groups=200
+awk -v G=$groups 'BEGIN { srand(7); for (g = 0; g < G; g++) { printf "{\"group_id\":%d,\"trajectories\":[", g;
+  for (i = 0; i < 4; i++) { printf "%s{\"prompt_tokens\":[", i ? "," : "";
+    for (k = 0; k < 16; k++) printf "%s%d", k ? "," : "", (g * 31 + k) % 151000;
+    printf "],\"response_tokens\":["; for (k = 0; k < 48; k++) printf "%s%d", k ? "," : "", int(rand() * 151000);
+    printf "],\"logprobs\":["; for (k = 0; k < 48; k++) printf "%s-%.4f", k ? "," : "", rand() * 3;
+    printf "]}" } print "]}" } }' > "$T/big.jsonl"
+partial=0 seen=
+for k in 1 2 3 4; do
+	[ "$k" -lt 4 ] && rm -rf "$T/sp"   # the last kill leaves its spool for the re-run
+	grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl" 2> /dev/null &
+	pid=$!
+	sleep "0.$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%02d", 5 + int(rand() * 40) }')"
+	kill -9 "$pid" 2> /dev/null
+	wait "$pid" 2> /dev/null
+	check_visible "$T/sp/rollouts/step_1/rank_0" > /dev/null || partial=$((partial + 1))
+	seen="$seen $(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')"
+done
+is "$partial" 0 "kill -9 at four random moments of a large publish: no visible partial file (files seen:$seen)"
+grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl"
+is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' '):$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" \
+	"0:$(( (groups + 2) / 3 )):$groups" "a re-run after the kills publishes the rest: every group exactly once"
+
+[ "$_failed" -eq 0 ]

@@ -1,0 +1,180 @@
+/* grpo-collect's library: NaN/Infinity rewriting, format detection, the
+ * traps of formats.md (token ids over text, echo, the -9999 sentinel, n > 1,
+ * Atropos masks), validation messages, deterministic ids and grouping. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+#include "jsonview.h"
+#include "sfile.h"
+#include "tap.h"
+
+static int parse(const char *s, enum collect_format f, struct collect_line *L, struct err *e)
+{
+	return collect_parse_line(s, strlen(s), f, L, e);
+}
+
+static void test_nonfinite(void)
+{
+	char *out = NULL;
+	size_t n = 0;
+	const char *s = "{\"a\":[NaN,Infinity,-Infinity],\"s\":\"NaN \\\" Infinity\",\"NaN\":1}";
+	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 1 &&
+		   strcmp(out, "{\"a\":[null,1e999,-1e999],\"s\":\"NaN \\\" Infinity\",\"NaN\":1}") == 0,
+	   "NaN and Infinity are rewritten outside strings only: %s", out ? out : "(none)");
+	free(out);
+	s = "{\"s\":\"NaN\"}";
+	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a line with NaN only inside a string is left alone");
+	s = "[1,2]";
+	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a plain line takes the fast path");
+}
+
+static void test_vllm(void)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	/* n = 2 over two prompts (a batched request): two groups */
+	const char *two =
+		"{\"id\":\"c\",\"choices\":[{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]},"
+		"\"prompt_token_ids\":[1,2]},{\"logprobs\":{\"token_logprobs\":[-2],\"tokens\":[\"token_id:6\"]},"
+		"\"prompt_token_ids\":[1,2]},{\"logprobs\":{\"token_logprobs\":[-3],\"tokens\":[\"token_id:7\"]},"
+		"\"prompt_token_ids\":[3]}]}";
+	ok(parse(two, COLLECT_AUTO, &L, &e) == 0 && L.format == COLLECT_VLLM && L.n_groups == 2 &&
+		   L.groups[0].n == 2 && L.groups[1].n == 1 && L.groups[0].trajs[1].response_tokens[0] == 6 &&
+		   strcmp(L.id, "c") == 0,
+	   "choices of one prompt form one group; a second prompt starts another (%s)", e.msg);
+	collect_line_free(&L);
+
+	/* text tokens without token_ids cannot be trusted */
+	const char *text = "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\" 4\"]},"
+			   "\"prompt_token_ids\":[1]}]}";
+	ok(parse(text, COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "choices[0]: no token ids: the logprob tokens are text"),
+	   "text tokens without token_ids are refused: %s", e.msg);
+
+	const char *disagree = "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:9\"]},"
+			       "\"token_ids\":[8],\"prompt_token_ids\":[1]}]}";
+	ok(parse(disagree, COLLECT_AUTO, &L, &e) < 0 &&
+		   strstr(e.msg, "logprobs token 0 is token_id:9, but token_ids[0] is 8"),
+	   "token strings and token_ids must agree: %s", e.msg);
+
+	const char *noprompt = "{\"choices\":[{\"logprobs\":{\"content\":[{\"token\":\"token_id:3\",\"logprob\":-1}]}}]}";
+	ok(parse(noprompt, COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "no prompt token ids"),
+	   "a response without prompt ids says how to get them: %s", e.msg);
+
+	/* chat: a content entry without logprob is vLLM's default -9999 */
+	const char *missing = "{\"prompt_token_ids\":[1],\"choices\":[{\"logprobs\":{\"content\":[{\"token\":\"token_id:3\"}]}}]}";
+	ok(parse(missing, COLLECT_AUTO, &L, &e) == 0 && L.groups[0].trajs[0].logprobs[0] == -9999.0f,
+	   "a missing chat logprob reads as the -9999 sentinel");
+	ok(collect_check_group(&L.groups[0], 0, &e) < 0 && strstr(e.msg, "sentinel"),
+	   "which validation refuses: %s", e.msg);
+	collect_line_free(&L);
+}
+
+static void test_atropos(void)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	const char *g = "{\"tokens\":[[1,2,3,4],[1,2,5,6]],\"masks\":[[-100,-100,3,4],[-100,-100,5,6]],"
+			"\"scores\":[2,0],\"inference_logprobs\":[[NaN,Infinity,-0.5,-0.25],[1,1,-1,-2]],"
+			"\"overrides\":[{\"temperature\":0.5},null],\"generation_params\":{\"temperature\":0.9}}";
+	int r = parse(g, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && L.format == COLLECT_ATROPOS && L.n_groups == 1 && L.groups[0].n == 2, "an Atropos group: %s", e.msg);
+	if (r == 0) {
+		struct traj *a = &L.groups[0].trajs[0], *b = &L.groups[0].trajs[1];
+		is_int(a->n_prompt, 2, "the prompt is the leading -100 run");
+		ok(a->logprobs[0] == -0.5f && a->logprobs[1] == -0.25f, "NaN and Infinity at prompt positions are dropped");
+		is_float(a->advantage, 1.0, 1e-6, "advantage (score - mean) / std");
+		is_float(b->advantage, -1.0, 1e-6, "advantage of the other member");
+		is_float(a->temperature, 0.5, 0, "overrides[i].temperature wins");
+		is_float(b->temperature, 0.9, 1e-7, "else generation_params.temperature");
+		ok(a->scored && a->n_rewards == 1 && a->rewards[0] == 2.0f && a->success == 1.0f && b->success == 0.0f,
+		   "scores become rewards and successes");
+	}
+	collect_line_free(&L);
+	const char *bad = "{\"tokens\":[[1,2]],\"masks\":[[-100,7]],\"scores\":[1],\"inference_logprobs\":[[1,-1]]}";
+	ok(parse(bad, COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "masks[0][1] is 7, neither -100 nor the token id 2"),
+	   "a mask that is neither -100 nor the token: %s", e.msg);
+	const char *nolp = "{\"tokens\":[[1,2]],\"masks\":[[-100,2]],\"scores\":[1]}";
+	ok(parse(nolp, COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "no inference_logprobs"),
+	   "a group without inference_logprobs: %s", e.msg);
+	const char *nan = "{\"tokens\":[[1,2]],\"masks\":[[-100,2]],\"scores\":[NaN],\"inference_logprobs\":[[1,-1]]}";
+	ok(parse(nan, COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "scores[0] is not a finite number"),
+	   "a NaN score: %s", e.msg);
+}
+
+static void test_detect(void)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	ok(parse("{\"x\":1}", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not a rollout in any known format"),
+	   "an unknown object: %s", e.msg);
+	ok(parse("{\"a\":1} x", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not valid JSON"),
+	   "trailing garbage: %s", e.msg);
+	ok(parse("{\"choices\":[]}", COLLECT_SGLANG, &L, &e) < 0 && strstr(e.msg, "no meta_info"),
+	   "a forced format is not second-guessed: %s", e.msg);
+	const char *sg = "{\"meta_info\":{\"output_token_logprobs\":[[-1,5,null]],\"prompt_tokens\":1,"
+			 "\"input_token_logprobs\":[[null,4,null]],\"weight_version\":\"7\"}}";
+	ok(parse(sg, COLLECT_AUTO, &L, &e) == 0 && L.format == COLLECT_SGLANG && L.groups[0].trajs[0].prompt_tokens[0] == 4 &&
+		   L.groups[0].trajs[0].policy_version == 7,
+	   "SGLang: prompt ids from input_token_logprobs, policy_version from weight_version (%s)", e.msg);
+	collect_line_free(&L);
+	ok(parse("{\"input_ids\":[1],\"position_ids\":[0]}", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "micro-batch"),
+	   "a micro-batch is refused: %s", e.msg);
+}
+
+struct sink {
+	int64_t gids[16];
+	uint32_t sizes[16];
+	int n;
+};
+
+static int keep(void *ctx, struct group *g, struct err *e)
+{
+	struct sink *s = ctx;
+	if (s->n < 16) {
+		s->gids[s->n] = g->group_id;
+		s->sizes[s->n++] = g->n;
+	}
+	return 0;
+}
+
+static void test_collector(void)
+{
+	struct collect_opts o = { .format = COLLECT_AUTO, .step = 5, .temperature = 1.0f, .vocab_size = 100 };
+	struct sink s = { 0 };
+	struct collect c;
+	struct err e = { "" };
+	collect_init(&c, &o, keep, &s);
+	const char *l1 = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],\"group_id\":9}\n";
+	const char *l2 = "{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-1]}";
+	const char *l3 = "{\"prompt_tokens\":[1],\"response_tokens\":[4],\"logprobs\":[-2],\"group_id\":9}";
+	const char *big = "{\"prompt_tokens\":[1],\"response_tokens\":[100],\"logprobs\":[-2]}";
+	ok(collect_feed(&c, l1, strlen(l1), &e) == 0 && collect_feed(&c, l2, strlen(l2), &e) == 0 &&
+		   collect_feed(&c, l3, strlen(l3), &e) == 0 && collect_feed(&c, "  \n", 3, &e) == 0,
+	   "lone trajectories are taken");
+	ok(collect_feed(&c, big, strlen(big), &e) == -1 &&
+		   strcmp(e.msg, "trajectory 0: response_tokens[0] is 100, not below --vocab-size 100") == 0,
+	   "--vocab-size bounds token ids: %s", e.msg);
+	is_int(s.n, 0, "lone trajectories wait for the end of the input");
+	ok(collect_end_input(&c, &e) == 0, "end of input");
+	ok(s.n == 2 && s.gids[0] == 9 && s.sizes[0] == 2 && s.sizes[1] == 1 && s.gids[1] >= 0 && s.gids[1] < (1ll << 52),
+	   "group_id 9 gathers two, the other is a group of one with a 52-bit id");
+	int64_t first = s.gids[1];
+	collect_free(&c);
+	s.n = 0;
+	collect_init(&c, &o, keep, &s);
+	collect_feed(&c, l2, strlen(l2), &e);
+	collect_end_input(&c, &e);
+	ok(s.n == 1 && s.gids[0] == first, "ids are derived from the line: the same line, the same id");
+	collect_free(&c);
+}
+
+int main(void)
+{
+	test_nonfinite();
+	test_vllm();
+	test_atropos();
+	test_detect();
+	test_collector();
+	return tap_done();
+}

@@ -1,0 +1,101 @@
+/*
+ * test_model_config: config.json of each family in both schemas of
+ * transformers (top-level rope_theta / rope_scaling, and rope_parameters),
+ * the fields that change the math, the refusals, and the writer round trip.
+ */
+#include <string.h>
+
+#include "model_config.h"
+#include "../tap.h"
+
+static int parse(const char *json, struct model_config *c, struct err *e)
+{
+	return model_config_parse(json, strlen(json), "config.json", c, e);
+}
+
+#define SHAPE "\"hidden_size\": 96, \"intermediate_size\": 192, \"num_hidden_layers\": 2, " \
+              "\"num_attention_heads\": 6, \"vocab_size\": 384"
+
+int main(void)
+{
+	struct model_config c;
+	struct err e = { "" };
+
+	/* Qwen2, old schema: q/k/v bias without a key, head_dim derived, kv heads default to heads */
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"rope_theta\": 1000000.0, "
+	         "\"tie_word_embeddings\": true, \"rms_norm_eps\": 1e-06, \"eos_token_id\": 151643, "
+	         "\"bos_token_id\": 151643, \"use_sliding_window\": false, \"sliding_window\": 32768, "
+	         "\"torch_dtype\": \"bfloat16\"}", &c, &e) == 0, "qwen2, old schema");
+	ok(c.family == MODEL_QWEN2 && c.C == 96 && c.I == 192 && c.L == 2 && c.NH == 6 && c.NKV == 6 && c.HS == 16 &&
+	   c.V == 384, "qwen2 shape, head_dim 96/6, kv heads default to heads");
+	ok(c.qkv_bias && !c.o_bias && !c.qk_norm && c.tied, "qwen2: q/k/v bias, no o bias, no q/k norm, tied");
+	ok(c.rope_theta == 1e6f && !c.rope_llama3 && c.eps == 1e-6f, "qwen2: theta 1e6, eps 1e-6");
+	ok(c.n_eos == 1 && c.eos_ids[0] == 151643 && c.bos_id == 151643, "eos and bos ids");
+
+	/* Qwen3, new schema, head_dim differing from hidden / heads */
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"num_key_value_heads\": 3, "
+	         "\"head_dim\": 24, \"attention_bias\": false, \"rope_parameters\": {\"rope_theta\": 1000000.0, "
+	         "\"rope_type\": \"default\"}, \"layer_types\": [\"full_attention\", \"full_attention\"], "
+	         "\"eos_token_id\": null, \"bos_token_id\": null}", &c, &e) == 0, "qwen3, rope_parameters");
+	ok(c.family == MODEL_QWEN3 && c.HS == 24 && c.NKV == 3 && c.qk_norm && !c.qkv_bias && !c.tied,
+	   "qwen3: head_dim 24, q/k norm, no bias, untied by default");
+	ok(c.rope_theta == 1e6f && c.n_eos == 0 && c.bos_id == -1, "qwen3: theta from rope_parameters; no eos, no bos");
+
+	/* Llama 3 scaling in both schemas gives the same config */
+	struct model_config c_old, c_new;
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_theta\": 500000.0, "
+	         "\"rope_scaling\": {\"type\": \"llama3\", \"factor\": 32.0, \"low_freq_factor\": 1.0, "
+	         "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}, "
+	         "\"eos_token_id\": [128001, 128008, 128009], \"attention_bias\": true}", &c_old, &e) == 0,
+	   "llama, rope_scaling with 'type'");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_parameters\": {\"rope_theta\": 500000.0, "
+	         "\"rope_type\": \"llama3\", \"factor\": 32.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+	         "\"original_max_position_embeddings\": 8192}, \"eos_token_id\": [128001, 128008, 128009], "
+	         "\"attention_bias\": true}", &c_new, &e) == 0, "llama, rope_parameters");
+	ok(c_old.rope_llama3 && c_old.rope_factor == 32 && c_old.rope_high_freq == 4 && c_old.rope_orig_max == 8192 &&
+	   c_old.rope_theta == 5e5f, "llama3 scaling read from rope_scaling");
+	ok(memcmp(&c_old, &c_new, sizeof c_old) == 0, "both schemas give the same config");
+	ok(c_new.n_eos == 3 && c_new.eos_ids[2] == 128009, "eos list of 3");
+	ok(c_new.qkv_bias && c_new.o_bias, "llama attention_bias: q/k/v/o bias");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE "}", &c, &e) == 0 && c.rope_theta == 10000.0f,
+	   "llama without rope settings: theta 10000");
+
+	/* refusals */
+	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
+	   strstr(e.msg, "unsupported architecture MistralForCausalLM"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": \"yarn\", "
+	         "\"factor\": 4.0}}", &c, &e) < 0 && strstr(e.msg, "yarn"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"use_sliding_window\": true}", &c, &e) < 0 &&
+	   strstr(e.msg, "use_sliding_window"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"hidden_act\": \"gelu\"}", &c, &e) < 0 &&
+	   strstr(e.msg, "gelu"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"mlp_bias\": true}", &c, &e) < 0 &&
+	   strstr(e.msg, "mlp_bias"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 96}", &c, &e) < 0 &&
+	   strstr(e.msg, "missing intermediate_size"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"num_key_value_heads\": 4}", &c, &e) < 0 &&
+	   strstr(e.msg, "multiple"), "%s", e.msg);
+	ok(parse("[1, 2]", &c, &e) < 0 && strstr(e.msg, "not a JSON object"), "%s", e.msg);
+
+	/* the writer's output parses back to the same config, for each family */
+	for (int f = 0; f < 3; f++) {
+		struct model_config w;
+		memset(&w, 0, sizeof w);
+		model_config_defaults(&w, (enum model_family)f);
+		w.C = 64, w.I = 128, w.L = 3, w.NH = 4, w.NKV = 2, w.HS = f == MODEL_QWEN3 ? 32 : 16, w.V = 1000;
+		w.tied = f != MODEL_LLAMA, w.eps = 1e-5f, w.max_pos = 4096;
+		if (f == MODEL_LLAMA) {
+			w.rope_llama3 = 1, w.rope_factor = 8, w.rope_orig_max = 8192;
+			w.bos_id = 1, w.n_eos = 2, w.eos_ids[0] = 2, w.eos_ids[1] = 3;
+		}
+		struct buf b = { 0 };
+		ok(model_config_json(&w, "float32", &b) == 0, "%s: write config.json", model_family_name(w.family));
+		struct model_config back;
+		int r = model_config_parse((const char *)b.data, b.len, "written", &back, &e);
+		if (!ok(r == 0 && memcmp(&back, &w, sizeof w) == 0, "%s: parses back to the same config",
+		        model_family_name(w.family)))
+			diag("%s\n%.*s", e.msg, (int)b.len, b.data);
+		buf_free(&b);
+	}
+	return tap_done();
+}

@@ -1,0 +1,265 @@
+/*
+ * test_queue: retention and recovery of whole queues. gc removes only
+ * finished steps beyond the newest K, its archives read back byte for byte,
+ * and a crash at any spool system call of gc --archive, followed by gc
+ * again, ends with every old step archived whole and removed and nothing
+ * else touched.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "claim.h"
+#include "fsys.h"
+#include "queue.h"
+#include "spool.h"
+#include "../tap.h"
+
+static char top[256];
+
+static void sh(const char *fmt, const char *arg)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, fmt, arg);
+	if (system(cmd) != 0) {
+		printf("Bail out! %s failed\n", cmd);
+		exit(1);
+	}
+}
+
+static int publish(const char *queue, int64_t step, int rank, const char *name, const char *text)
+{
+	struct spool_out o;
+	struct err e;
+	if (spool_open(&o, queue, step, rank, name, &e) < 0 ||
+	    spool_write(&o, text, strlen(text), &e) < 0) {
+		spool_abort(&o);
+		return -1;
+	}
+	return spool_commit(&o, &e);
+}
+
+/* Publish and consume: a finished file. */
+static int done_file(const char *queue, int64_t step, int rank, const char *name, const char *text)
+{
+	struct claim c;
+	if (publish(queue, step, rank, name, text) != 0 || claim_take(&c, queue, step, rank, name, 0, NULL) != 0)
+		return -1;
+	return claim_retire(&c, NULL);
+}
+
+static int exists(const char *fmt, const char *a)
+{
+	char p[1024];
+	struct stat st;
+	snprintf(p, sizeof p, fmt, a);
+	return stat(p, &st) == 0;
+}
+
+static long entries(const char *dir)
+{
+	char **v;
+	size_t n;
+	if (fsys_list_dir(dir, FSYS_ANY, &v, &n, NULL) != 0)
+		return -1;
+	fsys_free_names(v, n);
+	return (long)n;
+}
+
+/* "member=content;" for every member of a tar.zst, in archive order; -1 on a read error. */
+static int read_archive(const char *path, char *out, size_t size)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *ent;
+	char data[256];
+	archive_read_support_filter_zstd(a);
+	archive_read_support_format_tar(a);
+	out[0] = '\0';
+	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+		archive_read_free(a);
+		return -1;
+	}
+	int r;
+	while ((r = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
+		la_ssize_t n = archive_read_data(a, data, sizeof data - 1);
+		if (n < 0)
+			break;
+		data[n] = '\0';
+		size_t used = strlen(out);
+		snprintf(out + used, size - used, "%s=%s;", archive_entry_pathname(ent), data);
+	}
+	archive_read_free(a);
+	return r == ARCHIVE_EOF ? 0 : -1;
+}
+
+static void make_spool(const char *spool)
+{
+	char q[600];
+	snprintf(q, sizeof q, "%s/rollouts", spool);
+	int bad = 0;
+	for (int s = 1; s <= 2; s++)
+		for (int r = 0; r < 2; r++) {
+			char name[32], text[32];
+			snprintf(name, sizeof name, "f%d.zst", r);
+			snprintf(text, sizeof text, "g %d %d", s, r);
+			bad |= done_file(q, s, r, name, text) != 0;
+		}
+	if (bad) {
+		printf("Bail out! cannot build %s\n", spool);
+		exit(1);
+	}
+}
+
+static int do_gc(const char *spool, const char *arch, struct err *e)
+{
+	char q[600];
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/rollouts", spool);
+	return queue_gc(q, 1, arch, &st, e);
+}
+
+static void test_gc_crash(void)
+{
+	char spool[600], arch[600], ap[700], q[700];
+	struct err e;
+	long n = -1;
+	for (long k = 0; k <= n || n < 0; k++) {
+		snprintf(spool, sizeof spool, "%s/gcc/%ld", top, k);
+		snprintf(arch, sizeof arch, "%s/gcc/arch%ld", top, k);
+		make_spool(spool);
+		fflush(stdout);
+		pid_t p = fork();
+		if (p == 0) {
+			fsys_test_crash_at(k);
+			int r = do_gc(spool, arch, &e);
+			_exit(r < 0 ? 255 : k == 0 ? (int)fsys_calls_made() : 0);
+		}
+		int st;
+		waitpid(p, &st, 0);
+		if (k == 0) {
+			n = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			ok(n > 10 && n < 255, "gc --archive of one step makes %ld spool system calls", n);
+			if (n <= 10 || n >= 255)
+				return;
+			continue;
+		}
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != GRPO_FSYS_CRASH_STATUS) {
+			ok(0, "gc crashes at call %ld", k);
+			continue;
+		}
+		int bad = do_gc(spool, arch, &e) < 0;
+		if (bad)
+			diag("gc after crash at %ld: %s", k, e.msg);
+		char got[1024];
+		snprintf(ap, sizeof ap, "%s/rollouts-step_1.tar.zst", arch);
+		snprintf(q, sizeof q, "%s/rollouts/.tmp", spool);
+		bad |= exists("%s/rollouts/step_1", spool);
+		bad |= !exists("%s/rollouts/step_2/rank_1/f1.zst", spool) ||
+		       !exists("%s/rollouts/step_2/rank_1/.done/f1.zst", spool);
+		bad |= entries(q) != 0 || entries(arch) != 1;
+		bad |= read_archive(ap, got, sizeof got) < 0 ||
+		       strcmp(got, "rollouts/step_1/rank_0/f0.zst=g 1 0;rollouts/step_1/rank_1/f1.zst=g 1 1;");
+		if (bad) {
+			ok(0, "after a crash at call %ld and gc again: step 1 archived whole and removed, "
+			   "step 2 kept, no temporaries (archive: %s)", k, got);
+			return;
+		}
+	}
+	ok(1, "a crash at each of them, then gc again: the old step archived whole and removed, "
+	   "the newest kept, no temporaries");
+}
+
+static void test_gc_rules(void)
+{
+	char q[600], b[600], arch[600], got[1024], ap[700];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/rules/rollouts", top);
+	snprintf(b, sizeof b, "%s/rules/batches", top);
+	snprintf(arch, sizeof arch, "%s/rules/arch", top);
+	int bad = 0;
+	for (int s = 0; s < 4; s++)
+		bad |= done_file(q, s, 0, "a.zst", "A") != 0;
+	bad |= publish(q, 1, 3, "late.zst", "L") != 0;       /* step 1 unfinished */
+	struct claim c;
+	bad |= publish(q, 2, 0, "held.zst", "H") != 0 || claim_take(&c, q, 2, 0, "held.zst", 0, &e) != 0;
+	ok(!bad, "a queue of 4 steps, step 1 with a waiting file, step 2 with a claimed one");
+	is_int(queue_gc(q, 1, arch, &st, &e), 0, "gc --keep-last 1");
+	ok(st.removed == 1 && st.archived == 1 && st.unfinished == 2, "one step removed and archived, "
+	   "two unfinished kept (%ld %ld %ld)", st.removed, st.archived, st.unfinished);
+	ok(!exists("%s/step_0", q) && exists("%s/step_1/rank_3/late.zst", q) &&
+	   exists("%s/step_2/rank_0/.claimed/held.zst", q) && exists("%s/step_3", q),
+	   "step 0 gone; the waiting, claimed and newest steps kept");
+	snprintf(ap, sizeof ap, "%s/rollouts-step_0.tar.zst", arch);
+	ok(read_archive(ap, got, sizeof got) == 0 && !strcmp(got, "rollouts/step_0/rank_0/a.zst=A;"),
+	   "its archive holds its record (%s)", got);
+	claim_retire(&c, NULL);
+
+	/* A queue with markers: only steps with DONE are finished. */
+	for (int s = 0; s < 3; s++)
+		bad |= done_file(b, s, 0, "m.zst", "M") != 0;
+	char mk[700];
+	snprintf(mk, sizeof mk, "%s/step_1/DONE", b);
+	FILE *f = fopen(mk, "w");
+	fputs("{\"files\":1}\n", f);
+	fclose(f);
+	memset(&st, 0, sizeof st);
+	is_int(queue_gc(b, 1, arch, &st, &e), 0, "gc of a queue with markers");
+	ok(exists("%s/step_0", b) && !exists("%s/step_1", b), "a step without DONE is kept, one with it removed");
+	snprintf(ap, sizeof ap, "%s/batches-step_1.tar.zst", arch);
+	ok(read_archive(ap, got, sizeof got) == 0 &&
+	   !strcmp(got, "batches/step_1/DONE={\"files\":1}\n;batches/step_1/rank_0/m.zst=M;"),
+	   "the marker is archived with the step");
+}
+
+/* What an interrupted gc leaves in .tmp is finished by recover. */
+static void test_leftover(void)
+{
+	char q[600], from[700], to[700];
+	struct err e;
+	snprintf(q, sizeof q, "%s/left/rollouts", top);
+	int bad = done_file(q, 5, 0, "x.zst", "X") || done_file(q, 6, 0, "y.zst", "Y") ||
+		  publish(q, 6, 1, "z.zst", "Z") || done_file(q, 7, 0, "w.zst", "W");
+	/* step 5 finished and step 6 unfinished, moved aside as gc does; a half-deleted del.* */
+	for (int s = 5; s <= 6; s++) {
+		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d", q, s);
+		bad |= mkdir(to, 0755) != 0;
+		snprintf(from, sizeof from, "%s/step_%d", q, s);
+		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d/step_%d", q, s, s);
+		bad |= rename(from, to) != 0;
+	}
+	snprintf(to, sizeof to, "%s/.tmp/del.crashed", q);
+	snprintf(from, sizeof from, "%s/step_7", q);
+	bad |= rename(from, to) != 0;
+	snprintf(from, sizeof from, "%s/.tmp/del.crashed/rank_0/.done/w.zst", q);
+	bad |= unlink(from) != 0; /* its record already deleted: the file looks waiting */
+	ok(!bad, "leftovers of an interrupted gc set up");
+	struct queue_recover_stats st = { 0, 0, 0, 0 };
+	is_int(queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &st, &e), 0, "recover");
+	is_int(st.gc_finished, 3, "three leftovers dealt with");
+	ok(!exists("%s/step_5", q) && !exists("%s/step_7", q), "the finished step and the half-deleted one are gone");
+	ok(exists("%s/step_6/rank_1/z.zst", q) && exists("%s/step_6/rank_0/.done/y.zst", q),
+	   "the unfinished step is back whole, its waiting file still waiting");
+	snprintf(to, sizeof to, "%s/.tmp", q);
+	is_int(entries(to), 0, "nothing is left in .tmp");
+}
+
+int main(void)
+{
+	/* tmpfs where there is one: the crash loops fsync hundreds of times */
+	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(top, sizeof top, "%s/grpo-test-queue.%ld", base, (long)getpid());
+	sh("rm -rf %s", top);
+	sh("mkdir -p %s", top);
+	test_gc_rules();
+	test_gc_crash();
+	test_leftover();
+	sh("rm -rf %s", top);
+	return tap_done();
+}

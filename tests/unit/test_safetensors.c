@@ -1,0 +1,178 @@
+/*
+ * test_safetensors: writing and reading checkpoints (F32, BF16, shards with
+ * an index), dtype conversions, and the messages for broken files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "safetensors.h"
+#include "../tap.h"
+
+static char dir[256];
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	fwrite(p, 1, n, f);
+	fclose(f);
+}
+
+/* A file with a hand-written header: [u64 len][header][data of n bytes]. */
+static void write_raw(const char *path, const char *header, size_t data_len)
+{
+	size_t hl = strlen(header);
+	unsigned char *b = calloc(1, 8 + hl + data_len);
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+	memcpy(b + 8, header, hl);
+	write_bytes(path, b, 8 + hl + data_len);
+	free(b);
+}
+
+static void rmrf(const char *d)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+	if (system(cmd) != 0)
+		diag("could not remove %s", d);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/test_st.XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		skip_all("cannot make a temporary directory");
+	struct err e = { "" };
+	char path[512], sub[512];
+
+	/* conversions */
+	is_float(st_bf16_to_f32(0x3f80), 1.0, 0, "bf16 0x3f80 is 1.0");
+	is_float(st_bf16_to_f32(0xc040), -3.0, 0, "bf16 0xc040 is -3.0");
+	is_int(st_f32_to_bf16(1.00390625f), 0x3f80, "1 + 2^-8 rounds to even (down) in bf16");
+	is_int(st_f32_to_bf16(1.01171875f), 0x3f82, "1 + 3*2^-8 rounds to even (up) in bf16");
+	ok(isnan(st_bf16_to_f32(st_f32_to_bf16(NAN))), "NaN stays NaN through bf16");
+	is_float(st_f16_to_f32(0x3c00), 1.0, 0, "f16 0x3c00 is 1.0");
+	is_float(st_f16_to_f32(0xc500), -5.0, 0, "f16 0xc500 is -5.0");
+	is_float(st_f16_to_f32(0x0001), 5.9604644775390625e-08, 0, "f16 smallest subnormal");
+	ok(isinf(st_f16_to_f32(0x7c00)), "f16 0x7c00 is infinity");
+
+	/* F32 and BF16 round trips */
+	float a[6] = { 1, -2, 3.5f, 0.1f, -0.25f, 1e-3f }, b[3] = { 7, 8, 9 }, out[6];
+	struct st_entry ents[2] = {
+		{ .name = "a.weight", .ndim = 2, .shape = { 2, 3 }, .data = a },
+		{ .name = "b.bias", .ndim = 1, .shape = { 3 }, .data = b },
+	};
+	snprintf(path, sizeof path, "%s/f32.safetensors", dir);
+	ok(st_write_file(path, ents, 2, ST_F32, &e) == 0, "write F32 file");
+	struct st_model st;
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 2, "read it back: 2 tensors");
+	const int64_t s23[2] = { 2, 3 }, s3[1] = { 3 }, s32[2] = { 3, 2 };
+	ok(st_read_f32(&st, "a.weight", s23, 2, out, &e) == 0 && memcmp(out, a, sizeof a) == 0, "F32 values exact");
+	ok(st_read_f32(&st, "a.weight", s32, 2, out, &e) < 0 && strstr(e.msg, "a.weight") &&
+	   strstr(e.msg, "[2, 3]") && strstr(e.msg, "[3, 2]"), "shape disagreeing: %s", e.msg);
+	ok(st_read_f32(&st, "c.weight", s3, 1, out, &e) < 0 && strstr(e.msg, "missing tensor c.weight"),
+	   "missing tensor: %s", e.msg);
+	const struct st_tensor *t = st_find(&st, "b.bias");
+	ok(t && t->dtype == ST_F32 && t->ndim == 1 && t->shape[0] == 3, "b.bias F32 [3]");
+	FILE *f = fopen(path, "rb");
+	unsigned char h8[8];
+	size_t got = fread(h8, 1, 8, f);
+	ok(got == 8 && h8[0] % 8 == 0, "header length is a multiple of 8 (%d)", h8[0] | h8[1] << 8);
+	fclose(f);
+	st_close(&st);
+
+	snprintf(path, sizeof path, "%s/bf16.safetensors", dir);
+	ok(st_write_file(path, ents, 2, ST_BF16, &e) == 0, "write BF16 file");
+	ok(st_open(&st, path, &e) == 0 && st_find(&st, "a.weight")->dtype == ST_BF16, "read back as BF16");
+	st_read_f32(&st, "a.weight", s23, 2, out, &e);
+	int close_enough = 1;
+	for (int i = 0; i < 6; i++)
+		close_enough &= fabsf(out[i] - a[i]) <= fabsf(a[i]) / 256;
+	ok(close_enough && out[0] == 1 && out[2] == 3.5f, "BF16 values within bf16 rounding, exact where representable");
+	st_close(&st);
+
+	/* a model in shards: same weights as in one file */
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	model_config_defaults(&c, MODEL_QWEN3);
+	c.C = 8, c.I = 12, c.L = 2, c.NH = 2, c.NKV = 1, c.HS = 6, c.V = 20, c.tied = 0;
+	struct model m, m2;
+	model_create(&m, &c, &e);
+	model_init_random(&m, 1);
+	snprintf(sub, sizeof sub, "%s/sharded", dir);
+	mkdir(sub, 0755);
+	ok(model_write_dir(&m, sub, ST_F32, 1000, &e) == 0, "write a model in shards of 1000 bytes");
+	snprintf(path, sizeof path, "%s/model.safetensors.index.json", sub);
+	ok(access(path, F_OK) == 0, "index written");
+	snprintf(path, sizeof path, "%s/model.safetensors", sub);
+	ok(access(path, F_OK) != 0, "no single model.safetensors beside the shards");
+	int r = st_open(&st, sub, &e);
+	ok(r == 0 && st.nfiles > 2, "open through the index: %d shards", st.nfiles);
+	ok(st_find(&st, "lm_head.weight") != NULL, "an untied model has lm_head.weight");
+	st_close(&st);
+	ok(model_load(&m2, sub, &e) == 0, "model_load from the shards");
+	ok(m2.w.n == m.w.n && memcmp(m2.w.mem, m.w.mem, m.w.n * 4) == 0, "same weights, bit for bit");
+	model_free(&m2);
+
+	/* a tied model has no lm_head.weight */
+	model_free(&m);
+	c.tied = 1;
+	model_create(&m, &c, &e);
+	model_init_random(&m, 1);
+	snprintf(sub, sizeof sub, "%s/tied", dir);
+	mkdir(sub, 0755);
+	ok(model_write_dir(&m, sub, ST_BF16, 0, &e) == 0, "write a tied model in BF16");
+	ok(st_open(&st, sub, &e) == 0 && st.nfiles == 1 && !st_find(&st, "lm_head.weight") &&
+	   st_find(&st, "model.embed_tokens.weight"), "one file, embed_tokens and no lm_head.weight");
+	st_close(&st);
+	ok(model_load(&m2, sub, &e) == 0 && m2.cfg.tied && m2.w.lm_head == m2.w.embed, "reload: tied head is the embedding");
+	model_free(&m2);
+
+	/* missing tensor and wrong shape through model_load */
+	snprintf(path, sizeof path, "%s/model.safetensors", sub);
+	unlink(path);
+	struct st_entry one = { .name = "model.embed_tokens.weight", .ndim = 2, .shape = { 20, 8 }, .data = m.w.embed };
+	st_write_file(path, &one, 1, ST_F32, &e);
+	ok(model_load(&m2, sub, &e) < 0 && strstr(e.msg, "missing tensor model.layers.0.self_attn.q_proj.weight"),
+	   "missing tensor named: %s", e.msg);
+	unlink(path);
+	one.shape[0] = 10;
+	st_write_file(path, &one, 1, ST_F32, &e);
+	ok(model_load(&m2, sub, &e) < 0 && strstr(e.msg, "model.embed_tokens.weight") && strstr(e.msg, "[10, 8]") &&
+	   strstr(e.msg, "[20, 8]"), "shape disagreeing with config.json: %s", e.msg);
+	model_free(&m);
+
+	/* broken files */
+	snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+	write_bytes(path, "\x10\0\0", 3);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "too short"), "3-byte file: %s", e.msg);
+	write_bytes(path, "\xff\xff\xff\xff\0\0\0\0{}", 10);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "out of range"), "header length beyond the file: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "tensor w") && strstr(e.msg, "truncated"),
+	   "truncated data: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,12]}}", 16);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "tensor w") && strstr(e.msg, "need 16"),
+	   "size disagreeing with shape: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"Q4\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "unknown dtype Q4"), "unknown dtype: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
+	ok(st_open(&st, path, &e) == 0, "an I32 tensor opens");
+	const int64_t s2[1] = { 2 };
+	ok(st_read_f32(&st, "w", s2, 1, out, &e) < 0 && strstr(e.msg, "dtype I32"), "but is no float weight: %s", e.msg);
+	st_close(&st);
+	write_raw(path, "{\"__metadata__\":{\"format\":\"pt\"},\"e\":{\"dtype\":\"BF16\",\"shape\":[0],\"data_offsets\":[0,0]}}   ", 0);
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1 && st.tensors[0].nbytes == 0,
+	   "an empty tensor and space padding are legal");
+	st_close(&st);
+	write_raw(path, "{\"w\":", 0);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "not a JSON object"), "malformed header: %s", e.msg);
+
+	rmrf(dir);
+	return tap_done();
+}

@@ -1,0 +1,176 @@
+/*
+ * test_tokenizer_hf: encode and decode exactly as Hugging Face tokenizers,
+ * with the real Qwen3 and Llama 3 tokenizer.json files, against the ids that
+ * tokenizers 0.23 produced (shared/data/fixtures/tokenizer_ids.json): the
+ * fixture's own strings, the first 200 GSM8K train questions and answers,
+ * and 30 random id sequences with their decoded text.
+ */
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "tokenizer.h"
+
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct buf b = { 0 };
+	char tmp[65536];
+	size_t r;
+	while ((r = fread(tmp, 1, sizeof tmp, f)) > 0)
+		buf_append(&b, tmp, r);
+	fclose(f);
+	buf_put_u8(&b, 0);
+	*n = b.len - 1;
+	return (char *)b.data;
+}
+
+/* Compare our ids for text with the fixture's; on a mismatch say where. */
+static int same_ids(const struct tokenizer *t, const char *text, const cJSON *want, const char *what)
+{
+	struct tok_ids got = { 0 };
+	struct err e;
+	if (tok_encode(t, text, strlen(text), &got, &e) < 0) {
+		diag("%s: %s", what, e.msg);
+		tok_ids_free(&got);
+		return 0;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(want), k = 0;
+	while (k < n && k < got.n && got.v[k] == cJSON_GetArrayItem(want, (int)k)->valueint)
+		k++;
+	int ok_ = k == n && k == got.n;
+	if (!ok_)
+		diag("%s: %zu ids, want %zu; first difference at %zu: got %d, want %d", what, got.n, n, k,
+		     k < got.n ? got.v[k] : -1, k < n ? cJSON_GetArrayItem(want, (int)k)->valueint : -1);
+	tok_ids_free(&got);
+	return ok_;
+}
+
+/* Decode ids (a cJSON array) and compare with want. */
+static int same_text(const struct tokenizer *t, const cJSON *ids, const char *want, const char *what)
+{
+	size_t n = (size_t)cJSON_GetArraySize(ids);
+	int32_t *v = malloc((n + 1) * sizeof *v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = cJSON_GetArrayItem(ids, (int)i)->valueint;
+	struct buf out = { 0 };
+	struct err e;
+	int rc = tok_decode(t, v, n, 0, &out, &e);
+	free(v);
+	int ok_ = rc == 0 && out.len == strlen(want) && memcmp(out.data, want, out.len) == 0;
+	if (rc < 0)
+		diag("%s: %s", what, e.msg);
+	else if (!ok_)
+		diag("%s: got %.*s, want %s", what, (int)out.len, (const char *)out.data, want);
+	buf_free(&out);
+	return ok_;
+}
+
+int main(void)
+{
+	const char *shared = getenv("GRPO_SHARED");
+	if (!shared)
+		skip_all("GRPO_SHARED is not set (make check sets it to ../shared)");
+	char path[4096];
+	size_t n;
+	snprintf(path, sizeof path, "%s/data/fixtures/tokenizer_ids.json", shared);
+	char *fx = slurp(path, &n);
+	if (!fx) {
+		static char why[4200];
+		snprintf(why, sizeof why, "%s not found", path);
+		skip_all(why);
+	}
+	cJSON *root = cJSON_Parse(fx);
+	free(fx);
+	ok(root != NULL, "fixture parses");
+
+	/* The GSM8K texts the fixture was made from. */
+	int ngsm = cJSON_GetObjectItem(root, "gsm8k_train_first")->valueint;
+	char **q = calloc((size_t)ngsm, sizeof *q), **a = calloc((size_t)ngsm, sizeof *a);
+	snprintf(path, sizeof path, "%s/data/gsm8k/train.jsonl", shared);
+	FILE *f = fopen(path, "r");
+	ok(f != NULL, "%s opens", path);
+	char *line = NULL;
+	size_t cap = 0;
+	for (int i = 0; f && i < ngsm && getline(&line, &cap, f) > 0; i++) {
+		cJSON *g = cJSON_Parse(line);
+		q[i] = strdup(cJSON_GetObjectItem(g, "question")->valuestring);
+		a[i] = strdup(cJSON_GetObjectItem(g, "answer")->valuestring);
+		cJSON_Delete(g);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+
+	const cJSON *texts = cJSON_GetObjectItem(root, "texts");
+	const char *names[] = { "qwen3", "llama3" };
+	for (int m = 0; m < 2; m++) {
+		snprintf(path, sizeof path, "%s/data/tokenizers/%s/tokenizer.json", shared, names[m]);
+		struct err e;
+		struct tokenizer *t = tok_load(path, &e);
+		if (!ok(t != NULL, "%s: tokenizer.json loads", names[m])) {
+			diag("%s", e.msg);
+			continue;
+		}
+		const cJSON *fm = cJSON_GetObjectItem(root, names[m]);
+		char what[64];
+
+		int good = 0, nt = cJSON_GetArraySize(texts);
+		for (int i = 0; i < nt; i++) {
+			snprintf(what, sizeof what, "%s texts[%d]", names[m], i);
+			good += same_ids(t, cJSON_GetArrayItem(texts, i)->valuestring,
+					 cJSON_GetArrayItem(cJSON_GetObjectItem(fm, "texts"), i), what);
+		}
+		is_int(good, nt, "%s: the fixture's %d strings encode to Hugging Face's ids", names[m], nt);
+
+		good = 0;
+		for (int i = 0; i < nt; i++) {
+			snprintf(what, sizeof what, "%s decode(texts[%d])", names[m], i);
+			good += same_text(t, cJSON_GetArrayItem(cJSON_GetObjectItem(fm, "texts"), i),
+					  cJSON_GetArrayItem(texts, i)->valuestring, what);
+		}
+		is_int(good, nt, "%s: their ids decode back to the strings", names[m]);
+
+		const char *parts[] = { "gsm8k_train_question", "gsm8k_train_answer" };
+		for (int p = 0; p < 2; p++) {
+			const cJSON *want = cJSON_GetObjectItem(fm, parts[p]);
+			good = 0;
+			for (int i = 0; i < ngsm; i++) {
+				snprintf(what, sizeof what, "%s %s[%d]", names[m], parts[p], i);
+				good += (p ? a : q)[i] && same_ids(t, (p ? a : q)[i], cJSON_GetArrayItem(want, i), what);
+			}
+			is_int(good, ngsm, "%s: %d GSM8K train %ss encode to Hugging Face's ids", names[m], ngsm,
+			       p ? "answer" : "question");
+			good = 0;
+			for (int i = 0; i < ngsm; i++) {
+				snprintf(what, sizeof what, "%s decode(%s[%d])", names[m], parts[p], i);
+				good += (p ? a : q)[i] && same_text(t, cJSON_GetArrayItem(want, i), (p ? a : q)[i], what);
+			}
+			is_int(good, ngsm, "%s: and decode back to the same text", names[m]);
+		}
+
+		const cJSON *dec = cJSON_GetObjectItem(fm, "decode");
+		good = 0;
+		int nd = cJSON_GetArraySize(dec);
+		for (int i = 0; i < nd; i++) {
+			const cJSON *d = cJSON_GetArrayItem(dec, i);
+			snprintf(what, sizeof what, "%s decode[%d]", names[m], i);
+			good += same_text(t, cJSON_GetObjectItem(d, "ids"), cJSON_GetObjectItem(d, "text")->valuestring, what);
+		}
+		is_int(good, nd, "%s: %d random id sequences decode to Hugging Face's text (U+FFFD included)",
+		       names[m], nd);
+		tok_free(t);
+	}
+	for (int i = 0; i < ngsm; i++) {
+		free(q[i]);
+		free(a[i]);
+	}
+	free(q);
+	free(a);
+	cJSON_Delete(root);
+	return tap_done();
+}

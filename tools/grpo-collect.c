@@ -1,0 +1,354 @@
+/*
+ * grpo-collect: import rollouts from inference servers (vLLM, SGLang,
+ * Atropos, or grpo-cat's JSON view) into rollout groups. See grpo-collect(1).
+ *
+ * Inputs may be compressed (gzip, zstd, xz, ...: lib/lineio.h). Each input is
+ * read whole and validated before anything of it is written:
+ * its groups are held in memory, then published as spool files under names
+ * derived from the input's bytes (so a re-run publishes nothing twice), or
+ * appended to the one spool file written to standard output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "err.h"
+#include "lineio.h"
+#include "sfile.h"
+#include "spool.h"
+
+static const char *prog = "grpo-collect";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: grpo-collect [--format auto|native|vllm|sglang|atropos] [-o SPOOL/rollouts --step N\n"
+		"                    [--rank X] [--max-groups N]] [--answers FILE] [--vocab-size V]\n"
+		"                    [--temperature T] [--on-error fail|skip] [-v] [FILE...]\n"
+		"Import rollouts (JSON lines from vLLM, SGLang, Atropos or grpo-cat) as rollout groups.\n"
+		"FILE '-' or none: standard input. Without -o, one spool file goes to standard output.\n"
+		"  -f, --format FMT       input format, or auto (the default) to detect it line by line\n"
+		"  -o, --output QUEUE     publish into QUEUE/step_N/rank_X/ (e.g. spool/rollouts)\n"
+		"  -s, --step N           policy version that sampled them (required with -o; default 0)\n"
+		"  -r, --rank X           the rank directory to publish into (default 0)\n"
+		"  -m, --max-groups N     at most N groups per published file (default 256, 0: no limit)\n"
+		"  -a, --answers FILE     reference answers, JSON lines keyed by \"index\" or \"id\"\n"
+		"      --vocab-size V     reject token ids >= V\n"
+		"  -t, --temperature T    sampling temperature where the input gives none (default 1)\n"
+		"  -e, --on-error MODE    fail (default): a bad line fails its whole input;\n"
+		"                         skip: drop bad lines, report how many\n"
+		"  -v, --verbose          report each input on standard error\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          the version\n");
+}
+
+/* The groups of the input being read, held until it validated. */
+struct held {
+	struct group *g;
+	size_t n, cap;
+};
+
+/* Takes the group's contents rather than copying them. */
+static int hold(void *ctx, struct group *g, struct err *e)
+{
+	struct held *h = ctx;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 64;
+		void *v = realloc(h->g, cap * sizeof *h->g);
+		if (!v)
+			return err_set(e, "out of memory");
+		h->g = v;
+		h->cap = cap;
+	}
+	h->g[h->n++] = *g;
+	memset(g, 0, sizeof *g);
+	return 0;
+}
+
+static void held_clear(struct held *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		group_free(&h->g[i]);
+	h->n = 0;
+}
+
+struct opts {
+	const char *queue;
+	long long step;
+	int have_step, rank, verbose, skip;
+	long long max_groups;
+};
+
+static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
+{
+	return spool_write(ctx, p, n, e);
+}
+
+/* Publish the held groups as files of at most max_groups groups, named
+ * collect-<hash of the input>-<part>.zst. */
+static int publish(const struct opts *o, struct held *h, uint64_t hash, const char *name, struct err *e)
+{
+	size_t per = o->max_groups > 0 ? (size_t)o->max_groups : h->n;
+	for (size_t part = 0, at = 0; at < h->n; part++, at += per) {
+		char fname[64];
+		struct spool_out so;
+		struct sfile_writer w;
+		snprintf(fname, sizeof fname, "collect-%016llx-%04zu.zst", (unsigned long long)hash, part);
+		if (spool_open(&so, o->queue, o->step, o->rank, fname, e) < 0)
+			return -1;
+		int r = sfile_writer_init(&w, sink_spool, &so, 3, e);
+		for (size_t i = at; i < h->n && i < at + per && r == 0; i++)
+			r = sfile_write_group(&w, &h->g[i], e);
+		if (r == 0)
+			r = sfile_writer_finish(&w, e);
+		sfile_writer_free(&w);
+		if (r < 0) {
+			spool_abort(&so);
+			return -1;
+		}
+		r = spool_commit(&so, e);
+		if (r < 0)
+			return -1;
+		if (o->verbose)
+			fprintf(stderr, "%s: %s: %s %s\n", prog, name, r == 1 ? "already published:" : "published",
+				so.final_path);
+	}
+	return 0;
+}
+
+static int parse_num(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "step", required_argument, NULL, 's' },
+		{ "rank", required_argument, NULL, 'r' },
+		{ "max-groups", required_argument, NULL, 'm' },
+		{ "answers", required_argument, NULL, 'a' },
+		{ "vocab-size", required_argument, NULL, 'W' },
+		{ "temperature", required_argument, NULL, 't' },
+		{ "on-error", required_argument, NULL, 'e' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .max_groups = 256 };
+	struct collect_opts co = { .format = COLLECT_AUTO, .temperature = 1.0f };
+	const char *answers_path = NULL;
+	long long x;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (collect_format_parse(optarg, &co.format) < 0) {
+				fprintf(stderr, "%s: --format: no format '%s' (auto, native, vllm, sglang, atropos)\n",
+					prog, optarg);
+				return 2;
+			}
+			break;
+		case 'o': o.queue = optarg; break;
+		case 's':
+			if (parse_num(optarg, 0, (1ll << 53), &o.step) < 0)
+				goto bad_num;
+			o.have_step = 1;
+			break;
+		case 'r':
+			if (parse_num(optarg, 0, INT_MAX, &x) < 0)
+				goto bad_num;
+			o.rank = (int)x;
+			break;
+		case 'm':
+			if (parse_num(optarg, 0, LLONG_MAX, &o.max_groups) < 0)
+				goto bad_num;
+			break;
+		case 'W':
+			if (parse_num(optarg, 1, (long long)INT32_MAX + 1, &x) < 0)
+				goto bad_num;
+			co.vocab_size = x;
+			break;
+		case 't': {
+			char *end;
+			double t = strtod(optarg, &end);
+			if (end == optarg || *end || !(t > 0) || !isfinite(t)) {
+				fprintf(stderr, "%s: --temperature: '%s' is not a positive number\n", prog, optarg);
+				return 2;
+			}
+			co.temperature = (float)t;
+			break;
+		}
+		case 'a': answers_path = optarg; break;
+		case 'e':
+			if (strcmp(optarg, "fail") && strcmp(optarg, "skip")) {
+				fprintf(stderr, "%s: --on-error: expected fail or skip, not '%s'\n", prog, optarg);
+				return 2;
+			}
+			o.skip = strcmp(optarg, "skip") == 0;
+			break;
+		case 'v': o.verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+		continue;
+bad_num:
+		fprintf(stderr, "%s: -%c: '%s' is not a number in range\n", prog, c == 'W' ? 'W' : c, optarg);
+		return 2;
+	}
+	if (o.queue && !o.have_step) {
+		fprintf(stderr, "%s: -o needs --step N, the policy version that sampled the rollouts\n", prog);
+		return 2;
+	}
+	if (!o.queue && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "%s: standard output is a terminal; give -o or pipe it (grpo-cat shows it)\n", prog);
+		return 2;
+	}
+	co.step = o.step;
+
+	struct err e = { "" };
+	struct collect_answers answers;
+	if (answers_path) {
+		if (collect_answers_load(&answers, answers_path, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return 1;
+		}
+		co.answers = &answers;
+	}
+	struct held held = { 0 };
+	struct collect col;
+	collect_init(&col, &co, hold, &held);
+	struct sfile_writer w;
+	int status = 0, fatal = 0;
+	if (!o.queue && sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		return 1;
+	}
+
+	char *stdin_only[] = { "-" };
+	char **files = optind < argc ? argv + optind : stdin_only;
+	int nfiles = optind < argc ? argc - optind : 1;
+	for (int f = 0; f < nfiles && !fatal; f++) {
+		int is_stdin = strcmp(files[f], "-") == 0;
+		const char *name = is_stdin ? "<stdin>" : files[f];
+		int fd = is_stdin ? STDIN_FILENO : open(files[f], O_RDONLY | O_CLOEXEC);
+		struct lineio in;
+		if (fd < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			status = 1;
+			continue;
+		}
+		if (lineio_open(&in, fd, name, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			if (!is_stdin)
+				close(fd);
+			status = 1;
+			continue;
+		}
+		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
+		uint64_t groups0 = col.groups, trajs0 = col.trajs, tokens0 = col.tokens;
+		int failed = 0, got;
+		const char *line;
+		size_t len;
+		while ((got = lineio_next(&in, &line, &len, &e)) > 0) {
+			lineno++;
+			hash = collect_hash(hash, line, len);
+			int r = collect_feed(&col, line, len, &e);
+			if (r == -2) {
+				fprintf(stderr, "%s: %s\n", prog, e.msg);
+				failed = fatal = 1;
+				break;
+			}
+			if (r < 0) {
+				fprintf(stderr, "%s: %s:%llu: %s\n", prog, name, (unsigned long long)lineno, e.msg);
+				bad++;
+				if (!o.skip) {
+					failed = 1;
+					break;
+				}
+			}
+		}
+		if (!failed && got < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			failed = 1;
+		}
+		lineio_close(&in);
+		if (!is_stdin)
+			close(fd);
+		if (!failed && collect_end_input(&col, &e) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
+			failed = fatal = 1;
+		}
+		if (failed) {
+			collect_drop_input(&col);
+			held_clear(&held);
+			status = 1;
+			continue;
+		}
+		if (bad)
+			fprintf(stderr, "%s: %s: skipped %llu of %llu lines\n", prog, name, (unsigned long long)bad,
+				(unsigned long long)(col.lines - lines0));
+		if (o.verbose) {
+			char fmts[64] = "";
+			for (int k = COLLECT_NATIVE; k <= COLLECT_ATROPOS; k++)
+				if (col.formats & (1u << k))
+					snprintf(fmts + strlen(fmts), sizeof fmts - strlen(fmts), "%s%s", *fmts ? ", " : "",
+						 collect_format_name((enum collect_format)k));
+			fprintf(stderr, "%s: %s: %llu lines (%s), %llu groups, %llu trajectories, %llu response tokens\n",
+				prog, name, (unsigned long long)(col.lines - lines0), *fmts ? fmts : "none",
+				(unsigned long long)(col.groups - groups0), (unsigned long long)(col.trajs - trajs0),
+				(unsigned long long)(col.tokens - tokens0));
+		}
+		col.formats = 0;
+		int r = 0;
+		if (o.queue)
+			r = publish(&o, &held, hash, name, &e);
+		else {
+			for (size_t i = 0; i < held.n && r == 0; i++)
+				r = sfile_write_group(&w, &held.g[i], &e);
+			if (r == 0)
+				r = sfile_writer_flush(&w, &e);
+		}
+		if (r < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
+			status = 1;
+			fatal = !o.queue;
+		}
+		held_clear(&held);
+	}
+	/* Without -o a failure leaves the frame unended: a reader of the pipe
+	 * then fails on a truncated file rather than taking part for the whole. */
+	if (!o.queue) {
+		if (status == 0 && sfile_writer_finish(&w, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			status = 1;
+		} else if (status != 0)
+			sfile_writer_flush(&w, &e);
+		sfile_writer_free(&w);
+	}
+	if (o.verbose && answers_path)
+		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
+			answers_path);
+	free(held.g);
+	collect_free(&col);
+	if (answers_path)
+		collect_answers_free(&answers);
+	return status;
+}

@@ -1,0 +1,373 @@
+/*
+ * grpo-init: write a Hugging Face model directory with random weights.
+ *
+ * Options set the shape (or a named preset does); the directory gets
+ * config.json, generation_config.json, model.safetensors (or shards with an
+ * index) and, when given, a copy of the tokenizer. Everything is written into
+ * a temporary directory beside the target and renamed into place last, so
+ * the target either does not exist or is complete.
+ */
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsys.h"
+#include "model.h"
+
+static const char *prog = "grpo-init";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: %s [--preset NAME] [--family qwen2|qwen3|llama] [--hidden H] [--layers L]\n"
+	        "       [--heads A] [--kv-heads K] [--intermediate I] [--vocab V] [--head-dim D]\n"
+	        "       [--rope-theta X] [--rms-eps X] [--tie | --no-tie] [--bos ID] [--eos ID]...\n"
+	        "       [--tokenizer FILE] [--seed S] [--dtype float32|bfloat16] [--shard-size BYTES]\n"
+	        "       [-v] -o DIR\n"
+	        "presets: tiny, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b\n",
+	        prog);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+/* Remove the temporary directory of a failed run: only files we wrote are in it. */
+static void remove_tmp(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char p[8300];
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+			unlink(p);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+static void bad_usage(const char *what, const char *arg)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, arg);
+	usage(stderr);
+	exit(2);
+}
+
+static long num(const char *opt, const char *s, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		bad_usage(opt, s);
+	return v;
+}
+
+static float fnum(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v > 0))
+		bad_usage(opt, s);
+	return (float)v;
+}
+
+/* "5G", "200M", "1000" -> bytes */
+static size_t size_arg(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double k = *end == 'K' || *end == 'k' ? 1e3 : *end == 'M' || *end == 'm' ? 1e6 : *end == 'G' || *end == 'g' ? 1e9 : 1;
+	if (end == s || (k > 1 && end[1]) || (k == 1 && *end) || !(v >= 0))
+		bad_usage("--shard-size", s);
+	return (size_t)(v * k);
+}
+
+static int preset(const char *name, struct model_config *c)
+{
+	memset(c, 0, sizeof *c);
+	if (strcmp(name, "tiny") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 64, c->I = 128, c->L = 2, c->NH = 4, c->NKV = 2, c->HS = 16, c->V = 512;
+	} else if (strcmp(name, "qwen2.5-0.5b") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 896, c->I = 4864, c->L = 24, c->NH = 14, c->NKV = 2, c->HS = 64, c->V = 151936;
+		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 32768;
+	} else if (strcmp(name, "qwen3-0.6b") == 0) {
+		model_config_defaults(c, MODEL_QWEN3);
+		c->C = 1024, c->I = 3072, c->L = 28, c->NH = 16, c->NKV = 8, c->HS = 128, c->V = 151936;
+		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 40960;
+	} else if (strcmp(name, "llama3.2-1b") == 0) {
+		model_config_defaults(c, MODEL_LLAMA);
+		c->C = 2048, c->I = 8192, c->L = 16, c->NH = 32, c->NKV = 8, c->HS = 64, c->V = 128256;
+		c->eps = 1e-5f, c->rope_llama3 = 1, c->rope_factor = 32, c->rope_low_freq = 1, c->rope_high_freq = 4;
+		c->rope_orig_max = 8192, c->max_pos = 131072;
+		c->bos_id = 128000, c->eos_ids[0] = 128001, c->eos_ids[1] = 128008, c->eos_ids[2] = 128009, c->n_eos = 3;
+	} else {
+		return -1;
+	}
+	c->tied = 1;
+	return 0;
+}
+
+/* Ids a tokenizer.json uses: its vocabulary and added tokens (highest id + 1). */
+static int tokenizer_ids(const char *path, struct err *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_sys(e, "%s", path);
+	struct buf b = { 0 };
+	char tmp[65536];
+	size_t n;
+	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+		if (buf_append(&b, tmp, n) < 0) {
+			fclose(f);
+			buf_free(&b);
+			return err_set(e, "%s: out of memory", path);
+		}
+	fclose(f);
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"), "vocab");
+	if (!cJSON_IsObject(vocab)) {
+		cJSON_Delete(j);
+		return err_set(e, "%s: not a tokenizer.json (no model.vocab)", path);
+	}
+	int top = -1;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, vocab)
+		if (cJSON_IsNumber(v) && v->valueint > top)
+			top = v->valueint;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "added_tokens")) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+		if (cJSON_IsNumber(id) && id->valueint > top)
+			top = id->valueint;
+	}
+	cJSON_Delete(j);
+	return top + 1;
+}
+
+static int copy_file(const char *from, const char *to, struct err *e)
+{
+	int in = fsys_open_read(from, e);
+	if (in < 0)
+		return -1;
+	int out = fsys_open_excl(to, e);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	char b[65536];
+	ssize_t n;
+	int r = 0;
+	while (r == 0 && (n = read(in, b, sizeof b)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = err_sys(e, "%s: read", from);
+		else
+			r = fsys_write_all(out, b, (size_t)n, to, e);
+	}
+	close(in);
+	if (r == 0)
+		r = fsys_fsync(out, to, e);
+	if (fsys_close(out, to, r == 0 ? e : NULL) < 0)
+		r = -1;
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_FAMILY = 256, O_HIDDEN, O_LAYERS, O_HEADS, O_KV, O_INTER, O_VOCAB, O_HEADDIM, O_THETA, O_EPS, O_TIE,
+	       O_NOTIE, O_BOS, O_EOS, O_TOK, O_SEED, O_DTYPE, O_SHARD, O_PRESET, O_VERSION };
+	static const struct option opts[] = {
+		{ "preset", required_argument, 0, O_PRESET }, { "family", required_argument, 0, O_FAMILY },
+		{ "hidden", required_argument, 0, O_HIDDEN }, { "layers", required_argument, 0, O_LAYERS },
+		{ "heads", required_argument, 0, O_HEADS }, { "kv-heads", required_argument, 0, O_KV },
+		{ "intermediate", required_argument, 0, O_INTER }, { "vocab", required_argument, 0, O_VOCAB },
+		{ "head-dim", required_argument, 0, O_HEADDIM }, { "rope-theta", required_argument, 0, O_THETA },
+		{ "rms-eps", required_argument, 0, O_EPS }, { "tie", no_argument, 0, O_TIE },
+		{ "no-tie", no_argument, 0, O_NOTIE }, { "bos", required_argument, 0, O_BOS },
+		{ "eos", required_argument, 0, O_EOS }, { "tokenizer", required_argument, 0, O_TOK },
+		{ "seed", required_argument, 0, O_SEED }, { "dtype", required_argument, 0, O_DTYPE },
+		{ "shard-size", required_argument, 0, O_SHARD }, { "output", required_argument, 0, 'o' },
+		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, O_VERSION }, { 0, 0, 0, 0 },
+	};
+	/* the preset is applied first, whatever its place, so other options refine it */
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	int have_family = 0, vocab_given = 0, head_dim_given = 0, shape_given = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *name = NULL;
+		if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc)
+			name = argv[i + 1];
+		else if (strncmp(argv[i], "--preset=", 9) == 0)
+			name = argv[i] + 9;
+		if (name) {
+			if (preset(name, &c) < 0)
+				bad_usage("unknown preset", name);
+			have_family = 1;
+		}
+	}
+	const char *out = NULL, *tok = NULL;
+	uint64_t seed = 0;
+	enum st_dtype dtype = ST_F32;
+	size_t shard = (size_t)5e9;   /* transformers' long-standing default max_shard_size */
+	int verbose = 0, n_eos = -1, eos[MODEL_MAX_EOS];
+	int o;
+	while ((o = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+		switch (o) {
+		case O_PRESET: break;
+		case O_FAMILY: {
+			enum model_family f;
+			if (model_family_parse(optarg, &f) < 0)
+				bad_usage("unknown family (qwen2, qwen3, llama)", optarg);
+			if (!have_family || c.family != f) {
+				struct model_config keep = c;
+				model_config_defaults(&c, f);
+				c.C = keep.C, c.I = keep.I, c.L = keep.L, c.NH = keep.NH, c.NKV = keep.NKV, c.HS = keep.HS;
+				c.V = keep.V, c.tied = have_family ? keep.tied : 1;
+			}
+			have_family = 1;
+			break;
+		}
+		case O_HIDDEN: c.C = (int)num("--hidden", optarg, 1, 1 << 20); shape_given = 1; break;
+		case O_LAYERS: c.L = (int)num("--layers", optarg, 1, 4096); break;
+		case O_HEADS: c.NH = (int)num("--heads", optarg, 1, 4096); shape_given = 1; break;
+		case O_KV: c.NKV = (int)num("--kv-heads", optarg, 1, 4096); break;
+		case O_INTER: c.I = (int)num("--intermediate", optarg, 1, 1 << 22); break;
+		case O_VOCAB: c.V = (int)num("--vocab", optarg, 1, 1 << 24); vocab_given = 1; break;
+		case O_HEADDIM: c.HS = (int)num("--head-dim", optarg, 2, 1 << 16); head_dim_given = 1; break;
+		case O_THETA: c.rope_theta = fnum("--rope-theta", optarg); break;
+		case O_EPS: c.eps = fnum("--rms-eps", optarg); break;
+		case O_TIE: c.tied = 1; break;
+		case O_NOTIE: c.tied = 0; break;
+		case O_BOS: c.bos_id = (int)num("--bos", optarg, 0, INT_MAX); break;
+		case O_EOS:
+			if (n_eos < 0)
+				n_eos = 0;
+			if (n_eos == MODEL_MAX_EOS)
+				bad_usage("too many --eos", optarg);
+			eos[n_eos++] = (int)num("--eos", optarg, 0, INT_MAX);
+			break;
+		case O_TOK: tok = optarg; break;
+		case O_SEED: seed = (uint64_t)num("--seed", optarg, 0, LONG_MAX); break;
+		case O_DTYPE:
+			if (strcmp(optarg, "float32") == 0)
+				dtype = ST_F32;
+			else if (strcmp(optarg, "bfloat16") == 0)
+				dtype = ST_BF16;
+			else
+				bad_usage("--dtype must be float32 or bfloat16", optarg);
+			break;
+		case O_SHARD: shard = size_arg(optarg); break;
+		case 'o': out = optarg; break;
+		case 'v': verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument", argv[optind]);
+	if (!out)
+		bad_usage("missing", "-o DIR");
+	if (!have_family)
+		bad_usage("missing", "--family or --preset");
+	if (n_eos >= 0) {
+		c.n_eos = n_eos;
+		memcpy(c.eos_ids, eos, sizeof eos);
+	}
+	if (!c.NKV)
+		c.NKV = c.NH;
+	/* head_dim follows hidden / heads unless given, or kept from a preset whose shape stands */
+	if (!head_dim_given && c.NH && (c.HS == 0 || shape_given))
+		c.HS = c.C / c.NH;
+
+	if (access(out, F_OK) == 0)
+		die("%s: already exists", out);
+	struct err e = { "" };
+	if (tok) {
+		int ids = tokenizer_ids(tok, &e);
+		if (ids < 0)
+			die("%s", e.msg);
+		if (!vocab_given && c.V < ids)
+			c.V = (ids + 63) / 64 * 64;   /* room for every id, padded as the Qwen checkpoints are */
+		if (c.V < ids)
+			die("%s: --vocab %d is smaller than the %d ids of the tokenizer", tok, c.V, ids);
+	}
+	if (model_config_check(&c, &e) < 0)
+		bad_usage("bad shape", e.msg);
+
+	struct model m;
+	if (model_create(&m, &c, &e) < 0)
+		die("%s", e.msg);
+	model_init_random(&m, seed);
+
+	/* build in DIR.tmp.XXXXXX beside DIR, then rename into place */
+	char tmp[4096], path[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
+	if (!mkdtemp(tmp))
+		die("%s: cannot make a temporary directory: %s", tmp, strerror(errno));
+	mode_t mask = umask(0);
+	umask(mask);
+	chmod(tmp, 0777 & ~mask);   /* mkdtemp makes it 0700; a model directory is for sharing */
+	int r = model_write_dir(&m, tmp, dtype, shard, &e);
+	if (r == 0 && tok) {
+		snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
+		r = copy_file(tok, path, &e);
+		/* tokenizer_config.json beside it carries the chat template and special tokens */
+		char side[4096];
+		snprintf(side, sizeof side, "%s", tok);
+		char *slash = strrchr(side, '/');
+		snprintf(slash ? slash + 1 : side, sizeof side - (size_t)(slash ? slash + 1 - side : 0),
+		         "tokenizer_config.json");
+		if (r == 0 && access(side, R_OK) == 0) {
+			snprintf(path, sizeof path, "%s/tokenizer_config.json", tmp);
+			r = copy_file(side, path, &e);
+		}
+	}
+	if (r == 0)
+		r = fsys_fsync_dir(tmp, &e);
+	if (r == 0) {
+		r = fsys_rename_noreplace(tmp, out, &e);
+		if (r == 1)
+			r = err_set(&e, "%s: already exists", out);
+	}
+	if (r < 0) {
+		remove_tmp(tmp);
+		die("%s", e.msg);
+	}
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%s", out);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = 0;
+	fsys_fsync_dir(slash ? (parent[0] ? parent : "/") : ".", NULL);
+	if (verbose)
+		fprintf(stderr, "%s: %s: %s, %zu parameters (%.1f MiB as %s), seed %llu\n", prog, out,
+		        model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,
+		        dtype == ST_F32 ? "float32" : "bfloat16", (unsigned long long)seed);
+	model_free(&m);
+	return 0;
+}
