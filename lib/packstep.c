@@ -243,13 +243,14 @@ static void *bin_worker(void *arg)
  * thread. Publishing into a queue spends most of its time waiting on fsync,
  * one file after another, so it runs on PACK_THREADS threads, which also
  * share the compression; names and contents do not depend on the order.
- * With GRPO_FSYS_CRASH_AT set (crash tests count system calls) one thread.
+ * With GRPO_FSYS_CRASH_AT or GRPO_FSYS_TRACE set (crash tests count system
+ * calls, and need the same sequence every time) one thread.
  */
 #define PACK_THREADS 8
 static int write_bins(struct bins_ctx *c, struct err *e)
 {
 	uint32_t nt = c->o->queue ? PACK_THREADS : 1;
-	if (getenv("GRPO_FSYS_CRASH_AT") || c->pr->k < 2)
+	if (getenv("GRPO_FSYS_CRASH_AT") || getenv("GRPO_FSYS_TRACE") || c->pr->k < 2)
 		nt = 1;
 	if (nt > c->pr->k)
 		nt = c->pr->k;
@@ -274,7 +275,7 @@ static int write_bins(struct bins_ctx *c, struct err *e)
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 struct packstep_stats *st, struct err *e)
+		 const char *const *inputs, uint32_t n_inputs, struct packstep_stats *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -368,9 +369,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,\"runs\":[",
 				     (long long)step, o->ranks, pr.per_rank, n, (unsigned long long)st->tokens,
 				     (unsigned long long)(st->pad_tokens + st->dummy_tokens), pr.dummies);
+		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0, first = 1; q < n_runs; q++) {
-			if (runs[q].seqs == 0)
-				continue;
 			bad |= buf_printf(&man, "%s{\"run\":", first ? "" : ",");
 			bad |= json_print_string(&man, runs[q].name);
 			bad |= buf_printf(&man, ",\"sequences\":%u,\"tokens\":%llu,\"sequences_total\":%llu,"
@@ -381,7 +381,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		}
 		bad |= buf_printf(&man, "],\"next_run\":");
 		bad |= json_print_string(&man, n_runs ? runs[next_run % n_runs].name : "");
-		bad |= buf_printf(&man, "}\n");
+		bad |= buf_printf(&man, ",\"inputs\":[");
+		for (uint32_t q = 0; q < n_inputs; q++) {
+			bad |= buf_printf(&man, q ? "," : "");
+			bad |= json_print_string(&man, inputs[q]);
+		}
+		bad |= buf_printf(&man, "]}\n");
 		if (bad) {
 			err_set(e, "out of memory");
 			goto out;
@@ -502,4 +507,42 @@ int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **ru
 	*runs = r;
 	*n = q;
 	return 0;
+}
+
+int packstep_load_inputs(const char *queue, int64_t step, char ***names, uint32_t *n, struct err *e)
+{
+	char p[PATH_MAX];
+	*names = NULL;
+	*n = 0;
+	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return errno == ENOENT ? 0 : err_sys(e, "%s", p);
+	struct buf b = { 0 };
+	char chunk[4096];
+	size_t k;
+	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_append(&b, chunk, k);
+	fclose(f);
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "inputs"), *it;
+	int rc = 0;
+	if (cJSON_IsArray(arr)) {
+		uint32_t cnt = (uint32_t)cJSON_GetArraySize(arr);
+		*names = calloc(cnt ? cnt : 1, sizeof **names);
+		if (!*names)
+			rc = err_set(e, "out of memory");
+		cJSON_ArrayForEach(it, arr) {
+			if (rc < 0)
+				break;
+			if (!cJSON_IsString(it) || !((*names)[*n] = strdup(it->valuestring)))
+				rc = err_set(e, "%s: inputs[%u]: not a string", p, *n);
+			else
+				(*n)++;
+		}
+	}
+	cJSON_Delete(j);
+	return rc;
 }

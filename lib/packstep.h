@@ -19,13 +19,18 @@
  *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
  *    "tokens":real tokens,"pad_tokens":P,"dummies":D,
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
- *             "run_step":r,"ready":b}, ...],"next_run":NAME}
+ *             "run_step":r,"ready":b}, ...],"next_run":NAME,
+ *    "inputs":["step_K/rank_X/NAME", ...]}
  * where a run's run_step counts its completed steps of --batch-size
  * sequences (of every step when there is no batch size), ready says the
  * run completed one in this step (prime-rl's ready_to_update), and
  * next_run is the run whose turn comes first in the next step. The next
  * invocation reads them back (packstep_load_runs), so progress and
- * fairness carry over from one cron run to the next.
+ * fairness carry over from one cron run to the next. inputs names the
+ * queue files whose last sequences went into this step: they are retired
+ * right after DONE, and a file that a crash left unretired is found here
+ * by the next invocation (packstep_load_inputs) and retired, not packed a
+ * second time.
  */
 #ifndef GRPO_PACKSTEP_H
 #define GRPO_PACKSTEP_H
@@ -86,12 +91,16 @@ void packstep_stats_free(struct packstep_stats *st);
  */
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 struct packstep_stats *st, struct err *e);
+		 const char *const *inputs, uint32_t n_inputs, struct packstep_stats *st, struct err *e);
 
 /* The runs recorded in QUEUE/step_N/DONE (names malloc'ed), and the index
  * of its next_run; nothing (0 runs) when there is no such manifest. */
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
 		       uint32_t *next_run, struct err *e);
+
+/* The inputs list of QUEUE/step_N/DONE (strings and array malloc'ed); none
+ * when there is no such manifest. */
+int packstep_load_inputs(const char *queue, int64_t step, char ***names, uint32_t *n, struct err *e);
 
 /* 1 if QUEUE/step_N/DONE exists, 0 if not, -1 on error. */
 int packstep_done_exists(const char *queue, int64_t step, struct err *e);

@@ -46,6 +46,7 @@ struct entry {
 struct source {
 	struct claim c;
 	uint32_t pending;         /* its sequences not yet in a published step */
+	uint32_t taking;          /* of them, in the step being packed */
 };
 
 struct opts {
@@ -72,6 +73,8 @@ struct state {
 	uint32_t n_runs, turn;
 	uint64_t groups;
 	uint64_t dropped[N_DROP], truncated, truncated_untrained;
+	char **prev_inputs;       /* inputs of the newest DONE: packed already */
+	uint32_t n_prev_inputs;
 	FILE *metrics;
 	struct sfile_writer w;
 	int writer_open;
@@ -227,6 +230,14 @@ static void release_all(struct state *s)
 			claim_release(&s->src[i].c, NULL);
 }
 
+/* "step_K/rank_X/NAME": how a manifest names a queue file (malloc'ed). */
+static char *rel_name(const struct claim *c)
+{
+	char b[PATH_MAX];
+	snprintf(b, sizeof b, "step_%lld/rank_%d/%s", (long long)c->step, c->rank, c->name);
+	return strdup(b);
+}
+
 /* ---- steps ---- */
 
 static uint64_t buffered_tokens(const struct state *s)
@@ -310,6 +321,7 @@ static int pack_step(struct state *s, struct err *e)
 	uint32_t *first = malloc(s->n * sizeof *first);
 	uint8_t *taken = calloc(s->n, 1);
 	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
+	char **names = NULL;
 	int rc = -1;
 	if (!u || !first || !taken || !seq) {
 		err_set(e, "out of memory");
@@ -337,11 +349,36 @@ static int pack_step(struct state *s, struct err *e)
 				s->ent[i].group = UINT64_MAX;   /* marks it taken */
 			}
 	}
+	/* the queue files this step finishes, for the manifest */
+	for (size_t i = 0; i < s->nsrc; i++)
+		s->src[i].taking = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ent[i].group == UINT64_MAX && s->ent[i].src >= 0)
+			s->src[s->ent[i].src].taking++;
+	names = malloc((s->nsrc ? s->nsrc : 1) * sizeof *names);
+	if (!names) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nn = 0;
+	for (size_t i = 0; i < s->nsrc; i++)
+		if (s->src[i].c.state == CLAIM_HELD && s->src[i].taking && s->src[i].taking == s->src[i].pending)
+			if (!(names[nn++] = rel_name(&s->src[i].c))) {
+				for (uint32_t q = 0; q < nn; q++)
+					free(names[q]);
+				err_set(e, "out of memory");
+				goto out;
+			}
 	struct packstep_stats st;
-	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size, &st, e) < 0) {
+	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size,
+			 (const char *const *)names, nn, &st, e) < 0) {
+		for (uint32_t q = 0; q < nn; q++)
+			free(names[q]);
 		packstep_stats_free(&st);
 		goto out;
 	}
+	for (uint32_t q = 0; q < nn; q++)
+		free(names[q]);
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, s->runs, s->n_runs, drop_names, s->dropped, N_DROP, s->truncated,
 			     s->truncated_untrained) == 0)
@@ -366,7 +403,7 @@ static int pack_step(struct state *s, struct err *e)
 	s->o.step++;
 	rc = retire_done(s, e) < 0 ? -1 : 1;
 out:
-	free(u), free(first), free(taken), free(seq);
+	free(u), free(first), free(taken), free(seq), free(names);
 	return rc;
 }
 
@@ -398,6 +435,14 @@ static int read_queue_file(struct state *s, struct watch *w, struct claim *c, st
 	memset(so, 0, sizeof *so);
 	watch_detach(w, &so->c);
 	int32_t idx = (int32_t)s->nsrc++;
+	/* already packed into the newest step, before a crash kept it from retiring */
+	char *rel = rel_name(&so->c);
+	for (uint32_t q = 0; rel && q < s->n_prev_inputs; q++)
+		if (strcmp(rel, s->prev_inputs[q]) == 0) {
+			free(rel);
+			return claim_retire(&so->c, e) < 0 ? -1 : 0;
+		}
+	free(rel);
 	int fd = fsys_open_read(so->c.path, e);
 	if (fd < 0)
 		return -1;
@@ -584,7 +629,8 @@ int main(int argc, char **argv)
 		o->step = 1;
 	/* run progress and the turn carry over from the previous step's manifest */
 	if (o->out && o->step > 0 &&
-	    packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0)
+	    (packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0 ||
+	     packstep_load_inputs(o->out, o->step - 1, &s.prev_inputs, &s.n_prev_inputs, &e) < 0))
 		goto fail;
 	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
 		err_sys(&e, "%s", o->metrics);
@@ -667,5 +713,8 @@ done:
 	for (uint32_t q = 0; q < s.n_runs; q++)
 		free((char *)s.runs[q].name);
 	free(s.runs);
+	for (uint32_t q = 0; q < s.n_prev_inputs; q++)
+		free(s.prev_inputs[q]);
+	free(s.prev_inputs);
 	return status;
 }
