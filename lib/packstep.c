@@ -275,7 +275,8 @@ static int write_bins(struct bins_ctx *c, struct err *e)
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const char *const *inputs, uint32_t n_inputs, struct packstep_stats *st, struct err *e)
+		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
+		 struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -382,9 +383,24 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		bad |= buf_printf(&man, "],\"next_run\":");
 		bad |= json_print_string(&man, n_runs ? runs[next_run % n_runs].name : "");
 		bad |= buf_printf(&man, ",\"inputs\":[");
-		for (uint32_t q = 0; q < n_inputs; q++) {
-			bad |= buf_printf(&man, q ? "," : "");
-			bad |= json_print_string(&man, inputs[q]);
+		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
+			if (!inputs[q].finished)
+				continue;
+			bad |= buf_printf(&man, first ? "" : ",");
+			bad |= json_print_string(&man, inputs[q].name);
+			first = 0;
+		}
+		bad |= buf_printf(&man, "],\"partial\":[");
+		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
+			if (inputs[q].finished)
+				continue;
+			bad |= buf_printf(&man, "%s{\"file\":", first ? "" : ",");
+			bad |= json_print_string(&man, inputs[q].name);
+			bad |= buf_printf(&man, ",\"done\":[");
+			for (uint32_t x = 0; x < inputs[q].n_done; x++)
+				bad |= buf_printf(&man, "%s%u", x ? "," : "", inputs[q].done[x]);
+			bad |= buf_printf(&man, "]}");
+			first = 0;
 		}
 		bad |= buf_printf(&man, "]}\n");
 		if (bad) {
@@ -509,10 +525,20 @@ int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **ru
 	return 0;
 }
 
-int packstep_load_inputs(const char *queue, int64_t step, char ***names, uint32_t *n, struct err *e)
+void packstep_inputs_free(struct packstep_input *in, uint32_t n)
+{
+	for (uint32_t q = 0; in && q < n; q++) {
+		free(in[q].name);
+		free(in[q].done);
+	}
+	free(in);
+}
+
+int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input **out, uint32_t *n,
+			 struct err *e)
 {
 	char p[PATH_MAX];
-	*names = NULL;
+	*out = NULL;
 	*n = 0;
 	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
 		return err_set(e, "%s: path too long", queue);
@@ -527,22 +553,52 @@ int packstep_load_inputs(const char *queue, int64_t step, char ***names, uint32_
 	fclose(f);
 	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
 	buf_free(&b);
-	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "inputs"), *it;
-	int rc = 0;
-	if (cJSON_IsArray(arr)) {
-		uint32_t cnt = (uint32_t)cJSON_GetArraySize(arr);
-		*names = calloc(cnt ? cnt : 1, sizeof **names);
-		if (!*names)
-			rc = err_set(e, "out of memory");
-		cJSON_ArrayForEach(it, arr) {
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	const cJSON *part = cJSON_GetObjectItemCaseSensitive(j, "partial"), *it;
+	uint32_t cnt = (cJSON_IsArray(fin) ? (uint32_t)cJSON_GetArraySize(fin) : 0) +
+		       (cJSON_IsArray(part) ? (uint32_t)cJSON_GetArraySize(part) : 0);
+	struct packstep_input *in = calloc(cnt ? cnt : 1, sizeof *in);
+	int rc = in ? 0 : err_set(e, "out of memory");
+	uint32_t q = 0;
+	if (rc == 0 && cJSON_IsArray(fin))
+		cJSON_ArrayForEach(it, fin) {
+			if (!cJSON_IsString(it) || !(in[q].name = strdup(it->valuestring))) {
+				rc = err_set(e, "%s: inputs[%u]: not a string", p, q);
+				break;
+			}
+			in[q++].finished = 1;
+		}
+	if (rc == 0 && cJSON_IsArray(part))
+		cJSON_ArrayForEach(it, part) {
+			const cJSON *fl = cJSON_GetObjectItemCaseSensitive(it, "file");
+			const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done"), *v;
+			if (!cJSON_IsString(fl) || !cJSON_IsArray(dn) || !(in[q].name = strdup(fl->valuestring))) {
+				rc = err_set(e, "%s: partial: expected file and done", p);
+				break;
+			}
+			uint32_t nd = (uint32_t)cJSON_GetArraySize(dn);
+			in[q].done = malloc((nd ? nd : 1) * sizeof *in[q].done);
+			q++;
+			if (!in[q - 1].done) {
+				rc = err_set(e, "out of memory");
+				break;
+			}
+			cJSON_ArrayForEach(v, dn) {
+				if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4e9) {
+					rc = err_set(e, "%s: partial: bad ordinal", p);
+					break;
+				}
+				in[q - 1].done[in[q - 1].n_done++] = (uint32_t)v->valuedouble;
+			}
 			if (rc < 0)
 				break;
-			if (!cJSON_IsString(it) || !((*names)[*n] = strdup(it->valuestring)))
-				rc = err_set(e, "%s: inputs[%u]: not a string", p, *n);
-			else
-				(*n)++;
 		}
-	}
 	cJSON_Delete(j);
-	return rc;
+	if (rc < 0) {
+		packstep_inputs_free(in, q);
+		return -1;
+	}
+	*out = in;
+	*n = q;
+	return 0;
 }

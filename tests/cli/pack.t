@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 38
+plan 40
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -26,7 +26,7 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[]}' \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
 	"the manifest"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
@@ -167,3 +167,27 @@ while [ $n -le "$calls" ]; do
 	n=$((n + 1))
 done
 is "$bad" 0 "a crash at any of $calls file system calls, then recover and a re-run: step 1 exactly once"
+
+# 13. the same with one input file spread over two steps (--batch-size 2)
+q="$T/s7/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+rm -rf "$T/s7.count" && cp -r "$T/s7" "$T/s7.count"
+calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
+grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
+is "$?" 0 "step 1's manifest lists the trajectories of the half-consumed file it holds"
+bad=0
+n=1
+while [ $n -le "$calls" ]; do
+	rm -rf "$T/c" && cp -r "$T/s7" "$T/c"
+	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	grpo-spool recover "$T/c" > /dev/null 2>&1
+	grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	ids=$(cat "$T/c/batches"/step_*/rank_*/mb_*.zst 2>/dev/null | grpo-cat --json |
+		grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
+	if [ "$ids" != "10 11 20 " ] || [ "$(ls "$T/c/batches"/step_*/DONE | wc -l)" -ne 2 ]; then
+		echo "# crash at call $n of $calls: sequences '$ids'"
+		bad=1
+	fi
+	n=$((n + 1))
+done
+is "$bad" 0 "a crash at any of $calls calls across two steps: every sequence packed exactly once"
