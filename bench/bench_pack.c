@@ -10,12 +10,14 @@
  * packing time (median of repeated runs). The baseline's dummies are
  * counted as free, which flatters it.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "pack.h"
+#include "sfile.h"
 
 static const char qwen3_4b[] =
 	"{\"hidden_size\":2560,\"intermediate_size\":9728,\"num_hidden_layers\":36,"
@@ -43,9 +45,63 @@ static uint32_t rand_u32(void)
 	return (uint32_t)(rng >> 11);
 }
 
+/* The same workload as spool input for bench/pack.sh: 128 groups of 8, a
+ * prompt of 100..199 tokens shared in each group, totals 200..8000, scored
+ * with reference logprobs. */
+static int make_input(const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	struct sfile_writer w;
+	struct err e;
+	if (!f || sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)fileno(f), 3, &e) < 0) {
+		fprintf(stderr, "bench_pack: %s: cannot write\n", path);
+		return 1;
+	}
+	int64_t sid = 0;
+	for (int g = 0; g < 128; g++) {
+		struct traj tr[8];
+		struct group gr = { g, 8, tr };
+		uint32_t np = 100 + rand_u32() % 100;
+		for (int j = 0; j < 8; j++) {
+			struct traj *t = &tr[j];
+			traj_init(t);
+			uint32_t L = 200 + rand_u32() % 7801;
+			t->n_prompt = np;
+			t->n_response = L - np;
+			t->prompt_tokens = malloc(np * sizeof(int32_t));
+			t->response_tokens = malloc(t->n_response * sizeof(int32_t));
+			t->logprobs = malloc(t->n_response * sizeof(float));
+			t->ref_logprobs = malloc(t->n_response * sizeof(float));
+			for (uint32_t x = 0; x < np; x++)
+				t->prompt_tokens[x] = j ? tr[0].prompt_tokens[x] : (int32_t)(rand_u32() % 151936);
+			for (uint32_t x = 0; x < t->n_response; x++) {
+				t->response_tokens[x] = (int32_t)(rand_u32() % 151936);
+				t->logprobs[x] = -(float)(rand_u32() % 4096) / 1024.0f;
+				t->ref_logprobs[x] = t->logprobs[x] - (float)(rand_u32() % 64) / 4096.0f;
+			}
+			t->sequence_id = sid++;
+			t->group_id = g;
+			t->policy_version = 0;
+			t->scored = 1;
+			t->advantage = (float)((int)(rand_u32() % 2001) - 1000) / 1000.0f;
+		}
+		if (sfile_write_group(&w, &gr, &e) < 0) {
+			fprintf(stderr, "bench_pack: %s\n", e.msg);
+			return 1;
+		}
+		for (int j = 0; j < 8; j++)
+			traj_free(&tr[j]);
+	}
+	int rc = sfile_writer_finish(&w, &e) < 0 || fclose(f) != 0;
+	sfile_writer_free(&w);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	enum { N = 1024, T = 16384, REPS = 21 };
+	if (argc > 2 && strcmp(argv[1], "--make-input") == 0)
+		return make_input(argv[2]);
 	int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 	int reps = quick ? 3 : REPS;
 	uint32_t len[N];

@@ -132,7 +132,10 @@ static int place_lpt(struct work *w, const uint32_t *order, uint32_t ni, const u
 				found = b;
 				break;
 			}
-			aside[na++] = b;
+			/* items come longest first: a bin without room for the
+			 * last (shortest) one is full for good */
+			if (w->bin_len[b] + w->it[order[ni - 1]].len <= w->cap)
+				aside[na++] = b;
 		}
 		for (uint32_t j = 0; j < na; j++)
 			heap_push(w, h, &nh, aside[j]);
@@ -182,6 +185,45 @@ static int place_ffd(struct work *w, const uint32_t *order, uint32_t ni, const u
 	return 0;
 }
 
+static void reset_bins(struct work *w, uint32_t from, uint32_t to, uint32_t cls)
+{
+	for (uint32_t b = from; b < to; b++) {
+		w->bin_len[b] = w->bin_cnt[b] = 0;
+		w->bin_cost[b] = 0;
+		w->bin_cls[b] = cls;
+	}
+}
+
+/* Bins FFD opens for a class's items (longest first). room: (ni). */
+static uint32_t ffd_count(const struct work *w, const uint32_t *order, uint32_t ni, uint32_t *room)
+{
+	uint32_t nb = 0;
+	for (uint32_t x = 0; x < ni; x++) {
+		uint32_t len = w->it[order[x]].len, b = 0;
+		while (b < nb && room[b] < len)
+			b++;
+		if (b == nb)
+			room[nb++] = w->cap;
+		room[b] -= len;
+	}
+	return nb;
+}
+
+/* A class into m bins: LPT, else FFD when FFD is known to fit. */
+static int try_class(struct work *w, uint32_t c, const uint32_t *order, uint32_t ni,
+		     const uint32_t *bins, uint32_t m, uint32_t ffdn, uint32_t *scratch)
+{
+	if (ni == 0)
+		return 0;
+	reset_bins(w, bins[0], bins[0] + m, c);
+	if (place_lpt(w, order, ni, bins, m, scratch) == 0)
+		return 0;
+	if (ffdn > m)
+		return -1;
+	reset_bins(w, bins[0], bins[0] + m, c);
+	return place_ffd(w, order, ni, bins, m);
+}
+
 static const struct pack_item *sort_items;
 
 static int by_len_desc(const void *pa, const void *pb)
@@ -223,6 +265,10 @@ static int bins_by_cost(const void *pa, const void *pb)
 
 static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *rank_of)
 {
+	if (W == 1) {
+		memset(rank_of, 0, k * sizeof *rank_of);
+		return 0;
+	}
 	uint32_t m = k / W;
 	uint32_t *sorted = malloc(k * sizeof *sorted);
 	double *sum = malloc((size_t)k * sizeof *sum);           /* (m, W) set sums */
@@ -314,9 +360,10 @@ static int refine(struct work *w, const uint32_t *rank_of, uint32_t W, double *r
 	uint32_t *start = calloc(W + 1, sizeof *start), *lst = malloc((n ? n : 1) * sizeof *lst);
 	uint32_t *fill = malloc(W * sizeof *fill), *ranks = malloc(W * sizeof *ranks);
 	int rc = -1;
+	uint64_t work = 0;   /* candidate pairs looked at, bounded so time is too */
 	if (!start || !lst || !fill || !ranks)
 		goto out;
-	for (; *moves < PACK_REFINE_MAX; (*moves)++) {
+	for (; *moves < PACK_REFINE_MAX && work < PACK_REFINE_WORK; (*moves)++) {
 		uint32_t hi = 0;
 		double total = 0;
 		for (uint32_t r = 0; r < W; r++) {
@@ -348,8 +395,9 @@ static int refine(struct work *w, const uint32_t *rank_of, uint32_t W, double *r
 				ranks[y - 1] = t;
 			}
 		int done = 0;
-		for (uint32_t p = 0; p < np && !done; p++) {
+		for (uint32_t p = 0; p < np && !done && work < PACK_REFINE_WORK; p++) {
 			uint32_t lo = ranks[p];
+			work += (uint64_t)(start[hi + 1] - start[hi]) * (start[lo + 1] - start[lo] + w->k);
 			double D = rc_[hi] - rc_[lo], best = D;   /* |d - D/2| * 2 of the best so far */
 			uint32_t bi = NO_CLASS, bj = NO_CLASS, bbin = NO_CLASS;
 			/* a move: item i of hi into a bin of lo */
@@ -435,7 +483,7 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 	uint64_t *tok = calloc(ncls, sizeof *tok);
 	uint32_t *cnt = calloc(ncls, sizeof *cnt), *want = calloc(ncls, sizeof *want);
 	uint32_t *order = malloc((n ? n : 1) * sizeof *order), *cstart = calloc(ncls + 1, sizeof *cstart);
-	uint32_t *bins = NULL, *scratch = NULL, *rank_of = NULL;
+	uint32_t *bins = NULL, *scratch = NULL, *rank_of = NULL, *ffdn = NULL;
 	w.bin_of = malloc((n ? n : 1) * sizeof *w.bin_of);
 	int rc = -1;
 	if (!tok || !cnt || !want || !order || !cstart || !w.bin_of)
@@ -471,8 +519,19 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 	}
 	r->lower_bound = lb;
 	uint32_t k = lb ? div_up(lb, W) * W : W;
-	if (grow_bins(&w, k) < 0)
+	/* Every class needs at most one bin per item, so k never exceeds this. */
+	uint32_t kmax = k > div_up(n, W) * W ? k : div_up(n, W) * W;
+	bins = malloc(kmax * sizeof *bins);
+	scratch = malloc(2 * (size_t)kmax * sizeof *scratch);
+	ffdn = malloc(ncls * sizeof *ffdn);
+	if (grow_bins(&w, kmax) < 0 || !bins || !scratch || !ffdn)
 		goto oom;
+	w.k = k;
+	for (uint32_t b = 0; b < kmax; b++)
+		bins[b] = b;
+	/* FFD into m bins succeeds exactly when m >= FFD's own bin count */
+	for (uint32_t c = 0; c < ncls; c++)
+		ffdn[c] = ffd_count(&w, order + cstart[c], cnt[c], scratch);
 
 	for (;;) {
 		/* Spare bins go one at a time to the class with the most tokens
@@ -493,38 +552,35 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 				break;
 			want[best]++, used++;
 		}
-		/* bins 0..used-1 to the classes in order, the rest spare */
-		free(bins), free(scratch);
-		bins = malloc(w.k * sizeof *bins);
-		scratch = malloc(2 * (size_t)w.k * sizeof *scratch);
-		if (!bins || !scratch)
-			goto oom;
-		for (uint32_t b = 0; b < w.k; b++) {
-			w.bin_len[b] = w.bin_cnt[b] = 0;
-			w.bin_cost[b] = 0;
-			w.bin_cls[b] = NO_CLASS;
-			bins[b] = b;
-		}
-		uint32_t b0 = 0, failed = NO_CLASS;
-		for (uint32_t c = 0; c < ncls && failed == NO_CLASS; c++) {
-			for (uint32_t b = b0; b < b0 + want[c]; b++)
-				w.bin_cls[b] = c;
+		/* bins b0..b0+want[c]-1 to class c in turn, the rest spare */
+		reset_bins(&w, 0, kmax, NO_CLASS);
+		uint32_t b0 = 0, grew = 0;
+		for (uint32_t c = 0; c < ncls && !grew; c++) {
 			const uint32_t *ord = order + cstart[c];
-			if (place_lpt(&w, ord, cnt[c], bins + b0, want[c], scratch) < 0) {
-				for (uint32_t b = b0; b < b0 + want[c]; b++) {
-					w.bin_len[b] = w.bin_cnt[b] = 0;
-					w.bin_cost[b] = 0;
+			if (try_class(&w, c, ord, cnt[c], bins + b0, want[c], ffdn[c], scratch) < 0) {
+				/* the fewest bins that work: LPT's success is nearly
+				 * monotonic in the bin count, FFD's exactly */
+				uint32_t lo = want[c] + 1, hi = ffdn[c];
+				while (lo < hi) {
+					uint32_t mid = lo + (hi - lo) / 2;
+					reset_bins(&w, b0, b0 + mid, c);
+					if (place_lpt(&w, ord, cnt[c], bins + b0, mid, scratch) == 0)
+						hi = mid;
+					else
+						lo = mid + 1;
 				}
-				if (place_ffd(&w, ord, cnt[c], bins + b0, want[c]) < 0)
-					failed = c;
+				want[c] = lo;
+				grew = 1;
 			}
 			b0 += want[c];
 		}
-		if (failed == NO_CLASS)
+		if (!grew)
 			break;
-		want[failed]++;
-		if (used + 1 > w.k && grow_bins(&w, w.k + W) < 0)
-			goto oom;
+		uint32_t total = 0;
+		for (uint32_t c = 0; c < ncls; c++)
+			total += want[c];
+		if (div_up(total, W) * W > w.k)
+			w.k = div_up(total, W) * W;
 	}
 	k = w.k;
 
@@ -601,7 +657,7 @@ oom:
 	err_set(e, "pack: out of memory");
 	pack_result_free(r);
 out:
-	free(tok), free(cnt), free(want), free(order), free(cstart), free(bins), free(scratch);
+	free(tok), free(cnt), free(want), free(order), free(cstart), free(bins), free(scratch), free(ffdn);
 	free(rank_of), free(w.bin_of), free(w.bin_len), free(w.bin_cnt), free(w.bin_cls), free(w.bin_cost);
 	return rc;
 }

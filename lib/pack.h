@@ -22,8 +22,10 @@
  *     with equal cardinality, then refined by moving or swapping single
  *     items between the costliest rank and a cheaper one (within capacity,
  *     never emptying a bin, never mixing classes), each move strictly
- *     lowering the sum of squared rank costs, at most PACK_REFINE_MAX moves,
- *     until max/mean rank cost is within PACK_REFINE_EPS of 1.
+ *     lowering the sum of squared rank costs, at most PACK_REFINE_MAX moves
+ *     and PACK_REFINE_WORK candidates examined (a few tens of milliseconds
+ *     whatever the input), until max/mean rank cost is within
+ *     PACK_REFINE_EPS of 1.
  *  4. Within a rank, micro-batches go costliest first, so micro-step j
  *     costs about the same on every rank (FSDP waits at every layer).
  *
@@ -55,8 +57,9 @@
 
 #include "err.h"
 
-#define PACK_REFINE_MAX 4096   /* refinement moves per call, a bound on time */
+#define PACK_REFINE_MAX 1024   /* refinement moves per call, a bound on time */
 #define PACK_REFINE_EPS 1e-4   /* stop refining at max/mean rank cost <= 1 + this */
+#define PACK_REFINE_WORK 4000000ull   /* candidate moves examined per call, at most */
 
 struct pack_item {
 	uint32_t len;       /* tokens, 1..T */

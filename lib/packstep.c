@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,40 +116,167 @@ static int publish_done(const struct packstep_opt *o, int64_t step, const struct
 	return o->no_fsync ? 0 : fsys_fsync_dir(dir, e);
 }
 
-static int put_one(const struct packstep_opt *o, const struct microbatch *mb, int width,
-		   struct packstep_stats *st, struct buf *enc, struct err *e)
+struct bin_out {
+	uint32_t n_tokens;
+	double cost;          /* of every span, padding included */
+	uint64_t bytes;
+	int existing;
+};
+
+struct bins_ctx {
+	const struct packstep_opt *o;
+	const struct pack_result *pr;
+	const struct packstep_seq *s;
+	const struct packstep_run *runs;
+	int64_t step;
+	int width;
+	struct bin_out *out;            /* (k) */
+	pthread_mutex_t mu;             /* next, failed, err; spool_open's name counter */
+	uint32_t next;
+	int failed;
+	struct err err;
+};
+
+/* Build micro-batch b, then write it to the stream or publish it. */
+static int do_bin(struct bins_ctx *c, uint32_t b, const struct traj **seqs, uint32_t *use,
+		  struct buf *enc, int threaded, struct err *e)
 {
-	if (!o->queue)
-		return sfile_write_mb(o->writer, mb, e);
+	const struct pack_result *pr = c->pr;
+	const struct packstep_opt *o = c->o;
+	uint32_t ns = 0, P = o->pad_multiple > 1 ? o->pad_multiple : 1;
+	for (uint32_t x = pr->bin_start[b]; x < pr->bin_start[b + 1]; x++) {
+		seqs[ns] = c->s[pr->items[x]].t;
+		use[ns++] = c->s[pr->items[x]].use;
+	}
+	struct microbatch mb;
+	struct mbbuild_opt mo = { o->seq_len, P, c->step };
+	int32_t rank = (int32_t)(b / pr->per_rank), index = (int32_t)(b % pr->per_rank);
+	if (mb_build(&mb, seqs, use, ns, &mo, rank, index, e) < 0)
+		return -1;
+	const char *run = ns ? c->runs[c->s[pr->items[pr->bin_start[b]]].run].name : "";
+	if (o->separate_runs && run[0] && !(mb.run = strdup(run))) {
+		mb_free(&mb);
+		return err_set(e, "out of memory");
+	}
+	struct bin_out *bo = &c->out[b];
+	bo->n_tokens = mb.n_tokens;
+	for (uint32_t q = 0; q < mb.n_seq_lens; q++)
+		bo->cost += pack_cost_of(&o->cost, mb.seq_lens[q]);
+	int rc = -1;
+	if (!o->queue) {
+		rc = sfile_write_mb(o->writer, &mb, e);
+		goto done;
+	}
 	struct sfile_writer w;
 	char name[64];
-	snprintf(name, sizeof name, "mb_%0*d.zst", width, mb->index);
+	snprintf(name, sizeof name, "mb_%0*d.zst", c->width, index);
 	buf_reset(enc);
 	if (sfile_writer_init(&w, sfile_sink_buf, enc, o->level, e) < 0)
-		return -1;
-	int rc = sfile_write_mb(&w, mb, e) < 0 || sfile_writer_finish(&w, e) < 0 ? -1 : 0;
+		goto done;
+	int bad = sfile_write_mb(&w, &mb, e) < 0 || sfile_writer_finish(&w, e) < 0;
 	sfile_writer_free(&w);
-	if (rc < 0)
-		return -1;
+	if (bad)
+		goto done;
 	struct spool_out so;
-	if (spool_open(&so, o->queue, mb->step, mb->rank, name, e) < 0)
-		return -1;
+	if (threaded)
+		pthread_mutex_lock(&c->mu);
+	int r = spool_open(&so, o->queue, c->step, rank, name, e);
+	if (threaded)
+		pthread_mutex_unlock(&c->mu);
+	if (r < 0)
+		goto done;
 	so.no_fsync = o->no_fsync;
 	if (spool_write(&so, enc->data, enc->len, e) < 0) {
 		spool_abort(&so);
+		goto done;
+	}
+	if ((r = spool_commit(&so, e)) < 0)
+		goto done;
+	bo->existing = r == 1;
+	bo->bytes = enc->len;
+	rc = 0;
+done:
+	mb_free(&mb);
+	if (rc < 0)
+		err_prefix(e, "step %lld rank %d micro-batch %d", (long long)c->step, rank, index);
+	return rc;
+}
+
+static void *bin_worker(void *arg)
+{
+	struct bins_ctx *c = arg;
+	const struct pack_result *pr = c->pr;
+	uint32_t most = 0;
+	for (uint32_t b = 0; b < pr->k; b++)
+		if (pr->bin_start[b + 1] - pr->bin_start[b] > most)
+			most = pr->bin_start[b + 1] - pr->bin_start[b];
+	const struct traj **seqs = malloc((most ? most : 1) * sizeof *seqs);
+	uint32_t *use = malloc((most ? most : 1) * sizeof *use);
+	struct buf enc = { 0 };
+	struct err e;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		uint32_t b = c->next++;
+		int stop = c->failed || b >= pr->k;
+		if (!stop && (!seqs || !use)) {
+			err_set(&c->err, "out of memory");
+			c->failed = stop = 1;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (stop)
+			break;
+		if (do_bin(c, b, seqs, use, &enc, 1, &e) < 0) {
+			pthread_mutex_lock(&c->mu);
+			if (!c->failed)
+				c->err = e;
+			c->failed = 1;
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
+	free(seqs), free(use);
+	buf_free(&enc);
+	return NULL;
+}
+
+/*
+ * Every micro-batch of the step. A stream is written in order by this
+ * thread. Publishing into a queue spends most of its time waiting on fsync,
+ * one file after another, so it runs on PACK_THREADS threads, which also
+ * share the compression; names and contents do not depend on the order.
+ * With GRPO_FSYS_CRASH_AT or GRPO_FSYS_TRACE set (crash tests count system
+ * calls, and need the same sequence every time) one thread.
+ */
+#define PACK_THREADS 8
+static int write_bins(struct bins_ctx *c, struct err *e)
+{
+	uint32_t nt = c->o->queue ? PACK_THREADS : 1;
+	if (getenv("GRPO_FSYS_CRASH_AT") || getenv("GRPO_FSYS_TRACE") || c->pr->k < 2)
+		nt = 1;
+	if (nt > c->pr->k)
+		nt = c->pr->k;
+	pthread_t th[PACK_THREADS];
+	pthread_mutex_init(&c->mu, NULL);
+	uint32_t started = 0;
+	if (nt > 1)
+		for (; started < nt; started++)
+			if (pthread_create(&th[started], NULL, bin_worker, c) != 0)
+				break;
+	if (started == 0)
+		bin_worker(c);   /* threads unavailable: do it here */
+	for (uint32_t t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&c->mu);
+	if (c->failed) {
+		*e = c->err;
 		return -1;
 	}
-	int r = spool_commit(&so, e);
-	if (r < 0)
-		return -1;
-	st->files_existing += r == 1;
-	st->bytes += enc->len;
 	return 0;
 }
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 struct packstep_stats *st, struct err *e)
+		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
+		 struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -163,12 +291,10 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	}
 	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
 	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
-	const struct traj **seqs = malloc((n ? n : 1) * sizeof *seqs);
-	uint32_t *use = malloc((n ? n : 1) * sizeof *use);
-	struct buf enc = { 0 }, man = { 0 };
+	struct buf man = { 0 };
 	struct pack_result pr = { 0 };
 	int rc = -1;
-	if (!it || !seqs || !use) {
+	if (!it) {
 		err_set(e, "out of memory");
 		goto out;
 	}
@@ -193,44 +319,32 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 
 	t0 = now_s();
 	uint64_t bytes0 = o->writer ? o->writer->file_bytes : 0;
-	struct mbbuild_opt mo = { o->seq_len, P, step };
-	int width = 4;
+	struct bins_ctx bc = { .o = o, .pr = &pr, .s = s, .runs = runs, .step = step, .width = 4 };
 	for (uint32_t k = pr.per_rank; k >= 10000; k /= 10)
-		width++;
-	for (uint32_t b = 0; b < pr.k; b++) {
-		uint32_t ns = 0;
-		for (uint32_t x = pr.bin_start[b]; x < pr.bin_start[b + 1]; x++) {
-			seqs[ns] = s[pr.items[x]].t;
-			use[ns++] = s[pr.items[x]].use;
-		}
-		struct microbatch mb;
-		int32_t rank = (int32_t)(b / pr.per_rank), index = (int32_t)(b % pr.per_rank);
-		if (mb_build(&mb, seqs, use, ns, &mo, rank, index, e) < 0)
-			goto out;
-		if (o->separate_runs && ns > 0 && runs[s[pr.items[pr.bin_start[b]]].run].name[0]) {
-			mb.run = strdup(runs[s[pr.items[pr.bin_start[b]]].run].name);
-			if (!mb.run) {
-				mb_free(&mb);
-				err_set(e, "out of memory");
-				goto out;
-			}
-		}
-		uint64_t real = pr.bin_len[b];
-		st->tokens += real;
-		if (ns == 0)
-			st->dummy_tokens += mb.n_tokens;
-		else
-			st->pad_tokens += mb.n_tokens - real;
-		st->rank_tokens[rank] += mb.n_tokens;
-		for (uint32_t q = 0; q < mb.n_seq_lens; q++)
-			st->rank_cost[rank] += pack_cost_of(&o->cost, mb.seq_lens[q]);
-		int r = put_one(o, &mb, width, st, &enc, e);
-		mb_free(&mb);
-		if (r < 0) {
-			err_prefix(e, "step %lld rank %d micro-batch %d", (long long)step, rank, index);
-			goto out;
-		}
+		bc.width++;
+	bc.out = calloc(pr.k, sizeof *bc.out);
+	if (!bc.out) {
+		err_set(e, "out of memory");
+		goto out;
 	}
+	if (write_bins(&bc, e) < 0) {
+		free(bc.out);
+		goto out;
+	}
+	/* totals in bin order, so that sums of floats come out the same every time */
+	for (uint32_t b = 0; b < pr.k; b++) {
+		uint32_t rank = b / pr.per_rank;
+		st->tokens += pr.bin_len[b];
+		if (pr.bin_start[b] == pr.bin_start[b + 1])
+			st->dummy_tokens += bc.out[b].n_tokens;
+		else
+			st->pad_tokens += bc.out[b].n_tokens - pr.bin_len[b];
+		st->rank_tokens[rank] += bc.out[b].n_tokens;
+		st->rank_cost[rank] += bc.out[b].cost;
+		st->bytes += bc.out[b].bytes;
+		st->files_existing += bc.out[b].existing;
+	}
+	free(bc.out);
 	uint32_t kb = pr.lower_bound ? (pr.lower_bound + o->ranks - 1) / o->ranks * o->ranks : o->ranks;
 	st->fill = (double)st->tokens / ((double)pr.k * o->seq_len);
 	st->fill_bound = (double)st->tokens / ((double)kb * o->seq_len);
@@ -256,9 +370,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,\"runs\":[",
 				     (long long)step, o->ranks, pr.per_rank, n, (unsigned long long)st->tokens,
 				     (unsigned long long)(st->pad_tokens + st->dummy_tokens), pr.dummies);
+		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0, first = 1; q < n_runs; q++) {
-			if (runs[q].seqs == 0)
-				continue;
 			bad |= buf_printf(&man, "%s{\"run\":", first ? "" : ",");
 			bad |= json_print_string(&man, runs[q].name);
 			bad |= buf_printf(&man, ",\"sequences\":%u,\"tokens\":%llu,\"sequences_total\":%llu,"
@@ -269,7 +382,27 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		}
 		bad |= buf_printf(&man, "],\"next_run\":");
 		bad |= json_print_string(&man, n_runs ? runs[next_run % n_runs].name : "");
-		bad |= buf_printf(&man, "}\n");
+		bad |= buf_printf(&man, ",\"inputs\":[");
+		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
+			if (!inputs[q].finished)
+				continue;
+			bad |= buf_printf(&man, first ? "" : ",");
+			bad |= json_print_string(&man, inputs[q].name);
+			first = 0;
+		}
+		bad |= buf_printf(&man, "],\"partial\":[");
+		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
+			if (inputs[q].finished)
+				continue;
+			bad |= buf_printf(&man, "%s{\"file\":", first ? "" : ",");
+			bad |= json_print_string(&man, inputs[q].name);
+			bad |= buf_printf(&man, ",\"done\":[");
+			for (uint32_t x = 0; x < inputs[q].n_done; x++)
+				bad |= buf_printf(&man, "%s%u", x ? "," : "", inputs[q].done[x]);
+			bad |= buf_printf(&man, "]}");
+			first = 0;
+		}
+		bad |= buf_printf(&man, "]}\n");
 		if (bad) {
 			err_set(e, "out of memory");
 			goto out;
@@ -284,8 +417,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	st->write_s = now_s() - t0;
 	rc = 0;
 out:
-	free(it), free(seqs), free(use);
-	buf_free(&enc), buf_free(&man);
+	free(it);
+	buf_free(&man);
 	pack_result_free(&pr);
 	return rc;
 }
@@ -388,6 +521,84 @@ int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **ru
 		return -1;
 	}
 	*runs = r;
+	*n = q;
+	return 0;
+}
+
+void packstep_inputs_free(struct packstep_input *in, uint32_t n)
+{
+	for (uint32_t q = 0; in && q < n; q++) {
+		free(in[q].name);
+		free(in[q].done);
+	}
+	free(in);
+}
+
+int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input **out, uint32_t *n,
+			 struct err *e)
+{
+	char p[PATH_MAX];
+	*out = NULL;
+	*n = 0;
+	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return errno == ENOENT ? 0 : err_sys(e, "%s", p);
+	struct buf b = { 0 };
+	char chunk[4096];
+	size_t k;
+	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_append(&b, chunk, k);
+	fclose(f);
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	const cJSON *part = cJSON_GetObjectItemCaseSensitive(j, "partial"), *it;
+	uint32_t cnt = (cJSON_IsArray(fin) ? (uint32_t)cJSON_GetArraySize(fin) : 0) +
+		       (cJSON_IsArray(part) ? (uint32_t)cJSON_GetArraySize(part) : 0);
+	struct packstep_input *in = calloc(cnt ? cnt : 1, sizeof *in);
+	int rc = in ? 0 : err_set(e, "out of memory");
+	uint32_t q = 0;
+	if (rc == 0 && cJSON_IsArray(fin))
+		cJSON_ArrayForEach(it, fin) {
+			if (!cJSON_IsString(it) || !(in[q].name = strdup(it->valuestring))) {
+				rc = err_set(e, "%s: inputs[%u]: not a string", p, q);
+				break;
+			}
+			in[q++].finished = 1;
+		}
+	if (rc == 0 && cJSON_IsArray(part))
+		cJSON_ArrayForEach(it, part) {
+			const cJSON *fl = cJSON_GetObjectItemCaseSensitive(it, "file");
+			const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done"), *v;
+			if (!cJSON_IsString(fl) || !cJSON_IsArray(dn) || !(in[q].name = strdup(fl->valuestring))) {
+				rc = err_set(e, "%s: partial: expected file and done", p);
+				break;
+			}
+			uint32_t nd = (uint32_t)cJSON_GetArraySize(dn);
+			in[q].done = malloc((nd ? nd : 1) * sizeof *in[q].done);
+			q++;
+			if (!in[q - 1].done) {
+				rc = err_set(e, "out of memory");
+				break;
+			}
+			cJSON_ArrayForEach(v, dn) {
+				if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4e9) {
+					rc = err_set(e, "%s: partial: bad ordinal", p);
+					break;
+				}
+				in[q - 1].done[in[q - 1].n_done++] = (uint32_t)v->valuedouble;
+			}
+			if (rc < 0)
+				break;
+		}
+	cJSON_Delete(j);
+	if (rc < 0) {
+		packstep_inputs_free(in, q);
+		return -1;
+	}
+	*out = in;
 	*n = q;
 	return 0;
 }

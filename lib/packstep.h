@@ -19,13 +19,21 @@
  *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
  *    "tokens":real tokens,"pad_tokens":P,"dummies":D,
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
- *             "run_step":r,"ready":b}, ...],"next_run":NAME}
+ *             "run_step":r,"ready":b}, ...],"next_run":NAME,
+ *    "inputs":["step_K/rank_X/NAME", ...],
+ *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...]}
  * where a run's run_step counts its completed steps of --batch-size
  * sequences (of every step when there is no batch size), ready says the
  * run completed one in this step (prime-rl's ready_to_update), and
  * next_run is the run whose turn comes first in the next step. The next
  * invocation reads them back (packstep_load_runs), so progress and
- * fairness carry over from one cron run to the next.
+ * fairness carry over from one cron run to the next. inputs names the
+ * queue files whose last sequences went into this step: they are retired
+ * right after DONE. partial names the files still being consumed, with the
+ * ordinals (0-based position of a trajectory in its file) of those already
+ * in this or an earlier step. After a crash the next invocation reads both
+ * back (packstep_load_inputs): it retires the finished files and skips the
+ * packed trajectories of the partial ones, so nothing is packed twice.
  */
 #ifndef GRPO_PACKSTEP_H
 #define GRPO_PACKSTEP_H
@@ -55,6 +63,15 @@ struct packstep_seq {
 	uint32_t use;              /* tokens used: its length, or T when truncated */
 	uint32_t run;              /* index into the run table */
 };
+
+/* A queue file that a step finishes, or only partly consumes. */
+struct packstep_input {
+	char *name;            /* "step_K/rank_X/NAME" */
+	int finished;          /* every trajectory of it is in a published step */
+	uint32_t *done;        /* (n_done) ordinals already packed, when not finished */
+	uint32_t n_done;
+};
+void packstep_inputs_free(struct packstep_input *in, uint32_t n);
 
 /* Per-run progress, kept by the caller across steps. */
 struct packstep_run {
@@ -86,12 +103,18 @@ void packstep_stats_free(struct packstep_stats *st);
  */
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 struct packstep_stats *st, struct err *e);
+		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
+		 struct err *e);
 
 /* The runs recorded in QUEUE/step_N/DONE (names malloc'ed), and the index
  * of its next_run; nothing (0 runs) when there is no such manifest. */
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
 		       uint32_t *next_run, struct err *e);
+
+/* The inputs and partial lists of QUEUE/step_N/DONE (free with
+ * packstep_inputs_free); none when there is no such manifest. */
+int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input **in, uint32_t *n,
+			 struct err *e);
 
 /* 1 if QUEUE/step_N/DONE exists, 0 if not, -1 on error. */
 int packstep_done_exists(const char *queue, int64_t step, struct err *e);

@@ -40,12 +40,17 @@ struct entry {
 	struct traj t;
 	uint32_t run, use;
 	int32_t src;              /* index into sources, -1 for a plain file */
+	uint32_t ord;             /* position of the trajectory in its file */
 	uint64_t group;           /* record ordinal: sequences of one group share it */
 };
 
 struct source {
 	struct claim c;
 	uint32_t pending;         /* its sequences not yet in a published step */
+	uint32_t taking;          /* of them, in the step being packed */
+	uint32_t next_ord;        /* trajectories read so far */
+	uint32_t *done, n_done, cap_done;   /* ordinals in published steps */
+	const struct packstep_input *skip;  /* what the last manifest says is packed */
 };
 
 struct opts {
@@ -72,6 +77,8 @@ struct state {
 	uint32_t n_runs, turn;
 	uint64_t groups;
 	uint64_t dropped[N_DROP], truncated, truncated_untrained;
+	struct packstep_input *prev;   /* inputs of the newest DONE: packed already */
+	uint32_t n_prev;
 	FILE *metrics;
 	struct sfile_writer w;
 	int writer_open;
@@ -145,6 +152,27 @@ static int run_index(struct state *s, const char *name, uint32_t *idx)
 	return 0;
 }
 
+static int is_done(const struct packstep_input *in, uint32_t ord)
+{
+	for (uint32_t x = 0; x < in->n_done; x++)
+		if (in->done[x] == ord)
+			return 1;
+	return 0;
+}
+
+static int note_done(struct source *so, uint32_t ord)
+{
+	if (so->n_done == so->cap_done) {
+		uint32_t nc = so->cap_done ? 2 * so->cap_done : 16;
+		uint32_t *d = realloc(so->done, nc * sizeof *d);
+		if (!d)
+			return -1;
+		so->done = d, so->cap_done = nc;
+	}
+	so->done[so->n_done++] = ord;
+	return 0;
+}
+
 /* Take the group's trajectories into the buffer (the group is left empty). */
 static int add_group(struct state *s, struct group *g, int32_t src, const char *name, uint64_t rec,
 		     struct err *e)
@@ -152,6 +180,13 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 	uint64_t gi = s->groups++;
 	for (uint32_t j = 0; j < g->n; j++) {
 		struct traj *t = &g->trajs[j];
+		struct source *so = src >= 0 ? &s->src[src] : NULL;
+		uint32_t ord = so ? so->next_ord++ : 0;
+		if (so && so->skip && is_done(so->skip, ord)) {
+			if (note_done(so, ord) < 0)
+				return err_set(e, "out of memory");
+			continue;
+		}
 		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
 		if (!t->scored)
 			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
@@ -189,6 +224,7 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 		memset(t, 0, sizeof *t);
 		en->use = use;
 		en->src = src;
+		en->ord = ord;
 		en->group = gi;
 		if (src >= 0)
 			s->src[src].pending++;
@@ -225,6 +261,14 @@ static void release_all(struct state *s)
 	for (size_t i = 0; i < s->nsrc; i++)
 		if (s->src[i].c.state == CLAIM_HELD)
 			claim_release(&s->src[i].c, NULL);
+}
+
+/* "step_K/rank_X/NAME": how a manifest names a queue file (malloc'ed). */
+static char *rel_name(const struct claim *c)
+{
+	char b[PATH_MAX];
+	snprintf(b, sizeof b, "step_%lld/rank_%d/%s", (long long)c->step, c->rank, c->name);
+	return strdup(b);
 }
 
 /* ---- steps ---- */
@@ -310,6 +354,8 @@ static int pack_step(struct state *s, struct err *e)
 	uint32_t *first = malloc(s->n * sizeof *first);
 	uint8_t *taken = calloc(s->n, 1);
 	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
+	struct packstep_input *ins = NULL;
+	uint32_t nin = 0;
 	int rc = -1;
 	if (!u || !first || !taken || !seq) {
 		err_set(e, "out of memory");
@@ -337,8 +383,40 @@ static int pack_step(struct state *s, struct err *e)
 				s->ent[i].group = UINT64_MAX;   /* marks it taken */
 			}
 	}
+	/* the queue files this step finishes or partly consumes, for the manifest */
+	for (size_t i = 0; i < s->nsrc; i++)
+		s->src[i].taking = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct entry *en = &s->ent[i];
+		if (en->group == UINT64_MAX && en->src >= 0) {
+			s->src[en->src].taking++;
+			if (note_done(&s->src[en->src], en->ord) < 0) {
+				err_set(e, "out of memory");
+				goto out;
+			}
+		}
+	}
+	ins = calloc(s->nsrc ? s->nsrc : 1, sizeof *ins);
+	if (!ins) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < s->nsrc; i++) {
+		struct source *so = &s->src[i];
+		if (so->c.state != CLAIM_HELD || so->n_done == 0)
+			continue;
+		struct packstep_input *in = &ins[nin++];
+		in->finished = so->taking == so->pending;
+		in->done = so->done;
+		in->n_done = so->n_done;
+		if (!(in->name = rel_name(&so->c))) {
+			err_set(e, "out of memory");
+			goto out;
+		}
+	}
 	struct packstep_stats st;
-	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size, &st, e) < 0) {
+	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size,
+			 ins, nin, &st, e) < 0) {
 		packstep_stats_free(&st);
 		goto out;
 	}
@@ -366,6 +444,9 @@ static int pack_step(struct state *s, struct err *e)
 	s->o.step++;
 	rc = retire_done(s, e) < 0 ? -1 : 1;
 out:
+	for (uint32_t q = 0; q < nin; q++)
+		free(ins[q].name);   /* done belongs to the source */
+	free(ins);
 	free(u), free(first), free(taken), free(seq);
 	return rc;
 }
@@ -398,6 +479,20 @@ static int read_queue_file(struct state *s, struct watch *w, struct claim *c, st
 	memset(so, 0, sizeof *so);
 	watch_detach(w, &so->c);
 	int32_t idx = (int32_t)s->nsrc++;
+	/* In the newest step already, before a crash kept it from retiring:
+	 * all of it (retire it now), or some trajectories (skip those). */
+	char *rel = rel_name(&so->c);
+	if (!rel)
+		return err_set(e, "out of memory");
+	for (uint32_t q = 0; q < s->n_prev; q++)
+		if (strcmp(rel, s->prev[q].name) == 0) {
+			if (s->prev[q].finished) {
+				free(rel);
+				return claim_retire(&so->c, e) < 0 ? -1 : 0;
+			}
+			so->skip = &s->prev[q];
+		}
+	free(rel);
 	int fd = fsys_open_read(so->c.path, e);
 	if (fd < 0)
 		return -1;
@@ -572,7 +667,7 @@ int main(int argc, char **argv)
 	s.po.cost = (struct pack_cost){ 1, 0 };
 	s.po.separate_runs = o->separate_runs;
 	s.po.queue = o->out;
-	s.po.level = 3;
+	s.po.level = 1;
 	if (!o->min_tokens)
 		o->min_tokens = (uint64_t)o->ranks * s.po.seq_len;
 	o->seq_len = s.po.seq_len;
@@ -584,7 +679,8 @@ int main(int argc, char **argv)
 		o->step = 1;
 	/* run progress and the turn carry over from the previous step's manifest */
 	if (o->out && o->step > 0 &&
-	    packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0)
+	    (packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0 ||
+	     packstep_load_inputs(o->out, o->step - 1, &s.prev, &s.n_prev, &e) < 0))
 		goto fail;
 	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
 		err_sys(&e, "%s", o->metrics);
@@ -595,7 +691,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
 			return 2;
 		}
-		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 3, &e) < 0)
+		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 1, &e) < 0)
 			goto fail;
 		s.writer_open = 1;
 		s.po.writer = &s.w;
@@ -663,9 +759,12 @@ done:
 	for (size_t i = 0; i < s.n; i++)
 		traj_free(&s.ent[i].t);
 	free(s.ent);
+	for (size_t i = 0; i < s.nsrc; i++)
+		free(s.src[i].done);
 	free(s.src);
 	for (uint32_t q = 0; q < s.n_runs; q++)
 		free((char *)s.runs[q].name);
 	free(s.runs);
+	packstep_inputs_free(s.prev, s.n_prev);
 	return status;
 }

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 34
+plan 40
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -26,7 +26,7 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":""}' \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
 	"the manifest"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
@@ -93,8 +93,9 @@ q="$T/s2/scored"
 mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 grpo-pack -T 8 -W 2 -o "$T/s2/batches" "$q"
 is "$?" 0 "reads a queue directory"
-[ -f "$T/s2/batches/step_1/DONE" ] && [ -e "$q/step_0/rank_0/.done/g1.zst" ]
-is "$?" 0 "publishes the step, then retires the input"
+[ -f "$T/s2/batches/step_1/DONE" ] && [ -e "$q/step_0/rank_0/.done/g1.zst" ] &&
+	grep -q '"inputs":\["step_0/rank_0/g1.zst"\]' "$T/s2/batches/step_1/DONE"
+is "$?" 0 "publishes the step, naming its input in DONE, then retires the input"
 grpo-pack -T 8 -W 2 -o "$T/s2/batches" "$q"
 [ ! -e "$T/s2/batches/step_2" ]
 is "$?" 0 "a second run finds nothing waiting and publishes nothing"
@@ -122,3 +123,71 @@ grpo-pack --ranks 2 < /dev/null > /dev/null 2>&1
 is "$?" 2 "--seq-len is required (exit 2)"
 grpo-pack -T 8 --batch-size 2 --batch-tokens 9 < /dev/null > /dev/null 2>&1
 is "$?" 2 "--batch-size and --batch-tokens exclude each other"
+
+# 10. --watch --timeout: a short step after idle seconds
+q="$T/s4/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -W 2 --watch --timeout 0.5 --batch-size 100 -o "$T/s4/batches" "$q" &
+pid=$!
+i=0
+while [ ! -f "$T/s4/batches/step_1/DONE" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $pid; wait $pid
+grep -q '"sequences":3,' "$T/s4/batches/step_1/DONE" 2>/dev/null
+is "$?" 0 "--timeout packs 3 buffered sequences though --batch-size asks for 100"
+
+# 11. bad input in a queue: nothing published, every claim released
+q="$T/s5/scored"
+mkdir -p "$q/step_0/rank_0"
+cp "$T/tiny.zst" "$q/step_0/rank_0/a.zst"
+head -c 60 "$T/tiny.zst" > "$q/step_0/rank_0/b.zst"
+grpo-pack -T 8 -o "$T/s5/batches" "$q" 2> "$T/err"
+is "$?" 1 "a truncated input file exits 1"
+[ ! -e "$T/s5/batches/step_1" ] && [ -z "$(ls "$q/step_0/rank_0/.claimed" 2>/dev/null)" ] &&
+	[ -z "$(ls "$q/step_0/rank_0/.done" 2>/dev/null)" ]
+is "$?" 0 "publishing nothing and leaving both files waiting: $(cat "$T/err")"
+
+# 12. a crash at every file system call: recover, run again, same result
+q="$T/s6/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+cp -r "$T/s6" "$T/s6.count" && calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -W 2 -P 4 -o "$T/s6.count/batches" "$T/s6.count/scored" 2>&1 | grep -c '^fsys')
+bad=0
+n=1
+while [ $n -le "$calls" ]; do
+	rm -rf "$T/c" && cp -r "$T/s6" "$T/c"
+	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -W 2 -P 4 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	st=$?
+	grpo-spool recover "$T/c" > /dev/null 2>&1
+	grpo-pack -T 8 -W 2 -P 4 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	cat "$T/c/batches"/step_1/rank_*/mb_*.zst 2>/dev/null | grpo-cat --json > "$T/c.json" 2>/dev/null
+	if [ "$st" != 86 ] || [ ! -f "$T/c/batches/step_1/DONE" ] || [ -e "$T/c/batches/step_2" ] ||
+		! cmp -s "$T/c.json" "$GRPO_TOP/tests/cli/pack/tiny-T8-W2-P4.expected"; then
+		echo "# crash at call $n of $calls (status $st) left a different result"
+		bad=1
+	fi
+	n=$((n + 1))
+done
+is "$bad" 0 "a crash at any of $calls file system calls, then recover and a re-run: step 1 exactly once"
+
+# 13. the same with one input file spread over two steps (--batch-size 2)
+q="$T/s7/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+rm -rf "$T/s7.count" && cp -r "$T/s7" "$T/s7.count"
+calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
+grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
+is "$?" 0 "step 1's manifest lists the trajectories of the half-consumed file it holds"
+bad=0
+n=1
+while [ $n -le "$calls" ]; do
+	rm -rf "$T/c" && cp -r "$T/s7" "$T/c"
+	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	grpo-spool recover "$T/c" > /dev/null 2>&1
+	grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	ids=$(cat "$T/c/batches"/step_*/rank_*/mb_*.zst 2>/dev/null | grpo-cat --json |
+		grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
+	if [ "$ids" != "10 11 20 " ] || [ "$(ls "$T/c/batches"/step_*/DONE | wc -l)" -ne 2 ]; then
+		echo "# crash at call $n of $calls: sequences '$ids'"
+		bad=1
+	fi
+	n=$((n + 1))
+done
+is "$bad" 0 "a crash at any of $calls calls across two steps: every sequence packed exactly once"
