@@ -25,7 +25,7 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
 VERSION   := 0.1.0
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
-             -fno-omit-frame-pointer $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
+             -fno-omit-frame-pointer -fopenmp $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -119,11 +119,11 @@ build/fuzz/%: tests/fuzz/%.c build/fuzz/libgrpo-fuzz.a
 
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		echo "fuzz: $$f (Ctrl-C to stop)"; $$f build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+		echo "fuzz: $$f (Ctrl-C to stop)"; $$f -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
 fuzz-short: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
 		  2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
 		echo "fuzz-short: $$n: $$(grep -o 'Done [0-9]* runs' build/fuzz/$$n.log) without a crash"; done
 

@@ -5,7 +5,6 @@
  */
 #include "model.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,16 +12,14 @@
 
 #include "buf.h"
 #include "fsys.h"
-
-/* OpenBLAS's cblas.h pulls in <complex.h>, whose macro I clashes with the intermediate size I */
-#undef I
+#include "gemm.h"
 
 /* ---- layers ---- */
 
 /* out (T, OC) = in (T, IC) @ w (OC, IC)^T + b (OC, may be NULL). Writes out. */
 static void matmul_forward(float *out, const float *in, const float *w, const float *b, int T, int IC, int OC)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, OC, IC, 1.0f, in, IC, w, IC, 0.0f, out, OC);
+	gemm(0, 1, T, OC, IC, in, IC, w, IC, 0.0f, out, OC);
 	if (b)
 		for (int t = 0; t < T; t++)
 			for (int o = 0; o < OC; o++)
@@ -36,8 +33,8 @@ static void matmul_forward(float *out, const float *in, const float *w, const fl
 static void matmul_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                             const float *w, int T, int IC, int OC)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, IC, OC, 1.0f, dout, OC, w, IC, 1.0f, din, IC);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, T, 1.0f, dout, OC, in, IC, 1.0f, dw, IC);
+	gemm(0, 0, T, IC, OC, dout, OC, w, IC, 1.0f, din, IC);
+	gemm(1, 0, OC, IC, T, dout, OC, in, IC, 1.0f, dw, IC);
 	if (db)
 		for (int t = 0; t < T; t++)
 			for (int o = 0; o < OC; o++)
@@ -245,8 +242,7 @@ static void lm_head_forward(struct model_acts *a, const float *W, int C, int V, 
 	int T = a->T;
 	for (int t0 = 0; t0 < T; t0 += MODEL_LM_CHUNK) {
 		int n = T - t0 < MODEL_LM_CHUNK ? T - t0 : MODEL_LM_CHUNK;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, C, 1.0f, a->lnf + (size_t)t0 * C, C,
-		            W, C, 0.0f, a->logits, V);
+		gemm(0, 1, n, V, C, a->lnf + (size_t)t0 * C, C, W, C, 0.0f, a->logits, V);
 		for (int r = 0; r < n; r++) {
 			int t = t0 + r;
 			if (!predicts(a, t))
@@ -282,7 +278,7 @@ static void lm_head_backward(struct model_acts *a, const float *W, float *dW, fl
 	for (int t0 = 0; t0 < T; t0 += MODEL_LM_CHUNK) {
 		int n = T - t0 < MODEL_LM_CHUNK ? T - t0 : MODEL_LM_CHUNK;
 		const float *x = a->lnf + (size_t)t0 * C;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, C, 1.0f, x, C, W, C, 0.0f, a->logits, V);
+		gemm(0, 1, n, V, C, x, C, W, C, 0.0f, a->logits, V);
 		for (int r = 0; r < n; r++) {
 			int t = t0 + r, i = t + 1;
 			float *z = a->logits + (size_t)r * V;
@@ -298,9 +294,8 @@ static void lm_head_backward(struct model_acts *a, const float *W, float *dW, fl
 			}
 			z[a->ids[i]] += (float)(dl * inv);
 		}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, C, V, 1.0f, a->logits, V, W, C, 1.0f,
-		            dlnf + (size_t)t0 * C, C);
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, n, 1.0f, a->logits, V, x, C, 1.0f, dW, C);
+		gemm(0, 0, n, C, V, a->logits, V, W, C, 1.0f, dlnf + (size_t)t0 * C, C);
+		gemm(1, 0, V, C, n, a->logits, V, x, C, 1.0f, dW, C);
 	}
 }
 
@@ -993,17 +988,16 @@ int model_step(const struct model *m, struct model_kv *kv, const int *ids, const
 			n++;
 		}
 	if (n)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, C, 1.0f, kv->ln, C, w->lm_head, C, 0.0f,
-		            logits, V);
+		gemm(0, 1, n, V, C, kv->ln, C, w->lm_head, C, 0.0f, logits, V);
 	return 0;
 }
 
 void model_set_threads(int n)
 {
-	openblas_set_num_threads(n);
+	gemm_set_threads(n);
 }
 
 int model_threads(void)
 {
-	return openblas_get_num_threads();
+	return gemm_threads();
 }

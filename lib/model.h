@@ -5,7 +5,7 @@
  * This is the specification the CUDA path is tested against, so it is kept
  * plain: flat layer functions in model.c, no tensor class, no autograd, every
  * buffer sized once from the config and a maximum token count, matrix
- * products through cblas_sgemm.
+ * products through a CPU BLAS (gemm.h).
  *
  * Weights and gradients share one layout (struct model_params): one float
  * allocation, a pointer per Hugging Face tensor (per-layer tensors stacked on
@@ -35,11 +35,10 @@
  * the backward recomputes the probabilities from q, k and it (as flash
  * attention does), so memory grows as T, not as T squared.
  *
- * Threads: matrix products use OpenBLAS's threads (model_set_threads). For a
- * given thread count the results are deterministic, run to run. OpenBLAS
- * splits sgemm over rows and columns of the output, not over the summed
- * dimension, so on the tested builds the results are also the same for
- * every thread count; a test checks it.
+ * Threads: matrix products go through gemm.h, which cuts them into tiles of
+ * a fixed size and shares the tiles among model_set_threads() threads. The
+ * results are deterministic and the same for every thread count; a test
+ * checks it.
  */
 #ifndef GRPO_MODEL_H
 #define GRPO_MODEL_H
@@ -240,7 +239,7 @@ void model_kv_reset(struct model_kv *kv, int b);
 int model_step(const struct model *m, struct model_kv *kv, const int *ids, const int *slots, int T,
                const unsigned char *want, float *logits, struct err *e);
 
-/* Threads OpenBLAS may use for the matrix products (default: its own, usually the cores). */
+/* Threads for the matrix products (n < 1: one per core, the default). */
 void model_set_threads(int n);
 int model_threads(void);
 
