@@ -227,6 +227,22 @@ check "every record reads back from the archives, byte for byte" \
 	sh -c "for s in 1 3; do for f in $T/orig/step_\$s/rank_*/*.zst; do cmp \$f $T/x/rollouts/step_\$s/\${f#$T/orig/step_\$s/}; done; done"
 check "archives hold only the records" test "$(zstd -dc $T/arch/rollouts-step_1.tar.zst | tar -tf - | wc -l)" = 4
 
+# grpo-cat reads an archived step: real grpo-collect output, archived by gc,
+# prints the same JSON as the files did before they were removed
+D=$GRPO_TOP/tests/data/collect
+C=$T/catarch
+grpo-collect -o $C/rollouts --step 1 --max-groups 2 $D/native.jsonl &&
+grpo-collect -o $C/rollouts --step 1 --rank 1 $D/vllm-completions.jsonl &&
+grpo-collect -o $C/rollouts --step 2 $D/atropos.jsonl
+ok $? "grpo-collect publishes steps 1 and 2"
+grpo-cat $C/rollouts/step_1/rank_0/*.zst $C/rollouts/step_1/rank_1/*.zst > $T/orig.jsonl
+grpo-spool consume $C/rollouts --to 1 -- true && grpo-spool gc $C --keep-last 1 --archive $T/catarch.a
+check "gc archives step 1 and removes it" test -f $T/catarch.a/rollouts-step_1.tar.zst -a ! -e $C/rollouts/step_1
+grpo-cat $T/catarch.a/rollouts-step_1.tar.zst > $T/arch.jsonl
+ok $? "grpo-cat reads the archive"
+check "the same JSON as the originals, in the same order ($(lines $T/orig.jsonl) groups)" \
+	sh -c "test -s $T/orig.jsonl && cmp $T/orig.jsonl $T/arch.jsonl"
+
 # batches: a step is finished only with its DONE marker
 for s in 1 2 3; do publish $S/batches $s 0 b.zst b$s; done
 grpo-spool consume $S/batches -- true
