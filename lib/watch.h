@@ -28,8 +28,9 @@
  *    IN_Q_OVERFLOW, and every `rescan` seconds anyway, the whole queue is
  *    listed again, watches re-added.
  *  - polling: the queue is listed every `poll` seconds. Chosen when asked
- *    for, when the queue is on NFS or SMB (inotify sees no other client's
- *    changes there), when inotify is unavailable, or when the watch limit
+ *    for, when the queue is on a remote file system (fsys_is_remote: NFS,
+ *    SMB, Lustre, ...; inotify sees no other client's changes there), when
+ *    inotify is unavailable, or when the watch limit
  *    (fs.inotify.max_user_watches) is reached.
  * A file released by this process (claim_release) is not handed out again
  * until the next periodic rescan; without follow, not in this run.
