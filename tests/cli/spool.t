@@ -74,7 +74,7 @@ check "a further run processes nothing" test "$(lines $S/c.log)" = 2
 # that host); the consumer renews every lease/3, so the claim stays live.
 S=$T/lease
 publish $S/q 0 0 long.zst L
-grpo-spool consume $S/q --lease 3 -- sh -c 'touch "$0.go"; sleep 5; echo "$GRPO_NAME" >> "$0.log"' $S/c &
+grpo-spool consume $S/q --lease 3 -- sh -c 'touch "$0.go"; sleep 7; echo "$GRPO_NAME" >> "$0.log"' $S/c &
 CPID=$!; PIDS="$PIDS $CPID"
 wait_for 10 test -e $S/c.go
 sleep 4
