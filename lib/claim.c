@@ -39,7 +39,10 @@ static unsigned long long proc_start(long pid)
 void claim_self(struct claim_id *id, long lease)
 {
 	memset(id, 0, sizeof *id);
-	if (gethostname(id->host, sizeof id->host - 1) < 0 || !id->host[0])
+	const char *h = getenv("GRPO_CLAIM_HOST");
+	if (h && *h)
+		snprintf(id->host, sizeof id->host, "%s", h);
+	else if (gethostname(id->host, sizeof id->host - 1) < 0 || !id->host[0])
 		strcpy(id->host, "localhost");
 	for (char *p = id->host; *p; p++)
 		if (*p == ' ' || *p == '\n')
@@ -146,8 +149,10 @@ int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const
 	int fd = fsys_create_locked(tmp, e);
 	if (fd < 0)
 		return -1;
-	if (fsys_write_all(fd, text, (size_t)n, tmp, e) < 0)
+	if (fsys_write_all(fd, text, (size_t)n, tmp, e) < 0 || fsys_fstat(fd, &st, tmp, e) < 0)
 		goto fail;
+	c->dev = (unsigned long long)st.st_dev;
+	c->ino = (unsigned long long)st.st_ino;
 	r = move_into(tmp, c->claim_path, e);
 	if (r < 0)
 		goto fail;
@@ -177,13 +182,12 @@ fail:
 /* 1 if the record at c->claim_path is still the one c holds (not recovered and retaken). */
 static int still_ours(struct claim *c, struct err *e)
 {
-	struct stat a, b;
-	if (fsys_fstat(c->fd, &a, c->claim_path, e) < 0)
-		return -1;
-	int r = fsys_stat(c->claim_path, &b, e);
+	struct stat st;
+	int r = fsys_stat(c->claim_path, &st, e);
 	if (r < 0)
 		return -1;
-	return r == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return r == 0 && (unsigned long long)st.st_dev == c->dev &&
+	       (unsigned long long)st.st_ino == c->ino;
 }
 
 static void drop(struct claim *c, int state)
@@ -232,6 +236,24 @@ int claim_renew(struct claim *c, struct err *e)
 	if (c->state != CLAIM_HELD)
 		return err_set(e, "%s: not claimed", c->path);
 	return fsys_touch(c->fd, c->claim_path, e);
+}
+
+int claim_renew_record(const char *claim_path, unsigned long long dev, unsigned long long ino,
+		       struct err *e)
+{
+	/* Renewed through a descriptor checked to be the record, so that a
+	 * record recovered and retaken meanwhile is never renewed by mistake. */
+	int fd = fsys_open_read(claim_path, e);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -1;
+	struct stat st;
+	int r = fsys_fstat(fd, &st, claim_path, e);
+	if (r == 0 && ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino))
+		r = 1;
+	if (r == 0)
+		r = fsys_touch(fd, claim_path, e);
+	close(fd);
+	return r;
 }
 
 int claim_check(const char *path, long lease, time_t now, struct claim_id *id, long long *age,

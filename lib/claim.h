@@ -15,12 +15,27 @@
  *                                        from the file is published
  *   claim_release claimed -> waiting     the record is removed (on error)
  *   claim_renew                          refresh the lease (record mtime)
+ *   claim_renew_record                   the same, given only the record's
+ *                                        path and identity (c->dev, c->ino)
  *
  * The lock lives as long as the claimant: on this host a claim whose lock
  * is free is stale (the holder died, kill -9 included); a record written on
  * another host is stale once its mtime is older than its lease. claim_check
  * makes that decision for recovery (grpo-spool recover), which removes the
- * stale record, so the file is waiting again.
+ * stale record, so the file is waiting again. A holder renews its lease
+ * well within it (watch.h does it every lease/3 for the claims it handed
+ * out), or another host's recovery returns the file while it is still
+ * being consumed.
+ *
+ * The lock belongs to the open file description of c->fd (close-on-exec):
+ * a holder that runs another program to consume the file may let it
+ * inherit the descriptor, and the claim then lives until both have exited,
+ * so that recovery never returns a file whose consumer is still running
+ * (grpo-spool consume does this).
+ *
+ * Test hook: GRPO_CLAIM_HOST in the environment replaces the host name that
+ * claims record and that claim_check compares, so that a test can judge a
+ * claim as another host would (by its lease).
  *
  * Claims and retirements are not fsync'ed: after a power cut a claim or a
  * done record may be missing, and the file is then consumed again; the
@@ -59,6 +74,7 @@ struct claim {
 	int rank;
 	int state;                   /* CLAIM_* */
 	int fd;                      /* the locked claim record while held, else -1 */
+	unsigned long long dev, ino; /* the claim record's identity, once taken */
 	char name[256];
 	char path[PATH_MAX];         /* QUEUE/step_N/rank_X/NAME: the file to read */
 	char claim_path[PATH_MAX];   /* QUEUE/step_N/rank_X/.claimed/NAME */
@@ -76,6 +92,11 @@ int claim_retire(struct claim *c, struct err *e);
 /* 0: the file is waiting again (or the claim had been taken away); -1: error. */
 int claim_release(struct claim *c, struct err *e);
 int claim_renew(struct claim *c, struct err *e);
+/* Renew the claim whose record is at claim_path if that is still the file
+ * (dev, ino): 0 renewed, 1 no longer held (retired, released, or returned
+ * as stale), -1 error. For a holder that keeps only these (lib/watch). */
+int claim_renew_record(const char *claim_path, unsigned long long dev, unsigned long long ino,
+		       struct err *e);
 
 /* This process's identity, as a claim would record it. */
 void claim_self(struct claim_id *id, long lease);

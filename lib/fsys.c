@@ -347,14 +347,27 @@ int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 
 int fsys_is_remote(const char *dir)
 {
+	const char *t = getenv("GRPO_FSYS_REMOTE");
+	if (t && *t)
+		return *t != '0';
 	struct statfs sf;
 	if (statfs(dir, &sf) < 0)
 		return 0;
+	/* Network and cluster file systems, where other hosts' changes never
+	 * reach this kernel's inotify, and FUSE, whose changes may be made
+	 * behind the kernel's back (sshfs, s3fs, gcsfuse). */
 	switch ((unsigned long)sf.f_type) {
 	case 0x6969UL:      /* NFS_SUPER_MAGIC */
 	case 0xFF534D42UL:  /* CIFS_MAGIC_NUMBER */
 	case 0xFE534D42UL:  /* SMB2_MAGIC_NUMBER */
 	case 0x517BUL:      /* SMB_SUPER_MAGIC */
+	case 0x0BD00BD0UL:  /* LL_SUPER_MAGIC: Lustre */
+	case 0x47504653UL:  /* GPFS_SUPER_MAGIC: IBM Spectrum Scale */
+	case 0x00C36400UL:  /* CEPH_SUPER_MAGIC */
+	case 0x65735546UL:  /* FUSE_SUPER_MAGIC */
+	case 0x01021997UL:  /* V9FS_MAGIC: 9p (virtio shares, WSL) */
+	case 0x5346414FUL:  /* AFS_SUPER_MAGIC: OpenAFS */
+	case 0x6B414653UL:  /* AFS_FS_MAGIC: kAFS */
 		return 1;
 	}
 	return 0;

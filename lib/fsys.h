@@ -11,6 +11,27 @@
  * fsys_test_crash_at() does the same from inside a test process (after a
  * fork, say), restarting the count.
  *
+ * Deliberately outside fsys, because a crash before or after them leaves
+ * the same spool, or because they change nothing on disk:
+ *  - the unlink(2) and close(2) of a temporary abandoned on an error path
+ *    (spool_abort, a failed claim or archive), and close(2) of descriptors
+ *    that were only read or locked: the temporary lies in QUEUE/.tmp (or is
+ *    a dot-name in the archive directory), where no reader looks, and a
+ *    crash that skips its removal leaves it to recover (or the next gc);
+ *  - libarchive's writes into an archive temporary (archive_write_*): the
+ *    file is published only by the fsys_fsync, fsys_close and fsys_rename
+ *    that follow, so a crash inside libarchive is a crash before those,
+ *    which the tests cover;
+ *  - inotify (init, add and remove watches, read events): nothing on disk,
+ *    and watch.h takes events as hints, listing the directories for the
+ *    truth;
+ *  - statfs(2) in fsys_is_remote, /proc/PID/stat for a process's start
+ *    time, and the fcntl(2) by which grpo-spool consume lets its command
+ *    inherit a claim's lock: reads, or state of this process only.
+ * Within one wrapper, fsys_rename_noreplace's link(2) + unlink(2) fallback
+ * counts as one call: a crash between them leaves the temporary under its
+ * old name too, which recover removes by age.
+ *
  * Return conventions: -1 is an error with the message in e and errno kept;
  * where "absent" or "exists" is an expected outcome rather than an error
  * (a consumer lost a race, a directory was removed by gc), the wrapper
@@ -71,7 +92,13 @@ void fsys_free_names(char **names, size_t n);
 int fsys_create_locked(const char *path, struct err *e);
 int fsys_try_lock(const char *path, int create, int *fd, struct err *e);
 
-/* 1 when dir is on a file system whose changes inotify cannot see (NFS, SMB). */
+/*
+ * 1 when dir is on a file system whose changes inotify may not see: NFS,
+ * SMB/CIFS, Lustre, GPFS, CephFS, 9p, AFS (other hosts' changes never reach
+ * this kernel) and FUSE (changes made behind the kernel's back). Test hook:
+ * GRPO_FSYS_REMOTE=1 in the environment makes every directory remote, =0
+ * none.
+ */
 int fsys_is_remote(const char *dir);
 
 /* The crash-injection point every wrapper passes through; exported for tests. */

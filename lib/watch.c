@@ -28,6 +28,11 @@ struct cand {
 	char name[256];
 };
 
+struct held {                      /* a detached claim, renewed until given up */
+	char *claim_path;
+	unsigned long long dev, ino;
+};
+
 struct watch {
 	char queue[PATH_MAX];
 	struct watch_opt o;
@@ -44,6 +49,10 @@ struct watch {
 	struct cand *skip;             /* released here; not retried before the next rescan */
 	size_t nskip, capskip;
 	struct claim cur;
+	struct held *held;
+	size_t nheld, capheld;
+	int held_lost;                 /* out of memory in watch_detach: one is not renewed */
+	double renew_every, next_renew;
 	double deadline;               /* CLOCK_MONOTONIC seconds; 0: none */
 	int timed_out;
 	struct watch_stats st;
@@ -362,6 +371,8 @@ static int wait_for_work(struct watch *w, struct err *e)
 	double until = w->next_scan;
 	if (w->deadline > 0 && w->deadline < until)
 		until = w->deadline;
+	if ((w->nheld > 0 || w->cur.state == CLAIM_HELD) && w->next_renew < until)
+		until = w->next_renew;
 	double left = until - now_s();
 	if (left <= 0) {
 		if (w->next_scan <= now_s())
@@ -412,6 +423,8 @@ struct watch *watch_open(const char *queue, const struct watch_opt *o, struct er
 			go_polling(w);
 	}
 	w->st.interval = w->interval;
+	w->renew_every = (double)(o->lease > 0 ? o->lease : CLAIM_LEASE_DEFAULT) / 3.0;
+	w->next_renew = now_s() + w->renew_every;
 	if (o->signals) {
 		sigset_t s;
 		sigemptyset(&s);
@@ -455,6 +468,8 @@ int watch_next(struct watch *w, struct claim **out, struct err *e)
 	for (;;) {
 		if (stop_requested(w))
 			return 0;
+		if (watch_renew(w, e) < 0)
+			return -1;
 		if (w->need_scan) {
 			if (!w->o.follow && w->st.scans > 0)
 				return 0;
@@ -504,6 +519,50 @@ void watch_detach(struct watch *w, struct claim *c)
 	*c = w->cur;
 	w->cur.state = CLAIM_NONE;
 	w->cur.fd = -1;
+	if (c->state != CLAIM_HELD)
+		return;
+	char *p = strdup(c->claim_path);
+	if (!p || grow((void **)&w->held, &w->capheld, w->nheld + 1, sizeof *w->held) < 0) {
+		free(p);
+		w->held_lost = 1; /* reported by the next watch_renew */
+		return;
+	}
+	w->held[w->nheld++] = (struct held){ p, c->dev, c->ino };
+}
+
+int watch_renew(struct watch *w, struct err *e)
+{
+	if (w->held_lost) {
+		w->held_lost = 0;
+		return err_set(e, "%s: out of memory: a detached claim will not be renewed", w->queue);
+	}
+	double now = now_s();
+	if (now < w->next_renew)
+		return 0;
+	w->next_renew = now + w->renew_every;
+	int bad = 0;
+	if (w->cur.state == CLAIM_HELD && claim_renew(&w->cur, e) < 0)
+		bad = 1;
+	size_t k = 0;
+	for (size_t i = 0; i < w->nheld; i++) {
+		struct held *h = &w->held[i];
+		int r = bad ? 0 : claim_renew_record(h->claim_path, h->dev, h->ino, e);
+		if (r < 0)
+			bad = 1;
+		if (r == 1) { /* retired or released by its holder: forget it */
+			free(h->claim_path);
+			continue;
+		}
+		w->held[k++] = *h;
+	}
+	w->nheld = k;
+	return bad ? -1 : 0;
+}
+
+double watch_renew_in(const struct watch *w)
+{
+	double left = w->next_renew - now_s();
+	return left > 0 ? left : 0;
 }
 
 int watch_stopped(const struct watch *w)
@@ -535,6 +594,9 @@ void watch_close(struct watch *w)
 		sigaction(SIGTERM, &w->oldterm, NULL);
 		sigprocmask(SIG_SETMASK, &w->oldmask, NULL);
 	}
+	for (size_t i = 0; i < w->nheld; i++)
+		free(w->held[i].claim_path);
+	free(w->held);
 	free(w->dirs);
 	free(w->cands);
 	free(w->skip);

@@ -28,11 +28,22 @@
  *    IN_Q_OVERFLOW, and every `rescan` seconds anyway, the whole queue is
  *    listed again, watches re-added.
  *  - polling: the queue is listed every `poll` seconds. Chosen when asked
- *    for, when the queue is on NFS or SMB (inotify sees no other client's
- *    changes there), when inotify is unavailable, or when the watch limit
+ *    for, when the queue is on a remote file system (fsys_is_remote: NFS,
+ *    SMB, Lustre, ...; inotify sees no other client's changes there), when
+ *    inotify is unavailable, or when the watch limit
  *    (fs.inotify.max_user_watches) is reached.
  * A file released by this process (claim_release) is not handed out again
  * until the next periodic rescan; without follow, not in this run.
+ *
+ * Leases: the loop renews the claims it hands out, the one in hand and
+ * every one taken with watch_detach until its holder retires or releases
+ * it, every lease/3 seconds (o.lease, or CLAIM_LEASE_DEFAULT): whenever
+ * watch_next is called and while it waits, waking for it if need be. A
+ * tool that holds claims for longer than that outside watch_next (running
+ * a command, packing a step) calls watch_renew at least that often there;
+ * it does nothing until a renewal is due, so calling it often is cheap.
+ * Otherwise recovery on another host, which judges claims by their lease,
+ * returns the files while they are being consumed (claim.h).
  *
  * With o.signals, SIGINT and SIGTERM are blocked except while watch_next
  * waits, and either makes watch_next return 0 at its next call, so the file
@@ -88,8 +99,15 @@ void watch_deadline(struct watch *w, double seconds);
 int watch_timed_out(const struct watch *w);
 /* Take the claim watch_next just handed out into *c, to hold past the next
  * watch_next (a consumer that publishes one output from several inputs);
- * the caller retires or releases it. */
+ * the caller retires or releases it. The watch keeps renewing it (by its
+ * record's path and identity, so *c may move) until it is given up. */
 void watch_detach(struct watch *w, struct claim *c);
+/* Renew, if a renewal is due, the claim in hand and every detached one
+ * still held: 0, or -1 when one could not be renewed (the others are
+ * renewed at the next due time). */
+int watch_renew(struct watch *w, struct err *e);
+/* Seconds until the next renewal is due (0: now); for a caller's timer. */
+double watch_renew_in(const struct watch *w);
 void watch_stats(const struct watch *w, struct watch_stats *s);
 void watch_test_overflow(struct watch *w);   /* handle every event read as an overflow */
 void watch_close(struct watch *w);

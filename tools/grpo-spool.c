@@ -3,6 +3,7 @@
  * and a consumer that runs a command per file (grpo-spool(1)).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -326,18 +327,30 @@ static int cmd_gc(const char *spool, const struct opts *op)
 
 /* ---- consume ---- */
 
-/* Run argv with the file's path appended; its exit status, or -1. */
-static int run_command(char **argv, int argc, const struct claim *c)
+/*
+ * Run argv with the file's path appended; its exit status, or -1. The
+ * command inherits the claim's locked descriptor, so that the claim lives
+ * as long as the command even if we are killed (claim.h); while it runs,
+ * the claim's lease is renewed on the watch's timer.
+ */
+static int run_command(char **argv, int argc, struct watch *w, const struct claim *c)
 {
 	char **av = calloc((size_t)argc + 2, sizeof *av);
 	if (!av)
 		return -1;
 	memcpy(av, argv, (size_t)argc * sizeof *av);
 	av[argc] = (char *)c->path;
+	sigset_t chld, saved;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &saved); /* for sigtimedwait below */
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
+		int saved_errno = errno;
+		sigprocmask(SIG_SETMASK, &saved, NULL);
 		free(av);
+		errno = saved_errno;
 		return -1;
 	}
 	if (pid == 0) {
@@ -347,6 +360,10 @@ static int run_command(char **argv, int argc, const struct claim *c)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		if (c->fd >= 0 && fcntl(c->fd, F_SETFD, 0) == 0) {
+			snprintf(v, sizeof v, "%d", c->fd);
+			setenv("GRPO_CLAIM_FD", v, 1);
+		}
 		snprintf(v, sizeof v, "%lld", (long long)c->step);
 		setenv("GRPO_STEP", v, 1);
 		snprintf(v, sizeof v, "%d", c->rank);
@@ -357,10 +374,21 @@ static int run_command(char **argv, int argc, const struct claim *c)
 		_exit(127);
 	}
 	free(av);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+	int status, warned = 0;
+	pid_t r;
+	while ((r = waitpid(pid, &status, WNOHANG)) != pid) {
+		if (r < 0 && errno != EINTR) {
+			sigprocmask(SIG_SETMASK, &saved, NULL);
 			return -1;
+		}
+		double t = watch_renew_in(w);
+		struct timespec ts = { (time_t)t, (long)((t - (double)(time_t)t) * 1e9) };
+		sigtimedwait(&chld, NULL, &ts); /* the child's exit, or a renewal due */
+		struct err e;
+		if (watch_renew(w, &e) < 0 && !warned++)
+			fprintf(stderr, "%s: %s: cannot renew the claim: %s\n", prog, c->path, e.msg);
+	}
+	sigprocmask(SIG_SETMASK, &saved, NULL);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
@@ -374,13 +402,14 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	struct watch_opt wo = op->w;
 	wo.signals = 1;
 	wo.lease = op->lease;
+	signal(SIGCHLD, SIG_DFL); /* ignored, children would be reaped unseen */
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
 		fail(e.msg);
 		return 1;
 	}
 	while ((r = watch_next(w, &c, &e)) > 0) {
-		int st = run_command(argv, argc, c);
+		int st = run_command(argv, argc, w, c);
 		if (st == 0) {
 			if (claim_retire(c, &e) < 0) {
 				fail(e.msg);

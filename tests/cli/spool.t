@@ -1,6 +1,8 @@
 #!/bin/sh
-# grpo-spool: consumers under kill -9, --watch (inotify, overflow, --poll),
-# status, recover and gc --archive, on a fresh spool under $TMPDIR.
+# grpo-spool: consumers under kill -9 (theirs and their command's), leases
+# renewed past their length, --watch (inotify, overflow, --poll, a remote
+# file system), SIGTERM and SIGINT, status, recover and gc --archive (read
+# back by grpo-cat), on a fresh spool under $TMPDIR.
 # Every wait is bounded (wait_for), so a hang fails instead of hanging.
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/grpo-spool-t.XXXXXX") || exit 1
@@ -44,13 +46,18 @@ CPID=$!; PIDS="$PIDS $CPID"
 wait_for 10 test -s $S/c.started
 ok $? "a consumer took a file"
 kill -9 $CPID; wait $CPID 2>/dev/null
-kill -9 "$(cat $S/c.pid)" 2>/dev/null   # the command it ran, orphaned now
 first=$(cat $S/c.started)
 check "its claim is left behind" test -f $S/rollouts/step_0/rank_0/.claimed/$first
+grpo-spool status $S | grep -q "claimed step_0/rank_0/$first by .* ago$"
+ok $? "status names the holder; live while the command it ran (orphaned now) holds the lock"
+grpo-spool recover $S -v 2>$S/rec
+check "recover leaves it while the command runs" grep -q '0 claims returned, 1 live' $S/rec
+kill -9 "$(cat $S/c.pid)"
+stale() { grpo-spool status $S | grep -q "claimed step_0/rank_0/$first by .* (stale)"; }
+wait_for 10 stale
+ok $? "once the command is gone too, status marks the claim stale"
 grpo-spool status $S --json | grep -q '"claimed":1'
 ok $? "status reports the claim"
-grpo-spool status $S | grep -q "claimed step_0/rank_0/$first by .* (stale)"
-ok $? "status names the holder and marks the claim stale"
 grpo-spool recover $S
 ok $? "recover runs"
 check "recover returned the claim" test ! -e $S/rollouts/step_0/rank_0/.claimed/$first
@@ -61,6 +68,45 @@ grpo-spool status $S --json | grep -q '"waiting":0,"claimed":0,"done":2'
 ok $? "status: both done"
 grpo-spool consume $S/rollouts -- sh -c "$LOGCMD" $S/c
 check "a further run processes nothing" test "$(lines $S/c.log)" = 2
+
+# ---- a claim held past its lease is renewed while its command runs ----
+# Another host judges the claim by its lease (GRPO_CLAIM_HOST makes recover
+# that host); the consumer renews every lease/3, so the claim stays live.
+S=$T/lease
+publish $S/q 0 0 long.zst L
+grpo-spool consume $S/q --lease 3 -- sh -c 'touch "$0.go"; sleep 7; echo "$GRPO_NAME" >> "$0.log"' $S/c &
+CPID=$!; PIDS="$PIDS $CPID"
+wait_for 10 test -e $S/c.go
+sleep 4
+GRPO_CLAIM_HOST=elsewhere.example grpo-spool recover $S -v 2>$S/rec
+check "recover on another host, past the lease, leaves the claim alone" grep -q '0 claims returned, 1 live' $S/rec
+wait $CPID; ok $? "the consumer finishes"
+check "the file was processed once" test "$(cat $S/c.log)" = long.zst
+check "and is done" test -f $S/q/step_0/rank_0/.done/long.zst
+publish $S/q 0 0 late.zst L
+echo "host=elsewhere.example pid=1 pstart=1 time=1 lease=3" > $S/q/step_0/rank_0/.claimed/late.zst
+touch -d '10 seconds ago' $S/q/step_0/rank_0/.claimed/late.zst
+grpo-spool recover $S -v 2>$S/rec
+check "a claim from another host not renewed within its lease is returned" grep -q '1 claims returned, 0 live' $S/rec
+
+# ---- kill -9 of the consumer alone: its command holds the claim ----
+S=$T/orphan
+publish $S/q 0 0 o.zst O
+grpo-spool consume $S/q -- sh -c 'echo $$ > "$0.pid"; exec sleep 30' $S/c >/dev/null 2>&1 &
+CPID=$!; PIDS="$PIDS $CPID"
+wait_for 10 test -s $S/c.pid
+kill -9 $CPID; wait $CPID 2>/dev/null
+child=$(cat $S/c.pid); PIDS="$PIDS $child"
+check "the command outlives its consumer" kill -0 $child
+grpo-spool recover $S -v 2>$S/rec
+check "recover does not re-queue the file while the command runs" grep -q '0 claims returned, 1 live' $S/rec
+check "its claim is in place" test -f $S/q/step_0/rank_0/.claimed/o.zst
+kill -9 $child
+returned() { grpo-spool recover $S && test ! -e $S/q/step_0/rank_0/.claimed/o.zst; }
+wait_for 10 returned
+ok $? "once the command is gone, unfinished, recover returns the file"
+grpo-spool status $S --json | grep -q '"waiting":1,"claimed":0,"done":0'
+ok $? "it is waiting again"
 
 # ---- a failing command leaves its file waiting ----
 S=$T/fail
@@ -87,16 +133,25 @@ watch_test() { # MODE-ARGS...: run a watching consumer and feed it
 	wait_for 10 has_lines $S/c.log 13
 	ok $? "[$*] a burst of files in a new step is consumed"
 	check "[$*] each exactly once" test "$(sort $S/c.log | uniq | wc -l)" = 13
-	kill -TERM $WPID
+	kill -${SIG:-TERM} $WPID
 	wait_for 10 sh -c "! kill -0 $WPID"
-	ok $? "[$*] SIGTERM stops it"
+	ok $? "[$*] SIG${SIG:-TERM} stops it"
 	wait $WPID; ok $? "[$*] with exit status 0"
 	check "[$*] nothing left claimed" no_claims $S/q
 }
 watch_test --rescan 1000
 GRPO_WATCH_TEST_OVERFLOW=1 watch_test --rescan 1000 -v 2>$T/ovf.err
 check "with the overflow hook, only overflow rescans found the files" grep -q ', [1-9][0-9]* overflows, inotify' $T/ovf.err
-watch_test --poll 0.1
+SIG=INT watch_test --poll 0.1
+
+# ---- a queue on a remote file system is polled without --poll ----
+S=$T/remote; publish $S/q 0 0 r.zst r
+GRPO_FSYS_REMOTE=1 grpo-spool consume $S/q --watch -v -- sh -c "$LOGCMD" $S/c 2>$S/err &
+WPID=$!; PIDS="$PIDS $WPID"
+wait_for 10 has_lines $S/c.log 1
+ok $? "a watching consumer on a remote file system consumes"
+kill -TERM $WPID; wait $WPID
+check "by polling every 5 seconds, unasked" grep -q 'polling every 5s' $S/err
 
 # ---- a done file whose claim record comes and goes does not wake watchers for ever ----
 S=$T/pingpong; mkdir -p $S/q
@@ -171,6 +226,22 @@ for s in 1 3; do zstd -dc $T/arch/rollouts-step_$s.tar.zst | tar -C $T/x -xf - |
 check "every record reads back from the archives, byte for byte" \
 	sh -c "for s in 1 3; do for f in $T/orig/step_\$s/rank_*/*.zst; do cmp \$f $T/x/rollouts/step_\$s/\${f#$T/orig/step_\$s/}; done; done"
 check "archives hold only the records" test "$(zstd -dc $T/arch/rollouts-step_1.tar.zst | tar -tf - | wc -l)" = 4
+
+# grpo-cat reads an archived step: real grpo-collect output, archived by gc,
+# prints the same JSON as the files did before they were removed
+D=$GRPO_TOP/tests/data/collect
+C=$T/catarch
+grpo-collect -o $C/rollouts --step 1 --max-groups 2 $D/native.jsonl &&
+grpo-collect -o $C/rollouts --step 1 --rank 1 $D/vllm-completions.jsonl &&
+grpo-collect -o $C/rollouts --step 2 $D/atropos.jsonl
+ok $? "grpo-collect publishes steps 1 and 2"
+grpo-cat $C/rollouts/step_1/rank_0/*.zst $C/rollouts/step_1/rank_1/*.zst > $T/orig.jsonl
+grpo-spool consume $C/rollouts --to 1 -- true && grpo-spool gc $C --keep-last 1 --archive $T/catarch.a
+check "gc archives step 1 and removes it" test -f $T/catarch.a/rollouts-step_1.tar.zst -a ! -e $C/rollouts/step_1
+grpo-cat $T/catarch.a/rollouts-step_1.tar.zst > $T/arch.jsonl
+ok $? "grpo-cat reads the archive"
+check "the same JSON as the originals, in the same order ($(lines $T/orig.jsonl) groups)" \
+	sh -c "test -s $T/orig.jsonl && cmp $T/orig.jsonl $T/arch.jsonl"
 
 # batches: a step is finished only with its DONE marker
 for s in 1 2 3; do publish $S/batches $s 0 b.zst b$s; done

@@ -3,10 +3,13 @@
  * finished steps beyond the newest K, its archives read back byte for byte,
  * and a crash at any spool system call of gc --archive, followed by gc
  * again, ends with every old step archived whole and removed and nothing
- * else touched.
+ * else touched. Likewise a crash at any call of recover, followed by
+ * recover again, loses nothing: stale claims returned, live ones and done
+ * files kept, old temporaries and gc leftovers dealt with.
  */
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +253,123 @@ static void test_leftover(void)
 	is_int(entries(to), 0, "nothing is left in .tmp");
 }
 
+/*
+ * A queue for recover: step 1 holds done.zst (done), stale.zst (claimed by
+ * a process that died), wait.zst (waiting) and live.zst (claimed by us,
+ * in *live); .tmp an old and a new temporary; an interrupted gc left
+ * finished step 5 and unfinished step 6 in .tmp/gc.*.
+ */
+static int make_recover_queue(const char *q, struct claim *live)
+{
+	char p[700], to[700];
+	int bad = done_file(q, 1, 0, "done.zst", "D") || publish(q, 1, 0, "stale.zst", "S") ||
+		  publish(q, 1, 0, "wait.zst", "W") || publish(q, 1, 0, "live.zst", "L") ||
+		  done_file(q, 5, 0, "five.zst", "5") || publish(q, 6, 0, "six.zst", "6");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, 1, 0, "stale.zst", 0, NULL) == 0 ? 0 : 1); /* dies holding it */
+	}
+	int st;
+	bad |= waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	bad |= claim_take(live, q, 1, 0, "live.zst", 0, NULL) != 0;
+	for (int s = 5; s <= 6; s++) {
+		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d", q, s);
+		bad |= mkdir(to, 0755) != 0;
+		snprintf(p, sizeof p, "%s/step_%d", q, s);
+		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d/step_%d", q, s, s);
+		bad |= rename(p, to) != 0;
+	}
+	const char *tmps[] = { "old.1.2.3", "new.1.2.4" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof p, "%s/.tmp/%s", q, tmps[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		bad |= fd < 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	struct timespec old[2] = { { time(NULL) - 3 * 86400, 0 }, { time(NULL) - 3 * 86400, 0 } };
+	snprintf(p, sizeof p, "%s/.tmp/old.1.2.3", q);
+	bad |= utimensat(AT_FDCWD, p, old, 0) != 0;
+	return bad ? -1 : 0;
+}
+
+/* What recover must leave, whatever happened before; a description of what is wrong, or NULL. */
+static const char *recovered(const char *q)
+{
+	char p[700];
+	static const char *files[] = { "done", "stale", "wait", "live" };
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/step_1/rank_0/%s.zst", q, files[i]);
+		if (!exists("%s", p))
+			return "a published file is gone";
+	}
+	if (!exists("%s/step_1/rank_0/.done/done.zst", q) || exists("%s/step_1/rank_0/.claimed/done.zst", q))
+		return "the done file is not done";
+	if (exists("%s/step_1/rank_0/.claimed/stale.zst", q) || exists("%s/step_1/rank_0/.done/stale.zst", q))
+		return "the stale claim was not returned";
+	if (exists("%s/step_1/rank_0/.claimed/wait.zst", q) || exists("%s/step_1/rank_0/.done/wait.zst", q))
+		return "the waiting file is not waiting";
+	if (!exists("%s/step_1/rank_0/.claimed/live.zst", q))
+		return "the live claim was returned";
+	if (exists("%s/step_5", q))
+		return "the finished step left by gc is back";
+	if (!exists("%s/step_6/rank_0/six.zst", q) || exists("%s/step_6/rank_0/.done/six.zst", q))
+		return "the unfinished step left by gc is not back, waiting";
+	snprintf(p, sizeof p, "%s/.tmp", q);
+	if (exists("%s/.tmp/old.1.2.3", q) || !exists("%s/.tmp/new.1.2.4", q) || entries(p) != 1)
+		return ".tmp does not hold exactly the recent temporary";
+	return NULL;
+}
+
+static void test_recover_crash(void)
+{
+	char q[600];
+	struct err e;
+	struct queue_recover_stats rs;
+	long n = -1;
+	for (long k = 0; k <= n || n < 0; k++) {
+		struct claim live;
+		snprintf(q, sizeof q, "%s/recc/%ld/rollouts", top, k);
+		if (make_recover_queue(q, &live) < 0) {
+			ok(0, "a queue to recover (crash at %ld)", k);
+			return;
+		}
+		fflush(stdout);
+		pid_t p = fork();
+		if (p == 0) {
+			memset(&rs, 0, sizeof rs);
+			fsys_test_crash_at(k);
+			int r = queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e);
+			_exit(r < 0 ? 255 : k == 0 ? (int)fsys_calls_made() : 0);
+		}
+		int st;
+		waitpid(p, &st, 0);
+		const char *why = NULL;
+		if (k == 0) {
+			n = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			ok(n > 10 && n < 255, "recover makes %ld spool system calls", n);
+			if (n <= 10 || n >= 255)
+				return;
+		} else if (!WIFEXITED(st) || WEXITSTATUS(st) != GRPO_FSYS_CRASH_STATUS) {
+			why = "it did not crash there";
+		}
+		memset(&rs, 0, sizeof rs);
+		if (!why && queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e) < 0)
+			why = e.msg;
+		if (!why)
+			why = recovered(q);
+		claim_release(&live, NULL);
+		if (why) {
+			ok(0, "a crash at recover's call %ld, then recover again: %s", k, why);
+			return;
+		}
+	}
+	ok(1, "a crash at each of them, then recover again: the stale claim returned, the live one "
+	   "and the done file kept, the old temporary and gc's leftovers dealt with");
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -260,6 +380,7 @@ int main(void)
 	test_gc_rules();
 	test_gc_crash();
 	test_leftover();
+	test_recover_crash();
 	sh("rm -rf %s", top);
 	return tap_done();
 }

@@ -4,13 +4,19 @@
  * published while the loop waits (in a known or a new step directory) is
  * handed out, through inotify events, through the overflow rescan alone
  * (the test hook), or by polling; a signal stops the loop after the file
- * in hand with nothing claimed. alarm() turns a hang into a failure.
+ * in hand with nothing claimed (SIGTERM or SIGINT). The periodic rescan
+ * alone finds a file no event announces; a queue on a remote file system
+ * (the GRPO_FSYS_REMOTE hook) is polled without being asked; claims in
+ * hand, detached or waited over are renewed every lease/3. alarm() turns a
+ * hang into a failure.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "claim.h"
@@ -146,15 +152,17 @@ static void test_follow(int mode)
 		   "[%s] found by events alone (%ld events, one scan)", names[mode], s.events);
 
 	/* A signal while a file is in hand: the loop stops at its next call. */
+	int sig = mode == 1 ? SIGINT : SIGTERM;
+	const char *sn = sig == SIGINT ? "SIGINT" : "SIGTERM";
 	publish(q, 5, 0, "last.zst");
 	publish(q, 5, 0, "never.zst");
 	struct claim *c;
 	r = watch_next(w, &c, &e);
 	ok(r == 1 && !strcmp(c->name, "last.zst"), "[%s] a file in hand", names[mode]);
-	raise(SIGTERM); /* blocked by the loop: pending until it asks */
-	ok(claim_retire(c, &e) == 0, "[%s] it is finished after SIGTERM", names[mode]);
+	raise(sig); /* blocked by the loop: pending until it asks */
+	ok(claim_retire(c, &e) == 0, "[%s] it is finished after %s", names[mode], sn);
 	is_int(watch_next(w, &c, &e), 0, "[%s] and the loop stops", names[mode]);
-	is_int(watch_stopped(w), SIGTERM, "[%s] saying why", names[mode]);
+	is_int(watch_stopped(w), sig, "[%s] saying why (%s)", names[mode], sn);
 	watch_close(w);
 	snprintf(dir, sizeof dir, "%s/step_5/rank_0/.claimed", q);
 	char **v;
@@ -162,6 +170,131 @@ static void test_follow(int mode)
 	fsys_list_dir(dir, FSYS_FILES, &v, &n, NULL);
 	is_int((long)n, 0, "[%s] nothing is left claimed", names[mode]);
 	fsys_free_names(v, n);
+}
+
+/* A file that becomes waiting again without any event (its done record
+ * removed: .done is not watched) is found by the periodic rescan alone. */
+static void test_rescan(void)
+{
+	char q[512], got[300], p[700];
+	struct err e;
+	snprintf(q, sizeof q, "%s/rescan", top);
+	publish(q, 0, 0, "again.zst");
+	struct watch_opt o = WATCH_OPT_INIT;
+	o.follow = 1;
+	o.rescan = 0.3;
+	struct watch *w = watch_open(q, &o, &e);
+	ok(w && next(w, got, sizeof got) == 1 && !strcmp(got, "0/0/again.zst"), "[rescan] a file consumed");
+	if (!w)
+		return;
+	snprintf(p, sizeof p, "%s/step_0/rank_0/.done/again.zst", q);
+	unlink(p);
+	watch_deadline(w, 10);
+	ok(next(w, got, sizeof got) == 1 && !strcmp(got, "0/0/again.zst"),
+	   "[rescan] made waiting again behind the watch's back, it is handed out again");
+	struct watch_stats s;
+	watch_stats(w, &s);
+	ok(!s.polling && s.overflows == 0 && s.scans >= 2,
+	   "[rescan] by a periodic rescan (%ld scans, no overflow, not polling)", s.scans);
+	watch_close(w);
+}
+
+/* GRPO_FSYS_REMOTE=1: the queue counts as remote, and --watch polls. */
+static void test_remote(void)
+{
+	char q[512], got[300];
+	struct err e;
+	snprintf(q, sizeof q, "%s/remote", top);
+	publish(q, 0, 0, "r.zst");
+	setenv("GRPO_FSYS_REMOTE", "0", 1);
+	ok(!fsys_is_remote(q), "[remote] GRPO_FSYS_REMOTE=0: local");
+	setenv("GRPO_FSYS_REMOTE", "1", 1);
+	ok(fsys_is_remote(q), "[remote] GRPO_FSYS_REMOTE=1: remote");
+	struct watch_opt o = WATCH_OPT_INIT;
+	o.follow = 1;
+	struct watch *w = watch_open(q, &o, &e);
+	unsetenv("GRPO_FSYS_REMOTE");
+	struct watch_stats s;
+	if (w)
+		watch_stats(w, &s);
+	ok(w && s.polling && s.interval == WATCH_POLL_DEFAULT,
+	   "[remote] a watch without poll polls, every %g seconds", w ? s.interval : -1.0);
+	ok(w && next(w, got, sizeof got) == 1 && !strcmp(got, "0/0/r.zst"), "[remote] and hands out files");
+	watch_close(w);
+}
+
+static void age_record(const char *path, long seconds)
+{
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= seconds;
+	t[1] = t[0];
+	utimensat(AT_FDCWD, path, t, 0);
+}
+
+/* Seconds since the record was written or renewed, as recovery sees it. */
+static long long record_age(const char *path)
+{
+	struct claim_id id;
+	long long age = -1;
+	struct err e;
+	claim_check(path, 0, time(NULL), &id, &age, &e);
+	return age;
+}
+
+static void test_renew(void)
+{
+	char q[512];
+	struct err e;
+	snprintf(q, sizeof q, "%s/renew", top);
+	publish(q, 0, 0, "kept.zst");
+	publish(q, 0, 0, "held.zst");
+	struct watch_opt o = WATCH_OPT_INIT;
+	o.follow = 1;
+	o.rescan = 3600;
+	o.lease = 1; /* renewed every third of a second */
+	struct watch *w = watch_open(q, &o, &e);
+	struct claim *c, kept;
+	int r = w ? watch_next(w, &c, &e) : -1;
+	ok(r == 1 && !strcmp(c->name, "held.zst"), "[renew] a claim handed out");
+	if (r != 1) {
+		watch_close(w);
+		return;
+	}
+	watch_detach(w, &kept);
+	r = watch_next(w, &c, &e);
+	ok(r == 1 && !strcmp(c->name, "kept.zst"), "[renew] detached, and another in hand");
+	age_record(kept.claim_path, 3600);
+	age_record(c->claim_path, 3600);
+	usleep(400000);
+	is_int(watch_renew(w, &e), 0, "[renew] watch_renew once a renewal is due");
+	ok(record_age(kept.claim_path) <= 1 && record_age(c->claim_path) <= 1,
+	   "[renew] renews the claim in hand and the detached one (ages %lld, %lld)",
+	   record_age(c->claim_path), record_age(kept.claim_path));
+	ok(claim_retire(c, &e) == 0, "[renew] the one in hand retired");
+
+	/* While watch_next waits, the detached claim is renewed: a lease of
+	 * one second, and waiting three, it never ages past it. */
+	age_record(kept.claim_path, 3600);
+	watch_deadline(w, 3);
+	r = watch_next(w, &c, &e);
+	ok(r == 0 && watch_timed_out(w), "[renew] watch_next waits out its deadline");
+	long long age = record_age(kept.claim_path);
+	ok(age <= 1, "[renew] meanwhile the detached claim was renewed (age %lld)", age);
+
+	/* A record that is no longer the one held is left alone. */
+	ok(claim_renew_record(kept.claim_path, kept.dev, kept.ino + 1, &e) == 1,
+	   "[renew] claim_renew_record: another record under the name is not renewed");
+	ok(claim_retire(&kept, &e) == 0, "[renew] the detached claim retired");
+	char done[700];
+	snprintf(done, sizeof done, "%s/step_0/rank_0/.done/held.zst", q);
+	age_record(done, 3600);
+	usleep(400000);
+	is_int(watch_renew(w, &e), 0, "[renew] renewing after it was retired");
+	struct stat st;
+	ok(stat(done, &st) == 0 && time(NULL) - st.st_mtime > 3000,
+	   "[renew] does not touch its done record");
+	watch_close(w);
 }
 
 int main(void)
@@ -174,6 +307,9 @@ int main(void)
 	test_order();
 	for (int mode = 0; mode < 3; mode++)
 		test_follow(mode);
+	test_rescan();
+	test_remote();
+	test_renew();
 	sh("rm -rf %s", top);
 	return tap_done();
 }
