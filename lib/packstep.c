@@ -45,6 +45,44 @@ int packstep_done_exists(const char *queue, int64_t step, struct err *e)
 	return err_sys(e, "%s", p);
 }
 
+int packstep_lock(const char *queue, int *fd, struct err *e)
+{
+	char p[PATH_MAX];
+	*fd = -1;
+	if (snprintf(p, sizeof p, "%s/.lock", queue) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_mkdirs(queue, e) < 0)
+		return -1;
+	return fsys_try_lock(p, 1, fd, e);
+}
+
+/* 1 when the file at path holds exactly n bytes equal to p, 0 when not. */
+static int same_bytes(const char *path, const uint8_t *p, size_t n, struct err *e)
+{
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	uint8_t chunk[65536];
+	size_t at = 0;
+	int same = 1;
+	for (;;) {
+		ssize_t k = fsys_read(fd, chunk, sizeof chunk, path, e);
+		if (k < 0) {
+			close(fd);
+			return -1;
+		}
+		if (k == 0)
+			break;
+		if (at + (size_t)k > n || memcmp(chunk, p + at, (size_t)k) != 0) {
+			same = 0;
+			break;
+		}
+		at += (size_t)k;
+	}
+	close(fd);
+	return same && at == n;
+}
+
 int packstep_next_step(const char *queue, int64_t *step, struct err *e)
 {
 	*step = 1;
@@ -192,6 +230,18 @@ static int do_bin(struct bins_ctx *c, uint32_t b, const struct traj **seqs, uint
 	}
 	if ((r = spool_commit(&so, e)) < 0)
 		goto done;
+	if (r == 1) {
+		/* Published before: a re-run after a crash makes the same bytes;
+		 * anything else is someone else's step, not ours to complete. */
+		int same = same_bytes(so.final_path, enc->data, enc->len, e);
+		if (same < 0)
+			goto done;
+		if (!same) {
+			err_set(e, "%s: already published with different contents (another packer, or "
+				"other input or options, wrote this step)", so.final_path);
+			goto done;
+		}
+	}
 	bo->existing = r == 1;
 	bo->bytes = enc->len;
 	rc = 0;

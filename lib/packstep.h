@@ -9,9 +9,12 @@
  *    micro-step order; one micro-batch per spool file), each published by
  *    spool.h (tmp, fsync, rename without replacing), then QUEUE/step_N/DONE,
  *    the manifest, published last the same way; a reader that sees DONE sees
- *    every file of the step. A file already published under its name (a
- *    re-run after a crash, which packs the same input the same way) is left
- *    as it is; a step that already has DONE is refused.
+ *    every file of the step. A file already published under its name is
+ *    accepted only if it holds the same bytes (a re-run after a crash packs
+ *    the same input the same way); different bytes mean another packer or
+ *    other options, and the step fails rather than mix the two. A step that
+ *    already has DONE is refused. One packer at a time: the caller holds
+ *    packstep_lock() while it reads the newest manifest and publishes.
  *  - or a spool file writer (standard output): every micro-batch of the
  *    step, rank by rank, micro-step by micro-step.
  *
@@ -115,6 +118,12 @@ int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **ru
  * packstep_inputs_free); none when there is no such manifest. */
 int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input **in, uint32_t *n,
 			 struct err *e);
+
+/* Lock QUEUE/.lock (creating QUEUE) without waiting, flock(2) style, so
+ * the kernel drops it if the holder dies: 0 held (keep *fd open while
+ * publishing, close it to unlock), 1 another process holds it, -1 error
+ * (also where the file system has no locks). */
+int packstep_lock(const char *queue, int *fd, struct err *e);
 
 /* 1 if QUEUE/step_N/DONE exists, 0 if not, -1 on error. */
 int packstep_done_exists(const char *queue, int64_t step, struct err *e);

@@ -657,7 +657,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
-	int status = 1;
+	int status = 1, lock_fd = -1;
 
 	/* Each micro-batch's length is padded to a multiple of P within T, so
 	 * the usable capacity is T rounded down to a multiple of P. */
@@ -673,6 +673,20 @@ int main(int argc, char **argv)
 	o->seq_len = s.po.seq_len;
 	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
 		goto fail;
+	/* One packer per output queue, for the whole run: the step number and
+	 * the carried-over progress come from the newest manifest, so two
+	 * packers would publish the same step from different sequences. */
+	if (o->out) {
+		int r = packstep_lock(o->out, &lock_fd, &e);
+		if (r < 0)
+			goto fail;
+		if (r == 1) {
+			fprintf(stderr, "%s: %s: another grpo-pack is publishing into this queue (it holds "
+				"%s/.lock); try again later\n", prog, o->out, o->out);
+			status = 75;
+			goto fail_quiet;
+		}
+	}
 	if (o->out && !o->step_given && packstep_next_step(o->out, &o->step, &e) < 0)
 		goto fail;
 	if (!o->out && !o->step_given)
@@ -752,6 +766,8 @@ fail:
 fail_quiet:
 	release_all(&s);
 done:
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
 	if (s.metrics)

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 40
+plan 46
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -191,3 +191,52 @@ while [ $n -le "$calls" ]; do
 	n=$((n + 1))
 done
 is "$bad" 0 "a crash at any of $calls calls across two steps: every sequence packed exactly once"
+
+# 14. one packer per output queue: the lock, and files already published
+mkdir -p "$T/l"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l/batches" "$T/tiny.zst"
+flock "$T/l/batches/.lock" grpo-pack -T 8 -W 2 -o "$T/l/batches" "$T/tiny.zst" 2> "$T/err"
+is "$?" 75 "a second packer on a locked queue exits 75 (temporary)"
+grep -q "another grpo-pack is publishing into this queue" "$T/err" && [ ! -e "$T/l/batches/step_2" ]
+is "$?" 0 "says why and publishes nothing: $(cat "$T/err")"
+mkdir -p "$T/l2/batches/step_1/rank_0"
+cp "$T/l/batches/step_1/rank_1/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" 2> "$T/err"
+is "$?" 1 "a micro-batch file already there with other bytes fails the step"
+grep -q "already published with different contents" "$T/err" && [ ! -e "$T/l2/batches/step_1/DONE" ]
+is "$?" 0 "loudly, without DONE: $(cat "$T/err")"
+rm -rf "$T/l2" && mkdir -p "$T/l2/batches/step_1/rank_0"
+cp "$T/l/batches/step_1/rank_0/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" && [ -f "$T/l2/batches/step_1/DONE" ]
+is "$?" 0 "the same bytes already there (a re-run after a crash) are accepted"
+# two packers racing over one queue: whatever the timing, each step is whole
+i=0
+: > "$T/many.jsonl"
+while [ $i -lt 30 ]; do
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$i\1/" "$d/tiny.jsonl" > "$T/one.jsonl"
+	mkdir -p "$T/race.in/step_0/rank_0"
+	grpo-cat --from-json -o "$T/race.in/step_0/rank_0/g$i.zst" "$T/one.jsonl"
+	i=$((i + 1))
+done
+bad=0
+for round in 1 2 3; do
+	rm -rf "$T/race" && cp -r "$T/race.in" "$T/race.q"
+	mkdir -p "$T/race" && mv "$T/race.q" "$T/race/scored"
+	grpo-pack -T 16 -W 2 -b 3 -o "$T/race/batches" "$T/race/scored" 2> "$T/e1" & p1=$!
+	grpo-pack -T 16 -W 2 -b 3 -o "$T/race/batches" "$T/race/scored" 2> "$T/e2" & p2=$!
+	wait $p1; s1=$?
+	wait $p2; s2=$?
+	for st in $s1 $s2; do case $st in 0|75) ;; *) bad=1; echo "# round $round: status $st: $(cat "$T/e1" "$T/e2")" ;; esac; done
+	for m in "$T/race/batches"/step_*/DONE; do
+		want=$(grep -o '"sequences":[0-9]*' "$m" | head -1 | cut -d: -f2)
+		got=$(cat "$(dirname "$m")"/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+			grep -o '[0-9][0-9]*' | wc -l)
+		[ "$want" = "$got" ] || { bad=1; echo "# round $round: $m says $want sequences, holds $got"; }
+	done
+	n=$(cat "$T/race/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+		grep -o '[0-9][0-9]*' | sort | uniq | wc -l)
+	dup=$(cat "$T/race/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+		grep -o '[0-9][0-9]*' | sort | uniq -d | wc -l)
+	[ "$n" = 90 ] && [ "$dup" = 0 ] || { bad=1; echo "# round $round: $n distinct sequences, $dup repeated"; }
+done
+is "$bad" 0 "two packers started together: 0 or 75 each, every step whole, 90 sequences exactly once"
