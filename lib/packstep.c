@@ -25,6 +25,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+const char *const packstep_drop_names[PACKSTEP_N_DROP] = { "stale", "overlong", "empty" };
+
+int packstep_drops_any(const struct packstep_drops *d)
+{
+	uint64_t any = d->truncated;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		any += d->n[r];
+	return any > 0;
+}
+
+int packstep_drops_json(struct buf *b, const struct packstep_drops *d)
+{
+	int bad = buf_printf(b, "\"dropped\":{");
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		bad |= buf_printf(b, "%s\"%s\":%llu", r ? "," : "", packstep_drop_names[r],
+				  (unsigned long long)d->n[r]);
+	bad |= buf_printf(b, "},\"truncated\":%llu,\"truncated_untrained\":%llu",
+			  (unsigned long long)d->truncated, (unsigned long long)d->truncated_untrained);
+	return bad ? -1 : 0;
+}
+
 void packstep_stats_free(struct packstep_stats *st)
 {
 	free(st->rank_tokens);
@@ -325,8 +346,8 @@ static int write_bins(struct bins_ctx *c, struct err *e)
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
-		 struct err *e)
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
+		 struct packstep_stats *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -395,9 +416,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		st->files_existing += bc.out[b].existing;
 	}
 	free(bc.out);
+	/* Against T as the user gave it: when P does not divide T, the tokens
+	 * rounding leaves unusable are lost fill, and the figures say so. */
+	double T = o->seq_len_given ? o->seq_len_given : o->seq_len;
 	uint32_t kb = pr.lower_bound ? (pr.lower_bound + o->ranks - 1) / o->ranks * o->ranks : o->ranks;
-	st->fill = (double)st->tokens / ((double)pr.k * o->seq_len);
-	st->fill_bound = (double)st->tokens / ((double)kb * o->seq_len);
+	st->fill = (double)st->tokens / ((double)pr.k * T);
+	st->fill_bound = (double)st->tokens / ((double)kb * T);
 
 	/* run progress */
 	for (uint32_t q = 0; q < n_runs; q++)
@@ -417,9 +441,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 
 	if (o->queue) {
 		int bad = buf_printf(&man, "{\"step\":%lld,\"ranks\":%u,\"micro_batches_per_rank\":%u,"
-				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,\"runs\":[",
-				     (long long)step, o->ranks, pr.per_rank, n, (unsigned long long)st->tokens,
-				     (unsigned long long)(st->pad_tokens + st->dummy_tokens), pr.dummies);
+				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,"
+				     "\"dummy_tokens\":%llu,", (long long)step, o->ranks, pr.per_rank, n,
+				     (unsigned long long)st->tokens, (unsigned long long)st->pad_tokens, pr.dummies,
+				     (unsigned long long)st->dummy_tokens);
+		bad |= packstep_drops_json(&man, drops);
+		bad |= buf_printf(&man, ",\"runs\":[");
 		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0, first = 1; q < n_runs; q++) {
 			bad |= buf_printf(&man, "%s{\"run\":", first ? "" : ",");
@@ -474,8 +501,7 @@ out:
 }
 
 int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,
-		     uint32_t n_runs, const char *const *reasons, const uint64_t *dropped,
-		     uint32_t n_reasons, uint64_t truncated, uint64_t truncated_untrained)
+		     uint32_t n_runs, const struct packstep_drops *drops)
 {
 	double tmax = 0, tsum = 0, cmax = 0, csum = 0;
 	for (uint32_t q = 0; q < st->ranks; q++) {
@@ -495,12 +521,10 @@ int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struc
 	bad |= buf_printf(b, "],\"rank_cost\":[");
 	for (uint32_t q = 0; q < st->ranks; q++)
 		bad |= buf_printf(b, "%s%.6g", q ? "," : "", st->rank_cost[q]);
-	bad |= buf_printf(b, "],\"rank_tokens_max_mean\":%.6f,\"rank_cost_max_mean\":%.6f,\"dropped\":{",
+	bad |= buf_printf(b, "],\"rank_tokens_max_mean\":%.6f,\"rank_cost_max_mean\":%.6f,",
 			  tsum > 0 ? tmax / (tsum / st->ranks) : 1.0, csum > 0 ? cmax / (csum / st->ranks) : 1.0);
-	for (uint32_t r = 0; r < n_reasons; r++)
-		bad |= buf_printf(b, "%s\"%s\":%llu", r ? "," : "", reasons[r], (unsigned long long)dropped[r]);
-	bad |= buf_printf(b, "},\"truncated\":%llu,\"truncated_untrained\":%llu,\"runs\":[",
-			  (unsigned long long)truncated, (unsigned long long)truncated_untrained);
+	bad |= packstep_drops_json(b, drops);
+	bad |= buf_printf(b, ",\"runs\":[");
 	for (uint32_t q = 0, first = 1; q < n_runs; q++) {
 		if (runs[q].seqs == 0)
 			continue;

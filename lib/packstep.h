@@ -20,12 +20,19 @@
  *
  * The manifest, one JSON object:
  *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
- *    "tokens":real tokens,"pad_tokens":P,"dummies":D,
+ *    "tokens":real tokens,"pad_tokens":P,"dummies":D,"dummy_tokens":Q,
+ *    "dropped":{"stale":a,"overlong":b,"empty":c},"truncated":t,
+ *    "truncated_untrained":u,
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
  *             "run_step":r,"ready":b}, ...],"next_run":NAME,
  *    "inputs":["step_K/rank_X/NAME", ...],
  *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...]}
- * where a run's run_step counts its completed steps of --batch-size
+ * where pad_tokens counts the padding of micro-batches that hold sequences
+ * and dummy_tokens the tokens of dummy micro-batches (all padding), in the
+ * manifest and the metrics line alike; dropped counts the sequences left
+ * out since the previous step, by reason, and truncated those shortened to
+ * T (truncated_untrained: of them, those left with no trained token).
+ * A run's run_step counts its completed steps of --batch-size
  * sequences (of every step when there is no batch size), ready says the
  * run completed one in this step (prime-rl's ready_to_update), and
  * next_run is the run whose turn comes first in the next step. The next
@@ -50,7 +57,8 @@
 #include "traj.h"
 
 struct packstep_opt {
-	uint32_t seq_len;          /* T, already a multiple of pad_multiple */
+	uint32_t seq_len;          /* capacity: T rounded down to a multiple of pad_multiple */
+	uint32_t seq_len_given;    /* T as given (0: seq_len); fill is relative to it */
 	uint32_t ranks;            /* W */
 	uint32_t pad_multiple;     /* 0/1: none */
 	struct pack_cost cost;
@@ -85,11 +93,23 @@ struct packstep_run {
 	uint64_t tokens;           /* this step */
 };
 
+/* Sequences left out of a step, or shortened to fit, since the last step. */
+enum { PACKSTEP_STALE, PACKSTEP_OVERLONG, PACKSTEP_EMPTY, PACKSTEP_N_DROP };
+extern const char *const packstep_drop_names[PACKSTEP_N_DROP];   /* "stale", ... */
+struct packstep_drops {
+	uint64_t n[PACKSTEP_N_DROP];
+	uint64_t truncated, truncated_untrained;
+};
+/* 1 when anything was dropped or truncated. */
+int packstep_drops_any(const struct packstep_drops *d);
+/* "dropped":{...},"truncated":t,"truncated_untrained":u (a JSON fragment). */
+int packstep_drops_json(struct buf *b, const struct packstep_drops *d);
+
 struct packstep_stats {
 	int64_t step;
 	uint32_t ranks, per_rank, dummies, sequences, lower_bound;
 	uint64_t tokens, pad_tokens, dummy_tokens;
-	double fill, fill_bound;
+	double fill, fill_bound;   /* tokens / (k * T as given); k = the bound's micro-batches */
 	uint64_t *rank_tokens;     /* (ranks), padding included */
 	double *rank_cost;         /* (ranks), padding and dummies included */
 	uint32_t refine_moves;
@@ -106,8 +126,8 @@ void packstep_stats_free(struct packstep_stats *st);
  */
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
-		 struct err *e);
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
+		 struct packstep_stats *st, struct err *e);
 
 /* The runs recorded in QUEUE/step_N/DONE (names malloc'ed), and the index
  * of its next_run; nothing (0 runs) when there is no such manifest. */
@@ -130,9 +150,8 @@ int packstep_done_exists(const char *queue, int64_t step, struct err *e);
 /* The step after the newest step of the queue with a DONE marker; 1 for none. */
 int packstep_next_step(const char *queue, int64_t *step, struct err *e);
 
-/* The metrics line (with '\n'); dropped: counts by reason, names (n_reasons). */
+/* The metrics line (with '\n'). */
 int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,
-		     uint32_t n_runs, const char *const *reasons, const uint64_t *dropped,
-		     uint32_t n_reasons, uint64_t truncated, uint64_t truncated_untrained);
+		     uint32_t n_runs, const struct packstep_drops *drops);
 
 #endif

@@ -33,8 +33,6 @@
 static const char *prog = "grpo-pack";
 
 enum overlong { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
-enum { DROP_STALE, DROP_OVERLONG, DROP_EMPTY, N_DROP };
-static const char *const drop_names[N_DROP] = { "stale", "overlong", "empty" };
 
 struct entry {
 	struct traj t;
@@ -76,10 +74,11 @@ struct state {
 	struct packstep_run *runs;
 	uint32_t n_runs, turn;
 	uint64_t groups;
-	uint64_t dropped[N_DROP], truncated, truncated_untrained;
+	struct packstep_drops drops;   /* since the last step */
 	struct packstep_input *prev;   /* inputs of the newest DONE: packed already */
 	uint32_t n_prev;
 	FILE *metrics;
+	char cap_text[128];            /* the capacity in messages, in the user's terms */
 	struct sfile_writer w;
 	int writer_open;
 };
@@ -192,23 +191,23 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
 				       (unsigned long long)rec, j, (long long)t->sequence_id);
 		if (len == 0) {
-			s->dropped[DROP_EMPTY]++;
+			s->drops.n[PACKSTEP_EMPTY]++;
 			continue;
 		}
 		uint32_t use = (uint32_t)len;
-		if (len > s->o.seq_len) {
+		if (len > s->po.seq_len) {
 			if (s->o.overlong == OVER_ERROR)
-				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than "
-					       "--seq-len %u (see --overlong)", name, (unsigned long long)rec,
-					       (long long)t->sequence_id, (unsigned long long)len, s->o.seq_len);
+				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than %s "
+					       "(see --overlong)", name, (unsigned long long)rec,
+					       (long long)t->sequence_id, (unsigned long long)len, s->cap_text);
 			if (s->o.overlong == OVER_SKIP) {
-				s->dropped[DROP_OVERLONG]++;
+				s->drops.n[PACKSTEP_OVERLONG]++;
 				continue;
 			}
-			use = s->o.seq_len;
-			s->truncated++;
+			use = s->po.seq_len;
+			s->drops.truncated++;
 			if (mb_trained_tokens(t, use) == 0)
-				s->truncated_untrained++;
+				s->drops.truncated_untrained++;
 		}
 		if (s->n == s->cap) {
 			size_t nc = s->cap ? 2 * s->cap : 256;
@@ -290,7 +289,7 @@ static void drop_stale(struct state *s)
 	for (size_t i = 0; i < s->n; i++) {
 		struct entry *en = &s->ent[i];
 		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
-			s->dropped[DROP_STALE]++;
+			s->drops.n[PACKSTEP_STALE]++;
 			if (en->src >= 0)
 				s->src[en->src].pending--;
 			traj_free(&en->t);
@@ -319,26 +318,48 @@ static void emit_metrics(struct state *s, const struct buf *m)
 		fwrite(m->data, 1, m->len, stderr);
 }
 
-/* Sequences were dropped but none is left to pack: say so all the same. */
-static void report_drops_only(struct state *s)
+/*
+ * What was dropped or truncated for step N, one line on standard error
+ * whatever -v says (a dropped sequence is never silent), and with nothing
+ * left to pack a metrics line all the same. Then the counts start again.
+ */
+static void report_drops(struct state *s, int packed)
 {
-	uint64_t any = s->truncated;
-	for (int r = 0; r < N_DROP; r++)
-		any += s->dropped[r];
-	if (!any)
+	const struct packstep_drops *d = &s->drops;
+	if (!packstep_drops_any(d))
 		return;
-	struct buf m = { 0 };
-	int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,\"dropped\":{", (long long)s->o.step);
-	for (int r = 0; r < N_DROP; r++)
-		bad |= buf_printf(&m, "%s\"%s\":%llu", r ? "," : "", drop_names[r],
-				  (unsigned long long)s->dropped[r]);
-	bad |= buf_printf(&m, "},\"truncated\":%llu,\"truncated_untrained\":%llu}\n",
-			  (unsigned long long)s->truncated, (unsigned long long)s->truncated_untrained);
-	if (!bad)
-		emit_metrics(s, &m);
-	buf_free(&m);
-	memset(s->dropped, 0, sizeof s->dropped);
-	s->truncated = s->truncated_untrained = 0;
+	char line[512];
+	size_t at = 0;
+	const char *sep = "dropped ";
+	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
+		if (!d->n[r])
+			continue;
+		at += (size_t)snprintf(line + at, sizeof line - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
+				       packstep_drop_names[r]);
+		if (r == PACKSTEP_STALE)
+			at += (size_t)snprintf(line + at, sizeof line - at, " (policy_version below %lld, --max-lag %ld)",
+					       (long long)(s->o.step - 1 - s->o.max_lag), s->o.max_lag);
+		else if (r == PACKSTEP_OVERLONG)
+			at += (size_t)snprintf(line + at, sizeof line - at, " (longer than %s)", s->cap_text);
+		else
+			at += (size_t)snprintf(line + at, sizeof line - at, " (no tokens)");
+		sep = ", ";
+	}
+	if (d->truncated)
+		snprintf(line + at, sizeof line - at, "%struncated %llu to %s (%llu left with no trained token)",
+			 at ? "; " : "", (unsigned long long)d->truncated, s->cap_text,
+			 (unsigned long long)d->truncated_untrained);
+	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
+	if (!packed) {
+		struct buf m = { 0 };
+		int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,", (long long)s->o.step);
+		bad |= packstep_drops_json(&m, d);
+		bad |= buf_printf(&m, "}\n");
+		if (!bad)
+			emit_metrics(s, &m);
+		buf_free(&m);
+	}
+	memset(&s->drops, 0, sizeof s->drops);
 }
 
 /* Pack and publish one step from the buffer; 0 when the buffer was empty. */
@@ -346,7 +367,7 @@ static int pack_step(struct state *s, struct err *e)
 {
 	drop_stale(s);
 	if (s->n == 0) {
-		report_drops_only(s);
+		report_drops(s, 0);
 		return retire_done(s, e) < 0 ? -1 : 0;
 	}
 	/* units: one per sequence, or per group with --keep-groups */
@@ -416,18 +437,16 @@ static int pack_step(struct state *s, struct err *e)
 	}
 	struct packstep_stats st;
 	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size,
-			 ins, nin, &st, e) < 0) {
+			 ins, nin, &s->drops, &st, e) < 0) {
 		packstep_stats_free(&st);
 		goto out;
 	}
 	struct buf m = { 0 };
-	if (packstep_metrics(&m, &st, s->runs, s->n_runs, drop_names, s->dropped, N_DROP, s->truncated,
-			     s->truncated_untrained) == 0)
+	if (packstep_metrics(&m, &st, s->runs, s->n_runs, &s->drops) == 0)
 		emit_metrics(s, &m);
 	buf_free(&m);
 	packstep_stats_free(&st);
-	memset(s->dropped, 0, sizeof s->dropped);
-	s->truncated = s->truncated_untrained = 0;
+	report_drops(s, 1);
 	/* the step is published: forget its sequences, retire finished inputs */
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
@@ -670,7 +689,12 @@ int main(int argc, char **argv)
 	s.po.level = 1;
 	if (!o->min_tokens)
 		o->min_tokens = (uint64_t)o->ranks * s.po.seq_len;
-	o->seq_len = s.po.seq_len;
+	s.po.seq_len_given = o->seq_len;
+	if (s.po.seq_len == o->seq_len)
+		snprintf(s.cap_text, sizeof s.cap_text, "--seq-len %u", o->seq_len);
+	else
+		snprintf(s.cap_text, sizeof s.cap_text, "%u tokens (--seq-len %u rounded down to a multiple of "
+			 "--pad-multiple %u)", s.po.seq_len, o->seq_len, o->pad);
 	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
 		goto fail;
 	/* One packer per output queue, for the whole run: the step number and

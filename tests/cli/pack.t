@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 46
+plan 56
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -26,7 +26,7 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
 	"the manifest"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
@@ -210,10 +210,9 @@ cp "$T/l/batches/step_1/rank_0/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000
 grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" && [ -f "$T/l2/batches/step_1/DONE" ]
 is "$?" 0 "the same bytes already there (a re-run after a crash) are accepted"
 # two packers racing over one queue: whatever the timing, each step is whole
-i=0
-: > "$T/many.jsonl"
-while [ $i -lt 30 ]; do
-	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$i\1/" "$d/tiny.jsonl" > "$T/one.jsonl"
+i=1
+while [ $i -le 30 ]; do
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$i\1/g" "$d/tiny.jsonl" > "$T/one.jsonl"
 	mkdir -p "$T/race.in/step_0/rank_0"
 	grpo-cat --from-json -o "$T/race.in/step_0/rank_0/g$i.zst" "$T/one.jsonl"
 	i=$((i + 1))
@@ -240,3 +239,36 @@ for round in 1 2 3; do
 	[ "$n" = 90 ] && [ "$dup" = 0 ] || { bad=1; echo "# round $round: $n distinct sequences, $dup repeated"; }
 done
 is "$bad" 0 "two packers started together: 0 or 75 each, every step whole, 90 sequences exactly once"
+
+# 15. drops and truncation: one line on standard error, and in the manifest
+grpo-pack -T 5 --overlong skip -o "$T/d1" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: dropped 1 overlong (longer than --seq-len 5)" \
+	"--overlong skip says so on standard error without -v or --metrics"
+grep -q '"dropped":{"stale":0,"overlong":1,"empty":0},"truncated":0,' "$T/d1/step_1/DONE"
+is "$?" 0 "and the manifest records it"
+grpo-pack -T 5 --overlong truncate -o "$T/d2" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: truncated 1 to --seq-len 5 (0 left with no trained token)" \
+	"--overlong truncate: one line"
+grep -q '"truncated":1,"truncated_untrained":0' "$T/d2/step_1/DONE"
+is "$?" 0 "in the manifest too"
+grpo-pack -T 16 --step 2 --max-lag 0 -o "$T/d3" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 2: dropped 2 stale (policy_version below 1, --max-lag 0)" \
+	"stale sequences: one line with the reason"
+grep -q '"dropped":{"stale":2,' "$T/d3/step_2/DONE"
+is "$?" 0 "and their count in the manifest"
+grpo-cat --from-json -o "$T/empty.zst" "$d/empty.jsonl"
+cat "$T/tiny.zst" "$T/empty.zst" | grpo-pack -T 8 -W 4 -P 4 -x "$T/m7" -o "$T/d4" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: dropped 1 empty (no tokens)" "an empty sequence: one line"
+
+# 16. pad_tokens means the same in the manifest and the metrics line
+grep -q '"pad_tokens":6,"dummies":1,"dummy_tokens":4,' "$T/d4/step_1/DONE" &&
+	grep -q '"pad_tokens":6,"dummy_tokens":4,' "$T/m7"
+is "$?" 0 "padding of real micro-batches 6, a dummy's 4 tokens apart, in both"
+
+# 17. T not a multiple of P: the user's T in messages and in fill
+grpo-pack -T 7 -P 4 "$T/tiny.zst" > /dev/null 2> "$T/err"
+grep -q "sequence_id 10 has 5 tokens, more than 4 tokens (--seq-len 7 rounded down to a multiple of --pad-multiple 4)" "$T/err"
+is "$?" 0 "the overlong message quotes T as given: $(cat "$T/err")"
+grpo-pack -T 10 -P 4 -x "$T/m8" "$T/tiny.zst" > /dev/null
+grep -q '"micro_batches_per_rank":2,.*"fill":0.700000,"fill_bound":0.700000' "$T/m8"
+is "$?" 0 "T=10 P=4: 14 tokens in two micro-batches of capacity 8, fill 14/(2*10)"
