@@ -765,7 +765,34 @@ int pack_cost_from_config(const char *json, size_t len, const char *name, struct
 		NKV = NH;
 	if (HS < 0)
 		HS = C / NH;
-	c->a = (double)L * (2.0 * C * (NH + 2.0 * NKV) * HS + 2.0 * NH * HS * C + 6.0 * C * I) +
+	/* Mixture of experts: a token goes through topk experts (and the shared
+	 * ones) in the sparse layers; some layers may stay dense. */
+	long topk, Ie, Ish, nsh, kdense, sstep;
+	if (cfg_int(s, "num_experts_per_tok", &topk, 0, name, e) < 0 ||
+	    cfg_int(s, "moe_intermediate_size", &Ie, 0, name, e) < 0 ||
+	    cfg_int(s, "shared_expert_intermediate_size", &Ish, 0, name, e) < 0 ||
+	    cfg_int(s, "n_shared_experts", &nsh, 0, name, e) < 0 ||
+	    cfg_int(s, "first_k_dense_replace", &kdense, 0, name, e) < 0 ||
+	    cfg_int(s, "decoder_sparse_step", &sstep, 0, name, e) < 0)
+		goto out;
+	const cJSON *dense_list = cJSON_GetObjectItemCaseSensitive(s, "mlp_only_layers");
+	if (!cJSON_IsArray(dense_list))
+		dense_list = NULL;
+	double ffn = (double)I * L;   /* sum over layers of the MLP width a token sees */
+	if (topk > 0) {
+		if (Ie < 0)
+			Ie = I;   /* Mixtral: intermediate_size is the expert's */
+		double moe = (double)Ie * topk + (Ish > 0 ? (double)Ish : nsh > 0 ? (double)nsh * Ie : 0.0);
+		ffn = 0;
+		for (long l = 0; l < L; l++) {
+			int dense = (kdense > 0 && l < kdense) || (sstep > 1 && (l + 1) % sstep != 0);
+			const cJSON *x;
+			cJSON_ArrayForEach(x, dense_list)
+				dense |= cJSON_IsNumber(x) && (long)x->valuedouble == l;
+			ffn += dense ? (double)I : moe;
+		}
+	}
+	c->a = (double)L * (2.0 * C * (NH + 2.0 * NKV) * HS + 2.0 * NH * HS * C) + 6.0 * C * ffn +
 	       2.0 * C * V;
 	c->b = 2.0 * L * NH * HS;
 	rc = 0;

@@ -40,6 +40,14 @@
  *   b = 2 * L * NH * HS
  *       (causal attention: about n^2/2 query-key pairs, 2*HS FLOPs each for
  *        the scores and 2*HS for the weighted sum, per head and layer)
+ * With num_experts_per_tok (mixture of experts) I becomes, in each sparse
+ * layer, topk * moe_intermediate_size (Mixtral: intermediate_size) plus the
+ * shared experts (shared_expert_intermediate_size, or n_shared_experts *
+ * moe_intermediate_size); layers made dense by first_k_dense_replace,
+ * decoder_sparse_step or mlp_only_layers keep intermediate_size. The router
+ * (2*C*experts, small) and MLA's low-rank projections are not modelled.
+ * prime-rl counts the output projection as 2*C^2, which is 2*NH*HS*C only
+ * when NH*HS = C (Qwen3-4B: 4096 != 2560, a = 7.76e9 there, 8.04e9 here).
  * Backward is about twice forward for every term, so the ratio, which is
  * all balancing needs, is the same for training.
  *
@@ -109,8 +117,9 @@ struct pack_cost {
 };
 double pack_cost_of(const struct pack_cost *c, uint32_t n);
 /* From config.json text (hidden_size, intermediate_size, num_hidden_layers,
- * num_attention_heads, num_key_value_heads, head_dim, vocab_size); `name`
- * for messages. Absent num_key_value_heads means NH, absent head_dim C/NH. */
+ * num_attention_heads, num_key_value_heads, head_dim, vocab_size, and the
+ * mixture-of-experts fields above); `name` for messages. Absent
+ * num_key_value_heads means NH, absent head_dim C/NH. */
 int pack_cost_from_config(const char *json, size_t len, const char *name, struct pack_cost *c,
 			  struct err *e);
 

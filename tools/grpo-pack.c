@@ -633,6 +633,8 @@ bad:
 		why = "--batch-size and --batch-tokens exclude each other";
 	else if (o->flops && !o->model)
 		why = "--cost flops needs --model DIR";
+	else if (o->model && !o->flops)
+		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
 	else if (!o->watch && (o->min_tokens || o->timeout > 0))

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 56
+plan 58
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -87,6 +87,10 @@ printf '{"hidden_size":16,"intermediate_size":64,"num_hidden_layers":2,"num_atte
 grpo-pack -T 16 --cost flops --model "$T/model" -x "$T/m5" "$T/tiny.zst" > /dev/null
 grep -q '"rank_cost":\[248192\]' "$T/m5"
 is "$?" 0 "--cost flops: 17408*14 + 64*(6^2+5^2+3^2) for one micro-batch"
+grpo-pack -T 16 --model "$T/model" "$T/tiny.zst" > /dev/null 2> "$T/err"
+is "$?" 2 "--model without --cost flops is a usage error, not silently ignored"
+grep -q "goes with --cost flops" "$T/err"
+is "$?" 0 "saying so: $(cat "$T/err")"
 
 # 7. a spool queue as input, consumed through claims
 q="$T/s2/scored"

@@ -113,6 +113,19 @@ static void flops(void)
 	is_float(c.a, 17408, 0, "linear coefficient: projections, SwiGLU, LM head");
 	is_float(c.b, 64, 0, "quadratic coefficient: 2 * layers * heads * head_dim");
 	is_float(pack_cost_of(&c, 10), 17408 * 10 + 64 * 100, 0, "cost(10) = a*10 + b*100");
+	/* mixture of experts: per layer 2048 attention + 6*16*(2*8 + 16) = 5120 */
+	const char *moe = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			  "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"head_dim\":8,\"vocab_size\":32,"
+			  "\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":8,"
+			  "\"shared_expert_intermediate_size\":16}";
+	ok(pack_cost_from_config(moe, strlen(moe), "moe", &c, &e) == 0, "a mixture-of-experts config parses");
+	is_float(c.a, 2 * 5120 + 1024, 0, "MoE: top-2 experts of 8 and a shared 16 replace the MLP of 64");
+	const char *dsk = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			  "\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32,\"num_experts_per_tok\":2,"
+			  "\"moe_intermediate_size\":8,\"n_shared_experts\":2,\"first_k_dense_replace\":1}";
+	ok(pack_cost_from_config(dsk, strlen(dsk), "dsk", &c, &e) == 0 && c.a == 8192 + 5120 + 1024,
+	   "MoE: first_k_dense_replace keeps layer 0 dense, n_shared_experts * 8 shared: a = %g", c.a);
+	is_float(c.b, 64, 0, "MoE: the quadratic term is attention's alone");
 	const char *bad = "{\"hidden_size\":16}";
 	ok(pack_cost_from_config(bad, strlen(bad), "cfg.json", &c, &e) < 0 &&
 	   strstr(e.msg, "cfg.json: no intermediate_size"), "a missing field is named: %s", e.msg);
