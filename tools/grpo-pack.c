@@ -59,7 +59,8 @@ struct opts {
 	long max_lag;             /* -1: none */
 	enum overlong overlong;
 	int keep_groups, separate_runs, watch, verbose;
-	double timeout;
+	double timeout, poll, rescan;   /* seconds; 0: watch.h's defaults */
+	long lease;               /* recorded in claims; 0: the default */
 	const char *metrics, *out, *model;
 	int flops;
 };
@@ -89,7 +90,8 @@ static void usage(FILE *f)
 		"usage: grpo-pack --seq-len T [--ranks W] [--pad-multiple P] [--step N]\n"
 		"                 [--batch-size B | --batch-tokens K] [--cost tokens|flops --model DIR]\n"
 		"                 [--max-lag L] [--overlong error|skip|truncate] [--keep-groups]\n"
-		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]]\n"
+		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]\n"
+		"                 [--poll S] [--rescan S]] [--lease S]\n"
 		"                 [--metrics FILE] [-v] [-o SPOOL/batches] [FILE|QUEUE ...]\n"
 		"Pack scored groups into micro-batches of at most T tokens, the same number for\n"
 		"each of W trainer ranks, balanced by cost. Inputs: spool files, '-' or none for\n"
@@ -110,6 +112,9 @@ static void usage(FILE *f)
 		"  -w, --watch             keep consuming the input queues, pack each step when ready\n"
 		"  -M, --min-tokens M      with --watch and no batch size: tokens that make a step (W*T)\n"
 		"  -t, --timeout S         with --watch: pack what is buffered after S idle seconds\n"
+		"  -p, --poll S            list the queue every S seconds instead of inotify (implies -w)\n"
+		"  -R, --rescan S          with --watch and inotify: list the whole queue every S s (300)\n"
+		"  -L, --lease S           the lease recorded in input claims (3600)\n"
 		"  -x, --metrics FILE      append one JSON line of metrics per step\n"
 		"  -v, --verbose           metrics lines on standard error too\n"
 		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
@@ -128,6 +133,14 @@ static int parse_u64(const char *s, uint64_t *v, uint64_t min)
 		return -1;
 	*v = x;
 	return 0;
+}
+
+static int parse_secs(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(s, &end);
+	return errno || end == s || *end || !(*v > 0) || *v > 1e7 ? -1 : 0;
 }
 
 /* ---- buffer ---- */
@@ -527,12 +540,22 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 	struct watch_opt wo = WATCH_OPT_INIT;
 	wo.follow = follow;
 	wo.signals = follow;
+	wo.poll = s->o.poll;
+	wo.rescan = s->o.rescan;
+	wo.lease = s->o.lease;
 	struct watch *w = watch_open(queue, &wo, e);
 	if (!w)
 		return -1;
 	struct claim *c;
 	int r;
 	for (;;) {
+		/*
+		 * CLAIM LEASE RENEWAL goes here (claim renewal is being added to
+		 * lib/watch on branch i3): the claims in s->src[] whose state is
+		 * CLAIM_HELD are held across steps until their last sequence is
+		 * published, which with --watch can outlast their lease; renew
+		 * them each time round this loop, before waiting again.
+		 */
 		if (follow && s->o.timeout > 0)
 			watch_deadline(w, s->o.timeout);
 		r = watch_next(w, &c, e);
@@ -553,6 +576,13 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 				goto done;
 	}
 done:
+	if (s->o.verbose && follow) {
+		struct watch_stats ws;
+		watch_stats(w, &ws);
+		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld events, %ld overflows, %s every %gs%s\n", prog,
+			queue, ws.claimed, ws.scans, ws.events, ws.overflows, ws.polling ? "polling" : "inotify, rescan",
+			ws.interval, watch_stopped(w) ? ", stopped by signal" : "");
+	}
 	watch_close(w);
 	return r < 0 ? -1 : 0;
 }
@@ -566,6 +596,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "overlong", 1, 0, 'O' }, { "keep-groups", 0, 0, 'g' }, { "separate-runs", 0, 0, 'r' },
 		{ "watch", 0, 0, 'w' }, { "min-tokens", 1, 0, 'M' }, { "timeout", 1, 0, 't' },
 		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
+		{ "poll", 1, 0, 'p' }, { "rescan", 1, 0, 'R' }, { "lease", 1, 0, 'L' },
 		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	int c;
@@ -573,7 +604,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
-	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'T': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 30)) goto bad; o->seq_len = (uint32_t)v; break;
 		case 'W': if (parse_u64(optarg, &v, 1) < 0 || v > 65536) goto bad; o->ranks = (uint32_t)v; break;
@@ -605,13 +636,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'r': o->separate_runs = 1; break;
 		case 'w': o->watch = 1; break;
 		case 'M': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->min_tokens = v; break;
-		case 't': {
-			char *end;
-			o->timeout = strtod(optarg, &end);
-			if (end == optarg || *end || !(o->timeout > 0))
-				goto bad;
-			break;
-		}
+		case 't': if (parse_secs(optarg, &o->timeout) < 0) goto bad; break;
+		case 'p': if (parse_secs(optarg, &o->poll) < 0) goto bad; o->watch = 1; break;
+		case 'R': if (parse_secs(optarg, &o->rescan) < 0) goto bad; break;
+		case 'L': if (parse_u64(optarg, &v, 1) < 0 || v > LONG_MAX) goto bad; o->lease = (long)v; break;
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
@@ -637,8 +665,8 @@ bad:
 		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
-	else if (!o->watch && (o->min_tokens || o->timeout > 0))
-		why = "--min-tokens and --timeout go with --watch";
+	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
+		why = "--min-tokens, --timeout and --rescan go with --watch";
 	if (why) {
 		fprintf(stderr, "%s: %s\n", prog, why);
 		return -1;

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 58
+plan 62
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -276,3 +276,24 @@ is "$?" 0 "the overlong message quotes T as given: $(cat "$T/err")"
 grpo-pack -T 10 -P 4 -x "$T/m8" "$T/tiny.zst" > /dev/null
 grep -q '"micro_batches_per_rank":2,.*"fill":0.700000,"fill_bound":0.700000' "$T/m8"
 is "$?" 0 "T=10 P=4: 14 tokens in two micro-batches of capacity 8, fill 14/(2*10)"
+
+# 18. --poll, --rescan, --lease: the watch options of grpo-spool consume
+q="$T/s8/scored"
+mkdir -p "$q"
+grpo-pack -T 8 -W 2 --poll 0.2 --lease 60 --min-tokens 10 -v -o "$T/s8/batches" "$q" 2> "$T/perr" &
+pid=$!
+sleep 0.3
+mkdir -p "$q/step_0/rank_0/.t" && cp "$T/tiny.zst" "$q/step_0/rank_0/.t/g" &&
+	mv "$q/step_0/rank_0/.t/g" "$q/step_0/rank_0/g1.zst" && rmdir "$q/step_0/rank_0/.t"
+i=0
+while [ ! -f "$T/s8/batches/step_1/DONE" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$T/s8/batches/step_1/DONE" ]
+is "$?" 0 "--poll 0.2 (implying --watch) finds a file published meanwhile and packs it"
+kill -TERM $pid
+wait $pid
+grep -q "1 files, .* polling every 0.2s, stopped by signal" "$T/perr"
+is "$?" 0 "by listing the queue every 0.2 s, not inotify: $(tail -1 "$T/perr")"
+grep -q " lease=60$" "$q/step_0/rank_0/.done/g1.zst"
+is "$?" 0 "--lease 60 is the lease recorded in the input's claim"
+grpo-pack -T 8 --rescan 10 "$q" > /dev/null 2>&1
+is "$?" 2 "--rescan without --watch is a usage error"
