@@ -123,6 +123,24 @@ double pack_cost_of(const struct pack_cost *c, uint32_t n);
 int pack_cost_from_config(const char *json, size_t len, const char *name, struct pack_cost *c,
 			  struct err *e);
 
+/*
+ * Carry-over for fill (--fill-target F): which of n_units units (unit_of[i]
+ * is item i's; units in priority order) one step keeps, so that its
+ * micro-batches, a multiple of W, are filled to about F, the rest waiting
+ * for the next step. All are kept when packing everything fills the bound's
+ * micro-batches to F already, or when the tokens cannot fill even W
+ * micro-batches to F (there is nothing to wait for). Otherwise k is the
+ * largest multiple of W with F*k*T <= the tokens; units are kept in order
+ * while they fit in k*T tokens (one that does not is carried and the next
+ * tried), and if the kept items do not pack into k bins the budget shrinks
+ * until they do; if what is kept then fills its micro-batches less than
+ * everything would fill the bound's (coarse units: whole groups), all are
+ * kept. keep[u] is set to 1 for a kept unit, 0 for a carried one.
+ * Returns the number of units kept, or -1 (e filled).
+ */
+int pack_fill_cut(const struct pack_item *it, uint32_t n, const uint32_t *unit_of, uint32_t n_units,
+		  const struct pack_opt *o, double F, uint8_t *keep, struct err *e);
+
 /* One unit of selection: a sequence, or a whole group with --keep-groups. */
 struct pack_unit {
 	uint32_t run;        /* run index, 0..n_runs-1 */

@@ -344,6 +344,29 @@ static int write_bins(struct bins_ctx *c, struct err *e)
 	return 0;
 }
 
+/* The packer's view of the sequences: items and options (it: n entries). */
+static void pack_input(const struct packstep_opt *o, const struct packstep_seq *s, uint32_t n,
+		       struct pack_item *it, struct pack_opt *po)
+{
+	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
+	for (uint32_t i = 0; i < n; i++)
+		it[i] = (struct pack_item){ s[i].use, s[i].run, pack_cost_of(&o->cost, s[i].use) };
+	*po = (struct pack_opt){ o->seq_len, o->ranks, o->separate_runs, pack_cost_of(&o->cost, P) };
+}
+
+int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s, uint32_t n,
+		      const uint32_t *unit_of, uint32_t n_units, double F, uint8_t *keep, struct err *e)
+{
+	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
+	struct pack_opt po;
+	if (!it)
+		return err_set(e, "out of memory");
+	pack_input(o, s, n, it, &po);
+	int r = pack_fill_cut(it, n, unit_of, n_units, &po, F, keep, e);
+	free(it);
+	return r;
+}
+
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
 		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
@@ -360,7 +383,6 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 			return err_set(e, "%s/step_%lld/DONE: step %lld is already published", o->queue,
 				       (long long)step, (long long)step);
 	}
-	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
 	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
 	struct buf man = { 0 };
 	struct pack_result pr = { 0 };
@@ -369,9 +391,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		err_set(e, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		it[i] = (struct pack_item){ s[i].use, s[i].run, pack_cost_of(&o->cost, s[i].use) };
-	struct pack_opt po = { o->seq_len, o->ranks, o->separate_runs, pack_cost_of(&o->cost, P) };
+	struct pack_opt po;
+	pack_input(o, s, n, it, &po);
 	double t0 = now_s();
 	if (pack_items(it, n, &po, &pr, e) < 0)
 		goto out;

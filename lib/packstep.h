@@ -129,6 +129,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
 		 struct packstep_stats *st, struct err *e);
 
+/* pack_fill_cut() (pack.h) over these sequences as packstep_run would pack
+ * them: which of the units (unit_of[i], in priority order) the step keeps
+ * to fill its micro-batches to about F. Returns the count kept, or -1. */
+int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s, uint32_t n,
+		      const uint32_t *unit_of, uint32_t n_units, double F, uint8_t *keep, struct err *e);
+
 /* The runs recorded in QUEUE/step_N/DONE (names malloc'ed), and the index
  * of its next_run; nothing (0 runs) when there is no such manifest. */
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,

@@ -58,7 +58,8 @@ struct opts {
 	uint64_t batch_size, batch_tokens, min_tokens;
 	long max_lag;             /* -1: none */
 	enum overlong overlong;
-	int keep_groups, separate_runs, watch, verbose;
+	int keep_groups, separate_runs, watch, verbose, flush;
+	double fill_target;       /* 0: none */
 	double timeout, poll, rescan;   /* seconds; 0: watch.h's defaults */
 	long lease;               /* recorded in claims; 0: the default */
 	const char *metrics, *out, *model;
@@ -90,6 +91,7 @@ static void usage(FILE *f)
 		"usage: grpo-pack --seq-len T [--ranks W] [--pad-multiple P] [--step N]\n"
 		"                 [--batch-size B | --batch-tokens K] [--cost tokens|flops --model DIR]\n"
 		"                 [--max-lag L] [--overlong error|skip|truncate] [--keep-groups]\n"
+		"                 [--fill-target F] [--flush]\n"
 		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]\n"
 		"                 [--poll S] [--rescan S]] [--lease S]\n"
 		"                 [--metrics FILE] [-v] [-o SPOOL/batches] [FILE|QUEUE ...]\n"
@@ -108,6 +110,10 @@ static void usage(FILE *f)
 		"  -l, --max-lag L         drop trajectories with policy_version < N-1-L\n"
 		"  -O, --overlong HOW      a sequence longer than T: error (default), skip, truncate\n"
 		"  -g, --keep-groups       a group's sequences stay in one step\n"
+		"  -f, --fill-target F     carry sequences that would only part-fill a last round of W\n"
+		"                          micro-batches to the next step, so steps fill to about F\n"
+		"  -F, --flush             queues without --watch: pack the rest as a last short step\n"
+		"                          (default: only full steps, the rest stays queued)\n"
 		"  -r, --separate-runs     no micro-batch mixes runs\n"
 		"  -w, --watch             keep consuming the input queues, pack each step when ready\n"
 		"  -M, --min-tokens M      with --watch and no batch size: tokens that make a step (W*T)\n"
@@ -203,8 +209,12 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 		if (!t->scored)
 			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
 				       (unsigned long long)rec, j, (long long)t->sequence_id);
+		/* A dropped sequence counts as done: a file read again later (its
+		 * rest was left queued) must not count it twice. */
 		if (len == 0) {
 			s->drops.n[PACKSTEP_EMPTY]++;
+			if (so && note_done(so, ord) < 0)
+				return err_set(e, "out of memory");
 			continue;
 		}
 		uint32_t use = (uint32_t)len;
@@ -215,6 +225,8 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 					       (long long)t->sequence_id, (unsigned long long)len, s->cap_text);
 			if (s->o.overlong == OVER_SKIP) {
 				s->drops.n[PACKSTEP_OVERLONG]++;
+				if (so && note_done(so, ord) < 0)
+					return err_set(e, "out of memory");
 				continue;
 			}
 			use = s->po.seq_len;
@@ -293,24 +305,28 @@ static uint64_t buffered_tokens(const struct state *s)
 	return t;
 }
 
-static void drop_stale(struct state *s)
+static int drop_stale(struct state *s, struct err *e)
 {
 	if (s->o.max_lag < 0)
-		return;
+		return 0;
 	int64_t oldest = s->o.step - 1 - s->o.max_lag;
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct entry *en = &s->ent[i];
 		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
 			s->drops.n[PACKSTEP_STALE]++;
-			if (en->src >= 0)
+			if (en->src >= 0) {
 				s->src[en->src].pending--;
+				if (note_done(&s->src[en->src], en->ord) < 0)
+					return err_set(e, "out of memory");
+			}
 			traj_free(&en->t);
 			continue;
 		}
 		s->ent[k++] = *en;
 	}
 	s->n = k;
+	return 0;
 }
 
 static int retire_done(struct state *s, struct err *e)
@@ -375,10 +391,50 @@ static void report_drops(struct state *s, int packed)
 	memset(&s->drops, 0, sizeof s->drops);
 }
 
-/* Pack and publish one step from the buffer; 0 when the buffer was empty. */
-static int pack_step(struct state *s, struct err *e)
+/*
+ * --fill-target: of the units pack_select took, leave those that would
+ * only fill a last, mostly empty round of micro-batches in the buffer for
+ * the next step (pack_fill_cut); whole units, so --keep-groups holds.
+ */
+static int carry_for_fill(struct state *s, const uint32_t *first, uint32_t nu, uint8_t *taken,
+			  struct err *e)
 {
-	drop_stale(s);
+	uint32_t *tu = malloc((nu ? nu : 1) * sizeof *tu), *unit_of = malloc(s->n * sizeof *unit_of);
+	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
+	uint8_t *keep = malloc(nu ? nu : 1);
+	int rc = -1;
+	if (!tu || !unit_of || !seq || !keep) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nt = 0, ns = 0;
+	for (uint32_t x = 0; x < nu; x++) {
+		if (!taken[x])
+			continue;
+		size_t end = x + 1 < nu ? first[x + 1] : s->n;
+		for (size_t i = first[x]; i < end; i++) {
+			unit_of[ns] = nt;
+			seq[ns++] = (struct packstep_seq){ &s->ent[i].t, s->ent[i].use, s->ent[i].run };
+		}
+		tu[nt++] = x;
+	}
+	int kept = packstep_fill_cut(&s->po, seq, ns, unit_of, nt, s->o.fill_target, keep, e);
+	if (kept < 0)
+		goto out;
+	for (uint32_t j = 0; kept > 0 && j < nt; j++)
+		taken[tu[j]] = keep[j];
+	rc = 0;
+out:
+	free(tu), free(unit_of), free(seq), free(keep);
+	return rc;
+}
+
+/* Pack and publish one step from the buffer; 0 when the buffer was empty.
+ * flush: the whole selection goes, whatever --fill-target says. */
+static int pack_step(struct state *s, int flush, struct err *e)
+{
+	if (drop_stale(s, e) < 0)
+		return -1;
 	if (s->n == 0) {
 		report_drops(s, 0);
 		return retire_done(s, e) < 0 ? -1 : 0;
@@ -408,6 +464,8 @@ static int pack_step(struct state *s, struct err *e)
 		u[nu++] = (struct pack_unit){ en->run, 1, en->use };
 	}
 	pack_select(u, nu, s->n_runs, s->o.batch_size, s->o.batch_tokens, &s->turn, taken);
+	if (!flush && s->o.fill_target > 0 && carry_for_fill(s, first, nu, taken, e) < 0)
+		goto out;
 	uint32_t ns = 0;
 	for (uint32_t x = 0; x < nu; x++) {
 		size_t end = x + 1 < nu ? first[x + 1] : s->n;
@@ -496,6 +554,42 @@ static int step_ready(struct state *s)
 	return t >= s->o.min_tokens;
 }
 
+/*
+ * End of input, or --watch stopped by a signal. The full steps buffered go
+ * out (less what --fill-target carries; without a batch size and without
+ * --watch all input is one full step). The rest is packed as a last, short
+ * step, unless it all came from queues and neither --watch nor --flush was
+ * given: then it stays queued, its files released (the manifest's partial
+ * list says which of their sequences are packed already), so that a cron
+ * job publishes only full steps and the next run goes on from there.
+ */
+static int finish_input(struct state *s, struct err *e)
+{
+	int hold = !s->o.watch && !s->o.flush;
+	for (size_t i = 0; i < s->n && hold; i++)
+		hold = s->ent[i].src >= 0;
+	if (!s->o.watch && !s->o.batch_size && !s->o.batch_tokens) {
+		if (s->n > 0 && pack_step(s, 0, e) < 0)
+			return -1;
+	} else {
+		while (s->n > 0 && step_ready(s))
+			if (pack_step(s, 0, e) < 0)
+				return -1;
+	}
+	if (hold && s->n > 0) {
+		if (s->o.verbose)
+			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
+				prog, s->n);
+		report_drops(s, 0);
+		release_all(s);
+		return 0;
+	}
+	int r;
+	while ((r = pack_step(s, 1, e)) > 0)
+		;
+	return r;
+}
+
 /* ---- inputs ---- */
 
 static int read_queue_file(struct state *s, struct watch *w, struct claim *c, struct err *e)
@@ -563,7 +657,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 			break;
 		if (r == 0) {
 			if (follow && watch_timed_out(w) && !watch_stopped(w)) {
-				if ((r = pack_step(s, e)) < 0)
+				if ((r = pack_step(s, 1, e)) < 0)
 					break;
 				continue;
 			}
@@ -572,7 +666,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 		if ((r = read_queue_file(s, w, c, e)) < 0)
 			break;
 		while (follow && step_ready(s))
-			if ((r = pack_step(s, e)) < 0)
+			if ((r = pack_step(s, 0, e)) < 0)
 				goto done;
 	}
 done:
@@ -596,7 +690,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "overlong", 1, 0, 'O' }, { "keep-groups", 0, 0, 'g' }, { "separate-runs", 0, 0, 'r' },
 		{ "watch", 0, 0, 'w' }, { "min-tokens", 1, 0, 'M' }, { "timeout", 1, 0, 't' },
 		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
-		{ "poll", 1, 0, 'p' }, { "rescan", 1, 0, 'R' }, { "lease", 1, 0, 'L' },
+		{ "flush", 0, 0, 'F' }, { "fill-target", 1, 0, 'f' }, { "poll", 1, 0, 'p' }, { "rescan", 1, 0, 'R' }, { "lease", 1, 0, 'L' },
 		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	int c;
@@ -604,7 +698,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
-	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'T': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 30)) goto bad; o->seq_len = (uint32_t)v; break;
 		case 'W': if (parse_u64(optarg, &v, 1) < 0 || v > 65536) goto bad; o->ranks = (uint32_t)v; break;
@@ -638,6 +732,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'M': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->min_tokens = v; break;
 		case 't': if (parse_secs(optarg, &o->timeout) < 0) goto bad; break;
 		case 'p': if (parse_secs(optarg, &o->poll) < 0) goto bad; o->watch = 1; break;
+		case 'F': o->flush = 1; break;
+		case 'f': if (parse_secs(optarg, &o->fill_target) < 0 || o->fill_target > 1) goto bad; break;
 		case 'R': if (parse_secs(optarg, &o->rescan) < 0) goto bad; break;
 		case 'L': if (parse_u64(optarg, &v, 1) < 0 || v > LONG_MAX) goto bad; o->lease = (long)v; break;
 		case 'x': o->metrics = optarg; break;
@@ -805,11 +901,7 @@ int main(int argc, char **argv)
 		if (consume_queue(&s, a, o->watch, &e) < 0)
 			goto fail;
 	}
-	/* end of input (or --watch stopped by a signal): pack what is left */
-	int r;
-	while ((r = pack_step(&s, &e)) > 0)
-		;
-	if (r < 0)
+	if (finish_input(&s, &e) < 0)
 		goto fail;
 	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
 		goto fail;

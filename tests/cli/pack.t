@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 62
+plan 72
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -172,20 +172,20 @@ while [ $n -le "$calls" ]; do
 done
 is "$bad" 0 "a crash at any of $calls file system calls, then recover and a re-run: step 1 exactly once"
 
-# 13. the same with one input file spread over two steps (--batch-size 2)
+# 13. the same with one input file spread over two steps (--batch-size 2 --flush)
 q="$T/s7/scored"
 mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 rm -rf "$T/s7.count" && cp -r "$T/s7" "$T/s7.count"
-calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
+calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 --flush -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
 grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
 is "$?" 0 "step 1's manifest lists the trajectories of the half-consumed file it holds"
 bad=0
 n=1
 while [ $n -le "$calls" ]; do
 	rm -rf "$T/c" && cp -r "$T/s7" "$T/c"
-	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 --flush -o "$T/c/batches" "$T/c/scored" 2>/dev/null
 	grpo-spool recover "$T/c" > /dev/null 2>&1
-	grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	grpo-pack -T 8 -b 2 --flush -o "$T/c/batches" "$T/c/scored" 2>/dev/null
 	ids=$(cat "$T/c/batches"/step_*/rank_*/mb_*.zst 2>/dev/null | grpo-cat --json |
 		grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
 	if [ "$ids" != "10 11 20 " ] || [ "$(ls "$T/c/batches"/step_*/DONE | wc -l)" -ne 2 ]; then
@@ -297,3 +297,44 @@ grep -q " lease=60$" "$q/step_0/rank_0/.done/g1.zst"
 is "$?" 0 "--lease 60 is the lease recorded in the input's claim"
 grpo-pack -T 8 --rescan 10 "$q" > /dev/null 2>&1
 is "$?" 2 "--rescan without --watch is a usage error"
+
+# 19. a queue without --watch (cron): only full steps; the rest waits
+q="$T/s9/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+ls "$T/s9/batches" | grep step_ | tr '\n' ' ' > "$T/steps"
+is "$(cat "$T/steps")" "step_1 " "-b 2 over 3 queued sequences: one full step, no short one"
+grep -q '"sequences":2,.*"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s9/batches/step_1/DONE" &&
+	[ -f "$q/step_0/rank_0/g1.zst" ] && [ -z "$(ls "$q/step_0/rank_0/.claimed" 2>/dev/null)" ] && [ -z "$(ls "$q/step_0/rank_0/.done" 2>/dev/null)" ]
+is "$?" 0 "the file with the third sequence waits again, the manifest saying which two are packed"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+[ ! -e "$T/s9/batches/step_2" ]
+is "$?" 0 "the next run, with nothing new, publishes nothing"
+sed 's/"sequence_id":\([0-9]*\)/"sequence_id":5\1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+ids=$(cat "$T/s9/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+	grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
+is "$(ls "$T/s9/batches" | grep -c step_) $ids" "3 10 11 20 510 511 520 " \
+	"with 3 more: steps 2 and 3 of 2, each sequence exactly once"
+[ -e "$q/step_0/rank_0/.done/g1.zst" ] && [ -e "$q/step_0/rank_0/.done/g2.zst" ]
+is "$?" 0 "and both files retired"
+q="$T/s10/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -b 2 --flush -o "$T/s10/batches" "$q"
+grep -q '"sequences":1,' "$T/s10/batches/step_2/DONE" 2>/dev/null && [ -e "$q/step_0/rank_0/.done/g1.zst" ]
+is "$?" 0 "--flush packs the rest as a last short step and retires the file"
+
+# 20. --fill-target: a step of whole rounds, the rest in the next step
+grpo-pack -T 8 --fill-target 0.9 -x "$T/m9" -o "$T/f1" "$T/tiny.zst"
+ids() { cat "$1"/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' '; }
+is "$(ids "$T/f1/step_1")/$(ids "$T/f1/step_2")" "10 20 /11 " \
+	"F=0.9, T=8: 5 + 3 tokens fill step 1's one micro-batch, the 6 goes to step 2 (end of a file)"
+grep -q '"step":1,.*"fill":1.000000' "$T/m9"
+is "$?" 0 "step 1 filled to 1 (0.875 without --fill-target)"
+q="$T/f2/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 --fill-target 0.9 -o "$T/f2/batches" "$q"
+[ ! -e "$T/f2/batches/step_2" ] && grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,2\]}\]' "$T/f2/batches/step_1/DONE"
+is "$?" 0 "from a queue the carried sequence stays queued, the manifest naming the two packed"
+grpo-pack -T 8 --fill-target 0.9 --flush -o "$T/f2/batches" "$q"
+is "$(ids "$T/f2/batches/step_2")" "11 " "and a later run with --flush packs it exactly once"
