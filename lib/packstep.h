@@ -41,9 +41,11 @@
  * queue files whose last sequences went into this step: they are retired
  * right after DONE. partial names the files still being consumed, with the
  * ordinals (0-based position of a trajectory in its file) of those already
- * in this or an earlier step. After a crash the next invocation reads both
- * back (packstep_load_inputs): it retires the finished files and skips the
- * packed trajectories of the partial ones, so nothing is packed twice.
+ * in this or an earlier step, or dropped. The next invocation, after a
+ * crash or after leaving the rest of a file queued on purpose (full steps
+ * only, --fill-target), reads both back (packstep_load_inputs): it retires
+ * the finished files and skips the handled trajectories of the partial
+ * ones, so nothing is packed twice.
  */
 #ifndef GRPO_PACKSTEP_H
 #define GRPO_PACKSTEP_H
