@@ -765,13 +765,104 @@ int pack_cost_from_config(const char *json, size_t len, const char *name, struct
 		NKV = NH;
 	if (HS < 0)
 		HS = C / NH;
-	c->a = (double)L * (2.0 * C * (NH + 2.0 * NKV) * HS + 2.0 * NH * HS * C + 6.0 * C * I) +
+	/* Mixture of experts: a token goes through topk experts (and the shared
+	 * ones) in the sparse layers; some layers may stay dense. */
+	long topk, Ie, Ish, nsh, kdense, sstep;
+	if (cfg_int(s, "num_experts_per_tok", &topk, 0, name, e) < 0 ||
+	    cfg_int(s, "moe_intermediate_size", &Ie, 0, name, e) < 0 ||
+	    cfg_int(s, "shared_expert_intermediate_size", &Ish, 0, name, e) < 0 ||
+	    cfg_int(s, "n_shared_experts", &nsh, 0, name, e) < 0 ||
+	    cfg_int(s, "first_k_dense_replace", &kdense, 0, name, e) < 0 ||
+	    cfg_int(s, "decoder_sparse_step", &sstep, 0, name, e) < 0)
+		goto out;
+	const cJSON *dense_list = cJSON_GetObjectItemCaseSensitive(s, "mlp_only_layers");
+	if (!cJSON_IsArray(dense_list))
+		dense_list = NULL;
+	double ffn = (double)I * L;   /* sum over layers of the MLP width a token sees */
+	if (topk > 0) {
+		if (Ie < 0)
+			Ie = I;   /* Mixtral: intermediate_size is the expert's */
+		double moe = (double)Ie * topk + (Ish > 0 ? (double)Ish : nsh > 0 ? (double)nsh * Ie : 0.0);
+		ffn = 0;
+		for (long l = 0; l < L; l++) {
+			int dense = (kdense > 0 && l < kdense) || (sstep > 1 && (l + 1) % sstep != 0);
+			const cJSON *x;
+			cJSON_ArrayForEach(x, dense_list)
+				dense |= cJSON_IsNumber(x) && (long)x->valuedouble == l;
+			ffn += dense ? (double)I : moe;
+		}
+	}
+	c->a = (double)L * (2.0 * C * (NH + 2.0 * NKV) * HS + 2.0 * NH * HS * C) + 6.0 * C * ffn +
 	       2.0 * C * V;
 	c->b = 2.0 * L * NH * HS;
 	rc = 0;
 out:
 	cJSON_Delete(j);
 	return rc;
+}
+
+int pack_fill_cut(const struct pack_item *it, uint32_t n, const uint32_t *unit_of, uint32_t n_units,
+		  const struct pack_opt *o, double F, uint8_t *keep, struct err *e)
+{
+	memset(keep, 1, n_units);
+	uint64_t S = 0, T = o->cap, W = o->ranks;
+	uint64_t *ut = calloc(n_units ? n_units : 1, sizeof *ut);
+	if (!ut)
+		return err_set(e, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		ut[unit_of[i]] += it[i].len;
+		S += it[i].len;
+	}
+	uint64_t kb = ((S + T - 1) / T + W - 1) / W * W;
+	uint64_t m = (uint64_t)((double)S / (F * (double)T * (double)W));
+	if (S == 0 || (double)S >= F * (double)kb * (double)T || m == 0) {
+		free(ut);
+		return (int)n_units;
+	}
+	uint32_t k = (uint32_t)(m * W);
+	struct pack_item *sub = malloc((n ? n : 1) * sizeof *sub);
+	int kept = -1;
+	if (!sub) {
+		free(ut);
+		return err_set(e, "out of memory");
+	}
+	/* The budget shrinks by T/32 per try: a few tries at most in practice,
+	 * and the last one stands whatever it packs into. */
+	uint64_t budget = (uint64_t)k * T;
+	for (int tries = 0;; tries++) {
+		uint64_t acc = 0;
+		kept = 0;
+		for (uint32_t u = 0; u < n_units; u++) {
+			keep[u] = acc + ut[u] <= budget;
+			if (keep[u]) {
+				acc += ut[u];
+				kept++;
+			}
+		}
+		uint32_t ns = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (keep[unit_of[i]])
+				sub[ns++] = it[i];
+		struct pack_result r;
+		if (pack_items(sub, ns, o, &r, e) < 0) {
+			kept = -1;
+			break;
+		}
+		uint32_t got = r.k;
+		pack_result_free(&r);
+		if (got <= k || tries == 32 || acc == 0) {
+			/* Coarse units (whole groups) can leave the kept ones emptier
+			 * than everything would be: then carrying is no use. */
+			if ((double)acc * kb < (double)S * got) {
+				memset(keep, 1, n_units);
+				kept = (int)n_units;
+			}
+			break;
+		}
+		budget = acc - 1 - (T / 32 < acc - 1 ? T / 32 : acc - 1);
+	}
+	free(sub), free(ut);
+	return kept;
 }
 
 uint32_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uint64_t max_seqs,

@@ -40,6 +40,14 @@
  *   b = 2 * L * NH * HS
  *       (causal attention: about n^2/2 query-key pairs, 2*HS FLOPs each for
  *        the scores and 2*HS for the weighted sum, per head and layer)
+ * With num_experts_per_tok (mixture of experts) I becomes, in each sparse
+ * layer, topk * moe_intermediate_size (Mixtral: intermediate_size) plus the
+ * shared experts (shared_expert_intermediate_size, or n_shared_experts *
+ * moe_intermediate_size); layers made dense by first_k_dense_replace,
+ * decoder_sparse_step or mlp_only_layers keep intermediate_size. The router
+ * (2*C*experts, small) and MLA's low-rank projections are not modelled.
+ * prime-rl counts the output projection as 2*C^2, which is 2*NH*HS*C only
+ * when NH*HS = C (Qwen3-4B: 4096 != 2560, a = 7.76e9 there, 8.04e9 here).
  * Backward is about twice forward for every term, so the ratio, which is
  * all balancing needs, is the same for training.
  *
@@ -109,10 +117,29 @@ struct pack_cost {
 };
 double pack_cost_of(const struct pack_cost *c, uint32_t n);
 /* From config.json text (hidden_size, intermediate_size, num_hidden_layers,
- * num_attention_heads, num_key_value_heads, head_dim, vocab_size); `name`
- * for messages. Absent num_key_value_heads means NH, absent head_dim C/NH. */
+ * num_attention_heads, num_key_value_heads, head_dim, vocab_size, and the
+ * mixture-of-experts fields above); `name` for messages. Absent
+ * num_key_value_heads means NH, absent head_dim C/NH. */
 int pack_cost_from_config(const char *json, size_t len, const char *name, struct pack_cost *c,
 			  struct err *e);
+
+/*
+ * Carry-over for fill (--fill-target F): which of n_units units (unit_of[i]
+ * is item i's; units in priority order) one step keeps, so that its
+ * micro-batches, a multiple of W, are filled to about F, the rest waiting
+ * for the next step. All are kept when packing everything fills the bound's
+ * micro-batches to F already, or when the tokens cannot fill even W
+ * micro-batches to F (there is nothing to wait for). Otherwise k is the
+ * largest multiple of W with F*k*T <= the tokens; units are kept in order
+ * while they fit in k*T tokens (one that does not is carried and the next
+ * tried), and if the kept items do not pack into k bins the budget shrinks
+ * until they do; if what is kept then fills its micro-batches less than
+ * everything would fill the bound's (coarse units: whole groups), all are
+ * kept. keep[u] is set to 1 for a kept unit, 0 for a carried one.
+ * Returns the number of units kept, or -1 (e filled).
+ */
+int pack_fill_cut(const struct pack_item *it, uint32_t n, const uint32_t *unit_of, uint32_t n_units,
+		  const struct pack_opt *o, double F, uint8_t *keep, struct err *e);
 
 /* One unit of selection: a sequence, or a whole group with --keep-groups. */
 struct pack_unit {

@@ -25,6 +25,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+const char *const packstep_drop_names[PACKSTEP_N_DROP] = { "stale", "overlong", "empty" };
+
+int packstep_drops_any(const struct packstep_drops *d)
+{
+	uint64_t any = d->truncated;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		any += d->n[r];
+	return any > 0;
+}
+
+int packstep_drops_json(struct buf *b, const struct packstep_drops *d)
+{
+	int bad = buf_printf(b, "\"dropped\":{");
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		bad |= buf_printf(b, "%s\"%s\":%llu", r ? "," : "", packstep_drop_names[r],
+				  (unsigned long long)d->n[r]);
+	bad |= buf_printf(b, "},\"truncated\":%llu,\"truncated_untrained\":%llu",
+			  (unsigned long long)d->truncated, (unsigned long long)d->truncated_untrained);
+	return bad ? -1 : 0;
+}
+
 void packstep_stats_free(struct packstep_stats *st)
 {
 	free(st->rank_tokens);
@@ -43,6 +64,44 @@ int packstep_done_exists(const char *queue, int64_t step, struct err *e)
 	if (errno == ENOENT || errno == ENOTDIR)
 		return 0;
 	return err_sys(e, "%s", p);
+}
+
+int packstep_lock(const char *queue, int *fd, struct err *e)
+{
+	char p[PATH_MAX];
+	*fd = -1;
+	if (snprintf(p, sizeof p, "%s/.lock", queue) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_mkdirs(queue, e) < 0)
+		return -1;
+	return fsys_try_lock(p, 1, fd, e);
+}
+
+/* 1 when the file at path holds exactly n bytes equal to p, 0 when not. */
+static int same_bytes(const char *path, const uint8_t *p, size_t n, struct err *e)
+{
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	uint8_t chunk[65536];
+	size_t at = 0;
+	int same = 1;
+	for (;;) {
+		ssize_t k = fsys_read(fd, chunk, sizeof chunk, path, e);
+		if (k < 0) {
+			close(fd);
+			return -1;
+		}
+		if (k == 0)
+			break;
+		if (at + (size_t)k > n || memcmp(chunk, p + at, (size_t)k) != 0) {
+			same = 0;
+			break;
+		}
+		at += (size_t)k;
+	}
+	close(fd);
+	return same && at == n;
 }
 
 int packstep_next_step(const char *queue, int64_t *step, struct err *e)
@@ -192,6 +251,18 @@ static int do_bin(struct bins_ctx *c, uint32_t b, const struct traj **seqs, uint
 	}
 	if ((r = spool_commit(&so, e)) < 0)
 		goto done;
+	if (r == 1) {
+		/* Published before: a re-run after a crash makes the same bytes;
+		 * anything else is someone else's step, not ours to complete. */
+		int same = same_bytes(so.final_path, enc->data, enc->len, e);
+		if (same < 0)
+			goto done;
+		if (!same) {
+			err_set(e, "%s: already published with different contents (another packer, or "
+				"other input or options, wrote this step)", so.final_path);
+			goto done;
+		}
+	}
 	bo->existing = r == 1;
 	bo->bytes = enc->len;
 	rc = 0;
@@ -273,10 +344,33 @@ static int write_bins(struct bins_ctx *c, struct err *e)
 	return 0;
 }
 
+/* The packer's view of the sequences: items and options (it: n entries). */
+static void pack_input(const struct packstep_opt *o, const struct packstep_seq *s, uint32_t n,
+		       struct pack_item *it, struct pack_opt *po)
+{
+	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
+	for (uint32_t i = 0; i < n; i++)
+		it[i] = (struct pack_item){ s[i].use, s[i].run, pack_cost_of(&o->cost, s[i].use) };
+	*po = (struct pack_opt){ o->seq_len, o->ranks, o->separate_runs, pack_cost_of(&o->cost, P) };
+}
+
+int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s, uint32_t n,
+		      const uint32_t *unit_of, uint32_t n_units, double F, uint8_t *keep, struct err *e)
+{
+	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
+	struct pack_opt po;
+	if (!it)
+		return err_set(e, "out of memory");
+	pack_input(o, s, n, it, &po);
+	int r = pack_fill_cut(it, n, unit_of, n_units, &po, F, keep, e);
+	free(it);
+	return r;
+}
+
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, struct packstep_stats *st,
-		 struct err *e)
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
+		 struct packstep_stats *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -289,7 +383,6 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 			return err_set(e, "%s/step_%lld/DONE: step %lld is already published", o->queue,
 				       (long long)step, (long long)step);
 	}
-	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
 	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
 	struct buf man = { 0 };
 	struct pack_result pr = { 0 };
@@ -298,9 +391,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		err_set(e, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		it[i] = (struct pack_item){ s[i].use, s[i].run, pack_cost_of(&o->cost, s[i].use) };
-	struct pack_opt po = { o->seq_len, o->ranks, o->separate_runs, pack_cost_of(&o->cost, P) };
+	struct pack_opt po;
+	pack_input(o, s, n, it, &po);
 	double t0 = now_s();
 	if (pack_items(it, n, &po, &pr, e) < 0)
 		goto out;
@@ -345,9 +437,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		st->files_existing += bc.out[b].existing;
 	}
 	free(bc.out);
+	/* Against T as the user gave it: when P does not divide T, the tokens
+	 * rounding leaves unusable are lost fill, and the figures say so. */
+	double T = o->seq_len_given ? o->seq_len_given : o->seq_len;
 	uint32_t kb = pr.lower_bound ? (pr.lower_bound + o->ranks - 1) / o->ranks * o->ranks : o->ranks;
-	st->fill = (double)st->tokens / ((double)pr.k * o->seq_len);
-	st->fill_bound = (double)st->tokens / ((double)kb * o->seq_len);
+	st->fill = (double)st->tokens / ((double)pr.k * T);
+	st->fill_bound = (double)st->tokens / ((double)kb * T);
 
 	/* run progress */
 	for (uint32_t q = 0; q < n_runs; q++)
@@ -367,9 +462,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 
 	if (o->queue) {
 		int bad = buf_printf(&man, "{\"step\":%lld,\"ranks\":%u,\"micro_batches_per_rank\":%u,"
-				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,\"runs\":[",
-				     (long long)step, o->ranks, pr.per_rank, n, (unsigned long long)st->tokens,
-				     (unsigned long long)(st->pad_tokens + st->dummy_tokens), pr.dummies);
+				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,"
+				     "\"dummy_tokens\":%llu,", (long long)step, o->ranks, pr.per_rank, n,
+				     (unsigned long long)st->tokens, (unsigned long long)st->pad_tokens, pr.dummies,
+				     (unsigned long long)st->dummy_tokens);
+		bad |= packstep_drops_json(&man, drops);
+		bad |= buf_printf(&man, ",\"runs\":[");
 		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0, first = 1; q < n_runs; q++) {
 			bad |= buf_printf(&man, "%s{\"run\":", first ? "" : ",");
@@ -424,8 +522,7 @@ out:
 }
 
 int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,
-		     uint32_t n_runs, const char *const *reasons, const uint64_t *dropped,
-		     uint32_t n_reasons, uint64_t truncated, uint64_t truncated_untrained)
+		     uint32_t n_runs, const struct packstep_drops *drops)
 {
 	double tmax = 0, tsum = 0, cmax = 0, csum = 0;
 	for (uint32_t q = 0; q < st->ranks; q++) {
@@ -445,12 +542,10 @@ int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struc
 	bad |= buf_printf(b, "],\"rank_cost\":[");
 	for (uint32_t q = 0; q < st->ranks; q++)
 		bad |= buf_printf(b, "%s%.6g", q ? "," : "", st->rank_cost[q]);
-	bad |= buf_printf(b, "],\"rank_tokens_max_mean\":%.6f,\"rank_cost_max_mean\":%.6f,\"dropped\":{",
+	bad |= buf_printf(b, "],\"rank_tokens_max_mean\":%.6f,\"rank_cost_max_mean\":%.6f,",
 			  tsum > 0 ? tmax / (tsum / st->ranks) : 1.0, csum > 0 ? cmax / (csum / st->ranks) : 1.0);
-	for (uint32_t r = 0; r < n_reasons; r++)
-		bad |= buf_printf(b, "%s\"%s\":%llu", r ? "," : "", reasons[r], (unsigned long long)dropped[r]);
-	bad |= buf_printf(b, "},\"truncated\":%llu,\"truncated_untrained\":%llu,\"runs\":[",
-			  (unsigned long long)truncated, (unsigned long long)truncated_untrained);
+	bad |= packstep_drops_json(b, drops);
+	bad |= buf_printf(b, ",\"runs\":[");
 	for (uint32_t q = 0, first = 1; q < n_runs; q++) {
 		if (runs[q].seqs == 0)
 			continue;

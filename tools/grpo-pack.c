@@ -33,8 +33,6 @@
 static const char *prog = "grpo-pack";
 
 enum overlong { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
-enum { DROP_STALE, DROP_OVERLONG, DROP_EMPTY, N_DROP };
-static const char *const drop_names[N_DROP] = { "stale", "overlong", "empty" };
 
 struct entry {
 	struct traj t;
@@ -60,8 +58,10 @@ struct opts {
 	uint64_t batch_size, batch_tokens, min_tokens;
 	long max_lag;             /* -1: none */
 	enum overlong overlong;
-	int keep_groups, separate_runs, watch, verbose;
-	double timeout;
+	int keep_groups, separate_runs, watch, verbose, flush;
+	double fill_target;       /* 0: none */
+	double timeout, poll, rescan;   /* seconds; 0: watch.h's defaults */
+	long lease;               /* recorded in claims; 0: the default */
 	const char *metrics, *out, *model;
 	int flops;
 };
@@ -76,10 +76,11 @@ struct state {
 	struct packstep_run *runs;
 	uint32_t n_runs, turn;
 	uint64_t groups;
-	uint64_t dropped[N_DROP], truncated, truncated_untrained;
+	struct packstep_drops drops;   /* since the last step */
 	struct packstep_input *prev;   /* inputs of the newest DONE: packed already */
 	uint32_t n_prev;
 	FILE *metrics;
+	char cap_text[128];            /* the capacity in messages, in the user's terms */
 	struct sfile_writer w;
 	int writer_open;
 };
@@ -90,7 +91,9 @@ static void usage(FILE *f)
 		"usage: grpo-pack --seq-len T [--ranks W] [--pad-multiple P] [--step N]\n"
 		"                 [--batch-size B | --batch-tokens K] [--cost tokens|flops --model DIR]\n"
 		"                 [--max-lag L] [--overlong error|skip|truncate] [--keep-groups]\n"
-		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]]\n"
+		"                 [--fill-target F] [--flush]\n"
+		"                 [--separate-runs] [--watch [--min-tokens M] [--timeout S]\n"
+		"                 [--poll S] [--rescan S]] [--lease S]\n"
 		"                 [--metrics FILE] [-v] [-o SPOOL/batches] [FILE|QUEUE ...]\n"
 		"Pack scored groups into micro-batches of at most T tokens, the same number for\n"
 		"each of W trainer ranks, balanced by cost. Inputs: spool files, '-' or none for\n"
@@ -107,10 +110,17 @@ static void usage(FILE *f)
 		"  -l, --max-lag L         drop trajectories with policy_version < N-1-L\n"
 		"  -O, --overlong HOW      a sequence longer than T: error (default), skip, truncate\n"
 		"  -g, --keep-groups       a group's sequences stay in one step\n"
+		"  -f, --fill-target F     carry sequences that would only part-fill a last round of W\n"
+		"                          micro-batches to the next step, so steps fill to about F\n"
+		"  -F, --flush             queues without --watch: pack the rest as a last short step\n"
+		"                          (default: only full steps, the rest stays queued)\n"
 		"  -r, --separate-runs     no micro-batch mixes runs\n"
 		"  -w, --watch             keep consuming the input queues, pack each step when ready\n"
 		"  -M, --min-tokens M      with --watch and no batch size: tokens that make a step (W*T)\n"
 		"  -t, --timeout S         with --watch: pack what is buffered after S idle seconds\n"
+		"  -p, --poll S            list the queue every S seconds instead of inotify (implies -w)\n"
+		"  -R, --rescan S          with --watch and inotify: list the whole queue every S s (300)\n"
+		"  -L, --lease S           the lease recorded in input claims (3600)\n"
 		"  -x, --metrics FILE      append one JSON line of metrics per step\n"
 		"  -v, --verbose           metrics lines on standard error too\n"
 		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
@@ -129,6 +139,14 @@ static int parse_u64(const char *s, uint64_t *v, uint64_t min)
 		return -1;
 	*v = x;
 	return 0;
+}
+
+static int parse_secs(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(s, &end);
+	return errno || end == s || *end || !(*v > 0) || *v > 1e7 ? -1 : 0;
 }
 
 /* ---- buffer ---- */
@@ -191,24 +209,30 @@ static int add_group(struct state *s, struct group *g, int32_t src, const char *
 		if (!t->scored)
 			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
 				       (unsigned long long)rec, j, (long long)t->sequence_id);
+		/* A dropped sequence counts as done: a file read again later (its
+		 * rest was left queued) must not count it twice. */
 		if (len == 0) {
-			s->dropped[DROP_EMPTY]++;
+			s->drops.n[PACKSTEP_EMPTY]++;
+			if (so && note_done(so, ord) < 0)
+				return err_set(e, "out of memory");
 			continue;
 		}
 		uint32_t use = (uint32_t)len;
-		if (len > s->o.seq_len) {
+		if (len > s->po.seq_len) {
 			if (s->o.overlong == OVER_ERROR)
-				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than "
-					       "--seq-len %u (see --overlong)", name, (unsigned long long)rec,
-					       (long long)t->sequence_id, (unsigned long long)len, s->o.seq_len);
+				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than %s "
+					       "(see --overlong)", name, (unsigned long long)rec,
+					       (long long)t->sequence_id, (unsigned long long)len, s->cap_text);
 			if (s->o.overlong == OVER_SKIP) {
-				s->dropped[DROP_OVERLONG]++;
+				s->drops.n[PACKSTEP_OVERLONG]++;
+				if (so && note_done(so, ord) < 0)
+					return err_set(e, "out of memory");
 				continue;
 			}
-			use = s->o.seq_len;
-			s->truncated++;
+			use = s->po.seq_len;
+			s->drops.truncated++;
 			if (mb_trained_tokens(t, use) == 0)
-				s->truncated_untrained++;
+				s->drops.truncated_untrained++;
 		}
 		if (s->n == s->cap) {
 			size_t nc = s->cap ? 2 * s->cap : 256;
@@ -281,24 +305,28 @@ static uint64_t buffered_tokens(const struct state *s)
 	return t;
 }
 
-static void drop_stale(struct state *s)
+static int drop_stale(struct state *s, struct err *e)
 {
 	if (s->o.max_lag < 0)
-		return;
+		return 0;
 	int64_t oldest = s->o.step - 1 - s->o.max_lag;
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		struct entry *en = &s->ent[i];
 		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
-			s->dropped[DROP_STALE]++;
-			if (en->src >= 0)
+			s->drops.n[PACKSTEP_STALE]++;
+			if (en->src >= 0) {
 				s->src[en->src].pending--;
+				if (note_done(&s->src[en->src], en->ord) < 0)
+					return err_set(e, "out of memory");
+			}
 			traj_free(&en->t);
 			continue;
 		}
 		s->ent[k++] = *en;
 	}
 	s->n = k;
+	return 0;
 }
 
 static int retire_done(struct state *s, struct err *e)
@@ -319,34 +347,96 @@ static void emit_metrics(struct state *s, const struct buf *m)
 		fwrite(m->data, 1, m->len, stderr);
 }
 
-/* Sequences were dropped but none is left to pack: say so all the same. */
-static void report_drops_only(struct state *s)
+/*
+ * What was dropped or truncated for step N, one line on standard error
+ * whatever -v says (a dropped sequence is never silent), and with nothing
+ * left to pack a metrics line all the same. Then the counts start again.
+ */
+static void report_drops(struct state *s, int packed)
 {
-	uint64_t any = s->truncated;
-	for (int r = 0; r < N_DROP; r++)
-		any += s->dropped[r];
-	if (!any)
+	const struct packstep_drops *d = &s->drops;
+	if (!packstep_drops_any(d))
 		return;
-	struct buf m = { 0 };
-	int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,\"dropped\":{", (long long)s->o.step);
-	for (int r = 0; r < N_DROP; r++)
-		bad |= buf_printf(&m, "%s\"%s\":%llu", r ? "," : "", drop_names[r],
-				  (unsigned long long)s->dropped[r]);
-	bad |= buf_printf(&m, "},\"truncated\":%llu,\"truncated_untrained\":%llu}\n",
-			  (unsigned long long)s->truncated, (unsigned long long)s->truncated_untrained);
-	if (!bad)
-		emit_metrics(s, &m);
-	buf_free(&m);
-	memset(s->dropped, 0, sizeof s->dropped);
-	s->truncated = s->truncated_untrained = 0;
+	char line[512];
+	size_t at = 0;
+	const char *sep = "dropped ";
+	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
+		if (!d->n[r])
+			continue;
+		at += (size_t)snprintf(line + at, sizeof line - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
+				       packstep_drop_names[r]);
+		if (r == PACKSTEP_STALE)
+			at += (size_t)snprintf(line + at, sizeof line - at, " (policy_version below %lld, --max-lag %ld)",
+					       (long long)(s->o.step - 1 - s->o.max_lag), s->o.max_lag);
+		else if (r == PACKSTEP_OVERLONG)
+			at += (size_t)snprintf(line + at, sizeof line - at, " (longer than %s)", s->cap_text);
+		else
+			at += (size_t)snprintf(line + at, sizeof line - at, " (no tokens)");
+		sep = ", ";
+	}
+	if (d->truncated)
+		snprintf(line + at, sizeof line - at, "%struncated %llu to %s (%llu left with no trained token)",
+			 at ? "; " : "", (unsigned long long)d->truncated, s->cap_text,
+			 (unsigned long long)d->truncated_untrained);
+	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
+	if (!packed) {
+		struct buf m = { 0 };
+		int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,", (long long)s->o.step);
+		bad |= packstep_drops_json(&m, d);
+		bad |= buf_printf(&m, "}\n");
+		if (!bad)
+			emit_metrics(s, &m);
+		buf_free(&m);
+	}
+	memset(&s->drops, 0, sizeof s->drops);
 }
 
-/* Pack and publish one step from the buffer; 0 when the buffer was empty. */
-static int pack_step(struct state *s, struct err *e)
+/*
+ * --fill-target: of the units pack_select took, leave those that would
+ * only fill a last, mostly empty round of micro-batches in the buffer for
+ * the next step (pack_fill_cut); whole units, so --keep-groups holds.
+ */
+static int carry_for_fill(struct state *s, const uint32_t *first, uint32_t nu, uint8_t *taken,
+			  struct err *e)
 {
-	drop_stale(s);
+	uint32_t *tu = malloc((nu ? nu : 1) * sizeof *tu), *unit_of = malloc(s->n * sizeof *unit_of);
+	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
+	uint8_t *keep = malloc(nu ? nu : 1);
+	int rc = -1;
+	if (!tu || !unit_of || !seq || !keep) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nt = 0, ns = 0;
+	for (uint32_t x = 0; x < nu; x++) {
+		if (!taken[x])
+			continue;
+		size_t end = x + 1 < nu ? first[x + 1] : s->n;
+		for (size_t i = first[x]; i < end; i++) {
+			unit_of[ns] = nt;
+			seq[ns++] = (struct packstep_seq){ &s->ent[i].t, s->ent[i].use, s->ent[i].run };
+		}
+		tu[nt++] = x;
+	}
+	int kept = packstep_fill_cut(&s->po, seq, ns, unit_of, nt, s->o.fill_target, keep, e);
+	if (kept < 0)
+		goto out;
+	for (uint32_t j = 0; kept > 0 && j < nt; j++)
+		taken[tu[j]] = keep[j];
+	rc = 0;
+out:
+	free(tu), free(unit_of), free(seq), free(keep);
+	return rc;
+}
+
+/* Pack and publish one step from the buffer; 0 when the buffer was empty.
+ * flush: the whole selection goes, whatever --fill-target says. */
+static int pack_step(struct state *s, int flush, struct err *e)
+{
+	if (drop_stale(s, e) < 0)
+		return -1;
 	if (s->n == 0) {
-		report_drops_only(s);
+		report_drops(s, 0);
 		return retire_done(s, e) < 0 ? -1 : 0;
 	}
 	/* units: one per sequence, or per group with --keep-groups */
@@ -374,6 +464,8 @@ static int pack_step(struct state *s, struct err *e)
 		u[nu++] = (struct pack_unit){ en->run, 1, en->use };
 	}
 	pack_select(u, nu, s->n_runs, s->o.batch_size, s->o.batch_tokens, &s->turn, taken);
+	if (!flush && s->o.fill_target > 0 && carry_for_fill(s, first, nu, taken, e) < 0)
+		goto out;
 	uint32_t ns = 0;
 	for (uint32_t x = 0; x < nu; x++) {
 		size_t end = x + 1 < nu ? first[x + 1] : s->n;
@@ -416,18 +508,16 @@ static int pack_step(struct state *s, struct err *e)
 	}
 	struct packstep_stats st;
 	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size,
-			 ins, nin, &st, e) < 0) {
+			 ins, nin, &s->drops, &st, e) < 0) {
 		packstep_stats_free(&st);
 		goto out;
 	}
 	struct buf m = { 0 };
-	if (packstep_metrics(&m, &st, s->runs, s->n_runs, drop_names, s->dropped, N_DROP, s->truncated,
-			     s->truncated_untrained) == 0)
+	if (packstep_metrics(&m, &st, s->runs, s->n_runs, &s->drops) == 0)
 		emit_metrics(s, &m);
 	buf_free(&m);
 	packstep_stats_free(&st);
-	memset(s->dropped, 0, sizeof s->dropped);
-	s->truncated = s->truncated_untrained = 0;
+	report_drops(s, 1);
 	/* the step is published: forget its sequences, retire finished inputs */
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
@@ -462,6 +552,42 @@ static int step_ready(struct state *s)
 	if (s->o.batch_tokens)
 		return t >= s->o.batch_tokens;
 	return t >= s->o.min_tokens;
+}
+
+/*
+ * End of input, or --watch stopped by a signal. The full steps buffered go
+ * out (less what --fill-target carries; without a batch size and without
+ * --watch all input is one full step). The rest is packed as a last, short
+ * step, unless it all came from queues and neither --watch nor --flush was
+ * given: then it stays queued, its files released (the manifest's partial
+ * list says which of their sequences are packed already), so that a cron
+ * job publishes only full steps and the next run goes on from there.
+ */
+static int finish_input(struct state *s, struct err *e)
+{
+	int hold = !s->o.watch && !s->o.flush;
+	for (size_t i = 0; i < s->n && hold; i++)
+		hold = s->ent[i].src >= 0;
+	if (!s->o.watch && !s->o.batch_size && !s->o.batch_tokens) {
+		if (s->n > 0 && pack_step(s, 0, e) < 0)
+			return -1;
+	} else {
+		while (s->n > 0 && step_ready(s))
+			if (pack_step(s, 0, e) < 0)
+				return -1;
+	}
+	if (hold && s->n > 0) {
+		if (s->o.verbose)
+			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
+				prog, s->n);
+		report_drops(s, 0);
+		release_all(s);
+		return 0;
+	}
+	int r;
+	while ((r = pack_step(s, 1, e)) > 0)
+		;
+	return r;
 }
 
 /* ---- inputs ---- */
@@ -508,12 +634,22 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 	struct watch_opt wo = WATCH_OPT_INIT;
 	wo.follow = follow;
 	wo.signals = follow;
+	wo.poll = s->o.poll;
+	wo.rescan = s->o.rescan;
+	wo.lease = s->o.lease;
 	struct watch *w = watch_open(queue, &wo, e);
 	if (!w)
 		return -1;
 	struct claim *c;
 	int r;
 	for (;;) {
+		/*
+		 * CLAIM LEASE RENEWAL goes here (claim renewal is being added to
+		 * lib/watch on branch i3): the claims in s->src[] whose state is
+		 * CLAIM_HELD are held across steps until their last sequence is
+		 * published, which with --watch can outlast their lease; renew
+		 * them each time round this loop, before waiting again.
+		 */
 		if (follow && s->o.timeout > 0)
 			watch_deadline(w, s->o.timeout);
 		r = watch_next(w, &c, e);
@@ -521,7 +657,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 			break;
 		if (r == 0) {
 			if (follow && watch_timed_out(w) && !watch_stopped(w)) {
-				if ((r = pack_step(s, e)) < 0)
+				if ((r = pack_step(s, 1, e)) < 0)
 					break;
 				continue;
 			}
@@ -530,10 +666,17 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 		if ((r = read_queue_file(s, w, c, e)) < 0)
 			break;
 		while (follow && step_ready(s))
-			if ((r = pack_step(s, e)) < 0)
+			if ((r = pack_step(s, 0, e)) < 0)
 				goto done;
 	}
 done:
+	if (s->o.verbose && follow) {
+		struct watch_stats ws;
+		watch_stats(w, &ws);
+		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld events, %ld overflows, %s every %gs%s\n", prog,
+			queue, ws.claimed, ws.scans, ws.events, ws.overflows, ws.polling ? "polling" : "inotify, rescan",
+			ws.interval, watch_stopped(w) ? ", stopped by signal" : "");
+	}
 	watch_close(w);
 	return r < 0 ? -1 : 0;
 }
@@ -547,6 +690,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "overlong", 1, 0, 'O' }, { "keep-groups", 0, 0, 'g' }, { "separate-runs", 0, 0, 'r' },
 		{ "watch", 0, 0, 'w' }, { "min-tokens", 1, 0, 'M' }, { "timeout", 1, 0, 't' },
 		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
+		{ "flush", 0, 0, 'F' }, { "fill-target", 1, 0, 'f' }, { "poll", 1, 0, 'p' }, { "rescan", 1, 0, 'R' }, { "lease", 1, 0, 'L' },
 		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	int c;
@@ -554,7 +698,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
-	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'T': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 30)) goto bad; o->seq_len = (uint32_t)v; break;
 		case 'W': if (parse_u64(optarg, &v, 1) < 0 || v > 65536) goto bad; o->ranks = (uint32_t)v; break;
@@ -586,13 +730,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'r': o->separate_runs = 1; break;
 		case 'w': o->watch = 1; break;
 		case 'M': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->min_tokens = v; break;
-		case 't': {
-			char *end;
-			o->timeout = strtod(optarg, &end);
-			if (end == optarg || *end || !(o->timeout > 0))
-				goto bad;
-			break;
-		}
+		case 't': if (parse_secs(optarg, &o->timeout) < 0) goto bad; break;
+		case 'p': if (parse_secs(optarg, &o->poll) < 0) goto bad; o->watch = 1; break;
+		case 'F': o->flush = 1; break;
+		case 'f': if (parse_secs(optarg, &o->fill_target) < 0 || o->fill_target > 1) goto bad; break;
+		case 'R': if (parse_secs(optarg, &o->rescan) < 0) goto bad; break;
+		case 'L': if (parse_u64(optarg, &v, 1) < 0 || v > LONG_MAX) goto bad; o->lease = (long)v; break;
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
@@ -614,10 +757,12 @@ bad:
 		why = "--batch-size and --batch-tokens exclude each other";
 	else if (o->flops && !o->model)
 		why = "--cost flops needs --model DIR";
+	else if (o->model && !o->flops)
+		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
-	else if (!o->watch && (o->min_tokens || o->timeout > 0))
-		why = "--min-tokens and --timeout go with --watch";
+	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
+		why = "--min-tokens, --timeout and --rescan go with --watch";
 	if (why) {
 		fprintf(stderr, "%s: %s\n", prog, why);
 		return -1;
@@ -657,7 +802,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
-	int status = 1;
+	int status = 1, lock_fd = -1;
 
 	/* Each micro-batch's length is padded to a multiple of P within T, so
 	 * the usable capacity is T rounded down to a multiple of P. */
@@ -670,9 +815,28 @@ int main(int argc, char **argv)
 	s.po.level = 1;
 	if (!o->min_tokens)
 		o->min_tokens = (uint64_t)o->ranks * s.po.seq_len;
-	o->seq_len = s.po.seq_len;
+	s.po.seq_len_given = o->seq_len;
+	if (s.po.seq_len == o->seq_len)
+		snprintf(s.cap_text, sizeof s.cap_text, "--seq-len %u", o->seq_len);
+	else
+		snprintf(s.cap_text, sizeof s.cap_text, "%u tokens (--seq-len %u rounded down to a multiple of "
+			 "--pad-multiple %u)", s.po.seq_len, o->seq_len, o->pad);
 	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
 		goto fail;
+	/* One packer per output queue, for the whole run: the step number and
+	 * the carried-over progress come from the newest manifest, so two
+	 * packers would publish the same step from different sequences. */
+	if (o->out) {
+		int r = packstep_lock(o->out, &lock_fd, &e);
+		if (r < 0)
+			goto fail;
+		if (r == 1) {
+			fprintf(stderr, "%s: %s: another grpo-pack is publishing into this queue (it holds "
+				"%s/.lock); try again later\n", prog, o->out, o->out);
+			status = 75;
+			goto fail_quiet;
+		}
+	}
 	if (o->out && !o->step_given && packstep_next_step(o->out, &o->step, &e) < 0)
 		goto fail;
 	if (!o->out && !o->step_given)
@@ -737,11 +901,7 @@ int main(int argc, char **argv)
 		if (consume_queue(&s, a, o->watch, &e) < 0)
 			goto fail;
 	}
-	/* end of input (or --watch stopped by a signal): pack what is left */
-	int r;
-	while ((r = pack_step(&s, &e)) > 0)
-		;
-	if (r < 0)
+	if (finish_input(&s, &e) < 0)
 		goto fail;
 	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
 		goto fail;
@@ -752,6 +912,8 @@ fail:
 fail_quiet:
 	release_all(&s);
 done:
+	if (lock_fd >= 0)
+		close(lock_fd);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
 	if (s.metrics)

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 40
+plan 72
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -26,7 +26,7 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
 	"the manifest"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
@@ -68,16 +68,16 @@ grpo-pack -T 5 "$T/tiny.zst" > /dev/null 2> "$T/err"
 is "$?" 1 "a sequence longer than T is an error by default"
 grep -q "sequence_id 11 has 6 tokens, more than --seq-len 5" "$T/err"
 is "$?" 0 "naming it: $(cat "$T/err")"
-grpo-pack -T 5 --overlong skip -x "$T/m2" "$T/tiny.zst" | grpo-cat --json | grep -c input_ids > "$T/n"
+grpo-pack -T 5 --overlong skip -x "$T/m2" "$T/tiny.zst" 2>/dev/null | grpo-cat --json | grep -c input_ids > "$T/n"
 grep -q '"overlong":1' "$T/m2" && [ "$(cat "$T/n")" = 2 ]
 is "$?" 0 "--overlong skip drops it and counts it"
-grpo-pack -T 5 --overlong truncate -x "$T/m3" "$T/tiny.zst" | grpo-cat --json > "$T/tr"
+grpo-pack -T 5 --overlong truncate -x "$T/m3" "$T/tiny.zst" 2>/dev/null | grpo-cat --json > "$T/tr"
 grep -q '"truncated":1' "$T/m3" && grep -q '"input_ids":\[1,2,3,6,7\]' "$T/tr"
 is "$?" 0 "--overlong truncate keeps the first T tokens and counts it"
-grpo-pack -T 16 --step 2 --max-lag 0 -x "$T/m4" "$T/tiny.zst" | grpo-cat --json > "$T/st"
+grpo-pack -T 16 --step 2 --max-lag 0 -x "$T/m4" "$T/tiny.zst" 2>/dev/null | grpo-cat --json > "$T/st"
 grep -q '"stale":2' "$T/m4" && grep -q '"sequence_ids":\[20\]' "$T/st"
 is "$?" 0 "--max-lag 0 at step 2 drops policy_version 0, keeps 1, and counts"
-grpo-pack -T 16 --step 3 --max-lag 0 -x "$T/m6" "$T/tiny.zst" | grpo-cat --json > "$T/st2"
+grpo-pack -T 16 --step 3 --max-lag 0 -x "$T/m6" "$T/tiny.zst" 2>/dev/null | grpo-cat --json > "$T/st2"
 grep -q '"step":3,"sequences":0,"dropped":{"stale":3' "$T/m6" && [ ! -s "$T/st2" ]
 is "$?" 0 "all of it stale: no micro-batch, but a metrics line that counts them"
 
@@ -87,6 +87,10 @@ printf '{"hidden_size":16,"intermediate_size":64,"num_hidden_layers":2,"num_atte
 grpo-pack -T 16 --cost flops --model "$T/model" -x "$T/m5" "$T/tiny.zst" > /dev/null
 grep -q '"rank_cost":\[248192\]' "$T/m5"
 is "$?" 0 "--cost flops: 17408*14 + 64*(6^2+5^2+3^2) for one micro-batch"
+grpo-pack -T 16 --model "$T/model" "$T/tiny.zst" > /dev/null 2> "$T/err"
+is "$?" 2 "--model without --cost flops is a usage error, not silently ignored"
+grep -q "goes with --cost flops" "$T/err"
+is "$?" 0 "saying so: $(cat "$T/err")"
 
 # 7. a spool queue as input, consumed through claims
 q="$T/s2/scored"
@@ -168,20 +172,20 @@ while [ $n -le "$calls" ]; do
 done
 is "$bad" 0 "a crash at any of $calls file system calls, then recover and a re-run: step 1 exactly once"
 
-# 13. the same with one input file spread over two steps (--batch-size 2)
+# 13. the same with one input file spread over two steps (--batch-size 2 --flush)
 q="$T/s7/scored"
 mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 rm -rf "$T/s7.count" && cp -r "$T/s7" "$T/s7.count"
-calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
+calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 --flush -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
 grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
 is "$?" 0 "step 1's manifest lists the trajectories of the half-consumed file it holds"
 bad=0
 n=1
 while [ $n -le "$calls" ]; do
 	rm -rf "$T/c" && cp -r "$T/s7" "$T/c"
-	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	GRPO_FSYS_CRASH_AT=$n grpo-pack -T 8 -b 2 --flush -o "$T/c/batches" "$T/c/scored" 2>/dev/null
 	grpo-spool recover "$T/c" > /dev/null 2>&1
-	grpo-pack -T 8 -b 2 -o "$T/c/batches" "$T/c/scored" 2>/dev/null
+	grpo-pack -T 8 -b 2 --flush -o "$T/c/batches" "$T/c/scored" 2>/dev/null
 	ids=$(cat "$T/c/batches"/step_*/rank_*/mb_*.zst 2>/dev/null | grpo-cat --json |
 		grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
 	if [ "$ids" != "10 11 20 " ] || [ "$(ls "$T/c/batches"/step_*/DONE | wc -l)" -ne 2 ]; then
@@ -191,3 +195,146 @@ while [ $n -le "$calls" ]; do
 	n=$((n + 1))
 done
 is "$bad" 0 "a crash at any of $calls calls across two steps: every sequence packed exactly once"
+
+# 14. one packer per output queue: the lock, and files already published
+mkdir -p "$T/l"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l/batches" "$T/tiny.zst"
+flock "$T/l/batches/.lock" grpo-pack -T 8 -W 2 -o "$T/l/batches" "$T/tiny.zst" 2> "$T/err"
+is "$?" 75 "a second packer on a locked queue exits 75 (temporary)"
+grep -q "another grpo-pack is publishing into this queue" "$T/err" && [ ! -e "$T/l/batches/step_2" ]
+is "$?" 0 "says why and publishes nothing: $(cat "$T/err")"
+mkdir -p "$T/l2/batches/step_1/rank_0"
+cp "$T/l/batches/step_1/rank_1/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" 2> "$T/err"
+is "$?" 1 "a micro-batch file already there with other bytes fails the step"
+grep -q "already published with different contents" "$T/err" && [ ! -e "$T/l2/batches/step_1/DONE" ]
+is "$?" 0 "loudly, without DONE: $(cat "$T/err")"
+rm -rf "$T/l2" && mkdir -p "$T/l2/batches/step_1/rank_0"
+cp "$T/l/batches/step_1/rank_0/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"
+grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" && [ -f "$T/l2/batches/step_1/DONE" ]
+is "$?" 0 "the same bytes already there (a re-run after a crash) are accepted"
+# two packers racing over one queue: whatever the timing, each step is whole
+i=1
+while [ $i -le 30 ]; do
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$i\1/g" "$d/tiny.jsonl" > "$T/one.jsonl"
+	mkdir -p "$T/race.in/step_0/rank_0"
+	grpo-cat --from-json -o "$T/race.in/step_0/rank_0/g$i.zst" "$T/one.jsonl"
+	i=$((i + 1))
+done
+bad=0
+for round in 1 2 3; do
+	rm -rf "$T/race" && cp -r "$T/race.in" "$T/race.q"
+	mkdir -p "$T/race" && mv "$T/race.q" "$T/race/scored"
+	grpo-pack -T 16 -W 2 -b 3 -o "$T/race/batches" "$T/race/scored" 2> "$T/e1" & p1=$!
+	grpo-pack -T 16 -W 2 -b 3 -o "$T/race/batches" "$T/race/scored" 2> "$T/e2" & p2=$!
+	wait $p1; s1=$?
+	wait $p2; s2=$?
+	for st in $s1 $s2; do case $st in 0|75) ;; *) bad=1; echo "# round $round: status $st: $(cat "$T/e1" "$T/e2")" ;; esac; done
+	for m in "$T/race/batches"/step_*/DONE; do
+		want=$(grep -o '"sequences":[0-9]*' "$m" | head -1 | cut -d: -f2)
+		got=$(cat "$(dirname "$m")"/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+			grep -o '[0-9][0-9]*' | wc -l)
+		[ "$want" = "$got" ] || { bad=1; echo "# round $round: $m says $want sequences, holds $got"; }
+	done
+	n=$(cat "$T/race/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+		grep -o '[0-9][0-9]*' | sort | uniq | wc -l)
+	dup=$(cat "$T/race/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+		grep -o '[0-9][0-9]*' | sort | uniq -d | wc -l)
+	[ "$n" = 90 ] && [ "$dup" = 0 ] || { bad=1; echo "# round $round: $n distinct sequences, $dup repeated"; }
+done
+is "$bad" 0 "two packers started together: 0 or 75 each, every step whole, 90 sequences exactly once"
+
+# 15. drops and truncation: one line on standard error, and in the manifest
+grpo-pack -T 5 --overlong skip -o "$T/d1" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: dropped 1 overlong (longer than --seq-len 5)" \
+	"--overlong skip says so on standard error without -v or --metrics"
+grep -q '"dropped":{"stale":0,"overlong":1,"empty":0},"truncated":0,' "$T/d1/step_1/DONE"
+is "$?" 0 "and the manifest records it"
+grpo-pack -T 5 --overlong truncate -o "$T/d2" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: truncated 1 to --seq-len 5 (0 left with no trained token)" \
+	"--overlong truncate: one line"
+grep -q '"truncated":1,"truncated_untrained":0' "$T/d2/step_1/DONE"
+is "$?" 0 "in the manifest too"
+grpo-pack -T 16 --step 2 --max-lag 0 -o "$T/d3" "$T/tiny.zst" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 2: dropped 2 stale (policy_version below 1, --max-lag 0)" \
+	"stale sequences: one line with the reason"
+grep -q '"dropped":{"stale":2,' "$T/d3/step_2/DONE"
+is "$?" 0 "and their count in the manifest"
+grpo-cat --from-json -o "$T/empty.zst" "$d/empty.jsonl"
+cat "$T/tiny.zst" "$T/empty.zst" | grpo-pack -T 8 -W 4 -P 4 -x "$T/m7" -o "$T/d4" 2> "$T/err"
+is "$(cat "$T/err")" "grpo-pack: step 1: dropped 1 empty (no tokens)" "an empty sequence: one line"
+
+# 16. pad_tokens means the same in the manifest and the metrics line
+grep -q '"pad_tokens":6,"dummies":1,"dummy_tokens":4,' "$T/d4/step_1/DONE" &&
+	grep -q '"pad_tokens":6,"dummy_tokens":4,' "$T/m7"
+is "$?" 0 "padding of real micro-batches 6, a dummy's 4 tokens apart, in both"
+
+# 17. T not a multiple of P: the user's T in messages and in fill
+grpo-pack -T 7 -P 4 "$T/tiny.zst" > /dev/null 2> "$T/err"
+grep -q "sequence_id 10 has 5 tokens, more than 4 tokens (--seq-len 7 rounded down to a multiple of --pad-multiple 4)" "$T/err"
+is "$?" 0 "the overlong message quotes T as given: $(cat "$T/err")"
+grpo-pack -T 10 -P 4 -x "$T/m8" "$T/tiny.zst" > /dev/null
+grep -q '"micro_batches_per_rank":2,.*"fill":0.700000,"fill_bound":0.700000' "$T/m8"
+is "$?" 0 "T=10 P=4: 14 tokens in two micro-batches of capacity 8, fill 14/(2*10)"
+
+# 18. --poll, --rescan, --lease: the watch options of grpo-spool consume
+q="$T/s8/scored"
+mkdir -p "$q"
+grpo-pack -T 8 -W 2 --poll 0.2 --lease 60 --min-tokens 10 -v -o "$T/s8/batches" "$q" 2> "$T/perr" &
+pid=$!
+sleep 0.3
+mkdir -p "$q/step_0/rank_0/.t" && cp "$T/tiny.zst" "$q/step_0/rank_0/.t/g" &&
+	mv "$q/step_0/rank_0/.t/g" "$q/step_0/rank_0/g1.zst" && rmdir "$q/step_0/rank_0/.t"
+i=0
+while [ ! -f "$T/s8/batches/step_1/DONE" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$T/s8/batches/step_1/DONE" ]
+is "$?" 0 "--poll 0.2 (implying --watch) finds a file published meanwhile and packs it"
+kill -TERM $pid
+wait $pid
+grep -q "1 files, .* polling every 0.2s, stopped by signal" "$T/perr"
+is "$?" 0 "by listing the queue every 0.2 s, not inotify: $(tail -1 "$T/perr")"
+grep -q " lease=60$" "$q/step_0/rank_0/.done/g1.zst"
+is "$?" 0 "--lease 60 is the lease recorded in the input's claim"
+grpo-pack -T 8 --rescan 10 "$q" > /dev/null 2>&1
+is "$?" 2 "--rescan without --watch is a usage error"
+
+# 19. a queue without --watch (cron): only full steps; the rest waits
+q="$T/s9/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+ls "$T/s9/batches" | grep step_ | tr '\n' ' ' > "$T/steps"
+is "$(cat "$T/steps")" "step_1 " "-b 2 over 3 queued sequences: one full step, no short one"
+grep -q '"sequences":2,.*"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s9/batches/step_1/DONE" &&
+	[ -f "$q/step_0/rank_0/g1.zst" ] && [ -z "$(ls "$q/step_0/rank_0/.claimed" 2>/dev/null)" ] && [ -z "$(ls "$q/step_0/rank_0/.done" 2>/dev/null)" ]
+is "$?" 0 "the file with the third sequence waits again, the manifest saying which two are packed"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+[ ! -e "$T/s9/batches/step_2" ]
+is "$?" 0 "the next run, with nothing new, publishes nothing"
+sed 's/"sequence_id":\([0-9]*\)/"sequence_id":5\1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
+grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
+ids=$(cat "$T/s9/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+	grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
+is "$(ls "$T/s9/batches" | grep -c step_) $ids" "3 10 11 20 510 511 520 " \
+	"with 3 more: steps 2 and 3 of 2, each sequence exactly once"
+[ -e "$q/step_0/rank_0/.done/g1.zst" ] && [ -e "$q/step_0/rank_0/.done/g2.zst" ]
+is "$?" 0 "and both files retired"
+q="$T/s10/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 -b 2 --flush -o "$T/s10/batches" "$q"
+grep -q '"sequences":1,' "$T/s10/batches/step_2/DONE" 2>/dev/null && [ -e "$q/step_0/rank_0/.done/g1.zst" ]
+is "$?" 0 "--flush packs the rest as a last short step and retires the file"
+
+# 20. --fill-target: a step of whole rounds, the rest in the next step
+grpo-pack -T 8 --fill-target 0.9 -x "$T/m9" -o "$T/f1" "$T/tiny.zst"
+ids() { cat "$1"/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' '; }
+is "$(ids "$T/f1/step_1")/$(ids "$T/f1/step_2")" "10 20 /11 " \
+	"F=0.9, T=8: 5 + 3 tokens fill step 1's one micro-batch, the 6 goes to step 2 (end of a file)"
+grep -q '"step":1,.*"fill":1.000000' "$T/m9"
+is "$?" 0 "step 1 filled to 1 (0.875 without --fill-target)"
+q="$T/f2/scored"
+mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
+grpo-pack -T 8 --fill-target 0.9 -o "$T/f2/batches" "$q"
+[ ! -e "$T/f2/batches/step_2" ] && grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,2\]}\]' "$T/f2/batches/step_1/DONE"
+is "$?" 0 "from a queue the carried sequence stays queued, the manifest naming the two packed"
+grpo-pack -T 8 --fill-target 0.9 --flush -o "$T/f2/batches" "$q"
+is "$(ids "$T/f2/batches/step_2")" "11 " "and a later run with --flush packs it exactly once"

@@ -3,8 +3,9 @@
  *
  * Input starting with '{': config.json text for pack_cost_from_config.
  * Otherwise: byte 0 picks W (1..64), bytes 1-2 T (1..65536), byte 3 the
- * separate-runs flag; then 3 bytes per item, a 16-bit length (taken modulo
- * T, plus 1) and a class. Any violated invariant aborts. */
+ * separate-runs flag (the other bits the fill target); then 3 bytes per
+ * item, a 16-bit length (taken modulo T, plus 1) and a class (bit 2 also
+ * starts a new unit for pack_fill_cut). Any violated invariant aborts. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t ffd = pack_ffd_bins(len, n, T, NULL);
 	if (!separate && n && r.k > (ffd + W - 1) / W * W)
 		abort();
+	uint32_t kall = r.k;
 	pack_result_free(&r);
+
+	/* --fill-target: units of one to four items; the count kept matches
+	 * keep[], something is kept, and what is kept packs into no more bins
+	 * than everything did. */
+	uint32_t *unit_of = malloc((n ? n : 1) * sizeof *unit_of), nu = 0;
+	uint8_t *keep = malloc(n ? n : 1);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i == 0 || (data[4 + 3 * i + 2] & 4))
+			nu++;
+		unit_of[i] = nu - 1;
+	}
+	double F = 0.5 + (data[3] >> 1) / 254.0;
+	int kept = pack_fill_cut(it, n, unit_of, nu, &o, F, keep, &e);
+	uint32_t count = 0, ns = 0;
+	for (uint32_t u = 0; u < nu; u++)
+		count += keep[u];
+	if (kept < 0 || (uint32_t)kept != count || (nu && !kept))
+		abort();
+	for (uint32_t i = 0; i < n; i++)
+		if (keep[unit_of[i]])
+			it[ns++] = it[i];
+	struct pack_result rk;
+	if (pack_items(it, ns, &o, &rk, &e) < 0 || rk.k > kall)
+		abort();
+	pack_result_free(&rk);
+	free(unit_of), free(keep);
 	free(it), free(len), free(seen);
 	return 0;
 }

@@ -113,6 +113,19 @@ static void flops(void)
 	is_float(c.a, 17408, 0, "linear coefficient: projections, SwiGLU, LM head");
 	is_float(c.b, 64, 0, "quadratic coefficient: 2 * layers * heads * head_dim");
 	is_float(pack_cost_of(&c, 10), 17408 * 10 + 64 * 100, 0, "cost(10) = a*10 + b*100");
+	/* mixture of experts: per layer 2048 attention + 6*16*(2*8 + 16) = 5120 */
+	const char *moe = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			  "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"head_dim\":8,\"vocab_size\":32,"
+			  "\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":8,"
+			  "\"shared_expert_intermediate_size\":16}";
+	ok(pack_cost_from_config(moe, strlen(moe), "moe", &c, &e) == 0, "a mixture-of-experts config parses");
+	is_float(c.a, 2 * 5120 + 1024, 0, "MoE: top-2 experts of 8 and a shared 16 replace the MLP of 64");
+	const char *dsk = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			  "\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32,\"num_experts_per_tok\":2,"
+			  "\"moe_intermediate_size\":8,\"n_shared_experts\":2,\"first_k_dense_replace\":1}";
+	ok(pack_cost_from_config(dsk, strlen(dsk), "dsk", &c, &e) == 0 && c.a == 8192 + 5120 + 1024,
+	   "MoE: first_k_dense_replace keeps layer 0 dense, n_shared_experts * 8 shared: a = %g", c.a);
+	is_float(c.b, 64, 0, "MoE: the quadratic term is attention's alone");
 	const char *bad = "{\"hidden_size\":16}";
 	ok(pack_cost_from_config(bad, strlen(bad), "cfg.json", &c, &e) < 0 &&
 	   strstr(e.msg, "cfg.json: no intermediate_size"), "a missing field is named: %s", e.msg);
@@ -144,6 +157,113 @@ static void selection(void)
 }
 
 /* ---- randomized ---- */
+
+/*
+ * --fill-target over many steps: units arrive, a step keeps what
+ * pack_fill_cut says and the rest waits for the next step, the last step
+ * takes everything. Every item is packed exactly once; a step that carries
+ * something packs into the k micro-batches chosen for it, fills them to
+ * at least what packing everything would have, and keeps whole units.
+ */
+static void carry(void)
+{
+	enum { CASES = 200, MAXN = 600 };
+	static struct pack_item it[MAXN], sub[MAXN];
+	static uint32_t unit_of[MAXN], id[MAXN], len[MAXN], unit[MAXN], seen[MAXN];
+	static uint8_t keep[MAXN];
+	int bad = 0, carried_steps = 0;
+	double gain = 0;
+	/* worked example: 14 tokens at T=8 fill two micro-batches to 0.875; at
+	 * F = 0.9 one is filled to 1 by 5 + 3, and the 6 waits */
+	struct pack_item ex[] = { { 5, 0, 5 }, { 6, 0, 6 }, { 3, 0, 3 } };
+	uint32_t exu[] = { 0, 1, 2 };
+	struct pack_opt exo = { 8, 1, 0, 1 };
+	struct err e0;
+	is_int(pack_fill_cut(ex, 3, exu, 3, &exo, 0.9, keep, &e0), 2, "F=0.9: two of three kept");
+	ok(keep[0] && !keep[1] && keep[2], "5 and 3 fill one micro-batch of 8; 6 is carried");
+	is_int(pack_fill_cut(ex, 3, exu, 3, &exo, 0.85, keep, &e0), 3, "F=0.85: 0.875 is enough, all kept");
+	exo.ranks = 2;
+	is_int(pack_fill_cut(ex, 3, exu, 3, &exo, 0.9, keep, &e0), 3,
+	       "W=2: 14 tokens cannot fill one round of 2 to 0.9, nothing to wait for: all kept");
+	for (uint32_t c = 0; c < CASES && !bad; c++) {
+		uint32_t T = 64 + rnd(2000), W = 1 + rnd(rnd(2) ? 8 : 64), N = 50 + rnd(MAXN - 50);
+		double F = 0.8 + rnd(20) / 100.0;
+		int groups = rnd(2);
+		for (uint32_t i = 0, u = 0; i < N; u++) {
+			uint32_t g = groups ? 1 + rnd(4) : 1;
+			for (uint32_t j = 0; j < g && i < N; j++, i++) {
+				len[i] = 1 + rnd(rnd(4) ? T / 2 : T);
+				unit[i] = u;
+				seen[i] = 0;
+			}
+		}
+		uint32_t nb = 0, next = 0;   /* buffer: ids[0..nb) in arrival order */
+		while (!bad && (next < N || nb > 0)) {
+			uint32_t arrive = next < N ? 1 + rnd(N / 3 + 1) : 0;
+			while (arrive-- > 0 && next < N) {
+				uint32_t u0 = unit[next];
+				while (next < N && unit[next] == u0)
+					id[nb++] = next++;
+			}
+			int last = next == N;
+			uint32_t nu = 0;
+			for (uint32_t x = 0; x < nb; x++) {
+				if (x == 0 || unit[id[x]] != unit[id[x - 1]])
+					nu++;
+				unit_of[x] = nu - 1;
+				it[x] = (struct pack_item){ len[id[x]], 0, len[id[x]] };
+			}
+			struct pack_opt o = { T, W, 0, 1 };
+			struct err e;
+			int kept = last ? (int)nu : pack_fill_cut(it, nb, unit_of, nu, &o, F, keep, &e);
+			if (last)
+				memset(keep, 1, nu);
+			if (kept <= 0) {
+				diag("case %u: pack_fill_cut kept %d of %u units", c, kept, nu);
+				bad = 1;
+				break;
+			}
+			uint32_t ns = 0, nk = 0;
+			uint64_t all = 0, some = 0;
+			for (uint32_t x = 0; x < nb; x++) {
+				all += len[id[x]];
+				if (keep[unit_of[x]]) {
+					sub[ns++] = it[x];
+					some += len[id[x]];
+					seen[id[x]]++;
+				} else {
+					id[nk++] = id[x];
+				}
+			}
+			struct pack_result r, rall;
+			pack_items(sub, ns, &o, &r, &e);
+			pack_items(it, nb, &o, &rall, &e);
+			if (nk > 0) {
+				uint64_t k = (uint64_t)(all / (F * T * W)) * W;
+				double f = (double)some / ((double)r.k * T), fall = (double)all / ((double)rall.k * T);
+				carried_steps++;
+				gain += f - fall;
+				if (r.k > k || f < fall || r.k % W) {
+					diag("case %u: T=%u W=%u F=%.2f: kept %llu of %llu tokens in %u bins (k %llu), "
+					     "fill %.3f against %.3f", c, T, W, F, (unsigned long long)some,
+					     (unsigned long long)all, r.k, (unsigned long long)k, f, fall);
+					bad = 1;
+				}
+			}
+			pack_result_free(&r);
+			pack_result_free(&rall);
+			nb = nk;
+		}
+		for (uint32_t i = 0; i < N && !bad; i++)
+			if (seen[i] != 1) {
+				diag("case %u: item %u packed %u times", c, i, seen[i]);
+				bad = 1;
+			}
+	}
+	ok(!bad && carried_steps > 0, "%d cases of steps with --fill-target: every item packed exactly once, "
+	   "whole units, carrying steps within their k micro-batches and never less full (%d of them, "
+	   "fill +%.3f on average)", CASES, carried_steps, carried_steps ? gain / carried_steps : 0);
+}
 
 struct seqinfo {
 	uint32_t item;     /* index among packed items */
@@ -348,6 +468,7 @@ int main(void)
 	flops();
 	selection();
 	balance();
+	carry();
 	int failed = 0;
 	const uint32_t cases = 300;
 	for (uint32_t c = 0; c < cases; c++)
