@@ -643,13 +643,6 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 	struct claim *c;
 	int r;
 	for (;;) {
-		/*
-		 * CLAIM LEASE RENEWAL goes here (claim renewal is being added to
-		 * lib/watch on branch i3): the claims in s->src[] whose state is
-		 * CLAIM_HELD are held across steps until their last sequence is
-		 * published, which with --watch can outlast their lease; renew
-		 * them each time round this loop, before waiting again.
-		 */
 		if (follow && s->o.timeout > 0)
 			watch_deadline(w, s->o.timeout);
 		r = watch_next(w, &c, e);
@@ -657,7 +650,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 			break;
 		if (r == 0) {
 			if (follow && watch_timed_out(w) && !watch_stopped(w)) {
-				if ((r = pack_step(s, 1, e)) < 0)
+				if ((r = watch_renew(w, e)) < 0 || (r = pack_step(s, 1, e)) < 0)
 					break;
 				continue;
 			}
@@ -665,8 +658,10 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 		}
 		if ((r = read_queue_file(s, w, c, e)) < 0)
 			break;
+		/* the claims held across steps are renewed by watch_next while it
+		 * waits, and here between the steps packed without waiting */
 		while (follow && step_ready(s))
-			if ((r = pack_step(s, 0, e)) < 0)
+			if ((r = watch_renew(w, e)) < 0 || (r = pack_step(s, 0, e)) < 0)
 				goto done;
 	}
 done:
