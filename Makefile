@@ -26,7 +26,7 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
 VERSION   := 0.1.0
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
-             -fno-omit-frame-pointer -fopenmp $(SAN) -Ilib -Itests $(DEPS_CFLAGS) $(XCFLAGS) -MMD -MP $(CFLAGS)
+             -fno-omit-frame-pointer -fopenmp $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -81,7 +81,9 @@ endif
 # V=1 shows the full commands.
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c
+# Order-only on deps-ok, so that under -j a missing library is reported
+# before any compiler complains about its header.
+$(BUILD)/%.o: %.c | deps-ok
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -109,8 +111,12 @@ $(CUDA_A): $(CUDA_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-# The CUDA tests are C: they see kernels/*.h and the CUDA runtime's C API.
-$(BUILD)/tests/cuda/%.o: XCFLAGS = -Ikernels -I$(CUDA_INC)
+# The CUDA tests are C: they see kernels/*.h and the CUDA runtime's C API,
+# and nothing of lib/, so check-cuda needs no other library.
+$(BUILD)/tests/cuda/%.o: tests/cuda/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Ikernels -I$(CUDA_INC) -c $< -o $@
 
 $(BUILD)/tests/test_cuda_%: $(BUILD)/tests/cuda/test_cuda_%.o $(CUDA_A)
 	@mkdir -p $(dir $@)
