@@ -96,7 +96,11 @@ int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const
 int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e);
 void sfile_reader_close(struct sfile_reader *r);   /* does not close fd */
 
-/* Check the record's arrays agree in length and values are in range. */
+/* The values rules of grpo-spool(5), which the writer applies before it
+ * writes a record and the reader after it decodes one: every float field is
+ * finite (a NaN advantage or logprob would poison training, and JSON has no
+ * form for it), and a micro-batch's seq_lens sum to its tokens. Messages
+ * name the trajectory and field: "trajectory 2: advantages is NaN, ...". */
 int group_check(const struct group *g, struct err *e);
 int mb_check(const struct microbatch *mb, struct err *e);
 
