@@ -2,14 +2,18 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 58
+plan 63
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
 visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
 
 # --- every input format, exactly -------------------------------------------
-for f in vllm-completions vllm-chat vllm-generate vllm-demo vllm-trl sglang atropos native; do
+# vllm-ids: return_token_ids alone (ids in choices[].token_ids, prompt_token_ids
+# per choice or at the top; token strings are text, colliding and lossy);
+# atropos-overrides: group_overrides.temperature under a member's own, and
+# group_overrides.set_advantage_to_zero.
+for f in vllm-completions vllm-chat vllm-generate vllm-demo vllm-trl vllm-ids sglang atropos atropos-overrides native; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
 	is "$?:$(cat "$T/err")" "0:" "$f: imports silently"
 	view "$T/$f.zst" > "$T/$f.json"
@@ -65,6 +69,8 @@ bad "Infinity logprob" '{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-
 	"trajectory 0: logprobs[0] is -Infinity, not a finite number"
 bad "vLLM's -9999 sentinel" '{"id":"c","choices":[{"logprobs":{"token_logprobs":[-9999.0],"tokens":["token_id:5"]},"prompt_token_ids":[1]}]}' \
 	'trajectory 0: logprobs[0] is -9999, a server'"'"'s sentinel for "no logprob" (vLLM writes -9999, SGLang -999999999)'
+bad "SGLang's -999999999 sentinel" '{"text":" 4","output_ids":[220,19],"meta_info":{"id":"a","finish_reason":{"type":"stop"},"prompt_tokens":2,"input_token_logprobs":[[null,3838,null],[-0.5,30,null]],"output_token_logprobs":[[-0.25,220,null],[-999999999.0,19,null]]}}' \
+	'trajectory 0: logprobs[1] is -1e+09, a server'"'"'s sentinel for "no logprob" (vLLM writes -9999, SGLang -999999999)'
 bad "vLLM length mismatch" '{"choices":[{"logprobs":{"token_logprobs":[-1]},"token_ids":[5,6],"prompt_token_ids":[1]}]}' \
 	"choices[0]: 1 logprobs for 2 token_ids"
 bad "Atropos rows disagree" '{"tokens":[[1,2,3]],"masks":[[-100,2]],"scores":[1],"inference_logprobs":[[1,-1,-1]]}' \
