@@ -159,7 +159,8 @@ man-lint:
 	mandoc -Tlint -W warning $(MANS)
 	@echo "man-lint: $(words $(MANS)) pages clean"
 
-# Fuzzing needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
+# Fuzzing needs clang with libFuzzer (Debian: clang and the libclang-rt-dev matching it;
+# tools/install-deps.sh picks it).
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_CC   ?= clang
