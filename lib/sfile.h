@@ -15,6 +15,10 @@
  * second bytes, ...), which lets zstd see the near-constant high bytes of
  * token ids and logprobs as long runs.
  *
+ * No float in a file is NaN or infinite: the writer refuses such a record
+ * and the reader rejects it (group_check, mb_check below), so whatever
+ * reads a spool can trust every advantage, logprob and temperature.
+ *
  * Concatenated files (`cat a.zst b.zst`) read as one stream: every frame
  * starts with its own header. The reader streams, so a pipe between two
  * tools passes records as soon as the writer flushes them, and it never
