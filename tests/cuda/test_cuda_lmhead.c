@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lmhead.h"
 #include "tap.h"
@@ -122,6 +123,12 @@ int main(void)
 {
 	int devices = 0;
 	cudaError_t err = cudaGetDeviceCount(&devices);
+	/* A machine with the NVIDIA driver loaded has a GPU: there a failure is a
+	 * broken set-up (a driver older than the runtime, say), not a reason to skip. */
+	if (err != cudaSuccess && err != cudaErrorNoDevice && access("/dev/nvidiactl", F_OK) == 0) {
+		printf("Bail out! a GPU driver is loaded but CUDA fails: %s\n", cudaGetErrorString(err));
+		return 1;
+	}
 	if (err != cudaSuccess || devices == 0) {
 		char why[200];
 		snprintf(why, sizeof why, "no GPU: CUDA kernels built but not run (%s)",
