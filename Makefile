@@ -6,7 +6,8 @@
 #   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
 #   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
 #   bench/bench_*.c      -> $(BUILD)/bench/bench_*  (run by `make bench`)
-#   kernels/*.cu         CUDA, built only where nvcc is found
+#   kernels/*.cu         -> $(BUILD)/libgrpo-cuda.a, only where nvcc and cuBLAS are found
+#   tests/cuda/test_*.c  -> $(BUILD)/tests/test_*   (likewise; skip without a GPU)
 
 PREFIX    ?= /usr/local
 MANPREFIX ?= $(PREFIX)/share/man
@@ -36,9 +37,39 @@ UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 MANS      := $(wildcard man/*.[1-9])
 
-.PHONY: all deps-ok check check-fast check-san test-units man-lint fuzz fuzz-short bench install uninstall clean
+# CUDA is optional: nvcc (on PATH, or CUDA_HOME/bin) and cuBLAS beside it.
+# Where both are found, kernels/*.cu build into $(BUILD)/libgrpo-cuda.a and
+# tests/cuda/test_*.c into $(BUILD)/tests, which skip, saying so, on a
+# machine without a GPU. Sanitized builds leave CUDA out (ASan and the CUDA
+# driver do not mix). CUDA=0 turns it off; CUDA_ARCHS picks the GPUs.
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc)))
+NVCC       ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+CUDA_LIBDIR ?= $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libcublas.so \
+                 $(CUDA_HOME)/targets/*/lib/libcublas.so $(CUDA_HOME)/lib/*-linux-gnu/libcublas.so))))
+CUDA_INC   ?= $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/include/cublas_v2.h \
+                 $(CUDA_HOME)/targets/*/include/cublas_v2.h))))
+CUDA_ARCHS ?= 80 90
+CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra -Ikernels $(CUDA_GENCODE) -MMD -MP
+CUDA_LDLIBS = -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++ -lm
+CUDA_WHY := $(if $(filter 0 no,$(CUDA)),CUDA=$(CUDA),$(if $(NVCC),$(if $(and $(CUDA_LIBDIR),$(CUDA_INC)),,no cuBLAS beside $(NVCC)),no nvcc))
+CUDA_A     := $(BUILD)/libgrpo-cuda.a
+CUDA_OBJ   := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(wildcard kernels/*.cu))
+CUDA_TESTS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/%,$(wildcard tests/cuda/test_*.c))
+CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_A) $(CUDA_TESTS))
 
-all: deps-ok $(LIB_A) $(TOOLS) $(UNITS) $(BENCHES)
+.PHONY: all deps-ok cuda-note check check-fast check-san check-cuda test-units man-lint fuzz fuzz-short bench \
+	install uninstall clean
+
+all: deps-ok cuda-note $(LIB_A) $(TOOLS) $(UNITS) $(BENCHES) $(CUDA_ALL)
+
+cuda-note:
+ifneq ($(CUDA_WHY),)
+ifeq ($(SAN),)
+	@echo "grpo-tools: $(CUDA_WHY): CUDA kernels not built"
+endif
+endif
 
 deps-ok:
 ifneq ($(DEPS_MISSING),)
@@ -50,7 +81,9 @@ endif
 # V=1 shows the full commands.
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c
+# Order-only on deps-ok, so that under -j a missing library is reported
+# before any compiler complains about its header.
+$(BUILD)/%.o: %.c | deps-ok
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -68,6 +101,27 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+
+$(BUILD)/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(CUDA_A): $(CUDA_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+# The CUDA tests are C: they see kernels/*.h and the CUDA runtime's C API,
+# and nothing of lib/, so check-cuda needs no other library.
+$(BUILD)/tests/cuda/%.o: tests/cuda/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Ikernels -I$(CUDA_INC) -c $< -o $@
+
+$(BUILD)/tests/test_cuda_%: $(BUILD)/tests/cuda/test_cuda_%.o $(CUDA_A)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CUDA_A) $(CUDA_LDLIBS) -o $@
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -90,12 +144,23 @@ check-san:
 	BUILD=build/san GRPO_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		sh tests/run.sh
 
+# Only the CUDA kernels and their tests: needs nvcc and the CUDA libraries,
+# nothing else. On a machine without a GPU the tests skip, saying so.
+check-cuda:
+ifneq ($(CUDA_WHY),)
+	@echo "check-cuda: $(CUDA_WHY): CUDA kernels not built" >&2; exit 1
+else
+	$(MAKE) $(CUDA_A) $(CUDA_TESTS)
+	prove $(CUDA_TESTS)
+endif
+
 man-lint:
 	@if ! command -v mandoc >/dev/null; then echo "man-lint: mandoc not installed" >&2; exit 1; fi
 	mandoc -Tlint -W warning $(MANS)
 	@echo "man-lint: $(words $(MANS)) pages clean"
 
-# Fuzzing needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).
+# Fuzzing needs clang with libFuzzer (Debian: clang and the libclang-rt-dev matching it;
+# tools/install-deps.sh picks it).
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_CC   ?= clang
@@ -142,5 +207,6 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/tools/*.d $(BUILD)/tests/unit/*.d $(BUILD)/bench/*.d)
+-include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/tools/*.d $(BUILD)/tests/unit/*.d $(BUILD)/bench/*.d \
+	$(BUILD)/kernels/*.d $(BUILD)/tests/cuda/*.d)
 .SECONDARY:

@@ -5,7 +5,7 @@
 # (default: a fresh temporary one).
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
-PATH="$top/build/bin:$PATH"
+PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 spool=${1:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-demo.XXXXXX")}
 say() { printf '\n$ %s\n' "$*"; }
 

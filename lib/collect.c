@@ -129,66 +129,6 @@ void collect_line_free(struct collect_line *l)
 	memset(l, 0, sizeof *l);
 }
 
-/* ---- NaN and Infinity ---- */
-
-static int word_at(const char *s, size_t n, size_t i, const char *w)
-{
-	size_t k = strlen(w);
-	if (i + k > n || memcmp(s + i, w, k) != 0)
-		return 0;
-	return i + k == n || !(isalnum((unsigned char)s[i + k]) || s[i + k] == '_');
-}
-
-int collect_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n)
-{
-	/* Fast path: most lines hold neither word anywhere. */
-	if (!memmem(text, n, "NaN", 3) && !memmem(text, n, "Infinity", 8))
-		return 0;
-	struct buf b = { 0 };
-	int in_str = 0, changed = 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = text[i];
-		const char *rep = NULL;
-		size_t skip = 0;
-		if (in_str) {
-			if (c == '\\' && i + 1 < n) {
-				if (buf_append(&b, text + i, 2) < 0)
-					goto oom;
-				i++;
-				continue;
-			}
-			if (c == '"')
-				in_str = 0;
-		} else if (c == '"')
-			in_str = 1;
-		else if (c == 'N' && word_at(text, n, i, "NaN"))
-			rep = "null", skip = 3;
-		else if (c == 'I' && word_at(text, n, i, "Infinity"))
-			rep = "1e999", skip = 8;
-		else if (c == '-' && word_at(text, n, i + 1, "Infinity"))
-			rep = "-1e999", skip = 9;
-		if (rep) {
-			if (buf_append(&b, rep, strlen(rep)) < 0)
-				goto oom;
-			i += skip - 1;
-			changed = 1;
-		} else if (buf_put_u8(&b, (unsigned char)c) < 0)
-			goto oom;
-	}
-	if (!changed) {
-		buf_free(&b);
-		return 0;
-	}
-	if (buf_put_u8(&b, 0) < 0)
-		goto oom;
-	*out = (char *)b.data;
-	*out_n = b.len - 1;
-	return 1;
-oom:
-	buf_free(&b);
-	return -1;
-}
-
 /* ---- the native format ---- */
 
 static int native_traj(const cJSON *o, struct traj *t, struct err *e)
@@ -333,7 +273,7 @@ int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
 	char *fixed = NULL;
 	size_t fixed_n = 0;
 	memset(out, 0, sizeof *out);
-	int r = collect_fix_nonfinite(text, n, &fixed, &fixed_n);
+	int r = json_fix_nonfinite(text, n, &fixed, &fixed_n);
 	if (r < 0)
 		return err_set(e, "out of memory");
 	if (r == 1) {

@@ -66,13 +66,6 @@ void collect_line_free(struct collect_line *l);
 int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
 		       struct collect_line *out, struct err *e);
 
-/* Rewrite Python's NaN, Infinity and -Infinity outside strings into what
- * cJSON reads: null (which number arrays read as NaN), 1e999 and -1e999
- * (which strtod reads as infinities). Returns 1 and a new malloc'd text in
- * *out (length *out_n) when something changed, 0 when nothing did, -1 when
- * memory runs out. */
-int collect_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
-
 /* The format parsers, over a parsed JSON value. `req` is the request of a
  * wrapper line, or NULL. They append groups to out. */
 int collect_vllm(const struct cJSON *resp, const struct cJSON *req, struct collect_line *out, struct err *e);

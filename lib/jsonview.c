@@ -2,17 +2,82 @@
 #include "jsonview.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- NaN and Infinity, as Python writes them ---- */
+
+static int word_at(const char *s, size_t n, size_t i, const char *w)
+{
+	size_t k = strlen(w);
+	if (i + k > n || memcmp(s + i, w, k) != 0)
+		return 0;
+	return i + k == n || !(isalnum((unsigned char)s[i + k]) || s[i + k] == '_');
+}
+
+int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n)
+{
+	/* Fast path: most lines hold neither word anywhere. */
+	if (!memmem(text, n, "NaN", 3) && !memmem(text, n, "Infinity", 8))
+		return 0;
+	struct buf b = { 0 };
+	int in_str = 0, changed = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		const char *rep = NULL;
+		size_t skip = 0;
+		if (in_str) {
+			if (c == '\\' && i + 1 < n) {
+				if (buf_append(&b, text + i, 2) < 0)
+					goto oom;
+				i++;
+				continue;
+			}
+			if (c == '"')
+				in_str = 0;
+		} else if (c == '"')
+			in_str = 1;
+		else if (c == 'N' && word_at(text, n, i, "NaN"))
+			rep = "null", skip = 3;
+		else if (c == 'I' && word_at(text, n, i, "Infinity"))
+			rep = "1e999", skip = 8;
+		else if (c == '-' && word_at(text, n, i + 1, "Infinity"))
+			rep = "-1e999", skip = 9;
+		if (rep) {
+			if (buf_append(&b, rep, strlen(rep)) < 0)
+				goto oom;
+			i += skip - 1;
+			changed = 1;
+		} else if (buf_put_u8(&b, (unsigned char)c) < 0)
+			goto oom;
+	}
+	if (!changed) {
+		buf_free(&b);
+		return 0;
+	}
+	if (buf_put_u8(&b, 0) < 0)
+		goto oom;
+	*out = (char *)b.data;
+	*out_n = b.len - 1;
+	return 1;
+oom:
+	buf_free(&b);
+	return -1;
+}
+
 /* ---- printing ---- */
 
 int json_format_float(char out[32], float f)
 {
-	if (isnan(f) || isinf(f))
-		return snprintf(out, 32, "null");
+	/* Never null, which would read back as "absent" or fail: these words
+	 * are Python's, and json_parse_record reads them back. */
+	if (isnan(f))
+		return snprintf(out, 32, "NaN");
+	if (isinf(f))
+		return snprintf(out, 32, f > 0 ? "Infinity" : "-Infinity");
 	if (f == 0.0f)
 		return snprintf(out, 32, signbit(f) ? "-0" : "0");
 	int n = 0;
@@ -291,6 +356,8 @@ int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint3
 
 static int get_f32(const cJSON *v, const char *what, float *out, struct err *e)
 {
+	if (cJSON_IsNull(v))   /* also Python's NaN, rewritten by json_fix_nonfinite() */
+		return err_set(e, "%s is NaN or null, not a finite number", what);
 	if (!cJSON_IsNumber(v))
 		return err_set(e, "%s: expected a number", what);
 	*out = (float)v->valuedouble;
@@ -533,12 +600,19 @@ fail:
 int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e)
 {
 	const char *end = NULL;
+	char *fixed = NULL;
+	size_t fixed_n = 0;
 	memset(rec, 0, sizeof *rec);
-	cJSON *o = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+	int fx = json_fix_nonfinite(text, n, &fixed, &fixed_n);
+	if (fx < 0)
+		return err_set(e, "out of memory");
+	cJSON *o = fx ? cJSON_ParseWithLengthOpts(fixed, fixed_n, &end, 0) : cJSON_ParseWithLengthOpts(text, n, &end, 0);
 	if (!o) {
-		size_t at = end && end >= text ? (size_t)(end - text) : 0;
+		size_t at = end && end >= (fx ? fixed : text) ? (size_t)(end - (fx ? fixed : text)) : 0;
+		free(fixed);
 		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
 	}
+	free(fixed);
 	int r;
 	if (!cJSON_IsObject(o))
 		r = err_set(e, "expected a JSON object");

@@ -13,6 +13,8 @@
  * trajectory only prompt_tokens, response_tokens and logprobs are required;
  * the defaults of the rest are those of traj_init() (grpo-spool(5)).
  * Integers above 2^53 do not survive (cJSON keeps numbers as doubles).
+ * NaN, Infinity and -Infinity read as those floats, null in a float array as
+ * NaN; the spool writer then refuses them with the record and field named.
  */
 #ifndef GRPO_JSONVIEW_H
 #define GRPO_JSONVIEW_H
@@ -40,10 +42,19 @@ int json_print_mb(struct buf *out, const struct microbatch *mb);
 int json_print_record(struct buf *out, const struct record *rec);
 
 /* Shortest decimal form of f that reads back to the same float32; returns length.
- * NaN and infinities, which JSON lacks, print as null. */
+ * NaN and infinities, which JSON lacks, print as Python's json module writes
+ * them (NaN, Infinity, -Infinity), never as null; a spool file holds none
+ * (sfile.h), so only a tool's own values can print so. */
 int json_format_float(char out[32], float f);
 /* A JSON string literal, quotes included. */
 int json_print_string(struct buf *out, const char *s);
+
+/* Rewrite Python's NaN, Infinity and -Infinity outside strings into what
+ * cJSON reads: null (which number arrays read as NaN), 1e999 and -1e999
+ * (which strtod reads as infinities). Returns 1 and a new malloc'd text in
+ * *out (length *out_n) when something changed, 0 when nothing did, -1 when
+ * memory runs out. */
+int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
 
 /* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
 int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,6 +308,9 @@ static int emit(struct sfile_writer *w, int kind, struct err *e)
 
 int sfile_write_group(struct sfile_writer *w, const struct group *g, struct err *e)
 {
+	if (group_check(g, e) < 0)
+		return err_prefix(e, "record %llu (group %lld)", (unsigned long long)w->records,
+				  (long long)g->group_id);
 	buf_reset(&w->rec);
 	if (encode_group(&w->rec, g) < 0)
 		return err_set(e, "group %lld: too large or out of memory", (long long)g->group_id);
@@ -315,6 +319,8 @@ int sfile_write_group(struct sfile_writer *w, const struct group *g, struct err 
 
 int sfile_write_mb(struct sfile_writer *w, const struct microbatch *mb, struct err *e)
 {
+	if (mb_check(mb, e) < 0)
+		return err_prefix(e, "record %llu (micro-batch)", (unsigned long long)w->records);
 	buf_reset(&w->rec);
 	if (encode_mb(&w->rec, mb) < 0)
 		return err_set(e, "micro-batch: too large or out of memory");
@@ -627,6 +633,8 @@ static int decode_group(const unsigned char *p, const unsigned char *end, struct
 		rc = err_set(e, "malformed field list");
 	if (rc == 0 && g->n == 0)
 		rc = err_set(e, "group %lld has no trajectories", (long long)g->group_id);
+	if (rc == 0)
+		rc = group_check(g, e);
 	if (rc < 0)
 		group_free(g);
 	return rc;
@@ -685,21 +693,39 @@ static int decode_mb(const unsigned char *p, const unsigned char *end, struct mi
 	return rc;
 }
 
+static const char *nonfinite_name(float f)
+{
+	return isnan(f) ? "NaN" : f > 0 ? "Infinity" : "-Infinity";
+}
+
+/* a (n, or 1 for a scalar) must hold only finite values; who prefixes the message. */
+static int check_finite(const float *a, uint32_t n, int scalar, const char *who, const char *field,
+			struct err *e)
+{
+	for (uint32_t k = 0; a && k < n; k++) {
+		if (isfinite(a[k]))
+			continue;
+		if (scalar)
+			return err_set(e, "%s%s is %s, not a finite number", who, field, nonfinite_name(a[k]));
+		return err_set(e, "%s%s[%u] is %s, not a finite number", who, field, k, nonfinite_name(a[k]));
+	}
+	return 0;
+}
+
 int group_check(const struct group *g, struct err *e)
 {
+	char who[32];
 	for (uint32_t i = 0; i < g->n; i++) {
 		const struct traj *t = &g->trajs[i];
-		for (uint32_t k = 0; k < t->n_prompt; k++)
-			if (t->prompt_tokens[k] < 0)
-				return err_set(e, "trajectory %u: negative token id %d in prompt_tokens", i, t->prompt_tokens[k]);
-		for (uint32_t k = 0; k < t->n_response; k++) {
-			if (t->response_tokens[k] < 0)
-				return err_set(e, "trajectory %u: negative token id %d in response_tokens", i, t->response_tokens[k]);
-			if (!(t->logprobs[k] <= 0.0f) || isinf(t->logprobs[k]))
-				return err_set(e, "trajectory %u: logprobs[%u] is %g, not a finite value <= 0", i, k, t->logprobs[k]);
-		}
-		if (!(t->temperature > 0.0f) || isinf(t->temperature))
-			return err_set(e, "trajectory %u: temperature %g is not positive and finite", i, t->temperature);
+		snprintf(who, sizeof who, "trajectory %u: ", i);
+		if (check_finite(t->logprobs, t->n_response, 0, who, "logprobs", e) < 0 ||
+		    check_finite(&t->temperature, 1, 1, who, "temperature", e) < 0)
+			return -1;
+		if (t->scored && (check_finite(t->ref_logprobs, t->n_response, 0, who, "ref_logprobs", e) < 0 ||
+				  check_finite(t->rewards, t->n_rewards, 0, who, "rewards", e) < 0 ||
+				  check_finite(&t->advantage, 1, 1, who, "advantages", e) < 0 ||
+				  check_finite(&t->success, 1, 1, who, "successes", e) < 0))
+			return -1;
 	}
 	return 0;
 }
@@ -713,6 +739,12 @@ int mb_check(const struct microbatch *mb, struct err *e)
 		return err_set(e, "seq_lens sum to %llu, micro-batch has %u tokens", (unsigned long long)sum, mb->n_tokens);
 	if (mb->n_seqs > mb->n_seq_lens)
 		return err_set(e, "%u sequence_ids for %u seq_lens", mb->n_seqs, mb->n_seq_lens);
+	uint32_t T = mb->n_tokens;
+	if (check_finite(mb->advantages, T, 0, "", "advantages", e) < 0 ||
+	    check_finite(mb->inference_logprobs, T, 0, "", "inference_logprobs", e) < 0 ||
+	    check_finite(mb->ref_logprobs, T, 0, "", "ref_logprobs", e) < 0 ||
+	    check_finite(mb->temperatures, T, 0, "", "temperatures", e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -55,13 +55,27 @@ int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e)
 	return fsys_write_all(o->fd, p, n, o->tmp_path, e);
 }
 
-int spool_commit(struct spool_out *o, struct err *e)
+int spool_finish_write(struct spool_out *o, struct err *e)
 {
+	if (o->fd < 0)
+		return 0;
 	if (!o->no_fsync && fsys_fsync(o->fd, o->tmp_path, e) < 0)
 		goto fail;
 	int fd = o->fd;
 	o->fd = -1;
-	if (fsys_close(fd, o->tmp_path, e) < 0 || fsys_mkdirs(o->dir, e) < 0)
+	if (fsys_close(fd, o->tmp_path, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	spool_abort(o);
+	return -1;
+}
+
+int spool_commit(struct spool_out *o, struct err *e)
+{
+	if (spool_finish_write(o, e) < 0)
+		return -1;
+	if (fsys_mkdirs(o->dir, e) < 0)
 		goto fail;
 	int r = fsys_rename_noreplace(o->tmp_path, o->final_path, e);
 	if (r < 0)

@@ -25,6 +25,12 @@
  *   spool_open(&o, "spool/rollouts", 3, 0, "g17-3af0.zst", &e);
  *   spool_write(&o, bytes, n, &e);          ... as often as needed
  *   spool_commit(&o, &e);                   or spool_abort(&o) on error
+ *
+ * To publish several files all or (short of a crash) nothing, write them all
+ * first, ending each with spool_finish_write(), which flushes and closes the
+ * temporary so no descriptor is held per file; then spool_commit() each.
+ * Writing is where a full disk or an I/O error shows, so it then fails
+ * before anything is visible.
  */
 #ifndef GRPO_SPOOL_H
 #define GRPO_SPOOL_H
@@ -49,6 +55,8 @@ int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int 
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	       const char *name, struct err *e);
 int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e);
+/* Flush and close the temporary (spool_commit does it when not done): 0, or -1 (tmp removed). */
+int spool_finish_write(struct spool_out *o, struct err *e);
 /* 0: published; 1: the name existed already (this copy dropped); -1: error (tmp removed). */
 int spool_commit(struct spool_out *o, struct err *e);
 void spool_abort(struct spool_out *o);

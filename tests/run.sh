@@ -6,6 +6,7 @@ BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 export GRPO_TOP="$top"
 export GRPO_BIN="$top/$BUILD/bin"
+export GRPO_BUILD="$BUILD"
 export GRPO_SHARED="${GRPO_SHARED:-$top/../shared}"
 export PATH="$GRPO_BIN:$PATH"
 set --

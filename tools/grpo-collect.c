@@ -5,8 +5,9 @@
  * Inputs may be compressed (gzip, zstd, xz, ...: lib/lineio.h). Each input is
  * read whole and validated before anything of it is written:
  * its groups are held in memory, then published as spool files under names
- * derived from the input's bytes (so a re-run publishes nothing twice), or
- * appended to the one spool file written to standard output.
+ * derived from the input's bytes (so a re-run publishes nothing twice), all
+ * written before any is renamed into place, or appended to the one spool
+ * file written to standard output.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,35 +93,51 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 }
 
 /* Publish the held groups as files of at most max_groups groups, named
- * collect-<hash of the input>-<part>.zst. */
+ * collect-<hash of the input>-<part>.zst: every part is written and flushed
+ * first, then all are renamed into place, so a failure to write (a full
+ * disk) publishes nothing. A failure among the renames leaves the parts
+ * before it published: they are never removed, since a consumer may have
+ * taken one already and names must stay taken (spool.h); a re-run publishes
+ * the rest, and nothing twice. */
 static int publish(const struct opts *o, struct held *h, uint64_t hash, const char *name, struct err *e)
 {
 	size_t per = o->max_groups > 0 ? (size_t)o->max_groups : h->n;
-	for (size_t part = 0, at = 0; at < h->n; part++, at += per) {
+	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0;
+	struct spool_out *so = calloc(parts ? parts : 1, sizeof *so);
+	if (!so)
+		return err_set(e, "out of memory for %zu parts", parts);
+	int r = 0;
+	for (; made < parts && r == 0; made++) {
 		char fname[64];
-		struct spool_out so;
 		struct sfile_writer w;
-		snprintf(fname, sizeof fname, "collect-%016llx-%04zu.zst", (unsigned long long)hash, part);
-		if (spool_open(&so, o->queue, o->step, o->rank, fname, e) < 0)
-			return -1;
-		int r = sfile_writer_init(&w, sink_spool, &so, 3, e);
+		size_t at = made * per;
+		snprintf(fname, sizeof fname, "collect-%016llx-%04zu.zst", (unsigned long long)hash, made);
+		if ((r = spool_open(&so[made], o->queue, o->step, o->rank, fname, e)) < 0)
+			break;
+		r = sfile_writer_init(&w, sink_spool, &so[made], 3, e);
 		for (size_t i = at; i < h->n && i < at + per && r == 0; i++)
 			r = sfile_write_group(&w, &h->g[i], e);
 		if (r == 0)
 			r = sfile_writer_finish(&w, e);
 		sfile_writer_free(&w);
-		if (r < 0) {
-			spool_abort(&so);
-			return -1;
-		}
-		r = spool_commit(&so, e);
-		if (r < 0)
-			return -1;
-		if (o->verbose)
-			fprintf(stderr, "%s: %s: %s %s\n", prog, name, r == 1 ? "already published:" : "published",
-				so.final_path);
+		if (r == 0)
+			r = spool_finish_write(&so[made], e);
 	}
-	return 0;
+	for (; done < made && r == 0; done++) {
+		r = spool_commit(&so[done], e);
+		if (r >= 0 && o->verbose)
+			fprintf(stderr, "%s: %s: %s %s\n", prog, name, r == 1 ? "already published:" : "published",
+				so[done].final_path);
+		if (r > 0)
+			r = 0;
+		else if (r < 0 && done > 0)
+			err_prefix(e, "%zu of %zu parts published, the rest not (run again to publish them)", done,
+				   parts);
+	}
+	for (size_t i = done; i < made; i++)
+		spool_abort(&so[i]);
+	free(so);
+	return r;
 }
 
 static int parse_num(const char *s, long long lo, long long hi, long long *out)

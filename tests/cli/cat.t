@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 14
+plan 20
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -23,6 +23,17 @@ grpo-cat --stats --json "$T/a.zst" > "$T/stats"
 grep -q '"records":2,"groups":2,"microbatches":0,"sequences":3' "$T/stats" &&
 	grep -q '"response_tokens":26' "$T/stats"
 is "$?" 0 "--stats counts records, sequences and tokens"
+size=$(wc -c < "$T/a.zst" | tr -d ' ')
+grep -q "\"bytes_on_disk\":$size," "$T/stats"
+is "$?" 0 "--stats: bytes_on_disk is the file's size, $size"
+awk -v size="$size" '{
+	match($0, /"bytes_uncompressed":[0-9]+/); u = substr($0, RSTART + 21, RLENGTH - 21)
+	match($0, /"compression_ratio":[0-9.]+/); r = substr($0, RSTART + 20, RLENGTH - 20)
+	d = u / size - r; exit !(u > size && d < 0.001 && d > -0.001)
+}' "$T/stats"
+is "$?" 0 "--stats: compression_ratio is bytes uncompressed over bytes on disk"
+grpo-cat --stats "$T/a.zst" | grep -q "^bytes on disk *$size\$"
+is "$?" 0 "--stats in text says the same"
 
 mkdir -p "$T/arc/step_0/rank_0" && cp "$T/a.zst" "$T/arc/step_0/rank_0/x.zst"
 (cd "$T/arc" && tar -cf - step_0 | zstd -q > ../arc.tar.zst)
@@ -42,5 +53,19 @@ is "$?" 1 "--from-json rejects a bad line with exit 1"
 grep -q "bad.jsonl:1: trajectories\[0\]: 2 logprobs for 1 response_tokens" "$T/err" && [ ! -e "$T/bad.zst" ] &&
 	[ -z "$(ls "$T" | grep 'bad.zst.tmp')" ]
 is "$?" 0 "naming file and line, and leaving no output file: $(cat "$T/err")"
+# Non-finite floats: no spool file holds one (grpo-spool(5)).
+tr=',"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1],"rewards":[1],"reward_names":["r"]'
+printf '{"group_id":1,"trajectories":[{"ref_logprobs":[-1],"advantages":NaN%s}]}\n' "$tr" > "$T/nan.jsonl"
+grpo-cat --from-json -o "$T/nan.zst" "$T/nan.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/nan.jsonl:1: trajectories[0]: advantages is NaN or null, not a finite number" \
+	"a NaN advantage is refused, naming line and field"
+printf '{"group_id":1,"trajectories":[{"ref_logprobs":[-Infinity],"advantages":0.5%s}]}\n' "$tr" > "$T/inf.jsonl"
+grpo-cat --from-json -o "$T/inf.zst" "$T/inf.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-cat: $T/inf.zst: record 0 (group 1): trajectory 0: ref_logprobs[0] is -Infinity, not a finite number" \
+	"a -Infinity reference logprob is refused by the writer, naming record and field"
+[ ! -e "$T/nan.zst" ] && [ ! -e "$T/inf.zst" ]
+is "$?" 0 "and neither left an output file"
+
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"

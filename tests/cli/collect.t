@@ -2,14 +2,18 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 54
+plan 63
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
 visible() { ls "$1" 2>/dev/null | grep -v '^\.' ; }
 
 # --- every input format, exactly -------------------------------------------
-for f in vllm-completions vllm-chat vllm-generate vllm-demo vllm-trl sglang atropos native; do
+# vllm-ids: return_token_ids alone (ids in choices[].token_ids, prompt_token_ids
+# per choice or at the top; token strings are text, colliding and lossy);
+# atropos-overrides: group_overrides.temperature under a member's own, and
+# group_overrides.set_advantage_to_zero.
+for f in vllm-completions vllm-chat vllm-generate vllm-demo vllm-trl vllm-ids sglang atropos atropos-overrides native; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
 	is "$?:$(cat "$T/err")" "0:" "$f: imports silently"
 	view "$T/$f.zst" > "$T/$f.json"
@@ -65,6 +69,8 @@ bad "Infinity logprob" '{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-
 	"trajectory 0: logprobs[0] is -Infinity, not a finite number"
 bad "vLLM's -9999 sentinel" '{"id":"c","choices":[{"logprobs":{"token_logprobs":[-9999.0],"tokens":["token_id:5"]},"prompt_token_ids":[1]}]}' \
 	'trajectory 0: logprobs[0] is -9999, a server'"'"'s sentinel for "no logprob" (vLLM writes -9999, SGLang -999999999)'
+bad "SGLang's -999999999 sentinel" '{"text":" 4","output_ids":[220,19],"meta_info":{"id":"a","finish_reason":{"type":"stop"},"prompt_tokens":2,"input_token_logprobs":[[null,3838,null],[-0.5,30,null]],"output_token_logprobs":[[-0.25,220,null],[-999999999.0,19,null]]}}' \
+	'trajectory 0: logprobs[1] is -1e+09, a server'"'"'s sentinel for "no logprob" (vLLM writes -9999, SGLang -999999999)'
 bad "vLLM length mismatch" '{"choices":[{"logprobs":{"token_logprobs":[-1]},"token_ids":[5,6],"prompt_token_ids":[1]}]}' \
 	"choices[0]: 1 logprobs for 2 token_ids"
 bad "Atropos rows disagree" '{"tokens":[[1,2,3]],"masks":[[-100,2]],"scores":[1],"inference_logprobs":[[1,-1,-1]]}' \
@@ -138,18 +144,38 @@ check_visible() { # every visible file reads whole (one reader over all of them)
 	[ -z "$(visible "$1")" ] || (cd "$1" && view $(visible .) > /dev/null 2>&1)
 }
 rm -rf "$T/sp"
-calls=$(GRPO_FSYS_TRACE=1 grpo-collect -o "$T/sp/trace" --step 1 --max-groups 2 "$D/native.jsonl" 2>&1 | grep -c "^fsys ")
-bad_points=
+GRPO_FSYS_TRACE=1 grpo-collect -o "$T/sp/trace" --step 1 --max-groups 2 "$D/native.jsonl" 2> "$T/trace"
+calls=$(grep -c "^fsys " "$T/trace")
+# the last call that writes a part (its close) and the first rename
+last_write=$(grep "^fsys [0-9]* close$" "$T/trace" | tail -1 | cut -d' ' -f2)
+first_rename=$(grep "^fsys [0-9]* rename_noreplace$" "$T/trace" | head -1 | cut -d' ' -f2)
+[ "$calls" -gt 0 ] && [ "${last_write:-0}" -gt 0 ] && [ "${first_rename:-0}" -gt "${last_write:-0}" ]
+is "$?" 0 "the publish's $calls file system calls write both parts (until call $last_write) before the first rename (call $first_rename)"
+bad_points= early=
 i=1
 while [ "$i" -le "$calls" ]; do
 	rm -rf "$T/sp"
 	GRPO_FSYS_CRASH_AT=$i grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 2 "$D/native.jsonl" 2> /dev/null
 	check_visible "$T/sp/rollouts/step_1/rank_0" > /dev/null || bad_points="$bad_points $i"
+	[ "$i" -le "$first_rename" ] && [ -n "$(visible "$T/sp/rollouts/step_1/rank_0")" ] && early="$early $i"
 	grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 2 "$D/native.jsonl" 2> /dev/null
 	[ "$(view "$T"/sp/rollouts/step_1/rank_0/* 2>/dev/null | wc -l | tr -d ' ')" = 3 ] || bad_points="$bad_points r$i"
 	i=$((i + 1))
 done
-is "$calls:${bad_points:-none}" "$calls:none" "a crash at any of the $calls file system calls leaves no partial file; a re-run completes"
+is "$calls:${bad_points:-none}:${early:-none}" "$calls:none:none" \
+	"a crash at any of the $calls calls leaves no partial file, none at all before the first rename; a re-run completes"
+
+# A part that cannot be written (here: over the file size limit) fails the
+# input before any part is published.
+{ cat "$D/native.jsonl"; awk 'BEGIN { srand(3); printf "{\"group_id\":99,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[";
+  for (k = 0; k < 30000; k++) printf "%s%d", k ? "," : "", int(rand() * 151000); printf "],\"logprobs\":[";
+  for (k = 0; k < 30000; k++) printf "%s-%.5f", k ? "," : "", rand() * 5; print "]}]}" }'; } > "$T/fat.jsonl"
+rm -rf "$T/sp"
+(trap '' XFSZ; ulimit -f 64; exec grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 1 "$T/fat.jsonl") 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_1/rank_0"):$(ls "$T/sp/rollouts/.tmp")" "1::" \
+	"the last of three parts fails to write: exit 1, no part published, no temporary left"
+grep -q "write failed: File too large" "$T/err"
+is "$?" 0 "and the message says why: $(cat "$T/err")"
 
 groups=600
 [ -n "$GRPO_SANITIZED" ] && groups=200
@@ -159,18 +185,31 @@ awk -v G=$groups 'BEGIN { srand(7); for (g = 0; g < G; g++) { printf "{\"group_i
     printf "],\"response_tokens\":["; for (k = 0; k < 48; k++) printf "%s%d", k ? "," : "", int(rand() * 151000);
     printf "],\"logprobs\":["; for (k = 0; k < 48; k++) printf "%s-%.4f", k ? "," : "", rand() * 3;
     printf "]}" } print "]}" } }' > "$T/big.jsonl"
-partial=0 seen=
+# Kills 1-2 land at random moments; 3-4 as soon as a first file is visible,
+# so that at least one lands among the renames (0 < files seen < all).
+total=$(( (groups + 2) / 3 ))
+partial=0 seen= midway=0
 for k in 1 2 3 4; do
 	[ "$k" -lt 4 ] && rm -rf "$T/sp"   # the last kill leaves its spool for the re-run
+	before=$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')
 	grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl" 2> /dev/null &
 	pid=$!
-	sleep "0.$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%02d", 5 + int(rand() * 40) }')"
+	if [ "$k" -le 2 ]; then
+		sleep "0.$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%02d", 5 + int(rand() * 40) }')"
+	else
+		while kill -0 "$pid" 2> /dev/null &&
+			[ "$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')" -le "$before" ]; do :; done
+	fi
 	kill -9 "$pid" 2> /dev/null
 	wait "$pid" 2> /dev/null
 	check_visible "$T/sp/rollouts/step_1/rank_0" > /dev/null || partial=$((partial + 1))
-	seen="$seen $(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')"
+	n=$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')
+	seen="$seen $n"
+	[ "$n" -gt "$before" ] && [ "$n" -lt "$total" ] && midway=$((midway + 1))
 done
-is "$partial" 0 "kill -9 at four random moments of a large publish: no visible partial file (files seen:$seen)"
+is "$partial" 0 "kill -9 at four moments of a large publish: no visible partial file (files seen:$seen of $total)"
+[ "$midway" -gt 0 ]
+is "$?" 0 "and $midway of the kills landed mid-publish, with some files renamed into place and not all"
 grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl"
 is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' '):$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" \
 	"0:$(( (groups + 2) / 3 )):$groups" "a re-run after the kills publishes the rest: every group exactly once"

@@ -19,14 +19,14 @@ static void test_nonfinite(void)
 	char *out = NULL;
 	size_t n = 0;
 	const char *s = "{\"a\":[NaN,Infinity,-Infinity],\"s\":\"NaN \\\" Infinity\",\"NaN\":1}";
-	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 1 &&
+	ok(json_fix_nonfinite(s, strlen(s), &out, &n) == 1 &&
 		   strcmp(out, "{\"a\":[null,1e999,-1e999],\"s\":\"NaN \\\" Infinity\",\"NaN\":1}") == 0,
 	   "NaN and Infinity are rewritten outside strings only: %s", out ? out : "(none)");
 	free(out);
 	s = "{\"s\":\"NaN\"}";
-	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a line with NaN only inside a string is left alone");
+	ok(json_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a line with NaN only inside a string is left alone");
 	s = "[1,2]";
-	ok(collect_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a plain line takes the fast path");
+	ok(json_fix_nonfinite(s, strlen(s), &out, &n) == 0, "a plain line takes the fast path");
 }
 
 static void test_vllm(void)

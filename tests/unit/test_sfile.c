@@ -1,5 +1,6 @@
 /* Spool file format: exact round trips through the binary format and the
- * JSON view, and clean rejection of damaged files. */
+ * JSON view, clean rejection of damaged files and of non-finite floats, and
+ * a newer minor version's additions skipped by this reader. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,279 @@ static int read_all(const struct buf *file, struct record *out, int max, struct 
 	return n;
 }
 
+/* ---- raw file surgery: a file another writer could have written ---- */
+
+static void unzstd(const struct buf *file, struct buf *raw)
+{
+	raw->cap = 1 << 20;
+	raw->data = malloc(raw->cap);
+	raw->len = ZSTD_decompress(raw->data, raw->cap, file->data, file->len);
+	if (ZSTD_isError(raw->len))
+		raw->len = 0;
+}
+
+static void rezstd(const struct buf *raw, struct buf *file)
+{
+	buf_free(file);
+	file->cap = ZSTD_compressBound(raw->len);
+	file->data = malloc(file->cap);
+	file->len = ZSTD_compress(file->data, file->cap, raw->data, raw->len, 3);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int k = 0; k < bytes; k++)
+		p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int k = bytes - 1; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
+}
+
+/* Insert n bytes at offset at of raw. */
+static void insert(struct buf *raw, size_t at, const void *p, size_t n)
+{
+	buf_append(raw, p, n); /* grow */
+	memmove(raw->data + at + n, raw->data + at, raw->len - n - at);
+	memcpy(raw->data + at, p, n);
+}
+
+/* Replace the first 4-byte float equal to from (by bits) with to; 1 if found. */
+static int patch_float(struct buf *raw, float from, float to)
+{
+	for (size_t i = 0; i + 4 <= raw->len; i++)
+		if (!memcmp(raw->data + i, &from, 4)) {
+			memcpy(raw->data + i, &to, 4);
+			return 1;
+		}
+	return 0;
+}
+
+/* Set element i of the byte-planar float array a (n) in raw to to; 1 if found. */
+static int patch_planar(struct buf *raw, const float *a, uint32_t n, uint32_t i, float to)
+{
+	unsigned char *img = malloc(4 * n);
+	const unsigned char *src = (const unsigned char *)a, *t = (const unsigned char *)&to;
+	for (uint32_t k = 0; k < 4; k++)
+		for (uint32_t j = 0; j < n; j++)
+			img[k * n + j] = src[j * 4 + k];
+	unsigned char *at = memmem(raw->data, raw->len, img, 4 * n);
+	for (uint32_t k = 0; at && k < 4; k++)
+		at[k * n + i] = t[k];
+	free(img);
+	return at != NULL;
+}
+
+static const float poison[] = { NAN, INFINITY, -INFINITY };
+static const char *poison_name[] = { "NaN", "Infinity", "-Infinity" };
+
+/* A one-trajectory scored group whose float fields hold distinct markers. */
+static void marked_group(struct group *g)
+{
+	make_group(g, 77, 1, 1, 0);
+	struct traj *t = &g->trajs[0];
+	free(t->logprobs);
+	free(t->ref_logprobs);
+	t->n_response = 2;
+	t->logprobs = malloc(8);
+	t->ref_logprobs = malloc(8);
+	t->logprobs[0] = -0.125f, t->logprobs[1] = -0.375f;
+	t->ref_logprobs[0] = -0.625f, t->ref_logprobs[1] = -0.875f;
+	t->rewards[0] = 0.3125f, t->rewards[1] = 0.4375f;
+	t->temperature = 0.6875f;
+	t->advantage = 1.8125f;
+	t->success = 0.9375f;
+	t->response_mask = NULL;
+}
+
+static void nonfinite_tests(void)
+{
+	struct err e = { "" };
+	struct record recs[4];
+	/* each float field, by the marker value it holds, and its name in messages */
+	static const struct { float mark; const char *field; } gf[] = {
+		{ -0.375f, "logprobs[1]" }, { 0.6875f, "temperature" }, { -0.625f, "ref_logprobs[0]" },
+		{ 0.4375f, "rewards[1]" }, { 1.8125f, "advantages" }, { 0.9375f, "successes" },
+	};
+	int writer_ok = 1, reader_ok = 1;
+	for (size_t f = 0; f < sizeof gf / sizeof *gf; f++) {
+		for (int p = 0; p < 3; p++) {
+			struct group g;
+			marked_group(&g);
+			struct buf file = { 0 }, raw = { 0 }, msg = { 0 };
+			write_file(&file, &g, 1, NULL);
+
+			/* the writer refuses the poisoned field */
+			struct traj *t = &g.trajs[0];
+			float *slot[] = { &t->logprobs[1], &t->temperature, &t->ref_logprobs[0], &t->rewards[1],
+					  &t->advantage, &t->success };
+			*slot[f] = poison[p];
+			struct sfile_writer w;
+			sfile_writer_init(&w, sfile_sink_buf, &msg, 3, &e);
+			int rc = sfile_write_group(&w, &g, &e);
+			sfile_writer_free(&w);
+			char want[96];
+			snprintf(want, sizeof want, "record 0 (group 77): trajectory 0: %s is %s", gf[f].field,
+				 poison_name[p]);
+			if (rc == 0 || !strstr(e.msg, want)) {
+				diag("writer, %s = %s: %s", gf[f].field, poison_name[p], rc ? e.msg : "written");
+				writer_ok = 0;
+			}
+
+			/* the reader refuses a file whose field another writer poisoned */
+			unzstd(&file, &raw);
+			int found = patch_float(&raw, gf[f].mark, poison[p]);
+			rezstd(&raw, &file);
+			int n = read_all(&file, recs, 4, &e);
+			snprintf(want, sizeof want, "mem.zst: record 0: trajectory 0: %s is %s", gf[f].field,
+				 poison_name[p]);
+			if (!found || n >= 0 || !strstr(e.msg, want)) {
+				diag("reader, %s = %s: %s", gf[f].field, poison_name[p], n < 0 ? e.msg : "read");
+				reader_ok = 0;
+			}
+			for (int i = 0; i < n; i++)
+				record_free(&recs[i]);
+			group_free(&g);
+			buf_free(&file);
+			buf_free(&raw);
+			buf_free(&msg);
+		}
+	}
+	ok(writer_ok, "writer: NaN, Infinity and -Infinity refused in each trajectory float field, record and field named");
+	ok(reader_ok, "reader: the same in a file from another writer, file, record and field named");
+
+	static const char *mf[] = { "advantages", "inference_logprobs", "ref_logprobs", "temperatures" };
+	int mb_ok = 1;
+	for (int f = 0; f < 4; f++) {
+		struct microbatch mb;
+		make_mb(&mb);
+		struct buf file = { 0 }, raw = { 0 };
+		float *arr[] = { mb.advantages, mb.inference_logprobs, mb.ref_logprobs, mb.temperatures };
+		for (uint32_t i = 0; i < mb.n_tokens; i++)   /* markers no random value takes */
+			arr[f][i] = 0.0625f;
+		arr[f][3] = 4.0625f;
+		write_file(&file, NULL, 0, &mb);
+		arr[f][3] = NAN;
+		struct sfile_writer w;
+		struct buf out = { 0 };
+		sfile_writer_init(&w, sfile_sink_buf, &out, 3, &e);
+		char want[80];
+		snprintf(want, sizeof want, "record 0 (micro-batch): %s[3] is NaN", mf[f]);
+		if (sfile_write_mb(&w, &mb, &e) == 0 || !strstr(e.msg, want)) {
+			diag("writer, micro-batch %s: %s", mf[f], e.msg);
+			mb_ok = 0;
+		}
+		sfile_writer_free(&w);
+		unzstd(&file, &raw);
+		arr[f][3] = 4.0625f;
+		int found = patch_planar(&raw, arr[f], mb.n_tokens, 3, -INFINITY);
+		rezstd(&raw, &file);
+		int n = read_all(&file, recs, 4, &e);
+		snprintf(want, sizeof want, "record 0: %s[3] is -Infinity", mf[f]);
+		if (!found || n >= 0 || !strstr(e.msg, want)) {
+			diag("reader, micro-batch %s: %s", mf[f], n < 0 ? e.msg : "read");
+			mb_ok = 0;
+		}
+		for (int i = 0; i < n; i++)
+			record_free(&recs[i]);
+		mb_free(&mb);
+		buf_free(&file);
+		buf_free(&raw);
+		buf_free(&out);
+	}
+	ok(mb_ok, "micro-batch: non-finite advantages, inference_logprobs, ref_logprobs, temperatures refused both ways");
+
+	/* the JSON view: never null; Python's words, read back, then refused by the writer */
+	char s[32];
+	json_format_float(s, NAN);
+	ok(!strcmp(s, "NaN"), "NaN prints as NaN, not null (%s)", s);
+	json_format_float(s, INFINITY);
+	ok(!strcmp(s, "Infinity"), "+inf prints as Infinity (%s)", s);
+	json_format_float(s, -INFINITY);
+	ok(!strcmp(s, "-Infinity"), "-inf prints as -Infinity (%s)", s);
+	const char *line = "{\"group_id\":5,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],"
+			   "\"logprobs\":[-0.5],\"ref_logprobs\":[-0.5],\"rewards\":[1],\"reward_names\":[\"r\"],"
+			   "\"advantages\":-Infinity,\"successes\":1}]}";
+	struct record r;
+	int rc = json_parse_record(line, strlen(line), &r, &e);
+	ok(rc == 0 && r.kind == REC_GROUP && isinf(r.group.trajs[0].advantage) && r.group.trajs[0].advantage < 0,
+	   "a JSON line with \"advantages\":-Infinity reads as -inf (%s)", rc ? e.msg : "ok");
+	if (rc == 0) {
+		struct buf out = { 0 };
+		struct sfile_writer w;
+		sfile_writer_init(&w, sfile_sink_buf, &out, 3, &e);
+		rc = sfile_write_record(&w, &r, &e);
+		ok(rc < 0 && strstr(e.msg, "group 5): trajectory 0: advantages is -Infinity"),
+		   "and the writer refuses it: %s", e.msg);
+		sfile_writer_free(&w);
+		buf_free(&out);
+		record_free(&r);
+	}
+}
+
+/* A file as a newer minor version might write it: minor + 1, a header
+ * extension, a record kind and field tags (of known and unknown types, in a
+ * group, a trajectory and a micro-batch) that this reader does not know. */
+static void forward_compat_tests(void)
+{
+	struct group g;
+	struct microbatch mb;
+	struct err e = { "" };
+	struct buf file = { 0 }, raw = { 0 };
+	make_group(&g, 42, 3, 1, 1);
+	make_mb(&mb);
+	write_file(&file, &g, 1, &mb);
+	unzstd(&file, &raw);
+
+	/* walk the original: header 12 bytes, group record, micro-batch record */
+	size_t grp = 12, glen = get_le(raw.data + grp + 8, 8);
+	size_t mbr = grp + 16 + glen;
+	/* fields: u16 tag, u8 type, u8 encoding, u32 len, data */
+	static const unsigned char unknown_f32[] = { 0xc8, 0x00, 2, 0, 4, 0, 0, 0, 0x00, 0x00, 0xc0, 0x7f };
+	static const unsigned char unknown_type[] = { 0xc9, 0x00, 77, 9, 3, 0, 0, 0, 'x', 'y', 'z' };
+	static const unsigned char unknown_nested[] = { 0xca, 0x00, 9, 0, 8, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0 };
+
+	/* 1. the micro-batch gains an unknown field at its end (work back to front) */
+	insert(&raw, mbr + 16 + get_le(raw.data + mbr + 8, 8), unknown_type, sizeof unknown_type);
+	put_le(raw.data + mbr + 8, get_le(raw.data + mbr + 8, 8) + sizeof unknown_type, 8);
+	/* 2. the group's first trajectory gains one at its start, the group one at its end */
+	size_t p = grp + 16, end = p + glen;
+	while (p < end && get_le(raw.data + p, 2) != 3)   /* G_TRAJ */
+		p += 8 + get_le(raw.data + p + 4, 4);
+	insert(&raw, grp + 16 + glen, unknown_nested, sizeof unknown_nested);
+	insert(&raw, p + 8, unknown_f32, sizeof unknown_f32);
+	put_le(raw.data + p + 4, get_le(raw.data + p + 4, 4) + sizeof unknown_f32, 4);
+	put_le(raw.data + grp + 8, glen + sizeof unknown_nested + sizeof unknown_f32, 8);
+	/* 3. a record of an unknown kind before everything */
+	static const unsigned char unknown_rec[] = { 9, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+						     'h', 'e', 'l', 'l', 'o' };
+	insert(&raw, 12, unknown_rec, sizeof unknown_rec);
+	/* 4. the header: minor + 1 and an 8-byte extension */
+	put_le(raw.data + 6, SFILE_MINOR + 1, 2);
+	put_le(raw.data + 8, 8, 4);
+	insert(&raw, 12, "ext-data", 8);
+	rezstd(&raw, &file);
+
+	struct record recs[4];
+	int n = read_all(&file, recs, 4, &e);
+	is_int(n, 2, "minor version %d with a header extension, an unknown record kind and unknown field tags reads (%s)",
+	       SFILE_MINOR + 1, n < 0 ? e.msg : "ok");
+	ok(n == 2 && recs[0].kind == REC_GROUP && same_group(&g, &recs[0].group),
+	   "the group reads back exactly, its unknown fields skipped");
+	ok(n == 2 && recs[1].kind == REC_MICROBATCH && same_mb(&mb, &recs[1].mb),
+	   "the micro-batch reads back exactly, its unknown field skipped");
+	for (int i = 0; i < n; i++)
+		record_free(&recs[i]);
+	group_free(&g);
+	mb_free(&mb);
+	buf_free(&file);
+	buf_free(&raw);
+}
+
 int main(void)
 {
 	struct group gs[6];
@@ -332,6 +606,9 @@ int main(void)
 	ok(strcmp(s, "0.1") == 0, "0.1f prints as 0.1 (%s)", s);
 	json_format_float(s, -1.0f / 3.0f);
 	ok(strtof(s, NULL) == -1.0f / 3.0f, "-1/3 prints with enough digits (%s)", s);
+
+	nonfinite_tests();
+	forward_compat_tests();
 
 	for (int i = 0; i < 6; i++)
 		group_free(&gs[i]);
