@@ -15,5 +15,7 @@ rm -rf "$out"
 grpo-collect -o "$out/rollouts" --step 0 --rank 0 "$top/examples/vllm-completions.jsonl"
 grpo-cat --from-json "$top/examples/gsm8k-groups.jsonl" |
 	grpo-pack --seq-len 64 --ranks 2 -o "$out/batches" --step 1
-# the publishers' temporary directories are empty: leave no trace of them
+# the publishers' temporary directories are empty and no packer holds the
+# queue lock any more: leave no trace of them
 rmdir "$out/rollouts/.tmp" "$out/batches/.tmp" 2> /dev/null || true
+rm -f "$out/batches/.lock"
