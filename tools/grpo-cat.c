@@ -5,22 +5,16 @@
  *
  * Inputs are spool files, concatenations of them (a pipe), or tar archives
  * of them in any compression libarchive knows (what `grpo-spool gc
- * --archive` writes), named or on standard input: the first bytes tell
- * which.
+ * --archive` writes), named or on standard input (spoolin.h).
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <cJSON.h>
 
@@ -33,6 +27,7 @@
 #include "lineio.h"
 #include "model.h"
 #include "sfile.h"
+#include "spoolin.h"
 #include "tokenizer.h"
 
 static const char *prog = "grpo-cat";
@@ -267,226 +262,39 @@ static int cat_fd(struct opts *o, int fd, const char *name)
 	return rc;
 }
 
-/* Each regular member of an opened tar archive that is a spool file, in archive order. */
-static int cat_archive(struct opts *o, struct archive *a, const char *path)
+/* One input, a spool stream or an archive of spool files (spoolin.h), fd not closed. */
+static int cat_input(struct opts *o, int fd, const char *name)
 {
-	struct archive_entry *ent;
-	struct buf data = { 0 };
-	int rc = 0, st;
-	while (rc == 0 && o->head != 0 && (st = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(ent);
-		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-		if (archive_entry_filetype(ent) != AE_IFREG || base[0] == '.' || strcmp(base, "DONE") == 0)
-			continue;
-		buf_reset(&data);
-		for (;;) {
-			if (buf_reserve(&data, 1 << 16) < 0) {
-				fprintf(stderr, "%s: %s: out of memory\n", prog, path);
-				rc = -1;
-				break;
-			}
-			la_ssize_t n = archive_read_data(a, data.data + data.len, 1 << 16);
-			if (n < 0) {
-				fprintf(stderr, "%s: %s: %s: %s\n", prog, path, name, archive_error_string(a));
-				rc = -1;
-				break;
-			}
-			if (n == 0)
-				break;
-			data.len += (size_t)n;
-		}
-		if (rc < 0)
-			break;
-		char label[PATH_MAX + 64];
-		snprintf(label, sizeof label, "%s:%s", path, name);
-		struct sfile_reader r;
-		struct err e;
-		if (sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			rc = -1;
-			break;
-		}
-		rc = cat_reader(o, &r);
-		sfile_reader_close(&r);
-	}
-	if (rc == 0 && o->head != 0 && st != ARCHIVE_EOF) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, archive_error_string(a));
-		rc = -1;
-	}
-	buf_free(&data);
-	return rc;
-}
-
-static struct archive *archive_new(void)
-{
-	struct archive *a = archive_read_new();
-	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
-	return a;
-}
-
-enum sniff { SNIFF_MORE, SNIFF_SPOOL, SNIFF_ARCHIVE };
-
-/* A spool file starts with a zstd frame whose content starts with "GRPO";
- * anything else is an archive. SNIFF_MORE: the bytes so far do not tell. */
-static enum sniff sniff(const unsigned char *in, size_t n)
-{
-	unsigned char out[4];
-	if (n < 4)
-		return SNIFF_MORE;
-	uint32_t magic = in[0] | in[1] << 8 | in[2] << 16 | (uint32_t)in[3] << 24;
-	if (magic != ZSTD_MAGICNUMBER)
-		return SNIFF_ARCHIVE;
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	ZSTD_inBuffer ib = { in, n, 0 };
-	ZSTD_outBuffer ob = { out, sizeof out, 0 };
-	int bad = 0;
-	while (ob.pos < ob.size && ib.pos < ib.size) {
-		size_t r = ZSTD_decompressStream(d, &ob, &ib);
-		if ((bad = ZSTD_isError(r)) || r == 0)
-			break;
-	}
-	ZSTD_freeDCtx(d);
-	if (bad)
-		return SNIFF_SPOOL;   /* let the spool reader say what is wrong */
-	return ob.pos < 4 ? SNIFF_MORE : memcmp(out, "GRPO", 4) == 0 ? SNIFF_SPOOL : SNIFF_ARCHIVE;
-}
-
-/* Standard input for libarchive: the bytes already read to sniff, then the rest. */
-struct stdin_src {
-	const unsigned char *head;
-	size_t n, pos;
-	unsigned char buf[1 << 16];
-};
-
-static la_ssize_t stdin_read(struct archive *a, void *ctx, const void **out)
-{
-	struct stdin_src *s = ctx;
-	if (s->pos < s->n) {
-		*out = s->head + s->pos;
-		s->pos = s->n;
-		return (la_ssize_t)s->n;
-	}
-	for (;;) {
-		ssize_t k = read(STDIN_FILENO, s->buf, sizeof s->buf);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			archive_set_error(a, errno, "%s", strerror(errno));
-			return -1;
-		}
-		*out = s->buf;
-		return k;
-	}
-}
-
-/*
- * A pipe cannot be rewound after sniffing, so a thread hands the spool
- * reader the sniffed bytes and then the rest of standard input through a
- * socket pair: records still stream as the writer flushes them, and send()
- * with MSG_NOSIGNAL lets the thread end quietly when the reader stops early.
- */
-struct replay {
-	const unsigned char *head;
-	size_t n;
-	int to, err;
-};
-
-static int send_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static void *replay_main(void *arg)
-{
-	struct replay *r = arg;
-	static unsigned char b[1 << 16];
-	if (send_all(r->to, r->head, r->n) == 0)
-		for (;;) {
-			ssize_t k = read(STDIN_FILENO, b, sizeof b);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k < 0)
-				r->err = errno;
-			if (k <= 0 || send_all(r->to, b, (size_t)k) < 0)
-				break;
-		}
-	shutdown(r->to, SHUT_WR);
-	return NULL;
-}
-
-static int cat_stdin(struct opts *o)
-{
-	static unsigned char head[4096];
-	size_t n = 0;
-	enum sniff s = SNIFF_MORE;
-	/* read only until the bytes tell, so a live pipe is not held up */
-	while (s == SNIFF_MORE && n < sizeof head) {
-		ssize_t k = read(STDIN_FILENO, head + n, sizeof head - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			fprintf(stderr, "%s: <stdin>: %s\n", prog, strerror(errno));
-			return -1;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
-		s = sniff(head, n);
-	}
-	if (s == SNIFF_ARCHIVE) {
-		struct archive *a = archive_new();
-		struct stdin_src *src = calloc(1, sizeof *src);
-		int rc = -1;
-		if (!src)
-			fprintf(stderr, "%s: out of memory\n", prog);
-		else if (src->head = head, src->n = n,
-			 archive_read_open(a, src, NULL, stdin_read, NULL) != ARCHIVE_OK)
-			fprintf(stderr, "%s: <stdin>: %s\n", prog, archive_error_string(a));
-		else
-			rc = cat_archive(o, a, "<stdin>");
-		archive_read_free(a);
-		free(src);
-		return rc;
-	}
-	if (lseek(STDIN_FILENO, -(off_t)n, SEEK_CUR) >= 0)
-		return cat_fd(o, STDIN_FILENO, "<stdin>");
-	int sv[2];
-	pthread_t th;
-	static struct replay r;   /* static: a detached thread may outlive this call */
-	r = (struct replay){ head, n, -1, 0 };
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
-		fprintf(stderr, "%s: socketpair: %s\n", prog, strerror(errno));
+	struct spoolin in;
+	struct err e;
+	if (spoolin_open(&in, fd, name, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return -1;
 	}
-	r.to = sv[1];
-	if ((errno = pthread_create(&th, NULL, replay_main, &r)) != 0) {
-		fprintf(stderr, "%s: pthread_create: %s\n", prog, strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
-		return -1;
-	}
-	int rc = cat_fd(o, sv[0], "<stdin>");
-	close(sv[0]);
-	if (rc == 0 && o->head != 0) {
-		/* the reader saw the end, so the thread has sent everything */
-		pthread_join(th, NULL);
-		close(sv[1]);
-		if (r.err) {
-			fprintf(stderr, "%s: <stdin>: %s\n", prog, strerror(r.err));
-			rc = -1;
-		}
+	int rc = 0;
+	if (in.kind == SPOOLIN_STREAM) {
+		rc = cat_fd(o, in.fd, name);
 	} else {
-		pthread_detach(th);   /* it may wait on a writer that never ends; exit does not wait for it */
+		struct buf data = { 0 };
+		const char *member;
+		int k;
+		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, &e)) != 0) {
+			char label[PATH_MAX + 64];
+			struct sfile_reader r;
+			snprintf(label, sizeof label, "%s:%s", name, member);
+			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
+				fprintf(stderr, "%s: %s\n", prog, e.msg);
+				rc = -1;
+				break;
+			}
+			rc = cat_reader(o, &r);
+			sfile_reader_close(&r);
+		}
+		buf_free(&data);
+	}
+	if (spoolin_close(&in, rc == 0 && o->head != 0, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		rc = -1;
 	}
 	return rc;
 }
@@ -494,28 +302,14 @@ static int cat_stdin(struct opts *o)
 static int cat_path(struct opts *o, const char *path)
 {
 	if (strcmp(path, "-") == 0)
-		return cat_stdin(o);
+		return cat_input(o, STDIN_FILENO, "<stdin>");
 	struct err e;
 	int fd = fsys_open_read(path, &e);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return -1;
 	}
-	unsigned char head[4096];
-	ssize_t n = pread(fd, head, sizeof head, 0);
-	int rc;
-	if (n < 0 || sniff(head, (size_t)n) != SNIFF_ARCHIVE) {
-		rc = cat_fd(o, fd, path);
-	} else {
-		struct archive *a = archive_new();
-		if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-			fprintf(stderr, "%s: %s: %s\n", prog, path, archive_error_string(a));
-			rc = -1;
-		} else {
-			rc = cat_archive(o, a, path);
-		}
-		archive_read_free(a);
-	}
+	int rc = cat_input(o, fd, path);
 	close(fd);
 	return rc;
 }
