@@ -523,7 +523,10 @@ static int text_mode(const struct textmode *m, char **files, int nfiles)
 		int k;
 		while (rc == 0 && (k = lineio_next(&li, &line, &n, &e)) > 0) {
 			lineno++;
-			if (strspn(line, " \t\r\n") >= n)
+			size_t sp = 0;   /* the line is not NUL-terminated */
+			while (sp < n && line[sp] && strchr(" \t\r\n", line[sp]))
+				sp++;
+			if (sp == n)
 				continue;
 			if (text_line(m, line, n, &out, &text, &e) < 0) {
 				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);

@@ -7,7 +7,7 @@ data="$GRPO_SHARED/data"
 fix="$data/fixtures/tokenizer_ids.json"
 [ -f "$fix" ] && [ -f "$data/gsm8k/train.jsonl" ] || skip_all "no shared data at $data (fixtures, gsm8k)"
 command -v jq > /dev/null || skip_all "jq is not installed"
-plan 22
+plan 24
 
 n=$(jq '.gsm8k_train_first' "$fix")
 head -n "$n" "$data/gsm8k/train.jsonl" | jq -c '.question' > "$T/q.jsonl"
@@ -57,6 +57,11 @@ is "$?" 0 "naming file and line (blank lines count): $(cat "$T/err")"
 echo '[1,999999]' | grpo-cat --tokenizer "$q3" --decode > /dev/null 2> "$T/err"
 grep -q '<stdin>:1: .*999999' "$T/err"
 is "$?" 0 "an id the tokenizer lacks is an error: $(cat "$T/err")"
+
+# NUL: decoded as \u0000 (the byte-level token for byte 0 is 188 in Qwen3), refused when encoding
+is "$(echo '[32,188,33]' | grpo-cat --tokenizer "$q3" --decode)" '"A\u0000B"' "a decoded NUL byte prints as \\u0000"
+echo '"A\u0000B"' | grpo-cat --tokenizer "$q3" --encode > /dev/null 2> "$T/err"
+is "$?" 1 "text holding a NUL is refused, not cut short: $(cat "$T/err")"
 
 # the JSON view with a tokenizer, taken from --tokenizer or from --model DIR
 grpo-cat --from-json -o "$T/g.zst" "$GRPO_TOP/examples/gsm8k-groups.jsonl"
