@@ -2,7 +2,7 @@
 # grpo-cat on standard input: spool files and tar archives of them, from a
 # redirected file (seekable) or a pipe (not), told apart by their first bytes.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 10
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -23,6 +23,8 @@ is "$?" 0 "an uncompressed tar through a pipe"
 cat "$T/a.zst" "$T/a.zst" | grpo-cat | wc -l | tr -d ' ' > "$T/n"
 is "$(cat "$T/n")" 4 "spool files through a pipe still stream as before"
 is "$(cat "$T/arc.tar.zst" | grpo-cat --head 1 | wc -l | tr -d ' ')" 1 "--head 1 on an archive in a pipe"
+is "$(cat "$T/a.zst" "$T/a.zst" "$T/a.zst" | grpo-cat --head 1 | wc -l | tr -d ' ')" 1 \
+	"--head 1 on spool files in a pipe (the reader stops before the end)"
 grpo-cat --stats --json < "$T/arc.tar.zst" | grep -q '"records":2,"groups":2'
 is "$?" 0 "--stats of an archive on standard input"
 printf 'abc' | grpo-cat > /dev/null 2> "$T/err"
