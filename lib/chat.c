@@ -76,7 +76,7 @@ static const char *last_of(const char *s, size_t n, const char *needle)
 static int put(struct buf *out, const char *s, size_t n) { return buf_append(out, s, n); }
 static int puts_(struct buf *out, const char *s) { return buf_append(out, s, strlen(s)); }
 
-static int check_roles(enum chat_format f, const struct chat_msg *m, size_t n, struct err *e)
+static int check_roles(const struct chat_msg *m, size_t n, struct err *e)
 {
 	if (n == 0)
 		return err_set(e, "no messages");
@@ -86,8 +86,6 @@ static int check_roles(enum chat_format f, const struct chat_msg *m, size_t n, s
 		if (strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant") && strcmp(m[i].role, "system"))
 			return err_set(e, "messages[%zu]: role %s is not supported (system, user and assistant are)", i,
 			               m[i].role);
-		if (f == CHAT_LLAMA3 && i > 0 && strcmp(m[i].role, "system") == 0)
-			return err_set(e, "messages[%zu]: a system message must come first", i);
 	}
 	return 0;
 }
@@ -136,7 +134,7 @@ static int qwen3_assistant(struct buf *out, const char *c, int after_query, int 
 int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, struct buf *out,
                 struct err *e)
 {
-	if (check_roles(f, m, n, e) < 0)
+	if (check_roles(m, n, e) < 0)
 		return -1;
 	int r = 0;
 	if (f == CHAT_LLAMA3) {

@@ -27,8 +27,9 @@
  *                Llama 3.1 and later templates add a dated system header,
  *                which this does not write.
  *
- * Roles are system (first message only, for the Qwen formats), user and
- * assistant; tool calls and tool messages are refused, not approximated.
+ * Roles are system, user and assistant, in any order, as the templates
+ * take them (a system message after the first is one more turn); tool calls
+ * and tool messages are refused, not approximated.
  */
 #ifndef GRPO_CHAT_H
 #define GRPO_CHAT_H

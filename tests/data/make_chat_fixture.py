@@ -40,6 +40,7 @@ def main():
         [{"role": "user", "content": "q"},
          {"role": "assistant", "content": "\n<think>\n\nreasoning\n</think>\n\n\nanswer"}],
         [{"role": "user", "content": "Write <|im_end|> and <|eot_id|> literally.\tTabs\r\nand CRLF."}],
+        [{"role": "user", "content": "a"}, {"role": "system", "content": "a later system turn"}],
     ]
     for name, variants in (("qwen3", (None, False)), ("llama3", (None,))):
         cfg = json.load(open(f"{data}/tokenizers/{name}/tokenizer_config.json", encoding="utf-8"))
