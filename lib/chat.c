@@ -243,6 +243,15 @@ int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct er
 			chat_msgs_free(out);
 			return err_set(e, "messages[%zu]: expected {\"role\": string, \"content\": string}", i);
 		}
+		/* the templates would render these; dropping them silently would change the prompt */
+		const char *unsupported = cJSON_GetObjectItemCaseSensitive(x, "tool_calls") ? "tool_calls"
+		                        : cJSON_GetObjectItemCaseSensitive(x, "reasoning_content") ? "reasoning_content"
+		                        : NULL;
+		if (unsupported) {
+			size_t i = out->n;
+			chat_msgs_free(out);
+			return err_set(e, "messages[%zu]: %s is not supported", i, unsupported);
+		}
 		out->m[out->n++] = (struct chat_msg){ role->valuestring, content->valuestring };
 	}
 	return 0;

@@ -28,8 +28,9 @@
  *                which this does not write.
  *
  * Roles are system, user and assistant, in any order, as the templates
- * take them (a system message after the first is one more turn); tool calls
- * and tool messages are refused, not approximated.
+ * take them (a system message after the first is one more turn); tool calls,
+ * tool messages and Qwen3's reasoning_content field are refused, not
+ * approximated.
  */
 #ifndef GRPO_CHAT_H
 #define GRPO_CHAT_H

@@ -113,6 +113,8 @@ int main(void)
 	chat_msgs_free(&cm);
 	const char *j3 = "{\"messages\":[{\"role\":\"user\",\"content\":[1]}]}";
 	ok(chat_parse_json(j3, strlen(j3), &cm, &e) < 0 && strstr(e.msg, "messages[0]"), "bad message: %s", e.msg);
+	const char *j4 = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[]}]}";
+	ok(chat_parse_json(j4, strlen(j4), &cm, &e) < 0 && strstr(e.msg, "tool_calls"), "tool_calls refused: %s", e.msg);
 	ok(chat_parse_json("[1]", 3, &cm, &e) < 0 && strstr(e.msg, "\"messages\""), "bad line: %s", e.msg);
 
 	/* ids with the real tokenizers: markers are single ids */
