@@ -15,6 +15,23 @@
  * every tensor with its Hugging Face name and shape; loading, saving, random
  * initialisation and the tests all go through that one table.
  *
+ * Loading copies, on purpose. The checkpoint is mapped read-only
+ * (safetensors.h) and each tensor is converted once into the one allocation;
+ * no weight is used in place from a MAP_PRIVATE mapping, even an aligned
+ * little-endian F32 one, because that cannot keep the invariants above:
+ *   - a layer tensor here is one slice of an array stacked on L, while a
+ *     checkpoint stores each layer's tensor on its own, in any order and
+ *     often in another shard, so no file's layout is this layout;
+ *   - a trainer writes the weights in place and keeps gradients and
+ *     optimizer state in the same layout, each walked as one flat array
+ *     (mem, n); under MAP_PRIVATE every page written becomes a private copy
+ *     anyway, so mapping would save nothing once training starts, and weights
+ *     spread over mappings could not be walked, saved or freed as one;
+ *   - BF16 and F16, how checkpoints usually come, need converting regardless.
+ * So a model costs its fp32 weights, once. While loading, the mapped file
+ * also sits in the page cache, clean pages the kernel may drop, and it is
+ * unmapped as soon as loading ends (model_load).
+ *
  * Packing and alignment (DESIGN.md): a pack is T token ids holding several
  * sequences back to back, given by seq_lens. Positions restart at 0 in every
  * sequence and attention is block-causal: a token sees only the earlier
@@ -145,7 +162,8 @@ struct model {
 int model_create(struct model *m, const struct model_config *cfg, struct err *e);
 /* model_create from DIR/config.json, then read every weight from the checkpoint in DIR. */
 int model_load(struct model *m, const char *dir, struct err *e);
-/* Read every weight of m from an open checkpoint (shapes checked against m->cfg). */
+/* Read every weight of m from an open checkpoint (shapes checked against m->cfg), converting
+ * into m's own allocation (see "Loading copies" above). */
 int model_load_weights(struct model *m, const struct st_model *st, const char *name, struct err *e);
 void model_free(struct model *m);
 

@@ -96,6 +96,14 @@ int model_config_check(const struct model_config *c, struct err *e)
 	if (c->rope_llama3 && !(c->rope_factor > 0 && c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq &&
 	                        isfinite(c->rope_factor) && isfinite(c->rope_high_freq) && c->rope_orig_max > 0))
 		return err_set(e, "llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
+	/* an id outside the embedding would be read out of bounds, or never sampled: generation would not stop */
+	if (c->bos_id < -1 || c->bos_id >= c->V)
+		return err_set(e, "bos_token_id %d is not in the vocabulary (vocab_size %d)", c->bos_id, c->V);
+	if (c->n_eos < 0 || c->n_eos > MODEL_MAX_EOS)
+		return err_set(e, "%d eos token ids (at most %d)", c->n_eos, MODEL_MAX_EOS);
+	for (int i = 0; i < c->n_eos; i++)
+		if (c->eos_ids[i] < 0 || c->eos_ids[i] >= c->V)
+			return err_set(e, "eos_token_id %d is not in the vocabulary (vocab_size %d)", c->eos_ids[i], c->V);
 	return 0;
 }
 
@@ -141,7 +149,20 @@ static int get_bool(const cJSON *j, const char *key, int def, int *out, const ch
 	return 0;
 }
 
-/* rope settings from either schema: `r` is rope_parameters or rope_scaling (may be NULL). */
+/* Float field that must be present (transformers reads it with [], a KeyError when absent). */
+static int need_float(const cJSON *j, const char *key, float *out, const char *what, const char *name, struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+	if (!v || cJSON_IsNull(v))
+		return err_set(e, "%s: %s needs %s", name, what, key);
+	return get_float(j, key, 0, out, name, e);
+}
+
+/*
+ * rope settings from either schema: `r` is rope_parameters or rope_scaling
+ * (may be NULL); c->rope_theta already holds the top-level rope_theta or the
+ * default, which a rope_theta inside r replaces.
+ */
 static int parse_rope(const cJSON *r, struct model_config *c, const char *name, struct err *e)
 {
 	if (!r || cJSON_IsNull(r))
@@ -159,11 +180,12 @@ static int parse_rope(const cJSON *r, struct model_config *c, const char *name, 
 	if (strcmp(type, "llama3") != 0)
 		return err_set(e, "%s: rope_type %s is not supported (default and llama3 are)", name, type);
 	c->rope_llama3 = 1;
-	const int orig = 8192;
-	if (get_float(r, "factor", 8.0f, &c->rope_factor, name, e) < 0 ||
-	    get_float(r, "low_freq_factor", 1.0f, &c->rope_low_freq, name, e) < 0 ||
-	    get_float(r, "high_freq_factor", 4.0f, &c->rope_high_freq, name, e) < 0 ||
-	    get_int(r, "original_max_position_embeddings", &orig, &c->rope_orig_max, name, e) < 0)
+	/* transformers 5 fills a missing original_max_position_embeddings with
+	 * max_position_embeddings (standardize_rope_params) and has no default for the rest */
+	if (need_float(r, "factor", &c->rope_factor, "llama3 rope scaling", name, e) < 0 ||
+	    need_float(r, "low_freq_factor", &c->rope_low_freq, "llama3 rope scaling", name, e) < 0 ||
+	    need_float(r, "high_freq_factor", &c->rope_high_freq, "llama3 rope scaling", name, e) < 0 ||
+	    get_int(r, "original_max_position_embeddings", &c->max_pos, &c->rope_orig_max, name, e) < 0)
 		return -1;
 	return 0;
 }
@@ -213,15 +235,18 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	    get_bool(j, "tie_word_embeddings", 0, &c->tied, name, e) < 0)
 		goto out;
 
-	/* RoPE: the newer rope_parameters wins; else top-level rope_theta and rope_scaling */
+	/*
+	 * RoPE: the newer rope_parameters wins, else rope_scaling. rope_theta
+	 * comes from inside it, else from the top level, else 10000 in both
+	 * schemas, as in transformers (4.x: the configs' rope_theta=10000.0;
+	 * 5.x: RotaryEmbeddingConfigMixin.default_theta, for Llama and Qwen
+	 * alike), never a family's usual value.
+	 */
 	const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j, "rope_parameters");
-	if (rp && !cJSON_IsNull(rp)) {
-		if (parse_rope(rp, c, name, e) < 0)
-			goto out;
-	} else if (get_float(j, "rope_theta", 10000.0f, &c->rope_theta, name, e) < 0 ||
-	           parse_rope(cJSON_GetObjectItemCaseSensitive(j, "rope_scaling"), c, name, e) < 0) {
+	if (!rp || cJSON_IsNull(rp))
+		rp = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
+	if (get_float(j, "rope_theta", 10000.0f, &c->rope_theta, name, e) < 0 || parse_rope(rp, c, name, e) < 0)
 		goto out;
-	}
 
 	int ab;
 	if (get_bool(j, "attention_bias", 0, &ab, name, e) < 0)
@@ -263,10 +288,6 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	int none = -1;
 	if (get_int(j, "bos_token_id", &none, &c->bos_id, name, e) < 0)
 		goto out;
-	if (c->bos_id < -1) {
-		err_set(e, "%s: bos_token_id %d is negative", name, c->bos_id);
-		goto out;
-	}
 	const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
 	if (cJSON_IsNumber(eos)) {
 		c->eos_ids[c->n_eos++] = eos->valueint;
@@ -283,11 +304,6 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		err_set(e, "%s: eos_token_id must be an integer or a list", name);
 		goto out;
 	}
-	for (int i = 0; i < c->n_eos; i++)
-		if (c->eos_ids[i] < 0) {
-			err_set(e, "%s: eos_token_id %d is negative", name, c->eos_ids[i]);
-			goto out;
-		}
 	if (model_config_check(c, e) < 0) {
 		err_prefix(e, "%s", name);
 		goto out;

@@ -1,13 +1,12 @@
 /*
  * grpo-cat: print spool files as JSON lines, turn JSON lines back into a
- * spool file, and summarize what files hold. See grpo-cat(1).
+ * spool file, and summarize what files hold; with a tokenizer, encode and
+ * decode text and chat prompts. See grpo-cat(1).
  *
  * Inputs are spool files, concatenations of them (a pipe), or tar archives
  * of them in any compression libarchive knows (what `grpo-spool gc
- * --archive` writes).
+ * --archive` writes), named or on standard input (spoolin.h).
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,15 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zstd.h>
+
+#include <cJSON.h>
 
 #include "align.h"
 #include "buf.h"
+#include "chat.h"
 #include "err.h"
 #include "fsys.h"
 #include "jsonview.h"
+#include "lineio.h"
 #include "model.h"
 #include "sfile.h"
+#include "spoolin.h"
+#include "tokenizer.h"
 
 static const char *prog = "grpo-cat";
 
@@ -42,21 +46,34 @@ struct opts {
 	struct stats st;
 	struct buf out;             /* JSON text not yet written */
 	struct model *model;        /* --model: add the model's logprobs */
+	struct tokenizer *tok;      /* --tokenizer: add the decoded text */
+	struct buf text;            /* scratch for decoded text */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: grpo-cat [--json] [--head N] [FILE...]\n"
-		"       grpo-cat --stats [--json] [FILE...]\n"
+		"usage: grpo-cat [--json] [--head N] [--model DIR] [--tokenizer FILE] [FILE...]\n"
+		"       grpo-cat --stats [--json] [--model DIR] [FILE...]\n"
 		"       grpo-cat --from-json [-o FILE] [FILE...]\n"
+		"       grpo-cat --tokenizer FILE --encode | --decode [FILE...]\n"
+		"       grpo-cat --chat FORMAT [--no-thinking] [--encode --tokenizer FILE] [FILE...]\n"
 		"Print spool files (or tar archives of them) as JSON lines, summarize them,\n"
-		"or write JSON lines back into a spool file. FILE '-' or none: standard input.\n"
+		"write JSON lines back into a spool file, or turn text into token ids and back.\n"
+		"FILE '-' or none: standard input.\n"
 		"  -j, --json         JSON lines (the default view; with --stats, a JSON object)\n"
 		"  -n, --head N       stop after N records\n"
 		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio\n"
 		"  -m, --model DIR    add the model's logprob and entropy of every response token,\n"
 		"                     and how far they are from the sampler's\n"
+		"  -t, --tokenizer FILE  tokenizer.json: add prompt_text and response_text to\n"
+		"                     each trajectory (default: DIR/tokenizer.json of --model)\n"
+		"  -e, --encode       JSON strings in, JSON arrays of token ids out\n"
+		"  -d, --decode       JSON arrays of token ids in, JSON strings out\n"
+		"  -c, --chat FORMAT  a chat prompt (" CHAT_FORMATS ") from each line,\n"
+		"                     a JSON string (the user's turn) or {\"messages\":[...]};\n"
+		"                     its text, or its ids with --encode\n"
+		"      --no-thinking  qwen3: enable_thinking=False (an empty think block)\n"
 		"  -f, --from-json    read JSON lines, write one spool file\n"
 		"  -o, --output FILE  with --from-json: write FILE atomically instead of stdout\n"
 		"  -h, --help         this text\n"
@@ -102,40 +119,102 @@ static void count(struct stats *st, const struct record *rec)
 	}
 }
 
-static int print_alignment(struct buf *out, const struct traj *t, uint32_t i, void *ctx)
+/*
+ * text[0..n) as a JSON string. json_print_string stops at a NUL, which
+ * decoded text may hold (the token for byte 0), so the pieces between NULs
+ * go through it, unquoted, with \u0000 between them.
+ */
+static int print_json_text(struct buf *out, const unsigned char *text, size_t n)
 {
-	const struct align_traj *a = (const struct align_traj *)ctx + i;
-	int r = buf_printf(out, ",\"model_logprobs\":");
-	r |= json_print_floats(out, a->model_logprobs, t->n_response);
-	r |= buf_printf(out, ",\"model_entropy\":");
-	r |= json_print_floats(out, a->model_entropy, t->n_response);
-	return r | buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-			      a->abs_diff_mean, a->abs_diff_max);
+	int r = buf_put_u8(out, '"');
+	for (size_t i = 0; r == 0;) {
+		size_t at = out->len, k = strnlen((const char *)text + i, n - i);
+		char *piece = strndup((const char *)text + i, k);
+		r = piece ? json_print_string(out, piece) : -1;
+		free(piece);
+		if (r < 0)
+			break;
+		memmove(out->data + at, out->data + at + 1, out->len - at - 2);
+		out->len -= 2;
+		i += k;
+		if (i >= n)
+			break;
+		r = buf_append(out, "\\u0000", 6);
+		i++;
+	}
+	return r | buf_put_u8(out, '"');
 }
 
-/* A record in the JSON view; with --model, groups carry the model's view too. */
+/* What a group's trajectories get besides their own fields. */
+struct extra {
+	struct align_traj *a;           /* --model: the model's logprobs, or NULL */
+	const struct tokenizer *tok;    /* --tokenizer: decoded text, or NULL */
+	struct buf *text;
+	struct err *e;
+};
+
+static int print_decoded(struct buf *out, const char *key, const struct extra *x, const int32_t *ids, uint32_t n)
+{
+	buf_reset(x->text);
+	if (tok_decode(x->tok, ids, n, 0, x->text, x->e) < 0)
+		return err_prefix(x->e, "%s", key);
+	return buf_printf(out, ",\"%s\":", key) | print_json_text(out, x->text->data, x->text->len);
+}
+
+static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *ctx)
+{
+	const struct extra *x = ctx;
+	int r = 0;
+	if (x->a) {
+		const struct align_traj *a = &x->a[i];
+		r |= buf_printf(out, ",\"model_logprobs\":");
+		r |= json_print_floats(out, a->model_logprobs, t->n_response);
+		r |= buf_printf(out, ",\"model_entropy\":");
+		r |= json_print_floats(out, a->model_entropy, t->n_response);
+		r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
+		                a->abs_diff_mean, a->abs_diff_max);
+		if (r)
+			return err_set(x->e, "out of memory");
+	}
+	if (x->tok && (print_decoded(out, "prompt_text", x, t->prompt_tokens, t->n_prompt) < 0 ||
+	               print_decoded(out, "response_text", x, t->response_tokens, t->n_response) < 0))
+		return err_prefix(x->e, "trajectory %u", i);
+	return 0;
+}
+
+/* A record in the JSON view; groups carry the model's view and the text when asked. */
 static int print_record(struct opts *o, const struct record *rec, struct err *e)
 {
-	if (!o->model || rec->kind != REC_GROUP)
+	if ((!o->model && !o->tok) || rec->kind != REC_GROUP)
 		return o->stats ? 0 : json_print_record(&o->out, rec) < 0 ? err_set(e, "out of memory") : 0;
 	const struct group *g = &rec->group;
-	struct align_traj *a = calloc(g->n, sizeof *a);
-	if (!a)
-		return err_set(e, "out of memory");
-	int rc = align_group(o->model, g, a, e);
-	if (rc == 0) {
-		for (uint32_t i = 0; i < g->n; i++) {
+	struct extra x = { .tok = o->tok, .text = &o->text, .e = e };
+	int rc = 0;
+	if (o->model) {
+		x.a = calloc(g->n, sizeof *x.a);
+		if (!x.a)
+			return err_set(e, "out of memory");
+		rc = align_group(o->model, g, x.a, e);
+		for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
 			o->st.aligned_tokens += g->trajs[i].n_response;
-			o->st.abs_diff_sum += a[i].abs_diff_mean * g->trajs[i].n_response;
-			if (a[i].abs_diff_max > o->st.abs_diff_max)
-				o->st.abs_diff_max = a[i].abs_diff_max;
+			o->st.abs_diff_sum += x.a[i].abs_diff_mean * g->trajs[i].n_response;
+			if (x.a[i].abs_diff_max > o->st.abs_diff_max)
+				o->st.abs_diff_max = x.a[i].abs_diff_max;
 		}
-		if (!o->stats && json_print_group_with(&o->out, g, print_alignment, a) < 0)
-			rc = err_set(e, "out of memory");
-		for (uint32_t i = 0; i < g->n; i++)
-			align_traj_free(&a[i]);
 	}
-	free(a);
+	if (rc == 0 && !o->stats) {
+		size_t at = o->out.len;
+		e->msg[0] = 0;
+		if (json_print_group_with(&o->out, g, print_extra, &x) < 0) {
+			o->out.len = at;   /* no half-printed line */
+			rc = e->msg[0] ? -1 : err_set(e, "out of memory");
+		}
+	}
+	if (x.a) {
+		for (uint32_t i = 0; i < g->n; i++)
+			align_traj_free(&x.a[i]);
+		free(x.a);
+	}
 	return rc;
 }
 
@@ -183,99 +262,54 @@ static int cat_fd(struct opts *o, int fd, const char *name)
 	return rc;
 }
 
-/* Each regular member of a tar archive that is a spool file, in archive order. */
-static int cat_archive(struct opts *o, const char *path)
+/* One input, a spool stream or an archive of spool files (spoolin.h), fd not closed. */
+static int cat_input(struct opts *o, int fd, const char *name)
 {
-	struct archive *a = archive_read_new();
-	struct archive_entry *ent;
-	struct buf data = { 0 };
-	int rc = 0, st;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
-	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, archive_error_string(a));
-		archive_read_free(a);
+	struct spoolin in;
+	struct err e;
+	if (spoolin_open(&in, fd, name, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return -1;
 	}
-	while (rc == 0 && o->head != 0 && (st = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(ent);
-		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-		if (archive_entry_filetype(ent) != AE_IFREG || base[0] == '.' || strcmp(base, "DONE") == 0)
-			continue;
-		buf_reset(&data);
-		for (;;) {
-			if (buf_reserve(&data, 1 << 16) < 0) {
-				fprintf(stderr, "%s: %s: out of memory\n", prog, path);
+	int rc = 0;
+	if (in.kind == SPOOLIN_STREAM) {
+		rc = cat_fd(o, in.fd, name);
+	} else {
+		struct buf data = { 0 };
+		const char *member;
+		int k;
+		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, &e)) != 0) {
+			char label[PATH_MAX + 64];
+			struct sfile_reader r;
+			snprintf(label, sizeof label, "%s:%s", name, member);
+			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
+				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				rc = -1;
 				break;
 			}
-			la_ssize_t n = archive_read_data(a, data.data + data.len, 1 << 16);
-			if (n < 0) {
-				fprintf(stderr, "%s: %s: %s: %s\n", prog, path, name, archive_error_string(a));
-				rc = -1;
-				break;
-			}
-			if (n == 0)
-				break;
-			data.len += (size_t)n;
+			rc = cat_reader(o, &r);
+			sfile_reader_close(&r);
 		}
-		if (rc < 0)
-			break;
-		char label[PATH_MAX + 64];
-		snprintf(label, sizeof label, "%s:%s", path, name);
-		struct sfile_reader r;
-		struct err e;
-		if (sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			rc = -1;
-			break;
-		}
-		rc = cat_reader(o, &r);
-		sfile_reader_close(&r);
+		buf_free(&data);
 	}
-	if (rc == 0 && o->head != 0 && st != ARCHIVE_EOF) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, archive_error_string(a));
+	if (spoolin_close(&in, rc == 0 && o->head != 0, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		rc = -1;
 	}
-	buf_free(&data);
-	archive_read_free(a);
 	return rc;
-}
-
-/* A named file is a spool file when it starts with a zstd frame whose
- * content starts with "GRPO"; anything else is handed to libarchive. */
-static int is_spool_file(int fd)
-{
-	unsigned char in[4096], out[4];
-	ssize_t n = pread(fd, in, sizeof in, 0);
-	if (n < 4)
-		return 1; /* too short for an archive: let the spool reader say why */
-	uint32_t magic = in[0] | in[1] << 8 | in[2] << 16 | (uint32_t)in[3] << 24;
-	if (magic != ZSTD_MAGICNUMBER)
-		return 0;
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	ZSTD_inBuffer ib = { in, (size_t)n, 0 };
-	ZSTD_outBuffer ob = { out, sizeof out, 0 };
-	while (ob.pos < ob.size && ib.pos < ib.size) {
-		size_t r = ZSTD_decompressStream(d, &ob, &ib);
-		if (ZSTD_isError(r) || r == 0)
-			break;
-	}
-	ZSTD_freeDCtx(d);
-	return ob.pos < 4 || memcmp(out, "GRPO", 4) == 0;
 }
 
 static int cat_path(struct opts *o, const char *path)
 {
 	if (strcmp(path, "-") == 0)
-		return cat_fd(o, STDIN_FILENO, "<stdin>");
+		return cat_input(o, STDIN_FILENO, "<stdin>");
 	struct err e;
 	int fd = fsys_open_read(path, &e);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return -1;
 	}
-	int rc = is_spool_file(fd) ? cat_fd(o, fd, path) : cat_archive(o, path);
+	int rc = cat_input(o, fd, path);
 	close(fd);
 	return rc;
 }
@@ -400,20 +434,175 @@ static int from_json(char **files, int nfiles, const char *output)
 	return rc;
 }
 
+/* --encode, --decode, --chat: one JSON value a line in, one a line out. */
+struct textmode {
+	int encode, decode, chat;
+	enum chat_format fmt;
+	int chat_flags;
+	const struct tokenizer *tok;
+};
+
+static int print_ids(struct buf *out, const struct tok_ids *ids)
+{
+	int r = buf_put_u8(out, '[');
+	for (size_t i = 0; i < ids->n; i++)
+		r |= buf_printf(out, i ? ",%d" : "%d", ids->v[i]);
+	return r | buf_append(out, "]\n", 2);
+}
+
+static int text_line(const struct textmode *m, const char *line, size_t n, struct buf *out, struct buf *text,
+		     struct err *e)
+{
+	struct tok_ids ids = { 0 };
+	int r = 0;
+	buf_reset(text);
+	/* cJSON ends its strings at a NUL, so "\u0000" would be cut short, silently */
+	if (!m->decode && memmem(line, n, "\\u0000", 6))
+		return err_set(e, "a NUL character (\\u0000) is not supported");
+	if (m->decode) {
+		cJSON *j = cJSON_ParseWithLength(line, n);
+		int32_t *v = NULL;
+		uint32_t k = 0;
+		r = cJSON_IsArray(j) ? json_get_i32_array(j, "ids", &v, &k, e)
+				     : err_set(e, "expected a JSON array of token ids");
+		cJSON_Delete(j);
+		if (r == 0)
+			r = tok_decode(m->tok, v, k, 0, text, e);
+		free(v);
+		if (r == 0 && (print_json_text(out, text->data, text->len) | buf_put_u8(out, '\n')))
+			r = err_set(e, "out of memory");
+		return r;
+	}
+	if (m->chat) {
+		struct chat_msgs cm;
+		if (chat_parse_json(line, n, &cm, e) < 0)
+			return -1;
+		int flags = cm.has_flags ? cm.flags : m->chat_flags;
+		r = m->encode ? chat_encode(m->tok, m->fmt, cm.m, cm.n, flags, &ids, NULL, e)
+			      : chat_render(m->fmt, cm.m, cm.n, flags, text, e);
+		chat_msgs_free(&cm);
+		if (r == 0 && !m->encode && (print_json_text(out, text->data, text->len) | buf_put_u8(out, '\n')))
+			r = err_set(e, "out of memory");
+	} else {
+		cJSON *j = cJSON_ParseWithLength(line, n);
+		r = cJSON_IsString(j) ? tok_encode(m->tok, j->valuestring, strlen(j->valuestring), &ids, e)
+				      : err_set(e, "expected a JSON string");
+		cJSON_Delete(j);
+	}
+	if (r == 0 && m->encode && print_ids(out, &ids) < 0)
+		r = err_set(e, "out of memory");
+	tok_ids_free(&ids);
+	return r;
+}
+
+static int text_mode(const struct textmode *m, char **files, int nfiles)
+{
+	char *stdin_only[] = { "-" };
+	if (nfiles == 0) {
+		files = stdin_only;
+		nfiles = 1;
+	}
+	struct buf out = { 0 }, text = { 0 };
+	int rc = 0;
+	for (int f = 0; f < nfiles && rc == 0; f++) {
+		int is_stdin = strcmp(files[f], "-") == 0;
+		const char *name = is_stdin ? "<stdin>" : files[f];
+		struct err e;
+		struct lineio li;
+		int fd = is_stdin ? STDIN_FILENO : fsys_open_read(files[f], &e);
+		if (fd < 0 || lineio_open(&li, fd, name, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			rc = 1;
+			if (fd >= 0 && !is_stdin)
+				close(fd);
+			break;
+		}
+		const char *line;
+		size_t n;
+		long lineno = 0;
+		int k;
+		while (rc == 0 && (k = lineio_next(&li, &line, &n, &e)) > 0) {
+			lineno++;
+			size_t sp = 0;   /* the line is not NUL-terminated */
+			while (sp < n && line[sp] && strchr(" \t\r\n", line[sp]))
+				sp++;
+			if (sp == n)
+				continue;
+			if (text_line(m, line, n, &out, &text, &e) < 0) {
+				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
+				rc = 1;
+			} else if (out.len >= (1 << 16) || is_stdin) {
+				/* from a pipe, answer each line as it comes (a co-process may wait for it) */
+				if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0)
+					rc = 1;
+				out.len = 0;
+			}
+		}
+		if (rc == 0 && k < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			rc = 1;
+		}
+		lineio_close(&li);
+		if (!is_stdin)
+			close(fd);
+	}
+	if (out.len && (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0))
+		rc = 1;
+	buf_free(&out);
+	buf_free(&text);
+	return rc;
+}
+
+/* --tokenizer FILE, else DIR/tokenizer.json of --model DIR when it has one; NULL with *failed set on error. */
+static struct tokenizer *load_tokenizer(const char *file, const char *model_dir, int *failed)
+{
+	char path[PATH_MAX];
+	struct err e;
+	*failed = 0;
+	if (!file && model_dir) {
+		snprintf(path, sizeof path, "%s/tokenizer.json", model_dir);
+		if (access(path, F_OK) != 0)
+			return NULL;
+		file = path;
+	}
+	if (!file)
+		return NULL;
+	struct tokenizer *t = tok_load(file, &e);
+	if (!t) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		*failed = 1;
+	}
+	return t;
+}
+
 int main(int argc, char **argv)
 {
+	enum { O_NOTHINK = 1000 };
 	static const struct option longopts[] = {
-		{ "from-json", no_argument, NULL, 'f' }, { "head", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },      { "json", no_argument, NULL, 'j' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' }, { "stats", no_argument, NULL, 's' },
-		{ "version", no_argument, NULL, 'V' },   { NULL, 0, NULL, 0 }
+		{ "chat", required_argument, NULL, 'c' },    { "decode", no_argument, NULL, 'd' },
+		{ "encode", no_argument, NULL, 'e' },        { "from-json", no_argument, NULL, 'f' },
+		{ "head", required_argument, NULL, 'n' },    { "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },          { "model", required_argument, NULL, 'm' },
+		{ "no-thinking", no_argument, NULL, O_NOTHINK },
+		{ "output", required_argument, NULL, 'o' },  { "stats", no_argument, NULL, 's' },
+		{ "tokenizer", required_argument, NULL, 't' }, { "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .head = -1 };
+	struct textmode tm = { 0 };
 	int c, json = 0, fromjson = 0;
-	const char *output = NULL, *model_dir = NULL;
-	while ((c = getopt_long(argc, argv, "fhjm:n:o:sV", longopts, NULL)) != -1) {
+	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
+	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:V", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			if (chat_format_parse(optarg, &tm.fmt) < 0) {
+				fprintf(stderr, "%s: --chat: unknown format '%s' (%s)\n", prog, optarg, CHAT_FORMATS);
+				return 2;
+			}
+			tm.chat = 1;
+			break;
+		case 'd': tm.decode = 1; break;
+		case 'e': tm.encode = 1; break;
 		case 'f': fromjson = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'j': json = 1; break;
@@ -430,27 +619,62 @@ int main(int argc, char **argv)
 		case 'm': model_dir = optarg; break;
 		case 'o': output = optarg; break;
 		case 's': o.stats = 1; break;
+		case 't': tok_file = optarg; break;
+		case O_NOTHINK: tm.chat_flags |= CHAT_NO_THINKING; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (output && !fromjson) {
-		fprintf(stderr, "%s: --output goes with --from-json\n", prog);
+	int text = tm.encode || tm.decode || tm.chat;
+	const char *bad = NULL;
+	if (output && !fromjson)
+		bad = "--output goes with --from-json";
+	else if (fromjson && (o.stats || o.head >= 0 || text || tok_file))
+		bad = "--from-json takes none of --stats, --head, --tokenizer, --encode, --decode, --chat";
+	else if (tm.encode && tm.decode)
+		bad = "--encode and --decode exclude each other";
+	else if (tm.decode && tm.chat)
+		bad = "--chat goes with --encode, not --decode";
+	else if (text && (o.stats || o.head >= 0 || json))
+		bad = "--encode, --decode and --chat take none of --stats, --head, --json";
+	else if ((tm.chat_flags & CHAT_NO_THINKING) && !tm.chat)
+		bad = "--no-thinking goes with --chat";
+	else if ((tm.encode || tm.decode) && !tok_file && !model_dir)
+		bad = "--encode and --decode need --tokenizer FILE (or --model DIR holding tokenizer.json)";
+	if (bad) {
+		fprintf(stderr, "%s: %s\n", prog, bad);
 		return 2;
 	}
-	if (fromjson) {
-		if (o.stats || o.head >= 0) {
-			fprintf(stderr, "%s: --from-json takes neither --stats nor --head\n", prog);
-			return 2;
-		}
+	if (fromjson)
 		return from_json(argv + optind, argc - optind, output);
+	int failed;
+	if (text) {
+		/* only the tokenizer: --model DIR here is where tokenizer.json is */
+		struct tokenizer *t = NULL;
+		if (tm.encode || tm.decode) {
+			t = load_tokenizer(tok_file, model_dir, &failed);
+			if (!t && !failed)
+				fprintf(stderr, "%s: %s: no tokenizer.json\n", prog, model_dir);
+			if (!t)
+				return 1;
+		}
+		tm.tok = t;
+		int rc = text_mode(&tm, argv + optind, argc - optind);
+		tok_free(t);
+		return rc;
 	}
 	o.json_stats = o.stats && json;
+	if (!o.stats) {
+		o.tok = load_tokenizer(tok_file, model_dir, &failed);
+		if (failed)
+			return 1;
+	}
 	struct model model;
 	if (model_dir) {
 		struct err e;
 		if (model_load(&model, model_dir, &e) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			tok_free(o.tok);
 			return 1;
 		}
 		o.model = &model;
@@ -463,9 +687,11 @@ int main(int argc, char **argv)
 	if (flush_out(&o, 1) < 0)
 		rc = -1;
 	buf_free(&o.out);
+	buf_free(&o.text);
 	if (o.stats)
 		print_stats(&o.st, o.json_stats);
 	if (o.model)
 		model_free(o.model);
+	tok_free(o.tok);
 	return rc ? 1 : 0;
 }

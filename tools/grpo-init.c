@@ -102,12 +102,11 @@ static size_t size_arg(const char *s)
 	return (size_t)(v * k);
 }
 
-/* Ids a tokenizer.json uses: its vocabulary and added tokens (highest id + 1). */
-static int tokenizer_ids(const char *path, struct err *e)
+static cJSON *read_json(const char *path, struct err *e)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return err_sys(e, "%s", path);
+		return err_sys(e, "%s", path), NULL;
 	struct buf b = { 0 };
 	char tmp[65536];
 	size_t n;
@@ -115,11 +114,70 @@ static int tokenizer_ids(const char *path, struct err *e)
 		if (buf_append(&b, tmp, n) < 0) {
 			fclose(f);
 			buf_free(&b);
-			return err_set(e, "%s: out of memory", path);
+			return err_set(e, "%s: out of memory", path), NULL;
 		}
 	fclose(f);
 	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
 	buf_free(&b);
+	if (!j)
+		err_set(e, "%s: not JSON", path);
+	return j;
+}
+
+/* What grpo-init takes from a tokenizer: how many ids it uses, and its bos and end tokens. */
+struct tok_info {
+	int ids;                    /* highest id + 1, vocabulary and added tokens */
+	int bos;                    /* -1: none */
+	int eos[MODEL_MAX_EOS], n_eos;
+};
+
+/* The id of added token `content`, or -1. */
+static int added_id(const cJSON *tok, const char *content)
+{
+	const cJSON *v;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(tok, "added_tokens")) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+		if (cJSON_IsString(c) && cJSON_IsNumber(id) && strcmp(c->valuestring, content) == 0)
+			return id->valueint;
+	}
+	return -1;
+}
+
+/* tokenizer_config.json's bos_token or eos_token: a string, {"content": ...} or null. */
+static const char *config_token(const cJSON *cfg, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+	if (cJSON_IsObject(v))
+		v = cJSON_GetObjectItemCaseSensitive(v, "content");
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void add_eos(struct tok_info *ti, int id)
+{
+	for (int i = 0; i < ti->n_eos; i++)
+		if (ti->eos[i] == id)
+			return;
+	if (id >= 0 && ti->n_eos < MODEL_MAX_EOS)
+		ti->eos[ti->n_eos++] = id;
+}
+
+/*
+ * Read tokenizer.json and, when beside it, tokenizer_config.json (side).
+ * bos: the config's bos_token, else <|begin_of_text|>. End tokens: the
+ * config's eos_token first, then every end-of-turn or end-of-text token the
+ * tokenizer has, so that sampling stops at whichever a chat model writes
+ * (Qwen3: <|im_end|>, <|endoftext|>; Llama 3: <|eot_id|>, <|end_of_text|>).
+ */
+static int tokenizer_info(const char *path, const char *side, struct tok_info *ti, struct err *e)
+{
+	static const char *const ends[] = { "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>",
+	                                    "<|end_of_text|>" };
+	memset(ti, 0, sizeof *ti);
+	ti->bos = -1;
+	cJSON *j = read_json(path, e);
+	if (!j)
+		return -1;
 	const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"), "vocab");
 	if (!cJSON_IsObject(vocab)) {
 		cJSON_Delete(j);
@@ -135,8 +193,17 @@ static int tokenizer_ids(const char *path, struct err *e)
 		if (cJSON_IsNumber(id) && id->valueint > top)
 			top = id->valueint;
 	}
+	ti->ids = top + 1;
+	cJSON *cfg = access(side, R_OK) == 0 ? read_json(side, e) : NULL;
+	const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
+	ti->bos = added_id(j, bos ? bos : "<|begin_of_text|>");
+	if (eos)
+		add_eos(ti, added_id(j, eos));
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		add_eos(ti, added_id(j, ends[i]));
+	cJSON_Delete(cfg);
 	cJSON_Delete(j);
-	return top + 1;
+	return 0;
 }
 
 static int copy_file(const char *from, const char *to, struct err *e)
@@ -189,7 +256,7 @@ int main(int argc, char **argv)
 	/* the preset is applied first, whatever its place, so other options refine it */
 	struct model_config c;
 	memset(&c, 0, sizeof c);
-	int have_family = 0, vocab_given = 0, head_dim_given = 0, shape_given = 0;
+	int have_family = 0, vocab_given = 0, head_dim_given = 0, shape_given = 0, bos_given = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *name = NULL;
 		if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc)
@@ -235,7 +302,7 @@ int main(int argc, char **argv)
 		case O_EPS: c.eps = fnum("--rms-eps", optarg); break;
 		case O_TIE: c.tied = 1; break;
 		case O_NOTIE: c.tied = 0; break;
-		case O_BOS: c.bos_id = (int)num("--bos", optarg, 0, INT_MAX); break;
+		case O_BOS: c.bos_id = (int)num("--bos", optarg, 0, INT_MAX); bos_given = 1; break;
 		case O_EOS:
 			if (n_eos < 0)
 				n_eos = 0;
@@ -280,14 +347,27 @@ int main(int argc, char **argv)
 	if (access(out, F_OK) == 0)
 		die("%s: already exists", out);
 	struct err e = { "" };
+	/* tokenizer_config.json beside tokenizer.json carries the chat template and special tokens */
+	char side[4096];
 	if (tok) {
-		int ids = tokenizer_ids(tok, &e);
-		if (ids < 0)
+		snprintf(side, sizeof side, "%s", tok);
+		char *slash = strrchr(side, '/');
+		snprintf(slash ? slash + 1 : side, sizeof side - (size_t)(slash ? slash + 1 - side : 0),
+		         "tokenizer_config.json");
+		struct tok_info ti;
+		if (tokenizer_info(tok, side, &ti, &e) < 0)
 			die("%s", e.msg);
-		if (!vocab_given && c.V < ids)
-			c.V = (ids + 63) / 64 * 64;   /* room for every id, padded as the Qwen checkpoints are */
-		if (c.V < ids)
-			die("%s: --vocab %d is smaller than the %d ids of the tokenizer", tok, c.V, ids);
+		if (!vocab_given && c.V < ti.ids)
+			c.V = (ti.ids + 63) / 64 * 64;   /* room for every id, padded as the Qwen checkpoints are */
+		if (c.V < ti.ids)
+			die("%s: --vocab %d is smaller than the %d ids of the tokenizer", tok, c.V, ti.ids);
+		/* what neither the preset nor an option set comes from the tokenizer, so generation stops */
+		if (c.bos_id < 0 && !bos_given)
+			c.bos_id = ti.bos;
+		if (c.n_eos == 0 && n_eos < 0) {
+			c.n_eos = ti.n_eos;
+			memcpy(c.eos_ids, ti.eos, sizeof ti.eos);
+		}
 	}
 	if (model_config_check(&c, &e) < 0)
 		bad_usage("bad shape", e.msg);
@@ -309,12 +389,6 @@ int main(int argc, char **argv)
 	if (r == 0 && tok) {
 		snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
 		r = copy_file(tok, path, &e);
-		/* tokenizer_config.json beside it carries the chat template and special tokens */
-		char side[4096];
-		snprintf(side, sizeof side, "%s", tok);
-		char *slash = strrchr(side, '/');
-		snprintf(slash ? slash + 1 : side, sizeof side - (size_t)(slash ? slash + 1 - side : 0),
-		         "tokenizer_config.json");
 		if (r == 0 && access(side, R_OK) == 0) {
 			snprintf(path, sizeof path, "%s/tokenizer_config.json", tmp);
 			r = copy_file(side, path, &e);

@@ -50,6 +50,25 @@ if [ -f "$tok" ]; then
 	grpo-init --preset tiny --tokenizer "$tok" -o "$t/tk"; ok $? "with the Qwen3 tokenizer"
 	cmp -s "$tok" "$t/tk/tokenizer.json"; ok $? "tokenizer.json copied"
 	grep -q '"vocab_size": 151680' "$t/tk/config.json"; ok $? "vocab raised to cover the tokenizer's 151669 ids"
+	grep -q '"eos_token_id": \[151645, 151643\]' "$t/tk/config.json" &&
+		grep -q '"eos_token_id": \[151645, 151643\]' "$t/tk/generation_config.json" &&
+		grep -q '"bos_token_id": null' "$t/tk/config.json"
+	ok $? "eos from the tokenizer: <|im_end|> (tokenizer_config.json) and <|endoftext|>; Qwen3 has no bos"
+	grpo-init --preset tiny --eos 7 --bos 3 --tokenizer "$tok" -o "$t/tk2"
+	grep -q '"eos_token_id": 7,' "$t/tk2/config.json" && grep -q '"bos_token_id": 3,' "$t/tk2/config.json"
+	ok $? "--bos and --eos win over the tokenizer"
+	grpo-init --preset qwen2.5-0.5b --layers 1 --hidden 64 --heads 2 --kv-heads 1 --intermediate 32 \
+		--tokenizer "$tok" -o "$t/tk3"
+	grep -q '"eos_token_id": 151645,' "$t/tk3/config.json"; ok $? "a preset's own eos stays"
+else
+	n=$((n + 1)); echo "ok $n # SKIP no shared tokenizer at $tok"
+fi
+tok="${GRPO_SHARED:-../shared}/data/tokenizers/llama3/tokenizer.json"
+if [ -f "$tok" ]; then
+	grpo-init --preset tiny --family llama --tokenizer "$tok" -o "$t/ll"
+	grep -q '"bos_token_id": 128000,' "$t/ll/config.json" &&
+		grep -q '"eos_token_id": \[128001, 128009\]' "$t/ll/config.json"
+	ok $? "Llama 3 tokenizer: bos <|begin_of_text|>, eos <|end_of_text|> and <|eot_id|>"
 else
 	n=$((n + 1)); echo "ok $n # SKIP no shared tokenizer at $tok"
 fi

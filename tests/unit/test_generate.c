@@ -2,7 +2,9 @@
  * test_generate: generation with the key/value cache against the packed
  * forward pass, on tiny random models of each family: greedy tokens are the
  * argmax of the forward pass, returned logprobs are the forward's logprobs at
- * the temperature, and stop tokens, max_tokens, top-k and seeds behave.
+ * the temperature, and stop tokens, max_tokens, top-k and seeds behave; over
+ * thousands of draws, top-p and top-k sample only from the nucleus and the k
+ * most probable tokens, each in proportion.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,8 +176,102 @@ static void check_family(enum model_family f)
 	model_free(&m);
 }
 
+static int by_p_desc(const void *a, const void *b, void *ctx)
+{
+	const double *p = ctx;
+	int x = *(const int *)a, y = *(const int *)b;
+	return p[x] < p[y] ? 1 : p[x] > p[y] ? -1 : x - y;
+}
+
+/*
+ * Draw n first tokens after prompt p0 (n copies of it, one stream each) and
+ * check them against the distribution the model gives there: every draw is
+ * one of the `keep` most probable tokens, and each of those comes up about as
+ * often as its probability renormalised over them (within 4.5 standard
+ * deviations, over a fixed seed).
+ */
+static void check_draws(struct model *m, const struct gen_params *gp, const int *order, const double *p, int keep,
+                        const char *what)
+{
+	enum { N = 3000 };
+	static const int *ps[N];
+	static int lens[N];
+	static struct gen_seq g[N];
+	struct err e = { "" };
+	for (int i = 0; i < N; i++)
+		ps[i] = p0, lens[i] = plens[0];
+	if (!ok(gen_run(m, ps, lens, N, gp, g, &e) == 0, "%s: %d draws", what, N))
+		diag("%s", e.msg);
+	int count[V] = { 0 }, outside = 0;
+	for (int i = 0; i < N; i++) {
+		count[g[i].tokens[0]]++;
+		gen_seq_free(&g[i]);
+	}
+	double mass = 0, worst = 0;
+	for (int j = 0; j < keep; j++)
+		mass += p[order[j]];
+	for (int v = 0; v < V; v++) {
+		int rank = 0;
+		while (order[rank] != v)
+			rank++;
+		if (rank >= keep) {
+			outside += count[v];
+			continue;
+		}
+		double q = p[v] / mass, sd = sqrt(q * (1 - q) / N);
+		worst = fmax(worst, fabs((double)count[v] / N - q) / sd);
+	}
+	ok(outside == 0, "%s: every draw is among the %d most probable tokens (%d outside)", what, keep, outside);
+	ok(worst < 4.5, "%s: each of them as often as its renormalised probability (worst %.2f sd)", what, worst);
+}
+
+/* top-p keeps the nucleus, top-k the k most probable, statistically. */
+static void check_truncation(void)
+{
+	struct model m;
+	tiny(&m, MODEL_QWEN2);
+	struct err e = { "" };
+	struct model_kv kv;
+	static float z[V];
+	int slots[8] = { 0 };
+	unsigned char want[5] = { 0, 0, 0, 0, 1 };
+	model_kv_alloc(&m, &kv, 1, 16, 16, &e);
+	model_step(&m, &kv, p0, slots, plens[0], want, z, &e);
+	model_kv_free(&kv);
+	const float temp = 1.5f;   /* flat enough that the tail is drawn often without truncation */
+	double p[V], mx = -INFINITY, sum = 0, cum[V];
+	int order[V];
+	for (int v = 0; v < V; v++)
+		mx = fmax(mx, z[v] / temp);
+	for (int v = 0; v < V; v++)
+		sum += p[v] = exp(z[v] / temp - mx);
+	for (int v = 0; v < V; v++)
+		p[v] /= sum, order[v] = v;
+	qsort_r(order, V, sizeof order[0], by_p_desc, p);
+	for (int j = 0; j < V; j++)
+		cum[j] = (j ? cum[j - 1] : 0) + p[order[j]];
+	diag("the 6 most probable tokens at temperature %.1f: %.3f %.3f %.3f %.3f %.3f %.3f", temp, p[order[0]],
+	     p[order[1]], p[order[2]], p[order[3]], p[order[4]], p[order[5]]);
+	ok(cum[3] < 0.9, "the distribution is spread out (the 4 most probable hold %.3f)", cum[3]);
+
+	/* top_p halfway between the mass of the 3 and of the 4 most probable: the nucleus is 4 tokens */
+	struct gen_params gp = { .temperature = temp, .top_p = (float)((cum[2] + cum[3]) / 2), .max_tokens = 1,
+	                         .seed = 2024 };
+	check_draws(&m, &gp, order, p, 4, "top-p");
+	gp = (struct gen_params){ .temperature = temp, .top_p = 1, .top_k = 5, .max_tokens = 1, .seed = 77 };
+	check_draws(&m, &gp, order, p, 5, "top-k 5");
+	/* both: top-k 6 first, then the nucleus of what it kept (mass over the 6, renormalised) */
+	gp = (struct gen_params){ .temperature = temp, .top_p = (float)((cum[1] + cum[2]) / 2 / cum[5]), .top_k = 6,
+	                          .max_tokens = 1, .seed = 5 };
+	check_draws(&m, &gp, order, p, 3, "top-k 6 then top-p");
+	gp = (struct gen_params){ .temperature = temp, .top_p = 1, .max_tokens = 1, .seed = 9 };
+	check_draws(&m, &gp, order, p, V, "no truncation");
+	model_free(&m);
+}
+
 int main(void)
 {
+	check_truncation();
 	check_family(MODEL_QWEN2);
 	check_family(MODEL_QWEN3);
 	check_family(MODEL_LLAMA);

@@ -14,7 +14,7 @@ static int parse(const char *json, struct model_config *c, struct err *e)
 }
 
 #define SHAPE "\"hidden_size\": 96, \"intermediate_size\": 192, \"num_hidden_layers\": 2, " \
-              "\"num_attention_heads\": 6, \"vocab_size\": 384"
+              "\"num_attention_heads\": 6, \"vocab_size\": 151936"
 
 int main(void)
 {
@@ -27,7 +27,7 @@ int main(void)
 	         "\"bos_token_id\": 151643, \"use_sliding_window\": false, \"sliding_window\": 32768, "
 	         "\"torch_dtype\": \"bfloat16\"}", &c, &e) == 0, "qwen2, old schema");
 	ok(c.family == MODEL_QWEN2 && c.C == 96 && c.I == 192 && c.L == 2 && c.NH == 6 && c.NKV == 6 && c.HS == 16 &&
-	   c.V == 384, "qwen2 shape, head_dim 96/6, kv heads default to heads");
+	   c.V == 151936, "qwen2 shape, head_dim 96/6, kv heads default to heads");
 	ok(c.qkv_bias && !c.o_bias && !c.qk_norm && c.tied, "qwen2: q/k/v bias, no o bias, no q/k norm, tied");
 	ok(c.rope_theta == 1e6f && !c.rope_llama3 && c.eps == 1e-6f, "qwen2: theta 1e6, eps 1e-6");
 	ok(c.n_eos == 1 && c.eos_ids[0] == 151643 && c.bos_id == 151643, "eos and bos ids");
@@ -60,7 +60,39 @@ int main(void)
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE "}", &c, &e) == 0 && c.rope_theta == 10000.0f,
 	   "llama without rope settings: theta 10000");
 
+	/* a rope_theta missing is 10000 in both schemas, as transformers has it (4.x configs, 5.x default_theta) */
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"rope_parameters\": {\"rope_type\": "
+	         "\"default\"}}", &c, &e) == 0 && c.rope_theta == 10000.0f,
+	   "qwen3: rope_parameters without rope_theta: 10000, not Qwen's usual 1e6");
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE "}", &c, &e) == 0 && c.rope_theta == 10000.0f,
+	   "qwen3: old schema without rope_theta: 10000 too");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_parameters\": {\"rope_type\": "
+	         "\"default\"}}", &c, &e) == 0 && c.rope_theta == 10000.0f,
+	   "llama: rope_parameters without rope_theta: 10000, not Llama 3's usual 5e5");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_theta\": 250000.0, "
+	         "\"rope_parameters\": {\"rope_type\": \"default\"}}", &c, &e) == 0 && c.rope_theta == 250000.0f,
+	   "rope_parameters without rope_theta takes the top-level one");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_theta\": 250000.0, "
+	         "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 7.0}}", &c, &e) == 0 &&
+	   c.rope_theta == 7.0f, "and one inside rope_parameters wins");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"max_position_embeddings\": 4096, "
+	         "\"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+	         "\"high_freq_factor\": 4.0}}", &c, &e) == 0 && c.rope_orig_max == 4096,
+	   "llama3 without original_max_position_embeddings: max_position_embeddings (transformers 5)");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": "
+	         "\"llama3\", \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}}", &c, &e) < 0 &&
+	   strstr(e.msg, "needs factor"), "llama3 without factor is refused, not guessed: %s", e.msg);
+
 	/* refusals */
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 96, \"intermediate_size\": 192, "
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"vocab_size\": 384, \"eos_token_id\": 151645}",
+	         &c, &e) < 0 && strstr(e.msg, "eos_token_id 151645 is not in the vocabulary (vocab_size 384)"), "%s",
+	   e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 96, \"intermediate_size\": 192, "
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"vocab_size\": 384, \"bos_token_id\": 384}",
+	         &c, &e) < 0 && strstr(e.msg, "bos_token_id 384 is not in the vocabulary"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, -1]}", &c, &e) < 0 &&
+	   strstr(e.msg, "eos_token_id -1"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
 	   strstr(e.msg, "unsupported architecture MistralForCausalLM"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": \"yarn\", "

@@ -2,7 +2,8 @@
  * test_model_grad: the backward against finite differences on tiny random
  * models of each family (biases, q/k norm, llama3 RoPE, tied and untied
  * heads), for a loss mixing logprobs and entropies at per-token temperatures
- * other than 1; plus packing, accumulation and thread-count properties.
+ * other than 1; plus packing (logprobs and gradients), accumulation and
+ * thread-count properties.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,75 @@ static void fill_loss(int use_lp, int use_ent)
 	}
 }
 
+/* Largest over tensors of |a - b| / |b| (2-norms); 0 when both are 0. */
+static double worst_rel_norm(const struct model *m, const float *a, const float *b)
+{
+	int n = model_tensors(&m->cfg, &m->g, NULL);
+	struct model_tensor *ts = calloc((size_t)n, sizeof *ts);
+	model_tensors(&m->cfg, &m->g, ts);
+	double worst = 0;
+	for (int i = 0; i < n; i++) {
+		size_t off = (size_t)(ts[i].data - m->g.mem);
+		size_t cnt = (size_t)ts[i].shape[0] * (size_t)(ts[i].ndim == 2 ? ts[i].shape[1] : 1);
+		double dd = 0, bb = 0;
+		for (size_t j = off; j < off + cnt; j++) {
+			dd += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+			bb += (double)b[j] * b[j];
+		}
+		if (dd > 0)
+			worst = fmax(worst, sqrt(dd / fmax(bb, 1e-300)));
+	}
+	free(ts);
+	return worst;
+}
+
+/*
+ * Packing changes nothing for gradients either: each sequence's gradient
+ * computed alone equals its contribution inside the pack (the pack's
+ * gradient with the loss coefficients of every other sequence zeroed), and
+ * the pack's gradient is the sum of the sequences' own.
+ */
+static void check_pack_grads(enum model_family f, int tied, const char *name)
+{
+	struct model m;
+	struct err e;
+	tiny(&m, f, tied);
+	model_acts_alloc(&m, T, &e);
+	model_grads_alloc(&m, &e);
+	fill_loss(1, 1);
+	float lp[T], ent[T], zl[T], ze[T];
+	float *alone = malloc(m.g.n * sizeof *alone), *sum = calloc(m.g.n, sizeof *sum);
+	double worst = 0;
+	for (int s = 0, start = 0; s < 4; start += seq_lens[s], s++) {
+		int len = seq_lens[s];
+		model_grads_zero(&m);
+		model_forward(&m, ids + start, len, &len, 1, temps + start, lp, ent, &e);
+		model_backward(&m, a_lp + start, a_ent + start, &e);
+		memcpy(alone, m.g.mem, m.g.n * sizeof *alone);
+		for (size_t j = 0; j < m.g.n; j++)
+			sum[j] += alone[j];
+		for (int i = 0; i < T; i++) {
+			int mine = i >= start && i < start + len;
+			zl[i] = mine ? a_lp[i] : 0;
+			ze[i] = mine ? a_ent[i] : 0;
+		}
+		model_grads_zero(&m);
+		model_forward(&m, ids, T, seq_lens, 4, temps, lp, ent, &e);
+		model_backward(&m, zl, ze, &e);
+		worst = fmax(worst, worst_rel_norm(&m, m.g.mem, alone));
+	}
+	ok(worst < 1e-5, "%s: each sequence's gradient alone equals its part of the pack's (worst relative %.2g)", name,
+	   worst);
+	model_grads_zero(&m);
+	model_forward(&m, ids, T, seq_lens, 4, temps, lp, ent, &e);
+	model_backward(&m, a_lp, a_ent, &e);
+	double w2 = worst_rel_norm(&m, m.g.mem, sum);
+	ok(w2 < 1e-5, "%s: the pack's gradient is the sum of the sequences' (worst relative %.2g)", name, w2);
+	free(alone);
+	free(sum);
+	model_free(&m);
+}
+
 int main(void)
 {
 	for (int i = 0; i < T; i++) {
@@ -155,6 +225,9 @@ int main(void)
 		check_fd(&m, what);
 		model_free(&m);
 	}
+
+	for (int k = 0; k < 3; k++)
+		check_pack_grads(fams[k].f, fams[k].tied, fams[k].name);
 
 	/* backward accumulates: twice the same backward doubles the gradient */
 	struct model m;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "model.h"
 #include "safetensors.h"
 #include "../tap.h"
@@ -31,6 +32,80 @@ static void write_raw(const char *path, const char *header, size_t data_len)
 	memcpy(b + 8, header, hl);
 	write_bytes(path, b, 8 + hl + data_len);
 	free(b);
+}
+
+/* f32 -> f16 bits for values f16 holds exactly (zero and normals), as the tests below use. */
+static uint16_t to_f16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+	if ((u & 0x7fffffff) == 0)
+		return sign;
+	int exp = (int)(u >> 23 & 0xff) - 127 + 15;
+	return (uint16_t)(sign | exp << 10 | (u >> 13 & 0x3ff));
+}
+
+/*
+ * A whole model stored as F16 by hand (header written here, not by
+ * st_write_dir, which writes only F32 and BF16): weights that F16 holds
+ * exactly must load bit for bit.
+ */
+static void f16_model(void)
+{
+	struct err e = { "" };
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	model_config_defaults(&c, MODEL_QWEN3);
+	c.C = 8, c.I = 12, c.L = 2, c.NH = 2, c.NKV = 1, c.HS = 4, c.V = 16, c.tied = 0;
+	struct model m, m2;
+	model_create(&m, &c, &e);
+	for (size_t i = 0; i < m.w.n; i++)
+		m.w.mem[i] = (float)((int)(i * 37 % 129) - 64) / 64.0f;   /* multiples of 1/64 in [-1, 1] */
+	int n = model_tensors(&c, &m.w, NULL);
+	struct model_tensor *ts = calloc((size_t)n, sizeof *ts);
+	model_tensors(&c, &m.w, ts);
+	struct buf hdr = { 0 }, data = { 0 };
+	buf_printf(&hdr, "{\"__metadata__\":{\"format\":\"pt\"}");
+	for (int i = 0; i < n; i++) {
+		int64_t k = ts[i].shape[0] * (ts[i].ndim == 2 ? ts[i].shape[1] : 1);
+		size_t at = data.len;
+		for (int64_t j = 0; j < k; j++)
+			buf_put_u16(&data, to_f16(ts[i].data[j]));
+		if (ts[i].ndim == 2)
+			buf_printf(&hdr, ",\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
+			           ts[i].name, (long long)ts[i].shape[0], (long long)ts[i].shape[1], at, data.len);
+		else
+			buf_printf(&hdr, ",\"%s\":{\"dtype\":\"F16\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
+			           ts[i].name, (long long)ts[i].shape[0], at, data.len);
+	}
+	buf_printf(&hdr, "}");
+	char sub[512], path[600];
+	snprintf(sub, sizeof sub, "%s/f16", dir);
+	mkdir(sub, 0755);
+	snprintf(path, sizeof path, "%s/model.safetensors", sub);
+	struct buf file = { 0 };
+	buf_put_u64(&file, hdr.len);
+	buf_append(&file, hdr.data, hdr.len);
+	buf_append(&file, data.data, data.len);
+	write_bytes(path, file.data, file.len);
+	struct buf cfg = { 0 };
+	model_config_json(&c, "float16", &cfg);
+	snprintf(path, sizeof path, "%s/config.json", sub);
+	write_bytes(path, cfg.data, cfg.len);
+	int r = model_load(&m2, sub, &e);
+	if (!ok(r == 0, "a model stored as F16 loads"))
+		diag("%s", e.msg);
+	ok(r == 0 && m2.w.n == m.w.n && memcmp(m2.w.mem, m.w.mem, m.w.n * 4) == 0,
+	   "every F16 weight converts exactly (%zu weights, %d tensors)", m.w.n, n);
+	struct st_model st;
+	ok(st_open(&st, sub, &e) == 0 && st_find(&st, "lm_head.weight")->dtype == ST_F16, "and they are F16 on disk");
+	st_close(&st);
+	if (r == 0)
+		model_free(&m2);
+	model_free(&m);
+	free(ts);
+	buf_free(&hdr), buf_free(&data), buf_free(&file), buf_free(&cfg);
 }
 
 static void rmrf(const char *d)
@@ -146,6 +221,29 @@ int main(void)
 	ok(model_load(&m2, sub, &e) < 0 && strstr(e.msg, "model.embed_tokens.weight") && strstr(e.msg, "[10, 8]") &&
 	   strstr(e.msg, "[20, 8]"), "shape disagreeing with config.json: %s", e.msg);
 	model_free(&m);
+
+	/* F16, end to end: a hand-written header and known bit patterns */
+	snprintf(path, sizeof path, "%s/f16.safetensors", dir);
+	{
+		const char *h = "{\"h\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]}}";
+		/* 1, -2, 0.5, 65504 (largest), 2^-14 (smallest normal), 2^-24 (smallest subnormal) */
+		const uint16_t bits[6] = { 0x3c00, 0xc000, 0x3800, 0x7bff, 0x0400, 0x0001 };
+		const float want[6] = { 1, -2, 0.5f, 65504, 6.103515625e-05f, 5.9604644775390625e-08f };
+		struct buf fb = { 0 };
+		buf_put_u64(&fb, strlen(h));
+		buf_append(&fb, h, strlen(h));
+		for (int i = 0; i < 6; i++)
+			buf_put_u16(&fb, bits[i]);
+		write_bytes(path, fb.data, fb.len);
+		buf_free(&fb);
+		ok(st_open(&st, path, &e) == 0 && st_find(&st, "h")->dtype == ST_F16 && st_find(&st, "h")->nbytes == 12,
+		   "an F16 file opens: tensor h, F16, 12 bytes");
+		ok(st_read_f32(&st, "h", s23, 2, out, &e) == 0 && memcmp(out, want, sizeof want) == 0,
+		   "F16 values exact: normals, the largest, the smallest normal and subnormal");
+		ok(st_read_f32(&st, "h", s32, 2, out, &e) < 0 && strstr(e.msg, "[2, 3]"), "F16 shape checked: %s", e.msg);
+		st_close(&st);
+	}
+	f16_model();
 
 	/* broken files */
 	snprintf(path, sizeof path, "%s/bad.safetensors", dir);

@@ -1,0 +1,25 @@
+/* libFuzzer target: a chat line (JSON) rendered in every format; the plain
+ * ChatML format must carry every message's content unchanged. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct chat_msgs cm;
+	struct err e;
+	if (chat_parse_json((const char *)data, size, &cm, &e) < 0)
+		return 0;
+	for (int f = CHAT_QWEN; f <= CHAT_LLAMA3; f++) {
+		struct buf b = { 0 };
+		if (chat_render((enum chat_format)f, cm.m, cm.n, cm.flags, &b, &e) == 0 && f == CHAT_QWEN)
+			for (size_t i = 0; i < cm.n; i++)
+				if (cm.m[i].content[0] && !memmem(b.data, b.len, cm.m[i].content, strlen(cm.m[i].content)))
+					abort();
+		buf_free(&b);
+	}
+	chat_msgs_free(&cm);
+	return 0;
+}

@@ -1,0 +1,152 @@
+/*
+ * test_chat: the chat formats against text rendered by Hugging Face's own
+ * templates (jinja2 on the tokenizer_config.json chat_template of Qwen3 and
+ * Llama 3, copied here by hand), and the ids against ids read off the real
+ * tokenizers, where every marker must be one id. The id checks skip, saying
+ * so, when ../shared/data is absent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+#include "../tap.h"
+
+static const struct chat_msg hello[] = { { "user", "Hello, world!" } };
+static const struct chat_msg multi[] = {
+	{ "system", "You are helpful." },
+	{ "user", "What is 2+2?" },
+	{ "assistant", "<think>\nadd\n</think>\n\n4" },
+	{ "user", "  And 3+3? " },
+};
+
+static void is_text(enum chat_format f, const struct chat_msg *m, size_t n, int flags, const char *want,
+                    const char *what)
+{
+	struct buf b = { 0 };
+	struct err e = { "" };
+	int r = chat_render(f, m, n, flags, &b, &e);
+	buf_put_u8(&b, 0);
+	if (!ok(r == 0 && strcmp((char *)b.data, want) == 0, "%s: %s", chat_format_name(f), what))
+		diag("got '%s' (%s)", b.data ? (char *)b.data : "", e.msg);
+	buf_free(&b);
+}
+
+static void is_ids(const struct tokenizer *t, enum chat_format f, const struct chat_msg *m, size_t n, int flags,
+                   const int32_t *want, size_t nw, const char *what)
+{
+	struct tok_ids ids = { 0 };
+	struct err e = { "" };
+	int r = chat_encode(t, f, m, n, flags, &ids, NULL, &e);
+	int same = r == 0 && ids.n == nw && memcmp(ids.v, want, nw * sizeof *want) == 0;
+	if (!ok(same, "%s: %s", chat_format_name(f), what)) {
+		diag("%s; got %zu ids:", e.msg, ids.n);
+		for (size_t i = 0; i < ids.n; i++)
+			printf("# %d\n", ids.v[i]);
+	}
+	tok_ids_free(&ids);
+}
+
+int main(void)
+{
+	struct err e = { "" };
+	enum chat_format f;
+	ok(chat_format_parse("qwen3", &f) == 0 && f == CHAT_QWEN3 && chat_format_parse("llama2", &f) < 0,
+	   "format names parse, unknown ones do not");
+
+	/* rendered text, as jinja2 renders each model's own template */
+	is_text(CHAT_QWEN3, hello, 1, 0, "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
+	        "one user turn");
+	is_text(CHAT_QWEN3, hello, 1, CHAT_NO_THINKING,
+	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+	        "enable_thinking=False ends in an empty think block");
+	is_text(CHAT_QWEN3, multi, 4, 0,
+	        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+	        "<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\n  And 3+3? <|im_end|>\n<|im_start|>assistant\n",
+	        "system, history with its reasoning dropped, content kept as is");
+	const struct chat_msg last_asst[] = { { "user", "q" }, { "assistant", "\n<think>\n\nr1\n</think>\n\n\nans" } };
+	is_text(CHAT_QWEN3, last_asst, 2, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\nans<|im_end|>\n"
+	        "<|im_start|>assistant\n",
+	        "an assistant turn after the last query keeps its reasoning");
+	is_text(CHAT_QWEN, hello, 1, CHAT_NO_THINKING,
+	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n", "plain ChatML, no think block");
+	is_text(CHAT_QWEN25, hello, 1, 0,
+	        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
+	        "Qwen2.5's default system message when none is given");
+	is_text(CHAT_QWEN25, multi, 2, 0,
+	        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+	        "<|im_start|>assistant\n", "and the given one otherwise");
+	is_text(CHAT_LLAMA3, hello, 1, 0,
+	        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello, world!<|eot_id|>"
+	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "one user turn");
+	is_text(CHAT_LLAMA3, multi, 4, 0,
+	        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful.<|eot_id|>"
+	        "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
+	        "<|start_header_id|>assistant<|end_header_id|>\n\n<think>\nadd\n</think>\n\n4<|eot_id|>"
+	        "<|start_header_id|>user<|end_header_id|>\n\nAnd 3+3?<|eot_id|>"
+	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "contents trimmed, history kept whole");
+	const struct chat_msg spaces[] = { { "user", "\xe3\x80\x80\t x \xc2\xa0\n" } };
+	is_text(CHAT_LLAMA3, spaces, 1, 0,
+	        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
+	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "trim takes Unicode white space as Python does");
+
+	/* refusals */
+	struct buf b = { 0 };
+	const struct chat_msg tool[] = { { "user", "q" }, { "tool", "42" } };
+	ok(chat_render(CHAT_QWEN3, tool, 2, 0, &b, &e) < 0 && strstr(e.msg, "messages[1]") && strstr(e.msg, "tool"),
+	   "a tool message is refused: %s", e.msg);
+	ok(chat_render(CHAT_QWEN, tool, 0, 0, &b, &e) < 0 && strstr(e.msg, "no messages"), "no messages: %s", e.msg);
+	buf_free(&b);
+
+	/* JSON input */
+	struct chat_msgs cm;
+	const char *j1 = "\"What is 6*7?\"";
+	ok(chat_parse_json(j1, strlen(j1), &cm, &e) == 0 && cm.n == 1 && strcmp(cm.m[0].role, "user") == 0 &&
+	   strcmp(cm.m[0].content, "What is 6*7?") == 0 && !cm.has_flags, "a JSON string is one user turn");
+	chat_msgs_free(&cm);
+	const char *j2 = "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"u\"}],"
+	                 "\"enable_thinking\":false}";
+	ok(chat_parse_json(j2, strlen(j2), &cm, &e) == 0 && cm.n == 2 && strcmp(cm.m[1].content, "u") == 0 &&
+	   cm.has_flags && cm.flags == CHAT_NO_THINKING, "an object with messages and enable_thinking");
+	chat_msgs_free(&cm);
+	const char *j3 = "{\"messages\":[{\"role\":\"user\",\"content\":[1]}]}";
+	ok(chat_parse_json(j3, strlen(j3), &cm, &e) < 0 && strstr(e.msg, "messages[0]"), "bad message: %s", e.msg);
+	const char *j4 = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[]}]}";
+	ok(chat_parse_json(j4, strlen(j4), &cm, &e) < 0 && strstr(e.msg, "tool_calls"), "tool_calls refused: %s", e.msg);
+	ok(chat_parse_json("[1]", 3, &cm, &e) < 0 && strstr(e.msg, "\"messages\""), "bad line: %s", e.msg);
+
+	/* ids with the real tokenizers: markers are single ids */
+	const char *shared = getenv("GRPO_SHARED");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/data/tokenizers/qwen3/tokenizer.json", shared ? shared : "../shared");
+	struct tokenizer *q = tok_load(path, &e), *l = NULL;
+	snprintf(path, sizeof path, "%s/data/tokenizers/llama3/tokenizer.json", shared ? shared : "../shared");
+	if (q)
+		l = tok_load(path, &e);
+	if (!q || !l) {
+		diag("SKIP the id checks: no real tokenizers (%s)", e.msg);
+		tok_free(q);
+		return tap_done();
+	}
+	/* <|im_start|> 151644, <|im_end|> 151645, "\n" 198, "user" 872, "assistant" 77091,
+	 * <think> 151667, </think> 151668, "\n\n" 271; "Hello, world!" as in fixtures/tokenizer_ids.json */
+	const int32_t q1[] = { 151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151644, 77091, 198 };
+	is_ids(q, CHAT_QWEN3, hello, 1, 0, q1, sizeof q1 / sizeof q1[0], "ids of one user turn");
+	const int32_t q2[] = { 151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151644, 77091, 198,
+	                       151667, 271, 151668, 271 };
+	is_ids(q, CHAT_QWEN3, hello, 1, CHAT_NO_THINKING, q2, sizeof q2 / sizeof q2[0],
+	       "ids with the empty think block: <think> and </think> are one id each");
+	/* <|begin_of_text|> 128000, <|start_header_id|> 128006, <|end_header_id|> 128007,
+	 * <|eot_id|> 128009, "user" 882, "assistant" 78191, "\n\n" 271 */
+	const int32_t l1[] = { 128000, 128006, 882, 128007, 271, 9906, 11, 1917, 0, 128009, 128006, 78191, 128007, 271 };
+	is_ids(l, CHAT_LLAMA3, hello, 1, 0, l1, sizeof l1 / sizeof l1[0], "ids of one user turn");
+	struct tok_ids ids = { 0 };
+	ok(chat_encode(l, CHAT_QWEN, hello, 1, 0, &ids, NULL, &e) < 0 && strstr(e.msg, "<|im_start|>"),
+	   "a Llama tokenizer with a Qwen format: %s", e.msg);
+	tok_ids_free(&ids);
+	tok_free(q);
+	tok_free(l);
+	return tap_done();
+}
