@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "fsys.h"
 #include "gemm.h"
+#include "softmax_stats.h"
 
 /* ---- layers ---- */
 
@@ -235,7 +236,7 @@ static int predicts(const struct model_acts *a, int t)
  * LM head forward, MODEL_LM_CHUNK positions at a time: the logits of
  * position t = lnf[t] @ W^T, divided by temp[t+1], give the logprob of
  * ids[t+1] and the entropy, stored at t+1 (with the log-sum-exp for the
- * backward). Sums run in double: V can be 150k.
+ * backward), by softmax_stats().
  */
 static void lm_head_forward(struct model_acts *a, const float *W, int C, int V, float *logprob)
 {
@@ -247,20 +248,8 @@ static void lm_head_forward(struct model_acts *a, const float *W, int C, int V, 
 			int t = t0 + r;
 			if (!predicts(a, t))
 				continue;
-			const float *z = a->logits + (size_t)r * V;
-			double inv = 1.0 / a->temp[t + 1], mx = -INFINITY;
-			for (int j = 0; j < V; j++)
-				mx = z[j] * inv > mx ? z[j] * inv : mx;
-			double sum = 0, sz = 0;
-			for (int j = 0; j < V; j++) {
-				double e = exp(z[j] * inv - mx);
-				sum += e;
-				sz += e * (z[j] * inv);
-			}
-			double lse = mx + log(sum);
-			logprob[t + 1] = (float)(z[a->ids[t + 1]] * inv - lse);
-			a->lm_lse[t + 1] = (float)lse;
-			a->ent[t + 1] = (float)(lse - sz / sum);   /* H = lse - E_p[z] */
+			softmax_stats(a->logits + (size_t)r * V, V, a->ids[t + 1], a->temp[t + 1], &logprob[t + 1],
+			              &a->ent[t + 1], &a->lm_lse[t + 1]);
 		}
 	}
 }

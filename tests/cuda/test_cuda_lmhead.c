@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lmhead.h"
+#include "softmax_stats.h"
 #include "tap.h"
 
 #define cudaCheck(x) cuda_check((x), #x, __FILE__, __LINE__)
@@ -19,24 +20,6 @@ static void cuda_check(cudaError_t err, const char *what, const char *file, int 
 		printf("Bail out! %s:%d: %s: %s\n", file, line, what, cudaGetErrorString(err));
 		exit(1);
 	}
-}
-
-/* The reference: lm_head_forward's inner loop for one row. */
-static void ref_row(const float *z, int V, int target, float temp, float *logprob, float *entropy, float *lse)
-{
-	double inv = 1.0 / temp, mx = -INFINITY;
-	for (int j = 0; j < V; j++)
-		mx = z[j] * inv > mx ? z[j] * inv : mx;
-	double sum = 0, sz = 0;
-	for (int j = 0; j < V; j++) {
-		double e = exp(z[j] * inv - mx);
-		sum += e;
-		sz += e * (z[j] * inv);
-	}
-	double l = mx + log(sum);
-	*logprob = (float)(z[target] * inv - l);
-	*lse = (float)l;
-	*entropy = (float)(l - sz / sum);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -100,7 +83,7 @@ static void run(const struct rowset *s)
 	int bad[3] = { 0, 0, 0 };
 	for (int r = 0; r < s->n; r++) {
 		float want[3];
-		ref_row(z + (size_t)r * s->V, s->V, tg[r], temps[r], &want[0], &want[1], &want[2]);
+		softmax_stats(z + (size_t)r * s->V, s->V, tg[r], temps[r], &want[0], &want[1], &want[2]);
 		for (int k = 0; k < 3; k++)
 			if (!close_to(out[k * s->n + r], want[k]) && bad[k]++ == 0)
 				diag("  %s row %d %s: got %.9g, want %.9g", s->name, r,
