@@ -285,6 +285,32 @@ int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e)
 	return 0;
 }
 
+void packbuf_drops_text(const struct packbuf *b, int64_t step, char *line, size_t size)
+{
+	const struct packstep_drops *d = &b->drops;
+	size_t at = 0;
+	const char *sep = "dropped ";
+	line[0] = 0;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
+		if (!d->n[r])
+			continue;
+		at += (size_t)snprintf(line + at, size - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
+				       packstep_drop_names[r]);
+		if (r == PACKSTEP_STALE)
+			at += (size_t)snprintf(line + at, size - at, " (policy_version below %lld, --max-lag %ld)",
+					       (long long)(step - 1 - b->o.max_lag), b->o.max_lag);
+		else if (r == PACKSTEP_OVERLONG)
+			at += (size_t)snprintf(line + at, size - at, " (longer than %s)", b->o.cap_text);
+		else
+			at += (size_t)snprintf(line + at, size - at, " (no tokens)");
+		sep = ", ";
+	}
+	if (d->truncated)
+		snprintf(line + at, size - at, "%struncated %llu to %s (%llu left with no trained token)",
+			 at ? "; " : "", (unsigned long long)d->truncated, b->o.cap_text,
+			 (unsigned long long)d->truncated_untrained);
+}
+
 void packbuf_drops_reported(struct packbuf *b)
 {
 	memset(&b->drops, 0, sizeof b->drops);

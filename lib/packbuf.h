@@ -139,6 +139,9 @@ int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packst
  * has reported them); frees st. */
 void packbuf_commit(struct packbuf *b, struct packbuf_step *st);
 void packbuf_step_free(struct packbuf_step *st);
+/* drops in words, for step's line on standard error (size 512 is ample):
+ * "dropped 2 stale (policy_version below 1, --max-lag 0); truncated ...". */
+void packbuf_drops_text(const struct packbuf *b, int64_t step, char *line, size_t size);
 /* Zero drops, after reporting them without a step. */
 void packbuf_drops_reported(struct packbuf *b);
 

@@ -697,3 +697,27 @@ int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input 
 	*n = q;
 	return 0;
 }
+
+int packstep_cost_load(const char *dir, struct pack_cost *c, struct err *e)
+{
+	char path[PATH_MAX];
+	struct buf b = { 0 };
+	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+		return err_set(e, "%s: path too long", dir);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_sys(e, "%s", path);
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		if (buf_append(&b, chunk, n) < 0) {
+			fclose(f);
+			buf_free(&b);
+			return err_set(e, "%s: out of memory", path);
+		}
+	int bad = ferror(f);
+	fclose(f);
+	int rc = bad ? err_sys(e, "%s", path) : pack_cost_from_config((const char *)b.data, b.len, path, c, e);
+	buf_free(&b);
+	return rc;
+}

@@ -158,6 +158,9 @@ int packstep_done_exists(const char *queue, int64_t step, struct err *e);
 /* The step after the newest step of the queue with a DONE marker; 1 for none. */
 int packstep_next_step(const char *queue, int64_t *step, struct err *e);
 
+/* --cost flops: pack_cost_from_config() of DIR/config.json. */
+int packstep_cost_load(const char *dir, struct pack_cost *c, struct err *e);
+
 /* The metrics line (with '\n'). */
 int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,
 		     uint32_t n_runs, const struct packstep_drops *drops);

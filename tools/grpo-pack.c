@@ -4,9 +4,8 @@
  *
  * Reads spool files (named, or standard input) and spool queues (a
  * directory such as SPOOL/scored, consumed through claims), buffers the
- * trajectories by run, chooses each step's sequences (lib/pack.h
- * pack_select), and hands them to lib/packstep.h, which packs and
- * publishes. An input file taken from a queue is retired only after every
+ * trajectories and chooses each step's sequences (lib/packbuf.h), and
+ * hands them to lib/packstep.h, which packs and publishes. An input file taken from a queue is retired only after every
  * one of its sequences is in a published step; on any error the claims
  * still held are released, so the files wait for the next run.
  */
@@ -21,10 +20,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "claim.h"
 #include "err.h"
-#include "fsys.h"
-#include "pack.h"
 #include "packbuf.h"
 #include "packstep.h"
 #include "sfile.h"
@@ -142,26 +138,7 @@ static void report_drops(struct state *s, int packed)
 	if (!packstep_drops_any(d))
 		return;
 	char line[512];
-	size_t at = 0;
-	const char *sep = "dropped ";
-	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
-		if (!d->n[r])
-			continue;
-		at += (size_t)snprintf(line + at, sizeof line - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
-				       packstep_drop_names[r]);
-		if (r == PACKSTEP_STALE)
-			at += (size_t)snprintf(line + at, sizeof line - at, " (policy_version below %lld, --max-lag %ld)",
-					       (long long)(s->o.step - 1 - s->o.max_lag), s->o.max_lag);
-		else if (r == PACKSTEP_OVERLONG)
-			at += (size_t)snprintf(line + at, sizeof line - at, " (longer than %s)", s->cap_text);
-		else
-			at += (size_t)snprintf(line + at, sizeof line - at, " (no tokens)");
-		sep = ", ";
-	}
-	if (d->truncated)
-		snprintf(line + at, sizeof line - at, "%struncated %llu to %s (%llu left with no trained token)",
-			 at ? "; " : "", (unsigned long long)d->truncated, s->cap_text,
-			 (unsigned long long)d->truncated_untrained);
+	packbuf_drops_text(&s->b, s->o.step, line, sizeof line);
 	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
 	if (!packed) {
 		struct buf m = { 0 };
@@ -382,28 +359,11 @@ bad:
 	return 0;
 }
 
-static int load_model_cost(const char *dir, struct pack_cost *c, struct err *e)
+/* A queue directory, rather than a spool file or "-". */
+static int is_queue(const char *a)
 {
-	char path[PATH_MAX];
-	struct buf b = { 0 };
-	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-		return err_set(e, "%s: path too long", dir);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return err_sys(e, "%s", path);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		if (buf_append(&b, chunk, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			return err_set(e, "%s: out of memory", path);
-		}
-	int bad = ferror(f);
-	fclose(f);
-	int rc = bad ? err_sys(e, "%s", path) : pack_cost_from_config((const char *)b.data, b.len, path, c, e);
-	buf_free(&b);
-	return rc;
+	struct stat sb;
+	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
 int main(int argc, char **argv)
@@ -435,7 +395,7 @@ int main(int argc, char **argv)
 			 "--pad-multiple %u)", s.po.seq_len, o->seq_len, o->pad);
 	packbuf_init(&s.b, &(struct packbuf_opt){ s.po.seq_len, s.cap_text, o->overlong, o->max_lag, o->keep_groups,
 						  o->batch_size, o->batch_tokens, o->min_tokens, o->fill_target });
-	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
+	if (o->flops && packstep_cost_load(o->model, &s.po.cost, &e) < 0)
 		goto fail;
 	/* One packer per output queue, for the whole run: the step number and
 	 * the carried-over progress come from the newest manifest, so two
@@ -481,8 +441,7 @@ int main(int argc, char **argv)
 		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
 		if (!a)
 			break;
-		struct stat sb;
-		if (strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		if (is_queue(a)) {
 			queues++;
 			continue;
 		}
@@ -507,14 +466,9 @@ int main(int argc, char **argv)
 		status = 2;
 		goto fail_quiet;
 	}
-	for (int i = 0; i < nargs; i++) {
-		struct stat sb;
-		const char *a = argv[optind + i];
-		if (strcmp(a, "-") == 0 || stat(a, &sb) != 0 || !S_ISDIR(sb.st_mode))
-			continue;
-		if (consume_queue(&s, a, o->watch, &e) < 0)
+	for (int i = 0; i < nargs; i++)
+		if (is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;
-	}
 	if (finish_input(&s, &e) < 0)
 		goto fail;
 	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
