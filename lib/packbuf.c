@@ -85,6 +85,7 @@ static int drop(struct packbuf *b, int reason, struct packbuf_source *so, uint32
 	b->drops.n[reason]++;
 	if (!so)
 		return 0;
+	so->dropped[reason]++;
 	return note_done(so, ord) < 0 ? err_set(e, "out of memory") : 0;
 }
 
@@ -148,9 +149,6 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 				continue;
 			}
 			use = b->o.seq_len;
-			b->drops.truncated++;
-			if (mb_trained_tokens(t, use) == 0)
-				b->drops.truncated_untrained++;
 		}
 		if (push_entry(b, t, use, src, ord, gi, e) < 0)
 			return -1;
@@ -314,6 +312,8 @@ void packbuf_drops_text(const struct packbuf *b, int64_t step, char *line, size_
 void packbuf_drops_reported(struct packbuf *b)
 {
 	memset(&b->drops, 0, sizeof b->drops);
+	for (size_t i = 0; i < b->nsrc; i++)
+		memset(b->src[i].dropped, 0, sizeof b->src[i].dropped);
 }
 
 /* ---- choosing a step ---- */
@@ -414,7 +414,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 	return 0;
 }
 
-/* Mark the chosen units' entries taken and list them in st. */
+/* Mark the chosen units' entries taken, list them in st, count truncation. */
 static int step_seqs(struct packbuf *b, const uint32_t *first, uint32_t nu, const uint8_t *taken,
 		     struct packbuf_step *st, struct err *e)
 {
@@ -425,6 +425,11 @@ static int step_seqs(struct packbuf *b, const uint32_t *first, uint32_t nu, cons
 			struct packbuf_entry *en = &b->ent[i];
 			en->taken = 1;
 			st->seq[st->n++] = seq_of(en);
+			if (en->use < (uint64_t)en->t.n_prompt + en->t.n_response) {
+				b->drops.truncated++;
+				if (mb_trained_tokens(&en->t, en->use) == 0)
+					b->drops.truncated_untrained++;
+			}
 		}
 	}
 	return 0;
@@ -508,5 +513,13 @@ void packbuf_release(struct packbuf *b)
 
 void packbuf_hold(struct packbuf *b)
 {
-	packbuf_release(b);
+	for (size_t i = 0; i < b->nsrc; i++) {
+		struct packbuf_source *so = &b->src[i];
+		if (so->c.state != CLAIM_HELD)
+			continue;
+		for (int r = 0; r < PACKSTEP_N_DROP; r++)
+			b->drops.n[r] -= so->dropped[r];
+		memset(so->dropped, 0, sizeof so->dropped);
+		claim_release(&so->c, NULL);
+	}
 }

@@ -24,8 +24,11 @@
  *    published step, dropped, or named by the previous manifest);
  *  - a source whose pending reaches 0 is retired by packbuf_retire, never
  *    before the step that holds its last sequence is published;
- *  - drops counts what was dropped or truncated since the last published
- *    step and not yet reported;
+ *  - drops counts what was dropped since the last published step and not
+ *    yet reported, each trajectory once across invocations: a source handed
+ *    back to the queue (packbuf_hold) takes its drops back with it, since
+ *    the next invocation reads it, and drops it, again. Truncation is
+ *    counted when a shortened sequence goes into a step.
  *  - the entries keep arrival order; a run's units are taken in that order.
  *
  * Ownership: the buffer owns its entries' trajectories (moved out of the
@@ -77,6 +80,7 @@ struct packbuf_source {
 	uint32_t taking;          /* of them, in the step being taken */
 	uint32_t next_ord;        /* trajectories read so far */
 	uint32_t *done, n_done, cap_done;   /* (n_done) ordinals handled: packed or dropped */
+	uint64_t dropped[PACKSTEP_N_DROP];  /* its part of drops */
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
 };
 
@@ -130,8 +134,9 @@ int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e);
 /*
  * Choose step `step`'s sequences: drop the stale, then select fairly across
  * runs up to the step's limit (pack_select), then, unless flush, carry for
- * fill (packstep_fill_cut with po). Returns 1 with *st
- * filled (free it with packbuf_step_free), 0 when nothing is buffered, -1.
+ * fill (packstep_fill_cut with po). Counts the truncated sequences chosen.
+ * Returns 1 with *st filled (free it with packbuf_step_free), 0 when
+ * nothing is buffered, or -1.
  */
 int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packstep_opt *po,
 		 struct packbuf_step *st, struct err *e);
@@ -149,7 +154,8 @@ void packbuf_drops_reported(struct packbuf *b);
 int packbuf_retire(struct packbuf *b, struct err *e);
 /* Release every held claim (an error path): the files wait again. */
 void packbuf_release(struct packbuf *b);
-/* Hand the held sources back to the queue for a later run. */
+/* Hand the held sources back to the queue for a later run, with their
+ * drops: what stays in drops belongs to files that will not be read again. */
 void packbuf_hold(struct packbuf *b);
 
 #endif

@@ -30,8 +30,10 @@
  * where pad_tokens counts the padding of micro-batches that hold sequences
  * and dummy_tokens the tokens of dummy micro-batches (all padding), in the
  * manifest and the metrics line alike; dropped counts the sequences left
- * out since the previous step, by reason, and truncated those shortened to
- * T (truncated_untrained: of them, those left with no trained token).
+ * out since the previous step, by reason (each once: a queue file left
+ * queued without a step is dropped from again when read again, and counted
+ * then), and truncated the step's sequences shortened to T
+ * (truncated_untrained: of them, those left with no trained token).
  * A run's run_step counts its completed steps of --batch-size
  * sequences (of every step when there is no batch size), ready says the
  * run completed one in this step (prime-rl's ready_to_update), and

@@ -190,7 +190,9 @@ static int pack_step(struct state *s, int flush, struct err *e)
  * step, unless it all came from queues and neither --watch nor --flush was
  * given: then it stays queued, its files released (the manifest's partial
  * list says which of their sequences are packed already), so that a cron
- * job publishes only full steps and the next run goes on from there.
+ * job publishes only full steps and the next run goes on from there. The
+ * drops of the files released are counted again when they are read again,
+ * so only the others are reported now.
  */
 static int finish_input(struct state *s, struct err *e)
 {
@@ -210,8 +212,8 @@ static int finish_input(struct state *s, struct err *e)
 		if (s->o.verbose)
 			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
 				prog, b->n);
-		report_drops(s, 0);
 		packbuf_hold(b);
+		report_drops(s, 0);
 		return 0;
 	}
 	int r;
