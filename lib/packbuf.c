@@ -384,6 +384,39 @@ out:
 	return rc;
 }
 
+/*
+ * Where the turn goes back to when fill carried some of the units chosen
+ * (chose) and kept only some (kept): the run of the first carried unit in
+ * the order pack_select chose them. That order is the turns replayed from
+ * turn0: each run in turn gives its next chosen unit in arrival order, and
+ * a run with none left has stopped for good. *turn is left alone when
+ * nothing was carried.
+ */
+static void rewind_turn(const struct pack_unit *u, uint32_t nu, uint32_t n_runs, uint32_t turn0,
+			const uint8_t *chose, const uint8_t *kept, uint32_t *turn)
+{
+	uint32_t *at = calloc(n_runs, sizeof *at);   /* each run's replay position */
+	if (!at)
+		return;   /* fairness only, not correctness: keep pack_select's turn */
+	uint32_t q = turn0 % n_runs, idle = 0;
+	while (idle < n_runs) {
+		uint32_t i = at[q];
+		while (i < nu && !(chose[i] && u[i].run == q))
+			i++;
+		at[q] = i < nu ? i + 1 : nu;
+		if (i == nu) {
+			idle++;
+		} else if (!kept[i]) {
+			*turn = q;
+			break;
+		} else {
+			idle = 0;
+		}
+		q = (q + 1) % n_runs;
+	}
+	free(at);
+}
+
 /* The queue files the step finishes or partly consumes, for its manifest;
  * the step's entries are noted done in their sources. */
 static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e)
@@ -445,21 +478,25 @@ int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packst
 		return 0;
 	struct pack_unit *u = malloc(b->n * sizeof *u);
 	uint32_t *first = malloc(b->n * sizeof *first);
-	uint8_t *taken = calloc(b->n, 1);
+	uint8_t *taken = calloc(b->n, 1), *chose = malloc(b->n);
 	int rc = -1;
-	if (!u || !first || !taken) {
+	if (!u || !first || !taken || !chose) {
 		err_set(e, "out of memory");
 		goto out;
 	}
-	uint32_t nu = make_units(b, u, first);
+	uint32_t nu = make_units(b, u, first), turn0 = b->turn;
 	pack_select(u, nu, b->n_runs, b->o.batch_size, b->o.batch_tokens, &b->turn, taken);
-	if (!flush && b->o.fill_target > 0 && carry_for_fill(b, po, first, nu, taken, e) < 0)
-		goto out;
+	if (!flush && b->o.fill_target > 0) {
+		memcpy(chose, taken, nu);
+		if (carry_for_fill(b, po, first, nu, taken, e) < 0)
+			goto out;
+		rewind_turn(u, nu, b->n_runs, turn0, chose, taken, &b->turn);
+	}
 	if (step_seqs(b, first, nu, taken, st, e) < 0 || step_inputs(b, st, e) < 0)
 		goto out;
 	rc = 1;
 out:
-	free(u), free(first), free(taken);
+	free(u), free(first), free(taken), free(chose);
 	if (rc < 0)
 		packbuf_step_free(st);
 	return rc;

@@ -134,9 +134,11 @@ int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e);
 /*
  * Choose step `step`'s sequences: drop the stale, then select fairly across
  * runs up to the step's limit (pack_select), then, unless flush, carry for
- * fill (packstep_fill_cut with po). Counts the truncated sequences chosen.
- * Returns 1 with *st filled (free it with packbuf_step_free), 0 when
- * nothing is buffered, or -1.
+ * fill (packstep_fill_cut with po), the turn going back to the first
+ * carried unit's run so that carried units keep their place in the
+ * round-robin. Counts the truncated sequences chosen. Returns 1 with *st
+ * filled (free it with packbuf_step_free), 0 when nothing is buffered, or
+ * -1.
  */
 int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packstep_opt *po,
 		 struct packbuf_step *st, struct err *e);

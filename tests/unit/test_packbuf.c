@@ -1,7 +1,8 @@
 /*
  * test_packbuf: grpo-pack's buffer without a process or a file: step
  * readiness with a batch size or a token budget, groups kept whole, drops
- * and truncation counted once and in words, carrying for --fill-target.
+ * and truncation counted once and in words, carrying for --fill-target,
+ * and the fair turn with units carried across two runs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -193,11 +194,51 @@ static void carry(void)
 	packbuf_free(&b);
 }
 
+/*
+ * Two runs, a's two sequences arriving before b's one; -b 3 chooses a, b,
+ * a in turn. Fill keeps a's 5 and b's 3 and carries a's 6, the third
+ * turn: the next step starts with run a, so that its carried sequence
+ * keeps its place, not with b, the run after the last one that took.
+ */
+static void fair_carry(void)
+{
+	uint32_t a1 = 5, a2 = 6, b1 = 3, b2 = 2;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	char ids[128];
+	o.fill_target = 0.9;
+	o.batch_size = 3;
+	packbuf_init(&b, &o);
+	add(&b, &a1, 1, 10, "a", 0);
+	add(&b, &a2, 1, 11, "a", 0);
+	add(&b, &b1, 1, 20, "b", 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	is_str(ids, "10 20 ", "two runs, F=0.9: a's 5 and b's 3 kept, a's 6 carried");
+	is_str(b.runs[b.turn].name, "a", "the turn goes back to a, whose carried sequence was next");
+	add(&b, &b2, 1, 21, "b", 0);
+	b.o.batch_size = 1;
+	step_ids(&b, 2, 1, ids, sizeof ids);
+	is_str(ids, "11 ", "step 2 starts with the carried sequence, before b's newer one");
+	is_str(b.runs[b.turn].name, "b", "then it is b's turn");
+	packbuf_free(&b);
+
+	o.fill_target = 0;
+	packbuf_init(&b, &o);
+	add(&b, &a1, 1, 10, "a", 0);
+	add(&b, &a2, 1, 11, "a", 0);
+	add(&b, &b1, 1, 20, "b", 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	ok(b.n == 0 && strcmp(b.runs[b.turn].name, "b") == 0,
+	   "without carrying, the turn passes to b as before");
+	packbuf_free(&b);
+}
+
 int main(void)
 {
 	readiness();
 	groups();
 	drops();
 	carry();
+	fair_carry();
 	return tap_done();
 }
