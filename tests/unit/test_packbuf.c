@@ -200,18 +200,24 @@ static void carry(void)
  * turn: the next step starts with run a, so that its carried sequence
  * keeps its place, not with b, the run after the last one that took.
  */
+static void two_runs(struct packbuf *b, double F)
+{
+	uint32_t a1 = 5, a2 = 6, b1 = 3;
+	struct packbuf_opt o = opt(8);
+	o.fill_target = F;
+	o.batch_size = 3;
+	packbuf_init(b, &o);
+	add(b, &a1, 1, 10, "a", 0);
+	add(b, &a2, 1, 11, "a", 0);
+	add(b, &b1, 1, 20, "b", 0);
+}
+
 static void fair_carry(void)
 {
-	uint32_t a1 = 5, a2 = 6, b1 = 3, b2 = 2;
-	struct packbuf_opt o = opt(8);
+	uint32_t b2 = 2;
 	struct packbuf b;
 	char ids[128];
-	o.fill_target = 0.9;
-	o.batch_size = 3;
-	packbuf_init(&b, &o);
-	add(&b, &a1, 1, 10, "a", 0);
-	add(&b, &a2, 1, 11, "a", 0);
-	add(&b, &b1, 1, 20, "b", 0);
+	two_runs(&b, 0.9);
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	is_str(ids, "10 20 ", "two runs, F=0.9: a's 5 and b's 3 kept, a's 6 carried");
 	is_str(b.runs[b.turn].name, "a", "the turn goes back to a, whose carried sequence was next");
@@ -222,11 +228,7 @@ static void fair_carry(void)
 	is_str(b.runs[b.turn].name, "b", "then it is b's turn");
 	packbuf_free(&b);
 
-	o.fill_target = 0;
-	packbuf_init(&b, &o);
-	add(&b, &a1, 1, 10, "a", 0);
-	add(&b, &a2, 1, 11, "a", 0);
-	add(&b, &b1, 1, 20, "b", 0);
+	two_runs(&b, 0);
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	ok(b.n == 0 && strcmp(b.runs[b.turn].name, "b") == 0,
 	   "without carrying, the turn passes to b as before");
