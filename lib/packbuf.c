@@ -36,6 +36,15 @@ void packbuf_free(struct packbuf *b)
 	memset(b, 0, sizeof *b);
 }
 
+int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct err *e)
+{
+	if (step <= 0)
+		return 0;
+	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0)
+		return -1;
+	return packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e);
+}
+
 /* ---- reading ---- */
 
 static int run_index(struct packbuf *b, const char *name, uint32_t *idx)

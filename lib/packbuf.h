@@ -34,10 +34,9 @@
  * Ownership: the buffer owns its entries' trajectories (moved out of the
  * groups read), the sources and their claims (held until retired or
  * released; packbuf_free neither retires nor releases), the run table and
- * its names, and prev. The caller may fill runs, n_runs, turn and prev from
- * the previous manifest (packstep_load_runs, packstep_load_inputs) before
- * reading. A packbuf_step owns its arrays and input names; its seq[].t and
- * in[].done point into the buffer, valid until packbuf_commit.
+ * its names, and prev (filled by packbuf_resume before reading). A
+ * packbuf_step owns its arrays and input names; its seq[].t and in[].done
+ * point into the buffer, valid until packbuf_commit.
  *
  * Never prints or exits; errors come back through struct err.
  */
@@ -109,6 +108,10 @@ struct packbuf_step {
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o);
 /* Frees everything; claims still held stay held (packbuf_release first). */
 void packbuf_free(struct packbuf *b);
+/* Go on from QUEUE/step_(step-1)/DONE, if there is one: run progress and
+ * the turn (packstep_load_runs), and the input files it names as handled,
+ * whole or in part (packstep_load_inputs), so none is packed twice. */
+int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct err *e);
 
 /* Take a group's trajectories into the buffer (the group is left empty),
  * dropping or truncating as the options say. src: a source index, or -1;

@@ -46,6 +46,14 @@ int packstep_drops_json(struct buf *b, const struct packstep_drops *d)
 	return bad ? -1 : 0;
 }
 
+int packstep_drops_metrics(struct buf *b, int64_t step, const struct packstep_drops *d)
+{
+	int bad = buf_printf(b, "{\"step\":%lld,\"sequences\":0,", (long long)step);
+	bad |= packstep_drops_json(b, d);
+	bad |= buf_printf(b, "}\n");
+	return bad ? -1 : 0;
+}
+
 void packstep_stats_free(struct packstep_stats *st)
 {
 	free(st->rank_tokens);

@@ -108,6 +108,9 @@ struct packstep_drops {
 int packstep_drops_any(const struct packstep_drops *d);
 /* "dropped":{...},"truncated":t,"truncated_untrained":u (a JSON fragment). */
 int packstep_drops_json(struct buf *b, const struct packstep_drops *d);
+/* The metrics line of a step with nothing left to pack but drops:
+ * {"step":N,"sequences":0,"dropped":...} and '\n'. */
+int packstep_drops_metrics(struct buf *b, int64_t step, const struct packstep_drops *d);
 
 struct packstep_stats {
 	int64_t step;

@@ -5,9 +5,11 @@
  * Reads spool files (named, or standard input) and spool queues (a
  * directory such as SPOOL/scored, consumed through claims), buffers the
  * trajectories and chooses each step's sequences (lib/packbuf.h), and
- * hands them to lib/packstep.h, which packs and publishes. An input file taken from a queue is retired only after every
- * one of its sequences is in a published step; on any error the claims
- * still held are released, so the files wait for the next run.
+ * hands them to lib/packstep.h, which packs and publishes. An input file
+ * taken from a queue is retired only after every one of its sequences is
+ * in a published step; on any error the claims still held are released,
+ * so the files wait for the next run. What is left here: options, inputs
+ * and outputs, the --watch loop, and what is said on standard error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -142,10 +144,7 @@ static void report_drops(struct state *s, int packed)
 	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
 	if (!packed) {
 		struct buf m = { 0 };
-		int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,", (long long)s->o.step);
-		bad |= packstep_drops_json(&m, d);
-		bad |= buf_printf(&m, "}\n");
-		if (!bad)
+		if (packstep_drops_metrics(&m, s->o.step, d) == 0)
 			emit_metrics(s, &m);
 		buf_free(&m);
 	}
@@ -417,10 +416,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!o->out && !o->step_given)
 		o->step = 1;
-	/* run progress and the turn carry over from the previous step's manifest */
-	if (o->out && o->step > 0 &&
-	    (packstep_load_runs(o->out, o->step - 1, &s.b.runs, &s.b.n_runs, &s.b.turn, &e) < 0 ||
-	     packstep_load_inputs(o->out, o->step - 1, &s.b.prev, &s.b.n_prev, &e) < 0))
+	if (o->out && packbuf_resume(&s.b, o->out, o->step, &e) < 0)
 		goto fail;
 	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
 		err_sys(&e, "%s", o->metrics);

@@ -12,7 +12,8 @@
 
 #define is_str(got, want, ...) do { \
 	const char *g_ = (got), *w_ = (want); \
-	if (!ok(strcmp(g_, w_) == 0, __VA_ARGS__)) diag("  got '%s', want '%s' (%s:%d)", g_, w_, __FILE__, __LINE__); \
+	if (!ok(strcmp(g_, w_) == 0, __VA_ARGS__)) \
+		diag("  got '%s', want '%s' (%s:%d)", g_, w_, __FILE__, __LINE__); \
 } while (0)
 
 /* One trajectory of len tokens (a one-token prompt, the rest response),
