@@ -46,6 +46,14 @@ int packstep_drops_json(struct buf *b, const struct packstep_drops *d)
 	return bad ? -1 : 0;
 }
 
+int packstep_drops_metrics(struct buf *b, int64_t step, const struct packstep_drops *d)
+{
+	int bad = buf_printf(b, "{\"step\":%lld,\"sequences\":0,", (long long)step);
+	bad |= packstep_drops_json(b, d);
+	bad |= buf_printf(b, "}\n");
+	return bad ? -1 : 0;
+}
+
 void packstep_stats_free(struct packstep_stats *st)
 {
 	free(st->rank_tokens);
@@ -561,6 +569,27 @@ int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struc
 	return bad ? -1 : 0;
 }
 
+/* The whole of a small file into b: 1, or 0 when it does not exist and
+ * absent_ok, or -1. */
+static int read_text(const char *path, int absent_ok, struct buf *b, struct err *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return absent_ok && errno == ENOENT ? 0 : err_sys(e, "%s", path);
+	char chunk[4096];
+	size_t n;
+	int oom = 0;
+	while (!oom && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		oom = buf_append(b, chunk, n) < 0;
+	int bad = ferror(f);
+	fclose(f);
+	if (oom || bad) {
+		buf_free(b);
+		return oom ? err_set(e, "%s: out of memory", path) : err_sys(e, "%s", path);
+	}
+	return 1;
+}
+
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
 		       uint32_t *next_run, struct err *e)
 {
@@ -569,15 +598,10 @@ int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **ru
 	*n = *next_run = 0;
 	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
 		return err_set(e, "%s: path too long", queue);
-	FILE *f = fopen(p, "rb");
-	if (!f)
-		return errno == ENOENT ? 0 : err_sys(e, "%s", p);
 	struct buf b = { 0 };
-	char chunk[4096];
-	size_t k;
-	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_append(&b, chunk, k);
-	fclose(f);
+	int got = read_text(p, 1, &b, e);
+	if (got <= 0)
+		return got;
 	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
 	buf_free(&b);
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "runs");
@@ -637,15 +661,10 @@ int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input 
 	*n = 0;
 	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
 		return err_set(e, "%s: path too long", queue);
-	FILE *f = fopen(p, "rb");
-	if (!f)
-		return errno == ENOENT ? 0 : err_sys(e, "%s", p);
 	struct buf b = { 0 };
-	char chunk[4096];
-	size_t k;
-	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_append(&b, chunk, k);
-	fclose(f);
+	int got = read_text(p, 1, &b, e);
+	if (got <= 0)
+		return got;
 	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
 	buf_free(&b);
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
@@ -696,4 +715,17 @@ int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input 
 	*out = in;
 	*n = q;
 	return 0;
+}
+
+int packstep_cost_load(const char *dir, struct pack_cost *c, struct err *e)
+{
+	char path[PATH_MAX];
+	struct buf b = { 0 };
+	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+		return err_set(e, "%s: path too long", dir);
+	if (read_text(path, 0, &b, e) < 0)
+		return -1;
+	int rc = pack_cost_from_config((const char *)b.data, b.len, path, c, e);
+	buf_free(&b);
+	return rc;
 }

@@ -30,8 +30,10 @@
  * where pad_tokens counts the padding of micro-batches that hold sequences
  * and dummy_tokens the tokens of dummy micro-batches (all padding), in the
  * manifest and the metrics line alike; dropped counts the sequences left
- * out since the previous step, by reason, and truncated those shortened to
- * T (truncated_untrained: of them, those left with no trained token).
+ * out since the previous step, by reason (each once: a queue file left
+ * queued without a step is dropped from again when read again, and counted
+ * then), and truncated the step's sequences shortened to T
+ * (truncated_untrained: of them, those left with no trained token).
  * A run's run_step counts its completed steps of --batch-size
  * sequences (of every step when there is no batch size), ready says the
  * run completed one in this step (prime-rl's ready_to_update), and
@@ -106,6 +108,9 @@ struct packstep_drops {
 int packstep_drops_any(const struct packstep_drops *d);
 /* "dropped":{...},"truncated":t,"truncated_untrained":u (a JSON fragment). */
 int packstep_drops_json(struct buf *b, const struct packstep_drops *d);
+/* The metrics line of a step with nothing left to pack but drops:
+ * {"step":N,"sequences":0,"dropped":...} and '\n'. */
+int packstep_drops_metrics(struct buf *b, int64_t step, const struct packstep_drops *d);
 
 struct packstep_stats {
 	int64_t step;
@@ -157,6 +162,9 @@ int packstep_lock(const char *queue, int *fd, struct err *e);
 int packstep_done_exists(const char *queue, int64_t step, struct err *e);
 /* The step after the newest step of the queue with a DONE marker; 1 for none. */
 int packstep_next_step(const char *queue, int64_t *step, struct err *e);
+
+/* --cost flops: pack_cost_from_config() of DIR/config.json. */
+int packstep_cost_load(const char *dir, struct pack_cost *c, struct err *e);
 
 /* The metrics line (with '\n'). */
 int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struct packstep_run *runs,

@@ -4,11 +4,12 @@
  *
  * Reads spool files (named, or standard input) and spool queues (a
  * directory such as SPOOL/scored, consumed through claims), buffers the
- * trajectories by run, chooses each step's sequences (lib/pack.h
- * pack_select), and hands them to lib/packstep.h, which packs and
- * publishes. An input file taken from a queue is retired only after every
- * one of its sequences is in a published step; on any error the claims
- * still held are released, so the files wait for the next run.
+ * trajectories and chooses each step's sequences (lib/packbuf.h), and
+ * hands them to lib/packstep.h, which packs and publishes. An input file
+ * taken from a queue is retired only after every one of its sequences is
+ * in a published step; on any error the claims still held are released,
+ * so the files wait for the next run. What is left here: options, inputs
+ * and outputs, the --watch loop, and what is said on standard error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,35 +22,13 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "claim.h"
 #include "err.h"
-#include "fsys.h"
-#include "mbbuild.h"
-#include "pack.h"
+#include "packbuf.h"
 #include "packstep.h"
 #include "sfile.h"
 #include "watch.h"
 
 static const char *prog = "grpo-pack";
-
-enum overlong { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
-
-struct entry {
-	struct traj t;
-	uint32_t run, use;
-	int32_t src;              /* index into sources, -1 for a plain file */
-	uint32_t ord;             /* position of the trajectory in its file */
-	uint64_t group;           /* record ordinal: sequences of one group share it */
-};
-
-struct source {
-	struct claim c;
-	uint32_t pending;         /* its sequences not yet in a published step */
-	uint32_t taking;          /* of them, in the step being packed */
-	uint32_t next_ord;        /* trajectories read so far */
-	uint32_t *done, n_done, cap_done;   /* ordinals in published steps */
-	const struct packstep_input *skip;  /* what the last manifest says is packed */
-};
 
 struct opts {
 	uint32_t seq_len, ranks, pad;
@@ -57,7 +36,7 @@ struct opts {
 	int step_given;
 	uint64_t batch_size, batch_tokens, min_tokens;
 	long max_lag;             /* -1: none */
-	enum overlong overlong;
+	enum packbuf_overlong overlong;
 	int keep_groups, separate_runs, watch, verbose, flush;
 	double fill_target;       /* 0: none */
 	double timeout, poll, rescan;   /* seconds; 0: watch.h's defaults */
@@ -69,16 +48,7 @@ struct opts {
 struct state {
 	struct opts o;
 	struct packstep_opt po;
-	struct entry *ent;
-	size_t n, cap;
-	struct source *src;
-	size_t nsrc, capsrc;
-	struct packstep_run *runs;
-	uint32_t n_runs, turn;
-	uint64_t groups;
-	struct packstep_drops drops;   /* since the last step */
-	struct packstep_input *prev;   /* inputs of the newest DONE: packed already */
-	uint32_t n_prev;
+	struct packbuf b;              /* the trajectories read, not yet published */
 	FILE *metrics;
 	char cap_text[128];            /* the capacity in messages, in the user's terms */
 	struct sfile_writer w;
@@ -149,195 +119,7 @@ static int parse_secs(const char *s, double *v)
 	return errno || end == s || *end || !(*v > 0) || *v > 1e7 ? -1 : 0;
 }
 
-/* ---- buffer ---- */
-
-static int run_index(struct state *s, const char *name, uint32_t *idx)
-{
-	const char *n = name ? name : "";
-	for (uint32_t q = 0; q < s->n_runs; q++)
-		if (strcmp(s->runs[q].name, n) == 0) {
-			*idx = q;
-			return 0;
-		}
-	struct packstep_run *r = realloc(s->runs, (s->n_runs + 1) * sizeof *r);
-	if (!r)
-		return -1;
-	s->runs = r;
-	memset(&r[s->n_runs], 0, sizeof *r);
-	if (!(r[s->n_runs].name = strdup(n)))
-		return -1;
-	*idx = s->n_runs++;
-	return 0;
-}
-
-static int is_done(const struct packstep_input *in, uint32_t ord)
-{
-	for (uint32_t x = 0; x < in->n_done; x++)
-		if (in->done[x] == ord)
-			return 1;
-	return 0;
-}
-
-static int note_done(struct source *so, uint32_t ord)
-{
-	if (so->n_done == so->cap_done) {
-		uint32_t nc = so->cap_done ? 2 * so->cap_done : 16;
-		uint32_t *d = realloc(so->done, nc * sizeof *d);
-		if (!d)
-			return -1;
-		so->done = d, so->cap_done = nc;
-	}
-	so->done[so->n_done++] = ord;
-	return 0;
-}
-
-/* Take the group's trajectories into the buffer (the group is left empty). */
-static int add_group(struct state *s, struct group *g, int32_t src, const char *name, uint64_t rec,
-		     struct err *e)
-{
-	uint64_t gi = s->groups++;
-	for (uint32_t j = 0; j < g->n; j++) {
-		struct traj *t = &g->trajs[j];
-		struct source *so = src >= 0 ? &s->src[src] : NULL;
-		uint32_t ord = so ? so->next_ord++ : 0;
-		if (so && so->skip && is_done(so->skip, ord)) {
-			if (note_done(so, ord) < 0)
-				return err_set(e, "out of memory");
-			continue;
-		}
-		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
-		if (!t->scored)
-			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
-				       (unsigned long long)rec, j, (long long)t->sequence_id);
-		/* A dropped sequence counts as done: a file read again later (its
-		 * rest was left queued) must not count it twice. */
-		if (len == 0) {
-			s->drops.n[PACKSTEP_EMPTY]++;
-			if (so && note_done(so, ord) < 0)
-				return err_set(e, "out of memory");
-			continue;
-		}
-		uint32_t use = (uint32_t)len;
-		if (len > s->po.seq_len) {
-			if (s->o.overlong == OVER_ERROR)
-				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than %s "
-					       "(see --overlong)", name, (unsigned long long)rec,
-					       (long long)t->sequence_id, (unsigned long long)len, s->cap_text);
-			if (s->o.overlong == OVER_SKIP) {
-				s->drops.n[PACKSTEP_OVERLONG]++;
-				if (so && note_done(so, ord) < 0)
-					return err_set(e, "out of memory");
-				continue;
-			}
-			use = s->po.seq_len;
-			s->drops.truncated++;
-			if (mb_trained_tokens(t, use) == 0)
-				s->drops.truncated_untrained++;
-		}
-		if (s->n == s->cap) {
-			size_t nc = s->cap ? 2 * s->cap : 256;
-			struct entry *ne = realloc(s->ent, nc * sizeof *ne);
-			if (!ne)
-				return err_set(e, "out of memory");
-			s->ent = ne, s->cap = nc;
-		}
-		struct entry *en = &s->ent[s->n];
-		if (run_index(s, t->run, &en->run) < 0)
-			return err_set(e, "out of memory");
-		en->t = *t;
-		memset(t, 0, sizeof *t);
-		en->use = use;
-		en->src = src;
-		en->ord = ord;
-		en->group = gi;
-		if (src >= 0)
-			s->src[src].pending++;
-		s->n++;
-	}
-	return 0;
-}
-
-static int read_fd(struct state *s, int fd, const char *name, int32_t src, struct err *e)
-{
-	struct sfile_reader r;
-	struct record rec;
-	int rc;
-	if (sfile_reader_open_fd(&r, fd, name, e) < 0)
-		return -1;
-	while ((rc = sfile_read(&r, &rec, e)) > 0) {
-		if (rec.kind != REC_GROUP) {
-			record_free(&rec);
-			rc = err_set(e, "%s: record %llu: not a group of trajectories", name,
-				     (unsigned long long)r.record_no);
-			break;
-		}
-		rc = add_group(s, &rec.group, src, name, r.record_no, e);
-		record_free(&rec);
-		if (rc < 0)
-			break;
-	}
-	sfile_reader_close(&r);
-	return rc < 0 ? -1 : 0;
-}
-
-static void release_all(struct state *s)
-{
-	for (size_t i = 0; i < s->nsrc; i++)
-		if (s->src[i].c.state == CLAIM_HELD)
-			claim_release(&s->src[i].c, NULL);
-}
-
-/* "step_K/rank_X/NAME": how a manifest names a queue file (malloc'ed). */
-static char *rel_name(const struct claim *c)
-{
-	char b[PATH_MAX];
-	snprintf(b, sizeof b, "step_%lld/rank_%d/%s", (long long)c->step, c->rank, c->name);
-	return strdup(b);
-}
-
 /* ---- steps ---- */
-
-static uint64_t buffered_tokens(const struct state *s)
-{
-	uint64_t t = 0;
-	for (size_t i = 0; i < s->n; i++)
-		t += s->ent[i].use;
-	return t;
-}
-
-static int drop_stale(struct state *s, struct err *e)
-{
-	if (s->o.max_lag < 0)
-		return 0;
-	int64_t oldest = s->o.step - 1 - s->o.max_lag;
-	size_t k = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		struct entry *en = &s->ent[i];
-		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
-			s->drops.n[PACKSTEP_STALE]++;
-			if (en->src >= 0) {
-				s->src[en->src].pending--;
-				if (note_done(&s->src[en->src], en->ord) < 0)
-					return err_set(e, "out of memory");
-			}
-			traj_free(&en->t);
-			continue;
-		}
-		s->ent[k++] = *en;
-	}
-	s->n = k;
-	return 0;
-}
-
-static int retire_done(struct state *s, struct err *e)
-{
-	for (size_t i = 0; i < s->nsrc; i++) {
-		struct source *so = &s->src[i];
-		if (so->c.state == CLAIM_HELD && so->pending == 0 && claim_retire(&so->c, e) < 0)
-			return -1;
-	}
-	return 0;
-}
 
 static void emit_metrics(struct state *s, const struct buf *m)
 {
@@ -354,204 +136,50 @@ static void emit_metrics(struct state *s, const struct buf *m)
  */
 static void report_drops(struct state *s, int packed)
 {
-	const struct packstep_drops *d = &s->drops;
+	const struct packstep_drops *d = &s->b.drops;
 	if (!packstep_drops_any(d))
 		return;
 	char line[512];
-	size_t at = 0;
-	const char *sep = "dropped ";
-	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
-		if (!d->n[r])
-			continue;
-		at += (size_t)snprintf(line + at, sizeof line - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
-				       packstep_drop_names[r]);
-		if (r == PACKSTEP_STALE)
-			at += (size_t)snprintf(line + at, sizeof line - at, " (policy_version below %lld, --max-lag %ld)",
-					       (long long)(s->o.step - 1 - s->o.max_lag), s->o.max_lag);
-		else if (r == PACKSTEP_OVERLONG)
-			at += (size_t)snprintf(line + at, sizeof line - at, " (longer than %s)", s->cap_text);
-		else
-			at += (size_t)snprintf(line + at, sizeof line - at, " (no tokens)");
-		sep = ", ";
-	}
-	if (d->truncated)
-		snprintf(line + at, sizeof line - at, "%struncated %llu to %s (%llu left with no trained token)",
-			 at ? "; " : "", (unsigned long long)d->truncated, s->cap_text,
-			 (unsigned long long)d->truncated_untrained);
+	packbuf_drops_text(&s->b, s->o.step, line, sizeof line);
 	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
 	if (!packed) {
 		struct buf m = { 0 };
-		int bad = buf_printf(&m, "{\"step\":%lld,\"sequences\":0,", (long long)s->o.step);
-		bad |= packstep_drops_json(&m, d);
-		bad |= buf_printf(&m, "}\n");
-		if (!bad)
+		if (packstep_drops_metrics(&m, s->o.step, d) == 0)
 			emit_metrics(s, &m);
 		buf_free(&m);
 	}
-	memset(&s->drops, 0, sizeof s->drops);
-}
-
-/*
- * --fill-target: of the units pack_select took, leave those that would
- * only fill a last, mostly empty round of micro-batches in the buffer for
- * the next step (pack_fill_cut); whole units, so --keep-groups holds.
- */
-static int carry_for_fill(struct state *s, const uint32_t *first, uint32_t nu, uint8_t *taken,
-			  struct err *e)
-{
-	uint32_t *tu = malloc((nu ? nu : 1) * sizeof *tu), *unit_of = malloc(s->n * sizeof *unit_of);
-	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
-	uint8_t *keep = malloc(nu ? nu : 1);
-	int rc = -1;
-	if (!tu || !unit_of || !seq || !keep) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	uint32_t nt = 0, ns = 0;
-	for (uint32_t x = 0; x < nu; x++) {
-		if (!taken[x])
-			continue;
-		size_t end = x + 1 < nu ? first[x + 1] : s->n;
-		for (size_t i = first[x]; i < end; i++) {
-			unit_of[ns] = nt;
-			seq[ns++] = (struct packstep_seq){ &s->ent[i].t, s->ent[i].use, s->ent[i].run };
-		}
-		tu[nt++] = x;
-	}
-	int kept = packstep_fill_cut(&s->po, seq, ns, unit_of, nt, s->o.fill_target, keep, e);
-	if (kept < 0)
-		goto out;
-	for (uint32_t j = 0; kept > 0 && j < nt; j++)
-		taken[tu[j]] = keep[j];
-	rc = 0;
-out:
-	free(tu), free(unit_of), free(seq), free(keep);
-	return rc;
+	packbuf_drops_reported(&s->b);
 }
 
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
  * flush: the whole selection goes, whatever --fill-target says. */
 static int pack_step(struct state *s, int flush, struct err *e)
 {
-	if (drop_stale(s, e) < 0)
-		return -1;
-	if (s->n == 0) {
-		report_drops(s, 0);
-		return retire_done(s, e) < 0 ? -1 : 0;
-	}
-	/* units: one per sequence, or per group with --keep-groups */
-	struct pack_unit *u = malloc(s->n * sizeof *u);
-	uint32_t *first = malloc(s->n * sizeof *first);
-	uint8_t *taken = calloc(s->n, 1);
-	struct packstep_seq *seq = malloc(s->n * sizeof *seq);
-	struct packstep_input *ins = NULL;
-	uint32_t nin = 0;
-	int rc = -1;
-	if (!u || !first || !taken || !seq) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	uint32_t nu = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct entry *en = &s->ent[i];
-		if (s->o.keep_groups && nu > 0 && s->ent[first[nu - 1]].group == en->group &&
-		    s->ent[first[nu - 1]].run == en->run) {
-			u[nu - 1].seqs++;
-			u[nu - 1].tokens += en->use;
-			continue;
-		}
-		first[nu] = (uint32_t)i;
-		u[nu++] = (struct pack_unit){ en->run, 1, en->use };
-	}
-	pack_select(u, nu, s->n_runs, s->o.batch_size, s->o.batch_tokens, &s->turn, taken);
-	if (!flush && s->o.fill_target > 0 && carry_for_fill(s, first, nu, taken, e) < 0)
-		goto out;
-	uint32_t ns = 0;
-	for (uint32_t x = 0; x < nu; x++) {
-		size_t end = x + 1 < nu ? first[x + 1] : s->n;
-		for (size_t i = first[x]; i < end; i++)
-			if (taken[x]) {
-				seq[ns++] = (struct packstep_seq){ &s->ent[i].t, s->ent[i].use, s->ent[i].run };
-				s->ent[i].group = UINT64_MAX;   /* marks it taken */
-			}
-	}
-	/* the queue files this step finishes or partly consumes, for the manifest */
-	for (size_t i = 0; i < s->nsrc; i++)
-		s->src[i].taking = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct entry *en = &s->ent[i];
-		if (en->group == UINT64_MAX && en->src >= 0) {
-			s->src[en->src].taking++;
-			if (note_done(&s->src[en->src], en->ord) < 0) {
-				err_set(e, "out of memory");
-				goto out;
-			}
-		}
-	}
-	ins = calloc(s->nsrc ? s->nsrc : 1, sizeof *ins);
-	if (!ins) {
-		err_set(e, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < s->nsrc; i++) {
-		struct source *so = &s->src[i];
-		if (so->c.state != CLAIM_HELD || so->n_done == 0)
-			continue;
-		struct packstep_input *in = &ins[nin++];
-		in->finished = so->taking == so->pending;
-		in->done = so->done;
-		in->n_done = so->n_done;
-		if (!(in->name = rel_name(&so->c))) {
-			err_set(e, "out of memory");
-			goto out;
-		}
+	struct packbuf *b = &s->b;
+	struct packbuf_step t;
+	int r = packbuf_take(b, s->o.step, flush, &s->po, &t, e);
+	if (r <= 0) {
+		if (r == 0)
+			report_drops(s, 0);
+		return r < 0 || packbuf_retire(b, e) < 0 ? -1 : 0;
 	}
 	struct packstep_stats st;
-	if (packstep_run(&s->po, s->o.step, seq, ns, s->runs, s->n_runs, s->turn, s->o.batch_size,
-			 ins, nin, &s->drops, &st, e) < 0) {
+	if (packstep_run(&s->po, s->o.step, t.seq, t.n, b->runs, b->n_runs, b->turn, s->o.batch_size,
+			 t.in, t.n_in, &b->drops, &st, e) < 0) {
 		packstep_stats_free(&st);
-		goto out;
+		packbuf_step_free(&t);
+		return -1;
 	}
 	struct buf m = { 0 };
-	if (packstep_metrics(&m, &st, s->runs, s->n_runs, &s->drops) == 0)
+	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);
 	buf_free(&m);
 	packstep_stats_free(&st);
 	report_drops(s, 1);
 	/* the step is published: forget its sequences, retire finished inputs */
-	size_t k = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		struct entry *en = &s->ent[i];
-		if (en->group == UINT64_MAX) {
-			if (en->src >= 0)
-				s->src[en->src].pending--;
-			traj_free(&en->t);
-		} else {
-			s->ent[k++] = *en;
-		}
-	}
-	s->n = k;
+	packbuf_commit(b, &t);
 	s->o.step++;
-	rc = retire_done(s, e) < 0 ? -1 : 1;
-out:
-	for (uint32_t q = 0; q < nin; q++)
-		free(ins[q].name);   /* done belongs to the source */
-	free(ins);
-	free(u), free(first), free(taken), free(seq);
-	return rc;
-}
-
-/* Is a full step buffered? (--watch) */
-static int step_ready(struct state *s)
-{
-	if (s->n == 0)
-		return 0;
-	if (s->o.batch_size)
-		return s->n >= s->o.batch_size;
-	uint64_t t = buffered_tokens(s);
-	if (s->o.batch_tokens)
-		return t >= s->o.batch_tokens;
-	return t >= s->o.min_tokens;
+	return packbuf_retire(b, e) < 0 ? -1 : 1;
 }
 
 /*
@@ -561,27 +189,30 @@ static int step_ready(struct state *s)
  * step, unless it all came from queues and neither --watch nor --flush was
  * given: then it stays queued, its files released (the manifest's partial
  * list says which of their sequences are packed already), so that a cron
- * job publishes only full steps and the next run goes on from there.
+ * job publishes only full steps and the next run goes on from there. The
+ * drops of the files released are counted again when they are read again,
+ * so only the others are reported now.
  */
 static int finish_input(struct state *s, struct err *e)
 {
+	struct packbuf *b = &s->b;
 	int hold = !s->o.watch && !s->o.flush;
-	for (size_t i = 0; i < s->n && hold; i++)
-		hold = s->ent[i].src >= 0;
+	for (size_t i = 0; i < b->n && hold; i++)
+		hold = b->ent[i].src >= 0;
 	if (!s->o.watch && !s->o.batch_size && !s->o.batch_tokens) {
-		if (s->n > 0 && pack_step(s, 0, e) < 0)
+		if (b->n > 0 && pack_step(s, 0, e) < 0)
 			return -1;
 	} else {
-		while (s->n > 0 && step_ready(s))
+		while (b->n > 0 && packbuf_ready(b))
 			if (pack_step(s, 0, e) < 0)
 				return -1;
 	}
-	if (hold && s->n > 0) {
+	if (hold && b->n > 0) {
 		if (s->o.verbose)
 			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
-				prog, s->n);
+				prog, b->n);
+		packbuf_hold(b);
 		report_drops(s, 0);
-		release_all(s);
 		return 0;
 	}
 	int r;
@@ -591,43 +222,6 @@ static int finish_input(struct state *s, struct err *e)
 }
 
 /* ---- inputs ---- */
-
-static int read_queue_file(struct state *s, struct watch *w, struct claim *c, struct err *e)
-{
-	if (s->nsrc == s->capsrc) {
-		size_t nc = s->capsrc ? 2 * s->capsrc : 64;
-		struct source *ns = realloc(s->src, nc * sizeof *ns);
-		if (!ns)
-			return err_set(e, "out of memory");
-		s->src = ns, s->capsrc = nc;
-	}
-	struct source *so = &s->src[s->nsrc];
-	memset(so, 0, sizeof *so);
-	watch_detach(w, &so->c);
-	int32_t idx = (int32_t)s->nsrc++;
-	/* In the newest step already, before a crash kept it from retiring:
-	 * all of it (retire it now), or some trajectories (skip those). */
-	char *rel = rel_name(&so->c);
-	if (!rel)
-		return err_set(e, "out of memory");
-	for (uint32_t q = 0; q < s->n_prev; q++)
-		if (strcmp(rel, s->prev[q].name) == 0) {
-			if (s->prev[q].finished) {
-				free(rel);
-				return claim_retire(&so->c, e) < 0 ? -1 : 0;
-			}
-			so->skip = &s->prev[q];
-		}
-	free(rel);
-	int fd = fsys_open_read(so->c.path, e);
-	if (fd < 0)
-		return -1;
-	int r = read_fd(s, fd, so->c.path, idx, e);
-	close(fd);
-	if (r < 0)
-		return -1;
-	return so->pending == 0 ? retire_done(s, e) : 0;
-}
 
 static int consume_queue(struct state *s, const char *queue, int follow, struct err *e)
 {
@@ -640,7 +234,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 	struct watch *w = watch_open(queue, &wo, e);
 	if (!w)
 		return -1;
-	struct claim *c;
+	struct claim *c, held;
 	int r;
 	for (;;) {
 		if (follow && s->o.timeout > 0)
@@ -656,11 +250,12 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 			}
 			break;
 		}
-		if ((r = read_queue_file(s, w, c, e)) < 0)
+		watch_detach(w, &held);
+		if ((r = packbuf_read_claim(&s->b, &held, e)) < 0)
 			break;
 		/* the claims held across steps are renewed by watch_next while it
 		 * waits, and here between the steps packed without waiting */
-		while (follow && step_ready(s))
+		while (follow && packbuf_ready(&s->b))
 			if ((r = watch_renew(w, e)) < 0 || (r = pack_step(s, 0, e)) < 0)
 				goto done;
 	}
@@ -713,11 +308,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'l': if (parse_u64(optarg, &v, 0) < 0 || v > (1u << 30)) goto bad; o->max_lag = (long)v; break;
 		case 'O':
 			if (strcmp(optarg, "error") == 0)
-				o->overlong = OVER_ERROR;
+				o->overlong = PACKBUF_OVER_ERROR;
 			else if (strcmp(optarg, "skip") == 0)
-				o->overlong = OVER_SKIP;
+				o->overlong = PACKBUF_OVER_SKIP;
 			else if (strcmp(optarg, "truncate") == 0)
-				o->overlong = OVER_TRUNCATE;
+				o->overlong = PACKBUF_OVER_TRUNCATE;
 			else
 				goto bad;
 			break;
@@ -765,28 +360,11 @@ bad:
 	return 0;
 }
 
-static int load_model_cost(const char *dir, struct pack_cost *c, struct err *e)
+/* A queue directory, rather than a spool file or "-". */
+static int is_queue(const char *a)
 {
-	char path[PATH_MAX];
-	struct buf b = { 0 };
-	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-		return err_set(e, "%s: path too long", dir);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return err_sys(e, "%s", path);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		if (buf_append(&b, chunk, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			return err_set(e, "%s: out of memory", path);
-		}
-	int bad = ferror(f);
-	fclose(f);
-	int rc = bad ? err_sys(e, "%s", path) : pack_cost_from_config((const char *)b.data, b.len, path, c, e);
-	buf_free(&b);
-	return rc;
+	struct stat sb;
+	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
 int main(int argc, char **argv)
@@ -816,7 +394,9 @@ int main(int argc, char **argv)
 	else
 		snprintf(s.cap_text, sizeof s.cap_text, "%u tokens (--seq-len %u rounded down to a multiple of "
 			 "--pad-multiple %u)", s.po.seq_len, o->seq_len, o->pad);
-	if (o->flops && load_model_cost(o->model, &s.po.cost, &e) < 0)
+	packbuf_init(&s.b, &(struct packbuf_opt){ s.po.seq_len, s.cap_text, o->overlong, o->max_lag, o->keep_groups,
+						  o->batch_size, o->batch_tokens, o->min_tokens, o->fill_target });
+	if (o->flops && packstep_cost_load(o->model, &s.po.cost, &e) < 0)
 		goto fail;
 	/* One packer per output queue, for the whole run: the step number and
 	 * the carried-over progress come from the newest manifest, so two
@@ -836,10 +416,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!o->out && !o->step_given)
 		o->step = 1;
-	/* run progress and the turn carry over from the previous step's manifest */
-	if (o->out && o->step > 0 &&
-	    (packstep_load_runs(o->out, o->step - 1, &s.runs, &s.n_runs, &s.turn, &e) < 0 ||
-	     packstep_load_inputs(o->out, o->step - 1, &s.prev, &s.n_prev, &e) < 0))
+	if (o->out && packbuf_resume(&s.b, o->out, o->step, &e) < 0)
 		goto fail;
 	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
 		err_sys(&e, "%s", o->metrics);
@@ -862,8 +439,7 @@ int main(int argc, char **argv)
 		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
 		if (!a)
 			break;
-		struct stat sb;
-		if (strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		if (is_queue(a)) {
 			queues++;
 			continue;
 		}
@@ -877,7 +453,7 @@ int main(int argc, char **argv)
 			err_sys(&e, "%s", a);
 			goto fail;
 		}
-		int r = read_fd(&s, fd, strcmp(a, "-") == 0 ? "standard input" : a, -1, &e);
+		int r = packbuf_read_fd(&s.b, fd, strcmp(a, "-") == 0 ? "standard input" : a, -1, &e);
 		if (fd > 0)
 			close(fd);
 		if (r < 0)
@@ -888,14 +464,9 @@ int main(int argc, char **argv)
 		status = 2;
 		goto fail_quiet;
 	}
-	for (int i = 0; i < nargs; i++) {
-		struct stat sb;
-		const char *a = argv[optind + i];
-		if (strcmp(a, "-") == 0 || stat(a, &sb) != 0 || !S_ISDIR(sb.st_mode))
-			continue;
-		if (consume_queue(&s, a, o->watch, &e) < 0)
+	for (int i = 0; i < nargs; i++)
+		if (is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;
-	}
 	if (finish_input(&s, &e) < 0)
 		goto fail;
 	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
@@ -905,7 +476,7 @@ int main(int argc, char **argv)
 fail:
 	fprintf(stderr, "%s: %s\n", prog, e.msg);
 fail_quiet:
-	release_all(&s);
+	packbuf_release(&s.b);
 done:
 	if (lock_fd >= 0)
 		close(lock_fd);
@@ -913,15 +484,6 @@ done:
 		sfile_writer_free(&s.w);
 	if (s.metrics)
 		fclose(s.metrics);
-	for (size_t i = 0; i < s.n; i++)
-		traj_free(&s.ent[i].t);
-	free(s.ent);
-	for (size_t i = 0; i < s.nsrc; i++)
-		free(s.src[i].done);
-	free(s.src);
-	for (uint32_t q = 0; q < s.n_runs; q++)
-		free((char *)s.runs[q].name);
-	free(s.runs);
-	packstep_inputs_free(s.prev, s.n_prev);
+	packbuf_free(&s.b);
 	return status;
 }

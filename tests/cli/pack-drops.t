@@ -1,0 +1,32 @@
+#!/bin/sh
+# grpo-pack from cron (a queue, no --watch): a dropped sequence is reported
+# once, in the step that publishes, even when earlier runs published
+# nothing and left its file queued.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 7
+
+d="$GRPO_TOP/tests/cli/pack"
+q="$T/s/scored"
+mkdir -p "$q/step_0/rank_0"
+grpo-cat --from-json -o "$q/step_0/rank_0/g1.zst" "$d/tiny.jsonl"
+pack() { grpo-pack -T 5 --overlong skip -b 3 -o "$T/s/batches" "$@" "$q"; }
+
+# tiny: 5, 6 and 3 tokens; at T=5 the 6 is dropped, 2 are left, -b 3 waits
+pack 2> "$T/err1"
+pack 2> "$T/err2"
+is "$(cat "$T/err1" "$T/err2")" "" "two runs without a full step: nothing published, the drop not yet reported"
+[ ! -e "$T/s/batches/step_1" ] && [ -f "$q/step_0/rank_0/g1.zst" ]
+is "$?" 0 "the file waits in the queue"
+sed 's/"sequence_id":\([0-9]*\)/"sequence_id":5\1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
+pack 2> "$T/err3"
+is "$(cat "$T/err3")" "grpo-pack: step 1: dropped 2 overlong (longer than --seq-len 5)" \
+	"with a full step: both files' drops reported once"
+grep -q '"dropped":{"stale":0,"overlong":2,"empty":0}' "$T/s/batches/step_1/DONE"
+is "$?" 0 "and recorded in its manifest"
+pack --flush 2> "$T/err4"
+is "$(cat "$T/err4")" "" "the last sequence in a flush step: no drop reported again"
+grep -q '"dropped":{"stale":0,"overlong":0,"empty":0}' "$T/s/batches/step_2/DONE"
+is "$?" 0 "nor recorded again"
+ids=$(cat "$T/s/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+	grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
+is "$ids" "10 20 510 520 " "every kept sequence packed exactly once"
