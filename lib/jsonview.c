@@ -606,9 +606,10 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	int fx = json_fix_nonfinite(text, n, &fixed, &fixed_n);
 	if (fx < 0)
 		return err_set(e, "out of memory");
-	cJSON *o = fx ? cJSON_ParseWithLengthOpts(fixed, fixed_n, &end, 0) : cJSON_ParseWithLengthOpts(text, n, &end, 0);
+	const char *src = fx ? fixed : text;   /* NaN and Infinity rewritten, or the line as it is */
+	cJSON *o = cJSON_ParseWithLengthOpts(src, fx ? fixed_n : n, &end, 0);
 	if (!o) {
-		size_t at = end && end >= (fx ? fixed : text) ? (size_t)(end - (fx ? fixed : text)) : 0;
+		size_t at = end && end >= src ? (size_t)(end - src) : 0;
 		free(fixed);
 		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
 	}

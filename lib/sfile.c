@@ -770,6 +770,22 @@ int sfile_reader_open_fd(struct sfile_reader *r, int fd, const char *name, struc
 	return reader_init(r, name, e);
 }
 
+int sfile_reader_open_fd_after(struct sfile_reader *r, int fd, const void *head, size_t n, const char *name,
+			       struct err *e)
+{
+	if (n > SFILE_HEAD_MAX)
+		return err_set(e, "%s: %zu bytes read ahead, more than %d", name, n, SFILE_HEAD_MAX);
+	if (sfile_reader_open_fd(r, fd, name, e) < 0)
+		return -1;
+	/* the input window is ZSTD_DStreamInSize() bytes, far above SFILE_HEAD_MAX;
+	 * fill() reads fd only once the window is used up */
+	if (n)
+		memcpy(r->in, head, n);
+	r->in_len = n;
+	r->bytes_in = n;
+	return 0;
+}
+
 int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const char *name, struct err *e)
 {
 	memset(r, 0, sizeof *r);

@@ -95,6 +95,11 @@ struct sfile_reader {
 };
 
 int sfile_reader_open_fd(struct sfile_reader *r, int fd, const char *name, struct err *e);
+/* A reader of fd whose first n bytes were already read (into head, n at most
+ * SFILE_HEAD_MAX): they are read first, then the rest of fd. */
+#define SFILE_HEAD_MAX 4096
+int sfile_reader_open_fd_after(struct sfile_reader *r, int fd, const void *head, size_t n, const char *name,
+			       struct err *e);
 int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const char *name, struct err *e);
 /* 1: a record in *rec (free it with record_free); 0: end of input; -1: error. */
 int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e);

@@ -6,40 +6,38 @@
  * archive of spool files in any compression libarchive knows (what
  * `grpo-spool gc --archive` writes). The first bytes tell which: a zstd
  * frame whose content begins with "GRPO" is a spool stream, anything else an
- * archive. spoolin_open() reads only as many bytes as it takes to tell, so a
- * live pipe is not held up, and then gives them back:
- *
- *   - a seekable input is rewound, and its fd is read directly;
- *   - from a pipe, an archive's reader gets the sniffed bytes first through
- *     a read callback; a spool stream gets them through a socket pair that a
- *     thread fills with the sniffed bytes and then the rest of the pipe, so
- *     records still stream as the writer flushes them.
+ * archive. spoolin_open() reads only as many bytes as it takes to tell (at
+ * most SFILE_HEAD_MAX), so a live pipe is not held up, and then gives them
+ * back: a seekable input is rewound; from a pipe, the spool reader or the
+ * archive's read callback takes the sniffed bytes first and then reads the
+ * pipe itself, so records still stream as the writer flushes them.
  *
  *   struct spoolin in;
  *   spoolin_open(&in, fd, "name", &e);
- *   if (in.kind == SPOOLIN_STREAM)  read in.fd with sfile_reader_open_fd()
+ *   if (in.kind == SPOOLIN_STREAM)  spoolin_reader(&in, &reader, &e), then sfile_read()
  *   else while ((r = spoolin_next(&in, &data, &member, &e)) > 0)  data holds one member
- *   spoolin_close(&in, read_to_the_end, &e);
+ *   spoolin_close(&in);
  *
- * spoolin_close() does not close fd. When the caller stopped early, the
- * thread of a pipe is left to end on its own (it may wait on a writer that
- * never ends; the process's exit does not wait for it).
+ * spoolin_close() does not close fd.
  */
 #ifndef GRPO_SPOOLIN_H
 #define GRPO_SPOOLIN_H
 
 #include "buf.h"
 #include "err.h"
+#include "sfile.h"
 
 enum spoolin_kind { SPOOLIN_STREAM, SPOOLIN_ARCHIVE };
 
 struct spoolin {
 	enum spoolin_kind kind;
-	int fd;                   /* SPOOLIN_STREAM: where the stream reads from */
+	int fd;                   /* the input */
 	const char *name;         /* for messages; not owned */
+	unsigned char head[SFILE_HEAD_MAX];   /* read from a pipe while sniffing */
+	size_t head_n;            /* 0 when the input was rewound */
 	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
-	void *src;                /* the archive's read callback state */
-	void *replay;             /* the thread of a piped spool stream, or NULL */
+	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */
+	unsigned char *buf;       /* SPOOLIN_ARCHIVE: read buffer of the callback */
 };
 
 /* Sniff fd and make it ready to read. On failure nothing needs closing. */
@@ -52,10 +50,10 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e);
  */
 int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e);
 
-/*
- * Release s. at_end: the caller read to the end, so a pipe's thread has
- * finished and a read error it met is reported (-1); otherwise 0.
- */
-int spoolin_close(struct spoolin *s, int at_end, struct err *e);
+/* SPOOLIN_STREAM: open r on the input, the sniffed bytes first; close r
+ * with sfile_reader_close() before spoolin_close(). */
+int spoolin_reader(struct spoolin *s, struct sfile_reader *r, struct err *e);
+
+void spoolin_close(struct spoolin *s);
 
 #endif

@@ -249,19 +249,6 @@ static int cat_reader(struct opts *o, struct sfile_reader *r)
 	return 0;
 }
 
-static int cat_fd(struct opts *o, int fd, const char *name)
-{
-	struct sfile_reader r;
-	struct err e;
-	if (sfile_reader_open_fd(&r, fd, name, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return -1;
-	}
-	int rc = cat_reader(o, &r);
-	sfile_reader_close(&r);
-	return rc;
-}
-
 /* One input, a spool stream or an archive of spool files (spoolin.h), fd not closed. */
 static int cat_input(struct opts *o, int fd, const char *name)
 {
@@ -273,7 +260,14 @@ static int cat_input(struct opts *o, int fd, const char *name)
 	}
 	int rc = 0;
 	if (in.kind == SPOOLIN_STREAM) {
-		rc = cat_fd(o, in.fd, name);
+		struct sfile_reader r;
+		if (spoolin_reader(&in, &r, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			rc = -1;
+		} else {
+			rc = cat_reader(o, &r);
+			sfile_reader_close(&r);
+		}
 	} else {
 		struct buf data = { 0 };
 		const char *member;
@@ -292,10 +286,7 @@ static int cat_input(struct opts *o, int fd, const char *name)
 		}
 		buf_free(&data);
 	}
-	if (spoolin_close(&in, rc == 0 && o->head != 0, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		rc = -1;
-	}
+	spoolin_close(&in);
 	return rc;
 }
 
