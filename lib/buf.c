@@ -1,6 +1,7 @@
 /* buf.c: see buf.h. */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,4 +88,33 @@ void buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int buf_read_file(struct buf *b, const char *path, struct err *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		err_sys(e, "%s", path);
+		buf_free(b);
+		return -1;
+	}
+	size_t n;
+	int oom = 0;
+	do {
+		oom = buf_reserve(b, 1 << 16) < 0;
+		n = oom ? 0 : fread(b->data + b->len, 1, b->cap - b->len, f);
+		b->len += n;
+	} while (n > 0);
+	int bad = ferror(f);
+	fclose(f);
+	if (!oom && !bad && buf_reserve(b, 1) == 0) {
+		b->data[b->len] = 0;
+		return 0;
+	}
+	if (bad)
+		err_set(e, "%s: read error", path);
+	else
+		err_set(e, "%s: out of memory", path);
+	buf_free(b);
+	return -1;
 }

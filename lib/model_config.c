@@ -318,18 +318,8 @@ int model_config_load(const char *dir, struct model_config *c, struct err *e)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/config.json", dir);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return err_sys(e, "%s", path);
 	struct buf b = { 0 };
-	char tmp[8192];
-	size_t n;
-	int r = 0;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0 && r == 0)
-		r = buf_append(&b, tmp, n);
-	if (ferror(f) || r < 0)
-		r = err_set(e, "%s: read error", path);
-	fclose(f);
+	int r = buf_read_file(&b, path, e);
 	if (r == 0)
 		r = model_config_parse((const char *)b.data, b.len, path, c, e);
 	buf_free(&b);

@@ -573,21 +573,9 @@ int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struc
  * absent_ok, or -1. */
 static int read_text(const char *path, int absent_ok, struct buf *b, struct err *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return absent_ok && errno == ENOENT ? 0 : err_sys(e, "%s", path);
-	char chunk[4096];
-	size_t n;
-	int oom = 0;
-	while (!oom && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		oom = buf_append(b, chunk, n) < 0;
-	int bad = ferror(f);
-	fclose(f);
-	if (oom || bad) {
-		buf_free(b);
-		return oom ? err_set(e, "%s: out of memory", path) : err_sys(e, "%s", path);
-	}
-	return 1;
+	if (buf_read_file(b, path, e) == 0)
+		return 1;
+	return absent_ok && errno == ENOENT ? 0 : -1;
 }
 
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,

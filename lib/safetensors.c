@@ -242,42 +242,13 @@ int st_open_mem(struct st_model *m, const void *data, size_t size, const char *n
 	return r;
 }
 
-static char *read_small_file(const char *path, size_t *len, struct err *e)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_sys(e, "%s", path);
-		return NULL;
-	}
-	struct buf b = { 0 };
-	char tmp[65536];
-	size_t r;
-	while ((r = fread(tmp, 1, sizeof tmp, f)) > 0)
-		if (buf_append(&b, tmp, r) < 0) {
-			fclose(f);
-			buf_free(&b);
-			err_set(e, "%s: out of memory", path);
-			return NULL;
-		}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad || buf_put_u8(&b, 0) < 0) {
-		buf_free(&b);
-		err_set(e, "%s: read error", path);
-		return NULL;
-	}
-	*len = b.len - 1;
-	return (char *)b.data;
-}
-
 static int open_index(struct st_model *m, const char *dir, const char *index, struct err *e)
 {
-	size_t len;
-	char *text = read_small_file(index, &len, e);
-	if (!text)
+	struct buf text = { 0 };
+	if (buf_read_file(&text, index, e) < 0)
 		return -1;
-	cJSON *j = cJSON_ParseWithLength(text, len);
-	free(text);
+	cJSON *j = cJSON_ParseWithLength((const char *)text.data, text.len);
+	buf_free(&text);
 	const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
 	if (!cJSON_IsObject(wm)) {
 		cJSON_Delete(j);

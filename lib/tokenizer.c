@@ -591,24 +591,9 @@ fail:
 
 struct tokenizer *tok_load(const char *path, struct err *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_sys(e, "%s: cannot open", path);
-		return NULL;
-	}
 	struct buf b = { 0 };
-	char tmp[1 << 16];
-	size_t r;
-	int bad = 0;
-	while ((r = fread(tmp, 1, sizeof tmp, f)) > 0)
-		bad |= buf_append(&b, tmp, r);
-	if (ferror(f) || bad) {
-		err_sys(e, "%s: cannot read", path);
-		fclose(f);
-		buf_free(&b);
+	if (buf_read_file(&b, path, e) < 0)
 		return NULL;
-	}
-	fclose(f);
 	struct tokenizer *t = tok_load_mem((const char *)b.data, b.len, path, e);
 	buf_free(&b);
 	return t;

@@ -104,19 +104,9 @@ static size_t size_arg(const char *s)
 
 static cJSON *read_json(const char *path, struct err *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return err_sys(e, "%s", path), NULL;
 	struct buf b = { 0 };
-	char tmp[65536];
-	size_t n;
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-		if (buf_append(&b, tmp, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			return err_set(e, "%s: out of memory", path), NULL;
-		}
-	fclose(f);
+	if (buf_read_file(&b, path, e) < 0)
+		return NULL;
 	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
 	buf_free(&b);
 	if (!j)
