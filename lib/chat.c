@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unicode.h"
+
 static const char *const names[] = {
 	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
 };
@@ -21,20 +23,15 @@ int chat_format_parse(const char *name, enum chat_format *f)
 
 const char *chat_format_name(enum chat_format f) { return names[f]; }
 
-/* Length of the white space character at s[0..n), as Python's str.isspace() sees it, or 0. */
+/* Length of the white space character at s[0..n), as Python's str.isspace()
+ * sees it (White_Space, plus the separators U+001C..U+001F), or 0. */
 static size_t space_len(const unsigned char *s, size_t n)
 {
-	if (n >= 1 && ((s[0] >= 0x09 && s[0] <= 0x0d) || (s[0] >= 0x1c && s[0] <= 0x20)))
-		return 1;
-	if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0))
-		return 2;
-	if (n < 3)
+	uint32_t cp;
+	int k = n ? uni_utf8_decode(s, n, &cp) : 0;
+	if (k <= 0)
 		return 0;
-	unsigned cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
-	if ((s[0] & 0xf0) != 0xe0)
-		return 0;
-	return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
-	       cp == 0x202f || cp == 0x205f || cp == 0x3000 ? 3 : 0;
+	return (uni_class(cp) & UNI_S) || (cp >= 0x1c && cp <= 0x1f) ? (size_t)k : 0;
 }
 
 /* Jinja's trim (Python's str.strip()): s[*b..*e) without white space at either end. */
