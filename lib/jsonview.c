@@ -91,8 +91,14 @@ int json_format_float(char out[32], float f)
 
 int json_print_string(struct buf *out, const char *s)
 {
+	return json_print_string_n(out, s, strlen(s));
+}
+
+int json_print_string_n(struct buf *out, const char *s, size_t n)
+{
 	int r = buf_put_u8(out, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p && r == 0; p++) {
+	const unsigned char *end = (const unsigned char *)s + n;
+	for (const unsigned char *p = (const unsigned char *)s; p < end && r == 0; p++) {
 		switch (*p) {
 		case '"': r = buf_append(out, "\\\"", 2); break;
 		case '\\': r = buf_append(out, "\\\\", 2); break;

@@ -46,8 +46,10 @@ int json_print_record(struct buf *out, const struct record *rec);
  * them (NaN, Infinity, -Infinity), never as null; a spool file holds none
  * (sfile.h), so only a tool's own values can print so. */
 int json_format_float(char out[32], float f);
-/* A JSON string literal, quotes included. */
+/* A JSON string literal, quotes included; _n takes s[0..n), which may hold
+ * NUL bytes (decoded text can), written as \u0000. */
 int json_print_string(struct buf *out, const char *s);
+int json_print_string_n(struct buf *out, const char *s, size_t n);
 
 /* Rewrite Python's NaN, Infinity and -Infinity outside strings into what
  * cJSON reads: null (which number arrays read as NaN), 1e999 and -1e999

@@ -119,32 +119,6 @@ static void count(struct stats *st, const struct record *rec)
 	}
 }
 
-/*
- * text[0..n) as a JSON string. json_print_string stops at a NUL, which
- * decoded text may hold (the token for byte 0), so the pieces between NULs
- * go through it, unquoted, with \u0000 between them.
- */
-static int print_json_text(struct buf *out, const unsigned char *text, size_t n)
-{
-	int r = buf_put_u8(out, '"');
-	for (size_t i = 0; r == 0;) {
-		size_t at = out->len, k = strnlen((const char *)text + i, n - i);
-		char *piece = strndup((const char *)text + i, k);
-		r = piece ? json_print_string(out, piece) : -1;
-		free(piece);
-		if (r < 0)
-			break;
-		memmove(out->data + at, out->data + at + 1, out->len - at - 2);
-		out->len -= 2;
-		i += k;
-		if (i >= n)
-			break;
-		r = buf_append(out, "\\u0000", 6);
-		i++;
-	}
-	return r | buf_put_u8(out, '"');
-}
-
 /* What a group's trajectories get besides their own fields. */
 struct extra {
 	struct align_traj *a;           /* --model: the model's logprobs, or NULL */
@@ -158,7 +132,7 @@ static int print_decoded(struct buf *out, const char *key, const struct extra *x
 	buf_reset(x->text);
 	if (tok_decode(x->tok, ids, n, 0, x->text, x->e) < 0)
 		return err_prefix(x->e, "%s", key);
-	return buf_printf(out, ",\"%s\":", key) | print_json_text(out, x->text->data, x->text->len);
+	return buf_printf(out, ",\"%s\":", key) | json_print_string_n(out, (const char *)x->text->data, x->text->len);
 }
 
 static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *ctx)
@@ -460,7 +434,7 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 		if (r == 0)
 			r = tok_decode(m->tok, v, k, 0, text, e);
 		free(v);
-		if (r == 0 && (print_json_text(out, text->data, text->len) | buf_put_u8(out, '\n')))
+		if (r == 0 && (json_print_string_n(out, (const char *)text->data, text->len) | buf_put_u8(out, '\n')))
 			r = err_set(e, "out of memory");
 		return r;
 	}
@@ -472,7 +446,7 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 		r = m->encode ? chat_encode(m->tok, m->fmt, cm.m, cm.n, flags, &ids, NULL, e)
 			      : chat_render(m->fmt, cm.m, cm.n, flags, text, e);
 		chat_msgs_free(&cm);
-		if (r == 0 && !m->encode && (print_json_text(out, text->data, text->len) | buf_put_u8(out, '\n')))
+		if (r == 0 && !m->encode && (json_print_string_n(out, (const char *)text->data, text->len) | buf_put_u8(out, '\n')))
 			r = err_set(e, "out of memory");
 	} else {
 		cJSON *j = cJSON_ParseWithLength(line, n);
