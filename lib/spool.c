@@ -99,6 +99,7 @@ void spool_abort(struct spool_out *o)
 	o->fd = -1;
 	if (o->tmp_path[0])
 		unlink(o->tmp_path);
+	o->tmp_path[0] = 0;   /* a second abort unlinks nothing */
 }
 
 static int parse_num(const char *s, int64_t max, int64_t *out)
