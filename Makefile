@@ -1,7 +1,7 @@
 # grpo-tools: see README.md.  `make`, `make check`, `make bench`, `make install`.
 #
 # Sources are found by pattern, so adding a module never touches this file:
-#   lib/*.c              -> $(BUILD)/libgrpo.a
+#   lib/*/*.c            -> $(BUILD)/libgrpo.a   (folders by layer: lib/README.md)
 #   tools/grpo-*.c       -> $(BUILD)/bin/grpo-*
 #   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
 #   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
@@ -29,7 +29,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT)
              -fno-omit-frame-pointer -fopenmp $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
 
-LIB_SRC   := $(wildcard lib/*.c)
+LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A     := $(BUILD)/libgrpo.a
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/grpo-*.c))

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <zstd.h>
 
-#include "jsonview.h"
-#include "sfile.h"
+#include "data/jsonview.h"
+#include "data/sfile.h"
 
 #define NSEQ 1000
 #define GROUP 8

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "generate.h"
-#include "model.h"
+#include "model/generate.h"
+#include "model/model.h"
 
 static double now(void)
 {

@@ -1,5 +1,5 @@
 /*
- * bench_pack: the packing algorithm alone (lib/pack.c) beside a plain
+ * bench_pack: the packing algorithm alone (lib/pack/pack.c) beside a plain
  * first-fit-decreasing + round-robin baseline, on the workload of issue 4:
  * 1,024 sequences, lengths uniform in 200..8,000, T = 16,384, W = 8 and 64,
  * token and FLOP cost (a Qwen3-4B-shaped config). One core, no I/O.
@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "pack.h"
-#include "sfile.h"
+#include "pack/pack.h"
+#include "data/sfile.h"
 
 static const char qwen3_4b[] =
 	"{\"hidden_size\":2560,\"intermediate_size\":9728,\"num_hidden_layers\":36,"

@@ -7,7 +7,7 @@
  *   logprob[r] = x_{targets[r]} - lse[r]
  *   entropy[r] = lse[r] - sum_j softmax(x)_j x_j
  *
- * exactly what lib/softmax_stats.h computes for the C model, so the
+ * exactly what lib/model/softmax_stats.h computes for the C model, so the
  * CUDA training path can take logprobs and entropies without ever holding
  * (T, V) probabilities. The C loop sums in double; the kernel works in fp32
  * but never subtracts two large numbers: it finds the row's maximum m, sums

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "safetensors.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 
 enum { REF_MAX_TOKENS = 512, REF_MAX_SEQS = 8 };
 

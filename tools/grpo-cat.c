@@ -18,17 +18,17 @@
 
 #include <cJSON.h>
 
-#include "align.h"
-#include "buf.h"
-#include "chat.h"
-#include "err.h"
-#include "fsys.h"
-#include "jsonview.h"
-#include "lineio.h"
-#include "model.h"
-#include "sfile.h"
-#include "spoolin.h"
-#include "tokenizer.h"
+#include "model/align.h"
+#include "base/buf.h"
+#include "model/chat.h"
+#include "base/err.h"
+#include "base/fsys.h"
+#include "data/jsonview.h"
+#include "base/lineio.h"
+#include "model/model.h"
+#include "data/sfile.h"
+#include "data/spoolin.h"
+#include "model/tokenizer.h"
 
 static const char *prog = "grpo-cat";
 

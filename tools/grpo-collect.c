@@ -2,7 +2,7 @@
  * grpo-collect: import rollouts from inference servers (vLLM, SGLang,
  * Atropos, or grpo-cat's JSON view) into rollout groups. See grpo-collect(1).
  *
- * Inputs may be compressed (gzip, zstd, xz, ...: lib/lineio.h). Each input is
+ * Inputs may be compressed (gzip, zstd, xz, ...: lib/base/lineio.h). Each input is
  * read whole and validated before anything of it is written:
  * its groups are held in memory, then published as spool files under names
  * derived from the input's bytes (so a re-run publishes nothing twice), all
@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "err.h"
-#include "lineio.h"
-#include "sfile.h"
-#include "spool.h"
+#include "collect/collect.h"
+#include "base/err.h"
+#include "base/lineio.h"
+#include "data/sfile.h"
+#include "spool/spool.h"
 
 static const char *prog = "grpo-collect";
 

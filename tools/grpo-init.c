@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsys.h"
-#include "model.h"
+#include "base/fsys.h"
+#include "model/model.h"
 
 static const char *prog = "grpo-init";
 

@@ -4,8 +4,8 @@
  *
  * Reads spool files (named, or standard input) and spool queues (a
  * directory such as SPOOL/scored, consumed through claims), buffers the
- * trajectories and chooses each step's sequences (lib/packbuf.h), and
- * hands them to lib/packstep.h, which packs and publishes. An input file
+ * trajectories and chooses each step's sequences (lib/pack/packbuf.h), and
+ * hands them to lib/pack/packstep.h, which packs and publishes. An input file
  * taken from a queue is retired only after every one of its sequences is
  * in a published step; on any error the claims still held are released,
  * so the files wait for the next run. What is left here: options, inputs
@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "err.h"
-#include "packbuf.h"
-#include "packstep.h"
-#include "sfile.h"
-#include "watch.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "pack/packbuf.h"
+#include "pack/packstep.h"
+#include "data/sfile.h"
+#include "spool/watch.h"
 
 static const char *prog = "grpo-pack";
 

@@ -16,11 +16,11 @@
 
 #include <cJSON.h>
 
-#include "claim.h"
-#include "fsys.h"
-#include "queue.h"
-#include "spool.h"
-#include "watch.h"
+#include "spool/claim.h"
+#include "base/fsys.h"
+#include "spool/queue.h"
+#include "spool/spool.h"
+#include "spool/watch.h"
 
 static const char *prog = "grpo-spool";
 

@@ -1,5 +1,5 @@
 /* The CUDA LM-head statistics (kernels/lmhead.cu) against the C loop of
- * lib/model.c's lm_head_forward, restated here in double as the reference:
+ * lib/model/model.c's lm_head_forward, restated here in double as the reference:
  * rows of several vocabulary sizes (up to Qwen's 151936), temperatures,
  * spreads, a peaked row (entropy ~1e-11) and a row of ties. Skips, saying
  * why, where no GPU is present. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "lmhead.h"
-#include "softmax_stats.h"
+#include "model/softmax_stats.h"
 #include "tap.h"
 
 #define cudaCheck(x) cuda_check((x), #x, __FILE__, __LINE__)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "model/chat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect.h"
-#include "jsonview.h"
+#include "collect/collect.h"
+#include "data/jsonview.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_config.h"
+#include "model/model_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pack.h"
+#include "pack/pack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

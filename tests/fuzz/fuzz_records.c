@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <zstd.h>
 
-#include "jsonview.h"
-#include "sfile.h"
+#include "data/jsonview.h"
+#include "data/sfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jsonview.h"
-#include "sfile.h"
+#include "data/jsonview.h"
+#include "data/sfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "model/chat.h"
 #include "../tap.h"
 
 static const struct chat_msg hello[] = { { "user", "Hello, world!" } };

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect.h"
-#include "jsonview.h"
-#include "sfile.h"
+#include "collect/collect.h"
+#include "data/jsonview.h"
+#include "data/sfile.h"
 #include "tap.h"
 
 static int parse(const char *s, enum collect_format f, struct collect_line *L, struct err *e)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generate.h"
-#include "model.h"
+#include "model/generate.h"
+#include "model/model.h"
 #include "../tap.h"
 
 enum { V = 40, B = 3, MAXTOK = 8 };

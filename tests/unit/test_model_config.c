@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "model_config.h"
+#include "model/model_config.h"
 #include "../tap.h"
 
 static int parse(const char *json, struct model_config *c, struct err *e)

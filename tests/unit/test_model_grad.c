@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "../tap.h"
 
 static uint64_t rng = 88172645463325252ull;

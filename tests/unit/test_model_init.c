@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "../tap.h"
 
 int main(void)

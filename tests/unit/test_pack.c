@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mbbuild.h"
-#include "pack.h"
-#include "sfile.h"
+#include "pack/mbbuild.h"
+#include "pack/pack.h"
+#include "data/sfile.h"
 #include "tap.h"
 
 static uint64_t rng = 88172645463325252ull;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "packbuf.h"
+#include "pack/packbuf.h"
 #include "tap.h"
 
 #define is_str(got, want, ...) do { \

@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "claim.h"
-#include "fsys.h"
-#include "queue.h"
-#include "spool.h"
+#include "spool/claim.h"
+#include "base/fsys.h"
+#include "spool/queue.h"
+#include "spool/spool.h"
 #include "../tap.h"
 
 static char top[256];

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "model.h"
-#include "safetensors.h"
+#include "base/buf.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 #include "../tap.h"
 
 static char dir[256];

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonview.h"
-#include "sfile.h"
+#include "data/jsonview.h"
+#include "data/sfile.h"
 #include "tap.h"
 
 #include <zstd.h>

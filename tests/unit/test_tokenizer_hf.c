@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tokenizer.h"
+#include "model/tokenizer.h"
 
 static char *slurp(const char *path, size_t *n)
 {

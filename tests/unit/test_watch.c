@@ -1,5 +1,5 @@
 /*
- * test_watch: the consumer loop of lib/watch.h in one process. Files come
+ * test_watch: the consumer loop of lib/spool/watch.h in one process. Files come
  * out in step, rank, name order within a step range; with follow, a file
  * published while the loop waits (in a known or a new step directory) is
  * handed out, through inotify events, through the overflow rescan alone
@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "claim.h"
-#include "fsys.h"
-#include "spool.h"
-#include "watch.h"
+#include "spool/claim.h"
+#include "base/fsys.h"
+#include "spool/spool.h"
+#include "spool/watch.h"
 #include "../tap.h"
 
 static char top[256];

@@ -1,0 +1,34 @@
+/*
+ * buf.h: a growable byte buffer.
+ *
+ * Owns `data`; `len` bytes are used, `cap` allocated. Appends return -1 only
+ * when memory runs out. A zeroed struct buf is an empty, valid buffer.
+ */
+#ifndef GRPO_BUF_H
+#define GRPO_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct buf {
+	unsigned char *data;
+	size_t len, cap;
+};
+
+int buf_reserve(struct buf *b, size_t extra);   /* room for extra more bytes */
+int buf_append(struct buf *b, const void *p, size_t n);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_put_u8(struct buf *b, uint8_t v);
+int buf_put_u16(struct buf *b, uint16_t v);     /* little-endian */
+int buf_put_u32(struct buf *b, uint32_t v);
+int buf_put_u64(struct buf *b, uint64_t v);
+/* Append the whole file at path (config.json, an index, a manifest), with a
+ * NUL after it that len does not count. On failure b is freed and errno
+ * still tells why the file could not be opened (ENOENT: it does not exist). */
+int buf_read_file(struct buf *b, const char *path, struct err *e);
+void buf_reset(struct buf *b);                  /* len = 0, keeps memory */
+void buf_free(struct buf *b);
+
+#endif

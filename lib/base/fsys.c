@@ -1,0 +1,374 @@
+/* fsys.c: see fsys.h. */
+#include "base/fsys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+static long fsys_calls;
+static long crash_at = -1;
+static int trace = -1;
+
+void fsys_test_crash_at(long n)
+{
+	if (trace < 0)
+		fsys_step(NULL);
+	crash_at = n;
+	fsys_calls = 0;
+}
+
+long fsys_calls_made(void)
+{
+	return fsys_calls;
+}
+
+void fsys_step(const char *what)
+{
+	if (crash_at < 0) {
+		const char *s = getenv("GRPO_FSYS_CRASH_AT");
+		crash_at = s ? atol(s) : 0;
+		s = getenv("GRPO_FSYS_TRACE");
+		trace = s && *s && *s != '0';
+	}
+	if (!what)
+		return;
+	fsys_calls++;
+	if (trace)
+		fprintf(stderr, "fsys %ld %s\n", fsys_calls, what);
+	if (crash_at > 0 && fsys_calls == crash_at)
+		_exit(GRPO_FSYS_CRASH_STATUS);
+}
+
+int fsys_open_excl(const char *path, struct err *e)
+{
+	fsys_step("open_excl");
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_sys(e, "%s: cannot create", path);
+	return fd;
+}
+
+int fsys_open_read(const char *path, struct err *e)
+{
+	fsys_step("open_read");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "%s", path);
+	return fd;
+}
+
+int fsys_write_all(int fd, const void *p, size_t n, const char *path, struct err *e)
+{
+	fsys_step("write");
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_sys(e, "%s: write failed", path);
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int fsys_fsync(int fd, const char *path, struct err *e)
+{
+	fsys_step("fsync");
+	/* EINVAL: the file is a pipe or a special file, which cannot be synced. */
+	if (fsync(fd) < 0 && errno != EINVAL)
+		return err_sys(e, "%s: fsync failed", path);
+	return 0;
+}
+
+int fsys_close(int fd, const char *path, struct err *e)
+{
+	fsys_step("close");
+	/* NFS reports write errors at close, so its result matters. */
+	if (close(fd) < 0)
+		return err_sys(e, "%s: close failed", path);
+	return 0;
+}
+
+int fsys_fsync_dir(const char *dir, struct err *e)
+{
+	fsys_step("fsync_dir");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "%s: cannot open directory", dir);
+	int r = fsync(fd);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	if (r < 0 && errno != EINVAL)
+		return err_sys(e, "%s: fsync failed", dir);
+	return 0;
+}
+
+int fsys_mkdirs(const char *dir, struct err *e)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+		return err_set(e, "%s: path too long", dir);
+	struct stat st;
+	if (stat(path, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : err_set(e, "%s: not a directory", dir);
+	char *slash = strrchr(path, '/');
+	while (slash && slash > path && slash[-1] == '/')
+		slash--;
+	if (slash && slash != path) {
+		*slash = '\0';
+		if (fsys_mkdirs(path, e) < 0)
+			return -1;
+		*slash = '/';
+	}
+	fsys_step("mkdir");
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return err_sys(e, "%s: cannot create directory", dir);
+	if (slash && slash != path) {
+		*slash = '\0';
+		return fsys_fsync_dir(path, e);
+	}
+	return fsys_fsync_dir(".", e);
+}
+
+int fsys_rename_noreplace(const char *from, const char *to, struct err *e)
+{
+	fsys_step("rename_noreplace");
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return 1;
+	if (errno != EINVAL && errno != ENOSYS)
+		return err_sys(e, "%s: cannot rename to %s", from, to);
+	/* The file system has no RENAME_NOREPLACE (NFS): link + unlink, as qmail does. */
+	if (link(from, to) < 0) {
+		if (errno == EEXIST)
+			return 1;
+		return err_sys(e, "%s: cannot link to %s", from, to);
+	}
+	if (unlink(from) < 0)
+		return err_sys(e, "%s: cannot remove after linking", from);
+	return 0;
+}
+
+int fsys_rename(const char *from, const char *to, struct err *e)
+{
+	fsys_step("rename");
+	if (rename(from, to) < 0)
+		return err_sys(e, "%s: cannot rename to %s", from, to);
+	return 0;
+}
+
+int fsys_unlink(const char *path, struct err *e)
+{
+	fsys_step("unlink");
+	if (unlink(path) < 0 && errno != ENOENT)
+		return err_sys(e, "%s: cannot remove", path);
+	return 0;
+}
+
+int fsys_rmdir(const char *path, struct err *e)
+{
+	fsys_step("rmdir");
+	if (rmdir(path) < 0 && errno != ENOENT)
+		return err_sys(e, "%s: cannot remove directory", path);
+	return 0;
+}
+
+int fsys_mkdir(const char *path, struct err *e)
+{
+	fsys_step("mkdir");
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return 1;
+	return err_sys(e, "%s: cannot create directory", path);
+}
+
+int fsys_stat(const char *path, struct stat *st, struct err *e)
+{
+	fsys_step("stat");
+	if (stat(path, st) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return 1;
+	return err_sys(e, "%s", path);
+}
+
+int fsys_fstat(int fd, struct stat *st, const char *path, struct err *e)
+{
+	fsys_step("fstat");
+	if (fstat(fd, st) < 0)
+		return err_sys(e, "%s", path);
+	return 0;
+}
+
+ssize_t fsys_read(int fd, void *p, size_t n, const char *path, struct err *e)
+{
+	fsys_step("read");
+	for (;;) {
+		ssize_t r = read(fd, p, n);
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			return err_sys(e, "%s: read failed", path);
+	}
+}
+
+int fsys_touch(int fd, const char *path, struct err *e)
+{
+	fsys_step("touch");
+	if (futimens(fd, NULL) < 0)
+		return err_sys(e, "%s: cannot set times", path);
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fsys_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int fsys_list_dir(const char *dir, int kind, char ***names, size_t *n, struct err *e)
+{
+	*names = NULL;
+	*n = 0;
+	fsys_step("list_dir");
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 1;
+		return err_sys(e, "%s: cannot open directory", dir);
+	}
+	char **v = NULL;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *nm = de->d_name;
+		if (nm[0] == '.' && (nm[1] == '\0' || (nm[1] == '.' && nm[2] == '\0')))
+			continue;
+		if (kind != FSYS_ANY) {
+			int isdir;
+			if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK) {
+				isdir = de->d_type == DT_DIR;
+			} else {
+				struct stat st;
+				if (fstatat(dirfd(d), nm, &st, 0) < 0)
+					continue; /* gone meanwhile */
+				isdir = S_ISDIR(st.st_mode);
+			}
+			if (isdir != (kind == FSYS_DIRS))
+				continue;
+		}
+		if (len == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			char **nv = realloc(v, nc * sizeof *nv);
+			if (!nv)
+				goto nomem;
+			v = nv;
+			cap = nc;
+		}
+		if (!(v[len] = strdup(nm)))
+			goto nomem;
+		len++;
+		errno = 0;
+	}
+	if (errno) {
+		err_sys(e, "%s: cannot read directory", dir);
+		closedir(d);
+		fsys_free_names(v, len);
+		return -1;
+	}
+	closedir(d);
+	if (len > 1)
+		qsort(v, len, sizeof *v, cmp_names);
+	*names = v;
+	*n = len;
+	return 0;
+nomem:
+	closedir(d);
+	fsys_free_names(v, len);
+	return err_set(e, "%s: out of memory listing directory", dir);
+}
+
+int fsys_create_locked(const char *path, struct err *e)
+{
+	fsys_step("create_locked");
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_sys(e, "%s: cannot create", path);
+	/* No locks on this file system (NFS mounted nolock): the file stays
+	 * unlocked, and its holder's liveness is judged otherwise. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno != ENOLCK && errno != EOPNOTSUPP) {
+		err_sys(e, "%s: cannot lock", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
+}
+
+int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
+{
+	fsys_step("try_lock");
+	*fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	if (*fd < 0) {
+		if (errno == ENOENT && !create)
+			return 2;
+		return err_sys(e, "%s: cannot open", path);
+	}
+	if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	int saved = errno;
+	close(*fd);
+	*fd = -1;
+	errno = saved;
+	if (errno == EWOULDBLOCK)
+		return 1;
+	return err_sys(e, "%s: cannot lock", path);
+}
+
+int fsys_is_remote(const char *dir)
+{
+	const char *t = getenv("GRPO_FSYS_REMOTE");
+	if (t && *t)
+		return *t != '0';
+	struct statfs sf;
+	if (statfs(dir, &sf) < 0)
+		return 0;
+	/* Network and cluster file systems, where other hosts' changes never
+	 * reach this kernel's inotify, and FUSE, whose changes may be made
+	 * behind the kernel's back (sshfs, s3fs, gcsfuse). */
+	switch ((unsigned long)sf.f_type) {
+	case 0x6969UL:      /* NFS_SUPER_MAGIC */
+	case 0xFF534D42UL:  /* CIFS_MAGIC_NUMBER */
+	case 0xFE534D42UL:  /* SMB2_MAGIC_NUMBER */
+	case 0x517BUL:      /* SMB_SUPER_MAGIC */
+	case 0x0BD00BD0UL:  /* LL_SUPER_MAGIC: Lustre */
+	case 0x47504653UL:  /* GPFS_SUPER_MAGIC: IBM Spectrum Scale */
+	case 0x00C36400UL:  /* CEPH_SUPER_MAGIC */
+	case 0x65735546UL:  /* FUSE_SUPER_MAGIC */
+	case 0x01021997UL:  /* V9FS_MAGIC: 9p (virtio shares, WSL) */
+	case 0x5346414FUL:  /* AFS_SUPER_MAGIC: OpenAFS */
+	case 0x6B414653UL:  /* AFS_FS_MAGIC: kAFS */
+		return 1;
+	}
+	return 0;
+}

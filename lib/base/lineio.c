@@ -1,0 +1,78 @@
+/* lineio.c: see lineio.h. */
+#include "base/lineio.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <string.h>
+
+#define CHUNK (1 << 16)
+
+int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
+{
+	memset(li, 0, sizeof *li);
+	li->name = name;
+	struct archive *a = archive_read_new();
+	if (!a)
+		return err_set(e, "%s: out of memory", name);
+	archive_read_support_filter_all(a);
+	archive_read_support_format_raw(a);
+	/* an empty input is no error: it has no lines */
+	archive_read_support_format_empty(a);
+	struct archive_entry *ent;
+	if (archive_read_open_fd(a, fd, CHUNK) != ARCHIVE_OK) {
+		err_set(e, "%s: %s", name, archive_error_string(a) ? archive_error_string(a) : "cannot read");
+		archive_read_free(a);
+		return -1;
+	}
+	int st = archive_read_next_header(a, &ent);
+	if (st == ARCHIVE_EOF)
+		li->eof = 1;
+	else if (st != ARCHIVE_OK && st != ARCHIVE_WARN) {
+		err_set(e, "%s: %s", name, archive_error_string(a) ? archive_error_string(a) : "cannot read");
+		archive_read_free(a);
+		return -1;
+	}
+	li->a = a;
+	return 0;
+}
+
+int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
+{
+	for (;;) {
+		unsigned char *start = li->b.data + li->pos;
+		size_t left = li->b.len - li->pos;
+		unsigned char *nl = left ? memchr(start, '\n', left) : NULL;
+		if (nl || (li->eof && left)) {
+			size_t k = nl ? (size_t)(nl - start) + 1 : left;
+			*line = (const char *)start;
+			*n = k;
+			li->pos += k;
+			return 1;
+		}
+		if (li->eof)
+			return 0;
+		/* keep the unfinished line, drop what was returned */
+		if (li->pos) {
+			memmove(li->b.data, start, left);
+			li->b.len = left;
+			li->pos = 0;
+		}
+		if (buf_reserve(&li->b, CHUNK) < 0)
+			return err_set(e, "%s: out of memory", li->name);
+		la_ssize_t r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK);
+		if (r < 0)
+			return err_set(e, "%s: %s", li->name,
+				       archive_error_string(li->a) ? archive_error_string(li->a) : "read error");
+		if (r == 0)
+			li->eof = 1;
+		li->b.len += (size_t)r;
+	}
+}
+
+void lineio_close(struct lineio *li)
+{
+	if (li->a)
+		archive_read_free(li->a);
+	buf_free(&li->b);
+	memset(li, 0, sizeof *li);
+}

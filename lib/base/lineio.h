@@ -1,0 +1,36 @@
+/*
+ * lineio.h: reading text lines from a file or a pipe that may be compressed.
+ *
+ * Server logs are often rotated into .gz, .zst or .xz files; grpo-collect
+ * reads them as they are. libarchive's filters undo any compression it knows
+ * (detected from the bytes, not the name), and its raw format passes the
+ * result through; plain text passes unchanged. Lines are returned with their
+ * newline, if any, as they were in the decompressed text.
+ *
+ *   struct lineio li;
+ *   lineio_open(&li, fd, "name", &e);
+ *   while ((r = lineio_next(&li, &line, &n, &e)) > 0) { use line[0..n) }
+ *   lineio_close(&li);           does not close fd
+ */
+#ifndef GRPO_LINEIO_H
+#define GRPO_LINEIO_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+struct lineio {
+	void *a;                    /* struct archive */
+	const char *name;           /* for messages; not owned */
+	struct buf b;               /* decompressed bytes, from pos on not yet returned */
+	size_t pos;
+	int eof;
+};
+
+int lineio_open(struct lineio *li, int fd, const char *name, struct err *e);
+/* 1: a line in *line (n bytes, valid until the next call); 0: end; -1: error. */
+int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e);
+void lineio_close(struct lineio *li);
+
+#endif

@@ -1,0 +1,700 @@
+/* collect.c: see collect.h. Line dispatch, the native format, defaults,
+ * validation, answers and grouping; the server formats live in
+ * collect_vllm.c, collect_sglang.c and collect_atropos.c. */
+#include "collect/collect.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/jsonview.h"
+
+static const char *format_names[] = { "auto", "native", "vllm", "sglang", "atropos" };
+
+const char *collect_format_name(enum collect_format f)
+{
+	return (unsigned)f < sizeof format_names / sizeof *format_names ? format_names[f] : "?";
+}
+
+int collect_format_parse(const char *s, enum collect_format *f)
+{
+	for (unsigned i = 0; i < sizeof format_names / sizeof *format_names; i++)
+		if (strcmp(s, format_names[i]) == 0) {
+			*f = (enum collect_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+uint64_t collect_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* splitmix64's finalizer: spreads group_id and index over all 64 bits. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* ---- small helpers shared by the format parsers ---- */
+
+const char *collect_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+float collect_temperature(const cJSON *params)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "temperature");
+	return cJSON_IsNumber(v) ? (float)v->valuedouble : NAN;
+}
+
+struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err *e)
+{
+	struct group *gs = realloc(out->groups, (out->n_groups + 1) * sizeof *gs);
+	if (!gs) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	out->groups = gs;
+	struct group *g = &gs[out->n_groups];
+	memset(g, 0, sizeof *g);
+	g->group_id = -1;
+	g->trajs = calloc(n ? n : 1, sizeof *g->trajs);
+	if (!g->trajs) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		traj_init(&g->trajs[i]);
+		g->trajs[i].temperature = NAN;
+	}
+	g->n = n;
+	out->n_groups++;
+	return g;
+}
+
+static int same_prompt(const struct traj *a, const struct traj *b)
+{
+	return a->n_prompt == b->n_prompt &&
+	       (a->n_prompt == 0 || memcmp(a->prompt_tokens, b->prompt_tokens, a->n_prompt * sizeof(int32_t)) == 0);
+}
+
+int collect_group_runs(struct collect_line *out, struct traj *t, uint32_t n, struct err *e)
+{
+	uint32_t i = 0;
+	int r = 0;
+	while (i < n && r == 0) {
+		uint32_t j = i + 1;
+		while (j < n && same_prompt(&t[i], &t[j]))
+			j++;
+		struct group *g = collect_add_group(out, j - i, e);
+		if (!g) {
+			r = -1;
+			break;
+		}
+		for (uint32_t k = i; k < j; k++) {
+			g->trajs[k - i] = t[k];
+			traj_init(&t[k]);
+		}
+		i = j;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		traj_free(&t[k]);
+	free(t);
+	return r;
+}
+
+void collect_line_free(struct collect_line *l)
+{
+	for (uint32_t i = 0; i < l->n_groups; i++)
+		group_free(&l->groups[i]);
+	free(l->groups);
+	free(l->id);
+	free(l->answer);
+	memset(l, 0, sizeof *l);
+}
+
+/* ---- the native format ---- */
+
+static int native_traj(const cJSON *o, struct traj *t, struct err *e)
+{
+	if (json_parse_traj(o, t, e) < 0)
+		return -1;
+	/* absent means "not given", so --temperature and --step apply */
+	if (!cJSON_GetObjectItemCaseSensitive(o, "temperature"))
+		t->temperature = NAN;
+	return 0;
+}
+
+int collect_native(const cJSON *v, struct collect_line *out, struct err *e)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(v, "trajectories"), *it;
+	if (!cJSON_IsObject(v))
+		return err_set(e, "a native line must be a JSON object");
+	if (cJSON_GetObjectItemCaseSensitive(v, "input_ids") && !arr)
+		return err_set(e, "a micro-batch, not a rollout: grpo-collect imports groups and trajectories");
+	if (!arr) {
+		struct group *g = collect_add_group(out, 1, e);
+		if (!g || native_traj(v, &g->trajs[0], e) < 0)
+			return -1;
+		g->group_id = g->trajs[0].group_id;
+		out->lone = 1;
+		return 0;
+	}
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "trajectories: expected an array");
+	int64_t gid = -1;
+	if ((it = cJSON_GetObjectItemCaseSensitive(v, "group_id")) && !cJSON_IsNull(it) &&
+	    json_get_i64(it, "group_id", &gid, e) < 0)
+		return -1;
+	uint32_t n = (uint32_t)cJSON_GetArraySize(arr);
+	if (n == 0)
+		return err_set(e, "trajectories: a group needs at least one");
+	struct group *g = collect_add_group(out, n, e);
+	if (!g)
+		return -1;
+	g->group_id = gid;
+	uint32_t i = 0;
+	cJSON_ArrayForEach(it, arr) {
+		struct traj *t = &g->trajs[i];
+		if (native_traj(it, t, e) < 0)
+			return err_prefix(e, "trajectories[%u]", i);
+		if (gid >= 0 && t->group_id >= 0 && t->group_id != gid)
+			return err_set(e, "trajectories[%u]: group_id %lld, but the group's is %lld", i,
+				       (long long)t->group_id, (long long)gid);
+		if (gid < 0 && t->group_id >= 0)
+			gid = g->group_id = t->group_id;
+		i++;
+	}
+	if (gid >= 0)
+		for (i = 0; i < n; i++)
+			if (g->trajs[i].group_id >= 0 && g->trajs[i].group_id != gid)
+				return err_set(e, "trajectories[%u]: group_id %lld differs from trajectories[0]'s %lld",
+					       i, (long long)g->trajs[i].group_id, (long long)gid);
+	return 0;
+}
+
+/* ---- one line ---- */
+
+static enum collect_format detect(const cJSON *v)
+{
+	if (cJSON_IsArray(v)) {
+		const cJSON *first = v->child;
+		if (cJSON_IsObject(first) && cJSON_GetObjectItemCaseSensitive(first, "meta_info"))
+			return COLLECT_SGLANG;
+		if (cJSON_IsObject(first) && cJSON_GetObjectItemCaseSensitive(first, "tokens"))
+			return COLLECT_ATROPOS;
+		return COLLECT_AUTO;
+	}
+	if (!cJSON_IsObject(v))
+		return COLLECT_AUTO;
+#define HAS(k) (cJSON_GetObjectItemCaseSensitive(v, k) != NULL)
+	if (HAS("trajectories") || HAS("response_tokens"))
+		return COLLECT_NATIVE;
+	if ((HAS("tokens") && HAS("masks")) || cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(v, "batch")))
+		return COLLECT_ATROPOS;
+	if (HAS("meta_info"))
+		return COLLECT_SGLANG;
+	if (HAS("choices") || (HAS("token_ids") && HAS("prompt_token_ids")) ||
+	    (HAS("completion_ids") && HAS("prompt_ids")))
+		return COLLECT_VLLM;
+	if (HAS("input_ids"))
+		return COLLECT_NATIVE;   /* a micro-batch: collect_native says why not */
+#undef HAS
+	return COLLECT_AUTO;
+}
+
+static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_line *out, struct err *e)
+{
+	const cJSON *resp = v, *req = NULL;
+	const cJSON *wrapped = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "response") : NULL;
+	if (wrapped && (cJSON_IsObject(wrapped) || cJSON_IsArray(wrapped))) {
+		resp = wrapped;
+		req = cJSON_GetObjectItemCaseSensitive(v, "request");
+		if (req && !cJSON_IsObject(req) && !cJSON_IsArray(req))
+			return err_set(e, "request: expected an object");
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(v, "answer");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+		char num[32];
+		if (cJSON_IsString(a) || cJSON_IsNumber(a)) {
+			if (cJSON_IsNumber(a))
+				snprintf(num, sizeof num, "%.17g", a->valuedouble);
+			if (!(out->answer = strdup(cJSON_IsString(a) ? a->valuestring : num)))
+				return err_set(e, "out of memory");
+		}
+		if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
+			if (cJSON_IsNumber(id))
+				snprintf(num, sizeof num, "%.17g", id->valuedouble);
+			if (!(out->id = strdup(cJSON_IsString(id) ? id->valuestring : num)))
+				return err_set(e, "out of memory");
+		}
+	}
+	if (fmt == COLLECT_AUTO) {
+		fmt = detect(resp);
+		if (fmt == COLLECT_AUTO)
+			return err_set(e, "not a rollout in any known format (no \"choices\", \"meta_info\", "
+				       "\"tokens\" and \"masks\", \"trajectories\" or \"response_tokens\")");
+	}
+	out->format = fmt;
+	switch (fmt) {
+	case COLLECT_NATIVE:
+		if (req)
+			return err_set(e, "a native line is never wrapped in a request/response pair");
+		return collect_native(resp, out, e);
+	case COLLECT_VLLM:
+		return collect_vllm(resp, req, out, e);
+	case COLLECT_SGLANG:
+		return collect_sglang(resp, req, out, e);
+	case COLLECT_ATROPOS:
+		return collect_atropos(resp, out, e);
+	default:
+		return err_set(e, "no such format");
+	}
+}
+
+int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
+		       struct collect_line *out, struct err *e)
+{
+	char *fixed = NULL;
+	size_t fixed_n = 0;
+	memset(out, 0, sizeof *out);
+	int r = json_fix_nonfinite(text, n, &fixed, &fixed_n);
+	if (r < 0)
+		return err_set(e, "out of memory");
+	if (r == 1) {
+		text = fixed;
+		n = fixed_n;
+	}
+	const char *end = NULL;
+	cJSON *v = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+	if (!v) {
+		size_t at = end && end >= text ? (size_t)(end - text) : 0;
+		free(fixed);
+		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
+	}
+	/* cJSON stops at the end of the first value; anything after it but
+	 * blanks means two values on one line or garbage. */
+	for (const char *p = end; p && p < text + n; p++)
+		if (!isspace((unsigned char)*p)) {
+			cJSON_Delete(v);
+			free(fixed);
+			return err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - text) + 1);
+		}
+	r = parse_value(v, fmt, out, e);
+	cJSON_Delete(v);
+	free(fixed);
+	if (r < 0) {
+		collect_line_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- validation ---- */
+
+static const char *describe(float f, char s[48])
+{
+	if (isnan(f))
+		return "NaN or null";
+	if (isinf(f))
+		return f > 0 ? "Infinity" : "-Infinity";
+	snprintf(s, 48, "%.9g", (double)f);
+	return s;
+}
+
+static int check_ids(const int32_t *a, uint32_t n, int64_t vocab, uint32_t i, const char *what, struct err *e)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		if (a[k] < 0)
+			return err_set(e, "trajectory %u: %s[%u] is %d, a negative token id", i, what, k, a[k]);
+		if (vocab > 0 && a[k] >= vocab)
+			return err_set(e, "trajectory %u: %s[%u] is %d, not below --vocab-size %lld", i, what, k, a[k],
+				       (long long)vocab);
+	}
+	return 0;
+}
+
+int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e)
+{
+	char s[48];
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct traj *t = &g->trajs[i];
+		if (check_ids(t->prompt_tokens, t->n_prompt, vocab_size, i, "prompt_tokens", e) < 0 ||
+		    check_ids(t->response_tokens, t->n_response, vocab_size, i, "response_tokens", e) < 0)
+			return -1;
+		for (uint32_t k = 0; k < t->n_response; k++) {
+			float lp = t->logprobs[k];
+			if (!isfinite(lp))
+				return err_set(e, "trajectory %u: logprobs[%u] is %s, not a finite number", i, k,
+					       describe(lp, s));
+			if (lp > 0.0f)
+				return err_set(e, "trajectory %u: logprobs[%u] is %s, above 0", i, k, describe(lp, s));
+			if (lp <= -9999.0f)
+				return err_set(e, "trajectory %u: logprobs[%u] is %s, a server's sentinel for "
+					       "\"no logprob\" (vLLM writes -9999, SGLang -999999999)", i, k,
+					       describe(lp, s));
+		}
+		if (!(t->temperature > 0.0f) || !isfinite(t->temperature))
+			return err_set(e, "trajectory %u: temperature %s is not positive and finite", i,
+				       describe(t->temperature, s));
+	}
+	return 0;
+}
+
+/* ---- answers ---- */
+
+static int answer_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct collect_answer *)a)->key, ((const struct collect_answer *)b)->key);
+}
+
+/* Keys: "#N" for a prompt index, "=ID" for a request id, so the two never meet. */
+static char *answer_text(const cJSON *v)
+{
+	char num[32];
+	if (cJSON_IsString(v))
+		return strdup(v->valuestring);
+	snprintf(num, sizeof num, "%.17g", v->valuedouble);
+	return strdup(num);
+}
+
+int collect_answers_load(struct collect_answers *a, const char *path, struct err *e)
+{
+	memset(a, 0, sizeof *a);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return err_sys(e, "%s", path);
+	char *line = NULL;
+	size_t cap = 0, n_cap = 0;
+	ssize_t len;
+	uint64_t lineno = 0;
+	int r = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		size_t n = (size_t)len;
+		while (n && isspace((unsigned char)line[n - 1]))
+			n--;
+		if (n == 0)
+			continue;
+		cJSON *o = cJSON_ParseWithLength(line, n);
+		const cJSON *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
+		const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+		char key[64 + 8], *kp = key;
+		int64_t ix = (int64_t)lineno - 1;
+		if (!cJSON_IsObject(o))
+			r = err_set(e, "%s:%llu: expected a JSON object", path, (unsigned long long)lineno);
+		else if (!cJSON_IsString(ans) && !cJSON_IsNumber(ans))
+			r = err_set(e, "%s:%llu: \"answer\": expected a string or a number", path,
+				    (unsigned long long)lineno);
+		else if (idx && json_get_i64(idx, "index", &ix, e) < 0)
+			r = err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
+		else if (id && !idx && !cJSON_IsString(id) && !cJSON_IsNumber(id))
+			r = err_set(e, "%s:%llu: \"id\": expected a string or a number", path,
+				    (unsigned long long)lineno);
+		if (r == 0) {
+			if (id && !idx) {
+				char *s = answer_text(id);
+				kp = s ? malloc(strlen(s) + 2) : NULL;
+				if (kp)
+					sprintf(kp, "=%s", s);
+				free(s);
+			} else {
+				snprintf(key, sizeof key, "#%lld", (long long)ix);
+				kp = strdup(key);
+			}
+			char *at = answer_text(ans);
+			if (a->n == n_cap) {
+				n_cap = n_cap ? 2 * n_cap : 64;
+				void *v = realloc(a->v, n_cap * sizeof *a->v);
+				if (v)
+					a->v = v;
+				else
+					n_cap = a->n;
+			}
+			if (!kp || !at || a->n == n_cap) {
+				free(kp);
+				free(at);
+				r = err_set(e, "out of memory");
+			} else {
+				a->v[a->n].key = kp;
+				a->v[a->n++].answer = at;
+			}
+		}
+		cJSON_Delete(o);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && ferror(f))
+		r = err_sys(e, "%s", path);
+	free(line);
+	fclose(f);
+	if (r < 0) {
+		collect_answers_free(a);
+		return -1;
+	}
+	qsort(a->v, a->n, sizeof *a->v, answer_cmp);
+	for (size_t i = 1; i < a->n; i++)
+		if (strcmp(a->v[i - 1].key, a->v[i].key) == 0) {
+			err_set(e, "%s: two answers for %s %s", path, a->v[i].key[0] == '#' ? "index" : "id",
+				a->v[i].key + 1);
+			collect_answers_free(a);
+			return -1;
+		}
+	return 0;
+}
+
+static const char *answer_find(const struct collect_answers *a, const char *key)
+{
+	if (!a || a->n == 0)
+		return NULL;
+	struct collect_answer k = { (char *)key, NULL };
+	const struct collect_answer *f = bsearch(&k, a->v, a->n, sizeof *a->v, answer_cmp);
+	return f ? f->answer : NULL;
+}
+
+const char *collect_answers_index(const struct collect_answers *a, uint64_t index)
+{
+	char key[32];
+	snprintf(key, sizeof key, "#%llu", (unsigned long long)index);
+	return answer_find(a, key);
+}
+
+const char *collect_answers_id(const struct collect_answers *a, const char *id)
+{
+	if (!id || !a)
+		return NULL;
+	char *key = malloc(strlen(id) + 2);
+	if (!key)
+		return NULL;
+	sprintf(key, "=%s", id);
+	const char *r = answer_find(a, key);
+	free(key);
+	return r;
+}
+
+void collect_answers_free(struct collect_answers *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		free(a->v[i].key);
+		free(a->v[i].answer);
+	}
+	free(a->v);
+	memset(a, 0, sizeof *a);
+}
+
+/* ---- the collector ---- */
+
+void collect_init(struct collect *c, const struct collect_opts *o, collect_emit emit, void *ctx)
+{
+	memset(c, 0, sizeof *c);
+	c->o = *o;
+	c->emit = emit;
+	c->ctx = ctx;
+}
+
+static int set_answer(struct traj *t, const char *a, struct err *e)
+{
+	char *s = strdup(a);
+	if (!s)
+		return err_set(e, "out of memory");
+	free(t->answer);
+	t->answer = s;
+	return 0;
+}
+
+/* Defaults for trajectory t, member `pos` of group gid. */
+static int fill(struct collect *c, struct traj *t, int64_t gid, uint32_t pos, const char *answer,
+		int from_answers, struct err *e)
+{
+	t->group_id = gid;
+	if (t->sequence_id < 0)
+		t->sequence_id = (int64_t)(mix64((uint64_t)gid * 0x9e3779b97f4a7c15ull + pos) >> 12);
+	if (t->policy_version < 0)
+		t->policy_version = c->o.step;
+	if (isnan(t->temperature))
+		t->temperature = c->o.temperature;
+	if (answer && (from_answers || !t->answer)) {
+		if (set_answer(t, answer, e) < 0)
+			return -1;
+		c->answered += from_answers;
+	}
+	return 0;
+}
+
+/* The answer of a group: --answers by id, then by index, then the line's own. */
+static const char *find_answer(struct collect *c, const char *id, uint64_t index, int *from_answers)
+{
+	const char *a = collect_answers_id(c->o.answers, id);
+	if (!a)
+		a = collect_answers_index(c->o.answers, index);
+	*from_answers = a != NULL;
+	return a;
+}
+
+static int64_t line_gid(const char *text, size_t n, uint32_t k)
+{
+	unsigned char kb[4] = { (unsigned char)k, (unsigned char)(k >> 8), (unsigned char)(k >> 16),
+				(unsigned char)(k >> 24) };
+	uint64_t h = collect_hash(collect_hash(COLLECT_HASH_INIT, text, n), kb, 4);
+	return (int64_t)(h >> 12);
+}
+
+static struct collect_pending *pending_find(struct collect *c, int64_t gid)
+{
+	/* newest first: lone trajectories of one group usually come together */
+	for (size_t i = c->n_pending; i-- > 0;)
+		if (c->pending[i].g.group_id == gid)
+			return &c->pending[i];
+	return NULL;
+}
+
+static int add_lone(struct collect *c, struct collect_line *L, const char *text, size_t n, struct err *e)
+{
+	struct traj *t = &L->groups[0].trajs[0];
+	int explicit_gid = t->group_id >= 0;
+	int64_t gid = explicit_gid ? t->group_id : line_gid(text, n, 0);
+	struct collect_pending *p = explicit_gid ? pending_find(c, gid) : NULL;
+	if (!p) {
+		if (c->n_pending == c->cap_pending) {
+			size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
+			void *v = realloc(c->pending, cap * sizeof *c->pending);
+			if (!v)
+				return err_set(e, "out of memory");
+			c->pending = v;
+			c->cap_pending = cap;
+		}
+		p = &c->pending[c->n_pending++];
+		memset(p, 0, sizeof *p);
+		p->g.group_id = gid;
+		p->index = c->next_index++;
+	}
+	struct traj *ts = realloc(p->g.trajs, (p->g.n + 1) * sizeof *ts);
+	if (!ts)
+		return err_set(e, "out of memory");
+	p->g.trajs = ts;
+	char idbuf[32];
+	snprintf(idbuf, sizeof idbuf, "%lld", (long long)gid);
+	int from_answers;
+	const char *a = find_answer(c, explicit_gid ? idbuf : NULL, p->index, &from_answers);
+	if (fill(c, t, gid, p->g.n, a, from_answers, e) < 0)
+		return -1;
+	/* move, not copy: the line's group gives up its only trajectory */
+	ts[p->g.n++] = *t;
+	traj_init(t);
+	return 0;
+}
+
+int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
+{
+	while (n && isspace((unsigned char)text[n - 1]))
+		n--;
+	size_t lead = 0;
+	while (lead < n && isspace((unsigned char)text[lead]))
+		lead++;
+	if (lead == n)
+		return 0;
+	c->lines++;
+	struct collect_line L;
+	if (collect_parse_line(text, n, c->o.format, &L, e) < 0) {
+		c->next_index++;   /* a line that could not be read counts as one prompt */
+		return -1;
+	}
+	c->formats |= 1u << L.format;
+	uint64_t base = c->next_index;
+	int r = 0;
+	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
+		struct group *g = &L.groups[k];
+		if (L.lone) {
+			struct traj *t = &g->trajs[0];
+			/* checked alone, with stand-in defaults, before it joins its group */
+			if (isnan(t->temperature))
+				t->temperature = c->o.temperature;
+			r = collect_check_group(g, c->o.vocab_size, e);
+			continue;
+		}
+		int explicit_gid = g->group_id >= 0;
+		if (!explicit_gid)
+			g->group_id = line_gid(text, n, k);
+		char idbuf[32];
+		const char *id = L.id;
+		if (!id && explicit_gid && L.format == COLLECT_NATIVE) {
+			snprintf(idbuf, sizeof idbuf, "%lld", (long long)g->group_id);
+			id = idbuf;
+		}
+		int from_answers;
+		const char *a = find_answer(c, id, base + k, &from_answers);
+		if (!a)
+			a = L.answer;
+		for (uint32_t i = 0; i < g->n && r == 0; i++)
+			r = fill(c, &g->trajs[i], g->group_id, i, a, from_answers, e);
+		if (r == 0 && (r = collect_check_group(g, c->o.vocab_size, e)) < 0 && L.n_groups > 1)
+			err_prefix(e, "group %u", k);
+	}
+	if (r < 0) {
+		c->next_index += L.lone ? 1 : L.n_groups;
+		collect_line_free(&L);
+		return -1;
+	}
+	if (L.lone) {
+		r = add_lone(c, &L, text, n, e);
+		c->trajs++;
+		collect_line_free(&L);
+		return r < 0 ? -2 : 0;
+	}
+	c->next_index += L.n_groups;
+	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
+		struct group *g = &L.groups[k];
+		c->groups++;
+		c->trajs += g->n;
+		for (uint32_t i = 0; i < g->n; i++)
+			c->tokens += g->trajs[i].n_response;
+		r = c->emit(c->ctx, g, e);
+	}
+	collect_line_free(&L);
+	return r < 0 ? -2 : 0;
+}
+
+int collect_end_input(struct collect *c, struct err *e)
+{
+	int r = 0;
+	for (size_t i = 0; i < c->n_pending && r == 0; i++) {
+		struct group *g = &c->pending[i].g;
+		c->groups++;
+		for (uint32_t k = 0; k < g->n; k++)
+			c->tokens += g->trajs[k].n_response;
+		r = c->emit(c->ctx, g, e);
+	}
+	collect_drop_input(c);
+	return r;
+}
+
+void collect_drop_input(struct collect *c)
+{
+	for (size_t i = 0; i < c->n_pending; i++)
+		group_free(&c->pending[i].g);
+	c->n_pending = 0;
+}
+
+void collect_free(struct collect *c)
+{
+	collect_drop_input(c);
+	free(c->pending);
+	c->pending = NULL;
+	c->cap_pending = 0;
+}

@@ -1,0 +1,149 @@
+/* collect_sglang.c: SGLang's native /generate response (formats.md section 2).
+ *
+ * One response object, or a JSON array of them (a batched request or n > 1).
+ * Token ids and logprobs come from meta_info.output_token_logprobs, triples
+ * [logprob, token_id, text|null], which hold the matched EOS that "text" (and
+ * on older versions "output_ids") leave out. The response carries the prompt
+ * ids only as meta_info.input_token_logprobs, and only when it covers the
+ * whole prompt (the request's logprob_start_len was 0); otherwise they come
+ * from a wrapper's request "input_ids" (one list for all members, or one
+ * list per prompt of a batch).
+ */
+#include <cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/collect.h"
+#include "data/jsonview.h"
+
+static enum finish_reason finish_of(const cJSON *meta)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(meta, "finish_reason");
+	const char *s = cJSON_IsString(f) ? f->valuestring : collect_str(f, "type");
+	if (s && strcmp(s, "stop") == 0)
+		return FINISH_STOP;
+	if (s && strcmp(s, "length") == 0)
+		return FINISH_LENGTH;
+	return FINISH_UNKNOWN;
+}
+
+/* The token ids (and, if lp is not NULL, the logprobs) of a list of triples. */
+static int triples(const cJSON *arr, const char *what, int32_t **ids, float **lp, uint32_t *n, struct err *e)
+{
+	uint32_t m = (uint32_t)cJSON_GetArraySize(arr), k = 0;
+	const cJSON *v;
+	*ids = malloc(m ? m * sizeof(int32_t) : 1);
+	if (lp)
+		*lp = malloc(m ? m * sizeof(float) : 1);
+	if (!*ids || (lp && !*lp))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(v, arr) {
+		const cJSON *x = cJSON_GetArrayItem(v, 0), *id = cJSON_GetArrayItem(v, 1);
+		double d = cJSON_IsNumber(id) ? id->valuedouble : NAN;
+		if (!cJSON_IsArray(v) || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX))
+			return err_set(e, "%s[%u]: expected [logprob, token_id, text]", what, k);
+		(*ids)[k] = (int32_t)d;
+		if (lp) {
+			if (cJSON_IsNumber(x))
+				(*lp)[k] = (float)x->valuedouble;
+			else if (cJSON_IsNull(x))
+				(*lp)[k] = NAN;
+			else
+				return err_set(e, "%s[%u][0]: expected a number", what, k);
+		}
+		k++;
+	}
+	*n = m;
+	return 0;
+}
+
+/* Member k's prompt from the request: "input_ids" as one list, or as one list
+ * per prompt with the members split evenly among them. */
+static const cJSON *request_prompt(const cJSON *req, uint32_t k, uint32_t n)
+{
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(req, "input_ids");
+	if (!cJSON_IsArray(ids))
+		return NULL;
+	if (!ids->child || cJSON_IsNumber(ids->child))
+		return ids;
+	uint32_t np = (uint32_t)cJSON_GetArraySize(ids);
+	if (np == 0 || n % np)
+		return NULL;
+	return cJSON_GetArrayItem(ids, (int)(k / (n / np)));
+}
+
+static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n, struct traj *t, struct err *e)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m, "meta_info");
+	if (!cJSON_IsObject(meta))
+		return err_set(e, "no meta_info: not an SGLang /generate response");
+	const cJSON *out = cJSON_GetObjectItemCaseSensitive(meta, "output_token_logprobs");
+	if (!cJSON_IsArray(out))
+		return err_set(e, "no meta_info.output_token_logprobs: ask SGLang with \"return_logprob\": true");
+	if (triples(out, "meta_info.output_token_logprobs", &t->response_tokens, &t->logprobs, &t->n_response, e) < 0)
+		return -1;
+	const cJSON *prompt = request_prompt(req, k, n);
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(meta, "input_token_logprobs");
+	const cJSON *np = cJSON_GetObjectItemCaseSensitive(meta, "prompt_tokens");
+	if (prompt) {
+		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
+			return -1;
+	} else if (cJSON_IsArray(in) && cJSON_IsNumber(np) && cJSON_GetArraySize(in) == (int)np->valuedouble) {
+		if (triples(in, "meta_info.input_token_logprobs", &t->prompt_tokens, NULL, &t->n_prompt, e) < 0)
+			return -1;
+	} else
+		return err_set(e, "no prompt token ids: SGLang returns them only with \"logprob_start_len\": 0; "
+			       "or wrap the line as {\"request\": ..., \"response\": ...}");
+	t->finish_reason = finish_of(meta);
+	/* weight_version is "default" unless the server was told a version */
+	const char *wv = collect_str(meta, "weight_version");
+	if (wv && *wv && strspn(wv, "0123456789") == strlen(wv) && strlen(wv) < 16)
+		t->policy_version = strtoll(wv, NULL, 10);
+	return 0;
+}
+
+int collect_sglang(const cJSON *resp, const cJSON *req, struct collect_line *out, struct err *e)
+{
+	int arr = cJSON_IsArray(resp);
+	if (!arr && !cJSON_IsObject(resp))
+		return err_set(e, "an SGLang response must be an object or an array of them");
+	uint32_t n = arr ? (uint32_t)cJSON_GetArraySize(resp) : 1;
+	if (n == 0)
+		return err_set(e, "an empty array");
+	const cJSON *first = arr ? resp->child : resp;
+	if (!out->id) {
+		const char *id = collect_str(cJSON_GetObjectItemCaseSensitive(first, "meta_info"), "id");
+		if (id && !(out->id = strdup(id)))
+			return err_set(e, "out of memory");
+	}
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "sampling_params");
+	if (cJSON_IsArray(params))
+		params = params->child;
+	float temp = collect_temperature(params);
+	struct traj *ts = calloc(n, sizeof *ts);
+	if (!ts)
+		return err_set(e, "out of memory");
+	int r = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		traj_init(&ts[i]);
+		ts[i].temperature = temp;
+	}
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		const cJSON *m = arr ? cJSON_GetArrayItem(resp, (int)i) : resp;
+		if (!cJSON_IsObject(m))
+			r = err_set(e, "expected an object");
+		else
+			r = parse_member(m, req, i, n, &ts[i], e);
+		if (r < 0 && arr)
+			err_prefix(e, "[%u]", i);
+	}
+	if (r < 0) {
+		for (uint32_t i = 0; i < n; i++)
+			traj_free(&ts[i]);
+		free(ts);
+		return -1;
+	}
+	return collect_group_runs(out, ts, n, e);
+}

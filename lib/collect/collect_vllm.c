@@ -1,0 +1,376 @@
+/* collect_vllm.c: vLLM responses (formats.md section 1).
+ *
+ *   /v1/completions        choices[i].logprobs = {token_logprobs, tokens, ...},
+ *                          prompt ids per choice in choices[i].prompt_token_ids
+ *   /v1/chat/completions   choices[i].logprobs.content[k] = {token, logprob},
+ *                          prompt ids at the top level
+ *   /inference/v1/generate choices as in chat, no prompt ids in the response:
+ *                          they come from a wrapper's request ("token_ids")
+ *   Atropos' patched /generate demo server: {"token_ids": [[...]],
+ *                          "prompt_token_ids", "logprobs": [[[{"id": lp}]]],
+ *                          "finish_reasons"}
+ *   TRL's `trl vllm-serve` /generate/: {"prompt_ids": [[...]] one per prompt,
+ *                          "completion_ids": [[...]] n per prompt in order,
+ *                          "logprobs": [[lp, ...]] one per completion}
+ *
+ * Token ids come from choices[i].token_ids (return_token_ids) or else from
+ * "token_id:N" token strings (return_tokens_as_token_ids); never from text,
+ * which drops special tokens such as the final EOS. With both present they
+ * must agree. With echo the logprob arrays cover prompt and completion; the
+ * completion is their last len(token_ids) entries.
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/collect.h"
+#include "data/jsonview.h"
+
+/* "token_id:N" -> N; 0 when s is not in that form. */
+static int token_id_str(const char *s, int32_t *out)
+{
+	if (!s || strncmp(s, "token_id:", 9) != 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s + 9, &end, 10);
+	if (end == s + 9 || *end || errno || v < INT32_MIN || v > INT32_MAX)
+		return 0;
+	*out = (int32_t)v;
+	return 1;
+}
+
+static float lp_value(const cJSON *v, int *ok)
+{
+	if (cJSON_IsNumber(v))
+		return (float)v->valuedouble;
+	if (cJSON_IsNull(v))
+		return NAN;
+	*ok = 0;
+	return NAN;
+}
+
+static enum finish_reason finish_of(const char *s)
+{
+	if (s && strcmp(s, "stop") == 0)
+		return FINISH_STOP;
+	if (s && strcmp(s, "length") == 0)
+		return FINISH_LENGTH;
+	return FINISH_UNKNOWN;
+}
+
+/* The request's prompt ids: "token_ids" (generate), "prompt" as a list of
+ * ids (completions), or "prompt_token_ids". */
+static const cJSON *request_prompt(const cJSON *req)
+{
+	static const char *keys[] = { "token_ids", "prompt", "prompt_token_ids" };
+	for (int i = 0; i < 3; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[i]);
+		if (cJSON_IsArray(v) && (!v->child || cJSON_IsNumber(v->child)))
+			return v;
+	}
+	return NULL;
+}
+
+static float request_temperature(const cJSON *req)
+{
+	float t = collect_temperature(req);
+	if (isnan(t))
+		t = collect_temperature(cJSON_GetObjectItemCaseSensitive(req, "sampling_params"));
+	return t;
+}
+
+/* The sampled tokens' logprobs of one choice, and their token ids where the
+ * token strings are "token_id:N" (has_id[k] = 0 where not). */
+struct lps {
+	float *lp;      /* (n) */
+	int32_t *tid;   /* (n) */
+	uint8_t *has_id;/* (n) */
+	uint32_t n;
+};
+
+static void lps_free(struct lps *l)
+{
+	free(l->lp);
+	free(l->tid);
+	free(l->has_id);
+}
+
+static int lps_alloc(struct lps *l, uint32_t n, struct err *e)
+{
+	l->n = n;
+	l->lp = calloc(n ? n : 1, sizeof *l->lp);
+	l->tid = calloc(n ? n : 1, sizeof *l->tid);
+	l->has_id = calloc(n ? n : 1, 1);
+	return l->lp && l->tid && l->has_id ? 0 : err_set(e, "out of memory");
+}
+
+static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
+{
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(lpobj, "content");
+	const cJSON *tlp = cJSON_GetObjectItemCaseSensitive(lpobj, "token_logprobs");
+	const cJSON *toks = cJSON_GetObjectItemCaseSensitive(lpobj, "tokens");
+	const cJSON *v;
+	uint32_t k = 0;
+	int ok = 1;
+	if (cJSON_IsArray(content)) {
+		/* chat shape: a missing logprob is vLLM's default -9999, kept so
+		 * that validation names it */
+		if (lps_alloc(l, (uint32_t)cJSON_GetArraySize(content), e) < 0)
+			return -1;
+		cJSON_ArrayForEach(v, content) {
+			const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, "logprob");
+			if (!cJSON_IsObject(v))
+				return err_set(e, "logprobs.content[%u]: expected an object", k);
+			l->lp[k] = x ? lp_value(x, &ok) : -9999.0f;
+			if (!ok)
+				return err_set(e, "logprobs.content[%u].logprob: expected a number", k);
+			l->has_id[k] = (uint8_t)token_id_str(collect_str(v, "token"), &l->tid[k]);
+			k++;
+		}
+		return 0;
+	}
+	if (!cJSON_IsArray(tlp))
+		return err_set(e, "logprobs: neither \"content\" (chat) nor \"token_logprobs\" (completions)");
+	if (lps_alloc(l, (uint32_t)cJSON_GetArraySize(tlp), e) < 0)
+		return -1;
+	cJSON_ArrayForEach(v, tlp) {
+		l->lp[k] = lp_value(v, &ok);
+		if (!ok)
+			return err_set(e, "logprobs.token_logprobs[%u]: expected a number", k);
+		k++;
+	}
+	if (cJSON_IsArray(toks)) {
+		if ((uint32_t)cJSON_GetArraySize(toks) != l->n)
+			return err_set(e, "logprobs: %d tokens for %u token_logprobs", cJSON_GetArraySize(toks), l->n);
+		k = 0;
+		cJSON_ArrayForEach(v, toks) {
+			l->has_id[k] = (uint8_t)token_id_str(cJSON_IsString(v) ? v->valuestring : NULL, &l->tid[k]);
+			k++;
+		}
+	}
+	return 0;
+}
+
+static const char no_prompt[] =
+	"no prompt token ids: ask vLLM with \"return_token_ids\": true, or wrap the line as "
+	"{\"request\": ..., \"response\": ...}";
+
+static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, struct traj *t, struct err *e)
+{
+	struct lps l = { 0 };
+	int r = -1;
+	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(ch, "prompt_token_ids");
+	if (!cJSON_IsArray(prompt))
+		prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
+	if (!cJSON_IsArray(prompt))
+		prompt = request_prompt(req);
+	if (!cJSON_IsObject(ch)) {
+		err_set(e, "expected an object");
+		goto out;
+	}
+	if (!cJSON_IsArray(prompt)) {
+		err_set(e, "%s", no_prompt);
+		goto out;
+	}
+	if (json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
+		goto out;
+	const cJSON *lpobj = cJSON_GetObjectItemCaseSensitive(ch, "logprobs");
+	if (!cJSON_IsObject(lpobj)) {
+		err_set(e, "no logprobs: ask vLLM with \"logprobs\" (0 for completions, true for chat)");
+		goto out;
+	}
+	if (read_lps(lpobj, &l, e) < 0)
+		goto out;
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
+	if (cJSON_IsArray(ids)) {
+		if (json_get_i32_array(ids, "token_ids", &t->response_tokens, &t->n_response, e) < 0)
+			goto out;
+	} else {
+		for (uint32_t k = 0; k < l.n; k++)
+			if (!l.has_id[k]) {
+				err_set(e, "no token ids: the logprob tokens are text; ask vLLM with "
+					   "\"return_token_ids\" or \"return_tokens_as_token_ids\"");
+				goto out;
+			}
+		t->response_tokens = malloc(l.n ? l.n * sizeof(int32_t) : 1);
+		if (!t->response_tokens) {
+			err_set(e, "out of memory");
+			goto out;
+		}
+		memcpy(t->response_tokens, l.tid, l.n * sizeof(int32_t));
+		t->n_response = l.n;
+	}
+	if (l.n < t->n_response) {
+		err_set(e, "%u logprobs for %u token_ids", l.n, t->n_response);
+		goto out;
+	}
+	/* echo: the prompt's entries come first */
+	uint32_t off = l.n - t->n_response;
+	for (uint32_t k = 0; k < t->n_response; k++)
+		if (l.has_id[off + k] && l.tid[off + k] != t->response_tokens[k]) {
+			err_set(e, "logprobs token %u is token_id:%d, but token_ids[%u] is %d", off + k, l.tid[off + k],
+				k, t->response_tokens[k]);
+			goto out;
+		}
+	t->logprobs = malloc(t->n_response ? t->n_response * sizeof(float) : 1);
+	if (!t->logprobs) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	memcpy(t->logprobs, l.lp + off, t->n_response * sizeof(float));
+	t->finish_reason = finish_of(collect_str(ch, "finish_reason"));
+	r = 0;
+out:
+	lps_free(&l);
+	return r;
+}
+
+/* Atropos' patched demo server: one list entry per choice. */
+static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err *e)
+{
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(resp, "token_ids");
+	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(resp, "finish_reasons");
+	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
+	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
+		return err_set(e, "logprobs: expected one list per token_ids entry (%u)", n);
+	for (uint32_t c = 0; c < n; c++) {
+		struct traj *t = &ts[c];
+		const cJSON *row = cJSON_GetArrayItem(lps, (int)c), *pos;
+		if (json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0 ||
+		    json_get_i32_array(cJSON_GetArrayItem(ids, (int)c), "token_ids", &t->response_tokens,
+				       &t->n_response, e) < 0)
+			return err_prefix(e, "choice %u", c);
+		if (!cJSON_IsArray(row) || (uint32_t)cJSON_GetArraySize(row) != t->n_response)
+			return err_set(e, "logprobs[%u]: expected %u entries, one per token id", c, t->n_response);
+		t->logprobs = malloc(t->n_response ? t->n_response * sizeof(float) : 1);
+		if (!t->logprobs)
+			return err_set(e, "out of memory");
+		uint32_t k = 0;
+		cJSON_ArrayForEach(pos, row) {
+			/* [{"<id>": lp}, ...]: the sampled token comes first */
+			const cJSON *d = cJSON_IsArray(pos) ? pos->child : pos;
+			const cJSON *kv = cJSON_IsObject(d) ? d->child : NULL;
+			int ok = 1;
+			char *end = NULL;
+			long id = kv && kv->string ? strtol(kv->string, &end, 10) : -1;
+			if (!kv || !end || *end || id != t->response_tokens[k])
+				return err_set(e, "logprobs[%u][%u]: expected [{\"%d\": logprob}]", c, k,
+					       t->response_tokens[k]);
+			t->logprobs[k++] = lp_value(kv, &ok);
+			if (!ok)
+				return err_set(e, "logprobs[%u][%u]: expected a number", c, k - 1);
+		}
+		const cJSON *f = cJSON_GetArrayItem(fin, (int)c);
+		t->finish_reason = finish_of(cJSON_IsString(f) ? f->valuestring : NULL);
+	}
+	return 0;
+}
+
+/* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
+static int parse_trl(const cJSON *resp, struct traj *ts, uint32_t n, struct err *e)
+{
+	const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(resp, "prompt_ids");
+	const cJSON *comps = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
+	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
+	uint32_t np = cJSON_IsArray(prompts) ? (uint32_t)cJSON_GetArraySize(prompts) : 0;
+	if (np == 0 || n % np)
+		return err_set(e, "prompt_ids: %u prompts for %u completion_ids", np, n);
+	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
+		return err_set(e, "logprobs: expected %u lists, one per completion", n);
+	const cJSON *c = comps->child, *l = lps->child, *p = prompts->child;
+	for (uint32_t i = 0; i < n; i++, c = c->next, l = l->next) {
+		struct traj *t = &ts[i];
+		uint32_t k = 0;
+		char what[48];
+		if (i && i % (n / np) == 0)
+			p = p->next;
+		snprintf(what, sizeof what, "prompt_ids[%u]", i / (n / np));
+		if (json_get_i32_array(p, what, &t->prompt_tokens, &t->n_prompt, e) < 0)
+			return -1;
+		snprintf(what, sizeof what, "completion_ids[%u]", i);
+		if (json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e) < 0)
+			return -1;
+		snprintf(what, sizeof what, "logprobs[%u]", i);
+		if (json_get_f32_array(l, what, &t->logprobs, &k, e) < 0)
+			return -1;
+		if (k != t->n_response)
+			return err_set(e, "logprobs[%u]: %u logprobs for %u completion_ids", i, k, t->n_response);
+	}
+	return 0;
+}
+
+int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, struct err *e)
+{
+	if (!cJSON_IsObject(resp))
+		return err_set(e, "a vLLM response must be a JSON object");
+	const cJSON *trl_ids = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
+	if (cJSON_IsArray(trl_ids)) {
+		uint32_t n = (uint32_t)cJSON_GetArraySize(trl_ids);
+		if (n == 0)
+			return err_set(e, "completion_ids: empty");
+		struct traj *ts = calloc(n, sizeof *ts);
+		if (!ts)
+			return err_set(e, "out of memory");
+		float temp = request_temperature(req);
+		for (uint32_t i = 0; i < n; i++) {
+			traj_init(&ts[i]);
+			ts[i].temperature = temp;
+		}
+		if (parse_trl(resp, ts, n, e) < 0) {
+			for (uint32_t i = 0; i < n; i++)
+				traj_free(&ts[i]);
+			free(ts);
+			return -1;
+		}
+		return collect_group_runs(out, ts, n, e);
+	}
+	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(resp, "choices");
+	const cJSON *demo_ids = cJSON_GetObjectItemCaseSensitive(resp, "token_ids");
+	int demo = !choices && cJSON_IsArray(demo_ids);
+	if (!demo && !cJSON_IsArray(choices))
+		return err_set(e, "choices: expected an array");
+	uint32_t n = (uint32_t)cJSON_GetArraySize(demo ? demo_ids : choices);
+	if (n == 0)
+		return err_set(e, "%s: empty", demo ? "token_ids" : "choices");
+	if (!out->id) {
+		const char *id = collect_str(resp, "id");
+		if (!id)
+			id = collect_str(resp, "request_id");
+		if (id && !(out->id = strdup(id)))
+			return err_set(e, "out of memory");
+	}
+	struct traj *ts = calloc(n, sizeof *ts);
+	if (!ts)
+		return err_set(e, "out of memory");
+	float temp = request_temperature(req);
+	for (uint32_t i = 0; i < n; i++) {
+		traj_init(&ts[i]);
+		ts[i].temperature = temp;
+	}
+	int r = 0;
+	if (demo)
+		r = parse_demo(resp, ts, n, e);
+	else {
+		const cJSON *ch;
+		uint32_t i = 0;
+		cJSON_ArrayForEach(ch, choices) {
+			if ((r = parse_choice(ch, resp, req, &ts[i], e)) < 0) {
+				err_prefix(e, "choices[%u]", i);
+				break;
+			}
+			i++;
+		}
+	}
+	if (r < 0) {
+		for (uint32_t i = 0; i < n; i++)
+			traj_free(&ts[i]);
+		free(ts);
+		return -1;
+	}
+	return collect_group_runs(out, ts, n, e);
+}

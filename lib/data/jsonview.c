@@ -1,0 +1,642 @@
+/* jsonview.c: see jsonview.h. */
+#include "data/jsonview.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- NaN and Infinity, as Python writes them ---- */
+
+static int word_at(const char *s, size_t n, size_t i, const char *w)
+{
+	size_t k = strlen(w);
+	if (i + k > n || memcmp(s + i, w, k) != 0)
+		return 0;
+	return i + k == n || !(isalnum((unsigned char)s[i + k]) || s[i + k] == '_');
+}
+
+int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n)
+{
+	/* Fast path: most lines hold neither word anywhere. */
+	if (!memmem(text, n, "NaN", 3) && !memmem(text, n, "Infinity", 8))
+		return 0;
+	struct buf b = { 0 };
+	int in_str = 0, changed = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		const char *rep = NULL;
+		size_t skip = 0;
+		if (in_str) {
+			if (c == '\\' && i + 1 < n) {
+				if (buf_append(&b, text + i, 2) < 0)
+					goto oom;
+				i++;
+				continue;
+			}
+			if (c == '"')
+				in_str = 0;
+		} else if (c == '"')
+			in_str = 1;
+		else if (c == 'N' && word_at(text, n, i, "NaN"))
+			rep = "null", skip = 3;
+		else if (c == 'I' && word_at(text, n, i, "Infinity"))
+			rep = "1e999", skip = 8;
+		else if (c == '-' && word_at(text, n, i + 1, "Infinity"))
+			rep = "-1e999", skip = 9;
+		if (rep) {
+			if (buf_append(&b, rep, strlen(rep)) < 0)
+				goto oom;
+			i += skip - 1;
+			changed = 1;
+		} else if (buf_put_u8(&b, (unsigned char)c) < 0)
+			goto oom;
+	}
+	if (!changed) {
+		buf_free(&b);
+		return 0;
+	}
+	if (buf_put_u8(&b, 0) < 0)
+		goto oom;
+	*out = (char *)b.data;
+	*out_n = b.len - 1;
+	return 1;
+oom:
+	buf_free(&b);
+	return -1;
+}
+
+/* ---- printing ---- */
+
+int json_format_float(char out[32], float f)
+{
+	/* Never null, which would read back as "absent" or fail: these words
+	 * are Python's, and json_parse_record reads them back. */
+	if (isnan(f))
+		return snprintf(out, 32, "NaN");
+	if (isinf(f))
+		return snprintf(out, 32, f > 0 ? "Infinity" : "-Infinity");
+	if (f == 0.0f)
+		return snprintf(out, 32, signbit(f) ? "-0" : "0");
+	int n = 0;
+	for (int prec = 1; prec <= 9; prec++) {
+		n = snprintf(out, 32, "%.*g", prec, (double)f);
+		if (strtof(out, NULL) == f)
+			break;
+	}
+	return n;
+}
+
+int json_print_string(struct buf *out, const char *s)
+{
+	return json_print_string_n(out, s, strlen(s));
+}
+
+int json_print_string_n(struct buf *out, const char *s, size_t n)
+{
+	int r = buf_put_u8(out, '"');
+	const unsigned char *end = (const unsigned char *)s + n;
+	for (const unsigned char *p = (const unsigned char *)s; p < end && r == 0; p++) {
+		switch (*p) {
+		case '"': r = buf_append(out, "\\\"", 2); break;
+		case '\\': r = buf_append(out, "\\\\", 2); break;
+		case '\n': r = buf_append(out, "\\n", 2); break;
+		case '\r': r = buf_append(out, "\\r", 2); break;
+		case '\t': r = buf_append(out, "\\t", 2); break;
+		default:
+			if (*p < 0x20)
+				r = buf_printf(out, "\\u%04x", *p);
+			else
+				r = buf_put_u8(out, *p);
+		}
+	}
+	return r | buf_put_u8(out, '"');
+}
+
+static int key(struct buf *out, int *first, const char *k)
+{
+	int r = *first ? 0 : buf_put_u8(out, ',');
+	*first = 0;
+	return r | buf_printf(out, "\"%s\":", k);
+}
+
+static int print_i32s(struct buf *out, const int32_t *a, uint32_t n)
+{
+	int r = buf_put_u8(out, '[');
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = buf_printf(out, i ? ",%d" : "%d", a[i]);
+	return r | buf_put_u8(out, ']');
+}
+
+static int print_u32s(struct buf *out, const uint32_t *a, uint32_t n)
+{
+	int r = buf_put_u8(out, '[');
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = buf_printf(out, i ? ",%u" : "%u", a[i]);
+	return r | buf_put_u8(out, ']');
+}
+
+static int print_i64s(struct buf *out, const int64_t *a, uint32_t n)
+{
+	int r = buf_put_u8(out, '[');
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = buf_printf(out, i ? ",%lld" : "%lld", (long long)a[i]);
+	return r | buf_put_u8(out, ']');
+}
+
+static int print_u8s(struct buf *out, const uint8_t *a, uint32_t n)
+{
+	int r = buf_put_u8(out, '[');
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = buf_printf(out, i ? ",%u" : "%u", a[i]);
+	return r | buf_put_u8(out, ']');
+}
+
+static int print_float(struct buf *out, float f)
+{
+	char s[32];
+	int n = json_format_float(s, f);
+	return buf_append(out, s, (size_t)n);
+}
+
+static int print_f32s(struct buf *out, const float *a, uint32_t n)
+{
+	int r = buf_put_u8(out, '[');
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = (i ? buf_put_u8(out, ',') : 0) | print_float(out, a[i]);
+	return r | buf_put_u8(out, ']');
+}
+
+static const char *finish_name(enum finish_reason f)
+{
+	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
+}
+
+static int print_traj(struct buf *out, const struct traj *t, uint32_t index, json_traj_extra extra, void *ctx)
+{
+	int first = 1, r = buf_put_u8(out, '{');
+	r |= key(out, &first, "prompt_tokens") | print_i32s(out, t->prompt_tokens, t->n_prompt);
+	r |= key(out, &first, "response_tokens") | print_i32s(out, t->response_tokens, t->n_response);
+	r |= key(out, &first, "logprobs") | print_f32s(out, t->logprobs, t->n_response);
+	if (t->response_mask)
+		r |= key(out, &first, "response_mask") | print_u8s(out, t->response_mask, t->n_response);
+	if (t->answer)
+		r |= key(out, &first, "answer") | json_print_string(out, t->answer);
+	r |= key(out, &first, "sequence_id") | buf_printf(out, "%lld", (long long)t->sequence_id);
+	r |= key(out, &first, "group_id") | buf_printf(out, "%lld", (long long)t->group_id);
+	r |= key(out, &first, "policy_version") | buf_printf(out, "%lld", (long long)t->policy_version);
+	r |= key(out, &first, "temperature") | print_float(out, t->temperature);
+	if (finish_name(t->finish_reason))
+		r |= key(out, &first, "finish_reason") | buf_printf(out, "\"%s\"", finish_name(t->finish_reason));
+	if (t->run)
+		r |= key(out, &first, "run") | json_print_string(out, t->run);
+	if (t->scored) {
+		if (t->ref_logprobs)
+			r |= key(out, &first, "ref_logprobs") | print_f32s(out, t->ref_logprobs, t->n_response);
+		r |= key(out, &first, "rewards") | print_f32s(out, t->rewards, t->n_rewards);
+		if (t->reward_names) {
+			r |= key(out, &first, "reward_names") | buf_put_u8(out, '[');
+			for (uint32_t i = 0; i < t->n_rewards; i++)
+				r |= (i ? buf_put_u8(out, ',') : 0) | json_print_string(out, t->reward_names[i]);
+			r |= buf_put_u8(out, ']');
+		}
+		r |= key(out, &first, "advantages") | print_float(out, t->advantage);
+		r |= key(out, &first, "successes") | print_float(out, t->success);
+	}
+	if (r == 0 && extra)
+		r = extra(out, t, index, ctx);
+	return r | buf_put_u8(out, '}');
+}
+
+int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx)
+{
+	int r = buf_printf(out, "{\"group_id\":%lld,\"trajectories\":[", (long long)g->group_id);
+	for (uint32_t i = 0; i < g->n && r == 0; i++)
+		r |= (i ? buf_put_u8(out, ',') : 0) | print_traj(out, &g->trajs[i], i, extra, ctx);
+	return r | buf_append(out, "]}\n", 3);
+}
+
+int json_print_group(struct buf *out, const struct group *g)
+{
+	return json_print_group_with(out, g, NULL, NULL);
+}
+
+int json_print_floats(struct buf *out, const float *a, uint32_t n)
+{
+	return print_f32s(out, a, n);
+}
+
+int json_print_mb(struct buf *out, const struct microbatch *mb)
+{
+	int first = 1, r = buf_put_u8(out, '{');
+	uint32_t T = mb->n_tokens;
+	r |= key(out, &first, "input_ids") | print_i32s(out, mb->input_ids, T);
+	r |= key(out, &first, "position_ids") | print_i32s(out, mb->position_ids, T);
+	r |= key(out, &first, "seq_lens") | print_u32s(out, mb->seq_lens, mb->n_seq_lens);
+	r |= key(out, &first, "loss_mask") | print_u8s(out, mb->loss_mask, T);
+	r |= key(out, &first, "advantages") | print_f32s(out, mb->advantages, T);
+	r |= key(out, &first, "inference_logprobs") | print_f32s(out, mb->inference_logprobs, T);
+	if (mb->ref_logprobs)
+		r |= key(out, &first, "ref_logprobs") | print_f32s(out, mb->ref_logprobs, T);
+	r |= key(out, &first, "temperatures") | print_f32s(out, mb->temperatures, T);
+	r |= key(out, &first, "sequence_ids") | print_i64s(out, mb->sequence_ids, mb->n_seqs);
+	r |= key(out, &first, "group_ids") | print_i64s(out, mb->group_ids, mb->n_seqs);
+	r |= key(out, &first, "step") | buf_printf(out, "%lld", (long long)mb->step);
+	r |= key(out, &first, "rank") | buf_printf(out, "%d", mb->rank);
+	r |= key(out, &first, "index") | buf_printf(out, "%d", mb->index);
+	if (mb->run)
+		r |= key(out, &first, "run") | json_print_string(out, mb->run);
+	return r | buf_append(out, "}\n", 2);
+}
+
+int json_print_record(struct buf *out, const struct record *rec)
+{
+	if (rec->kind == REC_GROUP)
+		return json_print_group(out, &rec->group);
+	if (rec->kind == REC_MICROBATCH)
+		return json_print_mb(out, &rec->mb);
+	return -1;
+}
+
+/* ---- parsing ---- */
+
+static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct err *e)
+{
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "%s: expected an array", what);
+	uint32_t k = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, arr) k++;
+	*n = k;
+	return 0;
+}
+
+int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
+{
+	if (!cJSON_IsNumber(v))
+		return err_set(e, "%s: expected an integer", what);
+	double d = v->valuedouble;
+	if (d != floor(d) || fabs(d) > 9007199254740992.0)
+		return err_set(e, "%s: %.17g is not an integer that JSON numbers hold exactly", what, d);
+	*out = (int64_t)d;
+	return 0;
+}
+
+int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32_t *n, struct err *e)
+{
+	uint32_t k = 0;
+	if (count_array(arr, what, &k, e) < 0)
+		return -1;
+	int32_t *a = malloc(k ? k * sizeof *a : 1);
+	if (!a)
+		return err_set(e, "out of memory");
+	uint32_t i = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, arr) {
+		double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+		if (!(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
+			free(a);
+			return err_set(e, "%s[%u]: expected a 32-bit integer", what, i);
+		}
+		a[i++] = (int32_t)d;
+	}
+	free(*out);
+	*out = a;
+	*n = k;
+	return 0;
+}
+
+int json_get_f32_array(const cJSON *arr, const char *what, float **out, uint32_t *n, struct err *e)
+{
+	uint32_t k = 0;
+	if (count_array(arr, what, &k, e) < 0)
+		return -1;
+	float *a = malloc(k ? k * sizeof *a : 1);
+	if (!a)
+		return err_set(e, "out of memory");
+	uint32_t i = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, arr) {
+		if (cJSON_IsNull(v))
+			a[i++] = NAN;
+		else if (cJSON_IsNumber(v))
+			a[i++] = (float)v->valuedouble;
+		else {
+			free(a);
+			return err_set(e, "%s[%u]: expected a number", what, i);
+		}
+	}
+	free(*out);
+	*out = a;
+	*n = k;
+	return 0;
+}
+
+int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint32_t *n, struct err *e)
+{
+	uint32_t k = 0;
+	if (count_array(arr, what, &k, e) < 0)
+		return -1;
+	uint8_t *a = malloc(k ? k : 1);
+	if (!a)
+		return err_set(e, "out of memory");
+	uint32_t i = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, arr) {
+		if (cJSON_IsBool(v))
+			a[i++] = cJSON_IsTrue(v);
+		else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
+			a[i++] = v->valuedouble == 1;
+		else {
+			free(a);
+			return err_set(e, "%s[%u]: expected 0, 1, false or true", what, i);
+		}
+	}
+	free(*out);
+	*out = a;
+	*n = k;
+	return 0;
+}
+
+static int get_f32(const cJSON *v, const char *what, float *out, struct err *e)
+{
+	if (cJSON_IsNull(v))   /* also Python's NaN, rewritten by json_fix_nonfinite() */
+		return err_set(e, "%s is NaN or null, not a finite number", what);
+	if (!cJSON_IsNumber(v))
+		return err_set(e, "%s: expected a number", what);
+	*out = (float)v->valuedouble;
+	return 0;
+}
+
+static int get_str(const cJSON *v, const char *what, char **out, struct err *e)
+{
+	if (cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return err_set(e, "%s: expected a string", what);
+	char *s = strdup(v->valuestring);
+	if (!s)
+		return err_set(e, "out of memory");
+	free(*out);
+	*out = s;
+	return 0;
+}
+
+int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
+{
+	uint32_t n = 0, nmask = 0, nref = 0;
+	const cJSON *v;
+	traj_init(t);
+	if (!cJSON_IsObject(o))
+		return err_set(e, "a trajectory must be a JSON object");
+	if (json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "prompt_tokens"), "prompt_tokens",
+			       &t->prompt_tokens, &t->n_prompt, e) < 0 ||
+	    json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "response_tokens"), "response_tokens",
+			       &t->response_tokens, &t->n_response, e) < 0 ||
+	    json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0)
+		goto fail;
+	if (n != t->n_response) {
+		err_set(e, "%u logprobs for %u response_tokens", n, t->n_response);
+		goto fail;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "response_mask")) && !cJSON_IsNull(v)) {
+		if (json_get_mask_array(v, "response_mask", &t->response_mask, &nmask, e) < 0)
+			goto fail;
+		if (nmask != t->n_response) {
+			err_set(e, "%u response_mask entries for %u response_tokens", nmask, t->n_response);
+			goto fail;
+		}
+	}
+	if (((v = cJSON_GetObjectItemCaseSensitive(o, "answer")) && get_str(v, "answer", &t->answer, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "run")) && get_str(v, "run", &t->run, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "sequence_id")) && json_get_i64(v, "sequence_id", &t->sequence_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &t->group_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "policy_version")) && json_get_i64(v, "policy_version", &t->policy_version, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) && get_f32(v, "temperature", &t->temperature, e) < 0))
+		goto fail;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "finish_reason")) && !cJSON_IsNull(v)) {
+		const char *s = cJSON_IsString(v) ? v->valuestring : "";
+		if (strcmp(s, "stop") == 0)
+			t->finish_reason = FINISH_STOP;
+		else if (strcmp(s, "length") == 0)
+			t->finish_reason = FINISH_LENGTH;
+		else {
+			err_set(e, "finish_reason: expected \"stop\" or \"length\"");
+			goto fail;
+		}
+	}
+	/* scored fields */
+	const cJSON *adv = cJSON_GetObjectItemCaseSensitive(o, "advantages");
+	const cJSON *rew = cJSON_GetObjectItemCaseSensitive(o, "rewards");
+	const cJSON *ref = cJSON_GetObjectItemCaseSensitive(o, "ref_logprobs");
+	if (adv || rew || ref) {
+		t->scored = 1;
+		if (adv && get_f32(adv, "advantages", &t->advantage, e) < 0)
+			goto fail;
+		if (ref && !cJSON_IsNull(ref)) {
+			if (json_get_f32_array(ref, "ref_logprobs", &t->ref_logprobs, &nref, e) < 0)
+				goto fail;
+			if (nref != t->n_response) {
+				err_set(e, "%u ref_logprobs for %u response_tokens", nref, t->n_response);
+				goto fail;
+			}
+		}
+		if (rew && json_get_f32_array(rew, "rewards", &t->rewards, &t->n_rewards, e) < 0)
+			goto fail;
+		if ((v = cJSON_GetObjectItemCaseSensitive(o, "reward_names")) && !cJSON_IsNull(v)) {
+			uint32_t k = 0;
+			if (count_array(v, "reward_names", &k, e) < 0)
+				goto fail;
+			if (k != t->n_rewards) {
+				err_set(e, "%u reward_names for %u rewards", k, t->n_rewards);
+				goto fail;
+			}
+			t->reward_names = calloc(k ? k : 1, sizeof(char *));
+			if (!t->reward_names) {
+				err_set(e, "out of memory");
+				goto fail;
+			}
+			uint32_t i = 0;
+			const cJSON *s;
+			cJSON_ArrayForEach(s, v) {
+				if (!cJSON_IsString(s)) {
+					err_set(e, "reward_names[%u]: expected a string", i);
+					goto fail;
+				}
+				if (!(t->reward_names[i++] = strdup(s->valuestring))) {
+					err_set(e, "out of memory");
+					goto fail;
+				}
+			}
+		}
+		if ((v = cJSON_GetObjectItemCaseSensitive(o, "successes")) && !cJSON_IsNull(v)) {
+			if (cJSON_IsBool(v))
+				t->success = cJSON_IsTrue(v) ? 1.0f : 0.0f;
+			else if (get_f32(v, "successes", &t->success, e) < 0)
+				goto fail;
+		}
+	}
+	return 0;
+fail:
+	traj_free(t);
+	return -1;
+}
+
+static int parse_group(const cJSON *o, struct group *g, struct err *e)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "trajectories"), *v;
+	uint32_t n = 0;
+	memset(g, 0, sizeof *g);
+	g->group_id = -1;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &g->group_id, e) < 0)
+		return -1;
+	if (count_array(arr, "trajectories", &n, e) < 0)
+		return -1;
+	if (n == 0)
+		return err_set(e, "trajectories: a group needs at least one");
+	g->trajs = calloc(n, sizeof *g->trajs);
+	if (!g->trajs)
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(v, arr) {
+		if (json_parse_traj(v, &g->trajs[g->n], e) < 0) {
+			err_prefix(e, "trajectories[%u]", g->n);
+			group_free(g);
+			return -1;
+		}
+		struct traj *t = &g->trajs[g->n++];
+		if (t->group_id < 0)
+			t->group_id = g->group_id;
+	}
+	return 0;
+}
+
+static int parse_mb(const cJSON *o, struct microbatch *mb, struct err *e)
+{
+	static const char *f32_names[] = { "advantages", "inference_logprobs", "ref_logprobs", "temperatures" };
+	float **f32_fields[] = { &mb->advantages, &mb->inference_logprobs, &mb->ref_logprobs, &mb->temperatures };
+	const cJSON *v;
+	uint32_t n = 0, nsid = 0, ngid = 0;
+	int64_t x;
+	memset(mb, 0, sizeof *mb);
+	if (json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "input_ids"), "input_ids", &mb->input_ids, &mb->n_tokens, e) < 0)
+		goto fail;
+	if (json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "position_ids"), "position_ids", &mb->position_ids, &n, e) < 0)
+		goto fail;
+	if (n != mb->n_tokens) {
+		err_set(e, "position_ids has %u entries, input_ids %u", n, mb->n_tokens);
+		goto fail;
+	}
+	if (json_get_mask_array(cJSON_GetObjectItemCaseSensitive(o, "loss_mask"), "loss_mask", &mb->loss_mask, &n, e) < 0)
+		goto fail;
+	if (n != mb->n_tokens) {
+		err_set(e, "loss_mask has %u entries, input_ids %u", n, mb->n_tokens);
+		goto fail;
+	}
+	for (int i = 0; i < 4; i++) {
+		v = cJSON_GetObjectItemCaseSensitive(o, f32_names[i]);
+		if (i == 2 && (!v || cJSON_IsNull(v)))
+			continue;
+		if (json_get_f32_array(v, f32_names[i], f32_fields[i], &n, e) < 0)
+			goto fail;
+		if (n != mb->n_tokens) {
+			err_set(e, "%s has %u entries, input_ids %u", f32_names[i], n, mb->n_tokens);
+			goto fail;
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "seq_lens");
+	int32_t *sl = NULL;
+	if (json_get_i32_array(v, "seq_lens", &sl, &mb->n_seq_lens, e) < 0)
+		goto fail;
+	mb->seq_lens = (uint32_t *)sl;
+	for (uint32_t i = 0; i < mb->n_seq_lens; i++)
+		if (sl[i] < 0) {
+			err_set(e, "seq_lens[%u]: negative", i);
+			goto fail;
+		}
+	const char *idn[2] = { "sequence_ids", "group_ids" };
+	int64_t **ids[2] = { &mb->sequence_ids, &mb->group_ids };
+	uint32_t *cnt[2] = { &nsid, &ngid };
+	for (int k = 0; k < 2; k++) {
+		v = cJSON_GetObjectItemCaseSensitive(o, idn[k]);
+		if (count_array(v, idn[k], cnt[k], e) < 0)
+			goto fail;
+		*ids[k] = malloc(*cnt[k] ? *cnt[k] * sizeof(int64_t) : 1);
+		if (!*ids[k]) {
+			err_set(e, "out of memory");
+			goto fail;
+		}
+		uint32_t i = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, v) {
+			char what[32];
+			snprintf(what, sizeof what, "%s[%u]", idn[k], i);
+			if (json_get_i64(it, what, &(*ids[k])[i++], e) < 0)
+				goto fail;
+		}
+	}
+	if (nsid != ngid) {
+		err_set(e, "%u group_ids for %u sequence_ids", ngid, nsid);
+		goto fail;
+	}
+	mb->n_seqs = nsid;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "step")) && json_get_i64(v, "step", &mb->step, e) < 0)
+		goto fail;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rank"))) {
+		if (json_get_i64(v, "rank", &x, e) < 0)
+			goto fail;
+		mb->rank = (int32_t)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "index"))) {
+		if (json_get_i64(v, "index", &x, e) < 0)
+			goto fail;
+		mb->index = (int32_t)x;
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "run")) && get_str(v, "run", &mb->run, e) < 0)
+		goto fail;
+	if (mb_check(mb, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	mb_free(mb);
+	return -1;
+}
+
+int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e)
+{
+	const char *end = NULL;
+	char *fixed = NULL;
+	size_t fixed_n = 0;
+	memset(rec, 0, sizeof *rec);
+	int fx = json_fix_nonfinite(text, n, &fixed, &fixed_n);
+	if (fx < 0)
+		return err_set(e, "out of memory");
+	const char *src = fx ? fixed : text;   /* NaN and Infinity rewritten, or the line as it is */
+	cJSON *o = cJSON_ParseWithLengthOpts(src, fx ? fixed_n : n, &end, 0);
+	if (!o) {
+		size_t at = end && end >= src ? (size_t)(end - src) : 0;
+		free(fixed);
+		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
+	}
+	free(fixed);
+	int r;
+	if (!cJSON_IsObject(o))
+		r = err_set(e, "expected a JSON object");
+	else if (cJSON_GetObjectItemCaseSensitive(o, "trajectories")) {
+		rec->kind = REC_GROUP;
+		r = parse_group(o, &rec->group, e);
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "input_ids")) {
+		rec->kind = REC_MICROBATCH;
+		r = parse_mb(o, &rec->mb, e);
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "response_tokens")) {
+		rec->kind = REC_TRAJ;
+		r = json_parse_traj(o, &rec->traj, e);
+	} else
+		r = err_set(e, "neither a group (\"trajectories\"), a micro-batch (\"input_ids\") "
+			       "nor a trajectory (\"response_tokens\")");
+	cJSON_Delete(o);
+	if (r < 0)
+		rec->kind = REC_NONE;
+	return r;
+}

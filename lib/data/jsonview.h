@@ -1,0 +1,72 @@
+/*
+ * jsonview.h: the JSON view of spool records (grpo-cat, grpo-collect).
+ *
+ * One record per line. A group is {"group_id": G, "trajectories": [T, ...]},
+ * a trajectory T carries the data model's field names, and a micro-batch is
+ * one object with input_ids, position_ids, seq_lens, loss_mask, advantages,
+ * inference_logprobs, ref_logprobs, temperatures, sequence_ids, group_ids
+ * (every per-token field one value per token). Floats are printed with the
+ * fewest digits that read back to the same float32, so a round trip through
+ * JSON is bit-exact. Masks print as 0/1 and parse from 0/1 or false/true.
+ *
+ * Parsing accepts a group, a micro-batch or a lone trajectory object. In a
+ * trajectory only prompt_tokens, response_tokens and logprobs are required;
+ * the defaults of the rest are those of traj_init() (grpo-spool(5)).
+ * Integers above 2^53 do not survive (cJSON keeps numbers as doubles).
+ * NaN, Infinity and -Infinity read as those floats, null in a float array as
+ * NaN; the spool writer then refuses them with the record and field named.
+ */
+#ifndef GRPO_JSONVIEW_H
+#define GRPO_JSONVIEW_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "data/sfile.h"
+#include "data/traj.h"
+
+struct cJSON;
+
+/* Append one line (with its '\n'); -1 only when memory runs out. */
+int json_print_group(struct buf *out, const struct group *g);
+
+/* As json_print_group, calling extra() inside each trajectory's object after
+ * its own fields, so a tool can add fields of its own (decoded text, a
+ * model's logprobs). extra appends `,"key":value` pairs; -1 stops printing. */
+typedef int (*json_traj_extra)(struct buf *out, const struct traj *t, uint32_t index, void *ctx);
+int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx);
+/* An array of floats in the view's float format, e.g. for extra fields. */
+int json_print_floats(struct buf *out, const float *a, uint32_t n);
+int json_print_mb(struct buf *out, const struct microbatch *mb);
+int json_print_record(struct buf *out, const struct record *rec);
+
+/* Shortest decimal form of f that reads back to the same float32; returns length.
+ * NaN and infinities, which JSON lacks, print as Python's json module writes
+ * them (NaN, Infinity, -Infinity), never as null; a spool file holds none
+ * (sfile.h), so only a tool's own values can print so. */
+int json_format_float(char out[32], float f);
+/* A JSON string literal, quotes included; _n takes s[0..n), which may hold
+ * NUL bytes (decoded text can), written as \u0000. */
+int json_print_string(struct buf *out, const char *s);
+int json_print_string_n(struct buf *out, const char *s, size_t n);
+
+/* Rewrite Python's NaN, Infinity and -Infinity outside strings into what
+ * cJSON reads: null (which number arrays read as NaN), 1e999 and -1e999
+ * (which strtod reads as infinities). Returns 1 and a new malloc'd text in
+ * *out (length *out_n) when something changed, 0 when nothing did, -1 when
+ * memory runs out. */
+int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
+
+/* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
+int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e);
+
+/* Building blocks for other input formats (grpo-collect). Each fills its
+ * output only on success; messages name the field and index. */
+int json_parse_traj(const struct cJSON *obj, struct traj *t, struct err *e);
+int json_get_i32_array(const struct cJSON *arr, const char *what, int32_t **out, uint32_t *n, struct err *e);
+int json_get_f32_array(const struct cJSON *arr, const char *what, float **out, uint32_t *n, struct err *e);
+int json_get_mask_array(const struct cJSON *arr, const char *what, uint8_t **out, uint32_t *n, struct err *e);
+int json_get_i64(const struct cJSON *v, const char *what, int64_t *out, struct err *e);
+
+#endif

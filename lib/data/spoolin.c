@@ -1,0 +1,152 @@
+/* spoolin.c: see spoolin.h. */
+#include "data/spoolin.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+enum sniff { SNIFF_MORE, SNIFF_SPOOL, SNIFF_ARCHIVE };
+
+static enum sniff sniff(const unsigned char *in, size_t n)
+{
+	unsigned char out[4];
+	if (n < 4)
+		return SNIFF_MORE;
+	uint32_t magic = in[0] | in[1] << 8 | in[2] << 16 | (uint32_t)in[3] << 24;
+	if (magic != ZSTD_MAGICNUMBER)
+		return SNIFF_ARCHIVE;
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	if (!d)
+		return SNIFF_SPOOL;
+	ZSTD_inBuffer ib = { in, n, 0 };
+	ZSTD_outBuffer ob = { out, sizeof out, 0 };
+	int bad = 0;
+	while (ob.pos < ob.size && ib.pos < ib.size) {
+		size_t r = ZSTD_decompressStream(d, &ob, &ib);
+		if ((bad = ZSTD_isError(r)) || r == 0)
+			break;
+	}
+	ZSTD_freeDCtx(d);
+	if (bad)
+		return SNIFF_SPOOL;   /* let the spool reader say what is wrong */
+	return ob.pos < 4 ? SNIFF_MORE : memcmp(out, "GRPO", 4) == 0 ? SNIFF_SPOOL : SNIFF_ARCHIVE;
+}
+
+enum { READ_BUF = 1 << 16 };
+
+/* libarchive's read callback: the sniffed bytes of a pipe first, then fd. */
+static la_ssize_t src_read(struct archive *a, void *ctx, const void **out)
+{
+	struct spoolin *s = ctx;
+	if (s->head_pos < s->head_n) {
+		*out = s->head + s->head_pos;
+		la_ssize_t n = (la_ssize_t)(s->head_n - s->head_pos);
+		s->head_pos = s->head_n;
+		return n;
+	}
+	for (;;) {
+		ssize_t k = read(s->fd, s->buf, READ_BUF);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			archive_set_error(a, errno, "%s", strerror(errno));
+			return -1;
+		}
+		*out = s->buf;
+		return k;
+	}
+}
+
+int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
+{
+	size_t n = 0;
+	enum sniff k = SNIFF_MORE;
+	memset(s, 0, sizeof *s);
+	s->fd = fd;
+	s->name = name;
+	/* read only until the bytes tell, so a live pipe is not held up; an
+	 * input still undecided after SFILE_HEAD_MAX bytes is a spool stream,
+	 * whose reader will say what is wrong with it */
+	while (k == SNIFF_MORE && n < sizeof s->head) {
+		ssize_t got = read(fd, s->head + n, sizeof s->head - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return err_sys(e, "%s", name);
+		if (got == 0)
+			break;
+		n += (size_t)got;
+		k = sniff(s->head, n);
+	}
+	s->head_n = lseek(fd, -(off_t)n, SEEK_CUR) >= 0 ? 0 : n;
+	if (k != SNIFF_ARCHIVE) {
+		s->kind = SPOOLIN_STREAM;
+		return 0;
+	}
+	s->kind = SPOOLIN_ARCHIVE;
+	struct archive *a = archive_read_new();
+	s->buf = malloc(READ_BUF);
+	if (!a || !s->buf) {
+		archive_read_free(a);
+		free(s->buf);
+		return err_set(e, "%s: out of memory", name);
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_all(a);
+	if (archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK) {
+		err_set(e, "%s: %s", name, archive_error_string(a));
+		archive_read_free(a);
+		free(s->buf);
+		return -1;
+	}
+	s->a = a;
+	return 0;
+}
+
+int spoolin_reader(struct spoolin *s, struct sfile_reader *r, struct err *e)
+{
+	return sfile_reader_open_fd_after(r, s->fd, s->head, s->head_n, s->name, e);
+}
+
+int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e)
+{
+	struct archive *a = s->a;
+	struct archive_entry *ent;
+	int st;
+	while ((st = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
+		const char *name = archive_entry_pathname(ent);
+		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		if (archive_entry_filetype(ent) != AE_IFREG || base[0] == '.' || strcmp(base, "DONE") == 0)
+			continue;
+		buf_reset(data);
+		for (;;) {
+			if (buf_reserve(data, 1 << 16) < 0)
+				return err_set(e, "%s: %s: out of memory", s->name, name);
+			la_ssize_t n = archive_read_data(a, data->data + data->len, 1 << 16);
+			if (n < 0)
+				return err_set(e, "%s: %s: %s", s->name, name, archive_error_string(a));
+			if (n == 0)
+				break;
+			data->len += (size_t)n;
+		}
+		*member = name;
+		return 1;
+	}
+	if (st != ARCHIVE_EOF)
+		return err_set(e, "%s: %s", s->name, archive_error_string(a));
+	return 0;
+}
+
+void spoolin_close(struct spoolin *s)
+{
+	if (s->a)
+		archive_read_free(s->a);
+	free(s->buf);
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+}

@@ -1,0 +1,59 @@
+/*
+ * spoolin.h: an input that holds spool files, whichever way it comes.
+ *
+ * A reader of spool files (grpo-cat) is handed a file or standard input that
+ * may be a spool stream (one spool file, or several concatenated) or a tar
+ * archive of spool files in any compression libarchive knows (what
+ * `grpo-spool gc --archive` writes). The first bytes tell which: a zstd
+ * frame whose content begins with "GRPO" is a spool stream, anything else an
+ * archive. spoolin_open() reads only as many bytes as it takes to tell (at
+ * most SFILE_HEAD_MAX), so a live pipe is not held up, and then gives them
+ * back: a seekable input is rewound; from a pipe, the spool reader or the
+ * archive's read callback takes the sniffed bytes first and then reads the
+ * pipe itself, so records still stream as the writer flushes them.
+ *
+ *   struct spoolin in;
+ *   spoolin_open(&in, fd, "name", &e);
+ *   if (in.kind == SPOOLIN_STREAM)  spoolin_reader(&in, &reader, &e), then sfile_read()
+ *   else while ((r = spoolin_next(&in, &data, &member, &e)) > 0)  data holds one member
+ *   spoolin_close(&in);
+ *
+ * spoolin_close() does not close fd.
+ */
+#ifndef GRPO_SPOOLIN_H
+#define GRPO_SPOOLIN_H
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "data/sfile.h"
+
+enum spoolin_kind { SPOOLIN_STREAM, SPOOLIN_ARCHIVE };
+
+struct spoolin {
+	enum spoolin_kind kind;
+	int fd;                   /* the input */
+	const char *name;         /* for messages; not owned */
+	unsigned char head[SFILE_HEAD_MAX];   /* read from a pipe while sniffing */
+	size_t head_n;            /* 0 when the input was rewound */
+	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
+	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */
+	unsigned char *buf;       /* SPOOLIN_ARCHIVE: read buffer of the callback */
+};
+
+/* Sniff fd and make it ready to read. On failure nothing needs closing. */
+int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e);
+
+/*
+ * Next archive member that is a spool file (regular, not a dot file, not a
+ * DONE marker): its bytes in data (replaced), its path in *member (valid
+ * until the next call). 1: a member; 0: end; -1: error.
+ */
+int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e);
+
+/* SPOOLIN_STREAM: open r on the input, the sniffed bytes first; close r
+ * with sfile_reader_close() before spoolin_close(). */
+int spoolin_reader(struct spoolin *s, struct sfile_reader *r, struct err *e);
+
+void spoolin_close(struct spoolin *s);
+
+#endif

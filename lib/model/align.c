@@ -1,0 +1,105 @@
+/* align.c: see align.h. */
+#include "model/align.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void align_traj_free(struct align_traj *a)
+{
+	free(a->model_logprobs);
+	free(a->model_entropy);
+	memset(a, 0, sizeof *a);
+}
+
+/* One forward over trajectories [first, last) packed back to back. */
+static int align_pack(struct model *m, const struct group *g, uint32_t first, uint32_t last,
+		      struct align_traj *out, struct err *e)
+{
+	int T = 0, nseq = (int)(last - first);
+	for (uint32_t i = first; i < last; i++)
+		T += (int)(g->trajs[i].n_prompt + g->trajs[i].n_response);
+	int *ids = malloc((size_t)T * sizeof *ids), *lens = malloc((size_t)nseq * sizeof *lens);
+	float *temps = malloc((size_t)T * sizeof *temps), *lp = malloc((size_t)T * sizeof *lp),
+	      *ent = malloc((size_t)T * sizeof *ent);
+	int rc = -1;
+	if (!ids || !lens || !temps || !lp || !ent) {
+		err_set(e, "out of memory");
+		goto done;
+	}
+	int at = 0;
+	for (uint32_t i = first; i < last; i++) {
+		const struct traj *t = &g->trajs[i];
+		for (uint32_t k = 0; k < t->n_prompt; k++)
+			ids[at + (int)k] = t->prompt_tokens[k];
+		for (uint32_t k = 0; k < t->n_response; k++)
+			ids[at + (int)t->n_prompt + (int)k] = t->response_tokens[k];
+		lens[i - first] = (int)(t->n_prompt + t->n_response);
+		for (int k = 0; k < lens[i - first]; k++)
+			temps[at + k] = t->temperature;
+		at += lens[i - first];
+	}
+	for (int k = 0; k < T; k++)
+		if (ids[k] >= m->cfg.V) {
+			err_set(e, "token id %d is outside the model's vocabulary of %d", ids[k], m->cfg.V);
+			goto done;
+		}
+	if (m->a.maxT < T && model_acts_alloc(m, T, e) < 0)
+		goto done;
+	if (model_forward(m, ids, T, lens, nseq, temps, lp, ent, e) < 0)
+		goto done;
+	at = 0;
+	for (uint32_t i = first; i < last; i++) {
+		const struct traj *t = &g->trajs[i];
+		struct align_traj *a = &out[i];
+		size_t n = t->n_response ? t->n_response : 1;
+		a->model_logprobs = malloc(n * sizeof(float));
+		a->model_entropy = malloc(n * sizeof(float));
+		if (!a->model_logprobs || !a->model_entropy) {
+			err_set(e, "out of memory");
+			goto done;
+		}
+		/* the value at a response token's own index describes it (model.h) */
+		memcpy(a->model_logprobs, lp + at + t->n_prompt, t->n_response * sizeof(float));
+		memcpy(a->model_entropy, ent + at + t->n_prompt, t->n_response * sizeof(float));
+		double sum = 0, max = 0;
+		for (uint32_t k = 0; k < t->n_response; k++) {
+			double d = fabs((double)a->model_logprobs[k] - (double)t->logprobs[k]);
+			sum += d;
+			max = d > max ? d : max;
+		}
+		a->abs_diff_mean = t->n_response ? sum / t->n_response : 0.0;
+		a->abs_diff_max = max;
+		at += (int)(t->n_prompt + t->n_response);
+	}
+	rc = 0;
+done:
+	free(ids);
+	free(lens);
+	free(temps);
+	free(lp);
+	free(ent);
+	return rc;
+}
+
+int align_group(struct model *m, const struct group *g, struct align_traj *out, struct err *e)
+{
+	memset(out, 0, g->n * sizeof *out);
+	uint32_t first = 0;
+	while (first < g->n) {
+		uint32_t last = first;
+		size_t T = 0;
+		do {
+			T += g->trajs[last].n_prompt + g->trajs[last].n_response;
+			last++;
+		} while (last < g->n &&
+			 T + g->trajs[last].n_prompt + g->trajs[last].n_response <= ALIGN_MAX_PACK);
+		if (T > (size_t)1 << 30 || align_pack(m, g, first, last, out, e) < 0) {
+			for (uint32_t i = 0; i < g->n; i++)
+				align_traj_free(&out[i]);
+			return T > (size_t)1 << 30 ? err_set(e, "sequence too long") : -1;
+		}
+		first = last;
+	}
+	return 0;
+}

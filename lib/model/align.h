@@ -1,0 +1,33 @@
+/*
+ * align.h: seed 004's logprob alignment check, offline.
+ *
+ * For every response token of a group, the model's logprob and entropy at
+ * the trajectory's sampling temperature, next to the sampler's logprob. A
+ * trainer that disagrees with its sampler by more than noise (a wrong chat
+ * template, a tokenizer mismatch, a stale checkpoint, an off-by-one in the
+ * alignment) shows it here before it ruins a run.
+ *
+ * The group's sequences are packed together into passes of at most
+ * ALIGN_MAX_PACK tokens (one sequence may exceed it and goes alone).
+ */
+#ifndef GRPO_ALIGN_H
+#define GRPO_ALIGN_H
+
+#include "base/err.h"
+#include "model/model.h"
+#include "data/traj.h"
+
+#define ALIGN_MAX_PACK 8192
+
+struct align_traj {
+	float *model_logprobs;   /* (n_response) */
+	float *model_entropy;    /* (n_response) */
+	double abs_diff_mean;    /* mean |model - sampler| over the response, 0 if empty */
+	double abs_diff_max;
+};
+
+/* Fill out[0..g->n-1]; free each with align_traj_free. */
+int align_group(struct model *m, const struct group *g, struct align_traj *out, struct err *e);
+void align_traj_free(struct align_traj *a);
+
+#endif

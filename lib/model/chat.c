@@ -1,0 +1,258 @@
+/* chat.c: see chat.h. Each format follows its Jinja template line by line. */
+#include "model/chat.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/unicode.h"
+
+static const char *const names[] = {
+	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
+};
+
+int chat_format_parse(const char *name, enum chat_format *f)
+{
+	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+		if (strcmp(name, names[i]) == 0) {
+			*f = (enum chat_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *chat_format_name(enum chat_format f) { return names[f]; }
+
+/* Length of the white space character at s[0..n), as Python's str.isspace()
+ * sees it (White_Space, plus the separators U+001C..U+001F), or 0. */
+static size_t space_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	int k = n ? uni_utf8_decode(s, n, &cp) : 0;
+	if (k <= 0)
+		return 0;
+	return (uni_class(cp) & UNI_S) || (cp >= 0x1c && cp <= 0x1f) ? (size_t)k : 0;
+}
+
+/* Jinja's trim (Python's str.strip()): s[*b..*e) without white space at either end. */
+static void trim(const char *s, size_t *b, size_t *e)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t k;
+	while (*b < *e && (k = space_len(u + *b, *e - *b)) > 0)
+		*b += k;
+	for (;;) {   /* from the end: try the 1-, 2- and 3-byte forms ending at *e */
+		size_t got = 0;
+		for (size_t w = 1; w <= 3 && w <= *e - *b && !got; w++)
+			if (space_len(u + *e - w, w) == w)
+				got = w;
+		if (!got)
+			break;
+		*e -= got;
+	}
+}
+
+static int starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static int ends_with(const char *s, const char *p)
+{
+	size_t n = strlen(s), k = strlen(p);
+	return n >= k && memcmp(s + n - k, p, k) == 0;
+}
+
+/* Last occurrence of needle in s[0..n), or NULL. */
+static const char *last_of(const char *s, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	const char *best = NULL;
+	for (const char *p = s; (size_t)(s + n - p) >= k && (p = memmem(p, (size_t)(s + n - p), needle, k)); p++)
+		best = p;
+	return best;
+}
+
+static int put(struct buf *out, const char *s, size_t n) { return buf_append(out, s, n); }
+static int puts_(struct buf *out, const char *s) { return buf_append(out, s, strlen(s)); }
+
+static int check_roles(const struct chat_msg *m, size_t n, struct err *e)
+{
+	if (n == 0)
+		return err_set(e, "no messages");
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].role || !m[i].content)
+			return err_set(e, "messages[%zu]: needs a role and a content", i);
+		if (strcmp(m[i].role, "user") && strcmp(m[i].role, "assistant") && strcmp(m[i].role, "system"))
+			return err_set(e, "messages[%zu]: role %s is not supported (system, user and assistant are)", i,
+			               m[i].role);
+	}
+	return 0;
+}
+
+/*
+ * Qwen3's assistant message: the history keeps only what follows the last
+ * </think> (reasoning dropped), except for an assistant turn after the last
+ * user query, which keeps its reasoning in a think block.
+ */
+static int qwen3_assistant(struct buf *out, const char *c, int after_query, int last)
+{
+	size_t n = strlen(c);
+	const char *content = c, *rs = "";
+	size_t clen = n, rlen = 0;
+	const char *end_think = last_of(c, n, "</think>");
+	if (end_think) {
+		/* content.split('</think>')[-1].lstrip('\n') */
+		content = end_think + 8;
+		clen = (size_t)(c + n - content);
+		while (clen && *content == '\n')
+			content++, clen--;
+		/* content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+		const char *first_end = strstr(c, "</think>");
+		size_t head = (size_t)(first_end - c);
+		while (head && c[head - 1] == '\n')
+			head--;
+		const char *open = last_of(c, head, "<think>");
+		rs = open ? open + 7 : c;
+		rlen = (size_t)(c + head - rs);
+		while (rlen && *rs == '\n')
+			rs++, rlen--;
+	}
+	int r = puts_(out, "<|im_start|>assistant\n");
+	if (after_query && (last || rlen)) {
+		while (rlen && *rs == '\n')   /* reasoning_content.strip('\n') */
+			rs++, rlen--;
+		while (rlen && rs[rlen - 1] == '\n')
+			rlen--;
+		while (clen && *content == '\n')
+			content++, clen--;
+		r |= puts_(out, "<think>\n") | put(out, rs, rlen) | puts_(out, "\n</think>\n\n");
+	}
+	return r | put(out, content, clen) | puts_(out, "<|im_end|>\n");
+}
+
+int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, struct buf *out,
+                struct err *e)
+{
+	if (check_roles(m, n, e) < 0)
+		return -1;
+	int r = 0;
+	if (f == CHAT_LLAMA3) {
+		r |= puts_(out, "<|begin_of_text|>");
+		for (size_t i = 0; i < n; i++) {
+			size_t b = 0, end = strlen(m[i].content);
+			trim(m[i].content, &b, &end);
+			r |= puts_(out, "<|start_header_id|>") | puts_(out, m[i].role) | puts_(out, "<|end_header_id|>\n\n");
+			r |= put(out, m[i].content + b, end - b) | puts_(out, "<|eot_id|>");
+		}
+		r |= puts_(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+		return r ? err_set(e, "out of memory") : 0;
+	}
+	if (f == CHAT_QWEN25 && strcmp(m[0].role, "system") != 0)
+		r |= puts_(out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+		                "assistant.<|im_end|>\n");
+	/* Qwen3: the last user turn that is not a tool response */
+	size_t last_query = n - 1;
+	for (size_t i = n; i-- > 0;)
+		if (strcmp(m[i].role, "user") == 0 &&
+		    !(starts_with(m[i].content, "<tool_response>") && ends_with(m[i].content, "</tool_response>"))) {
+			last_query = i;
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (f == CHAT_QWEN3 && strcmp(m[i].role, "assistant") == 0) {
+			r |= qwen3_assistant(out, m[i].content, i > last_query, i == n - 1);
+			continue;
+		}
+		r |= puts_(out, "<|im_start|>") | puts_(out, m[i].role) | puts_(out, "\n");
+		r |= puts_(out, m[i].content) | puts_(out, "<|im_end|>\n");
+	}
+	r |= puts_(out, "<|im_start|>assistant\n");
+	if (f == CHAT_QWEN3 && (flags & CHAT_NO_THINKING))
+		r |= puts_(out, "<think>\n\n</think>\n\n");
+	return r ? err_set(e, "out of memory") : 0;
+}
+
+int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat_msg *msgs, size_t n, int flags,
+                struct tok_ids *ids, struct buf *text, struct err *e)
+{
+	static const char *const qwen[] = { "<|im_start|>", "<|im_end|>", NULL };
+	static const char *const llama[] = { "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+	                                     "<|eot_id|>", NULL };
+	/* a marker missing from the tokenizer would be spelled out in pieces: wrong, silently */
+	for (const char *const *k = f == CHAT_LLAMA3 ? llama : qwen; *k; k++)
+		if (!tok_is_special(t, tok_token_id(t, *k)))
+			return err_set(e, "the tokenizer has no special token %s, which the %s chat format needs", *k,
+			               chat_format_name(f));
+	struct buf own = { 0 };
+	struct buf *b = text ? text : &own;
+	size_t at = b->len;
+	int r = chat_render(f, msgs, n, flags, b, e);
+	if (r == 0)
+		r = tok_encode(t, (const char *)b->data + at, b->len - at, ids, e);
+	buf_free(&own);
+	return r;
+}
+
+void chat_msgs_free(struct chat_msgs *m)
+{
+	free(m->m);
+	cJSON_Delete(m->json);
+	memset(m, 0, sizeof *m);
+}
+
+int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct err *e)
+{
+	memset(out, 0, sizeof *out);
+	cJSON *j = cJSON_ParseWithLength(json, n);
+	if (!j)
+		return err_set(e, "not JSON");
+	out->json = j;
+	if (cJSON_IsString(j)) {
+		out->m = malloc(sizeof *out->m);
+		if (!out->m)
+			goto oom;
+		out->m[0] = (struct chat_msg){ "user", j->valuestring };
+		out->n = 1;
+		return 0;
+	}
+	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "messages");
+	if (!cJSON_IsObject(j) || !cJSON_IsArray(ms)) {
+		chat_msgs_free(out);
+		return err_set(e, "expected a JSON string (the user's turn) or an object with a \"messages\" list");
+	}
+	const cJSON *th = cJSON_GetObjectItemCaseSensitive(j, "enable_thinking");
+	if (th && !cJSON_IsBool(th)) {
+		chat_msgs_free(out);
+		return err_set(e, "enable_thinking must be true or false");
+	}
+	if (th) {
+		out->has_flags = 1;
+		out->flags = cJSON_IsFalse(th) ? CHAT_NO_THINKING : 0;
+	}
+	size_t k = (size_t)cJSON_GetArraySize(ms);
+	out->m = calloc(k ? k : 1, sizeof *out->m);
+	if (!out->m)
+		goto oom;
+	const cJSON *x;
+	cJSON_ArrayForEach(x, ms) {
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(x, "role");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(x, "content");
+		if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
+			size_t i = out->n;
+			chat_msgs_free(out);
+			return err_set(e, "messages[%zu]: expected {\"role\": string, \"content\": string}", i);
+		}
+		/* the templates would render these; dropping them silently would change the prompt */
+		const char *unsupported = cJSON_GetObjectItemCaseSensitive(x, "tool_calls") ? "tool_calls"
+		                        : cJSON_GetObjectItemCaseSensitive(x, "reasoning_content") ? "reasoning_content"
+		                        : NULL;
+		if (unsupported) {
+			size_t i = out->n;
+			chat_msgs_free(out);
+			return err_set(e, "messages[%zu]: %s is not supported", i, unsupported);
+		}
+		out->m[out->n++] = (struct chat_msg){ role->valuestring, content->valuestring };
+	}
+	return 0;
+oom:
+	chat_msgs_free(out);
+	return err_set(e, "out of memory");
+}

@@ -1,0 +1,86 @@
+/*
+ * chat.h: the chat formats of Qwen and Llama 3, written out in C.
+ *
+ * A chat model expects its question wrapped in the turns its chat template
+ * writes. Rather than run a Jinja engine, each template this project meets is
+ * written out here, and what it produces is exactly what Hugging Face's
+ * tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+ * tokenize=True) gives: the rendered text, then that text encoded with no
+ * special tokens added (the template writes its own), so the format's
+ * markers, being added tokens, come out as single ids.
+ *
+ *   CHAT_QWEN    ChatML: <|im_start|>ROLE\nCONTENT<|im_end|>\n per message,
+ *                then <|im_start|>assistant\n. Qwen2's and Qwen2.5's
+ *                template when the messages begin with a system message.
+ *   CHAT_QWEN25  Qwen2.5-Instruct's template: as CHAT_QWEN, with its default
+ *                system message ("You are Qwen, created by Alibaba Cloud.
+ *                You are a helpful assistant.") when none is given.
+ *   CHAT_QWEN3   Qwen3's template: ChatML, and an assistant message's
+ *                <think>...</think> reasoning is dropped from the history
+ *                (kept only for an assistant turn after the last user turn);
+ *                with CHAT_NO_THINKING (enable_thinking=False) the generation
+ *                prompt ends in an empty think block <think>\n\n</think>\n\n.
+ *   CHAT_LLAMA3  Llama 3 Instruct's template: <|begin_of_text|>, then per
+ *                message <|start_header_id|>ROLE<|end_header_id|>\n\n
+ *                CONTENT<|eot_id|> with CONTENT stripped of surrounding
+ *                white space (Jinja's trim), then the assistant header.
+ *                Llama 3.1 and later templates add a dated system header,
+ *                which this does not write.
+ *
+ * Roles are system, user and assistant, in any order, as the templates
+ * take them (a system message after the first is one more turn); tool calls,
+ * tool messages and Qwen3's reasoning_content field are refused, not
+ * approximated.
+ */
+#ifndef GRPO_CHAT_H
+#define GRPO_CHAT_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "model/tokenizer.h"
+
+enum chat_format { CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3 };
+
+#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3"
+#define CHAT_NO_THINKING 1   /* qwen3: enable_thinking=False */
+
+struct chat_msg {
+	const char *role;      /* NUL-terminated */
+	const char *content;   /* NUL-terminated UTF-8 */
+};
+
+/* A list of messages as parsed from JSON; owns its strings. */
+struct chat_msgs {
+	struct chat_msg *m;    /* (n) */
+	size_t n;
+	int flags;             /* CHAT_NO_THINKING when the line said "enable_thinking": false */
+	int has_flags;         /* the line set enable_thinking either way */
+	void *json;            /* the parsed cJSON, which the strings point into */
+};
+
+int chat_format_parse(const char *name, enum chat_format *f);   /* -1 if unknown */
+const char *chat_format_name(enum chat_format f);
+
+/* Append the prompt text for messages (with the generation prompt) to out. */
+int chat_render(enum chat_format f, const struct chat_msg *msgs, size_t n, int flags, struct buf *out,
+                struct err *e);
+
+/*
+ * Render and encode: appends the ids to ids and, if text is not NULL, the
+ * text to text. Fails if the tokenizer lacks the format's marker tokens
+ * (a Llama tokenizer given --chat qwen), naming the token.
+ */
+int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat_msg *msgs, size_t n, int flags,
+                struct tok_ids *ids, struct buf *text, struct err *e);
+
+/*
+ * One JSON value as a conversation: a string is a lone user turn; an object
+ * {"messages": [{"role": R, "content": C}, ...]} a list, optionally with
+ * "enable_thinking": true|false. Messages name the field and index.
+ */
+int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct err *e);
+void chat_msgs_free(struct chat_msgs *m);
+
+#endif

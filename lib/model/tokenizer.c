@@ -1,0 +1,1051 @@
+/* tokenizer.c: see tokenizer.h. */
+#include "model/tokenizer.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/unicode.h"
+
+/* The two Split patterns this scanner implements, as tokenizer.json spells them. */
+static const char PAT_QWEN[] =
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char PAT_LLAMA3[] =
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+enum { KIND_NONE, KIND_VOCAB, KIND_ADDED };
+
+struct idinfo {                 /* what an id decodes to */
+	uint32_t off, len;          /* bytes in pool */
+	uint8_t kind, special;
+};
+
+struct vslot {                  /* vocab hash: bytes -> id */
+	uint32_t off, len;
+	int32_t id;                 /* -1: empty */
+};
+
+struct mslot {                  /* merge hash: (left id, right id) -> rank, merged id */
+	uint64_t key;
+	uint32_t rank;
+	int32_t id;                 /* -1: empty */
+};
+
+struct added {
+	uint32_t off, len;          /* content in pool (normalized for the normalized set) */
+	int32_t id;
+	uint8_t first;              /* first byte of the content */
+	uint8_t special, lstrip, rstrip, single_word;
+};
+
+/* One set of added tokens to split on: sorted by first byte, then longest first. */
+struct added_set {
+	struct added *a;            /* (n) */
+	size_t n;
+	uint32_t first[257];        /* a[first[c] .. first[c+1]) begin with byte c */
+};
+
+struct tokenizer {
+	int nfc;                    /* normalizer is NFC */
+	int digits3;                /* \p{N}{1,3} (Llama 3) rather than \p{N} */
+	int ignore_merges;
+	uint32_t n_ids, ids_cap;
+	struct idinfo *ids;         /* (n_ids), room for ids_cap */
+	unsigned char *pool;
+	size_t pool_len, pool_cap;
+	struct vslot *vocab;        /* (vmask + 1) */
+	size_t vmask;
+	struct mslot *merges;       /* (mmask + 1) */
+	size_t mmask;
+	int32_t byte_id[256];       /* the token of each single byte */
+	struct added_set raw, norm; /* normalized: false / true */
+	char name[256];
+};
+
+int tok_ids_push(struct tok_ids *a, int32_t id)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		int32_t *p = realloc(a->v, cap * sizeof *p);
+		if (!p)
+			return -1;
+		a->v = p;
+		a->cap = cap;
+	}
+	a->v[a->n++] = id;
+	return 0;
+}
+
+void tok_ids_free(struct tok_ids *a)
+{
+	free(a->v);
+	memset(a, 0, sizeof *a);
+}
+
+/* ---- byte-level mapping (GPT-2's bytes_to_unicode) ---- */
+
+/* The byte a byte-level code point stands for, or -1. Printable bytes stand
+ * for themselves; the other 68, in ascending order, are U+0100 onwards. */
+static int cp_byte(uint32_t cp)
+{
+	if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF))
+		return (int)cp;
+	if (cp < 0x100 || cp > 0x143)
+		return -1;
+	uint32_t k = cp - 0x100;
+	if (k < 33)
+		return (int)k;              /* 0x00 .. 0x20 */
+	if (k < 67)
+		return (int)(0x7F + k - 33); /* 0x7F .. 0xA0 */
+	return 0xAD;
+}
+
+/* Bytes of a byte-level token string into out[]; returns the length, or -1
+ * if some character is outside the table (out has room for strlen(s)). */
+static long token_bytes(const char *s, unsigned char *out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0;
+	long k = 0;
+	while (i < n) {
+		uint32_t cp;
+		int l = uni_utf8_decode(p + i, n - i, &cp);
+		if (l < 0)
+			return -1;
+		int b = cp_byte(cp);
+		if (b < 0)
+			return -1;
+		out[k++] = (unsigned char)b;
+		i += (size_t)l;
+	}
+	return k;
+}
+
+/* ---- hash tables ---- */
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_pair(uint64_t k)
+{
+	k *= 0x9E3779B97F4A7C15ull;
+	return k ^ (k >> 31);
+}
+
+static int32_t vocab_find(const struct tokenizer *t, const unsigned char *p, size_t n)
+{
+	for (size_t i = hash_bytes(p, n) & t->vmask;; i = (i + 1) & t->vmask) {
+		const struct vslot *s = &t->vocab[i];
+		if (s->id < 0)
+			return -1;
+		if (s->len == n && memcmp(t->pool + s->off, p, n) == 0)
+			return s->id;
+	}
+}
+
+static const struct mslot *merge_find(const struct tokenizer *t, int32_t a, int32_t b)
+{
+	uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+	for (size_t i = hash_pair(key) & t->mmask;; i = (i + 1) & t->mmask) {
+		const struct mslot *s = &t->merges[i];
+		if (s->id < 0)
+			return NULL;
+		if (s->key == key)
+			return s;
+	}
+}
+
+static size_t table_size(size_t n)
+{
+	size_t cap = 16;
+	while (cap < n * 2)
+		cap *= 2;
+	return cap;
+}
+
+/* ---- loading ---- */
+
+static int pool_add(struct tokenizer *t, const void *p, size_t n, uint32_t *off)
+{
+	if (t->pool_len + n > t->pool_cap) {
+		size_t cap = t->pool_cap ? t->pool_cap : 1 << 16;
+		while (cap < t->pool_len + n)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -1;
+		unsigned char *q = realloc(t->pool, cap);
+		if (!q)
+			return -1;
+		t->pool = q;
+		t->pool_cap = cap;
+	}
+	memcpy(t->pool + t->pool_len, p, n);
+	*off = (uint32_t)t->pool_len;
+	t->pool_len += n;
+	return 0;
+}
+
+static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
+{
+	if (id < t->n_ids)
+		return 0;
+	/* ids arrive one at a time: grow geometrically, or loading is quadratic */
+	if (id >= t->ids_cap) {
+		size_t cap = t->ids_cap ? t->ids_cap : 1024;
+		while (cap <= id)
+			cap *= 2;
+		struct idinfo *p = realloc(t->ids, cap * sizeof *p);
+		if (!p)
+			return err_set(e, "out of memory");
+		t->ids = p;
+		t->ids_cap = (uint32_t)cap;
+	}
+	memset(t->ids + t->n_ids, 0, ((size_t)id + 1 - t->n_ids) * sizeof *t->ids);
+	t->n_ids = id + 1;
+	return 0;
+}
+
+static int get_bool(const cJSON *o, const char *k, int dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (cJSON_IsBool(v))
+		return cJSON_IsTrue(v);
+	return dflt;
+}
+
+static const char *get_type(const cJSON *o)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
+{
+	if (!cJSON_IsObject(vocab))
+		return err_set(e, "model.vocab: expected an object");
+	size_t n = (size_t)cJSON_GetArraySize(vocab);
+	t->vmask = table_size(n) - 1;
+	t->vocab = malloc((t->vmask + 1) * sizeof *t->vocab);
+	if (!t->vocab)
+		return err_set(e, "out of memory");
+	for (size_t i = 0; i <= t->vmask; i++)
+		t->vocab[i].id = -1;
+	for (int b = 0; b < 256; b++)
+		t->byte_id[b] = -1;
+	unsigned char *tmp = NULL;
+	size_t tmp_cap = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, vocab) {
+		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX - 1 ||
+		    it->valuedouble != (double)(int32_t)it->valuedouble) {
+			free(tmp);
+			return err_set(e, "model.vocab[\"%.64s\"]: expected an id", it->string);
+		}
+		int32_t id = (int32_t)it->valuedouble;
+		size_t sl = strlen(it->string);
+		if (sl + 1 > tmp_cap) {
+			tmp_cap = sl + 64;
+			unsigned char *q = realloc(tmp, tmp_cap);
+			if (!q) {
+				free(tmp);
+				return err_set(e, "out of memory");
+			}
+			tmp = q;
+		}
+		long bl = token_bytes(it->string, tmp);
+		if (grow_ids(t, (uint32_t)id, e) < 0) {
+			free(tmp);
+			return -1;
+		}
+		struct idinfo *d = &t->ids[id];
+		if (d->kind != KIND_NONE) {
+			free(tmp);
+			return err_set(e, "model.vocab[\"%.64s\"]: id %d is used twice", it->string, (int)id);
+		}
+		/* A token with characters outside the byte table decodes as its
+		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
+		 * come out of byte-level encoding, so it stays out of the hash. */
+		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
+		size_t len = bl >= 0 ? (size_t)bl : sl;
+		if (pool_add(t, bytes, len, &d->off) < 0) {
+			free(tmp);
+			return err_set(e, "out of memory");
+		}
+		d->len = (uint32_t)len;
+		d->kind = KIND_VOCAB;
+		if (bl < 0)
+			continue;
+		if (bl == 1)
+			t->byte_id[tmp[0]] = id;
+		size_t i = hash_bytes(tmp, (size_t)bl) & t->vmask;
+		while (t->vocab[i].id >= 0 && !(t->vocab[i].len == (uint32_t)bl &&
+						 memcmp(t->pool + t->vocab[i].off, tmp, (size_t)bl) == 0))
+			i = (i + 1) & t->vmask;
+		t->vocab[i] = (struct vslot){ d->off, d->len, id };
+	}
+	free(tmp);
+	for (int b = 0; b < 256; b++)
+		if (t->byte_id[b] < 0)
+			return err_set(e, "model.vocab: no token for byte 0x%02x; not a byte-level BPE vocabulary", b);
+	return 0;
+}
+
+/* Vocab id of a merge side spelled in byte-level characters: the id, -1 if
+ * the vocab lacks it, -2 if it has characters outside the byte table. */
+static int32_t merge_side(const struct tokenizer *t, const char *s, size_t n, unsigned char *tmp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, k = 0;
+	while (i < n) {
+		uint32_t cp;
+		int l = uni_utf8_decode(p + i, n - i, &cp);
+		int b = l > 0 ? cp_byte(cp) : -1;
+		if (b < 0)
+			return -2;
+		tmp[k++] = (unsigned char)b;
+		i += (size_t)l;
+	}
+	return vocab_find(t, tmp, k);
+}
+
+static int load_merges(struct tokenizer *t, const cJSON *merges, struct err *e)
+{
+	if (!cJSON_IsArray(merges))
+		return err_set(e, "model.merges: expected an array");
+	size_t n = (size_t)cJSON_GetArraySize(merges);
+	t->mmask = table_size(n) - 1;
+	t->merges = malloc((t->mmask + 1) * sizeof *t->merges);
+	unsigned char *tmp = malloc(4096);
+	if (!t->merges || !tmp) {
+		free(tmp);
+		return err_set(e, "out of memory");
+	}
+	for (size_t i = 0; i <= t->mmask; i++)
+		t->merges[i].id = -1;
+	uint32_t rank = 0;
+	const cJSON *it;
+	int rc = -1;
+	cJSON_ArrayForEach(it, merges) {
+		const char *a, *b;
+		size_t la, lb;
+		if (cJSON_IsString(it)) {
+			/* Legacy "a b"; a "#version" first line is a comment. */
+			const char *s = it->valuestring;
+			if (rank == 0 && strncmp(s, "#version", 8) == 0)
+				continue;
+			const char *sp = strchr(s, ' ');
+			if (!sp || strchr(sp + 1, ' ')) {
+				err_set(e, "model.merges[%u]: \"%.64s\" is not two tokens separated by one space", rank, s);
+				goto done;
+			}
+			a = s;
+			la = (size_t)(sp - s);
+			b = sp + 1;
+			lb = strlen(b);
+		} else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 &&
+			   cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
+			a = cJSON_GetArrayItem(it, 0)->valuestring;
+			b = cJSON_GetArrayItem(it, 1)->valuestring;
+			la = strlen(a);
+			lb = strlen(b);
+		} else {
+			err_set(e, "model.merges[%u]: expected \"a b\" or [\"a\", \"b\"]", rank);
+			goto done;
+		}
+		if (la + lb > 4096) {
+			err_set(e, "model.merges[%u]: token too long", rank);
+			goto done;
+		}
+		int32_t ia = merge_side(t, a, la, tmp), ib = merge_side(t, b, lb, tmp);
+		if (ia == -2 || ib == -2) {
+			/* Not byte-level characters: no byte-level input reaches it. */
+			rank++;
+			continue;
+		}
+		if (ia < 0 || ib < 0) {
+			err_set(e, "model.merges[%u]: \"%.64s\" is not in the vocab", rank, ia < 0 ? a : b);
+			goto done;
+		}
+		size_t lab = t->ids[ia].len + t->ids[ib].len;
+		memcpy(tmp, t->pool + t->ids[ia].off, t->ids[ia].len);
+		memcpy(tmp + t->ids[ia].len, t->pool + t->ids[ib].off, t->ids[ib].len);
+		int32_t iab = vocab_find(t, tmp, lab);
+		if (iab < 0) {
+			err_set(e, "model.merges[%u]: the merge of \"%.64s\" and \"%.64s\" is not in the vocab", rank, a, b);
+			goto done;
+		}
+		uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib;
+		size_t i = hash_pair(key) & t->mmask;
+		while (t->merges[i].id >= 0 && t->merges[i].key != key)
+			i = (i + 1) & t->mmask;
+		t->merges[i] = (struct mslot){ key, rank, iab };
+		rank++;
+	}
+	rc = 0;
+done:
+	free(tmp);
+	return rc;
+}
+
+static int cmp_added(const void *x, const void *y)
+{
+	const struct added *a = x, *b = y;
+	if (a->first != b->first)
+		return a->first < b->first ? -1 : 1;
+	if (a->len != b->len)
+		return a->len > b->len ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void index_set(struct added_set *s)
+{
+	qsort(s->a, s->n, sizeof *s->a, cmp_added);
+	size_t k = 0;
+	for (unsigned c = 0; c <= 256; c++) {
+		while (k < s->n && s->a[k].first < c)
+			k++;
+		s->first[c] = (uint32_t)k;
+	}
+}
+
+static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
+{
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "added_tokens: expected an array");
+	size_t n = (size_t)cJSON_GetArraySize(arr);
+	t->raw.a = calloc(n + 1, sizeof *t->raw.a);
+	t->norm.a = calloc(n + 1, sizeof *t->norm.a);
+	if (!t->raw.a || !t->norm.a)
+		return err_set(e, "out of memory");
+	struct buf nb = { 0 };
+	size_t k = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, arr) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1 ||
+		    id->valuedouble != (double)(int32_t)id->valuedouble || !cJSON_IsString(content)) {
+			buf_free(&nb);
+			return err_set(e, "added_tokens[%zu]: expected an id and a content string", k);
+		}
+		k++;
+		const char *c = content->valuestring;
+		size_t cl = strlen(c);
+		if (cl == 0)
+			continue;   /* tokenizers ignores an empty added token */
+		if (uni_utf8_check((const unsigned char *)c, cl) != cl) {
+			buf_free(&nb);
+			return err_set(e, "added_tokens[%zu]: content is not valid UTF-8", k - 1);
+		}
+		int32_t tid = (int32_t)id->valuedouble;
+		if (grow_ids(t, (uint32_t)tid, e) < 0) {
+			buf_free(&nb);
+			return -1;
+		}
+		struct idinfo *d = &t->ids[tid];
+		if (d->kind == KIND_ADDED) {
+			buf_free(&nb);
+			return err_set(e, "added_tokens[%zu]: id %d is used twice", k - 1, (int)tid);
+		}
+		/* An added token that is also in the vocab decodes as the added
+		 * token: tokenizers looks there first. */
+		if (pool_add(t, c, cl, &d->off) < 0) {
+			buf_free(&nb);
+			return err_set(e, "out of memory");
+		}
+		d->len = (uint32_t)cl;
+		d->kind = KIND_ADDED;
+		d->special = (uint8_t)get_bool(it, "special", 0);
+		int normalized = get_bool(it, "normalized", !d->special);
+		struct added a = {
+			.off = d->off, .len = d->len, .id = tid, .special = d->special,
+			.lstrip = (uint8_t)get_bool(it, "lstrip", 0), .rstrip = (uint8_t)get_bool(it, "rstrip", 0),
+			.single_word = (uint8_t)get_bool(it, "single_word", 0),
+		};
+		if (normalized && t->nfc) {
+			/* Matched against normalized text, so in its normalized form. */
+			buf_reset(&nb);
+			if (uni_nfc(&nb, (const unsigned char *)c, cl) < 0 || pool_add(t, nb.data, nb.len, &a.off) < 0) {
+				buf_free(&nb);
+				return err_set(e, "out of memory");
+			}
+			a.len = (uint32_t)nb.len;
+		}
+		a.first = t->pool[a.off];
+		struct added_set *s = normalized ? &t->norm : &t->raw;
+		s->a[s->n++] = a;
+	}
+	buf_free(&nb);
+	index_set(&t->raw);
+	index_set(&t->norm);
+	return 0;
+}
+
+static int load_normalizer(struct tokenizer *t, const cJSON *n, struct err *e)
+{
+	if (!n || cJSON_IsNull(n))
+		return 0;
+	const char *type = get_type(n);
+	if (strcmp(type, "NFC") == 0) {
+		t->nfc = 1;
+		return 0;
+	}
+	if (strcmp(type, "Sequence") == 0) {
+		const cJSON *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
+			if (load_normalizer(t, it, e) < 0)
+				return -1;
+		return 0;
+	}
+	return err_set(e, "normalizer: type \"%s\" is not supported (only NFC)", type);
+}
+
+static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e)
+{
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+	const cJSON *split = cJSON_GetArrayItem(seq, 0), *bl = cJSON_GetArrayItem(seq, 1);
+	if (strcmp(get_type(p), "Sequence") != 0 || cJSON_GetArraySize(seq) != 2 ||
+	    strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0)
+		return err_set(e, "pre_tokenizer: only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3) is supported");
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(split, "pattern"), "Regex");
+	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
+	if (!cJSON_IsString(pat))
+		return err_set(e, "pre_tokenizer: Split without a Regex pattern is not supported");
+	if (strcmp(pat->valuestring, PAT_QWEN) == 0)
+		t->digits3 = 0;
+	else if (strcmp(pat->valuestring, PAT_LLAMA3) == 0)
+		t->digits3 = 1;
+	else
+		return err_set(e, "pre_tokenizer: Split regex %.200s is not the Qwen2/Qwen3 or the Llama 3 one",
+			       pat->valuestring);
+	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0 || get_bool(split, "invert", 0))
+		return err_set(e, "pre_tokenizer: Split must be Isolated and not inverted");
+	if (get_bool(bl, "use_regex", 1) || get_bool(bl, "add_prefix_space", 0))
+		return err_set(e, "pre_tokenizer: ByteLevel with use_regex or add_prefix_space is not supported");
+	return 0;
+}
+
+static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
+{
+	const char *type = get_type(m);
+	if (*type && strcmp(type, "BPE") != 0)
+		return err_set(e, "model: type \"%s\" is not supported (only BPE)", type);
+	const cJSON *v;
+	if ((v = cJSON_GetObjectItemCaseSensitive(m, "dropout")) && !cJSON_IsNull(v) &&
+	    !(cJSON_IsNumber(v) && v->valuedouble == 0))
+		return err_set(e, "model: BPE dropout is not supported");
+	if (get_bool(m, "byte_fallback", 0))
+		return err_set(e, "model: byte_fallback is not supported (not a byte-level BPE)");
+	const char *affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
+	for (int i = 0; i < 2; i++)
+		if ((v = cJSON_GetObjectItemCaseSensitive(m, affix[i])) && cJSON_IsString(v) && *v->valuestring)
+			return err_set(e, "model: %s \"%s\" is not supported", affix[i], v->valuestring);
+	t->ignore_merges = get_bool(m, "ignore_merges", 0);
+	if (load_vocab(t, cJSON_GetObjectItemCaseSensitive(m, "vocab"), e) < 0)
+		return -1;
+	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
+}
+
+struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e)
+{
+	struct tokenizer *t = calloc(1, sizeof *t);
+	if (!t) {
+		err_set(e, "%s: out of memory", name);
+		return NULL;
+	}
+	snprintf(t->name, sizeof t->name, "%s", name);
+	cJSON *root = cJSON_ParseWithLength(json, n);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		err_set(e, "not valid JSON near byte %lld",
+			at && at >= json && at <= json + n ? (long long)(at - json) : -1LL);
+		goto fail;
+	}
+	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+	if (!cJSON_IsObject(root) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model")))
+		err_set(e, "no \"model\" object: not a tokenizer.json");
+	else if (strcmp(get_type(dec), "ByteLevel") != 0)
+		err_set(e, "decoder: type \"%s\" is not supported (only ByteLevel)", get_type(dec));
+	else if (load_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), e) == 0 &&
+		 load_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e) == 0 &&
+		 load_model(t, cJSON_GetObjectItemCaseSensitive(root, "model"), e) == 0 &&
+		 load_added(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), e) == 0) {
+		cJSON_Delete(root);
+		return t;
+	}
+	cJSON_Delete(root);
+fail:
+	err_prefix(e, "%s", name);
+	tok_free(t);
+	return NULL;
+}
+
+struct tokenizer *tok_load(const char *path, struct err *e)
+{
+	struct buf b = { 0 };
+	if (buf_read_file(&b, path, e) < 0)
+		return NULL;
+	struct tokenizer *t = tok_load_mem((const char *)b.data, b.len, path, e);
+	buf_free(&b);
+	return t;
+}
+
+void tok_free(struct tokenizer *t)
+{
+	if (!t)
+		return;
+	free(t->ids);
+	free(t->pool);
+	free(t->vocab);
+	free(t->merges);
+	free(t->raw.a);
+	free(t->norm.a);
+	free(t);
+}
+
+uint32_t tok_vocab_size(const struct tokenizer *t)
+{
+	return t->n_ids;
+}
+
+int tok_is_special(const struct tokenizer *t, int32_t id)
+{
+	return id >= 0 && (uint32_t)id < t->n_ids && t->ids[id].kind == KIND_ADDED && t->ids[id].special;
+}
+
+int32_t tok_token_id(const struct tokenizer *t, const char *token)
+{
+	size_t n = strlen(token);
+	for (uint32_t i = 0; i < t->n_ids; i++)
+		if (t->ids[i].kind == KIND_ADDED && t->ids[i].len == n && memcmp(t->pool + t->ids[i].off, token, n) == 0)
+			return (int32_t)i;
+	unsigned char *tmp = malloc(n + 1);
+	if (!tmp)
+		return -1;
+	long bl = token_bytes(token, tmp);
+	int32_t id = bl >= 0 ? vocab_find(t, tmp, (size_t)bl) : -1;
+	free(tmp);
+	return id;
+}
+
+/* ---- encoding ---- */
+
+struct sym {
+	int32_t id;                 /* -1 once merged into its left neighbour */
+	int32_t prev, next;         /* -1 at the ends */
+};
+
+struct hent {
+	uint32_t rank, pos;
+};
+
+/* Scratch space of one tok_encode call. */
+struct scratch {
+	struct buf norm;
+	struct sym *sym;            /* (cap) */
+	struct hent *heap;          /* (3 * cap) */
+	size_t cap, nheap;
+};
+
+static int scratch_reserve(struct scratch *sc, size_t n)
+{
+	if (n <= sc->cap)
+		return 0;
+	size_t cap = sc->cap ? sc->cap : 64;
+	while (cap < n)
+		cap *= 2;
+	struct sym *s = realloc(sc->sym, cap * sizeof *s);
+	if (!s)
+		return -1;
+	sc->sym = s;
+	struct hent *h = realloc(sc->heap, 3 * cap * sizeof *h);
+	if (!h)
+		return -1;
+	sc->heap = h;
+	sc->cap = cap;
+	return 0;
+}
+
+static int hent_less(struct hent a, struct hent b)
+{
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
+}
+
+static void heap_push(struct scratch *sc, uint32_t rank, uint32_t pos)
+{
+	size_t i = sc->nheap++;
+	struct hent x = { rank, pos };
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!hent_less(x, sc->heap[p]))
+			break;
+		sc->heap[i] = sc->heap[p];
+		i = p;
+	}
+	sc->heap[i] = x;
+}
+
+static struct hent heap_pop(struct scratch *sc)
+{
+	struct hent top = sc->heap[0], x = sc->heap[--sc->nheap];
+	size_t i = 0, n = sc->nheap;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && hent_less(sc->heap[c + 1], sc->heap[c]))
+			c++;
+		if (!hent_less(sc->heap[c], x))
+			break;
+		sc->heap[i] = sc->heap[c];
+		i = c;
+	}
+	if (n)
+		sc->heap[i] = x;
+	return top;
+}
+
+static void push_pair(const struct tokenizer *t, struct scratch *sc, int32_t pos)
+{
+	int32_t nx = sc->sym[pos].next;
+	if (nx < 0)
+		return;
+	const struct mslot *m = merge_find(t, sc->sym[pos].id, sc->sym[nx].id);
+	if (m)
+		heap_push(sc, m->rank, (uint32_t)pos);
+}
+
+/* BPE of one pre-token (raw bytes): merge the adjacent pair of lowest rank,
+ * leftmost first, until no pair has a merge; as tokenizers' word merging. */
+static int bpe(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc,
+	       struct tok_ids *out)
+{
+	if (n == 1)
+		return tok_ids_push(out, t->byte_id[p[0]]);
+	if (t->ignore_merges) {
+		int32_t id = vocab_find(t, p, n);
+		if (id >= 0)
+			return tok_ids_push(out, id);
+	}
+	if (scratch_reserve(sc, n) < 0)
+		return -1;
+	struct sym *s = sc->sym;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct sym){ t->byte_id[p[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1 };
+	sc->nheap = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		push_pair(t, sc, (int32_t)i);
+	while (sc->nheap) {
+		struct hent h = heap_pop(sc);
+		struct sym *a = &s[h.pos];
+		if (a->id < 0 || a->next < 0)
+			continue;   /* stale: merged away meanwhile */
+		const struct mslot *m = merge_find(t, a->id, s[a->next].id);
+		if (!m || m->rank != h.rank)
+			continue;   /* stale: a neighbour changed */
+		struct sym *b = &s[a->next];
+		a->id = m->id;
+		b->id = -1;
+		a->next = b->next;
+		if (a->next >= 0)
+			s[a->next].prev = (int32_t)h.pos;
+		if (a->prev >= 0)
+			push_pair(t, sc, a->prev);
+		push_pair(t, sc, (int32_t)h.pos);
+	}
+	for (int32_t i = 0; i >= 0; i = s[i].next)
+		if (tok_ids_push(out, s[i].id) < 0)
+			return -1;
+	return 0;
+}
+
+static inline size_t cp_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp)
+{
+	if (s[i] < 0x80) {
+		*cp = s[i];
+		return 1;
+	}
+	int k = uni_utf8_decode(s + i, n - i, cp);
+	if (k < 0) {
+		*cp = 0xFFFD;   /* unreachable: input was checked */
+		return 1;
+	}
+	return (size_t)k;
+}
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d) after the quote at s[i-1]: the end, or 0.
+ * Case-insensitive as Oniguruma folds: U+017F LONG S folds to s. */
+static size_t contraction(const unsigned char *s, size_t n, size_t i)
+{
+	uint32_t c, d;
+	size_t l = cp_at(s, n, i, &c);
+	c = c == 0x17F ? 's' : (c < 0x80 ? (c | 0x20) : c);
+	if (c == 's' || c == 't' || c == 'm' || c == 'd')
+		return i + l;
+	if ((c != 'r' && c != 'v' && c != 'l') || i + l >= n)
+		return 0;
+	size_t l2 = cp_at(s, n, i + l, &d);
+	d = d < 0x80 ? (d | 0x20) : d;
+	if ((c == 'l' && d == 'l') || (c != 'l' && d == 'e'))
+		return i + l + l2;
+	return 0;
+}
+
+/* End of the pre-tokenizer's match at s[i..n), i < n, by the alternatives of
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N} (or \p{N}{1,3})
+ *   | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * tried left to right, each greedy with backtracking, as Oniguruma does.
+ * Some alternative matches at every character, so the matches tile s. */
+static size_t pre_match(const unsigned char *s, size_t n, size_t i, int digits3)
+{
+	uint32_t c0, c;
+	size_t l0 = cp_at(s, n, i, &c0), j, l;
+	unsigned k0 = uni_class(c0);
+
+	if (c0 == '\'' && i + 1 < n) {
+		size_t end = contraction(s, n, i + 1);
+		if (end)
+			return end;
+	}
+
+	/* [^\r\n\p{L}\p{N}]?\p{L}+ */
+	j = n + 1;
+	if (k0 & UNI_L) {
+		j = i;
+	} else if (c0 != '\r' && c0 != '\n' && !(k0 & UNI_N) && i + l0 < n) {
+		cp_at(s, n, i + l0, &c);
+		if (uni_class(c) & UNI_L)
+			j = i + l0;
+	}
+	if (j <= n) {
+		while (j < n && (l = cp_at(s, n, j, &c)) && (uni_class(c) & UNI_L))
+			j += l;
+		return j;
+	}
+
+	/* \p{N} or \p{N}{1,3} */
+	if (k0 & UNI_N) {
+		j = i + l0;
+		for (int k = 1; digits3 && k < 3 && j < n && (l = cp_at(s, n, j, &c)) && (uni_class(c) & UNI_N); k++)
+			j += l;
+		return j;
+	}
+
+	/*  ?[^\s\p{L}\p{N}]+[\r\n]* : the optional space is tried first; without
+	 * it the match would start at the space, which the class excludes. */
+	j = c0 == ' ' ? i + 1 : i;
+	if (j < n) {
+		size_t start = j;
+		while (j < n && (l = cp_at(s, n, j, &c)) && !(uni_class(c) & (UNI_S | UNI_L | UNI_N)))
+			j += l;
+		if (j > start) {
+			while (j < n && (s[j] == '\r' || s[j] == '\n'))
+				j++;
+			return j;
+		}
+	}
+
+	/* c0 is white space. \s*[\r\n]+ ends after the run's last \r or \n;
+	 * failing that, \s+(?!\S) takes the run but its last character when a
+	 * non-space follows; failing that, \s+. */
+	size_t last_nl = 0, last_start = i;
+	for (j = i; j < n && (l = cp_at(s, n, j, &c)) && (uni_class(c) & UNI_S); j += l) {
+		last_start = j;
+		if (c == '\r' || c == '\n')
+			last_nl = j + 1;
+	}
+	if (last_nl)
+		return last_nl;
+	if (j == n || last_start == i)
+		return j;
+	return last_start;
+}
+
+static int encode_words(const struct tokenizer *t, const unsigned char *s, size_t n, struct scratch *sc,
+			struct tok_ids *out)
+{
+	for (size_t i = 0; i < n;) {
+		size_t end = pre_match(s, n, i, t->digits3);
+		if (bpe(t, s + i, end - i, sc, out) < 0)
+			return -1;
+		i = end;
+	}
+	return 0;
+}
+
+/* Offset of the character that ends s[0..i), i > 0. */
+static size_t prev_char(const unsigned char *s, size_t i)
+{
+	size_t j = i - 1;
+	while (j > 0 && (s[j] & 0xC0) == 0x80 && i - j < 4)
+		j--;
+	return j;
+}
+
+/* Classes of the character that ends s[0..i), i > 0, and of the one at s[i]. */
+static unsigned class_before(const unsigned char *s, size_t i)
+{
+	uint32_t c;
+	cp_at(s, i, prev_char(s, i), &c);
+	return uni_class(c);
+}
+
+static unsigned class_at(const unsigned char *s, size_t n, size_t i)
+{
+	uint32_t c;
+	cp_at(s, n, i, &c);
+	return uni_class(c);
+}
+
+/* Start of the white space that ends s[0..i). */
+static size_t space_before(const unsigned char *s, size_t i)
+{
+	while (i > 0 && (class_before(s, i) & UNI_S))
+		i = prev_char(s, i);
+	return i;
+}
+
+/* Find the next added token of set in s[from..n): leftmost, then longest,
+ * as tokenizers' Aho-Corasick LeftmostLongest; single_word, lstrip and
+ * rstrip as its AddedVocabulary::find_matches. Sets *start, *stop (the
+ * span it replaces, stripped white space included) and *id; 0 if none. */
+static int next_added(const struct tokenizer *t, const struct added_set *set, const unsigned char *s, size_t n,
+		      size_t from, size_t *start, size_t *stop, int32_t *id)
+{
+	if (set->n == 0)
+		return 0;
+	for (size_t i = from; i < n;) {
+		unsigned c = s[i];
+		const struct added *hit = NULL;
+		for (uint32_t k = set->first[c]; k < set->first[c + 1]; k++) {
+			const struct added *a = &set->a[k];
+			if (a->len <= n - i && memcmp(s + i, t->pool + a->off, a->len) == 0) {
+				hit = a;
+				break;
+			}
+		}
+		if (!hit) {
+			i++;
+			continue;
+		}
+		size_t b = i, e = i + hit->len;
+		if (hit->single_word && ((b > 0 && (class_before(s, b) & UNI_W)) ||
+					 (e < n && (class_at(s, n, e) & UNI_W)))) {
+			i = e;  /* the match is consumed, not retried inside */
+			continue;
+		}
+		if (hit->lstrip) {
+			b = space_before(s, b);
+			if (b < from)
+				b = from;
+		}
+		if (hit->rstrip) {
+			uint32_t ch;
+			size_t l;
+			while (e < n && (l = cp_at(s, n, e, &ch)) && (uni_class(ch) & UNI_S))
+				e += l;
+		}
+		*start = b;
+		*stop = e;
+		*id = hit->id;
+		return 1;
+	}
+	return 0;
+}
+
+/* A stretch of text between raw added tokens: normalize, split out the
+ * normalized added tokens, pre-tokenize and merge the rest. */
+static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t n, struct scratch *sc,
+		       struct tok_ids *out)
+{
+	if (t->nfc) {
+		buf_reset(&sc->norm);
+		if (uni_nfc(&sc->norm, s, n) < 0)
+			return -1;
+		s = sc->norm.data;
+		n = sc->norm.len;
+	}
+	size_t at = 0, b, e;
+	int32_t id;
+	while (next_added(t, &t->norm, s, n, at, &b, &e, &id)) {
+		if (encode_words(t, s + at, b - at, sc, out) < 0 || tok_ids_push(out, id) < 0)
+			return -1;
+		at = e;
+	}
+	return encode_words(t, s + at, n - at, sc, out);
+}
+
+int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok_ids *out, struct err *e)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t bad = uni_utf8_check(s, n);
+	if (bad != n)
+		return err_set(e, "text is not valid UTF-8 at byte %zu (0x%02x)", bad, s[bad]);
+	struct scratch sc = { 0 };
+	size_t at = 0, b, stop;
+	int32_t id;
+	int rc = 0;
+	while (rc == 0 && next_added(t, &t->raw, s, n, at, &b, &stop, &id)) {
+		if (b > at)
+			rc = encode_text(t, s + at, b - at, &sc, out);
+		if (rc == 0)
+			rc = tok_ids_push(out, id);
+		at = stop;
+	}
+	if (rc == 0 && at < n)
+		rc = encode_text(t, s + at, n - at, &sc, out);
+	buf_free(&sc.norm);
+	free(sc.sym);
+	free(sc.heap);
+	return rc < 0 ? err_set(e, "out of memory") : 0;
+}
+
+/* ---- decoding ---- */
+
+int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
+	       struct buf *out, struct err *e)
+{
+	size_t start = out->len;
+	for (size_t i = 0; i < n; i++) {
+		int32_t id = ids[i];
+		if (id < 0 || (uint32_t)id >= t->n_ids || t->ids[id].kind == KIND_NONE) {
+			out->len = start;
+			return err_set(e, "token %zu: id %d is not in the tokenizer (%u ids)", i, (int)id, t->n_ids);
+		}
+		const struct idinfo *d = &t->ids[id];
+		if (skip_special && d->kind == KIND_ADDED && d->special)
+			continue;
+		if (buf_append(out, t->pool + d->off, d->len) < 0) {
+			out->len = start;
+			return err_set(e, "out of memory");
+		}
+	}
+	size_t len = out->len - start;
+	if (uni_utf8_check(out->data + start, len) == len)
+		return 0;
+	/* Some bytes do not form UTF-8 (a character cut between tokens, a
+	 * response stopped by length): redo the span with U+FFFD. */
+	unsigned char *raw = malloc(len);
+	if (!raw) {
+		out->len = start;
+		return err_set(e, "out of memory");
+	}
+	memcpy(raw, out->data + start, len);
+	out->len = start;
+	int rc = uni_utf8_lossy(out, raw, len);
+	free(raw);
+	if (rc < 0) {
+		out->len = start;
+		return err_set(e, "out of memory");
+	}
+	return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * tokenizer.h: Hugging Face tokenizer.json byte-level BPE, encode and decode.
+ *
+ * What is supported is what the Qwen2/Qwen2.5/Qwen3 and Llama 3 files use,
+ * and anything else is refused at load with a message naming it, never
+ * tokenized differently:
+ *   - model: BPE, vocab and merges, merges as "a b" strings or as [a, b]
+ *     pairs (a merge's rank is its index; a pair listed twice keeps its last
+ *     rank, as tokenizers' HashMap does), ignore_merges (Llama 3: a
+ *     pre-token that is itself in the vocab is emitted whole);
+ *   - added_tokens with their ids, special or not, lstrip, rstrip,
+ *     single_word and normalized;
+ *   - normalizer: null, NFC, or a Sequence of those;
+ *   - pre_tokenizer: Sequence[Split(Regex R, Isolated), ByteLevel without
+ *     its own regex], R the Qwen2/Qwen3 pattern or the Llama 3 one (they
+ *     differ in \p{N} versus \p{N}{1,3}), matched by a hand-written scanner
+ *     with Oniguruma's leftmost-first semantics;
+ *   - decoder: ByteLevel.
+ *
+ * tok_encode() is Tokenizer.encode(text, add_special_tokens=False): added
+ * tokens are split out of the raw text first (leftmost, then longest), the
+ * rest is normalized, pre-tokenized, mapped to bytes and merged by rank.
+ * Input must be valid UTF-8 (Hugging Face takes only str); anything else is
+ * an error naming the byte offset. tok_decode() is Tokenizer.decode(ids):
+ * added tokens as their content, other tokens as their bytes, then any byte
+ * sequence that is not valid UTF-8 becomes U+FFFD (maximal subparts, as
+ * from_utf8_lossy). An id the tokenizer does not have is an error, where
+ * Hugging Face would drop it silently: a model's vocab_size often exceeds
+ * the tokenizer's, and such an id means the sampler and the tokenizer
+ * disagree.
+ *
+ * Internally every vocab token is held as the bytes it stands for, so
+ * encoding never builds the byte-level strings. A loaded tokenizer is
+ * read-only: several threads may encode and decode with it at once.
+ * Unicode data: see unicode.h.
+ */
+#ifndef GRPO_TOKENIZER_H
+#define GRPO_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+struct tokenizer;
+
+/* A growable array of token ids; a zeroed struct is empty and valid. */
+struct tok_ids {
+	int32_t *v;     /* (n) */
+	size_t n, cap;
+};
+
+int tok_ids_push(struct tok_ids *a, int32_t id);  /* -1 when memory runs out */
+void tok_ids_free(struct tok_ids *a);
+
+/* Load tokenizer.json from a file or from memory (name is used in messages).
+ * NULL with the message in e. */
+struct tokenizer *tok_load(const char *path, struct err *e);
+struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e);
+void tok_free(struct tokenizer *t);
+
+/* Append the ids of text[0..n) to out (no special tokens added). */
+int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok_ids *out, struct err *e);
+
+/* Append the text of ids to out (UTF-8, not NUL-terminated: a decoded byte
+ * may be NUL). skip_special leaves out added tokens marked special. */
+int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
+	       struct buf *out, struct err *e);
+
+/* 1 + the largest id (vocab and added tokens). */
+uint32_t tok_vocab_size(const struct tokenizer *t);
+
+/* The id of an added token or vocab token spelled as in tokenizer.json
+ * ("<|im_end|>", "Ġthe"), or -1. */
+int32_t tok_token_id(const struct tokenizer *t, const char *token);
+
+/* 1 if id is an added token marked special. */
+int tok_is_special(const struct tokenizer *t, int32_t id);
+
+#endif

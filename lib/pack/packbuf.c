@@ -1,0 +1,571 @@
+/*
+ * packbuf.c: grpo-pack's buffer of trajectories, their sources and the
+ * choice of each step's sequences. See packbuf.h.
+ */
+#include "pack/packbuf.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fsys.h"
+#include "pack/mbbuild.h"
+#include "pack/pack.h"
+#include "data/sfile.h"
+
+void packbuf_init(struct packbuf *b, const struct packbuf_opt *o)
+{
+	memset(b, 0, sizeof *b);
+	b->o = *o;
+}
+
+void packbuf_free(struct packbuf *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		traj_free(&b->ent[i].t);
+	free(b->ent);
+	for (size_t i = 0; i < b->nsrc; i++)
+		free(b->src[i].done);
+	free(b->src);
+	for (uint32_t q = 0; q < b->n_runs; q++)
+		free((char *)b->runs[q].name);
+	free(b->runs);
+	packstep_inputs_free(b->prev, b->n_prev);
+	memset(b, 0, sizeof *b);
+}
+
+int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct err *e)
+{
+	if (step <= 0)
+		return 0;
+	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0)
+		return -1;
+	return packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e);
+}
+
+/* ---- reading ---- */
+
+static int run_index(struct packbuf *b, const char *name, uint32_t *idx)
+{
+	const char *n = name ? name : "";
+	for (uint32_t q = 0; q < b->n_runs; q++)
+		if (strcmp(b->runs[q].name, n) == 0) {
+			*idx = q;
+			return 0;
+		}
+	struct packstep_run *r = realloc(b->runs, (b->n_runs + 1) * sizeof *r);
+	if (!r)
+		return -1;
+	b->runs = r;
+	memset(&r[b->n_runs], 0, sizeof *r);
+	if (!(r[b->n_runs].name = strdup(n)))
+		return -1;
+	*idx = b->n_runs++;
+	return 0;
+}
+
+static int is_done(const struct packstep_input *in, uint32_t ord)
+{
+	for (uint32_t x = 0; x < in->n_done; x++)
+		if (in->done[x] == ord)
+			return 1;
+	return 0;
+}
+
+static int note_done(struct packbuf_source *so, uint32_t ord)
+{
+	if (so->n_done == so->cap_done) {
+		uint32_t nc = so->cap_done ? 2 * so->cap_done : 16;
+		uint32_t *d = realloc(so->done, nc * sizeof *d);
+		if (!d)
+			return -1;
+		so->done = d, so->cap_done = nc;
+	}
+	so->done[so->n_done++] = ord;
+	return 0;
+}
+
+/* Count a dropped trajectory, and note it done in its source: a file read
+ * again later (its rest was left queued) must not count it twice. */
+static int drop(struct packbuf *b, int reason, struct packbuf_source *so, uint32_t ord, struct err *e)
+{
+	b->drops.n[reason]++;
+	if (!so)
+		return 0;
+	so->dropped[reason]++;
+	return note_done(so, ord) < 0 ? err_set(e, "out of memory") : 0;
+}
+
+static int push_entry(struct packbuf *b, struct traj *t, uint32_t use, int32_t src, uint32_t ord,
+		      uint64_t group, struct err *e)
+{
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? 2 * b->cap : 256;
+		struct packbuf_entry *ne = realloc(b->ent, nc * sizeof *ne);
+		if (!ne)
+			return err_set(e, "out of memory");
+		b->ent = ne, b->cap = nc;
+	}
+	struct packbuf_entry *en = &b->ent[b->n];
+	if (run_index(b, t->run, &en->run) < 0)
+		return err_set(e, "out of memory");
+	en->t = *t;
+	memset(t, 0, sizeof *t);
+	en->use = use;
+	en->src = src;
+	en->ord = ord;
+	en->group = group;
+	en->taken = 0;
+	if (src >= 0)
+		b->src[src].pending++;
+	b->n++;
+	return 0;
+}
+
+int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const char *name, uint64_t rec,
+		      struct err *e)
+{
+	uint64_t gi = b->groups++;
+	struct packbuf_source *so = src >= 0 ? &b->src[src] : NULL;
+	for (uint32_t j = 0; j < g->n; j++) {
+		struct traj *t = &g->trajs[j];
+		uint32_t ord = so ? so->next_ord++ : 0;
+		if (so && so->skip && is_done(so->skip, ord)) {
+			if (note_done(so, ord) < 0)
+				return err_set(e, "out of memory");
+			continue;
+		}
+		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
+		if (!t->scored)
+			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
+				       (unsigned long long)rec, j, (long long)t->sequence_id);
+		if (len == 0) {
+			if (drop(b, PACKSTEP_EMPTY, so, ord, e) < 0)
+				return -1;
+			continue;
+		}
+		uint32_t use = (uint32_t)len;
+		if (len > b->o.seq_len) {
+			if (b->o.overlong == PACKBUF_OVER_ERROR)
+				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than %s "
+					       "(see --overlong)", name, (unsigned long long)rec,
+					       (long long)t->sequence_id, (unsigned long long)len, b->o.cap_text);
+			if (b->o.overlong == PACKBUF_OVER_SKIP) {
+				if (drop(b, PACKSTEP_OVERLONG, so, ord, e) < 0)
+					return -1;
+				continue;
+			}
+			use = b->o.seq_len;
+		}
+		if (push_entry(b, t, use, src, ord, gi, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, struct err *e)
+{
+	struct sfile_reader r;
+	struct record rec;
+	int rc;
+	if (sfile_reader_open_fd(&r, fd, name, e) < 0)
+		return -1;
+	while ((rc = sfile_read(&r, &rec, e)) > 0) {
+		if (rec.kind != REC_GROUP) {
+			record_free(&rec);
+			rc = err_set(e, "%s: record %llu: not a group of trajectories", name,
+				     (unsigned long long)r.record_no);
+			break;
+		}
+		rc = packbuf_add_group(b, &rec.group, src, name, r.record_no, e);
+		record_free(&rec);
+		if (rc < 0)
+			break;
+	}
+	sfile_reader_close(&r);
+	return rc < 0 ? -1 : 0;
+}
+
+/* "step_K/rank_X/NAME": how a manifest names a queue file (malloc'ed). */
+static char *rel_name(const struct claim *c)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "step_%lld/rank_%d/%s", (long long)c->step, c->rank, c->name);
+	return strdup(buf);
+}
+
+/* What the previous manifest says of this file: NULL when nothing. */
+static const struct packstep_input *prev_of(const struct packbuf *b, const struct claim *c, struct err *e,
+					    int *oom)
+{
+	char *rel = rel_name(c);
+	const struct packstep_input *in = NULL;
+	*oom = !rel;
+	for (uint32_t q = 0; rel && q < b->n_prev; q++)
+		if (strcmp(rel, b->prev[q].name) == 0)
+			in = &b->prev[q];
+	free(rel);
+	if (*oom)
+		err_set(e, "out of memory");
+	return in;
+}
+
+int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
+{
+	if (b->nsrc == b->capsrc) {
+		size_t nc = b->capsrc ? 2 * b->capsrc : 64;
+		struct packbuf_source *ns = realloc(b->src, nc * sizeof *ns);
+		if (!ns) {
+			struct claim tmp = *c;
+			claim_release(&tmp, NULL);
+			return err_set(e, "out of memory");
+		}
+		b->src = ns, b->capsrc = nc;
+	}
+	struct packbuf_source *so = &b->src[b->nsrc];
+	memset(so, 0, sizeof *so);
+	so->c = *c;
+	int32_t idx = (int32_t)b->nsrc++;
+	/* In the newest step already, before a crash kept it from retiring:
+	 * all of it (retire it now), or some trajectories (skip those). */
+	int oom;
+	const struct packstep_input *in = prev_of(b, &so->c, e, &oom);
+	if (oom)
+		return -1;
+	if (in && in->finished)
+		return claim_retire(&so->c, e) < 0 ? -1 : 0;
+	so->skip = in;
+	int fd = fsys_open_read(so->c.path, e);
+	if (fd < 0)
+		return -1;
+	int r = packbuf_read_fd(b, fd, so->c.path, idx, e);
+	close(fd);
+	if (r < 0)
+		return -1;
+	return so->pending == 0 ? packbuf_retire(b, e) : 0;
+}
+
+/* ---- readiness and drops ---- */
+
+uint64_t packbuf_tokens(const struct packbuf *b)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < b->n; i++)
+		t += b->ent[i].use;
+	return t;
+}
+
+int packbuf_ready(const struct packbuf *b)
+{
+	if (b->n == 0)
+		return 0;
+	if (b->o.batch_size)
+		return b->n >= b->o.batch_size;
+	uint64_t t = packbuf_tokens(b);
+	if (b->o.batch_tokens)
+		return t >= b->o.batch_tokens;
+	return t >= b->o.min_tokens;
+}
+
+int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e)
+{
+	if (b->o.max_lag < 0)
+		return 0;
+	int64_t oldest = step - 1 - b->o.max_lag;
+	size_t k = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		struct packbuf_entry *en = &b->ent[i];
+		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
+			struct packbuf_source *so = en->src >= 0 ? &b->src[en->src] : NULL;
+			if (so)
+				so->pending--;
+			traj_free(&en->t);
+			if (drop(b, PACKSTEP_STALE, so, en->ord, e) < 0)
+				return -1;
+			continue;
+		}
+		b->ent[k++] = *en;
+	}
+	b->n = k;
+	return 0;
+}
+
+void packbuf_drops_text(const struct packbuf *b, int64_t step, char *line, size_t size)
+{
+	const struct packstep_drops *d = &b->drops;
+	size_t at = 0;
+	const char *sep = "dropped ";
+	line[0] = 0;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++) {
+		if (!d->n[r])
+			continue;
+		at += (size_t)snprintf(line + at, size - at, "%s%llu %s", sep, (unsigned long long)d->n[r],
+				       packstep_drop_names[r]);
+		if (r == PACKSTEP_STALE)
+			at += (size_t)snprintf(line + at, size - at, " (policy_version below %lld, --max-lag %ld)",
+					       (long long)(step - 1 - b->o.max_lag), b->o.max_lag);
+		else if (r == PACKSTEP_OVERLONG)
+			at += (size_t)snprintf(line + at, size - at, " (longer than %s)", b->o.cap_text);
+		else
+			at += (size_t)snprintf(line + at, size - at, " (no tokens)");
+		sep = ", ";
+	}
+	if (d->truncated)
+		snprintf(line + at, size - at, "%struncated %llu to %s (%llu left with no trained token)",
+			 at ? "; " : "", (unsigned long long)d->truncated, b->o.cap_text,
+			 (unsigned long long)d->truncated_untrained);
+}
+
+void packbuf_drops_reported(struct packbuf *b)
+{
+	memset(&b->drops, 0, sizeof b->drops);
+	for (size_t i = 0; i < b->nsrc; i++)
+		memset(b->src[i].dropped, 0, sizeof b->src[i].dropped);
+}
+
+/* ---- choosing a step ---- */
+
+/* Units of selection: one per sequence, or per group with keep_groups.
+ * first[x] is unit x's first entry; its entries run to first[x + 1]. */
+static uint32_t make_units(const struct packbuf *b, struct pack_unit *u, uint32_t *first)
+{
+	uint32_t nu = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct packbuf_entry *en = &b->ent[i];
+		if (b->o.keep_groups && nu > 0 && b->ent[first[nu - 1]].group == en->group &&
+		    b->ent[first[nu - 1]].run == en->run) {
+			u[nu - 1].seqs++;
+			u[nu - 1].tokens += en->use;
+			continue;
+		}
+		first[nu] = (uint32_t)i;
+		u[nu++] = (struct pack_unit){ en->run, 1, en->use };
+	}
+	return nu;
+}
+
+static size_t unit_end(const struct packbuf *b, const uint32_t *first, uint32_t nu, uint32_t x)
+{
+	return x + 1 < nu ? first[x + 1] : b->n;
+}
+
+static struct packstep_seq seq_of(const struct packbuf_entry *en)
+{
+	return (struct packstep_seq){ &en->t, en->use, en->run };
+}
+
+/*
+ * --fill-target: of the units pack_select took, leave those that would
+ * only fill a last, mostly empty round of micro-batches in the buffer for
+ * the next step (pack_fill_cut); whole units, so --keep-groups holds.
+ */
+static int carry_for_fill(const struct packbuf *b, const struct packstep_opt *po, const uint32_t *first,
+			  uint32_t nu, uint8_t *taken, struct err *e)
+{
+	uint32_t *tu = malloc((nu ? nu : 1) * sizeof *tu), *unit_of = malloc(b->n * sizeof *unit_of);
+	struct packstep_seq *seq = malloc(b->n * sizeof *seq);
+	uint8_t *keep = malloc(nu ? nu : 1);
+	int rc = -1;
+	if (!tu || !unit_of || !seq || !keep) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nt = 0, ns = 0;
+	for (uint32_t x = 0; x < nu; x++) {
+		if (!taken[x])
+			continue;
+		for (size_t i = first[x]; i < unit_end(b, first, nu, x); i++) {
+			unit_of[ns] = nt;
+			seq[ns++] = seq_of(&b->ent[i]);
+		}
+		tu[nt++] = x;
+	}
+	int kept = packstep_fill_cut(po, seq, ns, unit_of, nt, b->o.fill_target, keep, e);
+	if (kept < 0)
+		goto out;
+	for (uint32_t j = 0; kept > 0 && j < nt; j++)
+		taken[tu[j]] = keep[j];
+	rc = 0;
+out:
+	free(tu), free(unit_of), free(seq), free(keep);
+	return rc;
+}
+
+/*
+ * Where the turn goes back to when fill carried some of the units chosen
+ * (chose) and kept only some (kept): the run of the first carried unit in
+ * the order pack_select chose them. That order is the turns replayed from
+ * turn0: each run in turn gives its next chosen unit in arrival order, and
+ * a run with none left has stopped for good. *turn is left alone when
+ * nothing was carried.
+ */
+static void rewind_turn(const struct pack_unit *u, uint32_t nu, uint32_t n_runs, uint32_t turn0,
+			const uint8_t *chose, const uint8_t *kept, uint32_t *turn)
+{
+	uint32_t *at = calloc(n_runs, sizeof *at);   /* each run's replay position */
+	if (!at)
+		return;   /* fairness only, not correctness: keep pack_select's turn */
+	uint32_t q = turn0 % n_runs, idle = 0;
+	while (idle < n_runs) {
+		uint32_t i = at[q];
+		while (i < nu && !(chose[i] && u[i].run == q))
+			i++;
+		at[q] = i < nu ? i + 1 : nu;
+		if (i == nu) {
+			idle++;
+		} else if (!kept[i]) {
+			*turn = q;
+			break;
+		} else {
+			idle = 0;
+		}
+		q = (q + 1) % n_runs;
+	}
+	free(at);
+}
+
+/* The queue files the step finishes or partly consumes, for its manifest;
+ * the step's entries are noted done in their sources. */
+static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e)
+{
+	for (size_t i = 0; i < b->nsrc; i++)
+		b->src[i].taking = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct packbuf_entry *en = &b->ent[i];
+		if (en->taken && en->src >= 0) {
+			b->src[en->src].taking++;
+			if (note_done(&b->src[en->src], en->ord) < 0)
+				return err_set(e, "out of memory");
+		}
+	}
+	if (!(st->in = calloc(b->nsrc ? b->nsrc : 1, sizeof *st->in)))
+		return err_set(e, "out of memory");
+	for (size_t i = 0; i < b->nsrc; i++) {
+		struct packbuf_source *so = &b->src[i];
+		if (so->c.state != CLAIM_HELD || so->n_done == 0)
+			continue;
+		struct packstep_input *in = &st->in[st->n_in++];
+		in->finished = so->taking == so->pending;
+		in->done = so->done;
+		in->n_done = so->n_done;
+		if (!(in->name = rel_name(&so->c)))
+			return err_set(e, "out of memory");
+	}
+	return 0;
+}
+
+/* Mark the chosen units' entries taken, list them in st, count truncation. */
+static int step_seqs(struct packbuf *b, const uint32_t *first, uint32_t nu, const uint8_t *taken,
+		     struct packbuf_step *st, struct err *e)
+{
+	if (!(st->seq = malloc(b->n * sizeof *st->seq)))
+		return err_set(e, "out of memory");
+	for (uint32_t x = 0; x < nu; x++) {
+		for (size_t i = first[x]; taken[x] && i < unit_end(b, first, nu, x); i++) {
+			struct packbuf_entry *en = &b->ent[i];
+			en->taken = 1;
+			st->seq[st->n++] = seq_of(en);
+			if (en->use < (uint64_t)en->t.n_prompt + en->t.n_response) {
+				b->drops.truncated++;
+				if (mb_trained_tokens(&en->t, en->use) == 0)
+					b->drops.truncated_untrained++;
+			}
+		}
+	}
+	return 0;
+}
+
+int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packstep_opt *po,
+		 struct packbuf_step *st, struct err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (packbuf_drop_stale(b, step, e) < 0)
+		return -1;
+	if (b->n == 0)
+		return 0;
+	struct pack_unit *u = malloc(b->n * sizeof *u);
+	uint32_t *first = malloc(b->n * sizeof *first);
+	uint8_t *taken = calloc(b->n, 1), *chose = malloc(b->n);
+	int rc = -1;
+	if (!u || !first || !taken || !chose) {
+		err_set(e, "out of memory");
+		goto out;
+	}
+	uint32_t nu = make_units(b, u, first), turn0 = b->turn;
+	pack_select(u, nu, b->n_runs, b->o.batch_size, b->o.batch_tokens, &b->turn, taken);
+	if (!flush && b->o.fill_target > 0) {
+		memcpy(chose, taken, nu);
+		if (carry_for_fill(b, po, first, nu, taken, e) < 0)
+			goto out;
+		rewind_turn(u, nu, b->n_runs, turn0, chose, taken, &b->turn);
+	}
+	if (step_seqs(b, first, nu, taken, st, e) < 0 || step_inputs(b, st, e) < 0)
+		goto out;
+	rc = 1;
+out:
+	free(u), free(first), free(taken), free(chose);
+	if (rc < 0)
+		packbuf_step_free(st);
+	return rc;
+}
+
+void packbuf_step_free(struct packbuf_step *st)
+{
+	for (uint32_t q = 0; q < st->n_in; q++)
+		free(st->in[q].name);   /* done belongs to the source */
+	free(st->in);
+	free(st->seq);
+	memset(st, 0, sizeof *st);
+}
+
+void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		struct packbuf_entry *en = &b->ent[i];
+		if (en->taken) {
+			if (en->src >= 0)
+				b->src[en->src].pending--;
+			traj_free(&en->t);
+		} else {
+			b->ent[k++] = *en;
+		}
+	}
+	b->n = k;
+	packbuf_drops_reported(b);
+	packbuf_step_free(st);
+}
+
+/* ---- sources ---- */
+
+int packbuf_retire(struct packbuf *b, struct err *e)
+{
+	for (size_t i = 0; i < b->nsrc; i++) {
+		struct packbuf_source *so = &b->src[i];
+		if (so->c.state == CLAIM_HELD && so->pending == 0 && claim_retire(&so->c, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void packbuf_release(struct packbuf *b)
+{
+	for (size_t i = 0; i < b->nsrc; i++)
+		if (b->src[i].c.state == CLAIM_HELD)
+			claim_release(&b->src[i].c, NULL);
+}
+
+void packbuf_hold(struct packbuf *b)
+{
+	for (size_t i = 0; i < b->nsrc; i++) {
+		struct packbuf_source *so = &b->src[i];
+		if (so->c.state != CLAIM_HELD)
+			continue;
+		for (int r = 0; r < PACKSTEP_N_DROP; r++)
+			b->drops.n[r] -= so->dropped[r];
+		memset(so->dropped, 0, sizeof so->dropped);
+		claim_release(&so->c, NULL);
+	}
+}

@@ -1,0 +1,166 @@
+/*
+ * packbuf.h: grpo-pack's buffer between reading and publishing. It holds
+ * the trajectories read and not yet in a published step, the queue files
+ * (sources) they came from, per-run progress and the fair turn, and the
+ * counts of what was dropped; it chooses each step's sequences. The tool
+ * opens inputs and outputs and reports; packstep.h packs and publishes.
+ *
+ * Calling sequence, per step:
+ *
+ *	packbuf_take(b, step, flush, po, &st, e)    0: nothing left to pack
+ *	packstep_run(po, step, st.seq, st.n, b->runs, b->n_runs, b->turn, ...,
+ *		     st.in, st.n_in, &b->drops, ...)
+ *	(report b->drops)
+ *	packbuf_commit(b, &st)                      the step is published
+ *	packbuf_retire(b, e)                        retire finished queue files
+ *
+ * A step that fails to publish leaves the buffer fit only for
+ * packbuf_release and packbuf_free: take has already moved the turn and
+ * noted the step's trajectories as done.
+ *
+ * Invariants:
+ *  - every trajectory read from a source is in exactly one place: in the
+ *    buffer (counted in the source's pending), or noted done (in a
+ *    published step, dropped, or named by the previous manifest);
+ *  - a source whose pending reaches 0 is retired by packbuf_retire, never
+ *    before the step that holds its last sequence is published;
+ *  - drops counts what was dropped since the last published step and not
+ *    yet reported, each trajectory once across invocations: a source handed
+ *    back to the queue (packbuf_hold) takes its drops back with it, since
+ *    the next invocation reads it, and drops it, again. Truncation is
+ *    counted when a shortened sequence goes into a step.
+ *  - the entries keep arrival order; a run's units are taken in that order.
+ *
+ * Ownership: the buffer owns its entries' trajectories (moved out of the
+ * groups read), the sources and their claims (held until retired or
+ * released; packbuf_free neither retires nor releases), the run table and
+ * its names, and prev (filled by packbuf_resume before reading). A
+ * packbuf_step owns its arrays and input names; its seq[].t and in[].done
+ * point into the buffer, valid until packbuf_commit.
+ *
+ * Never prints or exits; errors come back through struct err.
+ */
+#ifndef GRPO_PACKBUF_H
+#define GRPO_PACKBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spool/claim.h"
+#include "base/err.h"
+#include "pack/packstep.h"
+#include "data/traj.h"
+
+enum packbuf_overlong { PACKBUF_OVER_ERROR, PACKBUF_OVER_SKIP, PACKBUF_OVER_TRUNCATE };
+
+struct packbuf_opt {
+	uint32_t seq_len;               /* capacity T: longer sequences are overlong */
+	const char *cap_text;           /* T in messages, in the user's terms ("--seq-len 8") */
+	enum packbuf_overlong overlong;
+	long max_lag;                   /* -1: nothing is dropped for age */
+	int keep_groups;                /* a unit of selection is a group, not a sequence */
+	uint64_t batch_size, batch_tokens;   /* a step's limit; 0: none */
+	uint64_t min_tokens;            /* without a limit: tokens that make a step ready */
+	double fill_target;             /* 0: no carrying for fill */
+};
+
+struct packbuf_entry {
+	struct traj t;
+	uint32_t run, use;        /* run index; tokens used (T when truncated) */
+	int32_t src;              /* index into sources, -1 for a plain file */
+	uint32_t ord;             /* position of the trajectory in its file */
+	uint64_t group;           /* record ordinal: sequences of one group share it */
+	int taken;                /* in the step being taken */
+};
+
+struct packbuf_source {
+	struct claim c;
+	uint32_t pending;         /* its sequences not yet in a published step */
+	uint32_t taking;          /* of them, in the step being taken */
+	uint32_t next_ord;        /* trajectories read so far */
+	uint32_t *done, n_done, cap_done;   /* (n_done) ordinals handled: packed or dropped */
+	uint64_t dropped[PACKSTEP_N_DROP];  /* its part of drops */
+	const struct packstep_input *skip;  /* what the previous manifest says is handled */
+};
+
+struct packbuf {
+	struct packbuf_opt o;
+	struct packbuf_entry *ent;     /* (n) arrival order */
+	size_t n, cap;
+	struct packbuf_source *src;    /* (nsrc) */
+	size_t nsrc, capsrc;
+	struct packstep_run *runs;     /* (n_runs) names malloc'ed */
+	uint32_t n_runs, turn;         /* turn: the run that goes first in the next step */
+	uint64_t groups;
+	struct packstep_drops drops;   /* since the last step, not yet reported */
+	struct packstep_input *prev;   /* (n_prev) inputs of the newest DONE: handled already */
+	uint32_t n_prev;
+};
+
+/* One step's choice. */
+struct packbuf_step {
+	struct packstep_seq *seq;      /* (n) in buffer order */
+	uint32_t n;
+	struct packstep_input *in;     /* (n_in) queue files it finishes or partly consumes */
+	uint32_t n_in;
+};
+
+void packbuf_init(struct packbuf *b, const struct packbuf_opt *o);
+/* Frees everything; claims still held stay held (packbuf_release first). */
+void packbuf_free(struct packbuf *b);
+/* Go on from QUEUE/step_(step-1)/DONE, if there is one: run progress and
+ * the turn (packstep_load_runs), and the input files it names as handled,
+ * whole or in part (packstep_load_inputs), so none is packed twice. */
+int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct err *e);
+
+/* Take a group's trajectories into the buffer (the group is left empty),
+ * dropping or truncating as the options say. src: a source index, or -1;
+ * name and rec for messages. */
+int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const char *name, uint64_t rec,
+		      struct err *e);
+/* Every group of the spool file open on fd (the caller closes fd). */
+int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, struct err *e);
+/* A claimed queue file: the buffer takes over the claim (*c is copied, and
+ * released on failure) and reads the file, skipping what the previous
+ * manifest lists as handled; a file it lists as finished is retired. */
+int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e);
+
+/* Sequences and tokens buffered. */
+uint64_t packbuf_tokens(const struct packbuf *b);
+/* 1 when a full step is buffered: batch_size sequences, batch_tokens
+ * tokens, or without either min_tokens tokens. */
+int packbuf_ready(const struct packbuf *b);
+
+/* Drop the buffered trajectories too old for step (--max-lag), counting them. */
+int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e);
+
+/*
+ * Choose step `step`'s sequences: drop the stale, then select fairly across
+ * runs up to the step's limit (pack_select), then, unless flush, carry for
+ * fill (packstep_fill_cut with po), the turn going back to the first
+ * carried unit's run so that carried units keep their place in the
+ * round-robin. Counts the truncated sequences chosen. Returns 1 with *st
+ * filled (free it with packbuf_step_free), 0 when nothing is buffered, or
+ * -1.
+ */
+int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packstep_opt *po,
+		 struct packbuf_step *st, struct err *e);
+/* The step is published: forget its sequences and zero drops (the caller
+ * has reported them); frees st. */
+void packbuf_commit(struct packbuf *b, struct packbuf_step *st);
+void packbuf_step_free(struct packbuf_step *st);
+/* drops in words, for step's line on standard error (size 512 is ample):
+ * "dropped 2 stale (policy_version below 1, --max-lag 0); truncated ...". */
+void packbuf_drops_text(const struct packbuf *b, int64_t step, char *line, size_t size);
+/* Zero drops, after reporting them without a step. */
+void packbuf_drops_reported(struct packbuf *b);
+
+/* Retire every held source whose sequences are all in published steps. */
+int packbuf_retire(struct packbuf *b, struct err *e);
+/* Release every held claim (an error path): the files wait again. */
+void packbuf_release(struct packbuf *b);
+/* Hand the held sources back to the queue for a later run, with their
+ * drops: what stays in drops belongs to files that will not be read again. */
+void packbuf_hold(struct packbuf *b);
+
+#endif

@@ -1,0 +1,626 @@
+/* queue.c: see queue.h. */
+#include "spool/queue.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsys.h"
+#include "spool/spool.h"
+
+/* Remove names beginning with '.' from a sorted list, keeping order. */
+static void no_dots(char **v, size_t *n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i][0] == '.')
+			free(v[i]);
+		else
+			v[k++] = v[i];
+	}
+	*n = k;
+}
+
+int queue_list(const char *spool, char ***names, size_t *n, struct err *e)
+{
+	int r = fsys_list_dir(spool, FSYS_DIRS, names, n, e);
+	if (r == 0)
+		no_dots(*names, n);
+	return r;
+}
+
+static int step_path(char *out, size_t size, const char *queue, int64_t step, const char *rest,
+		     struct err *e)
+{
+	int n = snprintf(out, size, "%s/step_%lld%s%s", queue, (long long)step, rest ? "/" : "",
+			 rest ? rest : "");
+	if (n < 0 || (size_t)n >= size)
+		return err_set(e, "%s: path too long", queue);
+	return 0;
+}
+
+static int has_marker(const char *queue, int64_t step, struct err *e)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	if (step_path(p, sizeof p, queue, step, "DONE", e) < 0)
+		return -1;
+	int r = fsys_stat(p, &st, e);
+	return r < 0 ? -1 : r == 0;
+}
+
+int queue_uses_markers(const char *queue, struct err *e)
+{
+	int64_t *steps;
+	size_t n;
+	int found = 0;
+	if (spool_list_steps(queue, -1, -1, &steps, &n, e) < 0)
+		return -1;
+	for (size_t i = n; i-- > 0 && !found;)
+		if ((found = has_marker(queue, steps[i], e)) < 0)
+			break;
+	free(steps);
+	return found;
+}
+
+int queue_step_state(const char *queue, int64_t step, int claims, long lease, time_t now,
+		     struct queue_step *s, struct err *e)
+{
+	int *ranks;
+	size_t nr;
+	memset(s, 0, sizeof *s);
+	s->step = step;
+	if ((s->marker = has_marker(queue, step, e)) < 0)
+		return -1;
+	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
+		return -1;
+	s->ranks = (int)nr;
+	size_t cap = 0;
+	for (size_t i = 0; i < nr; i++) {
+		struct spool_rank_state rs;
+		if (spool_rank_state(queue, step, ranks[i], &rs, e) < 0)
+			goto fail;
+		s->waiting += (long)rs.nwaiting;
+		s->done += (long)rs.ndone;
+		for (size_t j = 0; claims && j < rs.nclaimed; j++) {
+			char dir[PATH_MAX], p[PATH_MAX + 300];
+			if (cap <= (size_t)s->claimed) {
+				cap = cap ? 2 * cap : 8;
+				struct queue_claim *nc = realloc(s->claims, cap * sizeof *nc);
+				if (!nc) {
+					spool_rank_state_free(&rs);
+					err_set(e, "%s: out of memory", queue);
+					goto fail;
+				}
+				s->claims = nc;
+			}
+			struct queue_claim *qc = &s->claims[s->claimed];
+			memset(qc, 0, sizeof *qc);
+			qc->rank = ranks[i];
+			snprintf(qc->name, sizeof qc->name, "%s", rs.claimed[j]);
+			spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+			snprintf(p, sizeof p, "%s/.claimed/%s", dir, rs.claimed[j]);
+			int r = claim_check(p, lease, now, &qc->id, &qc->age, e);
+			if (r < 0) {
+				spool_rank_state_free(&rs);
+				goto fail;
+			}
+			if (r == 2) /* retired or released while we looked */
+				continue;
+			qc->stale = r == 1;
+			s->claimed++;
+		}
+		if (!claims)
+			s->claimed += (long)rs.nclaimed;
+		spool_rank_state_free(&rs);
+	}
+	free(ranks);
+	return 0;
+fail:
+	free(ranks);
+	free(s->claims);
+	s->claims = NULL;
+	return -1;
+}
+
+/*
+ * Is the step finished (queue.h)? *files: how many published files it
+ * holds, so that a second look can tell whether one arrived in between.
+ */
+static int step_finished(const char *queue, int64_t step, int need_marker, long *files,
+			 struct err *e)
+{
+	int *ranks;
+	size_t nr;
+	int finished = 1;
+	*files = 0;
+	int m = has_marker(queue, step, e);
+	if (m < 0)
+		return -1;
+	if (need_marker && !m)
+		finished = 0;
+	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
+		return -1;
+	for (size_t i = 0; i < nr; i++) {
+		struct spool_rank_state rs;
+		char dir[PATH_MAX], **names;
+		size_t nn;
+		if (spool_rank_state(queue, step, ranks[i], &rs, e) < 0) {
+			free(ranks);
+			return -1;
+		}
+		if (rs.nwaiting || rs.nclaimed)
+			finished = 0;
+		spool_rank_state_free(&rs);
+		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+		if (fsys_list_dir(dir, FSYS_FILES, &names, &nn, e) < 0) {
+			free(ranks);
+			return -1;
+		}
+		no_dots(names, &nn);
+		*files += (long)nn;
+		fsys_free_names(names, nn);
+	}
+	free(ranks);
+	return finished;
+}
+
+static int remove_tree(const char *dir, struct err *e)
+{
+	char **v, p[PATH_MAX];
+	size_t n;
+	int r = fsys_list_dir(dir, FSYS_DIRS, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, v[i]);
+		if (remove_tree(p, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, v[i]);
+		if (fsys_unlink(p, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	return fsys_rmdir(dir, e);
+}
+
+/* Move everything under src into dst without replacing anything; what collides stays. */
+static int merge_back(const char *src, const char *dst, struct err *e)
+{
+	char **v, a[PATH_MAX], b[PATH_MAX];
+	size_t n;
+	if (fsys_mkdir(dst, e) < 0)
+		return -1;
+	if (fsys_list_dir(src, FSYS_DIRS, &v, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(a, sizeof a, "%s/%s", src, v[i]);
+		snprintf(b, sizeof b, "%s/%s", dst, v[i]);
+		if (merge_back(a, b, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	if (fsys_list_dir(src, FSYS_FILES, &v, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(a, sizeof a, "%s/%s", src, v[i]);
+		snprintf(b, sizeof b, "%s/%s", dst, v[i]);
+		if (fsys_rename_noreplace(a, b, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	return fsys_fsync_dir(dst, e);
+}
+
+/*
+ * A step moved aside to gcdir/step_N: delete it if it is still finished
+ * and holds `expected` files (-1: any number), else put it back.
+ * 1 removed, 0 put back, -1 error.
+ */
+static int finish_isolated(const char *queue, const char *gcdir, int64_t step, int need_marker,
+			   long expected, struct err *e)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	long files;
+	int f = step_finished(gcdir, step, need_marker, &files, e);
+	if (f < 0)
+		return -1;
+	if (f == 1 && (expected < 0 || files == expected)) {
+		/* Deleting is not atomic, and a half-deleted step (records gone,
+		 * files left) would look unfinished: rename it to del.* first,
+		 * which is deleted without a second look if we crash. */
+		char del[PATH_MAX + 200], uniq[160];
+		spool_unique_name(uniq, sizeof uniq);
+		snprintf(del, sizeof del, "%s/.tmp/del.%s", queue, uniq);
+		if (fsys_rename(gcdir, del, e) < 0)
+			return -1;
+		return remove_tree(del, e) < 0 ? -1 : 1;
+	}
+	if (step_path(from, sizeof from, gcdir, step, NULL, e) < 0 ||
+	    step_path(to, sizeof to, queue, step, NULL, e) < 0)
+		return -1;
+	int r = fsys_rename_noreplace(from, to, e);
+	if (r < 0)
+		return -1;
+	if (r == 1 && merge_back(from, to, e) < 0) /* a producer made the step anew meanwhile */
+		return -1;
+	if (fsys_fsync_dir(queue, e) < 0)
+		return -1;
+	if (r == 0)
+		fsys_rmdir(gcdir, NULL);
+	return 0;
+}
+
+static int isolate_and_remove(const char *queue, int64_t step, int need_marker, long expected,
+			      struct err *e)
+{
+	char tmpdir[PATH_MAX], gcdir[PATH_MAX], uniq[160], from[PATH_MAX], to[PATH_MAX];
+	spool_unique_name(uniq, sizeof uniq);
+	if (snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir ||
+	    snprintf(gcdir, sizeof gcdir, "%s/gc.%s", tmpdir, uniq) >= (int)sizeof gcdir ||
+	    step_path(from, sizeof from, queue, step, NULL, e) < 0 ||
+	    step_path(to, sizeof to, gcdir, step, NULL, e) < 0)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_mkdirs(tmpdir, e) < 0 || fsys_mkdir(gcdir, e) < 0 ||
+	    fsys_rename(from, to, e) < 0 || fsys_fsync_dir(queue, e) < 0)
+		return -1;
+	return finish_isolated(queue, gcdir, step, need_marker, expected, e);
+}
+
+/* Deal with the gc.* directories an interrupted gc left in QUEUE/.tmp. */
+static int finish_leftovers(const char *queue, int need_marker, long *count, struct err *e)
+{
+	char tmpdir[PATH_MAX], gcdir[PATH_MAX], **v, **steps;
+	size_t n, ns;
+	snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	int r = fsys_list_dir(tmpdir, FSYS_DIRS, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(gcdir, sizeof gcdir, "%s/%s", tmpdir, v[i]);
+		if (strncmp(v[i], "del.", 4) == 0) {
+			if (remove_tree(gcdir, e) < 0)
+				goto fail;
+			(*count)++;
+			continue;
+		}
+		if (strncmp(v[i], "gc.", 3) != 0)
+			continue;
+		if (fsys_list_dir(gcdir, FSYS_DIRS, &steps, &ns, e) < 0)
+			goto fail;
+		int bad = 0;
+		for (size_t j = 0; j < ns && !bad; j++) {
+			int64_t s;
+			if (spool_parse_step(steps[j], &s) == 0 &&
+			    finish_isolated(queue, gcdir, s, need_marker, -1, e) < 0)
+				bad = 1;
+		}
+		fsys_free_names(steps, ns);
+		if (bad)
+			goto fail;
+		fsys_rmdir(gcdir, NULL);
+		(*count)++;
+	}
+	fsys_free_names(v, n);
+	return 0;
+fail:
+	fsys_free_names(v, n);
+	return -1;
+}
+
+int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
+		  struct queue_recover_stats *st, struct err *e)
+{
+	int64_t *steps;
+	size_t ns;
+	int need_marker = queue_uses_markers(queue, e);
+	if (need_marker < 0 || finish_leftovers(queue, need_marker, &st->gc_finished, e) < 0)
+		return -1;
+	if (spool_list_steps(queue, -1, -1, &steps, &ns, e) < 0)
+		return -1;
+	for (size_t i = 0; i < ns; i++) {
+		int *ranks;
+		size_t nr;
+		if (spool_list_ranks(queue, steps[i], &ranks, &nr, e) < 0)
+			goto fail;
+		for (size_t j = 0; j < nr; j++) {
+			char dir[PATH_MAX], cdir[PATH_MAX + 16], p[PATH_MAX + 300], **v;
+			size_t n;
+			spool_step_dir(dir, sizeof dir, queue, steps[i], ranks[j]);
+			snprintf(cdir, sizeof cdir, "%s/.claimed", dir);
+			if (fsys_list_dir(cdir, FSYS_FILES, &v, &n, e) < 0) {
+				free(ranks);
+				goto fail;
+			}
+			for (size_t k = 0; k < n; k++) {
+				struct claim_id id;
+				long long age;
+				snprintf(p, sizeof p, "%s/%s", cdir, v[k]);
+				if (v[k][0] == '.')
+					continue;
+				int r = claim_check(p, lease, now, &id, &age, e);
+				if (r == 1)
+					r = fsys_unlink(p, e) < 0 ? -1 : 1;
+				if (r < 0) {
+					fsys_free_names(v, n);
+					free(ranks);
+					goto fail;
+				}
+				if (r == 1)
+					st->returned++;
+				else if (r == 0)
+					st->live++;
+			}
+			fsys_free_names(v, n);
+		}
+		free(ranks);
+	}
+	free(steps);
+
+	char tmpdir[PATH_MAX], p[PATH_MAX + 300], **v;
+	size_t n;
+	snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	int r = fsys_list_dir(tmpdir, FSYS_ANY, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t k = 0; k < n; k++) {
+		struct stat sb;
+		snprintf(p, sizeof p, "%s/%s", tmpdir, v[k]);
+		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4) || fsys_stat(p, &sb, e) != 0)
+			continue; /* gc leftovers were handled above; gone meanwhile */
+		if (tmp_age > 0 && (long long)now - (long long)sb.st_mtime < tmp_age)
+			continue;
+		if ((S_ISDIR(sb.st_mode) ? remove_tree(p, e) : fsys_unlink(p, e)) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+		st->tmp_removed++;
+	}
+	fsys_free_names(v, n);
+	return 0;
+fail:
+	free(steps);
+	return -1;
+}
+
+static const char *base_name(const char *path, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", path);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *s = strrchr(buf, '/');
+	return s ? s + 1 : buf;
+}
+
+static int add_member(struct archive *a, const char *path, const char *member, struct err *e)
+{
+	struct stat st;
+	unsigned char chunk[65536];
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	if (fsys_fstat(fd, &st, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	struct archive_entry *ent = archive_entry_new();
+	archive_entry_set_pathname(ent, member);
+	archive_entry_set_size(ent, st.st_size);
+	archive_entry_set_filetype(ent, AE_IFREG);
+	archive_entry_set_perm(ent, 0644);
+	archive_entry_set_mtime(ent, st.st_mtime, 0);
+	int ok = archive_write_header(a, ent) == ARCHIVE_OK;
+	archive_entry_free(ent);
+	if (!ok) {
+		close(fd);
+		return err_set(e, "%s: %s", member, archive_error_string(a));
+	}
+	long long left = st.st_size;
+	while (left > 0) {
+		ssize_t n = fsys_read(fd, chunk, sizeof chunk, path, e);
+		if (n < 0) {
+			close(fd);
+			return -1;
+		}
+		if (n == 0) {
+			close(fd);
+			return err_set(e, "%s: shrank while being archived", path);
+		}
+		if (archive_write_data(a, chunk, (size_t)n) < 0) {
+			close(fd);
+			return err_set(e, "%s: %s", member, archive_error_string(a));
+		}
+		left -= n;
+	}
+	close(fd);
+	return 0;
+}
+
+static int archive_members(struct archive *a, const char *queue, const char *qname, int64_t step,
+			   long *members, struct err *e)
+{
+	char p[PATH_MAX], m[PATH_MAX + 300], dir[PATH_MAX], **v;
+	int *ranks;
+	size_t nr, n;
+	struct stat st;
+	if (step_path(p, sizeof p, queue, step, "DONE", e) < 0)
+		return -1;
+	int r = fsys_stat(p, &st, e);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		snprintf(m, sizeof m, "%s/step_%lld/DONE", qname, (long long)step);
+		if (add_member(a, p, m, e) < 0)
+			return -1;
+		(*members)++;
+	}
+	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
+		return -1;
+	for (size_t i = 0; i < nr; i++) {
+		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
+			free(ranks);
+			return -1;
+		}
+		no_dots(v, &n);
+		for (size_t k = 0; k < n; k++) {
+			snprintf(p, sizeof p, "%s/%s", dir, v[k]);
+			snprintf(m, sizeof m, "%s/step_%lld/rank_%d/%s", qname, (long long)step, ranks[i], v[k]);
+			if (add_member(a, p, m, e) < 0) {
+				fsys_free_names(v, n);
+				free(ranks);
+				return -1;
+			}
+			(*members)++;
+		}
+		fsys_free_names(v, n);
+	}
+	free(ranks);
+	return 0;
+}
+
+int queue_archive_step(const char *queue, int64_t step, const char *archive_dir, long *members,
+		       struct err *e)
+{
+	char qbuf[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX + 200], uniq[160];
+	const char *qname = base_name(queue, qbuf, sizeof qbuf);
+	*members = 0;
+	spool_unique_name(uniq, sizeof uniq);
+	if (snprintf(final, sizeof final, "%s/%s-step_%lld.tar.zst", archive_dir, qname,
+		     (long long)step) >= (int)sizeof final ||
+	    snprintf(tmp, sizeof tmp, "%s/.%s-step_%lld.tar.zst.%s", archive_dir, qname,
+		     (long long)step, uniq) >= (int)sizeof tmp)
+		return err_set(e, "%s: path too long", archive_dir);
+	if (fsys_mkdirs(archive_dir, e) < 0)
+		return -1;
+	int fd = fsys_open_excl(tmp, e);
+	if (fd < 0)
+		return -1;
+	struct archive *a = archive_write_new();
+	if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
+	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+		err_set(e, "%s: %s", tmp, a ? archive_error_string(a) : "out of memory");
+		goto fail;
+	}
+	if (archive_members(a, queue, qname, step, members, e) < 0)
+		goto fail;
+	if (archive_write_close(a) != ARCHIVE_OK) {
+		err_set(e, "%s: %s", tmp, archive_error_string(a));
+		goto fail;
+	}
+	archive_write_free(a);
+	a = NULL;
+	if (fsys_fsync(fd, tmp, e) < 0)
+		goto fail;
+	int cfd = fd;
+	fd = -1;
+	/* Replacing is right: a step is archived again only after an
+	 * interrupted gc, and then holds at least what the old archive did. */
+	if (fsys_close(cfd, tmp, e) < 0 || fsys_rename(tmp, final, e) < 0 ||
+	    fsys_fsync_dir(archive_dir, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	if (a)
+		archive_write_free(a);
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+/* Archives of this queue left half-written by an interrupted gc (one gc per spool: the lock). */
+static int clean_archive_tmp(const char *queue, const char *archive_dir, struct err *e)
+{
+	char qbuf[PATH_MAX], prefix[PATH_MAX + 8], p[PATH_MAX + 300], **v;
+	size_t n;
+	snprintf(prefix, sizeof prefix, ".%s-step_", base_name(queue, qbuf, sizeof qbuf));
+	int r = fsys_list_dir(archive_dir, FSYS_FILES, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(v[i], prefix, strlen(prefix)) || !strstr(v[i], ".tar.zst."))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", archive_dir, v[i]);
+		if (fsys_unlink(p, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	return 0;
+}
+
+int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
+	     struct err *e)
+{
+	int64_t *steps;
+	size_t ns;
+	long leftovers = 0;
+	int need_marker = queue_uses_markers(queue, e);
+	if (need_marker < 0 || finish_leftovers(queue, need_marker, &leftovers, e) < 0)
+		return -1;
+	if (archive_dir && clean_archive_tmp(queue, archive_dir, e) < 0)
+		return -1;
+	if (spool_list_steps(queue, -1, -1, &steps, &ns, e) < 0)
+		return -1;
+	size_t old = keep < 0 ? 0 : ns > (size_t)keep ? ns - (size_t)keep : 0;
+	for (size_t i = 0; i < old; i++) {
+		long files, members = -1;
+		int f = step_finished(queue, steps[i], need_marker, &files, e);
+		if (f < 0)
+			goto fail;
+		if (!f) {
+			st->unfinished++;
+			continue;
+		}
+		if (archive_dir) {
+			if (queue_archive_step(queue, steps[i], archive_dir, &members, e) < 0)
+				goto fail;
+			st->archived++;
+			/* the DONE marker is a member too, but not a published file */
+			members -= has_marker(queue, steps[i], NULL) == 1;
+		}
+		int r = isolate_and_remove(queue, steps[i], need_marker, members, e);
+		if (r < 0)
+			goto fail;
+		if (r == 1)
+			st->removed++;
+		else
+			st->unfinished++;
+	}
+	free(steps);
+	return 0;
+fail:
+	free(steps);
+	return -1;
+}
+
+int queue_lock_spool(const char *spool, int *fd, struct err *e)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof p, "%s/.lock", spool) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", spool);
+	return fsys_try_lock(p, 1, fd, e);
+}

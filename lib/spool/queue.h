@@ -1,0 +1,93 @@
+/*
+ * queue.h: maintenance of whole spool queues: their state, crash recovery
+ * and retention (what grpo-spool status, recover and gc do).
+ *
+ * A spool is a directory of queues (SPOOL/rollouts, SPOOL/scored, ...);
+ * a queue is any subdirectory whose name does not begin with '.'. The
+ * layout of a queue is in spool.h, the claim protocol in claim.h.
+ *
+ * Finished: a step is finished when none of its files is waiting or
+ * claimed and, in a queue that uses completion markers (any step of it has
+ * step_N/DONE, as grpo-pack writes for batches), when it has its own
+ * step_N/DONE. Only finished steps are removed.
+ *
+ * Removing a step is atomic for readers: the step directory is first
+ * renamed to QUEUE/.tmp/gc.UNIQUE/step_N, checked again there (a producer
+ * may have published into it after the first check), and only then
+ * deleted (after a last rename to QUEUE/.tmp/del.UNIQUE, so that a
+ * half-deleted step never looks unfinished); an unfinished step found there
+ * is moved back. A crash leaves a gc.* or del.* directory in .tmp, which
+ * the next gc or recover finishes. Archives are written (tmp, fsync, rename) before the step is moved,
+ * so a removed step was always archived first when archiving was asked for.
+ *
+ * Recovery and gc of one spool are serialised by an flock on SPOOL/.lock
+ * (queue_lock_spool); consumers and producers never take it.
+ */
+#ifndef GRPO_QUEUE_H
+#define GRPO_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "spool/claim.h"
+#include "base/err.h"
+
+#define QUEUE_TMP_AGE_DEFAULT 129600  /* 36 h, as qmail: must exceed any writer's run time */
+
+/* The queue names in a spool, sorted; free with fsys_free_names. 1: no such spool. */
+int queue_list(const char *spool, char ***names, size_t *n, struct err *e);
+
+struct queue_claim {
+	int rank;
+	char name[256];
+	struct claim_id id;    /* id.host[0] == '\0': the record could not be read */
+	long long age;         /* seconds since claimed or last renewed */
+	int stale;             /* claim_check says the holder is gone */
+};
+
+struct queue_step {
+	int64_t step;
+	int ranks;
+	long waiting, claimed, done;
+	int marker;                  /* step_N/DONE exists */
+	struct queue_claim *claims;  /* claimed of them, when asked for; free() */
+};
+
+/* Count one step; with claims != 0 also read every claim record. lease as claim_check. */
+int queue_step_state(const char *queue, int64_t step, int claims, long lease, time_t now,
+		     struct queue_step *s, struct err *e);
+/* 1 if any step of the queue has a DONE marker. */
+int queue_uses_markers(const char *queue, struct err *e);
+
+struct queue_recover_stats {
+	long returned;     /* stale claims removed: their files wait again */
+	long live;         /* claims left alone */
+	long tmp_removed;  /* temporaries older than tmp_age removed */
+	long gc_finished;  /* leftovers of an interrupted gc dealt with */
+};
+/* Return stale claims; remove temporaries at least tmp_age seconds old (0: all of them). */
+int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
+		  struct queue_recover_stats *st, struct err *e);
+
+struct queue_gc_stats {
+	long removed, archived;
+	long unfinished;   /* old steps kept because they are not finished */
+};
+/*
+ * Remove the finished steps of a queue beyond the newest keep; with
+ * archive_dir, first archive each into archive_dir/NAME-step_N.tar.zst
+ * (NAME: the queue's last path component), whose members are
+ * NAME/step_N/rank_X/FILE and NAME/step_N/DONE.
+ */
+int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
+	     struct err *e);
+
+/* Archive one step as queue_gc does; 0 done. */
+int queue_archive_step(const char *queue, int64_t step, const char *archive_dir, long *members,
+		       struct err *e);
+
+/* Lock SPOOL/.lock without waiting: 0 locked (*fd holds it), 1 busy, -1 error. */
+int queue_lock_spool(const char *spool, int *fd, struct err *e);
+
+#endif

@@ -1,0 +1,278 @@
+/* spool.c: see spool.h. */
+#include "spool/spool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fsys.h"
+
+int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank)
+{
+	int n = snprintf(out, size, "%s/step_%lld/rank_%d", queue, (long long)step, rank);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void spool_unique_name(char *out, size_t size)
+{
+	static unsigned counter;
+	char host[64] = "localhost";
+	gethostname(host, sizeof host - 1);
+	for (char *p = host; *p; p++)
+		if (*p == '/' || *p == '.')
+			*p = '_';
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(out, size, "%s.%ld.%lld%09ld.%u", host, (long)getpid(), (long long)ts.tv_sec,
+		 ts.tv_nsec, counter++);
+}
+
+int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
+	       const char *name, struct err *e)
+{
+	char tmpdir[PATH_MAX], uniq[160];
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
+		return err_set(e, "%s: not a valid spool file name", name);
+	if (spool_step_dir(o->dir, sizeof o->dir, queue, step, rank) < 0 ||
+	    snprintf(o->final_path, sizeof o->final_path, "%s/%s", o->dir, name) >= (int)sizeof o->final_path ||
+	    snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_mkdirs(tmpdir, e) < 0)
+		return -1;
+	spool_unique_name(uniq, sizeof uniq);
+	if (snprintf(o->tmp_path, sizeof o->tmp_path, "%s/%s", tmpdir, uniq) >= (int)sizeof o->tmp_path)
+		return err_set(e, "%s: path too long", tmpdir);
+	o->fd = fsys_open_excl(o->tmp_path, e);
+	return o->fd < 0 ? -1 : 0;
+}
+
+int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e)
+{
+	return fsys_write_all(o->fd, p, n, o->tmp_path, e);
+}
+
+int spool_finish_write(struct spool_out *o, struct err *e)
+{
+	if (o->fd < 0)
+		return 0;
+	if (!o->no_fsync && fsys_fsync(o->fd, o->tmp_path, e) < 0)
+		goto fail;
+	int fd = o->fd;
+	o->fd = -1;
+	if (fsys_close(fd, o->tmp_path, e) < 0)
+		goto fail;
+	return 0;
+fail:
+	spool_abort(o);
+	return -1;
+}
+
+int spool_commit(struct spool_out *o, struct err *e)
+{
+	if (spool_finish_write(o, e) < 0)
+		return -1;
+	if (fsys_mkdirs(o->dir, e) < 0)
+		goto fail;
+	int r = fsys_rename_noreplace(o->tmp_path, o->final_path, e);
+	if (r < 0)
+		goto fail;
+	if (r == 1) {
+		fsys_unlink(o->tmp_path, NULL);
+		return 1;
+	}
+	if (!o->no_fsync && fsys_fsync_dir(o->dir, e) < 0)
+		return -1; /* renamed, but not known to be durable: report it */
+	return 0;
+fail:
+	spool_abort(o);
+	return -1;
+}
+
+void spool_abort(struct spool_out *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp_path[0])
+		unlink(o->tmp_path);
+	o->tmp_path[0] = 0;   /* a second abort unlinks nothing */
+}
+
+static int parse_num(const char *s, int64_t max, int64_t *out)
+{
+	if (s[0] < '0' || s[0] > '9' || (s[0] == '0' && s[1] != '\0'))
+		return -1;
+	int64_t v = 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (max - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int spool_parse_step(const char *name, int64_t *step)
+{
+	return strncmp(name, "step_", 5) ? -1 : parse_num(name + 5, INT64_MAX, step);
+}
+
+int spool_parse_rank(const char *name, int *rank)
+{
+	int64_t v;
+	if (strncmp(name, "rank_", 5) || parse_num(name + 5, INT_MAX, &v) < 0)
+		return -1;
+	*rank = (int)v;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+int spool_list_steps(const char *queue, int64_t from, int64_t to, int64_t **steps, size_t *n,
+		     struct err *e)
+{
+	char **names;
+	size_t nn, k = 0;
+	*steps = NULL;
+	*n = 0;
+	if (fsys_list_dir(queue, FSYS_DIRS, &names, &nn, e) < 0)
+		return -1;
+	int64_t *v = malloc((nn ? nn : 1) * sizeof *v);
+	if (!v) {
+		fsys_free_names(names, nn);
+		return err_set(e, "%s: out of memory", queue);
+	}
+	for (size_t i = 0; i < nn; i++) {
+		int64_t s;
+		if (spool_parse_step(names[i], &s) == 0 && (from < 0 || s >= from) && (to < 0 || s <= to))
+			v[k++] = s;
+	}
+	fsys_free_names(names, nn);
+	qsort(v, k, sizeof *v, cmp_i64);
+	*steps = v;
+	*n = k;
+	return 0;
+}
+
+int spool_list_ranks(const char *queue, int64_t step, int **ranks, size_t *n, struct err *e)
+{
+	char dir[PATH_MAX], **names;
+	size_t nn, k = 0;
+	*ranks = NULL;
+	*n = 0;
+	if (snprintf(dir, sizeof dir, "%s/step_%lld", queue, (long long)step) >= (int)sizeof dir)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_list_dir(dir, FSYS_DIRS, &names, &nn, e) < 0)
+		return -1;
+	int *v = malloc((nn ? nn : 1) * sizeof *v);
+	if (!v) {
+		fsys_free_names(names, nn);
+		return err_set(e, "%s: out of memory", dir);
+	}
+	for (size_t i = 0; i < nn; i++)
+		if (spool_parse_rank(names[i], &v[k]) == 0)
+			k++;
+	fsys_free_names(names, nn);
+	qsort(v, k, sizeof *v, cmp_int);
+	*ranks = v;
+	*n = k;
+	return 0;
+}
+
+static int in_sorted(char **v, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v[mid], name);
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Drop the names that begin with '.', keeping the order. */
+static void drop_dot_names(char **v, size_t *n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i][0] == '.')
+			free(v[i]);
+		else
+			v[k++] = v[i];
+	}
+	*n = k;
+}
+
+int spool_rank_state(const char *queue, int64_t step, int rank, struct spool_rank_state *s,
+		     struct err *e)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 16];
+	memset(s, 0, sizeof *s);
+	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0)
+		return err_set(e, "%s: path too long", queue);
+	/* A record moves from .claimed to .done when its file is retired;
+	 * listing .claimed before .done sees a record that moves between the
+	 * two lists at least once (both: a retire, counted as done below),
+	 * never not at all, which would make a finished file look waiting. */
+	snprintf(sub, sizeof sub, "%s/.claimed", dir);
+	if (fsys_list_dir(sub, FSYS_FILES, &s->claimed, &s->nclaimed, e) < 0)
+		goto fail;
+	snprintf(sub, sizeof sub, "%s/.done", dir);
+	if (fsys_list_dir(sub, FSYS_FILES, &s->done, &s->ndone, e) < 0)
+		goto fail;
+	if (fsys_list_dir(dir, FSYS_FILES, &s->waiting, &s->nwaiting, e) < 0)
+		goto fail;
+	drop_dot_names(s->done, &s->ndone);
+	drop_dot_names(s->claimed, &s->nclaimed);
+	drop_dot_names(s->waiting, &s->nwaiting);
+	size_t k = 0;
+	for (size_t i = 0; i < s->nwaiting; i++) {
+		char *nm = s->waiting[i];
+		if (in_sorted(s->done, s->ndone, nm) || in_sorted(s->claimed, s->nclaimed, nm))
+			free(nm);
+		else
+			s->waiting[k++] = nm;
+	}
+	s->nwaiting = k;
+	/* A name both claimed and done is a retire caught between the two lists. */
+	k = 0;
+	for (size_t i = 0; i < s->nclaimed; i++) {
+		char *nm = s->claimed[i];
+		if (in_sorted(s->done, s->ndone, nm))
+			free(nm);
+		else
+			s->claimed[k++] = nm;
+	}
+	s->nclaimed = k;
+	return 0;
+fail:
+	spool_rank_state_free(s);
+	return -1;
+}
+
+void spool_rank_state_free(struct spool_rank_state *s)
+{
+	fsys_free_names(s->waiting, s->nwaiting);
+	fsys_free_names(s->claimed, s->nclaimed);
+	fsys_free_names(s->done, s->ndone);
+	memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# lib/ is layered: a module includes only its own folder and the folders that
+# lib/README.md's table lets it include. This reads that table and checks
+# every quoted include of every file under lib/.
+. "$GRPO_TOP/tests/cli/lib.sh"
+L="$GRPO_TOP/lib"
+plan 4
+
+# "| folder | may include | ..." rows, as "folder: allowed..."
+sed -n 's/^| *\([a-z]*\) *| *\([a-z ()]*\) *|.*/\1: \2/p' "$L/README.md" | grep -v '^folder:' > "$T/allowed"
+folders=$(ls -d "$L"/*/ | xargs -n1 basename | sort | tr '\n' ' ')
+listed=$(cut -d: -f1 "$T/allowed" | sort | tr '\n' ' ')
+is "$listed" "$folders" "lib/README.md's table names every folder of lib/ and no other"
+
+check() { # check ROOT: print "file: include" for every include that breaks a rule
+	for f in $(cd "$1" && ls */*.[ch] */*.inc 2>/dev/null); do
+		d=${f%%/*}
+		allowed=" $d $(sed -n "s/^$d: //p" "$T/allowed") "
+		sed -n 's/^[ \t]*#[ \t]*include[ \t]*"\([^"]*\)".*/\1/p' "$1/$f" | while read -r inc; do
+			case $inc in
+			*/*) case "$allowed" in *" ${inc%%/*} "*) ;; *) echo "$f: $inc (upward or sideways)" ;; esac ;;
+			*) echo "$f: $inc (names no folder)" ;;
+			esac
+		done
+	done
+}
+check "$L" > "$T/bad"
+is "$(cat "$T/bad")" "" "every include in lib/ names its folder and goes down"
+
+# The check itself must be able to fail: an upward include and a bare one.
+mkdir -p "$T/lib/base" "$T/lib/data"
+printf '#include "spool/claim.h"\n' > "$T/lib/base/x.c"
+printf '#include "traj.h"\n#include "base/err.h"\n' > "$T/lib/data/y.c"
+check "$T/lib" > "$T/bad"
+is "$(cat "$T/bad")" "base/x.c: spool/claim.h (upward or sideways)
+data/y.c: traj.h (names no folder)" "a planted upward include and a bare include are both caught"
+
+# Nothing outside lib/ includes a lib header without its folder.
+bare=$(grep -n '#include "[a-z_]*\.h"' "$GRPO_TOP"/tools/*.c "$GRPO_TOP"/tests/unit/*.c "$GRPO_TOP"/tests/fuzz/*.c \
+	"$GRPO_TOP"/bench/*.c 2>/dev/null | grep -v '"tap.h"\|"model_ref.h"')
+is "$bare" "" "tools, tests and benchmarks include lib headers by folder"
