@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,37 +15,45 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-static long fsys_calls;
-static long crash_at = -1;
-static int trace = -1;
+/*
+ * The count is shared by every thread of the process (grpo-pack publishes
+ * from several), so it is atomic, and the environment is read once.
+ */
+static atomic_long fsys_calls;
+static atomic_long crash_at;
+static atomic_int trace;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void read_env(void)
+{
+	const char *s = getenv("GRPO_FSYS_CRASH_AT");
+	atomic_store(&crash_at, s ? atol(s) : 0);
+	s = getenv("GRPO_FSYS_TRACE");
+	atomic_store(&trace, s && *s && *s != '0');
+}
 
 void fsys_test_crash_at(long n)
 {
-	if (trace < 0)
-		fsys_step(NULL);
-	crash_at = n;
-	fsys_calls = 0;
+	pthread_once(&env_once, read_env);
+	atomic_store(&crash_at, n);
+	atomic_store(&fsys_calls, 0);
 }
 
 long fsys_calls_made(void)
 {
-	return fsys_calls;
+	return atomic_load(&fsys_calls);
 }
 
 void fsys_step(const char *what)
 {
-	if (crash_at < 0) {
-		const char *s = getenv("GRPO_FSYS_CRASH_AT");
-		crash_at = s ? atol(s) : 0;
-		s = getenv("GRPO_FSYS_TRACE");
-		trace = s && *s && *s != '0';
-	}
+	pthread_once(&env_once, read_env);
 	if (!what)
 		return;
-	fsys_calls++;
-	if (trace)
-		fprintf(stderr, "fsys %ld %s\n", fsys_calls, what);
-	if (crash_at > 0 && fsys_calls == crash_at)
+	long n = atomic_fetch_add(&fsys_calls, 1) + 1;
+	if (atomic_load(&trace))
+		fprintf(stderr, "fsys %ld %s\n", n, what);
+	long at = atomic_load(&crash_at);
+	if (at > 0 && n == at)
 		_exit(GRPO_FSYS_CRASH_STATUS);
 }
 

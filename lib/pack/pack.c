@@ -224,12 +224,12 @@ static int try_class(struct work *w, uint32_t c, const uint32_t *order, uint32_t
 	return place_ffd(w, order, ni, bins, m);
 }
 
-static const struct pack_item *sort_items;
-
-static int by_len_desc(const void *pa, const void *pb)
+/* The comparators take their keys through qsort_r's argument, never a
+ * file-scope variable, so that packing is pure and safe in threads. */
+static int by_len_desc(const void *pa, const void *pb, void *arg)
 {
 	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
-	const struct pack_item *x = &sort_items[a], *y = &sort_items[b];
+	const struct pack_item *items = arg, *x = &items[a], *y = &items[b];
 	if (x->len != y->len)
 		return x->len > y->len ? -1 : 1;
 	if (x->cost != y->cost)
@@ -243,21 +243,19 @@ static int by_len_desc(const void *pa, const void *pb)
  * chunks of W, each chunk a partial partition of W one-bin sets; the two
  * partial partitions with the largest spread are merged repeatedly, the
  * heaviest set of one joined with the lightest of the other. rank_of: (k). */
-static const double *kk_sums;
-
-static int kk_desc(const void *pa, const void *pb)
+static int kk_desc(const void *pa, const void *pb, void *arg)
 {
 	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	const double *kk_sums = arg;
 	if (kk_sums[a] != kk_sums[b])
 		return kk_sums[a] > kk_sums[b] ? -1 : 1;
 	return a < b ? -1 : a > b;
 }
 
-static const double *bin_cost_sort;
-
-static int bins_by_cost(const void *pa, const void *pb)
+static int bins_by_cost(const void *pa, const void *pb, void *arg)
 {
 	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	const double *bin_cost_sort = arg;
 	if (bin_cost_sort[a] != bin_cost_sort[b])
 		return bin_cost_sort[a] < bin_cost_sort[b] ? -1 : 1;
 	return a < b ? -1 : a > b;
@@ -283,8 +281,7 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 		goto out;
 	for (uint32_t b = 0; b < k; b++)
 		sorted[b] = b;
-	bin_cost_sort = cost;
-	qsort(sorted, k, sizeof *sorted, bins_by_cost);
+	qsort_r(sorted, k, sizeof *sorted, bins_by_cost, (void *)cost);
 	for (uint32_t s = 0; s < m; s++) {
 		alive[s] = 1;
 		for (uint32_t j = 0; j < W; j++) {
@@ -317,10 +314,8 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 		}
 		for (uint32_t j = 0; j < W; j++)
 			ia[j] = ib[j] = j;
-		kk_sums = sum + (size_t)a * W;
-		qsort(ia, W, sizeof *ia, kk_desc);
-		kk_sums = sum + (size_t)c * W;
-		qsort(ib, W, sizeof *ib, kk_desc);
+		qsort_r(ia, W, sizeof *ia, kk_desc, sum + (size_t)a * W);
+		qsort_r(ib, W, sizeof *ib, kk_desc, sum + (size_t)c * W);
 		for (uint32_t j = 0; j < W; j++) {
 			uint32_t x = a * W + ia[j], y = c * W + ib[W - 1 - j];
 			ns[j] = sum[x] + sum[y];
@@ -507,9 +502,8 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 		}
 		free(f);
 	}
-	sort_items = it;
 	for (uint32_t c = 0; c < ncls; c++)
-		qsort(order + cstart[c], cnt[c], sizeof *order, by_len_desc);
+		qsort_r(order + cstart[c], cnt[c], sizeof *order, by_len_desc, (void *)it);
 
 	/* bin count: each class's lower bound, the total rounded up to W */
 	uint32_t lb = 0;
@@ -622,8 +616,7 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 			free(newid);
 			goto oom;
 		}
-		bin_cost_sort = w.bin_cost;
-		qsort(bins, k, sizeof *bins, bins_by_cost);    /* ascending cost */
+		qsort_r(bins, k, sizeof *bins, bins_by_cost, w.bin_cost);    /* ascending cost */
 		for (uint32_t x = k; x-- > 0;) {
 			uint32_t b = bins[x], rk = rank_of[b];
 			newid[b] = rk * r->per_rank + pos[rk]++;
@@ -682,11 +675,10 @@ double pack_balance(const struct pack_result *r)
 	return sum > 0 ? mx / (sum / W) : 1;
 }
 
-static const uint32_t *ffd_len;
-
-static int ffd_cmp(const void *pa, const void *pb)
+static int ffd_cmp(const void *pa, const void *pb, void *arg)
 {
 	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	const uint32_t *ffd_len = arg;
 	if (ffd_len[a] != ffd_len[b])
 		return ffd_len[a] > ffd_len[b] ? -1 : 1;
 	return a < b ? -1 : a > b;
@@ -702,8 +694,7 @@ uint32_t pack_ffd_bins(const uint32_t *len, uint32_t n, uint32_t cap, uint32_t *
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ord[i] = i;
-	ffd_len = len;
-	qsort(ord, n, sizeof *ord, ffd_cmp);
+	qsort_r(ord, n, sizeof *ord, ffd_cmp, (void *)len);
 	for (uint32_t x = 0; x < n; x++) {
 		uint32_t i = ord[x], b = 0;
 		while (b < nb && room[b] < len[i])

@@ -1,6 +1,7 @@
 /* spool.c: see spool.h. */
 #include "spool/spool.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int 
 
 void spool_unique_name(char *out, size_t size)
 {
-	static unsigned counter;
+	static atomic_uint counter;   /* publishing threads share it */
 	char host[64] = "localhost";
 	gethostname(host, sizeof host - 1);
 	for (char *p = host; *p; p++)
@@ -26,7 +27,7 @@ void spool_unique_name(char *out, size_t size)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(out, size, "%s.%ld.%lld%09ld.%u", host, (long)getpid(), (long long)ts.tv_sec,
-		 ts.tv_nsec, counter++);
+		 ts.tv_nsec, atomic_fetch_add(&counter, 1));
 }
 
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
