@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run every test under prove: the unit test binaries of $BUILD/tests and the
-# shell TAP scripts of tests/cli, with $BUILD/bin first on PATH.
+# shell TAP scripts of tests/cli, with $BUILD/bin first on PATH. Arguments,
+# if any, name the tests to run instead (paths from the top of the tree).
 set -e
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +10,13 @@ export GRPO_BIN="$top/$BUILD/bin"
 export GRPO_BUILD="$BUILD"
 export GRPO_SHARED="${GRPO_SHARED:-$top/../shared}"
 export PATH="$GRPO_BIN:$PATH"
-set --
+if [ $# -gt 0 ]; then
+	for t; do
+		shift
+		set -- "$@" "$top/$t"
+	done
+	exec prove ${PROVE_FLAGS:-} "$@"
+fi
 for t in "$top/$BUILD"/tests/test_*; do
 	case "$t" in *.d|*.o) continue ;; esac
 	[ -x "$t" ] && set -- "$@" "$t"

@@ -39,6 +39,18 @@ if ! installed libclang-rt-dev && ! installed "libclang-rt-$major-dev"; then
 	fi
 fi
 
+# make check-tsan builds with clang -fopenmp: LLVM's OpenMP runtime (libomp,
+# with libarcher, which tells ThreadSanitizer about its barriers), matching
+# the clang installed where the distribution has one per version.
+if ! installed "libomp-$major-dev" && ! installed libomp-dev; then
+	update_once
+	if [ -n "$major" ] && apt-cache show "libomp-$major-dev" > /dev/null 2>&1; then
+		need "libomp-$major-dev"
+	else
+		need libomp-dev
+	fi
+fi
+
 cuda=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 if [ -n "$cuda" ]; then
 	echo "install-deps: CUDA: $cuda found; make builds the kernels where cuBLAS is beside it" >&2
