@@ -1,6 +1,6 @@
 #!/bin/sh
 # grpo-collect: exact imports of every input format, bad input with file and
-# line, --on-error, answers, re-runs, and kill -9 during a publish.
+# line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 63
 D="$GRPO_TOP/tests/data/collect"
@@ -138,7 +138,7 @@ is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_0" | wc -l | tr -d 
 
 # --- crashes while publishing ----------------------------------------------
 # Every point of the publish where the process can die (GRPO_FSYS_CRASH_AT),
-# then kill -9 at random moments of a large one: no visible file is ever
+# then at chosen points of a large one: no visible file is ever
 # partial, and a re-run completes the publish.
 check_visible() { # every visible file reads whole (one reader over all of them)
 	[ -z "$(visible "$1")" ] || (cd "$1" && view $(visible .) > /dev/null 2>&1)
@@ -185,31 +185,33 @@ awk -v G=$groups 'BEGIN { srand(7); for (g = 0; g < G; g++) { printf "{\"group_i
     printf "],\"response_tokens\":["; for (k = 0; k < 48; k++) printf "%s%d", k ? "," : "", int(rand() * 151000);
     printf "],\"logprobs\":["; for (k = 0; k < 48; k++) printf "%s-%.4f", k ? "," : "", rand() * 3;
     printf "]}" } print "]}" } }' > "$T/big.jsonl"
-# Kills 1-2 land at random moments; 3-4 as soon as a first file is visible,
-# so that at least one lands among the renames (0 < files seen < all).
+# Four crashes of a large publish at points its trace finds (the crash hook,
+# as kill -9 would, but at the same point every time): halfway through
+# writing the parts, at the first rename, halfway through the renames and at
+# the last. The last leaves its spool for the re-run.
 total=$(( (groups + 2) / 3 ))
-partial=0 seen= midway=0
-for k in 1 2 3 4; do
-	[ "$k" -lt 4 ] && rm -rf "$T/sp"   # the last kill leaves its spool for the re-run
-	before=$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')
-	grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl" 2> /dev/null &
-	pid=$!
-	if [ "$k" -le 2 ]; then
-		sleep "0.$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%02d", 5 + int(rand() * 40) }')"
-	else
-		while kill -0 "$pid" 2> /dev/null &&
-			[ "$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')" -le "$before" ]; do :; done
-	fi
-	kill -9 "$pid" 2> /dev/null
-	wait "$pid" 2> /dev/null
+rm -rf "$T/sp"
+GRPO_FSYS_TRACE=1 grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl" 2> "$T/trace"
+renames=$(grep "^fsys [0-9]* rename_noreplace$" "$T/trace" | cut -d' ' -f2)
+r_first=$(echo "$renames" | head -1)
+r_mid=$(echo "$renames" | sed -n "$(( $(echo "$renames" | wc -l) / 2 ))p")
+r_last=$(echo "$renames" | tail -1)
+w_mid=$(grep "^fsys [0-9]* write$" "$T/trace" | awk -v r="${r_first:-0}" '$2 < r { w[n++] = $2 } END { print w[int(n / 2)] }')
+partial=0 seen= midway=0 early=0
+for at in "$w_mid" "$r_first" "$r_mid" "$r_last"; do
+	rm -rf "$T/sp"
+	GRPO_FSYS_CRASH_AT=${at:-1} grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl" 2> /dev/null
+	st=$?
 	check_visible "$T/sp/rollouts/step_1/rank_0" > /dev/null || partial=$((partial + 1))
 	n=$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')
 	seen="$seen $n"
-	[ "$n" -gt "$before" ] && [ "$n" -lt "$total" ] && midway=$((midway + 1))
+	[ "$st" -eq 86 ] || partial=$((partial + 1))
+	[ "$at" = "$w_mid" ] || [ "$at" = "$r_first" ] && [ "$n" -ne 0 ] && early=$((early + 1))
+	[ "$n" -gt 0 ] && [ "$n" -lt "$total" ] && midway=$((midway + 1))
 done
-is "$partial" 0 "kill -9 at four moments of a large publish: no visible partial file (files seen:$seen of $total)"
-[ "$midway" -gt 0 ]
-is "$?" 0 "and $midway of the kills landed mid-publish, with some files renamed into place and not all"
+is "$partial:$early" 0:0 "crashes at four points of a large publish (calls $w_mid, $r_first, $r_mid, $r_last): no visible partial file, none before the first rename (files seen:$seen of $total)"
+[ "$midway" -eq 2 ]
+is "$?" 0 "and $midway of the crashes (of 2) landed mid-publish, with some files renamed into place and not all"
 grpo-collect -o "$T/sp/rollouts" --step 1 --max-groups 3 "$T/big.jsonl"
 is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' '):$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" \
 	"0:$(( (groups + 2) / 3 )):$groups" "a re-run after the kills publishes the rest: every group exactly once"
