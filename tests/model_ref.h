@@ -74,22 +74,31 @@ static void ref_pack(const cJSON *seqs, struct ref_pack *p)
 }
 
 /* Largest |got - want| / max(|want|, 1e-3) over the response tokens; want is
- * one JSON array per sequence. */
+ * one JSON array per sequence. NaN, which no tolerance accepts, when there is
+ * nothing to compare (no sequence, no response token) or want's arrays do not
+ * match the pack's sequences one for one and token for token: an empty or
+ * truncated fixture must fail the parity test, not pass it. */
 static double ref_worst_rel(const struct ref_pack *p, const float *got, const cJSON *want) __attribute__((unused));
 static double ref_worst_rel(const struct ref_pack *p, const float *got, const cJSON *want)
 {
 	double worst = 0;
+	long compared = 0;
+	if (!cJSON_IsArray(want) || cJSON_GetArraySize(want) != p->nseq)
+		return NAN;
 	for (int s = 0; s < p->nseq; s++) {
 		const cJSON *w = cJSON_GetArrayItem(want, s);
+		if (!cJSON_IsArray(w) || cJSON_GetArraySize(w) != p->resp_len[s])
+			return NAN;
 		for (int j = 0; j < p->resp_len[s]; j++) {
 			const cJSON *v = cJSON_GetArrayItem(w, j);
-			double wv = v ? v->valuedouble : NAN, g = got[p->resp_at[s] + j];
+			double wv = cJSON_IsNumber(v) ? v->valuedouble : NAN, g = got[p->resp_at[s] + j];
 			double d = fabs(g - wv) / fmax(fabs(wv), 1e-3);
 			if (!(d <= worst))
 				worst = d;
+			compared++;
 		}
 	}
-	return worst;
+	return compared > 0 ? worst : NAN;
 }
 
 /* Each sequence's per-token JSON values (one array per sequence) spread over

@@ -131,7 +131,8 @@ static void test_gc_crash(void)
 {
 	char spool[600], arch[600], ap[700], q[700];
 	struct err e;
-	long n = -1;
+	long n = -1, checked = 0;
+	int failed = 0;
 	for (long k = 0; k <= n || n < 0; k++) {
 		snprintf(spool, sizeof spool, "%s/gcc/%ld", top, k);
 		snprintf(arch, sizeof arch, "%s/gcc/arch%ld", top, k);
@@ -154,6 +155,7 @@ static void test_gc_crash(void)
 		}
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != GRPO_FSYS_CRASH_STATUS) {
 			ok(0, "gc crashes at call %ld", k);
+			failed = 1;
 			continue;
 		}
 		int bad = do_gc(spool, arch, &e) < 0;
@@ -173,9 +175,10 @@ static void test_gc_crash(void)
 			   "step 2 kept, no temporaries (archive: %s)", k, got);
 			return;
 		}
+		checked++;
 	}
-	ok(1, "a crash at each of them, then gc again: the old step archived whole and removed, "
-	   "the newest kept, no temporaries");
+	ok(!failed && checked == n, "a crash at each of them (%ld of %ld checked), then gc again: the old step "
+	   "archived whole and removed, the newest kept, no temporaries", checked, n);
 }
 
 static void test_gc_rules(void)
@@ -328,7 +331,7 @@ static void test_recover_crash(void)
 	char q[600];
 	struct err e;
 	struct queue_recover_stats rs;
-	long n = -1;
+	long n = -1, checked = 0;
 	for (long k = 0; k <= n || n < 0; k++) {
 		struct claim live;
 		snprintf(q, sizeof q, "%s/recc/%ld/rollouts", top, k);
@@ -365,9 +368,12 @@ static void test_recover_crash(void)
 			ok(0, "a crash at recover's call %ld, then recover again: %s", k, why);
 			return;
 		}
+		if (k > 0)
+			checked++;
 	}
-	ok(1, "a crash at each of them, then recover again: the stale claim returned, the live one "
-	   "and the done file kept, the old temporary and gc's leftovers dealt with");
+	ok(checked == n, "a crash at each of them (%ld of %ld checked), then recover again: the stale claim "
+	   "returned, the live one and the done file kept, the old temporary and gc's leftovers dealt with",
+	   checked, n);
 }
 
 int main(void)
