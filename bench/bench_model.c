@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_model: %s\n", e.msg);
 		return 1;
 	}
-	model_init_random(&m, 1);
+	model_init_random(&m, 1, NULL);
 	int *ids = malloc((size_t)T * sizeof *ids), *lens = malloc((size_t)nseq * sizeof *lens);
 	float *lp = malloc((size_t)T * sizeof *lp), *ent = malloc((size_t)T * sizeof *ent);
 	float *dl = malloc((size_t)T * sizeof *dl), *de = malloc((size_t)T * sizeof *de);

@@ -365,7 +365,8 @@ int main(int argc, char **argv)
 	struct model m;
 	if (model_create(&m, &c, &e) < 0)
 		die("%s", e.msg);
-	model_init_random(&m, seed);
+	if (model_init_random(&m, seed, &e) < 0)
+		die("%s", e.msg);
 
 	/* build in DIR.tmp.XXXXXX beside DIR, then rename into place */
 	char tmp[4096], path[4200];

@@ -467,12 +467,12 @@ static double uniform01(uint64_t *s)
 	return ((splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);   /* in (0, 1) */
 }
 
-void model_init_random(struct model *m, uint64_t seed)
+int model_init_random(struct model *m, uint64_t seed, struct err *e)
 {
 	int n = model_tensors(&m->cfg, &m->w, NULL);
-	struct model_tensor *ts = malloc((size_t)n * sizeof *ts);
+	struct model_tensor *ts = n > 0 ? malloc((size_t)n * sizeof *ts) : NULL;
 	if (!ts)
-		return;
+		return err_set(e, "random weights: out of memory for the list of %d tensors", n);
 	model_tensors(&m->cfg, &m->w, ts);
 	for (int i = 0; i < n; i++) {
 		struct model_tensor *t = &ts[i];
@@ -498,6 +498,7 @@ void model_init_random(struct model *m, uint64_t seed)
 		}
 	}
 	free(ts);
+	return 0;
 }
 
 static int write_small(const char *path, const void *p, size_t n, struct err *e)

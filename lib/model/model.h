@@ -183,9 +183,11 @@ int model_tensors(const struct model_config *c, const struct model_params *p, st
 /*
  * Deterministic random weights for a seed, as transformers initialises a new
  * model: matrices and the embedding N(0, init_std), biases 0, norm weights 1.
- * Each tensor draws from its own stream keyed by seed and name.
+ * Each tensor draws from its own stream keyed by seed and name. 0, or -1
+ * with the message in e (no weight is left half-set for a caller that goes
+ * on: the model is all zeros then, which must not be written).
  */
-void model_init_random(struct model *m, uint64_t seed);
+int model_init_random(struct model *m, uint64_t seed, struct err *e);
 
 /*
  * Write DIR/config.json, DIR/generation_config.json and the weights

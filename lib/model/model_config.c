@@ -2,6 +2,7 @@
 #include "model/model_config.h"
 
 #include <cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +91,10 @@ int model_config_check(const struct model_config *c, struct err *e)
 		return err_set(e, "num_attention_heads %d is not a multiple of num_key_value_heads %d", c->NH, c->NKV);
 	if (c->HS % 2)
 		return err_set(e, "head_dim %d is odd; RoPE needs an even head size", c->HS);
-	if (!(c->eps > 0 && isfinite(c->eps)) || !(c->rope_theta > 0 && isfinite(c->rope_theta)) ||
-	    !isfinite(c->init_std))
+	if (!(c->eps > 0 && isfinite(c->eps)) || !(c->rope_theta > 0 && isfinite(c->rope_theta)))
 		return err_set(e, "rms_norm_eps and rope_theta must be positive and finite");
+	if (!(c->init_std >= 0 && isfinite(c->init_std)))
+		return err_set(e, "initializer_range %g must be finite and not negative", c->init_std);
 	if (c->rope_llama3 && !(c->rope_factor > 0 && c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq &&
 	                        isfinite(c->rope_factor) && isfinite(c->rope_high_freq) && c->rope_orig_max > 0))
 		return err_set(e, "llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
@@ -107,6 +109,16 @@ int model_config_check(const struct model_config *c, struct err *e)
 	return 0;
 }
 
+/* 0 with the value in *out when v is a whole number that an int holds, else -1
+ * (a double outside int's range must not be cast: that is undefined). */
+static int int_of(const cJSON *v, int *out)
+{
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 2e9)
+		return -1;
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
 /* Integer field: required when def is NULL; null counts as absent. */
 static int get_int(const cJSON *j, const char *key, const int *def, int *out, const char *name, struct err *e)
 {
@@ -117,9 +129,8 @@ static int get_int(const cJSON *j, const char *key, const int *def, int *out, co
 		*out = *def;
 		return 0;
 	}
-	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 2e9)
+	if (int_of(v, out) < 0)
 		return err_set(e, "%s: %s must be an integer", name, key);
-	*out = (int)v->valuedouble;
 	return 0;
 }
 
@@ -132,6 +143,8 @@ static int get_float(const cJSON *j, const char *key, float def, float *out, con
 	}
 	if (!cJSON_IsNumber(v))
 		return err_set(e, "%s: %s must be a number", name, key);
+	if (!(fabs(v->valuedouble) <= FLT_MAX))
+		return err_set(e, "%s: %s %g is beyond a 32-bit float", name, key, v->valuedouble);
 	*out = (float)v->valuedouble;
 	return 0;
 }
@@ -290,7 +303,10 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		goto out;
 	const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
 	if (cJSON_IsNumber(eos)) {
-		c->eos_ids[c->n_eos++] = eos->valueint;
+		if (int_of(eos, &c->eos_ids[c->n_eos++]) < 0) {
+			err_set(e, "%s: eos_token_id %g is not a token id", name, eos->valuedouble);
+			goto out;
+		}
 	} else if (cJSON_IsArray(eos)) {
 		const cJSON *x;
 		cJSON_ArrayForEach(x, eos) {
@@ -298,7 +314,10 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 				err_set(e, "%s: eos_token_id: expected at most %d integers", name, MODEL_MAX_EOS);
 				goto out;
 			}
-			c->eos_ids[c->n_eos++] = x->valueint;
+			if (int_of(x, &c->eos_ids[c->n_eos++]) < 0) {
+				err_set(e, "%s: eos_token_id %g is not a token id", name, x->valuedouble);
+				goto out;
+			}
 		}
 	} else if (eos && !cJSON_IsNull(eos)) {
 		err_set(e, "%s: eos_token_id must be an integer or a list", name);

@@ -33,7 +33,7 @@ static void tiny(struct model *m, enum model_family f)
 	}
 	struct err e;
 	model_create(m, &c, &e);
-	model_init_random(m, 5);
+	model_init_random(m, 5, NULL);
 	/* biases away from 0 so the cached path must carry them too */
 	int n = model_tensors(&m->cfg, &m->w, NULL);
 	struct model_tensor *ts = calloc((size_t)n, sizeof *ts);

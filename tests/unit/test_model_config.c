@@ -93,6 +93,15 @@ int main(void)
 	         &c, &e) < 0 && strstr(e.msg, "bos_token_id 384 is not in the vocabulary"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, -1]}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id -1"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": 2.5}", &c, &e) < 0 &&
+	   strstr(e.msg, "eos_token_id 2.5 is not a token id"), "a fractional eos_token_id is refused: %s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, 1e300]}", &c, &e) < 0 &&
+	   strstr(e.msg, "eos_token_id 1e+300 is not a token id"), "an eos_token_id beyond int is refused: %s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"rms_norm_eps\": 1e300}", &c, &e) < 0 &&
+	   strstr(e.msg, "rms_norm_eps 1e+300 is beyond a 32-bit float"), "a float field beyond float is refused: %s",
+	   e.msg);
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"initializer_range\": -0.02}", &c, &e) < 0 &&
+	   strstr(e.msg, "initializer_range -0.02 must be finite and not negative"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
 	   strstr(e.msg, "unsupported architecture MistralForCausalLM"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": \"yarn\", "

@@ -40,7 +40,7 @@ static void tiny(struct model *m, enum model_family f, int tied)
 		diag("%s", e.msg);
 		exit(1);
 	}
-	model_init_random(m, 7);
+	model_init_random(m, 7, NULL);
 	/* norms and biases away from 1 and 0, so their gradients are exercised */
 	int n = model_tensors(&m->cfg, &m->w, NULL);
 	struct model_tensor *ts = calloc((size_t)n, sizeof *ts);
@@ -285,7 +285,7 @@ int main(void)
 	model_config_defaults(&c, MODEL_QWEN2);
 	c.C = 192, c.I = 384, c.L = 1, c.NH = 6, c.NKV = 2, c.HS = 32, c.V = 1024, c.tied = 1;
 	model_create(&m, &c, &e);
-	model_init_random(&m, 3);
+	model_init_random(&m, 3, NULL);
 	enum { BT = 192 };
 	model_acts_alloc(&m, BT, &e);
 	model_grads_alloc(&m, &e);

@@ -38,9 +38,9 @@ int main(void)
 
 	/* the library with the same seed makes the same weights the tool wrote */
 	model_create(&m2, &m.cfg, &e);
-	model_init_random(&m2, 11);
+	model_init_random(&m2, 11, NULL);
 	ok(memcmp(m.w.mem, m2.w.mem, m.w.n * sizeof(float)) == 0, "weights are model_init_random(seed 11), bit for bit");
-	model_init_random(&m2, 12);
+	model_init_random(&m2, 12, NULL);
 	ok(memcmp(m.w.mem, m2.w.mem, m.w.n * sizeof(float)) != 0, "seed 12 gives other weights");
 	double sum = 0, sq = 0;
 	size_t n = (size_t)m.cfg.V * m.cfg.C;

@@ -178,7 +178,7 @@ int main(void)
 	c.C = 8, c.I = 12, c.L = 2, c.NH = 2, c.NKV = 1, c.HS = 6, c.V = 20, c.tied = 0;
 	struct model m, m2;
 	model_create(&m, &c, &e);
-	model_init_random(&m, 1);
+	model_init_random(&m, 1, NULL);
 	snprintf(sub, sizeof sub, "%s/sharded", dir);
 	mkdir(sub, 0755);
 	ok(model_write_dir(&m, sub, ST_F32, 1000, &e) == 0, "write a model in shards of 1000 bytes");
@@ -198,7 +198,7 @@ int main(void)
 	model_free(&m);
 	c.tied = 1;
 	model_create(&m, &c, &e);
-	model_init_random(&m, 1);
+	model_init_random(&m, 1, NULL);
 	snprintf(sub, sizeof sub, "%s/tied", dir);
 	mkdir(sub, 0755);
 	ok(model_write_dir(&m, sub, ST_BF16, 0, &e) == 0, "write a tied model in BF16");
