@@ -1,6 +1,7 @@
 /* claim.c: see claim.h. */
 #include "spool/claim.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,12 +46,24 @@ void claim_self(struct claim_id *id, long lease)
 	else if (gethostname(id->host, sizeof id->host - 1) < 0 || !id->host[0])
 		strcpy(id->host, "localhost");
 	for (char *p = id->host; *p; p++)
-		if (*p == ' ' || *p == '\n')
+		if (isspace((unsigned char)*p))
 			*p = '_';
 	id->pid = (long)getpid();
 	id->pstart = proc_start(id->pid);
 	id->since = (long long)time(NULL);
 	id->lease = lease > 0 ? lease : CLAIM_LEASE_DEFAULT;
+}
+
+int claim_format_id(const struct claim_id *id, char *out, size_t size)
+{
+	if (!id->host[0])
+		return -1;
+	for (const char *p = id->host; *p; p++)
+		if (isspace((unsigned char)*p))
+			return -1;
+	int n = snprintf(out, size, "host=%s pid=%ld pstart=%llu time=%lld lease=%ld\n", id->host, id->pid,
+			 id->pstart, id->since, id->lease);
+	return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
 int claim_parse_id(const char *text, struct claim_id *id)
@@ -79,12 +92,23 @@ static int set_paths(struct claim *c, const char *queue, int64_t step, int rank,
 	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
 	    snprintf(c->path, sizeof c->path, "%s/%s", dir, name) >= (int)sizeof c->path ||
 	    snprintf(c->claim_path, sizeof c->claim_path, "%s/.claimed/%s", dir, name) >=
-		    (int)sizeof c->claim_path ||
-	    snprintf(c->done_path, sizeof c->done_path, "%s/.done/%s", dir, name) >=
-		    (int)sizeof c->done_path ||
-	    snprintf(c->tmp_dir, sizeof c->tmp_dir, "%s/.tmp", queue) >= (int)sizeof c->tmp_dir)
+		    (int)sizeof c->claim_path)
 		return err_set(e, "%s: path too long", queue);
+	c->queue_len = strlen(queue);
+	c->dir_len = strlen(dir);
 	return 0;
+}
+
+/* QUEUE/step_N/rank_X/.done/NAME, and QUEUE/.tmp: no longer than claim_path,
+ * so they fit where it did. */
+static void done_path(const struct claim *c, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%.*s/.done/%s", (int)c->dir_len, c->path, c->name);
+}
+
+static void tmp_dir(const struct claim *c, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%.*s/.tmp", (int)c->queue_len, c->path);
 }
 
 /* The directory part of path (up to the last '/') into out. */
@@ -116,9 +140,10 @@ static int move_into(const char *from, const char *to, struct err *e)
 /* Remove a claim record without an IN_DELETE in .claimed (claim.h). */
 static int discard(const struct claim *c, struct err *e)
 {
-	char uniq[160], p[PATH_MAX + 200];
+	char uniq[160], p[PATH_MAX + 200], tdir[PATH_MAX];
+	tmp_dir(c, tdir);
 	spool_unique_name(uniq, sizeof uniq);
-	snprintf(p, sizeof p, "%s/discard.%s", c->tmp_dir, uniq);
+	snprintf(p, sizeof p, "%s/discard.%s", tdir, uniq);
 	if (fsys_rename(c->claim_path, p, e) < 0)
 		return -1;
 	return fsys_unlink(p, e);
@@ -127,25 +152,28 @@ static int discard(const struct claim *c, struct err *e)
 int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const char *name,
 	       long lease, struct err *e)
 {
-	char tmp[PATH_MAX + 200], uniq[160], text[512];
+	char tmp[PATH_MAX + 200], uniq[160], text[512], done[PATH_MAX], tdir[PATH_MAX];
 	struct stat st;
 	if (set_paths(c, queue, step, rank, name, e) < 0)
 		return -1;
+	done_path(c, done);
+	tmp_dir(c, tdir);
 	int r = fsys_stat(c->path, &st, e);
 	if (r != 0)
 		return r;
 	/* Most candidates that are done already are turned away here, cheaply. */
-	if ((r = fsys_stat(c->done_path, &st, e)) <= 0)
+	if ((r = fsys_stat(done, &st, e)) <= 0)
 		return r < 0 ? -1 : 1;
 	spool_unique_name(uniq, sizeof uniq);
-	snprintf(tmp, sizeof tmp, "%s/claim.%s", c->tmp_dir, uniq);
-	if (fsys_mkdirs(c->tmp_dir, e) < 0)
+	snprintf(tmp, sizeof tmp, "%s/claim.%s", tdir, uniq);
+	if (fsys_mkdirs(tdir, e) < 0)
 		return -1;
 
 	struct claim_id id;
 	claim_self(&id, lease);
-	int n = snprintf(text, sizeof text, "host=%s pid=%ld pstart=%llu time=%lld lease=%ld\n",
-			 id.host, id.pid, id.pstart, id.since, id.lease);
+	int n = claim_format_id(&id, text, sizeof text);
+	if (n < 0)
+		return err_set(e, "%s: host name %s does not make a claim record", c->path, id.host);
 	int fd = fsys_create_locked(tmp, e);
 	if (fd < 0)
 		return -1;
@@ -163,7 +191,7 @@ int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const
 	}
 	/* The previous holder, if any, moved its record to .done before ours
 	 * could land in .claimed, so this check cannot miss a retirement. */
-	r = fsys_stat(c->done_path, &st, e);
+	r = fsys_stat(done, &st, e);
 	if (r <= 0) {
 		if (discard(c, r < 0 ? NULL : e) < 0)
 			r = -1;
@@ -209,7 +237,9 @@ int claim_retire(struct claim *c, struct err *e)
 		drop(c, CLAIM_RETIRED);
 		return 1;
 	}
-	r = move_into(c->claim_path, c->done_path, e);
+	char done[PATH_MAX];
+	done_path(c, done);
+	r = move_into(c->claim_path, done, e);
 	if (r < 0)
 		return -1;
 	if (r == 1 && discard(c, e) < 0)

@@ -78,8 +78,7 @@ struct claim {
 	char name[256];
 	char path[PATH_MAX];         /* QUEUE/step_N/rank_X/NAME: the file to read */
 	char claim_path[PATH_MAX];   /* QUEUE/step_N/rank_X/.claimed/NAME */
-	char done_path[PATH_MAX];    /* QUEUE/step_N/rank_X/.done/NAME */
-	char tmp_dir[PATH_MAX];      /* QUEUE/.tmp */
+	size_t queue_len, dir_len;   /* path's prefixes QUEUE and QUEUE/step_N/rank_X */
 };
 
 /* 0: claimed (c->state CLAIM_HELD); 1: not available (absent, claimed by
@@ -100,6 +99,10 @@ int claim_renew_record(const char *claim_path, unsigned long long dev, unsigned 
 
 /* This process's identity, as a claim would record it. */
 void claim_self(struct claim_id *id, long lease);
+/* A record's text, "host=H pid=P pstart=S time=T lease=L\n", into out
+ * (NUL-terminated): its length, or -1 when it does not fit or the host is
+ * empty or holds white space (the parser would read it otherwise). */
+int claim_format_id(const struct claim_id *id, char *out, size_t size);
 /* Parse a record's text; -1 if it is not one. */
 int claim_parse_id(const char *text, struct claim_id *id);
 

@@ -409,6 +409,27 @@ static void test_publish_then_crash(void)
 	is_int(count_files(d), 1, "one output");
 }
 
+/* Claim records: written and read back the same; a host name the reader
+ * would split is refused at writing; the struct stays small. */
+static void test_records(void)
+{
+	struct claim_id a = { "node-7.example", 4242, 123456789ull, 1700000000ll, 60 }, b;
+	char text[512];
+	int n = claim_format_id(&a, text, sizeof text);
+	ok(n > 0 && strcmp(text, "host=node-7.example pid=4242 pstart=123456789 time=1700000000 lease=60\n") == 0 &&
+	   claim_parse_id(text, &b) == 0 && memcmp(&a, &b, sizeof a) == 0, "a claim record reads back as written");
+	strcpy(a.host, "two\twords");
+	ok(claim_format_id(&a, text, sizeof text) < 0, "a host name with white space makes no record");
+	a.host[0] = '\0';
+	ok(claim_format_id(&a, text, sizeof text) < 0, "nor does an empty one");
+	strcpy(a.host, "h");
+	ok(claim_format_id(&a, text, 20) < 0, "nor a record that does not fit its buffer");
+	ok(claim_parse_id("host=h pid=0 pstart=1 time=1 lease=1", &b) < 0 && claim_parse_id("pid=1", &b) < 0,
+	   "pid 0 and a record without its fields are not records");
+	ok(sizeof(struct claim) <= 2 * PATH_MAX + 512, "struct claim holds two paths, not four (%zu bytes)",
+	   sizeof(struct claim));
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -416,6 +437,7 @@ int main(void)
 	snprintf(top, sizeof top, "%s/grpo-test-claim.%ld", base, (long)getpid());
 	sh("rm -rf %s", top);
 	sh("mkdir -p %s", top);
+	test_records();
 	test_claim_basics();
 	test_concurrent();
 	test_publish_then_crash();
