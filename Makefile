@@ -209,14 +209,19 @@ build/fuzz/%: tests/fuzz/%.c build/fuzz/libgrpo-fuzz.a
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) $(LDFLAGS) $< build/fuzz/libgrpo-fuzz.a \
 		$(ALL_LDLIBS) -o $@
 
+# Targets that need real data (fuzz_tokenizer: the tokenizers) find it under
+# $$GRPO_SHARED, else ../shared beside the tree, and say when they skip it.
+FUZZ_ENV = GRPO_SHARED=$${GRPO_SHARED:-$(CURDIR)/../shared}
+
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		echo "fuzz: $$f (Ctrl-C to stop)"; $$f -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+		echo "fuzz: $$f (Ctrl-C to stop)"; $(FUZZ_ENV) $$f -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
 fuzz-short: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+		$(FUZZ_ENV) $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
 		  2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
+		grep -h '^fuzz_.*skipped' build/fuzz/$$n.log | sed 's/^/fuzz-short: /'; \
 		echo "fuzz-short: $$n: $$(grep -o 'Done [0-9]* runs' build/fuzz/$$n.log) without a crash"; done
 
 bench: all
