@@ -52,6 +52,7 @@ struct tokenizer {
 	int digits3;                /* \p{N}{1,3} (Llama 3) rather than \p{N} */
 	int ignore_merges;
 	uint32_t n_ids, ids_cap;
+	uint32_t id_limit;          /* ids must be below it (see grow_ids) */
 	struct idinfo *ids;         /* (n_ids), room for ids_cap */
 	unsigned char *pool;
 	size_t pool_len, pool_cap;
@@ -192,10 +193,29 @@ static int pool_add(struct tokenizer *t, const void *p, size_t n, uint32_t *off)
 	return 0;
 }
 
+/*
+ * The id table is indexed by id, so one id far beyond the others would ask
+ * for gigabytes (id 2e9: 24 GiB) and fail as "out of memory", or worse,
+ * succeed. Real vocabularies are dense (Qwen: 151669 ids, Llama 3: 128256),
+ * so ids are bounded by the file's own size: 1M, or four times its entries.
+ */
+enum { TOK_MIN_ID_LIMIT = 1 << 20 };
+
+static void set_id_limit(struct tokenizer *t, const cJSON *vocab, const cJSON *added)
+{
+	uint64_t entries = (uint64_t)cJSON_GetArraySize(vocab) + (uint64_t)cJSON_GetArraySize(added);
+	uint64_t lim = 4 * entries > TOK_MIN_ID_LIMIT ? 4 * entries : TOK_MIN_ID_LIMIT;
+	t->id_limit = lim < INT32_MAX ? (uint32_t)lim : INT32_MAX;
+}
+
 static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
 {
 	if (id < t->n_ids)
 		return 0;
+	if (id >= t->id_limit)
+		return err_set(e, "id %u is beyond the ids a tokenizer of this size may use (below %u): "
+			       "the table of ids up to it would take %.3g GiB", id, t->id_limit,
+			       ((double)id + 1) * sizeof *t->ids / (1 << 30));
 	/* ids arrive one at a time: grow geometrically, or loading is quadratic */
 	if (id >= t->ids_cap) {
 		size_t cap = t->ids_cap ? t->ids_cap : 1024;
@@ -203,7 +223,7 @@ static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
 			cap *= 2;
 		struct idinfo *p = realloc(t->ids, cap * sizeof *p);
 		if (!p)
-			return err_set(e, "out of memory");
+			return err_set(e, "out of memory for a table of %zu token ids", cap);
 		t->ids = p;
 		t->ids_cap = (uint32_t)cap;
 	}
@@ -262,7 +282,7 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 		long bl = token_bytes(it->string, tmp);
 		if (grow_ids(t, (uint32_t)id, e) < 0) {
 			free(tmp);
-			return -1;
+			return err_prefix(e, "model.vocab[\"%.64s\"]", it->string);
 		}
 		struct idinfo *d = &t->ids[id];
 		if (d->kind != KIND_NONE) {
@@ -449,7 +469,7 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 		int32_t tid = (int32_t)id->valuedouble;
 		if (grow_ids(t, (uint32_t)tid, e) < 0) {
 			buf_free(&nb);
-			return -1;
+			return err_prefix(e, "added_tokens[%zu]", k - 1);
 		}
 		struct idinfo *d = &t->ids[tid];
 		if (d->kind == KIND_ADDED) {
@@ -571,6 +591,8 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		goto fail;
 	}
 	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "model"), "vocab"),
+		     cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
 	if (!cJSON_IsObject(root) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model")))
 		err_set(e, "no \"model\" object: not a tokenizer.json");
 	else if (strcmp(get_type(dec), "ByteLevel") != 0)
@@ -1030,8 +1052,8 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip
 		}
 	}
 	size_t len = out->len - start;
-	if (uni_utf8_check(out->data + start, len) == len)
-		return 0;
+	if (len == 0 || uni_utf8_check(out->data + start, len) == len)
+		return 0;   /* (len 0: out->data may be NULL, which takes no offset) */
 	/* Some bytes do not form UTF-8 (a character cut between tokens, a
 	 * response stopped by length): redo the span with U+FFFD. */
 	unsigned char *raw = malloc(len);

@@ -1,0 +1,60 @@
+/*
+ * test_tokenizer_load: tokenizer.json files written by hand, for what the
+ * loader refuses and how it says so (test_tokenizer_hf has the real ones).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../tap.h"
+#include "model/tokenizer.h"
+
+/* Qwen3's pre_tokenizer, as its tokenizer.json has it */
+#define PRE "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": false}]}"
+
+/* A byte-level vocabulary: the 256 byte tokens (GPT-2's byte-to-character
+ * map) with ids 0 to 255, then extra entries. */
+static struct tokenizer *load(const char *extra, const char *added, struct err *e)
+{
+	static char json[16384];
+	char vocab[8192];
+	size_t n = 0;
+	for (int b = 0, k = 0; b < 256; b++) {
+		int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+		unsigned cp = printable ? (unsigned)b : 256u + (unsigned)k++;
+		char ch[8];
+		if (cp < 0x80)
+			snprintf(ch, sizeof ch, "%s%c", cp == '"' || cp == '\\' ? "\\" : "", (char)cp);
+		else
+			snprintf(ch, sizeof ch, "%c%c", (char)(0xC0 | cp >> 6), (char)(0x80 | (cp & 0x3F)));
+		n += (size_t)snprintf(vocab + n, sizeof vocab - n, "%s\"%s\": %d", b ? ", " : "", ch, b);
+	}
+	snprintf(json, sizeof json,
+		 "{\"normalizer\": null, \"pre_tokenizer\": %s, "
+		 "\"decoder\": {\"type\": \"ByteLevel\"}, \"added_tokens\": [%s], "
+		 "\"model\": {\"type\": \"BPE\", \"vocab\": {%s%s%s}, \"merges\": []}}", PRE, added, vocab,
+		 *extra ? ", " : "", extra);
+	return tok_load_mem(json, strlen(json), "tokenizer.json", e);
+}
+
+int main(void)
+{
+	struct err e = { "" };
+	struct tokenizer *t = load("", "{\"id\": 151643, \"content\": \"<|end|>\", \"special\": true}", &e);
+	if (!ok(t != NULL, "a vocab of the 256 bytes with an added token at id 151643 loads"))
+		diag("%s", e.msg);
+	ok(t && tok_vocab_size(t) == 151644, "its vocabulary size counts to the added token");
+	tok_free(t);
+
+	t = load("\"ab\": 2000000000", "", &e);
+	ok(!t && strstr(e.msg, "tokenizer.json: model.vocab[\"ab\"]: id 2000000000 is beyond the ids") &&
+	   strstr(e.msg, "22.4 GiB"), "one sparse vocab id is refused, saying what it would cost: %s", e.msg);
+	tok_free(t);
+	t = load("", "{\"id\": 5000000, \"content\": \"<x>\"}", &e);
+	ok(!t && strstr(e.msg, "tokenizer.json: added_tokens[0]: id 5000000 is beyond the ids"),
+	   "and a sparse added token: %s", e.msg);
+	tok_free(t);
+	t = load("\"ab\": 2.5", "", &e);
+	ok(!t && strstr(e.msg, "model.vocab[\"ab\"]: expected an id"), "a fractional id is not an id: %s", e.msg);
+	tok_free(t);
+	return tap_done();
+}
