@@ -118,3 +118,17 @@ int buf_read_file(struct buf *b, const char *path, struct err *e)
 	buf_free(b);
 	return -1;
 }
+
+int buf_grow_array(void **p, size_t n, size_t sz)
+{
+	if (n & (n - 1))
+		return 0;   /* not a power of two: below the capacity */
+	size_t cap = n ? 2 * n : 1;
+	if (cap < n || (sz && cap > SIZE_MAX / sz))
+		return -1;
+	void *q = realloc(*p, cap * sz);
+	if (!q)
+		return -1;
+	*p = q;
+	return 0;
+}

@@ -31,4 +31,13 @@ int buf_read_file(struct buf *b, const char *path, struct err *e);
 void buf_reset(struct buf *b);                  /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 
+/*
+ * Room for one more element in the array *p of n elements of size sz, which
+ * only this function has grown: its capacity is then n rounded up to a power
+ * of two, so it reallocates only when n is 0 or a power of two, doubling, and
+ * n appends cost O(n) rather than O(n^2). 0, or -1 when memory runs out (*p
+ * is kept, still valid). The array needs no capacity field.
+ */
+int buf_grow_array(void **p, size_t n, size_t sz);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "data/jsonview.h"
 
 static const char *format_names[] = { "auto", "native", "vllm", "sglang", "atropos" };
@@ -65,13 +66,13 @@ float collect_temperature(const cJSON *params)
 
 struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err *e)
 {
-	struct group *gs = realloc(out->groups, (out->n_groups + 1) * sizeof *gs);
-	if (!gs) {
+	void *gs = out->groups;
+	if (buf_grow_array(&gs, out->n_groups, sizeof *out->groups) < 0) {
 		err_set(e, "out of memory");
 		return NULL;
 	}
 	out->groups = gs;
-	struct group *g = &gs[out->n_groups];
+	struct group *g = &out->groups[out->n_groups];
 	memset(g, 0, sizeof *g);
 	g->group_id = -1;
 	g->trajs = calloc(n ? n : 1, sizeof *g->trajs);
@@ -584,10 +585,10 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 		p->g.group_id = gid;
 		p->index = c->next_index++;
 	}
-	struct traj *ts = realloc(p->g.trajs, (p->g.n + 1) * sizeof *ts);
-	if (!ts)
+	void *grown = p->g.trajs;
+	if (buf_grow_array(&grown, p->g.n, sizeof *p->g.trajs) < 0)
 		return err_set(e, "out of memory");
-	p->g.trajs = ts;
+	struct traj *ts = p->g.trajs = grown;
 	char idbuf[32];
 	snprintf(idbuf, sizeof idbuf, "%lld", (long long)gid);
 	int from_answers;

@@ -194,8 +194,8 @@ static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t
 /* Append a file entry (map may be NULL for a caller's buffer); returns its index or -1. */
 static int add_file(struct st_model *m, const char *path, void *map, size_t size)
 {
-	struct st_file *files = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *files);
-	if (!files)
+	void *files = m->files;
+	if (buf_grow_array(&files, (size_t)m->nfiles, sizeof *m->files) < 0)
 		return -1;
 	m->files = files;
 	m->files[m->nfiles] = (struct st_file){ .path = strdup(path), .map = map, .size = size };
