@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "base/path.h"
 #include "model/gemm.h"
 #include "model/softmax_stats.h"
 
@@ -519,8 +520,9 @@ int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype,
 	const struct model_config *c = &m->cfg;
 	struct buf b = { 0 };
 	char path[4096];
+	if (path_join(path, sizeof path, dir, "config.json", e) < 0)
+		return -1;
 	int r = model_config_json(c, dtype == ST_BF16 ? "bfloat16" : "float32", &b);
-	snprintf(path, sizeof path, "%s/config.json", dir);
 	if (r == 0)
 		r = write_small(path, b.data, b.len, e);
 	else
@@ -539,8 +541,10 @@ int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype,
 			r |= buf_printf(&b, "],\n");
 		}
 		r |= buf_printf(&b, "  \"use_cache\": true\n}\n");
-		snprintf(path, sizeof path, "%s/generation_config.json", dir);
-		r = r ? err_set(e, "%s: out of memory", path) : write_small(path, b.data, b.len, e);
+		if (path_join(path, sizeof path, dir, "generation_config.json", e) < 0)
+			r = -1;
+		else
+			r = r ? err_set(e, "%s: out of memory", path) : write_small(path, b.data, b.len, e);
 	}
 	buf_free(&b);
 	if (r < 0)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/path.h"
+
 static const struct {
 	const char *name, *arch, *type;
 } families[] = {
@@ -336,7 +338,8 @@ out:
 int model_config_load(const char *dir, struct model_config *c, struct err *e)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/config.json", dir);
+	if (path_join(path, sizeof path, dir, "config.json", e) < 0)
+		return -1;
 	struct buf b = { 0 };
 	int r = buf_read_file(&b, path, e);
 	if (r == 0)

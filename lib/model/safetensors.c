@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "base/path.h"
 
 /* The reference implementation's limit; a larger header is a corrupt file. */
 #define ST_MAX_HEADER 100000000u
@@ -263,7 +264,10 @@ static int open_index(struct st_model *m, const char *dir, const char *index, st
 			return -1;
 		}
 		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", dir, v->valuestring);
+		if (path_join(path, sizeof path, dir, v->valuestring, e) < 0) {
+			cJSON_Delete(j);
+			return -1;
+		}
 		int seen = 0;
 		for (int i = 0; i < m->nfiles; i++)
 			seen |= strcmp(m->files[i].path, path) == 0;
@@ -295,13 +299,14 @@ int st_open(struct st_model *m, const char *path, struct err *e)
 	int r;
 	if (S_ISDIR(st.st_mode)) {
 		char p[4096];
-		snprintf(p, sizeof p, "%s/model.safetensors.index.json", path);
-		if (access(p, F_OK) == 0) {
+		if (path_join(p, sizeof p, path, "model.safetensors.index.json", e) < 0)
+			r = -1;
+		else if (access(p, F_OK) == 0)
 			r = open_index(m, path, p, e);
-		} else {
-			snprintf(p, sizeof p, "%s/model.safetensors", path);
+		else if (path_join(p, sizeof p, path, "model.safetensors", e) < 0)
+			r = -1;
+		else
 			r = open_file(m, p, e);
-		}
 	} else {
 		r = open_file(m, path, e);
 	}
@@ -450,7 +455,8 @@ int st_write_dir(const char *dir, const struct st_entry *ents, int n, enum st_dt
 		total += entry_count(&ents[i]) * es;
 	char path[4096];
 	if (shard_bytes == 0 || total <= shard_bytes) {
-		snprintf(path, sizeof path, "%s/model.safetensors", dir);
+		if (path_join(path, sizeof path, dir, "model.safetensors", e) < 0)
+			return -1;
 		return st_write_file(path, ents, n, dtype, e);
 	}
 	/* greedy: a shard takes tensors in order until the next would overflow it */
@@ -476,8 +482,11 @@ int st_write_dir(const char *dir, const struct st_entry *ents, int n, enum st_dt
 		int last = first;
 		while (last < n && shard_of[last] == s)
 			last++;
-		snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, s + 1, nshards);
-		r = st_write_file(path, ents + first, last - first, dtype, e);
+		char name[64];
+		snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, nshards);
+		r = path_join(path, sizeof path, dir, name, e);
+		if (r == 0)
+			r = st_write_file(path, ents + first, last - first, dtype, e);
 		for (int i = first; r == 0 && i < last; i++)
 			if (buf_printf(&idx, "%s\n    \"%s\": \"model-%05d-of-%05d.safetensors\"", i ? "," : "",
 			               ents[i].name, s + 1, nshards) < 0)
@@ -486,12 +495,13 @@ int st_write_dir(const char *dir, const struct st_entry *ents, int n, enum st_dt
 	}
 	if (r == 0 && buf_printf(&idx, "\n  }\n}\n") < 0)
 		r = err_set(e, "%s: out of memory", dir);
+	if (r == 0 && path_join(path, sizeof path, dir, "model.safetensors.index.json", e) < 0)
+		r = -1;
 	if (r == 0) {
-		snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
 		int fd = fsys_open_excl(path, e);
 		if (fd < 0 || fsys_write_all(fd, idx.data, idx.len, path, e) < 0 || fsys_fsync(fd, path, e) < 0)
 			r = -1;
-		if (fd >= 0 && fsys_close(fd, path, e) < 0)
+		if (fd >= 0 && fsys_close(fd, path, r < 0 ? NULL : e) < 0)   /* keep the first error's message */
 			r = -1;
 	}
 	buf_free(&idx);

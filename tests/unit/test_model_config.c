@@ -93,6 +93,14 @@ int main(void)
 	         &c, &e) < 0 && strstr(e.msg, "bos_token_id 384 is not in the vocabulary"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, -1]}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id -1"), "%s", e.msg);
+	{
+		char longdir[4100];
+		memset(longdir, 'd', sizeof longdir - 1);
+		longdir[sizeof longdir - 1] = '\0';
+		longdir[0] = '/';
+		ok(model_config_load(longdir, &c, &e) < 0 && strstr(e.msg, "/config.json: path too long"),
+		   "a model directory whose config.json path does not fit is refused, not cut short");
+	}
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": 2.5}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id 2.5 is not a token id"), "a fractional eos_token_id is refused: %s", e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, 1e300]}", &c, &e) < 0 &&

@@ -1,0 +1,19 @@
+/*
+ * path.h: file names built into fixed buffers, never cut short.
+ *
+ * snprintf truncates silently, and a truncated path names another file:
+ * "MODEL/config.json" cut to "MODEL/config.js" is read or, worse, written.
+ * path_join checks, and says which path was too long.
+ */
+#ifndef GRPO_PATH_H
+#define GRPO_PATH_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* "dir/name" into out (size bytes): 0, or -1 with "DIR/NAME: path too long"
+ * in e when it does not fit (out is then an empty string). */
+int path_join(char *out, size_t size, const char *dir, const char *name, struct err *e);
+
+#endif
