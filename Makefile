@@ -198,7 +198,7 @@ FUZZ_OBJ  := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
 
 build/fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
 
 build/fuzz/libgrpo-fuzz.a: $(FUZZ_OBJ)
 	@rm -f $@
@@ -217,12 +217,18 @@ fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 		echo "fuzz: $$f (Ctrl-C to stop)"; $(FUZZ_ENV) $$f -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
+# Every target runs, so that one failure does not hide another; then it fails.
 fuzz-short: $(FUZZ_BIN)
-	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
-		$(FUZZ_ENV) $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
-		  2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
-		grep -h '^fuzz_.*skipped' build/fuzz/$$n.log | sed 's/^/fuzz-short: /'; \
-		echo "fuzz-short: $$n: $$(grep -o 'Done [0-9]* runs' build/fuzz/$$n.log) without a crash"; done
+	@failed=; for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+		if $(FUZZ_ENV) $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 -artifact_prefix=build/fuzz/$$n- \
+			build/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>build/fuzz/$$n.log; then \
+			grep -h '^fuzz_.*skipped' build/fuzz/$$n.log | sed 's/^/fuzz-short: /'; \
+			echo "fuzz-short: $$n: $$(grep -o 'Done [0-9]* runs' build/fuzz/$$n.log) without a crash"; \
+		else \
+			grep -v '^#[0-9]' build/fuzz/$$n.log | tail -30; echo "fuzz-short: $$n: FAILED (log: build/fuzz/$$n.log)"; \
+			failed="$$failed $$n"; \
+		fi; done; \
+	if [ -n "$$failed" ]; then echo "fuzz-short: failed:$$failed" >&2; exit 1; fi
 
 bench: all
 	BUILD=$(BUILD) sh bench/run.sh
@@ -241,5 +247,5 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/tools/*.d $(BUILD)/tests/unit/*.d $(BUILD)/bench/*.d \
-	$(BUILD)/kernels/*.d $(BUILD)/tests/cuda/*.d)
+	$(BUILD)/kernels/*.d $(BUILD)/tests/cuda/*.d build/fuzz/lib/*/*.d)
 .SECONDARY:

@@ -3,7 +3,7 @@
 # end, and an install into DESTDIR puts every tool in PREFIX/bin and every
 # man page in PREFIX/share/man/manN.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 6
+plan 7
 command -v make > /dev/null || skip_all "no make"
 
 sh "$GRPO_TOP/examples/demo.sh" "$T/demo" > "$T/out" 2> "$T/err"
@@ -31,3 +31,8 @@ done
 is "${missing:-none}" none "every tool is in PREFIX/bin and every man page in PREFIX/share/man/manN"
 "$T/root/usr/bin/grpo-cat" --version > /dev/null 2>&1
 is "$?" 0 "the installed grpo-cat runs"
+# From nothing built, install builds the tools and nothing else (make -n: what it would run)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -C "$GRPO_TOP" BUILD="$T/fresh" CUDA=0 V=1 \
+	DESTDIR="$T/root2" PREFIX=/usr install > "$T/plan" 2>&1
+grep -q -- "-o $T/fresh/bin/grpo-cat" "$T/plan" && ! grep -q -- "-o $T/fresh/\(tests\|bench\)/" "$T/plan"
+is "$?" 0 "make install from a clean tree builds the tools, not the tests or benchmarks"
