@@ -9,6 +9,7 @@
  * restart; seq_lens sum to the length; the fill is at least FFD's; the
  * result is deterministic.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -462,6 +463,69 @@ static void balance(void)
 	}
 }
 
+/* pack_items and pack_ffd_bins are pure: two threads packing different
+ * inputs at once get what each gets alone (make check-tsan runs this under
+ * ThreadSanitizer, which also sees any state they share). */
+enum { PT_N = 200, PT_ROUNDS = 20 };
+struct pt_job {
+	struct pack_item it[PT_N];
+	uint32_t len[PT_N], bin_of[PT_N];
+	uint32_t want_items[PT_N], want_bins[PT_N], want_k, want_ffd;
+	int bad;
+};
+
+static void *pt_run(void *arg)
+{
+	struct pt_job *j = arg;
+	struct pack_opt o = { 64, 4, 0, 1 };
+	for (int round = 0; round < PT_ROUNDS; round++) {
+		struct pack_result r;
+		struct err e;
+		memset(&r, 0, sizeof r);
+		if (pack_items(j->it, PT_N, &o, &r, &e) < 0 || r.k != j->want_k ||
+		    memcmp(r.items, j->want_items, sizeof j->want_items) != 0)
+			j->bad = 1;
+		pack_result_free(&r);
+		if (pack_ffd_bins(j->len, PT_N, 64, j->bin_of) != j->want_ffd ||
+		    memcmp(j->bin_of, j->want_bins, sizeof j->want_bins) != 0)
+			j->bad = 1;
+	}
+	return NULL;
+}
+
+static void threads(void)
+{
+	static struct pt_job jobs[2];
+	struct pack_opt o = { 64, 4, 0, 1 };
+	for (int t = 0; t < 2; t++) {
+		struct pt_job *j = &jobs[t];
+		for (uint32_t i = 0; i < PT_N; i++) {
+			j->len[i] = 1 + rnd(t ? 20 : 64);
+			j->it[i] = (struct pack_item){ j->len[i], 0, (double)j->len[i] * (1 + rnd(3)) };
+		}
+		struct pack_result r;
+		struct err e;
+		memset(&r, 0, sizeof r);
+		if (pack_items(j->it, PT_N, &o, &r, &e) < 0) {
+			ok(0, "pack %d alone: %s", t, e.msg);
+			return;
+		}
+		j->want_k = r.k;
+		memcpy(j->want_items, r.items, sizeof j->want_items);
+		pack_result_free(&r);
+		j->want_ffd = pack_ffd_bins(j->len, PT_N, 64, j->want_bins);
+	}
+	pthread_t th[2];
+	int started = 0;
+	for (; started < 2; started++)
+		if (pthread_create(&th[started], NULL, pt_run, &jobs[started]) != 0)
+			break;
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	ok(started == 2 && !jobs[0].bad && !jobs[1].bad,
+	   "two threads packing different inputs at once get what each gets alone");
+}
+
 int main(void)
 {
 	worked_examples();
@@ -475,5 +539,6 @@ int main(void)
 		failed += check_case(c);
 	is_int(failed, 0, "%u random cases: each sequence once, intact and aligned, T respected, "
 		       "ranks equal, positions restart, seq_lens sum, fill >= FFD, deterministic", cases);
+	threads();
 	return tap_done();
 }
