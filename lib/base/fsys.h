@@ -10,6 +10,10 @@
  * call's number and name on standard error, so a test can count them.
  * fsys_test_crash_at() does the same from inside a test process (after a
  * fork, say), restarting the count.
+ * The count is the process's, kept atomically, so threads may call the
+ * wrappers at once; which call is the Nth then depends on their timing, so
+ * a tool run with GRPO_FSYS_CRASH_AT or GRPO_FSYS_TRACE set does its file
+ * system calls from one thread (grpo-pack's publishing does).
  *
  * Deliberately outside fsys, because a crash before or after them leaves
  * the same spool, or because they change nothing on disk:
