@@ -90,7 +90,8 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	if (prompt) {
 		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 			return -1;
-	} else if (cJSON_IsArray(in) && cJSON_IsNumber(np) && cJSON_GetArraySize(in) == (int)np->valuedouble) {
+	} else if (cJSON_IsArray(in) && cJSON_IsNumber(np) &&
+		   (double)cJSON_GetArraySize(in) == np->valuedouble) {
 		if (triples(in, "meta_info.input_token_logprobs", &t->prompt_tokens, NULL, &t->n_prompt, e) < 0)
 			return -1;
 	} else
