@@ -182,7 +182,7 @@ int gen_run(const struct model *m, const int *const *prompts, const int *prompt_
 			r = err_set(e, "out of memory");
 			goto out;
 		}
-		rng[b] = p->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(b + 1));
+		rng[b] = p->seed ^ (0x9e3779b97f4a7c15ull * ((p->streams ? p->streams[b] : (uint64_t)b) + 1));
 	}
 
 	/* prefill: the prompts' tokens in chunks; each prompt's last token gives its first sample */
