@@ -2,9 +2,19 @@
 #include "model/rollout.h"
 
 #include <cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/lineio.h"
 
 void rollout_prompt_free(struct rollout_prompt *p)
 {
@@ -59,10 +69,10 @@ static int encode(const struct tokenizer *tok, const enum chat_format *chat, con
 }
 
 int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok, const enum chat_format *chat,
-                         uint32_t vocab, uint64_t row, struct rollout_prompt *p, struct err *e)
+                         uint32_t vocab, uint64_t place, struct rollout_prompt *p, struct err *e)
 {
 	memset(p, 0, sizeof *p);
-	p->row = row;
+	p->place = place;
 	cJSON *o = cJSON_ParseWithLength(line, n);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -123,8 +133,8 @@ static int to_traj(const struct rollout_prompt *p, struct gen_seq *s, int j, int
 		t->response_tokens[i] = s->tokens[i];
 	t->n_prompt = p->n;
 	t->n_response = (uint32_t)s->n;
-	t->group_id = (int64_t)p->row;
-	t->sequence_id = (int64_t)(p->row * (uint64_t)G + (uint64_t)j);
+	t->group_id = (int64_t)p->place;
+	t->sequence_id = (int64_t)(p->place * (uint64_t)G + (uint64_t)j);
 	t->policy_version = policy_version;
 	t->temperature = temperature > 0 ? temperature : 1.0f;
 	t->finish_reason = s->finish == GEN_STOP ? FINISH_STOP : FINISH_LENGTH;
@@ -152,14 +162,14 @@ int rollout_sample(const struct model *m, const struct rollout_prompt *prompts, 
 			/* int32_t and int are one type on every platform this builds on */
 			ptr[i * G + j] = (const int *)prompts[i].tokens;
 			lens[i * G + j] = (int)prompts[i].n;
-			streams[i * G + j] = prompts[i].row * (uint64_t)G + (uint64_t)j;
+			streams[i * G + j] = prompts[i].place * (uint64_t)G + (uint64_t)j;
 		}
 	struct gen_params p = *gp;
 	p.streams = streams;
 	if ((r = gen_run(m, ptr, lens, B, &p, seqs, e)) < 0)
 		goto out;
 	for (int i = 0; i < n && r == 0; i++) {
-		out[i].group_id = (int64_t)prompts[i].row;
+		out[i].group_id = (int64_t)prompts[i].place;
 		if (!(out[i].trajs = calloc((size_t)G, sizeof *out[i].trajs))) {
 			r = err_set(e, "out of memory");
 			break;
@@ -181,4 +191,132 @@ out:
 	free(streams);
 	free(seqs);
 	return r;
+}
+
+void rollout_prompts_free(struct rollout_prompt *p, int n)
+{
+	for (int i = 0; p && i < n; i++)
+		rollout_prompt_free(&p[i]);
+	free(p);
+}
+
+static int blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(" \t\r\n", s[i]))
+			return 0;
+	return 1;
+}
+
+/* One pass over the file: count its rows, or parse the rows that [offset, offset + count) picks. */
+static int prompts_pass(const char *path, const struct tokenizer *tok, const enum chat_format *chat, uint32_t vocab,
+                        uint64_t rows, uint64_t offset, uint64_t count, struct rollout_prompt *out, uint64_t *seen,
+                        struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, "%s: %s", path, strerror(errno));
+	struct lineio li;
+	if (lineio_open(&li, fd, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	const char *line;
+	size_t len;
+	uint64_t lineno = 0, row = 0;
+	int r, got;
+	while ((got = lineio_next(&li, &line, &len, e)) > 0) {
+		lineno++;
+		if (blank(line, len))
+			continue;
+		if (rows) {
+			/* the k-th prompt taken is row (offset + k) mod rows; k < count */
+			uint64_t k = (row + rows - offset % rows) % rows;
+			for (; k < count; k += rows)
+				if ((r = rollout_prompt_parse(line, len, tok, chat, vocab, offset + k, &out[k], e)) < 0) {
+					err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
+					lineio_close(&li);
+					close(fd);
+					return -1;
+				}
+		}
+		row++;
+	}
+	lineio_close(&li);
+	close(fd);
+	*seen = row;
+	return got < 0 ? -1 : 0;
+}
+
+int rollout_prompts_load(const char *path, const struct tokenizer *tok, const enum chat_format *chat,
+                         uint32_t vocab, uint64_t offset, uint64_t count, struct rollout_prompt **out, int *n,
+                         uint64_t *rows, struct err *e)
+{
+	*out = NULL;
+	*n = 0;
+	if (prompts_pass(path, tok, chat, vocab, 0, 0, 0, NULL, rows, e) < 0)
+		return -1;
+	if (*rows == 0)
+		return err_set(e, "%s: no prompts", path);
+	if (count == 0)
+		count = *rows;
+	if (count > INT32_MAX)
+		return err_set(e, "%s: %llu prompts are too many for one call", path, (unsigned long long)count);
+	struct rollout_prompt *p = calloc((size_t)count, sizeof *p);
+	if (!p)
+		return err_set(e, "out of memory for %llu prompts", (unsigned long long)count);
+	uint64_t again;
+	if (prompts_pass(path, tok, chat, vocab, *rows, offset, count, p, &again, e) < 0) {
+		rollout_prompts_free(p, (int)count);
+		return -1;
+	}
+	if (again != *rows) {
+		rollout_prompts_free(p, (int)count);
+		return err_set(e, "%s: changed while being read", path);
+	}
+	*out = p;
+	*n = (int)count;
+	return 0;
+}
+
+static int has_config(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	return snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0;
+}
+
+int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e)
+{
+	if (has_config(dir)) {
+		*version = 0;
+		if (snprintf(out, outsz, "%s", dir) >= (int)outsz)
+			return err_set(e, "%s: path too long", dir);
+		return 0;
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return err_set(e, "%s: %s", dir, strerror(errno));
+	long long best = -1;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		if (strncmp(de->d_name, "step_", 5) || !isdigit((unsigned char)de->d_name[5]))
+			continue;
+		errno = 0;
+		long long k = strtoll(de->d_name + 5, &end, 10);
+		char sub[PATH_MAX];
+		if (*end || errno || k <= best || snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub)
+			continue;
+		if (has_config(sub))
+			best = k;
+	}
+	closedir(d);
+	if (best < 0)
+		return err_set(e, "%s: neither a model directory (no config.json) nor a policy queue with a step_K "
+		               "that holds one", dir);
+	*version = best;
+	if (snprintf(out, outsz, "%s/step_%lld", dir, best) >= (int)outsz)
+		return err_set(e, "%s: path too long", dir);
+	return 0;
 }

@@ -11,11 +11,14 @@
  * one is given: the text becomes one user turn and the assistant's turn is
  * opened); "messages" is a conversation and needs a chat format;
  * "prompt_tokens" are ids used as they are. "answer" is optional and is
- * carried into every trajectory of the prompt for the scorer. "id", a string
- * or an integer, names the prompt; without it the prompt is named by its
- * row, counted from 0 over the whole file.
+ * carried into every trajectory of the prompt for the scorer.
  *
- * Sampling: the G samples of prompt row r draw from random streams keyed by
+ * A walk over the file (rollout_prompts_load) takes its rows round-robin;
+ * the k-th prompt of a walk from offset o has place r = o + k, which names
+ * it: it is the group id, and a second pass over the file gets new places,
+ * so new samples and new ids.
+ *
+ * Sampling: the G samples of the prompt at place r draw from streams keyed by
  * (seed, r * G + j), so a prompt's samples are the same whichever other
  * prompts share its batch and wherever a round-robin cursor starts (the same
  * tokens; a batch of another size may round a logprob differently in its
@@ -24,8 +27,8 @@
  * Each trajectory records the sampled tokens with their logprobs at the
  * sampling temperature (generate.h; a greedy run samples at temperature 0
  * and records logprobs and a temperature of 1), how it finished, and the
- * policy version it was sampled from. Group ids are the prompt's row, and
- * sequence ids row * G + j.
+ * policy version it was sampled from. Group ids are the prompt's place r,
+ * and sequence ids r * G + j.
  */
 #ifndef GRPO_ROLLOUT_H
 #define GRPO_ROLLOUT_H
@@ -44,7 +47,7 @@ struct rollout_prompt {
 	int32_t *tokens;       /* (n) */
 	uint32_t n;
 	char *answer;          /* NULL when the line has none */
-	uint64_t row;          /* line of the prompts file, from 0, counting only prompts */
+	uint64_t place;        /* place in the walk over the prompts file (see rollout_prompts_load) */
 };
 
 /*
@@ -54,8 +57,28 @@ struct rollout_prompt {
  * the file and line.
  */
 int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok, const enum chat_format *chat,
-                         uint32_t vocab, uint64_t row, struct rollout_prompt *p, struct err *e);
+                         uint32_t vocab, uint64_t place, struct rollout_prompt *p, struct err *e);
 void rollout_prompt_free(struct rollout_prompt *p);
+
+/*
+ * Load count prompts of the prompts file at path, starting at row offset
+ * (mod the file's rows) and wrapping round at the end (count 0: every row
+ * once), so that calls with a moving offset walk a data set round-robin;
+ * prompt k gets place offset + k. Blank lines are not rows. *rows gets the
+ * file's number of rows. Errors name the file and line.
+ * Free the prompts with rollout_prompts_free.
+ */
+int rollout_prompts_load(const char *path, const struct tokenizer *tok, const enum chat_format *chat,
+                         uint32_t vocab, uint64_t offset, uint64_t count, struct rollout_prompt **out, int *n,
+                         uint64_t *rows, struct err *e);
+void rollout_prompts_free(struct rollout_prompt *p, int n);
+
+/*
+ * The model directory to sample from: dir itself when it holds config.json
+ * (version 0), else the newest step_K of the policy queue dir whose
+ * config.json exists (version K). out gets the directory's path.
+ */
+int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e);
 
 /*
  * Sample G responses for each of the n prompts, as one batch, into groups

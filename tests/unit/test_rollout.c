@@ -36,7 +36,7 @@ static void test_parse(void)
 	struct rollout_prompt p;
 	struct err e = { "" };
 	int r = parse("{\"prompt_tokens\": [3, 1, 4], \"answer\": 7}", 5, &p, &e);
-	ok(r == 0 && p.n == 3 && p.tokens[2] == 4 && p.row == 5 && p.answer && !strcmp(p.answer, "7"),
+	ok(r == 0 && p.n == 3 && p.tokens[2] == 4 && p.place == 5 && p.answer && !strcmp(p.answer, "7"),
 	   "prompt_tokens and a numeric answer are read (%s)", e.msg);
 	rollout_prompt_free(&p);
 	static const struct {
