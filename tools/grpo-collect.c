@@ -118,10 +118,49 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
  * before it published: they are never removed, since a consumer may have
  * taken one already and names must stay taken (spool.h); a re-run publishes
  * the rest, and nothing twice. */
+/*
+ * The groups in part 0 of an earlier publishing of the same input: 0 when
+ * there is none. Its part names depend on the input only, so a re-run with
+ * another -m would cut the same groups into other parts under the same
+ * names, and publish some of them twice; part 0's size tells the cut.
+ */
+static int published_per(const struct opts *o, uint64_t hash, size_t *per, struct err *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 40];
+	*per = 0;
+	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0)
+		return err_set(e, "%s: path too long", o->queue);
+	snprintf(path, sizeof path, "%s/collect-%016llx-0000.zst", dir, (unsigned long long)hash);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_set(e, "%s: %s", path, strerror(errno));
+	struct sfile_reader r;
+	struct record rec = { 0 };
+	if (sfile_reader_open_fd(&r, fd, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	int got;
+	while ((got = sfile_read(&r, &rec, e)) > 0) {
+		(*per)++;
+		record_free(&rec);
+	}
+	sfile_reader_close(&r);
+	close(fd);
+	return got;
+}
+
 static int publish(const struct opts *o, struct held *h, uint64_t hash, const char *name, struct err *e)
 {
 	size_t per = o->max_groups > 0 ? (size_t)o->max_groups : h->n;
-	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0;
+	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0, before;
+	if (published_per(o, hash, &before, e) < 0)
+		return -1;
+	if (before && before != (per < h->n ? per : h->n))
+		return err_set(e, "already published in parts of %zu groups (%s/step_%lld/rank_%d/collect-%016llx-*); "
+		               "this run would cut it into parts of %zu: run it again with -m %zu",
+		               before, o->queue, o->step, o->rank, (unsigned long long)hash, per < h->n ? per : h->n,
+		               before);
 	struct spool_out *so = calloc(parts ? parts : 1, sizeof *so);
 	if (!so)
 		return err_set(e, "out of memory for %zu parts", parts);
