@@ -19,10 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collect/collect.h"
 #include "base/err.h"
 #include "base/lineio.h"
+#include "collect/collect.h"
 #include "data/sfile.h"
+#include "model/rollout.h"
 #include "spool/spool.h"
 
 static const char *prog = "grpo-collect";
@@ -33,7 +34,12 @@ static void usage(FILE *f)
 		"usage: grpo-collect [--format auto|native|vllm|sglang|atropos] [-o SPOOL/rollouts --step N\n"
 		"                    [--rank X] [--max-groups N]] [--answers FILE] [--vocab-size V]\n"
 		"                    [--temperature T] [--on-error fail|skip] [-v] [FILE...]\n"
-		"Import rollouts (JSON lines from vLLM, SGLang, Atropos or grpo-cat) as rollout groups.\n"
+		"       grpo-collect --model DIR|SPOOL/policy --prompts FILE [--samples G] [--temperature T]\n"
+		"                    [--top-p P] [--top-k K] [--max-tokens M] [--seed S] [--offset N]\n"
+		"                    [--count N] [--cursor FILE] [--batch B] [--chat FMT] [--tokenizer FILE]\n"
+		"                    [-o SPOOL/rollouts [--step N] [--rank X] [--max-groups N]] [-v]\n"
+		"Import rollouts (JSON lines from vLLM, SGLang, Atropos or grpo-cat) as rollout groups,\n"
+		"or sample them from a model.\n"
 		"FILE '-' or none: standard input. Without -o, one spool file goes to standard output.\n"
 		"  -f, --format FMT       input format, or auto (the default) to detect it line by line\n"
 		"  -o, --output QUEUE     publish into QUEUE/step_N/rank_X/ (e.g. spool/rollouts)\n"
@@ -46,6 +52,19 @@ static void usage(FILE *f)
 		"  -e, --on-error MODE    fail (default): a bad line fails its whole input;\n"
 		"                         skip: drop bad lines, report how many\n"
 		"  -v, --verbose          report each input on standard error\n"
+		"Sampling from a model:\n"
+		"      --model DIR        a model directory, or a policy queue: its newest step_K\n"
+		"      --prompts FILE     JSON lines with prompt, prompt_tokens or messages, and answer\n"
+		"  -n, --samples G        responses per prompt (default 4)\n"
+		"      --top-p P, --top-k K  nucleus and top-k sampling (default 1 and 0: off)\n"
+		"      --max-tokens M     most tokens per response (default 256)\n"
+		"      --seed S           random seed (default 0)\n"
+		"      --offset N         first row of --prompts (default 0, or what --cursor holds)\n"
+		"      --count N          prompts this run, wrapping round the file (default: all rows)\n"
+		"      --cursor FILE      read the offset from FILE, write the next one after publishing\n"
+		"      --batch B          prompts sampled together (default 16)\n"
+		"      --chat FMT         encode text prompts as a user turn of " CHAT_FORMATS "\n"
+		"      --tokenizer FILE   tokenizer.json (default: the model's own)\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n");
 }
@@ -99,10 +118,49 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
  * before it published: they are never removed, since a consumer may have
  * taken one already and names must stay taken (spool.h); a re-run publishes
  * the rest, and nothing twice. */
+/*
+ * The groups in part 0 of an earlier publishing of the same input: 0 when
+ * there is none. Its part names depend on the input only, so a re-run with
+ * another -m would cut the same groups into other parts under the same
+ * names, and publish some of them twice; part 0's size tells the cut.
+ */
+static int published_per(const struct opts *o, uint64_t hash, size_t *per, struct err *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 40];
+	*per = 0;
+	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0)
+		return err_set(e, "%s: path too long", o->queue);
+	snprintf(path, sizeof path, "%s/collect-%016llx-0000.zst", dir, (unsigned long long)hash);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_set(e, "%s: %s", path, strerror(errno));
+	struct sfile_reader r;
+	struct record rec = { 0 };
+	if (sfile_reader_open_fd(&r, fd, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	int got;
+	while ((got = sfile_read(&r, &rec, e)) > 0) {
+		(*per)++;
+		record_free(&rec);
+	}
+	sfile_reader_close(&r);
+	close(fd);
+	return got;
+}
+
 static int publish(const struct opts *o, struct held *h, uint64_t hash, const char *name, struct err *e)
 {
 	size_t per = o->max_groups > 0 ? (size_t)o->max_groups : h->n;
-	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0;
+	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0, before;
+	if (published_per(o, hash, &before, e) < 0)
+		return -1;
+	if (before && before != (per < h->n ? per : h->n))
+		return err_set(e, "already published in parts of %zu groups (%s/step_%lld/rank_%d/collect-%016llx-*); "
+		               "this run would cut it into parts of %zu: run it again with -m %zu",
+		               before, o->queue, o->step, o->rank, (unsigned long long)hash, per < h->n ? per : h->n,
+		               before);
 	struct spool_out *so = calloc(parts ? parts : 1, sizeof *so);
 	if (!so)
 		return err_set(e, "out of memory for %zu parts", parts);
@@ -140,6 +198,145 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 	return r;
 }
 
+/* Sampling from a model (--model): the options beyond the importer's. */
+struct gen_opts {
+	const char *model, *prompts, *cursor, *tokenizer;
+	long long samples, max_tokens, top_k, offset, count, batch;
+	int have_offset, have_chat;
+	double top_p;
+	float temperature;   /* -t: 0 samples greedily */
+	unsigned long long seed;
+	enum chat_format chat;
+};
+
+/* The offset a cursor file holds: 0 when it does not exist yet. */
+static int cursor_read(const char *path, long long *offset, struct err *e)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		*offset = 0;
+		return errno == ENOENT ? 0 : err_set(e, "%s: %s", path, strerror(errno));
+	}
+	int ok = fscanf(f, "%lld", offset) == 1 && *offset >= 0;
+	fclose(f);
+	return ok ? 0 : err_set(e, "%s: expected a row number", path);
+}
+
+/* Replace the cursor file by one holding offset, by rename, so a crash leaves the old or the new. */
+static int cursor_write(const char *path, long long offset, struct err *e)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+		return err_set(e, "%s: path too long", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return err_set(e, "%s: %s", tmp, strerror(errno));
+	int bad = fprintf(f, "%lld\n", offset) < 0;
+	bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) < 0) {
+		int err = errno;
+		unlink(tmp);
+		return err_set(e, "%s: %s", path, strerror(err));
+	}
+	return 0;
+}
+
+/*
+ * Sample G responses to each prompt taken from --prompts and publish them as
+ * the importer publishes its groups. The parts are named from everything that
+ * decides their bytes (policy version, sampling options and the prompts'
+ * tokens), so a re-run after a crash publishes nothing twice.
+ */
+static int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
+{
+	struct err e = { "" };
+	char dir[PATH_MAX], tpath[PATH_MAX];
+	int64_t version;
+	struct model m = { 0 };
+	struct tokenizer *tok = NULL;
+	struct rollout_prompt *ps = NULL;
+	struct held held = { 0 };
+	int n = 0, status = 1;
+	uint64_t rows;
+	long long offset = g->offset;
+	if (rollout_policy_find(g->model, dir, sizeof dir, &version, &e) < 0 || model_load(&m, dir, &e) < 0)
+		goto fail;
+	if (!o->have_step)
+		o->step = version;
+	if (g->cursor && !g->have_offset && cursor_read(g->cursor, &offset, &e) < 0)
+		goto fail;
+	const char *tfile = g->tokenizer;
+	if (!tfile && snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir) < (int)sizeof tpath &&
+	    access(tpath, R_OK) == 0)
+		tfile = tpath;
+	if (tfile && !(tok = tok_load(tfile, &e)))
+		goto fail;
+	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V,
+	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
+		goto fail;
+	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
+	                         .max_tokens = (int)g->max_tokens, .stop_ids = m.cfg.eos_ids,
+	                         .n_stop = m.cfg.n_eos, .seed = g->seed };
+	uint64_t hash = collect_hash(COLLECT_HASH_INIT, "generate", 8);
+	long long knobs[] = { version, g->samples, g->max_tokens, g->top_k };
+	double reals[] = { g->temperature, g->top_p };
+	hash = collect_hash(hash, knobs, sizeof knobs);
+	hash = collect_hash(hash, reals, sizeof reals);
+	hash = collect_hash(hash, &g->seed, sizeof g->seed);
+	int tty = isatty(STDERR_FILENO);
+	for (int at = 0; at < n; at += (int)g->batch) {
+		int b = n - at < g->batch ? n - at : (int)g->batch;
+		if (held.cap < held.n + (size_t)b) {
+			void *v = realloc(held.g, (held.n + (size_t)b) * sizeof *held.g);
+			if (!v) {
+				err_set(&e, "out of memory");
+				goto fail;
+			}
+			held.g = v;
+			held.cap = held.n + (size_t)b;
+		}
+		if (rollout_sample(&m, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
+			goto fail;
+		held.n += (size_t)b;
+		for (int i = at; i < at + b; i++) {
+			hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
+			hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
+		}
+		if (tty)
+			fprintf(stderr, "\r%s: %d of %d prompts sampled", prog, at + b, n);
+	}
+	if (tty)
+		fputc('\n', stderr);
+	int r = 0;
+	if (o->queue)
+		r = publish(o, &held, hash, g->prompts, &e);
+	else {
+		for (size_t i = 0; i < held.n && r == 0; i++)
+			r = sfile_write_group(w, &held.g[i], &e);
+		if (r == 0)
+			r = sfile_writer_finish(w, &e);
+	}
+	if (r == 0 && g->cursor)
+		r = cursor_write(g->cursor, (long long)(((uint64_t)offset + (uint64_t)n) % rows), &e);
+	if (r < 0)
+		goto fail;
+	if (o->verbose)
+		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld\n",
+		        prog, dir, (long long)version, n, (unsigned long long)((uint64_t)offset % rows), g->prompts,
+		        n, g->samples);
+	status = 0;
+fail:
+	if (status)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	held_clear(&held);
+	free(held.g);
+	rollout_prompts_free(ps, n);
+	tok_free(tok);
+	model_free(&m);
+	return status;
+}
+
 static int parse_num(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;
@@ -150,6 +347,11 @@ static int parse_num(const char *s, long long lo, long long hi, long long *out)
 	*out = v;
 	return 0;
 }
+
+enum {
+	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
+	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER,
+};
 
 int main(int argc, char **argv)
 {
@@ -164,17 +366,81 @@ int main(int argc, char **argv)
 		{ "temperature", required_argument, NULL, 't' },
 		{ "on-error", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "model", required_argument, NULL, OPT_MODEL },
+		{ "prompts", required_argument, NULL, OPT_PROMPTS },
+		{ "samples", required_argument, NULL, 'n' },
+		{ "top-p", required_argument, NULL, OPT_TOP_P },
+		{ "top-k", required_argument, NULL, OPT_TOP_K },
+		{ "max-tokens", required_argument, NULL, OPT_MAX_TOKENS },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "count", required_argument, NULL, OPT_COUNT },
+		{ "cursor", required_argument, NULL, OPT_CURSOR },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "chat", required_argument, NULL, OPT_CHAT },
+		{ "tokenizer", required_argument, NULL, OPT_TOKENIZER },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .max_groups = 256 };
 	struct collect_opts co = { .format = COLLECT_AUTO, .temperature = 1.0f };
+	struct gen_opts g = { .samples = 4, .max_tokens = 256, .top_p = 1, .batch = 16 };
 	const char *answers_path = NULL;
 	long long x;
 	int c;
-	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:vhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
+		char *end;
 		switch (c) {
+		case OPT_MODEL: g.model = optarg; break;
+		case OPT_PROMPTS: g.prompts = optarg; break;
+		case OPT_CURSOR: g.cursor = optarg; break;
+		case OPT_TOKENIZER: g.tokenizer = optarg; break;
+		case 'n':
+			if (parse_num(optarg, 1, 1 << 16, &g.samples) < 0)
+				goto bad_num;
+			break;
+		case OPT_MAX_TOKENS:
+			if (parse_num(optarg, 1, 1 << 20, &g.max_tokens) < 0)
+				goto bad_num;
+			break;
+		case OPT_TOP_K:
+			if (parse_num(optarg, 0, INT_MAX, &g.top_k) < 0)
+				goto bad_num;
+			break;
+		case OPT_OFFSET:
+			if (parse_num(optarg, 0, LLONG_MAX, &g.offset) < 0)
+				goto bad_num;
+			g.have_offset = 1;
+			break;
+		case OPT_COUNT:
+			if (parse_num(optarg, 0, INT_MAX, &g.count) < 0)
+				goto bad_num;
+			break;
+		case OPT_BATCH:
+			if (parse_num(optarg, 1, 1 << 16, &g.batch) < 0)
+				goto bad_num;
+			break;
+		case OPT_SEED:
+			errno = 0;
+			g.seed = strtoull(optarg, &end, 10);
+			if (end == optarg || *end || errno || *optarg == '-')
+				goto bad_num;
+			break;
+		case OPT_TOP_P:
+			g.top_p = strtod(optarg, &end);
+			if (end == optarg || *end || !(g.top_p > 0 && g.top_p <= 1)) {
+				fprintf(stderr, "%s: --top-p: '%s' is not in (0, 1]\n", prog, optarg);
+				return 2;
+			}
+			break;
+		case OPT_CHAT:
+			if (chat_format_parse(optarg, &g.chat) < 0) {
+				fprintf(stderr, "%s: --chat: no format '%s' (%s)\n", prog, optarg, CHAT_FORMATS);
+				return 2;
+			}
+			g.have_chat = 1;
+			break;
 		case 'f':
 			if (collect_format_parse(optarg, &co.format) < 0) {
 				fprintf(stderr, "%s: --format: no format '%s' (auto, native, vllm, sglang, atropos)\n",
@@ -205,8 +471,8 @@ int main(int argc, char **argv)
 		case 't': {
 			char *end;
 			double t = strtod(optarg, &end);
-			if (end == optarg || *end || !(t > 0) || !isfinite(t)) {
-				fprintf(stderr, "%s: --temperature: '%s' is not a positive number\n", prog, optarg);
+			if (end == optarg || *end || !(t >= 0) || !isfinite(t)) {
+				fprintf(stderr, "%s: --temperature: '%s' is not a number >= 0\n", prog, optarg);
 				return 2;
 			}
 			co.temperature = (float)t;
@@ -227,10 +493,24 @@ int main(int argc, char **argv)
 		}
 		continue;
 bad_num:
-		fprintf(stderr, "%s: -%c: '%s' is not a number in range\n", prog, c == 'W' ? 'W' : c, optarg);
+		for (const struct option *lo = longopts; lo->name; lo++)
+			if (lo->val == c) {
+				fprintf(stderr, "%s: --%s: '%s' is not a number in range\n", prog, lo->name, optarg);
+				return 2;
+			}
 		return 2;
 	}
-	if (o.queue && !o.have_step) {
+	if (!g.model != !g.prompts || (g.model && optind < argc)) {
+		fprintf(stderr, "%s: %s\n", prog, g.model || g.prompts ? "--model and --prompts go together, without FILEs"
+		                                                         : "--model needs --prompts");
+		return 2;
+	}
+	if (!g.model && co.temperature == 0) {
+		fprintf(stderr, "%s: --temperature 0 (greedy) is for sampling with --model; imported rollouts "
+		        "need the temperature they were sampled at\n", prog);
+		return 2;
+	}
+	if (o.queue && !o.have_step && !g.model) {
 		fprintf(stderr, "%s: -o needs --step N, the policy version that sampled the rollouts\n", prog);
 		return 2;
 	}
@@ -241,6 +521,18 @@ bad_num:
 	co.step = o.step;
 
 	struct err e = { "" };
+	if (g.model) {
+		g.temperature = co.temperature;
+		struct sfile_writer gw;
+		if (!o.queue && sfile_writer_init(&gw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return 1;
+		}
+		int st = generate(&o, &g, &gw);
+		if (!o.queue)
+			sfile_writer_free(&gw);
+		return st;
+	}
 	struct collect_answers answers;
 	if (answers_path) {
 		if (collect_answers_load(&answers, answers_path, &e) < 0) {

@@ -182,7 +182,14 @@ int gen_run(const struct model *m, const int *const *prompts, const int *prompt_
 			r = err_set(e, "out of memory");
 			goto out;
 		}
-		rng[b] = p->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(b + 1));
+		/*
+		 * Each stream starts at a hash of (seed, stream). Starting at seed ^ golden * (b + 1),
+		 * as this once did, made stream b at draw k the stream b + 1 at draw k - 1 (splitmix
+		 * adds golden each draw): neighbouring samples drew the same numbers, one token apart.
+		 */
+		uint64_t key = p->streams ? p->streams[b] : (uint64_t)b;
+		rng[b] = splitmix64(&key) ^ p->seed;
+		rng[b] = splitmix64(&rng[b]);
 	}
 
 	/* prefill: the prompts' tokens in chunks; each prompt's last token gives its first sample */

@@ -16,9 +16,11 @@
  * recompute (DESIGN.md: logprobs at the sampling temperature). When greedy,
  * at temperature 1.
  *
- * Randomness: sequence b draws from its own stream keyed by (seed, b), so a
- * sequence's tokens do not depend on the other sequences of the batch or on
- * when they finish.
+ * Randomness: sequence b draws from its own stream keyed by (seed, b), or by
+ * (seed, streams[b]) when the caller names the streams, so a sequence's
+ * tokens do not depend on the other sequences of the batch or on when they
+ * finish; naming them keeps a sequence's tokens the same whichever batch, and
+ * whichever place in it, the sequence is sampled in.
  */
 #ifndef GRPO_GENERATE_H
 #define GRPO_GENERATE_H
@@ -36,6 +38,7 @@ struct gen_params {
 	const int *stop_ids;   /* tokens that end a sequence (kept as its last token) */
 	int n_stop;
 	uint64_t seed;
+	const uint64_t *streams;   /* (B) or NULL: the random stream of each sequence, see above */
 };
 
 enum gen_finish { GEN_STOP, GEN_LENGTH };

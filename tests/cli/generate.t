@@ -1,0 +1,56 @@
+#!/bin/sh
+# grpo-collect --model: rollouts sampled from a model, over a prompts file
+# walked round-robin with a cursor, from a model directory or the newest
+# checkpoint of a policy queue; deterministic and safe to re-run.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 12
+grpo-init --preset tiny --seed 3 -o "$T/m" || exit 1
+printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' '{"prompt_tokens":[4,5]}' '' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
+shift_run() { m=$1; shift; grpo-collect --model "$m" --prompts "$T/p.jsonl" -n 2 --max-tokens 5 --seed 9 "$@"; }
+
+shift_run "$T/m" --count 4 --cursor "$T/cur" -o "$T/s/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "4 prompts sampled and published, silently"
+grpo-cat "$T"/s/rollouts/step_0/rank_0/*.zst > "$T/out.json"
+is "$(grep -c '"group_id"' "$T/out.json"):$(grep -o '"sequence_id":[0-9]*' "$T/out.json" | tr -d '\n' | tr -dc '0-9')" \
+	"4:01234567" "4 groups of 2, group by group, sequence ids place * G + j"
+is "$(cat "$T/cur")" "1" "the cursor holds the next row: 4 prompts from 3 rows wrap round to row 1"
+is "$(grep -o '"prompt_tokens":\[[0-9,]*\]' "$T/out.json" | uniq | tr '\n' ' ')" \
+	'"prompt_tokens":[1,2,3] "prompt_tokens":[4,5] "prompt_tokens":[7] "prompt_tokens":[1,2,3] ' \
+	"the fourth prompt is the first row again"
+
+shift_run "$T/m" --count 4 --offset 0 -o "$T/s/rollouts" -v 2> "$T/err"
+is "$?:$(ls "$T"/s/rollouts/step_0/rank_0 | wc -l | tr -d ' '):$(grep -c 'already published' "$T/err")" "0:1:1" \
+	"the same run again publishes nothing new"
+
+shift_run "$T/m" > "$T/a.zst" && shift_run "$T/m" > "$T/b.zst"
+cmp -s "$T/a.zst" "$T/b.zst"
+is "$?" 0 "same seed, same model, same prompts: the same bytes"
+shift_run "$T/m" --seed 10 > "$T/c.zst"
+cmp -s "$T/a.zst" "$T/c.zst"
+is "$?" 1 "another seed samples otherwise"
+
+mkdir -p "$T/s/policy/step_2"
+cp "$T"/m/* "$T/s/policy/step_2/"
+mkdir -p "$T/s/policy/step_5"   # a checkpoint still being written: no config.json yet
+shift_run "$T/s/policy" --count 1 -o "$T/s/rollouts" 2> "$T/err"
+is "$?:$(grpo-cat "$T"/s/rollouts/step_2/rank_0/*.zst 2>&1 | grep -o '"policy_version":[0-9]*' | sort -u)" \
+	'0:"policy_version":2' "a policy queue: the newest complete step_K samples, into rollouts/step_K"
+
+printf '%s\n' '{"prompt_tokens":[1]}' '{"prompt_tokens":[99999]}' > "$T/bad.jsonl"
+grpo-collect --model "$T/m" --prompts "$T/bad.jsonl" -o "$T/s2/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/s2" 2> /dev/null)" \
+	"1:grpo-collect: $T/bad.jsonl:2: prompt_tokens[0]: expected a token id in [0, 512):" \
+	"a bad prompt fails the run, naming file, line and field, publishing nothing"
+
+grpo-collect --model "$T/m" -o "$T/s/rollouts" 2> /dev/null
+is "$?" 2 "--model without --prompts is a usage error"
+
+A="$GRPO_TOP/examples/addition"
+grpo-init --preset tiny --vocab 257 --eos 256 --tokenizer "$A/tokenizer.json" -o "$T/add" || exit 1
+grpo-collect --model "$T/add" --prompts "$A/prompts.jsonl" --count 2 --offset 12 -n 2 --max-tokens 3 > "$T/add.zst"
+grpo-cat "$T/add.zst" > "$T/add.json"
+is "$?:$(grep -o '"prompt_tokens":\[[0-9,]*\]\|"answer":"[0-9]*"' "$T/add.json" | paste -d' ' - - | uniq | tr '\n' ' ')" \
+	'0:"prompt_tokens":[49,43,50,61] "answer":"3" "prompt_tokens":[49,43,51,61] "answer":"4" ' \
+	"text prompts are encoded with the model's tokenizer, answers carried (rows 12 and 13: 1+2=, 1+3=)"
+grep -o '"response_tokens":\[[0-9,]*\]' "$T/add.json" | grep -q '256\]' || grep -q '"finish_reason":"length"' "$T/add.json"
+is "$?" 0 "responses end in the model's eos id or at --max-tokens"

@@ -1,0 +1,176 @@
+/*
+ * test_rollout: prompts lines as grpo-collect --model reads them, and groups
+ * sampled from a tiny random model: a prompt's samples do not depend on the
+ * other prompts of its batch, each response's logprobs are the packed
+ * forward's at the sampling temperature (what the trainer recomputes), and
+ * ids, finish reasons and policy versions are recorded.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/rollout.h"
+#include "../tap.h"
+
+enum { V = 32, G = 3, MAXTOK = 6 };
+
+static void tiny(struct model *m)
+{
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	model_config_defaults(&c, MODEL_QWEN2);
+	c.C = 16, c.I = 24, c.L = 2, c.NH = 4, c.NKV = 2, c.HS = 4, c.V = V, c.tied = 1, c.init_std = 0.5f;
+	struct err e;
+	if (model_create(m, &c, &e) < 0)
+		exit(1);
+	model_init_random(m, 11);
+}
+
+static int parse(const char *line, uint64_t row, struct rollout_prompt *p, struct err *e)
+{
+	return rollout_prompt_parse(line, strlen(line), NULL, NULL, V, row, p, e);
+}
+
+static void test_parse(void)
+{
+	struct rollout_prompt p;
+	struct err e = { "" };
+	int r = parse("{\"prompt_tokens\": [3, 1, 4], \"answer\": 7}", 5, &p, &e);
+	ok(r == 0 && p.n == 3 && p.tokens[2] == 4 && p.place == 5 && p.answer && !strcmp(p.answer, "7"),
+	   "prompt_tokens and a numeric answer are read (%s)", e.msg);
+	rollout_prompt_free(&p);
+	static const struct {
+		const char *line, *want;
+	} bad[] = {
+		{ "[1, 2]", "not a JSON object" },
+		{ "{\"prompt_tokens\": [1, 32]}", "prompt_tokens[1]: expected a token id in [0, 32)" },
+		{ "{\"prompt_tokens\": [1.5]}", "prompt_tokens[0]: expected a token id in [0, 32)" },
+		{ "{\"prompt_tokens\": []}", "prompt_tokens: empty" },
+		{ "{\"prompt\": \"2+2=\"}", "prompt is text: the model has no tokenizer.json (give --tokenizer, or prompt_tokens)" },
+		{ "{\"prompt\": \"x\", \"prompt_tokens\": [1]}", "expected exactly one of prompt, prompt_tokens or messages" },
+		{ "{\"prompt_tokens\": [1], \"answer\": [1]}", "answer: expected a string or a number" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		e.msg[0] = 0;
+		r = parse(bad[i].line, 0, &p, &e);
+		ok(r < 0 && !strcmp(e.msg, bad[i].want), "refused: %s", bad[i].line);
+		if (strcmp(e.msg, bad[i].want))
+			diag("  got '%s'", e.msg);
+	}
+}
+
+/* Same tokens and finish reasons, logprobs within tol (0: the same bits). */
+static int same_group_tol(const struct group *a, const struct group *b, float tol)
+{
+	if (a->n != b->n)
+		return 0;
+	for (uint32_t j = 0; j < a->n; j++) {
+		const struct traj *x = &a->trajs[j], *y = &b->trajs[j];
+		if (x->n_response != y->n_response || x->finish_reason != y->finish_reason ||
+		    memcmp(x->response_tokens, y->response_tokens, x->n_response * sizeof(int32_t)))
+			return 0;
+		for (uint32_t k = 0; k < x->n_response; k++)
+			if (!(fabsf(x->logprobs[k] - y->logprobs[k]) <= tol))
+				return 0;
+	}
+	return 1;
+}
+
+static int same_group(const struct group *a, const struct group *b)
+{
+	return same_group_tol(a, b, 0);
+}
+
+static void test_sample(void)
+{
+	struct model m;
+	tiny(&m);
+	struct err e = { "" };
+	struct rollout_prompt ps[2];
+	parse("{\"prompt_tokens\": [3, 17, 5], \"answer\": \"x\"}", 0, &ps[0], &e);
+	parse("{\"prompt_tokens\": [22, 9]}", 1, &ps[1], &e);
+	int stop[] = { 0 };
+	struct gen_params gp = { .temperature = 0.8f, .top_p = 1, .max_tokens = MAXTOK, .stop_ids = stop,
+	                         .n_stop = 1, .seed = 42 };
+	struct group both[2], alone[1], again[2];
+	int r = rollout_sample(&m, ps, 2, G, &gp, 7, both, &e);
+	ok(r == 0 && both[0].n == G && both[1].n == G, "two prompts, %d samples each (%s)", G, e.msg);
+	r = rollout_sample(&m, &ps[1], 1, G, &gp, 7, alone, &e);
+	/* a batch of another size may round the logits differently in the last bit */
+	ok(r == 0 && same_group_tol(&both[1], &alone[0], 1e-5f),
+	   "a prompt's samples are the same alone as beside another prompt");
+	rollout_sample(&m, ps, 2, G, &gp, 7, again, &e);
+	ok(same_group(&both[0], &again[0]) && same_group(&both[1], &again[1]), "same seed, same samples");
+	int differ = 0;
+	for (int j = 1; j < G; j++)
+		differ |= !same_group(&(struct group){ .n = 1, .trajs = &both[0].trajs[0] },
+		                      &(struct group){ .n = 1, .trajs = &both[0].trajs[j] });
+	ok(differ, "the samples of one prompt differ from each other");
+
+	/* ids, versions, finish reasons */
+	int ids_ok = 1, fin_ok = 1;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < G; j++) {
+			const struct traj *t = &both[i].trajs[j];
+			ids_ok &= t->group_id == i && t->sequence_id == i * G + j && t->policy_version == 7 &&
+			          both[i].group_id == i && t->n_prompt == ps[i].n;
+			int stopped = t->n_response > 0 && t->response_tokens[t->n_response - 1] == 0;
+			fin_ok &= stopped ? t->finish_reason == FINISH_STOP
+			                  : t->finish_reason == FINISH_LENGTH && t->n_response == MAXTOK;
+		}
+	ok(ids_ok, "group ids are prompt rows, sequence ids row * G + j, policy version recorded");
+	ok(fin_ok, "a response ends in the stop token (stop) or at max_tokens (length)");
+	ok(both[0].trajs[0].answer && !strcmp(both[0].trajs[0].answer, "x") && !both[1].trajs[0].answer,
+	   "the answer is carried into the trajectories");
+	is_float(both[0].trajs[0].temperature, 0.8f, 0, "the sampling temperature is recorded");
+
+	/* the sampler's logprobs are the packed forward's at the temperature */
+	int ids[256], lens[8], T = 0, nseq = 0;
+	float temps[256], lp[256];
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < G; j++) {
+			const struct traj *t = &both[i].trajs[j];
+			memcpy(ids + T, t->prompt_tokens, t->n_prompt * sizeof(int));
+			memcpy(ids + T + t->n_prompt, t->response_tokens, t->n_response * sizeof(int));
+			lens[nseq++] = (int)(t->n_prompt + t->n_response);
+			T += lens[nseq - 1];
+		}
+	for (int i = 0; i < T; i++)
+		temps[i] = 0.8f;
+	model_acts_alloc(&m, T, &e);
+	r = model_forward(&m, ids, T, lens, nseq, temps, lp, NULL, &e);
+	double worst = r == 0 ? 0 : INFINITY;
+	for (int i = 0, off = 0; i < 2; i++)
+		for (int j = 0; j < G; j++) {
+			const struct traj *t = &both[i].trajs[j];
+			for (uint32_t k = 0; k < t->n_response; k++)
+				worst = fmax(worst, fabs(lp[off + t->n_prompt + k] - t->logprobs[k]));
+			off += (int)(t->n_prompt + t->n_response);
+		}
+	ok(worst < 1e-4, "sampler logprobs equal the trainer's forward at the temperature (max |diff| %.2g)", worst);
+
+	/* greedy: temperature 0 samples the argmax and records temperature 1 */
+	struct group g0[1];
+	gp.temperature = 0;
+	rollout_sample(&m, ps, 1, 2, &gp, 0, g0, &e);
+	ok(same_group_tol(&(struct group){ .n = 1, .trajs = &g0[0].trajs[0] },
+	                  &(struct group){ .n = 1, .trajs = &g0[0].trajs[1] }, 1e-5f) &&
+	       g0[0].trajs[0].temperature == 1.0f,
+	   "greedy samples agree and record temperature 1");
+
+	for (int i = 0; i < 2; i++) {
+		group_free(&both[i]);
+		group_free(&again[i]);
+		rollout_prompt_free(&ps[i]);
+	}
+	group_free(&alone[0]);
+	group_free(&g0[0]);
+	model_free(&m);
+}
+
+int main(void)
+{
+	test_parse();
+	test_sample();
+	return tap_done();
+}
