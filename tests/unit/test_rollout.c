@@ -23,7 +23,8 @@ static void tiny(struct model *m)
 	struct err e;
 	if (model_create(m, &c, &e) < 0)
 		exit(1);
-	model_init_random(m, 11);
+	if (model_init_random(m, 11, &e) < 0)
+		exit(1);
 }
 
 static int parse(const char *line, uint64_t row, struct rollout_prompt *p, struct err *e)
