@@ -31,6 +31,15 @@ int reflp_open(struct reflp *r, const char *path, int max_tokens, struct err *e)
 	return 0;
 }
 
+void reflp_init(struct reflp *r, struct model *m, const char *name, int max_tokens)
+{
+	memset(r, 0, sizeof *r);
+	r->m = *m;
+	memset(m, 0, sizeof *m);
+	snprintf(r->dir, sizeof r->dir, "%s", name);
+	r->max_tokens = max_tokens;
+}
+
 void reflp_close(struct reflp *r)
 {
 	model_free(&r->m);

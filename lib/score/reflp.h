@@ -40,6 +40,9 @@ struct reflp {
 };
 
 int reflp_open(struct reflp *r, const char *path, int max_tokens, struct err *e);
+/* The same over a model already in memory (a benchmark's random one): r
+ * takes m over (m is zeroed); name is for messages. */
+void reflp_init(struct reflp *r, struct model *m, const char *name, int max_tokens);
 /* Fill ref_logprobs (allocated here, replacing any) of every trajectory of
  * g; on error no trajectory's ref_logprobs has changed. */
 int reflp_group(struct reflp *r, struct group *g, struct err *e);
