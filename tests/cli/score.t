@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 51
+plan 57
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -99,6 +99,20 @@ is "$(grep -o '"reward_names":\[[^]]*\]' cmd.jsonl | head -1)" '"reward_names":[
    "its rewards named, after the built-ins"
 is "$(grep -o '"rewards":\[[-0-9.,]*\]' cmd.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1,1,0.5] "rewards":[0,0,0.25] ' \
    "its rewards, by name"
+
+grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": 1e999}}"; done' -t "$TOK" in.zst 2> err | grpo-cat > inf.jsonl
+ok $? "an infinite reward from a program: scored"
+grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = inf)' err
+ok $? "and said: $(cat err | head -1)"
+is "$(grep -o '"advantages":[-0-9.e]*' inf.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN: advantage 0"
+group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
+grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
+grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
+ok $? "a group split across inputs is reported"
+{ group 7 "$R" "$W"; group 7 "$W" "$W"; } | grpo-cat --from-json | grpo-score -r gsm8k -t "$TOK" -a dr_grpo | grpo-cat > merged.jsonl
+is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merged.jsonl | tr '\n' ' ')" \
+   '1,"advantages":0.75 "advantages":-0.25 "advantages":-0.25 "advantages":-0.25 ' \
+   "records of one group in one input are merged and scored together"
 
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
