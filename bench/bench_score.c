@@ -48,7 +48,6 @@ static int bench(const char *name, int G, int P, int R, int reps)
 		t->prompt_tokens = malloc((size_t)P * sizeof(int32_t));
 		t->response_tokens = malloc((size_t)R * sizeof(int32_t));
 		t->temperature = i % 2 ? 0.7f : 1.0f;
-		t->sequence_id = i;
 		for (int j = 0; j < P + R; j++) {
 			s = s * 6364136223846793005ull + 1442695040888963407ull;
 			int32_t id = (int32_t)((s >> 33) % (uint64_t)c.V);

@@ -231,7 +231,7 @@ static void out_place(const char *path, const struct group *gs, uint32_t n, int6
 	for (uint32_t g = 0; g < n; g++)
 		for (uint32_t j = 0; j < gs[g].n; j++) {
 			h = (h ^ scored_group_key(&gs[g])) * 1099511628211ull;
-			h = (h ^ (uint64_t)gs[g].trajs[j].sequence_id) * 1099511628211ull;
+			h = (h ^ scored_seq_key(&gs[g].trajs[j])) * 1099511628211ull;
 			h = (h ^ gs[g].trajs[j].n_response) * 1099511628211ull;
 		}
 	snprintf(name, size, "stdin-%016" PRIx64 ".zst", h);

@@ -21,13 +21,22 @@ int scored_same_group(const struct group *a, const struct group *b)
 	return a->group_id == b->group_id;
 }
 
-uint64_t scored_group_key(const struct group *g)
+static uint64_t mix(uint64_t x)
 {
-	uint64_t x = (uint64_t)g->group_id;
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return x;
+}
+
+uint64_t scored_group_key(const struct group *g)
+{
+	return mix((uint64_t)g->group_id);
+}
+
+uint64_t scored_seq_key(const struct traj *t)
+{
+	return mix((uint64_t)t->sequence_id);
 }
 
 int scored_set(struct traj *t, uint32_t K, const float *rewards, const char *const *names,

@@ -21,8 +21,9 @@
 void scored_seq_text(const struct traj *t, char *out, size_t size);
 void scored_group_text(const struct group *g, char *out, size_t size);
 int scored_same_group(const struct group *a, const struct group *b);
-/* A key for a hash of groups seen. */
+/* Keys for hashes: of a group (groups seen), of a sequence (output names). */
 uint64_t scored_group_key(const struct group *g);
+uint64_t scored_seq_key(const struct traj *t);
 
 /*
  * Mark t scored: rewards (K, unweighted) named names (K, copied),
