@@ -385,6 +385,11 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 	return r;
 }
 
+static int renew(void *w, struct err *e)
+{
+	return watch_renew(w, e);
+}
+
 static int score_queue(struct state *s, const char *queue, struct err *e)
 {
 	struct watch_opt wo = WATCH_OPT_INIT;
@@ -397,6 +402,9 @@ static int score_queue(struct state *s, const char *queue, struct err *e)
 		return -1;
 	struct claim *c;
 	int r;
+	/* a file may take longer to score than a third of the lease */
+	s->so.between = renew;
+	s->so.ctx = w;
 	while ((r = watch_next(w, &c, e)) > 0) {
 		int fd = open(c->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -416,6 +424,7 @@ static int score_queue(struct state *s, const char *queue, struct err *e)
 			break;
 		}
 	}
+	s->so.between = NULL;
 	watch_close(w);
 	return r < 0 ? -1 : 0;
 }

@@ -105,9 +105,12 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	}
 
 	/* rewards, row-major with stride K0 until the program's names are known */
-	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++)
+	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
 		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++)
 			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &prompt, st, e);
+		if (rc == 0 && o->between)
+			rc = o->between(o->ctx, e);
+	}
 	if (rc < 0)
 		goto out;
 	names_into(o, st);
@@ -139,6 +142,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 				goto out;
 			st->t_ref += now() - t0;
 			st->ref_tokens += o->ref->tokens - before;
+			if (o->between && (rc = o->between(o->ctx, e)) < 0)
+				goto out;
 		}
 	}
 

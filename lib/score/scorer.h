@@ -46,6 +46,10 @@ struct scorer_opt {
 	int drop_zero_std;
 	const struct tokenizer *tok;         /* NULL when no reward reads text */
 	struct reflp *ref;                   /* NULL: no reference model */
+	/* called between groups, NULL for none: a claim holder renews its
+	 * lease there (watch_renew); -1 stops the scoring with its error */
+	int (*between)(void *ctx, struct err *e);
+	void *ctx;
 };
 
 struct scorer_stats {

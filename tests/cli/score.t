@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 57
+plan 59
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -83,6 +83,21 @@ ok $? "the same groups as on standard output"
 grpo-score -r gsm8k -t "$TOK" -o sp2/scored sp/rollouts/step_3/rank_1/a.zst 2>/dev/null
 [ -f sp2/scored/step_3/rank_1/a.zst ]
 ok $? "a file named by path keeps its step and rank too"
+
+# ---- --watch ----
+mkdir -p wq/rollouts/step_0/rank_0
+grpo-score --watch -r gsm8k -t "$TOK" -o wq/scored wq/rollouts 2> werr &
+wpid=$!
+group 90 "$R" "$W" | grpo-cat --from-json -o wq/x.zst
+mv wq/x.zst wq/rollouts/step_0/rank_0/x.zst
+n=0
+while [ ! -e wq/rollouts/step_0/rank_0/.done/x.zst ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+[ -f wq/scored/step_0/rank_0/x.zst ]
+ok $? "--watch scores a file published while it runs"
+kill -TERM $wpid
+wait $wpid
+is $? 0 "--watch stops on SIGTERM with status 0"
+is "$(cat werr)" "" "silent"
 
 # ---- reward programs ----
 cat > good.sh <<'EOF'
