@@ -171,7 +171,7 @@ while [ $i -le 40 ]; do
 	i=$((i + 1))
 done
 for k in 1 2 3 4; do
-	grpo-score -r gsm8k -t "$TOK" -o q/scored q/rollouts 2> err$k &
+	grpo-score -r length -m 100 -o q/scored q/rollouts 2> err$k &
 done
 wait
 cat q/scored/step_0/rank_0/*.zst | grpo-cat | grep -o '"group_id":[0-9]*,"trajectories"' | sort > ids
