@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 59
+plan 60
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -83,6 +83,12 @@ ok $? "the same groups as on standard output"
 grpo-score -r gsm8k -t "$TOK" -o sp2/scored sp/rollouts/step_3/rank_1/a.zst 2>/dev/null
 [ -f sp2/scored/step_3/rank_1/a.zst ]
 ok $? "a file named by path keeps its step and rank too"
+
+# ---- a pipeline ----
+grpo-collect --step 0 "$GRPO_TOP/examples/vllm-completions.jsonl" | grpo-score -r length -m 64 2> /dev/null |
+	grpo-pack --seq-len 128 --ranks 2 -o pl/batches --step 1
+[ $? -eq 0 ] && [ -f pl/batches/step_1/DONE ]
+ok $? "grpo-collect | grpo-score | grpo-pack"
 
 # ---- --watch ----
 mkdir -p wq/rollouts/step_0/rank_0
