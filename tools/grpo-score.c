@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +26,8 @@
 #include "data/sfile.h"
 #include "model/tokenizer.h"
 #include "score/scored.h"
+#include "score/scoreio.h"
 #include "score/scorer.h"
-#include "spool/spool.h"
 #include "spool/watch.h"
 
 static const char *prog = "grpo-score";
@@ -53,8 +52,7 @@ struct state {
 	FILE *metrics;
 	struct sfile_writer w;      /* standard output */
 	int writer_open;
-	uint64_t *seen;             /* group keys of earlier inputs, open addressing */
-	size_t seen_n, seen_cap;
+	struct scoreio_seen seen;   /* group ids of earlier inputs */
 };
 
 static void usage(FILE *f)
@@ -192,171 +190,46 @@ bad:
 
 /* ---- one input ---- */
 
-static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
-{
-	return spool_write(ctx, p, n, e);
-}
-
-/* Where the output of an input goes: its own step_N/rank_X/NAME when the
- * path has that shape, else the step of its first trajectory, rank 0, and
- * its base name (standard input: a name from the ids it holds). */
-static void out_place(const char *path, const struct group *gs, uint32_t n, int64_t *step, int *rank, char *name,
-		      size_t size)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof buf, "%s", path ? path : "");
-	char *base = strrchr(buf, '/');
-	*step = n && gs[0].n && gs[0].trajs[0].policy_version >= 0 ? gs[0].trajs[0].policy_version : 0;
-	*rank = 0;
-	if (base) {
-		*base = '\0';
-		char *rk = strrchr(buf, '/');
-		int64_t st;
-		int r;
-		if (rk && spool_parse_rank(rk + 1, &r) == 0) {
-			*rk = '\0';
-			char *sp = strrchr(buf, '/');
-			if (spool_parse_step(sp ? sp + 1 : buf, &st) == 0)
-				*step = st, *rank = r;
-		}
-		base++;
-	} else {
-		base = buf;
-	}
-	if (path && *base && *base != '.') {
-		snprintf(name, size, "%s", path + (base - buf));
-		return;
-	}
-	uint64_t h = 1469598103934665603ull;
-	for (uint32_t g = 0; g < n; g++)
-		for (uint32_t j = 0; j < gs[g].n; j++) {
-			h = (h ^ scored_group_key(&gs[g])) * 1099511628211ull;
-			h = (h ^ scored_seq_key(&gs[g].trajs[j])) * 1099511628211ull;
-			h = (h ^ gs[g].trajs[j].n_response) * 1099511628211ull;
-		}
-	snprintf(name, size, "stdin-%016" PRIx64 ".zst", h);
-}
-
-static int write_groups(struct sfile_writer *w, const struct group *gs, uint32_t n, const uint8_t *keep,
-			struct err *e)
-{
-	for (uint32_t g = 0; g < n; g++)
-		if (keep[g] && sfile_write_group(w, &gs[g], e) < 0)
-			return -1;
-	return 0;
-}
-
+/* The output of one input, into -o: where the claim or the path says. */
 static int publish(struct state *s, const char *path, const struct claim *c, const struct group *gs, uint32_t n,
 		   const uint8_t *keep, struct err *e)
 {
 	int64_t step;
 	int rank;
 	char name[256];
-	out_place(path, gs, n, &step, &rank, name, sizeof name);
+	scoreio_place(path, gs, n, &step, &rank, name, sizeof name);
 	if (c)
 		step = c->step, rank = c->rank, snprintf(name, sizeof name, "%s", c->name);
-	struct spool_out so;
-	struct sfile_writer w;
-	if (spool_open(&so, s->o.out, step, rank, name, e) < 0)
-		return -1;
-	if (sfile_writer_init(&w, sink_spool, &so, 3, e) < 0) {
-		spool_abort(&so);
-		return -1;
-	}
-	int r = write_groups(&w, gs, n, keep, e);
-	r = r < 0 ? r : sfile_writer_finish(&w, e);
-	sfile_writer_free(&w);
-	r = r < 0 ? r : spool_finish_write(&so, e);
-	if (r < 0) {
-		spool_abort(&so);
-		return -1;
-	}
-	r = spool_commit(&so, e);
+	int r = scoreio_publish(s->o.out, step, rank, name, gs, n, keep, e);
 	if (r == 1 && s->o.verbose)
-		fprintf(stderr, "%s: %s: already published (a re-run); this copy dropped\n", prog, so.final_path);
+		fprintf(stderr, "%s: %s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped\n", prog,
+			s->o.out, (long long)step, rank, name);
 	return r < 0 ? -1 : 0;
-}
-
-/* Groups split across inputs: say so, once per input and group. */
-static void note_split(struct state *s, const char *name, const struct group *gs, uint32_t n)
-{
-	if (s->seen_n + n >= s->seen_cap / 2) {
-		size_t cap = s->seen_cap ? s->seen_cap : 256;
-		while (s->seen_n + n >= cap / 2)
-			cap *= 2;
-		uint64_t *t = calloc(cap, sizeof *t);
-		if (!t)
-			return;   /* the note is a courtesy; scoring goes on without it */
-		for (size_t i = 0; i < s->seen_cap; i++)
-			if (s->seen[i])
-				for (size_t j = s->seen[i] & (cap - 1);; j = (j + 1) & (cap - 1))
-					if (!t[j]) {
-						t[j] = s->seen[i];
-						break;
-					}
-		free(s->seen);
-		s->seen = t;
-		s->seen_cap = cap;
-	}
-	for (uint32_t g = 0; g < n; g++) {
-		uint64_t k = scored_group_key(&gs[g]) | 1;
-		size_t j = k & (s->seen_cap - 1);
-		while (s->seen[j] && s->seen[j] != k)
-			j = (j + 1) & (s->seen_cap - 1);
-		if (s->seen[j]) {
-			char gid[64];
-			scored_group_text(&gs[g], gid, sizeof gid);
-			fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized over "
-				"its own members\n", prog, name, gid);
-		} else {
-			s->seen[j] = k;
-			s->seen_n++;
-		}
-	}
 }
 
 static int score_fd(struct state *s, int fd, const char *name, const char *path, const struct claim *c,
 		    struct err *e)
 {
-	struct sfile_reader rd;
 	struct group *gs = NULL;
-	uint32_t n = 0, cap = 0;
+	uint32_t n = 0;
 	uint8_t *keep = NULL;
-	struct record rec;
-	int r;
-	if (sfile_reader_open_fd(&rd, fd, name, e) < 0)
-		return -1;
-	while ((r = sfile_read(&rd, &rec, e)) > 0) {
-		if (rec.kind != REC_GROUP) {
-			record_free(&rec);
-			r = err_set(e, "%s: record %llu is not a rollout group", name, (unsigned long long)rd.record_no);
-			break;
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct group *t = realloc(gs, cap * sizeof *t);
-			if (!t) {
-				record_free(&rec);
-				r = err_set(e, "out of memory");
-				break;
-			}
-			gs = t;
-		}
-		gs[n++] = rec.group;
-	}
-	sfile_reader_close(&rd);
-	if (r == 0)
-		r = scorer_merge(gs, &n, e);
+	int r = scoreio_read(fd, name, &gs, &n, e);
 	if (r == 0 && !(keep = malloc(n + 1)))
 		r = err_set(e, "out of memory");
 	struct scorer_stats st;
 	if (r == 0 && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
 		err_prefix(e, "%s", name);
 	if (r == 0) {
-		note_split(s, name, gs, n);
+		for (uint32_t g = 0; g < n; g++)
+			if (scoreio_seen_add(&s->seen, &gs[g]) == 1) {
+				char gid[64];
+				scored_group_text(&gs[g], gid, sizeof gid);
+				fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized "
+					"over its own members\n", prog, name, gid);
+			}
 		if (s->o.out)
 			r = publish(s, path, c, gs, n, keep, e);
-		else if ((r = write_groups(&s->w, gs, n, keep, e)) == 0)
+		else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0)
 			r = sfile_writer_flush(&s->w, e);
 	}
 	if (r == 0) {
@@ -539,6 +412,6 @@ done:
 	if (s.so.ref)
 		reflp_close(&s.ref);
 	tok_free(s.tok);
-	free(s.seen);
+	scoreio_seen_free(&s.seen);
 	return status;
 }
