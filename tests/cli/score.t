@@ -97,7 +97,7 @@ wpid=$!
 group 90 "$R" "$W" | grpo-cat --from-json -o wq/x.zst
 mv wq/x.zst wq/rollouts/step_0/rank_0/x.zst
 n=0
-while [ ! -e wq/rollouts/step_0/rank_0/.done/x.zst ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+while [ ! -e wq/rollouts/step_0/rank_0/.done/x.zst ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
 [ -f wq/scored/step_0/rank_0/x.zst ]
 ok $? "--watch scores a file published while it runs"
 kill -TERM $wpid
@@ -139,11 +139,13 @@ mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
 for kind in crash hang garbage; do
 	case $kind in
-	crash) cmd='read x; exit 3'; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
-	hang) cmd='sleep 30'; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
-	garbage) cmd='read x; echo hello; sleep 30'; want="answered 'hello', not" ;;
+	# only the hang gets a short timeout: the others must not be mistaken
+	# for it on a busy machine
+	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
+	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
+	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
 	esac
-	grpo-score -c "$cmd" -T 0.2 -t "$TOK" -o bad/scored bad/rollouts 2> err
+	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"
 	grep -qF "reward program '$cmd' $want" err
 	ok $? "$kind: $(cat err)"
@@ -205,7 +207,7 @@ touch hang
 grpo-score -c 'sh slow.sh' -T 300 -t "$TOK" -o k/scored k/rollouts 2> /dev/null &
 pid=$!
 n=0
-while [ ! -s rpid ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+while [ ! -s rpid ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
 kill -9 $pid
 wait $pid 2> /dev/null
 [ -s rpid ] && kill -9 "$(cat rpid)" 2> /dev/null
