@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 33
+plan 35
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -77,7 +77,14 @@ cmp -s "$T/pa/step_2/optim.bin" "$T/pb/step_2/optim.bin" &&
 ok $? "resuming is bit-identical (weights and optimizer state)"
 grep -q '"torch_dtype": "bfloat16"' "$T/pb/step_2/config.json"; ok $? "--save-dtype bfloat16 in config.json"
 
-# 5. kill -9 during publish: step_1 intact, no step_2; a re-run completes it
+# 5. --watch: waits for step 3's DONE (or finds it) and trains it
+grpo-step --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --watch --steps 1 2> /dev/null &
+pid=$!
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1   # step 3
+wait $pid; ok $? "--watch --steps 1 trains step 3 once its DONE is there"
+[ -s "$T/pa/step_3/optim.bin" ]; ok $? "and publishes it"
+
+# 6. kill -9 during publish: step_1 intact, no step_2; a re-run completes it
 cp -r "$T/pb" "$T/pc"
 rm -rf "$T/pc/step_2" "$T/pc/.tmp"
 cp -r "$T/pc" "$T/pd"
