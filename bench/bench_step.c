@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 		}
 		double t1 = now();
 		fb = t1 - t0 < fb ? t1 - t0 : fb;
-		if (step_train(&m, &op, &lo, 1, mbs, (size_t)nmb, &r, &e) < 0) {
+		if (step_train(&m, &op, &lo, 1, mbs, (size_t)nmb, NULL, &r, &e) < 0) {
 			fprintf(stderr, "bench_step: %s\n", e.msg);
 			return 1;
 		}

@@ -23,6 +23,7 @@
 #include "base/buf.h"
 #include "pack/packstep.h"
 #include "train/ckpt.h"
+#include "train/dtable.h"
 #include "train/step.h"
 
 #ifndef GRPO_VERSION
@@ -40,8 +41,8 @@ static void usage(FILE *f)
 	        "       [--tis-cap C] [--loss-agg grpo|dapo|dr_grpo|bnpo] [--max-len N]\n"
 	        "       [--lr X] [--warmup-steps N] [--lr-schedule constant|cosine|linear]\n"
 	        "       [--total-steps N] [--weight-decay X] [--betas B1,B2] [--eps X]\n"
-	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES]\n"
-	        "       [--threads N] [--metrics FILE] [-v]\n",
+	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
+	        "       [--threads N] [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
 	        prog);
 }
 
@@ -106,7 +107,7 @@ static void on_signal(int sig)
 enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
 	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
-	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_VERSION,
+	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -140,6 +141,9 @@ static const struct option longopts[] = {
 	{ "shard-size", required_argument, NULL, O_SHARD },
 	{ "threads", required_argument, NULL, O_THREADS },
 	{ "metrics", required_argument, NULL, O_METRICS },
+	{ "debug-table", required_argument, NULL, O_DTABLE },
+	{ "debug-tokens", no_argument, NULL, O_DTOKENS },
+	{ "keep", required_argument, NULL, O_KEEP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -147,7 +151,8 @@ static const struct option longopts[] = {
 };
 
 struct args {
-	const char *batches, *model, *policy, *metrics;
+	const char *batches, *model, *policy, *metrics, *dtable;
+	int dtokens, keep;
 	int64_t step;     /* -1: the one after the newest checkpoint */
 	long long steps;  /* 0: forever (--watch) */
 	int watch, epochs, verbose, dtype_given;
@@ -207,6 +212,26 @@ static void health(int64_t step, const struct step_result *r)
 	if (clipped > 0.3)
 		fprintf(stderr, "%s: step %lld: warning: %.0f%% of tokens clipped (> 30%%)\n", prog, (long long)step,
 		        100 * clipped);
+}
+
+/* --debug-table: each micro-batch's rows, appended to the file as they come. */
+struct dtable_ctx {
+	FILE *f;
+	const char *path;
+	int64_t step;
+	const struct args *a;
+	struct buf b;
+};
+
+static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e)
+{
+	struct dtable_ctx *d = ctx;
+	buf_reset(&d->b);
+	if (dtable_mb(&d->b, d->step, mb, logprob, &d->a->loss, d->a->dtokens) < 0)
+		return err_set(e, "%s: out of memory", d->path);
+	if (fwrite(d->b.data, 1, d->b.len, d->f) != d->b.len)
+		return err_sys(e, "%s", d->path);
+	return 0;
 }
 
 /* Wait for BATCHES/step_N/DONE: 0 there, 1 not there (and not watching, or stopped). */
@@ -294,6 +319,9 @@ int main(int argc, char **argv)
 		case O_SHARD: a.shard = (size_t)integer("--shard-size", optarg, 0); break;
 		case O_THREADS: threads = (int)integer("--threads", optarg, 1); break;
 		case O_METRICS: a.metrics = optarg; break;
+		case O_DTABLE: a.dtable = optarg; break;
+		case O_DTOKENS: a.dtokens = 1; break;
+		case O_KEEP: a.keep = (int)integer("--keep", optarg, 1); break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
@@ -306,6 +334,8 @@ int main(int argc, char **argv)
 		bad_usage("--batches and -o are required");
 	if (a.loss.agg == LOSS_AGG_DR_GRPO && a.loss.max_len <= 0)
 		bad_usage("--loss-agg dr_grpo needs --max-len");
+	if (a.dtokens && !a.dtable)
+		bad_usage("--debug-tokens goes with --debug-table");
 	if (a.watch && !steps_given)
 		a.steps = 0;
 	struct err e;
@@ -354,6 +384,16 @@ int main(int argc, char **argv)
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		die(1, "%s: %s", a.metrics, strerror(errno));
+	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, { 0 } };
+	struct step_observer obs = { dtable_rows, &dt };
+	if (a.dtable) {
+		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
+			die(1, "%s: %s", a.dtable, strerror(errno));
+		if (ftell(dt.f) <= 0) {
+			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
+				die(1, "%s: cannot write", a.dtable);
+		}
+	}
 
 	int status = 0;
 	for (long long k = 0; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
@@ -371,7 +411,8 @@ int main(int argc, char **argv)
 			die(1, "%s", e.msg);
 		double tr = now();
 		struct step_result res;
-		if (step_train(&m, &op, &a.loss, a.epochs, mbs, n, &res, &e) < 0)
+		dt.step = step;
+		if (step_train(&m, &op, &a.loss, a.epochs, mbs, n, a.dtable ? &obs : NULL, &res, &e) < 0)
 			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
 		r = ckpt_publish(a.policy, step, &m, &op, a.dtype, a.shard, step0, &e);
@@ -379,6 +420,9 @@ int main(int argc, char **argv)
 			die(1, "%s", e.msg);
 		if (r == 1)
 			die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy, (long long)step);
+		int pruned = 0;
+		if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
+			die(1, "%s", e.msg);
 		double te = now();
 		struct buf b = { 0 };
 		if (metrics_line(&b, step, &res, resumed, (tr - ts) + (k == 0 ? ts - t0 : 0), te - tw, te - ts) < 0)
@@ -398,6 +442,9 @@ int main(int argc, char **argv)
 	}
 	if (mf && mf != stdout)
 		fclose(mf);
+	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
+		die(1, "%s: %s", a.dtable, strerror(errno));
+	buf_free(&dt.b);
 	optim_free(&op);
 	model_free(&m);
 	return status;

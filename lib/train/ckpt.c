@@ -90,18 +90,27 @@ static int link_or_copy(const char *src, const char *dst, struct err *e)
 	return copy_file(src, dst, e);
 }
 
-/* A new temporary directory QUEUE/.tmp/step_N.UNIQUE in tmp. */
-static int make_tmp(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
+/* A unique name QUEUE/.tmp/step_N.UNIQUE in tmp, QUEUE/.tmp made. */
+static int tmp_name(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
 {
+	static unsigned counter;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/.tmp", queue);
 	if (fsys_mkdirs(dir, e) < 0)
 		return -1;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	if (snprintf(tmp, size, "%s/step_%lld.%ld.%lld%09ld", dir, (long long)step, (long)getpid(),
-	             (long long)ts.tv_sec, ts.tv_nsec) >= (int)size)
+	if (snprintf(tmp, size, "%s/step_%lld.%ld.%lld%09ld.%u", dir, (long long)step, (long)getpid(),
+	             (long long)ts.tv_sec, ts.tv_nsec, counter++) >= (int)size)
 		return err_set(e, "%s: path too long", dir);
+	return 0;
+}
+
+/* A new temporary directory QUEUE/.tmp/step_N.UNIQUE in tmp. */
+static int make_tmp(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
+{
+	if (tmp_name(queue, step, tmp, size, e) < 0)
+		return -1;
 	return fsys_mkdir(tmp, e) < 0 ? -1 : 0;
 }
 
@@ -218,6 +227,53 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	if (r != 0)
 		remove_tmp(tmp);
 	return r;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
+{
+	*removed = 0;
+	if (keep < 1)
+		return err_set(e, "--keep must be at least 1 (got %d)", keep);
+	char **names = NULL;
+	size_t n = 0;
+	if (fsys_list_dir(queue, FSYS_DIRS, &names, &n, e) < 0)
+		return -1;
+	int64_t *steps = malloc((n ? n : 1) * sizeof *steps);
+	size_t ns = 0;
+	if (!steps) {
+		fsys_free_names(names, n);
+		return err_set(e, "%s: out of memory", queue);
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		if (strncmp(names[i], "step_", 5) != 0)
+			continue;
+		errno = 0;
+		long long k = strtoll(names[i] + 5, &end, 10);
+		if (!*end && end != names[i] + 5 && !errno && k > 0)
+			steps[ns++] = k;
+	}
+	fsys_free_names(names, n);
+	qsort(steps, ns, sizeof *steps, cmp_i64);
+	int rc = 0;
+	for (size_t i = 0; i + (size_t)keep < ns && rc == 0; i++) {
+		char from[PATH_MAX], tmp[PATH_MAX];
+		step_path(from, sizeof from, queue, steps[i]);
+		if (tmp_name(queue, steps[i], tmp, sizeof tmp, e) < 0 || fsys_rename(from, tmp, e) < 0) {
+			rc = -1;
+			break;
+		}
+		remove_tmp(tmp);
+		(*removed)++;
+	}
+	free(steps);
+	return rc;
 }
 
 enum st_dtype ckpt_model_dtype(const char *src)

@@ -62,6 +62,13 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
 
+/*
+ * --keep K: remove the checkpoints older than the newest K (step_0 never),
+ * each first renamed into QUEUE/.tmp (so it disappears whole) and then
+ * deleted. *removed counts them. A crash leaves at most a directory in .tmp.
+ */
+int ckpt_prune(const char *queue, int keep, int *removed, struct err *e);
+
 /* The dtype to save src's weights in: ST_BF16 when config.json says bfloat16, else ST_F32
  * (float16 too: there is no F16 writer). */
 enum st_dtype ckpt_model_dtype(const char *src);

@@ -128,7 +128,8 @@ static int has_loss(const struct microbatch *mb)
 }
 
 int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
-               const struct microbatch *mbs, size_t n, struct step_result *r, struct err *e)
+               const struct microbatch *mbs, size_t n, const struct step_observer *obs,
+               struct step_result *r, struct err *e)
 {
 	memset(r, 0, sizeof *r);
 	loss_stats_init(&r->first);
@@ -162,6 +163,10 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, in
 				break;
 			}
 			double t1 = now();
+			if (ep == 0 && obs && obs->mb && obs->mb(obs->ctx, mb, lp, e) < 0) {
+				rc = -1;
+				break;
+			}
 			struct loss_input in;
 			loss_input_from_mb(&in, mb);
 			if (tis) {

@@ -54,7 +54,17 @@ struct step_result {
  * that is not finite.
  */
 int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e);
+
+/* Called in the first epoch after each micro-batch's forward, with the
+ * trainer's logprobs (T) at the step's start; -1 (e filled) stops the step. */
+struct step_observer {
+	int (*mb)(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e);
+	void *ctx;
+};
+
+/* obs may be NULL. */
 int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
-               const struct microbatch *mbs, size_t n, struct step_result *r, struct err *e);
+               const struct microbatch *mbs, size_t n, const struct step_observer *obs,
+               struct step_result *r, struct err *e);
 
 #endif

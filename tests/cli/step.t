@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 35
+plan 41
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -45,6 +45,16 @@ grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg mean 2> /dev/null; is $? 2 "u
 grpo-pack -T 16 -W 1 -o "$T/bn" "$T/noref.zst" || exit 1
 grpo-step --model "$T/model" --batches "$T/bn" -o "$T/pn" --beta 0.1 2> "$T/err"; is $? 1 "beta without reference logprobs: 1"
 grep -q 'reference logprobs' "$T/err" && [ ! -d "$T/pn/step_1" ]; ok $? "says why, publishes nothing"
+
+# debug table: a row per sequence, a row per token, 17 columns each
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
+	--metrics "$T/mt" 2> /dev/null; ok $? "--debug-table --debug-tokens"
+is "$(awk -F'\t' '{ print NF }' "$T/t.tsv" | sort -u)" 17 "every row has 17 tab-separated columns"
+is "$(head -1 "$T/t.tsv" | cut -f1,5,12-17 | tr '\t' ' ')" \
+	"kind sequence_id sampler_lp ref_lp trainer_lp ratio clipped loss_mask" "the header"
+is "$(grep -c '^seq' "$T/t.tsv")" 12 "one row per sequence"
+is "$(awk -F'\t' '$1 == "tok" && $17 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
+	"$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/mt")" "one trained token row per loss token"
 
 # 3. the same data packed differently: same loss and grad norm (fp32 tolerance)
 grpo-pack -T 32 -W 2 -o "$T/b32" "$T/groups.zst" || exit 1
@@ -100,5 +110,9 @@ grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --save-dtype bfloat16 2> /dev/
 cmp -s "$T/pc/step_2/optim.bin" "$T/pb/step_2/optim.bin" &&
 	cmp -s "$T/pc/step_2/model.safetensors" "$T/pb/step_2/model.safetensors"
 ok $? "completes step_2 as an uninterrupted run does"
+
+# 7. --keep 1 after step 3: step_0 and step_3 stay
+grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --keep 1 2> /dev/null
+is "$(ls "$T/pc" | tr '\n' ' ')" "step_0 step_3 " "--keep 1 leaves step_0 and the newest"
 
 exit $_failed

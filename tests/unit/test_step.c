@@ -127,7 +127,7 @@ static double train(const struct loss_opts *lo, struct microbatch *mbs, size_t n
 	struct step_result r;
 	optim_init(&op, &oo, m.w.n, &e);
 	double loss = NAN;
-	if (step_train(&m, &op, lo, 1, mbs, n, &r, &e) < 0)
+	if (step_train(&m, &op, lo, 1, mbs, n, NULL, &r, &e) < 0)
 		diag("%s", e.msg);
 	else
 		loss = r.first.loss;
@@ -239,7 +239,7 @@ static void checkpoints(void)
 	struct step_result r;
 	int resumed = -1;
 	ok(ckpt_load(&a, &oa, &oo, queue, 0, &resumed, &e) == 0 && resumed == 0, "step_0 loads, with no optimizer state");
-	ok(step_train(&a, &oa, &lo, 2, s1, 2, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
+	ok(step_train(&a, &oa, &lo, 2, s1, 2, NULL, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
 	ok(r.first.tokens > 0 && r.opt.grad_norm > 0 && oa.step == 2, "it trained (%g tokens, |g| %g)",
 	   r.first.tokens, r.opt.grad_norm);
 	float *w1 = malloc(a.w.n * 4);
@@ -250,12 +250,12 @@ static void checkpoints(void)
 	ok(access(p, F_OK) == 0, "the tokenizer travels into step_1");
 	int64_t latest = -1;
 	ok(ckpt_latest(queue, 100, &latest, &e) == 0 && latest == 1, "newest step is 1");
-	ok(step_train(&a, &oa, &lo, 1, s2, 1, &r, &e) == 0, "step 2 in the same process");
+	ok(step_train(&a, &oa, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 in the same process");
 
 	/* run B: resumes from policy/step_1 */
 	ok(ckpt_load(&b, &ob, &oo, queue, 1, &resumed, &e) == 0 && resumed == 1, "step_1 resumes with its optimizer state");
 	ok(memcmp(b.w.mem, w1, a.w.n * 4) == 0, "the fp32 master weights come back exactly, though saved in bf16");
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, &r, &e) == 0, "step 2 after resuming");
+	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 after resuming");
 	ok(memcmp(a.w.mem, b.w.mem, a.w.n * 4) == 0 && memcmp(oa.m, ob.m, a.w.n * 4) == 0 &&
 	   memcmp(oa.v, ob.v, a.w.n * 4) == 0 && oa.step == ob.step, "resuming is bit-identical");
 
@@ -277,10 +277,18 @@ static void checkpoints(void)
 	ok(access(p, F_OK) == 0, "sharded with an index");
 	model_free(&c);
 
+	/* --keep 1: step_1 goes, step_2 (the newest) and step_0 stay */
+	int removed = -1;
+	ok(ckpt_prune(queue, 1, &removed, &e) == 0 && removed == 1, "prune keeping 1 removes one: %s", e.msg);
+	snprintf(p, sizeof p, "%s/step_1", queue);
+	ok(access(p, F_OK) != 0 && ckpt_exists(queue, 0, &e) == 1 && ckpt_exists(queue, 2, &e) == 1,
+	   "step_1 is gone; step_0 and step_2 stay");
+	ok(ckpt_prune(queue, 1, &removed, &e) == 0 && removed == 0, "pruning again removes nothing");
+
 	/* beta > 0 without reference logprobs: refused, weights untouched */
 	memcpy(w1, b.w.mem, b.w.n * 4);
 	lo.beta = 0.1f;
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
+	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
 	ok(memcmp(w1, b.w.mem, b.w.n * 4) == 0, "a failed step leaves the weights");
 
 	for (int i = 0; i < 2; i++)
