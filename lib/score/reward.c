@@ -1,0 +1,316 @@
+/*
+ * reward.c: the built-in rewards (reward.h). Plain scanning over byte
+ * ranges, no regular expressions: every pattern here is a fixed string or a
+ * number, and the text may hold NUL bytes.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "score/reward.h"
+
+static const struct {
+	const char *name;
+	enum reward_kind kind;
+} reward_names[] = {
+	{ "gsm8k", REWARD_GSM8K }, { "boxed", REWARD_BOXED }, { "format", REWARD_FORMAT },
+	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
+};
+
+int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
+{
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	memset(r, 0, sizeof *r);
+	r->weight = 1;
+	for (size_t i = 0; i < sizeof reward_names / sizeof reward_names[0]; i++) {
+		if (strlen(reward_names[i].name) != n || memcmp(reward_names[i].name, arg, n) != 0)
+			continue;
+		r->kind = reward_names[i].kind;
+		memcpy(r->name, arg, n);
+		if (eq) {
+			char *end;
+			r->weight = strtod(eq + 1, &end);
+			if (end == eq + 1 || *end || !isfinite(r->weight))
+				return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, eq + 1);
+		}
+		return 0;
+	}
+	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, format, tags, length, exact)", (int)n,
+		       arg);
+}
+
+int reward_needs_text(enum reward_kind k)
+{
+	return k != REWARD_LENGTH;
+}
+
+/* ---- byte ranges ---- */
+
+static const char *find(const char *s, size_t n, size_t from, const char *pat)
+{
+	size_t m = strlen(pat);
+	if (from > n || n - from < m)
+		return NULL;
+	return memmem(s + from, n - from, pat, m);
+}
+
+static const char *rfind(const char *s, size_t n, const char *pat)
+{
+	const char *last = NULL, *p;
+	size_t from = 0;
+	while ((p = find(s, n, from, pat))) {
+		last = p;
+		from = (size_t)(p - s) + 1;
+	}
+	return last;
+}
+
+static size_t count(const char *s, size_t n, const char *pat)
+{
+	size_t c = 0, from = 0, m = strlen(pat);
+	const char *p;
+	while ((p = find(s, n, from, pat))) {
+		c++;
+		from = (size_t)(p - s) + m;   /* non-overlapping, as str.count */
+	}
+	return c;
+}
+
+static int dig(const char *s, size_t n, size_t i)
+{
+	return i < n && s[i] >= '0' && s[i] <= '9';
+}
+
+/*
+ * A number starting at s[i]: an optional '-' (a sign only where no letter
+ * or digit precedes it, so "16-3" is 16 and 3), digits with "," thousands
+ * separators (a comma followed by exactly three digits), an optional
+ * decimal part. 1 with *v and *end; 0 when none starts at i.
+ */
+static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
+{
+	char b[80];
+	size_t k = 0, j = i;
+	if (j < n && s[j] == '-' && (j == 0 || !isalnum((unsigned char)s[j - 1]))) {
+		b[k++] = '-';
+		j++;
+	}
+	if (!dig(s, n, j) && !(j < n && s[j] == '.' && dig(s, n, j + 1)))
+		return 0;
+	while (dig(s, n, j) || (j < n && s[j] == ',' && dig(s, n, j + 1) && dig(s, n, j + 2) &&
+				dig(s, n, j + 3) && !dig(s, n, j + 4))) {
+		if (s[j] != ',' && k < sizeof b - 2)
+			b[k++] = s[j];
+		j++;
+	}
+	if (j < n && s[j] == '.' && dig(s, n, j + 1)) {
+		if (k < sizeof b - 2)
+			b[k++] = '.';
+		for (j++; dig(s, n, j); j++)
+			if (k < sizeof b - 1)
+				b[k++] = s[j];
+	}
+	b[k] = '\0';
+	*v = strtod(b, NULL);
+	*end = j;
+	return isfinite(*v);
+}
+
+/* The first number at or after s[from]. */
+static int num_first(const char *s, size_t n, size_t from, double *v)
+{
+	size_t end;
+	for (size_t i = from; i < n; i++)
+		if (num_at(s, n, i, v, &end))
+			return 1;
+	return 0;
+}
+
+static int num_last(const char *s, size_t n, double *v)
+{
+	int found = 0;
+	double x;
+	size_t end;
+	for (size_t i = 0; i < n;) {
+		if (num_at(s, n, i, &x, &end)) {
+			*v = x;
+			found = 1;
+			i = end;
+		} else {
+			i++;
+		}
+	}
+	return found;
+}
+
+/* Case-insensitive rfind of an ASCII phrase. */
+static const char *rfind_ci(const char *s, size_t n, const char *pat)
+{
+	size_t m = strlen(pat);
+	for (size_t i = n >= m ? n - m + 1 : 0; i-- > 0;)
+		if (strncasecmp(s + i, pat, m) == 0)
+			return s + i;
+	return NULL;
+}
+
+int reward_last_boxed(const char *text, size_t n, size_t *at, size_t *len)
+{
+	const char *p = rfind(text, n, "\\boxed");
+	size_t skip = 6;
+	if (!p) {
+		p = rfind(text, n, "\\fbox");
+		skip = 5;
+	}
+	if (!p)
+		return 0;
+	size_t i = (size_t)(p - text) + skip;
+	if (i < n && text[i] == ' ') {
+		/* "\boxed 5$": the answer runs to the next '$' (hendrycks MATH) */
+		size_t j = i + 1;
+		while (j < n && text[j] != '$')
+			j++;
+		*at = i + 1;
+		*len = j - (i + 1);
+		return 1;
+	}
+	if (i >= n || text[i] != '{')
+		return 0;
+	int depth = 0;
+	for (size_t j = i; j < n; j++) {
+		if (text[j] == '{')
+			depth++;
+		else if (text[j] == '}' && --depth == 0) {
+			*at = i + 1;
+			*len = j - (i + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int reward_gsm8k_extract(const char *text, size_t n, double *v)
+{
+	const char *p = rfind(text, n, "####");
+	if (p && num_first(text, n, (size_t)(p - text) + 4, v))
+		return 1;
+	size_t at, len;
+	if (reward_last_boxed(text, n, &at, &len) && num_first(text, at + len, at, v))
+		return 1;
+	p = rfind_ci(text, n, "the answer is");
+	if (p && num_first(text, n, (size_t)(p - text) + 13, v))
+		return 1;
+	return num_last(text, n, v);
+}
+
+int reward_gsm8k_answer(const char *answer, double *v)
+{
+	size_t n = strlen(answer), i = 0, end;
+	const char *p = strstr(answer, "####");
+	if (p)
+		return num_first(answer, n, (size_t)(p - answer) + 4, v);
+	while (i < n && isspace((unsigned char)answer[i]))
+		i++;
+	if (i < n && answer[i] == '$')
+		i++;
+	if (!num_at(answer, n, i, v, &end))
+		return 0;
+	if (end < n && (answer[end] == '%' || answer[end] == '.'))
+		end++;
+	while (end < n && isspace((unsigned char)answer[end]))
+		end++;
+	return end == n;
+}
+
+static int same_number(double a, double b)
+{
+	double m = fmax(1.0, fmax(fabs(a), fabs(b)));
+	return fabs(a - b) <= 1e-9 * m;
+}
+
+/* Equal once all whitespace is removed. */
+static int same_nospace(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t i = 0, j = 0;
+	for (;;) {
+		while (i < na && isspace((unsigned char)a[i]))
+			i++;
+		while (j < nb && isspace((unsigned char)b[j]))
+			j++;
+		if (i == na || j == nb)
+			return i == na && j == nb;
+		if (a[i++] != b[j++])
+			return 0;
+	}
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && isspace((unsigned char)**s))
+		(*s)++, (*n)--;
+	while (*n && isspace((unsigned char)(*s)[*n - 1]))
+		(*n)--;
+}
+
+/* open-r1's format regex, re.match with DOTALL | MULTILINE. */
+static int format_ok(const char *s, size_t n)
+{
+	static const char mid[] = "\n</think>\n<answer>\n", tail[] = "\n</answer>";
+	if (n < 8 || memcmp(s, "<think>\n", 8) != 0)
+		return 0;
+	for (const char *p = find(s, n, 8, mid); p; p = find(s, n, (size_t)(p - s) + 1, mid)) {
+		size_t q = (size_t)(p - s) + sizeof mid - 1;
+		for (const char *r = find(s, n, q, tail); r; r = find(s, n, (size_t)(r - s) + 1, tail)) {
+			size_t e = (size_t)(r - s) + sizeof tail - 1;
+			if (e == n || s[e] == '\n')
+				return 1;
+		}
+	}
+	return 0;
+}
+
+double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
+		   const char *answer, uint32_t n_tokens)
+{
+	double a, b;
+	size_t at, len;
+	switch (k) {
+	case REWARD_GSM8K:
+		return answer && reward_gsm8k_answer(answer, &b) && reward_gsm8k_extract(text, n, &a) &&
+		       same_number(a, b);
+	case REWARD_BOXED: {
+		if (!answer || !reward_last_boxed(text, n, &at, &len))
+			return 0;
+		size_t an = strlen(answer), bat, blen;
+		if (reward_last_boxed(answer, an, &bat, &blen))
+			return same_nospace(text + at, len, answer + bat, blen);
+		return same_nospace(text + at, len, answer, an);
+	}
+	case REWARD_FORMAT:
+		return format_ok(text, n);
+	case REWARD_TAGS:
+		return 0.25 * ((count(text, n, "<think>\n") == 1) + (count(text, n, "\n</think>\n") == 1) +
+			       (count(text, n, "\n<answer>\n") == 1) + (count(text, n, "\n</answer>") == 1));
+	case REWARD_LENGTH: {
+		double L = n_tokens, lmax = o->max_len, c = o->overlong_buffer;
+		if (c > lmax)
+			c = lmax;
+		if (L <= lmax - c)
+			return 0;
+		if (L <= lmax)
+			return (lmax - c - L) / c;
+		return -1;
+	}
+	case REWARD_EXACT: {
+		if (!answer)
+			return 0;
+		const char *s = text, *t = answer;
+		size_t sn = n, tn = strlen(answer);
+		trim(&s, &sn);
+		trim(&t, &tn);
+		return sn == tn && memcmp(s, t, sn) == 0;
+	}
+	}
+	return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * reward.h: the built-in reward functions of grpo-score, each a pure
+ * function of a decoded response, the reference answer and the response's
+ * length in tokens.
+ *
+ * Each function gives one float; a trajectory stores one per function in
+ * `rewards`, named in `reward_names`, unweighted (the weights belong to the
+ * advantage, advantage.h). The logic follows the reference implementations
+ * (formats.md §6, grpo-algorithms.md §1.6):
+ *
+ *   gsm8k   1 when the response's answer equals the reference answer as a
+ *           number, else 0. The response's answer is the number after the
+ *           last "####", else in the last \boxed{}, else after the last "The
+ *           answer is" (any case), else the last number of the response.
+ *           The reference answer is the number after "####" in the answer,
+ *           or the answer itself when it is a bare number. Numbers are read
+ *           after dropping thousands separators ("1,000"), a leading "$",
+ *           a trailing "%" or "." and any words after the number, so "18.00",
+ *           "$18" and "18 dollars" all equal 18; compared as values (relative
+ *           tolerance 1e-9). An answer with no number scores 0.
+ *   boxed   1 when the content of the response's last \boxed{} (braces
+ *           matched) equals the answer's (its last \boxed{} if it has one,
+ *           else the whole answer) once all whitespace is removed.
+ *   format  1 when the response has open-r1's layout
+ *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
+ *           re.MULTILINE, anchored at the start as re.match), else 0.
+ *   tags    open-r1's tag_count_reward ("xmlcount"): 0.25 for each of
+ *           "<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>" that
+ *           occurs exactly once.
+ *   length  DAPO's soft overlong punishment over L response tokens, with
+ *           Lmax = max_len and C = overlong_buffer: 0 when L <= Lmax - C,
+ *           (Lmax - C - L) / C when L <= Lmax, -1 beyond (C = 0: 0 or -1).
+ *   exact   1 when response and answer are equal after trimming leading
+ *           and trailing whitespace.
+ *
+ * A missing answer (NULL) scores 0 for gsm8k, boxed and exact.
+ */
+#ifndef GRPO_REWARD_H
+#define GRPO_REWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT };
+
+/* One reward function as given on the command line: NAME or NAME=WEIGHT. */
+struct reward_spec {
+	enum reward_kind kind;
+	char name[32];
+	double weight;            /* default 1 */
+};
+
+struct reward_opt {
+	uint32_t max_len;         /* length: Lmax in tokens; 0 = not given */
+	uint32_t overlong_buffer; /* length: C in tokens */
+};
+
+/* Parse "NAME[=WEIGHT]" (a built-in name, a finite weight). */
+int reward_parse(const char *arg, struct reward_spec *r, struct err *e);
+
+/* 1 when the function reads the decoded text (all but length). */
+int reward_needs_text(enum reward_kind k);
+
+/* The reward of one response: text (n bytes, may hold NUL), answer NUL-
+ * terminated or NULL, n_tokens the response's length in tokens. */
+double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
+		   const char *answer, uint32_t n_tokens);
+
+/* The pieces, for tests and for other callers. */
+
+/* The gsm8k extraction of a response: 1 and *v when a number was found. */
+int reward_gsm8k_extract(const char *text, size_t n, double *v);
+/* The reference number of a GSM8K answer ("... #### 72" or "72"). */
+int reward_gsm8k_answer(const char *answer, double *v);
+/* The content of the last \boxed{...} (or \fbox{...}): 1 with [*at, *at + *len). */
+int reward_last_boxed(const char *text, size_t n, size_t *at, size_t *len);
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * rewardcmd.c: see rewardcmd.h. The program's standard input is one end
+ * of a socket pair, so a request written after it died fails with EPIPE
+ * (MSG_NOSIGNAL) instead of raising SIGPIPE in the caller; its standard
+ * output is a pipe. Both ends here are non-blocking and every wait goes
+ * through poll() with the request's deadline, so a program that stops
+ * reading or stops writing is caught alike.
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/jsonview.h"
+#include "score/rewardcmd.h"
+
+#define LINE_MAX_BYTES (1 << 20)
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct err *e)
+{
+	memset(c, 0, sizeof *c);
+	c->cmd = cmd;
+	c->timeout = timeout;
+	c->to_fd = c->from_fd = -1;
+	int sv[2], pv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_sys(e, "reward program '%s': socketpair", cmd);
+	if (pipe2(pv, O_CLOEXEC) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return err_sys(e, "reward program '%s': pipe", cmd);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sv[0]), close(sv[1]), close(pv[0]), close(pv[1]);
+		return err_sys(e, "reward program '%s': fork", cmd);
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(sv[1], 0) < 0 || dup2(pv[1], 1) < 0)
+			_exit(127);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);   /* also here, so a kill right after start reaches the group */
+	close(sv[1]);
+	close(pv[1]);
+	c->pid = pid;
+	c->to_fd = sv[0];
+	c->from_fd = pv[0];
+	fcntl(c->to_fd, F_SETFL, fcntl(c->to_fd, F_GETFL) | O_NONBLOCK);
+	fcntl(c->from_fd, F_SETFL, fcntl(c->from_fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+static void free_names(struct rewardcmd *c)
+{
+	for (uint32_t k = 0; k < c->n_names; k++)
+		free(c->names[k]);
+	free(c->names);
+	c->names = NULL;
+	c->n_names = 0;
+}
+
+/* How the program ended, once it has (waits at most `wait` seconds, then kills). */
+static void reap(struct rewardcmd *c, double wait, char *how, size_t size)
+{
+	int st = 0;
+	double end = now() + wait;
+	pid_t r;
+	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now() < end)
+		usleep(10000);
+	if (r == 0) {
+		kill(-c->pid, SIGKILL);
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, &st, 0);
+		snprintf(how, size, "killed after %gs without exiting", wait);
+	} else if (r < 0) {
+		snprintf(how, size, "lost (%s)", strerror(errno));
+	} else if (WIFEXITED(st)) {
+		snprintf(how, size, "exited with status %d", WEXITSTATUS(st));
+	} else {
+		snprintf(how, size, "killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	}
+	kill(-c->pid, SIGKILL);   /* whatever it left behind in its group */
+	c->pid = 0;
+}
+
+static void shut(struct rewardcmd *c)
+{
+	if (c->to_fd >= 0)
+		close(c->to_fd);
+	if (c->from_fd >= 0)
+		close(c->from_fd);
+	c->to_fd = c->from_fd = -1;
+}
+
+/* The program failed us: stop it and say how, naming the sequence. */
+static int fail(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e, const char *what)
+{
+	char how[128] = "not running";
+	shut(c);
+	if (c->pid > 0)
+		reap(c, 1.0, how, sizeof how);
+	return err_set(e, "reward program '%s' %s for sequence %s of group %s (%s)", c->cmd, what, q->seq_id,
+		       q->group_id, how);
+}
+
+static int wait_fd(int fd, short ev, double deadline)
+{
+	for (;;) {
+		double left = deadline - now();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = { fd, ev, 0 };
+		int r = poll(&p, 1, (int)(left * 1000) + 1);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* A reply line: its rewards into out, in the order of the names. */
+static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out)
+{
+	cJSON *j = cJSON_ParseWithLength(line, n);
+	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
+	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
+	cJSON_ArrayForEach(x, rw) ok = ok && cJSON_IsNumber(x) && x->string;
+	if (ok && !c->names) {
+		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
+		c->names = calloc(K, sizeof *c->names);
+		uint32_t k = 0;
+		cJSON_ArrayForEach(x, rw) if (c->names && !(c->names[k++] = strdup(x->string))) ok = 0;
+		c->n_names = c->names ? K : 0;
+		ok = ok && c->names;
+		for (uint32_t a = 0; ok && a < K; a++)
+			for (uint32_t b = a + 1; b < K; b++)
+				ok = ok && strcmp(c->names[a], c->names[b]) != 0;
+		if (!ok)
+			free_names(c);
+	}
+	if (ok && (uint32_t)cJSON_GetArraySize(rw) != c->n_names)
+		ok = 0;
+	for (uint32_t k = 0; ok && k < c->n_names; k++) {
+		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
+		ok = x != NULL;
+		if (ok)
+			out[k] = x->valuedouble;
+	}
+	cJSON_Delete(j);
+	return ok ? 0 : -1;
+}
+
+int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
+{
+	if (c->pid <= 0)
+		return err_set(e, "reward program '%s' is not running (sequence %s of group %s)", c->cmd, q->seq_id,
+			       q->group_id);
+	struct buf *b = &c->req;
+	buf_reset(b);
+	int r = buf_printf(b, "{\"sequence_id\": %s, \"group_id\": %s, \"prompt\": ", q->seq_id, q->group_id);
+	r = r < 0 ? r : json_print_string_n(b, q->prompt ? q->prompt : "", q->prompt_n);
+	r = r < 0 ? r : buf_printf(b, ", \"response\": ");
+	r = r < 0 ? r : json_print_string_n(b, q->response, q->response_n);
+	r = r < 0 ? r : buf_printf(b, ", \"answer\": ");
+	r = r < 0 ? r : q->answer ? json_print_string(b, q->answer) : buf_printf(b, "null");
+	r = r < 0 ? r : buf_printf(b, ", \"finish_reason\": ");
+	r = r < 0 ? r : q->finish_reason ? json_print_string(b, q->finish_reason) : buf_printf(b, "null");
+	r = r < 0 ? r : buf_printf(b, "}\n");
+	if (r < 0)
+		return err_set(e, "out of memory");
+	double deadline = now() + c->timeout;
+
+	for (size_t at = 0; at < b->len;) {
+		ssize_t w = send(c->to_fd, b->data + at, b->len - at, MSG_NOSIGNAL);
+		if (w > 0) {
+			at += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int p = wait_fd(c->to_fd, POLLOUT, deadline);
+			if (p > 0)
+				continue;
+			if (p == 0)
+				return fail(c, q, e, "did not read its request within --reward-timeout");
+		}
+		return fail(c, q, e, "stopped reading requests");
+	}
+
+	for (;;) {
+		char *nl = c->in.len ? memchr(c->in.data, '\n', c->in.len) : NULL;
+		if (nl) {
+			size_t n = (size_t)(nl - (char *)c->in.data);
+			int ok = parse_reply(c, (const char *)c->in.data, n, out) == 0;
+			char shown[100];
+			snprintf(shown, sizeof shown, "%.*s", (int)(n < 80 ? n : 80), (const char *)c->in.data);
+			memmove(c->in.data, nl + 1, c->in.len - n - 1);
+			c->in.len -= n + 1;
+			if (ok)
+				return 0;
+			char what[300];
+			snprintf(what, sizeof what, "answered '%s%s', not {\"rewards\": {NAME: number, ...}}%s", shown,
+				 n > 80 ? "..." : "", c->names ? " with the names of its first answer" : "");
+			return fail(c, q, e, what);
+		}
+		if (c->in.len > LINE_MAX_BYTES)
+			return fail(c, q, e, "answered a line of over 1 MiB");
+		if (buf_reserve(&c->in, 65536) < 0)
+			return err_set(e, "out of memory");
+		ssize_t n = read(c->from_fd, (char *)c->in.data + c->in.len, 65536);
+		if (n > 0) {
+			c->in.len += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return fail(c, q, e, "ended without answering");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return fail(c, q, e, "could not be read from");
+		int p = wait_fd(c->from_fd, POLLIN, deadline);
+		if (p == 0) {
+			char what[96];
+			snprintf(what, sizeof what, "did not answer within --reward-timeout %gs", c->timeout);
+			return fail(c, q, e, what);
+		}
+		if (p < 0)
+			return fail(c, q, e, "could not be waited for");
+	}
+}
+
+int rewardcmd_stop(struct rewardcmd *c, struct err *e)
+{
+	int r = 0;
+	shut(c);
+	if (c->pid > 0) {
+		char how[128];
+		reap(c, c->timeout, how, sizeof how);
+		if (strcmp(how, "exited with status 0") != 0)
+			r = err_set(e, "reward program '%s' %s", c->cmd, how);
+	}
+	free_names(c);
+	buf_free(&c->in);
+	buf_free(&c->req);
+	return r;
+}

@@ -1,0 +1,61 @@
+/*
+ * rewardcmd.h: an external reward program, started once, spoken to in
+ * JSON lines, so a reward can be written in any language.
+ *
+ * The program (run as `sh -c CMD` in its own process group, standard error
+ * shared with ours) reads one request per line on standard input and
+ * writes one reply per line on standard output, in order:
+ *
+ *   request  {"sequence_id": 3, "group_id": 1, "prompt": "...",
+ *             "response": "...", "answer": "..." or null,
+ *             "finish_reason": "stop" | "length" | null}
+ *   reply    {"rewards": {"correct": 1.0, "style": 0.25}}
+ *
+ * The first reply names the program's rewards, in the order they are
+ * stored; every later reply must give the same names (in any order), each
+ * a JSON number. Each request must be answered within `timeout` seconds.
+ * A program that exits (or closes its output) before answering, one that
+ * does not answer in time (it is then killed, with its process group), and
+ * an answer that is not such an object are errors naming the program and
+ * the sequence; after an error the program is stopped, and rewardcmd_ask
+ * fails until rewardcmd_start is called again.
+ */
+#ifndef GRPO_REWARDCMD_H
+#define GRPO_REWARDCMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+struct rewardcmd {
+	const char *cmd;          /* not owned */
+	double timeout;           /* seconds per answer */
+	pid_t pid;                /* 0: not running */
+	int to_fd, from_fd;
+	struct buf in;            /* bytes read, not yet a whole line */
+	struct buf req;           /* the request being sent */
+	char **names;             /* (n_names) set by the first reply */
+	uint32_t n_names;
+};
+
+struct rewardcmd_req {
+	const char *seq_id, *group_id;   /* as JSON (a number or a quoted string) */
+	const char *prompt, *response;
+	size_t prompt_n, response_n;
+	const char *answer;              /* NULL: null */
+	const char *finish_reason;       /* NULL: null */
+};
+
+int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct err *e);
+/* One sequence's rewards into out (n_names values; on the first call the
+ * names are learnt, so size out after a first call, or give REWARDCMD_MAX values). */
+#define REWARDCMD_MAX 64
+int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
+/* Close its input and wait for it (killed after the timeout): 0 when it
+ * exited with status 0, else -1 with e saying how it ended. Frees all. */
+int rewardcmd_stop(struct rewardcmd *c, struct err *e);
+
+#endif

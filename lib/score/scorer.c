@@ -1,0 +1,248 @@
+/* scorer.c: see scorer.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "data/jsonview.h"
+#include "score/scored.h"
+#include "score/scorer.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
+{
+	uint32_t out = 0;
+	for (uint32_t i = 0; i < *n; i++) {
+		uint32_t j = 0;
+		while (j < out && !scored_same_group(&gs[j], &gs[i]))
+			j++;
+		if (j == out) {
+			gs[out++] = gs[i];
+			continue;
+		}
+		struct traj *t = realloc(gs[j].trajs, (size_t)(gs[j].n + gs[i].n) * sizeof *t);
+		if (!t)
+			return err_set(e, "out of memory merging groups");
+		memcpy(t + gs[j].n, gs[i].trajs, gs[i].n * sizeof *t);
+		gs[j].trajs = t;
+		gs[j].n += gs[i].n;
+		free(gs[i].trajs);
+	}
+	for (uint32_t i = out; i < *n; i++)
+		memset(&gs[i], 0, sizeof gs[i]);
+	*n = out;
+	return 0;
+}
+
+static const char *finish_text(enum finish_reason f)
+{
+	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
+}
+
+/* The rewards of one trajectory into row (K). */
+static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
+		       struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
+{
+	char sid[64], gid[64];
+	scored_seq_text(t, sid, sizeof sid);
+	scored_group_text(g, gid, sizeof gid);
+	double t0 = now();
+	buf_reset(text);
+	buf_reset(prompt);
+	if (o->tok && tok_decode(o->tok, t->response_tokens, t->n_response, 1, text, e) < 0)
+		return err_prefix(e, "group %s, sequence %s: response", gid, sid);
+	if (o->tok && o->cmd && tok_decode(o->tok, t->prompt_tokens, t->n_prompt, 0, prompt, e) < 0)
+		return err_prefix(e, "group %s, sequence %s: prompt", gid, sid);
+	double t1 = now();
+	st->t_decode += t1 - t0;
+	const char *s = text->data ? (const char *)text->data : "";
+	for (uint32_t k = 0; k < o->n_rewards; k++)
+		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, text->len, t->answer, t->n_response);
+	if (o->cmd) {
+		struct rewardcmd_req q = { sid, gid, prompt->data ? (const char *)prompt->data : "", s, prompt->len,
+					   text->len, t->answer, finish_text(t->finish_reason) };
+		double v[REWARDCMD_MAX];
+		if (rewardcmd_ask(o->cmd, &q, v, e) < 0)
+			return -1;
+		for (uint32_t k = 0; k < o->cmd->n_names; k++)
+			row[o->n_rewards + k] = v[k];
+	}
+	st->t_reward += now() - t1;
+	return 0;
+}
+
+static void names_into(const struct scorer_opt *o, struct scorer_stats *st)
+{
+	st->K = o->n_rewards + (o->cmd ? o->cmd->n_names : 0);
+	for (uint32_t k = 0; k < st->K; k++)
+		snprintf(st->names[k], sizeof st->names[k], "%s",
+			 k < o->n_rewards ? o->rewards[k].name : o->cmd->names[k - o->n_rewards]);
+}
+
+int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
+	       struct err *e)
+{
+	memset(st, 0, sizeof *st);
+	uint32_t N = 0, K0 = o->n_rewards + (o->cmd ? REWARDCMD_MAX : 0);
+	for (uint32_t g = 0; g < n; g++)
+		N += gs[g].n;
+	double *r = malloc(((size_t)N * K0 + 1) * sizeof *r);
+	float *adv = malloc(((size_t)N + 1) * sizeof *adv);
+	uint8_t *zs = malloc((size_t)n + 1), *ex = malloc((size_t)N + 1);
+	uint32_t *size = malloc(((size_t)n + 1) * sizeof *size);
+	struct buf text = { 0 }, prompt = { 0 };
+	int rc = 0;
+	if (!r || !adv || !zs || !ex || !size) {
+		rc = err_set(e, "out of memory scoring %u sequences", N);
+		goto out;
+	}
+
+	/* rewards, row-major with stride K0 until the program's names are known */
+	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
+		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++)
+			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &prompt, st, e);
+		if (rc == 0 && o->between)
+			rc = o->between(o->ctx, e);
+	}
+	if (rc < 0)
+		goto out;
+	names_into(o, st);
+	uint32_t K = st->K;
+	for (uint32_t i = 0; i < N; i++)
+		memmove(r + (size_t)i * K, r + (size_t)i * K0, K * sizeof *r);
+
+	double w[SCORER_MAX_REWARDS];
+	for (uint32_t k = 0; k < K; k++)
+		w[k] = k < o->n_rewards ? o->rewards[k].weight : 1.0;
+	for (uint32_t g = 0; g < n; g++)
+		size[g] = gs[g].n;
+	struct adv_batch b = { n, size, K, r, w };
+	if (K == 0) {
+		memset(adv, 0, N * sizeof *adv);
+		memset(zs, 1, n);
+		memset(ex, 0, N);
+	} else if ((rc = adv_compute(&o->adv, &b, adv, zs, ex, e)) < 0) {
+		goto out;
+	}
+
+	/* reference logprobs of the groups kept */
+	for (uint32_t g = 0; g < n; g++) {
+		keep[g] = !(o->drop_zero_std && zs[g]);
+		if (keep[g] && o->ref && gs[g].n) {
+			double t0 = now();
+			uint64_t before = o->ref->tokens;
+			if ((rc = reflp_group(o->ref, &gs[g], e)) < 0)
+				goto out;
+			st->t_ref += now() - t0;
+			st->ref_tokens += o->ref->tokens - before;
+			if (o->between && (rc = o->between(o->ctx, e)) < 0)
+				goto out;
+		}
+	}
+
+	/* all computed: mark scored, count */
+	const char *names[SCORER_MAX_REWARDS];
+	for (uint32_t k = 0; k < K; k++)
+		names[k] = st->names[k];
+	st->min_size = n ? UINT32_MAX : 0;
+	for (uint32_t g = 0, i = 0; g < n; g++) {
+		st->groups++;
+		st->zero_std += zs[g];
+		st->dropped += !keep[g];
+		st->singletons += gs[g].n == 1;
+		st->min_size = gs[g].n < st->min_size ? gs[g].n : st->min_size;
+		st->max_size = gs[g].n > st->max_size ? gs[g].n : st->max_size;
+		for (uint32_t j = 0; j < gs[g].n; j++, i++) {
+			struct traj *t = &gs[g].trajs[j];
+			float fr[SCORER_MAX_REWARDS];
+			uint8_t su[SCORER_MAX_REWARDS];
+			for (uint32_t k = 0; k < K; k++) {
+				double v = r[(size_t)i * K + k];
+				if (!isfinite(v) || !isfinite((float)v)) {
+					if (!st->nonfinite++) {
+						char sid[64], gid[64];
+						scored_seq_text(t, sid, sizeof sid);
+						scored_group_text(&gs[g], gid, sizeof gid);
+						snprintf(st->first_nonfinite, sizeof st->first_nonfinite,
+							 "group %s, sequence %s, reward %s = %g", gid, sid, names[k], v);
+					}
+					v = 0;
+				}
+				fr[k] = (float)v;
+				su[k] = v >= o->success_threshold;
+				st->r_sum[k] += v;
+				st->r_sq[k] += v * v;
+				st->succ[k] += su[k];
+			}
+			if (scored_set(t, K, fr, names, su, adv[i]) < 0) {
+				rc = err_set(e, "out of memory");
+				goto out;
+			}
+			st->seqs++;
+			st->resp_len_sum += t->n_response;
+			st->resp_len_max = t->n_response > st->resp_len_max ? t->n_response : st->resp_len_max;
+			st->truncated += t->finish_reason == FINISH_LENGTH;
+		}
+	}
+out:
+	if (rc < 0)
+		for (uint32_t g = 0; g < n; g++)
+			for (uint32_t j = 0; j < gs[g].n; j++)
+				gs[g].trajs[j].scored = 0;
+	buf_free(&text);
+	buf_free(&prompt);
+	free(r);
+	free(adv);
+	free(zs);
+	free(ex);
+	free(size);
+	return rc;
+}
+
+static int num(struct buf *out, const char *key, double v)
+{
+	char f[32];
+	json_format_float(f, (float)v);
+	return buf_printf(out, ", \"%s\": %s", key, isfinite(v) ? f : "null");
+}
+
+int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st)
+{
+	double N = st->seqs ? st->seqs : 1;
+	int r = buf_printf(out, "{\"input\": ");
+	r = r < 0 ? r : json_print_string(out, input);
+	r = r < 0 ? r : buf_printf(out, ", \"groups\": %u, \"sequences\": %u, \"dropped_groups\": %u, "
+				   "\"zero_std_groups\": %u, \"singleton_groups\": %u, \"nonfinite_rewards\": %u",
+				   st->groups, st->seqs, st->dropped, st->zero_std, st->singletons, st->nonfinite);
+	r = r < 0 ? r : num(out, "zero_std_fraction", st->groups ? (double)st->zero_std / st->groups : 0);
+	r = r < 0 ? r : buf_printf(out, ", \"rewards\": {");
+	for (uint32_t k = 0; k < st->K && r >= 0; k++) {
+		double mean = st->r_sum[k] / N, var = st->r_sq[k] / N - mean * mean;
+		r = buf_printf(out, "%s", k ? ", " : "");
+		r = r < 0 ? r : json_print_string(out, st->names[k]);
+		char f[32];
+		json_format_float(f, (float)mean);
+		r = r < 0 ? r : buf_printf(out, ": {\"mean\": %s", f);
+		r = r < 0 ? r : num(out, "std", sqrt(var > 0 ? var : 0));
+		r = r < 0 ? r : num(out, "success_rate", st->succ[k] / N);
+		r = r < 0 ? r : buf_printf(out, "}");
+	}
+	r = r < 0 ? r : buf_printf(out, "}");
+	r = r < 0 ? r : num(out, "response_len_mean", st->resp_len_sum / N);
+	r = r < 0 ? r : buf_printf(out, ", \"response_len_max\": %u", st->resp_len_max);
+	r = r < 0 ? r : num(out, "truncated_fraction", st->truncated / N);
+	r = r < 0 ? r : num(out, "decode_s", st->t_decode);
+	r = r < 0 ? r : num(out, "reward_s", st->t_reward);
+	r = r < 0 ? r : num(out, "ref_s", st->t_ref);
+	r = r < 0 ? r : buf_printf(out, ", \"ref_tokens\": %llu", (unsigned long long)st->ref_tokens);
+	r = r < 0 ? r : num(out, "ref_tokens_per_s", st->t_ref > 0 ? st->ref_tokens / st->t_ref : 0);
+	r = r < 0 ? r : buf_printf(out, "}\n");
+	return r < 0 ? -1 : 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * scorer.h: scoring the groups of one input, all or nothing.
+ *
+ * For a batch of groups (one input file): each response is decoded (and
+ * each prompt, when a reward program is asked), every reward function is
+ * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h),
+ * the advantages over the batch (advantage.h), and the reference logprobs
+ * of the groups kept (reflp.h). Only when all of that succeeded are the
+ * trajectories marked scored (rewards, successes, advantage set): on error
+ * none is, and the caller publishes nothing from the input.
+ *
+ * Groups of one input that share a group id are merged first (scorer_merge):
+ * a group arriving in several records is scored as one. A group split
+ * across inputs cannot be (its other part may not exist yet); the tool
+ * says so and each part is scored on its own.
+ *
+ * Rewards are stored unweighted, one per function, named; a non-finite
+ * reward (from a reward program) is stored as 0, its sequence gets
+ * advantage 0 and is left out of its group's statistics (advantage.h),
+ * and the stats count it and describe the first one. A success is a
+ * reward at or above the threshold.
+ */
+#ifndef GRPO_SCORER_H
+#define GRPO_SCORER_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "data/traj.h"
+#include "model/tokenizer.h"
+#include "score/advantage.h"
+#include "score/reflp.h"
+#include "score/reward.h"
+#include "score/rewardcmd.h"
+
+#define SCORER_MAX_REWARDS (16 + REWARDCMD_MAX)
+
+struct scorer_opt {
+	const struct reward_spec *rewards;   /* (n_rewards) built-ins */
+	uint32_t n_rewards;
+	struct reward_opt ropt;
+	struct rewardcmd *cmd;               /* NULL: no reward program */
+	struct adv_opt adv;
+	double success_threshold;            /* default 1 */
+	int drop_zero_std;
+	const struct tokenizer *tok;         /* NULL when no reward reads text */
+	struct reflp *ref;                   /* NULL: no reference model */
+	/* called between groups, NULL for none: a claim holder renews its
+	 * lease there (watch_renew); -1 stops the scoring with its error */
+	int (*between)(void *ctx, struct err *e);
+	void *ctx;
+};
+
+struct scorer_stats {
+	uint32_t groups, seqs, dropped, zero_std, singletons, nonfinite;
+	uint32_t min_size, max_size;
+	uint32_t K;                          /* reward functions */
+	char names[SCORER_MAX_REWARDS][64];
+	double r_sum[SCORER_MAX_REWARDS], r_sq[SCORER_MAX_REWARDS];
+	uint32_t succ[SCORER_MAX_REWARDS];
+	uint64_t resp_len_sum;
+	uint32_t resp_len_max, truncated;
+	double t_decode, t_reward, t_ref;    /* seconds */
+	uint64_t ref_tokens;
+	char first_nonfinite[256];           /* "group G, sequence S, reward NAME = nan" */
+};
+
+/* Merge the groups of gs that share a group id into the first of them
+ * (in order); *n shrinks. -1 when memory runs out (gs unchanged). */
+int scorer_merge(struct group *gs, uint32_t *n, struct err *e);
+
+/*
+ * Score gs[0..n) in place; keep[g] = 0 for a group dropped by
+ * drop_zero_std (still scored, not to be published). st is filled.
+ */
+int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
+	       struct err *e);
+
+/* One JSON line (with its newline) of metrics for an input. */
+int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * ckpt.c: publishing and loading policy/step_N checkpoints (see ckpt.h).
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/fsys.h"
+#include "train/ckpt.h"
+
+/* Tokenizer files copied into every checkpoint when the input model has them. */
+static const char *const tok_files[] = {
+	"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+	"merges.txt", "added_tokens.json", "tokenizer.model", "chat_template.jinja",
+};
+
+static int step_path(char *out, size_t size, const char *queue, int64_t step)
+{
+	return snprintf(out, size, "%s/step_%lld", queue, (long long)step) >= (int)size ? -1 : 0;
+}
+
+int ckpt_exists(const char *queue, int64_t step, struct err *e)
+{
+	char p[PATH_MAX];
+	if (step_path(p, sizeof p, queue, step) < 0)
+		return err_set(e, "%s: path too long", queue);
+	struct stat st;
+	if (stat(p, &st) == 0)
+		return 1;
+	if (errno == ENOENT)
+		return 0;
+	return err_sys(e, "%s", p);
+}
+
+int ckpt_latest(const char *queue, int64_t below, int64_t *step, struct err *e)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct stat st;
+	if (stat(queue, &st) < 0 && errno == ENOENT)
+		return 1;
+	if (fsys_list_dir(queue, FSYS_DIRS, &names, &n, e) < 0)
+		return -1;
+	int found = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		if (strncmp(names[i], "step_", 5) != 0)
+			continue;
+		errno = 0;
+		long long k = strtoll(names[i] + 5, &end, 10);
+		if (*end || end == names[i] + 5 || errno || k < 0 || k > below)
+			continue;
+		if (!found || k > *step)
+			*step = k;
+		found = 1;
+	}
+	fsys_free_names(names, n);
+	return found ? 0 : 1;
+}
+
+/* Copy src to the new file dst (fsynced). */
+static int copy_file(const char *src, const char *dst, struct err *e)
+{
+	struct buf b = { 0 };
+	if (buf_read_file(&b, src, e) < 0)
+		return -1;
+	int fd = fsys_open_excl(dst, e);
+	int r = fd < 0 ? -1 : 0;
+	if (r == 0 && (fsys_write_all(fd, b.data, b.len, dst, e) < 0 || fsys_fsync(fd, dst, e) < 0))
+		r = -1;
+	if (fd >= 0 && fsys_close(fd, dst, r < 0 ? NULL : e) < 0)
+		r = -1;
+	buf_free(&b);
+	return r;
+}
+
+/* Hard link, or copy where linking is not possible (another file system, no links). */
+static int link_or_copy(const char *src, const char *dst, struct err *e)
+{
+	if (link(src, dst) == 0)
+		return 0;
+	return copy_file(src, dst, e);
+}
+
+/* A unique name QUEUE/.tmp/step_N.UNIQUE in tmp, QUEUE/.tmp made. */
+static int tmp_name(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
+{
+	static unsigned counter;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/.tmp", queue);
+	if (fsys_mkdirs(dir, e) < 0)
+		return -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (snprintf(tmp, size, "%s/step_%lld.%ld.%lld%09ld.%u", dir, (long long)step, (long)getpid(),
+	             (long long)ts.tv_sec, ts.tv_nsec, counter++) >= (int)size)
+		return err_set(e, "%s: path too long", dir);
+	return 0;
+}
+
+/* A new temporary directory QUEUE/.tmp/step_N.UNIQUE in tmp. */
+static int make_tmp(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
+{
+	if (tmp_name(queue, step, tmp, size, e) < 0)
+		return -1;
+	return fsys_mkdir(tmp, e) < 0 ? -1 : 0;
+}
+
+/* Remove the temporary directory tmp and what it holds (an abandoned publish). */
+static void remove_tmp(const char *tmp)
+{
+	char **names = NULL;
+	size_t n = 0;
+	if (fsys_list_dir(tmp, FSYS_FILES, &names, &n, NULL) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof p, "%s/%s", tmp, names[i]);
+			unlink(p);
+		}
+		fsys_free_names(names, n);
+	}
+	rmdir(tmp);
+}
+
+/* fsync tmp, rename it to QUEUE/step_N without replacing, fsync QUEUE. */
+static int finish(const char *queue, int64_t step, const char *tmp, struct err *e)
+{
+	char dst[PATH_MAX];
+	if (step_path(dst, sizeof dst, queue, step) < 0)
+		return err_set(e, "%s: path too long", queue);
+	if (fsys_fsync_dir(tmp, e) < 0)
+		return -1;
+	int r = fsys_rename_noreplace(tmp, dst, e);
+	if (r != 0)
+		return r;
+	return fsys_fsync_dir(queue, e) < 0 ? -1 : 0;
+}
+
+int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
+{
+	int r = ckpt_exists(queue, 0, e);
+	if (r != 0)
+		return r;
+	char tmp[PATH_MAX];
+	if (make_tmp(queue, 0, tmp, sizeof tmp, e) < 0)
+		return -1;
+	char **names = NULL;
+	size_t n = 0;
+	if (fsys_list_dir(src, FSYS_FILES, &names, &n, e) < 0) {
+		remove_tmp(tmp);
+		return -1;
+	}
+	r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char a[PATH_MAX], b[PATH_MAX];
+		if (names[i][0] == '.')
+			continue;
+		snprintf(a, sizeof a, "%s/%s", src, names[i]);
+		snprintf(b, sizeof b, "%s/%s", tmp, names[i]);
+		r = link_or_copy(a, b, e);
+	}
+	fsys_free_names(names, n);
+	if (r == 0)
+		r = finish(queue, 0, tmp, e);
+	if (r != 0)
+		remove_tmp(tmp);
+	return r;
+}
+
+int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, const char *queue, int64_t step,
+              int *resumed, struct err *e)
+{
+	char dir[PATH_MAX], opt[PATH_MAX];
+	if (step_path(dir, sizeof dir, queue, step) < 0)
+		return err_set(e, "%s: path too long", queue);
+	if (model_load(m, dir, e) < 0)
+		return -1;
+	snprintf(opt, sizeof opt, "%s/%s", dir, CKPT_OPTIM_FILE);
+	*resumed = 0;
+	if (optim_init(op, o, m->w.n, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	if (access(opt, F_OK) != 0)
+		return 0;
+	if (optim_load(op, m->w.mem, m->w.n, opt, e) < 0) {
+		optim_free(op);
+		model_free(m);
+		return -1;
+	}
+	*resumed = 1;
+	return 0;
+}
+
+int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op,
+                 enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e)
+{
+	int r = ckpt_exists(queue, step, e);
+	if (r != 0)
+		return r;
+	char tmp[PATH_MAX], p[PATH_MAX];
+	if (make_tmp(queue, step, tmp, sizeof tmp, e) < 0)
+		return -1;
+	r = model_write_dir(m, tmp, dtype, shard_bytes, e);
+	for (size_t i = 0; r == 0 && tok_dir && i < sizeof tok_files / sizeof tok_files[0]; i++) {
+		char a[PATH_MAX];
+		snprintf(a, sizeof a, "%s/%s", tok_dir, tok_files[i]);
+		if (access(a, F_OK) != 0)
+			continue;
+		snprintf(p, sizeof p, "%s/%s", tmp, tok_files[i]);
+		r = link_or_copy(a, p, e);
+	}
+	if (r == 0) {
+		snprintf(p, sizeof p, "%s/%s", tmp, CKPT_OPTIM_FILE);
+		r = optim_save(op, m->w.mem, p, e);
+	}
+	if (r == 0)
+		r = finish(queue, step, tmp, e);
+	if (r != 0)
+		remove_tmp(tmp);
+	return r;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
+{
+	*removed = 0;
+	if (keep < 1)
+		return err_set(e, "--keep must be at least 1 (got %d)", keep);
+	char **names = NULL;
+	size_t n = 0;
+	if (fsys_list_dir(queue, FSYS_DIRS, &names, &n, e) < 0)
+		return -1;
+	int64_t *steps = malloc((n ? n : 1) * sizeof *steps);
+	size_t ns = 0;
+	if (!steps) {
+		fsys_free_names(names, n);
+		return err_set(e, "%s: out of memory", queue);
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *end;
+		if (strncmp(names[i], "step_", 5) != 0)
+			continue;
+		errno = 0;
+		long long k = strtoll(names[i] + 5, &end, 10);
+		if (!*end && end != names[i] + 5 && !errno && k > 0)
+			steps[ns++] = k;
+	}
+	fsys_free_names(names, n);
+	qsort(steps, ns, sizeof *steps, cmp_i64);
+	int rc = 0;
+	for (size_t i = 0; i + (size_t)keep < ns && rc == 0; i++) {
+		char from[PATH_MAX], tmp[PATH_MAX];
+		step_path(from, sizeof from, queue, steps[i]);
+		if (tmp_name(queue, steps[i], tmp, sizeof tmp, e) < 0 || fsys_rename(from, tmp, e) < 0) {
+			rc = -1;
+			break;
+		}
+		remove_tmp(tmp);
+		(*removed)++;
+	}
+	free(steps);
+	return rc;
+}
+
+enum st_dtype ckpt_model_dtype(const char *src)
+{
+	char p[PATH_MAX];
+	struct buf b = { 0 };
+	enum st_dtype d = ST_F32;
+	snprintf(p, sizeof p, "%s/config.json", src);
+	if (buf_read_file(&b, p, NULL) < 0)
+		return d;
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "torch_dtype");
+	if (!cJSON_IsString(t))
+		t = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+	if (cJSON_IsString(t) && strcmp(t->valuestring, "bfloat16") == 0)
+		d = ST_BF16;
+	cJSON_Delete(j);
+	buf_free(&b);
+	return d;
+}

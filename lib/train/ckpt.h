@@ -1,0 +1,76 @@
+/*
+ * ckpt.h: the policy queue, QUEUE/step_N/ checkpoint directories.
+ *
+ * policy/step_N is the model after optimizer step N; step_0 is the input
+ * model, published on the first run. A checkpoint directory holds
+ * config.json, generation_config.json, model.safetensors (or shards with an
+ * index), the input model's tokenizer files when it has them, and, for
+ * N > 0, optim.bin: the optimizer state with the fp32 master weights
+ * (optim.h), from which a resumed run takes its weights, so a bf16
+ * checkpoint loses nothing for the next step.
+ *
+ * Publishing is atomic: everything is written (and fsynced) into a
+ * temporary directory QUEUE/.tmp/step_N.UNIQUE, which is renamed to
+ * QUEUE/step_N without replacing; a reader sees the whole directory or
+ * none. A crash leaves at most a temporary under .tmp, which no reader looks
+ * at, and the previous steps untouched; a re-run writes the step again.
+ */
+#ifndef GRPO_CKPT_H
+#define GRPO_CKPT_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "train/optim.h"
+
+#define CKPT_OPTIM_FILE "optim.bin"
+
+/*
+ * Publish QUEUE/step_0 from the model directory src: every regular file of
+ * it, hard-linked where the file system allows, else copied. Returns 0 when
+ * published, 1 when step_0 already exists (nothing done), -1 on error.
+ */
+int ckpt_publish_initial(const char *queue, const char *src, struct err *e);
+
+/*
+ * The newest step K of QUEUE (step_K directories) at most `below`. Returns 0
+ * with *step = K, 1 when there is none, -1 on error.
+ */
+int ckpt_latest(const char *queue, int64_t below, int64_t *step, struct err *e);
+
+/* 1 if QUEUE/step_N exists, 0 if not, -1 on error. */
+int ckpt_exists(const char *queue, int64_t step, struct err *e);
+
+/*
+ * Load QUEUE/step_N into m (model_load) and make op an optimizer with
+ * options o for its weights; when the step has optim.bin, its master
+ * weights replace m's and its moments and step count are op's. *resumed
+ * says which (0: a fresh optimizer over the checkpoint's weights, as for
+ * step_0). On failure neither needs freeing.
+ */
+int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, const char *queue, int64_t step,
+              int *resumed, struct err *e);
+
+/*
+ * Publish QUEUE/step_N: m's weights in dtype (ST_F32 or ST_BF16), sharded
+ * above shard_bytes (0: never), the tokenizer files of tok_dir when present
+ * (NULL: none), and op's state with m's fp32 weights. Returns 0, 1 when
+ * step_N already exists (nothing published), -1 on error.
+ */
+int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op,
+                 enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
+
+/*
+ * --keep K: remove the checkpoints older than the newest K (step_0 never),
+ * each first renamed into QUEUE/.tmp (so it disappears whole) and then
+ * deleted. *removed counts them. A crash leaves at most a directory in .tmp.
+ */
+int ckpt_prune(const char *queue, int keep, int *removed, struct err *e);
+
+/* The dtype to save src's weights in: ST_BF16 when config.json says bfloat16, else ST_F32
+ * (float16 too: there is no F16 writer). */
+enum st_dtype ckpt_model_dtype(const char *src);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * dtable.c: the debug table's rows (see dtable.h).
+ */
+#include <math.h>
+
+#include "train/dtable.h"
+
+int dtable_header(struct buf *b)
+{
+	return buf_printf(b, "kind\tstep\trank\tmb\tsequence_id\tgroup_id\tpos\tlen\ttrained\ttoken\tadvantage\t"
+	                     "sampler_lp\tref_lp\ttrainer_lp\tratio\tclipped\tloss_mask\n");
+}
+
+/* The ids of real sequence j of mb (the one place that reads them: their type is changing). */
+static int ids(struct buf *b, const struct microbatch *mb, uint32_t j)
+{
+	if (j < mb->n_seqs && mb->sequence_ids && mb->group_ids)
+		return buf_printf(b, "%lld\t%lld", (long long)mb->sequence_ids[j], (long long)mb->group_ids[j]);
+	return buf_printf(b, "\t");
+}
+
+int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const float *logprob,
+              const struct loss_opts *o, int tokens)
+{
+	int x = 0;
+	uint32_t start = 0;
+	for (uint32_t s = 0; s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
+		uint32_t len = mb->seq_lens[s], n = 0;
+		double sa = 0, re = 0, tr = 0;
+		float adv = 0;
+		for (uint32_t t = start; t < start + len; t++)
+			if (mb->loss_mask[t]) {
+				n++;
+				sa += mb->inference_logprobs[t];
+				re += mb->ref_logprobs ? mb->ref_logprobs[t] : 0;
+				tr += logprob[t];
+				adv = mb->advantages[t];
+			}
+		if (s >= mb->n_seqs && n == 0)
+			continue;   /* padding */
+		x |= buf_printf(b, "seq\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
+		x |= ids(b, mb, s);
+		x |= buf_printf(b, "\t\t%u\t%u\t\t%.6g\t", len, n, adv);
+		if (n)
+			x |= buf_printf(b, "%.6f\t", sa / n);
+		else
+			x |= buf_printf(b, "\t");
+		if (n && mb->ref_logprobs)
+			x |= buf_printf(b, "%.6f\t", re / n);
+		else
+			x |= buf_printf(b, "\t");
+		if (n)
+			x |= buf_printf(b, "%.6f\t\t\t\n", tr / n);
+		else
+			x |= buf_printf(b, "\t\t\t\n");
+		if (!tokens)
+			continue;
+		for (uint32_t t = start; t < start + len; t++) {
+			int m = mb->loss_mask[t] != 0;
+			x |= buf_printf(b, "tok\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
+			x |= ids(b, mb, s);
+			x |= buf_printf(b, "\t%u\t\t\t%d\t%.6g\t", t - start, mb->input_ids[t], mb->advantages[t]);
+			if (!m) {
+				x |= buf_printf(b, "\t\t%.6f\t\t\t0\n", t == start ? 0.0 : logprob[t]);
+				continue;
+			}
+			double r = exp((double)logprob[t] - mb->inference_logprobs[t]);
+			double A = mb->advantages[t];
+			int clipped = (r < 1.0 - o->clip_low && A < 0) || (r > 1.0 + o->clip_high && A > 0);
+			x |= buf_printf(b, "%.6f\t", mb->inference_logprobs[t]);
+			if (mb->ref_logprobs)
+				x |= buf_printf(b, "%.6f\t", mb->ref_logprobs[t]);
+			else
+				x |= buf_printf(b, "\t");
+			x |= buf_printf(b, "%.6f\t%.6g\t%d\t1\n", logprob[t], r, clipped);
+		}
+	}
+	return x;
+}

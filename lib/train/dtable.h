@@ -1,0 +1,30 @@
+/*
+ * dtable.h: grpo-step's --debug-table, tab-separated rows that `column -t`
+ * and spreadsheets read (seed 000's debug tables).
+ *
+ * One row per sequence of a micro-batch (kind "seq"): its ids, length,
+ * trained tokens, advantage and the mean over its trained tokens of the
+ * sampler's, the reference's and the trainer's logprobs; with tokens set,
+ * one row per token of it (kind "tok"): position, token id, the three
+ * logprobs, the ratio exp(trainer − sampler), whether PPO's clip cuts it
+ * (as the clip_low/clip_high metrics count) and the loss mask. The trainer's
+ * logprobs are those at the step's start. A missing value (no reference, a
+ * prompt token) is empty.
+ */
+#ifndef GRPO_DTABLE_H
+#define GRPO_DTABLE_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "data/traj.h"
+#include "train/loss.h"
+
+/* The header line (with '\n'). */
+int dtable_header(struct buf *b);
+
+/* The rows of mb at optimizer step `step`, logprob (T) the trainer's. */
+int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const float *logprob,
+              const struct loss_opts *o, int tokens);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * optim.c: AdamW with learning-rate schedules and global-norm clipping, and
+ * its state file (see optim.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsys.h"
+#include "train/optim.h"
+
+#define OPTIM_MAGIC "GRPOOPT1"
+#define OPTIM_VERSION 1u
+
+void optim_opts_default(struct optim_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->kind = OPTIM_ADAMW;
+	o->lr = 1e-6;
+	o->schedule = LR_CONSTANT;
+	o->beta1 = 0.9;
+	o->beta2 = 0.999;
+	o->eps = 1e-8;
+	o->max_grad_norm = 1.0;
+}
+
+static const char *const sched_names[] = { "constant", "cosine", "linear" };
+
+int lr_schedule_parse(const char *s, enum lr_schedule *out)
+{
+	for (int i = 0; i < 3; i++)
+		if (strcmp(s, sched_names[i]) == 0) {
+			*out = (enum lr_schedule)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *lr_schedule_name(enum lr_schedule s)
+{
+	return (unsigned)s < 3 ? sched_names[s] : "?";
+}
+
+int optim_opts_check(const struct optim_opts *o, struct err *e)
+{
+	if (!(o->lr >= 0) || !isfinite(o->lr))
+		return err_set(e, "learning rate must be >= 0 (got %g)", o->lr);
+	if (o->warmup_steps < 0)
+		return err_set(e, "warmup steps must be >= 0 (got %d)", o->warmup_steps);
+	if (o->schedule != LR_CONSTANT && o->total_steps <= o->warmup_steps)
+		return err_set(e, "the %s schedule needs total steps above the warmup's %d (got %d)",
+		               lr_schedule_name(o->schedule), o->warmup_steps, o->total_steps);
+	if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
+		return err_set(e, "betas must lie in [0, 1) (got %g, %g)", o->beta1, o->beta2);
+	if (!(o->eps > 0))
+		return err_set(e, "eps must be > 0 (got %g)", o->eps);
+	if (!(o->weight_decay >= 0))
+		return err_set(e, "weight decay must be >= 0 (got %g)", o->weight_decay);
+	if (!(o->max_grad_norm >= 0))
+		return err_set(e, "max grad norm must be >= 0 (got %g)", o->max_grad_norm);
+	return 0;
+}
+
+double optim_lr(const struct optim_opts *o, int64_t t)
+{
+	if (t < 1)
+		t = 1;
+	if (t <= o->warmup_steps)
+		return o->lr * (double)t / o->warmup_steps;
+	if (o->schedule == LR_CONSTANT)
+		return o->lr;
+	double p = (double)(t - 1 - o->warmup_steps) / (double)(o->total_steps - o->warmup_steps);
+	if (p > 1)
+		p = 1;
+	if (o->schedule == LR_LINEAR)
+		return o->lr * (1 - p);
+	return o->lr * 0.5 * (1 + cos(M_PI * p));
+}
+
+int optim_init(struct optim *op, const struct optim_opts *o, size_t n, struct err *e)
+{
+	memset(op, 0, sizeof *op);
+	if (optim_opts_check(o, e) < 0)
+		return -1;
+	op->o = *o;
+	op->n = n;
+	op->m = calloc(n ? n : 1, sizeof *op->m);
+	op->v = calloc(n ? n : 1, sizeof *op->v);
+	if (!op->m || !op->v) {
+		optim_free(op);
+		return err_set(e, "out of memory for the optimizer state of %zu weights", n);
+	}
+	return 0;
+}
+
+void optim_free(struct optim *op)
+{
+	free(op->m);
+	free(op->v);
+	memset(op, 0, sizeof *op);
+}
+
+int optim_step(struct optim *op, float *w, const float *g, struct optim_result *r, struct err *e)
+{
+	const struct optim_opts *o = &op->o;
+	double ss = 0;
+	for (size_t i = 0; i < op->n; i++)
+		ss += (double)g[i] * g[i];
+	double norm = sqrt(ss);
+	if (!isfinite(norm))
+		return err_set(e, "the gradient norm is %g: step %lld not taken", norm, (long long)op->step + 1);
+	double clip = 1;
+	if (o->max_grad_norm > 0 && norm > o->max_grad_norm)
+		clip = o->max_grad_norm / (norm + 1e-6);   /* torch.nn.utils.clip_grad_norm_ */
+
+	int64_t t = op->step + 1;
+	double lr = optim_lr(o, t);
+	double b1 = o->beta1, b2 = o->beta2;
+	double bc1 = 1 - pow(b1, (double)t), bc2 = 1 - pow(b2, (double)t);
+	double step_size = lr / bc1, sqrt_bc2 = sqrt(bc2), decay = 1 - lr * o->weight_decay;
+	for (size_t i = 0; i < op->n; i++) {
+		double gi = g[i] * clip;
+		double m = b1 * op->m[i] + (1 - b1) * gi;
+		double v = b2 * op->v[i] + (1 - b2) * gi * gi;
+		op->m[i] = (float)m;
+		op->v[i] = (float)v;
+		double wi = (double)w[i] * decay;
+		w[i] = (float)(wi - step_size * m / (sqrt(v) / sqrt_bc2 + o->eps));
+	}
+	op->step = t;
+	if (r) {
+		r->grad_norm = norm;
+		r->clip = clip;
+		r->lr = lr;
+	}
+	return 0;
+}
+
+/* 64-bit FNV-1a, continued from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int little_endian(void)
+{
+	uint32_t x = 1;
+	unsigned char c;
+	memcpy(&c, &x, 1);
+	return c == 1;
+}
+
+struct opt_header {
+	char magic[8];
+	uint32_t version, kind;
+	uint64_t n;
+	int64_t step;
+};
+
+int optim_save(const struct optim *op, const float *w, const char *path, struct err *e)
+{
+	if (!little_endian())
+		return err_set(e, "%s: the optimizer state is little-endian; this host is not", path);
+	struct opt_header h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, OPTIM_MAGIC, 8);
+	h.version = OPTIM_VERSION;
+	h.kind = (uint32_t)op->o.kind;
+	h.n = op->n;
+	h.step = op->step;
+	size_t bytes = op->n * sizeof(float);
+	uint64_t sum = 0xcbf29ce484222325ull;
+	sum = fnv(sum, &h, sizeof h);
+	sum = fnv(sum, w, bytes);
+	sum = fnv(sum, op->m, bytes);
+	sum = fnv(sum, op->v, bytes);
+
+	int fd = fsys_open_excl(path, e);
+	if (fd < 0)
+		return -1;
+	if (fsys_write_all(fd, &h, sizeof h, path, e) < 0 || fsys_write_all(fd, w, bytes, path, e) < 0 ||
+	    fsys_write_all(fd, op->m, bytes, path, e) < 0 || fsys_write_all(fd, op->v, bytes, path, e) < 0 ||
+	    fsys_write_all(fd, &sum, sizeof sum, path, e) < 0 || fsys_fsync(fd, path, e) < 0) {
+		fsys_close(fd, path, NULL);
+		return -1;
+	}
+	return fsys_close(fd, path, e);
+}
+
+static int read_exact(int fd, void *p, size_t n, const char *path, struct err *e)
+{
+	char *c = p;
+	while (n > 0) {
+		ssize_t k = fsys_read(fd, c, n, path, e);
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return err_set(e, "%s: truncated optimizer state", path);
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int optim_load(struct optim *op, float *w, size_t n, const char *path, struct err *e)
+{
+	if (!little_endian())
+		return err_set(e, "%s: the optimizer state is little-endian; this host is not", path);
+	struct opt_header h;
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	int rc = -1;
+	float *m = NULL, *v = NULL, *wt = NULL;
+	if (read_exact(fd, &h, sizeof h, path, e) < 0)
+		goto out;
+	if (memcmp(h.magic, OPTIM_MAGIC, 8) != 0) {
+		err_set(e, "%s: not an optimizer state file (bad magic)", path);
+		goto out;
+	}
+	if (h.version != OPTIM_VERSION || h.kind != (uint32_t)op->o.kind) {
+		err_set(e, "%s: optimizer state version %u kind %u, expected version %u kind %u", path, h.version,
+		        h.kind, OPTIM_VERSION, (unsigned)op->o.kind);
+		goto out;
+	}
+	if (h.n != n || op->n != n) {
+		err_set(e, "%s: optimizer state for %llu weights, the model has %zu", path,
+		        (unsigned long long)h.n, n);
+		goto out;
+	}
+	size_t bytes = n * sizeof(float);
+	wt = malloc(bytes ? bytes : 1), m = malloc(bytes ? bytes : 1), v = malloc(bytes ? bytes : 1);
+	if (!wt || !m || !v) {
+		err_set(e, "%s: out of memory", path);
+		goto out;
+	}
+	uint64_t sum, want = 0xcbf29ce484222325ull;
+	if (read_exact(fd, wt, bytes, path, e) < 0 || read_exact(fd, m, bytes, path, e) < 0 ||
+	    read_exact(fd, v, bytes, path, e) < 0 || read_exact(fd, &sum, sizeof sum, path, e) < 0)
+		goto out;
+	want = fnv(want, &h, sizeof h);
+	want = fnv(want, wt, bytes);
+	want = fnv(want, m, bytes);
+	want = fnv(want, v, bytes);
+	char extra;
+	ssize_t k = fsys_read(fd, &extra, 1, path, e);
+	if (k != 0) {
+		if (k > 0)
+			err_set(e, "%s: trailing bytes after the optimizer state", path);
+		goto out;
+	}
+	if (sum != want) {
+		err_set(e, "%s: optimizer state checksum mismatch (corrupt file)", path);
+		goto out;
+	}
+	memcpy(w, wt, bytes);
+	memcpy(op->m, m, bytes);
+	memcpy(op->v, v, bytes);
+	op->step = h.step;
+	rc = 0;
+out:
+	free(wt);
+	free(m);
+	free(v);
+	fsys_close(fd, path, NULL);
+	return rc;
+}

@@ -1,0 +1,223 @@
+#!/bin/sh
+# grpo-score: rewards and advantages on a small input with exact values; a
+# spool in and out with claims; reward programs that answer, crash, hang
+# or speak garbage; reference logprobs against grpo-cat --model; four
+# scorers sharing one queue; kill -9, recover, re-run.
+. "$GRPO_TOP/tests/cli/lib.sh"
+TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
+[ -f "$TOK" ] || skip_all "no $TOK"
+plan 60
+cd "$T"
+
+# ids of "#### 18", "#### 17" (qwen3)
+R='[820,220,16,23]'
+W='[820,220,16,22]'
+traj() { # traj SEQ GROUP RESPONSE
+	printf '{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"answer":"#### 18","sequence_id":%s,"group_id":%s,"policy_version":3,"finish_reason":"stop"}' "$3" "$1" "$2"
+}
+group() { # group ID RESPONSE... : one JSON line
+	g=$1; shift
+	printf '{"group_id":%s,"trajectories":[' "$g"
+	i=0
+	for r in "$@"; do
+		[ $i -gt 0 ] && printf ','
+		traj $((g * 100 + i)) "$g" "$r"
+		i=$((i + 1))
+	done
+	printf ']}\n'
+}
+{ group 1 "$R" "$W" "$W" "$R"; group 2 "$R" "$R"; group 3 "$W"; } > in.jsonl
+grpo-cat --from-json -o in.zst in.jsonl
+ok $? "input made"
+
+# ---- rewards and advantages, standard output ----
+grpo-score -r gsm8k -t "$TOK" -x m.jsonl in.zst > out.zst 2> err
+ok $? "scores a file to standard output"
+grpo-cat out.zst > out.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' out.jsonl | tr '\n' ' ')" \
+   '"advantages":0.8658754 "advantages":-0.8658754 "advantages":-0.8658754 "advantages":0.8658754 "advantages":0 "advantages":0 "advantages":0 ' \
+   "grpo advantages: (r - mean) / (std + 1e-4), zero for the flat group and the group of one"
+is "$(grep -o '"rewards":\[[0-9,]*\]' out.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1] "rewards":[0] ' "gsm8k rewards"
+is "$(grep -o '"successes":1' out.jsonl | wc -l | tr -d ' ')" 4 "successes"
+grep -q 'group 3' err || grep -q '1 groups of one member' err
+ok $? "a group of one is reported: $(head -1 err)"
+grep -q 'group sizes differ (1 to 4)' err
+ok $? "unequal sizes are reported"
+grep -q '"groups": 3, "sequences": 7, "dropped_groups": 0, "zero_std_groups": 2, "singleton_groups": 1' m.jsonl
+ok $? "metrics line"
+grep -q '"gsm8k": {"mean": 0.571428' m.jsonl
+ok $? "metrics: reward mean per function"
+
+grpo-score -r gsm8k -t "$TOK" -a rloo < in.zst 2>/dev/null | grpo-cat > rloo.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' rloo.jsonl | head -2 | tr '\n' ' ')" \
+   '"advantages":0.6666667 "advantages":-0.6666667 ' "--advantage rloo from standard input"
+grpo-score -r gsm8k -t "$TOK" -a dr_grpo --drop-zero-std -x m2.jsonl in.zst 2>/dev/null | grpo-cat > drop.jsonl
+is "$(wc -l < drop.jsonl | tr -d ' ')" 1 "--drop-zero-std drops the flat group and the group of one"
+grep -q '"dropped_groups": 2' m2.jsonl
+ok $? "dropped groups counted"
+is "$(grep -o '"advantages":[-0-9.e]*' drop.jsonl | head -1)" '"advantages":0.5' "dr_grpo: r - mean"
+
+# ---- usage ----
+grpo-score in.zst > /dev/null 2> err
+is $? 2 "no reward: usage error"
+grpo-score -r length in.zst > /dev/null 2> err
+is $? 2 "length without --max-len: usage error"
+grpo-score -r gsm8k in.zst > /dev/null 2> err
+is $? 1 "text rewards without a tokenizer: error"
+grep -q 'give --tokenizer' err
+ok $? "says which option: $(cat err)"
+grpo-score -r length -m 3 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
+is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-1]' "length: 4 tokens past --max-len 3"
+grpo-score -r length -m 5 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
+is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-0.5]' "length: half into the buffer"
+
+# ---- spool in and out ----
+mkdir -p sp/rollouts/step_3/rank_1
+cp in.zst sp/rollouts/step_3/rank_1/a.zst
+grpo-score -r gsm8k -t "$TOK" -o sp/scored sp/rollouts 2>/dev/null
+ok $? "scores a queue into -o"
+[ -f sp/scored/step_3/rank_1/a.zst ] && [ -e sp/rollouts/step_3/rank_1/.done/a.zst ]
+ok $? "published in the same step_3/rank_1 under the same name; the input retired"
+cmp -s out.zst sp/scored/step_3/rank_1/a.zst || [ "$(grpo-cat sp/scored/step_3/rank_1/a.zst)" = "$(cat out.jsonl)" ]
+ok $? "the same groups as on standard output"
+grpo-score -r gsm8k -t "$TOK" -o sp2/scored sp/rollouts/step_3/rank_1/a.zst 2>/dev/null
+[ -f sp2/scored/step_3/rank_1/a.zst ]
+ok $? "a file named by path keeps its step and rank too"
+
+# ---- a pipeline ----
+grpo-collect --step 0 "$GRPO_TOP/examples/vllm-completions.jsonl" | grpo-score -r length -m 64 2> /dev/null |
+	grpo-pack --seq-len 128 --ranks 2 -o pl/batches --step 1
+[ $? -eq 0 ] && [ -f pl/batches/step_1/DONE ]
+ok $? "grpo-collect | grpo-score | grpo-pack"
+
+# ---- --watch ----
+mkdir -p wq/rollouts/step_0/rank_0
+grpo-score --watch -r gsm8k -t "$TOK" -o wq/scored wq/rollouts 2> werr &
+wpid=$!
+group 90 "$R" "$W" | grpo-cat --from-json -o wq/x.zst
+mv wq/x.zst wq/rollouts/step_0/rank_0/x.zst
+n=0
+while [ ! -e wq/rollouts/step_0/rank_0/.done/x.zst ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
+[ -f wq/scored/step_0/rank_0/x.zst ]
+ok $? "--watch scores a file published while it runs"
+kill -TERM $wpid
+wait $wpid
+is $? 0 "--watch stops on SIGTERM with status 0"
+is "$(cat werr)" "" "silent"
+
+# ---- reward programs ----
+cat > good.sh <<'EOF'
+while IFS= read -r line; do
+	case $line in
+	*'"response": "#### 18"'*) echo '{"rewards": {"right": 1, "style": 0.5}}' ;;
+	*) echo '{"style": 0, "rewards": {"style": 0.25, "right": 0}}' ;;
+	esac
+done
+EOF
+grpo-score -c 'sh good.sh' -r gsm8k=0 -t "$TOK" in.zst 2>/dev/null | grpo-cat > cmd.jsonl
+ok $? "a reward program"
+is "$(grep -o '"reward_names":\[[^]]*\]' cmd.jsonl | head -1)" '"reward_names":["gsm8k","right","style"]' \
+   "its rewards named, after the built-ins"
+is "$(grep -o '"rewards":\[[-0-9.,]*\]' cmd.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1,1,0.5] "rewards":[0,0,0.25] ' \
+   "its rewards, by name"
+
+grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": 1e999}}"; done' -t "$TOK" in.zst 2> err | grpo-cat > inf.jsonl
+ok $? "an infinite reward from a program: scored"
+grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = inf)' err
+ok $? "and said: $(cat err | head -1)"
+is "$(grep -o '"advantages":[-0-9.e]*' inf.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN: advantage 0"
+group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
+grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
+grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
+ok $? "a group split across inputs is reported"
+{ group 7 "$R" "$W"; group 7 "$W" "$W"; } | grpo-cat --from-json | grpo-score -r gsm8k -t "$TOK" -a dr_grpo | grpo-cat > merged.jsonl
+is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merged.jsonl | tr '\n' ' ')" \
+   '1,"advantages":0.75 "advantages":-0.25 "advantages":-0.25 "advantages":-0.25 ' \
+   "records of one group in one input are merged and scored together"
+
+mkdir -p bad/rollouts/step_0/rank_0
+cp in.zst bad/rollouts/step_0/rank_0/b.zst
+for kind in crash hang garbage; do
+	case $kind in
+	# only the hang gets a short timeout: the others must not be mistaken
+	# for it on a busy machine
+	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
+	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
+	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
+	esac
+	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
+	is $? 1 "$kind: exit status 1"
+	grep -qF "reward program '$cmd' $want" err
+	ok $? "$kind: $(cat err)"
+	[ ! -d bad/scored/step_0 ] || [ -z "$(ls bad/scored/step_0/rank_0 2>/dev/null)" ]
+	ok $? "$kind: nothing published"
+	[ -f bad/rollouts/step_0/rank_0/b.zst ] && [ ! -e bad/rollouts/step_0/rank_0/.done/b.zst ] &&
+		[ -z "$(ls bad/rollouts/step_0/rank_0/.claimed 2>/dev/null)" ]
+	ok $? "$kind: the input is waiting again"
+done
+
+# ---- reference logprobs ----
+MODEL="$GRPO_TOP/tests/data/hf/qwen2"
+printf '%s\n' '{"group_id":5,"trajectories":[{"prompt_tokens":[3,4,5],"response_tokens":[6,7],"logprobs":[-1,-1],"temperature":0.7,"sequence_id":1,"group_id":5},{"prompt_tokens":[8],"response_tokens":[9,10,11],"logprobs":[-1,-1,-1],"sequence_id":2,"group_id":5}]}' |
+	grpo-cat --from-json -o small.zst
+grpo-score -r length -m 100 --ref "$MODEL" --ref-tokens 4 small.zst | grpo-cat > ref.jsonl
+ok $? "--ref, split into passes of 4 tokens"
+got=$(grep -o '"ref_logprobs":\[[^]]*\]' ref.jsonl | tr -d '"a-z_:[]' | tr ',' '\n')
+want=$(grpo-cat --model "$MODEL" small.zst | grep -o '"model_logprobs":\[[^]]*\]' | tr -d '"a-z_:[]' | tr ',' '\n')
+[ -n "$got" ] && [ "$(echo "$got" | wc -l)" -eq 5 ] && [ "$got" = "$want" ]
+ok $? "reference logprobs equal grpo-cat --model's, at each temperature ($(echo $got))"
+grpo-score -r length -m 100 --ref "$MODEL" in.zst > /dev/null 2> err
+is $? 1 "a token outside the model's vocabulary: error"
+grep -q 'group 1, sequence 100: response token 0 is id 820, outside the reference model' err
+ok $? "naming the record: $(cat err)"
+
+# ---- four scorers, one queue, 40 groups ----
+mkdir -p q/rollouts/step_0/rank_0
+i=1
+while [ $i -le 40 ]; do
+	group $((i + 10)) "$R" "$W" | grpo-cat --from-json -o q/rollouts/step_0/rank_0/g$i.zst
+	i=$((i + 1))
+done
+for k in 1 2 3 4; do
+	grpo-score -r length -m 100 -o q/scored q/rollouts 2> err$k &
+done
+wait
+cat q/scored/step_0/rank_0/*.zst | grpo-cat | grep -o '"group_id":[0-9]*,"trajectories"' | sort > ids
+is "$(wc -l < ids | tr -d ' ')" 40 "four scorers: 40 groups published"
+is "$(sort -u ids | wc -l | tr -d ' ')" 40 "each exactly once"
+is "$(ls q/rollouts/step_0/rank_0/.done | wc -l | tr -d ' ')" 40 "every input retired"
+is "$(cat err1 err2 err3 err4)" "" "no scorer complained"
+
+# ---- kill -9, recover, re-run ----
+mkdir -p k/rollouts/step_0/rank_0
+i=1
+while [ $i -le 6 ]; do
+	group $((i + 60)) "$R" "$W" | grpo-cat --from-json -o k/rollouts/step_0/rank_0/g$i.zst
+	i=$((i + 1))
+done
+cat > slow.sh <<EOF
+n=0
+while IFS= read -r line; do
+	n=\$((n + 1))
+	if [ \$n -eq 5 ] && [ -e $T/hang ]; then echo \$\$ > $T/rpid; exec sleep 300; fi
+	echo '{"rewards": {"r": 1}}'
+done
+EOF
+touch hang
+grpo-score -c 'sh slow.sh' -T 300 -t "$TOK" -o k/scored k/rollouts 2> /dev/null &
+pid=$!
+n=0
+while [ ! -s rpid ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
+kill -9 $pid
+wait $pid 2> /dev/null
+[ -s rpid ] && kill -9 "$(cat rpid)" 2> /dev/null
+rm -f hang
+is "$(ls k/rollouts/step_0/rank_0/.claimed | wc -l | tr -d ' ')" 1 "killed while holding one claim"
+grpo-spool recover k
+ok $? "grpo-spool recover"
+grpo-score -c 'sh slow.sh' -t "$TOK" -o k/scored k/rollouts
+ok $? "re-run"
+cat k/scored/step_0/rank_0/*.zst | grpo-cat | grep -o '"group_id":[0-9]*,"trajectories"' | sort > kids
+is "$(wc -l < kids | tr -d ' '),$(sort -u kids | wc -l | tr -d ' ')" "6,6" "nothing lost, nothing duplicated"
+is "$(ls k/rollouts/step_0/rank_0/.done | wc -l | tr -d ' ')" 6 "every input retired"
+exit $_failed

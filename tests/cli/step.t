@@ -1,0 +1,118 @@
+#!/bin/sh
+# grpo-step: a step from grpo-pack's micro-batches to policy/step_1 (step_0
+# published first), metrics, exit statuses, the same update from other
+# packings, a run of two steps equal to two runs of one, and a crash during
+# publish that leaves the previous step intact for a re-run to complete.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 41
+
+d="$GRPO_TOP/tests/cli/step"
+grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
+grpo-cat --from-json -o "$T/groups.zst" "$d/groups.jsonl" || exit 1
+grpo-cat --from-json -o "$T/noref.zst" "$d/noref.jsonl" || exit 1
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1
+
+# 1. a first step
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/policy" --lr 1e-3 --metrics "$T/m.jsonl" 2> "$T/err"
+ok $? "a first step trains"
+for f in config.json generation_config.json model.safetensors; do
+	cmp -s "$T/model/$f" "$T/policy/step_0/$f"; ok $? "step_0 holds the input model's $f"
+done
+for f in config.json generation_config.json model.safetensors optim.bin; do
+	[ -s "$T/policy/step_1/$f" ]; ok $? "step_1 has $f"
+done
+! cmp -s "$T/model/model.safetensors" "$T/policy/step_1/model.safetensors"; ok $? "the weights moved"
+is "$(wc -l < "$T/m.jsonl" | tr -d ' ')" 1 "one metrics line"
+for k in '"step":1' '"loss":' '"policy_loss":' '"kl":' '"entropy":' '"clip_low":' '"ratio_mean":' \
+	'"grad_norm":' '"lr":0.001' '"sequences":12' '"align_diff_abs_mean":' '"time":{"read":'; do
+	grep -q "$k" "$T/m.jsonl" || { echo "# no $k"; false; }
+done
+ok $? "the metrics line has the loss parts, ratio, alignment, grad norm, lr, counts and times"
+diff=$(sed -n 's/.*"align_diff_abs_mean":\([-0-9.e+]*\).*/\1/p' "$T/m.jsonl")
+want=$(awk -v d="$diff" 'BEGIN { print (d > 0.1) ? 0 : 1 }')
+grep -q 'warning: trainer and sampler logprobs differ' "$T/err"
+is $? "$want" "the alignment warning comes exactly when mean |trainer - sampler| > 0.1 (it is $diff)"
+
+# 2. exit statuses
+grpo-step --batches "$T/b16" -o "$T/policy" --step 1; ok $? "a step already published: nothing to do, 0"
+grpo-step --batches "$T/b16" -o "$T/policy" 2> "$T/err"; is $? 75 "no DONE for step 2 yet: 75"
+grep -q 'step_2: no DONE yet' "$T/err"; ok $? "and says so"
+grpo-step --batches "$T/b16" -o "$T/policy" --step 5 2> "$T/err"; is $? 1 "step 5 without step_4: 1"
+grpo-step -o "$T/policy" 2> /dev/null; is $? 2 "no --batches: usage, 2"
+grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg dr_grpo --model "$T/model" 2> /dev/null
+is $? 2 "dr_grpo without --max-len: 2"
+grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg mean 2> /dev/null; is $? 2 "unknown aggregation: 2"
+grpo-pack -T 16 -W 1 -o "$T/bn" "$T/noref.zst" || exit 1
+grpo-step --model "$T/model" --batches "$T/bn" -o "$T/pn" --beta 0.1 2> "$T/err"; is $? 1 "beta without reference logprobs: 1"
+grep -q 'reference logprobs' "$T/err" && [ ! -d "$T/pn/step_1" ]; ok $? "says why, publishes nothing"
+
+# debug table: a row per sequence, a row per token, 17 columns each
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
+	--metrics "$T/mt" 2> /dev/null; ok $? "--debug-table --debug-tokens"
+is "$(awk -F'\t' '{ print NF }' "$T/t.tsv" | sort -u)" 17 "every row has 17 tab-separated columns"
+is "$(head -1 "$T/t.tsv" | cut -f1,5,12-17 | tr '\t' ' ')" \
+	"kind sequence_id sampler_lp ref_lp trainer_lp ratio clipped loss_mask" "the header"
+is "$(grep -c '^seq' "$T/t.tsv")" 12 "one row per sequence"
+is "$(awk -F'\t' '$1 == "tok" && $17 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
+	"$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/mt")" "one trained token row per loss token"
+
+# 3. the same data packed differently: same loss and grad norm (fp32 tolerance)
+grpo-pack -T 32 -W 2 -o "$T/b32" "$T/groups.zst" || exit 1
+grpo-pack -T 24 -W 3 -o "$T/b24" "$T/groups.zst" || exit 1
+field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a; exit !(d <= 1e-5 * m + 1e-9) }'; }
+for agg in grpo dapo dr_grpo; do
+	for b in b16 b32 b24; do
+		grpo-step --model "$T/model" --batches "$T/$b" -o "$T/p-$agg-$b" --loss-agg "$agg" --max-len 8 \
+			--beta 0.05 --metrics "$T/m-$agg-$b" 2> /dev/null || echo "# $agg $b failed"
+	done
+	okk=0
+	for b in b32 b24; do
+		for k in loss grad_norm; do
+			close "$(field "$T/m-$agg-b16" $k)" "$(field "$T/m-$agg-$b" $k)" || { okk=1; echo "# $agg $b $k differs"; }
+		done
+	done
+	ok $okk "$agg: packed as 16x1, 32x2, 24x3: the same loss and grad norm"
+done
+
+# 4. two steps in one run equal two runs of one step (resume from optim.bin, bf16 weights)
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1   # step 2
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --steps 2 2> /dev/null
+ok $? "two steps in one run"
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pb" --lr 1e-3 --save-dtype bfloat16 2> /dev/null &&
+grpo-step --batches "$T/b16" -o "$T/pb" --lr 1e-3 --save-dtype bfloat16 2> /dev/null
+ok $? "the same two steps in two runs"
+cmp -s "$T/pa/step_2/optim.bin" "$T/pb/step_2/optim.bin" &&
+	cmp -s "$T/pa/step_2/model.safetensors" "$T/pb/step_2/model.safetensors"
+ok $? "resuming is bit-identical (weights and optimizer state)"
+grep -q '"torch_dtype": "bfloat16"' "$T/pb/step_2/config.json"; ok $? "--save-dtype bfloat16 in config.json"
+
+# 5. --watch: waits for step 3's DONE (or finds it) and trains it
+grpo-step --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --watch --steps 1 2> /dev/null &
+pid=$!
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1   # step 3
+wait $pid; ok $? "--watch --steps 1 trains step 3 once its DONE is there"
+[ -s "$T/pa/step_3/optim.bin" ]; ok $? "and publishes it"
+
+# 6. kill -9 during publish: step_1 intact, no step_2; a re-run completes it
+cp -r "$T/pb" "$T/pc"
+rm -rf "$T/pc/step_2" "$T/pc/.tmp"
+cp -r "$T/pc" "$T/pd"
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/b16" -o "$T/pd" --lr 1e-3 --save-dtype bfloat16 2> "$T/trace"
+n=$(grep 'rename_noreplace' "$T/trace" | tail -1 | awk '{print $2}')
+[ -n "$n" ]; ok $? "the publish's rename is fsys call $n"
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --save-dtype bfloat16 2> /dev/null
+is $? 86 "killed just before the rename"
+[ ! -e "$T/pc/step_2" ] && cmp -s "$T/pc/step_1/optim.bin" "$T/pb/step_1/optim.bin" &&
+	cmp -s "$T/pc/step_1/model.safetensors" "$T/pb/step_1/model.safetensors"
+ok $? "no step_2, step_1 intact"
+grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --save-dtype bfloat16 2> /dev/null; ok $? "the re-run"
+cmp -s "$T/pc/step_2/optim.bin" "$T/pb/step_2/optim.bin" &&
+	cmp -s "$T/pc/step_2/model.safetensors" "$T/pb/step_2/model.safetensors"
+ok $? "completes step_2 as an uninterrupted run does"
+
+# 7. --keep 1 after step 3: step_0 and step_3 stay
+grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --keep 1 2> /dev/null
+is "$(ls "$T/pc" | tr '\n' ' ')" "step_0 step_3 " "--keep 1 leaves step_0 and the newest"
+
+exit $_failed

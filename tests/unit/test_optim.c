@@ -1,0 +1,213 @@
+/*
+ * test_optim: AdamW steps against AdamW's formula written out here, the
+ * learning-rate schedules at hand-computed points, global-norm clipping, a
+ * NaN gradient refused without a change, and the state file round trip
+ * (bit-identical) with its corruption checks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/optim.h"
+#include "../tap.h"
+
+enum { N = 257 };
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void schedules(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	is_float(o.lr, 1e-6, 0, "default lr 1e-6");
+	is_float(optim_lr(&o, 1), 1e-6, 0, "constant");
+	is_float(optim_lr(&o, 1000), 1e-6, 0, "constant, late");
+	o.lr = 1;
+	o.warmup_steps = 4;
+	is_float(optim_lr(&o, 1), 0.25, 1e-15, "warmup step 1 of 4");
+	is_float(optim_lr(&o, 4), 1, 1e-15, "warmup step 4 of 4 is the full rate");
+	o.schedule = LR_LINEAR;
+	o.total_steps = 14;
+	is_float(optim_lr(&o, 5), 1, 1e-15, "linear: first step after warmup at the full rate");
+	is_float(optim_lr(&o, 10), 0.5, 1e-15, "linear: halfway (p = 5/10)");
+	is_float(optim_lr(&o, 15), 0, 1e-15, "linear: 0 after the last step");
+	is_float(optim_lr(&o, 99), 0, 1e-15, "linear: stays 0");
+	o.schedule = LR_COSINE;
+	is_float(optim_lr(&o, 10), 0.5, 1e-15, "cosine: halfway");
+	is_float(optim_lr(&o, 7), 0.5 * (1 + cos(M_PI * 0.2)), 1e-15, "cosine: p = 0.2");
+	struct err e = { "" };
+	o.total_steps = 3;
+	ok(optim_opts_check(&o, &e) < 0 && strstr(e.msg, "total steps"), "cosine without total steps: %s", e.msg);
+	enum lr_schedule s;
+	ok(lr_schedule_parse("linear", &s) == 0 && s == LR_LINEAR && lr_schedule_parse("exp", &s) < 0,
+	   "schedule names");
+}
+
+/* AdamW, as optim.h writes it, in double, independently of optim.c. */
+static void reference_step(double *w, double *m, double *v, const float *g, int t, double lr, double wd,
+                           double b1, double b2, double eps, double clip)
+{
+	for (int i = 0; i < N; i++) {
+		double gi = g[i] * clip;
+		w[i] *= 1 - lr * wd;
+		m[i] = b1 * m[i] + (1 - b1) * gi;
+		v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+		double mh = m[i] / (1 - pow(b1, t)), vh = v[i] / (1 - pow(b2, t));
+		w[i] -= lr * mh / (sqrt(vh) + eps);
+	}
+}
+
+static void adamw(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.lr = 1e-2, o.weight_decay = 0.1, o.beta1 = 0.8, o.beta2 = 0.95, o.eps = 1e-6, o.max_grad_norm = 0;
+	struct optim op;
+	struct err e = { "" };
+	if (optim_init(&op, &o, N, &e) < 0)
+		diag("%s", e.msg);
+	float w[N], g[N];
+	double rw[N], rm[N] = { 0 }, rv[N] = { 0 };
+	for (int i = 0; i < N; i++)
+		rw[i] = w[i] = (float)(urand() * 2 - 1);
+	for (int t = 1; t <= 3; t++) {
+		double ss = 0;
+		for (int i = 0; i < N; i++) {
+			g[i] = (float)((urand() * 2 - 1) * (i % 7 == 0 ? 1e-4 : 1));
+			ss += (double)g[i] * g[i];
+		}
+		struct optim_result r;
+		ok(optim_step(&op, w, g, &r, &e) == 0, "step %d", t);
+		reference_step(rw, rm, rv, g, t, 1e-2, 0.1, 0.8, 0.95, 1e-6, 1);
+		double worst = 0;
+		for (int i = 0; i < N; i++)
+			worst = fmax(worst, fabs(w[i] - rw[i]));
+		ok(worst < 1e-6, "AdamW step %d moves every weight as the formula says (worst %.2g)", t, worst);
+		is_float(r.grad_norm, sqrt(ss), 1e-9, "grad norm reported, step %d", t);
+		is_float(r.clip, 1, 0, "no clipping at max_grad_norm 0");
+	}
+	ok(op.step == 3, "three steps counted");
+
+	/* the first step moves each weight by about lr·sign(g) (m̂/sqrt(v̂) = ±1) */
+	optim_free(&op);
+	o.weight_decay = 0;
+	optim_init(&op, &o, N, &e);
+	float w0[N];
+	for (int i = 0; i < N; i++)
+		w0[i] = w[i], g[i] = i % 2 ? 0.5f : -2.0f;
+	optim_step(&op, w, g, NULL, &e);
+	ok(fabsf(w[1] - (w0[1] - 1e-2f)) < 1e-6 && fabsf(w[2] - (w0[2] + 1e-2f)) < 1e-6, "first step is lr·sign(g)");
+	optim_free(&op);
+}
+
+static void clipping_and_nan(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.lr = 1e-3, o.max_grad_norm = 1;
+	struct optim op;
+	struct err e = { "" };
+	optim_init(&op, &o, N, &e);
+	float w[N], g[N];
+	double rw[N], rm[N] = { 0 }, rv[N] = { 0 };
+	for (int i = 0; i < N; i++) {
+		rw[i] = w[i] = (float)urand();
+		g[i] = 0.5f;   /* ‖g‖ = 0.5·sqrt(257) */
+	}
+	struct optim_result r;
+	optim_step(&op, w, g, &r, &e);
+	double norm = 0.5 * sqrt(N);
+	is_float(r.grad_norm, norm, 1e-9, "norm before clipping");
+	is_float(r.clip, 1 / (norm + 1e-6), 1e-12, "clip factor max/(norm + 1e-6)");
+	/* moments of the clipped gradient: the second step shows it (the first is lr·sign(g) either way) */
+	reference_step(rw, rm, rv, g, 1, 1e-3, 0, 0.9, 0.999, 1e-8, r.clip);
+	for (int i = 0; i < N; i++)
+		g[i] = i % 3 ? 0.01f : -0.02f;
+	optim_step(&op, w, g, &r, &e);
+	ok(r.clip == 1, "a small gradient is not clipped");
+	reference_step(rw, rm, rv, g, 2, 1e-3, 0, 0.9, 0.999, 1e-8, 1);
+	double worst = 0;
+	for (int i = 0; i < N; i++)
+		worst = fmax(worst, fabs(w[i] - rw[i]));
+	ok(worst < 1e-6, "clipping feeds the moments the scaled gradient (worst %.2g)", worst);
+
+	float keep[N], km[N];
+	memcpy(keep, w, sizeof w);
+	memcpy(km, op.m, sizeof km);
+	g[5] = NAN;
+	ok(optim_step(&op, w, g, &r, &e) < 0 && strstr(e.msg, "not taken"), "NaN gradient refused: %s", e.msg);
+	ok(memcmp(keep, w, sizeof w) == 0 && memcmp(km, op.m, sizeof km) == 0 && op.step == 2,
+	   "a refused step changes nothing");
+	optim_free(&op);
+}
+
+static void state_file(void)
+{
+	char dir[] = "/tmp/test_optim.XXXXXX", path[64], bad[80];
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof path, "%s/optim.bin", dir);
+	snprintf(bad, sizeof bad, "%s/bad.bin", dir);
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.lr = 1e-3;
+	struct optim a, b;
+	struct err e = { "" };
+	optim_init(&a, &o, N, &e);
+	optim_init(&b, &o, N, &e);
+	float w[N], g[N], w2[N], wb[N];
+	for (int i = 0; i < N; i++)
+		w[i] = (float)urand(), g[i] = (float)(urand() - 0.5);
+	optim_step(&a, w, g, NULL, &e);
+	optim_step(&a, w, g, NULL, &e);
+	ok(optim_save(&a, w, path, &e) == 0, "save");
+	ok(optim_save(&a, w, path, &e) < 0, "save refuses to replace a file");
+	ok(optim_load(&b, w2, N, path, &e) == 0, "load: %s", e.msg);
+	ok(memcmp(w, w2, sizeof w) == 0 && memcmp(a.m, b.m, N * 4) == 0 && memcmp(a.v, b.v, N * 4) == 0 &&
+	   b.step == 2, "weights, moments and step come back bit for bit");
+	/* resume: the next step from the loaded state equals the next step of the one that never stopped */
+	optim_step(&a, w, g, NULL, &e);
+	optim_step(&b, w2, g, NULL, &e);
+	ok(memcmp(w, w2, sizeof w) == 0, "a step after loading is bit-identical");
+
+	struct optim c;
+	optim_init(&c, &o, N - 1, &e);
+	ok(optim_load(&c, wb, N - 1, path, &e) < 0 && strstr(e.msg, "weights"), "wrong size refused: %s", e.msg);
+	optim_free(&c);
+
+	/* one flipped byte in the moments */
+	FILE *f = fopen(path, "rb"), *out = fopen(bad, "wb");
+	int ch, i = 0;
+	while ((ch = fgetc(f)) != EOF)
+		fputc(i++ == 32 + 4 * N + 9 ? ch ^ 1 : ch, out);
+	fclose(f);
+	fclose(out);
+	ok(optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "checksum"), "corrupt byte: %s", e.msg);
+	ok(truncate(bad, 100) == 0 && optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "truncated"),
+	   "truncated file: %s", e.msg);
+	unlink(path);
+	unlink(bad);
+	rmdir(dir);
+	optim_free(&a);
+	optim_free(&b);
+}
+
+int main(void)
+{
+	schedules();
+	adamw();
+	clipping_and_nan();
+	state_file();
+	return tap_done();
+}

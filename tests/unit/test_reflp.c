@@ -1,0 +1,170 @@
+/*
+ * test_reflp: reference logprobs of a group equal transformers' values
+ * (tests/data/hf, five sequences at temperatures 0.7 to 1.3) and the model
+ * core's for each sequence alone, however the group is split into passes
+ * (--ref-tokens); a policy queue means its step_0; bad ids, a missing
+ * prompt and a zero temperature are errors naming the sequence.
+ */
+#include <unistd.h>
+
+#include "../tap.h"
+#include "../model_ref.h"
+#include "score/reflp.h"
+
+/* The expected.json sequences as a group (sequence_id = index). */
+static void make_group(const cJSON *seqs, struct group *g)
+{
+	memset(g, 0, sizeof *g);
+	g->group_id = 7;
+	g->n = (uint32_t)cJSON_GetArraySize(seqs);
+	g->trajs = calloc(g->n, sizeof *g->trajs);
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct traj *t = &g->trajs[i];
+		traj_init(t);
+		const cJSON *s = cJSON_GetArrayItem(seqs, (int)i), *x;
+		const cJSON *pr = cJSON_GetObjectItem(s, "prompt_tokens"), *re = cJSON_GetObjectItem(s, "response_tokens");
+		t->prompt_tokens = malloc(sizeof(int32_t) * (size_t)(cJSON_GetArraySize(pr) + 1));
+		t->response_tokens = malloc(sizeof(int32_t) * (size_t)(cJSON_GetArraySize(re) + 1));
+		cJSON_ArrayForEach(x, pr) t->prompt_tokens[t->n_prompt++] = x->valueint;
+		cJSON_ArrayForEach(x, re) t->response_tokens[t->n_response++] = x->valueint;
+		t->temperature = (float)cJSON_GetObjectItem(s, "temperature")->valuedouble;
+		t->sequence_id = i;
+		t->group_id = 7;
+	}
+}
+
+static double worst_vs_hf(const struct group *g, const cJSON *want)
+{
+	double worst = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		for (uint32_t j = 0; j < g->trajs[i].n_response; j++) {
+			double w = cJSON_GetArrayItem(cJSON_GetArrayItem(want, (int)i), (int)j)->valuedouble;
+			double d = fabs(g->trajs[i].ref_logprobs[j] - w) / fmax(fabs(w), 1e-3);
+			if (!(d <= worst))
+				worst = d;
+		}
+	return worst;
+}
+
+/* Each sequence alone through model_forward. */
+static double worst_vs_alone(struct reflp *r, const struct group *g)
+{
+	double worst = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct traj *t = &g->trajs[i];
+		int T = (int)(t->n_prompt + t->n_response), ids[REF_MAX_TOKENS];
+		float temps[REF_MAX_TOKENS], lp[REF_MAX_TOKENS];
+		for (int j = 0; j < T; j++) {
+			ids[j] = j < (int)t->n_prompt ? t->prompt_tokens[j] : t->response_tokens[j - (int)t->n_prompt];
+			temps[j] = t->temperature;
+		}
+		struct err e;
+		if (model_forward(&r->m, ids, T, &T, 1, temps, lp, NULL, &e) < 0)
+			return INFINITY;
+		for (uint32_t j = 0; j < t->n_response; j++) {
+			double d = fabs(t->ref_logprobs[j] - lp[t->n_prompt + j]);
+			if (!(d <= worst))
+				worst = d;
+		}
+	}
+	return worst;
+}
+
+static void check(const char *dir, const char *fam)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s/expected.json", dir, fam);
+	char *text = ref_slurp(path);
+	cJSON *x = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	if (!ok(x != NULL, "%s: expected.json readable", fam))
+		return;
+	struct group g;
+	make_group(cJSON_GetObjectItem(x, "sequences"), &g);
+	snprintf(path, sizeof path, "%s/%s", dir, fam);
+	struct reflp r;
+	struct err e = { "" };
+	int tokens[] = { 4096, 30, 1 };   /* one pass; several; one sequence per pass */
+	for (int k = 0; k < 3; k++) {
+		if (!ok(reflp_open(&r, path, tokens[k], &e) == 0, "%s: open", fam)) {
+			diag("%s", e.msg);
+			break;
+		}
+		int rc = reflp_group(&r, &g, &e);
+		if (!ok(rc == 0, "%s, --ref-tokens %d: group of %u scored", fam, tokens[k], g.n))
+			diag("%s", e.msg);
+		double wh = rc ? INFINITY : worst_vs_hf(&g, cJSON_GetObjectItem(x, "logprobs"));
+		ok(wh <= 1e-4, "%s, --ref-tokens %d: equal to transformers within 1e-4 relative (worst %.2g)", fam,
+		   tokens[k], wh);
+		double wa = rc ? INFINITY : worst_vs_alone(&r, &g);
+		ok(wa <= 1e-5, "%s, --ref-tokens %d: equal to each sequence alone (worst %.2g)", fam, tokens[k], wa);
+		reflp_close(&r);
+	}
+	group_free(&g);
+	cJSON_Delete(x);
+}
+
+static void errors(const char *dir)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/qwen2/expected.json", dir);
+	char *text = ref_slurp(path);
+	cJSON *x = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	struct group g;
+	make_group(cJSON_GetObjectItem(x, "sequences"), &g);
+	cJSON_Delete(x);
+
+	/* a policy queue: step_0 */
+	char q[] = "/tmp/test_reflp.XXXXXX", link[4300], model[4200];
+	ok(mkdtemp(q) != NULL, "temporary queue");
+	snprintf(model, sizeof model, "%s/qwen2", dir);
+	if (model[0] != '/') {
+		char cwd[2048];
+		snprintf(model, sizeof model, "%s/%s/qwen2", getcwd(cwd, sizeof cwd) ? cwd : ".", dir);
+	}
+	snprintf(link, sizeof link, "%s/step_0", q);
+	ok(symlink(model, link) == 0, "SPOOL/policy/step_0 -> the model");
+	struct reflp r;
+	struct err e = { "" };
+	ok(reflp_open(&r, q, 64, &e) == 0 && strstr(r.dir, "/step_0"), "a policy queue means its step_0: %s", r.dir);
+	ok(reflp_group(&r, &g, &e) == 0, "scores from step_0");
+
+	struct traj *t = &g.trajs[2];
+	int32_t keep = t->response_tokens[1];
+	float before = g.trajs[0].ref_logprobs[0];
+	g.trajs[0].ref_logprobs[0] = 123;
+	t->response_tokens[1] = r.m.cfg.V;
+	ok(reflp_group(&r, &g, &e) < 0 && strstr(e.msg, "sequence 2: response token 1 is id") &&
+	   strstr(e.msg, "outside the reference model's vocabulary"), "id out of vocab: %s", e.msg);
+	ok(g.trajs[0].ref_logprobs[0] == 123, "on error no trajectory changed");
+	t->response_tokens[1] = -1;
+	ok(reflp_group(&r, &g, &e) < 0 && strstr(e.msg, "id -1"), "negative id: %s", e.msg);
+	t->response_tokens[1] = keep;
+	t->temperature = 0;
+	ok(reflp_group(&r, &g, &e) < 0 && strstr(e.msg, "sequence 2: temperature 0"), "zero temperature: %s", e.msg);
+	t->temperature = 1;
+	uint32_t np = t->n_prompt;
+	t->n_prompt = 0;
+	ok(reflp_group(&r, &g, &e) < 0 && strstr(e.msg, "no prompt tokens"), "no prompt: %s", e.msg);
+	t->n_prompt = np;
+	ok(reflp_group(&r, &g, &e) == 0 && fabsf(g.trajs[0].ref_logprobs[0] - before) < 1e-6, "fixed, scores again");
+	reflp_close(&r);
+	unlink(link);
+	rmdir(q);
+	ok(reflp_open(&r, q, 64, &e) < 0 && strstr(e.msg, "neither a model directory"), "bad path: %s", e.msg);
+	group_free(&g);
+}
+
+int main(void)
+{
+	const char *top = getenv("GRPO_TOP");
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf", top ? top : ".");
+	model_set_threads(2);
+	const char *fams[] = { "qwen2", "qwen3", "llama" };
+	for (int i = 0; i < 3; i++)
+		check(dir, fams[i]);
+	errors(dir);
+	return tap_done();
+}

@@ -1,0 +1,186 @@
+/*
+ * test_reward: every built-in reward on hand-made cases, and gsm8k on the
+ * GSM8K test set's own solutions (each must score 1 against its answer, and
+ * 0 once its final number is changed).
+ */
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "score/reward.h"
+#include "tap.h"
+
+static const struct reward_opt no_opt = { 0, 0 };
+
+static double rw(enum reward_kind k, const char *text, const char *answer)
+{
+	return reward_eval(k, &no_opt, text, strlen(text), answer, 0);
+}
+
+static void gsm8k_cases(void)
+{
+	static const struct {
+		const char *resp, *answer;
+		double want;
+	} c[] = {
+		{ "So she makes 9 * 2 = 18 dollars.\n#### 18", "#### 18", 1 },
+		{ "#### 18.00", "#### 18", 1 },
+		{ "#### $18", "#### 18", 1 },
+		{ "The total is 18 dollars", "#### 18", 1 },
+		{ "#### 1,000", "#### 1000", 1 },
+		{ "She pays $1,234.50 in all.", "#### 1234.5", 1 },
+		{ "The answer is 25%.", "25", 1 },
+		{ "The answer is: **42**. Then 7 more steps.", "#### 42", 1 },
+		{ "First 3, then \\boxed{72} and 5 others", "#### 72", 1 },
+		{ "\\boxed{\\$1,000}", "#### 1000", 1 },
+		{ "#### 17", "#### 18", 0 },
+		{ "no digits at all", "#### 18", 0 },
+		{ "#### 18", NULL, 0 },
+		{ "18", "no number here", 0 },
+		{ "The answer is -3", "#### -3", 1 },
+		{ "16-3-4=9", "#### 9", 1 },
+		{ "16-3-4=9", "#### -4", 0 },
+		{ "#### 72\nand later 5", "#### 72", 1 },
+		{ "x = .5", "0.5", 1 },
+		{ "1,2 and 3", "#### 3", 1 },
+		{ "it is 18.", "18.", 1 },
+		{ "it is 18 apples", "18 apples", 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);
+	double v;
+	ok(reward_gsm8k_extract("a 3 b #### 12 c", 15, &v) && v == 12, "#### wins over the last number");
+	ok(reward_gsm8k_extract("\\boxed{7} then 9", 16, &v) && v == 7, "boxed wins over the last number");
+	ok(reward_gsm8k_extract("The answer is 4, not 9", 22, &v) && v == 4, "'The answer is' wins over the last");
+	ok(reward_gsm8k_extract("1,000,000", 9, &v) && v == 1e6, "two separators");
+	/* NUL bytes inside the text do not end it */
+	ok(reward_gsm8k_extract("a\0b 5", 5, &v) && v == 5, "text with a NUL byte");
+}
+
+static void boxed_cases(void)
+{
+	is_float(rw(REWARD_BOXED, "so \\boxed{x + 1}.", "x+1"), 1, 0, "boxed: whitespace ignored");
+	is_float(rw(REWARD_BOXED, "\\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"), 1, 0,
+		 "boxed: the last, nested braces");
+	is_float(rw(REWARD_BOXED, "\\boxed{2}", "The answer is \\boxed{2}."), 1, 0, "boxed: answer's own box");
+	is_float(rw(REWARD_BOXED, "\\boxed{3}", "2"), 0, 0, "boxed: different");
+	is_float(rw(REWARD_BOXED, "\\boxed{3", "3"), 0, 0, "boxed: unclosed");
+	is_float(rw(REWARD_BOXED, "\\boxed 3$ ok", "3"), 1, 0, "boxed with a space runs to $");
+	is_float(rw(REWARD_BOXED, "\\fbox{4}", "4"), 1, 0, "fbox");
+	is_float(rw(REWARD_BOXED, "4", "4"), 0, 0, "no box");
+}
+
+static void format_cases(void)
+{
+	is_float(rw(REWARD_FORMAT, "<think>\nhm\n</think>\n<answer>\n4\n</answer>", NULL), 1, 0, "format: ok");
+	is_float(rw(REWARD_FORMAT, "<think>\nhm\n</think>\n<answer>\n4\n</answer>\n", NULL), 1, 0,
+		 "format: final newline ($ before \\n)");
+	is_float(rw(REWARD_FORMAT, "<think>\n\n</think>\n<answer>\n\n</answer>", NULL), 1, 0, "format: empty parts");
+	is_float(rw(REWARD_FORMAT, "<think>\na\nb\n</think>\n<answer>\n4\n</answer>\nmore", NULL), 1, 0,
+		 "format: MULTILINE $ at a line end");
+	is_float(rw(REWARD_FORMAT, "<think>\nhm\n</think>\n<answer>\n4\n</answer> x", NULL), 0, 0,
+		 "format: text after </answer> on its line");
+	is_float(rw(REWARD_FORMAT, "<think>hm</think><answer>4</answer>", NULL), 0, 0, "format: no newlines");
+	is_float(rw(REWARD_FORMAT, " <think>\nhm\n</think>\n<answer>\n4\n</answer>", NULL), 0, 0,
+		 "format: anchored at the start");
+	is_float(rw(REWARD_FORMAT, "<think>\n</think>\n<answer>\n4\n</answer>", NULL), 0, 0,
+		 "format: the newline after <think> is not shared");
+}
+
+static void tags_cases(void)
+{
+	is_float(rw(REWARD_TAGS, "<think>\nx\n</think>\n<answer>\n4\n</answer>", NULL), 1, 0, "tags: all four");
+	is_float(rw(REWARD_TAGS, "<think>\nx\n</think>\n", NULL), 0.5, 0, "tags: two");
+	is_float(rw(REWARD_TAGS, "<think>\n<think>\nx", NULL), 0, 0, "tags: twice counts nothing");
+	is_float(rw(REWARD_TAGS, "", NULL), 0, 0, "tags: empty");
+}
+
+static void length_cases(void)
+{
+	struct reward_opt o = { 100, 20 };
+	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 80), 0, 0, "length: at Lmax - C");
+	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 90), -0.5, 1e-12, "length: half into the buffer");
+	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 100), -1, 1e-12, "length: at Lmax");
+	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 101), -1, 0, "length: past Lmax");
+	struct reward_opt hard = { 100, 0 };
+	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 100), 0, 0, "length, no buffer: at Lmax");
+	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 101), -1, 0, "length, no buffer: past");
+}
+
+static void exact_cases(void)
+{
+	is_float(rw(REWARD_EXACT, "  Paris\n", "Paris"), 1, 0, "exact: trimmed");
+	is_float(rw(REWARD_EXACT, "paris", "Paris"), 0, 0, "exact: case matters");
+	is_float(rw(REWARD_EXACT, "Paris", NULL), 0, 0, "exact: no answer");
+}
+
+static void parse_cases(void)
+{
+	struct reward_spec r;
+	struct err e;
+	ok(reward_parse("gsm8k", &r, &e) == 0 && r.kind == REWARD_GSM8K && r.weight == 1, "parse gsm8k");
+	ok(reward_parse("format=0.5", &r, &e) == 0 && r.kind == REWARD_FORMAT && r.weight == 0.5 &&
+	   strcmp(r.name, "format") == 0, "parse format=0.5");
+	ok(reward_parse("nope", &r, &e) < 0 && strstr(e.msg, "unknown reward 'nope'"), "unknown name: %s", e.msg);
+	ok(reward_parse("gsm8k=x", &r, &e) < 0 && strstr(e.msg, "weight 'x'"), "bad weight: %s", e.msg);
+	ok(reward_parse("gsm8k=nan", &r, &e) < 0, "NaN weight refused");
+}
+
+/* The reference solutions of the GSM8K test set score 1; with the final
+ * number changed, 0. */
+static void gsm8k_dataset(void)
+{
+	const char *dir = getenv("GRPO_SHARED");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/data/gsm8k/test.jsonl", dir ? dir : "/work/shared");
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		ok(1, "# SKIP %s not found", path);
+		return;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	int rows = 0, right = 0, wrong_caught = 0, sol_extracted = 0;
+	while (getline(&line, &cap, f) > 0) {
+		cJSON *j = cJSON_Parse(line);
+		const char *ans = cJSON_GetStringValue(cJSON_GetObjectItem(j, "answer"));
+		if (ans) {
+			rows++;
+			right += rw(REWARD_GSM8K, ans, ans) == 1;
+			/* the solution without its "#### N" line: the last number of the
+			 * working must still be read (most solutions end with it) */
+			const char *h = strstr(ans, "####");
+			double v, want;
+			if (h && reward_gsm8k_answer(ans, &want)) {
+				char *body = strndup(ans, (size_t)(h - ans));
+				char alt[64];
+				snprintf(alt, sizeof alt, "#### %.17g", want + 1);
+				wrong_caught += rw(REWARD_GSM8K, alt, ans) == 0;
+				sol_extracted += reward_gsm8k_extract(body, strlen(body), &v) && v == want;
+				free(body);
+			}
+		}
+		cJSON_Delete(j);
+	}
+	free(line);
+	fclose(f);
+	ok(rows == 1319, "GSM8K test rows: %d", rows);
+	is_int(right, rows, "every reference solution scores 1 against its answer");
+	is_int(wrong_caught, rows, "every changed answer scores 0");
+	ok(sol_extracted > rows * 95 / 100, "the working's last number is the answer in %d of %d", sol_extracted,
+	   rows);
+}
+
+int main(void)
+{
+	gsm8k_cases();
+	boxed_cases();
+	format_cases();
+	tags_cases();
+	length_cases();
+	exact_cases();
+	parse_cases();
+	gsm8k_dataset();
+	return tap_done();
+}

@@ -1,0 +1,315 @@
+/*
+ * test_step: training steps on a tiny model. The same sequences packed
+ * differently (one micro-batch, several in another order with a dummy,
+ * one per sequence: other --seq-len and rank counts) give the same loss and
+ * gradient for grpo, dapo and dr_grpo; a resumed run (from policy/step_1's
+ * optimizer state, the weights saved in bf16) is bit-identical to one that
+ * never stopped; a float32 checkpoint loads back with the same tensors; the
+ * tokenizer files travel; a step with beta > 0 and no reference fails and
+ * leaves the weights as they were.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "train/ckpt.h"
+#include "train/step.h"
+#include "../tap.h"
+
+static uint64_t rng = 0x853c49e6748fea9bull;
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void tiny(struct model *m)
+{
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	model_config_defaults(&c, MODEL_QWEN2);
+	c.C = 16, c.I = 24, c.L = 2, c.NH = 4, c.NKV = 2, c.HS = 4, c.V = 40, c.tied = 1, c.init_std = 0.3f;
+	c.eps = 1e-5f;
+	struct err e = { "" };
+	if (model_create(m, &c, &e) < 0) {
+		diag("%s", e.msg);
+		exit(1);
+	}
+	model_init_random(m, 11, NULL);
+}
+
+/* One sequence: prompt p tokens, then r response tokens. */
+struct seq {
+	int p, r;
+	int ids[16];
+	float adv, temp;
+	float lp[16], ref[16];   /* per token, aligned with ids */
+};
+
+enum { NS = 6 };
+static struct seq seqs[NS];
+
+static void make_seqs(void)
+{
+	for (int s = 0; s < NS; s++) {
+		struct seq *q = &seqs[s];
+		q->p = 2 + s % 2, q->r = 3 + (s * 5) % 6;
+		q->adv = (float)(urand() * 2 - 1);
+		q->temp = s % 3 ? 1.0f : 0.7f;
+		for (int t = 0; t < q->p + q->r; t++) {
+			q->ids[t] = (int)(urand() * 40);
+			q->lp[t] = (float)(-3.7 + 0.4 * (urand() - 0.5));
+			q->ref[t] = (float)(-3.7 + 0.4 * (urand() - 0.5));
+		}
+	}
+}
+
+/* A micro-batch of the sequences idx (k of them) in capacity T (padding after), rank/index as given. */
+static struct microbatch make_mb(const int *idx, int k, int T, int with_ref)
+{
+	struct microbatch mb;
+	memset(&mb, 0, sizeof mb);
+	mb.n_tokens = (uint32_t)T;
+	mb.input_ids = calloc((size_t)T, 4);
+	mb.position_ids = calloc((size_t)T, 4);
+	mb.loss_mask = calloc((size_t)T, 1);
+	mb.advantages = calloc((size_t)T, 4);
+	mb.inference_logprobs = calloc((size_t)T, 4);
+	mb.ref_logprobs = with_ref ? calloc((size_t)T, 4) : NULL;
+	mb.temperatures = calloc((size_t)T, 4);
+	mb.seq_lens = calloc((size_t)k + 1, 4);
+	mb.sequence_ids = calloc((size_t)k + 1, 8);
+	mb.group_ids = calloc((size_t)k + 1, 8);
+	int at = 0;
+	for (int j = 0; j < k; j++) {
+		const struct seq *q = &seqs[idx[j]];
+		int len = q->p + q->r;
+		for (int t = 0; t < len; t++, at++) {
+			mb.input_ids[at] = q->ids[t];
+			mb.position_ids[at] = t;
+			mb.loss_mask[at] = t >= q->p;
+			mb.advantages[at] = q->adv;
+			mb.inference_logprobs[at] = t >= q->p ? q->lp[t] : 0;
+			if (with_ref)
+				mb.ref_logprobs[at] = t >= q->p ? q->ref[t] : 0;
+			mb.temperatures[at] = q->temp;
+		}
+		mb.seq_lens[j] = (uint32_t)len;
+		mb.sequence_ids[j] = idx[j];
+	}
+	mb.n_seqs = (uint32_t)k;
+	mb.n_seq_lens = (uint32_t)k;
+	if (at < T) {
+		mb.seq_lens[k] = (uint32_t)(T - at);
+		mb.n_seq_lens++;
+		for (int t = at; t < T; t++)
+			mb.temperatures[t] = 1;
+	}
+	return mb;
+}
+
+/* Train one step of mbs on a fresh tiny model; its loss and gradient come back. */
+static double train(const struct loss_opts *lo, struct microbatch *mbs, size_t n, float *grad, size_t *ng,
+                    double *gnorm)
+{
+	struct model m;
+	tiny(&m);
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	oo.lr = 1e-3;
+	struct optim op;
+	struct err e = { "" };
+	struct step_result r;
+	optim_init(&op, &oo, m.w.n, &e);
+	double loss = NAN;
+	if (step_train(&m, &op, lo, 1, mbs, n, NULL, &r, &e) < 0)
+		diag("%s", e.msg);
+	else
+		loss = r.first.loss;
+	memcpy(grad, m.g.mem, m.g.n * sizeof *grad);
+	*ng = m.g.n;
+	*gnorm = r.opt.grad_norm;
+	optim_free(&op);
+	model_free(&m);
+	return loss;
+}
+
+static void repacking(void)
+{
+	enum loss_agg aggs[] = { LOSS_AGG_GRPO, LOSS_AGG_DAPO, LOSS_AGG_DR_GRPO };
+	struct model probe;
+	tiny(&probe);
+	size_t n = probe.w.n;
+	model_free(&probe);
+	float *g1 = malloc(n * 4), *g2 = malloc(n * 4), *g3 = malloc(n * 4);
+
+	int all[NS] = { 0, 1, 2, 3, 4, 5 };
+	struct microbatch one[1] = { make_mb(all, NS, 72, 1) };
+	/* two ranks of two micro-batches each, in another order, one of them a dummy */
+	int a[] = { 5, 2 }, b[] = { 0 }, c[] = { 4, 1, 3 };
+	struct microbatch four[4] = { make_mb(a, 2, 24, 1), make_mb(b, 1, 24, 1), make_mb(c, 3, 32, 1),
+	                              make_mb(NULL, 0, 32, 1) };
+	struct microbatch six[NS];
+	for (int s = 0; s < NS; s++)
+		six[s] = make_mb(&all[NS - 1 - s], 1, 16, 1);
+
+	for (int i = 0; i < 3; i++) {
+		struct loss_opts lo;
+		loss_opts_default(&lo);
+		lo.agg = aggs[i], lo.max_len = 12, lo.beta = 0.05f, lo.entropy_coef = 0.01f;
+		size_t ng;
+		double n1, n2, n3;
+		double l1 = train(&lo, one, 1, g1, &ng, &n1);
+		double l2 = train(&lo, four, 4, g2, &ng, &n2);
+		double l3 = train(&lo, six, NS, g3, &ng, &n3);
+		double gmax = 0, d2 = 0, d3 = 0;
+		for (size_t j = 0; j < ng; j++) {
+			gmax = fmax(gmax, fabs(g1[j]));
+			d2 = fmax(d2, fabs(g1[j] - g2[j]));
+			d3 = fmax(d3, fabs(g1[j] - g3[j]));
+		}
+		ok(isfinite(l1) && fabs(l1 - l2) <= 1e-6 * fabs(l1) + 1e-9 && fabs(l1 - l3) <= 1e-6 * fabs(l1) + 1e-9,
+		   "%s: same loss packed 3 ways (%.9g %.9g %.9g)", loss_agg_name(aggs[i]), l1, l2, l3);
+		ok(gmax > 0 && d2 <= 1e-5 * gmax && d3 <= 1e-5 * gmax,
+		   "%s: same gradient within fp32 tolerance (max |g| %.3g, diffs %.2g %.2g)", loss_agg_name(aggs[i]),
+		   gmax, d2, d3);
+		ok(fabs(n1 - n2) <= 1e-5 * n1 && fabs(n1 - n3) <= 1e-5 * n1, "%s: same grad norm", loss_agg_name(aggs[i]));
+	}
+	mb_free(&one[0]);
+	for (int i = 0; i < 4; i++)
+		mb_free(&four[i]);
+	for (int i = 0; i < NS; i++)
+		mb_free(&six[i]);
+	free(g1);
+	free(g2);
+	free(g3);
+}
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+static void checkpoints(void)
+{
+	char root[] = "/tmp/test_step.XXXXXX", src[128], queue[128], p[256];
+	if (!mkdtemp(root)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(src, sizeof src, "%s/model", root);
+	snprintf(queue, sizeof queue, "%s/policy", root);
+	struct err e = { "" };
+	struct model m0;
+	tiny(&m0);
+	mkdir(src, 0755);
+	ok(model_write_dir(&m0, src, ST_F32, 0, &e) == 0, "input model written");
+	snprintf(p, sizeof p, "%s/tokenizer.json", src);
+	write_text(p, "{\"model\":{}}\n");
+	model_free(&m0);
+
+	ok(ckpt_publish_initial(queue, src, &e) == 0, "step_0 published: %s", e.msg);
+	ok(ckpt_publish_initial(queue, src, &e) == 1, "step_0 is published once");
+	snprintf(p, sizeof p, "%s/step_0/model.safetensors", queue);
+	struct stat st;
+	ok(stat(p, &st) == 0 && st.st_nlink == 2, "step_0 hard-links the input model's files");
+
+	int all[NS] = { 0, 1, 2, 3, 4, 5 }, x[] = { 0, 2, 4 }, y[] = { 1, 3, 5 };
+	struct microbatch s1[2] = { make_mb(x, 3, 40, 0), make_mb(y, 3, 40, 0) };
+	struct microbatch s2[1] = { make_mb(all, NS, 72, 0) };
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	lo.agg = LOSS_AGG_DAPO;
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	oo.lr = 1e-2, oo.weight_decay = 0.01, oo.schedule = LR_COSINE, oo.total_steps = 5, oo.warmup_steps = 1;
+
+	/* run A: step 0 → 1 → publish (bf16) → 2, never stopping */
+	struct model a, b;
+	struct optim oa, ob;
+	struct step_result r;
+	int resumed = -1;
+	ok(ckpt_load(&a, &oa, &oo, queue, 0, &resumed, &e) == 0 && resumed == 0, "step_0 loads, with no optimizer state");
+	ok(step_train(&a, &oa, &lo, 2, s1, 2, NULL, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
+	ok(r.first.tokens > 0 && r.opt.grad_norm > 0 && oa.step == 2, "it trained (%g tokens, |g| %g)",
+	   r.first.tokens, r.opt.grad_norm);
+	float *w1 = malloc(a.w.n * 4);
+	memcpy(w1, a.w.mem, a.w.n * 4);
+	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 0, "step_1 published in bf16: %s", e.msg);
+	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 1, "an existing step is not replaced");
+	snprintf(p, sizeof p, "%s/step_1/tokenizer.json", queue);
+	ok(access(p, F_OK) == 0, "the tokenizer travels into step_1");
+	int64_t latest = -1;
+	ok(ckpt_latest(queue, 100, &latest, &e) == 0 && latest == 1, "newest step is 1");
+	ok(step_train(&a, &oa, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 in the same process");
+
+	/* run B: resumes from policy/step_1 */
+	ok(ckpt_load(&b, &ob, &oo, queue, 1, &resumed, &e) == 0 && resumed == 1, "step_1 resumes with its optimizer state");
+	ok(memcmp(b.w.mem, w1, a.w.n * 4) == 0, "the fp32 master weights come back exactly, though saved in bf16");
+	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 after resuming");
+	ok(memcmp(a.w.mem, b.w.mem, a.w.n * 4) == 0 && memcmp(oa.m, ob.m, a.w.n * 4) == 0 &&
+	   memcmp(oa.v, ob.v, a.w.n * 4) == 0 && oa.step == ob.step, "resuming is bit-identical");
+
+	/* the safetensors alone: bf16 rounding of step 1; a float32 checkpoint is exact */
+	struct model c;
+	char d1[160];
+	snprintf(d1, sizeof d1, "%s/step_1", queue);
+	ok(model_load(&c, d1, &e) == 0, "step_1 loads as a model directory");
+	int same = 1;
+	for (size_t i = 0; i < c.w.n; i++)
+		same &= c.w.mem[i] == st_bf16_to_f32(st_f32_to_bf16(w1[i]));
+	ok(same, "step_1's safetensors hold the bf16 rounding of the weights");
+	model_free(&c);
+	ok(ckpt_publish(queue, 2, &a, &oa, ST_F32, 2000, NULL, &e) == 0, "step_2 published in float32, sharded");
+	snprintf(d1, sizeof d1, "%s/step_2", queue);
+	ok(model_load(&c, d1, &e) == 0 && c.w.n == a.w.n && memcmp(c.w.mem, a.w.mem, a.w.n * 4) == 0,
+	   "a float32 checkpoint loads back with the same tensors");
+	snprintf(p, sizeof p, "%s/step_2/model.safetensors.index.json", queue);
+	ok(access(p, F_OK) == 0, "sharded with an index");
+	model_free(&c);
+
+	/* --keep 1: step_1 goes, step_2 (the newest) and step_0 stay */
+	int removed = -1;
+	ok(ckpt_prune(queue, 1, &removed, &e) == 0 && removed == 1, "prune keeping 1 removes one: %s", e.msg);
+	snprintf(p, sizeof p, "%s/step_1", queue);
+	ok(access(p, F_OK) != 0 && ckpt_exists(queue, 0, &e) == 1 && ckpt_exists(queue, 2, &e) == 1,
+	   "step_1 is gone; step_0 and step_2 stay");
+	ok(ckpt_prune(queue, 1, &removed, &e) == 0 && removed == 0, "pruning again removes nothing");
+
+	/* beta > 0 without reference logprobs: refused, weights untouched */
+	memcpy(w1, b.w.mem, b.w.n * 4);
+	lo.beta = 0.1f;
+	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
+	ok(memcmp(w1, b.w.mem, b.w.n * 4) == 0, "a failed step leaves the weights");
+
+	for (int i = 0; i < 2; i++)
+		mb_free(&s1[i]);
+	mb_free(&s2[0]);
+	free(w1);
+	optim_free(&oa);
+	optim_free(&ob);
+	model_free(&a);
+	model_free(&b);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		diag("could not remove %s", root);
+}
+
+int main(void)
+{
+	model_set_threads(1);
+	make_seqs();
+	repacking();
+	checkpoints();
+	return tap_done();
+}

@@ -1,0 +1,417 @@
+/*
+ * grpo-score: rollout groups in, scored groups out (rewards, advantages,
+ * reference logprobs). See grpo-score(1).
+ *
+ * Each input (a spool file, standard input, or a file claimed from a
+ * queue) is read whole, scored as one batch by lib/score/scorer.h, and
+ * published as one file (or written to standard output) only when every
+ * group of it is scored, so no group is ever half-scored or split. A
+ * claimed input is retired only after its output is published, and
+ * released on any error, so it waits for the next run. The output keeps
+ * the input's step_N/rank_X and name, so a re-run after a crash publishes
+ * the same name and the copy is dropped (spool.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "data/sfile.h"
+#include "model/tokenizer.h"
+#include "score/scored.h"
+#include "score/scoreio.h"
+#include "score/scorer.h"
+#include "spool/watch.h"
+
+static const char *prog = "grpo-score";
+
+struct opts {
+	struct reward_spec rewards[16];
+	uint32_t n_rewards;
+	struct reward_opt ropt;
+	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
+	double reward_timeout, success_threshold, poll;
+	struct adv_opt adv;
+	int drop_zero_std, watch, verbose;
+	long ref_tokens, lease;
+};
+
+struct state {
+	struct opts o;
+	struct scorer_opt so;
+	struct rewardcmd cmd;
+	struct reflp ref;
+	struct tokenizer *tok;
+	FILE *metrics;
+	struct sfile_writer w;      /* standard output */
+	int writer_open;
+	struct scoreio_seen seen;   /* group ids of earlier inputs */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: grpo-score [--reward NAME[=WEIGHT]]... [--reward-cmd CMD [--reward-timeout S]]\n"
+		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
+		"                  [--advantage grpo|dr_grpo|rloo|batch] [--std unbiased|biased] [--std-eps E]\n"
+		"                  [--combine sum-then-normalize|normalize-then-sum] [--drop-zero-std]\n"
+		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]] [--tokenizer FILE]\n"
+		"                  [--watch [--poll S]] [--lease S] [--metrics FILE] [-v] [-o SPOOL/scored]\n"
+		"                  [FILE|QUEUE ...]\n"
+		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
+		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
+		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed format tags length exact (weight 1)\n"
+		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
+		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
+		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
+		"  -m, --max-len N            length: the longest response, in tokens\n"
+		"  -b, --overlong-buffer N    length: tokens before --max-len where the penalty starts (0)\n"
+		"  -a, --advantage KIND       grpo (default), dr_grpo, rloo, batch\n"
+		"  -S, --std KIND             unbiased (n-1, default) or biased (n)\n"
+		"  -e, --std-eps E            added to the std (1e-4)\n"
+		"  -C, --combine HOW          sum-then-normalize (default) or normalize-then-sum\n"
+		"  -z, --drop-zero-std        drop groups whose rewards are all equal\n"
+		"  -R, --ref DIR              reference model directory, or SPOOL/policy (its step_0); none\n"
+		"  -k, --ref-tokens N         tokens per reference pass (4096)\n"
+		"  -t, --tokenizer FILE       tokenizer.json (default: the reference model's)\n"
+		"  -w, --watch                keep consuming the input queue\n"
+		"  -p, --poll S               list the queue every S seconds instead of inotify (implies -w)\n"
+		"  -L, --lease S              the lease recorded in input claims (3600)\n"
+		"  -x, --metrics FILE         append one JSON line of metrics per input\n"
+		"  -v, --verbose              metrics lines on standard error too\n"
+		"  -o, --output QUEUE         publish into QUEUE (SPOOL/scored) instead of standard output\n"
+		"  -h, --help                 this text\n"
+		"  -V, --version              the version\n");
+}
+
+static int parse_num(const char *s, double *v, double min, double max)
+{
+	char *end;
+	errno = 0;
+	*v = strtod(s, &end);
+	return errno || end == s || *end || !(*v >= min && *v <= max) ? -1 : 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
+		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
+		{ "advantage", 1, 0, 'a' }, { "std", 1, 0, 'S' }, { "std-eps", 1, 0, 'e' }, { "combine", 1, 0, 'C' },
+		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
+		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
+		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
+		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+	};
+	struct err e;
+	double v;
+	int c, len_given = 0;
+	o->adv = (struct adv_opt)ADV_OPT_INIT;
+	o->reward_timeout = 60;
+	o->success_threshold = 1;
+	o->ref_tokens = 4096;
+	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (o->n_rewards == 16) {
+				fprintf(stderr, "%s: at most 16 --reward\n", prog);
+				return -1;
+			}
+			if (reward_parse(optarg, &o->rewards[o->n_rewards], &e) < 0) {
+				fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
+				return -1;
+			}
+			for (uint32_t k = 0; k < o->n_rewards; k++)
+				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind) {
+					fprintf(stderr, "%s: --reward %s given twice\n", prog, o->rewards[k].name);
+					return -1;
+				}
+			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
+			break;
+		case 'c': o->reward_cmd = optarg; break;
+		case 'T': if (parse_num(optarg, &o->reward_timeout, 0.001, 1e6) < 0) goto bad; break;
+		case 's': if (parse_num(optarg, &o->success_threshold, -1e30, 1e30) < 0) goto bad; break;
+		case 'm': if (parse_num(optarg, &v, 1, 1u << 30) < 0 || v != (uint32_t)v) goto bad; o->ropt.max_len = (uint32_t)v; break;
+		case 'b': if (parse_num(optarg, &v, 0, 1u << 30) < 0 || v != (uint32_t)v) goto bad; o->ropt.overlong_buffer = (uint32_t)v; break;
+		case 'a': if (adv_parse_kind(optarg, &o->adv.kind) < 0) goto bad; break;
+		case 'S':
+			if (strcmp(optarg, "unbiased") == 0)
+				o->adv.std_biased = 0;
+			else if (strcmp(optarg, "biased") == 0)
+				o->adv.std_biased = 1;
+			else
+				goto bad;
+			break;
+		case 'e': if (parse_num(optarg, &o->adv.std_eps, 0, 1e6) < 0) goto bad; break;
+		case 'C': if (adv_parse_combine(optarg, &o->adv.combine) < 0) goto bad; break;
+		case 'z': o->drop_zero_std = 1; break;
+		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
+		case 'k': if (parse_num(optarg, &v, 1, 1 << 24) < 0 || v != (long)v) goto bad; o->ref_tokens = (long)v; break;
+		case 't': o->tokenizer = optarg; break;
+		case 'w': o->watch = 1; break;
+		case 'p': if (parse_num(optarg, &o->poll, 0.001, 1e7) < 0) goto bad; o->watch = 1; break;
+		case 'L': if (parse_num(optarg, &v, 1, 1e9) < 0) goto bad; o->lease = (long)v; break;
+		case 'x': o->metrics = optarg; break;
+		case 'v': o->verbose = 1; break;
+		case 'o': o->out = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
+		default: usage(stderr); return -1;
+		}
+		continue;
+bad:
+		for (const struct option *p = lo; p->name; p++)
+			if (p->val == c)
+				fprintf(stderr, "%s: --%s: bad value '%s'\n", prog, p->name, optarg);
+		return -1;
+	}
+	const char *why = NULL;
+	if (!o->n_rewards && !o->reward_cmd)
+		why = "no reward: give --reward NAME or --reward-cmd CMD";
+	else if (len_given && !o->ropt.max_len)
+		why = "--reward length needs --max-len";
+	else if (!len_given && (o->ropt.max_len || o->ropt.overlong_buffer))
+		why = "--max-len and --overlong-buffer go with --reward length";
+	else if (o->ropt.overlong_buffer > o->ropt.max_len)
+		why = "--overlong-buffer is larger than --max-len";
+	if (why) {
+		fprintf(stderr, "%s: %s\n", prog, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- one input ---- */
+
+/* The output of one input, into -o: where the claim or the path says. */
+static int publish(struct state *s, const char *path, const struct claim *c, const struct group *gs, uint32_t n,
+		   const uint8_t *keep, struct err *e)
+{
+	int64_t step;
+	int rank;
+	char name[256];
+	scoreio_place(path, gs, n, &step, &rank, name, sizeof name);
+	if (c)
+		step = c->step, rank = c->rank, snprintf(name, sizeof name, "%s", c->name);
+	int r = scoreio_publish(s->o.out, step, rank, name, gs, n, keep, e);
+	if (r == 1 && s->o.verbose)
+		fprintf(stderr, "%s: %s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped\n", prog,
+			s->o.out, (long long)step, rank, name);
+	return r < 0 ? -1 : 0;
+}
+
+static int score_fd(struct state *s, int fd, const char *name, const char *path, const struct claim *c,
+		    struct err *e)
+{
+	struct group *gs = NULL;
+	uint32_t n = 0;
+	uint8_t *keep = NULL;
+	int r = scoreio_read(fd, name, &gs, &n, e);
+	if (r == 0 && !(keep = malloc(n + 1)))
+		r = err_set(e, "out of memory");
+	struct scorer_stats st;
+	if (r == 0 && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
+		err_prefix(e, "%s", name);
+	if (r == 0) {
+		for (uint32_t g = 0; g < n; g++)
+			if (scoreio_seen_add(&s->seen, &gs[g]) == 1) {
+				char gid[64];
+				scored_group_text(&gs[g], gid, sizeof gid);
+				fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized "
+					"over its own members\n", prog, name, gid);
+			}
+		if (s->o.out)
+			r = publish(s, path, c, gs, n, keep, e);
+		else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0)
+			r = sfile_writer_flush(&s->w, e);
+	}
+	if (r == 0) {
+		if (st.nonfinite)
+			fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
+				"%s)\n", prog, name, st.nonfinite, st.first_nonfinite);
+		if (st.singletons)
+			fprintf(stderr, "%s: %s: %u groups of one member: no baseline, advantage 0\n", prog, name,
+				st.singletons);
+		if (st.min_size != st.max_size)
+			fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
+				"members\n", prog, name, st.min_size, st.max_size);
+		struct buf m = { 0 };
+		if (scorer_metrics(&m, name, &st) == 0) {
+			if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
+				fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
+			if (s->o.verbose)
+				fwrite(m.data, 1, m.len, stderr);
+		}
+		buf_free(&m);
+	}
+	for (uint32_t g = 0; g < n; g++)
+		group_free(&gs[g]);
+	free(gs);
+	free(keep);
+	return r;
+}
+
+static int renew(void *w, struct err *e)
+{
+	return watch_renew(w, e);
+}
+
+static int score_queue(struct state *s, const char *queue, struct err *e)
+{
+	struct watch_opt wo = WATCH_OPT_INIT;
+	wo.follow = s->o.watch;
+	wo.signals = s->o.watch;
+	wo.poll = s->o.poll;
+	wo.lease = s->o.lease;
+	struct watch *w = watch_open(queue, &wo, e);
+	if (!w)
+		return -1;
+	struct claim *c;
+	int r;
+	/* a file may take longer to score than a third of the lease */
+	s->so.between = renew;
+	s->so.ctx = w;
+	while ((r = watch_next(w, &c, e)) > 0) {
+		int fd = open(c->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			err_sys(e, "%s", c->path);
+			claim_release(c, NULL);
+			r = -1;
+			break;
+		}
+		r = score_fd(s, fd, c->path, c->path, c, e);
+		close(fd);
+		if (r < 0) {
+			claim_release(c, NULL);
+			break;
+		}
+		if (claim_retire(c, e) < 0) {
+			r = -1;
+			break;
+		}
+	}
+	s->so.between = NULL;
+	watch_close(w);
+	return r < 0 ? -1 : 0;
+}
+
+static int is_queue(const char *a)
+{
+	struct stat sb;
+	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int setup(struct state *s, struct err *e)
+{
+	struct opts *o = &s->o;
+	int text = o->reward_cmd != NULL;
+	for (uint32_t k = 0; k < o->n_rewards; k++)
+		text |= reward_needs_text(o->rewards[k].kind);
+	if (o->ref) {
+		if (reflp_open(&s->ref, o->ref, (int)o->ref_tokens, e) < 0)
+			return -1;
+		s->so.ref = &s->ref;
+	}
+	if (text) {
+		char path[PATH_MAX + 32];
+		if (o->tokenizer)
+			snprintf(path, sizeof path, "%s", o->tokenizer);
+		else if (o->ref)
+			snprintf(path, sizeof path, "%s/tokenizer.json", s->ref.dir);
+		else
+			return err_set(e, "the rewards read text: give --tokenizer FILE (or --ref DIR with a tokenizer.json)");
+		if (!(s->tok = tok_load(path, e)))
+			return -1;
+		s->so.tok = s->tok;
+	}
+	if (o->reward_cmd) {
+		if (rewardcmd_start(&s->cmd, o->reward_cmd, o->reward_timeout, e) < 0)
+			return -1;
+		s->so.cmd = &s->cmd;
+	}
+	s->so.rewards = o->rewards;
+	s->so.n_rewards = o->n_rewards;
+	s->so.ropt = o->ropt;
+	s->so.adv = o->adv;
+	s->so.success_threshold = o->success_threshold;
+	s->so.drop_zero_std = o->drop_zero_std;
+	if (o->metrics && !(s->metrics = fopen(o->metrics, "a")))
+		return err_sys(e, "%s", o->metrics);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct state s;
+	struct err e = { { 0 } };
+	memset(&s, 0, sizeof s);
+	if (parse_args(argc, argv, &s.o) < 0)
+		return 2;
+	struct opts *o = &s.o;
+	int status = 1, nargs = argc - optind, queues = 0;
+	for (int i = 0; i < nargs; i++)
+		queues += is_queue(argv[optind + i]);
+	if (o->watch && (queues != 1 || nargs != 1)) {
+		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
+		return 2;
+	}
+	if (!o->out && isatty(1)) {
+		fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
+		return 2;
+	}
+	if (setup(&s, &e) < 0)
+		goto fail;
+	if (!o->out) {
+		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 3, &e) < 0)
+			goto fail;
+		s.writer_open = 1;
+	}
+
+	/* named files and standard input first, then queues */
+	for (int i = 0; i <= nargs; i++) {
+		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
+		if (!a)
+			break;
+		if (is_queue(a))
+			continue;
+		int in = strcmp(a, "-") == 0;
+		int fd = in ? 0 : open(a, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			err_sys(&e, "%s", a);
+			goto fail;
+		}
+		int r = score_fd(&s, fd, in ? "standard input" : a, in ? NULL : a, NULL, &e);
+		if (fd > 0)
+			close(fd);
+		if (r < 0)
+			goto fail;
+	}
+	for (int i = 0; i < nargs; i++)
+		if (is_queue(argv[optind + i]) && score_queue(&s, argv[optind + i], &e) < 0)
+			goto fail;
+	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
+		goto fail;
+	status = 0;
+	goto done;
+fail:
+	fprintf(stderr, "%s: %s\n", prog, e.msg);
+done:
+	if (s.so.cmd && rewardcmd_stop(&s.cmd, &e) < 0 && status == 0)
+		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+	if (s.writer_open)
+		sfile_writer_free(&s.w);
+	if (s.metrics)
+		fclose(s.metrics);
+	if (s.so.ref)
+		reflp_close(&s.ref);
+	tok_free(s.tok);
+	scoreio_seen_free(&s.seen);
+	return status;
+}

@@ -1,0 +1,451 @@
+/*
+ * grpo-step: one GRPO optimizer step (or several) on packed micro-batches,
+ * publishing policy/step_N.
+ *
+ * Reads BATCHES/step_N once its DONE marker exists, trains on the
+ * micro-batches of every rank (lib/train/step.h), and publishes the new
+ * checkpoint into the policy queue (lib/train/ckpt.h). The first run
+ * publishes the input model as policy/step_0. Step N starts from
+ * policy/step_{N-1}, with its optimizer state when it has one.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "pack/packstep.h"
+#include "train/ckpt.h"
+#include "train/dtable.h"
+#include "train/step.h"
+
+#ifndef GRPO_VERSION
+#define GRPO_VERSION "0.1"
+#endif
+
+static const char *prog = "grpo-step";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: %s --batches QUEUE -o POLICY [--model DIR] [--step N] [--steps K] [--watch]\n"
+	        "       [--epochs E] [--ratio token|sequence] [--clip-low X] [--clip-high X]\n"
+	        "       [--dual-clip C] [--cispo] [--kl k1|k2|k3] [--beta B] [--entropy-coef C]\n"
+	        "       [--tis-cap C] [--loss-agg grpo|dapo|dr_grpo|bnpo] [--max-len N]\n"
+	        "       [--lr X] [--warmup-steps N] [--lr-schedule constant|cosine|linear]\n"
+	        "       [--total-steps N] [--weight-decay X] [--betas B1,B2] [--eps X]\n"
+	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
+	        "       [--threads N] [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
+	        prog);
+}
+
+static void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(status);
+}
+
+static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	usage(stderr);
+	exit(2);
+}
+
+static double num(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end)
+		bad_usage("%s: not a number: '%s'", opt, s);
+	return v;
+}
+
+static long long integer(const char *opt, const char *s, long long lo)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo)
+		bad_usage("%s: expected an integer >= %lld, got '%s'", opt, lo, s);
+	return v;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig)
+{
+	stop = sig;
+}
+
+enum {
+	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
+	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
+	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "batches", required_argument, NULL, O_BATCHES },
+	{ "model", required_argument, NULL, O_MODEL },
+	{ "output", required_argument, NULL, 'o' },
+	{ "step", required_argument, NULL, O_STEP },
+	{ "steps", required_argument, NULL, O_STEPS },
+	{ "watch", no_argument, NULL, O_WATCH },
+	{ "epochs", required_argument, NULL, O_EPOCHS },
+	{ "ratio", required_argument, NULL, O_RATIO },
+	{ "clip-low", required_argument, NULL, O_CLIP_LOW },
+	{ "clip-high", required_argument, NULL, O_CLIP_HIGH },
+	{ "dual-clip", required_argument, NULL, O_DUAL },
+	{ "cispo", no_argument, NULL, O_CISPO },
+	{ "kl", required_argument, NULL, O_KL },
+	{ "beta", required_argument, NULL, O_BETA },
+	{ "entropy-coef", required_argument, NULL, O_ENT },
+	{ "tis-cap", required_argument, NULL, O_TIS },
+	{ "loss-agg", required_argument, NULL, O_AGG },
+	{ "max-len", required_argument, NULL, O_MAXLEN },
+	{ "lr", required_argument, NULL, O_LR },
+	{ "warmup-steps", required_argument, NULL, O_WARMUP },
+	{ "lr-schedule", required_argument, NULL, O_SCHED },
+	{ "total-steps", required_argument, NULL, O_TOTAL },
+	{ "weight-decay", required_argument, NULL, O_WD },
+	{ "betas", required_argument, NULL, O_BETAS },
+	{ "eps", required_argument, NULL, O_EPS },
+	{ "max-grad-norm", required_argument, NULL, O_MAXGN },
+	{ "save-dtype", required_argument, NULL, O_DTYPE },
+	{ "shard-size", required_argument, NULL, O_SHARD },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "metrics", required_argument, NULL, O_METRICS },
+	{ "debug-table", required_argument, NULL, O_DTABLE },
+	{ "debug-tokens", no_argument, NULL, O_DTOKENS },
+	{ "keep", required_argument, NULL, O_KEEP },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct args {
+	const char *batches, *model, *policy, *metrics, *dtable;
+	int dtokens, keep;
+	int64_t step;     /* -1: the one after the newest checkpoint */
+	long long steps;  /* 0: forever (--watch) */
+	int watch, epochs, verbose, dtype_given;
+	enum st_dtype dtype;
+	size_t shard;
+	struct loss_opts loss;
+	struct optim_opts opt;
+};
+
+/* One JSON line of a step's metrics (with '\n'). */
+static int metrics_line(struct buf *b, int64_t step, const struct step_result *r, int resumed_from_state,
+                        double read_s, double write_s, double total_s)
+{
+	const struct loss_stats *f = &r->first, *l = &r->last;
+	double n = f->tokens > 0 ? f->tokens : 1;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	int x = 0;
+	x |= buf_printf(b, "{\"step\":%lld,\"loss\":%.9g,\"policy_loss\":%.9g,\"kl_loss\":%.9g,\"entropy_loss\":%.9g",
+	                (long long)step, f->loss, f->policy, f->kl, f->entropy);
+	x |= buf_printf(b, ",\"kl\":%.9g,\"entropy\":%.9g", f->kl_sum / n, f->ent_sum / n);
+	x |= buf_printf(b, ",\"clip_low\":%.6g,\"clip_high\":%.6g,\"dual_clipped\":%.6g,\"tis_capped\":%.6g",
+	                f->clip_low / n, f->clip_high / n, f->dual_clipped / n, f->tis_capped / n);
+	x |= buf_printf(b, ",\"ratio_mean\":%.9g,\"ratio_min\":%.9g,\"ratio_max\":%.9g",
+	                f->ratio_sum / n, f->tokens > 0 ? f->ratio_min : 1, f->tokens > 0 ? f->ratio_max : 1);
+	x |= buf_printf(b, ",\"align_diff_mean\":%.9g,\"align_diff_abs_mean\":%.9g", f->diff_sum / n,
+	                f->diff_abs_sum / n);
+	if (r->epochs > 1)
+		x |= buf_printf(b, ",\"last_epoch_loss\":%.9g", l->loss);
+	x |= buf_printf(b, ",\"grad_norm\":%.9g,\"grad_clip\":%.9g,\"lr\":%.9g,\"epochs\":%d", r->opt.grad_norm,
+	                r->opt.clip, r->opt.lr, r->epochs);
+	x |= buf_printf(b, ",\"sequences\":%.0f,\"loss_tokens\":%.0f,\"micro_batches\":%.0f", r->totals.seqs,
+	                r->totals.tokens, r->totals.mbs);
+	x |= buf_printf(b, ",\"tokens_per_s\":%.6g,\"peak_rss_bytes\":%lld",
+	                total_s > 0 ? r->tokens / total_s : 0, (long long)ru.ru_maxrss * 1024);
+	x |= buf_printf(b, ",\"time\":{\"read\":%.6f,\"forward\":%.6f,\"backward\":%.6f,\"optimizer\":%.6f,"
+	                "\"write\":%.6f,\"total\":%.6f},\"resumed_optimizer\":%s}\n",
+	                read_s, r->fwd_s, r->bwd_s, r->opt_s, write_s, total_s,
+	                resumed_from_state ? "true" : "false");
+	return x;
+}
+
+/* Seed 004's health ranges: warnings on standard error. */
+static void health(int64_t step, const struct step_result *r)
+{
+	const struct loss_stats *f = &r->first;
+	if (f->tokens <= 0)
+		return;
+	double n = f->tokens, diff = f->diff_abs_sum / n, rm = f->ratio_sum / n;
+	double clipped = (f->clip_low + f->clip_high) / n;
+	if (diff > 0.1)
+		fprintf(stderr, "%s: step %lld: warning: trainer and sampler logprobs differ by %.3g on average "
+		        "(mean |diff| > 0.1): check temperatures, tokenization and alignment\n", prog,
+		        (long long)step, diff);
+	if (rm < 0.8 || rm > 1.2)
+		fprintf(stderr, "%s: step %lld: warning: ratio mean %.3g outside 0.8-1.2\n", prog, (long long)step, rm);
+	if (clipped > 0.3)
+		fprintf(stderr, "%s: step %lld: warning: %.0f%% of tokens clipped (> 30%%)\n", prog, (long long)step,
+		        100 * clipped);
+}
+
+/* --debug-table: each micro-batch's rows, appended to the file as they come. */
+struct dtable_ctx {
+	FILE *f;
+	const char *path;
+	int64_t step;
+	const struct args *a;
+	struct buf b;
+};
+
+static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e)
+{
+	struct dtable_ctx *d = ctx;
+	buf_reset(&d->b);
+	if (dtable_mb(&d->b, d->step, mb, logprob, &d->a->loss, d->a->dtokens) < 0)
+		return err_set(e, "%s: out of memory", d->path);
+	if (fwrite(d->b.data, 1, d->b.len, d->f) != d->b.len)
+		return err_sys(e, "%s", d->path);
+	return 0;
+}
+
+/* Wait for BATCHES/step_N/DONE: 0 there, 1 not there (and not watching, or stopped). */
+static int wait_done(const struct args *a, int64_t step)
+{
+	struct err e;
+	for (;;) {
+		int r = packstep_done_exists(a->batches, step, &e);
+		if (r < 0)
+			die(1, "%s", e.msg);
+		if (r == 1)
+			return 0;
+		if (!a->watch || stop)
+			return 1;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	memset(&a, 0, sizeof a);
+	a.step = -1, a.steps = 1, a.epochs = 1;
+	loss_opts_default(&a.loss);
+	optim_opts_default(&a.opt);
+	int threads = 0, steps_given = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_BATCHES: a.batches = optarg; break;
+		case O_MODEL: a.model = optarg; break;
+		case 'o': a.policy = optarg; break;
+		case O_STEP: a.step = integer("--step", optarg, 1); break;
+		case O_STEPS: a.steps = integer("--steps", optarg, 1), steps_given = 1; break;
+		case O_WATCH: a.watch = 1; break;
+		case O_EPOCHS: a.epochs = (int)integer("--epochs", optarg, 1); break;
+		case O_RATIO:
+			if (loss_ratio_parse(optarg, &a.loss.ratio) < 0)
+				bad_usage("--ratio: token or sequence, not '%s'", optarg);
+			break;
+		case O_CLIP_LOW: a.loss.clip_low = (float)num("--clip-low", optarg); break;
+		case O_CLIP_HIGH: a.loss.clip_high = (float)num("--clip-high", optarg); break;
+		case O_DUAL: a.loss.dual_clip = (float)num("--dual-clip", optarg); break;
+		case O_CISPO: a.loss.cispo = 1; break;
+		case O_KL:
+			if (loss_kl_parse(optarg, &a.loss.kl) < 0)
+				bad_usage("--kl: k1, k2 or k3, not '%s'", optarg);
+			break;
+		case O_BETA: a.loss.beta = (float)num("--beta", optarg); break;
+		case O_ENT: a.loss.entropy_coef = (float)num("--entropy-coef", optarg); break;
+		case O_TIS: a.loss.tis_cap = (float)num("--tis-cap", optarg); break;
+		case O_AGG:
+			if (loss_agg_parse(optarg, &a.loss.agg) < 0)
+				bad_usage("--loss-agg: grpo, dapo, dr_grpo or bnpo, not '%s'", optarg);
+			break;
+		case O_MAXLEN: a.loss.max_len = (int)integer("--max-len", optarg, 1); break;
+		case O_LR: a.opt.lr = num("--lr", optarg); break;
+		case O_WARMUP: a.opt.warmup_steps = (int)integer("--warmup-steps", optarg, 0); break;
+		case O_SCHED:
+			if (lr_schedule_parse(optarg, &a.opt.schedule) < 0)
+				bad_usage("--lr-schedule: constant, cosine or linear, not '%s'", optarg);
+			break;
+		case O_TOTAL: a.opt.total_steps = (int)integer("--total-steps", optarg, 1); break;
+		case O_WD: a.opt.weight_decay = num("--weight-decay", optarg); break;
+		case O_BETAS: {
+			char *end;
+			a.opt.beta1 = strtod(optarg, &end);
+			if (*end != ',')
+				bad_usage("--betas: expected B1,B2, got '%s'", optarg);
+			a.opt.beta2 = num("--betas", end + 1);
+			break;
+		}
+		case O_EPS: a.opt.eps = num("--eps", optarg); break;
+		case O_MAXGN: a.opt.max_grad_norm = num("--max-grad-norm", optarg); break;
+		case O_DTYPE:
+			if (strcmp(optarg, "float32") == 0)
+				a.dtype = ST_F32;
+			else if (strcmp(optarg, "bfloat16") == 0)
+				a.dtype = ST_BF16;
+			else
+				bad_usage("--save-dtype: float32 or bfloat16, not '%s'", optarg);
+			a.dtype_given = 1;
+			break;
+		case O_SHARD: a.shard = (size_t)integer("--shard-size", optarg, 0); break;
+		case O_THREADS: threads = (int)integer("--threads", optarg, 1); break;
+		case O_METRICS: a.metrics = optarg; break;
+		case O_DTABLE: a.dtable = optarg; break;
+		case O_DTOKENS: a.dtokens = 1; break;
+		case O_KEEP: a.keep = (int)integer("--keep", optarg, 1); break;
+		case 'v': a.verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc)
+		bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!a.batches || !a.policy)
+		bad_usage("--batches and -o are required");
+	if (a.loss.agg == LOSS_AGG_DR_GRPO && a.loss.max_len <= 0)
+		bad_usage("--loss-agg dr_grpo needs --max-len");
+	if (a.dtokens && !a.dtable)
+		bad_usage("--debug-tokens goes with --debug-table");
+	if (a.watch && !steps_given)
+		a.steps = 0;
+	struct err e;
+	if (optim_opts_check(&a.opt, &e) < 0)
+		bad_usage("%s", e.msg);
+	if (threads > 0)
+		model_set_threads(threads);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	/* policy/step_0 */
+	int64_t newest;
+	int r = ckpt_latest(a.policy, INT64_MAX, &newest, &e);
+	if (r < 0)
+		die(1, "%s", e.msg);
+	if (r == 1) {
+		if (!a.model)
+			bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
+		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
+			die(1, "%s", e.msg);
+		newest = 0;
+		if (a.verbose)
+			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
+	}
+	char step0[PATH_MAX];
+	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
+	if (!a.dtype_given)
+		a.dtype = ckpt_model_dtype(step0);
+	int64_t step = a.step < 0 ? newest + 1 : a.step;
+	if (step <= newest && ckpt_exists(a.policy, step, &e) == 1) {
+		if (a.verbose)
+			fprintf(stderr, "%s: %s/step_%lld exists: nothing to do\n", prog, a.policy, (long long)step);
+		return 0;
+	}
+	int64_t base;
+	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
+		die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
+		    (long long)step, (long long)step - 1, (long long)newest);
+
+	struct model m;
+	struct optim op;
+	int resumed;
+	double t0 = now();
+	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
+		die(1, "%s", e.msg);
+	FILE *mf = NULL;
+	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
+		die(1, "%s: %s", a.metrics, strerror(errno));
+	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, { 0 } };
+	struct step_observer obs = { dtable_rows, &dt };
+	if (a.dtable) {
+		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
+			die(1, "%s: %s", a.dtable, strerror(errno));
+		if (ftell(dt.f) <= 0) {
+			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
+				die(1, "%s: cannot write", a.dtable);
+		}
+	}
+
+	int status = 0;
+	for (long long k = 0; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
+		double ts = now();
+		if (wait_done(&a, step)) {
+			if (stop)
+				break;
+			fprintf(stderr, "%s: %s/step_%lld: no DONE yet\n", prog, a.batches, (long long)step);
+			status = 75;
+			break;
+		}
+		struct microbatch *mbs;
+		size_t n;
+		if (step_read(a.batches, step, &mbs, &n, &e) < 0)
+			die(1, "%s", e.msg);
+		double tr = now();
+		struct step_result res;
+		dt.step = step;
+		if (step_train(&m, &op, &a.loss, a.epochs, mbs, n, a.dtable ? &obs : NULL, &res, &e) < 0)
+			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+		double tw = now();
+		r = ckpt_publish(a.policy, step, &m, &op, a.dtype, a.shard, step0, &e);
+		if (r < 0)
+			die(1, "%s", e.msg);
+		if (r == 1)
+			die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy, (long long)step);
+		int pruned = 0;
+		if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
+			die(1, "%s", e.msg);
+		double te = now();
+		struct buf b = { 0 };
+		if (metrics_line(&b, step, &res, resumed, (tr - ts) + (k == 0 ? ts - t0 : 0), te - tw, te - ts) < 0)
+			die(1, "out of memory");
+		if (mf) {
+			fwrite(b.data, 1, b.len, mf);
+			fflush(mf);
+		}
+		if (a.verbose)
+			fprintf(stderr, "%s: step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs\n",
+			        prog, (long long)step, res.first.loss, res.opt.grad_norm, res.opt.lr, res.totals.seqs,
+			        res.totals.tokens, te - ts);
+		health(step, &res);
+		buf_free(&b);
+		step_free_batches(mbs, n);
+		resumed = 1;
+	}
+	if (mf && mf != stdout)
+		fclose(mf);
+	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
+		die(1, "%s: %s", a.dtable, strerror(errno));
+	buf_free(&dt.b);
+	optim_free(&op);
+	model_free(&m);
+	return status;
+}
