@@ -1,36 +1,96 @@
 #!/bin/sh
-# A first look at grpo-tools: import a vLLM completions dump into a spool,
-# look at what the spool holds, and pack scored groups into micro-batches.
-# Run from the top of the source tree after `make`. Takes a spool directory
-# (default: a fresh temporary one).
+# The whole loop on a CPU: a tiny model learns single-digit addition.
+#
+# A random model (grpo-init) with a tokenizer of its own (examples/addition:
+# bytes and an end token) is asked the 55 sums a+b= with a+b <= 9 and must
+# answer the digit. Each step runs the four stages through one spool:
+#
+#   grpo-collect   samples G answers to every prompt from the newest policy
+#   grpo-score     rewards the right digit (gsm8k: the last number) and takes
+#                  the initial model's logprobs, for the KL
+#   grpo-pack      packs the step's sequences into micro-batches
+#   grpo-step      trains on them and publishes policy/step_N
+#
+# and prints one line: the step, the mean reward of what was sampled, the KL
+# from the initial model, the seconds it took. It stops once the reward
+# reaches the target, writes a plot of reward and KL per step (with gnuplot,
+# where installed) and leaves the spool to look at.
+#
+# Usage: sh examples/demo.sh [SPOOL]   (default: a new temporary directory)
+# Environment: GRPO_DEMO_STEPS (most steps, 150), GRPO_DEMO_TARGET (0.8).
+# Exit status: 0 when the target was reached, 1 when not or on error.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 spool=${1:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-demo.XXXXXX")}
-say() { printf '\n$ %s\n' "$*"; }
+steps=${GRPO_DEMO_STEPS:-150}
+target=${GRPO_DEMO_TARGET:-0.8}
+task="$top/examples/addition"
+G=16
 
-say grpo-collect -o "$spool/rollouts" --step 0 --rank 0 examples/vllm-completions.jsonl
-grpo-collect -o "$spool/rollouts" --step 0 --rank 0 "$top/examples/vllm-completions.jsonl"
+mkdir -p "$spool"
+if [ ! -d "$spool/init" ]; then
+	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
+		--vocab 257 --eos 256 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
+fi
+printf 'step\treward\tkl\tseconds\n' > "$spool/progress.tsv"
+echo "grpo-tools demo: a random model learns a+b= (55 prompts, $G samples each) in $spool"
+printf '%4s  %6s  %8s  %7s\n' step reward kl seconds
 
-say grpo-spool status "$spool"
-grpo-spool status "$spool"
+# The last value of a numeric field in a JSON line.
+field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | tail -1; }
 
-say grpo-cat --stats "$spool"/rollouts/step_0/rank_0/*.zst
-grpo-cat --stats "$spool"/rollouts/step_0/rank_0/*.zst
+k=1
+reached=
+while [ "$k" -le "$steps" ]; do
+	start=$(date +%s.%N)
+	model="$spool/policy"
+	[ -d "$spool/policy/step_0" ] || model="$spool/init"
+	grpo-collect --model "$model" --prompts "$task/prompts.jsonl" -n $G --max-tokens 2 --seed "$k" \
+		-o "$spool/rollouts"
+	grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" -o "$spool/scored" \
+		"$spool/rollouts"
+	grpo-pack --seq-len 512 --step "$k" --flush -o "$spool/batches" "$spool/scored"
+	grpo-step --model "$spool/init" --batches "$spool/batches" --step "$k" -o "$spool/policy" \
+		--lr 0.05 --metrics "$spool/step.jsonl"
+	reward=$(field mean "$spool/score.jsonl")
+	kl=$(field kl "$spool/step.jsonl")
+	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	printf '%s\t%s\t%s\t%s\n' "$k" "$reward" "$kl" "$secs" >> "$spool/progress.tsv"
+	printf '%4d  %6.3f  %8.5f  %7s\n' "$k" "$reward" "$kl" "$secs"
+	if awk -v r="$reward" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+		reached=1
+		break
+	fi
+	k=$((k + 1))
+done
 
-say grpo-cat --head 1 "$spool"/rollouts/step_0/rank_0/*.zst
-grpo-cat --head 1 "$spool"/rollouts/step_0/rank_0/*.zst
+if command -v gnuplot > /dev/null; then
+	gnuplot <<EOF
+set terminal png size 800,480
+set output "$spool/progress.png"
+set xlabel "step"
+set ylabel "mean reward"
+set y2label "KL from the initial model"
+set ytics nomirror
+set y2tics
+set key left top
+plot "$spool/progress.tsv" using 1:2 skip 1 with linespoints title "reward", \
+     "$spool/progress.tsv" using 1:3 skip 1 axes x1y2 with lines title "KL"
+EOF
+	plot="$spool/progress.png"
+else
+	plot="(none: gnuplot is not installed)"
+fi
 
-# Scoring is the next stage; examples/gsm8k-groups.jsonl holds groups with
-# rewards and advantages already, as grpo-score writes them.
-say "grpo-cat --from-json examples/gsm8k-groups.jsonl | grpo-pack --seq-len 64 --ranks 2 -o $spool/batches --step 1"
-grpo-cat --from-json "$top/examples/gsm8k-groups.jsonl" |
-	grpo-pack --seq-len 64 --ranks 2 -o "$spool/batches" --step 1
-
-say cat "$spool/batches/step_1/DONE"
-cat "$spool/batches/step_1/DONE"
-
-say grpo-cat "$spool"/batches/step_1/rank_0/*.zst
-grpo-cat "$spool"/batches/step_1/rank_0/*.zst
-
-printf '\nThe spool is in %s; see man/grpo.7 for the pipeline.\n' "$spool"
+echo
+if [ -n "$reached" ]; then
+	echo "The mean reward reached $target at step $k."
+else
+	echo "The mean reward did not reach $target in $steps steps."
+fi
+echo "Plot: $plot"
+echo "Look at the spool: grpo-spool status $spool"
+echo "                   grpo-cat --head 1 $spool/scored/step_0/rank_0/*.zst"
+echo "                   cat $spool/policy/step_$k/config.json"
+[ -n "$reached" ]
