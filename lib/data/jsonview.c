@@ -138,11 +138,18 @@ static int print_u32s(struct buf *out, const uint32_t *a, uint32_t n)
 	return r | buf_put_u8(out, ']');
 }
 
-static int print_i64s(struct buf *out, const int64_t *a, uint32_t n)
+int json_print_id(struct buf *out, const struct traj_id *id)
+{
+	if (id->str)
+		return json_print_string(out, id->str);
+	return buf_printf(out, "%lld", (long long)id->num);
+}
+
+static int print_ids(struct buf *out, const struct traj_id *a, uint32_t n)
 {
 	int r = buf_put_u8(out, '[');
 	for (uint32_t i = 0; i < n && r == 0; i++)
-		r = buf_printf(out, i ? ",%lld" : "%lld", (long long)a[i]);
+		r = (i ? buf_put_u8(out, ',') : 0) | json_print_id(out, &a[i]);
 	return r | buf_put_u8(out, ']');
 }
 
@@ -184,8 +191,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 		r |= key(out, &first, "response_mask") | print_u8s(out, t->response_mask, t->n_response);
 	if (t->answer)
 		r |= key(out, &first, "answer") | json_print_string(out, t->answer);
-	r |= key(out, &first, "sequence_id") | buf_printf(out, "%lld", (long long)t->sequence_id);
-	r |= key(out, &first, "group_id") | buf_printf(out, "%lld", (long long)t->group_id);
+	r |= key(out, &first, "sequence_id") | json_print_id(out, &t->sequence_id);
+	r |= key(out, &first, "group_id") | json_print_id(out, &t->group_id);
 	r |= key(out, &first, "policy_version") | buf_printf(out, "%lld", (long long)t->policy_version);
 	r |= key(out, &first, "temperature") | print_float(out, t->temperature);
 	if (finish_name(t->finish_reason))
@@ -212,7 +219,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 
 int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx)
 {
-	int r = buf_printf(out, "{\"group_id\":%lld,\"trajectories\":[", (long long)g->group_id);
+	int r = buf_append(out, "{\"group_id\":", 12) | json_print_id(out, &g->group_id) |
+		buf_append(out, ",\"trajectories\":[", 17);
 	for (uint32_t i = 0; i < g->n && r == 0; i++)
 		r |= (i ? buf_put_u8(out, ',') : 0) | print_traj(out, &g->trajs[i], i, extra, ctx);
 	return r | buf_append(out, "]}\n", 3);
@@ -241,8 +249,8 @@ int json_print_mb(struct buf *out, const struct microbatch *mb)
 	if (mb->ref_logprobs)
 		r |= key(out, &first, "ref_logprobs") | print_f32s(out, mb->ref_logprobs, T);
 	r |= key(out, &first, "temperatures") | print_f32s(out, mb->temperatures, T);
-	r |= key(out, &first, "sequence_ids") | print_i64s(out, mb->sequence_ids, mb->n_seqs);
-	r |= key(out, &first, "group_ids") | print_i64s(out, mb->group_ids, mb->n_seqs);
+	r |= key(out, &first, "sequence_ids") | print_ids(out, mb->sequence_ids, mb->n_seqs);
+	r |= key(out, &first, "group_ids") | print_ids(out, mb->group_ids, mb->n_seqs);
 	r |= key(out, &first, "step") | buf_printf(out, "%lld", (long long)mb->step);
 	r |= key(out, &first, "rank") | buf_printf(out, "%d", mb->rank);
 	r |= key(out, &first, "index") | buf_printf(out, "%d", mb->index);
@@ -281,6 +289,23 @@ int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
 	if (d != floor(d) || fabs(d) > 9007199254740992.0)
 		return err_set(e, "%s: %.17g is not an integer that JSON numbers hold exactly", what, d);
 	*out = (int64_t)d;
+	return 0;
+}
+
+int json_get_id(const cJSON *v, const char *what, struct traj_id *out, struct err *e)
+{
+	if (cJSON_IsString(v)) {
+		if (traj_id_set_str(out, v->valuestring, strlen(v->valuestring)) < 0)
+			return err_set(e, "out of memory");
+		return 0;
+	}
+	if (!cJSON_IsNumber(v))
+		return err_set(e, "%s: expected a string or an integer", what);
+	int64_t x;
+	if (json_get_i64(v, what, &x, e) < 0)
+		return -1;
+	traj_id_free(out);
+	out->num = x;
 	return 0;
 }
 
@@ -411,8 +436,10 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 	}
 	if (((v = cJSON_GetObjectItemCaseSensitive(o, "answer")) && get_str(v, "answer", &t->answer, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "run")) && get_str(v, "run", &t->run, e) < 0) ||
-	    ((v = cJSON_GetObjectItemCaseSensitive(o, "sequence_id")) && json_get_i64(v, "sequence_id", &t->sequence_id, e) < 0) ||
-	    ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &t->group_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "sequence_id")) && !cJSON_IsNull(v) &&
+	     json_get_id(v, "sequence_id", &t->sequence_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && !cJSON_IsNull(v) &&
+	     json_get_id(v, "group_id", &t->group_id, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "policy_version")) && json_get_i64(v, "policy_version", &t->policy_version, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) && get_f32(v, "temperature", &t->temperature, e) < 0))
 		goto fail;
@@ -489,16 +516,19 @@ static int parse_group(const cJSON *o, struct group *g, struct err *e)
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "trajectories"), *v;
 	uint32_t n = 0;
 	memset(g, 0, sizeof *g);
-	g->group_id = -1;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &g->group_id, e) < 0)
+	g->group_id = traj_id_none();
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && !cJSON_IsNull(v) &&
+	    json_get_id(v, "group_id", &g->group_id, e) < 0)
 		return -1;
-	if (count_array(arr, "trajectories", &n, e) < 0)
+	int r = count_array(arr, "trajectories", &n, e);
+	if (r == 0 && n == 0)
+		r = err_set(e, "trajectories: a group needs at least one");
+	if (r == 0 && !(g->trajs = calloc(n, sizeof *g->trajs)))
+		r = err_set(e, "out of memory");
+	if (r < 0) {
+		traj_id_free(&g->group_id);
 		return -1;
-	if (n == 0)
-		return err_set(e, "trajectories: a group needs at least one");
-	g->trajs = calloc(n, sizeof *g->trajs);
-	if (!g->trajs)
-		return err_set(e, "out of memory");
+	}
 	cJSON_ArrayForEach(v, arr) {
 		if (json_parse_traj(v, &g->trajs[g->n], e) < 0) {
 			err_prefix(e, "trajectories[%u]", g->n);
@@ -506,8 +536,10 @@ static int parse_group(const cJSON *o, struct group *g, struct err *e)
 			return -1;
 		}
 		struct traj *t = &g->trajs[g->n++];
-		if (t->group_id < 0)
-			t->group_id = g->group_id;
+		if (!traj_id_given(&t->group_id) && traj_id_copy(&t->group_id, &g->group_id) < 0) {
+			group_free(g);
+			return err_set(e, "out of memory");
+		}
 	}
 	return 0;
 }
@@ -555,32 +587,35 @@ static int parse_mb(const cJSON *o, struct microbatch *mb, struct err *e)
 			err_set(e, "seq_lens[%u]: negative", i);
 			goto fail;
 		}
-	const char *idn[2] = { "sequence_ids", "group_ids" };
-	int64_t **ids[2] = { &mb->sequence_ids, &mb->group_ids };
-	uint32_t *cnt[2] = { &nsid, &ngid };
-	for (int k = 0; k < 2; k++) {
-		v = cJSON_GetObjectItemCaseSensitive(o, idn[k]);
-		if (count_array(v, idn[k], cnt[k], e) < 0)
-			goto fail;
-		*ids[k] = malloc(*cnt[k] ? *cnt[k] * sizeof(int64_t) : 1);
-		if (!*ids[k]) {
-			err_set(e, "out of memory");
-			goto fail;
-		}
-		uint32_t i = 0;
-		const cJSON *it;
-		cJSON_ArrayForEach(it, v) {
-			char what[32];
-			snprintf(what, sizeof what, "%s[%u]", idn[k], i);
-			if (json_get_i64(it, what, &(*ids[k])[i++], e) < 0)
-				goto fail;
-		}
-	}
+	if (count_array(cJSON_GetObjectItemCaseSensitive(o, "sequence_ids"), "sequence_ids", &nsid, e) < 0 ||
+	    count_array(cJSON_GetObjectItemCaseSensitive(o, "group_ids"), "group_ids", &ngid, e) < 0)
+		goto fail;
 	if (nsid != ngid) {
 		err_set(e, "%u group_ids for %u sequence_ids", ngid, nsid);
 		goto fail;
 	}
-	mb->n_seqs = nsid;
+	const char *idn[2] = { "sequence_ids", "group_ids" };
+	struct traj_id **ids[2] = { &mb->sequence_ids, &mb->group_ids };
+	for (int k = 0; k < 2; k++) {
+		*ids[k] = malloc((nsid ? nsid : 1) * sizeof(struct traj_id));
+		if (!*ids[k]) {
+			err_set(e, "out of memory");
+			goto fail;
+		}
+		for (uint32_t i = 0; i < nsid; i++)
+			(*ids[k])[i] = traj_id_none();
+	}
+	mb->n_seqs = nsid;   /* from here mb_free frees the ids */
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, idn[k])) {
+			char what[32];
+			snprintf(what, sizeof what, "%s[%u]", idn[k], i);
+			if (json_get_id(it, what, &(*ids[k])[i++], e) < 0)
+				goto fail;
+		}
+	}
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "step")) && json_get_i64(v, "step", &mb->step, e) < 0)
 		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rank"))) {

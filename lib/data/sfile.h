@@ -4,7 +4,7 @@
  * A spool file is one zstd frame, content checksum on, whose content is a
  * 12-byte header followed by records:
  *
- *   header:  "GRPO"  u16 major (1)  u16 minor (0)  u32 extra_len, extra bytes
+ *   header:  "GRPO"  u16 major (1)  u16 minor (1)  u32 extra_len, extra bytes
  *   record:  u32 kind  u32 flags (0)  u64 len  payload[len]
  *   payload: fields, each  u16 tag  u8 type  u8 encoding  u32 len  data[len]
  *
@@ -40,7 +40,7 @@
 #include "data/traj.h"
 
 #define SFILE_MAJOR 1
-#define SFILE_MINOR 0
+#define SFILE_MINOR 1
 #define SFILE_MAX_RECORD (1ull << 31)   /* larger records are taken as corruption */
 
 enum record_kind { REC_NONE = 0, REC_GROUP = 1, REC_MICROBATCH = 2, REC_TRAJ = 3 };

@@ -48,8 +48,8 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	mb->n_seqs = n;
 	mb->n_seq_lens = n + (pad > 0);
 	mb->seq_lens = malloc((mb->n_seq_lens ? mb->n_seq_lens : 1) * sizeof(uint32_t));
-	mb->sequence_ids = malloc((n ? n : 1) * sizeof(int64_t));
-	mb->group_ids = malloc((n ? n : 1) * sizeof(int64_t));
+	mb->sequence_ids = calloc(n ? n : 1, sizeof(struct traj_id));
+	mb->group_ids = calloc(n ? n : 1, sizeof(struct traj_id));
 	if (!mb->input_ids || !mb->position_ids || !mb->loss_mask || !mb->advantages ||
 	    !mb->inference_logprobs || (any_ref && !mb->ref_logprobs) || !mb->temperatures ||
 	    !mb->seq_lens || !mb->sequence_ids || !mb->group_ids) {
@@ -81,8 +81,11 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 			mb->loss_mask[i] = (np + x > 0) && (!t->response_mask || t->response_mask[x]);
 		}
 		mb->seq_lens[j] = len;
-		mb->sequence_ids[j] = t->sequence_id;
-		mb->group_ids[j] = t->group_id;
+		if (traj_id_copy(&mb->sequence_ids[j], &t->sequence_id) < 0 ||
+		    traj_id_copy(&mb->group_ids[j], &t->group_id) < 0) {
+			mb_free(mb);
+			return err_set(e, "micro-batch: out of memory");
+		}
 		at += len;
 	}
 	for (uint32_t x = 0; x < pad; x++) {

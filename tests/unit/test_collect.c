@@ -149,7 +149,7 @@ static int keep(void *ctx, struct group *g, struct err *e)
 {
 	struct sink *s = ctx;
 	if (s->n < 16) {
-		s->gids[s->n] = g->group_id;
+		s->gids[s->n] = g->group_id.num;
 		s->sizes[s->n++] = g->n;
 	}
 	return 0;

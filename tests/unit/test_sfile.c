@@ -29,7 +29,7 @@ static float rnd_float(void)
 
 static void make_group(struct group *g, int64_t gid, uint32_t n, int scored, int share_prompt)
 {
-	g->group_id = gid;
+	g->group_id = traj_id_num(gid);
 	g->n = n;
 	g->trajs = calloc(n, sizeof *g->trajs);
 	uint32_t np = 1 + rnd() % 40;
@@ -54,8 +54,8 @@ static void make_group(struct group *g, int64_t gid, uint32_t n, int scored, int
 		}
 		if (i % 3 == 0)
 			t->answer = strdup("72 \"quoted\"\n\\ tab\t ünïcode");
-		t->sequence_id = gid * 100 + i;
-		t->group_id = gid;
+		t->sequence_id = traj_id_num(gid * 100 + i);
+		t->group_id = traj_id_num(gid);
 		t->policy_version = 3;
 		t->temperature = 0.7f;
 		t->finish_reason = (enum finish_reason)(i % 3);
@@ -100,7 +100,7 @@ static int same_traj(const struct traj *a, const struct traj *b)
 	    (!a->response_mask) != (!b->response_mask) ||
 	    (a->response_mask && memcmp(a->response_mask, b->response_mask, a->n_response)) ||
 	    !same_str(a->answer, b->answer) || !same_str(a->run, b->run) ||
-	    a->sequence_id != b->sequence_id || a->group_id != b->group_id ||
+	    !traj_id_eq(&a->sequence_id, &b->sequence_id) || !traj_id_eq(&a->group_id, &b->group_id) ||
 	    a->policy_version != b->policy_version || a->temperature != b->temperature ||
 	    a->finish_reason != b->finish_reason || a->scored != b->scored)
 		return 0;
@@ -118,7 +118,7 @@ static int same_traj(const struct traj *a, const struct traj *b)
 
 static int same_group(const struct group *a, const struct group *b)
 {
-	if (a->group_id != b->group_id || a->n != b->n)
+	if (!traj_id_eq(&a->group_id, &b->group_id) || a->n != b->n)
 		return 0;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (!same_traj(&a->trajs[i], &b->trajs[i]))
@@ -153,15 +153,23 @@ static void make_mb(struct microbatch *mb)
 	mb->seq_lens[1] = 16;
 	mb->seq_lens[2] = 4; /* padding */
 	mb->n_seqs = 2;
-	mb->sequence_ids = malloc(16);
-	mb->group_ids = malloc(16);
-	mb->sequence_ids[0] = 7;
-	mb->sequence_ids[1] = 9;
-	mb->group_ids[0] = 1;
-	mb->group_ids[1] = 2;
+	mb->sequence_ids = calloc(2, sizeof(struct traj_id));
+	mb->group_ids = calloc(2, sizeof(struct traj_id));
+	traj_id_set_str(&mb->sequence_ids[0], "cmpl-7-0", 8);   /* ids as given: a string ... */
+	mb->sequence_ids[1] = traj_id_num(9);                    /* ... beside an integer */
+	mb->group_ids[0] = traj_id_num(1);
+	mb->group_ids[1] = traj_id_num(2);
 	mb->step = 4;
 	mb->rank = 1;
 	mb->index = 2;
+}
+
+static int same_ids(const struct traj_id *a, const struct traj_id *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!traj_id_eq(&a[i], &b[i]))
+			return 0;
+	return 1;
 }
 
 static int same_mb(const struct microbatch *a, const struct microbatch *b)
@@ -173,8 +181,8 @@ static int same_mb(const struct microbatch *a, const struct microbatch *b)
 	       same_floats(a->inference_logprobs, b->inference_logprobs, T) &&
 	       same_floats(a->ref_logprobs, b->ref_logprobs, T) && same_floats(a->temperatures, b->temperatures, T) &&
 	       a->n_seq_lens == b->n_seq_lens && !memcmp(a->seq_lens, b->seq_lens, a->n_seq_lens * 4) &&
-	       a->n_seqs == b->n_seqs && !memcmp(a->sequence_ids, b->sequence_ids, a->n_seqs * 8) &&
-	       !memcmp(a->group_ids, b->group_ids, a->n_seqs * 8) && a->step == b->step && a->rank == b->rank &&
+	       a->n_seqs == b->n_seqs && same_ids(a->sequence_ids, b->sequence_ids, a->n_seqs) &&
+	       same_ids(a->group_ids, b->group_ids, a->n_seqs) && a->step == b->step && a->rank == b->rank &&
 	       a->index == b->index;
 }
 
@@ -481,6 +489,66 @@ static void forward_compat_tests(void)
 	buf_free(&raw);
 }
 
+/* Parse a JSON line, write it to a spool file, read it back and print it:
+ * the printed line must equal `want` (the input's own canonical form). */
+static void json_trip(const char *line, const char *want, const char *what)
+{
+	struct record rec, back[2];
+	struct err e = { "" };
+	struct buf file = { 0 }, out = { 0 };
+	int ok_parse = json_parse_record(line, strlen(line), &rec, &e) == 0;
+	int n = -1;
+	if (ok_parse) {
+		struct sfile_writer w;
+		sfile_writer_init(&w, sfile_sink_buf, &file, 3, &e);
+		sfile_write_record(&w, &rec, &e);
+		sfile_writer_finish(&w, &e);
+		sfile_writer_free(&w);
+		record_free(&rec);
+		n = read_all(&file, back, 2, &e);
+		if (n == 1)
+			json_print_record(&out, &back[0]);
+		while (n > 0)
+			record_free(&back[--n]);
+	}
+	buf_put_u8(&out, 0);
+	ok(ok_parse && strcmp((char *)out.data, want) == 0, "%s: %s%s", what, out.data ? (char *)out.data : "",
+	   e.msg);
+	buf_free(&file);
+	buf_free(&out);
+}
+
+static void test_ids(void)
+{
+	/* strings stay strings, integers integers, "42" is not 42 */
+	const char *g = "{\"group_id\":\"gsm8k-train-0042\",\"trajectories\":["
+			"{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-0.5],"
+			"\"sequence_id\":\"cmpl-8f3a-1\",\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1},"
+			"{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-0.25],"
+			"\"sequence_id\":\"42\",\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1},"
+			"{\"prompt_tokens\":[1],\"response_tokens\":[4],\"logprobs\":[-1],"
+			"\"sequence_id\":42,\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1}]}\n";
+	json_trip(g, g, "string and integer ids survive JSON -> spool file -> JSON");
+	const char *esc = "{\"group_id\":7,\"trajectories\":["
+			  "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-0.5],"
+			  "\"sequence_id\":\"a\\\"b\\\\c\\u0001\",\"group_id\":7,\"policy_version\":0,"
+			  "\"temperature\":1}]}\n";
+	json_trip(esc, esc, "an id with quotes, backslashes and control bytes");
+	const char *mb = "{\"input_ids\":[1,2,3],\"position_ids\":[0,1,0],\"seq_lens\":[2,1],"
+			 "\"loss_mask\":[0,1,0],\"advantages\":[0.5,0.5,0],\"inference_logprobs\":[0,-0.5,0],"
+			 "\"temperatures\":[1,1,1],\"sequence_ids\":[\"cmpl-1-0\",17],"
+			 "\"group_ids\":[\"row-9\",3],\"step\":1,\"rank\":0,\"index\":0}\n";
+	json_trip(mb, mb, "a micro-batch's sequence_ids and group_ids as given");
+	struct record r;
+	struct err e = { "" };
+	const char *bad = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],\"sequence_id\":[1]}";
+	ok(json_parse_record(bad, strlen(bad), &r, &e) < 0 && strstr(e.msg, "sequence_id: expected a string or an integer"),
+	   "an id that is neither string nor integer is refused: %s", e.msg);
+}
+
 int main(void)
 {
 	struct group gs[6];
@@ -490,6 +558,7 @@ int main(void)
 	for (int i = 0; i < 6; i++)
 		make_group(&gs[i], 10 + i, 1 + rnd() % 8, i % 2, i % 3 != 0);
 	make_mb(&mb);
+	test_ids();
 
 	struct buf file = { 0 };
 	write_file(&file, gs, 6, &mb);
@@ -597,7 +666,7 @@ int main(void)
 	}
 	const char *min = "{\"prompt_tokens\":[1,2],\"response_tokens\":[3],\"logprobs\":[-0.25]}";
 	ok(json_parse_record(min, strlen(min), &r, &e) == 0 && r.kind == REC_TRAJ && r.traj.temperature == 1.0f &&
-	   r.traj.sequence_id == -1 && r.traj.scored == 0,
+	   !traj_id_given(&r.traj.sequence_id) && r.traj.scored == 0,
 	   "a minimal trajectory takes the documented defaults");
 	record_free(&r);
 
