@@ -119,7 +119,7 @@ static void make_groups(struct group *gs, int ng, uint64_t *resp_tokens)
 			t->group_id = traj_id_num(g);
 			t->policy_version = 7;
 			t->temperature = 1.0f;
-			t->finish_reason = FINISH_STOP;
+			traj_set_finish(t, "stop");
 			*resp_tokens += t->n_response;
 		}
 		free(prompt);

@@ -233,13 +233,14 @@ static int one_group(const cJSON *g, struct collect_line *out, struct err *e)
 		t->scored = 1;
 		t->n_rewards = 1;
 		t->rewards = malloc(sizeof(float));
+		t->successes = malloc(sizeof(float));
 		t->reward_names = calloc(1, sizeof(char *));
-		if (!t->rewards || !t->reward_names || !(t->reward_names[0] = strdup("score"))) {
+		if (!t->rewards || !t->successes || !t->reward_names || !(t->reward_names[0] = strdup("score"))) {
 			r = err_set(e, "out of memory");
 			break;
 		}
 		t->rewards[0] = (float)s[i];
-		t->success = s[i] > 0 ? 1.0f : 0.0f;
+		t->successes[0] = s[i] > 0 ? 1.0f : 0.0f;
 	}
 	free(s);
 	return r;

@@ -176,17 +176,16 @@ static int print_f32s(struct buf *out, const float *a, uint32_t n)
 	return r | buf_put_u8(out, ']');
 }
 
-static const char *finish_name(enum finish_reason f)
-{
-	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
-}
 
 static int print_traj(struct buf *out, const struct traj *t, uint32_t index, json_traj_extra extra, void *ctx)
 {
 	int first = 1, r = buf_put_u8(out, '{');
 	r |= key(out, &first, "prompt_tokens") | print_i32s(out, t->prompt_tokens, t->n_prompt);
 	r |= key(out, &first, "response_tokens") | print_i32s(out, t->response_tokens, t->n_response);
-	r |= key(out, &first, "logprobs") | print_f32s(out, t->logprobs, t->n_response);
+	if (t->logprobs)
+		r |= key(out, &first, "logprobs") | print_f32s(out, t->logprobs, t->n_response);
+	else
+		r |= key(out, &first, "logprobs") | buf_append(out, "null", 4);
 	if (t->response_mask)
 		r |= key(out, &first, "response_mask") | print_u8s(out, t->response_mask, t->n_response);
 	if (t->answer)
@@ -195,8 +194,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 	r |= key(out, &first, "group_id") | json_print_id(out, &t->group_id);
 	r |= key(out, &first, "policy_version") | buf_printf(out, "%lld", (long long)t->policy_version);
 	r |= key(out, &first, "temperature") | print_float(out, t->temperature);
-	if (finish_name(t->finish_reason))
-		r |= key(out, &first, "finish_reason") | buf_printf(out, "\"%s\"", finish_name(t->finish_reason));
+	if (t->finish_reason)
+		r |= key(out, &first, "finish_reason") | json_print_string(out, t->finish_reason);
 	if (t->run)
 		r |= key(out, &first, "run") | json_print_string(out, t->run);
 	if (t->scored) {
@@ -210,7 +209,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 			r |= buf_put_u8(out, ']');
 		}
 		r |= key(out, &first, "advantages") | print_float(out, t->advantage);
-		r |= key(out, &first, "successes") | print_float(out, t->success);
+		if (t->successes)
+			r |= key(out, &first, "successes") | print_f32s(out, t->successes, t->n_rewards);
 	}
 	if (r == 0 && extra)
 		r = extra(out, t, index, ctx);
@@ -251,6 +251,26 @@ int json_print_mb(struct buf *out, const struct microbatch *mb)
 	r |= key(out, &first, "temperatures") | print_f32s(out, mb->temperatures, T);
 	r |= key(out, &first, "sequence_ids") | print_ids(out, mb->sequence_ids, mb->n_seqs);
 	r |= key(out, &first, "group_ids") | print_ids(out, mb->group_ids, mb->n_seqs);
+	if (mb->prompt_lens)
+		r |= key(out, &first, "prompt_lens") | print_u32s(out, mb->prompt_lens, mb->n_seqs);
+	if (mb->policy_versions) {
+		r |= key(out, &first, "policy_versions") | buf_put_u8(out, '[');
+		for (uint32_t i = 0; i < mb->n_seqs; i++)
+			r |= buf_printf(out, i ? ",%lld" : "%lld", (long long)mb->policy_versions[i]);
+		r |= buf_put_u8(out, ']');
+	}
+	if (mb->rewards)
+		r |= key(out, &first, "rewards") | print_f32s(out, mb->rewards, mb->n_seqs);
+	if (mb->finish_reasons) {
+		r |= key(out, &first, "finish_reasons") | buf_put_u8(out, '[');
+		for (uint32_t i = 0; i < mb->n_seqs; i++)
+			r |= (i ? buf_put_u8(out, ',') : 0) |
+			     (mb->finish_reasons[i] ? json_print_string(out, mb->finish_reasons[i])
+						    : buf_append(out, "null", 4));
+		r |= buf_put_u8(out, ']');
+	}
+	if (mb->logprobs_missing)
+		r |= key(out, &first, "logprobs_missing") | print_u8s(out, mb->logprobs_missing, mb->n_seqs);
 	r |= key(out, &first, "step") | buf_printf(out, "%lld", (long long)mb->step);
 	r |= key(out, &first, "rank") | buf_printf(out, "%d", mb->rank);
 	r |= key(out, &first, "index") | buf_printf(out, "%d", mb->index);
@@ -409,6 +429,41 @@ static int get_str(const cJSON *v, const char *what, char **out, struct err *e)
 	return 0;
 }
 
+/* successes: one per reward function; a bare number or boolean (files
+ * written before per-function successes) is a one-element list, dropped
+ * unless there is one reward function. */
+static int get_successes(const cJSON *v, struct traj *t, struct err *e)
+{
+	uint32_t k = 1;
+	float *a = NULL;
+	if (cJSON_IsArray(v)) {
+		if (json_get_f32_array(v, "successes", &a, &k, e) < 0)
+			return -1;
+	} else {
+		if (!(a = malloc(sizeof *a)))
+			return err_set(e, "out of memory");
+		if (cJSON_IsBool(v))
+			a[0] = cJSON_IsTrue(v) ? 1.0f : 0.0f;
+		else if (get_f32(v, "successes", &a[0], e) < 0) {
+			free(a);
+			return -1;
+		}
+	}
+	if (!cJSON_IsArray(v) && t->n_rewards != 1) {
+		/* a file from before per-function successes: its one number cannot
+		 * be split over another number of functions, so it is dropped */
+		free(a);
+		return 0;
+	}
+	if (k != t->n_rewards) {
+		free(a);
+		return err_set(e, "%u successes for %u rewards: one per reward function", k, t->n_rewards);
+	}
+	free(t->successes);
+	t->successes = a;
+	return 0;
+}
+
 int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 {
 	uint32_t n = 0, nmask = 0, nref = 0;
@@ -420,9 +475,10 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 			       &t->prompt_tokens, &t->n_prompt, e) < 0 ||
 	    json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "response_tokens"), "response_tokens",
 			       &t->response_tokens, &t->n_response, e) < 0 ||
-	    json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0)
+	    (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "logprobs")) &&
+	     json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0))
 		goto fail;
-	if (n != t->n_response) {
+	if (t->logprobs && n != t->n_response) {
 		err_set(e, "%u logprobs for %u response_tokens", n, t->n_response);
 		goto fail;
 	}
@@ -444,13 +500,12 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) && get_f32(v, "temperature", &t->temperature, e) < 0))
 		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "finish_reason")) && !cJSON_IsNull(v)) {
-		const char *s = cJSON_IsString(v) ? v->valuestring : "";
-		if (strcmp(s, "stop") == 0)
-			t->finish_reason = FINISH_STOP;
-		else if (strcmp(s, "length") == 0)
-			t->finish_reason = FINISH_LENGTH;
-		else {
-			err_set(e, "finish_reason: expected \"stop\" or \"length\"");
+		if (!cJSON_IsString(v) || !*v->valuestring) {
+			err_set(e, "finish_reason: expected a string such as \"stop\" or \"length\"");
+			goto fail;
+		}
+		if (traj_set_finish(t, v->valuestring) < 0) {
+			err_set(e, "out of memory");
 			goto fail;
 		}
 	}
@@ -498,12 +553,9 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 				}
 			}
 		}
-		if ((v = cJSON_GetObjectItemCaseSensitive(o, "successes")) && !cJSON_IsNull(v)) {
-			if (cJSON_IsBool(v))
-				t->success = cJSON_IsTrue(v) ? 1.0f : 0.0f;
-			else if (get_f32(v, "successes", &t->success, e) < 0)
-				goto fail;
-		}
+		if ((v = cJSON_GetObjectItemCaseSensitive(o, "successes")) && !cJSON_IsNull(v) &&
+		    get_successes(v, t, e) < 0)
+			goto fail;
 	}
 	return 0;
 fail:
@@ -540,6 +592,72 @@ static int parse_group(const cJSON *o, struct group *g, struct err *e)
 			group_free(g);
 			return err_set(e, "out of memory");
 		}
+	}
+	if (group_check(g, e) < 0) {
+		group_free(g);
+		return -1;
+	}
+	return 0;
+}
+
+/* The optional per-sequence fields, each one per sequence_ids entry. */
+static int parse_mb_seqs(const cJSON *o, struct microbatch *mb, struct err *e)
+{
+	const cJSON *v, *it;
+	uint32_t k, i;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "prompt_lens")) && !cJSON_IsNull(v)) {
+		int32_t *a = NULL;
+		if (json_get_i32_array(v, "prompt_lens", &a, &k, e) < 0)
+			return -1;
+		mb->prompt_lens = (uint32_t *)a;
+		for (i = 0; i < k; i++)
+			if (a[i] < 0)
+				return err_set(e, "prompt_lens[%u]: negative", i);
+		if (k != mb->n_seqs)
+			return err_set(e, "%u prompt_lens for %u sequences", k, mb->n_seqs);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "policy_versions")) && !cJSON_IsNull(v)) {
+		if (count_array(v, "policy_versions", &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u policy_versions for %u sequences", k, mb->n_seqs);
+		if (!(mb->policy_versions = malloc((k ? k : 1) * sizeof(int64_t))))
+			return err_set(e, "out of memory");
+		i = 0;
+		cJSON_ArrayForEach(it, v) {
+			char what[40];
+			snprintf(what, sizeof what, "policy_versions[%u]", i);
+			if (json_get_i64(it, what, &mb->policy_versions[i++], e) < 0)
+				return -1;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rewards")) && !cJSON_IsNull(v)) {
+		if (json_get_f32_array(v, "rewards", &mb->rewards, &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u rewards for %u sequences", k, mb->n_seqs);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "finish_reasons")) && !cJSON_IsNull(v)) {
+		if (count_array(v, "finish_reasons", &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u finish_reasons for %u sequences", k, mb->n_seqs);
+		if (!(mb->finish_reasons = calloc(k ? k : 1, sizeof(char *))))
+			return err_set(e, "out of memory");
+		i = 0;
+		cJSON_ArrayForEach(it, v) {
+			if (!cJSON_IsNull(it) && (!cJSON_IsString(it) || !*it->valuestring))
+				return err_set(e, "finish_reasons[%u]: expected a string or null", i);
+			if (cJSON_IsString(it) && !(mb->finish_reasons[i] = strdup(it->valuestring)))
+				return err_set(e, "out of memory");
+			i++;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "logprobs_missing")) && !cJSON_IsNull(v)) {
+		if (json_get_mask_array(v, "logprobs_missing", &mb->logprobs_missing, &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u logprobs_missing for %u sequences", k, mb->n_seqs);
 	}
 	return 0;
 }
@@ -616,6 +734,8 @@ static int parse_mb(const cJSON *o, struct microbatch *mb, struct err *e)
 				goto fail;
 		}
 	}
+	if (parse_mb_seqs(o, mb, e) < 0)
+		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "step")) && json_get_i64(v, "step", &mb->step, e) < 0)
 		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rank"))) {

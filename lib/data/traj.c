@@ -76,6 +76,29 @@ void traj_init(struct traj *t)
 	t->policy_version = -1;
 }
 
+int traj_set_finish(struct traj *t, const char *s)
+{
+	char *c = NULL;
+	if (s && *s && !(c = strdup(s)))
+		return -1;
+	free(t->finish_reason);
+	t->finish_reason = c;
+	return 0;
+}
+
+int traj_truncated(const struct traj *t)
+{
+	return t->finish_reason && strcmp(t->finish_reason, "length") == 0;
+}
+
+float traj_reward(const struct traj *t)
+{
+	float r = 0;
+	for (uint32_t i = 0; t->rewards && i < t->n_rewards; i++)
+		r += t->rewards[i];
+	return r;
+}
+
 void traj_free(struct traj *t)
 {
 	free(t->prompt_tokens);
@@ -84,6 +107,8 @@ void traj_free(struct traj *t)
 	free(t->response_mask);
 	free(t->answer);
 	free(t->run);
+	free(t->finish_reason);
+	free(t->successes);
 	traj_id_free(&t->sequence_id);
 	traj_id_free(&t->group_id);
 	free(t->ref_logprobs);
@@ -117,8 +142,15 @@ void mb_free(struct microbatch *mb)
 		traj_id_free(&mb->sequence_ids[i]);
 	for (uint32_t i = 0; i < mb->n_seqs && mb->group_ids; i++)
 		traj_id_free(&mb->group_ids[i]);
+	for (uint32_t i = 0; i < mb->n_seqs && mb->finish_reasons; i++)
+		free(mb->finish_reasons[i]);
 	free(mb->sequence_ids);
 	free(mb->group_ids);
+	free(mb->prompt_lens);
+	free(mb->policy_versions);
+	free(mb->rewards);
+	free(mb->finish_reasons);
+	free(mb->logprobs_missing);
 	free(mb->run);
 	memset(mb, 0, sizeof *mb);
 }
@@ -154,7 +186,9 @@ int traj_copy(struct traj *dst, const struct traj *src)
 	dst->run = dup_str(src->run, &fail);
 	dst->sequence_id.str = dup_str(src->sequence_id.str, &fail);
 	dst->group_id.str = dup_str(src->group_id.str, &fail);
+	dst->finish_reason = dup_str(src->finish_reason, &fail);
 	dst->rewards = dup_bytes(src->rewards, src->n_rewards * sizeof(float), &fail);
+	dst->successes = dup_bytes(src->successes, src->n_rewards * sizeof(float), &fail);
 	dst->reward_names = NULL;
 	if (src->reward_names) {
 		dst->reward_names = calloc(src->n_rewards ? src->n_rewards : 1, sizeof(char *));

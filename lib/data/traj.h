@@ -27,8 +27,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum finish_reason { FINISH_UNKNOWN = 0, FINISH_STOP = 1, FINISH_LENGTH = 2 };
-
 /* A sequence or group id as given. str set: a string id (owned, no NUL
  * byte); str NULL: the integer num, where -1 means "none given". */
 struct traj_id {
@@ -39,7 +37,9 @@ struct traj_id {
 struct traj {
 	int32_t *prompt_tokens;     /* (n_prompt) */
 	int32_t *response_tokens;   /* (n_response) */
-	float *logprobs;            /* (n_response) the sampler's logprob of each response token */
+	float *logprobs;            /* (n_response) the sampler's logprob of each response token;
+	                               NULL: the sampler gave none (grpo-collect
+	                               --allow-missing-logprobs), never zeros */
 	uint8_t *response_mask;     /* (n_response) 1 = trained; NULL = all trained */
 	uint32_t n_prompt, n_response;
 	char *answer;               /* reference answer, NULL if none */
@@ -47,16 +47,18 @@ struct traj {
 	struct traj_id sequence_id, group_id;
 	int64_t policy_version;
 	float temperature;          /* sampling temperature, default 1 */
-	enum finish_reason finish_reason;
+	char *finish_reason;        /* as the server said it: "stop", "length",
+	                               "tool_calls", "abort", ...; NULL unknown */
 
 	/* scored fields: meaningful when scored != 0 */
 	int scored;
 	float *ref_logprobs;        /* (n_response) reference model's logprobs, NULL if none */
 	float *rewards;             /* (n_rewards) one per reward function */
-	char **reward_names;        /* (n_rewards) */
+	char **reward_names;        /* (n_rewards) or NULL */
+	float *successes;           /* (n_rewards) one per reward function, 1 solved,
+	                               0 not; NULL when not given */
 	uint32_t n_rewards;
 	float advantage;            /* the sequence's scalar advantage ("advantages" in JSON) */
-	float success;              /* "successes": 1 solved, 0 not */
 };
 
 struct group {
@@ -79,6 +81,16 @@ struct microbatch {
 	uint32_t n_seqs;            /* real sequences; n_seq_lens - n_seqs padding spans */
 	struct traj_id *sequence_ids;   /* (n_seqs) in seq_lens order */
 	struct traj_id *group_ids;      /* (n_seqs) */
+	/* Per real sequence, in seq_lens order, for the trainer's metrics and
+	 * debug tables; each NULL in a file of format 1.0, which lacks them. */
+	uint32_t *prompt_lens;      /* (n_seqs) prompt tokens in the micro-batch */
+	int64_t *policy_versions;   /* (n_seqs) */
+	float *rewards;             /* (n_seqs) combined reward: the sum over reward
+	                               functions, as seed 000 combines them */
+	char **finish_reasons;      /* (n_seqs) entries NULL when unknown */
+	uint8_t *logprobs_missing;  /* (n_seqs) 1: the sampler gave no logprobs, so
+	                               the sequence's inference_logprobs are 0 and
+	                               mean nothing; NULL: every sequence has them */
 	int64_t step;               /* optimizer step the micro-batch feeds */
 	int32_t rank, index;        /* trainer rank, micro-step within the rank */
 	char *run;                  /* NULL unless the packer kept runs separate */
@@ -104,6 +116,13 @@ void traj_id_free(struct traj_id *id);
 int traj_id_eq(const struct traj_id *a, const struct traj_id *b);
 int traj_id_given(const struct traj_id *id);
 const char *traj_id_text(const struct traj_id *id, char buf[24]);
+
+/* Set finish_reason to a copy of s (NULL or "": unknown); -1 out of memory. */
+int traj_set_finish(struct traj *t, const char *s);
+/* 1 when the finish reason says the response was cut at the length limit. */
+int traj_truncated(const struct traj *t);
+/* The combined reward of a scored trajectory: the sum of its rewards. */
+float traj_reward(const struct traj *t);
 
 /* Fill the documented defaults of a new trajectory (temperature 1, ids -1). */
 void traj_init(struct traj *t);

@@ -9,7 +9,7 @@ for f in rollouts scored mb; do
 	head=$(zstd -dc "$D/$f.zst" | od -An -tu1 -N8 | tr -s ' ')
 	grpo-cat "$D/$f.zst" > "$T/$f.json" 2> "$T/err"
 	is "$?:$head:$(cmp -s "$T/$f.json" "$D/$f.json" && echo same):$(cat "$T/err")" \
-		"0: 71 82 80 79 1 0 0 0:same:" "a 1.0 $f file reads as it did"
+		"0: 71 82 80 79 1 0 0 0:same:" "a 1.0 $f file reads, to the JSON committed beside it"
 done
 
 grpo-cat --from-json "$D/scored.json" -o "$T/new.zst"

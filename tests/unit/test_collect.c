@@ -87,7 +87,7 @@ static void test_atropos(void)
 		is_float(b->advantage, -1.0, 1e-6, "advantage of the other member");
 		is_float(a->temperature, 0.5, 0, "overrides[i].temperature wins");
 		is_float(b->temperature, 0.9, 1e-7, "else generation_params.temperature");
-		ok(a->scored && a->n_rewards == 1 && a->rewards[0] == 2.0f && a->success == 1.0f && b->success == 0.0f,
+		ok(a->scored && a->n_rewards == 1 && a->rewards[0] == 2.0f && a->successes[0] == 1.0f && b->successes[0] == 0.0f,
 		   "scores become rewards and successes");
 	}
 	collect_line_free(&L);
