@@ -32,7 +32,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: grpo-collect [--format auto|native|vllm|sglang|atropos] [-o SPOOL/rollouts --step N\n"
 		"                    [--rank X] [--max-groups N]] [--answers FILE] [--vocab-size V]\n"
-		"                    [--temperature T] [--on-error fail|skip] [-v] [FILE...]\n"
+		"                    [--temperature T] [--on-error fail|skip] [--allow-missing-logprobs] [-v]\n"
+		"                    [FILE...]\n"
 		"Import rollouts (JSON lines from vLLM, SGLang, Atropos or grpo-cat) as rollout groups.\n"
 		"FILE '-' or none: standard input. Without -o, one spool file goes to standard output.\n"
 		"  -f, --format FMT       input format, or auto (the default) to detect it line by line\n"
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		"  -t, --temperature T    sampling temperature where the input gives none (default 1)\n"
 		"  -e, --on-error MODE    fail (default): a bad line fails its whole input;\n"
 		"                         skip: drop bad lines, report how many\n"
+		"      --allow-missing-logprobs\n"
+		"                         take rollouts without sampler logprobs, marked as having none\n"
 		"  -v, --verbose          report each input on standard error\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n");
@@ -161,6 +164,7 @@ int main(int argc, char **argv)
 		{ "max-groups", required_argument, NULL, 'm' },
 		{ "answers", required_argument, NULL, 'a' },
 		{ "vocab-size", required_argument, NULL, 'W' },
+		{ "allow-missing-logprobs", no_argument, NULL, 'L' },
 		{ "temperature", required_argument, NULL, 't' },
 		{ "on-error", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -197,6 +201,7 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 0, LLONG_MAX, &o.max_groups) < 0)
 				goto bad_num;
 			break;
+		case 'L': co.allow_missing_logprobs = 1; break;
 		case 'W':
 			if (parse_num(optarg, 1, (long long)INT32_MAX + 1, &x) < 0)
 				goto bad_num;

@@ -331,6 +331,17 @@ static int check_ids(const int32_t *a, uint32_t n, int64_t vocab, uint32_t i, co
 	return 0;
 }
 
+/* Missing sampler logprobs are taken only when asked for: marked as none,
+ * never filled with invented values. */
+static int check_logprobs(const struct collect *c, const struct group *g, struct err *e)
+{
+	for (uint32_t i = 0; i < g->n && !c->o.allow_missing_logprobs; i++)
+		if (!g->trajs[i].logprobs && g->trajs[i].n_response > 0)
+			return err_set(e, "trajectory %u: no sampler logprobs (Atropos: no inference_logprobs); "
+				       "--allow-missing-logprobs takes rollouts without them", i);
+	return 0;
+}
+
 int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e)
 {
 	char s[48];
@@ -339,7 +350,7 @@ int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e
 		if (check_ids(t->prompt_tokens, t->n_prompt, vocab_size, i, "prompt_tokens", e) < 0 ||
 		    check_ids(t->response_tokens, t->n_response, vocab_size, i, "response_tokens", e) < 0)
 			return -1;
-		for (uint32_t k = 0; k < t->n_response; k++) {
+		for (uint32_t k = 0; t->logprobs && k < t->n_response; k++) {
 			float lp = t->logprobs[k];
 			if (!isfinite(lp))
 				return err_set(e, "trajectory %u: logprobs[%u] is %s, not a finite number", i, k,
@@ -649,6 +660,8 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			if (isnan(t->temperature))
 				t->temperature = c->o.temperature;
 			r = collect_check_group(g, c->o.vocab_size, e);
+			if (r == 0)
+				r = check_logprobs(c, g, e);
 			continue;
 		}
 		int explicit_gid = traj_id_given(&g->group_id);
@@ -664,7 +677,8 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			a = L.answer;
 		for (uint32_t i = 0; i < g->n && r == 0; i++)
 			r = fill(c, &g->trajs[i], &g->group_id, i, a, from_answers, e);
-		if (r == 0 && (r = collect_check_group(g, c->o.vocab_size, e)) < 0 && L.n_groups > 1)
+		if (r == 0 && ((r = collect_check_group(g, c->o.vocab_size, e)) < 0 || (r = check_logprobs(c, g, e)) < 0) &&
+		    L.n_groups > 1)
 			err_prefix(e, "group %u", k);
 	}
 	if (r < 0) {

@@ -475,7 +475,7 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 			       &t->prompt_tokens, &t->n_prompt, e) < 0 ||
 	    json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "response_tokens"), "response_tokens",
 			       &t->response_tokens, &t->n_response, e) < 0 ||
-	    (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "logprobs")) &&
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "logprobs")) && !cJSON_IsNull(v) &&
 	     json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0))
 		goto fail;
 	if (t->logprobs && n != t->n_response) {
