@@ -98,7 +98,7 @@ static void make_groups(struct group *gs, int ng, uint64_t *resp_tokens)
 		int32_t *prompt = malloc(np * 4);
 		for (uint32_t k = 0; k < np; k++)
 			prompt[k] = zipf_token();
-		gs[g].group_id = g;
+		gs[g].group_id = traj_id_num(g);
 		gs[g].n = GROUP;
 		gs[g].trajs = calloc(GROUP, sizeof(struct traj));
 		for (int i = 0; i < GROUP; i++) {
@@ -115,11 +115,11 @@ static void make_groups(struct group *gs, int ng, uint64_t *resp_tokens)
 				t->logprobs[k] = sampler_logprob();
 			}
 			t->answer = strdup("1234");
-			t->sequence_id = g * GROUP + i;
-			t->group_id = g;
+			t->sequence_id = traj_id_num(g * GROUP + i);
+			t->group_id = traj_id_num(g);
 			t->policy_version = 7;
 			t->temperature = 1.0f;
-			t->finish_reason = FINISH_STOP;
+			traj_set_finish(t, "stop");
 			*resp_tokens += t->n_response;
 		}
 		free(prompt);

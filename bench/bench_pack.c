@@ -67,7 +67,7 @@ static int make_input(const char *path)
 	int64_t sid = 0;
 	for (int g = 0; g < 128; g++) {
 		struct traj tr[8];
-		struct group gr = { g, 8, tr };
+		struct group gr = { traj_id_num(g), 8, tr };
 		uint32_t np = 100 + rand_u32() % 100;
 		for (int j = 0; j < 8; j++) {
 			struct traj *t = &tr[j];
@@ -86,8 +86,8 @@ static int make_input(const char *path)
 				t->logprobs[x] = -(float)(rand_u32() % 4096) / 1024.0f;
 				t->ref_logprobs[x] = t->logprobs[x] - (float)(rand_u32() % 64) / 4096.0f;
 			}
-			t->sequence_id = sid++;
-			t->group_id = g;
+			t->sequence_id = traj_id_num(sid++);
+			t->group_id = traj_id_num(g);
 			t->policy_version = 0;
 			t->scored = 1;
 			t->advantage = (float)((int)(rand_u32() % 2001) - 1000) / 1000.0f;

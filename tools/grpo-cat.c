@@ -145,8 +145,12 @@ static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *
 		r |= json_print_floats(out, a->model_logprobs, t->n_response);
 		r |= buf_printf(out, ",\"model_entropy\":");
 		r |= json_print_floats(out, a->model_entropy, t->n_response);
-		r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-		                a->abs_diff_mean, a->abs_diff_max);
+		if (!t->logprobs)   /* nothing to compare with: say so, compute nothing */
+			r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":null,\"model_logprob_abs_diff_max\":null,"
+					"\"sampler_logprobs\":\"missing\"");
+		else
+			r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
+					a->abs_diff_mean, a->abs_diff_max);
 		if (r)
 			return err_set(x->e, "out of memory");
 	}
@@ -170,6 +174,8 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 			return err_set(e, "out of memory");
 		rc = align_group(o->model, g, x.a, e);
 		for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
+			if (!g->trajs[i].logprobs)
+				continue;   /* no sampler logprobs: not part of the comparison */
 			o->st.aligned_tokens += g->trajs[i].n_response;
 			o->st.abs_diff_sum += x.a[i].abs_diff_mean * g->trajs[i].n_response;
 			if (x.a[i].abs_diff_max > o->st.abs_diff_max)

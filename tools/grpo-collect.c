@@ -33,7 +33,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: grpo-collect [--format auto|native|vllm|sglang|atropos] [-o SPOOL/rollouts --step N\n"
 		"                    [--rank X] [--max-groups N]] [--answers FILE] [--vocab-size V]\n"
-		"                    [--temperature T] [--on-error fail|skip] [-v] [FILE...]\n"
+		"                    [--temperature T] [--on-error fail|skip] [--allow-missing-logprobs] [-v]\n"
+		"                    [FILE...]\n"
 		"       grpo-collect --model DIR|SPOOL/policy --prompts FILE [--samples G] [--temperature T]\n"
 		"                    [--top-p P] [--top-k K] [--max-tokens M] [--seed S] [--offset N]\n"
 		"                    [--count N] [--cursor FILE] [--batch B] [--chat FMT] [--tokenizer FILE]\n"
@@ -51,6 +52,8 @@ static void usage(FILE *f)
 		"  -t, --temperature T    sampling temperature where the input gives none (default 1)\n"
 		"  -e, --on-error MODE    fail (default): a bad line fails its whole input;\n"
 		"                         skip: drop bad lines, report how many\n"
+		"      --allow-missing-logprobs\n"
+		"                         take rollouts without sampler logprobs, marked as having none\n"
 		"  -v, --verbose          report each input on standard error\n"
 		"Sampling from a model:\n"
 		"      --model DIR        a model directory, or a policy queue: its newest step_K\n"
@@ -363,6 +366,7 @@ int main(int argc, char **argv)
 		{ "max-groups", required_argument, NULL, 'm' },
 		{ "answers", required_argument, NULL, 'a' },
 		{ "vocab-size", required_argument, NULL, 'W' },
+		{ "allow-missing-logprobs", no_argument, NULL, 'L' },
 		{ "temperature", required_argument, NULL, 't' },
 		{ "on-error", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -463,6 +467,7 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, 0, LLONG_MAX, &o.max_groups) < 0)
 				goto bad_num;
 			break;
+		case 'L': co.allow_missing_logprobs = 1; break;
 		case 'W':
 			if (parse_num(optarg, 1, (long long)INT32_MAX + 1, &x) < 0)
 				goto bad_num;

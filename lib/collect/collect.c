@@ -74,7 +74,7 @@ struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err
 	out->groups = gs;
 	struct group *g = &out->groups[out->n_groups];
 	memset(g, 0, sizeof *g);
-	g->group_id = -1;
+	g->group_id = traj_id_none();
 	g->trajs = calloc(n ? n : 1, sizeof *g->trajs);
 	if (!g->trajs) {
 		err_set(e, "out of memory");
@@ -153,40 +153,42 @@ int collect_native(const cJSON *v, struct collect_line *out, struct err *e)
 		struct group *g = collect_add_group(out, 1, e);
 		if (!g || native_traj(v, &g->trajs[0], e) < 0)
 			return -1;
-		g->group_id = g->trajs[0].group_id;
+		if (traj_id_copy(&g->group_id, &g->trajs[0].group_id) < 0)
+			return err_set(e, "out of memory");
 		out->lone = 1;
 		return 0;
 	}
 	if (!cJSON_IsArray(arr))
 		return err_set(e, "trajectories: expected an array");
-	int64_t gid = -1;
-	if ((it = cJSON_GetObjectItemCaseSensitive(v, "group_id")) && !cJSON_IsNull(it) &&
-	    json_get_i64(it, "group_id", &gid, e) < 0)
-		return -1;
 	uint32_t n = (uint32_t)cJSON_GetArraySize(arr);
 	if (n == 0)
 		return err_set(e, "trajectories: a group needs at least one");
 	struct group *g = collect_add_group(out, n, e);
 	if (!g)
 		return -1;
-	g->group_id = gid;
+	/* the group's id, else its first member's that has one */
+	struct traj_id *gid = &g->group_id;
+	if ((it = cJSON_GetObjectItemCaseSensitive(v, "group_id")) && !cJSON_IsNull(it) &&
+	    json_get_id(it, "group_id", gid, e) < 0)
+		return -1;
 	uint32_t i = 0;
+	char b1[24], b2[24];
 	cJSON_ArrayForEach(it, arr) {
 		struct traj *t = &g->trajs[i];
 		if (native_traj(it, t, e) < 0)
 			return err_prefix(e, "trajectories[%u]", i);
-		if (gid >= 0 && t->group_id >= 0 && t->group_id != gid)
-			return err_set(e, "trajectories[%u]: group_id %lld, but the group's is %lld", i,
-				       (long long)t->group_id, (long long)gid);
-		if (gid < 0 && t->group_id >= 0)
-			gid = g->group_id = t->group_id;
+		if (traj_id_given(gid) && traj_id_given(&t->group_id) && !traj_id_eq(&t->group_id, gid))
+			return err_set(e, "trajectories[%u]: group_id %s, but the group's is %s", i,
+				       traj_id_text(&t->group_id, b1), traj_id_text(gid, b2));
+		if (!traj_id_given(gid) && traj_id_given(&t->group_id) && traj_id_copy(gid, &t->group_id) < 0)
+			return err_set(e, "out of memory");
 		i++;
 	}
-	if (gid >= 0)
+	if (traj_id_given(gid))
 		for (i = 0; i < n; i++)
-			if (g->trajs[i].group_id >= 0 && g->trajs[i].group_id != gid)
-				return err_set(e, "trajectories[%u]: group_id %lld differs from trajectories[0]'s %lld",
-					       i, (long long)g->trajs[i].group_id, (long long)gid);
+			if (traj_id_given(&g->trajs[i].group_id) && !traj_id_eq(&g->trajs[i].group_id, gid))
+				return err_set(e, "trajectories[%u]: group_id %s differs from trajectories[0]'s %s",
+					       i, traj_id_text(&g->trajs[i].group_id, b1), traj_id_text(gid, b2));
 	return 0;
 }
 
@@ -330,6 +332,17 @@ static int check_ids(const int32_t *a, uint32_t n, int64_t vocab, uint32_t i, co
 	return 0;
 }
 
+/* Missing sampler logprobs are taken only when asked for: marked as none,
+ * never filled with invented values. */
+static int check_logprobs(const struct collect *c, const struct group *g, struct err *e)
+{
+	for (uint32_t i = 0; i < g->n && !c->o.allow_missing_logprobs; i++)
+		if (!g->trajs[i].logprobs && g->trajs[i].n_response > 0)
+			return err_set(e, "trajectory %u: no sampler logprobs (Atropos: no inference_logprobs); "
+				       "--allow-missing-logprobs takes rollouts without them", i);
+	return 0;
+}
+
 int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e)
 {
 	char s[48];
@@ -338,7 +351,7 @@ int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e
 		if (check_ids(t->prompt_tokens, t->n_prompt, vocab_size, i, "prompt_tokens", e) < 0 ||
 		    check_ids(t->response_tokens, t->n_response, vocab_size, i, "response_tokens", e) < 0)
 			return -1;
-		for (uint32_t k = 0; k < t->n_response; k++) {
+		for (uint32_t k = 0; t->logprobs && k < t->n_response; k++) {
 			float lp = t->logprobs[k];
 			if (!isfinite(lp))
 				return err_set(e, "trajectory %u: logprobs[%u] is %s, not a finite number", i, k,
@@ -519,13 +532,29 @@ static int set_answer(struct traj *t, const char *a, struct err *e)
 	return 0;
 }
 
-/* Defaults for trajectory t, member `pos` of group gid. */
-static int fill(struct collect *c, struct traj *t, int64_t gid, uint32_t pos, const char *answer,
+/* Defaults for trajectory t, member `pos` of group gid. A missing
+ * sequence_id is derived from the group's: a number from a number, and
+ * "GID-POS" from a string id, which stays traceable to where it came from. */
+static int fill(struct collect *c, struct traj *t, const struct traj_id *gid, uint32_t pos, const char *answer,
 		int from_answers, struct err *e)
 {
-	t->group_id = gid;
-	if (t->sequence_id < 0)
-		t->sequence_id = (int64_t)(mix64((uint64_t)gid * 0x9e3779b97f4a7c15ull + pos) >> 12);
+	struct traj_id g;
+	if (traj_id_copy(&g, gid) < 0)
+		return err_set(e, "out of memory");
+	traj_id_free(&t->group_id);
+	t->group_id = g;
+	if (!traj_id_given(&t->sequence_id)) {
+		if (gid->str) {
+			size_t n = strlen(gid->str) + 12;
+			char *s = malloc(n);
+			if (!s)
+				return err_set(e, "out of memory");
+			snprintf(s, n, "%s-%u", gid->str, pos);
+			t->sequence_id.str = s;
+		} else
+			t->sequence_id.num =
+				(int64_t)(mix64((uint64_t)gid->num * 0x9e3779b97f4a7c15ull + pos) >> 12);
+	}
 	if (t->policy_version < 0)
 		t->policy_version = c->o.step;
 	if (isnan(t->temperature))
@@ -556,11 +585,11 @@ static int64_t line_gid(const char *text, size_t n, uint32_t k)
 	return (int64_t)(h >> 12);
 }
 
-static struct collect_pending *pending_find(struct collect *c, int64_t gid)
+static struct collect_pending *pending_find(struct collect *c, const struct traj_id *gid)
 {
 	/* newest first: lone trajectories of one group usually come together */
 	for (size_t i = c->n_pending; i-- > 0;)
-		if (c->pending[i].g.group_id == gid)
+		if (traj_id_eq(&c->pending[i].g.group_id, gid))
 			return &c->pending[i];
 	return NULL;
 }
@@ -568,32 +597,37 @@ static struct collect_pending *pending_find(struct collect *c, int64_t gid)
 static int add_lone(struct collect *c, struct collect_line *L, const char *text, size_t n, struct err *e)
 {
 	struct traj *t = &L->groups[0].trajs[0];
-	int explicit_gid = t->group_id >= 0;
-	int64_t gid = explicit_gid ? t->group_id : line_gid(text, n, 0);
-	struct collect_pending *p = explicit_gid ? pending_find(c, gid) : NULL;
+	int explicit_gid = traj_id_given(&t->group_id);
+	struct traj_id gid = traj_id_num(line_gid(text, n, 0));
+	if (explicit_gid && traj_id_copy(&gid, &t->group_id) < 0)
+		return err_set(e, "out of memory");
+	struct collect_pending *p = explicit_gid ? pending_find(c, &gid) : NULL;
 	if (!p) {
 		if (c->n_pending == c->cap_pending) {
 			size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
 			void *v = realloc(c->pending, cap * sizeof *c->pending);
-			if (!v)
+			if (!v) {
+				traj_id_free(&gid);
 				return err_set(e, "out of memory");
+			}
 			c->pending = v;
 			c->cap_pending = cap;
 		}
 		p = &c->pending[c->n_pending++];
 		memset(p, 0, sizeof *p);
-		p->g.group_id = gid;
+		p->g.group_id = gid;   /* the pending group takes it over */
 		p->index = c->next_index++;
-	}
+	} else
+		traj_id_free(&gid);
 	void *grown = p->g.trajs;
 	if (buf_grow_array(&grown, p->g.n, sizeof *p->g.trajs) < 0)
 		return err_set(e, "out of memory");
 	struct traj *ts = p->g.trajs = grown;
-	char idbuf[32];
-	snprintf(idbuf, sizeof idbuf, "%lld", (long long)gid);
+	char idbuf[24];
 	int from_answers;
-	const char *a = find_answer(c, explicit_gid ? idbuf : NULL, p->index, &from_answers);
-	if (fill(c, t, gid, p->g.n, a, from_answers, e) < 0)
+	const char *a = find_answer(c, explicit_gid ? traj_id_text(&p->g.group_id, idbuf) : NULL, p->index,
+				    &from_answers);
+	if (fill(c, t, &p->g.group_id, p->g.n, a, from_answers, e) < 0)
 		return -1;
 	/* move, not copy: the line's group gives up its only trajectory */
 	ts[p->g.n++] = *t;
@@ -627,24 +661,25 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			if (isnan(t->temperature))
 				t->temperature = c->o.temperature;
 			r = collect_check_group(g, c->o.vocab_size, e);
+			if (r == 0)
+				r = check_logprobs(c, g, e);
 			continue;
 		}
-		int explicit_gid = g->group_id >= 0;
+		int explicit_gid = traj_id_given(&g->group_id);
 		if (!explicit_gid)
-			g->group_id = line_gid(text, n, k);
-		char idbuf[32];
+			g->group_id = traj_id_num(line_gid(text, n, k));
+		char idbuf[24];
 		const char *id = L.id;
-		if (!id && explicit_gid && L.format == COLLECT_NATIVE) {
-			snprintf(idbuf, sizeof idbuf, "%lld", (long long)g->group_id);
-			id = idbuf;
-		}
+		if (!id && explicit_gid && L.format == COLLECT_NATIVE)
+			id = traj_id_text(&g->group_id, idbuf);
 		int from_answers;
 		const char *a = find_answer(c, id, base + k, &from_answers);
 		if (!a)
 			a = L.answer;
 		for (uint32_t i = 0; i < g->n && r == 0; i++)
-			r = fill(c, &g->trajs[i], g->group_id, i, a, from_answers, e);
-		if (r == 0 && (r = collect_check_group(g, c->o.vocab_size, e)) < 0 && L.n_groups > 1)
+			r = fill(c, &g->trajs[i], &g->group_id, i, a, from_answers, e);
+		if (r == 0 && ((r = collect_check_group(g, c->o.vocab_size, e)) < 0 || (r = check_logprobs(c, g, e)) < 0) &&
+		    L.n_groups > 1)
 			err_prefix(e, "group %u", k);
 	}
 	if (r < 0) {

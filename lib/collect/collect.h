@@ -102,6 +102,7 @@ struct collect_opts {
 	int64_t step;                /* policy_version where the input gives none */
 	float temperature;           /* where the input gives none */
 	int64_t vocab_size;          /* token ids must be below it; 0: no bound */
+	int allow_missing_logprobs;  /* take trajectories without sampler logprobs (logprobs NULL) */
 	const struct collect_answers *answers;   /* NULL: none */
 };
 

@@ -73,12 +73,10 @@ static int member(const cJSON *g, int item, uint32_t i, float adv, struct traj *
 		err_set(e, "masks[%u] has %u entries, tokens[%u] %u", i, nm, i, T);
 		goto out;
 	}
+	/* without inference_logprobs the trajectory has none (logprobs NULL),
+	 * which the collector refuses unless --allow-missing-logprobs */
 	const cJSON *ilp = row(cJSON_GetObjectItemCaseSensitive(g, "inference_logprobs"), item, i);
-	if (!ilp) {
-		err_set(e, "no inference_logprobs: grpo-collect needs the sampler's logprobs");
-		goto out;
-	}
-	if (f32_row(ilp, "inference_logprobs", i, T, &lp, e) < 0)
+	if (ilp && !cJSON_IsNull(ilp) && f32_row(ilp, "inference_logprobs", i, T, &lp, e) < 0)
 		goto out;
 	const cJSON *ar = row(cJSON_GetObjectItemCaseSensitive(g, "advantages"), item, i);
 	if (ar && !cJSON_IsNull(ar) && f32_row(ar, "advantages", i, T, &adv_row, e) < 0)
@@ -95,11 +93,12 @@ static int member(const cJSON *g, int item, uint32_t i, float adv, struct traj *
 	t->n_response = R;
 	t->prompt_tokens = malloc(p ? p * sizeof(int32_t) : 1);
 	t->response_tokens = malloc(R ? R * sizeof(int32_t) : 1);
-	t->logprobs = malloc(R ? R * sizeof(float) : 1);
+	t->logprobs = lp ? malloc(R ? R * sizeof(float) : 1) : NULL;
 	t->response_mask = malloc(R ? R : 1);
 	if (ref)
 		t->ref_logprobs = malloc(R ? R * sizeof(float) : 1);
-	if (!t->prompt_tokens || !t->response_tokens || !t->logprobs || !t->response_mask || (ref && !t->ref_logprobs)) {
+	if (!t->prompt_tokens || !t->response_tokens || (lp && !t->logprobs) || !t->response_mask ||
+	    (ref && !t->ref_logprobs)) {
 		err_set(e, "out of memory");
 		goto out;
 	}
@@ -115,7 +114,8 @@ static int member(const cJSON *g, int item, uint32_t i, float adv, struct traj *
 		}
 		int on = m != -100;
 		t->response_mask[k] = (uint8_t)on;
-		t->logprobs[k] = on ? lp[p + k] : 0.0f;
+		if (lp)
+			t->logprobs[k] = on ? lp[p + k] : 0.0f;
 		if (ref) {
 			t->ref_logprobs[k] = on ? ref[p + k] : 0.0f;
 			if (on && !(isfinite(ref[p + k]) && ref[p + k] <= 0)) {
@@ -233,13 +233,14 @@ static int one_group(const cJSON *g, struct collect_line *out, struct err *e)
 		t->scored = 1;
 		t->n_rewards = 1;
 		t->rewards = malloc(sizeof(float));
+		t->successes = malloc(sizeof(float));
 		t->reward_names = calloc(1, sizeof(char *));
-		if (!t->rewards || !t->reward_names || !(t->reward_names[0] = strdup("score"))) {
+		if (!t->rewards || !t->successes || !t->reward_names || !(t->reward_names[0] = strdup("score"))) {
 			r = err_set(e, "out of memory");
 			break;
 		}
 		t->rewards[0] = (float)s[i];
-		t->success = s[i] > 0 ? 1.0f : 0.0f;
+		t->successes[0] = s[i] > 0 ? 1.0f : 0.0f;
 	}
 	free(s);
 	return r;

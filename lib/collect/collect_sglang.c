@@ -18,15 +18,12 @@
 #include "collect/collect.h"
 #include "data/jsonview.h"
 
-static enum finish_reason finish_of(const cJSON *meta)
+/* The finish reason as SGLang gives it, a string or {"type": ...}; kept
+ * whatever it is (stop, length, abort, ...). */
+static const char *finish_of(const cJSON *meta)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(meta, "finish_reason");
-	const char *s = cJSON_IsString(f) ? f->valuestring : collect_str(f, "type");
-	if (s && strcmp(s, "stop") == 0)
-		return FINISH_STOP;
-	if (s && strcmp(s, "length") == 0)
-		return FINISH_LENGTH;
-	return FINISH_UNKNOWN;
+	return cJSON_IsString(f) ? f->valuestring : collect_str(f, "type");
 }
 
 /* The token ids (and, if lp is not NULL, the logprobs) of a list of triples. */
@@ -97,7 +94,8 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	} else
 		return err_set(e, "no prompt token ids: SGLang returns them only with \"logprob_start_len\": 0; "
 			       "or wrap the line as {\"request\": ..., \"response\": ...}");
-	t->finish_reason = finish_of(meta);
+	if (traj_set_finish(t, finish_of(meta)) < 0)
+		return err_set(e, "out of memory");
 	/* weight_version is "default" unless the server was told a version */
 	const char *wv = collect_str(meta, "weight_version");
 	if (wv && *wv && strspn(wv, "0123456789") == strlen(wv) && strlen(wv) < 16)

@@ -53,14 +53,6 @@ static float lp_value(const cJSON *v, int *ok)
 	return NAN;
 }
 
-static enum finish_reason finish_of(const char *s)
-{
-	if (s && strcmp(s, "stop") == 0)
-		return FINISH_STOP;
-	if (s && strcmp(s, "length") == 0)
-		return FINISH_LENGTH;
-	return FINISH_UNKNOWN;
-}
 
 /* The request's prompt ids: "token_ids" (generate), "prompt" as a list of
  * ids (completions), or "prompt_token_ids". */
@@ -222,7 +214,10 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, st
 		goto out;
 	}
 	memcpy(t->logprobs, l.lp + off, t->n_response * sizeof(float));
-	t->finish_reason = finish_of(collect_str(ch, "finish_reason"));
+	if (traj_set_finish(t, collect_str(ch, "finish_reason")) < 0) {
+		err_set(e, "out of memory");
+		goto out;
+	}
 	r = 0;
 out:
 	lps_free(&l);
@@ -266,7 +261,8 @@ static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err
 				return err_set(e, "logprobs[%u][%u]: expected a number", c, k - 1);
 		}
 		const cJSON *f = cJSON_GetArrayItem(fin, (int)c);
-		t->finish_reason = finish_of(cJSON_IsString(f) ? f->valuestring : NULL);
+		if (traj_set_finish(t, cJSON_IsString(f) ? f->valuestring : NULL) < 0)
+			return err_set(e, "out of memory");
 	}
 	return 0;
 }

@@ -138,11 +138,18 @@ static int print_u32s(struct buf *out, const uint32_t *a, uint32_t n)
 	return r | buf_put_u8(out, ']');
 }
 
-static int print_i64s(struct buf *out, const int64_t *a, uint32_t n)
+int json_print_id(struct buf *out, const struct traj_id *id)
+{
+	if (id->str)
+		return json_print_string(out, id->str);
+	return buf_printf(out, "%lld", (long long)id->num);
+}
+
+static int print_ids(struct buf *out, const struct traj_id *a, uint32_t n)
 {
 	int r = buf_put_u8(out, '[');
 	for (uint32_t i = 0; i < n && r == 0; i++)
-		r = buf_printf(out, i ? ",%lld" : "%lld", (long long)a[i]);
+		r = (i ? buf_put_u8(out, ',') : 0) | json_print_id(out, &a[i]);
 	return r | buf_put_u8(out, ']');
 }
 
@@ -169,27 +176,26 @@ static int print_f32s(struct buf *out, const float *a, uint32_t n)
 	return r | buf_put_u8(out, ']');
 }
 
-static const char *finish_name(enum finish_reason f)
-{
-	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
-}
 
 static int print_traj(struct buf *out, const struct traj *t, uint32_t index, json_traj_extra extra, void *ctx)
 {
 	int first = 1, r = buf_put_u8(out, '{');
 	r |= key(out, &first, "prompt_tokens") | print_i32s(out, t->prompt_tokens, t->n_prompt);
 	r |= key(out, &first, "response_tokens") | print_i32s(out, t->response_tokens, t->n_response);
-	r |= key(out, &first, "logprobs") | print_f32s(out, t->logprobs, t->n_response);
+	if (t->logprobs)
+		r |= key(out, &first, "logprobs") | print_f32s(out, t->logprobs, t->n_response);
+	else
+		r |= key(out, &first, "logprobs") | buf_append(out, "null", 4);
 	if (t->response_mask)
 		r |= key(out, &first, "response_mask") | print_u8s(out, t->response_mask, t->n_response);
 	if (t->answer)
 		r |= key(out, &first, "answer") | json_print_string(out, t->answer);
-	r |= key(out, &first, "sequence_id") | buf_printf(out, "%lld", (long long)t->sequence_id);
-	r |= key(out, &first, "group_id") | buf_printf(out, "%lld", (long long)t->group_id);
+	r |= key(out, &first, "sequence_id") | json_print_id(out, &t->sequence_id);
+	r |= key(out, &first, "group_id") | json_print_id(out, &t->group_id);
 	r |= key(out, &first, "policy_version") | buf_printf(out, "%lld", (long long)t->policy_version);
 	r |= key(out, &first, "temperature") | print_float(out, t->temperature);
-	if (finish_name(t->finish_reason))
-		r |= key(out, &first, "finish_reason") | buf_printf(out, "\"%s\"", finish_name(t->finish_reason));
+	if (t->finish_reason)
+		r |= key(out, &first, "finish_reason") | json_print_string(out, t->finish_reason);
 	if (t->run)
 		r |= key(out, &first, "run") | json_print_string(out, t->run);
 	if (t->scored) {
@@ -203,7 +209,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 			r |= buf_put_u8(out, ']');
 		}
 		r |= key(out, &first, "advantages") | print_float(out, t->advantage);
-		r |= key(out, &first, "successes") | print_float(out, t->success);
+		if (t->successes)
+			r |= key(out, &first, "successes") | print_f32s(out, t->successes, t->n_rewards);
 	}
 	if (r == 0 && extra)
 		r = extra(out, t, index, ctx);
@@ -212,7 +219,8 @@ static int print_traj(struct buf *out, const struct traj *t, uint32_t index, jso
 
 int json_print_group_with(struct buf *out, const struct group *g, json_traj_extra extra, void *ctx)
 {
-	int r = buf_printf(out, "{\"group_id\":%lld,\"trajectories\":[", (long long)g->group_id);
+	int r = buf_append(out, "{\"group_id\":", 12) | json_print_id(out, &g->group_id) |
+		buf_append(out, ",\"trajectories\":[", 17);
 	for (uint32_t i = 0; i < g->n && r == 0; i++)
 		r |= (i ? buf_put_u8(out, ',') : 0) | print_traj(out, &g->trajs[i], i, extra, ctx);
 	return r | buf_append(out, "]}\n", 3);
@@ -241,8 +249,28 @@ int json_print_mb(struct buf *out, const struct microbatch *mb)
 	if (mb->ref_logprobs)
 		r |= key(out, &first, "ref_logprobs") | print_f32s(out, mb->ref_logprobs, T);
 	r |= key(out, &first, "temperatures") | print_f32s(out, mb->temperatures, T);
-	r |= key(out, &first, "sequence_ids") | print_i64s(out, mb->sequence_ids, mb->n_seqs);
-	r |= key(out, &first, "group_ids") | print_i64s(out, mb->group_ids, mb->n_seqs);
+	r |= key(out, &first, "sequence_ids") | print_ids(out, mb->sequence_ids, mb->n_seqs);
+	r |= key(out, &first, "group_ids") | print_ids(out, mb->group_ids, mb->n_seqs);
+	if (mb->prompt_lens)
+		r |= key(out, &first, "prompt_lens") | print_u32s(out, mb->prompt_lens, mb->n_seqs);
+	if (mb->policy_versions) {
+		r |= key(out, &first, "policy_versions") | buf_put_u8(out, '[');
+		for (uint32_t i = 0; i < mb->n_seqs; i++)
+			r |= buf_printf(out, i ? ",%lld" : "%lld", (long long)mb->policy_versions[i]);
+		r |= buf_put_u8(out, ']');
+	}
+	if (mb->rewards)
+		r |= key(out, &first, "rewards") | print_f32s(out, mb->rewards, mb->n_seqs);
+	if (mb->finish_reasons) {
+		r |= key(out, &first, "finish_reasons") | buf_put_u8(out, '[');
+		for (uint32_t i = 0; i < mb->n_seqs; i++)
+			r |= (i ? buf_put_u8(out, ',') : 0) |
+			     (mb->finish_reasons[i] ? json_print_string(out, mb->finish_reasons[i])
+						    : buf_append(out, "null", 4));
+		r |= buf_put_u8(out, ']');
+	}
+	if (mb->logprobs_missing)
+		r |= key(out, &first, "logprobs_missing") | print_u8s(out, mb->logprobs_missing, mb->n_seqs);
 	r |= key(out, &first, "step") | buf_printf(out, "%lld", (long long)mb->step);
 	r |= key(out, &first, "rank") | buf_printf(out, "%d", mb->rank);
 	r |= key(out, &first, "index") | buf_printf(out, "%d", mb->index);
@@ -281,6 +309,23 @@ int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
 	if (d != floor(d) || fabs(d) > 9007199254740992.0)
 		return err_set(e, "%s: %.17g is not an integer that JSON numbers hold exactly", what, d);
 	*out = (int64_t)d;
+	return 0;
+}
+
+int json_get_id(const cJSON *v, const char *what, struct traj_id *out, struct err *e)
+{
+	if (cJSON_IsString(v)) {
+		if (traj_id_set_str(out, v->valuestring, strlen(v->valuestring)) < 0)
+			return err_set(e, "out of memory");
+		return 0;
+	}
+	if (!cJSON_IsNumber(v))
+		return err_set(e, "%s: expected a string or an integer", what);
+	int64_t x;
+	if (json_get_i64(v, what, &x, e) < 0)
+		return -1;
+	traj_id_free(out);
+	out->num = x;
 	return 0;
 }
 
@@ -384,6 +429,41 @@ static int get_str(const cJSON *v, const char *what, char **out, struct err *e)
 	return 0;
 }
 
+/* successes: one per reward function; a bare number or boolean (files
+ * written before per-function successes) is a one-element list, dropped
+ * unless there is one reward function. */
+static int get_successes(const cJSON *v, struct traj *t, struct err *e)
+{
+	uint32_t k = 1;
+	float *a = NULL;
+	if (cJSON_IsArray(v)) {
+		if (json_get_f32_array(v, "successes", &a, &k, e) < 0)
+			return -1;
+	} else {
+		if (!(a = malloc(sizeof *a)))
+			return err_set(e, "out of memory");
+		if (cJSON_IsBool(v))
+			a[0] = cJSON_IsTrue(v) ? 1.0f : 0.0f;
+		else if (get_f32(v, "successes", &a[0], e) < 0) {
+			free(a);
+			return -1;
+		}
+	}
+	if (!cJSON_IsArray(v) && t->n_rewards != 1) {
+		/* a file from before per-function successes: its one number cannot
+		 * be split over another number of functions, so it is dropped */
+		free(a);
+		return 0;
+	}
+	if (k != t->n_rewards) {
+		free(a);
+		return err_set(e, "%u successes for %u rewards: one per reward function", k, t->n_rewards);
+	}
+	free(t->successes);
+	t->successes = a;
+	return 0;
+}
+
 int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 {
 	uint32_t n = 0, nmask = 0, nref = 0;
@@ -395,9 +475,10 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 			       &t->prompt_tokens, &t->n_prompt, e) < 0 ||
 	    json_get_i32_array(cJSON_GetObjectItemCaseSensitive(o, "response_tokens"), "response_tokens",
 			       &t->response_tokens, &t->n_response, e) < 0 ||
-	    json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0)
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "logprobs")) && !cJSON_IsNull(v) &&
+	     json_get_f32_array(cJSON_GetObjectItemCaseSensitive(o, "logprobs"), "logprobs", &t->logprobs, &n, e) < 0))
 		goto fail;
-	if (n != t->n_response) {
+	if (t->logprobs && n != t->n_response) {
 		err_set(e, "%u logprobs for %u response_tokens", n, t->n_response);
 		goto fail;
 	}
@@ -411,19 +492,20 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 	}
 	if (((v = cJSON_GetObjectItemCaseSensitive(o, "answer")) && get_str(v, "answer", &t->answer, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "run")) && get_str(v, "run", &t->run, e) < 0) ||
-	    ((v = cJSON_GetObjectItemCaseSensitive(o, "sequence_id")) && json_get_i64(v, "sequence_id", &t->sequence_id, e) < 0) ||
-	    ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &t->group_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "sequence_id")) && !cJSON_IsNull(v) &&
+	     json_get_id(v, "sequence_id", &t->sequence_id, e) < 0) ||
+	    ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && !cJSON_IsNull(v) &&
+	     json_get_id(v, "group_id", &t->group_id, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "policy_version")) && json_get_i64(v, "policy_version", &t->policy_version, e) < 0) ||
 	    ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) && get_f32(v, "temperature", &t->temperature, e) < 0))
 		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "finish_reason")) && !cJSON_IsNull(v)) {
-		const char *s = cJSON_IsString(v) ? v->valuestring : "";
-		if (strcmp(s, "stop") == 0)
-			t->finish_reason = FINISH_STOP;
-		else if (strcmp(s, "length") == 0)
-			t->finish_reason = FINISH_LENGTH;
-		else {
-			err_set(e, "finish_reason: expected \"stop\" or \"length\"");
+		if (!cJSON_IsString(v) || !*v->valuestring) {
+			err_set(e, "finish_reason: expected a string such as \"stop\" or \"length\"");
+			goto fail;
+		}
+		if (traj_set_finish(t, v->valuestring) < 0) {
+			err_set(e, "out of memory");
 			goto fail;
 		}
 	}
@@ -471,12 +553,9 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 				}
 			}
 		}
-		if ((v = cJSON_GetObjectItemCaseSensitive(o, "successes")) && !cJSON_IsNull(v)) {
-			if (cJSON_IsBool(v))
-				t->success = cJSON_IsTrue(v) ? 1.0f : 0.0f;
-			else if (get_f32(v, "successes", &t->success, e) < 0)
-				goto fail;
-		}
+		if ((v = cJSON_GetObjectItemCaseSensitive(o, "successes")) && !cJSON_IsNull(v) &&
+		    get_successes(v, t, e) < 0)
+			goto fail;
 	}
 	return 0;
 fail:
@@ -489,16 +568,19 @@ static int parse_group(const cJSON *o, struct group *g, struct err *e)
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "trajectories"), *v;
 	uint32_t n = 0;
 	memset(g, 0, sizeof *g);
-	g->group_id = -1;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && json_get_i64(v, "group_id", &g->group_id, e) < 0)
+	g->group_id = traj_id_none();
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_id")) && !cJSON_IsNull(v) &&
+	    json_get_id(v, "group_id", &g->group_id, e) < 0)
 		return -1;
-	if (count_array(arr, "trajectories", &n, e) < 0)
+	int r = count_array(arr, "trajectories", &n, e);
+	if (r == 0 && n == 0)
+		r = err_set(e, "trajectories: a group needs at least one");
+	if (r == 0 && !(g->trajs = calloc(n, sizeof *g->trajs)))
+		r = err_set(e, "out of memory");
+	if (r < 0) {
+		traj_id_free(&g->group_id);
 		return -1;
-	if (n == 0)
-		return err_set(e, "trajectories: a group needs at least one");
-	g->trajs = calloc(n, sizeof *g->trajs);
-	if (!g->trajs)
-		return err_set(e, "out of memory");
+	}
 	cJSON_ArrayForEach(v, arr) {
 		if (json_parse_traj(v, &g->trajs[g->n], e) < 0) {
 			err_prefix(e, "trajectories[%u]", g->n);
@@ -506,8 +588,76 @@ static int parse_group(const cJSON *o, struct group *g, struct err *e)
 			return -1;
 		}
 		struct traj *t = &g->trajs[g->n++];
-		if (t->group_id < 0)
-			t->group_id = g->group_id;
+		if (!traj_id_given(&t->group_id) && traj_id_copy(&t->group_id, &g->group_id) < 0) {
+			group_free(g);
+			return err_set(e, "out of memory");
+		}
+	}
+	if (group_check(g, e) < 0) {
+		group_free(g);
+		return -1;
+	}
+	return 0;
+}
+
+/* The optional per-sequence fields, each one per sequence_ids entry. */
+static int parse_mb_seqs(const cJSON *o, struct microbatch *mb, struct err *e)
+{
+	const cJSON *v, *it;
+	uint32_t k, i;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "prompt_lens")) && !cJSON_IsNull(v)) {
+		int32_t *a = NULL;
+		if (json_get_i32_array(v, "prompt_lens", &a, &k, e) < 0)
+			return -1;
+		mb->prompt_lens = (uint32_t *)a;
+		for (i = 0; i < k; i++)
+			if (a[i] < 0)
+				return err_set(e, "prompt_lens[%u]: negative", i);
+		if (k != mb->n_seqs)
+			return err_set(e, "%u prompt_lens for %u sequences", k, mb->n_seqs);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "policy_versions")) && !cJSON_IsNull(v)) {
+		if (count_array(v, "policy_versions", &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u policy_versions for %u sequences", k, mb->n_seqs);
+		if (!(mb->policy_versions = malloc((k ? k : 1) * sizeof(int64_t))))
+			return err_set(e, "out of memory");
+		i = 0;
+		cJSON_ArrayForEach(it, v) {
+			char what[40];
+			snprintf(what, sizeof what, "policy_versions[%u]", i);
+			if (json_get_i64(it, what, &mb->policy_versions[i++], e) < 0)
+				return -1;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rewards")) && !cJSON_IsNull(v)) {
+		if (json_get_f32_array(v, "rewards", &mb->rewards, &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u rewards for %u sequences", k, mb->n_seqs);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "finish_reasons")) && !cJSON_IsNull(v)) {
+		if (count_array(v, "finish_reasons", &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u finish_reasons for %u sequences", k, mb->n_seqs);
+		if (!(mb->finish_reasons = calloc(k ? k : 1, sizeof(char *))))
+			return err_set(e, "out of memory");
+		i = 0;
+		cJSON_ArrayForEach(it, v) {
+			if (!cJSON_IsNull(it) && (!cJSON_IsString(it) || !*it->valuestring))
+				return err_set(e, "finish_reasons[%u]: expected a string or null", i);
+			if (cJSON_IsString(it) && !(mb->finish_reasons[i] = strdup(it->valuestring)))
+				return err_set(e, "out of memory");
+			i++;
+		}
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "logprobs_missing")) && !cJSON_IsNull(v)) {
+		if (json_get_mask_array(v, "logprobs_missing", &mb->logprobs_missing, &k, e) < 0)
+			return -1;
+		if (k != mb->n_seqs)
+			return err_set(e, "%u logprobs_missing for %u sequences", k, mb->n_seqs);
 	}
 	return 0;
 }
@@ -555,32 +705,37 @@ static int parse_mb(const cJSON *o, struct microbatch *mb, struct err *e)
 			err_set(e, "seq_lens[%u]: negative", i);
 			goto fail;
 		}
-	const char *idn[2] = { "sequence_ids", "group_ids" };
-	int64_t **ids[2] = { &mb->sequence_ids, &mb->group_ids };
-	uint32_t *cnt[2] = { &nsid, &ngid };
-	for (int k = 0; k < 2; k++) {
-		v = cJSON_GetObjectItemCaseSensitive(o, idn[k]);
-		if (count_array(v, idn[k], cnt[k], e) < 0)
-			goto fail;
-		*ids[k] = malloc(*cnt[k] ? *cnt[k] * sizeof(int64_t) : 1);
-		if (!*ids[k]) {
-			err_set(e, "out of memory");
-			goto fail;
-		}
-		uint32_t i = 0;
-		const cJSON *it;
-		cJSON_ArrayForEach(it, v) {
-			char what[32];
-			snprintf(what, sizeof what, "%s[%u]", idn[k], i);
-			if (json_get_i64(it, what, &(*ids[k])[i++], e) < 0)
-				goto fail;
-		}
-	}
+	if (count_array(cJSON_GetObjectItemCaseSensitive(o, "sequence_ids"), "sequence_ids", &nsid, e) < 0 ||
+	    count_array(cJSON_GetObjectItemCaseSensitive(o, "group_ids"), "group_ids", &ngid, e) < 0)
+		goto fail;
 	if (nsid != ngid) {
 		err_set(e, "%u group_ids for %u sequence_ids", ngid, nsid);
 		goto fail;
 	}
-	mb->n_seqs = nsid;
+	const char *idn[2] = { "sequence_ids", "group_ids" };
+	struct traj_id **ids[2] = { &mb->sequence_ids, &mb->group_ids };
+	for (int k = 0; k < 2; k++) {
+		*ids[k] = malloc((nsid ? nsid : 1) * sizeof(struct traj_id));
+		if (!*ids[k]) {
+			err_set(e, "out of memory");
+			goto fail;
+		}
+		for (uint32_t i = 0; i < nsid; i++)
+			(*ids[k])[i] = traj_id_none();
+	}
+	mb->n_seqs = nsid;   /* from here mb_free frees the ids */
+	for (int k = 0; k < 2; k++) {
+		uint32_t i = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, idn[k])) {
+			char what[32];
+			snprintf(what, sizeof what, "%s[%u]", idn[k], i);
+			if (json_get_id(it, what, &(*ids[k])[i++], e) < 0)
+				goto fail;
+		}
+	}
+	if (parse_mb_seqs(o, mb, e) < 0)
+		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "step")) && json_get_i64(v, "step", &mb->step, e) < 0)
 		goto fail;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "rank"))) {

@@ -9,6 +9,9 @@
  * fewest digits that read back to the same float32, so a round trip through
  * JSON is bit-exact. Masks print as 0/1 and parse from 0/1 or false/true.
  *
+ * Ids (sequence_id, group_id and the micro-batch's lists) print as they
+ * were given, a JSON string or an integer.
+ *
  * Parsing accepts a group, a micro-batch or a lone trajectory object. In a
  * trajectory only prompt_tokens, response_tokens and logprobs are required;
  * the defaults of the rest are those of traj_init() (grpo-spool(5)).
@@ -68,5 +71,9 @@ int json_get_i32_array(const struct cJSON *arr, const char *what, int32_t **out,
 int json_get_f32_array(const struct cJSON *arr, const char *what, float **out, uint32_t *n, struct err *e);
 int json_get_mask_array(const struct cJSON *arr, const char *what, uint8_t **out, uint32_t *n, struct err *e);
 int json_get_i64(const struct cJSON *v, const char *what, int64_t *out, struct err *e);
+/* An id as given: a JSON string, or an integer (json_get_i64's range). */
+int json_get_id(const struct cJSON *v, const char *what, struct traj_id *out, struct err *e);
+/* An id as it was given: a JSON string or an integer. */
+int json_print_id(struct buf *out, const struct traj_id *id);
 
 #endif

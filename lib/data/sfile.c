@@ -2,7 +2,6 @@
 #include "data/sfile.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,22 +15,26 @@
 
 /* Field types. */
 enum { T_I64 = 1, T_F32 = 2, T_STR = 3, T_I32S = 4, T_F32S = 5, T_U8S = 6, T_U32S = 7,
-       T_I64S = 8, T_NESTED = 9, T_STRS = 10 };
+       T_I64S = 8, T_NESTED = 9, T_STRS = 10, T_IDS = 11 };
 /* Encodings of arrays. */
 enum { ENC_PLAIN = 0, ENC_PLANAR = 1 };
 
 /* Group record fields. */
-enum { G_GROUP_ID = 1, G_PROMPT = 2, G_TRAJ = 3 };
+enum { G_GROUP_ID = 1, G_PROMPT = 2, G_TRAJ = 3, G_GROUP_ID_STR = 4 };
 /* Trajectory fields (nested in G_TRAJ). */
 enum { TR_PROMPT = 1, TR_RESPONSE = 2, TR_LOGPROBS = 3, TR_MASK = 4, TR_ANSWER = 5,
        TR_SEQUENCE_ID = 6, TR_GROUP_ID = 7, TR_POLICY_VERSION = 8, TR_TEMPERATURE = 9,
        TR_FINISH = 10, TR_RUN = 11, TR_SCORED = 12, TR_REF_LOGPROBS = 13, TR_REWARDS = 14,
-       TR_REWARD_NAMES = 15, TR_ADVANTAGE = 16, TR_SUCCESS = 17 };
+       TR_REWARD_NAMES = 15, TR_ADVANTAGE = 16, TR_SUCCESS = 17, TR_SEQUENCE_ID_STR = 18,
+       TR_GROUP_ID_STR = 19, TR_SUCCESSES = 20, TR_FINISH_STR = 21 };
 /* Micro-batch fields. */
 enum { MB_INPUT_IDS = 1, MB_POSITION_IDS = 2, MB_LOSS_MASK = 3, MB_ADVANTAGES = 4,
        MB_INFERENCE_LOGPROBS = 5, MB_REF_LOGPROBS = 6, MB_TEMPERATURES = 7, MB_SEQ_LENS = 8,
        MB_SEQUENCE_IDS = 9, MB_GROUP_IDS = 10, MB_STEP = 11, MB_RANK = 12, MB_INDEX = 13,
-       MB_RUN = 14 };
+       MB_RUN = 14, MB_SEQUENCE_IDS_ANY = 15, MB_GROUP_IDS_ANY = 16, MB_PROMPT_LENS = 17,
+       MB_POLICY_VERSIONS = 18, MB_REWARDS = 19, MB_FINISH_REASONS = 20, MB_LOGPROBS_MISSING = 21 };
+/* TR_FINISH's integer codes (1.0); other reasons go in TR_FINISH_STR. */
+enum { FINISH_CODE_UNKNOWN = 0, FINISH_CODE_STOP = 1, FINISH_CODE_LENGTH = 2 };
 
 #define HEADER_LEN 12
 #define PLANAR_MIN 16   /* shorter arrays gain nothing from planes */
@@ -81,6 +84,47 @@ static int put_str(struct buf *b, int tag, const char *s)
 		return 0;
 	size_t n = strlen(s);
 	return put_field_header(b, tag, T_STR, ENC_PLAIN, n) | buf_append(b, s, n);
+}
+
+static int put_array(struct buf *b, int tag, int type, const void *p, size_t n, size_t size);
+
+/* A string id under its own tag, so a 1.0 reader skips it and sees no id
+ * rather than misreading it. */
+static int put_id(struct buf *b, int tag_num, int tag_str, const struct traj_id *id)
+{
+	return id->str ? put_str(b, tag_str, id->str) : put_i64(b, tag_num, id->num);
+}
+
+/* A micro-batch's ids: int64s (as in 1.0) when every id is an integer,
+ * else a T_IDS list under the 1.1 tag, each entry u8 0 + 8-byte integer or
+ * u8 1 + u32 length + bytes. */
+static int put_ids(struct buf *b, int tag_num, int tag_any, const struct traj_id *ids, uint32_t n)
+{
+	int any_str = 0;
+	for (uint32_t i = 0; i < n; i++)
+		any_str |= ids[i].str != NULL;
+	if (!any_str) {
+		int64_t *v = malloc((n ? n : 1) * sizeof *v);
+		if (!v)
+			return -1;
+		for (uint32_t i = 0; i < n; i++)
+			v[i] = ids[i].num;
+		int r = put_array(b, tag_num, T_I64S, v, n, 8);
+		free(v);
+		return r;
+	}
+	size_t len = 0;
+	for (uint32_t i = 0; i < n; i++)
+		len += ids[i].str ? 5 + strlen(ids[i].str) : 9;
+	int r = put_field_header(b, tag_any, T_IDS, ENC_PLAIN, len);
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		if (ids[i].str) {
+			size_t k = strlen(ids[i].str);
+			r = buf_put_u8(b, 1) | buf_put_u32(b, (uint32_t)k) | buf_append(b, ids[i].str, k);
+		} else
+			r = buf_put_u8(b, 0) | buf_put_u64(b, (uint64_t)ids[i].num);
+	}
+	return r;
 }
 
 /* An array of n elements of `size` bytes (host order is little-endian on
@@ -134,15 +178,20 @@ static int encode_traj(struct buf *b, const struct traj *t, const struct group *
 			       t->n_prompt, 4);
 	r |= put_array(b, TR_RESPONSE, T_I32S, t->response_tokens ? t->response_tokens : (void *)"",
 		       t->n_response, 4);
-	r |= put_array(b, TR_LOGPROBS, T_F32S, t->logprobs ? t->logprobs : (void *)"", t->n_response, 4);
+	r |= put_array(b, TR_LOGPROBS, T_F32S, t->logprobs, t->n_response, 4);   /* absent: none given */
 	r |= put_array(b, TR_MASK, T_U8S, t->response_mask, t->n_response, 1);
 	r |= put_str(b, TR_ANSWER, t->answer);
-	r |= put_i64(b, TR_SEQUENCE_ID, t->sequence_id);
-	if (t->group_id != g->group_id)
-		r |= put_i64(b, TR_GROUP_ID, t->group_id);
+	r |= put_id(b, TR_SEQUENCE_ID, TR_SEQUENCE_ID_STR, &t->sequence_id);
+	if (!traj_id_eq(&t->group_id, &g->group_id))
+		r |= put_id(b, TR_GROUP_ID, TR_GROUP_ID_STR, &t->group_id);
 	r |= put_i64(b, TR_POLICY_VERSION, t->policy_version);
 	r |= put_f32(b, TR_TEMPERATURE, t->temperature);
-	r |= put_i64(b, TR_FINISH, t->finish_reason);
+	if (t->finish_reason && strcmp(t->finish_reason, "stop") == 0)
+		r |= put_i64(b, TR_FINISH, FINISH_CODE_STOP);
+	else if (t->finish_reason && strcmp(t->finish_reason, "length") == 0)
+		r |= put_i64(b, TR_FINISH, FINISH_CODE_LENGTH);
+	else
+		r |= put_str(b, TR_FINISH_STR, t->finish_reason);
 	r |= put_str(b, TR_RUN, t->run);
 	if (t->scored) {
 		r |= put_i64(b, TR_SCORED, 1);
@@ -150,7 +199,7 @@ static int encode_traj(struct buf *b, const struct traj *t, const struct group *
 		r |= put_array(b, TR_REWARDS, T_F32S, t->rewards ? t->rewards : (void *)"", t->n_rewards, 4);
 		r |= put_strs(b, TR_REWARD_NAMES, t->reward_names, t->n_rewards);
 		r |= put_f32(b, TR_ADVANTAGE, t->advantage);
-		r |= put_f32(b, TR_SUCCESS, t->success);
+		r |= put_array(b, TR_SUCCESSES, T_F32S, t->successes, t->n_rewards, 4);
 	}
 	return r;
 }
@@ -161,7 +210,7 @@ static int encode_group(struct buf *b, const struct group *g)
 	int shared = g->n > 1;
 	for (uint32_t i = 1; i < g->n && shared; i++)
 		shared = same_prompt(&g->trajs[0], &g->trajs[i]);
-	int r = put_i64(b, G_GROUP_ID, g->group_id);
+	int r = put_id(b, G_GROUP_ID, G_GROUP_ID_STR, &g->group_id);
 	if (shared)
 		r |= put_array(b, G_PROMPT, T_I32S, g->trajs[0].prompt_tokens ? g->trajs[0].prompt_tokens
 									  : (void *)"",
@@ -195,10 +244,20 @@ static int encode_mb(struct buf *b, const struct microbatch *mb)
 	r |= put_array(b, MB_TEMPERATURES, T_F32S, mb->temperatures, T, 4);
 	r |= put_array(b, MB_SEQ_LENS, T_U32S, mb->seq_lens ? (void *)mb->seq_lens : (void *)"",
 		       mb->n_seq_lens, 4);
-	r |= put_array(b, MB_SEQUENCE_IDS, T_I64S, mb->sequence_ids ? (void *)mb->sequence_ids : (void *)"",
-		       mb->n_seqs, 8);
-	r |= put_array(b, MB_GROUP_IDS, T_I64S, mb->group_ids ? (void *)mb->group_ids : (void *)"",
-		       mb->n_seqs, 8);
+	r |= put_ids(b, MB_SEQUENCE_IDS, MB_SEQUENCE_IDS_ANY, mb->sequence_ids, mb->n_seqs);
+	r |= put_ids(b, MB_GROUP_IDS, MB_GROUP_IDS_ANY, mb->group_ids, mb->n_seqs);
+	r |= put_array(b, MB_PROMPT_LENS, T_U32S, mb->prompt_lens, mb->n_seqs, 4);
+	r |= put_array(b, MB_POLICY_VERSIONS, T_I64S, mb->policy_versions, mb->n_seqs, 8);
+	r |= put_array(b, MB_REWARDS, T_F32S, mb->rewards, mb->n_seqs, 4);
+	if (mb->finish_reasons) {
+		char *const empty = "";
+		char **fr = malloc((mb->n_seqs ? mb->n_seqs : 1) * sizeof *fr);
+		for (uint32_t i = 0; fr && i < mb->n_seqs; i++)
+			fr[i] = mb->finish_reasons[i] ? mb->finish_reasons[i] : empty;   /* "": unknown */
+		r |= fr ? put_strs(b, MB_FINISH_REASONS, fr, mb->n_seqs) : -1;
+		free(fr);
+	}
+	r |= put_array(b, MB_LOGPROBS_MISSING, T_U8S, mb->logprobs_missing, mb->n_seqs, 1);
 	r |= put_i64(b, MB_STEP, mb->step);
 	r |= put_i64(b, MB_RANK, mb->rank);
 	r |= put_i64(b, MB_INDEX, mb->index);
@@ -308,12 +367,13 @@ static int emit(struct sfile_writer *w, int kind, struct err *e)
 
 int sfile_write_group(struct sfile_writer *w, const struct group *g, struct err *e)
 {
+	char idb[24];
 	if (group_check(g, e) < 0)
-		return err_prefix(e, "record %llu (group %lld)", (unsigned long long)w->records,
-				  (long long)g->group_id);
+		return err_prefix(e, "record %llu (group %s)", (unsigned long long)w->records,
+				  traj_id_text(&g->group_id, idb));
 	buf_reset(&w->rec);
 	if (encode_group(&w->rec, g) < 0)
-		return err_set(e, "group %lld: too large or out of memory", (long long)g->group_id);
+		return err_set(e, "group %s: too large or out of memory", traj_id_text(&g->group_id, idb));
 	return emit(w, REC_GROUP, e);
 }
 
@@ -463,14 +523,14 @@ static int get_array(const struct field *f, int type, size_t size, void **out, u
 	return 0;
 }
 
-static int get_strs(const struct field *f, char ***out, uint32_t *n, struct err *e)
+static int get_strs(const struct field *f, char ***out, uint32_t *n, const char *what, struct err *e)
 {
-	if (want_type(f, T_STRS, "reward_names", e) < 0)
+	if (want_type(f, T_STRS, what, e) < 0)
 		return -1;
 	uint32_t count = 0;
 	for (const unsigned char *p = f->data, *end = f->data + f->len; p < end; count++) {
 		if (end - p < 4 || (size_t)(end - p - 4) < get32(p))
-			return err_set(e, "field reward_names: malformed string list");
+			return err_set(e, "field %s: malformed string list", what);
 		p += 4 + get32(p);
 	}
 	char **s = calloc(count ? count : 1, sizeof *s);
@@ -484,7 +544,7 @@ static int get_strs(const struct field *f, char ***out, uint32_t *n, struct err 
 			for (uint32_t j = 0; j <= i; j++)
 				free(s[j]);
 			free(s);
-			return err_set(e, "field reward_names: bad string");
+			return err_set(e, "field %s: bad string", what);
 		}
 		memcpy(s[i], p + 4, k);
 		s[i][k] = '\0';
@@ -499,18 +559,95 @@ static int get_strs(const struct field *f, char ***out, uint32_t *n, struct err 
 	return 0;
 }
 
+/* An integer id field (T_I64) or a string id field (T_STR) into *id. */
+static int get_id(const struct field *f, struct traj_id *id, const char *what, struct err *e)
+{
+	if (f->type == T_STR) {
+		if (traj_id_set_str(id, (const char *)f->data, f->len) < 0)
+			return err_set(e, "field %s: a NUL byte in the id, or out of memory", what);
+		return 0;
+	}
+	int64_t v;
+	if (get_i64(f, &v, what, e) < 0)
+		return -1;
+	traj_id_free(id);
+	id->num = v;
+	return 0;
+}
+
+static void ids_free(struct traj_id *ids, uint32_t n)
+{
+	for (uint32_t i = 0; ids && i < n; i++)
+		traj_id_free(&ids[i]);
+	free(ids);
+}
+
+/* A micro-batch's ids, T_I64S (1.0) or T_IDS (1.1), replacing *out (*n entries). */
+static int get_ids(const struct field *f, struct traj_id **out, uint32_t *n, const char *what, struct err *e)
+{
+	if (f->type != T_I64S && f->type != T_IDS)
+		return err_set(e, "field %s has type %d, expected %d or %d", what, f->type, T_I64S, T_IDS);
+	struct traj_id *ids = NULL;
+	uint32_t k = 0;
+	if (f->type == T_I64S) {
+		int64_t *v = NULL;
+		if (get_array(f, T_I64S, 8, (void **)&v, &k, what, e) < 0)
+			return -1;
+		ids = malloc((k ? k : 1) * sizeof *ids);
+		for (uint32_t i = 0; ids && i < k; i++)
+			ids[i] = traj_id_num(v[i]);
+		free(v);
+		if (!ids)
+			return err_set(e, "out of memory");
+	} else {
+		uint32_t cap = 0;
+		const unsigned char *p = f->data, *end = f->data + f->len;
+		while (p < end) {
+			if (k == cap) {
+				cap = cap ? 2 * cap : 16;
+				struct traj_id *x = realloc(ids, cap * sizeof *x);
+				if (!x) {
+					ids_free(ids, k);
+					return err_set(e, "out of memory");
+				}
+				ids = x;
+			}
+			ids[k] = traj_id_none();
+			int bad = 0;
+			if (*p == 0 && end - p >= 9) {
+				ids[k].num = (int64_t)get64(p + 1);
+				p += 9;
+			} else if (*p == 1 && end - p >= 5 && (size_t)(end - p - 5) >= get32(p + 1)) {
+				uint32_t len = get32(p + 1);
+				bad = traj_id_set_str(&ids[k], (const char *)p + 5, len) < 0;
+				p += 5 + (size_t)len;
+			} else
+				bad = 1;
+			if (bad) {
+				ids_free(ids, k);
+				return err_set(e, "field %s: malformed id list at entry %u", what, k);
+			}
+			k++;
+		}
+	}
+	ids_free(*out, *n);
+	*out = ids;
+	*n = k;
+	return 0;
+}
+
 struct shared_prompt {
 	int32_t *tokens;            /* (n), NULL when the group has none */
 	uint32_t n;
 };
 
 static int decode_traj_fields(const unsigned char *p, const unsigned char *end, struct traj *t,
-			      int64_t group_id, const struct shared_prompt *sp, uint32_t *n_names,
+			      const struct traj_id *group_id, const struct shared_prompt *sp, uint32_t *n_names,
 			      struct err *e);
 
 /* Decode one trajectory; on failure nothing is left allocated in t. */
 static int decode_traj(const unsigned char *p, const unsigned char *end, struct traj *t,
-		       int64_t group_id, const struct shared_prompt *sp, struct err *e)
+		       const struct traj_id *group_id, const struct shared_prompt *sp, struct err *e)
 {
 	uint32_t n_names = 0;
 	if (decode_traj_fields(p, end, t, group_id, sp, &n_names, e) == 0)
@@ -525,15 +662,17 @@ static int decode_traj(const unsigned char *p, const unsigned char *end, struct 
 }
 
 static int decode_traj_fields(const unsigned char *p, const unsigned char *end, struct traj *t,
-			      int64_t group_id, const struct shared_prompt *sp, uint32_t *n_names,
+			      const struct traj_id *group_id, const struct shared_prompt *sp, uint32_t *n_names,
 			      struct err *e)
 {
 	struct field f;
 	int r;
-	uint32_t n_resp_lp = 0, n_mask = 0, n_ref = 0, n_resp = 0;
-	int have_resp = 0, have_lp = 0;
+	uint32_t n_resp_lp = 0, n_mask = 0, n_ref = 0, n_resp = 0, n_succ = 0;
+	int have_resp = 0, have_lp = 0, have_success1 = 0;
+	float success1 = 0;
 	traj_init(t);
-	t->group_id = group_id;
+	if (traj_id_copy(&t->group_id, group_id) < 0)
+		return err_set(e, "out of memory");
 	while ((r = next_field(&p, end, &f)) > 0) {
 		int ok = 0;
 		switch (f.tag) {
@@ -542,18 +681,22 @@ static int decode_traj_fields(const unsigned char *p, const unsigned char *end, 
 		case TR_LOGPROBS: ok = get_array(&f, T_F32S, 4, (void **)&t->logprobs, &n_resp_lp, "logprobs", e); have_lp = 1; break;
 		case TR_MASK: ok = get_array(&f, T_U8S, 1, (void **)&t->response_mask, &n_mask, "response_mask", e); break;
 		case TR_ANSWER: ok = get_str(&f, &t->answer, "answer", e); break;
-		case TR_SEQUENCE_ID: ok = get_i64(&f, &t->sequence_id, "sequence_id", e); break;
-		case TR_GROUP_ID: ok = get_i64(&f, &t->group_id, "group_id", e); break;
+		case TR_SEQUENCE_ID:
+		case TR_SEQUENCE_ID_STR: ok = get_id(&f, &t->sequence_id, "sequence_id", e); break;
+		case TR_GROUP_ID:
+		case TR_GROUP_ID_STR: ok = get_id(&f, &t->group_id, "group_id", e); break;
 		case TR_POLICY_VERSION: ok = get_i64(&f, &t->policy_version, "policy_version", e); break;
 		case TR_TEMPERATURE: ok = get_f32(&f, &t->temperature, "temperature", e); break;
 		case TR_FINISH: {
 			int64_t v;
 			ok = get_i64(&f, &v, "finish_reason", e);
-			if (ok == 0 && (v < FINISH_UNKNOWN || v > FINISH_LENGTH))
+			if (ok == 0 && (v < FINISH_CODE_UNKNOWN || v > FINISH_CODE_LENGTH))
 				ok = err_set(e, "finish_reason %lld unknown", (long long)v);
-			t->finish_reason = (enum finish_reason)v;
+			if (ok == 0 && traj_set_finish(t, v == FINISH_CODE_STOP ? "stop" : v == FINISH_CODE_LENGTH ? "length" : NULL) < 0)
+				ok = err_set(e, "out of memory");
 			break;
 		}
+		case TR_FINISH_STR: ok = get_str(&f, &t->finish_reason, "finish_reason", e); break;
 		case TR_RUN: ok = get_str(&f, &t->run, "run", e); break;
 		case TR_SCORED: {
 			int64_t v;
@@ -563,9 +706,10 @@ static int decode_traj_fields(const unsigned char *p, const unsigned char *end, 
 		}
 		case TR_REF_LOGPROBS: ok = get_array(&f, T_F32S, 4, (void **)&t->ref_logprobs, &n_ref, "ref_logprobs", e); break;
 		case TR_REWARDS: ok = get_array(&f, T_F32S, 4, (void **)&t->rewards, &t->n_rewards, "rewards", e); break;
-		case TR_REWARD_NAMES: ok = get_strs(&f, &t->reward_names, n_names, e); break;
+		case TR_REWARD_NAMES: ok = get_strs(&f, &t->reward_names, n_names, "reward_names", e); break;
 		case TR_ADVANTAGE: ok = get_f32(&f, &t->advantage, "advantages", e); break;
-		case TR_SUCCESS: ok = get_f32(&f, &t->success, "successes", e); break;
+		case TR_SUCCESS: ok = get_f32(&f, &success1, "successes", e); have_success1 = ok == 0; break;
+		case TR_SUCCESSES: ok = get_array(&f, T_F32S, 4, (void **)&t->successes, &n_succ, "successes", e); break;
 		default: break; /* a field from a newer minor version */
 		}
 		if (ok < 0)
@@ -582,10 +726,10 @@ static int decode_traj_fields(const unsigned char *p, const unsigned char *end, 
 		memcpy(t->prompt_tokens, sp->tokens, sp->n * sizeof(int32_t));
 		t->n_prompt = sp->n;
 	}
-	if (!have_resp || !have_lp)
-		return err_set(e, "missing %s", have_resp ? "logprobs" : "response_tokens");
+	if (!have_resp)
+		return err_set(e, "missing response_tokens");
 	t->n_response = n_resp;
-	if (n_resp_lp != n_resp)
+	if (have_lp && n_resp_lp != n_resp)
 		return err_set(e, "%u logprobs for %u response tokens", n_resp_lp, n_resp);
 	if (t->response_mask && n_mask != n_resp)
 		return err_set(e, "%u response_mask entries for %u response tokens", n_mask, n_resp);
@@ -593,6 +737,15 @@ static int decode_traj_fields(const unsigned char *p, const unsigned char *end, 
 		return err_set(e, "%u ref_logprobs for %u response tokens", n_ref, n_resp);
 	if (t->reward_names && *n_names != t->n_rewards)
 		return err_set(e, "%u reward_names for %u rewards", *n_names, t->n_rewards);
+	if (t->successes && n_succ != t->n_rewards)
+		return err_set(e, "%u successes for %u rewards", n_succ, t->n_rewards);
+	/* 1.0's one scalar success is the list of its one reward function; with
+	 * another number of functions it cannot be split, and is dropped */
+	if (!t->successes && have_success1 && t->n_rewards == 1) {
+		if (!(t->successes = malloc(sizeof(float))))
+			return err_set(e, "out of memory");
+		t->successes[0] = success1;
+	}
 	return 0;
 }
 
@@ -603,10 +756,11 @@ static int decode_group(const unsigned char *p, const unsigned char *end, struct
 	uint32_t cap = 0;
 	int r, rc = 0;
 	memset(g, 0, sizeof *g);
-	g->group_id = -1;
+	g->group_id = traj_id_none();
 	while ((r = next_field(&p, end, &f)) > 0 && rc == 0) {
 		switch (f.tag) {
-		case G_GROUP_ID: rc = get_i64(&f, &g->group_id, "group_id", e); break;
+		case G_GROUP_ID:
+		case G_GROUP_ID_STR: rc = get_id(&f, &g->group_id, "group_id", e); break;
 		case G_PROMPT: rc = get_array(&f, T_I32S, 4, (void **)&sp.tokens, &sp.n, "prompt_tokens", e); break;
 		case G_TRAJ:
 			if ((rc = want_type(&f, T_NESTED, "trajectory", e)) < 0)
@@ -620,7 +774,7 @@ static int decode_group(const unsigned char *p, const unsigned char *end, struct
 				}
 				g->trajs = tr;
 			}
-			rc = decode_traj(f.data, f.data + f.len, &g->trajs[g->n], g->group_id, &sp, e);
+			rc = decode_traj(f.data, f.data + f.len, &g->trajs[g->n], &g->group_id, &sp, e);
 			g->n++; /* counted even on failure, so group_free frees it */
 			if (rc < 0)
 				err_prefix(e, "trajectory %u", g->n - 1);
@@ -631,8 +785,10 @@ static int decode_group(const unsigned char *p, const unsigned char *end, struct
 	free(sp.tokens);
 	if (rc == 0 && r < 0)
 		rc = err_set(e, "malformed field list");
-	if (rc == 0 && g->n == 0)
-		rc = err_set(e, "group %lld has no trajectories", (long long)g->group_id);
+	if (rc == 0 && g->n == 0) {
+		char idb[24];
+		rc = err_set(e, "group %s has no trajectories", traj_id_text(&g->group_id, idb));
+	}
 	if (rc == 0)
 		rc = group_check(g, e);
 	if (rc < 0)
@@ -644,6 +800,7 @@ static int decode_mb(const unsigned char *p, const unsigned char *end, struct mi
 {
 	struct field f;
 	uint32_t n[8] = { 0 }, nsl = 0, nsid = 0, ngid = 0;
+	uint32_t nseq[5] = { 0 };   /* prompt_lens, policy_versions, rewards, finish_reasons, logprobs_missing */
 	int r, rc = 0;
 	int64_t v;
 	memset(mb, 0, sizeof *mb);
@@ -657,12 +814,26 @@ static int decode_mb(const unsigned char *p, const unsigned char *end, struct mi
 		case MB_REF_LOGPROBS: rc = get_array(&f, T_F32S, 4, (void **)&mb->ref_logprobs, &n[5], "ref_logprobs", e); break;
 		case MB_TEMPERATURES: rc = get_array(&f, T_F32S, 4, (void **)&mb->temperatures, &n[6], "temperatures", e); break;
 		case MB_SEQ_LENS: rc = get_array(&f, T_U32S, 4, (void **)&mb->seq_lens, &nsl, "seq_lens", e); break;
-		case MB_SEQUENCE_IDS: rc = get_array(&f, T_I64S, 8, (void **)&mb->sequence_ids, &nsid, "sequence_ids", e); break;
-		case MB_GROUP_IDS: rc = get_array(&f, T_I64S, 8, (void **)&mb->group_ids, &ngid, "group_ids", e); break;
+		case MB_SEQUENCE_IDS:
+		case MB_SEQUENCE_IDS_ANY: rc = get_ids(&f, &mb->sequence_ids, &nsid, "sequence_ids", e); break;
+		case MB_GROUP_IDS:
+		case MB_GROUP_IDS_ANY: rc = get_ids(&f, &mb->group_ids, &ngid, "group_ids", e); break;
 		case MB_STEP: rc = get_i64(&f, &mb->step, "step", e); break;
 		case MB_RANK: rc = get_i64(&f, &v, "rank", e); mb->rank = (int32_t)v; break;
 		case MB_INDEX: rc = get_i64(&f, &v, "index", e); mb->index = (int32_t)v; break;
 		case MB_RUN: rc = get_str(&f, &mb->run, "run", e); break;
+		case MB_PROMPT_LENS: rc = get_array(&f, T_U32S, 4, (void **)&mb->prompt_lens, &nseq[0], "prompt_lens", e); break;
+		case MB_POLICY_VERSIONS: rc = get_array(&f, T_I64S, 8, (void **)&mb->policy_versions, &nseq[1], "policy_versions", e); break;
+		case MB_REWARDS: rc = get_array(&f, T_F32S, 4, (void **)&mb->rewards, &nseq[2], "rewards", e); break;
+		case MB_FINISH_REASONS:
+			rc = get_strs(&f, &mb->finish_reasons, &nseq[3], "finish_reasons", e);
+			for (uint32_t i = 0; rc == 0 && i < nseq[3]; i++)
+				if (!*mb->finish_reasons[i]) {   /* "": unknown */
+					free(mb->finish_reasons[i]);
+					mb->finish_reasons[i] = NULL;
+				}
+			break;
+		case MB_LOGPROBS_MISSING: rc = get_array(&f, T_U8S, 1, (void **)&mb->logprobs_missing, &nseq[4], "logprobs_missing", e); break;
 		default: break;
 		}
 	}
@@ -682,70 +853,32 @@ static int decode_mb(const unsigned char *p, const unsigned char *end, struct mi
 				rc = err_set(e, "%s has %u entries, input_ids %u", names[i], n[i], mb->n_tokens);
 		}
 		mb->n_seq_lens = nsl;
-		mb->n_seqs = nsid;
 		if (rc == 0 && ngid != nsid)
 			rc = err_set(e, "%u group_ids for %u sequence_ids", ngid, nsid);
-		if (rc == 0)
+		static const char *seqn[] = { "prompt_lens", "policy_versions", "rewards", "finish_reasons",
+					      "logprobs_missing" };
+		const void *seqa[] = { mb->prompt_lens, mb->policy_versions, mb->rewards, mb->finish_reasons,
+				       mb->logprobs_missing };
+		for (int k = 0; k < 5 && rc == 0; k++)
+			if (seqa[k] && nseq[k] != nsid)
+				rc = err_set(e, "%u %s for %u sequences", nseq[k], seqn[k], nsid);
+		if (rc == 0) {
+			mb->n_seqs = nsid;
 			rc = mb_check(mb, e);
+		}
 	}
-	if (rc < 0)
+	if (rc < 0) {
+		/* the two id lists may differ in length here: free each by its own */
+		ids_free(mb->sequence_ids, nsid);
+		ids_free(mb->group_ids, ngid);
+		mb->sequence_ids = mb->group_ids = NULL;
+		for (uint32_t i = 0; mb->finish_reasons && i < nseq[3]; i++)
+			free(mb->finish_reasons[i]);
+		free(mb->finish_reasons);
+		mb->finish_reasons = NULL;
 		mb_free(mb);
+	}
 	return rc;
-}
-
-static const char *nonfinite_name(float f)
-{
-	return isnan(f) ? "NaN" : f > 0 ? "Infinity" : "-Infinity";
-}
-
-/* a (n, or 1 for a scalar) must hold only finite values; who prefixes the message. */
-static int check_finite(const float *a, uint32_t n, int scalar, const char *who, const char *field,
-			struct err *e)
-{
-	for (uint32_t k = 0; a && k < n; k++) {
-		if (isfinite(a[k]))
-			continue;
-		if (scalar)
-			return err_set(e, "%s%s is %s, not a finite number", who, field, nonfinite_name(a[k]));
-		return err_set(e, "%s%s[%u] is %s, not a finite number", who, field, k, nonfinite_name(a[k]));
-	}
-	return 0;
-}
-
-int group_check(const struct group *g, struct err *e)
-{
-	char who[32];
-	for (uint32_t i = 0; i < g->n; i++) {
-		const struct traj *t = &g->trajs[i];
-		snprintf(who, sizeof who, "trajectory %u: ", i);
-		if (check_finite(t->logprobs, t->n_response, 0, who, "logprobs", e) < 0 ||
-		    check_finite(&t->temperature, 1, 1, who, "temperature", e) < 0)
-			return -1;
-		if (t->scored && (check_finite(t->ref_logprobs, t->n_response, 0, who, "ref_logprobs", e) < 0 ||
-				  check_finite(t->rewards, t->n_rewards, 0, who, "rewards", e) < 0 ||
-				  check_finite(&t->advantage, 1, 1, who, "advantages", e) < 0 ||
-				  check_finite(&t->success, 1, 1, who, "successes", e) < 0))
-			return -1;
-	}
-	return 0;
-}
-
-int mb_check(const struct microbatch *mb, struct err *e)
-{
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < mb->n_seq_lens; i++)
-		sum += mb->seq_lens[i];
-	if (sum != mb->n_tokens)
-		return err_set(e, "seq_lens sum to %llu, micro-batch has %u tokens", (unsigned long long)sum, mb->n_tokens);
-	if (mb->n_seqs > mb->n_seq_lens)
-		return err_set(e, "%u sequence_ids for %u seq_lens", mb->n_seqs, mb->n_seq_lens);
-	uint32_t T = mb->n_tokens;
-	if (check_finite(mb->advantages, T, 0, "", "advantages", e) < 0 ||
-	    check_finite(mb->inference_logprobs, T, 0, "", "inference_logprobs", e) < 0 ||
-	    check_finite(mb->ref_logprobs, T, 0, "", "ref_logprobs", e) < 0 ||
-	    check_finite(mb->temperatures, T, 0, "", "temperatures", e) < 0)
-		return -1;
-	return 0;
 }
 
 /* ---- reader ---- */

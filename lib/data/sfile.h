@@ -4,7 +4,7 @@
  * A spool file is one zstd frame, content checksum on, whose content is a
  * 12-byte header followed by records:
  *
- *   header:  "GRPO"  u16 major (1)  u16 minor (0)  u32 extra_len, extra bytes
+ *   header:  "GRPO"  u16 major (1)  u16 minor (1)  u32 extra_len, extra bytes
  *   record:  u32 kind  u32 flags (0)  u64 len  payload[len]
  *   payload: fields, each  u16 tag  u8 type  u8 encoding  u32 len  data[len]
  *
@@ -15,8 +15,8 @@
  * second bytes, ...), which lets zstd see the near-constant high bytes of
  * token ids and logprobs as long runs.
  *
- * No float in a file is NaN or infinite: the writer refuses such a record
- * and the reader rejects it (group_check, mb_check below), so whatever
+ * Every record obeys the invariants of check.h (no NaN or infinite float, logprobs at most 0, positions restarting per sequence, ...): the writer refuses a record that does not
+ * and the reader rejects it (group_check, mb_check in check.h), so whatever
  * reads a spool can trust every advantage, logprob and temperature.
  *
  * Concatenated files (`cat a.zst b.zst`) read as one stream: every frame
@@ -37,10 +37,11 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "data/check.h"
 #include "data/traj.h"
 
 #define SFILE_MAJOR 1
-#define SFILE_MINOR 0
+#define SFILE_MINOR 1
 #define SFILE_MAX_RECORD (1ull << 31)   /* larger records are taken as corruption */
 
 enum record_kind { REC_NONE = 0, REC_GROUP = 1, REC_MICROBATCH = 2, REC_TRAJ = 3 };
@@ -104,13 +105,5 @@ int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const
 /* 1: a record in *rec (free it with record_free); 0: end of input; -1: error. */
 int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e);
 void sfile_reader_close(struct sfile_reader *r);   /* does not close fd */
-
-/* The values rules of grpo-spool(5), which the writer applies before it
- * writes a record and the reader after it decodes one: every float field is
- * finite (a NaN advantage or logprob would poison training, and JSON has no
- * form for it), and a micro-batch's seq_lens sum to its tokens. Messages
- * name the trajectory and field: "trajectory 2: advantages is NaN, ...". */
-int group_check(const struct group *g, struct err *e);
-int mb_check(const struct microbatch *mb, struct err *e);
 
 #endif

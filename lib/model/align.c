@@ -63,7 +63,7 @@ static int align_pack(struct model *m, const struct group *g, uint32_t first, ui
 		memcpy(a->model_logprobs, lp + at + t->n_prompt, t->n_response * sizeof(float));
 		memcpy(a->model_entropy, ent + at + t->n_prompt, t->n_response * sizeof(float));
 		double sum = 0, max = 0;
-		for (uint32_t k = 0; k < t->n_response; k++) {
+		for (uint32_t k = 0; t->logprobs && k < t->n_response; k++) {
 			double d = fabs((double)a->model_logprobs[k] - (double)t->logprobs[k]);
 			sum += d;
 			max = d > max ? d : max;

@@ -22,7 +22,8 @@
 struct align_traj {
 	float *model_logprobs;   /* (n_response) */
 	float *model_entropy;    /* (n_response) */
-	double abs_diff_mean;    /* mean |model - sampler| over the response, 0 if empty */
+	double abs_diff_mean;    /* mean |model - sampler| over the response, 0 if empty
+	                            or when the sampler gave no logprobs (t->logprobs NULL) */
 	double abs_diff_max;
 };
 

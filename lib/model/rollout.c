@@ -133,11 +133,12 @@ static int to_traj(const struct rollout_prompt *p, struct gen_seq *s, int j, int
 		t->response_tokens[i] = s->tokens[i];
 	t->n_prompt = p->n;
 	t->n_response = (uint32_t)s->n;
-	t->group_id = (int64_t)p->place;
-	t->sequence_id = (int64_t)(p->place * (uint64_t)G + (uint64_t)j);
+	t->group_id = traj_id_num((int64_t)p->place);
+	t->sequence_id = traj_id_num((int64_t)(p->place * (uint64_t)G + (uint64_t)j));
 	t->policy_version = policy_version;
 	t->temperature = temperature > 0 ? temperature : 1.0f;
-	t->finish_reason = s->finish == GEN_STOP ? FINISH_STOP : FINISH_LENGTH;
+	if (traj_set_finish(t, s->finish == GEN_STOP ? "stop" : "length") < 0)
+		return err_set(e, "out of memory");
 	return 0;
 }
 
@@ -169,7 +170,7 @@ int rollout_sample(const struct model *m, const struct rollout_prompt *prompts, 
 	if ((r = gen_run(m, ptr, lens, B, &p, seqs, e)) < 0)
 		goto out;
 	for (int i = 0; i < n && r == 0; i++) {
-		out[i].group_id = (int64_t)prompts[i].place;
+		out[i].group_id = traj_id_num((int64_t)prompts[i].place);
 		if (!(out[i].trajs = calloc((size_t)G, sizeof *out[i].trajs))) {
 			r = err_set(e, "out of memory");
 			break;

@@ -23,11 +23,12 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	memset(mb, 0, sizeof *mb);
 	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
 	uint64_t L = 0;
-	int any_ref = 0;
+	int any_ref = 0, any_missing = 0;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t full = seqs[j]->n_prompt + seqs[j]->n_response;
 		L += use && use[j] < full ? use[j] : full;
 		any_ref |= seqs[j]->ref_logprobs != NULL;
+		any_missing |= seqs[j]->logprobs == NULL;
 	}
 	if (L > o->cap)
 		return err_set(e, "micro-batch of %llu tokens exceeds --seq-len %u", (unsigned long long)L,
@@ -48,11 +49,17 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	mb->n_seqs = n;
 	mb->n_seq_lens = n + (pad > 0);
 	mb->seq_lens = malloc((mb->n_seq_lens ? mb->n_seq_lens : 1) * sizeof(uint32_t));
-	mb->sequence_ids = malloc((n ? n : 1) * sizeof(int64_t));
-	mb->group_ids = malloc((n ? n : 1) * sizeof(int64_t));
+	mb->sequence_ids = calloc(n ? n : 1, sizeof(struct traj_id));
+	mb->group_ids = calloc(n ? n : 1, sizeof(struct traj_id));
+	mb->prompt_lens = malloc((n ? n : 1) * sizeof(uint32_t));
+	mb->policy_versions = malloc((n ? n : 1) * sizeof(int64_t));
+	mb->rewards = malloc((n ? n : 1) * sizeof(float));
+	mb->finish_reasons = calloc(n ? n : 1, sizeof(char *));
+	mb->logprobs_missing = any_missing ? calloc(n, 1) : NULL;
 	if (!mb->input_ids || !mb->position_ids || !mb->loss_mask || !mb->advantages ||
 	    !mb->inference_logprobs || (any_ref && !mb->ref_logprobs) || !mb->temperatures ||
-	    !mb->seq_lens || !mb->sequence_ids || !mb->group_ids) {
+	    !mb->seq_lens || !mb->sequence_ids || !mb->group_ids || !mb->prompt_lens ||
+	    !mb->policy_versions || !mb->rewards || !mb->finish_reasons || (any_missing && !mb->logprobs_missing)) {
 		mb_free(mb);
 		return err_set(e, "micro-batch: out of memory");
 	}
@@ -75,14 +82,27 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 		}
 		for (uint32_t x = 0; x < nr; x++) {
 			uint32_t i = at + np + x;
-			mb->inference_logprobs[i] = t->logprobs[x];
+			if (t->logprobs)
+				mb->inference_logprobs[i] = t->logprobs[x];
 			if (t->ref_logprobs)
 				mb->ref_logprobs[i] = t->ref_logprobs[x];
 			mb->loss_mask[i] = (np + x > 0) && (!t->response_mask || t->response_mask[x]);
 		}
 		mb->seq_lens[j] = len;
-		mb->sequence_ids[j] = t->sequence_id;
-		mb->group_ids[j] = t->group_id;
+		mb->prompt_lens[j] = np;
+		mb->policy_versions[j] = t->policy_version;
+		mb->rewards[j] = traj_reward(t);
+		if (!t->logprobs)
+			mb->logprobs_missing[j] = 1;
+		if (t->finish_reason && !(mb->finish_reasons[j] = strdup(t->finish_reason))) {
+			mb_free(mb);
+			return err_set(e, "micro-batch: out of memory");
+		}
+		if (traj_id_copy(&mb->sequence_ids[j], &t->sequence_id) < 0 ||
+		    traj_id_copy(&mb->group_ids[j], &t->group_id) < 0) {
+			mb_free(mb);
+			return err_set(e, "micro-batch: out of memory");
+		}
 		at += len;
 	}
 	for (uint32_t x = 0; x < pad; x++) {

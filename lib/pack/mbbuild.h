@@ -11,7 +11,8 @@
  *                       response_mask trains, never at a sequence's first
  *                       token (nothing predicts it); 0 on prompt and padding
  *   inference_logprobs  the sampler's logprob of a response token, 0 on
- *                       prompt tokens and padding
+ *                       prompt tokens and padding, and 0 on a sequence whose
+ *                       sampler gave none, which logprobs_missing marks
  *   ref_logprobs        likewise from the scorer; NULL when no sequence has
  *                       them, 0 for a sequence without them
  *   advantages          the sequence's scalar advantage on every one of its
@@ -22,7 +23,11 @@
  *                       tokens, 1 on padding
  *   seq_lens            one entry per sequence, plus one for a trailing
  *                       padding span; sequence_ids / group_ids one per real
- *                       sequence, in seq_lens order
+ *                       sequence, in seq_lens order, as are prompt_lens
+ *                       (prompt tokens kept), policy_versions, rewards (the
+ *                       sum of the sequence's rewards), finish_reasons;
+ *                       logprobs_missing only when some sequence has no
+ *                       sampler logprobs
  *
  * A sequence may be used shortened (truncation to the capacity): use[j] < its
  * length keeps that prefix. With no sequence the result is a dummy: one

@@ -138,9 +138,10 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 			continue;
 		}
 		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
+		char idb[24];
 		if (!t->scored)
-			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %lld) is not scored", name,
-				       (unsigned long long)rec, j, (long long)t->sequence_id);
+			return err_set(e, "%s: record %llu: trajectory %u (sequence_id %s) is not scored", name,
+				       (unsigned long long)rec, j, traj_id_text(&t->sequence_id, idb));
 		if (len == 0) {
 			if (drop(b, PACKSTEP_EMPTY, so, ord, e) < 0)
 				return -1;
@@ -149,9 +150,9 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 		uint32_t use = (uint32_t)len;
 		if (len > b->o.seq_len) {
 			if (b->o.overlong == PACKBUF_OVER_ERROR)
-				return err_set(e, "%s: record %llu: sequence_id %lld has %llu tokens, more than %s "
+				return err_set(e, "%s: record %llu: sequence_id %s has %llu tokens, more than %s "
 					       "(see --overlong)", name, (unsigned long long)rec,
-					       (long long)t->sequence_id, (unsigned long long)len, b->o.cap_text);
+					       traj_id_text(&t->sequence_id, idb), (unsigned long long)len, b->o.cap_text);
 			if (b->o.overlong == PACKBUF_OVER_SKIP) {
 				if (drop(b, PACKSTEP_OVERLONG, so, ord, e) < 0)
 					return -1;

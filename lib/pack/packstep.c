@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "data/done.h"
 #include "data/jsonview.h"
 #include "pack/mbbuild.h"
 #include "spool/spool.h"
@@ -375,6 +376,49 @@ int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s
 	return r;
 }
 
+/* The step's DONE manifest (data/done.h) as one JSON line: its totals,
+ * the loss tokens of every rank among them, and the packer's bookkeeping. */
+static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step, const struct pack_result *pr,
+		    const struct packstep_stats *st, uint32_t n, const struct packstep_seq *s,
+		    const struct packstep_run *runs, uint32_t n_runs, uint32_t next_run,
+		    const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops)
+{
+	struct done_manifest m = {
+		.step = step, .ranks = o->ranks, .micro_batches_per_rank = pr->per_rank, .sequences = n,
+		.dummies = pr->dummies, .tokens = st->tokens, .pad_tokens = st->pad_tokens,
+		.dummy_tokens = st->dummy_tokens, .dropped_stale = drops->n[PACKSTEP_STALE],
+		.dropped_overlong = drops->n[PACKSTEP_OVERLONG], .dropped_empty = drops->n[PACKSTEP_EMPTY],
+		.truncated = drops->truncated, .truncated_untrained = drops->truncated_untrained,
+		.next_run = n_runs ? (char *)runs[next_run % n_runs].name : NULL,
+	};
+	for (uint32_t i = 0; i < n; i++)
+		m.loss_tokens += mb_trained_tokens(s[i].t, s[i].use);
+	/* borrowed strings: the manifest is only formatted, never freed */
+	m.runs = calloc(n_runs + 1, sizeof *m.runs);
+	m.inputs = calloc(n_inputs + 1, sizeof *m.inputs);
+	m.partial = calloc(n_inputs + 1, sizeof *m.partial);
+	int rc = -1;
+	if (m.runs && m.inputs && m.partial) {
+		/* every run known, so that one absent from this step keeps its progress */
+		for (uint32_t q = 0; q < n_runs; q++)
+			m.runs[m.n_runs++] = (struct done_run){ (char *)runs[q].name, runs[q].seqs, runs[q].tokens,
+								 runs[q].seqs_total, runs[q].run_step,
+								 (int)runs[q].ready };
+		for (uint32_t q = 0; q < n_inputs; q++) {
+			if (inputs[q].finished)
+				m.inputs[m.n_inputs++] = inputs[q].name;
+			else
+				m.partial[m.n_partial++] = (struct done_partial){ inputs[q].name, inputs[q].done,
+										   inputs[q].n_done };
+		}
+		rc = done_format(man, &m);
+	}
+	free(m.runs);
+	free(m.inputs);
+	free(m.partial);
+	return rc;
+}
+
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
 		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
@@ -469,47 +513,7 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	}
 
 	if (o->queue) {
-		int bad = buf_printf(&man, "{\"step\":%lld,\"ranks\":%u,\"micro_batches_per_rank\":%u,"
-				     "\"sequences\":%u,\"tokens\":%llu,\"pad_tokens\":%llu,\"dummies\":%u,"
-				     "\"dummy_tokens\":%llu,", (long long)step, o->ranks, pr.per_rank, n,
-				     (unsigned long long)st->tokens, (unsigned long long)st->pad_tokens, pr.dummies,
-				     (unsigned long long)st->dummy_tokens);
-		bad |= packstep_drops_json(&man, drops);
-		bad |= buf_printf(&man, ",\"runs\":[");
-		/* every run known, so that one absent from this step keeps its progress */
-		for (uint32_t q = 0, first = 1; q < n_runs; q++) {
-			bad |= buf_printf(&man, "%s{\"run\":", first ? "" : ",");
-			bad |= json_print_string(&man, runs[q].name);
-			bad |= buf_printf(&man, ",\"sequences\":%u,\"tokens\":%llu,\"sequences_total\":%llu,"
-					  "\"run_step\":%lld,\"ready\":%s}", runs[q].seqs,
-					  (unsigned long long)runs[q].tokens, (unsigned long long)runs[q].seqs_total,
-					  (long long)runs[q].run_step, runs[q].ready ? "true" : "false");
-			first = 0;
-		}
-		bad |= buf_printf(&man, "],\"next_run\":");
-		bad |= json_print_string(&man, n_runs ? runs[next_run % n_runs].name : "");
-		bad |= buf_printf(&man, ",\"inputs\":[");
-		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
-			if (!inputs[q].finished)
-				continue;
-			bad |= buf_printf(&man, first ? "" : ",");
-			bad |= json_print_string(&man, inputs[q].name);
-			first = 0;
-		}
-		bad |= buf_printf(&man, "],\"partial\":[");
-		for (uint32_t q = 0, first = 1; q < n_inputs; q++) {
-			if (inputs[q].finished)
-				continue;
-			bad |= buf_printf(&man, "%s{\"file\":", first ? "" : ",");
-			bad |= json_print_string(&man, inputs[q].name);
-			bad |= buf_printf(&man, ",\"done\":[");
-			for (uint32_t x = 0; x < inputs[q].n_done; x++)
-				bad |= buf_printf(&man, "%s%u", x ? "," : "", inputs[q].done[x]);
-			bad |= buf_printf(&man, "]}");
-			first = 0;
-		}
-		bad |= buf_printf(&man, "]}\n");
-		if (bad) {
+		if (manifest(&man, o, step, &pr, st, n, s, runs, n_runs, next_run, inputs, n_inputs, drops) < 0) {
 			err_set(e, "out of memory");
 			goto out;
 		}
@@ -581,54 +585,28 @@ static int read_text(const char *path, int absent_ok, struct buf *b, struct err 
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
 		       uint32_t *next_run, struct err *e)
 {
-	char p[PATH_MAX];
+	struct done_manifest m;
 	*runs = NULL;
 	*n = *next_run = 0;
-	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
-		return err_set(e, "%s: path too long", queue);
-	struct buf b = { 0 };
-	int got = read_text(p, 1, &b, e);
+	int got = done_load(queue, step, &m, e);
 	if (got <= 0)
 		return got;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
-	buf_free(&b);
-	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "runs");
-	const cJSON *nx = cJSON_GetObjectItemCaseSensitive(j, "next_run");
-	if (!j || !cJSON_IsArray(arr)) {
-		cJSON_Delete(j);
-		return err_set(e, "%s: not a grpo-pack manifest", p);
+	struct packstep_run *r = calloc(m.n_runs + 1, sizeof *r);
+	if (!r) {
+		done_free(&m);
+		return err_set(e, "out of memory");
 	}
-	uint32_t cnt = (uint32_t)cJSON_GetArraySize(arr), q = 0;
-	struct packstep_run *r = calloc(cnt ? cnt : 1, sizeof *r);
-	const cJSON *it;
-	int rc = 0;
-	cJSON_ArrayForEach(it, arr) {
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "run");
-		const cJSON *tot = cJSON_GetObjectItemCaseSensitive(it, "sequences_total");
-		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(it, "run_step");
-		if (!r || !cJSON_IsString(nm) || !cJSON_IsNumber(tot) || !cJSON_IsNumber(rs)) {
-			rc = err_set(e, "%s: runs[%u]: expected run, sequences_total and run_step", p, q);
-			break;
-		}
-		if (!(r[q].name = strdup(nm->valuestring))) {
-			rc = err_set(e, "out of memory");
-			break;
-		}
-		r[q].seqs_total = (uint64_t)tot->valuedouble;
-		r[q].run_step = (int64_t)rs->valuedouble;
-		if (cJSON_IsString(nx) && strcmp(nx->valuestring, r[q].name) == 0)
+	for (uint32_t q = 0; q < m.n_runs; q++) {
+		r[q].name = m.runs[q].run;   /* taken over */
+		m.runs[q].run = NULL;
+		r[q].seqs_total = m.runs[q].sequences_total;
+		r[q].run_step = m.runs[q].run_step;
+		if (m.next_run && strcmp(m.next_run, r[q].name) == 0)
 			*next_run = q;
-		q++;
-	}
-	cJSON_Delete(j);
-	if (rc < 0) {
-		for (uint32_t x = 0; x < q; x++)
-			free((char *)r[x].name);
-		free(r);
-		return -1;
 	}
 	*runs = r;
-	*n = q;
+	*n = m.n_runs;
+	done_free(&m);
 	return 0;
 }
 
@@ -644,62 +622,32 @@ void packstep_inputs_free(struct packstep_input *in, uint32_t n)
 int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input **out, uint32_t *n,
 			 struct err *e)
 {
-	char p[PATH_MAX];
+	struct done_manifest m;
 	*out = NULL;
 	*n = 0;
-	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
-		return err_set(e, "%s: path too long", queue);
-	struct buf b = { 0 };
-	int got = read_text(p, 1, &b, e);
+	int got = done_load(queue, step, &m, e);
 	if (got <= 0)
 		return got;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
-	buf_free(&b);
-	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
-	const cJSON *part = cJSON_GetObjectItemCaseSensitive(j, "partial"), *it;
-	uint32_t cnt = (cJSON_IsArray(fin) ? (uint32_t)cJSON_GetArraySize(fin) : 0) +
-		       (cJSON_IsArray(part) ? (uint32_t)cJSON_GetArraySize(part) : 0);
-	struct packstep_input *in = calloc(cnt ? cnt : 1, sizeof *in);
-	int rc = in ? 0 : err_set(e, "out of memory");
-	uint32_t q = 0;
-	if (rc == 0 && cJSON_IsArray(fin))
-		cJSON_ArrayForEach(it, fin) {
-			if (!cJSON_IsString(it) || !(in[q].name = strdup(it->valuestring))) {
-				rc = err_set(e, "%s: inputs[%u]: not a string", p, q);
-				break;
-			}
-			in[q++].finished = 1;
-		}
-	if (rc == 0 && cJSON_IsArray(part))
-		cJSON_ArrayForEach(it, part) {
-			const cJSON *fl = cJSON_GetObjectItemCaseSensitive(it, "file");
-			const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done"), *v;
-			if (!cJSON_IsString(fl) || !cJSON_IsArray(dn) || !(in[q].name = strdup(fl->valuestring))) {
-				rc = err_set(e, "%s: partial: expected file and done", p);
-				break;
-			}
-			uint32_t nd = (uint32_t)cJSON_GetArraySize(dn);
-			in[q].done = malloc((nd ? nd : 1) * sizeof *in[q].done);
-			q++;
-			if (!in[q - 1].done) {
-				rc = err_set(e, "out of memory");
-				break;
-			}
-			cJSON_ArrayForEach(v, dn) {
-				if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4e9) {
-					rc = err_set(e, "%s: partial: bad ordinal", p);
-					break;
-				}
-				in[q - 1].done[in[q - 1].n_done++] = (uint32_t)v->valuedouble;
-			}
-			if (rc < 0)
-				break;
-		}
-	cJSON_Delete(j);
-	if (rc < 0) {
-		packstep_inputs_free(in, q);
-		return -1;
+	struct packstep_input *in = calloc(m.n_inputs + m.n_partial + 1, sizeof *in);
+	if (!in) {
+		done_free(&m);
+		return err_set(e, "out of memory");
 	}
+	uint32_t q = 0;
+	/* the manifest's strings and ordinals are taken over, not copied */
+	for (uint32_t x = 0; x < m.n_inputs; x++, q++) {
+		in[q].name = m.inputs[x];
+		m.inputs[x] = NULL;
+		in[q].finished = 1;
+	}
+	for (uint32_t x = 0; x < m.n_partial; x++, q++) {
+		in[q].name = m.partial[x].file;
+		in[q].done = m.partial[x].done;
+		in[q].n_done = m.partial[x].n_done;
+		m.partial[x].file = NULL;
+		m.partial[x].done = NULL;
+	}
+	done_free(&m);
 	*out = in;
 	*n = q;
 	return 0;

@@ -6,19 +6,33 @@
 
 #include "score/scored.h"
 
+#include "base/buf.h"
+#include "data/jsonview.h"
+
+/* An id as JSON (a quoted string or a number), cut to size, for messages and reward requests. */
+static void id_text(const struct traj_id *id, char *out, size_t size)
+{
+	struct buf b = { 0 };
+	if (json_print_id(&b, id) < 0 || buf_put_u8(&b, 0) < 0)
+		snprintf(out, size, "?");
+	else
+		snprintf(out, size, "%s", (const char *)b.data);
+	buf_free(&b);
+}
+
 void scored_seq_text(const struct traj *t, char *out, size_t size)
 {
-	snprintf(out, size, "%" PRId64, t->sequence_id);
+	id_text(&t->sequence_id, out, size);
 }
 
 void scored_group_text(const struct group *g, char *out, size_t size)
 {
-	snprintf(out, size, "%" PRId64, g->group_id);
+	id_text(&g->group_id, out, size);
 }
 
 int scored_same_group(const struct group *a, const struct group *b)
 {
-	return a->group_id == b->group_id;
+	return traj_id_eq(&a->group_id, &b->group_id);
 }
 
 static uint64_t mix(uint64_t x)
@@ -29,14 +43,25 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
+/* An integer id mixes itself, a string id its bytes (FNV-1a): 64-bit keys, equal only by a rare accident. */
+static uint64_t id_key(const struct traj_id *id)
+{
+	if (!id->str)
+		return mix((uint64_t)id->num);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const unsigned char *c = (const unsigned char *)id->str; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return mix(h);
+}
+
 uint64_t scored_group_key(const struct group *g)
 {
-	return mix((uint64_t)g->group_id);
+	return id_key(&g->group_id);
 }
 
 uint64_t scored_seq_key(const struct traj *t)
 {
-	return mix((uint64_t)t->sequence_id);
+	return id_key(&t->sequence_id);
 }
 
 int scored_set(struct traj *t, uint32_t K, const float *rewards, const char *const *names,
@@ -62,7 +87,13 @@ int scored_set(struct traj *t, uint32_t K, const float *rewards, const char *con
 	t->rewards = r;
 	t->reward_names = n;
 	t->n_rewards = K;
-	t->success = K && successes[0] ? 1.0f : 0.0f;
+	float *sc = malloc((K ? K : 1) * sizeof *sc);
+	if (!sc)
+		return -1;
+	for (uint32_t k = 0; k < K; k++)
+		sc[k] = successes[k] ? 1.0f : 0.0f;
+	free(t->successes);
+	t->successes = sc;
 	t->advantage = advantage;
 	t->scored = 1;
 	return 0;

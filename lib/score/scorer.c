@@ -41,11 +41,6 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 	return 0;
 }
 
-static const char *finish_text(enum finish_reason f)
-{
-	return f == FINISH_STOP ? "stop" : f == FINISH_LENGTH ? "length" : NULL;
-}
-
 /* The rewards of one trajectory into row (K). */
 static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
 		       struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
@@ -67,7 +62,7 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, text->len, t->answer, t->n_response);
 	if (o->cmd) {
 		struct rewardcmd_req q = { sid, gid, prompt->data ? (const char *)prompt->data : "", s, prompt->len,
-					   text->len, t->answer, finish_text(t->finish_reason) };
+					   text->len, t->answer, t->finish_reason };
 		double v[REWARDCMD_MAX];
 		if (rewardcmd_ask(o->cmd, &q, v, e) < 0)
 			return -1;
@@ -188,7 +183,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			st->seqs++;
 			st->resp_len_sum += t->n_response;
 			st->resp_len_max = t->n_response > st->resp_len_max ? t->n_response : st->resp_len_max;
-			st->truncated += t->finish_reason == FINISH_LENGTH;
+			st->truncated += traj_truncated(t);
 		}
 	}
 out:

@@ -11,11 +11,22 @@ int dtable_header(struct buf *b)
 	                     "sampler_lp\tref_lp\ttrainer_lp\tratio\tclipped\tloss_mask\n");
 }
 
-/* The ids of real sequence j of mb (the one place that reads them: their type is changing). */
+/* One id as a TSV cell: as given, with tabs and line breaks turned into spaces so the row stays one row. */
+static int id_cell(struct buf *b, const struct traj_id *id)
+{
+	char num[24];
+	for (const char *c = traj_id_text(id, num); *c; c++)
+		if (buf_put_u8(b, (uint8_t)(*c == '\t' || *c == '\n' || *c == '\r' ? ' ' : *c)) < 0)
+			return -1;
+	return 0;
+}
+
+/* The ids of real sequence j of mb. */
 static int ids(struct buf *b, const struct microbatch *mb, uint32_t j)
 {
 	if (j < mb->n_seqs && mb->sequence_ids && mb->group_ids)
-		return buf_printf(b, "%lld\t%lld", (long long)mb->sequence_ids[j], (long long)mb->group_ids[j]);
+		return id_cell(b, &mb->sequence_ids[j]) < 0 || buf_put_u8(b, '\t') < 0 ? -1
+		                                                                     : id_cell(b, &mb->group_ids[j]);
 	return buf_printf(b, "\t");
 }
 

@@ -62,8 +62,8 @@ is "$?:$(cat "$T/err")" "1:grpo-cat: $T/nan.jsonl:1: trajectories[0]: advantages
 printf '{"group_id":1,"trajectories":[{"ref_logprobs":[-Infinity],"advantages":0.5%s}]}\n' "$tr" > "$T/inf.jsonl"
 grpo-cat --from-json -o "$T/inf.zst" "$T/inf.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err")" \
-	"1:grpo-cat: $T/inf.zst: record 0 (group 1): trajectory 0: ref_logprobs[0] is -Infinity, not a finite number" \
-	"a -Infinity reference logprob is refused by the writer, naming record and field"
+	"1:grpo-cat: $T/inf.jsonl:1: trajectory 0: ref_logprobs[0] is -Infinity, not a finite number" \
+	"a -Infinity reference logprob is refused as it is read, naming line, trajectory and field"
 [ ! -e "$T/nan.zst" ] && [ ! -e "$T/inf.zst" ]
 is "$?" 0 "and neither left an output file"
 

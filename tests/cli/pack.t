@@ -26,8 +26,8 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
-	"the manifest"
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"loss_tokens":5,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[]}' \
+	"the manifest, with the step's loss tokens over both ranks (2 + 3)"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
 grep -q '"step":1,"ranks":2,"micro_batches_per_rank":1,"dummies":0,"sequences":3,"tokens":14,"pad_tokens":2,"dummy_tokens":0,"fill":0.875000' "$T/m.jsonl" &&

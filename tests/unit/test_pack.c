@@ -293,8 +293,8 @@ static void make_traj(struct traj *t, int64_t sid, int64_t gid, const int32_t *p
 		if (with_ref)
 			t->ref_logprobs[j] = -(float)(rnd(1000) + 1) / 32.0f;
 	}
-	t->sequence_id = sid;
-	t->group_id = gid;
+	t->sequence_id = traj_id_num(sid);
+	t->group_id = traj_id_num(gid);
 	t->advantage = (float)((int)rnd(2001) - 1000) / 256.0f;
 	t->temperature = 0.25f * (1 + rnd(6));
 	t->scored = 1;
@@ -404,8 +404,8 @@ static int check_case(uint32_t casen)
 			}
 			uint32_t i = (uint32_t)(seqs[s] - tr);
 			const struct traj *t = &tr[i];
-			bad |= seen[i].seen++ != 0 || mb.sequence_ids[s] != t->sequence_id ||
-			       mb.group_ids[s] != t->group_id || L != t->n_prompt + t->n_response;
+			bad |= seen[i].seen++ != 0 || !traj_id_eq(&mb.sequence_ids[s], &t->sequence_id) ||
+			       !traj_id_eq(&mb.group_ids[s], &t->group_id) || L != t->n_prompt + t->n_response;
 			for (uint32_t x = 0; x < L && !bad; x++) {
 				uint32_t q = at + x;
 				int resp = x >= t->n_prompt;
@@ -419,7 +419,7 @@ static int check_case(uint32_t casen)
 				       mb.advantages[q] != t->advantage || mb.temperatures[q] != t->temperature;
 				if (bad)
 					diag("case %u: sequence %lld token %u disagrees", casen,
-					     (long long)t->sequence_id, x);
+					     (long long)t->sequence_id.num, x);
 			}
 			at += L;
 		}

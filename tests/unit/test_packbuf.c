@@ -27,7 +27,7 @@ static void mk_traj(struct traj *t, int64_t sid, uint32_t len, const char *run, 
 	t->response_tokens = calloc(len ? len : 1, sizeof(int32_t));
 	t->logprobs = calloc(len ? len : 1, sizeof(float));
 	t->run = run ? strdup(run) : NULL;
-	t->sequence_id = sid;
+	t->sequence_id = traj_id_num(sid);
 	t->policy_version = pv;
 	t->scored = 1;
 }
@@ -36,7 +36,7 @@ static void mk_traj(struct traj *t, int64_t sid, uint32_t len, const char *run, 
 static int add(struct packbuf *b, const uint32_t *len, uint32_t n, int64_t sid0, const char *run, int64_t pv)
 {
 	struct traj t[8];
-	struct group g = { sid0, n, t };
+	struct group g = { traj_id_num(sid0), n, t };
 	struct err e;
 	for (uint32_t j = 0; j < n; j++)
 		mk_traj(&t[j], sid0 + j, len[j], run, pv);
@@ -70,7 +70,7 @@ static int step_ids(struct packbuf *b, int64_t step, int flush, char *out, size_
 	size_t at = 0;
 	out[0] = 0;
 	for (uint32_t i = 0; r > 0 && i < st.n; i++)
-		at += (size_t)snprintf(out + at, size - at, "%lld ", (long long)st.seq[i].t->sequence_id);
+		at += (size_t)snprintf(out + at, size - at, "%lld ", (long long)st.seq[i].t->sequence_id.num);
 	if (r > 0)
 		packbuf_commit(b, &st);
 	return r;
@@ -189,7 +189,7 @@ static void carry(void)
 	add(&b, lens + 2, 1, 20, NULL, 0);
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	is_str(ids, "10 20 ", "F=0.9, T=8: 5 + 3 fill one micro-batch; the 6 is carried");
-	ok(b.n == 1 && b.ent[0].t.sequence_id == 11, "and waits in the buffer");
+	ok(b.n == 1 && b.ent[0].t.sequence_id.num == 11, "and waits in the buffer");
 	step_ids(&b, 2, 1, ids, sizeof ids);
 	is_str(ids, "11 ", "a flush step takes it");
 	packbuf_free(&b);

@@ -15,7 +15,7 @@
 static void make_group(const cJSON *seqs, struct group *g)
 {
 	memset(g, 0, sizeof *g);
-	g->group_id = 7;
+	g->group_id = traj_id_num(7);
 	g->n = (uint32_t)cJSON_GetArraySize(seqs);
 	g->trajs = calloc(g->n, sizeof *g->trajs);
 	for (uint32_t i = 0; i < g->n; i++) {
@@ -28,8 +28,8 @@ static void make_group(const cJSON *seqs, struct group *g)
 		cJSON_ArrayForEach(x, pr) t->prompt_tokens[t->n_prompt++] = x->valueint;
 		cJSON_ArrayForEach(x, re) t->response_tokens[t->n_response++] = x->valueint;
 		t->temperature = (float)cJSON_GetObjectItem(s, "temperature")->valuedouble;
-		t->sequence_id = i;
-		t->group_id = 7;
+		t->sequence_id = traj_id_num(i);
+		t->group_id = traj_id_num(7);
 	}
 }
 

@@ -67,7 +67,7 @@ static int same_group_tol(const struct group *a, const struct group *b, float to
 		return 0;
 	for (uint32_t j = 0; j < a->n; j++) {
 		const struct traj *x = &a->trajs[j], *y = &b->trajs[j];
-		if (x->n_response != y->n_response || x->finish_reason != y->finish_reason ||
+		if (x->n_response != y->n_response || strcmp(x->finish_reason, y->finish_reason) ||
 		    memcmp(x->response_tokens, y->response_tokens, x->n_response * sizeof(int32_t)))
 			return 0;
 		for (uint32_t k = 0; k < x->n_response; k++)
@@ -113,11 +113,12 @@ static void test_sample(void)
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < G; j++) {
 			const struct traj *t = &both[i].trajs[j];
-			ids_ok &= t->group_id == i && t->sequence_id == i * G + j && t->policy_version == 7 &&
-			          both[i].group_id == i && t->n_prompt == ps[i].n;
+			ids_ok &= !t->group_id.str && t->group_id.num == i && !t->sequence_id.str &&
+			          t->sequence_id.num == i * G + j && t->policy_version == 7 &&
+			          both[i].group_id.num == i && t->n_prompt == ps[i].n;
 			int stopped = t->n_response > 0 && t->response_tokens[t->n_response - 1] == 0;
-			fin_ok &= stopped ? t->finish_reason == FINISH_STOP
-			                  : t->finish_reason == FINISH_LENGTH && t->n_response == MAXTOK;
+			fin_ok &= stopped ? !strcmp(t->finish_reason, "stop")
+			                  : !strcmp(t->finish_reason, "length") && t->n_response == MAXTOK;
 		}
 	ok(ids_ok, "group ids are prompt rows, sequence ids row * G + j, policy version recorded");
 	ok(fin_ok, "a response ends in the stop token (stop) or at max_tokens (length)");

@@ -13,13 +13,13 @@
 static void one_group(struct group *g, int64_t id, uint32_t n, int64_t seq0)
 {
 	memset(g, 0, sizeof *g);
-	g->group_id = id;
+	g->group_id = traj_id_num(id);
 	g->n = n;
 	g->trajs = calloc(n, sizeof *g->trajs);
 	for (uint32_t i = 0; i < n; i++) {
 		traj_init(&g->trajs[i]);
-		g->trajs[i].group_id = id;
-		g->trajs[i].sequence_id = seq0 + i;
+		g->trajs[i].group_id = traj_id_num(id);
+		g->trajs[i].sequence_id = traj_id_num(seq0 + i);
 		g->trajs[i].policy_version = 7;
 	}
 }
@@ -41,7 +41,7 @@ int main(void)
 	scoreio_place(NULL, gs, 2, &step, &rank, name, sizeof name);
 	scoreio_place(NULL, gs, 2, &step, &rank, name2, sizeof name2);
 	ok(strncmp(name, "stdin-", 6) == 0 && strcmp(name, name2) == 0, "standard input: a stable name (%s)", name);
-	gs[1].trajs[0].sequence_id = 21;
+	gs[1].trajs[0].sequence_id = traj_id_num(21);
 	scoreio_place(NULL, gs, 2, &step, &rank, name2, sizeof name2);
 	ok(strcmp(name, name2) != 0, "other ids, another name");
 
@@ -50,7 +50,7 @@ int main(void)
 	struct group g = { 0 };
 	for (int k = 0; k < 2; k++)
 		for (int64_t id = 0; id < 1000; id++) {
-			g.group_id = id * 7919;
+			g.group_id = traj_id_num(id * 7919);
 			int r = scoreio_seen_add(&seen, &g);
 			fresh += r == 0;
 			again += r == 1;
@@ -63,9 +63,9 @@ int main(void)
 	uint32_t n = 4;
 	struct err e;
 	ok(scorer_merge(gs, &n, &e) == 0 && n == 3, "merge: 4 records, 3 groups");
-	ok(gs[0].group_id == 1 && gs[0].n == 5 && gs[0].trajs[2].sequence_id == 30 && gs[0].trajs[4].sequence_id == 32,
+	ok(gs[0].group_id.num == 1 && gs[0].n == 5 && gs[0].trajs[2].sequence_id.num == 30 && gs[0].trajs[4].sequence_id.num == 32,
 	   "the later record's members follow the first's");
-	ok(gs[1].group_id == 2 && gs[2].group_id == 3, "the order of first appearance");
+	ok(gs[1].group_id.num == 2 && gs[2].group_id.num == 3, "the order of first appearance");
 	for (uint32_t i = 0; i < n; i++)
 		group_free(&gs[i]);
 	return tap_done();

@@ -29,7 +29,7 @@ static float rnd_float(void)
 
 static void make_group(struct group *g, int64_t gid, uint32_t n, int scored, int share_prompt)
 {
-	g->group_id = gid;
+	g->group_id = traj_id_num(gid);
 	g->n = n;
 	g->trajs = calloc(n, sizeof *g->trajs);
 	uint32_t np = 1 + rnd() % 40;
@@ -54,18 +54,19 @@ static void make_group(struct group *g, int64_t gid, uint32_t n, int scored, int
 		}
 		if (i % 3 == 0)
 			t->answer = strdup("72 \"quoted\"\n\\ tab\t ünïcode");
-		t->sequence_id = gid * 100 + i;
-		t->group_id = gid;
+		t->sequence_id = traj_id_num(gid * 100 + i);
+		t->group_id = traj_id_num(gid);
 		t->policy_version = 3;
 		t->temperature = 0.7f;
-		t->finish_reason = (enum finish_reason)(i % 3);
+		static const char *fin[] = { NULL, "stop", "length", "tool_calls", "abort" };
+		traj_set_finish(t, fin[i % 5]);
 		if (i == 1)
 			t->run = strdup("run-b");
 		if (scored) {
 			t->scored = 1;
 			t->ref_logprobs = malloc(t->n_response * 4 + 4);
 			for (uint32_t k = 0; k < t->n_response; k++)
-				t->ref_logprobs[k] = rnd_float();
+				t->ref_logprobs[k] = -fabsf(rnd_float());
 			t->n_rewards = 2;
 			t->rewards = malloc(8);
 			t->rewards[0] = rnd_float();
@@ -74,7 +75,9 @@ static void make_group(struct group *g, int64_t gid, uint32_t n, int scored, int
 			t->reward_names[0] = strdup("correct");
 			t->reward_names[1] = strdup("format");
 			t->advantage = rnd_float();
-			t->success = 1.0f;
+			t->successes = malloc(8);
+			t->successes[0] = 1.0f;
+			t->successes[1] = 0.0f;
 		}
 	}
 }
@@ -100,15 +103,15 @@ static int same_traj(const struct traj *a, const struct traj *b)
 	    (!a->response_mask) != (!b->response_mask) ||
 	    (a->response_mask && memcmp(a->response_mask, b->response_mask, a->n_response)) ||
 	    !same_str(a->answer, b->answer) || !same_str(a->run, b->run) ||
-	    a->sequence_id != b->sequence_id || a->group_id != b->group_id ||
+	    !traj_id_eq(&a->sequence_id, &b->sequence_id) || !traj_id_eq(&a->group_id, &b->group_id) ||
 	    a->policy_version != b->policy_version || a->temperature != b->temperature ||
-	    a->finish_reason != b->finish_reason || a->scored != b->scored)
+	    !same_str(a->finish_reason, b->finish_reason) || a->scored != b->scored)
 		return 0;
 	if (!a->scored)
 		return 1;
 	if (!same_floats(a->ref_logprobs, b->ref_logprobs, a->n_response) || a->n_rewards != b->n_rewards ||
 	    !same_floats(a->rewards, b->rewards, a->n_rewards) ||
-	    memcmp(&a->advantage, &b->advantage, 4) || a->success != b->success)
+	    memcmp(&a->advantage, &b->advantage, 4) || !same_floats(a->successes, b->successes, a->n_rewards))
 		return 0;
 	for (uint32_t i = 0; i < a->n_rewards; i++)
 		if (!same_str(a->reward_names[i], b->reward_names[i]))
@@ -118,7 +121,7 @@ static int same_traj(const struct traj *a, const struct traj *b)
 
 static int same_group(const struct group *a, const struct group *b)
 {
-	if (a->group_id != b->group_id || a->n != b->n)
+	if (!traj_id_eq(&a->group_id, &b->group_id) || a->n != b->n)
 		return 0;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (!same_traj(&a->trajs[i], &b->trajs[i]))
@@ -140,11 +143,13 @@ static void make_mb(struct microbatch *mb)
 	mb->temperatures = malloc(T * 4);
 	for (uint32_t i = 0; i < T; i++) {
 		mb->input_ids[i] = (int32_t)(rnd() % 1000);
-		mb->position_ids[i] = (int32_t)(i < 30 ? i : i - 30);
-		mb->loss_mask[i] = i % 30 > 5;
+		/* spans of 30, 16 and 4 (padding) tokens, prompts of 5 and 3 */
+		uint32_t x = i < 30 ? i : i < 46 ? i - 30 : i - 46;
+		mb->position_ids[i] = (int32_t)x;
+		mb->loss_mask[i] = i < 46 && x >= (i < 30 ? 5u : 3u) && rnd() % 4;
 		mb->advantages[i] = rnd_float();
 		mb->inference_logprobs[i] = -fabsf(rnd_float());
-		mb->ref_logprobs[i] = rnd_float();
+		mb->ref_logprobs[i] = -fabsf(rnd_float());
 		mb->temperatures[i] = 1.0f;
 	}
 	mb->n_seq_lens = 3;
@@ -153,28 +158,56 @@ static void make_mb(struct microbatch *mb)
 	mb->seq_lens[1] = 16;
 	mb->seq_lens[2] = 4; /* padding */
 	mb->n_seqs = 2;
-	mb->sequence_ids = malloc(16);
-	mb->group_ids = malloc(16);
-	mb->sequence_ids[0] = 7;
-	mb->sequence_ids[1] = 9;
-	mb->group_ids[0] = 1;
-	mb->group_ids[1] = 2;
+	mb->sequence_ids = calloc(2, sizeof(struct traj_id));
+	mb->group_ids = calloc(2, sizeof(struct traj_id));
+	traj_id_set_str(&mb->sequence_ids[0], "cmpl-7-0", 8);   /* ids as given: a string ... */
+	mb->sequence_ids[1] = traj_id_num(9);                    /* ... beside an integer */
+	mb->group_ids[0] = traj_id_num(1);
+	mb->group_ids[1] = traj_id_num(2);
+	mb->prompt_lens = malloc(8);
+	mb->prompt_lens[0] = 5, mb->prompt_lens[1] = 3;
+	mb->policy_versions = malloc(16);
+	mb->policy_versions[0] = 3, mb->policy_versions[1] = 2;
+	mb->rewards = malloc(8);
+	mb->rewards[0] = 1.5f, mb->rewards[1] = -0.25f;
+	mb->finish_reasons = calloc(2, sizeof(char *));
+	mb->finish_reasons[0] = strdup("tool_calls");   /* [1] unknown */
+	mb->logprobs_missing = calloc(2, 1);
+	mb->logprobs_missing[1] = 1;
 	mb->step = 4;
 	mb->rank = 1;
 	mb->index = 2;
 }
 
+static int same_ids(const struct traj_id *a, const struct traj_id *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!traj_id_eq(&a[i], &b[i]))
+			return 0;
+	return 1;
+}
+
 static int same_mb(const struct microbatch *a, const struct microbatch *b)
 {
 	uint32_t T = a->n_tokens;
+	for (uint32_t j = 0; a->finish_reasons && b->finish_reasons && j < a->n_seqs; j++)
+		if (!same_str(a->finish_reasons[j], b->finish_reasons[j]))
+			return 0;
+	if (!a->finish_reasons != !b->finish_reasons || !a->prompt_lens != !b->prompt_lens ||
+	    !a->policy_versions != !b->policy_versions || !a->logprobs_missing != !b->logprobs_missing ||
+	    (a->prompt_lens && memcmp(a->prompt_lens, b->prompt_lens, a->n_seqs * 4)) ||
+	    (a->policy_versions && memcmp(a->policy_versions, b->policy_versions, a->n_seqs * 8)) ||
+	    (a->logprobs_missing && memcmp(a->logprobs_missing, b->logprobs_missing, a->n_seqs)) ||
+	    !same_floats(a->rewards, b->rewards, a->n_seqs))
+		return 0;
 	return T == b->n_tokens && !memcmp(a->input_ids, b->input_ids, T * 4) &&
 	       !memcmp(a->position_ids, b->position_ids, T * 4) && !memcmp(a->loss_mask, b->loss_mask, T) &&
 	       same_floats(a->advantages, b->advantages, T) &&
 	       same_floats(a->inference_logprobs, b->inference_logprobs, T) &&
 	       same_floats(a->ref_logprobs, b->ref_logprobs, T) && same_floats(a->temperatures, b->temperatures, T) &&
 	       a->n_seq_lens == b->n_seq_lens && !memcmp(a->seq_lens, b->seq_lens, a->n_seq_lens * 4) &&
-	       a->n_seqs == b->n_seqs && !memcmp(a->sequence_ids, b->sequence_ids, a->n_seqs * 8) &&
-	       !memcmp(a->group_ids, b->group_ids, a->n_seqs * 8) && a->step == b->step && a->rank == b->rank &&
+	       a->n_seqs == b->n_seqs && same_ids(a->sequence_ids, b->sequence_ids, a->n_seqs) &&
+	       same_ids(a->group_ids, b->group_ids, a->n_seqs) && a->step == b->step && a->rank == b->rank &&
 	       a->index == b->index;
 }
 
@@ -293,7 +326,7 @@ static void marked_group(struct group *g)
 	t->rewards[0] = 0.3125f, t->rewards[1] = 0.4375f;
 	t->temperature = 0.6875f;
 	t->advantage = 1.8125f;
-	t->success = 0.9375f;
+	t->successes[0] = 0.125f, t->successes[1] = 0.9375f;
 	t->response_mask = NULL;
 }
 
@@ -304,7 +337,7 @@ static void nonfinite_tests(void)
 	/* each float field, by the marker value it holds, and its name in messages */
 	static const struct { float mark; const char *field; } gf[] = {
 		{ -0.375f, "logprobs[1]" }, { 0.6875f, "temperature" }, { -0.625f, "ref_logprobs[0]" },
-		{ 0.4375f, "rewards[1]" }, { 1.8125f, "advantages" }, { 0.9375f, "successes" },
+		{ 0.4375f, "rewards[1]" }, { 1.8125f, "advantages" }, { 0.9375f, "successes[1]" },
 	};
 	int writer_ok = 1, reader_ok = 1;
 	for (size_t f = 0; f < sizeof gf / sizeof *gf; f++) {
@@ -317,7 +350,7 @@ static void nonfinite_tests(void)
 			/* the writer refuses the poisoned field */
 			struct traj *t = &g.trajs[0];
 			float *slot[] = { &t->logprobs[1], &t->temperature, &t->ref_logprobs[0], &t->rewards[1],
-					  &t->advantage, &t->success };
+					  &t->advantage, &t->successes[1] };
 			*slot[f] = poison[p];
 			struct sfile_writer w;
 			sfile_writer_init(&w, sfile_sink_buf, &msg, 3, &e);
@@ -360,9 +393,10 @@ static void nonfinite_tests(void)
 		make_mb(&mb);
 		struct buf file = { 0 }, raw = { 0 };
 		float *arr[] = { mb.advantages, mb.inference_logprobs, mb.ref_logprobs, mb.temperatures };
+		float sign = (f == 1 || f == 2) ? -1.0f : 1.0f;   /* logprobs are at most 0 */
 		for (uint32_t i = 0; i < mb.n_tokens; i++)   /* markers no random value takes */
-			arr[f][i] = 0.0625f;
-		arr[f][3] = 4.0625f;
+			arr[f][i] = sign * 0.0625f;
+		arr[f][3] = sign * 4.0625f;
 		write_file(&file, NULL, 0, &mb);
 		arr[f][3] = NAN;
 		struct sfile_writer w;
@@ -376,7 +410,7 @@ static void nonfinite_tests(void)
 		}
 		sfile_writer_free(&w);
 		unzstd(&file, &raw);
-		arr[f][3] = 4.0625f;
+		arr[f][3] = sign * 4.0625f;
 		int found = patch_planar(&raw, arr[f], mb.n_tokens, 3, -INFINITY);
 		rezstd(&raw, &file);
 		int n = read_all(&file, recs, 4, &e);
@@ -402,20 +436,23 @@ static void nonfinite_tests(void)
 	ok(!strcmp(s, "Infinity"), "+inf prints as Infinity (%s)", s);
 	json_format_float(s, -INFINITY);
 	ok(!strcmp(s, "-Infinity"), "-inf prints as -Infinity (%s)", s);
-	const char *line = "{\"group_id\":5,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],"
+	const char *line = "{\"prompt_tokens\":[1],\"response_tokens\":[2],"
 			   "\"logprobs\":[-0.5],\"ref_logprobs\":[-0.5],\"rewards\":[1],\"reward_names\":[\"r\"],"
-			   "\"advantages\":-Infinity,\"successes\":1}]}";
+			   "\"advantages\":-Infinity,\"successes\":1}";
 	struct record r;
 	int rc = json_parse_record(line, strlen(line), &r, &e);
-	ok(rc == 0 && r.kind == REC_GROUP && isinf(r.group.trajs[0].advantage) && r.group.trajs[0].advantage < 0,
-	   "a JSON line with \"advantages\":-Infinity reads as -inf (%s)", rc ? e.msg : "ok");
+	ok(rc == 0 && r.kind == REC_TRAJ && isinf(r.traj.advantage) && r.traj.advantage < 0 &&
+		   r.traj.successes && r.traj.successes[0] == 1.0f,
+	   "a lone trajectory with \"advantages\":-Infinity reads as -inf, a bare success as a list (%s)",
+	   rc ? e.msg : "ok");
 	if (rc == 0) {
 		struct buf out = { 0 };
 		struct sfile_writer w;
 		sfile_writer_init(&w, sfile_sink_buf, &out, 3, &e);
-		rc = sfile_write_record(&w, &r, &e);
+		struct group g = { traj_id_num(5), 1, &r.traj };
+		rc = sfile_write_group(&w, &g, &e);
 		ok(rc < 0 && strstr(e.msg, "group 5): trajectory 0: advantages is -Infinity"),
-		   "and the writer refuses it: %s", e.msg);
+		   "and the writer refuses it in a group: %s", e.msg);
 		sfile_writer_free(&w);
 		buf_free(&out);
 		record_free(&r);
@@ -481,6 +518,66 @@ static void forward_compat_tests(void)
 	buf_free(&raw);
 }
 
+/* Parse a JSON line, write it to a spool file, read it back and print it:
+ * the printed line must equal `want` (the input's own canonical form). */
+static void json_trip(const char *line, const char *want, const char *what)
+{
+	struct record rec, back[2];
+	struct err e = { "" };
+	struct buf file = { 0 }, out = { 0 };
+	int ok_parse = json_parse_record(line, strlen(line), &rec, &e) == 0;
+	int n = -1;
+	if (ok_parse) {
+		struct sfile_writer w;
+		sfile_writer_init(&w, sfile_sink_buf, &file, 3, &e);
+		sfile_write_record(&w, &rec, &e);
+		sfile_writer_finish(&w, &e);
+		sfile_writer_free(&w);
+		record_free(&rec);
+		n = read_all(&file, back, 2, &e);
+		if (n == 1)
+			json_print_record(&out, &back[0]);
+		while (n > 0)
+			record_free(&back[--n]);
+	}
+	buf_put_u8(&out, 0);
+	ok(ok_parse && strcmp((char *)out.data, want) == 0, "%s: %s%s", what, out.data ? (char *)out.data : "",
+	   e.msg);
+	buf_free(&file);
+	buf_free(&out);
+}
+
+static void test_ids(void)
+{
+	/* strings stay strings, integers integers, "42" is not 42 */
+	const char *g = "{\"group_id\":\"gsm8k-train-0042\",\"trajectories\":["
+			"{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-0.5],"
+			"\"sequence_id\":\"cmpl-8f3a-1\",\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1},"
+			"{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-0.25],"
+			"\"sequence_id\":\"42\",\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1},"
+			"{\"prompt_tokens\":[1],\"response_tokens\":[4],\"logprobs\":[-1],"
+			"\"sequence_id\":42,\"group_id\":\"gsm8k-train-0042\",\"policy_version\":0,"
+			"\"temperature\":1}]}\n";
+	json_trip(g, g, "string and integer ids survive JSON -> spool file -> JSON");
+	const char *esc = "{\"group_id\":7,\"trajectories\":["
+			  "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-0.5],"
+			  "\"sequence_id\":\"a\\\"b\\\\c\\u0001\",\"group_id\":7,\"policy_version\":0,"
+			  "\"temperature\":1}]}\n";
+	json_trip(esc, esc, "an id with quotes, backslashes and control bytes");
+	const char *mb = "{\"input_ids\":[1,2,3],\"position_ids\":[0,1,0],\"seq_lens\":[2,1],"
+			 "\"loss_mask\":[0,1,0],\"advantages\":[0.5,0.5,0],\"inference_logprobs\":[0,-0.5,0],"
+			 "\"temperatures\":[1,1,1],\"sequence_ids\":[\"cmpl-1-0\",17],"
+			 "\"group_ids\":[\"row-9\",3],\"step\":1,\"rank\":0,\"index\":0}\n";
+	json_trip(mb, mb, "a micro-batch's sequence_ids and group_ids as given");
+	struct record r;
+	struct err e = { "" };
+	const char *bad = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],\"sequence_id\":[1]}";
+	ok(json_parse_record(bad, strlen(bad), &r, &e) < 0 && strstr(e.msg, "sequence_id: expected a string or an integer"),
+	   "an id that is neither string nor integer is refused: %s", e.msg);
+}
+
 int main(void)
 {
 	struct group gs[6];
@@ -490,6 +587,7 @@ int main(void)
 	for (int i = 0; i < 6; i++)
 		make_group(&gs[i], 10 + i, 1 + rnd() % 8, i % 2, i % 3 != 0);
 	make_mb(&mb);
+	test_ids();
 
 	struct buf file = { 0 };
 	write_file(&file, gs, 6, &mb);
@@ -597,7 +695,7 @@ int main(void)
 	}
 	const char *min = "{\"prompt_tokens\":[1,2],\"response_tokens\":[3],\"logprobs\":[-0.25]}";
 	ok(json_parse_record(min, strlen(min), &r, &e) == 0 && r.kind == REC_TRAJ && r.traj.temperature == 1.0f &&
-	   r.traj.sequence_id == -1 && r.traj.scored == 0,
+	   !traj_id_given(&r.traj.sequence_id) && r.traj.scored == 0,
 	   "a minimal trajectory takes the documented defaults");
 	record_free(&r);
 

@@ -83,8 +83,8 @@ static struct microbatch make_mb(const int *idx, int k, int T, int with_ref)
 	mb.ref_logprobs = with_ref ? calloc((size_t)T, 4) : NULL;
 	mb.temperatures = calloc((size_t)T, 4);
 	mb.seq_lens = calloc((size_t)k + 1, 4);
-	mb.sequence_ids = calloc((size_t)k + 1, 8);
-	mb.group_ids = calloc((size_t)k + 1, 8);
+	mb.sequence_ids = calloc((size_t)k + 1, sizeof *mb.sequence_ids);
+	mb.group_ids = calloc((size_t)k + 1, sizeof *mb.group_ids);
 	int at = 0;
 	for (int j = 0; j < k; j++) {
 		const struct seq *q = &seqs[idx[j]];
@@ -100,7 +100,7 @@ static struct microbatch make_mb(const int *idx, int k, int T, int with_ref)
 			mb.temperatures[at] = q->temp;
 		}
 		mb.seq_lens[j] = (uint32_t)len;
-		mb.sequence_ids[j] = idx[j];
+		mb.sequence_ids[j] = traj_id_num(idx[j]);
 	}
 	mb.n_seqs = (uint32_t)k;
 	mb.n_seq_lens = (uint32_t)k;

@@ -1,0 +1,213 @@
+/* done.c: see done.h. */
+#include "data/done.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/jsonview.h"
+
+int done_format(struct buf *b, const struct done_manifest *m)
+{
+	int r = buf_printf(b, "{\"step\":%" PRId64 ",\"ranks\":%u,\"micro_batches_per_rank\":%u,\"sequences\":%u,"
+			   "\"tokens\":%" PRIu64 ",\"loss_tokens\":%" PRId64 ",\"pad_tokens\":%" PRIu64
+			   ",\"dummies\":%u,\"dummy_tokens\":%" PRIu64 ",",
+			   m->step, m->ranks, m->micro_batches_per_rank, m->sequences, m->tokens, m->loss_tokens,
+			   m->pad_tokens, m->dummies, m->dummy_tokens);
+	r |= buf_printf(b, "\"dropped\":{\"stale\":%" PRIu64 ",\"overlong\":%" PRIu64 ",\"empty\":%" PRIu64
+			"},\"truncated\":%" PRIu64 ",\"truncated_untrained\":%" PRIu64 ",\"runs\":[",
+			m->dropped_stale, m->dropped_overlong, m->dropped_empty, m->truncated, m->truncated_untrained);
+	for (uint32_t q = 0; q < m->n_runs; q++) {
+		const struct done_run *u = &m->runs[q];
+		r |= buf_printf(b, "%s{\"run\":", q ? "," : "") | json_print_string(b, u->run ? u->run : "");
+		r |= buf_printf(b, ",\"sequences\":%u,\"tokens\":%" PRIu64 ",\"sequences_total\":%" PRIu64
+				",\"run_step\":%" PRId64 ",\"ready\":%s}", u->sequences, u->tokens, u->sequences_total,
+				u->run_step, u->ready ? "true" : "false");
+	}
+	r |= buf_printf(b, "],\"next_run\":") | json_print_string(b, m->next_run ? m->next_run : "");
+	r |= buf_printf(b, ",\"inputs\":[");
+	for (uint32_t q = 0; q < m->n_inputs; q++)
+		r |= (q ? buf_put_u8(b, ',') : 0) | json_print_string(b, m->inputs[q]);
+	r |= buf_printf(b, "],\"partial\":[");
+	for (uint32_t q = 0; q < m->n_partial; q++) {
+		r |= buf_printf(b, "%s{\"file\":", q ? "," : "") | json_print_string(b, m->partial[q].file);
+		r |= buf_printf(b, ",\"done\":[");
+		for (uint32_t x = 0; x < m->partial[q].n_done; x++)
+			r |= buf_printf(b, "%s%u", x ? "," : "", m->partial[q].done[x]);
+		r |= buf_printf(b, "]}");
+	}
+	return r | buf_printf(b, "]}\n");
+}
+
+void done_free(struct done_manifest *m)
+{
+	for (uint32_t q = 0; m->runs && q < m->n_runs; q++)
+		free(m->runs[q].run);
+	free(m->runs);
+	free(m->next_run);
+	for (uint32_t q = 0; m->inputs && q < m->n_inputs; q++)
+		free(m->inputs[q]);
+	free(m->inputs);
+	for (uint32_t q = 0; m->partial && q < m->n_partial; q++) {
+		free(m->partial[q].file);
+		free(m->partial[q].done);
+	}
+	free(m->partial);
+	memset(m, 0, sizeof *m);
+}
+
+/* A whole number in [lo, hi] under key k of o; absent: *v untouched when
+ * optional, else an error. */
+static int get_num(const cJSON *o, const char *k, double lo, double hi, int optional, double *v,
+		   const char *name, struct err *e)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (!x && optional)
+		return 0;
+	if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < lo ||
+	    x->valuedouble > hi)
+		return err_set(e, "%s: %s: expected a whole number from %.0f to %.0f", name, k, lo, hi);
+	*v = x->valuedouble;
+	return 0;
+}
+
+static int get_string(const cJSON *x, char **out, const char *name, const char *what, struct err *e)
+{
+	if (!cJSON_IsString(x))
+		return err_set(e, "%s: %s: expected a string", name, what);
+	if (!(*out = strdup(x->valuestring)))
+		return err_set(e, "out of memory");
+	return 0;
+}
+
+#define U32 4294967295.0
+#define I53 9007199254740992.0   /* JSON numbers hold integers exactly up to 2^53 */
+
+static int parse_runs(const cJSON *arr, struct done_manifest *m, const char *name, struct err *e)
+{
+	const cJSON *it;
+	m->runs = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *m->runs);
+	if (!m->runs)
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(it, arr) {
+		struct done_run *u = &m->runs[m->n_runs++];
+		double seqs = 0, tok = 0, tot, rs;
+		char what[32];
+		snprintf(what, sizeof what, "runs[%u].run", m->n_runs - 1);
+		if (get_string(cJSON_GetObjectItemCaseSensitive(it, "run"), &u->run, name, what, e) < 0 ||
+		    get_num(it, "sequences", 0, U32, 1, &seqs, name, e) < 0 ||
+		    get_num(it, "tokens", 0, I53, 1, &tok, name, e) < 0 ||
+		    get_num(it, "sequences_total", 0, I53, 0, &tot, name, e) < 0 ||
+		    get_num(it, "run_step", -I53, I53, 0, &rs, name, e) < 0)
+			return -1;
+		u->sequences = (uint32_t)seqs;
+		u->tokens = (uint64_t)tok;
+		u->sequences_total = (uint64_t)tot;
+		u->run_step = (int64_t)rs;
+		u->ready = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ready"));
+	}
+	return 0;
+}
+
+static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest *m, const char *name,
+		       struct err *e)
+{
+	const cJSON *it, *v;
+	m->inputs = calloc((size_t)cJSON_GetArraySize(fin) + 1, sizeof *m->inputs);
+	m->partial = calloc((size_t)cJSON_GetArraySize(part) + 1, sizeof *m->partial);
+	if (!m->inputs || !m->partial)
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(it, fin) {
+		char what[32];
+		snprintf(what, sizeof what, "inputs[%u]", m->n_inputs);
+		if (get_string(it, &m->inputs[m->n_inputs], name, what, e) < 0)
+			return -1;
+		m->n_inputs++;
+	}
+	cJSON_ArrayForEach(it, part) {
+		struct done_partial *p = &m->partial[m->n_partial++];
+		const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done");
+		char what[32];
+		snprintf(what, sizeof what, "partial[%u].file", m->n_partial - 1);
+		if (get_string(cJSON_GetObjectItemCaseSensitive(it, "file"), &p->file, name, what, e) < 0)
+			return -1;
+		if (!cJSON_IsArray(dn))
+			return err_set(e, "%s: partial[%u].done: expected an array", name, m->n_partial - 1);
+		if (!(p->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *p->done)))
+			return err_set(e, "out of memory");
+		cJSON_ArrayForEach(v, dn) {
+			if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+			    v->valuedouble > U32)
+				return err_set(e, "%s: partial[%u].done[%u]: not an ordinal", name, m->n_partial - 1,
+					       p->n_done);
+			p->done[p->n_done++] = (uint32_t)v->valuedouble;
+		}
+	}
+	return 0;
+}
+
+int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e)
+{
+	memset(m, 0, sizeof *m);
+	cJSON *j = cJSON_ParseWithLength(text, n);
+	const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	const cJSON *part = cJSON_GetObjectItemCaseSensitive(j, "partial");
+	const cJSON *drop = cJSON_GetObjectItemCaseSensitive(j, "dropped");
+	int rc = 0;
+	if (!cJSON_IsObject(j) || !cJSON_IsArray(runs) || (fin && !cJSON_IsArray(fin)) ||
+	    (part && !cJSON_IsArray(part)))
+		rc = err_set(e, "%s: not a grpo-pack manifest", name);
+	double v[15] = { 0 };
+	v[6] = -1;   /* loss_tokens unknown unless given */
+	static const char *const keys[] = { "step", "ranks", "micro_batches_per_rank", "sequences", "dummies",
+					    "tokens", "loss_tokens", "pad_tokens", "dummy_tokens", "truncated",
+					    "truncated_untrained" };
+	static const double lo[] = { -I53, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const double hi[] = { I53, U32, U32, U32, U32, I53, I53, I53, I53, I53, I53 };
+	for (int k = 0; k < 11 && rc == 0; k++)
+		rc = get_num(j, keys[k], lo[k], hi[k], k != 0, &v[k], name, e);
+	static const char *const dk[] = { "stale", "overlong", "empty" };
+	for (int k = 0; k < 3 && rc == 0 && drop; k++)
+		rc = get_num(drop, dk[k], 0, I53, 1, &v[11 + k], name, e);
+	if (rc == 0) {
+		m->step = (int64_t)v[0];
+		m->ranks = (uint32_t)v[1], m->micro_batches_per_rank = (uint32_t)v[2];
+		m->sequences = (uint32_t)v[3], m->dummies = (uint32_t)v[4];
+		m->tokens = (uint64_t)v[5], m->loss_tokens = (int64_t)v[6], m->pad_tokens = (uint64_t)v[7];
+		m->dummy_tokens = (uint64_t)v[8], m->truncated = (uint64_t)v[9];
+		m->truncated_untrained = (uint64_t)v[10];
+		m->dropped_stale = (uint64_t)v[11], m->dropped_overlong = (uint64_t)v[12];
+		m->dropped_empty = (uint64_t)v[13];
+		const cJSON *nx = cJSON_GetObjectItemCaseSensitive(j, "next_run");
+		if (nx)
+			rc = get_string(nx, &m->next_run, name, "next_run", e);
+	}
+	if (rc == 0)
+		rc = parse_runs(runs, m, name, e);
+	if (rc == 0)
+		rc = parse_files(fin, part, m, name, e);
+	cJSON_Delete(j);
+	if (rc < 0)
+		done_free(m);
+	return rc;
+}
+
+int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e)
+{
+	char p[PATH_MAX];
+	memset(m, 0, sizeof *m);
+	if (snprintf(p, sizeof p, "%s/step_%" PRId64 "/DONE", queue, step) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	struct buf b = { 0 };
+	if (buf_read_file(&b, p, e) < 0)
+		return errno == ENOENT ? 0 : -1;
+	int rc = done_parse((const char *)b.data, b.len, p, m, e);
+	buf_free(&b);
+	return rc < 0 ? -1 : 1;
+}

@@ -1,0 +1,74 @@
+/*
+ * done.h: a step's DONE manifest, QUEUE/step_N/DONE (grpo-spool(5)).
+ *
+ * grpo-pack writes it last, after every micro-batch of the step, so a
+ * reader that sees it sees the whole step; its presence is the step's
+ * completion marker and its content the step's totals and the packer's
+ * bookkeeping. One JSON object on one line:
+ *
+ *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
+ *    "tokens":real tokens,"loss_tokens":L,"pad_tokens":P,"dummies":D,
+ *    "dummy_tokens":Q,"dropped":{"stale":a,"overlong":b,"empty":c},
+ *    "truncated":t,"truncated_untrained":u,
+ *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
+ *             "run_step":r,"ready":b}, ...],"next_run":NAME,
+ *    "inputs":["step_K/rank_X/NAME", ...],
+ *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...]}
+ *
+ * sequences and loss_tokens (tokens whose loss_mask is 1) are over all
+ * ranks: a token-mean loss over the whole step divides by loss_tokens,
+ * which a trainer needs before its first micro-batch. The meaning of the
+ * packer's fields is in packstep.h. This module is the one writer
+ * (done_format) and the one reader (done_parse, done_load); a manifest
+ * written before loss_tokens existed reads with loss_tokens -1 (unknown).
+ */
+#ifndef GRPO_DONE_H
+#define GRPO_DONE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+struct done_run {
+	char *run;                  /* "" for the default run */
+	uint32_t sequences;         /* this step */
+	uint64_t tokens;            /* this step */
+	uint64_t sequences_total;
+	int64_t run_step;
+	int ready;
+};
+
+struct done_partial {
+	char *file;                 /* "step_K/rank_X/NAME" */
+	uint32_t *done;             /* (n_done) ordinals already packed or dropped */
+	uint32_t n_done;
+};
+
+struct done_manifest {
+	int64_t step;
+	uint32_t ranks, micro_batches_per_rank, sequences, dummies;
+	uint64_t tokens, pad_tokens, dummy_tokens;
+	int64_t loss_tokens;        /* -1: unknown (an older manifest) */
+	uint64_t dropped_stale, dropped_overlong, dropped_empty;
+	uint64_t truncated, truncated_untrained;
+	struct done_run *runs;      /* (n_runs) */
+	uint32_t n_runs;
+	char *next_run;             /* NULL: "" */
+	char **inputs;              /* (n_inputs) queue files finished by this step */
+	uint32_t n_inputs;
+	struct done_partial *partial;   /* (n_partial) queue files still being consumed */
+	uint32_t n_partial;
+};
+
+/* Append the manifest as one JSON line; -1 only when memory runs out. */
+int done_format(struct buf *out, const struct done_manifest *m);
+/* Parse a manifest (name for messages); m is freed on failure. */
+int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e);
+/* Read QUEUE/step_N/DONE: 1 read, 0 no such file (m zeroed), -1 error. */
+int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e);
+/* Free what done_parse or done_load allocated, and zero m. */
+void done_free(struct done_manifest *m);
+
+#endif

@@ -1,0 +1,49 @@
+#!/bin/sh
+# One set of invariants (check.h), run by the writer and the reader: the bad
+# records of issue 9 are refused by grpo-cat --from-json, naming the line,
+# the trajectory or position, and the field.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 11
+
+g='"prompt_tokens":[1,2],"response_tokens":[3,4],"logprobs":[-0.5,-0.25]'
+refuse() { # refuse JSON WANT-MESSAGE DESCRIPTION
+	printf '%s\n' "$1" > "$T/in.jsonl"
+	grpo-cat --from-json "$T/in.jsonl" > "$T/out.zst" 2> "$T/err"
+	is "$?:$(cat "$T/err")" "1:grpo-cat: $T/in.jsonl:1: $2" "$3"
+}
+refuse '{"group_id":1,"trajectories":[{"prompt_tokens":[1,-5],"response_tokens":[3],"logprobs":[-1]}]}' \
+	"trajectory 0: prompt_tokens[1] is -5, but a token id is at least 0" \
+	"a token id of -5"
+refuse '{"group_id":1,"trajectories":[{"prompt_tokens":[1],"response_tokens":[3,4],"logprobs":[-1,3.5]}]}' \
+	"trajectory 0: logprobs[1] is 3.5, but a logprob is at most 0" \
+	"a logprob of +3.5"
+refuse "{\"group_id\":1,\"trajectories\":[{$g,\"temperature\":-2}]}" \
+	"trajectory 0: temperature is -2, not above 0" \
+	"a temperature of -2"
+refuse "{\"group_id\":\"g\",\"trajectories\":[{$g,\"sequence_id\":-3}]}" \
+	"trajectory 0: sequence_id is -3, but an integer id is at least 0" \
+	"a negative integer id"
+
+m='"input_ids":[1,2,3,4],"seq_lens":[2,2],"advantages":[0,0,0,0],"inference_logprobs":[0,0,0,0],"sequence_ids":[1,2],"group_ids":[1,1]'
+refuse "{$m,\"position_ids\":[7,7,7,7],\"loss_mask\":[0,1,0,1],\"temperatures\":[1,1,1,1]}" \
+	"position_ids[0] is 7, expected 0 (sequence 0 starts at 0)" \
+	"position_ids 7,7,7,7"
+refuse "{$m,\"position_ids\":[0,1,0,1],\"loss_mask\":[1,1,0,1],\"temperatures\":[1,1,1,1]}" \
+	"loss_mask[0] is 1 on the first token of sequence 0" \
+	"loss_mask set on a sequence start"
+refuse "{$m,\"position_ids\":[0,1,0,1],\"loss_mask\":[0,2,0,1],\"temperatures\":[1,1,1,1]}" \
+	"loss_mask[1]: expected 0, 1, false or true" \
+	"loss_mask neither 0 nor 1"
+refuse "{$m,\"position_ids\":[0,1,0,1],\"loss_mask\":[0,1,0,1],\"temperatures\":[1,-1,0,1]}" \
+	"temperatures[1] is -1, not above 0" \
+	"temperatures -1 and 0"
+refuse "{$m,\"position_ids\":[0,1,0,1],\"loss_mask\":[0,1,0,1],\"temperatures\":[1,1,1,1],\"prompt_lens\":[1]}" \
+	"1 prompt_lens for 2 sequences" \
+	"per-sequence fields one per sequence"
+refuse "{$m,\"position_ids\":[0,1,0,1],\"loss_mask\":[0,1,0,1],\"temperatures\":[1,1,1,1],\"prompt_lens\":[2,1]}" \
+	"loss_mask[1] is 1 on a prompt token of sequence 0" \
+	"loss_mask set on a prompt token"
+
+printf '{%s,"position_ids":[0,1,0,1],"loss_mask":[0,1,0,1],"temperatures":[1,1,1,1],"prompt_lens":[1,1]}\n' "$m" |
+	grpo-cat --from-json | grpo-cat > "$T/ok.json" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "a micro-batch that keeps them passes"

@@ -1,0 +1,63 @@
+/* The DONE manifest: what done_format writes done_parse reads back the same,
+ * a manifest from before loss_tokens reads with it unknown, and a damaged
+ * one is refused naming the file and field. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/done.h"
+#include "tap.h"
+
+int main(void)
+{
+	struct err e = { "" };
+	uint32_t ord[] = { 0, 2, 5 };
+	struct done_run runs[] = { { "", 3, 71, 9, 2, 1 }, { "b \"q\"", 0, 0, 4, 1, 0 } };
+	char *inputs[] = { "step_0/rank_0/a.zst" };
+	struct done_partial part[] = { { "step_0/rank_1/b.zst", ord, 3 } };
+	struct done_manifest m = { .step = 7, .ranks = 2, .micro_batches_per_rank = 3, .sequences = 12,
+				   .dummies = 1, .tokens = 500, .loss_tokens = 321, .pad_tokens = 12,
+				   .dummy_tokens = 8, .dropped_stale = 1, .dropped_overlong = 2, .dropped_empty = 3,
+				   .truncated = 4, .truncated_untrained = 5, .runs = runs, .n_runs = 2,
+				   .next_run = "b \"q\"", .inputs = inputs, .n_inputs = 1, .partial = part,
+				   .n_partial = 1 };
+	struct buf a = { 0 }, b = { 0 };
+	ok(done_format(&a, &m) == 0, "format");
+	const char *want = "{\"step\":7,\"ranks\":2,\"micro_batches_per_rank\":3,\"sequences\":12,\"tokens\":500,"
+			   "\"loss_tokens\":321,\"pad_tokens\":12,\"dummies\":1,\"dummy_tokens\":8,"
+			   "\"dropped\":{\"stale\":1,\"overlong\":2,\"empty\":3},\"truncated\":4,"
+			   "\"truncated_untrained\":5,\"runs\":[{\"run\":\"\",\"sequences\":3,\"tokens\":71,"
+			   "\"sequences_total\":9,\"run_step\":2,\"ready\":true},{\"run\":\"b \\\"q\\\"\",\"sequences\":0,"
+			   "\"tokens\":0,\"sequences_total\":4,\"run_step\":1,\"ready\":false}],\"next_run\":\"b \\\"q\\\"\","
+			   "\"inputs\":[\"step_0/rank_0/a.zst\"],\"partial\":[{\"file\":\"step_0/rank_1/b.zst\","
+			   "\"done\":[0,2,5]}]}\n";
+	ok(a.len == strlen(want) && memcmp(a.data, want, a.len) == 0, "the documented JSON line, loss_tokens included");
+
+	struct done_manifest r;
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0, "parses (%s)", e.msg);
+	done_format(&b, &r);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "and formats back to the same bytes");
+	ok(r.loss_tokens == 321 && r.sequences == 12 && r.n_partial == 1 && r.partial[0].n_done == 3,
+	   "step totals and bookkeeping read back");
+	done_free(&r);
+
+	const char *old = "{\"step\":1,\"ranks\":2,\"micro_batches_per_rank\":1,\"sequences\":3,\"tokens\":71,"
+			  "\"runs\":[],\"next_run\":\"\",\"inputs\":[],\"partial\":[]}";
+	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && r.loss_tokens == -1 && r.tokens == 71,
+	   "a manifest from before loss_tokens reads, loss_tokens unknown (-1)");
+	done_free(&r);
+
+	const char *bad[][2] = {
+		{ "{\"step\":1,\"ranks\":-2,\"runs\":[]}", "x/DONE: ranks: expected a whole number" },
+		{ "{\"step\":1.5,\"runs\":[]}", "x/DONE: step: expected a whole number" },
+		{ "{\"step\":1}", "x/DONE: not a grpo-pack manifest" },
+		{ "{\"step\":1,\"runs\":[{\"run\":3}]}", "x/DONE: runs[0].run: expected a string" },
+		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"f\",\"done\":[-1]}]}",
+		  "x/DONE: partial[0].done[0]: not an ordinal" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
+		   "refused: %s", e.msg);
+	buf_free(&a);
+	buf_free(&b);
+	return tap_done();
+}
