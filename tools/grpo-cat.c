@@ -36,8 +36,8 @@ struct stats {
 	uint64_t records, groups, microbatches, sequences;
 	uint64_t prompt_tokens, response_tokens, batch_tokens, loss_tokens, pad_tokens;
 	uint64_t bytes_on_disk, bytes_raw;
-	uint64_t aligned_tokens;        /* with --model: response tokens compared */
-	double abs_diff_sum, abs_diff_max;
+	uint64_t aligned_tokens;        /* with --model: trained response tokens compared */
+	double diff_sum, abs_diff_sum, abs_diff_max;
 };
 
 struct opts {
@@ -145,8 +145,8 @@ static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *
 		r |= json_print_floats(out, a->model_logprobs, t->n_response);
 		r |= buf_printf(out, ",\"model_entropy\":");
 		r |= json_print_floats(out, a->model_entropy, t->n_response);
-		r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-		                a->abs_diff_mean, a->abs_diff_max);
+		r |= buf_printf(out, ",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
+		                "\"model_logprob_abs_diff_max\":%.6g", a->diff_mean, a->abs_diff_mean, a->abs_diff_max);
 		if (r)
 			return err_set(x->e, "out of memory");
 	}
@@ -170,8 +170,9 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 			return err_set(e, "out of memory");
 		rc = align_group(o->model, g, x.a, e);
 		for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
-			o->st.aligned_tokens += g->trajs[i].n_response;
-			o->st.abs_diff_sum += x.a[i].abs_diff_mean * g->trajs[i].n_response;
+			o->st.aligned_tokens += x.a[i].n_trained;
+			o->st.diff_sum += x.a[i].diff_mean * x.a[i].n_trained;
+			o->st.abs_diff_sum += x.a[i].abs_diff_mean * x.a[i].n_trained;
 			if (x.a[i].abs_diff_max > o->st.abs_diff_max)
 				o->st.abs_diff_max = x.a[i].abs_diff_max;
 		}
@@ -297,8 +298,10 @@ static void print_stats(const struct stats *st, int json)
 		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens,
 		       (unsigned long long)st->bytes_on_disk, (unsigned long long)st->bytes_raw, ratio, per_resp);
 		if (st->aligned_tokens)
-			printf(",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-			       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max);
+			printf(",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
+			       "\"model_logprob_abs_diff_max\":%.6g,\"aligned_tokens\":%llu",
+			       st->diff_sum / st->aligned_tokens, st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
+			       (unsigned long long)st->aligned_tokens);
 		printf("}\n");
 		return;
 	}
@@ -315,9 +318,9 @@ static void print_stats(const struct stats *st, int json)
 	if (st->response_tokens)
 		printf("bytes/response tok %.3f\n", per_resp);
 	if (st->aligned_tokens)
-		printf("model vs sampler   |logprob difference| mean %.6g, max %.6g over %llu tokens\n",
-		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
-		       (unsigned long long)st->aligned_tokens);
+		printf("model vs sampler   logprob difference mean %.6g, |difference| mean %.6g, max %.6g "
+		       "over %llu trained tokens\n", st->diff_sum / st->aligned_tokens,
+		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens);
 }
 
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
