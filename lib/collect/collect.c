@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "data/jsonview.h"
+#include "data/sfile.h"
 
 static const char *format_names[] = { "auto", "native", "vllm", "sglang", "atropos" };
 
@@ -353,7 +354,10 @@ int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e
 			return err_set(e, "trajectory %u: temperature %s is not positive and finite", i,
 				       describe(t->temperature, s));
 	}
-	return 0;
+	/* every other field as the spool writer will check it, so that a bad
+	 * advantage, reward or ref_logprob fails (or is skipped) at its line
+	 * rather than at the write of the whole output */
+	return group_check(g, e);
 }
 
 /* ---- answers ---- */
