@@ -3,7 +3,7 @@
 # work give exactly FILE.expected; those refused on purpose say why, by
 # FILE:LINE, also under -e skip, and publish nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 15
+plan 14
 D="$GRPO_TOP/tests/data/collect"
 
 for f in vllm-trl-ranked vllm-trl-old vllm-batch-prompts vllm-echo vllm-echo-score; do
