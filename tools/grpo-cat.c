@@ -23,6 +23,7 @@
 #include "model/chat.h"
 #include "base/err.h"
 #include "base/fsys.h"
+#include "data/groupset.h"
 #include "data/jsonview.h"
 #include "base/lineio.h"
 #include "model/model.h"
@@ -36,8 +37,11 @@ struct stats {
 	uint64_t records, groups, microbatches, sequences;
 	uint64_t prompt_tokens, response_tokens, batch_tokens, loss_tokens, pad_tokens;
 	uint64_t bytes_on_disk, bytes_raw;
-	uint64_t aligned_tokens;        /* with --model: response tokens compared */
-	double abs_diff_sum, abs_diff_max;
+	uint64_t aligned_tokens;        /* with --model: trained response tokens compared */
+	double diff_sum, abs_diff_sum, abs_diff_max;
+	struct groupset gset;           /* groups of one, split group_ids */
+	int verbose;                    /* -v: list their ids */
+	int failed;
 };
 
 struct opts {
@@ -54,7 +58,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: grpo-cat [--json] [--head N] [--model DIR] [--tokenizer FILE] [FILE...]\n"
-		"       grpo-cat --stats [--json] [--model DIR] [FILE...]\n"
+		"       grpo-cat --stats [--json] [-v] [--model DIR] [FILE...]\n"
 		"       grpo-cat --from-json [-o FILE] [FILE...]\n"
 		"       grpo-cat --tokenizer FILE --encode | --decode [FILE...]\n"
 		"       grpo-cat --chat FORMAT [--no-thinking] [--encode --tokenizer FILE] [FILE...]\n"
@@ -63,7 +67,9 @@ static void usage(FILE *f)
 		"FILE '-' or none: standard input.\n"
 		"  -j, --json         JSON lines (the default view; with --stats, a JSON object)\n"
 		"  -n, --head N       stop after N records\n"
-		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio\n"
+		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio,\n"
+		"                     groups of one member and group_ids split over records\n"
+		"  -v, --verbose      with --stats: list those groups' ids\n"
 		"  -m, --model DIR    add the model's logprob and entropy of every response token,\n"
 		"                     and how far they are from the sampler's\n"
 		"  -t, --tokenizer FILE  tokenizer.json: add prompt_text and response_text to\n"
@@ -99,6 +105,14 @@ static void count(struct stats *st, const struct record *rec)
 {
 	st->records++;
 	if (rec->kind == REC_GROUP) {
+		char id[32];
+		struct err e;
+		traj_id_text(&rec->group.group_id, id);
+		/* a spool file holds whole groups: every group record is an input of its own */
+		if (groupset_add(&st->gset, id, rec->group.n, st->records, &e) < 0 && !st->failed) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			st->failed = 1;
+		}
 		st->groups++;
 		for (uint32_t i = 0; i < rec->group.n; i++) {
 			st->sequences++;
@@ -146,11 +160,11 @@ static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *
 		r |= buf_printf(out, ",\"model_entropy\":");
 		r |= json_print_floats(out, a->model_entropy, t->n_response);
 		if (!t->logprobs)   /* nothing to compare with: say so, compute nothing */
-			r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":null,\"model_logprob_abs_diff_max\":null,"
-					"\"sampler_logprobs\":\"missing\"");
+			r |= buf_printf(out, ",\"model_logprob_diff_mean\":null,\"model_logprob_abs_diff_mean\":null,"
+					"\"model_logprob_abs_diff_max\":null,\"sampler_logprobs\":\"missing\"");
 		else
-			r |= buf_printf(out, ",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-					a->abs_diff_mean, a->abs_diff_max);
+			r |= buf_printf(out, ",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
+					"\"model_logprob_abs_diff_max\":%.6g", a->diff_mean, a->abs_diff_mean, a->abs_diff_max);
 		if (r)
 			return err_set(x->e, "out of memory");
 	}
@@ -174,10 +188,9 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 			return err_set(e, "out of memory");
 		rc = align_group(o->model, g, x.a, e);
 		for (uint32_t i = 0; rc == 0 && i < g->n; i++) {
-			if (!g->trajs[i].logprobs)
-				continue;   /* no sampler logprobs: not part of the comparison */
-			o->st.aligned_tokens += g->trajs[i].n_response;
-			o->st.abs_diff_sum += x.a[i].abs_diff_mean * g->trajs[i].n_response;
+			o->st.aligned_tokens += x.a[i].n_trained;
+			o->st.diff_sum += x.a[i].diff_mean * x.a[i].n_trained;
+			o->st.abs_diff_sum += x.a[i].abs_diff_mean * x.a[i].n_trained;
 			if (x.a[i].abs_diff_max > o->st.abs_diff_max)
 				o->st.abs_diff_max = x.a[i].abs_diff_max;
 		}
@@ -303,8 +316,24 @@ static void print_stats(const struct stats *st, int json)
 		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens,
 		       (unsigned long long)st->bytes_on_disk, (unsigned long long)st->bytes_raw, ratio, per_resp);
 		if (st->aligned_tokens)
-			printf(",\"model_logprob_abs_diff_mean\":%.6g,\"model_logprob_abs_diff_max\":%.6g",
-			       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max);
+			printf(",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
+			       "\"model_logprob_abs_diff_max\":%.6g,\"aligned_tokens\":%llu",
+			       st->diff_sum / st->aligned_tokens, st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
+			       (unsigned long long)st->aligned_tokens);
+		printf(",\"single_member_groups\":%llu,\"split_groups\":%llu",
+		       (unsigned long long)st->gset.single_records, (unsigned long long)st->gset.split_ids);
+		for (int k = 0; k < 2 && st->verbose; k++) {
+			const char **ids = NULL;
+			size_t n = 0;
+			struct err e;
+			if (groupset_ids(&st->gset, k ? GROUPSET_SPLIT : GROUPSET_SINGLE, &ids, &n, &e) < 0)
+				n = 0;
+			printf(",\"%s\":[", k ? "split_group_ids" : "single_member_group_ids");
+			for (size_t i = 0; i < n; i++)
+				printf(i ? ",%s" : "%s", ids[i]);
+			printf("]");
+			free(ids);
+		}
 		printf("}\n");
 		return;
 	}
@@ -320,10 +349,22 @@ static void print_stats(const struct stats *st, int json)
 	printf("compression ratio  %.3f\n", ratio);
 	if (st->response_tokens)
 		printf("bytes/response tok %.3f\n", per_resp);
+	for (int k = 0; k < 2; k++) {
+		uint64_t c = k ? st->gset.split_ids : st->gset.single_records;
+		const char **ids = NULL;
+		size_t n = 0;
+		struct err e;
+		printf("%s %llu", k ? "split group_ids   " : "groups of one     ", (unsigned long long)c);
+		if (c && st->verbose && groupset_ids(&st->gset, k ? GROUPSET_SPLIT : GROUPSET_SINGLE, &ids, &n, &e) == 0)
+			for (size_t i = 0; i < n; i++)
+				printf("%s%s", i ? " " : " (", ids[i]);
+		printf("%s\n", n ? ")" : "");
+		free(ids);
+	}
 	if (st->aligned_tokens)
-		printf("model vs sampler   |logprob difference| mean %.6g, max %.6g over %llu tokens\n",
-		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
-		       (unsigned long long)st->aligned_tokens);
+		printf("model vs sampler   logprob difference mean %.6g, |difference| mean %.6g, max %.6g "
+		       "over %llu trained tokens\n", st->diff_sum / st->aligned_tokens,
+		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens);
 }
 
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
@@ -557,13 +598,14 @@ int main(int argc, char **argv)
 		{ "no-thinking", no_argument, NULL, O_NOTHINK },
 		{ "output", required_argument, NULL, 'o' },  { "stats", no_argument, NULL, 's' },
 		{ "tokenizer", required_argument, NULL, 't' }, { "version", no_argument, NULL, 'V' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .head = -1 };
 	struct textmode tm = { 0 };
 	int c, json = 0, fromjson = 0;
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
-	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:V", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:vV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (chat_format_parse(optarg, &tm.fmt) < 0) {
@@ -590,6 +632,7 @@ int main(int argc, char **argv)
 		case 'm': model_dir = optarg; break;
 		case 'o': output = optarg; break;
 		case 's': o.stats = 1; break;
+		case 'v': o.st.verbose = 1; break;
 		case 't': tok_file = optarg; break;
 		case O_NOTHINK: tm.chat_flags |= CHAT_NO_THINKING; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
@@ -661,6 +704,9 @@ int main(int argc, char **argv)
 	buf_free(&o.text);
 	if (o.stats)
 		print_stats(&o.st, o.json_stats);
+	if (o.st.failed)
+		rc = -1;
+	groupset_free(&o.st.gset);
 	if (o.model)
 		model_free(o.model);
 	tok_free(o.tok);

@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/lineio.h"
 #include "collect/collect.h"
+#include "data/groupset.h"
 #include "data/sfile.h"
 #include "model/rollout.h"
 #include "spool/spool.h"
@@ -199,6 +200,37 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		spool_abort(&so[i]);
 	free(so);
 	return r;
+}
+
+/* Group integrity (groupset.h): a group_id split across inputs always (its
+ * parts are scored apart: a fault of the inputs), groups of one member with
+ * -v (n = 1 is a legitimate request, though useless to GRPO); the ids with -v. */
+static int report_groups(const struct groupset *s, int verbose)
+{
+	static const char *what[] = { "of one member (its advantage is always 0)",
+				      "split across inputs (each part is scored alone)" };
+	uint64_t count[] = { s->single_records, s->split_ids };
+	for (int k = 0; k < 2; k++) {
+		const char **ids;
+		size_t n;
+		struct err e;
+		if (count[k] == 0 || (k == 0 && !verbose))
+			continue;
+		fprintf(stderr, "%s: warning: %llu %s %s\n", prog, (unsigned long long)count[k],
+			k ? (count[k] == 1 ? "group_id" : "group_ids") : (count[k] == 1 ? "group" : "groups"), what[k]);
+		if (!verbose)
+			continue;
+		if (groupset_ids(s, k ? GROUPSET_SPLIT : GROUPSET_SINGLE, &ids, &n, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return -1;
+		}
+		fprintf(stderr, "%s: %s:", prog, k ? "split group_ids" : "groups of one member");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, " %s", ids[i]);
+		fprintf(stderr, "\n");
+		free(ids);
+	}
+	return 0;
 }
 
 /* Sampling from a model (--model): the options beyond the importer's. */
@@ -547,6 +579,7 @@ bad_num:
 		co.answers = &answers;
 	}
 	struct held held = { 0 };
+	struct groupset groups = { 0 };
 	struct collect col;
 	collect_init(&col, &co, hold, &held);
 	struct sfile_writer w;
@@ -640,6 +673,10 @@ bad_num:
 			if (r == 0)
 				r = sfile_writer_flush(&w, &e);
 		}
+		for (size_t i = 0; i < held.n && r == 0; i++) {
+			char id[24];
+			r = groupset_add(&groups, traj_id_text(&held.g[i].group_id, id), held.g[i].n, (uint64_t)f, &e);
+		}
 		if (r < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
 			status = 1;
@@ -657,6 +694,9 @@ bad_num:
 			sfile_writer_flush(&w, &e);
 		sfile_writer_free(&w);
 	}
+	if (report_groups(&groups, o.verbose) < 0)
+		status = 1;
+	groupset_free(&groups);
 	if (o.verbose && answers_path)
 		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
 			answers_path);

@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "data/jsonview.h"
+#include "data/sfile.h"
 
 static const char *format_names[] = { "auto", "native", "vllm", "sglang", "atropos" };
 
@@ -213,8 +214,7 @@ static enum collect_format detect(const cJSON *v)
 		return COLLECT_ATROPOS;
 	if (HAS("meta_info"))
 		return COLLECT_SGLANG;
-	if (HAS("choices") || (HAS("token_ids") && HAS("prompt_token_ids")) ||
-	    (HAS("completion_ids") && HAS("prompt_ids")))
+	if (HAS("choices") || (HAS("token_ids") && HAS("prompt_token_ids")) || HAS("completion_ids"))
 		return COLLECT_VLLM;
 	if (HAS("input_ids"))
 		return COLLECT_NATIVE;   /* a micro-batch: collect_native says why not */
@@ -276,6 +276,9 @@ int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
 	char *fixed = NULL;
 	size_t fixed_n = 0;
 	memset(out, 0, sizeof *out);
+	if (n >= 5 && memcmp(text, "data:", 5) == 0)
+		return err_set(e, "a server-sent event (\"data: ...\"), a piece of a streamed response, not a "
+			       "whole one: grpo-collect reads whole responses; ask with \"stream\": false");
 	int r = json_fix_nonfinite(text, n, &fixed, &fixed_n);
 	if (r < 0)
 		return err_set(e, "out of memory");
@@ -367,7 +370,10 @@ int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e
 			return err_set(e, "trajectory %u: temperature %s is not positive and finite", i,
 				       describe(t->temperature, s));
 	}
-	return 0;
+	/* every other field as the spool writer will check it, so that a bad
+	 * advantage, reward or ref_logprob fails (or is skipped) at its line
+	 * rather than at the write of the whole output */
+	return group_check(g, e);
 }
 
 /* ---- answers ---- */

@@ -138,7 +138,9 @@ void collect_free(struct collect *c);
 
 /* Check one group against the validation rules: token ids >= 0 and below
  * vocab_size (when not 0), logprobs finite, <= 0 and not a server's
- * sentinel for "no value" (<= -9999), temperature positive and finite. */
+ * sentinel for "no value" (<= -9999), temperature positive and finite, and
+ * every float of a scored trajectory (rewards, advantages, successes,
+ * ref_logprobs) finite in binary32, as group_check() of data/sfile.h. */
 int collect_check_group(const struct group *g, int64_t vocab_size, struct err *e);
 
 /* 64-bit FNV-1a, continued from h (start with COLLECT_HASH_INIT). */

@@ -54,15 +54,20 @@ static float lp_value(const cJSON *v, int *ok)
 }
 
 
-/* The request's prompt ids: "token_ids" (generate), "prompt" as a list of
- * ids (completions), or "prompt_token_ids". */
-static const cJSON *request_prompt(const cJSON *req)
+/* Choice i's prompt ids from the request: "token_ids" (generate), "prompt"
+ * as a list of ids or as one list per prompt of a batch (completions, whose
+ * choices come prompt by prompt, n each), or "prompt_token_ids". */
+static const cJSON *request_prompt(const cJSON *req, uint32_t i, uint32_t n)
 {
 	static const char *keys[] = { "token_ids", "prompt", "prompt_token_ids" };
-	for (int i = 0; i < 3; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[i]);
+	for (int k = 0; k < 3; k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[k]);
 		if (cJSON_IsArray(v) && (!v->child || cJSON_IsNumber(v->child)))
 			return v;
+		if (cJSON_IsArray(v) && cJSON_IsArray(v->child)) {
+			uint32_t np = (uint32_t)cJSON_GetArraySize(v);
+			return n % np == 0 ? cJSON_GetArrayItem(v, (int)(i / (n / np))) : NULL;
+		}
 	}
 	return NULL;
 }
@@ -149,26 +154,55 @@ static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
 
 static const char no_prompt[] =
 	"no prompt token ids: ask vLLM with \"return_token_ids\": true, or wrap the line as "
-	"{\"request\": ..., \"response\": ...}";
+	"{\"request\": ..., \"response\": ...} with the request's prompt as token ids";
 
-static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, struct traj *t, struct err *e)
+static int64_t req_int(const cJSON *req, const char *key, int64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+static int copy_ids(int32_t **out, uint32_t *n, const int32_t *src, uint32_t k, struct err *e)
+{
+	*out = malloc(k ? k * sizeof(int32_t) : 1);
+	if (!*out)
+		return err_set(e, "out of memory");
+	memcpy(*out, src, k * sizeof(int32_t));
+	*n = k;
+	return 0;
+}
+
+/*
+ * Choice i of n. The logprob entries cover the completion, or with echo the
+ * prompt and then the completion; with echo and max_tokens 0 (prompt
+ * scoring) only the prompt, and then the trajectory has an empty response.
+ * Echo is known from the request, or from the counts: entries = prompt +
+ * completion (or = prompt alone) where the completion's ids are given apart.
+ */
+static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, uint32_t i, uint32_t n,
+			struct traj *t, struct err *e)
 {
 	struct lps l = { 0 };
 	int r = -1;
+	if (!cJSON_IsObject(ch))
+		return err_set(e, "expected an object");
 	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(ch, "prompt_token_ids");
 	if (!cJSON_IsArray(prompt))
 		prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
 	if (!cJSON_IsArray(prompt))
-		prompt = request_prompt(req);
-	if (!cJSON_IsObject(ch)) {
-		err_set(e, "expected an object");
-		goto out;
+		prompt = request_prompt(req, i, n);
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
+	int echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "echo"));
+	int score_only = echo && req_int(req, "max_tokens", -1) == 0;
+	if (!cJSON_IsArray(prompt) && !(echo && !cJSON_IsArray(ids))) {
+		const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
+		if (cJSON_IsArray(rp) && cJSON_IsArray(rp->child))
+			return err_set(e, "request prompt: %d prompts for %u choices, not n choices each",
+				       cJSON_GetArraySize(rp), n);
+		return err_set(e, "%s", no_prompt);
 	}
-	if (!cJSON_IsArray(prompt)) {
-		err_set(e, "%s", no_prompt);
-		goto out;
-	}
-	if (json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
+	if (cJSON_IsArray(prompt) &&
+	    json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 		goto out;
 	const cJSON *lpobj = cJSON_GetObjectItemCaseSensitive(ch, "logprobs");
 	if (!cJSON_IsObject(lpobj)) {
@@ -177,31 +211,64 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, st
 	}
 	if (read_lps(lpobj, &l, e) < 0)
 		goto out;
-	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
+	uint32_t off = 0;   /* entries before the completion's */
 	if (cJSON_IsArray(ids)) {
 		if (json_get_i32_array(ids, "token_ids", &t->response_tokens, &t->n_response, e) < 0)
 			goto out;
+		/* echo with max_tokens 0: vLLM returns the one token it had to
+		 * generate in token_ids, but logprobs of the prompt only, the
+		 * first of them null; unwrapped, that signature tells it */
+		if (score_only || (t->n_response == 1 && l.n > 1 && l.n == t->n_prompt && isnan(l.lp[0]))) {
+			t->n_response = 0;
+			off = l.n;
+		} else if (l.n < t->n_response) {
+			err_set(e, "%u logprobs for %u token_ids", l.n, t->n_response);
+			goto out;
+		} else
+			off = l.n - t->n_response;
 	} else {
+		/* ids from "token_id:N" strings; with echo the prompt's come first */
 		for (uint32_t k = 0; k < l.n; k++)
 			if (!l.has_id[k]) {
 				err_set(e, "no token ids: the logprob tokens are text; ask vLLM with "
 					   "\"return_token_ids\" or \"return_tokens_as_token_ids\"");
 				goto out;
 			}
-		t->response_tokens = malloc(l.n ? l.n * sizeof(int32_t) : 1);
-		if (!t->response_tokens) {
-			err_set(e, "out of memory");
-			goto out;
+		if (echo) {
+			if (!t->prompt_tokens) {
+				/* the echoed entries are the prompt: how many, the usage says
+				 * (one prompt) or max_tokens 0 says (all of them) */
+				const cJSON *u = cJSON_GetObjectItemCaseSensitive(resp, "usage");
+				int64_t np = score_only ? (int64_t)l.n : req_int(u, "prompt_tokens", -1);
+				const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
+				if (np < 0 || np > (int64_t)l.n || (cJSON_IsArray(rp) && !score_only)) {
+					err_set(e, "echo: the logprobs cover prompt and completion, and nothing says where "
+						   "the completion starts: ask vLLM with \"return_token_ids\": true");
+					goto out;
+				}
+				if (copy_ids(&t->prompt_tokens, &t->n_prompt, l.tid, (uint32_t)np, e) < 0)
+					goto out;
+			}
+			off = t->n_prompt;
+			if (l.n < off || (score_only && l.n != off)) {
+				err_set(e, "echo: %u logprobs for a prompt of %u tokens", l.n, off);
+				goto out;
+			}
 		}
-		memcpy(t->response_tokens, l.tid, l.n * sizeof(int32_t));
-		t->n_response = l.n;
+		if (copy_ids(&t->response_tokens, &t->n_response, l.tid + off, l.n - off, e) < 0)
+			goto out;
 	}
-	if (l.n < t->n_response) {
-		err_set(e, "%u logprobs for %u token_ids", l.n, t->n_response);
+	/* echoed entries must be the prompt, where they name their ids */
+	if (off && t->prompt_tokens && off != t->n_prompt) {
+		err_set(e, "echo: %u logprob entries before the completion, but %u prompt ids", off, t->n_prompt);
 		goto out;
 	}
-	/* echo: the prompt's entries come first */
-	uint32_t off = l.n - t->n_response;
+	for (uint32_t k = 0; k < off && k < t->n_prompt; k++)
+		if (l.has_id[k] && l.tid[k] != t->prompt_tokens[k]) {
+			err_set(e, "echo: logprobs token %u is token_id:%d, but prompt_token_ids[%u] is %d", k, l.tid[k],
+				k, t->prompt_tokens[k]);
+			goto out;
+		}
 	for (uint32_t k = 0; k < t->n_response; k++)
 		if (l.has_id[off + k] && l.tid[off + k] != t->response_tokens[k]) {
 			err_set(e, "logprobs token %u is token_id:%d, but token_ids[%u] is %d", off + k, l.tid[off + k],
@@ -267,19 +334,68 @@ static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err
 	return 0;
 }
 
+/* TRL 0.29 and later: one list per position, sorted by rank, with the ids
+ * beside it; the sampled token's logprob is the entry whose id is the
+ * completion's token there (vLLM always includes it; NaN came as null). */
+static int trl_ranked(const cJSON *rows, const cJSON *idrows, uint32_t i, struct traj *t, struct err *e)
+{
+	const cJSON *pos = rows->child, *ids = idrows ? idrows->child : NULL;
+	if (!ids)
+		return err_set(e, "logprobs[%u]: lists per position need logprob_token_ids (TRL 0.29 and later)", i);
+	t->logprobs = malloc(t->n_response ? t->n_response * sizeof(float) : 1);
+	if (!t->logprobs)
+		return err_set(e, "out of memory");
+	for (uint32_t k = 0; k < t->n_response; k++, pos = pos->next, ids = ids->next) {
+		const cJSON *lp = pos->child, *id = ids ? ids->child : NULL;
+		int found = 0;
+		if (!ids || !cJSON_IsArray(pos) || !cJSON_IsArray(ids) || cJSON_GetArraySize(pos) != cJSON_GetArraySize(ids))
+			return err_set(e, "logprobs[%u][%u]: expected as many logprobs as logprob_token_ids[%u][%u]", i, k,
+				       i, k);
+		for (; lp && id && !found; lp = lp->next, id = id->next)
+			if (cJSON_IsNumber(id) && id->valuedouble == (double)t->response_tokens[k]) {
+				int ok = 1;
+				t->logprobs[k] = lp_value(lp, &ok);
+				if (!ok)
+					return err_set(e, "logprobs[%u][%u]: expected numbers or null", i, k);
+				found = 1;
+			}
+		if (!found)
+			return err_set(e, "logprob_token_ids[%u][%u]: the sampled token %d is not among them", i, k,
+				       t->response_tokens[k]);
+	}
+	return 0;
+}
+
+/* The request's prompts as token id lists ({"prompts": [[...], ...]}), or NULL. */
+static const cJSON *trl_request_prompts(const cJSON *req)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "prompts");
+	return cJSON_IsArray(p) && cJSON_IsArray(p->child) ? p : NULL;
+}
+
 /* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
-static int parse_trl(const cJSON *resp, struct traj *ts, uint32_t n, struct err *e)
+static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint32_t n, struct err *e)
 {
 	const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(resp, "prompt_ids");
 	const cJSON *comps = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
 	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
-	uint32_t np = cJSON_IsArray(prompts) ? (uint32_t)cJSON_GetArraySize(prompts) : 0;
+	const cJSON *lp_ids = cJSON_GetObjectItemCaseSensitive(resp, "logprob_token_ids");
+	if (!cJSON_IsArray(prompts) && !(prompts = trl_request_prompts(req)))
+		return err_set(e, "no prompt_ids: TRL 0.23 and earlier return none from vllm-serve's /generate/; "
+			       "use TRL 0.24 or later, or wrap the line as {\"request\": {\"prompts\": [[ids...]], "
+			       "...}, \"response\": ...} with the prompts sent as token ids");
+	uint32_t np = (uint32_t)cJSON_GetArraySize(prompts);
 	if (np == 0 || n % np)
 		return err_set(e, "prompt_ids: %u prompts for %u completion_ids", np, n);
+	if (cJSON_IsNull(lps) || !lps)
+		return err_set(e, "no logprobs: ask vllm-serve's /generate/ with \"logprobs\": 0");
 	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
 		return err_set(e, "logprobs: expected %u lists, one per completion", n);
+	if (lp_ids && !cJSON_IsNull(lp_ids) && (!cJSON_IsArray(lp_ids) || (uint32_t)cJSON_GetArraySize(lp_ids) != n))
+		return err_set(e, "logprob_token_ids: expected %u lists, one per completion", n);
 	const cJSON *c = comps->child, *l = lps->child, *p = prompts->child;
-	for (uint32_t i = 0; i < n; i++, c = c->next, l = l->next) {
+	const cJSON *li = cJSON_IsArray(lp_ids) ? lp_ids->child : NULL;
+	for (uint32_t i = 0; i < n; i++, c = c->next, l = l->next, li = li ? li->next : NULL) {
 		struct traj *t = &ts[i];
 		uint32_t k = 0;
 		char what[48];
@@ -291,12 +407,46 @@ static int parse_trl(const cJSON *resp, struct traj *ts, uint32_t n, struct err 
 		snprintf(what, sizeof what, "completion_ids[%u]", i);
 		if (json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e) < 0)
 			return -1;
+		if (cJSON_IsArray(l) && (uint32_t)cJSON_GetArraySize(l) != t->n_response)
+			return err_set(e, "logprobs[%u]: %d logprobs for %u completion_ids", i, cJSON_GetArraySize(l),
+				       t->n_response);
+		if (cJSON_IsArray(l) && cJSON_IsArray(l->child)) {
+			if (!li || (uint32_t)cJSON_GetArraySize(li) != t->n_response)
+				return err_set(e, "logprob_token_ids[%u]: expected %u lists, one per position", i,
+					       t->n_response);
+			if (trl_ranked(l, li, i, t, e) < 0)
+				return -1;
+			continue;
+		}
 		snprintf(what, sizeof what, "logprobs[%u]", i);
 		if (json_get_f32_array(l, what, &t->logprobs, &k, e) < 0)
 			return -1;
-		if (k != t->n_response)
-			return err_set(e, "logprobs[%u]: %u logprobs for %u completion_ids", i, k, t->n_response);
 	}
+	return 0;
+}
+
+/* A streamed response arrives as chunks, each a few tokens of one choice
+ * (and SSE "data:" lines around them): never a rollout on its own. */
+static int stream_chunk(const cJSON *resp, const cJSON *req, struct err *e)
+{
+	static const char how[] = "grpo-collect reads whole responses: ask with \"stream\": false";
+	const char *obj = collect_str(resp, "object");
+	const cJSON *ch;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "stream")))
+		return err_set(e, "a streamed response (the request has \"stream\": true): %s", how);
+	if (obj && strlen(obj) > 6 && strcmp(obj + strlen(obj) - 6, ".chunk") == 0)
+		return err_set(e, "a stream chunk (\"object\": \"%s\"), not a whole response: %s", obj, how);
+	cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(resp, "choices")) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(ch, "finish_reason");
+		if (cJSON_GetObjectItemCaseSensitive(ch, "delta"))
+			return err_set(e, "a stream chunk (choices hold \"delta\"), not a whole response: %s", how);
+		if (f && cJSON_IsNull(f))
+			return err_set(e, "a stream chunk (\"finish_reason\": null: the sequence goes on in later "
+				       "chunks), not a whole response: %s", how);
+	}
+	if (obj && strcmp(obj, "text_completion") == 0 && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(resp, "usage")))
+		return err_set(e, "a stream chunk (\"usage\": null; a whole response counts its tokens), "
+			       "not a whole response: %s", how);
 	return 0;
 }
 
@@ -317,7 +467,7 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 			traj_init(&ts[i]);
 			ts[i].temperature = temp;
 		}
-		if (parse_trl(resp, ts, n, e) < 0) {
+		if (parse_trl(resp, req, ts, n, e) < 0) {
 			for (uint32_t i = 0; i < n; i++)
 				traj_free(&ts[i]);
 			free(ts);
@@ -325,6 +475,8 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		}
 		return collect_group_runs(out, ts, n, e);
 	}
+	if (stream_chunk(resp, req, e) < 0)
+		return -1;
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(resp, "choices");
 	const cJSON *demo_ids = cJSON_GetObjectItemCaseSensitive(resp, "token_ids");
 	int demo = !choices && cJSON_IsArray(demo_ids);
@@ -355,7 +507,7 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		const cJSON *ch;
 		uint32_t i = 0;
 		cJSON_ArrayForEach(ch, choices) {
-			if ((r = parse_choice(ch, resp, req, &ts[i], e)) < 0) {
+			if ((r = parse_choice(ch, resp, req, i, n, &ts[i], e)) < 0) {
 				err_prefix(e, "choices[%u]", i);
 				break;
 			}

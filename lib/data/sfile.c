@@ -906,12 +906,19 @@ int sfile_reader_open_fd(struct sfile_reader *r, int fd, const char *name, struc
 int sfile_reader_open_fd_after(struct sfile_reader *r, int fd, const void *head, size_t n, const char *name,
 			       struct err *e)
 {
-	if (n > SFILE_HEAD_MAX)
-		return err_set(e, "%s: %zu bytes read ahead, more than %d", name, n, SFILE_HEAD_MAX);
 	if (sfile_reader_open_fd(r, fd, name, e) < 0)
 		return -1;
-	/* the input window is ZSTD_DStreamInSize() bytes, far above SFILE_HEAD_MAX;
-	 * fill() reads fd only once the window is used up */
+	/* the input window holds them all; fill() reads fd only once the
+	 * window is used up */
+	if (n > r->in_cap) {
+		unsigned char *in = realloc(r->in, n);
+		if (!in) {
+			sfile_reader_close(r);
+			return err_set(e, "%s: out of memory", name);
+		}
+		r->in = in;
+		r->in_cap = n;
+	}
 	if (n)
 		memcpy(r->in, head, n);
 	r->in_len = n;

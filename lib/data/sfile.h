@@ -96,9 +96,8 @@ struct sfile_reader {
 };
 
 int sfile_reader_open_fd(struct sfile_reader *r, int fd, const char *name, struct err *e);
-/* A reader of fd whose first n bytes were already read (into head, n at most
- * SFILE_HEAD_MAX): they are read first, then the rest of fd. */
-#define SFILE_HEAD_MAX 4096
+/* A reader of fd whose first n bytes were already read (into head): they
+ * are read first, then the rest of fd. */
 int sfile_reader_open_fd_after(struct sfile_reader *r, int fd, const void *head, size_t n, const char *name,
 			       struct err *e);
 int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const char *name, struct err *e);

@@ -12,29 +12,40 @@
 
 enum sniff { SNIFF_MORE, SNIFF_SPOOL, SNIFF_ARCHIVE };
 
-static enum sniff sniff(const unsigned char *in, size_t n)
-{
+/* The kind, decided from the first 4 decompressed bytes. zstd hands out
+ * nothing of a block before the whole block is in, and a compressed block
+ * can be 128 KiB (a tar of a spool of small files reaches that at once), so
+ * the decompressor is fed every byte as it arrives and asked again. */
+struct sniffer {
+	ZSTD_DCtx *d;
+	size_t fed;               /* bytes of head given to d */
 	unsigned char out[4];
+	size_t out_n;
+};
+
+static enum sniff sniff(struct sniffer *z, const unsigned char *in, size_t n)
+{
 	if (n < 4)
 		return SNIFF_MORE;
 	uint32_t magic = in[0] | in[1] << 8 | in[2] << 16 | (uint32_t)in[3] << 24;
 	if (magic != ZSTD_MAGICNUMBER)
 		return SNIFF_ARCHIVE;
-	ZSTD_DCtx *d = ZSTD_createDCtx();
-	if (!d)
-		return SNIFF_SPOOL;
-	ZSTD_inBuffer ib = { in, n, 0 };
-	ZSTD_outBuffer ob = { out, sizeof out, 0 };
-	int bad = 0;
-	while (ob.pos < ob.size && ib.pos < ib.size) {
-		size_t r = ZSTD_decompressStream(d, &ob, &ib);
-		if ((bad = ZSTD_isError(r)) || r == 0)
+	if (!z->d && !(z->d = ZSTD_createDCtx()))
+		return SNIFF_SPOOL;   /* the spool reader will say it is out of memory */
+	ZSTD_inBuffer ib = { in, n, z->fed };
+	while (z->out_n < sizeof z->out && ib.pos < ib.size) {
+		ZSTD_outBuffer ob = { z->out, sizeof z->out, z->out_n };
+		size_t r = ZSTD_decompressStream(z->d, &ob, &ib);
+		if (ZSTD_isError(r))
+			return SNIFF_SPOOL;   /* let the spool reader say what is wrong */
+		z->out_n = ob.pos;
+		if (r == 0)
 			break;
 	}
-	ZSTD_freeDCtx(d);
-	if (bad)
-		return SNIFF_SPOOL;   /* let the spool reader say what is wrong */
-	return ob.pos < 4 ? SNIFF_MORE : memcmp(out, "GRPO", 4) == 0 ? SNIFF_SPOOL : SNIFF_ARCHIVE;
+	z->fed = ib.pos;
+	if (z->out_n < 4)
+		return SNIFF_MORE;
+	return memcmp(z->out, "GRPO", 4) == 0 ? SNIFF_SPOOL : SNIFF_ARCHIVE;
 }
 
 enum { READ_BUF = 1 << 16 };
@@ -64,25 +75,43 @@ static la_ssize_t src_read(struct archive *a, void *ctx, const void **out)
 
 int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 {
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	enum sniff k = SNIFF_MORE;
+	struct sniffer z = { 0 };
 	memset(s, 0, sizeof *s);
 	s->fd = fd;
 	s->name = name;
-	/* read only until the bytes tell, so a live pipe is not held up; an
-	 * input still undecided after SFILE_HEAD_MAX bytes is a spool stream,
-	 * whose reader will say what is wrong with it */
-	while (k == SNIFF_MORE && n < sizeof s->head) {
-		ssize_t got = read(fd, s->head + n, sizeof s->head - n);
+	/* read only until the bytes tell, one read() at a time, so a live pipe
+	 * is not held up: a spool stream's writer flushes whole blocks */
+	while (k == SNIFF_MORE) {
+		if (n == cap) {
+			if (cap >= SPOOLIN_HEAD_MAX)
+				break;   /* undecided: a spool stream, whose reader will say what is wrong */
+			cap = cap ? 2 * cap : 4096;
+			unsigned char *h = realloc(s->head, cap);
+			if (!h) {
+				ZSTD_freeDCtx(z.d);
+				free(s->head);
+				s->head = NULL;
+				return err_set(e, "%s: out of memory", name);
+			}
+			s->head = h;
+		}
+		ssize_t got = read(fd, s->head + n, cap - n);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0)
+		if (got < 0) {
+			ZSTD_freeDCtx(z.d);
+			free(s->head);
+			s->head = NULL;
 			return err_sys(e, "%s", name);
+		}
 		if (got == 0)
 			break;
 		n += (size_t)got;
-		k = sniff(s->head, n);
+		k = sniff(&z, s->head, n);
 	}
+	ZSTD_freeDCtx(z.d);
 	s->head_n = lseek(fd, -(off_t)n, SEEK_CUR) >= 0 ? 0 : n;
 	if (k != SNIFF_ARCHIVE) {
 		s->kind = SPOOLIN_STREAM;
@@ -94,6 +123,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	if (!a || !s->buf) {
 		archive_read_free(a);
 		free(s->buf);
+		free(s->head);
 		return err_set(e, "%s: out of memory", name);
 	}
 	archive_read_support_filter_all(a);
@@ -102,6 +132,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 		err_set(e, "%s: %s", name, archive_error_string(a));
 		archive_read_free(a);
 		free(s->buf);
+		free(s->head);
 		return -1;
 	}
 	s->a = a;
@@ -147,6 +178,7 @@ void spoolin_close(struct spoolin *s)
 	if (s->a)
 		archive_read_free(s->a);
 	free(s->buf);
+	free(s->head);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
 }

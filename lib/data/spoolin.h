@@ -6,8 +6,10 @@
  * archive of spool files in any compression libarchive knows (what
  * `grpo-spool gc --archive` writes). The first bytes tell which: a zstd
  * frame whose content begins with "GRPO" is a spool stream, anything else an
- * archive. spoolin_open() reads only as many bytes as it takes to tell (at
- * most SFILE_HEAD_MAX), so a live pipe is not held up, and then gives them
+ * archive. spoolin_open() reads only as many bytes as it takes to tell: the
+ * first 4 decompressed bytes, however many compressed bytes they take (a
+ * zstd block comes out whole, up to 128 KiB; at most SPOOLIN_HEAD_MAX), one
+ * read() at a time, so a live pipe is not held up, and then gives them
  * back: a seekable input is rewound; from a pipe, the spool reader or the
  * archive's read callback takes the sniffed bytes first and then reads the
  * pipe itself, so records still stream as the writer flushes them.
@@ -29,11 +31,15 @@
 
 enum spoolin_kind { SPOOLIN_STREAM, SPOOLIN_ARCHIVE };
 
+/* More than a zstd frame header and its largest block: an input still
+ * undecided after it is read as a spool stream. */
+#define SPOOLIN_HEAD_MAX (256u << 10)
+
 struct spoolin {
 	enum spoolin_kind kind;
 	int fd;                   /* the input */
 	const char *name;         /* for messages; not owned */
-	unsigned char head[SFILE_HEAD_MAX];   /* read from a pipe while sniffing */
+	unsigned char *head;      /* (head_n) read from a pipe while sniffing */
 	size_t head_n;            /* 0 when the input was rewound */
 	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
 	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */

@@ -62,13 +62,20 @@ static int align_pack(struct model *m, const struct group *g, uint32_t first, ui
 		/* the value at a response token's own index describes it (model.h) */
 		memcpy(a->model_logprobs, lp + at + t->n_prompt, t->n_response * sizeof(float));
 		memcpy(a->model_entropy, ent + at + t->n_prompt, t->n_response * sizeof(float));
-		double sum = 0, max = 0;
+		double sum = 0, abs_sum = 0, max = 0;
+		uint32_t n_on = 0;
 		for (uint32_t k = 0; t->logprobs && k < t->n_response; k++) {
-			double d = fabs((double)a->model_logprobs[k] - (double)t->logprobs[k]);
+			if (t->response_mask && !t->response_mask[k])
+				continue;
+			double d = (double)a->model_logprobs[k] - (double)t->logprobs[k];
 			sum += d;
-			max = d > max ? d : max;
+			abs_sum += fabs(d);
+			max = fabs(d) > max ? fabs(d) : max;
+			n_on++;
 		}
-		a->abs_diff_mean = t->n_response ? sum / t->n_response : 0.0;
+		a->n_trained = n_on;
+		a->diff_mean = n_on ? sum / n_on : 0.0;
+		a->abs_diff_mean = n_on ? abs_sum / n_on : 0.0;
 		a->abs_diff_max = max;
 		at += (int)(t->n_prompt + t->n_response);
 	}

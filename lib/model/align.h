@@ -19,11 +19,17 @@
 
 #define ALIGN_MAX_PACK 8192
 
+/* The differences are taken over trained tokens only: a token whose
+ * response_mask is 0 (tool output in a multi-turn response) was not sampled
+ * and is stored with logprob 0, so comparing it would measure nothing but
+ * the model's logprob of the tool's text. */
 struct align_traj {
 	float *model_logprobs;   /* (n_response) */
 	float *model_entropy;    /* (n_response) */
-	double abs_diff_mean;    /* mean |model - sampler| over the response, 0 if empty
-	                            or when the sampler gave no logprobs (t->logprobs NULL) */
+	uint32_t n_trained;      /* response tokens compared */
+	double diff_mean;        /* mean (model - sampler): its sign says which side is sharper */
+	double abs_diff_mean;    /* mean |model - sampler|; both 0 when n_trained is 0,
+	                            as when the sampler gave no logprobs (t->logprobs NULL) */
 	double abs_diff_max;
 };
 

@@ -25,7 +25,7 @@ else
 	awk -v a="$first" -v b="$best" 'BEGIN { exit !(a < 0.05 && b >= 0.08) }'
 	is "$?" 0 "the mean reward climbs from the random model's level ($first) past 0.08 in the last 5 of $n steps ($best)"
 fi
-is "$(grep -c '^ *[0-9]* *[0-9.]* *[0-9.e-]* *[0-9.]*$' "$T/out")" "$n" "one line per step on standard output"
+is "$(grep -c '^ *[0-9][0-9]*  *[0-9.][0-9.]*  *[-0-9.e][-0-9.e]*  *[0-9.][0-9.]*$' "$T/out")" "$n" "one line per step on standard output"
 [ -f "$T/s/policy/step_$n/model.safetensors" ] && [ -f "$T/s/batches/step_$n/DONE" ]
 is "$?" 0 "the spool holds the step's micro-batches and the policy it trained"
 if command -v gnuplot > /dev/null; then

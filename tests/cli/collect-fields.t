@@ -1,0 +1,28 @@
+#!/bin/sh
+# grpo-collect validates every field of a line at its line (issue 10 item 8):
+# NaN or binary32-overflowing advantages, rewards and ref_logprobs fail with
+# FILE:LINE, and --on-error skip skips exactly those lines.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 4
+
+tr='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1],"reward_names":["r"]'
+printf '%s\n' "{$tr,\"rewards\":[1],\"advantages\":0.5,\"group_id\":1}" \
+	"{$tr,\"rewards\":[1],\"advantages\":NaN,\"group_id\":2}" \
+	"{$tr,\"rewards\":[1e39],\"advantages\":1,\"group_id\":3}" \
+	"{$tr,\"rewards\":[1],\"advantages\":1,\"ref_logprobs\":[NaN],\"group_id\":4}" \
+	"{$tr,\"rewards\":[1],\"advantages\":1e40,\"group_id\":5}" \
+	"{$tr,\"rewards\":[1],\"advantages\":1,\"ref_logprobs\":[-1e39],\"group_id\":6}" \
+	"{$tr,\"rewards\":[1],\"advantages\":-0.5,\"group_id\":7}" > "$T/in.jsonl"
+grpo-collect -e skip --step 0 "$T/in.jsonl" > "$T/out.zst" 2> "$T/err"
+is "$?" 0 "-e skip: bad lines skipped, the rest imported"
+is "$(grpo-cat "$T/out.zst" | sed 's/^{"group_id":\([0-9]*\),.*/\1/' | tr '\n' ' ')" "1 7 " "exactly the good lines are kept"
+is "$(cat "$T/err")" "grpo-collect: $T/in.jsonl:2: advantages is NaN or null, not a finite number
+grpo-collect: $T/in.jsonl:3: trajectory 0: rewards[0] is Infinity, not a finite number
+grpo-collect: $T/in.jsonl:4: trajectory 0: ref_logprobs[0] is NaN, not a finite number
+grpo-collect: $T/in.jsonl:5: trajectory 0: advantages is Infinity, not a finite number
+grpo-collect: $T/in.jsonl:6: trajectory 0: ref_logprobs[0] is -Infinity, not a finite number
+grpo-collect: $T/in.jsonl: skipped 5 of 7 lines" "each bad line is named by FILE:LINE and its field"
+grpo-collect -o "$T/sp/rollouts" --step 0 "$T/in.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/sp/rollouts/step_0/rank_0" 2>/dev/null)" \
+	"1:grpo-collect: $T/in.jsonl:2: advantages is NaN or null, not a finite number:" \
+	"-e fail: the first bad line fails the input at its line, nothing published"

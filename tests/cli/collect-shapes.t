@@ -1,0 +1,43 @@
+#!/bin/sh
+# grpo-collect on real server shapes (tests/data/collect/SOURCES): those that
+# work give exactly FILE.expected; those refused on purpose say why, by
+# FILE:LINE, also under -e skip, and publish nothing.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 14
+D="$GRPO_TOP/tests/data/collect"
+
+for f in vllm-trl-ranked vllm-trl-old vllm-batch-prompts vllm-echo vllm-echo-score; do
+	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(grpo-cat --json "$T/$f.zst" | cmp - "$D/$f.expected" 2>&1)" "0::" \
+		"$f: imports silently, exactly $f.expected"
+done
+grep -q '"response_tokens":\[20,13,151645\],"logprobs":\[-1.5,-0.125,-0.0625\]' "$D/vllm-trl-ranked.expected"
+is "$?" 0 "TRL ranked lists: the sampled token's logprob is found by its id, not by its rank"
+
+refused() { # refused FILE LINE MESSAGE
+	grpo-collect -e skip --step 0 "$D/$1" > "$T/out.zst" 2> "$T/err"
+	is "$?:$(head -n 1 "$T/err"):$(grpo-cat "$T/out.zst" | wc -l | tr -d ' ')" "0:grpo-collect: $D/$1:$2: $3:0" \
+		"$1: refused, even under -e skip"
+}
+stream='grpo-collect reads whole responses: ask with "stream": false'
+refused refused-trl-0.23.jsonl 1 'no prompt_ids: TRL 0.23 and earlier return none from vllm-serve'"'"'s /generate/; use TRL 0.24 or later, or wrap the line as {"request": {"prompts": [[ids...]], ...}, "response": ...} with the prompts sent as token ids'
+refused refused-stream-chat.jsonl 1 "a stream chunk (\"object\": \"chat.completion.chunk\"), not a whole response: $stream"
+refused refused-stream-completions.jsonl 1 "a stream chunk (\"finish_reason\": null: the sequence goes on in later chunks), not a whole response: $stream"
+refused refused-stream-sse.txt 1 'a server-sent event ("data: ..."), a piece of a streamed response, not a whole one: grpo-collect reads whole responses; ask with "stream": false'
+refused refused-echo-text.jsonl 1 'choices[0]: no token ids: the logprob tokens are text; ask vLLM with "return_token_ids" or "return_tokens_as_token_ids"'
+
+# the last chunk of a completions stream has a finish_reason but no usage
+sed 's/"finish_reason":null/"finish_reason":"stop"/' "$D/refused-stream-completions.jsonl" > "$T/last.jsonl"
+grpo-collect --step 0 "$T/last.jsonl" 2> "$T/err" > /dev/null
+grep -q 'last.jsonl:1: a stream chunk ("usage": null' "$T/err"
+is "$?" 0 "the last chunk of a stream is refused as a chunk too"
+# a wrapper whose request says "stream": true
+printf '{"request":{"prompt":[1,2],"stream":true},"response":%s}\n' "$(sed 's/"usage":null/"usage":{}/; s/"finish_reason":null/"finish_reason":"stop"/' "$D/refused-stream-completions.jsonl")" > "$T/wrapped.jsonl"
+grpo-collect --step 0 "$T/wrapped.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/wrapped.jsonl:1: a streamed response (the request has \"stream\": true): $stream" \
+	"a wrapped streamed response is refused by its request"
+# a batch of prompts that does not divide the choices evenly
+sed 's/"n":2/"n":1/; s/\[\[3838,374,220,17,10,17,30\],/[[1],[3838,374,220,17,10,17,30],/' "$D/vllm-batch-prompts.jsonl" > "$T/uneven.jsonl"
+grpo-collect --step 0 "$T/uneven.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/uneven.jsonl:1: choices[0]: request prompt: 3 prompts for 4 choices, not n choices each" \
+	"a batch of prompts is matched to its choices, and says so when they do not divide"

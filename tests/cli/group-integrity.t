@@ -1,0 +1,33 @@
+#!/bin/sh
+# Group integrity: groups of one member and a group_id split across inputs,
+# reported by grpo-collect (split always, both with their ids under -v) and by
+# grpo-cat --stats (counts, ids with -v).
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 7
+
+lone() { printf '{"group_id":%s,"prompt_tokens":[1],"response_tokens":[%s],"logprobs":[-1]}\n' "$1" "$2"; }
+{ lone 5 2; lone 5 3; lone 9 3; lone 12 4; lone 12 5; } > "$T/a.jsonl"
+{ lone 5 4; lone 11 3; lone 11 4; lone 9 6; } > "$T/b.jsonl"
+{ lone 21 2; lone 21 3; } > "$T/c.jsonl"
+
+grpo-collect --step 0 "$T/c.jsonl" > "$T/c.zst" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "whole groups of two: silent"
+grpo-collect --step 0 "$T/a.jsonl" "$T/b.jsonl" > "$T/ab.zst" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)" \
+	"a group_id split across inputs is reported, by count"
+grpo-collect -v --step 0 "$T/a.jsonl" "$T/b.jsonl" 2>&1 > /dev/null | grep -v ' lines (' > "$T/err"
+is "$(cat "$T/err")" "grpo-collect: warning: 3 groups of one member (its advantage is always 0)
+grpo-collect: groups of one member: 5 9
+grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)
+grpo-collect: split group_ids: 5 9" "-v: groups of one member too, and the ids of both"
+
+grpo-cat --stats "$T/ab.zst" | grep group > "$T/s"
+is "$(cat "$T/s")" "records            6 (6 groups, 0 micro-batches)
+groups of one      3
+split group_ids    2" "grpo-cat --stats counts both"
+is "$(grpo-cat --stats -v "$T/ab.zst" | grep -e '^groups of one' -e '^split')" "groups of one      3 (5 9)
+split group_ids    2 (5 9)" "grpo-cat --stats -v lists their ids"
+grpo-cat --stats --json -v "$T/ab.zst" | grep -q '"single_member_groups":3,"split_groups":2,"single_member_group_ids":\[5,9\],"split_group_ids":\[5,9\]}$'
+is "$?" 0 "and --json says the same"
+grpo-cat --stats --json "$T/c.zst" "$T/c.zst" | grep -q '"single_member_groups":0,"split_groups":1}$'
+is "$?" 0 "the same group read twice is split too"
