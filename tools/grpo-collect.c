@@ -21,6 +21,7 @@
 
 #include "collect/collect.h"
 #include "base/err.h"
+#include "base/fsys.h"
 #include "base/lineio.h"
 #include "data/sfile.h"
 #include "spool/spool.h"
@@ -92,10 +93,43 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 	return spool_write(ctx, p, n, e);
 }
 
+/*
+ * Before any rename: the parts of this input already in the rank directory
+ * (a re-run) must be the parts this run made, byte for byte. Otherwise the
+ * input was split another way (another --max-groups), and publishing the
+ * missing names would publish some groups twice, so nothing is published.
+ */
+static int check_existing(struct spool_out *so, size_t made, uint64_t hash, struct err *e)
+{
+	char prefix[64], **names;
+	size_t n;
+	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
+	int r = fsys_list_dir(so[0].dir, FSYS_FILES, &names, &n, e);
+	if (r < 0)
+		return -1;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (strncmp(names[i], prefix, strlen(prefix)) != 0)
+			continue;
+		size_t k = 0;
+		while (k < made && strcmp(strrchr(so[k].final_path, '/') + 1, names[i]) != 0)
+			k++;
+		int same = k < made ? spool_same_file(so[k].tmp_path, so[k].final_path, e) : 0;
+		if (same < 0)
+			r = -1;
+		else if (!same)
+			r = err_set(e, "%s/%s: this input was published already, split otherwise (another "
+				    "--max-groups); nothing published, as that would publish groups twice "
+				    "(re-run with the first run's --max-groups)", so[0].dir, names[i]);
+	}
+	fsys_free_names(names, n);
+	return r < 0 ? -1 : 0;
+}
+
 /* Publish the held groups as files of at most max_groups groups, named
  * collect-<hash of the input>-<part>.zst: every part is written and flushed
- * first, then all are renamed into place, so a failure to write (a full
- * disk) publishes nothing. A failure among the renames leaves the parts
+ * first, checked against the parts of this input already published, then
+ * all are renamed into place, so a failure to write (a full disk) or another
+ * split publishes nothing. A failure among the renames leaves the parts
  * before it published: they are never removed, since a consumer may have
  * taken one already and names must stay taken (spool.h); a re-run publishes
  * the rest, and nothing twice. */
@@ -123,6 +157,8 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		if (r == 0)
 			r = spool_finish_write(&so[made], e);
 	}
+	if (r == 0 && made > 0)
+		r = check_existing(so, made, hash, e);
 	for (; done < made && r == 0; done++) {
 		r = spool_commit(&so[done], e);
 		if (r >= 0 && o->verbose)

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and kill -9 during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 63
+plan 68
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -112,6 +112,16 @@ grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.js
 is "$(visible "$T/sp/rollouts/step_4/rank_0" | sed 's/collect-[0-9a-f]*-//' | sort | tr '\n' ' ')" \
 	"0000.zst 0000.zst 0001.zst 0001.zst " "--max-groups 2 splits each input into files of at most 2 groups"
 is "$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" 6 "and every group is in one of them"
+for m in 1 0 3; do
+	grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups $m "$D/vllm-completions.jsonl" 2> "$T/err"
+	st=$?
+	is "$st:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "1:6" \
+		"a re-run with --max-groups $m (another split) refuses and publishes no group twice"
+done
+grep -q "published already, split otherwise (another --max-groups); nothing published" "$T/err"
+is "$?" 0 "saying why: $(cat "$T/err")"
+grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
+is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "0:6" "the same split again publishes nothing new"
 
 gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
 grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
