@@ -37,7 +37,7 @@ cat "$T"/in/step_0/rank_0/g*.zst > "$T/all.zst"
 job="-T 16 -W 2 -b 4"
 rm -rf "$T/cnt" && calls=$(GRPO_FSYS_TRACE=1 grpo-pack $job -o "$T/cnt" "$T/all.zst" 2>&1 | grep -c '^fsys')
 bad=0 trials=0 seed=7
-while [ $trials -lt 20 ]; do
+while [ $trials -lt 12 ]; do
 	rnd $seed "$calls"; k=$((r + 1))
 	rm -rf "$T/q"
 	GRPO_FSYS_CRASH_AT=$k grpo-pack $job -o "$T/q" "$T/all.zst" 2>/dev/null
@@ -51,7 +51,7 @@ while [ $trials -lt 20 ]; do
 	fi
 	trials=$((trials + 1))
 done
-is "$bad" 0 "files: a crash at any of 20 seeded points of $calls, then the same command: every sequence in exactly one step"
+is "$bad" 0 "files: a crash at any of 12 seeded points of $calls, then the same command: every sequence in exactly one step"
 grpo-pack $job -o "$T/q" "$T/all.zst"
 is "$?:$(published "$T/q")" "0:$want" "the same command once more publishes nothing"
 
@@ -78,7 +78,7 @@ qjob="-T 16 -W 2 -b 4"
 rm -rf "$T/cq" && mkdir -p "$T/cq" && cp -r "$T/in" "$T/cq/scored"
 qcalls=$(GRPO_FSYS_TRACE=1 grpo-pack $qjob -o "$T/cq/batches" "$T/cq/scored" 2>&1 | grep -c '^fsys')
 bad=0 trials=0 seed=11
-while [ $trials -lt 20 ]; do
+while [ $trials -lt 30 ]; do
 	rm -rf "$T/s" && mkdir -p "$T/s" && cp -r "$T/in" "$T/s/scored"
 	rnd $seed "$qcalls"; k=$((r + 1))
 	GRPO_FSYS_CRASH_AT=$k grpo-pack $qjob -o "$T/s/batches" "$T/s/scored" 2>/dev/null
@@ -112,7 +112,7 @@ while [ $trials -lt 20 ]; do
 	[ "$left" -eq $((more - 1)) ] || { bad=1; echo "# $log: $left of $((more - 1)) files retired"; }
 	trials=$((trials + 1))
 done
-is "$bad" 0 "queues: 20 seeded crash points, re-runs, recovers, crashes and new files in seeded orders: every sequence in exactly one step, every file retired"
+is "$bad" 0 "queues: 30 seeded crash points, re-runs, recovers, crashes and new files in seeded orders: every sequence in exactly one step, every file retired"
 
 # 4. a packer run before recover, after a packer died holding a half-packed
 # file: the next manifests still say what was packed of it
