@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/fsys.h"
 #include "base/lineio.h"
 #include "collect/collect.h"
 #include "data/groupset.h"
@@ -115,56 +116,50 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 	return spool_write(ctx, p, n, e);
 }
 
+/*
+ * Before any rename: the parts of this input already in the rank directory
+ * (a re-run) must be the parts this run made, byte for byte. Otherwise the
+ * input was split another way (another --max-groups), and publishing the
+ * missing names would publish some groups twice, so nothing is published.
+ */
+static int check_existing(struct spool_out *so, size_t made, uint64_t hash, struct err *e)
+{
+	char prefix[64], **names;
+	size_t n;
+	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
+	int r = fsys_list_dir(so[0].dir, FSYS_FILES, &names, &n, e);
+	if (r < 0)
+		return -1;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (strncmp(names[i], prefix, strlen(prefix)) != 0)
+			continue;
+		size_t k = 0;
+		while (k < made && strcmp(strrchr(so[k].final_path, '/') + 1, names[i]) != 0)
+			k++;
+		int same = k < made ? spool_same_file(so[k].tmp_path, so[k].final_path, e) : 0;
+		if (same < 0)
+			r = -1;
+		else if (!same)
+			r = err_set(e, "%s/%s: this input was published already, split otherwise (another "
+				    "--max-groups); nothing published, as that would publish groups twice "
+				    "(re-run with the first run's --max-groups)", so[0].dir, names[i]);
+	}
+	fsys_free_names(names, n);
+	return r < 0 ? -1 : 0;
+}
+
 /* Publish the held groups as files of at most max_groups groups, named
  * collect-<hash of the input>-<part>.zst: every part is written and flushed
- * first, then all are renamed into place, so a failure to write (a full
- * disk) publishes nothing. A failure among the renames leaves the parts
+ * first, checked against the parts of this input already published, then
+ * all are renamed into place, so a failure to write (a full disk) or another
+ * split publishes nothing. A failure among the renames leaves the parts
  * before it published: they are never removed, since a consumer may have
  * taken one already and names must stay taken (spool.h); a re-run publishes
  * the rest, and nothing twice. */
-/*
- * The groups in part 0 of an earlier publishing of the same input: 0 when
- * there is none. Its part names depend on the input only, so a re-run with
- * another -m would cut the same groups into other parts under the same
- * names, and publish some of them twice; part 0's size tells the cut.
- */
-static int published_per(const struct opts *o, uint64_t hash, size_t *per, struct err *e)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 40];
-	*per = 0;
-	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0)
-		return err_set(e, "%s: path too long", o->queue);
-	snprintf(path, sizeof path, "%s/collect-%016llx-0000.zst", dir, (unsigned long long)hash);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : err_set(e, "%s: %s", path, strerror(errno));
-	struct sfile_reader r;
-	struct record rec = { 0 };
-	if (sfile_reader_open_fd(&r, fd, path, e) < 0) {
-		close(fd);
-		return -1;
-	}
-	int got;
-	while ((got = sfile_read(&r, &rec, e)) > 0) {
-		(*per)++;
-		record_free(&rec);
-	}
-	sfile_reader_close(&r);
-	close(fd);
-	return got;
-}
-
 static int publish(const struct opts *o, struct held *h, uint64_t hash, const char *name, struct err *e)
 {
 	size_t per = o->max_groups > 0 ? (size_t)o->max_groups : h->n;
-	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0, before;
-	if (published_per(o, hash, &before, e) < 0)
-		return -1;
-	if (before && before != (per < h->n ? per : h->n))
-		return err_set(e, "already published in parts of %zu groups (%s/step_%lld/rank_%d/collect-%016llx-*); "
-		               "this run would cut it into parts of %zu: run it again with -m %zu",
-		               before, o->queue, o->step, o->rank, (unsigned long long)hash, per < h->n ? per : h->n,
-		               before);
+	size_t parts = h->n ? (h->n + per - 1) / per : 0, made = 0, done = 0;
 	struct spool_out *so = calloc(parts ? parts : 1, sizeof *so);
 	if (!so)
 		return err_set(e, "out of memory for %zu parts", parts);
@@ -185,6 +180,8 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		if (r == 0)
 			r = spool_finish_write(&so[made], e);
 	}
+	if (r == 0 && made > 0)
+		r = check_existing(so, made, hash, e);
 	for (; done < made && r == 0; done++) {
 		r = spool_commit(&so[done], e);
 		if (r >= 0 && o->verbose)

@@ -165,11 +165,14 @@ static int pack_step(struct state *s, int flush, struct err *e)
 	}
 	struct packstep_stats st;
 	if (packstep_run(&s->po, s->o.step, t.seq, t.n, b->runs, b->n_runs, b->turn, s->o.batch_size,
-			 t.in, t.n_in, &b->drops, &st, e) < 0) {
+			 t.in, t.n_in, t.job, &b->drops, &st, e) < 0) {
 		packstep_stats_free(&st);
 		packbuf_step_free(&t);
 		return -1;
 	}
+	if (st.rolled_back)
+		fprintf(stderr, "%s: step %lld: rolled back the %u files that a packer which died publishing it "
+			"had left without DONE\n", prog, (long long)s->o.step, st.rolled_back);
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);
@@ -367,6 +370,17 @@ static int is_queue(const char *a)
 	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* The options that decide which sequences go into which step, as text:
+ * part of the plain inputs' job identity (packbuf_job_settle). */
+static void job_opts(const struct state *s, char *out, size_t size)
+{
+	const struct opts *o = &s->o;
+	snprintf(out, size, "T=%u W=%u P=%u b=%llu k=%llu l=%ld O=%d g=%d r=%d f=%.17g cost=%.17g,%.17g",
+		 o->seq_len, o->ranks, o->pad, (unsigned long long)o->batch_size,
+		 (unsigned long long)o->batch_tokens, o->max_lag, (int)o->overlong, o->keep_groups,
+		 o->separate_runs, o->fill_target, s->po.cost.a, s->po.cost.b);
+}
+
 int main(int argc, char **argv)
 {
 	struct state s;
@@ -418,6 +432,20 @@ int main(int argc, char **argv)
 		o->step = 1;
 	if (o->out && packbuf_resume(&s.b, o->out, o->step, &e) < 0)
 		goto fail;
+	int nargs = argc - optind, queues = 0;
+	const char **qv = calloc((size_t)nargs + 1, sizeof *qv);
+	if (!qv) {
+		err_set(&e, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < nargs; i++)
+		if (is_queue(argv[optind + i]))
+			qv[queues++] = argv[optind + i];
+	int carried = o->out ? packbuf_carry(&s.b, qv, (size_t)queues, &e) : 0;
+	free(qv);
+	queues = 0;
+	if (carried < 0)
+		goto fail;
 	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
 		err_sys(&e, "%s", o->metrics);
 		goto fail;
@@ -434,7 +462,6 @@ int main(int argc, char **argv)
 	}
 
 	/* inputs: named files and stdin first, then queues */
-	int nargs = argc - optind, queues = 0;
 	for (int i = 0; i <= nargs; i++) {
 		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
 		if (!a)
@@ -464,6 +491,17 @@ int main(int argc, char **argv)
 		status = 2;
 		goto fail_quiet;
 	}
+	char jo[256];
+	job_opts(&s, jo, sizeof jo);
+	int settled = packbuf_job_settle(&s.b, jo, o->step, &e);
+	if (settled < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
+		goto fail_quiet;
+	}
+	if (settled == 1 && o->verbose)
+		fprintf(stderr, "%s: %s: this input, with these options, is published already (job %016llx, "
+			"from step %lld); nothing of it is packed again\n", prog, o->out,
+			(unsigned long long)s.b.job.hash, (long long)s.b.job.prev.first_step);
 	for (int i = 0; i < nargs; i++)
 		if (is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fsys.h"
@@ -19,6 +20,7 @@ void packbuf_init(struct packbuf *b, const struct packbuf_opt *o)
 {
 	memset(b, 0, sizeof *b);
 	b->o = *o;
+	b->job.hash = 0xcbf29ce484222325ULL;   /* FNV-1a's offset basis */
 }
 
 void packbuf_free(struct packbuf *b)
@@ -33,6 +35,9 @@ void packbuf_free(struct packbuf *b)
 		free((char *)b->runs[q].name);
 	free(b->runs);
 	packstep_inputs_free(b->prev, b->n_prev);
+	free(b->carry);
+	free(b->job.done);
+	free(b->job.prev.done);
 	memset(b, 0, sizeof *b);
 }
 
@@ -40,9 +45,72 @@ int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct er
 {
 	if (step <= 0)
 		return 0;
-	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0)
+	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0 ||
+	    packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e) < 0)
 		return -1;
-	return packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e);
+	int r = packstep_load_job(queue, step - 1, &b->job.prev, e);
+	b->job.has_prev = r == 1;
+	return r < 0 ? -1 : 0;
+}
+
+/* 0 absent, 1 there, -1 error: QUEUE/step_K/rank_X/NAME, or with done its
+ * record QUEUE/step_K/rank_X/.done/NAME. */
+static int queue_has(const char *queue, const char *rel, int done, struct err *e)
+{
+	char p[PATH_MAX];
+	const char *slash = strrchr(rel, '/');
+	struct stat sb;
+	if (!slash)
+		return 0;
+	int len = done ? snprintf(p, sizeof p, "%s/%.*s/.done/%s", queue, (int)(slash - rel), rel, slash + 1)
+		       : snprintf(p, sizeof p, "%s/%s", queue, rel);
+	if (len >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	int r = fsys_stat(p, &sb, e);
+	return r < 0 ? -1 : r == 0;
+}
+
+int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues, struct err *e)
+{
+	free(b->carry);
+	if (!(b->carry = malloc(b->n_prev ? b->n_prev : 1)))
+		return err_set(e, "out of memory");
+	for (uint32_t q = 0; q < b->n_prev; q++) {
+		int retired = 0, present = n_queues == 0;
+		for (size_t i = 0; i < n_queues; i++) {
+			int d = queue_has(queues[i], b->prev[q].name, 1, e);
+			int f = d == 0 ? queue_has(queues[i], b->prev[q].name, 0, e) : 0;
+			if (d < 0 || f < 0)
+				return -1;
+			retired |= d;
+			present |= f;
+		}
+		b->carry[q] = present && !retired;
+	}
+	return 0;
+}
+
+/* FNV-1a, 64 bits, over n bytes: the job's hash. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t traj_hash(uint64_t h, const struct traj *t)
+{
+	h = fnv(h, &t->n_prompt, sizeof t->n_prompt);
+	h = fnv(h, &t->n_response, sizeof t->n_response);
+	h = fnv(h, t->prompt_tokens, t->n_prompt * sizeof *t->prompt_tokens);
+	h = fnv(h, t->response_tokens, t->n_response * sizeof *t->response_tokens);
+	if (t->logprobs)
+		h = fnv(h, t->logprobs, t->n_response * sizeof *t->logprobs);
+	h = fnv(h, &t->advantage, sizeof t->advantage);
+	h = fnv(h, &t->policy_version, sizeof t->policy_version);
+	h = fnv(h, &t->temperature, sizeof t->temperature);
+	return t->run ? fnv(h, t->run, strlen(t->run) + 1) : h;
 }
 
 /* ---- reading ---- */
@@ -66,25 +134,40 @@ static int run_index(struct packbuf *b, const char *name, uint32_t *idx)
 	return 0;
 }
 
+static int in_list(const uint32_t *v, uint32_t n, uint32_t ord)
+{
+	for (uint32_t x = 0; x < n; x++)
+		if (v[x] == ord)
+			return 1;
+	return 0;
+}
+
 static int is_done(const struct packstep_input *in, uint32_t ord)
 {
-	for (uint32_t x = 0; x < in->n_done; x++)
-		if (in->done[x] == ord)
-			return 1;
+	return in_list(in->done, in->n_done, ord);
+}
+
+static int push_ord(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t ord)
+{
+	if (*n == *cap) {
+		uint32_t nc = *cap ? 2 * *cap : 16;
+		uint32_t *d = realloc(*v, nc * sizeof *d);
+		if (!d)
+			return -1;
+		*v = d, *cap = nc;
+	}
+	(*v)[(*n)++] = ord;
 	return 0;
 }
 
 static int note_done(struct packbuf_source *so, uint32_t ord)
 {
-	if (so->n_done == so->cap_done) {
-		uint32_t nc = so->cap_done ? 2 * so->cap_done : 16;
-		uint32_t *d = realloc(so->done, nc * sizeof *d);
-		if (!d)
-			return -1;
-		so->done = d, so->cap_done = nc;
-	}
-	so->done[so->n_done++] = ord;
-	return 0;
+	return push_ord(&so->done, &so->n_done, &so->cap_done, ord);
+}
+
+static int note_job_done(struct packbuf_job *j, uint32_t ord)
+{
+	return push_ord(&j->done, &j->n_done, &j->cap_done, ord);
 }
 
 /* Count a dropped trajectory, and note it done in its source: a file read
@@ -92,8 +175,10 @@ static int note_done(struct packbuf_source *so, uint32_t ord)
 static int drop(struct packbuf *b, int reason, struct packbuf_source *so, uint32_t ord, struct err *e)
 {
 	b->drops.n[reason]++;
-	if (!so)
-		return 0;
+	if (!so) {
+		b->job.dropped[reason]++;
+		return note_job_done(&b->job, ord) < 0 ? err_set(e, "out of memory") : 0;
+	}
 	so->dropped[reason]++;
 	return note_done(so, ord) < 0 ? err_set(e, "out of memory") : 0;
 }
@@ -120,6 +205,8 @@ static int push_entry(struct packbuf *b, struct traj *t, uint32_t use, int32_t s
 	en->taken = 0;
 	if (src >= 0)
 		b->src[src].pending++;
+	else
+		b->job.pending++;
 	b->n++;
 	return 0;
 }
@@ -131,11 +218,22 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 	struct packbuf_source *so = src >= 0 ? &b->src[src] : NULL;
 	for (uint32_t j = 0; j < g->n; j++) {
 		struct traj *t = &g->trajs[j];
-		uint32_t ord = so ? so->next_ord++ : 0;
+		uint32_t ord = so ? so->next_ord++ : b->job.next_ord++;
 		if (so && so->skip && is_done(so->skip, ord)) {
 			if (note_done(so, ord) < 0)
 				return err_set(e, "out of memory");
 			continue;
+		}
+		if (!so) {
+			/* an unfinished job's packed part is skipped now; the job's
+			 * identity, known once all is read, decides (packbuf_job_settle) */
+			const struct packstep_job *pj = &b->job.prev;
+			b->job.hash = traj_hash(j ? b->job.hash : fnv(b->job.hash, &g->n, sizeof g->n), t);
+			if (b->job.has_prev && !pj->finished && in_list(pj->done, pj->n_done, ord)) {
+				if (note_job_done(&b->job, ord) < 0)
+					return err_set(e, "out of memory");
+				continue;
+			}
 		}
 		uint64_t len = (uint64_t)t->n_prompt + t->n_response;
 		char idb[24];
@@ -235,6 +333,8 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
 	const struct packstep_input *in = prev_of(b, &so->c, e, &oom);
 	if (oom)
 		return -1;
+	if (in && b->carry)
+		b->carry[in - b->prev] = 0;   /* this source stands for it now */
 	if (in && in->finished)
 		return claim_retire(&so->c, e) < 0 ? -1 : 0;
 	so->skip = in;
@@ -282,6 +382,8 @@ int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e)
 			struct packbuf_source *so = en->src >= 0 ? &b->src[en->src] : NULL;
 			if (so)
 				so->pending--;
+			else
+				b->job.pending--;
 			traj_free(&en->t);
 			if (drop(b, PACKSTEP_STALE, so, en->ord, e) < 0)
 				return -1;
@@ -433,15 +535,20 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 {
 	for (size_t i = 0; i < b->nsrc; i++)
 		b->src[i].taking = 0;
+	b->job.taking = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct packbuf_entry *en = &b->ent[i];
 		if (en->taken && en->src >= 0) {
 			b->src[en->src].taking++;
 			if (note_done(&b->src[en->src], en->ord) < 0)
 				return err_set(e, "out of memory");
+		} else if (en->taken) {
+			b->job.taking++;
+			if (note_job_done(&b->job, en->ord) < 0)
+				return err_set(e, "out of memory");
 		}
 	}
-	if (!(st->in = calloc(b->nsrc ? b->nsrc : 1, sizeof *st->in)))
+	if (!(st->in = calloc(b->nsrc + b->n_prev + 1, sizeof *st->in)))
 		return err_set(e, "out of memory");
 	for (size_t i = 0; i < b->nsrc; i++) {
 		struct packbuf_source *so = &b->src[i];
@@ -453,6 +560,16 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 		in->n_done = so->n_done;
 		if (!(in->name = rel_name(&so->c)))
 			return err_set(e, "out of memory");
+	}
+	st->n_own = st->n_in;
+	for (uint32_t q = 0; b->carry && q < b->n_prev; q++)
+		if (b->carry[q])
+			st->in[st->n_in++] = b->prev[q];   /* borrowed: b->prev owns name and done */
+	if (b->job.next_ord > 0) {
+		struct packbuf_job *j = &b->job;
+		j->rec = (struct packstep_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
+						j->done, j->n_done };
+		st->job = &j->rec;
 	}
 	return 0;
 }
@@ -514,8 +631,8 @@ out:
 
 void packbuf_step_free(struct packbuf_step *st)
 {
-	for (uint32_t q = 0; q < st->n_in; q++)
-		free(st->in[q].name);   /* done belongs to the source */
+	for (uint32_t q = 0; q < st->n_own; q++)
+		free(st->in[q].name);   /* done belongs to the source; the rest to b->prev */
 	free(st->in);
 	free(st->seq);
 	memset(st, 0, sizeof *st);
@@ -529,6 +646,8 @@ void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
 		if (en->taken) {
 			if (en->src >= 0)
 				b->src[en->src].pending--;
+			else
+				b->job.pending--;
 			traj_free(&en->t);
 		} else {
 			b->ent[k++] = *en;
@@ -569,4 +688,43 @@ void packbuf_hold(struct packbuf *b)
 		memset(so->dropped, 0, sizeof so->dropped);
 		claim_release(&so->c, NULL);
 	}
+}
+
+/* ---- the plain inputs' job ---- */
+
+int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct err *e)
+{
+	struct packbuf_job *j = &b->job;
+	const struct packstep_job *pj = &j->prev;
+	uint64_t id = fnv(j->hash, opts, strlen(opts));
+	j->first_step = step;
+	if (j->has_prev && !pj->finished && (j->next_ord == 0 || pj->id != id))
+		return err_set(e, "steps %lld to %lld hold %u of the %u sequences of job %016llx, which is not "
+			       "finished: it was started with other input or options (or from files, where this "
+			       "run has none); nothing published: run that command again to finish it",
+			       (long long)pj->first_step, (long long)step - 1, pj->n_done, pj->sequences,
+			       (unsigned long long)pj->id);
+	if (j->next_ord == 0)
+		return 0;
+	j->hash = id;
+	if (j->has_prev && !pj->finished) {
+		j->first_step = pj->first_step;
+		return 0;
+	}
+	if (!(j->has_prev && pj->finished && pj->id == id))
+		return 0;
+	/* all of it is in steps already: forget it, and what reading it dropped */
+	size_t k = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->ent[i].src < 0)
+			traj_free(&b->ent[i].t);
+		else
+			b->ent[k++] = b->ent[i];
+	}
+	b->n = k;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		b->drops.n[r] -= j->dropped[r];
+	memset(j->dropped, 0, sizeof j->dropped);
+	j->next_ord = j->pending = 0;
+	return 1;
 }

@@ -83,6 +83,20 @@ struct packbuf_source {
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
 };
 
+/* The plain inputs (files, standard input) as one job: see packstep_job. */
+struct packbuf_job {
+	uint64_t hash;                      /* FNV-1a of their trajectories so far */
+	uint32_t next_ord;                  /* trajectories read */
+	uint32_t pending;                   /* of them, in the buffer */
+	uint32_t taking;                    /* of those, in the step being taken */
+	uint32_t *done, n_done, cap_done;   /* ordinals packed or dropped */
+	uint64_t dropped[PACKSTEP_N_DROP];
+	struct packstep_job prev;           /* of the newest DONE (prev.done owned) */
+	int has_prev;
+	int64_t first_step;
+	struct packstep_job rec;            /* what the step being taken records */
+};
+
 struct packbuf {
 	struct packbuf_opt o;
 	struct packbuf_entry *ent;     /* (n) arrival order */
@@ -95,6 +109,8 @@ struct packbuf {
 	struct packstep_drops drops;   /* since the last step, not yet reported */
 	struct packstep_input *prev;   /* (n_prev) inputs of the newest DONE: handled already */
 	uint32_t n_prev;
+	uint8_t *carry;                /* (n_prev) 1: no source here stands for it: copy it on */
+	struct packbuf_job job;
 };
 
 /* One step's choice. */
@@ -103,6 +119,8 @@ struct packbuf_step {
 	uint32_t n;
 	struct packstep_input *in;     /* (n_in) queue files it finishes or partly consumes */
 	uint32_t n_in;
+	uint32_t n_own;                /* of in, the first n_own are this run's (names owned) */
+	const struct packstep_job *job;   /* the plain inputs' record, or NULL */
 };
 
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o);
@@ -112,6 +130,28 @@ void packbuf_free(struct packbuf *b);
  * the turn (packstep_load_runs), and the input files it names as handled,
  * whole or in part (packstep_load_inputs), so none is packed twice. */
 int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct err *e);
+
+/*
+ * The previous manifest's input records that no source of this run will
+ * stand for are copied into every manifest this run writes, so that what
+ * was packed of a file stays known until the file is retired (a file still
+ * claimed by a dead packer, waiting for grpo-spool recover, is not read by
+ * this run). A record is dropped when, in one of the input queues given,
+ * the file is retired (rank_X/.done/NAME) or gone (gc); with no input
+ * queue every record is copied. Call after packbuf_resume.
+ */
+int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues, struct err *e);
+
+/*
+ * After the plain inputs are read, before the first step: settle their
+ * job (see packstep_job), opts being the options that shape the steps, as
+ * text. Returns 0 to go on (a new job, or the rest of the same one, whose
+ * packed trajectories were skipped while reading), 1 when the same job was
+ * finished already (its trajectories are dropped from the buffer; nothing
+ * of them is published), or -1 when the newest manifest holds an
+ * unfinished job of another command, saying so in e.
+ */
+int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct err *e);
 
 /* Take a group's trajectories into the buffer (the group is left empty),
  * dropping or truncating as the options say. src: a source index, or -1;

@@ -184,6 +184,139 @@ static int publish_done(const struct packstep_opt *o, int64_t step, const struct
 	return o->no_fsync ? 0 : fsys_fsync_dir(dir, e);
 }
 
+/* The whole of a small file into b: 1, or 0 when it does not exist and
+ * absent_ok, or -1. */
+static int read_text(const char *path, int absent_ok, struct buf *b, struct err *e)
+{
+	if (buf_read_file(b, path, e) == 0)
+		return 1;
+	return absent_ok && errno == ENOENT ? 0 : -1;
+}
+
+/* Remove dir and everything under it (a rolled-back step); *files counts
+ * the files removed. */
+static int remove_tree(const char *dir, uint32_t *files, int depth, struct err *e)
+{
+	char **v, p[PATH_MAX];
+	size_t n;
+	int r = fsys_list_dir(dir, FSYS_ANY, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct stat sb;
+		if (snprintf(p, sizeof p, "%s/%s", dir, v[i]) >= (int)sizeof p)
+			r = err_set(e, "%s: path too long", dir);
+		else if ((r = fsys_stat(p, &sb, e)) == 1)
+			r = 0;
+		else if (r == 0 && S_ISDIR(sb.st_mode))
+			r = depth > 8 ? err_set(e, "%s: too deep to remove", p) : remove_tree(p, files, depth + 1, e);
+		else if (r == 0 && (r = fsys_unlink(p, e)) == 0)
+			(*files)++;
+	}
+	fsys_free_names(v, n);
+	return r < 0 || fsys_rmdir(dir, e) < 0 ? -1 : 0;
+}
+
+/*
+ * Roll back QUEUE/step_N when it exists without DONE (see packstep.h): one
+ * rename takes it out of the readers' sight, into QUEUE/.tmp/rollback.*,
+ * then it is removed there, with what earlier rollbacks left when a crash
+ * cut them short.
+ */
+static int rollback(const char *queue, int64_t step, uint32_t *files, struct err *e)
+{
+	char dir[PATH_MAX], tmpdir[PATH_MAX], to[PATH_MAX], uniq[160];
+	struct stat sb;
+	spool_unique_name(uniq, sizeof uniq);
+	if (snprintf(dir, sizeof dir, "%s/step_%lld", queue, (long long)step) >= (int)sizeof dir ||
+	    snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir ||
+	    snprintf(to, sizeof to, "%s/rollback.%s", tmpdir, uniq) >= (int)sizeof to)
+		return err_set(e, "%s: path too long", queue);
+	int r = fsys_stat(dir, &sb, e);
+	if (r < 0)
+		return -1;
+	if (r == 0 && (fsys_mkdirs(tmpdir, e) < 0 || fsys_rename(dir, to, e) < 0))
+		return -1;
+	char **v;
+	size_t n;
+	if ((r = fsys_list_dir(tmpdir, FSYS_DIRS, &v, &n, e)) != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (strncmp(v[i], "rollback.", 9) == 0 &&
+		    snprintf(to, sizeof to, "%s/%s", tmpdir, v[i]) < (int)sizeof to)
+			r = remove_tree(to, files, 0, e);
+	fsys_free_names(v, n);
+	return r;
+}
+
+/* ,"job":{...} when there is one. */
+static int job_json(struct buf *b, const struct packstep_job *j)
+{
+	if (!j)
+		return 0;
+	int bad = buf_printf(b, ",\"job\":{\"id\":\"%016llx\",\"first_step\":%lld,\"sequences\":%u,"
+			     "\"finished\":%s,\"done\":[", (unsigned long long)j->id, (long long)j->first_step,
+			     j->sequences, j->finished ? "true" : "false");
+	for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
+		bad |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
+	bad |= buf_printf(b, "]}");
+	return bad ? -1 : 0;
+}
+
+int packstep_load_job(const char *queue, int64_t step, struct packstep_job *out, struct err *e)
+{
+	char p[PATH_MAX];
+	memset(out, 0, sizeof *out);
+	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	struct buf b = { 0 };
+	int got = read_text(p, 1, &b, e);
+	if (got <= 0)
+		return got;
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
+	if (!job) {
+		cJSON_Delete(j);
+		return 0;
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(job, "first_step");
+	const cJSON *sq = cJSON_GetObjectItemCaseSensitive(job, "sequences");
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(job, "finished");
+	const cJSON *dn = cJSON_GetObjectItemCaseSensitive(job, "done"), *v;
+	char *end = NULL;
+	int rc = 1;
+	if (!cJSON_IsString(id) || !cJSON_IsNumber(fs) || !cJSON_IsNumber(sq) || !cJSON_IsBool(fin) ||
+	    !cJSON_IsArray(dn) || (out->id = strtoull(id->valuestring, &end, 16), *end) ||
+	    strlen(id->valuestring) != 16) {
+		rc = err_set(e, "%s: job: expected id, first_step, sequences, finished and done", p);
+		goto out;
+	}
+	out->first_step = (int64_t)fs->valuedouble;
+	out->sequences = (uint32_t)sq->valuedouble;
+	out->finished = cJSON_IsTrue(fin);
+	uint32_t nd = (uint32_t)cJSON_GetArraySize(dn);
+	if (!(out->done = malloc((nd ? nd : 1) * sizeof *out->done))) {
+		rc = err_set(e, "out of memory");
+		goto out;
+	}
+	cJSON_ArrayForEach(v, dn) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= out->sequences) {
+			rc = err_set(e, "%s: job: bad ordinal in done", p);
+			break;
+		}
+		out->done[out->n_done++] = (uint32_t)v->valuedouble;
+	}
+out:
+	cJSON_Delete(j);
+	if (rc < 0) {
+		free(out->done);
+		memset(out, 0, sizeof *out);
+	}
+	return rc;
+}
+
 struct bin_out {
 	uint32_t n_tokens;
 	double cost;          /* of every span, padding included */
@@ -381,7 +514,8 @@ int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s
 static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step, const struct pack_result *pr,
 		    const struct packstep_stats *st, uint32_t n, const struct packstep_seq *s,
 		    const struct packstep_run *runs, uint32_t n_runs, uint32_t next_run,
-		    const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops)
+		    const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		    const struct packstep_drops *drops)
 {
 	struct done_manifest m = {
 		.step = step, .ranks = o->ranks, .micro_batches_per_rank = pr->per_rank, .sequences = n,
@@ -413,6 +547,11 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 		}
 		rc = done_format(man, &m);
 	}
+	/* the job record goes last, inside the object done_format closed */
+	if (rc == 0 && job && man->len >= 2 && !memcmp(man->data + man->len - 2, "}\n", 2)) {
+		man->len -= 2;
+		rc = job_json(man, job) || buf_printf(man, "}\n") ? -1 : 0;
+	}
 	free(m.runs);
 	free(m.inputs);
 	free(m.partial);
@@ -421,8 +560,8 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
-		 struct packstep_stats *st, struct err *e)
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		 const struct packstep_drops *drops, struct packstep_stats *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
 	st->step = step;
@@ -434,6 +573,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		if (r == 1)
 			return err_set(e, "%s/step_%lld/DONE: step %lld is already published", o->queue,
 				       (long long)step, (long long)step);
+		if (rollback(o->queue, step, &st->rolled_back, e) < 0)
+			return -1;
 	}
 	struct pack_item *it = malloc((n ? n : 1) * sizeof *it);
 	struct buf man = { 0 };
@@ -513,7 +654,7 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	}
 
 	if (o->queue) {
-		if (manifest(&man, o, step, &pr, st, n, s, runs, n_runs, next_run, inputs, n_inputs, drops) < 0) {
+		if (manifest(&man, o, step, &pr, st, n, s, runs, n_runs, next_run, inputs, n_inputs, job, drops) < 0) {
 			err_set(e, "out of memory");
 			goto out;
 		}
@@ -573,14 +714,6 @@ int packstep_metrics(struct buf *b, const struct packstep_stats *st, const struc
 	return bad ? -1 : 0;
 }
 
-/* The whole of a small file into b: 1, or 0 when it does not exist and
- * absent_ok, or -1. */
-static int read_text(const char *path, int absent_ok, struct buf *b, struct err *e)
-{
-	if (buf_read_file(b, path, e) == 0)
-		return 1;
-	return absent_ok && errno == ENOENT ? 0 : -1;
-}
 
 int packstep_load_runs(const char *queue, int64_t step, struct packstep_run **runs, uint32_t *n,
 		       uint32_t *next_run, struct err *e)

@@ -9,14 +9,20 @@
  *    micro-step order; one micro-batch per spool file), each published by
  *    spool.h (tmp, fsync, rename without replacing), then QUEUE/step_N/DONE,
  *    the manifest, published last the same way; a reader that sees DONE sees
- *    every file of the step. A file already published under its name is
- *    accepted only if it holds the same bytes (a re-run after a crash packs
- *    the same input the same way); different bytes mean another packer or
- *    other options, and the step fails rather than mix the two. A step that
- *    already has DONE is refused. One packer at a time: the caller holds
- *    packstep_lock() while it reads the newest manifest and publishes.
+ *    every file of the step. A step directory left without DONE is rolled
+ *    back first (below); a file that still appears under its name meanwhile
+ *    is accepted only if it holds the same bytes, and otherwise the step
+ *    fails rather than mix two packers' steps. A step that already has DONE
+ *    is refused. One packer at a time: the caller holds packstep_lock()
+ *    while it reads the newest manifest and publishes.
  *  - or a spool file writer (standard output): every micro-batch of the
  *    step, rank by rank, micro-step by micro-step.
+ *
+ * A step directory without DONE is what a packer that died publishing it
+ * left: no reader has taken it (readers wait for DONE), and the packer
+ * holding the lock is the only one, so packstep_run rolls it back (moves it
+ * into QUEUE/.tmp and removes it there) before publishing the step anew,
+ * whatever inputs the new step holds.
  *
  * The manifest, one JSON object:
  *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,
@@ -26,7 +32,8 @@
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
  *             "run_step":r,"ready":b}, ...],"next_run":NAME,
  *    "inputs":["step_K/rank_X/NAME", ...],
- *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...]}
+ *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...],
+ *    "job":{...}}   (only with plain inputs: see struct packstep_job)
  * where pad_tokens counts the padding of micro-batches that hold sequences
  * and dummy_tokens the tokens of dummy micro-batches (all padding), in the
  * manifest and the metrics line alike; dropped counts the sequences left
@@ -47,7 +54,9 @@
  * crash or after leaving the rest of a file queued on purpose (full steps
  * only, --fill-target), reads both back (packstep_load_inputs): it retires
  * the finished files and skips the handled trajectories of the partial
- * ones, so nothing is packed twice.
+ * ones, so nothing is packed twice. The caller (packbuf_carry) copies the
+ * records of files it did not read into the lists it passes, so that they
+ * stay in every manifest until their files are retired.
  */
 #ifndef GRPO_PACKSTEP_H
 #define GRPO_PACKSTEP_H
@@ -88,6 +97,28 @@ struct packstep_input {
 };
 void packstep_inputs_free(struct packstep_input *in, uint32_t n);
 
+/*
+ * The job of the plain inputs (named files and standard input, which no
+ * claim tracks): "job":{"id":"16 hex digits","first_step":F,
+ * "sequences":S,"finished":b,"done":[ordinals]} in the manifest of every
+ * step that holds any of them. id hashes their trajectories and the
+ * options that shape the steps; S counts the trajectories read; done lists
+ * the ordinals (0-based, across the plain inputs in order) packed or
+ * dropped so far, empty once finished. A re-run of the same command after a
+ * crash skips them; another command refuses while the job is unfinished.
+ */
+struct packstep_job {
+	uint64_t id;
+	int64_t first_step;
+	uint32_t sequences;
+	int finished;
+	uint32_t *done;        /* (n_done) */
+	uint32_t n_done;
+};
+/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done), 0 when
+ * the manifest has none or there is no manifest, -1. */
+int packstep_load_job(const char *queue, int64_t step, struct packstep_job *j, struct err *e);
+
 /* Per-run progress, kept by the caller across steps. */
 struct packstep_run {
 	const char *name;          /* "" for the default run */
@@ -122,6 +153,7 @@ struct packstep_stats {
 	uint32_t refine_moves;
 	uint64_t bytes;            /* compressed bytes written */
 	uint32_t files_existing;   /* files found already published (re-run) */
+	uint32_t rolled_back;      /* files of a step left without DONE, removed first */
 	double pack_s, write_s;    /* packing alone; building + writing + publishing */
 };
 void packstep_stats_free(struct packstep_stats *st);
@@ -133,8 +165,8 @@ void packstep_stats_free(struct packstep_stats *st);
  */
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_drops *drops,
-		 struct packstep_stats *st, struct err *e);
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		 const struct packstep_drops *drops, struct packstep_stats *st, struct err *e);
 
 /* pack_fill_cut() (pack.h) over these sequences as packstep_run would pack
  * them: which of the units (unit_of[i], in priority order) the step keeps

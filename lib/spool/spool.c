@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,55 @@ int spool_commit(struct spool_out *o, struct err *e)
 fail:
 	spool_abort(o);
 	return -1;
+}
+
+/* Read up to n bytes, looping until n or the end: count, or -1. */
+static ssize_t read_full(int fd, uint8_t *p, size_t n, const char *path, struct err *e)
+{
+	size_t at = 0;
+	while (at < n) {
+		ssize_t k = fsys_read(fd, p + at, n - at, path, e);
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		at += (size_t)k;
+	}
+	return (ssize_t)at;
+}
+
+int spool_same_file(const char *a, const char *b, struct err *e)
+{
+	struct stat sb;
+	int r = fsys_stat(b, &sb, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	int fa = fsys_open_read(a, e);
+	if (fa < 0)
+		return -1;
+	int fb = fsys_open_read(b, e);
+	if (fb < 0) {
+		close(fa);
+		return -1;
+	}
+	uint8_t ba[16384], bb[16384];
+	int same = -1;
+	for (;;) {
+		ssize_t ka = read_full(fa, ba, sizeof ba, a, e), kb;
+		if (ka < 0 || (kb = read_full(fb, bb, sizeof bb, b, e)) < 0)
+			break;
+		if (ka != kb || memcmp(ba, bb, (size_t)ka) != 0) {
+			same = 0;
+			break;
+		}
+		if (ka == 0) {
+			same = 1;
+			break;
+		}
+	}
+	close(fa);
+	close(fb);
+	return same;
 }
 
 void spool_abort(struct spool_out *o)

@@ -61,6 +61,11 @@ int spool_finish_write(struct spool_out *o, struct err *e);
 int spool_commit(struct spool_out *o, struct err *e);
 void spool_abort(struct spool_out *o);
 
+/* 1 when the files at a and b hold the same bytes, 0 when not (or b is
+ * absent), -1 on error: whether a copy about to be published matches the
+ * one already under its name. */
+int spool_same_file(const char *a, const char *b, struct err *e);
+
 /* host.pid.nanoseconds.counter: unique across the hosts and processes of a spool. */
 void spool_unique_name(char *out, size_t size);
 
