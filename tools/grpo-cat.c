@@ -28,6 +28,8 @@
 #include "model/model.h"
 #include "data/sfile.h"
 #include "data/spoolin.h"
+#include "spool/spool.h"
+#include "base/tempfile.h"
 #include "model/tokenizer.h"
 
 static const char *prog = "grpo-cat";
@@ -320,27 +322,55 @@ static void print_stats(const struct stats *st, int json)
 		       (unsigned long long)st->aligned_tokens);
 }
 
+/*
+ * Where -o's temporary goes: in QUEUE/.tmp when output is a file of a spool
+ * rank directory (where recover cleans and no consumer looks), else beside
+ * output under a dot name. Either way it is registered (tempfile.h), so an
+ * exit or a signal removes it.
+ */
+static struct tempfile *output_tmp(const char *output, int *in_spool, struct err *e)
+{
+	char queue[PATH_MAX], tmpdir[PATH_MAX + 8];
+	*in_spool = spool_queue_of(output, queue, sizeof queue);
+	if (*in_spool) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", output);
+		*strrchr(dir, '/') = 0;
+		if (fsys_mkdirs(dir, e) < 0)
+			return NULL;
+		snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	}
+	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
+}
+
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
 static int from_json(char **files, int nfiles, const char *output)
 {
 	struct sfile_writer w;
 	struct err e;
-	int rc = 0;
+	int rc = 0, in_spool = 0;
 	int out_fd = STDOUT_FILENO;
-	char tmp[PATH_MAX];
+	struct tempfile *tmp = NULL;
 	if (output && strcmp(output, "-") != 0) {
-		if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", output, (long)getpid()) >= (int)sizeof tmp) {
-			fprintf(stderr, "%s: %s: path too long\n", prog, output);
-			return 1;
-		}
-		out_fd = fsys_open_excl(tmp, &e);
-		if (out_fd < 0) {
+		if (!(tmp = output_tmp(output, &in_spool, &e))) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			return 1;
 		}
-	} else
+		out_fd = tempfile_fd(tmp);
+	} else {
 		output = NULL;
-	sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)out_fd, 3, &e);
+		if (isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "
+					"(use -o FILE or a pipe)\n", prog);
+			return 2;
+		}
+	}
+	if (sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)out_fd, 3, &e) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
+		sfile_writer_free(&w);
+		tempfile_delete(tmp);
+		return 1;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	char *stdin_only[] = { "-" };
@@ -385,15 +415,16 @@ static int from_json(char **files, int nfiles, const char *output)
 		rc = 1;
 	}
 	sfile_writer_free(&w);
-	if (output) {
-		if (rc == 0 && (fsys_fsync(out_fd, tmp, &e) < 0 || fsys_close(out_fd, tmp, &e) < 0 ||
-				fsys_rename(tmp, output, &e) < 0)) {
+	if (tmp && rc != 0) {
+		tempfile_delete(tmp);
+	} else if (tmp) {
+		/* in a spool a name is published once (grpo-spool(5)); elsewhere -o replaces */
+		int r = tempfile_commit(tmp, in_spool ? 0 : TEMPFILE_REPLACE, &e);
+		if (r == 1)
+			r = err_set(&e, "%s: already published; a spool file is never replaced", output);
+		if (r < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			rc = 1;
-		}
-		if (rc != 0) {
-			close(out_fd);
-			unlink(tmp);
 		}
 	}
 	return rc;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 static long fsys_calls;
 static long crash_at = -1;
 static int trace = -1;
+static int crash_signal;
 
 void fsys_test_crash_at(long n)
 {
@@ -37,14 +39,19 @@ void fsys_step(const char *what)
 		crash_at = s ? atol(s) : 0;
 		s = getenv("GRPO_FSYS_TRACE");
 		trace = s && *s && *s != '0';
+		s = getenv("GRPO_FSYS_CRASH_SIGNAL");
+		crash_signal = s ? atoi(s) : 0;
 	}
 	if (!what)
 		return;
 	fsys_calls++;
 	if (trace)
 		fprintf(stderr, "fsys %ld %s\n", fsys_calls, what);
-	if (crash_at > 0 && fsys_calls == crash_at)
+	if (crash_at > 0 && fsys_calls == crash_at) {
+		if (crash_signal > 0)
+			raise(crash_signal);   /* as a kill(1) would; exits if it kills */
 		_exit(GRPO_FSYS_CRASH_STATUS);
+	}
 }
 
 int fsys_open_excl(const char *path, struct err *e)

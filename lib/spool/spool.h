@@ -31,6 +31,10 @@
  * temporary so no descriptor is held per file; then spool_commit() each.
  * Writing is where a full disk or an I/O error shows, so it then fails
  * before anything is visible.
+ *
+ * The temporary is a tempfile (base/tempfile.h): an exit or a SIGINT,
+ * SIGTERM or SIGHUP before the commit removes it; only a kill -9 or a crash
+ * leaves it in QUEUE/.tmp for recover.
  */
 #ifndef GRPO_SPOOL_H
 #define GRPO_SPOOL_H
@@ -41,10 +45,11 @@
 
 #include "base/err.h"
 
+struct tempfile;
+
 struct spool_out {
-	int fd;
+	struct tempfile *tmp;      /* in QUEUE/.tmp, registered (tempfile.h); NULL once done */
 	int no_fsync;              /* for scratch spools on tmpfs */
-	char tmp_path[PATH_MAX];
 	char dir[PATH_MAX];        /* QUEUE/step_N/rank_X */
 	char final_path[PATH_MAX];
 };
@@ -63,6 +68,13 @@ void spool_abort(struct spool_out *o);
 
 /* host.pid.nanoseconds.counter: unique across the hosts and processes of a spool. */
 void spool_unique_name(char *out, size_t size);
+
+/*
+ * 1 when path names a file in a rank directory, QUEUE/step_N/rank_X/NAME,
+ * with QUEUE (its path as written, "." when none) in queue; 0 otherwise.
+ * A writer publishing there keeps its temporary in QUEUE/.tmp.
+ */
+int spool_queue_of(const char *path, char *queue, size_t size);
 
 /* "step_N" / "rank_X" with N, X decimal without leading zeros: 0 and the number, or -1. */
 int spool_parse_step(const char *name, int64_t *step);
