@@ -251,7 +251,9 @@ static int cat_input(struct opts *o, int fd, const char *name)
 		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, &e)) != 0) {
 			char label[PATH_MAX + 64];
 			struct sfile_reader r;
-			snprintf(label, sizeof label, "%s:%s", name, member);
+			/* member is set only for k > 0: after an error it may be freed or unset */
+			if (k > 0)
+				snprintf(label, sizeof label, "%s:%s", name, member);
 			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				rc = -1;
@@ -684,7 +686,7 @@ int main(int argc, char **argv)
 		rc = -1;
 	buf_free(&o.out);
 	buf_free(&o.text);
-	if (o.stats)
+	if (o.stats && rc == 0)   /* no summary of input that was refused */
 		print_stats(&o.st, o.json_stats);
 	if (o.model)
 		model_free(o.model);

@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 8
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -63,3 +63,12 @@ while [ "$k" -le "$calls" ]; do
 done
 [ -z "$bad" ]
 is "$?" 0 "outside a spool, SIGINT at any of the $calls calls leaves no temporary${bad:+: $bad}"
+
+# A binary spool file is not written to a terminal (script(1) makes one).
+if command -v script > /dev/null 2>&1; then
+	script -qc "grpo-cat --from-json '$ex'; echo rc=\$?" /dev/null < /dev/null > "$T/tty" 2>&1
+	grep -q 'not writing a binary spool file to a terminal' "$T/tty" && grep -q 'rc=2' "$T/tty"
+	is "$?" 0 "--from-json refuses a terminal as standard output (exit 2)"
+else
+	echo "ok 8 # SKIP no script(1)"
+fi
