@@ -18,7 +18,7 @@
  * half-deleted step never looks unfinished); an unfinished step found there
  * is moved back. A crash leaves a gc.* or del.* directory in .tmp, which
  * the next gc or recover finishes. Archives are written (tmp, fsync, rename) before the step is moved,
- * so a removed step was always archived first when archiving was asked for.
+ * so a removed step was always archived first when archiving was asked for (steparc.h).
  *
  * Recovery and gc of one spool are serialised by an flock on SPOOL/.lock
  * (queue_lock_spool); consumers and producers never take it.
@@ -76,16 +76,12 @@ struct queue_gc_stats {
 };
 /*
  * Remove the finished steps of a queue beyond the newest keep; with
- * archive_dir, first archive each into archive_dir/NAME-step_N.tar.zst
- * (NAME: the queue's last path component), whose members are
- * NAME/step_N/rank_X/FILE and NAME/step_N/DONE.
+ * archive_dir, first archive each (steparc.h: archive_dir/NAME-step_N.tar.zst,
+ * or the next NAME-step_N.K.tar.zst for what a step archived before did
+ * not hold; an archive is never replaced).
  */
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e);
-
-/* Archive one step as queue_gc does; 0 done. */
-int queue_archive_step(const char *queue, int64_t step, const char *archive_dir, long *members,
-		       struct err *e);
 
 /* Lock SPOOL/.lock without waiting: 0 locked (*fd holds it), 1 busy, -1 error. */
 int queue_lock_spool(const char *spool, int *fd, struct err *e);

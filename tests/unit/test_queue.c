@@ -370,6 +370,49 @@ static void test_recover_crash(void)
 	   "and the done file kept, the old temporary and gc's leftovers dealt with");
 }
 
+/*
+ * A file published late into a step gc already archived and removed makes
+ * the step anew; gc then archives it again. The first archive is never
+ * replaced: the late file goes into rollouts-step_0.2.tar.zst, alone.
+ */
+static void test_gc_late(void)
+{
+	char q[600], arch[600], got[1024], a1[700], a2[700];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/late/rollouts", top);
+	snprintf(arch, sizeof arch, "%s/late/arch", top);
+	snprintf(a1, sizeof a1, "%s/rollouts-step_0.tar.zst", arch);
+	snprintf(a2, sizeof a2, "%s/rollouts-step_0.2.tar.zst", arch);
+	int bad = done_file(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 0, 1, "b.zst", "B") != 0 ||
+		  done_file(q, 1, 0, "c.zst", "C") != 0;
+	bad |= queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && !exists("%s/step_0", q) && exists("%s", a1), "step 0 archived and removed");
+	bad = done_file(q, 0, 0, "late.zst", "L") != 0 || queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && !exists("%s/step_0", q), "a late file makes step 0 anew; gc archives and removes it again");
+	got[0] = 0;
+	read_archive(a1, got, sizeof got);
+	is_int(strcmp(got, "rollouts/step_0/rank_0/a.zst=A;rollouts/step_0/rank_1/b.zst=B;"), 0,
+	       "the first archive is kept as it was: %s", got);
+	got[0] = 0;
+	read_archive(a2, got, sizeof got);
+	is_int(strcmp(got, "rollouts/step_0/rank_0/late.zst=L;"), 0,
+	       "the late file is in rollouts-step_0.2.tar.zst, alone: %s", got);
+	is_int(entries(arch), 2, "two archives, no temporary");
+
+	/* the step made anew holds a.zst again (a re-run): only what differs is archived */
+	bad = done_file(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 0, 0, "d.zst", "D") != 0 ||
+	      queue_gc(q, 1, arch, &st, &e) != 0;
+	snprintf(a2, sizeof a2, "%s/rollouts-step_0.3.tar.zst", arch);
+	got[0] = 0;
+	read_archive(a2, got, sizeof got);
+	is_int(bad ? -1 : strcmp(got, "rollouts/step_0/rank_0/d.zst=D;"), 0,
+	       "a file archived before under the same name and size is not archived twice: %s", got);
+	bad = done_file(q, 0, 0, "a.zst", "A") != 0 || queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && entries(arch) == 3 && !exists("%s/step_0", q),
+	   "a step holding only what is archived already gets no new archive, and is removed");
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -379,6 +422,7 @@ int main(void)
 	sh("mkdir -p %s", top);
 	test_gc_rules();
 	test_gc_crash();
+	test_gc_late();
 	test_leftover();
 	test_recover_crash();
 	sh("rm -rf %s", top);
