@@ -31,7 +31,8 @@ static void usage(FILE *f)
 		"       grpo-spool recover SPOOL [-v] [--lease SECONDS] [--tmp-age SECONDS]\n"
 		"       grpo-spool gc SPOOL --keep-last K [-v] [--archive DIR] [--queue NAME]...\n"
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
-		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n");
+		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
+		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -325,6 +326,31 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	return bad;
 }
 
+/* ---- quarantine ---- */
+
+static int cmd_quarantine(char **files, int n, const struct opts *op)
+{
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		struct err e;
+		struct claim_id who;
+		char dest[PATH_MAX + 300];
+		int r = queue_quarantine(files[i], op->lease, time(NULL), dest, sizeof dest, &who, &e);
+		if (r < 0) {
+			fail(e.msg);
+			rc = 1;
+		} else if (r == 1) {
+			fprintf(stderr, "%s: %s: claimed by a live consumer (host %s, pid %ld); "
+				"try again once it lets go\n", prog, files[i], who.host[0] ? who.host : "?", who.pid);
+			if (rc == 0)
+				rc = 75;
+		} else if (op->verbose) {
+			fprintf(stderr, "%s: %s: quarantined as %s\n", prog, files[i], dest);
+		}
+	}
+	return rc;
+}
+
 /* ---- consume ---- */
 
 /*
@@ -470,7 +496,8 @@ int main(int argc, char **argv)
 		printf("%s %s\n", prog, GRPO_VERSION);
 		return 0;
 	}
-	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume"))
+	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume") &&
+	    strcmp(sub, "quarantine"))
 		die_usage("unknown command: %s", sub);
 	op.queues = calloc((size_t)argc, sizeof *op.queues);
 	if (!op.queues)
@@ -539,6 +566,8 @@ int main(int argc, char **argv)
 		if (nrest < 2)
 			die_usage("%s: missing COMMAND (after --)", sub);
 		r = cmd_consume(rest[0], rest + 1, nrest - 1, &op);
+	} else if (!strcmp(sub, "quarantine")) {
+		r = cmd_quarantine(rest, nrest, &op);
 	} else {
 		if (nrest > 1)
 			die_usage("unexpected operand: %s", rest[1]);

@@ -447,6 +447,68 @@ fail:
 	return -1;
 }
 
+int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
+		     struct claim_id *holder, struct err *e)
+{
+	char queue[PATH_MAX], dir[PATH_MAX], buf[PATH_MAX];
+	int64_t step;
+	int rank;
+	struct stat st;
+	struct claim c;
+	if (!spool_queue_of(path, queue, sizeof queue))
+		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	/* step_N and rank_X of the path: spool_queue_of checked they parse */
+	snprintf(buf, sizeof buf, "%s", path);
+	char *name = strrchr(buf, '/');
+	*name++ = 0;
+	char *r = strrchr(buf, '/');
+	*r++ = 0;
+	char *s = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+	if (spool_parse_step(s, &step) < 0 || spool_parse_rank(r, &rank) < 0 || name[0] == '.')
+		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	int k = fsys_stat(path, &st, e);
+	if (k != 0)
+		return k < 0 ? -1 : err_set(e, "%s: no such file", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(e, "%s: not a file", path);
+	for (int tries = 0;; tries++) {
+		k = claim_take(&c, queue, step, rank, name, lease, e);
+		if (k <= 0)
+			break;
+		if ((k = fsys_stat(c.done_path, &st, e)) <= 0)
+			return k < 0 ? -1 : err_set(e, "%s: consumed already (%s exists); nothing to quarantine",
+						    path, c.done_path);
+		long long age;
+		k = claim_check(c.claim_path, lease, now, holder, &age, e);
+		if (k == 0)
+			return 1;
+		if (k < 0 || (k == 1 && fsys_unlink(c.claim_path, e) < 0))
+			return -1;
+		if (tries == 3)
+			return err_set(e, "%s: claimed again and again while being quarantined", path);
+	}
+	if (k < 0)
+		return -1;
+	/* ours now: move it aside, then drop our claim */
+	int n = snprintf(dir, sizeof dir, "%s/.quarantine/step_%lld/rank_%d", queue, (long long)step, rank);
+	if (n < 0 || (size_t)n >= sizeof dir || snprintf(dest, size, "%s/%s", dir, name) >= (int)size) {
+		claim_release(&c, NULL);
+		return err_set(e, "%s: path too long", queue);
+	}
+	if (fsys_mkdirs(dir, e) < 0 || (k = fsys_rename_noreplace(path, dest, e)) < 0 ||
+	    (k == 1 && err_set(e, "%s: quarantined once already; move %s away first", path, dest)) ||
+	    fsys_fsync_dir(dir, e) < 0) {
+		claim_release(&c, NULL);
+		return -1;
+	}
+	spool_step_dir(dir, sizeof dir, queue, step, rank);
+	if (fsys_fsync_dir(dir, e) < 0) {
+		claim_release(&c, NULL);
+		return -1;
+	}
+	return claim_release(&c, e);
+}
+
 int queue_lock_spool(const char *spool, int *fd, struct err *e)
 {
 	char p[PATH_MAX];

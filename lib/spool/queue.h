@@ -83,6 +83,20 @@ struct queue_gc_stats {
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e);
 
+/*
+ * Quarantine: move a published file that no consumer can read (corrupt,
+ * truncated by a disk fault) out of the way, to
+ * QUEUE/.quarantine/step_N/rank_X/NAME, where no reader looks and gc never
+ * goes, so that consumers go on with the rest. path is QUEUE/step_N/rank_X/NAME.
+ * The file is claimed first, so no consumer can take it meanwhile; a stale
+ * claim (its holder died on the file, say) is returned first, as recover
+ * would. The name is then free: a producer may publish a good copy.
+ * 0 moved (dest filled); 1 a live consumer holds it (nothing done, try
+ * again later; who in *holder); -1 error (a consumed file, say).
+ */
+int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
+		     struct claim_id *holder, struct err *e);
+
 /* Lock SPOOL/.lock without waiting: 0 locked (*fd holds it), 1 busy, -1 error. */
 int queue_lock_spool(const char *spool, int *fd, struct err *e);
 

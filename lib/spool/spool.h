@@ -16,6 +16,7 @@
  *   QUEUE/step_N/rank_X/NAME          published files; NAME never begins with '.'
  *   QUEUE/step_N/rank_X/.claimed/NAME claim record of NAME while a consumer has it
  *   QUEUE/step_N/rank_X/.done/NAME    the same record, moved here once retired
+ *   QUEUE/.quarantine/step_N/rank_X/NAME  a file no consumer could read, moved aside (queue.h)
  * A published file stays where it is until gc removes its step, so its name
  * stays taken and a re-run that publishes it again is dropped (commit
  * returns 1) even after a consumer has taken it. A file is "waiting" when

@@ -413,6 +413,46 @@ static void test_gc_late(void)
 	   "a step holding only what is archived already gets no new archive, and is removed");
 }
 
+/*
+ * Quarantine while a consumer holds the file: a live claim (this process's,
+ * its lock held) keeps the file where it is; the claim of a consumer that
+ * died is returned first, as recover would, and the file moved.
+ */
+static void test_quarantine(void)
+{
+	char q[600], f[700], dest[800], qf[800];
+	struct err e;
+	struct claim c;
+	snprintf(q, sizeof q, "%s/quar/scored", top);
+	snprintf(f, sizeof f, "%s/step_2/rank_1/x.zst", q);
+	snprintf(qf, sizeof qf, "%s/.quarantine/step_2/rank_1/x.zst", q);
+	int bad = publish(q, 2, 1, "x.zst", "X") != 0 || claim_take(&c, q, 2, 1, "x.zst", 0, &e) != 0;
+	ok(!bad, "a file claimed by a live consumer");
+	struct claim_id id;
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 1,
+	       "quarantine says a live consumer holds it");
+	ok(id.pid == (long)getpid() && exists("%s", f) && !exists("%s", qf), "naming it, and moving nothing");
+	claim_release(&c, NULL);
+
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0)
+		_exit(claim_take(&c, q, 2, 1, "x.zst", 0, &e) == 0 ? 0 : 1);   /* dies holding it */
+	int st;
+	waitpid(p, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a consumer claims it and dies");
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 0,
+	       "quarantine returns the stale claim and moves the file");
+	char claimed[800];
+	snprintf(claimed, sizeof claimed, "%s/step_2/rank_1/.claimed/x.zst", q);
+	ok(strcmp(dest, qf) == 0 && exists("%s", qf) && !exists("%s", f) && !exists("%s", claimed),
+	   "to QUEUE/.quarantine/step_2/rank_1/x.zst, no claim record left");
+	bad = publish(q, 2, 1, "x.zst", "Y") != 0;
+	ok(!bad && exists("%s", f), "the name is free again: a good copy can be published");
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), -1,
+	       "a second quarantine of the same name is refused: %s", e.msg);
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -423,6 +463,7 @@ int main(void)
 	test_gc_rules();
 	test_gc_crash();
 	test_gc_late();
+	test_quarantine();
 	test_leftover();
 	test_recover_crash();
 	sh("rm -rf %s", top);
