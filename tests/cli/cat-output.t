@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 12
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -72,3 +72,26 @@ if command -v script > /dev/null 2>&1; then
 else
 	echo "ok 8 # SKIP no script(1)"
 fi
+
+# Strings that cJSON would change silently are refused, naming the line.
+tr='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]'
+printf '{"group_id":1,"trajectories":[{%s,"answer":"a\\u0000b"}]}\n' "$tr" > "$T/nul.jsonl"
+grpo-cat --from-json -o "$T/nul.zst" "$T/nul.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-cat: $T/nul.jsonl:1: a NUL character (\\u0000) in a string is not supported (it would be cut there)" \
+	"a \\u0000 in a string is refused (it was cut silently)"
+printf '{"group_id":1,"trajectories":[{%s,"answer":"a\377b"}]}\n' "$tr" > "$T/bad.jsonl"
+grpo-cat --from-json -o "$T/bad.zst" "$T/bad.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/bad.jsonl:1: byte 101 is not UTF-8 (JSON text is UTF-8; it would be stored raw)" \
+	"invalid UTF-8 is refused (it was stored raw)"
+printf '{"group_id":1,"trajectories":[{%s,"answer":"a\\\\u0000b \303\251"}]}\n' "$tr" > "$T/ok.jsonl"
+pat=$(printf '"answer":"a\\\\u0000b \303\251"')
+grpo-cat --from-json "$T/ok.jsonl" | grpo-cat | grep -qF "$pat"
+is "$?" 0 "an escaped backslash before u0000, and UTF-8 text, read back exactly"
+
+# grpo-spool(5)'s round trip of a micro-batch: the same content uncompressed.
+grpo-pack -T 256 -o "$T/mbq" "$T/plain.zst" 2>/dev/null
+mb="$T/mbq/step_1/rank_0/mb_0000.zst"
+grpo-cat "$mb" | grpo-cat --from-json | zstd -dc > "$T/mb.raw" && zstd -dc "$mb" > "$T/mb.orig" &&
+	cmp -s "$T/mb.raw" "$T/mb.orig"
+is "$?" 0 "a micro-batch through the JSON view decompresses to the same bytes (grpo-spool(5))"
