@@ -33,7 +33,7 @@ timeout 10 grpo-spool consume --watch "$S/rollouts" -- true &
 pid=$!
 wait_for 10 test -d "$S/rollouts"
 is "$?" 0 "--watch of a queue not made yet in an existing spool creates it (consumers may start first)"
-kill -TERM $pid; wait $pid
+kill -TERM $pid; { wait $pid; } 2>/dev/null
 
 # Ctrl-C at a terminal signals the whole foreground process group; setsid
 # puts grpo-spool in a group of its own, as a shell's job control would.
