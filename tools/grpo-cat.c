@@ -29,6 +29,9 @@
 #include "model/model.h"
 #include "data/sfile.h"
 #include "data/spoolin.h"
+#include "spool/spool.h"
+#include "base/tempfile.h"
+#include "base/unicode.h"
 #include "model/tokenizer.h"
 
 static const char *prog = "grpo-cat";
@@ -268,7 +271,9 @@ static int cat_input(struct opts *o, int fd, const char *name)
 		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, &e)) != 0) {
 			char label[PATH_MAX + 64];
 			struct sfile_reader r;
-			snprintf(label, sizeof label, "%s:%s", name, member);
+			/* member is set only for k > 0: after an error it may be freed or unset */
+			if (k > 0)
+				snprintf(label, sizeof label, "%s:%s", name, member);
 			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				rc = -1;
@@ -367,27 +372,77 @@ static void print_stats(const struct stats *st, int json)
 		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens);
 }
 
+/*
+ * Where -o's temporary goes: in QUEUE/.tmp when output is a file of a spool
+ * rank directory (where recover cleans and no consumer looks), else beside
+ * output under a dot name. Either way it is registered (tempfile.h), so an
+ * exit or a signal removes it.
+ */
+static struct tempfile *output_tmp(const char *output, int *in_spool, struct err *e)
+{
+	char queue[PATH_MAX], tmpdir[PATH_MAX + 8];
+	*in_spool = spool_queue_of(output, queue, sizeof queue);
+	if (*in_spool) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", output);
+		*strrchr(dir, '/') = 0;
+		if (fsys_mkdirs(dir, e) < 0)
+			return NULL;
+		snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	}
+	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
+}
+
+/*
+ * What cJSON would change silently in a line: a NUL, raw or as \u0000, cuts
+ * its string there, and bytes that are not UTF-8 would be stored raw. Both
+ * are refused, naming the line: 0, or -1 with the message in e.
+ */
+static int check_text(const char *line, size_t n, struct err *e)
+{
+	size_t bad = uni_utf8_check((const unsigned char *)line, n);
+	if (bad < n)
+		return err_set(e, "byte %zu is not UTF-8 (JSON text is UTF-8; it would be stored raw)", bad + 1);
+	if (memchr(line, 0, n))
+		return err_set(e, "a NUL byte (strings would be cut there)");
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (line[i] != '\\')
+			continue;
+		if (line[i + 1] == 'u' && i + 6 <= n && memcmp(line + i + 2, "0000", 4) == 0)
+			return err_set(e, "a NUL character (\\u0000) in a string is not supported (it would be cut there)");
+		i++;   /* the escaped character, a backslash included */
+	}
+	return 0;
+}
+
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
 static int from_json(char **files, int nfiles, const char *output)
 {
 	struct sfile_writer w;
 	struct err e;
-	int rc = 0;
+	int rc = 0, in_spool = 0;
 	int out_fd = STDOUT_FILENO;
-	char tmp[PATH_MAX];
+	struct tempfile *tmp = NULL;
 	if (output && strcmp(output, "-") != 0) {
-		if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", output, (long)getpid()) >= (int)sizeof tmp) {
-			fprintf(stderr, "%s: %s: path too long\n", prog, output);
-			return 1;
-		}
-		out_fd = fsys_open_excl(tmp, &e);
-		if (out_fd < 0) {
+		if (!(tmp = output_tmp(output, &in_spool, &e))) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			return 1;
 		}
-	} else
+		out_fd = tempfile_fd(tmp);
+	} else {
 		output = NULL;
-	sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)out_fd, 3, &e);
+		if (isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "
+					"(use -o FILE or a pipe)\n", prog);
+			return 2;
+		}
+	}
+	if (sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)out_fd, 3, &e) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
+		sfile_writer_free(&w);
+		tempfile_delete(tmp);
+		return 1;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	char *stdin_only[] = { "-" };
@@ -410,6 +465,11 @@ static int from_json(char **files, int nfiles, const char *output)
 			if (strspn(line, " \t\r\n") == (size_t)n)
 				continue;
 			struct record rec;
+			if (check_text(line, (size_t)n, &e) < 0) {
+				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
+				rc = 1;
+				break;
+			}
 			if (json_parse_record(line, (size_t)n, &rec, &e) < 0) {
 				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
 				rc = 1;
@@ -432,15 +492,16 @@ static int from_json(char **files, int nfiles, const char *output)
 		rc = 1;
 	}
 	sfile_writer_free(&w);
-	if (output) {
-		if (rc == 0 && (fsys_fsync(out_fd, tmp, &e) < 0 || fsys_close(out_fd, tmp, &e) < 0 ||
-				fsys_rename(tmp, output, &e) < 0)) {
+	if (tmp && rc != 0) {
+		tempfile_delete(tmp);
+	} else if (tmp) {
+		/* in a spool a name is published once (grpo-spool(5)); elsewhere -o replaces */
+		int r = tempfile_commit(tmp, in_spool ? 0 : TEMPFILE_REPLACE, &e);
+		if (r == 1)
+			r = err_set(&e, "%s: already published; a spool file is never replaced", output);
+		if (r < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			rc = 1;
-		}
-		if (rc != 0) {
-			close(out_fd);
-			unlink(tmp);
 		}
 	}
 	return rc;
@@ -702,7 +763,7 @@ int main(int argc, char **argv)
 		rc = -1;
 	buf_free(&o.out);
 	buf_free(&o.text);
-	if (o.stats)
+	if (o.stats && rc == 0)   /* no summary of input that was refused */
 		print_stats(&o.st, o.json_stats);
 	if (o.st.failed)
 		rc = -1;

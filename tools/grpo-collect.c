@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/fsys.h"
 #include "base/lineio.h"
+#include "base/tempfile.h"
 #include "collect/collect.h"
 #include "data/groupset.h"
 #include "data/sfile.h"
@@ -136,7 +137,7 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 		size_t k = 0;
 		while (k < made && strcmp(strrchr(so[k].final_path, '/') + 1, names[i]) != 0)
 			k++;
-		int same = k < made ? spool_same_file(so[k].tmp_path, so[k].final_path, e) : 0;
+		int same = k < made ? spool_same_file(tempfile_path(so[k].tmp), so[k].final_path, e) : 0;
 		if (same < 0)
 			r = -1;
 		else if (!same)

@@ -8,7 +8,6 @@
  * the target either does not exist or is complete.
  */
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/tempfile.h"
 #include "model/model.h"
 
 static const char *prog = "grpo-init";
@@ -46,23 +46,6 @@ static void die(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(1);
-}
-
-/* Remove the temporary directory of a failed run: only files we wrote are in it. */
-static void remove_tmp(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	char p[8300];
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-			unlink(p);
-		}
-	closedir(d);
-	rmdir(dir);
 }
 
 static void bad_usage(const char *what, const char *arg)
@@ -368,14 +351,14 @@ int main(int argc, char **argv)
 	if (model_init_random(&m, seed, &e) < 0)
 		die("%s", e.msg);
 
-	/* build in DIR.tmp.XXXXXX beside DIR, then rename into place */
-	char tmp[4096], path[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out);
-	if (!mkdtemp(tmp))
-		die("%s: cannot make a temporary directory: %s", tmp, strerror(errno));
-	mode_t mask = umask(0);
-	umask(mask);
-	chmod(tmp, 0777 & ~mask);   /* mkdtemp makes it 0700; a model directory is for sharing */
+	/* build in .DIR.tmp.UNIQUE beside DIR, then rename into place; a
+	 * registered temporary (tempfile.h), so die(), SIGINT, SIGTERM and
+	 * SIGHUP remove it rather than leave hundreds of MB beside DIR */
+	struct tempfile *t = tempfile_mkdir(out, NULL, &e);
+	if (!t)
+		die("%s", e.msg);
+	char path[4200];
+	const char *tmp = tempfile_path(t);
 	int r = model_write_dir(&m, tmp, dtype, shard, &e);
 	if (r == 0 && tok) {
 		snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
@@ -385,23 +368,15 @@ int main(int argc, char **argv)
 			r = copy_file(side, path, &e);
 		}
 	}
-	if (r == 0)
-		r = fsys_fsync_dir(tmp, &e);
-	if (r == 0) {
-		r = fsys_rename_noreplace(tmp, out, &e);
-		if (r == 1)
-			r = err_set(&e, "%s: already exists", out);
-	}
 	if (r < 0) {
-		remove_tmp(tmp);
+		tempfile_delete(t);
 		die("%s", e.msg);
 	}
-	char parent[4096];
-	snprintf(parent, sizeof parent, "%s", out);
-	char *slash = strrchr(parent, '/');
-	if (slash)
-		*slash = 0;
-	fsys_fsync_dir(slash ? (parent[0] ? parent : "/") : ".", NULL);
+	r = tempfile_commit(t, 0, &e);
+	if (r == 1)
+		r = err_set(&e, "%s: already exists", out);
+	if (r < 0)
+		die("%s", e.msg);
 	if (verbose)
 		fprintf(stderr, "%s: %s: %s, %zu parameters (%.1f MiB as %s), seed %llu\n", prog, out,
 		        model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +32,8 @@ static void usage(FILE *f)
 		"       grpo-spool recover SPOOL [-v] [--lease SECONDS] [--tmp-age SECONDS]\n"
 		"       grpo-spool gc SPOOL --keep-last K [-v] [--archive DIR] [--queue NAME]...\n"
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
-		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n");
+		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
+		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -325,6 +327,31 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	return bad;
 }
 
+/* ---- quarantine ---- */
+
+static int cmd_quarantine(char **files, int n, const struct opts *op)
+{
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		struct err e;
+		struct claim_id who;
+		char dest[PATH_MAX + 300];
+		int r = queue_quarantine(files[i], op->lease, time(NULL), dest, sizeof dest, &who, &e);
+		if (r < 0) {
+			fail(e.msg);
+			rc = 1;
+		} else if (r == 1) {
+			fprintf(stderr, "%s: %s: claimed by a live consumer (host %s, pid %ld); "
+				"try again once it lets go\n", prog, files[i], who.host[0] ? who.host : "?", who.pid);
+			if (rc == 0)
+				rc = 75;
+		} else if (op->verbose) {
+			fprintf(stderr, "%s: %s: quarantined as %s\n", prog, files[i], dest);
+		}
+	}
+	return rc;
+}
+
 /* ---- consume ---- */
 
 /*
@@ -356,6 +383,9 @@ static int run_command(char **argv, int argc, struct watch *w, const struct clai
 	if (pid == 0) {
 		char v[32];
 		sigset_t none;
+		/* its own process group, out of the terminal's: a Ctrl-C stops
+		 * grpo-spool after this command, not the command half-way */
+		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGINT, SIG_DFL);
@@ -373,6 +403,7 @@ static int run_command(char **argv, int argc, struct watch *w, const struct clai
 		fprintf(stderr, "%s: %s: %s\n", prog, av[0], strerror(errno));
 		_exit(127);
 	}
+	setpgid(pid, pid);   /* as the child does: whichever runs first */
 	free(av);
 	int status, warned = 0;
 	pid_t r;
@@ -394,6 +425,51 @@ static int run_command(char **argv, int argc, struct watch *w, const struct clai
 	return 128 + WTERMSIG(status);
 }
 
+/*
+ * A mistyped queue must not pass for an empty one (exit 0 in silence) nor,
+ * with --watch, be created: the queue exists, or with --watch at least the
+ * spool above it does; a step or rank directory is not a queue.
+ */
+static int check_queue(const char *queue, int follow)
+{
+	char buf[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	int64_t step;
+	int rank;
+	snprintf(buf, sizeof buf, "%s", queue);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = 0;
+	const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+	if (spool_parse_step(base, &step) == 0 || spool_parse_rank(base, &rank) == 0) {
+		fprintf(stderr, "%s: %s: a step or rank directory, not a queue (consume QUEUE --from N --to N)\n",
+			prog, queue);
+		return -1;
+	}
+	if (stat(queue, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		fprintf(stderr, "%s: %s: not a directory\n", prog, queue);
+		return -1;
+	}
+	snprintf(parent, sizeof parent, "%s", buf);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*(slash == parent ? slash + 1 : slash) = 0;
+	else
+		snprintf(parent, sizeof parent, ".");
+	if (!follow) {
+		fprintf(stderr, "%s: %s: no such queue\n", prog, queue);
+		return -1;
+	}
+	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: %s: no such spool directory %s (a --watch creates the queue, not the spool)\n",
+			prog, queue, parent);
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_consume(const char *queue, char **argv, int argc, const struct opts *op)
 {
 	struct err e;
@@ -402,6 +478,8 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	struct watch_opt wo = op->w;
 	wo.signals = 1;
 	wo.lease = op->lease;
+	if (check_queue(queue, op->w.follow) < 0)
+		return 1;
 	signal(SIGCHLD, SIG_DFL); /* ignored, children would be reaped unseen */
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
@@ -470,7 +548,8 @@ int main(int argc, char **argv)
 		printf("%s %s\n", prog, GRPO_VERSION);
 		return 0;
 	}
-	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume"))
+	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume") &&
+	    strcmp(sub, "quarantine"))
 		die_usage("unknown command: %s", sub);
 	op.queues = calloc((size_t)argc, sizeof *op.queues);
 	if (!op.queues)
@@ -539,6 +618,8 @@ int main(int argc, char **argv)
 		if (nrest < 2)
 			die_usage("%s: missing COMMAND (after --)", sub);
 		r = cmd_consume(rest[0], rest + 1, nrest - 1, &op);
+	} else if (!strcmp(sub, "quarantine")) {
+		r = cmd_quarantine(rest, nrest, &op);
 	} else {
 		if (nrest > 1)
 			die_usage("unexpected operand: %s", rest[1]);

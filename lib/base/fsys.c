@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 static atomic_long fsys_calls;
 static atomic_long crash_at;
 static atomic_int trace;
+static atomic_int crash_signal;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
@@ -30,6 +32,8 @@ static void read_env(void)
 	atomic_store(&crash_at, s ? atol(s) : 0);
 	s = getenv("GRPO_FSYS_TRACE");
 	atomic_store(&trace, s && *s && *s != '0');
+	s = getenv("GRPO_FSYS_CRASH_SIGNAL");
+	atomic_store(&crash_signal, s ? atoi(s) : 0);
 }
 
 void fsys_test_crash_at(long n)
@@ -53,8 +57,11 @@ void fsys_step(const char *what)
 	if (atomic_load(&trace))
 		fprintf(stderr, "fsys %ld %s\n", n, what);
 	long at = atomic_load(&crash_at);
-	if (at > 0 && n == at)
+	if (at > 0 && n == at) {
+		if (atomic_load(&crash_signal) > 0)
+			raise(atomic_load(&crash_signal));   /* as a kill(1) would; exits if it kills */
 		_exit(GRPO_FSYS_CRASH_STATUS);
+	}
 }
 
 int fsys_open_excl(const char *path, struct err *e)

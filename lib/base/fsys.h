@@ -6,7 +6,9 @@
  * back as a message naming the path, and a test can stop the process between
  * any two calls. With GRPO_FSYS_CRASH_AT=N in the environment, the Nth call
  * (counting from 1) calls _exit(GRPO_FSYS_CRASH_STATUS) before doing
- * anything, as a power cut or kill -9 would; GRPO_FSYS_TRACE=1 prints each
+ * anything, as a power cut or kill -9 would (with GRPO_FSYS_CRASH_SIGNAL=S
+ * as well, it raises signal S there instead, as kill -S would, so a test can
+ * see what a process's handlers leave behind); GRPO_FSYS_TRACE=1 prints each
  * call's number and name on standard error, so a test can count them.
  * fsys_test_crash_at() does the same from inside a test process (after a
  * fork, say), restarting the count.

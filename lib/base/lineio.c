@@ -4,13 +4,27 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CHUNK (1 << 16)
 
+/* libarchive's message with the system's reason, in place of "Error reading fd 3" alone. */
+static int lio_err(struct err *e, const char *name, struct archive *a)
+{
+	const char *msg = archive_error_string(a) ? archive_error_string(a) : "cannot read";
+	int en = archive_errno(a);
+	if (en > 0 && !strstr(msg, strerror(en)))
+		return err_set(e, "%s: %s: %s", name, msg, strerror(en));
+	return err_set(e, "%s: %s", name, msg);
+}
+
 int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 {
+	struct stat st;
 	memset(li, 0, sizeof *li);
 	li->name = name;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return err_set(e, "%s: is a directory, not a file of lines", name);
 	struct archive *a = archive_read_new();
 	if (!a)
 		return err_set(e, "%s: out of memory", name);
@@ -20,15 +34,15 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 	archive_read_support_format_empty(a);
 	struct archive_entry *ent;
 	if (archive_read_open_fd(a, fd, CHUNK) != ARCHIVE_OK) {
-		err_set(e, "%s: %s", name, archive_error_string(a) ? archive_error_string(a) : "cannot read");
+		lio_err(e, name, a);
 		archive_read_free(a);
 		return -1;
 	}
-	int st = archive_read_next_header(a, &ent);
-	if (st == ARCHIVE_EOF)
+	int r = archive_read_next_header(a, &ent);
+	if (r == ARCHIVE_EOF)
 		li->eof = 1;
-	else if (st != ARCHIVE_OK && st != ARCHIVE_WARN) {
-		err_set(e, "%s: %s", name, archive_error_string(a) ? archive_error_string(a) : "cannot read");
+	else if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+		lio_err(e, name, a);
 		archive_read_free(a);
 		return -1;
 	}
@@ -61,8 +75,7 @@ int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 			return err_set(e, "%s: out of memory", li->name);
 		la_ssize_t r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK);
 		if (r < 0)
-			return err_set(e, "%s: %s", li->name,
-				       archive_error_string(li->a) ? archive_error_string(li->a) : "read error");
+			return lio_err(e, li->name, li->a);
 		if (r == 0)
 			li->eof = 1;
 		li->b.len += (size_t)r;

@@ -1052,6 +1052,11 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 			if (h == 0) {
 				if (r->out.len - r->out_pos > 0)
 					return err_set(e, "%s: truncated header", r->name);
+				/* a writer always writes a header, even with no records: an
+				 * empty input is a producer that failed before its first flush */
+				if (r->bytes_in == 0)
+					return err_set(e, "%s: empty (0 bytes): not a spool file "
+						       "(did the program writing it fail?)", r->name);
 				if (r->frame_done) {
 					/* an empty frame; go on to the next one */
 					r->frame_done = 0;

@@ -128,6 +128,8 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	}
 	archive_read_support_filter_all(a);
 	archive_read_support_format_all(a);
+	/* archives one after another (cat a.tar.zst a.2.tar.zst |) read as one, as tar -i does */
+	archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
 	if (archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK) {
 		err_set(e, "%s: %s", name, archive_error_string(a));
 		archive_read_free(a);
@@ -144,6 +146,16 @@ int spoolin_reader(struct spoolin *s, struct sfile_reader *r, struct err *e)
 	return sfile_reader_open_fd_after(r, s->fd, s->head, s->head_n, s->name, e);
 }
 
+/* a/.done/b, .tmp/x: a component that begins with '.' (but not "." or ".."). */
+static int has_dot_component(const char *path)
+{
+	for (const char *p = path; *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : p + strlen(p)) {
+		if (p[0] == '.' && !(p[1] == '/' || p[1] == 0) && !(p[1] == '.' && (p[2] == '/' || p[2] == 0)))
+			return 1;
+	}
+	return 0;
+}
+
 int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e)
 {
 	struct archive *a = s->a;
@@ -152,7 +164,10 @@ int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struc
 	while ((st = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
 		const char *name = archive_entry_pathname(ent);
 		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-		if (archive_entry_filetype(ent) != AE_IFREG || base[0] == '.' || strcmp(base, "DONE") == 0)
+		long long size = archive_entry_size(ent);
+		s->tar_end = archive_filter_bytes(a, 0) + (size > 0 ? (size + 511) / 512 * 512 : 0);
+		if (archive_entry_filetype(ent) != AE_IFREG || has_dot_component(name) ||
+		    strcmp(base, "DONE") == 0)
 			continue;
 		buf_reset(data);
 		for (;;) {
@@ -170,6 +185,12 @@ int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struc
 	}
 	if (st != ARCHIVE_EOF)
 		return err_set(e, "%s: %s", s->name, archive_error_string(a));
+	/* a tar cut at a block boundary ends where a header would begin, which
+	 * libarchive takes for the end; a whole one has its zero blocks there */
+	if ((archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR && s->tar_end > 0 &&
+	    archive_filter_bytes(a, 0) < s->tar_end + 512)
+		return err_set(e, "%s: truncated tar archive (it ends without its end-of-archive blocks)",
+			       s->name);
 	return 0;
 }
 

@@ -12,7 +12,9 @@
  * read() at a time, so a live pipe is not held up, and then gives them
  * back: a seekable input is rewound; from a pipe, the spool reader or the
  * archive's read callback takes the sniffed bytes first and then reads the
- * pipe itself, so records still stream as the writer flushes them.
+ * pipe itself, so records still stream as the writer flushes them. Tar
+ * archives concatenated (the several archives of one step that gc may
+ * write, through cat) read as one.
  *
  *   struct spoolin in;
  *   spoolin_open(&in, fd, "name", &e);
@@ -44,15 +46,20 @@ struct spoolin {
 	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
 	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */
 	unsigned char *buf;       /* SPOOLIN_ARCHIVE: read buffer of the callback */
+	long long tar_end;        /* SPOOLIN_ARCHIVE: offset where the last member's data ends */
 };
 
 /* Sniff fd and make it ready to read. On failure nothing needs closing. */
 int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e);
 
 /*
- * Next archive member that is a spool file (regular, not a dot file, not a
- * DONE marker): its bytes in data (replaced), its path in *member (valid
- * until the next call). 1: a member; 0: end; -1: error.
+ * Next archive member that is a spool file (regular, not a DONE marker, no
+ * component of its path a dot name, so that the claim records of a
+ * consumed spool's .done/ and .claimed/ and the temporaries of .tmp/ are
+ * passed over): its bytes in data (replaced), its path in *member (valid
+ * until the next call). 1: a member; 0: end; -1: error (*member unset).
+ * A tar that ends without its end-of-archive blocks is an error
+ * (truncated at a block boundary, which libarchive takes for the end).
  */
 int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e);
 

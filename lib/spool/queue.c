@@ -1,8 +1,6 @@
 /* queue.c: see queue.h. */
 #include "spool/queue.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 
 #include "base/fsys.h"
 #include "spool/spool.h"
+#include "spool/steparc.h"
 
 /* Remove names beginning with '.' from a sorted list, keeping order. */
 static void no_dots(char **v, size_t *n)
@@ -402,176 +401,6 @@ fail:
 	return -1;
 }
 
-static const char *base_name(const char *path, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s", path);
-	size_t n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '/')
-		buf[--n] = '\0';
-	char *s = strrchr(buf, '/');
-	return s ? s + 1 : buf;
-}
-
-static int add_member(struct archive *a, const char *path, const char *member, struct err *e)
-{
-	struct stat st;
-	unsigned char chunk[65536];
-	int fd = fsys_open_read(path, e);
-	if (fd < 0)
-		return -1;
-	if (fsys_fstat(fd, &st, path, e) < 0) {
-		close(fd);
-		return -1;
-	}
-	struct archive_entry *ent = archive_entry_new();
-	archive_entry_set_pathname(ent, member);
-	archive_entry_set_size(ent, st.st_size);
-	archive_entry_set_filetype(ent, AE_IFREG);
-	archive_entry_set_perm(ent, 0644);
-	archive_entry_set_mtime(ent, st.st_mtime, 0);
-	int ok = archive_write_header(a, ent) == ARCHIVE_OK;
-	archive_entry_free(ent);
-	if (!ok) {
-		close(fd);
-		return err_set(e, "%s: %s", member, archive_error_string(a));
-	}
-	long long left = st.st_size;
-	while (left > 0) {
-		ssize_t n = fsys_read(fd, chunk, sizeof chunk, path, e);
-		if (n < 0) {
-			close(fd);
-			return -1;
-		}
-		if (n == 0) {
-			close(fd);
-			return err_set(e, "%s: shrank while being archived", path);
-		}
-		if (archive_write_data(a, chunk, (size_t)n) < 0) {
-			close(fd);
-			return err_set(e, "%s: %s", member, archive_error_string(a));
-		}
-		left -= n;
-	}
-	close(fd);
-	return 0;
-}
-
-static int archive_members(struct archive *a, const char *queue, const char *qname, int64_t step,
-			   long *members, struct err *e)
-{
-	char p[PATH_MAX], m[PATH_MAX + 300], dir[PATH_MAX], **v;
-	int *ranks;
-	size_t nr, n;
-	struct stat st;
-	if (step_path(p, sizeof p, queue, step, "DONE", e) < 0)
-		return -1;
-	int r = fsys_stat(p, &st, e);
-	if (r < 0)
-		return -1;
-	if (r == 0) {
-		snprintf(m, sizeof m, "%s/step_%lld/DONE", qname, (long long)step);
-		if (add_member(a, p, m, e) < 0)
-			return -1;
-		(*members)++;
-	}
-	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
-		return -1;
-	for (size_t i = 0; i < nr; i++) {
-		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
-		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
-			free(ranks);
-			return -1;
-		}
-		no_dots(v, &n);
-		for (size_t k = 0; k < n; k++) {
-			snprintf(p, sizeof p, "%s/%s", dir, v[k]);
-			snprintf(m, sizeof m, "%s/step_%lld/rank_%d/%s", qname, (long long)step, ranks[i], v[k]);
-			if (add_member(a, p, m, e) < 0) {
-				fsys_free_names(v, n);
-				free(ranks);
-				return -1;
-			}
-			(*members)++;
-		}
-		fsys_free_names(v, n);
-	}
-	free(ranks);
-	return 0;
-}
-
-int queue_archive_step(const char *queue, int64_t step, const char *archive_dir, long *members,
-		       struct err *e)
-{
-	char qbuf[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX + 200], uniq[160];
-	const char *qname = base_name(queue, qbuf, sizeof qbuf);
-	*members = 0;
-	spool_unique_name(uniq, sizeof uniq);
-	if (snprintf(final, sizeof final, "%s/%s-step_%lld.tar.zst", archive_dir, qname,
-		     (long long)step) >= (int)sizeof final ||
-	    snprintf(tmp, sizeof tmp, "%s/.%s-step_%lld.tar.zst.%s", archive_dir, qname,
-		     (long long)step, uniq) >= (int)sizeof tmp)
-		return err_set(e, "%s: path too long", archive_dir);
-	if (fsys_mkdirs(archive_dir, e) < 0)
-		return -1;
-	int fd = fsys_open_excl(tmp, e);
-	if (fd < 0)
-		return -1;
-	struct archive *a = archive_write_new();
-	if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
-		err_set(e, "%s: %s", tmp, a ? archive_error_string(a) : "out of memory");
-		goto fail;
-	}
-	if (archive_members(a, queue, qname, step, members, e) < 0)
-		goto fail;
-	if (archive_write_close(a) != ARCHIVE_OK) {
-		err_set(e, "%s: %s", tmp, archive_error_string(a));
-		goto fail;
-	}
-	archive_write_free(a);
-	a = NULL;
-	if (fsys_fsync(fd, tmp, e) < 0)
-		goto fail;
-	int cfd = fd;
-	fd = -1;
-	/* Replacing is right: a step is archived again only after an
-	 * interrupted gc, and then holds at least what the old archive did. */
-	if (fsys_close(cfd, tmp, e) < 0 || fsys_rename(tmp, final, e) < 0 ||
-	    fsys_fsync_dir(archive_dir, e) < 0)
-		goto fail;
-	return 0;
-fail:
-	if (a)
-		archive_write_free(a);
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return -1;
-}
-
-/* Archives of this queue left half-written by an interrupted gc (one gc per spool: the lock). */
-static int clean_archive_tmp(const char *queue, const char *archive_dir, struct err *e)
-{
-	char qbuf[PATH_MAX], prefix[PATH_MAX + 8], p[PATH_MAX + 300], **v;
-	size_t n;
-	snprintf(prefix, sizeof prefix, ".%s-step_", base_name(queue, qbuf, sizeof qbuf));
-	int r = fsys_list_dir(archive_dir, FSYS_FILES, &v, &n, e);
-	if (r != 0)
-		return r < 0 ? -1 : 0;
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(v[i], prefix, strlen(prefix)) || !strstr(v[i], ".tar.zst."))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", archive_dir, v[i]);
-		if (fsys_unlink(p, e) < 0) {
-			fsys_free_names(v, n);
-			return -1;
-		}
-	}
-	fsys_free_names(v, n);
-	return 0;
-}
-
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e)
 {
@@ -581,7 +410,7 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 	int need_marker = queue_uses_markers(queue, e);
 	if (need_marker < 0 || finish_leftovers(queue, need_marker, &leftovers, e) < 0)
 		return -1;
-	if (archive_dir && clean_archive_tmp(queue, archive_dir, e) < 0)
+	if (archive_dir && steparc_clean_tmp(queue, archive_dir, e) < 0)
 		return -1;
 	if (spool_list_steps(queue, -1, -1, &steps, &ns, e) < 0)
 		return -1;
@@ -596,10 +425,11 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 			continue;
 		}
 		if (archive_dir) {
-			if (queue_archive_step(queue, steps[i], archive_dir, &members, e) < 0)
+			long written;
+			if (steparc_write(queue, steps[i], archive_dir, &members, &written, e) < 0)
 				goto fail;
 			st->archived++;
-			/* the DONE marker is a member too, but not a published file */
+			/* the DONE marker is archived too, but not a published file */
 			members -= has_marker(queue, steps[i], NULL) == 1;
 		}
 		int r = isolate_and_remove(queue, steps[i], need_marker, members, e);
@@ -615,6 +445,70 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 fail:
 	free(steps);
 	return -1;
+}
+
+int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
+		     struct claim_id *holder, struct err *e)
+{
+	char queue[PATH_MAX], dir[PATH_MAX], buf[PATH_MAX];
+	int64_t step;
+	int rank;
+	struct stat st;
+	struct claim c;
+	if (!spool_queue_of(path, queue, sizeof queue))
+		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	/* step_N and rank_X of the path: spool_queue_of checked they parse */
+	snprintf(buf, sizeof buf, "%s", path);
+	char *name = strrchr(buf, '/');
+	*name++ = 0;
+	char *r = strrchr(buf, '/');
+	*r++ = 0;
+	char *s = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+	if (spool_parse_step(s, &step) < 0 || spool_parse_rank(r, &rank) < 0 || name[0] == '.')
+		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	int k = fsys_stat(path, &st, e);
+	if (k != 0)
+		return k < 0 ? -1 : err_set(e, "%s: no such file", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(e, "%s: not a file", path);
+	for (int tries = 0;; tries++) {
+		k = claim_take(&c, queue, step, rank, name, lease, e);
+		if (k <= 0)
+			break;
+		char done[PATH_MAX];   /* claim.h: the done record, beside .claimed/ */
+		snprintf(done, sizeof done, "%.*s/.done/%s", (int)c.dir_len, c.path, c.name);
+		if ((k = fsys_stat(done, &st, e)) <= 0)
+			return k < 0 ? -1 : err_set(e, "%s: consumed already (%s exists); nothing to quarantine",
+						    path, done);
+		long long age;
+		k = claim_check(c.claim_path, lease, now, holder, &age, e);
+		if (k == 0)
+			return 1;
+		if (k < 0 || (k == 1 && fsys_unlink(c.claim_path, e) < 0))
+			return -1;
+		if (tries == 3)
+			return err_set(e, "%s: claimed again and again while being quarantined", path);
+	}
+	if (k < 0)
+		return -1;
+	/* ours now: move it aside, then drop our claim */
+	int n = snprintf(dir, sizeof dir, "%s/.quarantine/step_%lld/rank_%d", queue, (long long)step, rank);
+	if (n < 0 || (size_t)n >= sizeof dir || snprintf(dest, size, "%s/%s", dir, name) >= (int)size) {
+		claim_release(&c, NULL);
+		return err_set(e, "%s: path too long", queue);
+	}
+	if (fsys_mkdirs(dir, e) < 0 || (k = fsys_rename_noreplace(path, dest, e)) < 0 ||
+	    (k == 1 && err_set(e, "%s: quarantined once already; move %s away first", path, dest)) ||
+	    fsys_fsync_dir(dir, e) < 0) {
+		claim_release(&c, NULL);
+		return -1;
+	}
+	spool_step_dir(dir, sizeof dir, queue, step, rank);
+	if (fsys_fsync_dir(dir, e) < 0) {
+		claim_release(&c, NULL);
+		return -1;
+	}
+	return claim_release(&c, e);
 }
 
 int queue_lock_spool(const char *spool, int *fd, struct err *e)

@@ -18,7 +18,7 @@
  * half-deleted step never looks unfinished); an unfinished step found there
  * is moved back. A crash leaves a gc.* or del.* directory in .tmp, which
  * the next gc or recover finishes. Archives are written (tmp, fsync, rename) before the step is moved,
- * so a removed step was always archived first when archiving was asked for.
+ * so a removed step was always archived first when archiving was asked for (steparc.h).
  *
  * Recovery and gc of one spool are serialised by an flock on SPOOL/.lock
  * (queue_lock_spool); consumers and producers never take it.
@@ -76,16 +76,26 @@ struct queue_gc_stats {
 };
 /*
  * Remove the finished steps of a queue beyond the newest keep; with
- * archive_dir, first archive each into archive_dir/NAME-step_N.tar.zst
- * (NAME: the queue's last path component), whose members are
- * NAME/step_N/rank_X/FILE and NAME/step_N/DONE.
+ * archive_dir, first archive each (steparc.h: archive_dir/NAME-step_N.tar.zst,
+ * or the next NAME-step_N.K.tar.zst for what a step archived before did
+ * not hold; an archive is never replaced).
  */
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e);
 
-/* Archive one step as queue_gc does; 0 done. */
-int queue_archive_step(const char *queue, int64_t step, const char *archive_dir, long *members,
-		       struct err *e);
+/*
+ * Quarantine: move a published file that no consumer can read (corrupt,
+ * truncated by a disk fault) out of the way, to
+ * QUEUE/.quarantine/step_N/rank_X/NAME, where no reader looks and gc never
+ * goes, so that consumers go on with the rest. path is QUEUE/step_N/rank_X/NAME.
+ * The file is claimed first, so no consumer can take it meanwhile; a stale
+ * claim (its holder died on the file, say) is returned first, as recover
+ * would. The name is then free: a producer may publish a good copy.
+ * 0 moved (dest filled); 1 a live consumer holds it (nothing done, try
+ * again later; who in *holder); -1 error (a consumed file, say).
+ */
+int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
+		     struct claim_id *holder, struct err *e);
 
 /* Lock SPOOL/.lock without waiting: 0 locked (*fd holds it), 1 busy, -1 error. */
 int queue_lock_spool(const char *spool, int *fd, struct err *e);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/tempfile.h"
 
 int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank)
 {
@@ -34,64 +35,45 @@ void spool_unique_name(char *out, size_t size)
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	       const char *name, struct err *e)
 {
-	char tmpdir[PATH_MAX], uniq[160];
+	char tmpdir[PATH_MAX];
 	memset(o, 0, sizeof *o);
-	o->fd = -1;
 	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
 		return err_set(e, "%s: not a valid spool file name", name);
 	if (spool_step_dir(o->dir, sizeof o->dir, queue, step, rank) < 0 ||
 	    snprintf(o->final_path, sizeof o->final_path, "%s/%s", o->dir, name) >= (int)sizeof o->final_path ||
 	    snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir)
 		return err_set(e, "%s: path too long", queue);
-	if (fsys_mkdirs(tmpdir, e) < 0)
-		return -1;
-	spool_unique_name(uniq, sizeof uniq);
-	if (snprintf(o->tmp_path, sizeof o->tmp_path, "%s/%s", tmpdir, uniq) >= (int)sizeof o->tmp_path)
-		return err_set(e, "%s: path too long", tmpdir);
-	o->fd = fsys_open_excl(o->tmp_path, e);
-	return o->fd < 0 ? -1 : 0;
+	o->tmp = tempfile_create(o->final_path, tmpdir, e);
+	return o->tmp ? 0 : -1;
 }
 
 int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e)
 {
-	return fsys_write_all(o->fd, p, n, o->tmp_path, e);
+	if (!o->tmp)
+		return err_set(e, "%s: written after commit or abort", o->final_path);
+	return fsys_write_all(tempfile_fd(o->tmp), p, n, tempfile_path(o->tmp), e);
 }
 
 int spool_finish_write(struct spool_out *o, struct err *e)
 {
-	if (o->fd < 0)
-		return 0;
-	if (!o->no_fsync && fsys_fsync(o->fd, o->tmp_path, e) < 0)
-		goto fail;
-	int fd = o->fd;
-	o->fd = -1;
-	if (fsys_close(fd, o->tmp_path, e) < 0)
-		goto fail;
+	if (!o->tmp)
+		return err_set(e, "%s: finished after commit or abort", o->final_path);
+	if (tempfile_close(o->tmp, o->no_fsync ? TEMPFILE_NO_FSYNC : 0, e) < 0) {
+		spool_abort(o);
+		return -1;
+	}
 	return 0;
-fail:
-	spool_abort(o);
-	return -1;
 }
 
 int spool_commit(struct spool_out *o, struct err *e)
 {
-	if (spool_finish_write(o, e) < 0)
+	if (spool_finish_write(o, e) < 0 || fsys_mkdirs(o->dir, e) < 0) {
+		spool_abort(o);
 		return -1;
-	if (fsys_mkdirs(o->dir, e) < 0)
-		goto fail;
-	int r = fsys_rename_noreplace(o->tmp_path, o->final_path, e);
-	if (r < 0)
-		goto fail;
-	if (r == 1) {
-		fsys_unlink(o->tmp_path, NULL);
-		return 1;
 	}
-	if (!o->no_fsync && fsys_fsync_dir(o->dir, e) < 0)
-		return -1; /* renamed, but not known to be durable: report it */
-	return 0;
-fail:
-	spool_abort(o);
-	return -1;
+	struct tempfile *t = o->tmp;
+	o->tmp = NULL;
+	return tempfile_commit(t, o->no_fsync ? TEMPFILE_NO_FSYNC : 0, e);
 }
 
 /* Read up to n bytes, looping until n or the end: count, or -1. */
@@ -145,12 +127,8 @@ int spool_same_file(const char *a, const char *b, struct err *e)
 
 void spool_abort(struct spool_out *o)
 {
-	if (o->fd >= 0)
-		close(o->fd);
-	o->fd = -1;
-	if (o->tmp_path[0])
-		unlink(o->tmp_path);
-	o->tmp_path[0] = 0;   /* a second abort unlinks nothing */
+	tempfile_delete(o->tmp);
+	o->tmp = NULL;   /* a second abort removes nothing */
 }
 
 static int parse_num(const char *s, int64_t max, int64_t *out)
@@ -179,6 +157,38 @@ int spool_parse_rank(const char *name, int *rank)
 		return -1;
 	*rank = (int)v;
 	return 0;
+}
+
+/* Cut the last path component off buf: it, or NULL when buf has no '/'. */
+static char *cut_last(char *buf)
+{
+	char *s = strrchr(buf, '/');
+	if (!s)
+		return NULL;
+	*s = 0;
+	return s + 1;
+}
+
+int spool_queue_of(const char *path, char *queue, size_t size)
+{
+	char buf[PATH_MAX];
+	int64_t step;
+	int rank;
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return 0;
+	const char *name = cut_last(buf), *r = name ? cut_last(buf) : NULL;
+	if (!r || !*name || spool_parse_rank(r, &rank) < 0)
+		return 0;
+	const char *st = cut_last(buf), *q = buf;
+	if (!st) {   /* step_N/rank_X/NAME: the queue is "." */
+		st = buf;
+		q = ".";
+	} else if (!*buf) {
+		q = "/";
+	}
+	if (spool_parse_step(st, &step) < 0)
+		return 0;
+	return snprintf(queue, size, "%s", q) < (int)size;
 }
 
 static int cmp_i64(const void *a, const void *b)

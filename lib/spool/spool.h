@@ -16,6 +16,7 @@
  *   QUEUE/step_N/rank_X/NAME          published files; NAME never begins with '.'
  *   QUEUE/step_N/rank_X/.claimed/NAME claim record of NAME while a consumer has it
  *   QUEUE/step_N/rank_X/.done/NAME    the same record, moved here once retired
+ *   QUEUE/.quarantine/step_N/rank_X/NAME  a file no consumer could read, moved aside (queue.h)
  * A published file stays where it is until gc removes its step, so its name
  * stays taken and a re-run that publishes it again is dropped (commit
  * returns 1) even after a consumer has taken it. A file is "waiting" when
@@ -31,6 +32,10 @@
  * temporary so no descriptor is held per file; then spool_commit() each.
  * Writing is where a full disk or an I/O error shows, so it then fails
  * before anything is visible.
+ *
+ * The temporary is a tempfile (base/tempfile.h): an exit or a SIGINT,
+ * SIGTERM or SIGHUP before the commit removes it; only a kill -9 or a crash
+ * leaves it in QUEUE/.tmp for recover.
  */
 #ifndef GRPO_SPOOL_H
 #define GRPO_SPOOL_H
@@ -41,10 +46,11 @@
 
 #include "base/err.h"
 
+struct tempfile;
+
 struct spool_out {
-	int fd;
+	struct tempfile *tmp;      /* in QUEUE/.tmp, registered (tempfile.h); NULL once done */
 	int no_fsync;              /* for scratch spools on tmpfs */
-	char tmp_path[PATH_MAX];
 	char dir[PATH_MAX];        /* QUEUE/step_N/rank_X */
 	char final_path[PATH_MAX];
 };
@@ -68,6 +74,13 @@ int spool_same_file(const char *a, const char *b, struct err *e);
 
 /* host.pid.nanoseconds.counter: unique across the hosts and processes of a spool. */
 void spool_unique_name(char *out, size_t size);
+
+/*
+ * 1 when path names a file in a rank directory, QUEUE/step_N/rank_X/NAME,
+ * with QUEUE (its path as written, "." when none) in queue; 0 otherwise.
+ * A writer publishing there keeps its temporary in QUEUE/.tmp.
+ */
+int spool_queue_of(const char *path, char *queue, size_t size);
 
 /* "step_N" / "rank_X" with N, X decimal without leading zeros: 0 and the number, or -1. */
 int spool_parse_step(const char *name, int64_t *step);

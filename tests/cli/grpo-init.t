@@ -23,7 +23,29 @@ ok $? "another seed, other weights"
 
 grpo-init --preset tiny -o "$t/a" 2>"$t/err"; [ $? -eq 1 ] && grep -q "already exists" "$t/err"
 ok $? "refuses an existing directory (exit 1): $(cat "$t/err")"
-[ "$(ls -d "$t"/a.tmp.* 2>/dev/null | wc -l)" -eq 0 ]; ok $? "and leaves no temporary directory"
+[ "$(ls -A "$t" | grep -c 'tmp')" -eq 0 ]; ok $? "and leaves no temporary directory"
+
+# A signal at any point of the write (the crash hook raises SIGTERM before
+# the Nth file system call) leaves no temporary beside the target: the
+# target is absent or complete, and grpo-init still dies of the signal.
+mkdir "$t/sig"
+calls=$(GRPO_FSYS_TRACE=1 grpo-init --preset tiny --seed 7 -o "$t/sig/all" 2>&1 >/dev/null | grep -c '^fsys ')
+rm -rf "$t/sig/all"
+bad=""
+k=1
+while [ "$k" -le "$calls" ]; do
+	GRPO_FSYS_CRASH_AT=$k GRPO_FSYS_CRASH_SIGNAL=15 grpo-init --preset tiny --seed 7 -o "$t/sig/m" 2>/dev/null
+	st=$?
+	left=$(ls -A "$t/sig" | grep -v '^m$')
+	if [ "$st" -ne 143 ] || [ -n "$left" ] ||
+		{ [ -e "$t/sig/m" ] && ! cmp -s "$t/sig/m/model.safetensors" "$t/a/model.safetensors"; }; then
+		bad="$bad $k"
+	fi
+	rm -rf "$t/sig/m"
+	k=$((k + 1))
+done
+[ "$calls" -gt 5 ] && [ -z "$bad" ]
+ok $? "SIGTERM at each of the $calls file system calls leaves no temporary${bad:+: $bad}"
 
 grpo-init --family qwen3 --hidden 32 --layers 1 --heads 2 --kv-heads 1 --intermediate 48 --vocab 64 \
 	--head-dim 24 --no-tie --eos 5 --eos 6 --bos 1 -o "$t/q3"; ok $? "qwen3 shape from options"

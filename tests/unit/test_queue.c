@@ -376,6 +376,89 @@ static void test_recover_crash(void)
 	   checked, n);
 }
 
+/*
+ * A file published late into a step gc already archived and removed makes
+ * the step anew; gc then archives it again. The first archive is never
+ * replaced: the late file goes into rollouts-step_0.2.tar.zst, alone.
+ */
+static void test_gc_late(void)
+{
+	char q[600], arch[600], got[1024], a1[700], a2[700];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/late/rollouts", top);
+	snprintf(arch, sizeof arch, "%s/late/arch", top);
+	snprintf(a1, sizeof a1, "%s/rollouts-step_0.tar.zst", arch);
+	snprintf(a2, sizeof a2, "%s/rollouts-step_0.2.tar.zst", arch);
+	int bad = done_file(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 0, 1, "b.zst", "B") != 0 ||
+		  done_file(q, 1, 0, "c.zst", "C") != 0;
+	bad |= queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && !exists("%s/step_0", q) && exists("%s", a1), "step 0 archived and removed");
+	bad = done_file(q, 0, 0, "late.zst", "L") != 0 || queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && !exists("%s/step_0", q), "a late file makes step 0 anew; gc archives and removes it again");
+	got[0] = 0;
+	read_archive(a1, got, sizeof got);
+	is_int(strcmp(got, "rollouts/step_0/rank_0/a.zst=A;rollouts/step_0/rank_1/b.zst=B;"), 0,
+	       "the first archive is kept as it was: %s", got);
+	got[0] = 0;
+	read_archive(a2, got, sizeof got);
+	is_int(strcmp(got, "rollouts/step_0/rank_0/late.zst=L;"), 0,
+	       "the late file is in rollouts-step_0.2.tar.zst, alone: %s", got);
+	is_int(entries(arch), 2, "two archives, no temporary");
+
+	/* the step made anew holds a.zst again (a re-run): only what differs is archived */
+	bad = done_file(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 0, 0, "d.zst", "D") != 0 ||
+	      queue_gc(q, 1, arch, &st, &e) != 0;
+	snprintf(a2, sizeof a2, "%s/rollouts-step_0.3.tar.zst", arch);
+	got[0] = 0;
+	read_archive(a2, got, sizeof got);
+	is_int(bad ? -1 : strcmp(got, "rollouts/step_0/rank_0/d.zst=D;"), 0,
+	       "a file archived before under the same name and size is not archived twice: %s", got);
+	bad = done_file(q, 0, 0, "a.zst", "A") != 0 || queue_gc(q, 1, arch, &st, &e) != 0;
+	ok(!bad && entries(arch) == 3 && !exists("%s/step_0", q),
+	   "a step holding only what is archived already gets no new archive, and is removed");
+}
+
+/*
+ * Quarantine while a consumer holds the file: a live claim (this process's,
+ * its lock held) keeps the file where it is; the claim of a consumer that
+ * died is returned first, as recover would, and the file moved.
+ */
+static void test_quarantine(void)
+{
+	char q[600], f[700], dest[800], qf[800];
+	struct err e;
+	struct claim c;
+	snprintf(q, sizeof q, "%s/quar/scored", top);
+	snprintf(f, sizeof f, "%s/step_2/rank_1/x.zst", q);
+	snprintf(qf, sizeof qf, "%s/.quarantine/step_2/rank_1/x.zst", q);
+	int bad = publish(q, 2, 1, "x.zst", "X") != 0 || claim_take(&c, q, 2, 1, "x.zst", 0, &e) != 0;
+	ok(!bad, "a file claimed by a live consumer");
+	struct claim_id id;
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 1,
+	       "quarantine says a live consumer holds it");
+	ok(id.pid == (long)getpid() && exists("%s", f) && !exists("%s", qf), "naming it, and moving nothing");
+	claim_release(&c, NULL);
+
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0)
+		_exit(claim_take(&c, q, 2, 1, "x.zst", 0, &e) == 0 ? 0 : 1);   /* dies holding it */
+	int st;
+	waitpid(p, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a consumer claims it and dies");
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 0,
+	       "quarantine returns the stale claim and moves the file");
+	char claimed[800];
+	snprintf(claimed, sizeof claimed, "%s/step_2/rank_1/.claimed/x.zst", q);
+	ok(strcmp(dest, qf) == 0 && exists("%s", qf) && !exists("%s", f) && !exists("%s", claimed),
+	   "to QUEUE/.quarantine/step_2/rank_1/x.zst, no claim record left");
+	bad = publish(q, 2, 1, "x.zst", "Y") != 0;
+	ok(!bad && exists("%s", f), "the name is free again: a good copy can be published");
+	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), -1,
+	       "a second quarantine of the same name is refused: %s", e.msg);
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -385,6 +468,8 @@ int main(void)
 	sh("mkdir -p %s", top);
 	test_gc_rules();
 	test_gc_crash();
+	test_gc_late();
+	test_quarantine();
 	test_leftover();
 	test_recover_crash();
 	sh("rm -rf %s", top);

@@ -1,0 +1,307 @@
+/* steparc.c: see steparc.h. */
+#include "spool/steparc.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsys.h"
+#include "base/tempfile.h"
+#include "spool/spool.h"
+
+/* One file of the step or one member of an archive. */
+struct item {
+	char *path;       /* on disk (a step's file) or NULL (an archive's member) */
+	char *member;     /* NAME/step_N/... */
+	long long size;
+};
+
+struct items {
+	struct item *v;
+	size_t n, cap;
+};
+
+static void items_free(struct items *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].path);
+		free(s->v[i].member);
+	}
+	free(s->v);
+	memset(s, 0, sizeof *s);
+}
+
+static int items_add(struct items *s, const char *path, const char *member, long long size, struct err *e)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 16;
+		struct item *nv = realloc(s->v, nc * sizeof *nv);
+		if (!nv)
+			return err_set(e, "%s: out of memory", member);
+		s->v = nv;
+		s->cap = nc;
+	}
+	struct item *it = &s->v[s->n];
+	it->path = path ? strdup(path) : NULL;
+	it->member = strdup(member);
+	it->size = size;
+	if (!it->member || (path && !it->path)) {
+		free(it->path);
+		free(it->member);
+		return err_set(e, "%s: out of memory", member);
+	}
+	s->n++;
+	return 0;
+}
+
+static int items_has(const struct items *s, const char *member, long long size)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].size == size && strcmp(s->v[i].member, member) == 0)
+			return 1;
+	return 0;
+}
+
+const char *steparc_queue_name(const char *queue, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", queue);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	char *s = strrchr(buf, '/');
+	return s ? s + 1 : buf;
+}
+
+/* DIR/NAME-step_N.tar.zst for k = 1, DIR/NAME-step_N.K.tar.zst after. */
+static int arc_path(char *out, size_t size, const char *dir, const char *qname, int64_t step, int k,
+		    struct err *e)
+{
+	int n = k == 1 ? snprintf(out, size, "%s/%s-step_%lld.tar.zst", dir, qname, (long long)step)
+		       : snprintf(out, size, "%s/%s-step_%lld.%d.tar.zst", dir, qname, (long long)step, k);
+	return n < 0 || (size_t)n >= size ? err_set(e, "%s: path too long", dir) : 0;
+}
+
+/* libarchive's message, with the system's reason where it has one ("Write error" alone says little). */
+static int arc_err(struct err *e, const char *what, struct archive *a)
+{
+	int en = archive_errno(a);
+	const char *msg = archive_error_string(a);
+	if (en > 0 && (!msg || !strstr(msg, strerror(en))))
+		return err_set(e, "%s: %s: %s", what, msg ? msg : "error", strerror(en));
+	return err_set(e, "%s: %s", what, msg ? msg : "error");
+}
+
+/* The members of the step's existing archives into seen; *next: the first free number. */
+static int read_existing(const char *dir, const char *qname, int64_t step, struct items *seen, int *next,
+			 struct err *e)
+{
+	char p[PATH_MAX];
+	for (int k = 1;; k++) {
+		struct stat st;
+		if (arc_path(p, sizeof p, dir, qname, step, k, e) < 0)
+			return -1;
+		int r = fsys_stat(p, &st, e);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			*next = k;
+			return 0;
+		}
+		struct archive *a = archive_read_new();
+		struct archive_entry *ent;
+		if (!a)
+			return err_set(e, "%s: out of memory", p);
+		archive_read_support_filter_all(a);
+		archive_read_support_format_all(a);
+		int ar = archive_read_open_filename(a, p, 1 << 16);
+		while (ar == ARCHIVE_OK && (ar = archive_read_next_header(a, &ent)) == ARCHIVE_OK)
+			if (items_add(seen, NULL, archive_entry_pathname(ent), archive_entry_size(ent), e) < 0) {
+				archive_read_free(a);
+				return -1;
+			}
+		if (ar != ARCHIVE_EOF) {
+			/* never write beside an archive we cannot read: what it holds is unknown */
+			arc_err(e, p, a);
+			archive_read_free(a);
+			return err_prefix(e, "an earlier archive of step %lld is unreadable; move it aside",
+					  (long long)step);
+		}
+		archive_read_free(a);
+	}
+}
+
+/* The step's marker and files, with their member names. */
+static int list_step(const char *queue, const char *qname, int64_t step, struct items *out, struct err *e)
+{
+	char p[PATH_MAX + 300], m[PATH_MAX + 300], dir[PATH_MAX], **v;
+	int *ranks;
+	size_t nr, n;
+	struct stat st;
+	snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step);
+	int r = fsys_stat(p, &st, e);
+	if (r < 0)
+		return -1;
+	snprintf(m, sizeof m, "%s/step_%lld/DONE", qname, (long long)step);
+	if (r == 0 && items_add(out, p, m, st.st_size, e) < 0)
+		return -1;
+	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
+		return -1;
+	for (size_t i = 0; i < nr; i++) {
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 ||
+		    fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
+			free(ranks);
+			return err_set(e, "%s: cannot list", dir);
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (v[k][0] == '.')
+				continue;
+			snprintf(p, sizeof p, "%s/%s", dir, v[k]);
+			snprintf(m, sizeof m, "%s/step_%lld/rank_%d/%s", qname, (long long)step, ranks[i], v[k]);
+			r = fsys_stat(p, &st, e);
+			if (r < 0 || (r == 0 && items_add(out, p, m, st.st_size, e) < 0)) {
+				fsys_free_names(v, n);
+				free(ranks);
+				return -1;
+			}
+		}
+		fsys_free_names(v, n);
+	}
+	free(ranks);
+	return 0;
+}
+
+static int add_member(struct archive *a, const char *path, const char *member, struct err *e)
+{
+	struct stat st;
+	unsigned char chunk[65536];
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	if (fsys_fstat(fd, &st, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	struct archive_entry *ent = archive_entry_new();
+	archive_entry_set_pathname(ent, member);
+	archive_entry_set_size(ent, st.st_size);
+	archive_entry_set_filetype(ent, AE_IFREG);
+	archive_entry_set_perm(ent, 0644);
+	archive_entry_set_mtime(ent, st.st_mtime, 0);
+	int ok = archive_write_header(a, ent) == ARCHIVE_OK;
+	archive_entry_free(ent);
+	if (!ok) {
+		close(fd);
+		return arc_err(e, member, a);
+	}
+	long long left = st.st_size;
+	while (left > 0) {
+		ssize_t n = fsys_read(fd, chunk, sizeof chunk, path, e);
+		if (n < 0) {
+			close(fd);
+			return -1;
+		}
+		if (n == 0) {
+			close(fd);
+			return err_set(e, "%s: shrank while being archived", path);
+		}
+		if (archive_write_data(a, chunk, (size_t)n) < 0) {
+			close(fd);
+			return arc_err(e, member, a);
+		}
+		left -= n;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Write the items not in seen into a new archive at path. */
+static int write_archive(const char *path, const struct items *step, const struct items *seen, long *written,
+			 struct err *e)
+{
+	struct tempfile *t = tempfile_create(path, NULL, e);
+	if (!t)
+		return -1;
+	struct archive *a = archive_write_new();
+	if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
+	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, tempfile_fd(t)) != ARCHIVE_OK) {
+		if (a)
+			arc_err(e, tempfile_path(t), a);
+		else
+			err_set(e, "%s: out of memory", tempfile_path(t));
+		goto fail;
+	}
+	for (size_t i = 0; i < step->n; i++) {
+		const struct item *it = &step->v[i];
+		if (items_has(seen, it->member, it->size))
+			continue;
+		if (add_member(a, it->path, it->member, e) < 0)
+			goto fail;
+		(*written)++;
+	}
+	if (archive_write_close(a) != ARCHIVE_OK) {
+		arc_err(e, tempfile_path(t), a);
+		goto fail;
+	}
+	archive_write_free(a);
+	int r = tempfile_commit(t, 0, e);
+	if (r == 1)
+		return err_set(e, "%s: appeared while being written (two gc at once?); not replaced", path);
+	return r;
+fail:
+	if (a)
+		archive_write_free(a);
+	tempfile_delete(t);
+	return -1;
+}
+
+int steparc_write(const char *queue, int64_t step, const char *dir, long *files, long *written,
+		  struct err *e)
+{
+	char qbuf[PATH_MAX], path[PATH_MAX];
+	const char *qname = steparc_queue_name(queue, qbuf, sizeof qbuf);
+	struct items seen = { 0 }, cur = { 0 };
+	int next = 1, rc = -1;
+	*files = *written = 0;
+	if (fsys_mkdirs(dir, e) < 0 || read_existing(dir, qname, step, &seen, &next, e) < 0 ||
+	    list_step(queue, qname, step, &cur, e) < 0)
+		goto out;
+	size_t fresh = 0;
+	for (size_t i = 0; i < cur.n; i++)
+		fresh += !items_has(&seen, cur.v[i].member, cur.v[i].size);
+	*files = (long)cur.n;
+	rc = 0;
+	if (fresh > 0 && (arc_path(path, sizeof path, dir, qname, step, next, e) < 0 ||
+			  write_archive(path, &cur, &seen, written, e) < 0))
+		rc = -1;
+out:
+	items_free(&seen);
+	items_free(&cur);
+	return rc;
+}
+
+int steparc_clean_tmp(const char *queue, const char *dir, struct err *e)
+{
+	char qbuf[PATH_MAX], prefix[PATH_MAX + 8], p[PATH_MAX + 300], **v;
+	size_t n;
+	snprintf(prefix, sizeof prefix, ".%s-step_", steparc_queue_name(queue, qbuf, sizeof qbuf));
+	int r = fsys_list_dir(dir, FSYS_FILES, &v, &n, e);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(v[i], prefix, strlen(prefix)) || !strstr(v[i], ".tar.zst."))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, v[i]);
+		if (fsys_unlink(p, e) < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+	}
+	fsys_free_names(v, n);
+	return 0;
+}

@@ -1,0 +1,51 @@
+#!/bin/sh
+# grpo-spool consume: a mistyped queue is an error, never an empty queue nor
+# (with --watch) a new directory; a Ctrl-C at the terminal stops grpo-spool
+# after the command in hand, without killing the command.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 7
+
+# wait_for SECONDS COMMAND...: until the command succeeds, 1 if it never does.
+wait_for() {
+	limit=$(( $1 * 20 )); shift; i=0
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.05
+	done
+}
+publish() {
+	mkdir -p "$1/.tmp" "$1/step_$2/rank_$3" &&
+	printf '%s\n' "$5" > "$1/.tmp/$4.$$" && mv "$1/.tmp/$4.$$" "$1/step_$2/rank_$3/$4"
+}
+
+S=$T/spool
+publish "$S/scored" 0 0 a.zst a
+grpo-spool consume "$S/socred" -- true 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $S/socred: no such queue" "a queue that does not exist is an error"
+timeout 20 grpo-spool consume --watch "$T/spoool/scored" -- true 2> "$T/err"
+is "$?:$(ls "$T" | grep -c spoool)" "1:0" "--watch does not create a mistyped spool: $(cat "$T/err")"
+grpo-spool consume "$S/scored/step_0" -- true 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-spool: $S/scored/step_0: a step or rank directory, not a queue (consume QUEUE --from N --to N)" \
+	"a step directory is not a queue"
+grpo-spool consume "$S/scored/step_0/rank_0/a.zst" -- true 2> /dev/null
+is "$?" 1 "nor is a file"
+timeout 10 grpo-spool consume --watch "$S/rollouts" -- true &
+pid=$!
+wait_for 10 test -d "$S/rollouts"
+is "$?" 0 "--watch of a queue not made yet in an existing spool creates it (consumers may start first)"
+kill -TERM $pid; { wait $pid; } 2>/dev/null
+
+# Ctrl-C at a terminal signals the whole foreground process group; setsid
+# puts grpo-spool in a group of its own, as a shell's job control would.
+setsid grpo-spool consume --watch "$S/scored" -- \
+	sh -c 'touch "$1.started"; while [ ! -e "$1.go" ]; do sleep 0.05; done; echo finished > "$1.log"' \
+	sh "$T/cmd" &
+pid=$!
+wait_for 10 test -e "$T/cmd.started"
+env kill -s INT -- -"$pid"
+touch "$T/cmd.go"
+wait "$pid"
+st=$?
+is "$st:$(cat "$T/cmd.log" 2>/dev/null)" "0:finished" \
+	"SIGINT to grpo-spool's process group: the command finishes, grpo-spool exits 0"
+is "$(ls -A "$S/scored/step_0/rank_0/.done")" "a.zst" "and the file is retired, not left waiting"
