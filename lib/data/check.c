@@ -50,11 +50,21 @@ static int check_bits(const uint8_t *a, uint32_t n, const char *field, struct er
 	return 0;
 }
 
+/* 2^53: past it a JSON number (a double) no longer holds every integer, and the JSON view could not give back what a spool file holds. */
+#define JSON_EXACT_INT 9007199254740992ll
+
+static int check_exact(int64_t v, const char *field, struct err *e)
+{
+	if (v > JSON_EXACT_INT)
+		return err_set(e, "%s is %" PRId64 ", past 2^53, the largest integer JSON numbers hold exactly", field, v);
+	return 0;
+}
+
 static int check_id(const struct traj_id *id, const char *field, struct err *e)
 {
 	if (!id->str && id->num < -1)
 		return err_set(e, "%s is %" PRId64 ", but an integer id is at least 0", field, id->num);
-	return 0;
+	return id->str ? 0 : check_exact(id->num, field, e);
 }
 
 int traj_check(const struct traj *t, struct err *e)
@@ -64,7 +74,8 @@ int traj_check(const struct traj *t, struct err *e)
 	    check_floats(t->logprobs, t->n_response, 0, 1, "logprobs", e) < 0 ||
 	    check_bits(t->response_mask, t->n_response, "response_mask", e) < 0 ||
 	    check_temperature(t->temperature, "temperature", e) < 0 ||
-	    check_id(&t->sequence_id, "sequence_id", e) < 0 || check_id(&t->group_id, "group_id", e) < 0)
+	    check_id(&t->sequence_id, "sequence_id", e) < 0 || check_id(&t->group_id, "group_id", e) < 0 ||
+	    check_exact(t->policy_version, "policy_version", e) < 0)
 		return -1;
 	if (t->scored && (check_floats(t->ref_logprobs, t->n_response, 0, 1, "ref_logprobs", e) < 0 ||
 			  check_floats(t->rewards, t->n_rewards, 0, 0, "rewards", e) < 0 ||
@@ -146,6 +157,9 @@ int mb_check(const struct microbatch *mb, struct err *e)
 			return -1;
 		snprintf(f, sizeof f, "group_ids[%u]", j);
 		if (mb->group_ids && check_id(&mb->group_ids[j], f, e) < 0)
+			return -1;
+		snprintf(f, sizeof f, "policy_versions[%u]", j);
+		if (mb->policy_versions && check_exact(mb->policy_versions[j], f, e) < 0)
 			return -1;
 	}
 	if (mb->position_ids && mb->loss_mask)

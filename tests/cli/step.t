@@ -9,6 +9,10 @@ plan 41
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
 grpo-cat --from-json -o "$T/groups.zst" "$d/groups.jsonl" || exit 1
+# the same groups sampled by later policies: new input for steps 2 and 3 (grpo-pack packs one input once)
+for v in 1 2; do
+	sed "s/\"policy_version\":0/\"policy_version\":$v/g" "$d/groups.jsonl" | grpo-cat --from-json -o "$T/groups$v.zst" || exit 1
+done
 grpo-cat --from-json -o "$T/noref.zst" "$d/noref.jsonl" || exit 1
 grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1
 
@@ -76,7 +80,7 @@ for agg in grpo dapo dr_grpo; do
 done
 
 # 4. two steps in one run equal two runs of one step (resume from optim.bin, bf16 weights)
-grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1   # step 2
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups1.zst" || exit 1   # step 2
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --steps 2 2> /dev/null
 ok $? "two steps in one run"
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pb" --lr 1e-3 --save-dtype bfloat16 2> /dev/null &&
@@ -90,7 +94,7 @@ grep -q '"torch_dtype": "bfloat16"' "$T/pb/step_2/config.json"; ok $? "--save-dt
 # 5. --watch: waits for step 3's DONE (or finds it) and trains it
 grpo-step --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --watch --steps 1 2> /dev/null &
 pid=$!
-grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups.zst" || exit 1   # step 3
+grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups2.zst" || exit 1   # step 3
 wait $pid; ok $? "--watch --steps 1 trains step 3 once its DONE is there"
 [ -s "$T/pa/step_3/optim.bin" ]; ok $? "and publishes it"
 
