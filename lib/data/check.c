@@ -60,6 +60,14 @@ static int check_exact(int64_t v, const char *field, struct err *e)
 	return 0;
 }
 
+/* A policy version or a step: -1 (none) or a count from 0 that JSON holds exactly. */
+static int check_version(int64_t v, const char *field, struct err *e)
+{
+	if (v < -1)
+		return err_set(e, "%s is %" PRId64 ", but a version is at least 0 (or -1 for none)", field, v);
+	return check_exact(v, field, e);
+}
+
 static int check_id(const struct traj_id *id, const char *field, struct err *e)
 {
 	if (!id->str && id->num < -1)
@@ -75,7 +83,7 @@ int traj_check(const struct traj *t, struct err *e)
 	    check_bits(t->response_mask, t->n_response, "response_mask", e) < 0 ||
 	    check_temperature(t->temperature, "temperature", e) < 0 ||
 	    check_id(&t->sequence_id, "sequence_id", e) < 0 || check_id(&t->group_id, "group_id", e) < 0 ||
-	    check_exact(t->policy_version, "policy_version", e) < 0)
+	    check_version(t->policy_version, "policy_version", e) < 0)
 		return -1;
 	if (t->scored && (check_floats(t->ref_logprobs, t->n_response, 0, 1, "ref_logprobs", e) < 0 ||
 			  check_floats(t->rewards, t->n_rewards, 0, 0, "rewards", e) < 0 ||
@@ -150,6 +158,8 @@ int mb_check(const struct microbatch *mb, struct err *e)
 		if (check_temperature(mb->temperatures[i], f, e) < 0)
 			return -1;
 	}
+	if (check_version(mb->step, "step", e) < 0)
+		return -1;
 	for (uint32_t j = 0; j < mb->n_seqs; j++) {
 		char f[32];
 		snprintf(f, sizeof f, "sequence_ids[%u]", j);
@@ -159,7 +169,7 @@ int mb_check(const struct microbatch *mb, struct err *e)
 		if (mb->group_ids && check_id(&mb->group_ids[j], f, e) < 0)
 			return -1;
 		snprintf(f, sizeof f, "policy_versions[%u]", j);
-		if (mb->policy_versions && check_exact(mb->policy_versions[j], f, e) < 0)
+		if (mb->policy_versions && check_version(mb->policy_versions[j], f, e) < 0)
 			return -1;
 	}
 	if (mb->position_ids && mb->loss_mask)
