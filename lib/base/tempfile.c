@@ -174,26 +174,42 @@ static void dir_of(const char *path, char *out, size_t size)
 		*s = 0;
 }
 
-/* path of the next candidate temporary for target. */
-static int tmp_name(struct tempfile *t, const char *target, const char *tmpdir, struct err *e)
+/* This host's name, with '/' and '.' (which would split a file name) as '_'. */
+static void host_name(char host[64])
 {
-	char host[64] = "localhost";
-	gethostname(host, sizeof host - 1);
+	strcpy(host, "localhost");
+	gethostname(host, 63);
+	host[63] = 0;
 	for (char *p = host; *p; p++)
 		if (*p == '/' || *p == '.')
 			*p = '_';
+}
+
+void tempfile_unique_name(char *out, size_t size)
+{
+	char host[64];
 	struct timespec ts;
+	host_name(host);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
-	unsigned k = atomic_fetch_add(&counter, 1);
+	snprintf(out, size, "%s.%ld.%lld%09ld.%u", host, (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec,
+		 atomic_fetch_add(&counter, 1));
+}
+
+/* path of the next candidate temporary for target. */
+static int tmp_name(struct tempfile *t, const char *target, const char *tmpdir, struct err *e)
+{
 	int n;
-	if (tmpdir)
-		n = snprintf(t->path, sizeof t->path, "%s/%s.%ld.%lld%09ld.%u", tmpdir, host, (long)getpid(),
-			     (long long)ts.tv_sec, ts.tv_nsec, k);
-	else {
-		char dir[PATH_MAX];
+	if (tmpdir) {
+		char uniq[128];
+		tempfile_unique_name(uniq, sizeof uniq);
+		n = snprintf(t->path, sizeof t->path, "%s/%s", tmpdir, uniq);
+	} else {
+		char dir[PATH_MAX], host[64];
+		const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+		host_name(host);
 		dir_of(target, dir, sizeof dir);
-		n = snprintf(t->path, sizeof t->path, "%s/.%s.tmp.%s.%ld.%u", dir, base, host, (long)getpid(), k);
+		n = snprintf(t->path, sizeof t->path, "%s/.%s.tmp.%s.%ld.%u", dir, base, host, (long)getpid(),
+			     atomic_fetch_add(&counter, 1));
 	}
 	if (n < 0 || (size_t)n >= sizeof t->path)
 		return err_set(e, "%s: path too long for a temporary", target);

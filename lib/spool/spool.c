@@ -1,7 +1,6 @@
 /* spool.c: see spool.h. */
 #include "spool/spool.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +19,7 @@ int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int 
 
 void spool_unique_name(char *out, size_t size)
 {
-	static atomic_uint counter;   /* publishing threads share it */
-	char host[64] = "localhost";
-	gethostname(host, sizeof host - 1);
-	for (char *p = host; *p; p++)
-		if (*p == '/' || *p == '.')
-			*p = '_';
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(out, size, "%s.%ld.%lld%09ld.%u", host, (long)getpid(), (long long)ts.tv_sec,
-		 ts.tv_nsec, atomic_fetch_add(&counter, 1));
+	tempfile_unique_name(out, size);
 }
 
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
