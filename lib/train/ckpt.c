@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "spool/spool.h"
 #include "train/ckpt.h"
 
 /* Tokenizer files copied into every checkpoint when the input model has them. */
@@ -51,12 +52,8 @@ int ckpt_latest(const char *queue, int64_t below, int64_t *step, struct err *e)
 		return -1;
 	int found = 0;
 	for (size_t i = 0; i < n; i++) {
-		char *end;
-		if (strncmp(names[i], "step_", 5) != 0)
-			continue;
-		errno = 0;
-		long long k = strtoll(names[i] + 5, &end, 10);
-		if (*end || end == names[i] + 5 || errno || k < 0 || k > below)
+		int64_t k;
+		if (spool_parse_step(names[i], &k) < 0 || k > below)
 			continue;
 		if (!found || k > *step)
 			*step = k;
@@ -251,12 +248,8 @@ int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
 		return err_set(e, "%s: out of memory", queue);
 	}
 	for (size_t i = 0; i < n; i++) {
-		char *end;
-		if (strncmp(names[i], "step_", 5) != 0)
-			continue;
-		errno = 0;
-		long long k = strtoll(names[i] + 5, &end, 10);
-		if (!*end && end != names[i] + 5 && !errno && k > 0)
+		int64_t k;
+		if (spool_parse_step(names[i], &k) == 0 && k > 0)
 			steps[ns++] = k;
 	}
 	fsys_free_names(names, n);
