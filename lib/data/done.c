@@ -41,7 +41,17 @@ int done_format(struct buf *b, const struct done_manifest *m)
 			r |= buf_printf(b, "%s%u", x ? "," : "", m->partial[q].done[x]);
 		r |= buf_printf(b, "]}");
 	}
-	return r | buf_printf(b, "]}\n");
+	r |= buf_printf(b, "]");
+	if (m->has_job) {
+		const struct done_job *j = &m->job;
+		r |= buf_printf(b, ",\"job\":{\"id\":\"%016" PRIx64 "\",\"first_step\":%" PRId64
+				",\"sequences\":%u,\"finished\":%s,\"done\":[", j->id, j->first_step, j->sequences,
+				j->finished ? "true" : "false");
+		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
+			r |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
+		r |= buf_printf(b, "]}");
+	}
+	return r | buf_printf(b, "}\n");
 }
 
 void done_free(struct done_manifest *m)
@@ -58,6 +68,7 @@ void done_free(struct done_manifest *m)
 		free(m->partial[q].done);
 	}
 	free(m->partial);
+	free(m->job.done);
 	memset(m, 0, sizeof *m);
 }
 
@@ -151,6 +162,36 @@ static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest
 	return 0;
 }
 
+static int parse_job(const cJSON *job, struct done_manifest *m, const char *name, struct err *e)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(job, "finished");
+	const cJSON *dn = cJSON_GetObjectItemCaseSensitive(job, "done"), *v;
+	struct done_job *j = &m->job;
+	char *end = NULL;
+	double fs, sq;
+	if (!cJSON_IsObject(job) || !cJSON_IsString(id) || strlen(id->valuestring) != 16 ||
+	    (j->id = strtoull(id->valuestring, &end, 16), *end) || !cJSON_IsBool(fin) || !cJSON_IsArray(dn))
+		return err_set(e, "%s: job: expected id, first_step, sequences, finished and done", name);
+	if (get_num(job, "first_step", -I53, I53, 0, &fs, name, e) < 0 ||
+	    get_num(job, "sequences", 0, U32, 0, &sq, name, e) < 0)
+		return -1;
+	j->first_step = (int64_t)fs;
+	j->sequences = (uint32_t)sq;
+	j->finished = cJSON_IsTrue(fin);
+	m->has_job = 1;
+	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(v, dn) {
+		if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+		    v->valuedouble >= sq)
+			return err_set(e, "%s: job.done[%u]: not an ordinal below sequences (%u)", name, j->n_done,
+				       j->sequences);
+		j->done[j->n_done++] = (uint32_t)v->valuedouble;
+	}
+	return 0;
+}
+
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e)
 {
 	memset(m, 0, sizeof *m);
@@ -192,6 +233,9 @@ int done_parse(const char *text, size_t n, const char *name, struct done_manifes
 		rc = parse_runs(runs, m, name, e);
 	if (rc == 0)
 		rc = parse_files(fin, part, m, name, e);
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
+	if (rc == 0 && job)
+		rc = parse_job(job, m, name, e);
 	cJSON_Delete(j);
 	if (rc < 0)
 		done_free(m);
@@ -210,4 +254,20 @@ int done_load(const char *queue, int64_t step, struct done_manifest *m, struct e
 	int rc = done_parse((const char *)b.data, b.len, p, m, e);
 	buf_free(&b);
 	return rc < 0 ? -1 : 1;
+}
+
+int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e)
+{
+	struct done_manifest m;
+	memset(j, 0, sizeof *j);
+	int got = done_load(queue, step, &m, e);
+	if (got <= 0)
+		return got;
+	int has = m.has_job;
+	if (has) {
+		*j = m.job;   /* taken over */
+		m.job.done = NULL;
+	}
+	done_free(&m);
+	return has;
 }

@@ -13,12 +13,16 @@
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
  *             "run_step":r,"ready":b}, ...],"next_run":NAME,
  *    "inputs":["step_K/rank_X/NAME", ...],
- *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...]}
+ *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...],
+ *    "job":{"id":"16 hex digits","first_step":F,"sequences":S,
+ *           "finished":b,"done":[ordinals]}}
  *
  * sequences and loss_tokens (tokens whose loss_mask is 1) are over all
  * ranks: a token-mean loss over the whole step divides by loss_tokens,
  * which a trainer needs before its first micro-batch. The meaning of the
- * packer's fields is in packstep.h. This module is the one writer
+ * packer's fields is in packstep.h; job, the record of the plain
+ * inputs (named files and standard input, which no claim tracks), is
+ * present only in the steps that hold any of them (see packbuf.h). This module is the one writer
  * (done_format) and the one reader (done_parse, done_load); a manifest
  * written before loss_tokens existed reads with loss_tokens -1 (unknown).
  */
@@ -46,6 +50,19 @@ struct done_partial {
 	uint32_t n_done;
 };
 
+/* The plain inputs' job: id hashes their trajectories and the options
+ * that shape the steps; sequences counts the trajectories read; done lists
+ * the ordinals (0-based, across the plain inputs in order, each below
+ * sequences) packed or dropped so far, empty once finished. */
+struct done_job {
+	uint64_t id;
+	int64_t first_step;
+	uint32_t sequences;
+	int finished;
+	uint32_t *done;        /* (n_done) */
+	uint32_t n_done;
+};
+
 struct done_manifest {
 	int64_t step;
 	uint32_t ranks, micro_batches_per_rank, sequences, dummies;
@@ -60,6 +77,8 @@ struct done_manifest {
 	uint32_t n_inputs;
 	struct done_partial *partial;   /* (n_partial) queue files still being consumed */
 	uint32_t n_partial;
+	int has_job;
+	struct done_job job;        /* when has_job */
 };
 
 /* Append the manifest as one JSON line; -1 only when memory runs out. */
@@ -68,6 +87,9 @@ int done_format(struct buf *out, const struct done_manifest *m);
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e);
 /* Read QUEUE/step_N/DONE: 1 read, 0 no such file (m zeroed), -1 error. */
 int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e);
+/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done), 0 when
+ * the manifest has none or there is no manifest (j zeroed), -1. */
+int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
 /* Free what done_parse or done_load allocated, and zero m. */
 void done_free(struct done_manifest *m);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "data/done.h"
 #include "pack/mbbuild.h"
 #include "pack/pack.h"
 #include "data/sfile.h"
@@ -48,7 +49,7 @@ int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct er
 	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0 ||
 	    packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e) < 0)
 		return -1;
-	int r = packstep_load_job(queue, step - 1, &b->job.prev, e);
+	int r = done_load_job(queue, step - 1, &b->job.prev, e);
 	b->job.has_prev = r == 1;
 	return r < 0 ? -1 : 0;
 }
@@ -227,7 +228,7 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 		if (!so) {
 			/* an unfinished job's packed part is skipped now; the job's
 			 * identity, known once all is read, decides (packbuf_job_settle) */
-			const struct packstep_job *pj = &b->job.prev;
+			const struct done_job *pj = &b->job.prev;
 			b->job.hash = traj_hash(j ? b->job.hash : fnv(b->job.hash, &g->n, sizeof g->n), t);
 			if (b->job.has_prev && !pj->finished && in_list(pj->done, pj->n_done, ord)) {
 				if (note_job_done(&b->job, ord) < 0)
@@ -567,7 +568,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 			st->in[st->n_in++] = b->prev[q];   /* borrowed: b->prev owns name and done */
 	if (b->job.next_ord > 0) {
 		struct packbuf_job *j = &b->job;
-		j->rec = (struct packstep_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
+		j->rec = (struct done_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
 						j->done, j->n_done };
 		st->job = &j->rec;
 	}
@@ -695,7 +696,7 @@ void packbuf_hold(struct packbuf *b)
 int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct err *e)
 {
 	struct packbuf_job *j = &b->job;
-	const struct packstep_job *pj = &j->prev;
+	const struct done_job *pj = &j->prev;
 	uint64_t id = fnv(j->hash, opts, strlen(opts));
 	j->first_step = step;
 	if (j->has_prev && !pj->finished && (j->next_ord == 0 || pj->id != id))

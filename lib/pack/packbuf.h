@@ -83,7 +83,7 @@ struct packbuf_source {
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
 };
 
-/* The plain inputs (files, standard input) as one job: see packstep_job. */
+/* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h. */
 struct packbuf_job {
 	uint64_t hash;                      /* FNV-1a of their trajectories so far */
 	uint32_t next_ord;                  /* trajectories read */
@@ -91,10 +91,10 @@ struct packbuf_job {
 	uint32_t taking;                    /* of those, in the step being taken */
 	uint32_t *done, n_done, cap_done;   /* ordinals packed or dropped */
 	uint64_t dropped[PACKSTEP_N_DROP];
-	struct packstep_job prev;           /* of the newest DONE (prev.done owned) */
+	struct done_job prev;           /* of the newest DONE (prev.done owned) */
 	int has_prev;
 	int64_t first_step;
-	struct packstep_job rec;            /* what the step being taken records */
+	struct done_job rec;            /* what the step being taken records */
 };
 
 struct packbuf {
@@ -120,7 +120,7 @@ struct packbuf_step {
 	struct packstep_input *in;     /* (n_in) queue files it finishes or partly consumes */
 	uint32_t n_in;
 	uint32_t n_own;                /* of in, the first n_own are this run's (names owned) */
-	const struct packstep_job *job;   /* the plain inputs' record, or NULL */
+	const struct done_job *job;   /* the plain inputs' record, or NULL */
 };
 
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o);
@@ -144,7 +144,7 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
 
 /*
  * After the plain inputs are read, before the first step: settle their
- * job (see packstep_job), opts being the options that shape the steps, as
+ * job (see struct done_job, data/done.h), opts being the options that shape the steps, as
  * text. Returns 0 to go on (a new job, or the rest of the same one, whose
  * packed trajectories were skipped while reading), 1 when the same job was
  * finished already (its trajectories are dropped from the buffer; nothing

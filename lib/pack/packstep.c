@@ -1,7 +1,6 @@
 /* packstep.c: see packstep.h. */
 #include "pack/packstep.h"
 
-#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/tempfile.h"
 #include "data/done.h"
 #include "data/jsonview.h"
 #include "pack/mbbuild.h"
@@ -142,55 +142,22 @@ int packstep_next_step(const char *queue, int64_t *step, struct err *e)
 	return 0;
 }
 
-/* Publish QUEUE/step_N/DONE: a unique temporary in QUEUE/.tmp, fsync,
- * rename without replacing, fsync of the step directory. */
+/* Publish QUEUE/step_N/DONE through a temporary in QUEUE/.tmp, never
+ * replacing one that exists. */
 static int publish_done(const struct packstep_opt *o, int64_t step, const struct buf *text,
 			struct err *e)
 {
-	char tmpdir[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX], fin[PATH_MAX], host[64] = "localhost";
-	gethostname(host, sizeof host - 1);
-	for (char *p = host; *p; p++)
-		if (*p == '/' || *p == '.')
-			*p = '_';
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	char tmpdir[PATH_MAX], dir[PATH_MAX], fin[PATH_MAX];
 	if (snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", o->queue) >= (int)sizeof tmpdir ||
-	    snprintf(tmp, sizeof tmp, "%s/DONE.%s.%ld.%lld.%ld", tmpdir, host, (long)getpid(),
-		     (long long)step, ts.tv_nsec) >= (int)sizeof tmp ||
 	    snprintf(dir, sizeof dir, "%s/step_%lld", o->queue, (long long)step) >= (int)sizeof dir ||
 	    snprintf(fin, sizeof fin, "%s/DONE", dir) >= (int)sizeof fin)
 		return err_set(e, "%s: path too long", o->queue);
-	if (fsys_mkdirs(tmpdir, e) < 0 || fsys_mkdirs(dir, e) < 0)
+	if (fsys_mkdirs(dir, e) < 0)
 		return -1;
-	int fd = fsys_open_excl(tmp, e);
-	if (fd < 0)
-		return -1;
-	if (fsys_write_all(fd, text->data, text->len, tmp, e) < 0 ||
-	    (!o->no_fsync && fsys_fsync(fd, tmp, e) < 0)) {
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	if (fsys_close(fd, tmp, e) < 0) {
-		unlink(tmp);
-		return -1;
-	}
-	int r = fsys_rename_noreplace(tmp, fin, e);
-	if (r != 0) {
-		unlink(tmp);
-		return r < 0 ? -1 : err_set(e, "%s: already exists: step %lld was published meanwhile", fin,
-					    (long long)step);
-	}
-	return o->no_fsync ? 0 : fsys_fsync_dir(dir, e);
-}
-
-/* The whole of a small file into b: 1, or 0 when it does not exist and
- * absent_ok, or -1. */
-static int read_text(const char *path, int absent_ok, struct buf *b, struct err *e)
-{
-	if (buf_read_file(b, path, e) == 0)
-		return 1;
-	return absent_ok && errno == ENOENT ? 0 : -1;
+	int r = tempfile_write(fin, tmpdir, text->data, text->len, o->no_fsync ? TEMPFILE_NO_FSYNC : 0, e);
+	if (r == 1)
+		return err_set(e, "%s: already exists: step %lld was published meanwhile", fin, (long long)step);
+	return r;
 }
 
 /* Remove dir and everything under it (a rolled-back step); *files counts
@@ -247,74 +214,6 @@ static int rollback(const char *queue, int64_t step, uint32_t *files, struct err
 			r = remove_tree(to, files, 0, e);
 	fsys_free_names(v, n);
 	return r;
-}
-
-/* ,"job":{...} when there is one. */
-static int job_json(struct buf *b, const struct packstep_job *j)
-{
-	if (!j)
-		return 0;
-	int bad = buf_printf(b, ",\"job\":{\"id\":\"%016llx\",\"first_step\":%lld,\"sequences\":%u,"
-			     "\"finished\":%s,\"done\":[", (unsigned long long)j->id, (long long)j->first_step,
-			     j->sequences, j->finished ? "true" : "false");
-	for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
-		bad |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
-	bad |= buf_printf(b, "]}");
-	return bad ? -1 : 0;
-}
-
-int packstep_load_job(const char *queue, int64_t step, struct packstep_job *out, struct err *e)
-{
-	char p[PATH_MAX];
-	memset(out, 0, sizeof *out);
-	if (snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step) >= (int)sizeof p)
-		return err_set(e, "%s: path too long", queue);
-	struct buf b = { 0 };
-	int got = read_text(p, 1, &b, e);
-	if (got <= 0)
-		return got;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
-	buf_free(&b);
-	const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
-	if (!job) {
-		cJSON_Delete(j);
-		return 0;
-	}
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
-	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(job, "first_step");
-	const cJSON *sq = cJSON_GetObjectItemCaseSensitive(job, "sequences");
-	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(job, "finished");
-	const cJSON *dn = cJSON_GetObjectItemCaseSensitive(job, "done"), *v;
-	char *end = NULL;
-	int rc = 1;
-	if (!cJSON_IsString(id) || !cJSON_IsNumber(fs) || !cJSON_IsNumber(sq) || !cJSON_IsBool(fin) ||
-	    !cJSON_IsArray(dn) || (out->id = strtoull(id->valuestring, &end, 16), *end) ||
-	    strlen(id->valuestring) != 16) {
-		rc = err_set(e, "%s: job: expected id, first_step, sequences, finished and done", p);
-		goto out;
-	}
-	out->first_step = (int64_t)fs->valuedouble;
-	out->sequences = (uint32_t)sq->valuedouble;
-	out->finished = cJSON_IsTrue(fin);
-	uint32_t nd = (uint32_t)cJSON_GetArraySize(dn);
-	if (!(out->done = malloc((nd ? nd : 1) * sizeof *out->done))) {
-		rc = err_set(e, "out of memory");
-		goto out;
-	}
-	cJSON_ArrayForEach(v, dn) {
-		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= out->sequences) {
-			rc = err_set(e, "%s: job: bad ordinal in done", p);
-			break;
-		}
-		out->done[out->n_done++] = (uint32_t)v->valuedouble;
-	}
-out:
-	cJSON_Delete(j);
-	if (rc < 0) {
-		free(out->done);
-		memset(out, 0, sizeof *out);
-	}
-	return rc;
 }
 
 struct bin_out {
@@ -514,7 +413,7 @@ int packstep_fill_cut(const struct packstep_opt *o, const struct packstep_seq *s
 static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step, const struct pack_result *pr,
 		    const struct packstep_stats *st, uint32_t n, const struct packstep_seq *s,
 		    const struct packstep_run *runs, uint32_t n_runs, uint32_t next_run,
-		    const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		    const struct packstep_input *inputs, uint32_t n_inputs, const struct done_job *job,
 		    const struct packstep_drops *drops)
 {
 	struct done_manifest m = {
@@ -545,12 +444,11 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 				m.partial[m.n_partial++] = (struct done_partial){ inputs[q].name, inputs[q].done,
 										   inputs[q].n_done };
 		}
+		if (job) {
+			m.has_job = 1;
+			m.job = *job;
+		}
 		rc = done_format(man, &m);
-	}
-	/* the job record goes last, inside the object done_format closed */
-	if (rc == 0 && job && man->len >= 2 && !memcmp(man->data + man->len - 2, "}\n", 2)) {
-		man->len -= 2;
-		rc = job_json(man, job) || buf_printf(man, "}\n") ? -1 : 0;
 	}
 	free(m.runs);
 	free(m.inputs);
@@ -560,7 +458,7 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct done_job *job,
 		 const struct packstep_drops *drops, struct packstep_stats *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
@@ -792,7 +690,7 @@ int packstep_cost_load(const char *dir, struct pack_cost *c, struct err *e)
 	struct buf b = { 0 };
 	if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
 		return err_set(e, "%s: path too long", dir);
-	if (read_text(path, 0, &b, e) < 0)
+	if (buf_read_file(&b, path, e) < 0)
 		return -1;
 	int rc = pack_cost_from_config((const char *)b.data, b.len, path, c, e);
 	buf_free(&b);

@@ -33,7 +33,7 @@
  *             "run_step":r,"ready":b}, ...],"next_run":NAME,
  *    "inputs":["step_K/rank_X/NAME", ...],
  *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...],
- *    "job":{...}}   (only with plain inputs: see struct packstep_job)
+ *    "job":{...}}   (only with plain inputs: see struct done_job)
  * where pad_tokens counts the padding of micro-batches that hold sequences
  * and dummy_tokens the tokens of dummy micro-batches (all padding), in the
  * manifest and the metrics line alike; dropped counts the sequences left
@@ -66,6 +66,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "pack/pack.h"
+#include "data/done.h"
 #include "data/sfile.h"
 #include "data/traj.h"
 
@@ -97,27 +98,11 @@ struct packstep_input {
 };
 void packstep_inputs_free(struct packstep_input *in, uint32_t n);
 
-/*
- * The job of the plain inputs (named files and standard input, which no
- * claim tracks): "job":{"id":"16 hex digits","first_step":F,
- * "sequences":S,"finished":b,"done":[ordinals]} in the manifest of every
- * step that holds any of them. id hashes their trajectories and the
- * options that shape the steps; S counts the trajectories read; done lists
- * the ordinals (0-based, across the plain inputs in order) packed or
- * dropped so far, empty once finished. A re-run of the same command after a
- * crash skips them; another command refuses while the job is unfinished.
- */
-struct packstep_job {
-	uint64_t id;
-	int64_t first_step;
-	uint32_t sequences;
-	int finished;
-	uint32_t *done;        /* (n_done) */
-	uint32_t n_done;
-};
-/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done), 0 when
- * the manifest has none or there is no manifest, -1. */
-int packstep_load_job(const char *queue, int64_t step, struct packstep_job *j, struct err *e);
+/* The job of the plain inputs (named files and standard input, which no
+ * claim tracks) is recorded in the manifest of every step that holds any
+ * of them (struct done_job, data/done.h; read back by done_load_job). A
+ * re-run of the same command after a crash skips what it lists; another
+ * command refuses while the job is unfinished. */
 
 /* Per-run progress, kept by the caller across steps. */
 struct packstep_run {
@@ -165,7 +150,7 @@ void packstep_stats_free(struct packstep_stats *st);
  */
 int packstep_run(const struct packstep_opt *o, int64_t step, const struct packstep_seq *s, uint32_t n,
 		 struct packstep_run *runs, uint32_t n_runs, uint32_t next_run, uint64_t batch_size,
-		 const struct packstep_input *inputs, uint32_t n_inputs, const struct packstep_job *job,
+		 const struct packstep_input *inputs, uint32_t n_inputs, const struct done_job *job,
 		 const struct packstep_drops *drops, struct packstep_stats *st, struct err *e);
 
 /* pack_fill_cut() (pack.h) over these sequences as packstep_run would pack

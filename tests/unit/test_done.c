@@ -40,6 +40,25 @@ int main(void)
 	   "step totals and bookkeeping read back");
 	done_free(&r);
 
+	/* the plain inputs' job, which grpo-pack reads back to resume */
+	uint32_t jd[] = { 1, 3 };
+	m.has_job = 1;
+	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2 };
+	buf_reset(&a);
+	buf_reset(&b);
+	const char *tail = "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"done\":[0,2,5]}],\"job\":{\"id\":"
+			   "\"00ab00cd00ef0012\",\"first_step\":5,\"sequences\":4,\"finished\":false,\"done\":[1,3]}}\n";
+	ok(done_format(&a, &m) == 0 && a.len > strlen(tail) &&
+	   memcmp(a.data + a.len - strlen(tail), tail, strlen(tail)) == 0,
+	   "the job goes last");
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.has_job && r.job.id == 0x00ab00cd00ef0012ull &&
+	   r.job.first_step == 5 && r.job.sequences == 4 && !r.job.finished && r.job.n_done == 2 &&
+	   r.job.done[1] == 3, "and reads back (%s)", e.msg);
+	done_format(&b, &r);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_free(&r);
+	m.has_job = 0;
+
 	const char *old = "{\"step\":1,\"ranks\":2,\"micro_batches_per_rank\":1,\"sequences\":3,\"tokens\":71,"
 			  "\"runs\":[],\"next_run\":\"\",\"inputs\":[],\"partial\":[]}";
 	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && r.loss_tokens == -1 && r.tokens == 71,
@@ -53,6 +72,12 @@ int main(void)
 		{ "{\"step\":1,\"runs\":[{\"run\":3}]}", "x/DONE: runs[0].run: expected a string" },
 		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"f\",\"done\":[-1]}]}",
 		  "x/DONE: partial[0].done[0]: not an ordinal" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"12\",\"first_step\":1,\"sequences\":2,"
+		  "\"finished\":false,\"done\":[]}}", "x/DONE: job: expected id" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":2,\"finished\":false,\"done\":[2]}}", "x/DONE: job.done[0]: not an ordinal" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":-2,\"finished\":false,\"done\":[]}}", "x/DONE: sequences: expected a whole" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
