@@ -2,10 +2,11 @@
  * grpo-score: rollout groups in, scored groups out (rewards, advantages,
  * reference logprobs). See grpo-score(1).
  *
- * Each input (a spool file, standard input, or a file claimed from a
- * queue) is read whole, scored as one batch by lib/score/scorer.h, and
- * published as one file (or written to standard output) only when every
- * group of it is scored, so no group is ever half-scored or split. A
+ * Each input (a spool file or a file claimed from a queue) is read whole,
+ * scored as one batch by lib/score/scorer.h, and published as one file (or
+ * written to standard output) only when every group of it is scored, so no
+ * group is ever half-scored or split. Standard input is streamed instead,
+ * group by group (score_stream), and still published as one file. A
  * claimed input is retired only after its output is published, and
  * released on any error, so it waits for the next run. The output keeps
  * the input's step_N/rank_X and name, so a re-run after a crash publishes
@@ -207,6 +208,43 @@ static int publish(struct state *s, const char *path, const struct claim *c, con
 	return r < 0 ? -1 : 0;
 }
 
+/* A group seen in an earlier input (or, streamed, earlier in this one) is scored in parts: say so. */
+static void note_seen(struct state *s, const char *name, const struct group *g, int streamed)
+{
+	if (scoreio_seen_add(&s->seen, g) != 1)
+		return;
+	char gid[64];
+	scored_group_text(g, gid, sizeof gid);
+	if (streamed)
+		fprintf(stderr, "%s: %s: group %s came earlier too, apart from these records; each part is "
+			"normalized over its own members\n", prog, name, gid);
+	else
+		fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized "
+			"over its own members\n", prog, name, gid);
+}
+
+/* What an input's scoring found, once it is all published: notes and the metrics line. */
+static void report(struct state *s, const char *name, const struct scorer_stats *st)
+{
+	if (st->nonfinite)
+		fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
+			"%s)\n", prog, name, st->nonfinite, st->first_nonfinite);
+	if (st->singletons)
+		fprintf(stderr, "%s: %s: %u groups of one member: no baseline, advantage 0\n", prog, name,
+			st->singletons);
+	if (st->min_size != st->max_size)
+		fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
+			"members\n", prog, name, st->min_size, st->max_size);
+	struct buf m = { 0 };
+	if (scorer_metrics(&m, name, st) == 0) {
+		if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
+			fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
+		if (s->o.verbose)
+			fwrite(m.data, 1, m.len, stderr);
+	}
+	buf_free(&m);
+}
+
 static int score_fd(struct state *s, int fd, const char *name, const char *path, const struct claim *c,
 		    struct err *e)
 {
@@ -221,40 +259,70 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 		err_prefix(e, "%s", name);
 	if (r == 0) {
 		for (uint32_t g = 0; g < n; g++)
-			if (scoreio_seen_add(&s->seen, &gs[g]) == 1) {
-				char gid[64];
-				scored_group_text(&gs[g], gid, sizeof gid);
-				fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized "
-					"over its own members\n", prog, name, gid);
-			}
+			note_seen(s, name, &gs[g], 0);
 		if (s->o.out)
 			r = publish(s, path, c, gs, n, keep, e);
 		else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0)
 			r = sfile_writer_flush(&s->w, e);
 	}
-	if (r == 0) {
-		if (st.nonfinite)
-			fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
-				"%s)\n", prog, name, st.nonfinite, st.first_nonfinite);
-		if (st.singletons)
-			fprintf(stderr, "%s: %s: %u groups of one member: no baseline, advantage 0\n", prog, name,
-				st.singletons);
-		if (st.min_size != st.max_size)
-			fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
-				"members\n", prog, name, st.min_size, st.max_size);
-		struct buf m = { 0 };
-		if (scorer_metrics(&m, name, &st) == 0) {
-			if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
-				fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
-			if (s->o.verbose)
-				fwrite(m.data, 1, m.len, stderr);
-		}
-		buf_free(&m);
-	}
+	if (r == 0)
+		report(s, name, &st);
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
 	free(gs);
 	free(keep);
+	return r;
+}
+
+/*
+ * Standard input, group by group as it arrives (scoreio.h): each group is
+ * scored and written (standard output, flushed) or added to the one file
+ * published into -o at the end. On error nothing is published into -o;
+ * on standard output the groups before it stay written, whole, and the
+ * stream is left unended, so its reader fails rather than take it as all.
+ */
+static int score_stream(struct state *s, int fd, const char *name, struct err *e)
+{
+	struct scoreio_stream in;
+	struct scoreio_pub pub;
+	struct scorer_stats sum, st;
+	struct group g;
+	uint8_t keep;
+	int r;
+	memset(&sum, 0, sizeof sum);
+	if (scoreio_stream_open(&in, fd, name, e) < 0)
+		return -1;
+	if (s->o.out && scoreio_pub_open(&pub, s->o.out, e) < 0) {
+		scoreio_stream_close(&in);
+		return -1;
+	}
+	while ((r = scoreio_stream_next(&in, &g, e)) > 0) {
+		if ((r = scorer_run(&s->so, &g, 1, &keep, &st, e)) < 0) {
+			err_prefix(e, "%s", name);
+		} else {
+			note_seen(s, name, &g, 1);
+			scorer_stats_add(&sum, &st);
+			if (s->o.out)
+				r = scoreio_pub_group(&pub, &g, keep, e);
+			else if (keep && (r = sfile_write_group(&s->w, &g, e)) == 0)
+				r = sfile_writer_flush(&s->w, e);
+		}
+		group_free(&g);
+		if (r < 0)
+			break;
+	}
+	scoreio_stream_close(&in);
+	if (s->o.out && r < 0)
+		scoreio_pub_abort(&pub);
+	if (s->o.out && r == 0) {
+		char out[64];
+		if ((r = scoreio_pub_commit(&pub, out, sizeof out, e)) == 1 && s->o.verbose)
+			fprintf(stderr, "%s: %s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped\n",
+				prog, s->o.out, (long long)pub.step, out);
+		r = r < 0 ? -1 : 0;
+	}
+	if (r == 0)
+		report(s, name, &sum);
 	return r;
 }
 
@@ -387,7 +455,9 @@ int main(int argc, char **argv)
 			err_sys(&e, "%s", a);
 			goto fail;
 		}
-		int r = score_fd(&s, fd, in ? "standard input" : a, in ? NULL : a, NULL, &e);
+		/* standard input may not fit in memory: streamed, unless the advantage needs it whole */
+		int r = in && o->adv.kind != ADV_BATCH ? score_stream(&s, fd, "standard input", &e)
+						       : score_fd(&s, fd, in ? "standard input" : a, in ? NULL : a, NULL, &e);
 		if (fd > 0)
 			close(fd);
 		if (r < 0)

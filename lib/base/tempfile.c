@@ -268,6 +268,14 @@ struct tempfile *tempfile_mkdir(const char *target, const char *tmpdir, struct e
 	return make(target, tmpdir, 1, e);
 }
 
+int tempfile_retarget(struct tempfile *t, const char *target, struct err *e)
+{
+	if (!target[0] || strlen(target) >= sizeof t->target || target[strlen(target) - 1] == '/')
+		return err_set(e, "%s: not a file name to publish", target);
+	memcpy(t->target, target, strlen(target) + 1);
+	return 0;
+}
+
 int tempfile_fd(const struct tempfile *t)
 {
 	return t->fd;

@@ -63,6 +63,15 @@ struct tempfile *tempfile_create(const char *target, const char *tmpdir, struct 
 /* The same for a directory (mode 0755 less the umask), into which the caller writes files. */
 struct tempfile *tempfile_mkdir(const char *target, const char *tmpdir, struct err *e);
 
+/*
+ * Publish t at another target, for a writer that learns its file's name
+ * only from what it wrote (a name made from the content). Nothing moves
+ * now; commit renames to the new target. For a temporary made in a tmpdir
+ * (one beside its old target keeps its dot name there). 0, or -1 when the
+ * name does not fit.
+ */
+int tempfile_retarget(struct tempfile *t, const char *target, struct err *e);
+
 int tempfile_fd(const struct tempfile *t);            /* -1 once closed, and for a directory */
 const char *tempfile_path(const struct tempfile *t);  /* where it is being written */
 /* HOST.PID.SECNSEC.K: a name no other writer, on this host or another sharing the filesystem, makes. */

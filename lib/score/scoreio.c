@@ -78,14 +78,20 @@ void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t
 		snprintf(name, size, "%s", path + (base - buf));
 		return;
 	}
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a over the ids and lengths */
+	uint64_t h = SCOREIO_HASH_INIT;
 	for (uint32_t g = 0; g < n; g++)
-		for (uint32_t j = 0; j < gs[g].n; j++) {
-			h = (h ^ scored_group_key(&gs[g])) * 1099511628211ull;
-			h = (h ^ scored_seq_key(&gs[g].trajs[j])) * 1099511628211ull;
-			h = (h ^ gs[g].trajs[j].n_response) * 1099511628211ull;
-		}
+		h = scoreio_hash(h, &gs[g]);
 	snprintf(name, size, "stdin-%016" PRIx64 ".zst", h);
+}
+
+uint64_t scoreio_hash(uint64_t h, const struct group *g)
+{
+	for (uint32_t j = 0; j < g->n; j++) {
+		h = (h ^ scored_group_key(g)) * 1099511628211ull;
+		h = (h ^ scored_seq_key(&g->trajs[j])) * 1099511628211ull;
+		h = (h ^ g->trajs[j].n_response) * 1099511628211ull;
+	}
+	return h;
 }
 
 int scoreio_write(struct sfile_writer *w, const struct group *gs, uint32_t n, const uint8_t *keep, struct err *e)
@@ -121,6 +127,106 @@ int scoreio_publish(const char *queue, int64_t step, int rank, const char *name,
 		return -1;
 	}
 	return spool_commit(&so, e);
+}
+
+int scoreio_stream_open(struct scoreio_stream *s, int fd, const char *name, struct err *e)
+{
+	memset(s, 0, sizeof *s);
+	return sfile_reader_open_fd(&s->rd, fd, name, e);
+}
+
+int scoreio_stream_next(struct scoreio_stream *s, struct group *g, struct err *e)
+{
+	for (;;) {
+		struct record rec;
+		int r = s->at_end ? 0 : sfile_read(&s->rd, &rec, e);
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			s->at_end = 1;
+			if (!s->has_next)
+				return 0;
+			*g = s->next;
+			s->has_next = 0;
+			return 1;
+		}
+		s->records++;
+		if (rec.kind != REC_GROUP) {
+			record_free(&rec);
+			return err_set(e, "%s: record %llu is not a rollout group", s->rd.name,
+				       (unsigned long long)s->rd.record_no);
+		}
+		if (!s->has_next) {
+			s->next = rec.group;
+			s->has_next = 1;
+			continue;
+		}
+		if (!scored_same_group(&s->next, &rec.group)) {
+			*g = s->next;
+			s->next = rec.group;
+			return 1;
+		}
+		struct group two[2] = { s->next, rec.group };
+		uint32_t n = 2;
+		if (scorer_merge(two, &n, e) < 0) {
+			group_free(&rec.group);
+			return -1;
+		}
+		s->next = two[0];
+	}
+}
+
+void scoreio_stream_close(struct scoreio_stream *s)
+{
+	if (s->has_next)
+		group_free(&s->next);
+	sfile_reader_close(&s->rd);
+	memset(s, 0, sizeof *s);
+}
+
+int scoreio_pub_open(struct scoreio_pub *p, const char *queue, struct err *e)
+{
+	memset(p, 0, sizeof *p);
+	p->queue = queue;
+	p->hash = SCOREIO_HASH_INIT;
+	/* named at the end, from what was written */
+	if (spool_open(&p->so, queue, 0, 0, "stdin", e) < 0)
+		return -1;
+	if (sfile_writer_init(&p->w, sink_spool, &p->so, 3, e) < 0) {
+		spool_abort(&p->so);
+		return -1;
+	}
+	p->writer_open = 1;
+	return 0;
+}
+
+int scoreio_pub_group(struct scoreio_pub *p, const struct group *g, int keep, struct err *e)
+{
+	if (p->groups++ == 0 && g->n && g->trajs[0].policy_version >= 0)
+		p->step = g->trajs[0].policy_version;
+	p->hash = scoreio_hash(p->hash, g);
+	return keep ? sfile_write_group(&p->w, g, e) : 0;
+}
+
+int scoreio_pub_commit(struct scoreio_pub *p, char *name, size_t size, struct err *e)
+{
+	snprintf(name, size, "stdin-%016" PRIx64 ".zst", p->hash);
+	int r = sfile_writer_finish(&p->w, e);
+	sfile_writer_free(&p->w);
+	p->writer_open = 0;
+	if (r < 0 || spool_rename(&p->so, p->queue, p->step, 0, name, e) < 0 || spool_finish_write(&p->so, e) < 0) {
+		spool_abort(&p->so);
+		return -1;
+	}
+	return spool_commit(&p->so, e);
+}
+
+void scoreio_pub_abort(struct scoreio_pub *p)
+{
+	if (p->writer_open)
+		sfile_writer_free(&p->w);
+	p->writer_open = 0;
+	spool_abort(&p->so);
 }
 
 static int seen_grow(struct scoreio_seen *s)

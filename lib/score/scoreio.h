@@ -15,6 +15,25 @@
  *                     (spool.h): 0 published, 1 the name existed (a re-run)
  *   scoreio_seen_add  remember a run's group ids: 1 when seen before (a
  *                     group split across inputs)
+ *
+ * Standard input, which may be longer than memory and come from a producer
+ * that is still running, is read as a stream instead (unless a score needs
+ * the whole input at once, as --advantage batch does):
+ *
+ *   scoreio_stream_*  one group at a time: the records of a group that
+ *                     come one after another are merged into one, and a
+ *                     group is handed out when the next record (another
+ *                     group's) or the end of the input shows it complete;
+ *                     a group whose records come apart is handed out in
+ *                     parts, each a group of its own
+ *   scoreio_pub_*     the groups kept, written into QUEUE/.tmp as they are
+ *                     scored and published at the end as one file, named
+ *                     as scoreio_place names standard input (so the same
+ *                     input gets the same name as when read whole); on
+ *                     error nothing is published
+ *
+ * Memory then holds one group (and the compressor's window), whatever the
+ * input's length.
  */
 #ifndef GRPO_SCOREIO_H
 #define GRPO_SCOREIO_H
@@ -25,6 +44,7 @@
 #include "base/err.h"
 #include "data/sfile.h"
 #include "data/traj.h"
+#include "spool/spool.h"
 
 int scoreio_read(int fd, const char *name, struct group **gs, uint32_t *n, struct err *e);
 void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t *step, int *rank, char *name,
@@ -32,6 +52,40 @@ void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t
 int scoreio_write(struct sfile_writer *w, const struct group *gs, uint32_t n, const uint8_t *keep, struct err *e);
 int scoreio_publish(const char *queue, int64_t step, int rank, const char *name, const struct group *gs,
 		    uint32_t n, const uint8_t *keep, struct err *e);
+
+/* FNV-1a of a group's ids and response lengths, continuing h: the hash
+ * that names standard input's output. */
+uint64_t scoreio_hash(uint64_t h, const struct group *g);
+#define SCOREIO_HASH_INIT 1469598103934665603ull
+
+struct scoreio_stream {
+	struct sfile_reader rd;
+	struct group next;        /* read, not yet handed out */
+	int has_next, at_end;
+	uint64_t records;         /* read so far */
+};
+int scoreio_stream_open(struct scoreio_stream *s, int fd, const char *name, struct err *e);
+/* The next group into *g (the caller frees it): 1, 0 at the end, -1. */
+int scoreio_stream_next(struct scoreio_stream *s, struct group *g, struct err *e);
+void scoreio_stream_close(struct scoreio_stream *s);
+
+struct scoreio_pub {
+	struct spool_out so;
+	struct sfile_writer w;
+	int writer_open;
+	const char *queue;
+	uint64_t hash;
+	int64_t step;             /* of the first group's first trajectory */
+	uint64_t groups;
+};
+int scoreio_pub_open(struct scoreio_pub *p, const char *queue, struct err *e);
+/* One scored group: written when keep, counted in the name either way. */
+int scoreio_pub_group(struct scoreio_pub *p, const struct group *g, int keep, struct err *e);
+/* Publish under QUEUE/step_N/rank_0/stdin-HASH.zst, written into name
+ * (size bytes): 0 published, 1 the name existed (a re-run), -1. */
+int scoreio_pub_commit(struct scoreio_pub *p, char *name, size_t size, struct err *e);
+/* Publish nothing; after an error, or instead of commit. */
+void scoreio_pub_abort(struct scoreio_pub *p);
 
 struct scoreio_seen {
 	uint64_t *key;    /* (cap) open addressing, 0 = empty */

@@ -201,6 +201,35 @@ out:
 	return rc;
 }
 
+void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st)
+{
+	if (!st->groups)
+		return;
+	if (!sum->groups || st->min_size < sum->min_size)
+		sum->min_size = st->min_size;
+	if (st->max_size > sum->max_size)
+		sum->max_size = st->max_size;
+	if (st->K > sum->K) {   /* the reward program's names are known from its first answer */
+		sum->K = st->K;
+		memcpy(sum->names, st->names, sizeof sum->names);
+	}
+	if (!sum->nonfinite && st->nonfinite)
+		memcpy(sum->first_nonfinite, st->first_nonfinite, sizeof sum->first_nonfinite);
+	sum->groups += st->groups, sum->seqs += st->seqs, sum->dropped += st->dropped;
+	sum->zero_std += st->zero_std, sum->singletons += st->singletons, sum->nonfinite += st->nonfinite;
+	for (uint32_t k = 0; k < st->K; k++) {
+		sum->r_sum[k] += st->r_sum[k];
+		sum->r_sq[k] += st->r_sq[k];
+		sum->succ[k] += st->succ[k];
+	}
+	sum->resp_len_sum += st->resp_len_sum;
+	if (st->resp_len_max > sum->resp_len_max)
+		sum->resp_len_max = st->resp_len_max;
+	sum->truncated += st->truncated;
+	sum->t_decode += st->t_decode, sum->t_reward += st->t_reward, sum->t_ref += st->t_ref;
+	sum->ref_tokens += st->ref_tokens;
+}
+
 static int num(struct buf *out, const char *key, double v)
 {
 	char f[32];

@@ -77,6 +77,10 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e);
 int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
 	       struct err *e);
 
+/* Add the stats of a later part of an input (scored by another
+ * scorer_run) into sum, which starts zeroed. */
+void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st);
+
 /* One JSON line (with its newline) of metrics for an input. */
 int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st);
 

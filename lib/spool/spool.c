@@ -37,6 +37,24 @@ int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	return o->tmp ? 0 : -1;
 }
 
+int spool_rename(struct spool_out *o, const char *queue, int64_t step, int rank, const char *name,
+		 struct err *e)
+{
+	char dir[PATH_MAX], fin[PATH_MAX];
+	if (!o->tmp)
+		return err_set(e, "%s: renamed after commit or abort", o->final_path);
+	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
+		return err_set(e, "%s: not a valid spool file name", name);
+	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
+	    snprintf(fin, sizeof fin, "%s/%s", dir, name) >= (int)sizeof fin)
+		return err_set(e, "%s: path too long", queue);
+	if (tempfile_retarget(o->tmp, fin, e) < 0)
+		return -1;
+	memcpy(o->dir, dir, sizeof dir);
+	memcpy(o->final_path, fin, sizeof fin);
+	return 0;
+}
+
 int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e)
 {
 	if (!o->tmp)

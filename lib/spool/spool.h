@@ -60,6 +60,10 @@ int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int 
 
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	       const char *name, struct err *e);
+/* Publish o, before its commit, as QUEUE/step_N/rank_X/NAME instead: for
+ * a writer whose name comes from what it wrote. 0 or -1 (o unchanged). */
+int spool_rename(struct spool_out *o, const char *queue, int64_t step, int rank, const char *name,
+		 struct err *e);
 int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e);
 /* Flush and close the temporary (spool_commit does it when not done): 0, or -1 (tmp removed). */
 int spool_finish_write(struct spool_out *o, struct err *e);

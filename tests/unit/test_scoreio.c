@@ -1,14 +1,30 @@
 /*
  * test_scoreio: where an input's output goes (scoreio_place), the run's
  * set of group ids over a thousand groups, and records of one group merged
- * (scorer_merge) in order.
+ * (scorer_merge) in order; standard input streamed group by group, its
+ * consecutive records merged, and published under the name it gets when
+ * read whole.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "score/scoreio.h"
 #include "score/scorer.h"
 #include "tap.h"
+
+static void response(struct group *g)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct traj *t = &g->trajs[i];
+		t->n_prompt = 1, t->n_response = 2;
+		t->prompt_tokens = calloc(1, sizeof(int32_t));
+		t->response_tokens = calloc(2, sizeof(int32_t));
+		t->logprobs = calloc(2, sizeof(float));
+	}
+}
 
 static void one_group(struct group *g, int64_t id, uint32_t n, int64_t seq0)
 {
@@ -68,5 +84,70 @@ int main(void)
 	ok(gs[1].group_id.num == 2 && gs[2].group_id.num == 3, "the order of first appearance");
 	for (uint32_t i = 0; i < n; i++)
 		group_free(&gs[i]);
+
+	/* a stream of records: group 1 in two records one after another, group 2, group 1 again apart */
+	struct group in[4];
+	one_group(&in[0], 1, 2, 10);
+	one_group(&in[1], 1, 1, 12);
+	one_group(&in[2], 2, 1, 20);
+	one_group(&in[3], 1, 1, 13);
+	struct buf b = { 0 };
+	struct sfile_writer w;
+	int wrote = sfile_writer_init(&w, sfile_sink_buf, &b, 3, &e) == 0;
+	for (int i = 0; i < 4 && wrote; i++) {
+		response(&in[i]);
+		wrote = sfile_write_group(&w, &in[i], &e) == 0;
+	}
+	wrote = wrote && sfile_writer_finish(&w, &e) == 0;
+	sfile_writer_free(&w);
+	char path[] = "/tmp/test_scoreio.XXXXXX";
+	int fd = mkstemp(path);
+	ok(wrote && fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len && lseek(fd, 0, SEEK_SET) == 0,
+	   "a stream of 4 records (%s)", e.msg);
+	unlink(path);
+	struct scoreio_stream st;
+	struct group got[4];
+	uint32_t ng = 0;
+	int r = scoreio_stream_open(&st, fd, "in", &e);
+	while (r == 0 && ng < 4 && (r = scoreio_stream_next(&st, &got[ng], &e)) == 1)
+		ng++, r = 0;
+	ok(r == 0 && ng == 3, "streamed: 3 groups (%d, %u, %s)", r, ng, e.msg);
+	ok(ng == 3 && got[0].group_id.num == 1 && got[0].n == 3 && got[0].trajs[2].sequence_id.num == 12 &&
+	   got[1].group_id.num == 2 && got[2].group_id.num == 1 && got[2].n == 1,
+	   "records one after another merged; a group apart handed out as its own part");
+	ok(st.records == 4 && scoreio_stream_next(&st, &got[3], &e) == 0, "then the end, every record read");
+	scoreio_stream_close(&st);
+	close(fd);
+
+	char q[] = "/tmp/test_scoreio_q.XXXXXX", whole[256], out[256], p[512];
+	ok(mkdtemp(q) != NULL, "temporary queue");
+	struct scoreio_pub pub;
+	r = scoreio_pub_open(&pub, q, &e);
+	for (uint32_t i = 0; i < ng && r == 0; i++)
+		r = scoreio_pub_group(&pub, &got[i], i != 1, &e);
+	ok(r == 0 && scoreio_pub_commit(&pub, out, sizeof out, &e) == 0, "published (%s)", e.msg);
+	scoreio_place(NULL, got, ng, &step, &rank, whole, sizeof whole);
+	ok(strcmp(out, whole) == 0 && pub.step == 7, "under the name standard input gets when read whole (%s)", out);
+	snprintf(p, sizeof p, "%s/step_7/rank_0/%s", q, out);
+	int pfd = open(p, O_RDONLY);
+	struct group *back = NULL;
+	uint32_t nb = 0;
+	ok(pfd >= 0 && scoreio_read(pfd, p, &back, &nb, &e) == 0 && nb == 1 && back[0].n == 4,
+	   "holding the groups kept, group 1's parts merged on reading (%u, %s)", nb, e.msg);
+	for (uint32_t i = 0; i < nb; i++)
+		group_free(&back[i]);
+	free(back);
+	if (pfd >= 0)
+		close(pfd);
+	r = scoreio_pub_open(&pub, q, &e);
+	ok(r == 0 && scoreio_pub_group(&pub, &got[1], 1, &e) == 0, "another input, begun");
+	scoreio_pub_abort(&pub);
+	snprintf(p, sizeof p, "test -z \"$(ls -A '%s/.tmp')\" && test \"$(ls '%s/step_7/rank_0')\" = '%s'", q, q, out);
+	ok(system(p) == 0, "aborted: no temporary left, nothing more published");
+	snprintf(p, sizeof p, "rm -r '%s'", q);
+	system(p);
+	for (uint32_t i = 0; i < ng; i++)
+		group_free(&got[i]);
+	buf_free(&b);
 	return tap_done();
 }
