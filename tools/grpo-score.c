@@ -36,6 +36,8 @@ static const char *prog = "grpo-score";
 struct opts {
 	struct reward_spec rewards[16];
 	uint32_t n_rewards;
+	struct reward_spec cmd_weights[16];   /* the reward program's, by name */
+	uint32_t n_cmd_weights;
 	struct reward_opt ropt;
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
@@ -68,7 +70,8 @@ static void usage(FILE *f)
 		"                  [FILE|QUEUE ...]\n"
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
 		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
-		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed format tags length exact (weight 1)\n"
+		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed format tags length exact (weight 1),\n"
+		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
 		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
@@ -121,6 +124,24 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
+			if (!reward_is_builtin(optarg)) {
+				if (o->n_cmd_weights == 16) {
+					fprintf(stderr, "%s: at most 16 --reward for the reward program\n", prog);
+					return -1;
+				}
+				struct reward_spec *w = &o->cmd_weights[o->n_cmd_weights];
+				if (reward_parse_program(optarg, w, &e) < 0) {
+					fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
+					return -1;
+				}
+				for (uint32_t k = 0; k < o->n_cmd_weights; k++)
+					if (strcmp(o->cmd_weights[k].name, w->name) == 0) {
+						fprintf(stderr, "%s: --reward %s given twice\n", prog, w->name);
+						return -1;
+					}
+				o->n_cmd_weights++;
+				break;
+			}
 			if (o->n_rewards == 16) {
 				fprintf(stderr, "%s: at most 16 --reward\n", prog);
 				return -1;
@@ -174,6 +195,11 @@ bad:
 		return -1;
 	}
 	const char *why = NULL;
+	if (o->n_cmd_weights && !o->reward_cmd) {
+		fprintf(stderr, "%s: --reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
+			"exact; another name is a reward program's, with --reward-cmd)\n", prog, o->cmd_weights[0].name);
+		return -1;
+	}
 	if (!o->n_rewards && !o->reward_cmd)
 		why = "no reward: give --reward NAME or --reward-cmd CMD";
 	else if (len_given && !o->ropt.max_len)
@@ -403,6 +429,8 @@ static int setup(struct state *s, struct err *e)
 		if (rewardcmd_start(&s->cmd, o->reward_cmd, o->reward_timeout, e) < 0)
 			return -1;
 		s->so.cmd = &s->cmd;
+		s->so.cmd_weights = o->cmd_weights;
+		s->so.n_cmd_weights = o->n_cmd_weights;
 	}
 	s->so.rewards = o->rewards;
 	s->so.n_rewards = o->n_rewards;

@@ -18,27 +18,53 @@ static const struct {
 	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
 };
 
+/* The weight after '=' (1 when none): 0, or -1. */
+static int parse_weight(const char *eq, struct reward_spec *r, struct err *e)
+{
+	r->weight = 1;
+	if (!eq)
+		return 0;
+	char *end;
+	r->weight = strtod(eq + 1, &end);
+	if (end == eq + 1 || *end || !isfinite(r->weight))
+		return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, eq + 1);
+	return 0;
+}
+
+int reward_is_builtin(const char *arg)
+{
+	size_t n = strchr(arg, '=') ? (size_t)(strchr(arg, '=') - arg) : strlen(arg);
+	for (size_t i = 0; i < sizeof reward_names / sizeof reward_names[0]; i++)
+		if (strlen(reward_names[i].name) == n && memcmp(reward_names[i].name, arg, n) == 0)
+			return 1;
+	return 0;
+}
+
 int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
 {
 	const char *eq = strchr(arg, '=');
 	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
 	memset(r, 0, sizeof *r);
-	r->weight = 1;
 	for (size_t i = 0; i < sizeof reward_names / sizeof reward_names[0]; i++) {
 		if (strlen(reward_names[i].name) != n || memcmp(reward_names[i].name, arg, n) != 0)
 			continue;
 		r->kind = reward_names[i].kind;
 		memcpy(r->name, arg, n);
-		if (eq) {
-			char *end;
-			r->weight = strtod(eq + 1, &end);
-			if (end == eq + 1 || *end || !isfinite(r->weight))
-				return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, eq + 1);
-		}
-		return 0;
+		return parse_weight(eq, r, e);
 	}
 	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, format, tags, length, exact)", (int)n,
 		       arg);
+}
+
+int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e)
+{
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	memset(r, 0, sizeof *r);
+	if (n == 0 || n >= sizeof r->name)
+		return err_set(e, "reward '%.*s': a name of 1 to %zu bytes", (int)n, arg, sizeof r->name - 1);
+	memcpy(r->name, arg, n);
+	return parse_weight(eq, r, e);
 }
 
 int reward_needs_text(enum reward_kind k)

@@ -59,6 +59,11 @@ struct reward_opt {
 
 /* Parse "NAME[=WEIGHT]" (a built-in name, a finite weight). */
 int reward_parse(const char *arg, struct reward_spec *r, struct err *e);
+/* 1 when the NAME of NAME[=WEIGHT] is a built-in's. */
+int reward_is_builtin(const char *arg);
+/* NAME[=WEIGHT] of a reward program's reward, NAME being one its answers
+ * give (rewardcmd.h): name and weight only, kind unused. */
+int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e);
 
 /* 1 when the function reads the decoded text (all but length). */
 int reward_needs_text(enum reward_kind k);

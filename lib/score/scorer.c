@@ -81,6 +81,30 @@ static void names_into(const struct scorer_opt *o, struct scorer_stats *st)
 			 k < o->n_rewards ? o->rewards[k].name : o->cmd->names[k - o->n_rewards]);
 }
 
+/* The weight of each of the K functions: the built-ins' own, the
+ * program's by name (1 when not given). */
+static int weights(const struct scorer_opt *o, const struct scorer_stats *st, double *w, struct err *e)
+{
+	for (uint32_t k = 0; k < st->K; k++)
+		w[k] = k < o->n_rewards ? o->rewards[k].weight : 1.0;
+	for (uint32_t q = 0; q < o->n_cmd_weights; q++) {
+		uint32_t k = o->n_rewards;
+		while (k < st->K && strcmp(st->names[k], o->cmd_weights[q].name) != 0)
+			k++;
+		if (k == st->K) {
+			struct buf have = { 0 };
+			for (uint32_t j = o->n_rewards; j < st->K; j++)
+				buf_printf(&have, "%s%s", j > o->n_rewards ? ", " : "", st->names[j]);
+			err_set(e, "--reward %s: the reward program '%s' answers no reward of that name (its rewards: %s)",
+				o->cmd_weights[q].name, o->cmd ? o->cmd->cmd : "", have.data ? (char *)have.data : "none");
+			buf_free(&have);
+			return -1;
+		}
+		w[k] = o->cmd_weights[q].weight;
+	}
+	return 0;
+}
+
 int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
 	       struct err *e)
 {
@@ -114,8 +138,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		memmove(r + (size_t)i * K, r + (size_t)i * K0, K * sizeof *r);
 
 	double w[SCORER_MAX_REWARDS];
-	for (uint32_t k = 0; k < K; k++)
-		w[k] = k < o->n_rewards ? o->rewards[k].weight : 1.0;
+	if ((rc = weights(o, st, w, e)) < 0)
+		goto out;
 	for (uint32_t g = 0; g < n; g++)
 		size[g] = gs[g].n;
 	struct adv_batch b = { n, size, K, r, w };

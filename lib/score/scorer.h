@@ -14,7 +14,10 @@
  * across inputs cannot be (its other part may not exist yet); the tool
  * says so and each part is scored on its own.
  *
- * Rewards are stored unweighted, one per function, named; a non-finite
+ * Rewards are stored unweighted, one per function, named; the weights
+ * (the built-ins' from their specs, the reward program's by the names it
+ * answers, 1 for those not given) go to the advantages. A weight named for
+ * the program that its first answer does not name is an error. A non-finite
  * reward (from a reward program) is stored as 0, its sequence gets
  * advantage 0 and is left out of its group's statistics (advantage.h),
  * and the stats count it and describe the first one. A success is a
@@ -41,6 +44,8 @@ struct scorer_opt {
 	uint32_t n_rewards;
 	struct reward_opt ropt;
 	struct rewardcmd *cmd;               /* NULL: no reward program */
+	const struct reward_spec *cmd_weights;   /* (n_cmd_weights) by name; the others weigh 1 */
+	uint32_t n_cmd_weights;
 	struct adv_opt adv;
 	double success_threshold;            /* default 1 */
 	int drop_zero_std;

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 60
+plan 66
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -120,6 +120,23 @@ is "$(grep -o '"reward_names":\[[^]]*\]' cmd.jsonl | head -1)" '"reward_names":[
    "its rewards named, after the built-ins"
 is "$(grep -o '"rewards":\[[-0-9.,]*\]' cmd.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1,1,0.5] "rewards":[0,0,0.25] ' \
    "its rewards, by name"
+# weighted as the built-ins are: dr_grpo on x = sum of w * r. Group 1 is
+# R W W R; R answers right 1, style 0.5, gsm8k 1; W right 0, style 0.25, gsm8k 0.
+grpo-score -c 'sh good.sh' -r gsm8k=0 -r right=2 -r style=4 -a dr_grpo -t "$TOK" in.zst 2>/dev/null | grpo-cat > cmdw.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' cmdw.jsonl | head -4 | tr '\n' ' ')" \
+   '"advantages":1.5 "advantages":-1.5 "advantages":-1.5 "advantages":1.5 ' \
+   "program rewards weighted by name: x = 2 right + 4 style, R 4, W 1, mean 2.5"
+is "$(grep -o '"rewards":\[[-0-9.,]*\]' cmdw.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1,1,0.5] "rewards":[0,0,0.25] ' \
+   "stored unweighted"
+grpo-score -c 'sh good.sh' -r gsm8k=0.5 -r style=-4 -a dr_grpo -t "$TOK" in.zst 2>/dev/null | grpo-cat > cmdw.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' cmdw.jsonl | head -2 | tr '\n' ' ')" '"advantages":0.25 "advantages":-0.25 ' \
+   "with a built-in's weight, right's 1 by default: R 0.5 + 1 - 2 = -0.5, W -1, mean -0.75"
+grpo-score -c 'sh good.sh' -r wrong=2 -t "$TOK" in.zst 2> err > /dev/null
+is $? 1 "a weight for a reward the program does not name: error"
+grep -qF "in.zst: --reward wrong: the reward program 'sh good.sh' answers no reward of that name (its rewards: right, style)" err
+ok $? "naming it and the program's rewards: $(cat err)"
+grpo-score -r wrong=2 -r length -m 9 in.zst 2> err > /dev/null
+is $? 2 "a reward neither built in nor a program's: usage error"
 
 grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": 1e999}}"; done' -t "$TOK" in.zst 2> err | grpo-cat > inf.jsonl
 ok $? "an infinite reward from a program: scored"
