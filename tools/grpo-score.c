@@ -42,7 +42,7 @@ struct opts {
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
 	struct adv_opt adv;
-	int drop_zero_std, watch, verbose;
+	int drop_zero_std, watch, verbose, cuda;
 	long ref_tokens, lease;
 };
 
@@ -65,7 +65,8 @@ static void usage(FILE *f)
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
 		"                  [--advantage grpo|dr_grpo|rloo|batch] [--std unbiased|biased] [--std-eps E]\n"
 		"                  [--combine sum-then-normalize|normalize-then-sum] [--drop-zero-std]\n"
-		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]] [--tokenizer FILE]\n"
+		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]] [--device cpu|cuda]\n"
+		"                  [--tokenizer FILE]\n"
 		"                  [--watch [--poll S]] [--lease S] [--metrics FILE] [-v] [-o SPOOL/scored]\n"
 		"                  [FILE|QUEUE ...]\n"
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
@@ -84,6 +85,7 @@ static void usage(FILE *f)
 		"  -z, --drop-zero-std        drop groups whose rewards are all equal\n"
 		"  -R, --ref DIR              reference model directory, or SPOOL/policy (its step_0); none\n"
 		"  -k, --ref-tokens N         tokens per reference pass (4096)\n"
+		"  -d, --device cpu|cuda      where the reference model runs: cpu (cuda: not yet, exit 69)\n"
 		"  -t, --tokenizer FILE       tokenizer.json (default: the reference model's)\n"
 		"  -w, --watch                keep consuming the input queue\n"
 		"  -p, --poll S               list the queue every S seconds instead of inotify (implies -w)\n"
@@ -112,7 +114,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
 		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
 		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
-		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+		{ "device", 1, 0, 'd' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
 	double v;
@@ -121,7 +123,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
 	o->ref_tokens = 4096;
-	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
@@ -183,6 +185,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
+		case 'd':
+			if (strcmp(optarg, "cpu") == 0)
+				o->cuda = 0;
+			else if (strcmp(optarg, "cuda") == 0)
+				o->cuda = 1;
+			else
+				goto bad;
+			break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
@@ -451,6 +461,12 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
+	if (o->cuda) {
+		/* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
+		fprintf(stderr, "%s: --device cuda: the reference model runs on the CPU only in this version; "
+			"use --device cpu\n", prog);
+		return 69;
+	}
 	int status = 1, nargs = argc - optind, queues = 0;
 	for (int i = 0; i < nargs; i++)
 		queues += is_queue(argv[optind + i]);

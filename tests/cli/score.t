@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 66
+plan 70
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -66,7 +66,14 @@ grpo-score -r gsm8k in.zst > /dev/null 2> err
 is $? 1 "text rewards without a tokenizer: error"
 grep -q 'give --tokenizer' err
 ok $? "says which option: $(cat err)"
-grpo-score -r length -m 3 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
+grpo-score --device cpu -r length -m 3 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
+ok $? "--device cpu"
+grpo-score --device cuda -r length -m 3 in.zst > /dev/null 2> err
+is $? 69 "--device cuda: not available yet, exit status 69"
+grep -q 'device cuda: the reference model runs on the CPU only' err
+ok $? "says so: $(cat err)"
+grpo-score --device tpu -r length -m 3 in.zst > /dev/null 2> /dev/null
+is $? 2 "--device tpu: usage error"
 is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-1]' "length: 4 tokens past --max-len 3"
 grpo-score -r length -m 5 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
 is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-0.5]' "length: half into the buffer"
