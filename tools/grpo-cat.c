@@ -224,7 +224,7 @@ static int cat_reader(struct opts *o, struct sfile_reader *r)
 		count(&o->st, &rec);
 		if (print_record(o, &rec, &e) < 0) {
 			fprintf(stderr, "%s: %s: record %llu: %s\n", prog, r->name,
-				(unsigned long long)(r->record_no - 1), e.msg);
+				(unsigned long long)r->record_no, e.msg);
 			record_free(&rec);
 			return -1;
 		}

@@ -369,7 +369,7 @@ int sfile_write_group(struct sfile_writer *w, const struct group *g, struct err 
 {
 	char idb[24];
 	if (group_check(g, e) < 0)
-		return err_prefix(e, "record %llu (group %s)", (unsigned long long)w->records,
+		return err_prefix(e, "record %llu (group %s)", (unsigned long long)w->records + 1,
 				  traj_id_text(&g->group_id, idb));
 	buf_reset(&w->rec);
 	if (encode_group(&w->rec, g) < 0)
@@ -380,7 +380,7 @@ int sfile_write_group(struct sfile_writer *w, const struct group *g, struct err 
 int sfile_write_mb(struct sfile_writer *w, const struct microbatch *mb, struct err *e)
 {
 	if (mb_check(mb, e) < 0)
-		return err_prefix(e, "record %llu (micro-batch)", (unsigned long long)w->records);
+		return err_prefix(e, "record %llu (micro-batch)", (unsigned long long)w->records + 1);
 	buf_reset(&w->rec);
 	if (encode_mb(&w->rec, mb) < 0)
 		return err_set(e, "micro-batch: too large or out of memory");
@@ -1089,7 +1089,7 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 		if (h == 0) {
 			if (r->out.len - r->out_pos > 0)
 				return err_set(e, "%s: record %llu: truncated record header", r->name,
-					       (unsigned long long)r->record_no);
+					       (unsigned long long)r->record_no + 1);
 			/* end of this frame: the next one, if any, has its own header */
 			r->header_done = 0;
 			r->frame_done = 0;
@@ -1103,13 +1103,13 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 		uint64_t len = get64(p + 8);
 		if (len > SFILE_MAX_RECORD)
 			return err_set(e, "%s: record %llu: length %llu is implausible (corrupted?)", r->name,
-				       (unsigned long long)r->record_no, (unsigned long long)len);
+				       (unsigned long long)r->record_no + 1, (unsigned long long)len);
 		int b = need(r, 16 + (size_t)len, e);
 		if (b < 0)
 			return -1;
 		if (b == 0)
 			return err_set(e, "%s: record %llu: truncated (%llu of %llu bytes)", r->name,
-				       (unsigned long long)r->record_no,
+				       (unsigned long long)r->record_no + 1,
 				       (unsigned long long)(r->out.len - r->out_pos - 16), (unsigned long long)len);
 		p = r->out.data + r->out_pos + 16;
 		r->out_pos += 16 + (size_t)len;
@@ -1126,7 +1126,7 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 		}
 		if (rc < 0) {
 			rec->kind = REC_NONE;
-			return err_prefix(e, "%s: record %llu", r->name, (unsigned long long)r->record_no);
+			return err_prefix(e, "%s: record %llu", r->name, (unsigned long long)r->record_no + 1);
 		}
 		r->record_no++;
 		return 1;

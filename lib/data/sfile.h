@@ -24,6 +24,9 @@
  * tools passes records as soon as the writer flushes them, and it never
  * reads outside its buffers, whatever the input.
  *
+ * Messages name a record by its number in the stream, counted from 1 as
+ * lines are ("x.zst: record 1: ..."), the reader's and the writer's alike.
+ *
  * Writer:  sfile_writer_init(&w, sink, ctx, level) ; sfile_write_group() /
  *          sfile_write_mb() ... ; sfile_writer_finish() ; sfile_writer_free()
  * Reader:  sfile_reader_open_fd() or _mem() ; while ((r = sfile_read()) > 0)
@@ -90,7 +93,7 @@ struct sfile_reader {
 	struct buf out;             /* decompressed, from out_pos on not yet parsed */
 	size_t out_pos;
 	int in_frame, frame_done, header_done, eof;
-	uint64_t record_no;         /* records read so far, for messages */
+	uint64_t record_no;         /* records read so far: after a read, the number of the one read */
 	uint64_t bytes_in, bytes_out;
 	int major, minor;
 };

@@ -357,7 +357,7 @@ static void nonfinite_tests(void)
 			int rc = sfile_write_group(&w, &g, &e);
 			sfile_writer_free(&w);
 			char want[96];
-			snprintf(want, sizeof want, "record 0 (group 77): trajectory 0: %s is %s", gf[f].field,
+			snprintf(want, sizeof want, "record 1 (group 77): trajectory 0: %s is %s", gf[f].field,
 				 poison_name[p]);
 			if (rc == 0 || !strstr(e.msg, want)) {
 				diag("writer, %s = %s: %s", gf[f].field, poison_name[p], rc ? e.msg : "written");
@@ -369,7 +369,7 @@ static void nonfinite_tests(void)
 			int found = patch_float(&raw, gf[f].mark, poison[p]);
 			rezstd(&raw, &file);
 			int n = read_all(&file, recs, 4, &e);
-			snprintf(want, sizeof want, "mem.zst: record 0: trajectory 0: %s is %s", gf[f].field,
+			snprintf(want, sizeof want, "mem.zst: record 1: trajectory 0: %s is %s", gf[f].field,
 				 poison_name[p]);
 			if (!found || n >= 0 || !strstr(e.msg, want)) {
 				diag("reader, %s = %s: %s", gf[f].field, poison_name[p], n < 0 ? e.msg : "read");
@@ -403,7 +403,7 @@ static void nonfinite_tests(void)
 		struct buf out = { 0 };
 		sfile_writer_init(&w, sfile_sink_buf, &out, 3, &e);
 		char want[80];
-		snprintf(want, sizeof want, "record 0 (micro-batch): %s[3] is NaN", mf[f]);
+		snprintf(want, sizeof want, "record 1 (micro-batch): %s[3] is NaN", mf[f]);
 		if (sfile_write_mb(&w, &mb, &e) == 0 || !strstr(e.msg, want)) {
 			diag("writer, micro-batch %s: %s", mf[f], e.msg);
 			mb_ok = 0;
@@ -414,7 +414,7 @@ static void nonfinite_tests(void)
 		int found = patch_planar(&raw, arr[f], mb.n_tokens, 3, -INFINITY);
 		rezstd(&raw, &file);
 		int n = read_all(&file, recs, 4, &e);
-		snprintf(want, sizeof want, "record 0: %s[3] is -Infinity", mf[f]);
+		snprintf(want, sizeof want, "record 1: %s[3] is -Infinity", mf[f]);
 		if (!found || n >= 0 || !strstr(e.msg, want)) {
 			diag("reader, micro-batch %s: %s", mf[f], n < 0 ? e.msg : "read");
 			mb_ok = 0;
