@@ -55,14 +55,17 @@ int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 	for (;;) {
 		unsigned char *start = li->b.data + li->pos;
 		size_t left = li->b.len - li->pos;
-		unsigned char *nl = left ? memchr(start, '\n', left) : NULL;
+		/* only the bytes not yet looked at: a long line comes in many reads */
+		unsigned char *nl = left > li->scanned ? memchr(start + li->scanned, '\n', left - li->scanned) : NULL;
 		if (nl || (li->eof && left)) {
 			size_t k = nl ? (size_t)(nl - start) + 1 : left;
 			*line = (const char *)start;
 			*n = k;
 			li->pos += k;
+			li->scanned = 0;
 			return 1;
 		}
+		li->scanned = left;
 		if (li->eof)
 			return 0;
 		/* keep the unfinished line, drop what was returned */

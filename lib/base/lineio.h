@@ -25,6 +25,7 @@ struct lineio {
 	const char *name;           /* for messages; not owned */
 	struct buf b;               /* decompressed bytes, from pos on not yet returned */
 	size_t pos;
+	size_t scanned;             /* bytes from pos on known to hold no newline */
 	int eof;
 };
 

@@ -4,6 +4,7 @@
 #include <cJSON.h>
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,10 +289,225 @@ int json_print_record(struct buf *out, const struct record *rec)
 	return -1;
 }
 
+
+/* ---- long number arrays, kept as text ----
+ *
+ * cJSON makes a node of about 80 bytes (with malloc's overhead) for every
+ * number, so a line of a few million token ids took more than ten times
+ * its size as a tree (a 185 MB line peaked at 2.9 GB). Before parsing, the
+ * per-token arrays of the view (the keys below, read only by
+ * json_get_*_array) are cut out of the text when they hold nothing but
+ * numbers and nulls, each replaced by a marker string "\u0001K"; after
+ * parsing, the marker's node becomes a cJSON_Raw node (which the parser
+ * never makes) pointing at the array's text in the line, flagged
+ * cJSON_IsReference so cJSON_Delete leaves the text alone, valueint
+ * holding its element count and valuedouble its length. The getters then
+ * read the numbers straight from the text into their arrays.
+ *
+ * The numbers read as cJSON reads them: a token of at most 63 of the
+ * characters 0-9 + - . e E, through strtod, which must take all of it (what
+ * cJSON would refuse is left in place for cJSON to refuse, with its
+ * message), or null. A line whose strings hold \u0001 already is parsed as
+ * it is, so no marker can be forged.
+ */
+static const char *const long_keys[] = {
+	"prompt_tokens", "response_tokens", "logprobs", "response_mask", "ref_logprobs", "input_ids",
+	"position_ids", "loss_mask", "advantages", "inference_logprobs", "temperatures", "seq_lens",
+	"prompt_lens",
+};
+
+static int is_long_key(const char *k, size_t n)
+{
+	for (size_t i = 0; i < sizeof long_keys / sizeof *long_keys; i++)
+		if (strlen(long_keys[i]) == n && memcmp(long_keys[i], k, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* One element of a number array's text at *p, whitespace around it
+ * skipped and the ',' or ']' after it taken: 1 with *d (NaN for null: no
+ * number token reads as NaN) and *last set after the ']', or -1 when it is
+ * not an element cJSON reads so. */
+static int elem(const char **p, const char *end, double *d, int *last)
+{
+	const char *s = *p;
+	while (s < end && (unsigned char)*s <= 32)
+		s++;
+	const char *t = s;
+	while (t < end && (isdigit((unsigned char)*t) || *t == '+' || *t == '-' || *t == '.' || *t == 'e' || *t == 'E'))
+		t++;
+	if (t == s && end - s >= 4 && memcmp(s, "null", 4) == 0) {
+		*d = NAN;
+		t = s + 4;
+	} else {
+		char num[64], *after;
+		if (t == s || t - s > 63)
+			return -1;
+		memcpy(num, s, (size_t)(t - s));
+		num[t - s] = 0;
+		*d = strtod(num, &after);
+		if (after != num + (t - s))
+			return -1;
+	}
+	while (t < end && (unsigned char)*t <= 32)
+		t++;
+	if (t >= end || (*t != ',' && *t != ']'))
+		return -1;
+	*last = *t == ']';
+	*p = t + 1;
+	return 1;
+}
+
+/* The array whose '[' is at a (text up to end): its length and count when
+ * it holds at least one element and only numbers and nulls, else 0. */
+static size_t number_array(const char *a, const char *end, uint32_t *count)
+{
+	const char *p = a + 1;
+	double d;
+	int last = 0;
+	uint32_t k = 0;
+	while (!last) {
+		if (elem(&p, end, &d, &last) < 0 || ++k == INT32_MAX)
+			return 0;
+	}
+	*count = k;
+	return (size_t)(p - a);
+}
+
+/* The end of the string literal whose opening quote is at s (just past its
+ * closing quote), or NULL when it does not end; *marker is set when it holds
+ * \u0001 or a raw byte 1. */
+static const char *string_end(const char *s, const char *end, int *marker)
+{
+	for (const char *p = s + 1; p < end; p++) {
+		if (*p == 1)
+			*marker = 1;
+		if (*p == '\\') {
+			if (end - p >= 6 && p[1] == 'u' && p[2] == '0' && p[3] == '0' && p[4] == '0' && p[5] == '1')
+				*marker = 1;
+			p++;
+		} else if (*p == '"') {
+			return p + 1;
+		}
+	}
+	return NULL;
+}
+
+struct long_arrays {
+	struct buf text;          /* the line with the arrays cut out */
+	const char **at;          /* (n) where each array's '[' is */
+	size_t *len;
+	uint32_t *count;
+	uint32_t n, cap;
+};
+
+static void long_arrays_free(struct long_arrays *la)
+{
+	buf_free(&la->text);
+	free(la->at);
+	free(la->len);
+	free(la->count);
+	memset(la, 0, sizeof *la);
+}
+
+static int long_arrays_add(struct long_arrays *la, const char *at, size_t len, uint32_t count)
+{
+	if (la->n == la->cap) {
+		uint32_t cap = la->cap ? la->cap * 2 : 16;
+		const char **a = realloc(la->at, cap * sizeof *a);
+		if (a)
+			la->at = a;
+		size_t *l = realloc(la->len, cap * sizeof *l);
+		if (l)
+			la->len = l;
+		uint32_t *c = realloc(la->count, cap * sizeof *c);
+		if (c)
+			la->count = c;
+		if (!a || !l || !c)
+			return -1;
+		la->cap = cap;
+	}
+	la->at[la->n] = at, la->len[la->n] = len, la->count[la->n] = count;
+	la->n++;
+	return 0;
+}
+
+/* Cut the long arrays out of text: 1 with la->text to parse, 0 when there
+ * are none (or a marker in the line forbids it), -1 out of memory. */
+static int long_arrays_cut(const char *text, size_t n, struct long_arrays *la)
+{
+	const char *end = text + n, *copied = text, *p = text;
+	int marker = 0;
+	memset(la, 0, sizeof *la);
+	while (p < end) {
+		if (*p != '"') {
+			p++;
+			continue;
+		}
+		const char *k = p, *q = string_end(p, end, &marker);
+		if (!q || marker)
+			break;
+		p = q;
+		while (q < end && (unsigned char)*q <= 32)
+			q++;
+		if (q >= end || *q != ':' || !is_long_key(k + 1, (size_t)(p - k - 2)))
+			continue;
+		for (q++; q < end && (unsigned char)*q <= 32; q++)
+			;
+		uint32_t count = 0;
+		size_t len = q < end && *q == '[' ? number_array(q, end, &count) : 0;
+		if (!len)
+			continue;
+		if (buf_append(&la->text, copied, (size_t)(q - copied)) < 0 ||
+		    buf_printf(&la->text, "\"\\u0001%u\"", la->n) < 0 || long_arrays_add(la, q, len, count) < 0) {
+			long_arrays_free(la);
+			return -1;
+		}
+		p = copied = q + len;
+	}
+	if (marker || !la->n) {
+		long_arrays_free(la);
+		return 0;
+	}
+	if (buf_append(&la->text, copied, (size_t)(end - copied)) < 0) {
+		long_arrays_free(la);
+		return -1;
+	}
+	return 1;
+}
+
+/* Turn the markers of the parsed tree back into the arrays' text. */
+static void long_arrays_put(cJSON *o, const struct long_arrays *la)
+{
+	for (cJSON *c = o; c; c = c->next) {
+		if (c->child)
+			long_arrays_put(c->child, la);
+		if (!cJSON_IsString(c) || c->valuestring[0] != 1 || !c->string || !is_long_key(c->string, strlen(c->string)))
+			continue;
+		unsigned long k = strtoul(c->valuestring + 1, NULL, 10);
+		if (k >= la->n)
+			continue;
+		cJSON_free(c->valuestring);
+		c->type = cJSON_Raw | cJSON_IsReference;
+		c->valuestring = (char *)la->at[k];
+		c->valueint = (int)la->count[k];
+		c->valuedouble = (double)la->len[k];
+	}
+}
+
+static int is_long(const cJSON *v)
+{
+	return v && v->type == (cJSON_Raw | cJSON_IsReference);
+}
+
 /* ---- parsing ---- */
 
 static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct err *e)
 {
+	if (is_long(arr)) {
+		*n = (uint32_t)arr->valueint;
+		return 0;
+	}
 	if (!cJSON_IsArray(arr))
 		return err_set(e, "%s: expected an array", what);
 	uint32_t k = 0;
@@ -299,6 +515,38 @@ static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct e
 	cJSON_ArrayForEach(v, arr) k++;
 	*n = k;
 	return 0;
+}
+
+/* The elements of an array, a parsed one or a long one, each as a kind and
+ * a number. */
+enum { EL_NUMBER, EL_NULL, EL_TRUE, EL_FALSE, EL_OTHER };
+struct elems {
+	const cJSON *v;           /* the next node, parsed arrays */
+	const char *p, *end;      /* the text left, long arrays */
+	int is_long;
+};
+
+static void elems_start(struct elems *it, const cJSON *arr)
+{
+	it->is_long = is_long(arr);
+	it->v = it->is_long ? NULL : arr->child;
+	it->p = it->is_long ? arr->valuestring + 1 : NULL;
+	it->end = it->is_long ? arr->valuestring + (size_t)arr->valuedouble : NULL;
+}
+
+/* The kind of the next element (count_array said how many) and its number. */
+static int elems_next(struct elems *it, double *d)
+{
+	if (it->is_long) {
+		int last;
+		elem(&it->p, it->end, d, &last);   /* checked when the array was cut out */
+		return isnan(*d) ? EL_NULL : EL_NUMBER;
+	}
+	const cJSON *v = it->v;
+	it->v = v->next;
+	*d = v->valuedouble;
+	return cJSON_IsNumber(v) ? EL_NUMBER : cJSON_IsNull(v) ? EL_NULL : cJSON_IsTrue(v) ? EL_TRUE
+	       : cJSON_IsFalse(v) ? EL_FALSE : EL_OTHER;
 }
 
 int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
@@ -337,15 +585,15 @@ int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32
 	int32_t *a = malloc(k ? k * sizeof *a : 1);
 	if (!a)
 		return err_set(e, "out of memory");
-	uint32_t i = 0;
-	const cJSON *v;
-	cJSON_ArrayForEach(v, arr) {
-		double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-		if (!(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
+	struct elems it;
+	elems_start(&it, arr);
+	for (uint32_t i = 0; i < k; i++) {
+		double d;
+		if (elems_next(&it, &d) != EL_NUMBER || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
 			free(a);
 			return err_set(e, "%s[%u]: expected a 32-bit integer", what, i);
 		}
-		a[i++] = (int32_t)d;
+		a[i] = (int32_t)d;
 	}
 	free(*out);
 	*out = a;
@@ -361,13 +609,15 @@ int json_get_f32_array(const cJSON *arr, const char *what, float **out, uint32_t
 	float *a = malloc(k ? k * sizeof *a : 1);
 	if (!a)
 		return err_set(e, "out of memory");
-	uint32_t i = 0;
-	const cJSON *v;
-	cJSON_ArrayForEach(v, arr) {
-		if (cJSON_IsNull(v))
-			a[i++] = NAN;
-		else if (cJSON_IsNumber(v))
-			a[i++] = (float)v->valuedouble;
+	struct elems it;
+	elems_start(&it, arr);
+	for (uint32_t i = 0; i < k; i++) {
+		double d;
+		int kind = elems_next(&it, &d);
+		if (kind == EL_NULL)
+			a[i] = NAN;
+		else if (kind == EL_NUMBER)
+			a[i] = (float)d;
 		else {
 			free(a);
 			return err_set(e, "%s[%u]: expected a number", what, i);
@@ -387,13 +637,15 @@ int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint3
 	uint8_t *a = malloc(k ? k : 1);
 	if (!a)
 		return err_set(e, "out of memory");
-	uint32_t i = 0;
-	const cJSON *v;
-	cJSON_ArrayForEach(v, arr) {
-		if (cJSON_IsBool(v))
-			a[i++] = cJSON_IsTrue(v);
-		else if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
-			a[i++] = v->valuedouble == 1;
+	struct elems it;
+	elems_start(&it, arr);
+	for (uint32_t i = 0; i < k; i++) {
+		double d;
+		int kind = elems_next(&it, &d);
+		if (kind == EL_TRUE || kind == EL_FALSE)
+			a[i] = kind == EL_TRUE;
+		else if (kind == EL_NUMBER && (d == 0 || d == 1))
+			a[i] = d == 1;
 		else {
 			free(a);
 			return err_set(e, "%s[%u]: expected 0, 1, false or true", what, i);
@@ -758,23 +1010,52 @@ fail:
 	return -1;
 }
 
-int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e)
+cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_line *l)
 {
 	const char *end = NULL;
-	char *fixed = NULL;
-	size_t fixed_n = 0;
-	memset(rec, 0, sizeof *rec);
-	int fx = json_fix_nonfinite(text, n, &fixed, &fixed_n);
+	memset(l, 0, sizeof *l);
+	*bad_at = 0;
+	int fx = json_fix_nonfinite(text, n, &l->fixed, &n);
 	if (fx < 0)
-		return err_set(e, "out of memory");
-	const char *src = fx ? fixed : text;   /* NaN and Infinity rewritten, or the line as it is */
-	cJSON *o = cJSON_ParseWithLengthOpts(src, fx ? fixed_n : n, &end, 0);
-	if (!o) {
-		size_t at = end && end >= src ? (size_t)(end - src) : 0;
-		free(fixed);
-		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
+		return NULL;
+	const char *src = fx ? l->fixed : text;   /* NaN and Infinity rewritten, or the line as it is */
+	struct long_arrays *la = calloc(1, sizeof *la);
+	int cut = la ? long_arrays_cut(src, n, la) : -1;
+	if (cut < 0) {
+		free(la);
+		json_line_free(l);
+		return NULL;
 	}
-	free(fixed);
+	l->arrays = la;
+	cJSON *o = cut ? cJSON_ParseWithLength((const char *)la->text.data, la->text.len) : NULL;
+	if (o)
+		long_arrays_put(o, la);
+	else   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
+		o = cJSON_ParseWithLengthOpts(src, n, &end, 0);
+	if (!o)
+		*bad_at = (end && end >= src ? (size_t)(end - src) : 0) + 1;
+	return o;
+}
+
+void json_line_free(struct json_line *l)
+{
+	if (l->arrays)
+		long_arrays_free(l->arrays);
+	free(l->arrays);
+	free(l->fixed);
+	memset(l, 0, sizeof *l);
+}
+
+int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e)
+{
+	size_t at;
+	struct json_line l;
+	memset(rec, 0, sizeof *rec);
+	cJSON *o = json_parse_line(text, n, &at, &l);
+	if (!o) {
+		json_line_free(&l);
+		return at ? err_set(e, "not valid JSON (near byte %zu)", at) : err_set(e, "out of memory");
+	}
 	int r;
 	if (!cJSON_IsObject(o))
 		r = err_set(e, "expected a JSON object");
@@ -791,6 +1072,7 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 		r = err_set(e, "neither a group (\"trajectories\"), a micro-batch (\"input_ids\") "
 			       "nor a trajectory (\"response_tokens\")");
 	cJSON_Delete(o);
+	json_line_free(&l);   /* the long arrays' text, kept until here */
 	if (r < 0)
 		rec->kind = REC_NONE;
 	return r;

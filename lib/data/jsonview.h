@@ -30,6 +30,7 @@
 #include "data/traj.h"
 
 struct cJSON;
+struct long_arrays;
 
 /* Append one line (with its '\n'); -1 only when memory runs out. */
 int json_print_group(struct buf *out, const struct group *g);
@@ -60,6 +61,25 @@ int json_print_string_n(struct buf *out, const char *s, size_t n);
  * *out (length *out_n) when something changed, 0 when nothing did, -1 when
  * memory runs out. */
 int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
+
+/*
+ * Parse one line as cJSON_ParseWithLengthOpts does (NULL on failure, with
+ * *bad_at the byte, from 1, near which it failed, or 0 when memory ran
+ * out), Python's NaN and Infinity read as
+ * json_fix_nonfinite says, and with the view's per-token arrays (token
+ * ids, logprobs, masks, ...) that hold only numbers kept as their text
+ * instead of a node per number (about 80 bytes each): those nodes are
+ * cJSON_Raw, for json_get_*_array alone to read. l holds that text:
+ * json_line_free(l) after cJSON_Delete, in either order after the last
+ * read. A line of a few million numbers takes about its own size again,
+ * not ten times it.
+ */
+struct json_line {
+	char *fixed;              /* the line with NaN rewritten, when it had any */
+	struct long_arrays *arrays;
+};
+struct cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_line *l);
+void json_line_free(struct json_line *l);
 
 /* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
 int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e);
