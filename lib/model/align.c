@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/mbbuild.h"
+
 void align_traj_free(struct align_traj *a)
 {
 	free(a->model_logprobs);
@@ -12,43 +14,43 @@ void align_traj_free(struct align_traj *a)
 	memset(a, 0, sizeof *a);
 }
 
-/* One forward over trajectories [first, last) packed back to back. */
+/* One forward over trajectories [first, last) packed into a micro-batch. */
 static int align_pack(struct model *m, const struct group *g, uint32_t first, uint32_t last,
 		      struct align_traj *out, struct err *e)
 {
-	int T = 0, nseq = (int)(last - first);
-	for (uint32_t i = first; i < last; i++)
-		T += (int)(g->trajs[i].n_prompt + g->trajs[i].n_response);
-	int *ids = malloc((size_t)T * sizeof *ids), *lens = malloc((size_t)nseq * sizeof *lens);
-	float *temps = malloc((size_t)T * sizeof *temps), *lp = malloc((size_t)T * sizeof *lp),
-	      *ent = malloc((size_t)T * sizeof *ent);
+	uint32_t nseq = last - first, L = 0;
+	const struct traj **seqs = malloc(nseq * sizeof *seqs);
+	struct microbatch mb = { 0 };
+	float *lp = NULL, *ent = NULL;
 	int rc = -1;
-	if (!ids || !lens || !temps || !lp || !ent) {
+	if (!seqs) {
 		err_set(e, "out of memory");
 		goto done;
 	}
-	int at = 0;
 	for (uint32_t i = first; i < last; i++) {
-		const struct traj *t = &g->trajs[i];
-		for (uint32_t k = 0; k < t->n_prompt; k++)
-			ids[at + (int)k] = t->prompt_tokens[k];
-		for (uint32_t k = 0; k < t->n_response; k++)
-			ids[at + (int)t->n_prompt + (int)k] = t->response_tokens[k];
-		lens[i - first] = (int)(t->n_prompt + t->n_response);
-		for (int k = 0; k < lens[i - first]; k++)
-			temps[at + k] = t->temperature;
-		at += lens[i - first];
+		seqs[i - first] = &g->trajs[i];
+		L += g->trajs[i].n_prompt + g->trajs[i].n_response;
 	}
+	struct mbbuild_opt mo = { L, 0, 0 };   /* exactly the sequences: no padding */
+	if (mb_build(&mb, seqs, NULL, nseq, &mo, 0, 0, e) < 0)
+		goto done;
+	int T = (int)mb.n_tokens;
 	for (int k = 0; k < T; k++)
-		if (ids[k] >= m->cfg.V) {
-			err_set(e, "token id %d is outside the model's vocabulary of %d", ids[k], m->cfg.V);
+		if (mb.input_ids[k] >= m->cfg.V) {
+			err_set(e, "token id %d is outside the model's vocabulary of %d", mb.input_ids[k], m->cfg.V);
 			goto done;
 		}
+	lp = malloc(((size_t)T + 1) * sizeof *lp);
+	ent = malloc(((size_t)T + 1) * sizeof *ent);
+	if (!lp || !ent) {
+		err_set(e, "out of memory");
+		goto done;
+	}
 	if (m->a.maxT < T && model_acts_alloc(m, T, e) < 0)
 		goto done;
-	if (model_forward(m, ids, T, lens, nseq, temps, lp, ent, e) < 0)
+	if (model_forward_mb(m, &mb, lp, ent, e) < 0)
 		goto done;
-	at = 0;
+	uint32_t at = 0;
 	for (uint32_t i = first; i < last; i++) {
 		const struct traj *t = &g->trajs[i];
 		struct align_traj *a = &out[i];
@@ -77,13 +79,12 @@ static int align_pack(struct model *m, const struct group *g, uint32_t first, ui
 		a->diff_mean = n_on ? sum / n_on : 0.0;
 		a->abs_diff_mean = n_on ? abs_sum / n_on : 0.0;
 		a->abs_diff_max = max;
-		at += (int)(t->n_prompt + t->n_response);
+		at += mb.seq_lens[i - first];
 	}
 	rc = 0;
 done:
-	free(ids);
-	free(lens);
-	free(temps);
+	free(seqs);
+	mb_free(&mb);
 	free(lp);
 	free(ent);
 	return rc;

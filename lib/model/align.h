@@ -7,8 +7,10 @@
  * template, a tokenizer mismatch, a stale checkpoint, an off-by-one in the
  * alignment) shows it here before it ruins a run.
  *
- * The group's sequences are packed together into passes of at most
- * ALIGN_MAX_PACK tokens (one sequence may exceed it and goes alone).
+ * The group's sequences are packed together, as the packer packs them
+ * (data/mbbuild.h), into micro-batches of at most ALIGN_MAX_PACK tokens
+ * (one sequence may exceed it and goes alone), each run through
+ * model_forward_mb().
  */
 #ifndef GRPO_ALIGN_H
 #define GRPO_ALIGN_H

@@ -5,6 +5,7 @@
  */
 #include "model/model.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,30 +659,63 @@ int model_acts_alloc(struct model *m, int maxT, struct err *e)
 
 /* ---- the model ---- */
 
-int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, int nseq,
-                  const float *temps, float *logprob, float *entropy, struct err *e)
+/* positions restart in every sequence; start[t] bounds attention. The
+ * lengths are int (lens_i) or, from a micro-batch, uint32_t (lens_u). */
+static int positions(struct model_acts *a, int T, const int *lens_i, const uint32_t *lens_u, int nseq,
+		     struct err *e)
 {
-	const struct model_config *c = &m->cfg;
-	struct model_acts *a = &m->a;
-	const struct model_params *w = &m->w;
-	int C = c->C, I = c->I, NH = c->NH, NKV = c->NKV, HS = c->HS, V = c->V;
-	int QD = NH * HS, KD = NKV * HS;
-	a->done = 0;
-	if (!a->mem || T > a->maxT)
-		return err_set(e, "pack of %d tokens, but activations are sized for %d", T, a->mem ? a->maxT : 0);
-
-	/* positions restart in every sequence; start[t] bounds attention */
 	int t = 0;
 	for (int s = 0; s < nseq; s++) {
-		if (seq_lens[s] <= 0 || seq_lens[s] > T - t)
-			return err_set(e, "seq_lens[%d] = %d does not fit a pack of %d tokens", s, seq_lens[s], T);
-		for (int j = 0; j < seq_lens[s]; j++, t++) {
+		long long len = lens_i ? lens_i[s] : (long long)lens_u[s];
+		if (len <= 0 || len > T - t)
+			return err_set(e, "seq_lens[%d] = %lld does not fit a pack of %d tokens", s, len, T);
+		for (int j = 0; j < (int)len; j++, t++) {
 			a->pos[t] = j;
 			a->start[t] = t - j;
 		}
 	}
 	if (t != T)
 		return err_set(e, "seq_lens sum to %d, but the pack has %d tokens", t, T);
+	return 0;
+}
+
+static int forward(struct model *m, const int32_t *ids, int T, const float *temps, float *logprob,
+		   float *entropy, struct err *e);
+
+int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, int nseq,
+                  const float *temps, float *logprob, float *entropy, struct err *e)
+{
+	m->a.done = 0;
+	if (!m->a.mem || T > m->a.maxT)
+		return err_set(e, "pack of %d tokens, but activations are sized for %d", T, m->a.mem ? m->a.maxT : 0);
+	if (positions(&m->a, T, seq_lens, NULL, nseq, e) < 0)
+		return -1;
+	return forward(m, ids, T, temps, logprob, entropy, e);
+}
+
+int model_forward_mb(struct model *m, const struct microbatch *mb, float *logprob, float *entropy, struct err *e)
+{
+	m->a.done = 0;
+	if (mb->n_tokens > INT_MAX || mb->n_seq_lens > INT_MAX)
+		return err_set(e, "a micro-batch of %u tokens is too large", mb->n_tokens);
+	int T = (int)mb->n_tokens;
+	if (!m->a.mem || T > m->a.maxT)
+		return err_set(e, "pack of %d tokens, but activations are sized for %d", T, m->a.mem ? m->a.maxT : 0);
+	if (positions(&m->a, T, NULL, mb->seq_lens, (int)mb->n_seq_lens, e) < 0)
+		return -1;
+	return forward(m, mb->input_ids, T, mb->temperatures, logprob, entropy, e);
+}
+
+/* The forward proper, once positions() has laid out the sequences. */
+static int forward(struct model *m, const int32_t *ids, int T, const float *temps, float *logprob,
+		   float *entropy, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	struct model_acts *a = &m->a;
+	const struct model_params *w = &m->w;
+	int C = c->C, I = c->I, NH = c->NH, NKV = c->NKV, HS = c->HS, V = c->V;
+	int QD = NH * HS, KD = NKV * HS;
+	int t;
 	for (t = 0; t < T; t++) {
 		if (ids[t] < 0 || ids[t] >= V)
 			return err_set(e, "token %d: id %d outside the vocabulary of %d", t, ids[t], V);

@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/traj.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 
@@ -204,6 +205,15 @@ int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype,
  */
 int model_forward(struct model *m, const int *ids, int T, const int *seq_lens, int nseq,
                   const float *temps, float *logprob, float *entropy, struct err *e);
+
+/*
+ * The same over a micro-batch (data/traj.h, as data/mbbuild.h builds them):
+ * its input_ids, seq_lens (a trailing padding span is a sequence of its
+ * own, whose values mean nothing) and temperatures, n_tokens of each.
+ * Needs model_acts_alloc(m, >= n_tokens); the backward follows as usual.
+ */
+int model_forward_mb(struct model *m, const struct microbatch *mb, float *logprob, float *entropy,
+                     struct err *e);
 
 /*
  * Backward of the last forward: given dL/dlogprob (T) and dL/dentropy (T, or

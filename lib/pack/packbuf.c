@@ -13,7 +13,7 @@
 
 #include "base/fsys.h"
 #include "data/done.h"
-#include "pack/mbbuild.h"
+#include "data/mbbuild.h"
 #include "pack/pack.h"
 #include "data/sfile.h"
 

@@ -16,7 +16,7 @@
 #include "base/tempfile.h"
 #include "data/done.h"
 #include "data/jsonview.h"
-#include "pack/mbbuild.h"
+#include "data/mbbuild.h"
 #include "spool/spool.h"
 
 static double now_s(void)

@@ -1,6 +1,6 @@
 /*
  * packstep.h: one optimizer step of grpo-pack, from chosen sequences to
- * published micro-batches: pack (pack.h), build (mbbuild.h), write, and
+ * published micro-batches: pack (pack.h), build (data/mbbuild.h), write, and
  * the step's manifest and metrics.
  *
  * Output, either

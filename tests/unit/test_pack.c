@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pack/mbbuild.h"
+#include "data/mbbuild.h"
 #include "pack/pack.h"
 #include "data/sfile.h"
 #include "tap.h"

@@ -100,6 +100,8 @@ int main(void)
 	}
 	wrote = wrote && sfile_writer_finish(&w, &e) == 0;
 	sfile_writer_free(&w);
+	for (int i = 0; i < 4; i++)
+		group_free(&in[i]);
 	char path[] = "/tmp/test_scoreio.XXXXXX";
 	int fd = mkstemp(path);
 	ok(wrote && fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len && lseek(fd, 0, SEEK_SET) == 0,

@@ -1,5 +1,7 @@
 /*
- * mbbuild.h: one packed micro-batch from scored trajectories.
+ * mbbuild.h: one packed micro-batch from scored trajectories: the packer's
+ * output (pack/packstep.h), and the model's input wherever sequences are
+ * run packed (model/align.h), so there is one packer.
  *
  * input_ids is [P1 R1 P2 R2 ... pad]: each sequence's prompt then response
  * tokens, then padding up to a multiple of pad_multiple. Under the alignment

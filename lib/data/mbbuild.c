@@ -1,5 +1,5 @@
 /* mbbuild.c: see mbbuild.h. */
-#include "pack/mbbuild.h"
+#include "data/mbbuild.h"
 
 #include <stdlib.h>
 #include <string.h>
