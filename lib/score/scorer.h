@@ -1,7 +1,8 @@
 /*
  * scorer.h: scoring the groups of one input, all or nothing.
  *
- * For a batch of groups (one input file): each response is decoded (and
+ * For a batch of groups (one input file, or one group of standard input,
+ * which grpo-score streams: scoreio.h): each response is decoded (and
  * each prompt, when a reward program is asked), every reward function is
  * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h),
  * the advantages over the batch (advantage.h), and the reference logprobs
