@@ -395,18 +395,18 @@ static const char *string_end(const char *s, const char *end, int *marker)
 
 struct long_arrays {
 	struct buf text;          /* the line with the arrays cut out */
-	const char **at;          /* (n) where each array's '[' is */
-	size_t *len;
-	uint32_t *count;
+	struct long_array {
+		const char *at;   /* its '[' in the line */
+		size_t len;
+		uint32_t count;
+	} *a;                     /* (n) */
 	uint32_t n, cap;
 };
 
 static void long_arrays_free(struct long_arrays *la)
 {
 	buf_free(&la->text);
-	free(la->at);
-	free(la->len);
-	free(la->count);
+	free(la->a);
 	memset(la, 0, sizeof *la);
 }
 
@@ -414,21 +414,13 @@ static int long_arrays_add(struct long_arrays *la, const char *at, size_t len, u
 {
 	if (la->n == la->cap) {
 		uint32_t cap = la->cap ? la->cap * 2 : 16;
-		const char **a = realloc(la->at, cap * sizeof *a);
-		if (a)
-			la->at = a;
-		size_t *l = realloc(la->len, cap * sizeof *l);
-		if (l)
-			la->len = l;
-		uint32_t *c = realloc(la->count, cap * sizeof *c);
-		if (c)
-			la->count = c;
-		if (!a || !l || !c)
+		struct long_array *a = realloc(la->a, cap * sizeof *a);
+		if (!a)
 			return -1;
+		la->a = a;
 		la->cap = cap;
 	}
-	la->at[la->n] = at, la->len[la->n] = len, la->count[la->n] = count;
-	la->n++;
+	la->a[la->n++] = (struct long_array){ at, len, count };
 	return 0;
 }
 
@@ -489,9 +481,9 @@ static void long_arrays_put(cJSON *o, const struct long_arrays *la)
 			continue;
 		cJSON_free(c->valuestring);
 		c->type = cJSON_Raw | cJSON_IsReference;
-		c->valuestring = (char *)la->at[k];
-		c->valueint = (int)la->count[k];
-		c->valuedouble = (double)la->len[k];
+		c->valuestring = (char *)la->a[k].at;
+		c->valueint = (int)la->a[k].count;
+		c->valuedouble = (double)la->a[k].len;
 	}
 }
 
