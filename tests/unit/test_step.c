@@ -43,6 +43,15 @@ static void tiny(struct model *m)
 	model_init_random(m, 11, NULL);
 }
 
+/* One step over every rank of mbs, the totals counted from them (as DONE counts them). */
+static int train_step(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
+                      const struct microbatch *mbs, size_t n, struct step_result *r, struct err *e)
+{
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(mbs, n, &tot);
+	return step_train(m, op, lo, &tot, epochs, mbs, n, NULL, NULL, r, e);
+}
+
 /* One sequence: prompt p tokens, then r response tokens. */
 struct seq {
 	int p, r;
@@ -127,7 +136,7 @@ static double train(const struct loss_opts *lo, struct microbatch *mbs, size_t n
 	struct step_result r;
 	optim_init(&op, &oo, m.w.n, &e);
 	double loss = NAN;
-	if (step_train(&m, &op, lo, 1, mbs, n, NULL, &r, &e) < 0)
+	if (train_step(&m, &op, lo, 1, mbs, n, &r, &e) < 0)
 		diag("%s", e.msg);
 	else
 		loss = r.first.loss;
@@ -239,23 +248,23 @@ static void checkpoints(void)
 	struct step_result r;
 	int resumed = -1;
 	ok(ckpt_load(&a, &oa, &oo, queue, 0, &resumed, &e) == 0 && resumed == 0, "step_0 loads, with no optimizer state");
-	ok(step_train(&a, &oa, &lo, 2, s1, 2, NULL, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
+	ok(train_step(&a, &oa, &lo, 2, s1, 2, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
 	ok(r.first.tokens > 0 && r.opt.grad_norm > 0 && oa.step == 2, "it trained (%g tokens, |g| %g)",
 	   r.first.tokens, r.opt.grad_norm);
 	float *w1 = malloc(a.w.n * 4);
 	memcpy(w1, a.w.mem, a.w.n * 4);
-	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 0, "step_1 published in bf16: %s", e.msg);
-	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 1, "an existing step is not replaced");
+	ok(ckpt_publish(queue, 1, &a, &oa, 1, ST_BF16, 0, src, &e) == 0, "step_1 published in bf16: %s", e.msg);
+	ok(ckpt_publish(queue, 1, &a, &oa, 1, ST_BF16, 0, src, &e) == 1, "an existing step is not replaced");
 	snprintf(p, sizeof p, "%s/step_1/tokenizer.json", queue);
 	ok(access(p, F_OK) == 0, "the tokenizer travels into step_1");
 	int64_t latest = -1;
 	ok(ckpt_latest(queue, 100, &latest, &e) == 0 && latest == 1, "newest step is 1");
-	ok(step_train(&a, &oa, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 in the same process");
+	ok(train_step(&a, &oa, &lo, 1, s2, 1, &r, &e) == 0, "step 2 in the same process");
 
 	/* run B: resumes from policy/step_1 */
 	ok(ckpt_load(&b, &ob, &oo, queue, 1, &resumed, &e) == 0 && resumed == 1, "step_1 resumes with its optimizer state");
 	ok(memcmp(b.w.mem, w1, a.w.n * 4) == 0, "the fp32 master weights come back exactly, though saved in bf16");
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 after resuming");
+	ok(train_step(&b, &ob, &lo, 1, s2, 1, &r, &e) == 0, "step 2 after resuming");
 	ok(memcmp(a.w.mem, b.w.mem, a.w.n * 4) == 0 && memcmp(oa.m, ob.m, a.w.n * 4) == 0 &&
 	   memcmp(oa.v, ob.v, a.w.n * 4) == 0 && oa.step == ob.step, "resuming is bit-identical");
 
@@ -269,7 +278,7 @@ static void checkpoints(void)
 		same &= c.w.mem[i] == st_bf16_to_f32(st_f32_to_bf16(w1[i]));
 	ok(same, "step_1's safetensors hold the bf16 rounding of the weights");
 	model_free(&c);
-	ok(ckpt_publish(queue, 2, &a, &oa, ST_F32, 2000, NULL, &e) == 0, "step_2 published in float32, sharded");
+	ok(ckpt_publish(queue, 2, &a, &oa, 1, ST_F32, 2000, NULL, &e) == 0, "step_2 published in float32, sharded");
 	snprintf(d1, sizeof d1, "%s/step_2", queue);
 	ok(model_load(&c, d1, &e) == 0 && c.w.n == a.w.n && memcmp(c.w.mem, a.w.mem, a.w.n * 4) == 0,
 	   "a float32 checkpoint loads back with the same tensors");
@@ -288,7 +297,7 @@ static void checkpoints(void)
 	/* beta > 0 without reference logprobs: refused, weights untouched */
 	memcpy(w1, b.w.mem, b.w.n * 4);
 	lo.beta = 0.1f;
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
+	ok(train_step(&b, &ob, &lo, 1, s2, 1, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
 	ok(memcmp(w1, b.w.mem, b.w.n * 4) == 0, "a failed step leaves the weights");
 
 	for (int i = 0; i < 2; i++)
