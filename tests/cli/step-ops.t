@@ -134,8 +134,9 @@ cp -r "$T/s" "$T/sk"
 rm -rf "$T/sk/step_3"
 grpo-step --batches "$T/b" -o "$T/sk" --lr 1e-3 --save-every 2 --keep 1 2> /dev/null
 is "$(ls "$T/sk" | tr '\n' ' ')" "step_0 step_2 step_3 " "--keep 1 keeps the newest weights (step 2) and the steps after"
-ls -d "$T"/sk/step_*/config.json | tail -1 | grep -q 'sk/step_2/config.json'
-ok $? "the newest step with config.json, which samplers take, is step 2"
+echo '{"prompt_tokens":[1,2]}' > "$T/prompts"
+grpo-collect --model "$T/sk" --prompts "$T/prompts" --samples 1 --max-tokens 2 | grpo-cat | grep -q '"policy_version":2,'
+ok $? "grpo-collect --model POLICY samples from step 2, the newest with weights, not step 3"
 
 # 7. two ranks in two processes: the same bits as one process over both ranks
 grpo-pack -T 32 -W 2 -o "$T/b2" "$T/groups.zst" || exit 1
