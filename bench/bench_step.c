@@ -118,7 +118,9 @@ int main(int argc, char **argv)
 		}
 		double t1 = now();
 		fb = t1 - t0 < fb ? t1 - t0 : fb;
-		if (step_train(&m, &op, &lo, 1, mbs, (size_t)nmb, NULL, &r, &e) < 0) {
+		struct loss_totals tot = { 0, 0, 0 };
+		step_count(mbs, (size_t)nmb, &tot);
+		if (step_train(&m, &op, &lo, &tot, 1, mbs, (size_t)nmb, NULL, NULL, &r, &e) < 0) {
 			fprintf(stderr, "bench_step: %s\n", e.msg);
 			return 1;
 		}

@@ -3,10 +3,12 @@
  * publishing policy/step_N.
  *
  * Reads BATCHES/step_N once its DONE marker exists, trains on the
- * micro-batches of every rank (lib/train/step.h), and publishes the new
- * checkpoint into the policy queue (lib/train/ckpt.h). The first run
- * publishes the input model as policy/step_0. Step N starts from
- * policy/step_{N-1}, with its optimizer state when it has one.
+ * micro-batches of every rank (lib/train/step.h), or of one with --rank,
+ * exchanging gradients with the other ranks' processes (lib/train/gradx.h),
+ * and publishes the new checkpoint into the policy queue
+ * (lib/train/ckpt.h), then runs --on-publish. The first run publishes the
+ * input model as policy/step_0. Step N starts from policy/step_{N-1}, with
+ * its optimizer state when it has one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,18 +19,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "data/done.h"
+#include "model/tokenizer.h"
 #include "pack/packstep.h"
 #include "train/ckpt.h"
 #include "train/dtable.h"
+#include "train/gradx.h"
 #include "train/step.h"
 
 #ifndef GRPO_VERSION
 #define GRPO_VERSION "0.1"
 #endif
+
+/* Exit status when --on-publish-fail stop stops training (grpo-step(1)). */
+#define EXIT_HOOK 3
 
 static const char *prog = "grpo-step";
 
@@ -42,6 +51,8 @@ static void usage(FILE *f)
 	        "       [--lr X] [--warmup-steps N] [--lr-schedule constant|cosine|linear]\n"
 	        "       [--total-steps N] [--weight-decay X] [--betas B1,B2] [--eps X]\n"
 	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
+	        "       [--save-every K] [--mask-truncated] [--rank X [--rank-timeout S]]\n"
+	        "       [--on-publish CMD [--on-publish-fail warn|stop]]\n"
 	        "       [--threads N] [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
 	        prog);
 }
@@ -108,6 +119,7 @@ enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
 	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
 	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
+	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL,
 };
 
 static const struct option longopts[] = {
@@ -144,6 +156,12 @@ static const struct option longopts[] = {
 	{ "debug-table", required_argument, NULL, O_DTABLE },
 	{ "debug-tokens", no_argument, NULL, O_DTOKENS },
 	{ "keep", required_argument, NULL, O_KEEP },
+	{ "save-every", required_argument, NULL, O_SAVE_EVERY },
+	{ "mask-truncated", no_argument, NULL, O_MASK_TRUNC },
+	{ "rank", required_argument, NULL, O_RANK },
+	{ "rank-timeout", required_argument, NULL, O_RANK_TIMEOUT },
+	{ "on-publish", required_argument, NULL, O_ON_PUBLISH },
+	{ "on-publish-fail", required_argument, NULL, O_ON_PUBLISH_FAIL },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -151,8 +169,10 @@ static const struct option longopts[] = {
 };
 
 struct args {
-	const char *batches, *model, *policy, *metrics, *dtable;
-	int dtokens, keep;
+	const char *batches, *model, *policy, *metrics, *dtable, *on_publish;
+	int dtokens, keep, save_every, mask_truncated, hook_stop;
+	int rank;             /* -1: every rank in this process */
+	double rank_timeout;
 	int64_t step;     /* -1: the one after the newest checkpoint */
 	long long steps;  /* 0: forever (--watch) */
 	int watch, epochs, verbose, dtype_given;
@@ -164,7 +184,7 @@ struct args {
 
 /* One JSON line of a step's metrics (with '\n'). */
 static int metrics_line(struct buf *b, int64_t step, const struct step_result *r, int resumed_from_state,
-                        double read_s, double write_s, double total_s)
+                        const struct loss_totals *cut, int weights, double read_s, double write_s, double total_s)
 {
 	const struct loss_stats *f = &r->first, *l = &r->last;
 	double n = f->tokens > 0 ? f->tokens : 1;
@@ -186,6 +206,8 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	                r->opt.clip, r->opt.lr, r->epochs);
 	x |= buf_printf(b, ",\"sequences\":%.0f,\"loss_tokens\":%.0f,\"micro_batches\":%.0f", r->totals.seqs,
 	                r->totals.tokens, r->totals.mbs);
+	x |= buf_printf(b, ",\"masked_truncated\":%.0f,\"masked_truncated_tokens\":%.0f,\"weights\":%s", cut->seqs,
+	                cut->tokens, weights ? "true" : "false");
 	x |= buf_printf(b, ",\"tokens_per_s\":%.6g,\"peak_rss_bytes\":%lld",
 	                total_s > 0 ? r->tokens / total_s : 0, (long long)ru.ru_maxrss * 1024);
 	x |= buf_printf(b, ",\"time\":{\"read\":%.6f,\"forward\":%.6f,\"backward\":%.6f,\"optimizer\":%.6f,"
@@ -220,6 +242,7 @@ struct dtable_ctx {
 	const char *path;
 	int64_t step;
 	const struct args *a;
+	const struct tokenizer *tok;   /* NULL: no token text */
 	struct buf b;
 };
 
@@ -227,7 +250,7 @@ static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logp
 {
 	struct dtable_ctx *d = ctx;
 	buf_reset(&d->b);
-	if (dtable_mb(&d->b, d->step, mb, logprob, &d->a->loss, d->a->dtokens) < 0)
+	if (dtable_mb(&d->b, d->step, mb, logprob, &d->a->loss, d->a->dtokens, d->tok) < 0)
 		return err_set(e, "%s: out of memory", d->path);
 	if (fwrite(d->b.data, 1, d->b.len, d->f) != d->b.len)
 		return err_sys(e, "%s", d->path);
@@ -251,11 +274,109 @@ static int wait_done(const struct args *a, int64_t step)
 	}
 }
 
+/*
+ * --on-publish: CMD through /bin/sh -c with the step's directory, number
+ * and queue in its environment (absolute paths). 0 when it exits 0; else
+ * says how it failed and returns -1.
+ */
+static int on_publish(const struct args *a, int64_t step)
+{
+	char rel[PATH_MAX], dir[PATH_MAX], queue[PATH_MAX], num[32];
+	snprintf(rel, sizeof rel, "%s/step_%lld", a->policy, (long long)step);
+	snprintf(num, sizeof num, "%lld", (long long)step);
+	if (!realpath(rel, dir) || !realpath(a->policy, queue)) {
+		fprintf(stderr, "%s: step %lld: --on-publish '%s' not run: %s: %s\n", prog, (long long)step,
+		        a->on_publish, rel, strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "%s: step %lld: --on-publish '%s' not run: fork: %s\n", prog, (long long)step,
+		        a->on_publish, strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (setenv("GRPO_POLICY_DIR", dir, 1) == 0 && setenv("GRPO_STEP", num, 1) == 0 &&
+		    setenv("GRPO_POLICY_QUEUE", queue, 1) == 0)
+			execl("/bin/sh", "sh", "-c", a->on_publish, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			fprintf(stderr, "%s: step %lld: --on-publish '%s': wait: %s\n", prog, (long long)step,
+			        a->on_publish, strerror(errno));
+			return -1;
+		}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "%s: step %lld: --on-publish '%s' killed by signal %d (%s)\n", prog, (long long)step,
+		        a->on_publish, WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		fprintf(stderr, "%s: step %lld: --on-publish '%s' failed with exit status %d\n", prog,
+		        (long long)step, a->on_publish, WEXITSTATUS(st));
+	return -1;
+}
+
+/*
+ * The micro-batches of this process for step (every rank's, or --rank's),
+ * masked with --mask-truncated, and the step's totals: from DONE, checked
+ * here against the micro-batches when this process holds every rank (the
+ * gradient exchange checks them otherwise, into x->local).
+ */
+static void read_step(const struct args *a, int64_t step, struct done_manifest *dm, struct microbatch **mbs,
+                      size_t *n, struct loss_totals *tot, struct loss_totals *cut, struct gradx *x)
+{
+	struct err e;
+	char done_path[PATH_MAX];
+	snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a->batches, (long long)step);
+	int r = done_load(a->batches, step, dm, &e);
+	if (r < 0)
+		die(1, "%s", e.msg);
+	if (r == 0)
+		die(1, "%s: disappeared", done_path);
+	if (a->rank >= 0 && (uint32_t)a->rank >= dm->ranks)
+		die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
+	if (step_read(a->batches, step, a->rank, mbs, n, &e) < 0)
+		die(1, "%s", e.msg);
+	struct loss_totals counted = { 0, 0, 0 };
+	step_count(*mbs, *n, &counted);
+	memset(cut, 0, sizeof *cut);
+	if (a->mask_truncated) {
+		step_mask_truncated(*mbs, *n, cut);
+		/* the other ranks' truncated sequences leave the totals too: count them (read, not trained) */
+		for (int k = 0; a->rank >= 0 && k < (int)dm->ranks; k++) {
+			struct microbatch *o;
+			size_t no;
+			if (k == a->rank)
+				continue;
+			if (step_read(a->batches, step, k, &o, &no, &e) < 0)
+				die(1, "%s", e.msg);
+			step_mask_truncated(o, no, cut);
+			step_free_batches(o, no);
+		}
+	}
+	if (step_totals(dm, cut, tot, &e) < 0) {
+		if (a->rank >= 0)
+			die(1, "%s: %s: --rank needs them", done_path, e.msg);
+		/* an older manifest: the totals of the micro-batches themselves */
+		tot->seqs = counted.seqs - cut->seqs, tot->tokens = counted.tokens - cut->tokens;
+		tot->mbs = counted.mbs;
+	}
+	if (a->rank < 0 && step_check(done_path, dm, &counted, &e) < 0)
+		die(1, "%s", e.msg);
+	x->local = counted;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
 	memset(&a, 0, sizeof a);
-	a.step = -1, a.steps = 1, a.epochs = 1;
+	a.step = -1, a.steps = 1, a.epochs = 1, a.rank = -1, a.rank_timeout = 600;
 	loss_opts_default(&a.loss);
 	optim_opts_default(&a.opt);
 	int threads = 0, steps_given = 0;
@@ -322,6 +443,23 @@ int main(int argc, char **argv)
 		case O_DTABLE: a.dtable = optarg; break;
 		case O_DTOKENS: a.dtokens = 1; break;
 		case O_KEEP: a.keep = (int)integer("--keep", optarg, 1); break;
+		case O_SAVE_EVERY: a.save_every = (int)integer("--save-every", optarg, 1); break;
+		case O_MASK_TRUNC: a.mask_truncated = 1; break;
+		case O_RANK: a.rank = (int)integer("--rank", optarg, 0); break;
+		case O_RANK_TIMEOUT:
+			a.rank_timeout = num("--rank-timeout", optarg);
+			if (!(a.rank_timeout > 0))
+				bad_usage("--rank-timeout: seconds > 0, not '%s'", optarg);
+			break;
+		case O_ON_PUBLISH: a.on_publish = optarg; break;
+		case O_ON_PUBLISH_FAIL:
+			if (strcmp(optarg, "warn") == 0)
+				a.hook_stop = 0;
+			else if (strcmp(optarg, "stop") == 0)
+				a.hook_stop = 1;
+			else
+				bad_usage("--on-publish-fail: warn or stop, not '%s'", optarg);
+			break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
@@ -345,6 +483,14 @@ int main(int argc, char **argv)
 		model_set_threads(threads);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+
+	/* what a crashed run left in policy/.tmp */
+	int swept = 0;
+	if (ckpt_sweep(a.policy, &swept, &e) < 0)
+		die(1, "%s", e.msg);
+	if (swept)
+		fprintf(stderr, "%s: %s/.tmp: removed %d temporar%s left by processes of this host that died\n", prog,
+		        a.policy, swept, swept == 1 ? "y" : "ies");
 
 	/* policy/step_0 */
 	int64_t newest;
@@ -384,8 +530,16 @@ int main(int argc, char **argv)
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		die(1, "%s: %s", a.metrics, strerror(errno));
-	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, { 0 } };
+	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, NULL, { 0 } };
 	struct step_observer obs = { dtable_rows, &dt };
+	struct tokenizer *tok = NULL;
+	if (a.dtokens) {
+		char tp[PATH_MAX];
+		snprintf(tp, sizeof tp, "%s/tokenizer.json", step0);
+		if (access(tp, F_OK) == 0 && !(tok = tok_load(tp, &e)))
+			fprintf(stderr, "%s: warning: no token text in the debug table: %s\n", prog, e.msg);
+		dt.tok = tok;
+	}
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
 			die(1, "%s: %s", a.dtable, strerror(errno));
@@ -407,25 +561,40 @@ int main(int argc, char **argv)
 		}
 		struct microbatch *mbs;
 		size_t n;
-		if (step_read(a.batches, step, &mbs, &n, &e) < 0)
-			die(1, "%s", e.msg);
+		struct done_manifest dm;
+		struct loss_totals tot, cut;
+		struct gradx x = { a.policy, step, a.rank, 0, a.rank_timeout, &stop, { 0, 0, 0 }, &dm, NULL };
+		read_step(&a, step, &dm, &mbs, &n, &tot, &cut, &x);
+		char done_path[PATH_MAX];
+		snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a.batches, (long long)step);
+		x.ranks = (int)dm.ranks, x.done_path = done_path;
+		struct step_reduce red = { gradx_reduce, &x };
 		double tr = now();
 		struct step_result res;
 		dt.step = step;
-		if (step_train(&m, &op, &a.loss, a.epochs, mbs, n, a.dtable ? &obs : NULL, &res, &e) < 0)
+		if (step_train(&m, &op, &a.loss, &tot, a.epochs, mbs, n, a.dtable ? &obs : NULL,
+		               a.rank >= 0 ? &red : NULL, &res, &e) < 0)
 			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
-		r = ckpt_publish(a.policy, step, &m, &op, a.dtype, a.shard, step0, &e);
-		if (r < 0)
-			die(1, "%s", e.msg);
-		if (r == 1)
-			die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy, (long long)step);
-		int pruned = 0;
-		if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-			die(1, "%s", e.msg);
+		int weights = a.save_every == 0 || step % a.save_every == 0;
+		if (a.rank <= 0) {
+			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
+			if (r < 0)
+				die(1, "%s", e.msg);
+			if (r == 1)
+				die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
+				    (long long)step);
+			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
+				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+			int pruned = 0;
+			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
+				die(1, "%s", e.msg);
+		}
+		done_free(&dm);
 		double te = now();
 		struct buf b = { 0 };
-		if (metrics_line(&b, step, &res, resumed, (tr - ts) + (k == 0 ? ts - t0 : 0), te - tw, te - ts) < 0)
+		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, (tr - ts) + (k == 0 ? ts - t0 : 0),
+		                 te - tw, te - ts) < 0)
 			die(1, "out of memory");
 		if (mf) {
 			fwrite(b.data, 1, b.len, mf);
@@ -439,12 +608,21 @@ int main(int argc, char **argv)
 		buf_free(&b);
 		step_free_batches(mbs, n);
 		resumed = 1;
+		/* after the metrics, so a stop still leaves the step's line */
+		if (a.on_publish && weights && a.rank <= 0 && on_publish(&a, step) < 0 && a.hook_stop) {
+			fprintf(stderr, "%s: stopping after step %lld (--on-publish-fail stop); it stays published\n",
+			        prog, (long long)step);
+			status = EXIT_HOOK;
+			step++;
+			break;
+		}
 	}
 	if (mf && mf != stdout)
 		fclose(mf);
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
 		die(1, "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);
+	tok_free(tok);
 	optim_free(&op);
 	model_free(&m);
 	return status;

@@ -4,6 +4,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "base/tempfile.h"
+#include "model/model_config.h"
 #include "spool/spool.h"
 #include "train/ckpt.h"
 
@@ -87,18 +90,15 @@ static int link_or_copy(const char *src, const char *dst, struct err *e)
 	return copy_file(src, dst, e);
 }
 
-/* A unique name QUEUE/.tmp/step_N.UNIQUE in tmp, QUEUE/.tmp made. */
+/* A unique name QUEUE/.tmp/step_N.HOST.PID.TIME.K in tmp (tempfile.h's), QUEUE/.tmp made. */
 static int tmp_name(const char *queue, int64_t step, char *tmp, size_t size, struct err *e)
 {
-	static unsigned counter;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], uniq[128];
 	snprintf(dir, sizeof dir, "%s/.tmp", queue);
 	if (fsys_mkdirs(dir, e) < 0)
 		return -1;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (snprintf(tmp, size, "%s/step_%lld.%ld.%lld%09ld.%u", dir, (long long)step, (long)getpid(),
-	             (long long)ts.tv_sec, ts.tv_nsec, counter++) >= (int)size)
+	tempfile_unique_name(uniq, sizeof uniq);
+	if (snprintf(tmp, size, "%s/step_%lld.%s", dir, (long long)step, uniq) >= (int)size)
 		return err_set(e, "%s: path too long", dir);
 	return 0;
 }
@@ -172,21 +172,42 @@ int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
 	return r;
 }
 
+int ckpt_has_weights(const char *queue, int64_t step)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	return snprintf(p, sizeof p, "%s/step_%lld/config.json", queue, (long long)step) < (int)sizeof p &&
+	       stat(p, &st) == 0;
+}
+
 int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, const char *queue, int64_t step,
               int *resumed, struct err *e)
 {
 	char dir[PATH_MAX], opt[PATH_MAX];
 	if (step_path(dir, sizeof dir, queue, step) < 0)
 		return err_set(e, "%s: path too long", queue);
-	if (model_load(m, dir, e) < 0)
-		return -1;
 	snprintf(opt, sizeof opt, "%s/%s", dir, CKPT_OPTIM_FILE);
 	*resumed = 0;
+	int weights = ckpt_has_weights(queue, step);
+	if (weights) {
+		if (model_load(m, dir, e) < 0)
+			return -1;
+	} else {
+		/* a step saved without weights (--save-every): the shapes from step_0, the weights from optim.bin */
+		struct model_config c;
+		char s0[PATH_MAX];
+		snprintf(s0, sizeof s0, "%s/step_0", queue);
+		if (access(opt, F_OK) != 0)
+			return err_set(e, "%s: neither weights (config.json) nor optimizer state (%s)", dir,
+			               CKPT_OPTIM_FILE);
+		if (model_config_load(s0, &c, e) < 0 || model_create(m, &c, e) < 0)
+			return -1;
+	}
 	if (optim_init(op, o, m->w.n, e) < 0) {
 		model_free(m);
 		return -1;
 	}
-	if (access(opt, F_OK) != 0)
+	if (weights && access(opt, F_OK) != 0)
 		return 0;
 	if (optim_load(op, m->w.mem, m->w.n, opt, e) < 0) {
 		optim_free(op);
@@ -197,7 +218,7 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 	return 0;
 }
 
-int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op,
+int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e)
 {
 	int r = ckpt_exists(queue, step, e);
@@ -206,8 +227,8 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	char tmp[PATH_MAX], p[PATH_MAX];
 	if (make_tmp(queue, step, tmp, sizeof tmp, e) < 0)
 		return -1;
-	r = model_write_dir(m, tmp, dtype, shard_bytes, e);
-	for (size_t i = 0; r == 0 && tok_dir && i < sizeof tok_files / sizeof tok_files[0]; i++) {
+	r = weights ? model_write_dir(m, tmp, dtype, shard_bytes, e) : 0;
+	for (size_t i = 0; r == 0 && weights && tok_dir && i < sizeof tok_files / sizeof tok_files[0]; i++) {
 		char a[PATH_MAX];
 		snprintf(a, sizeof a, "%s/%s", tok_dir, tok_files[i]);
 		if (access(a, F_OK) != 0)
@@ -254,8 +275,13 @@ int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
 	}
 	fsys_free_names(names, n);
 	qsort(steps, ns, sizeof *steps, cmp_i64);
+	/* the oldest step kept: the keep-th newest with weights (later steps, weights or not, stay) */
+	size_t first = ns;
+	for (size_t i = ns, seen = 0; i-- > 0 && seen < (size_t)keep;)
+		if (ckpt_has_weights(queue, steps[i]))
+			seen++, first = i;
 	int rc = 0;
-	for (size_t i = 0; i + (size_t)keep < ns && rc == 0; i++) {
+	for (size_t i = 0; i < first && rc == 0; i++) {
 		char from[PATH_MAX], tmp[PATH_MAX];
 		step_path(from, sizeof from, queue, steps[i]);
 		if (tmp_name(queue, steps[i], tmp, sizeof tmp, e) < 0 || fsys_rename(from, tmp, e) < 0) {
@@ -267,6 +293,41 @@ int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
 	}
 	free(steps);
 	return rc;
+}
+
+int ckpt_sweep(const char *queue, int *removed, struct err *e)
+{
+	*removed = 0;
+	char dir[PATH_MAX], me[128];
+	if (snprintf(dir, sizeof dir, "%s/.tmp", queue) >= (int)sizeof dir)
+		return err_set(e, "%s: path too long", queue);
+	struct stat st;
+	if (stat(dir, &st) < 0 && errno == ENOENT)
+		return 0;
+	/* this host's name as the temporaries spell it: the first field of a unique name */
+	tempfile_unique_name(me, sizeof me);
+	size_t hl = strcspn(me, ".");
+	char **names = NULL;
+	size_t n = 0;
+	if (fsys_list_dir(dir, FSYS_DIRS, &names, &n, e) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		/* step_N.HOST.PID.TIME.K */
+		const char *h = strchr(names[i], '.');
+		if (strncmp(names[i], "step_", 5) != 0 || !h || strncmp(h + 1, me, hl) != 0 || h[1 + hl] != '.')
+			continue;
+		char *end;
+		errno = 0;
+		long pid = strtol(h + 2 + hl, &end, 10);
+		if (errno || *end != '.' || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+		remove_tmp(p);
+		(*removed)++;
+	}
+	fsys_free_names(names, n);
+	return 0;
 }
 
 enum st_dtype ckpt_model_dtype(const char *src)

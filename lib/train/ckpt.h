@@ -7,13 +7,18 @@
  * index), the input model's tokenizer files when it has them, and, for
  * N > 0, optim.bin: the optimizer state with the fp32 master weights
  * (optim.h), from which a resumed run takes its weights, so a bf16
- * checkpoint loses nothing for the next step.
+ * checkpoint loses nothing for the next step. A step saved without weights
+ * (grpo-step --save-every) holds optim.bin alone: it is a resume point,
+ * and has no config.json, which is how samplers looking for the newest
+ * policy pass over it (model/rollout.h).
  *
  * Publishing is atomic: everything is written (and fsynced) into a
- * temporary directory QUEUE/.tmp/step_N.UNIQUE, which is renamed to
- * QUEUE/step_N without replacing; a reader sees the whole directory or
- * none. A crash leaves at most a temporary under .tmp, which no reader looks
- * at, and the previous steps untouched; a re-run writes the step again.
+ * temporary directory QUEUE/.tmp/step_N.HOST.PID.TIME.K (tempfile.h's
+ * unique name), which is renamed to QUEUE/step_N without replacing; a
+ * reader sees the whole directory or none. A crash leaves at most a
+ * temporary under .tmp, which no reader looks at, and the previous steps
+ * untouched; a re-run writes the step again, and ckpt_sweep removes what
+ * the crashed process left.
  */
 #ifndef GRPO_CKPT_H
 #define GRPO_CKPT_H
@@ -43,10 +48,14 @@ int ckpt_latest(const char *queue, int64_t below, int64_t *step, struct err *e);
 /* 1 if QUEUE/step_N exists, 0 if not, -1 on error. */
 int ckpt_exists(const char *queue, int64_t step, struct err *e);
 
+/* 1 if QUEUE/step_N holds weights (its config.json), 0 if not (or no such step). */
+int ckpt_has_weights(const char *queue, int64_t step);
+
 /*
  * Load QUEUE/step_N into m (model_load) and make op an optimizer with
  * options o for its weights; when the step has optim.bin, its master
- * weights replace m's and its moments and step count are op's. *resumed
+ * weights replace m's and its moments and step count are op's; a step
+ * without weights takes its shapes from step_0 and needs optim.bin. *resumed
  * says which (0: a fresh optimizer over the checkpoint's weights, as for
  * step_0). On failure neither needs freeing.
  */
@@ -54,20 +63,31 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
               int *resumed, struct err *e);
 
 /*
- * Publish QUEUE/step_N: m's weights in dtype (ST_F32 or ST_BF16), sharded
- * above shard_bytes (0: never), the tokenizer files of tok_dir when present
- * (NULL: none), and op's state with m's fp32 weights. Returns 0, 1 when
- * step_N already exists (nothing published), -1 on error.
+ * Publish QUEUE/step_N: when weights is set, m's weights in dtype (ST_F32
+ * or ST_BF16), sharded above shard_bytes (0: never), and the tokenizer
+ * files of tok_dir when present (NULL: none); always op's state with m's
+ * fp32 weights. Returns 0, 1 when step_N already exists (nothing
+ * published), -1 on error.
  */
-int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op,
+int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
 
 /*
- * --keep K: remove the checkpoints older than the newest K (step_0 never),
- * each first renamed into QUEUE/.tmp (so it disappears whole) and then
- * deleted. *removed counts them. A crash leaves at most a directory in .tmp.
+ * --keep K: keep the newest K checkpoints that hold weights and every step
+ * after the oldest of them (so the newest weights and the resume point
+ * stay), and remove the steps before it (step_0 never), each first renamed
+ * into QUEUE/.tmp (so it disappears whole) and then deleted. *removed
+ * counts them. A crash leaves at most a directory in .tmp.
  */
 int ckpt_prune(const char *queue, int keep, int *removed, struct err *e);
+
+/*
+ * Remove the temporaries of QUEUE/.tmp that a process of this host left
+ * when it died (a kill -9 during publish or prune): those whose name's host
+ * is this one and whose pid is not running. Another host's are left alone.
+ * *removed counts them.
+ */
+int ckpt_sweep(const char *queue, int *removed, struct err *e);
 
 /* The dtype to save src's weights in: ST_BF16 when config.json says bfloat16, else ST_F32
  * (float16 too: there is no F16 writer). */

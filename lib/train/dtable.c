@@ -2,12 +2,13 @@
  * dtable.c: the debug table's rows (see dtable.h).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "train/dtable.h"
 
 int dtable_header(struct buf *b)
 {
-	return buf_printf(b, "kind\tstep\trank\tmb\tsequence_id\tgroup_id\tpos\tlen\ttrained\ttoken\tadvantage\t"
+	return buf_printf(b, "kind\tstep\trank\tmb\tsequence_id\tgroup_id\tpos\tlen\ttrained\ttoken\ttext\tadvantage\t"
 	                     "sampler_lp\tref_lp\ttrainer_lp\tratio\tclipped\tloss_mask\n");
 }
 
@@ -21,6 +22,34 @@ static int id_cell(struct buf *b, const struct traj_id *id)
 	return 0;
 }
 
+/* Token id's text as one TSV cell: backslash, tab, line breaks and other
+ * control bytes escaped (\\ \t \n \r \xHH), so the row stays one row. */
+static int text_cell(struct buf *b, const struct tokenizer *tok, int32_t id, struct buf *scratch)
+{
+	if (!tok)
+		return 0;
+	buf_reset(scratch);
+	if (tok_decode(tok, &id, 1, 0, scratch, NULL) < 0)
+		return 0;   /* an id the tokenizer lacks: an empty cell */
+	int x = 0;
+	for (size_t i = 0; i < scratch->len; i++) {
+		unsigned char c = scratch->data[i];
+		if (c == '\\')
+			x |= buf_printf(b, "\\\\");
+		else if (c == '\t')
+			x |= buf_printf(b, "\\t");
+		else if (c == '\n')
+			x |= buf_printf(b, "\\n");
+		else if (c == '\r')
+			x |= buf_printf(b, "\\r");
+		else if (c < 0x20 || c == 0x7f)
+			x |= buf_printf(b, "\\x%02x", c);
+		else
+			x |= buf_put_u8(b, c);
+	}
+	return x;
+}
+
 /* The ids of real sequence j of mb. */
 static int ids(struct buf *b, const struct microbatch *mb, uint32_t j)
 {
@@ -31,9 +60,10 @@ static int ids(struct buf *b, const struct microbatch *mb, uint32_t j)
 }
 
 int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const float *logprob,
-              const struct loss_opts *o, int tokens)
+              const struct loss_opts *o, int tokens, const struct tokenizer *tok)
 {
 	int x = 0;
+	struct buf scratch = { 0 };
 	uint32_t start = 0;
 	for (uint32_t s = 0; s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
 		uint32_t len = mb->seq_lens[s], n = 0;
@@ -51,7 +81,7 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 			continue;   /* padding */
 		x |= buf_printf(b, "seq\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
 		x |= ids(b, mb, s);
-		x |= buf_printf(b, "\t\t%u\t%u\t\t%.6g\t", len, n, adv);
+		x |= buf_printf(b, "\t\t%u\t%u\t\t\t%.6g\t", len, n, adv);
 		if (n)
 			x |= buf_printf(b, "%.6f\t", sa / n);
 		else
@@ -70,7 +100,9 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 			int m = mb->loss_mask[t] != 0;
 			x |= buf_printf(b, "tok\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
 			x |= ids(b, mb, s);
-			x |= buf_printf(b, "\t%u\t\t\t%d\t%.6g\t", t - start, mb->input_ids[t], mb->advantages[t]);
+			x |= buf_printf(b, "\t%u\t\t\t%d\t", t - start, mb->input_ids[t]);
+			x |= text_cell(b, tok, mb->input_ids[t], &scratch);
+			x |= buf_printf(b, "\t%.6g\t", mb->advantages[t]);
 			if (!m) {
 				x |= buf_printf(b, "\t\t%.6f\t\t\t0\n", t == start ? 0.0 : logprob[t]);
 				continue;
@@ -86,5 +118,6 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 			x |= buf_printf(b, "%.6f\t%.6g\t%d\t1\n", logprob[t], r, clipped);
 		}
 	}
+	buf_free(&scratch);
 	return x;
 }

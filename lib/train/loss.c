@@ -310,14 +310,8 @@ void loss_totals_add_mb(struct loss_totals *t, const struct microbatch *mb)
 	long n = 0;
 	for (uint32_t i = 0; i < mb->n_tokens; i++)
 		n += mb->loss_mask[i] != 0;
-	/* real sequences: the spans holding a loss token, as loss_mb counts them */
-	uint32_t start = 0;
-	for (uint32_t s = 0; s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
-		int any = 0;
-		for (uint32_t i = start; i < start + mb->seq_lens[s] && i < mb->n_tokens; i++)
-			any |= mb->loss_mask[i] != 0;
-		t->seqs += any;
-	}
+	/* as the packer counts them in DONE: every real sequence, every micro-batch that is not a dummy */
+	t->seqs += mb->n_seqs;
 	t->tokens += (double)n;
-	t->mbs += n > 0;
+	t->mbs += mb->n_seqs > 0;
 }

@@ -19,15 +19,17 @@
  * and the step's loss is Σ_t w_t·L_t over every loss token of the step, with
  * the weights of the aggregation (--loss-agg):
  *
- *   grpo      w_t = 1 / (B · n_i)      B sequences in the step (those with a loss token),
- *                                      n_i loss tokens of t's sequence
+ *   grpo      w_t = 1 / (B · n_i)      B sequences in the step, n_i loss tokens of t's
+ *                                      sequence (a sequence without one adds 0 to the mean)
  *   dapo      w_t = 1 / N              N loss tokens in the step (all ranks)
  *   dr_grpo   w_t = 1 / (B · max_len)
  *   bnpo      w_t = 1 / (M · n_mb)     n_mb loss tokens of t's micro-batch, M micro-batches
- *                                      of the step that hold at least one loss token
+ *                                      of the step that hold a sequence (dummies do not)
  *
  * B, N and M are the step's totals over every rank (struct loss_totals),
- * known before the first micro-batch, so each micro-batch's contribution is
+ * as the step's DONE manifest gives them (sequences, loss_tokens, and the
+ * micro-batches less the dummies; train/step.h), known before the first
+ * micro-batch, so each micro-batch's contribution is
  * final and the sum over micro-batches is the step's loss however the
  * sequences were packed (for grpo, dapo and dr_grpo; bnpo depends on the
  * packing by definition). A sequence must lie whole in one micro-batch.
@@ -76,9 +78,9 @@ const char *loss_agg_name(enum loss_agg a);
 
 /* The step's totals over all of its ranks, for the aggregation weights. */
 struct loss_totals {
-	double seqs;    /* B: sequences holding at least one loss token */
+	double seqs;    /* B: real sequences */
 	double tokens;  /* N: loss tokens */
-	double mbs;     /* M: micro-batches holding at least one loss token */
+	double mbs;     /* M: micro-batches holding a real sequence (not dummies) */
 };
 
 /* One micro-batch as the loss sees it: plain arrays (T tokens, S spans). */

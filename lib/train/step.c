@@ -70,7 +70,7 @@ static int read_file(const char *path, struct microbatch **mbs, size_t *n, size_
 	return rc < 0 ? -1 : 0;
 }
 
-int step_read(const char *queue, int64_t step, struct microbatch **mbs, size_t *n, struct err *e)
+int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs, size_t *n, struct err *e)
 {
 	*mbs = NULL, *n = 0;
 	size_t cap = 0, nr = 0;
@@ -80,6 +80,8 @@ int step_read(const char *queue, int64_t step, struct microbatch **mbs, size_t *
 	qsort(ranks, nr, sizeof *ranks, cmp_int);
 	int rc = 0;
 	for (size_t i = 0; i < nr && rc == 0; i++) {
+		if (rank >= 0 && ranks[i] != rank)
+			continue;
 		char dir[PATH_MAX];
 		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
 		char **names = NULL;
@@ -106,6 +108,57 @@ int step_read(const char *queue, int64_t step, struct microbatch **mbs, size_t *
 	return rc;
 }
 
+void step_count(const struct microbatch *mbs, size_t n, struct loss_totals *t)
+{
+	for (size_t i = 0; i < n; i++)
+		loss_totals_add_mb(t, &mbs[i]);
+}
+
+void step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct microbatch *mb = &mbs[i];
+		uint32_t start = 0;
+		for (uint32_t s = 0; s < mb->n_seqs && s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
+			if (!mb->finish_reasons || !mb->finish_reasons[s] || strcmp(mb->finish_reasons[s], "length"))
+				continue;
+			cut->seqs += 1;
+			for (uint32_t t = start; t < start + mb->seq_lens[s] && t < mb->n_tokens; t++) {
+				cut->tokens += mb->loss_mask[t] != 0;
+				mb->loss_mask[t] = 0;
+			}
+		}
+	}
+}
+
+int step_totals(const struct done_manifest *d, const struct loss_totals *cut, struct loss_totals *tot,
+                struct err *e)
+{
+	if (d->loss_tokens < 0)
+		return err_set(e, "step %lld: DONE has no loss_tokens (written by an older grpo-pack)",
+		               (long long)d->step);
+	tot->seqs = (double)d->sequences - (cut ? cut->seqs : 0);
+	tot->tokens = (double)d->loss_tokens - (cut ? cut->tokens : 0);
+	tot->mbs = (double)d->ranks * d->micro_batches_per_rank - d->dummies;
+	return 0;
+}
+
+int step_check(const char *done_path, const struct done_manifest *d, const struct loss_totals *counted,
+               struct err *e)
+{
+	double mbs = (double)d->ranks * d->micro_batches_per_rank - d->dummies;
+	if (d->loss_tokens >= 0 && counted->tokens != (double)d->loss_tokens)
+		return err_set(e, "%s: says %lld loss tokens, and the micro-batches of every rank hold %.0f",
+		               done_path, (long long)d->loss_tokens, counted->tokens);
+	if (counted->seqs != d->sequences)
+		return err_set(e, "%s: says %u sequences, and the micro-batches of every rank hold %.0f", done_path,
+		               d->sequences, counted->seqs);
+	if (counted->mbs != mbs)
+		return err_set(e, "%s: says %.0f micro-batches that are not dummies, and the ranks hold %.0f",
+		               done_path, mbs, counted->mbs);
+	return 0;
+}
+
 int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e)
 {
 	uint32_t maxT = 1;
@@ -127,72 +180,107 @@ static int has_loss(const struct microbatch *mb)
 	return 0;
 }
 
-int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
-               const struct microbatch *mbs, size_t n, const struct step_observer *obs,
-               struct step_result *r, struct err *e)
+/* Forward, loss and backward of one micro-batch, the gradient added into m->g. */
+struct mbctx {
+	struct model *m;
+	const struct loss_opts *lo;
+	const struct loss_totals *tot;
+	const struct step_observer *obs;
+	float *lp, *ent, *dlp, *dent;
+	float **old;   /* (n) with a TIS cap: each micro-batch's ℓ at the step's start */
+	struct step_result *r;
+};
+
+static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb, struct loss_stats *st,
+                  struct err *e)
+{
+	int T = (int)mb->n_tokens;
+	double t0 = now();
+	if (model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens, (int)mb->n_seq_lens,
+	                  mb->temperatures, c->lp, c->ent, e) < 0)
+		return -1;
+	double t1 = now();
+	if (ep == 0 && c->obs && c->obs->mb && c->obs->mb(c->obs->ctx, mb, c->lp, e) < 0)
+		return -1;
+	struct loss_input in;
+	loss_input_from_mb(&in, mb);
+	if (c->old) {
+		if (ep == 0) {
+			if (!(c->old[i] = malloc((size_t)T * sizeof(float))))
+				return err_set(e, "out of memory");
+			memcpy(c->old[i], c->lp, (size_t)T * sizeof(float));
+		}
+		in.behav = in.old;
+		in.old = c->old[i];
+	}
+	int use_ent = c->lo->entropy_coef != 0;
+	if (loss_mb(c->lo, c->tot, &in, c->lp, c->ent, c->dlp, use_ent ? c->dent : NULL, st, e) < 0 ||
+	    model_backward(c->m, c->dlp, use_ent ? c->dent : NULL, e) < 0)
+		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
+	c->r->fwd_s += t1 - t0;
+	c->r->bwd_s += now() - t1;
+	c->r->tokens += T;
+	return 0;
+}
+
+int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, const struct loss_totals *tot,
+               int epochs, const struct microbatch *mbs, size_t n, const struct step_observer *obs,
+               const struct step_reduce *red, struct step_result *r, struct err *e)
 {
 	memset(r, 0, sizeof *r);
 	loss_stats_init(&r->first);
 	loss_stats_init(&r->last);
-	for (size_t i = 0; i < n; i++)
-		loss_totals_add_mb(&r->totals, &mbs[i]);
+	r->totals = *tot;
 	if (step_prepare(m, mbs, n, e) < 0)
 		return -1;
 	int maxT = m->a.maxT;
-	int tis = lo->tis_cap > 0;
-	float *lp = malloc((size_t)maxT * sizeof *lp), *ent = malloc((size_t)maxT * sizeof *ent);
-	float *dlp = malloc((size_t)maxT * sizeof *dlp), *dent = malloc((size_t)maxT * sizeof *dent);
-	float **old = tis ? calloc(n ? n : 1, sizeof *old) : NULL;
+	/* several ranks here, or a reduction: each rank's gradient on its own, then the sum in rank order */
+	int groups = n > 0;
+	for (size_t i = 1; i < n; i++)
+		groups += mbs[i].rank != mbs[i - 1].rank;
+	size_t ng = m->g.n;
+	float *sum = groups > 1 || red ? malloc(ng * sizeof *sum) : NULL;
+	struct mbctx c = { m, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, r };
+	c.lp = malloc((size_t)maxT * sizeof *c.lp), c.ent = malloc((size_t)maxT * sizeof *c.ent);
+	c.dlp = malloc((size_t)maxT * sizeof *c.dlp), c.dent = malloc((size_t)maxT * sizeof *c.dent);
+	c.old = lo->tis_cap > 0 ? calloc(n ? n : 1, sizeof *c.old) : NULL;
 	int rc = 0;
-	if (!lp || !ent || !dlp || !dent || (tis && !old))
+	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || ((groups > 1 || red) && !sum))
 		rc = err_set(e, "out of memory for a step of %zu micro-batches", n);
 
 	for (int ep = 0; ep < epochs && rc == 0; ep++) {
 		struct loss_stats st;
 		loss_stats_init(&st);
+		if (sum)
+			memset(sum, 0, ng * sizeof *sum);
 		model_grads_zero(m);
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			const struct microbatch *mb = &mbs[i];
-			if (!has_loss(mb))
-				continue;
-			int T = (int)mb->n_tokens;
-			double t0 = now();
-			if (model_forward(m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens,
-			                  (int)mb->n_seq_lens, mb->temperatures, lp, ent, e) < 0) {
-				rc = -1;
+		for (size_t i = 0; i < n && rc == 0;) {
+			/* one rank's micro-batches */
+			size_t end = i + 1;
+			while (end < n && mbs[end].rank == mbs[i].rank)
+				end++;
+			struct loss_stats sr;
+			loss_stats_init(&sr);
+			if (sum && !red)
+				model_grads_zero(m);
+			for (; i < end && rc == 0; i++)
+				if (has_loss(&mbs[i]))
+					rc = run_mb(&c, ep, i, &mbs[i], &sr, e);
+			if (rc < 0)
 				break;
-			}
-			double t1 = now();
-			if (ep == 0 && obs && obs->mb && obs->mb(obs->ctx, mb, lp, e) < 0) {
-				rc = -1;
-				break;
-			}
-			struct loss_input in;
-			loss_input_from_mb(&in, mb);
-			if (tis) {
-				if (ep == 0) {
-					old[i] = malloc((size_t)T * sizeof(float));
-					if (!old[i]) {
-						rc = err_set(e, "out of memory");
-						break;
-					}
-					memcpy(old[i], lp, (size_t)T * sizeof(float));
-				}
-				in.behav = in.old;
-				in.old = old[i];
-			}
-			int use_ent = lo->entropy_coef != 0;
-			if (loss_mb(lo, &r->totals, &in, lp, ent, dlp, use_ent ? dent : NULL, &st, e) < 0 ||
-			    model_backward(m, dlp, use_ent ? dent : NULL, e) < 0) {
-				rc = err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
-				break;
-			}
-			r->fwd_s += t1 - t0;
-			r->bwd_s += now() - t1;
-			r->tokens += T;
+			if (sum && !red)
+				for (size_t k = 0; k < ng; k++)
+					sum[k] += m->g.mem[k];
+			loss_stats_add(&st, &sr);
 		}
 		if (rc < 0)
 			break;
+		if (red && red->fn(red->ctx, ep, m->g.mem, sum, ng, &st, e) < 0) {
+			rc = -1;
+			break;
+		}
+		if (sum)
+			memcpy(m->g.mem, sum, ng * sizeof *sum);
 		double t2 = now();
 		if (optim_step(op, m->w.mem, m->g.mem, &r->opt, e) < 0) {
 			rc = -1;
@@ -204,13 +292,14 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, in
 		r->last = st;
 		r->epochs = ep + 1;
 	}
-	if (old)
+	if (c.old)
 		for (size_t i = 0; i < n; i++)
-			free(old[i]);
-	free(old);
-	free(lp);
-	free(ent);
-	free(dlp);
-	free(dent);
+			free(c.old[i]);
+	free(c.old);
+	free(c.lp);
+	free(c.ent);
+	free(c.dlp);
+	free(c.dent);
+	free(sum);
 	return rc;
 }

@@ -1,8 +1,9 @@
 /*
  * step.h: one optimizer step of grpo-step over the micro-batches of a step.
  *
- * step_read reads every micro-batch of BATCHES/step_N, rank by rank, each
- * rank's files in name order (micro-step order). step_train runs them
+ * step_read reads the micro-batches of BATCHES/step_N, rank by rank, each
+ * rank's files in name order (micro-step order): every rank's, or one
+ * rank's for a trainer of several processes (grpo-step --rank). step_train runs them
  * through the model: per epoch, for every micro-batch holding a loss token,
  * forward (logprob and entropy at the tokens' temperatures), loss_mb
  * (loss.h) and backward, the gradients accumulating in m->g; then one
@@ -12,7 +13,19 @@
  * One process trains on the micro-batches of every rank of the step, which
  * is the update data parallelism over those ranks makes: the loss weights
  * come from the step's totals over all ranks (loss_totals), so the summed
- * gradient is the step's, however the sequences were packed.
+ * gradient is the step's, however the sequences were packed. Each rank's
+ * gradient is accumulated on its own and the ranks' gradients are then
+ * summed in rank order, as the processes of a --rank run sum what they
+ * exchange (train/gradx.h, through a step_reduce): both give the same
+ * bits.
+ *
+ * The totals are the step's DONE manifest's (step_totals): its sequences
+ * and loss_tokens, and its micro-batches less its dummies; step_check
+ * holds them against what the micro-batches count. With --mask-truncated
+ * (step_mask_truncated), the sequences that finished by length lose their
+ * loss tokens, and they and their tokens leave B and N: they train on
+ * nothing and the others are weighted as if they had never been sampled.
+ * They stay in M (bnpo): a micro-batch is one whatever it holds.
  *
  * The ratio's ℓ_old: the sampler's inference_logprobs; with a TIS cap, the
  * policy's own logprobs at the step's start (from the first epoch's
@@ -26,14 +39,38 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/done.h"
 #include "data/traj.h"
 #include "model/model.h"
 #include "train/loss.h"
 #include "train/optim.h"
 
-/* All micro-batches of QUEUE/step_N (*mbs malloc'ed, free with step_free_batches). */
-int step_read(const char *queue, int64_t step, struct microbatch **mbs, size_t *n, struct err *e);
+/* The micro-batches of QUEUE/step_N: of every rank (rank -1) or of one
+ * (*mbs malloc'ed, free with step_free_batches). */
+int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs, size_t *n, struct err *e);
 void step_free_batches(struct microbatch *mbs, size_t n);
+
+/* The counts of mbs as DONE counts them (loss_totals_add_mb), added into t. */
+void step_count(const struct microbatch *mbs, size_t n, struct loss_totals *t);
+
+/* --mask-truncated: clear the loss mask of every sequence whose finish_reason
+ * is "length"; the sequences and the loss tokens taken out are added into cut
+ * (cut->mbs stays). */
+void step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut);
+
+/*
+ * The step's totals: DONE's sequences, loss_tokens and micro-batches less
+ * dummies, less what --mask-truncated cut over every rank (cut, or NULL).
+ * Fails when the manifest has no loss_tokens (written by an older
+ * grpo-pack): the caller may count the micro-batches instead.
+ */
+int step_totals(const struct done_manifest *d, const struct loss_totals *cut, struct loss_totals *tot,
+                struct err *e);
+
+/* counted (over every rank's micro-batches, before masking) against DONE:
+ * -1 naming what differs when they do not agree. */
+int step_check(const char *done_path, const struct done_manifest *d, const struct loss_totals *counted,
+               struct err *e);
 
 /* What a step did, for the metrics line. */
 struct step_result {
@@ -62,9 +99,26 @@ struct step_observer {
 	void *ctx;
 };
 
-/* obs may be NULL. */
-int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
-               const struct microbatch *mbs, size_t n, const struct step_observer *obs,
-               struct step_result *r, struct err *e);
+/*
+ * The gradient exchange of a trainer of several processes: called once per
+ * epoch, before the optimizer step, with this process's gradient g (n) and
+ * statistics st; writes into sum (n) the sum over every rank of their
+ * gradients, in rank order starting from zeros, and makes st the sum of
+ * their statistics, in the same order.
+ */
+struct step_reduce {
+	int (*fn)(void *ctx, int epoch, const float *g, float *sum, size_t n, struct loss_stats *st,
+	          struct err *e);
+	void *ctx;
+};
+
+/*
+ * tot: the step's totals over every rank (step_totals). obs and red may be
+ * NULL. After the step m->g holds the gradient the optimizer took (summed
+ * over the ranks, before clipping).
+ */
+int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, const struct loss_totals *tot,
+               int epochs, const struct microbatch *mbs, size_t n, const struct step_observer *obs,
+               const struct step_reduce *red, struct step_result *r, struct err *e);
 
 #endif

@@ -50,14 +50,14 @@ grpo-pack -T 16 -W 1 -o "$T/bn" "$T/noref.zst" || exit 1
 grpo-step --model "$T/model" --batches "$T/bn" -o "$T/pn" --beta 0.1 2> "$T/err"; is $? 1 "beta without reference logprobs: 1"
 grep -q 'reference logprobs' "$T/err" && [ ! -d "$T/pn/step_1" ]; ok $? "says why, publishes nothing"
 
-# debug table: a row per sequence, a row per token, 17 columns each
+# debug table: a row per sequence, a row per token, 18 columns each
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
 	--metrics "$T/mt" 2> /dev/null; ok $? "--debug-table --debug-tokens"
-is "$(awk -F'\t' '{ print NF }' "$T/t.tsv" | sort -u)" 17 "every row has 17 tab-separated columns"
-is "$(head -1 "$T/t.tsv" | cut -f1,5,12-17 | tr '\t' ' ')" \
+is "$(awk -F'\t' '{ print NF }' "$T/t.tsv" | sort -u)" 18 "every row has 18 tab-separated columns"
+is "$(head -1 "$T/t.tsv" | cut -f1,5,13-18 | tr '\t' ' ')" \
 	"kind sequence_id sampler_lp ref_lp trainer_lp ratio clipped loss_mask" "the header"
 is "$(grep -c '^seq' "$T/t.tsv")" 12 "one row per sequence"
-is "$(awk -F'\t' '$1 == "tok" && $17 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
+is "$(awk -F'\t' '$1 == "tok" && $18 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
 	"$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/mt")" "one trained token row per loss token"
 
 # 3. the same data packed differently: same loss and grad norm (fp32 tolerance)

@@ -6,7 +6,8 @@
  * optimizer state, the weights saved in bf16) is bit-identical to one that
  * never stopped; a float32 checkpoint loads back with the same tensors; the
  * tokenizer files travel; a step with beta > 0 and no reference fails and
- * leaves the weights as they were.
+ * leaves the weights as they were; --mask-truncated and DONE's totals against
+ * hand counts, and a masked step equal to the step without those sequences.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,15 @@ static void tiny(struct model *m)
 		exit(1);
 	}
 	model_init_random(m, 11, NULL);
+}
+
+/* One step over every rank of mbs, the totals counted from them (as DONE counts them). */
+static int train_step(struct model *m, struct optim *op, const struct loss_opts *lo, int epochs,
+                      const struct microbatch *mbs, size_t n, struct step_result *r, struct err *e)
+{
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(mbs, n, &tot);
+	return step_train(m, op, lo, &tot, epochs, mbs, n, NULL, NULL, r, e);
 }
 
 /* One sequence: prompt p tokens, then r response tokens. */
@@ -127,7 +137,7 @@ static double train(const struct loss_opts *lo, struct microbatch *mbs, size_t n
 	struct step_result r;
 	optim_init(&op, &oo, m.w.n, &e);
 	double loss = NAN;
-	if (step_train(&m, &op, lo, 1, mbs, n, NULL, &r, &e) < 0)
+	if (train_step(&m, &op, lo, 1, mbs, n, &r, &e) < 0)
 		diag("%s", e.msg);
 	else
 		loss = r.first.loss;
@@ -239,23 +249,23 @@ static void checkpoints(void)
 	struct step_result r;
 	int resumed = -1;
 	ok(ckpt_load(&a, &oa, &oo, queue, 0, &resumed, &e) == 0 && resumed == 0, "step_0 loads, with no optimizer state");
-	ok(step_train(&a, &oa, &lo, 2, s1, 2, NULL, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
+	ok(train_step(&a, &oa, &lo, 2, s1, 2, &r, &e) == 0 && r.epochs == 2, "step 1, two epochs: %s", e.msg);
 	ok(r.first.tokens > 0 && r.opt.grad_norm > 0 && oa.step == 2, "it trained (%g tokens, |g| %g)",
 	   r.first.tokens, r.opt.grad_norm);
 	float *w1 = malloc(a.w.n * 4);
 	memcpy(w1, a.w.mem, a.w.n * 4);
-	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 0, "step_1 published in bf16: %s", e.msg);
-	ok(ckpt_publish(queue, 1, &a, &oa, ST_BF16, 0, src, &e) == 1, "an existing step is not replaced");
+	ok(ckpt_publish(queue, 1, &a, &oa, 1, ST_BF16, 0, src, &e) == 0, "step_1 published in bf16: %s", e.msg);
+	ok(ckpt_publish(queue, 1, &a, &oa, 1, ST_BF16, 0, src, &e) == 1, "an existing step is not replaced");
 	snprintf(p, sizeof p, "%s/step_1/tokenizer.json", queue);
 	ok(access(p, F_OK) == 0, "the tokenizer travels into step_1");
 	int64_t latest = -1;
 	ok(ckpt_latest(queue, 100, &latest, &e) == 0 && latest == 1, "newest step is 1");
-	ok(step_train(&a, &oa, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 in the same process");
+	ok(train_step(&a, &oa, &lo, 1, s2, 1, &r, &e) == 0, "step 2 in the same process");
 
 	/* run B: resumes from policy/step_1 */
 	ok(ckpt_load(&b, &ob, &oo, queue, 1, &resumed, &e) == 0 && resumed == 1, "step_1 resumes with its optimizer state");
 	ok(memcmp(b.w.mem, w1, a.w.n * 4) == 0, "the fp32 master weights come back exactly, though saved in bf16");
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) == 0, "step 2 after resuming");
+	ok(train_step(&b, &ob, &lo, 1, s2, 1, &r, &e) == 0, "step 2 after resuming");
 	ok(memcmp(a.w.mem, b.w.mem, a.w.n * 4) == 0 && memcmp(oa.m, ob.m, a.w.n * 4) == 0 &&
 	   memcmp(oa.v, ob.v, a.w.n * 4) == 0 && oa.step == ob.step, "resuming is bit-identical");
 
@@ -269,7 +279,7 @@ static void checkpoints(void)
 		same &= c.w.mem[i] == st_bf16_to_f32(st_f32_to_bf16(w1[i]));
 	ok(same, "step_1's safetensors hold the bf16 rounding of the weights");
 	model_free(&c);
-	ok(ckpt_publish(queue, 2, &a, &oa, ST_F32, 2000, NULL, &e) == 0, "step_2 published in float32, sharded");
+	ok(ckpt_publish(queue, 2, &a, &oa, 1, ST_F32, 2000, NULL, &e) == 0, "step_2 published in float32, sharded");
 	snprintf(d1, sizeof d1, "%s/step_2", queue);
 	ok(model_load(&c, d1, &e) == 0 && c.w.n == a.w.n && memcmp(c.w.mem, a.w.mem, a.w.n * 4) == 0,
 	   "a float32 checkpoint loads back with the same tensors");
@@ -288,7 +298,7 @@ static void checkpoints(void)
 	/* beta > 0 without reference logprobs: refused, weights untouched */
 	memcpy(w1, b.w.mem, b.w.n * 4);
 	lo.beta = 0.1f;
-	ok(step_train(&b, &ob, &lo, 1, s2, 1, NULL, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
+	ok(train_step(&b, &ob, &lo, 1, s2, 1, &r, &e) < 0 && strstr(e.msg, "reference"), "beta without ref: %s", e.msg);
 	ok(memcmp(w1, b.w.mem, b.w.n * 4) == 0, "a failed step leaves the weights");
 
 	for (int i = 0; i < 2; i++)
@@ -305,11 +315,86 @@ static void checkpoints(void)
 		diag("could not remove %s", root);
 }
 
+/* --mask-truncated and the totals from DONE, against counts made by hand from make_seqs:
+ * response lengths 3, 8, 7, 6, 5, 4 (33 loss tokens); sequences 1 and 5 finish by length. */
+static void truncated_totals(void)
+{
+	int a[] = { 0, 1, 2 }, b[] = { 3, 4, 5 };
+	struct microbatch mbs[2] = { make_mb(a, 3, 32, 1), make_mb(b, 3, 32, 1) };
+	mbs[1].rank = 1;
+	const char *why[2][3] = { { "stop", "length", NULL }, { "stop", NULL, "length" } };
+	for (int i = 0; i < 2; i++) {
+		mbs[i].finish_reasons = calloc(3, sizeof(char *));
+		for (int j = 0; j < 3; j++)
+			mbs[i].finish_reasons[j] = why[i][j] ? strdup(why[i][j]) : NULL;
+	}
+	struct loss_totals counted = { 0, 0, 0 }, cut = { 0, 0, 0 }, tot;
+	step_count(mbs, 2, &counted);
+	ok(counted.seqs == 6 && counted.tokens == 33 && counted.mbs == 2, "counted: 6 sequences, 33 loss tokens, 2");
+	step_mask_truncated(mbs, 2, &cut);
+	ok(cut.seqs == 2 && cut.tokens == 8 + 4 && cut.mbs == 0, "masked: 2 sequences and their 8 + 4 tokens");
+	int left = 0, inside = 0;
+	for (int i = 0; i < 2; i++)
+		for (uint32_t t = 0; t < mbs[i].n_tokens; t++)
+			left += mbs[i].loss_mask[t];
+	for (int t = 5; t < 16; t++)   /* sequence 1: tokens 5..15 of the first micro-batch */
+		inside += mbs[0].loss_mask[t];
+	ok(left == 21 && inside == 0, "21 loss tokens left, none in sequence 1");
+
+	struct done_manifest d;
+	memset(&d, 0, sizeof d);
+	d.step = 1, d.ranks = 2, d.micro_batches_per_rank = 1, d.sequences = 6, d.loss_tokens = 33;
+	struct err e = { "" };
+	ok(step_totals(&d, &cut, &tot, &e) == 0 && tot.seqs == 4 && tot.tokens == 21 && tot.mbs == 2,
+	   "totals from DONE less the masked: B 4, N 21, M 2");
+	ok(step_check("DONE", &d, &counted, &e) == 0, "DONE agrees with the micro-batches");
+	d.loss_tokens = 34;
+	ok(step_check("DONE", &d, &counted, &e) < 0 && strstr(e.msg, "says 34 loss tokens") &&
+	   strstr(e.msg, "hold 33"), "and a DONE that does not is refused: %s", e.msg);
+	d.loss_tokens = 33, d.dummies = 1;
+	ok(step_check("DONE", &d, &counted, &e) < 0 && strstr(e.msg, "micro-batches"), "dummies too: %s", e.msg);
+	d.loss_tokens = -1;
+	ok(step_totals(&d, NULL, &tot, &e) < 0 && strstr(e.msg, "no loss_tokens"), "an older DONE: %s", e.msg);
+
+	/* the masked step trains as the step without the two sequences (grpo: B and n_i; dapo: N) */
+	int a2[] = { 0, 2 }, b2[] = { 3, 4 };
+	struct microbatch kept[2] = { make_mb(a2, 2, 32, 1), make_mb(b2, 2, 32, 1) };
+	kept[1].rank = 1;
+	enum loss_agg aggs[] = { LOSS_AGG_GRPO, LOSS_AGG_DAPO };
+	for (int k = 0; k < 2; k++) {
+		struct loss_opts lo;
+		loss_opts_default(&lo);
+		lo.agg = aggs[k];
+		lo.beta = 0.05f;
+		struct step_result r1, r2;
+		struct model m1, m2;
+		struct optim o1, o2;
+		struct optim_opts oo;
+		optim_opts_default(&oo);
+		tiny(&m1), tiny(&m2);
+		optim_init(&o1, &oo, m1.w.n, &e), optim_init(&o2, &oo, m2.w.n, &e);
+		struct loss_totals tk = { 0, 0, 0 };
+		step_count(kept, 2, &tk);
+		int rc = step_train(&m1, &o1, &lo, &tot, 1, mbs, 2, NULL, NULL, &r1, &e);
+		rc |= step_train(&m2, &o2, &lo, &tk, 1, kept, 2, NULL, NULL, &r2, &e);
+		double worst = 0;
+		for (size_t i = 0; i < m1.g.n; i++)
+			worst = fmax(worst, fabs((double)m1.g.mem[i] - m2.g.mem[i]));
+		ok(rc == 0 && fabs(r1.first.loss - r2.first.loss) < 1e-7 && worst < 1e-6,
+		   "%s: masked step = step without them (loss %.9g, %.9g; worst gradient difference %g)",
+		   loss_agg_name(aggs[k]), r1.first.loss, r2.first.loss, worst);
+		optim_free(&o1), optim_free(&o2), model_free(&m1), model_free(&m2);
+	}
+	for (int i = 0; i < 2; i++)
+		mb_free(&mbs[i]), mb_free(&kept[i]);
+}
+
 int main(void)
 {
 	model_set_threads(1);
 	make_seqs();
 	repacking();
 	checkpoints();
+	truncated_totals();
 	return tap_done();
 }

@@ -1,0 +1,168 @@
+#!/bin/sh
+# grpo-step's operations around a step: --on-publish and its failures,
+# --mask-truncated (the same update as never having sampled the truncated
+# sequences), DONE's totals checked against the micro-batches, the sweep of
+# a dead process's temporaries, token text in the debug table, --save-every
+# with --keep and resuming from a step without weights, and two --rank
+# processes exchanging gradients (the same bits as one process), with a
+# peer that never comes.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 43
+
+d="$GRPO_TOP/tests/cli/step"
+grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
+for f in groups truncated kept; do
+	grpo-cat --from-json -o "$T/$f.zst" "$d/$f.jsonl" || exit 1
+done
+# three steps of input: the same groups sampled by later policies
+for v in 1 2; do
+	sed "s/\"policy_version\":0/\"policy_version\":$v/g" "$d/groups.jsonl" | grpo-cat --from-json -o "$T/groups$v.zst" || exit 1
+done
+for f in groups groups1 groups2; do
+	grpo-pack -T 16 -W 1 -o "$T/b" "$T/$f.zst" || exit 1
+done
+[ -f "$T/b/step_3/DONE" ] || { echo "Bail out! grpo-pack made no step 3"; exit 1; }
+field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a; exit !(d <= 1e-5 * m + 1e-9) }'; }
+
+# 1. --on-publish: the command sees the step's directory, number and queue
+cat > "$T/hook" << 'EOF'
+#!/bin/sh
+echo "$GRPO_STEP $GRPO_POLICY_DIR $GRPO_POLICY_QUEUE $(cat "$GRPO_POLICY_DIR/config.json" | wc -c)" >> "$HOOK_LOG"
+exit "${HOOK_EXIT:-0}"
+EOF
+chmod +x "$T/hook"
+export HOOK_LOG="$T/hook.log"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/p" --steps 2 --on-publish "$T/hook" 2> "$T/err"
+ok $? "two steps with --on-publish"
+p=$(cd "$T/p" && pwd -P)
+is "$(cut -d' ' -f1-3 "$HOOK_LOG" | tr '\n' ';')" "1 $p/step_1 $p;2 $p/step_2 $p;" \
+	"run after each step with GRPO_STEP, GRPO_POLICY_DIR and GRPO_POLICY_QUEUE (absolute)"
+[ "$(cut -d' ' -f4 "$HOOK_LOG" | sort -u)" -gt 0 ]; ok $? "the step's directory is whole when it runs"
+HOOK_EXIT=3 grpo-step --batches "$T/b" -o "$T/p" --on-publish "$T/hook" 2> "$T/err"
+ok $? "a failing command only warns by default"
+grep -q "step 3: --on-publish '$T/hook' failed with exit status 3" "$T/err"; ok $? "naming the command and its status"
+[ -f "$T/p/step_3/config.json" ]; ok $? "and step 3 is published"
+cp -r "$T/p" "$T/q" && rm -rf "$T/q/step_2" "$T/q/step_3"
+HOOK_EXIT=4 grpo-step --batches "$T/b" -o "$T/q" --steps 2 --on-publish "$T/hook" --on-publish-fail stop 2> "$T/err"
+is $? 3 "--on-publish-fail stop: exit status 3"
+[ -f "$T/q/step_2/config.json" ] && [ ! -e "$T/q/step_3" ]; ok $? "after publishing the step, before the next"
+grep -q 'stopping after step 2' "$T/err"; ok $? "and says so"
+rm -rf "$T/q/step_2"
+grpo-step --batches "$T/b" -o "$T/q" --on-publish 'kill -9 $$' --on-publish-fail stop 2> "$T/err"
+is $? 3 "a killed command stops it too"
+grep -q "on-publish 'kill -9 \$\$' killed by signal 9" "$T/err"; ok $? "naming the signal"
+grpo-step --batches "$T/b" -o "$T/q" --on-publish-fail later 2> /dev/null; is $? 2 "--on-publish-fail: warn or stop"
+
+# 2. --mask-truncated: as if the truncated sequences had not been sampled
+grpo-pack -T 16 -W 1 -o "$T/bt" "$T/truncated.zst" || exit 1
+grpo-pack -T 16 -W 2 -o "$T/bk" "$T/kept.zst" || exit 1
+for agg in grpo dapo dr_grpo; do
+	grpo-step --model "$T/model" --batches "$T/bt" -o "$T/pt-$agg" --loss-agg $agg --max-len 8 --beta 0.05 \
+		--mask-truncated --metrics "$T/mt-$agg" 2> /dev/null || echo "# $agg truncated failed"
+	grpo-step --model "$T/model" --batches "$T/bk" -o "$T/pk-$agg" --loss-agg $agg --max-len 8 --beta 0.05 \
+		--metrics "$T/mk-$agg" 2> /dev/null || echo "# $agg kept failed"
+	okk=0
+	for k in loss grad_norm kl entropy; do
+		close "$(field "$T/mt-$agg" $k)" "$(field "$T/mk-$agg" $k)" || { okk=1; echo "# $agg $k differs"; }
+	done
+	ok $okk "$agg: masking 2 truncated sequences gives the update of the input without them"
+done
+# hand-counted: 12 sequences, 2 of them truncated with 5 and 3 response tokens
+all=$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/bt/step_1/DONE")
+is "$(field "$T/mt-dapo" sequences) $(field "$T/mt-dapo" loss_tokens) $(field "$T/mt-dapo" masked_truncated)" \
+	"10 $((all - 8)) 2" "the totals leave out the 2 sequences and their 8 tokens (DONE: $all)"
+grpo-step --model "$T/model" --batches "$T/bt" -o "$T/pu" --metrics "$T/mu" 2> /dev/null
+is "$(field "$T/mu" sequences) $(field "$T/mu" loss_tokens)" "12 $all" "without --mask-truncated they train"
+
+# 3. DONE's totals are checked against the micro-batches
+cp -r "$T/bt" "$T/bx"
+sed "s/\"loss_tokens\":$all/\"loss_tokens\":$((all + 1))/" "$T/bt/step_1/DONE" > "$T/bx/step_1/DONE"
+grpo-step --model "$T/model" --batches "$T/bx" -o "$T/px" 2> "$T/err"; is $? 1 "DONE disagrees with the micro-batches: 1"
+grep -q "bx/step_1/DONE: says $((all + 1)) loss tokens, and the micro-batches of every rank hold $all" "$T/err" &&
+	[ ! -e "$T/px/step_1" ]
+ok $? "says which file and what differs, publishes nothing"
+
+# 4. a dead process's temporaries are swept, a live one's and another host's are not
+host=$(hostname | tr './' '__')
+sh -c 'exit 0' & dead=$!; wait
+mkdir -p "$T/p/.tmp/step_4.$host.$dead.1.0" "$T/p/.tmp/step_4.$host.$$.1.0" "$T/p/.tmp/step_4.elsewhere.$dead.1.0"
+: > "$T/p/.tmp/step_4.$host.$dead.1.0/model.safetensors"
+grpo-step --batches "$T/b" -o "$T/p" 2> "$T/err"
+is $? 75 "a run with nothing to train (no step 4)"
+grep -q "p/.tmp: removed 1 temporary left by processes of this host that died" "$T/err"; ok $? "says what it swept"
+[ ! -e "$T/p/.tmp/step_4.$host.$dead.1.0" ] && [ -d "$T/p/.tmp/step_4.$host.$$.1.0" ] &&
+	[ -d "$T/p/.tmp/step_4.elsewhere.$dead.1.0" ]
+ok $? "the dead pid's is gone; a live pid's and another host's stay"
+
+# 5. token text in the debug table, escaped
+tok="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
+if [ -f "$tok" ]; then
+	cp -r "$T/model" "$T/mtok" && cp "$tok" "$T/mtok/"
+	# Qwen3: 198 newline, 197 tab, 59 backslash, 77 n, 220 space (the tiny model's vocabulary is 512)
+	sed 's/"response_tokens":\[190,469,310\]/"response_tokens":[198,197,59]/; s/"response_tokens":\[277,429,282,244,204\]/"response_tokens":[59,77,220,244,204]/' \
+		"$d/groups.jsonl" | grpo-cat --from-json -o "$T/text.zst" && grpo-pack -T 16 -W 1 -o "$T/btx" "$T/text.zst"
+	grpo-step --model "$T/mtok" --batches "$T/btx" -o "$T/ptx" --debug-table "$T/tx.tsv" --debug-tokens 2> /dev/null
+	ok $? "--debug-tokens with the model's tokenizer.json"
+	is "$(awk -F'\t' 'NR == 1 { print $10, $11 }' "$T/tx.tsv")" "token text" "a text column after the token"
+	is "$(awk -F'\t' '$1 == "tok" && $5 == 0 && $7 >= 2 { printf "%s=%s ", $10, $11 }' "$T/tx.tsv")" \
+		'198=\n 197=\t 59=\\ ' "newline, tab and backslash escaped"
+	is "$(awk -F'\t' '$1 == "tok" && $5 == 1 && $7 >= 2 && $7 <= 4 { printf "%s=[%s] ", $10, $11 }' "$T/tx.tsv")" \
+		'59=[\\] 77=[n] 220=[ ] ' "a backslash before n stays apart from a newline; a space is itself"
+	is "$(awk -F'\t' '{ print NF }' "$T/tx.tsv" | sort -u)" 18 "every row still one row of 18 columns"
+else
+	for i in 1 2 3 4 5; do ok 0 "# SKIP no tokenizer at $tok"; done
+fi
+
+# 6. --save-every 2: weights on even steps, the optimizer state on every step
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/s" --lr 1e-3 --steps 3 --save-every 2 \
+	--on-publish 'echo $GRPO_STEP >> "$HOOK_LOG.s"' --metrics "$T/ms" 2> /dev/null
+ok $? "three steps with --save-every 2"
+[ -f "$T/s/step_1/optim.bin" ] && [ ! -e "$T/s/step_1/config.json" ] && [ ! -e "$T/s/step_1/model.safetensors" ] &&
+	[ -f "$T/s/step_2/model.safetensors" ] && [ -f "$T/s/step_2/config.json" ] && [ -f "$T/s/step_3/optim.bin" ] &&
+	[ ! -e "$T/s/step_3/config.json" ]
+ok $? "steps 1 and 3 hold optim.bin alone, step 2 the weights too"
+is "$(grep -o '"weights":[a-z]*' "$T/ms" | tr '\n' ' ')" '"weights":false "weights":true "weights":false ' "the metrics say which"
+is "$(cat "$HOOK_LOG.s")" 2 "--on-publish runs for the step with weights only"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/s1" --lr 1e-3 --save-every 2 2> /dev/null &&
+	grpo-step --batches "$T/b" -o "$T/s1" --lr 1e-3 --save-every 2 2> /dev/null
+ok $? "step 2 resumed from step 1, which has no weights"
+cmp -s "$T/s/step_2/model.safetensors" "$T/s1/step_2/model.safetensors" &&
+	cmp -s "$T/s/step_2/optim.bin" "$T/s1/step_2/optim.bin"
+ok $? "bit-identical to the run that never stopped"
+cp -r "$T/s" "$T/sk"
+rm -rf "$T/sk/step_3"
+grpo-step --batches "$T/b" -o "$T/sk" --lr 1e-3 --save-every 2 --keep 1 2> /dev/null
+is "$(ls "$T/sk" | tr '\n' ' ')" "step_0 step_2 step_3 " "--keep 1 keeps the newest weights (step 2) and the steps after"
+echo '{"prompt_tokens":[1,2]}' > "$T/prompts"
+grpo-collect --model "$T/sk" --prompts "$T/prompts" --samples 1 --max-tokens 2 | grpo-cat | grep -q '"policy_version":2,'
+ok $? "grpo-collect --model POLICY samples from step 2, the newest with weights, not step 3"
+
+# 7. two ranks in two processes: the same bits as one process over both ranks
+grpo-pack -T 32 -W 2 -o "$T/b2" "$T/groups.zst" || exit 1
+mkdir "$T/r2" "$T/r1"
+cp -r "$T/p/step_0" "$T/r2/" && cp -r "$T/p/step_0" "$T/r1/"
+grpo-step --batches "$T/b2" -o "$T/r1" --lr 1e-3 --beta 0.05 --loss-agg dapo --metrics "$T/m1" 2> /dev/null
+ok $? "one process over both ranks"
+grpo-step --batches "$T/b2" -o "$T/r2" --lr 1e-3 --beta 0.05 --loss-agg dapo --rank 1 --step 1 \
+	--metrics "$T/m2.1" 2> "$T/err1" &
+pid1=$!
+grpo-step --batches "$T/b2" -o "$T/r2" --lr 1e-3 --beta 0.05 --loss-agg dapo --rank 0 --step 1 \
+	--metrics "$T/m2.0" 2> "$T/err0"
+s0=$?
+wait $pid1
+s1=$?
+is "$s0 $s1" "0 0" "--rank 0 and --rank 1 in two processes"
+cmp -s "$T/r1/step_1/model.safetensors" "$T/r2/step_1/model.safetensors" &&
+	cmp -s "$T/r1/step_1/optim.bin" "$T/r2/step_1/optim.bin"
+ok $? "rank 0 publishes the weights and optimizer state of the single process, bit for bit"
+is "$(field "$T/m2.1" loss) $(field "$T/m2.1" grad_norm)" "$(field "$T/m1" loss) $(field "$T/m1" grad_norm)" \
+	"rank 1 took the same step (loss and grad norm)"
+[ ! -e "$T/r2/.grad" ]; ok $? "the exchanged gradients are removed once the step is published"
+mkdir "$T/r3" && cp -r "$T/p/step_0" "$T/r3/"
+grpo-step --batches "$T/b2" -o "$T/r3" --rank 0 --rank-timeout 1 2> "$T/err"; is $? 1 "a peer that never comes: 1"
+grep -q "rank 1's gradient did not appear within 1s" "$T/err" && [ ! -e "$T/r3/step_1" ]
+ok $? "names the rank after --rank-timeout, publishes nothing"
+grpo-step --batches "$T/b2" -o "$T/r3" --rank 2 2> "$T/err"; is $? 1 "--rank beyond the step's ranks: 1"
+
+exit $_failed
