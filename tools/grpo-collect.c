@@ -456,6 +456,12 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 	if (!sv->so.model && sv->so.api != SERVER_SGLANG)
 		sv->so.model = model_id;
 	int64_t served = server_path_version(path), newest = trainer_newest(o->queue);
+	/* a link to the step served (examples/sync/vllm-reload.sh), where this
+	 * machine sees the server's file system */
+	char *real = served < 0 && path ? realpath(path, NULL) : NULL;
+	if (real)
+		served = server_path_version(real);
+	free(real);
 	if (sv->max_lag >= 0 && newest >= 0 && (served < 0 || served < newest - sv->max_lag)) {
 		if (served < 0)
 			err_set(&e, "%s serves %s, whose path names no step_K: its policy version is unknown, and "
