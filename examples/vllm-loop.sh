@@ -43,7 +43,7 @@ mkdir -p "$spool/policy"
 
 # The server: started here on the initial model, and stopped on exit.
 if [ -z "${GRPO_SERVER:-}" ]; then
-	trap '[ -s "$VLLM_PID_FILE" ] && kill -TERM -- "-$(cat "$VLLM_PID_FILE")" 2> /dev/null || true' EXIT
+	trap '[ -s "$VLLM_PID_FILE" ] && kill -TERM "-$(cat "$VLLM_PID_FILE")" 2> /dev/null || true' EXIT
 	GRPO_POLICY_DIR=$model sh "$top/examples/sync/vllm-restart.sh"
 	echo "vllm-loop: vLLM on $model at $VLLM_URL (log: $VLLM_LOG)"
 fi

@@ -30,12 +30,12 @@ old=
 if [ -s "$pidfile" ]; then
 	pid=$(cat "$pidfile")
 	old=$(ps -o pid= -s "$pid" 2> /dev/null | tr -d ' ' | tr '\n' ' ')
-	kill -TERM -- "-$pid" 2> /dev/null || kill -TERM "$pid" 2> /dev/null || true
+	kill -TERM "-$pid" 2> /dev/null || kill -TERM "$pid" 2> /dev/null || true
 	t=0
 	while [ -n "$(ps -o pid= -s "$pid" 2> /dev/null)" ]; do
 		if [ "$t" -ge "$stop_timeout" ]; then
 			echo "vllm-restart.sh: vLLM (session $pid) still running after ${stop_timeout}s: killing it" >&2
-			kill -KILL -- "-$pid" 2> /dev/null || true
+			kill -KILL "-$pid" 2> /dev/null || true
 			sleep 1
 			break
 		fi

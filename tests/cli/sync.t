@@ -80,7 +80,7 @@ i=0
 while [ ! -s "$S/port2" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 second=$(cat "$T/vllm.pid" 2> /dev/null)
 is "$(cat "$S/script2.json")" "{\"model_path\": \"$P/step_4\"}" "and starts a new one on GRPO_POLICY_DIR"
-[ -n "$second" ] && kill -TERM -- "-$second" 2> /dev/null
+[ -n "$second" ] && kill -TERM "-$second" 2> /dev/null
 
 # --- the loop, one step, with the fake server for vLLM -------------------------------
 S3="$T/s3"
