@@ -24,6 +24,7 @@
 #include "base/lineio.h"
 #include "base/tempfile.h"
 #include "collect/collect.h"
+#include "collect/server.h"
 #include "data/groupset.h"
 #include "data/sfile.h"
 #include "model/rollout.h"
@@ -42,19 +43,26 @@ static void usage(FILE *f)
 		"                    [--top-p P] [--top-k K] [--max-tokens M] [--seed S] [--offset N]\n"
 		"                    [--count N] [--cursor FILE] [--batch B] [--chat FMT] [--tokenizer FILE]\n"
 		"                    [-o SPOOL/rollouts [--step N] [--rank X] [--max-groups N]] [-v]\n"
+		"       grpo-collect --server URL [--api vllm|sglang|openai] --prompts FILE [--samples G]\n"
+		"                    [--temperature T] [--top-p P] [--top-k K] [--max-tokens M] [--seed S]\n"
+		"                    [--offset N] [--count N] [--cursor FILE] [--tokenizer FILE --chat FMT]\n"
+		"                    [--concurrency N] [--timeout S] [--retries K] [--served-model NAME]\n"
+		"                    [--policy-version K] [--max-lag L] [--responses FILE] [-e fail|skip]\n"
+		"                    [-o SPOOL/rollouts [--rank X] [--max-groups N]] [-v]\n"
 		"Import rollouts (JSON lines from vLLM, SGLang, Atropos or grpo-cat) as rollout groups,\n"
-		"or sample them from a model.\n"
+		"or sample them from a model or through an inference server.\n"
 		"FILE '-' or none: standard input. Without -o, one spool file goes to standard output.\n"
 		"  -f, --format FMT       input format, or auto (the default) to detect it line by line\n"
 		"  -o, --output QUEUE     publish into QUEUE/step_N/rank_X/ (e.g. spool/rollouts)\n"
-		"  -s, --step N           policy version that sampled them (required with -o; default 0)\n"
+		"  -s, --step N, --policy-version N\n"
+		"                         policy version that sampled them (required with -o; default 0)\n"
 		"  -r, --rank X           the rank directory to publish into (default 0)\n"
 		"  -m, --max-groups N     at most N groups per published file (default 256, 0: no limit)\n"
 		"  -a, --answers FILE     reference answers, JSON lines keyed by \"index\" or \"id\"\n"
 		"      --vocab-size V     reject token ids >= V\n"
 		"  -t, --temperature T    sampling temperature where the input gives none (default 1)\n"
-		"  -e, --on-error MODE    fail (default): a bad line fails its whole input;\n"
-		"                         skip: drop bad lines, report how many\n"
+		"  -e, --on-error MODE    fail (the default, but with --server): a bad line fails its\n"
+		"                         whole input; skip: drop bad lines (prompts), report how many\n"
 		"      --allow-missing-logprobs\n"
 		"                         take rollouts without sampler logprobs, marked as having none\n"
 		"  -v, --verbose          report each input on standard error\n"
@@ -71,6 +79,15 @@ static void usage(FILE *f)
 		"      --batch B          prompts sampled together (default 16)\n"
 		"      --chat FMT         encode text prompts as a user turn of " CHAT_FORMATS "\n"
 		"      --tokenizer FILE   tokenizer.json (default: the model's own)\n"
+		"Sampling through a server (--prompts and the sampling options as above):\n"
+		"      --server URL       the server, e.g. http://127.0.0.1:8000\n"
+		"      --api API          vllm (the default), sglang or openai\n"
+		"      --concurrency N    requests in flight (default 8)\n"
+		"      --timeout S        seconds per request (default 600)\n"
+		"      --retries K        further attempts of a failed request (default 3)\n"
+		"      --served-model NAME  the model to ask for (default: the server's first)\n"
+		"      --max-lag L        refuse a server older than SPOOL/policy's newest step - L (exit 3)\n"
+		"      --responses FILE   also write the request/response lines imported to FILE\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n");
 }
@@ -305,7 +322,7 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 		tfile = tpath;
 	if (tfile && !(tok = tok_load(tfile, &e)))
 		goto fail;
-	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V,
+	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
 	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
 		goto fail;
 	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
@@ -370,6 +387,178 @@ fail:
 	return status;
 }
 
+/* Sampling through a server (--server): the options beyond --model's. */
+struct srv_opts {
+	struct server_opts so;
+	const char *responses;   /* --responses FILE, or NULL */
+	long long max_lag;       /* -1: no check */
+};
+
+/* The newest step_K of the policy queue beside the output queue (SPOOL/policy
+ * for -o SPOOL/rollouts), as --model SPOOL/policy finds it; -1 when none. */
+static int64_t trainer_newest(const char *queue)
+{
+	char dir[PATH_MAX], found[PATH_MAX];
+	struct err e;
+	int64_t v;
+	size_t n = queue ? strlen(queue) : 0;
+	while (n > 1 && queue[n - 1] == '/')
+		n--;
+	while (n > 0 && queue[n - 1] != '/')
+		n--;
+	if (!queue || snprintf(dir, sizeof dir, "%.*spolicy", (int)n, queue) >= (int)sizeof dir)
+		return -1;
+	return rollout_policy_find(dir, found, sizeof found, &v, &e) < 0 ? -1 : v;
+}
+
+/*
+ * Sample G responses to each prompt through the server, feed the answers, in
+ * prompt order, to the importer as the lines of one input, and publish them as
+ * the importer publishes a file of those lines (the same names: --responses
+ * saves that file). A prompt that fails for good is named and skipped, or
+ * with -e fail publishes nothing.
+ */
+static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct collect_opts co,
+		 struct sfile_writer *w)
+{
+	struct err e = { "" };
+	struct tokenizer *tok = NULL;
+	struct rollout_prompt *ps = NULL;
+	struct server_prompt *sp = NULL;
+	struct server_result *res = NULL;
+	struct held held = { 0 };
+	struct collect col;
+	char *model_id = NULL, *path = NULL;
+	FILE *saved = NULL;
+	int n = 0, status = 1, failed = 0;
+	uint64_t rows, hash = COLLECT_HASH_INIT;
+	long long offset = g->offset;
+	collect_init(&col, &co, hold, &held);
+	if (g->cursor && !g->have_offset && cursor_read(g->cursor, &offset, &e) < 0)
+		goto fail;
+	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
+		goto fail;
+	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
+	                         co.vocab_size ? (uint32_t)co.vocab_size : INT32_MAX, ROLLOUT_KEEP_TEXT,
+	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
+		goto fail;
+	if (sv->so.api == SERVER_OPENAI)
+		for (int i = 0; i < n; i++)
+			if (!ps[i].tokens) {
+				err_set(&e, "%s:%llu: --api openai cannot send text: an OpenAI-style server gives no "
+				        "prompt token ids back; give prompt_tokens, or --tokenizer", g->prompts,
+				        (unsigned long long)ps[i].line);
+				goto fail;
+			}
+	/* the version it serves, from its model's path (.../step_K) */
+	if (server_model_info(&sv->so, &model_id, &path, &e) < 0)
+		goto fail;
+	if (!sv->so.model && sv->so.api != SERVER_SGLANG)
+		sv->so.model = model_id;
+	int64_t served = server_path_version(path), newest = trainer_newest(o->queue);
+	/* a link to the step served (examples/sync/vllm-reload.sh), where this
+	 * machine sees the server's file system */
+	char *real = served < 0 && path ? realpath(path, NULL) : NULL;
+	if (real)
+		served = server_path_version(real);
+	free(real);
+	if (sv->max_lag >= 0 && newest >= 0 && (served < 0 || served < newest - sv->max_lag)) {
+		if (served < 0)
+			err_set(&e, "%s serves %s, whose path names no step_K: its policy version is unknown, and "
+			        "--max-lag needs it; nothing sampled", sv->so.url, path ? path : "a model with no path");
+		else
+			err_set(&e, "%s serves policy version %lld (%s), older than the trainer's newest, %lld, by more "
+			        "than --max-lag %lld: nothing sampled (sync the server and run again)", sv->so.url,
+			        (long long)served, path, (long long)newest, sv->max_lag);
+		status = 3;
+		goto fail;
+	}
+	o->step = co.step = o->have_step ? o->step : served >= 0 ? served : newest >= 0 ? newest : 0;
+	collect_free(&col);
+	collect_init(&col, &co, hold, &held);
+	sp = calloc((size_t)n, sizeof *sp);
+	res = calloc((size_t)n, sizeof *res);
+	if (!sp || !res) {
+		err_set(&e, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < n; i++)
+		sp[i] = (struct server_prompt){ ps[i].tokens, ps[i].n, ps[i].text, ps[i].answer, ps[i].place };
+	if (server_sample(&sv->so, sp, (size_t)n, res, &e) < 0)
+		goto fail;
+	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!res[i].line) {
+			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
+			        (unsigned long long)ps[i].line, res[i].error);
+			failed++;
+			continue;
+		}
+		/* as the importer hashes the line of a file, newline included */
+		hash = collect_hash(collect_hash(hash, res[i].line, res[i].len), "\n", 1);
+		if (saved)
+			fprintf(saved, "%s\n", res[i].line);
+		int r = collect_feed(&col, res[i].line, res[i].len, &e);
+		if (r == -2)
+			goto fail;
+		if (r < 0) {
+			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
+			        (unsigned long long)ps[i].line, e.msg);
+			failed++;
+		}
+	}
+	if (saved && fclose(saved) != 0) {
+		saved = NULL;
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
+	saved = NULL;
+	if (failed && (!o->skip || failed == n)) {
+		err_set(&e, "%s: %d of %d prompts failed: nothing published%s", g->prompts, failed, n,
+		        o->skip ? "" : " (-e fail)");
+		goto fail;
+	}
+	int r = 0;
+	if (o->queue)
+		r = publish(o, &held, hash, g->prompts, &e);
+	else {
+		for (size_t i = 0; i < held.n && r == 0; i++)
+			r = sfile_write_group(w, &held.g[i], &e);
+		if (r == 0)
+			r = sfile_writer_finish(w, &e);
+	}
+	if (r == 0 && g->cursor)
+		r = cursor_write(g->cursor, (long long)(((uint64_t)offset + (uint64_t)n) % rows), &e);
+	if (r < 0)
+		goto fail;
+	if (failed)
+		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
+	if (o->verbose)
+		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",
+		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n,
+		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, g->samples);
+	status = 0;
+fail:
+	if (status)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (saved)
+		fclose(saved);
+	held_clear(&held);
+	free(held.g);
+	collect_free(&col);
+	server_results_free(res, (size_t)n);
+	free(res);
+	free(sp);
+	free(model_id);
+	free(path);
+	rollout_prompts_free(ps, n);
+	tok_free(tok);
+	return status;
+}
+
 static int parse_num(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;
@@ -383,7 +572,8 @@ static int parse_num(const char *s, long long lo, long long hi, long long *out)
 
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
-	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER,
+	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
+	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES,
 };
 
 int main(int argc, char **argv)
@@ -392,6 +582,7 @@ int main(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "step", required_argument, NULL, 's' },
+		{ "policy-version", required_argument, NULL, 's' },
 		{ "rank", required_argument, NULL, 'r' },
 		{ "max-groups", required_argument, NULL, 'm' },
 		{ "answers", required_argument, NULL, 'a' },
@@ -413,11 +604,22 @@ int main(int argc, char **argv)
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "chat", required_argument, NULL, OPT_CHAT },
 		{ "tokenizer", required_argument, NULL, OPT_TOKENIZER },
+		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "api", required_argument, NULL, OPT_API },
+		{ "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "retries", required_argument, NULL, OPT_RETRIES },
+		{ "max-lag", required_argument, NULL, OPT_MAX_LAG },
+		{ "served-model", required_argument, NULL, OPT_SERVED_MODEL },
+		{ "responses", required_argument, NULL, OPT_RESPONSES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .max_groups = 256 };
+	struct opts o = { .max_groups = 256, .skip = -1 };
+	struct srv_opts sv = { .so = { .concurrency = 8, .timeout_ms = 600000, .retries = 3, .backoff_ms = 250 },
+	                       .max_lag = -1 };
+	double temp_arg = 1;
 	struct collect_opts co = { .format = COLLECT_AUTO, .temperature = 1.0f };
 	struct gen_opts g = { .samples = 4, .max_tokens = 256, .top_p = 1, .batch = 16 };
 	const char *answers_path = NULL;
@@ -430,6 +632,38 @@ int main(int argc, char **argv)
 		case OPT_PROMPTS: g.prompts = optarg; break;
 		case OPT_CURSOR: g.cursor = optarg; break;
 		case OPT_TOKENIZER: g.tokenizer = optarg; break;
+		case OPT_SERVER: sv.so.url = optarg; break;
+		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
+		case OPT_RESPONSES: sv.responses = optarg; break;
+		case OPT_API:
+			if (server_api_parse(optarg, &sv.so.api) < 0) {
+				fprintf(stderr, "%s: --api: expected vllm, sglang or openai, not '%s'\n", prog, optarg);
+				return 2;
+			}
+			break;
+		case OPT_CONCURRENCY:
+			if (parse_num(optarg, 1, 4096, &x) < 0)
+				goto bad_num;
+			sv.so.concurrency = (int)x;
+			break;
+		case OPT_RETRIES:
+			if (parse_num(optarg, 0, 100, &x) < 0)
+				goto bad_num;
+			sv.so.retries = (int)x;
+			break;
+		case OPT_MAX_LAG:
+			if (parse_num(optarg, 0, (1ll << 53), &sv.max_lag) < 0)
+				goto bad_num;
+			break;
+		case OPT_TIMEOUT: {
+			double t = strtod(optarg, &end);
+			if (end == optarg || *end || !(t > 0 && t <= 86400)) {
+				fprintf(stderr, "%s: --timeout: '%s' is not a number of seconds in (0, 86400]\n", prog, optarg);
+				return 2;
+			}
+			sv.so.timeout_ms = (long)(t * 1000 + 0.5) ? (long)(t * 1000 + 0.5) : 1;
+			break;
+		}
 		case 'n':
 			if (parse_num(optarg, 1, 1 << 16, &g.samples) < 0)
 				goto bad_num;
@@ -460,6 +694,7 @@ int main(int argc, char **argv)
 			g.seed = strtoull(optarg, &end, 10);
 			if (end == optarg || *end || errno || *optarg == '-')
 				goto bad_num;
+			sv.so.have_seed = 1;
 			break;
 		case OPT_TOP_P:
 			g.top_p = strtod(optarg, &end);
@@ -511,6 +746,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			co.temperature = (float)t;
+			temp_arg = t;
 			break;
 		}
 		case 'a': answers_path = optarg; break;
@@ -535,17 +771,27 @@ bad_num:
 			}
 		return 2;
 	}
-	if (!g.model != !g.prompts || (g.model && optind < argc)) {
-		fprintf(stderr, "%s: %s\n", prog, g.model || g.prompts ? "--model and --prompts go together, without FILEs"
-		                                                         : "--model needs --prompts");
+	if (g.model && sv.so.url) {
+		fprintf(stderr, "%s: --model samples here, --server through a server: give one of them\n", prog);
 		return 2;
 	}
+	if (sv.so.url && (!g.prompts || optind < argc)) {
+		fprintf(stderr, "%s: --server and --prompts go together, without FILEs\n", prog);
+		return 2;
+	}
+	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc))) {
+		fprintf(stderr, "%s: %s\n", prog, g.model || g.prompts ? "--model (or --server) and --prompts go together, "
+		                                                         "without FILEs" : "--model needs --prompts");
+		return 2;
+	}
+	if (o.skip < 0)
+		o.skip = sv.so.url != NULL;
 	if (!g.model && co.temperature == 0) {
 		fprintf(stderr, "%s: --temperature 0 (greedy) is for sampling with --model; imported rollouts "
 		        "need the temperature they were sampled at\n", prog);
 		return 2;
 	}
-	if (o.queue && !o.have_step && !g.model) {
+	if (o.queue && !o.have_step && !g.model && !sv.so.url) {
 		fprintf(stderr, "%s: -o needs --step N, the policy version that sampled the rollouts\n", prog);
 		return 2;
 	}
@@ -556,6 +802,23 @@ bad_num:
 	co.step = o.step;
 
 	struct err e = { "" };
+	if (sv.so.url) {
+		sv.so.samples = (int)g.samples;
+		sv.so.temperature = temp_arg;
+		sv.so.top_p = g.top_p;
+		sv.so.top_k = (int)g.top_k;
+		sv.so.max_tokens = (int)g.max_tokens;
+		sv.so.seed = g.seed;
+		struct sfile_writer sw;
+		if (!o.queue && sfile_writer_init(&sw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return 1;
+		}
+		int st = serve(&o, &g, &sv, co, &sw);
+		if (!o.queue)
+			sfile_writer_free(&sw);
+		return st;
+	}
 	if (g.model) {
 		g.temperature = co.temperature;
 		struct sfile_writer gw;

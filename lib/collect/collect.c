@@ -121,6 +121,20 @@ int collect_group_runs(struct collect_line *out, struct traj *t, uint32_t n, str
 	return r;
 }
 
+int collect_name_group(struct group *g, const char *id, int several, uint32_t k, struct err *e)
+{
+	if (!id || !*id || traj_id_given(&g->group_id))
+		return 0;
+	size_t n = strlen(id) + 16;
+	char *s = malloc(n);
+	if (!s)
+		return err_set(e, "out of memory");
+	snprintf(s, n, several ? "%s-%u" : "%s", id, k);
+	int r = traj_id_set_str(&g->group_id, s, strlen(s));
+	free(s);
+	return r < 0 ? err_set(e, "out of memory") : 0;
+}
+
 void collect_line_free(struct collect_line *l)
 {
 	for (uint32_t i = 0; i < l->n_groups; i++)

@@ -28,7 +28,9 @@
  *                         at all: its groups are emitted only once every one
  *                         of them validated.
  *
- * Ids: a group without group_id gets the top 52 bits of a 64-bit FNV-1a hash
+ * Ids: a group from a server's response is named after the request id the
+ * server gave it (vLLM's "id", SGLang's meta_info "id": collect_name_group),
+ * as a string. Any other group without group_id gets the top 52 bits of a 64-bit FNV-1a hash
  * of the line's bytes and the group's index within the line; a trajectory
  * without sequence_id gets the top 52 bits of a mix of its group_id and its
  * index in the group. 52 bits, so JSON numbers hold them exactly.
@@ -80,6 +82,10 @@ struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err
  * same prompt (the n choices of one prompt; a batched request holds several
  * prompts). Takes t's contents in every case; frees t itself. */
 int collect_group_runs(struct collect_line *out, struct traj *t, uint32_t n, struct err *e);
+/* Name group g after the server's request id: id itself, or "ID-k" when the
+ * response holds several prompts' groups and g is the k-th (vLLM names a
+ * batch's prompts so). Nothing when id is NULL or g has an id already. */
+int collect_name_group(struct group *g, const char *id, int several, uint32_t k, struct err *e);
 /* A string field or NULL; "temperature" of a sampling-parameter object or NaN. */
 const char *collect_str(const struct cJSON *o, const char *key);
 float collect_temperature(const struct cJSON *params);

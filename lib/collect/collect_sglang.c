@@ -144,5 +144,15 @@ int collect_sglang(const cJSON *resp, const cJSON *req, struct collect_line *out
 		free(ts);
 		return -1;
 	}
-	return collect_group_runs(out, ts, n, e);
+	uint32_t g0 = out->n_groups;
+	if (collect_group_runs(out, ts, n, e) < 0)
+		return -1;
+	/* each group after the id of its first member (SGLang gives every sample its own) */
+	for (uint32_t k = g0, at = 0; k < out->n_groups; at += out->groups[k].n, k++) {
+		const cJSON *m = arr ? cJSON_GetArrayItem(resp, (int)at) : resp;
+		const char *id = collect_str(cJSON_GetObjectItemCaseSensitive(m, "meta_info"), "id");
+		if (collect_name_group(&out->groups[k], id, 0, 0, e) < 0)
+			return -1;
+	}
+	return 0;
 }

@@ -520,5 +520,14 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		free(ts);
 		return -1;
 	}
-	return collect_group_runs(out, ts, n, e);
+	uint32_t first = out->n_groups;
+	if (collect_group_runs(out, ts, n, e) < 0)
+		return -1;
+	const char *id = collect_str(resp, "id");
+	if (!id)
+		id = collect_str(resp, "request_id");
+	for (uint32_t k = first; k < out->n_groups; k++)
+		if (collect_name_group(&out->groups[k], id, out->n_groups - first > 1, k - first, e) < 0)
+			return -1;
+	return 0;
 }

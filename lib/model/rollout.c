@@ -19,6 +19,7 @@
 void rollout_prompt_free(struct rollout_prompt *p)
 {
 	free(p->tokens);
+	free(p->text);
 	free(p->answer);
 	memset(p, 0, sizeof *p);
 }
@@ -68,8 +69,8 @@ static int encode(const struct tokenizer *tok, const enum chat_format *chat, con
 	return 0;
 }
 
-int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok, const enum chat_format *chat,
-                         uint32_t vocab, uint64_t place, struct rollout_prompt *p, struct err *e)
+static int prompt_parse(const char *line, size_t n, const struct tokenizer *tok, const enum chat_format *chat,
+                        uint32_t vocab, unsigned flags, uint64_t place, struct rollout_prompt *p, struct err *e)
 {
 	memset(p, 0, sizeof *p);
 	p->place = place;
@@ -87,7 +88,12 @@ int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok
 		r = err_set(e, "expected exactly one of prompt, prompt_tokens or messages");
 	else if (ids)
 		r = cJSON_IsArray(ids) ? parse_ids(ids, vocab, p, e) : err_set(e, "prompt_tokens: expected an array");
-	else if (!tok)
+	else if (!tok && text && (flags & ROLLOUT_KEEP_TEXT)) {
+		if (!cJSON_IsString(text) || !*text->valuestring)
+			r = err_set(e, "prompt: expected a non-empty string");
+		else if (!(p->text = strdup(text->valuestring)))
+			r = err_set(e, "out of memory");
+	} else if (!tok)
 		r = err_set(e, "%s is text: the model has no tokenizer.json (give --tokenizer, or prompt_tokens)",
 		            text ? "prompt" : "messages");
 	else if (text && !cJSON_IsString(text))
@@ -113,6 +119,12 @@ int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok
 	if (r < 0)
 		rollout_prompt_free(p);
 	return r;
+}
+
+int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok, const enum chat_format *chat,
+                         uint32_t vocab, uint64_t place, struct rollout_prompt *p, struct err *e)
+{
+	return prompt_parse(line, n, tok, chat, vocab, 0, place, p, e);
 }
 
 /* One generated sequence as a trajectory of prompt p; takes s's arrays. */
@@ -211,7 +223,7 @@ static int blank(const char *s, size_t n)
 
 /* One pass over the file: count its rows, or parse the rows that [offset, offset + count) picks. */
 static int prompts_pass(const char *path, const struct tokenizer *tok, const enum chat_format *chat, uint32_t vocab,
-                        uint64_t rows, uint64_t offset, uint64_t count, struct rollout_prompt *out, uint64_t *seen,
+                        unsigned flags, uint64_t rows, uint64_t offset, uint64_t count, struct rollout_prompt *out, uint64_t *seen,
                         struct err *e)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -234,12 +246,13 @@ static int prompts_pass(const char *path, const struct tokenizer *tok, const enu
 			/* the k-th prompt taken is row (offset + k) mod rows; k < count */
 			uint64_t k = (row + rows - offset % rows) % rows;
 			for (; k < count; k += rows)
-				if ((r = rollout_prompt_parse(line, len, tok, chat, vocab, offset + k, &out[k], e)) < 0) {
+				if ((r = prompt_parse(line, len, tok, chat, vocab, flags, offset + k, &out[k], e)) < 0) {
 					err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
 					lineio_close(&li);
 					close(fd);
 					return -1;
-				}
+				} else
+					out[k].line = lineno;
 		}
 		row++;
 	}
@@ -250,12 +263,12 @@ static int prompts_pass(const char *path, const struct tokenizer *tok, const enu
 }
 
 int rollout_prompts_load(const char *path, const struct tokenizer *tok, const enum chat_format *chat,
-                         uint32_t vocab, uint64_t offset, uint64_t count, struct rollout_prompt **out, int *n,
-                         uint64_t *rows, struct err *e)
+                         uint32_t vocab, unsigned flags, uint64_t offset, uint64_t count,
+                         struct rollout_prompt **out, int *n, uint64_t *rows, struct err *e)
 {
 	*out = NULL;
 	*n = 0;
-	if (prompts_pass(path, tok, chat, vocab, 0, 0, 0, NULL, rows, e) < 0)
+	if (prompts_pass(path, tok, chat, vocab, flags, 0, 0, 0, NULL, rows, e) < 0)
 		return -1;
 	if (*rows == 0)
 		return err_set(e, "%s: no prompts", path);
@@ -267,7 +280,7 @@ int rollout_prompts_load(const char *path, const struct tokenizer *tok, const en
 	if (!p)
 		return err_set(e, "out of memory for %llu prompts", (unsigned long long)count);
 	uint64_t again;
-	if (prompts_pass(path, tok, chat, vocab, *rows, offset, count, p, &again, e) < 0) {
+	if (prompts_pass(path, tok, chat, vocab, flags, *rows, offset, count, p, &again, e) < 0) {
 		rollout_prompts_free(p, (int)count);
 		return -1;
 	}

@@ -44,8 +44,10 @@
 #include "model/tokenizer.h"
 
 struct rollout_prompt {
-	int32_t *tokens;       /* (n) */
+	int32_t *tokens;       /* (n); NULL when the prompt is kept as text */
 	uint32_t n;
+	char *text;            /* "prompt" as text, with ROLLOUT_KEEP_TEXT and no tokenizer; else NULL */
+	uint64_t line;         /* its line in the prompts file (1-based), for messages */
 	char *answer;          /* NULL when the line has none */
 	uint64_t place;        /* place in the walk over the prompts file (see rollout_prompts_load) */
 };
@@ -60,6 +62,10 @@ int rollout_prompt_parse(const char *line, size_t n, const struct tokenizer *tok
                          uint32_t vocab, uint64_t place, struct rollout_prompt *p, struct err *e);
 void rollout_prompt_free(struct rollout_prompt *p);
 
+/* Flags of rollout_prompts_load. KEEP_TEXT: with no tokenizer, a "prompt"
+ * text is kept as text (for a server that tokenizes it) rather than refused. */
+#define ROLLOUT_KEEP_TEXT 1u
+
 /*
  * Load count prompts of the prompts file at path, starting at row offset
  * (mod the file's rows) and wrapping round at the end (count 0: every row
@@ -69,8 +75,8 @@ void rollout_prompt_free(struct rollout_prompt *p);
  * Free the prompts with rollout_prompts_free.
  */
 int rollout_prompts_load(const char *path, const struct tokenizer *tok, const enum chat_format *chat,
-                         uint32_t vocab, uint64_t offset, uint64_t count, struct rollout_prompt **out, int *n,
-                         uint64_t *rows, struct err *e);
+                         uint32_t vocab, unsigned flags, uint64_t offset, uint64_t count,
+                         struct rollout_prompt **out, int *n, uint64_t *rows, struct err *e);
 void rollout_prompts_free(struct rollout_prompt *p, int n);
 
 /*

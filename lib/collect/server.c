@@ -1,0 +1,451 @@
+/* server.c: see server.h. */
+#include "collect/server.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/buf.h"
+
+static const char *api_names[] = { "vllm", "sglang", "openai" };
+
+int server_api_parse(const char *s, enum server_api *api)
+{
+	for (unsigned i = 0; i < sizeof api_names / sizeof *api_names; i++)
+		if (strcmp(s, api_names[i]) == 0) {
+			*api = (enum server_api)i;
+			return 0;
+		}
+	return -1;
+}
+
+int64_t server_path_version(const char *path)
+{
+	if (!path)
+		return -1;
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	size_t at = n;
+	while (at > 0 && path[at - 1] != '/')
+		at--;
+	const char *s = path + at;
+	size_t len = n - at, digits = len > 5 ? len - 5 : 0;
+	if (len < 6 || strncmp(s, "step_", 5) != 0 || digits > 15 || (digits > 1 && s[5] == '0'))
+		return -1;
+	int64_t k = 0;
+	for (size_t i = 5; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		k = k * 10 + (s[i] - '0');
+	}
+	return k;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	return buf_append(ctx, p, size * nmemb) < 0 ? 0 : size * nmemb;
+}
+
+static int init_curl(struct err *e)
+{
+	static int done;
+	if (!done && curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		return err_set(e, "libcurl: cannot initialise");
+	done = 1;
+	return 0;
+}
+
+/* ---- requests ---- */
+
+static char *request_body(const struct server_opts *o, const struct server_prompt *p)
+{
+	cJSON *r = cJSON_CreateObject(), *prompt, *params = r;
+	if (!r)
+		return NULL;
+	if (p->tokens)
+		prompt = cJSON_CreateIntArray((const int *)p->tokens, (int)p->n);
+	else
+		prompt = cJSON_CreateString(p->text);
+	if (o->api == SERVER_SGLANG) {
+		cJSON_AddItemToObject(r, p->tokens ? "input_ids" : "text", prompt);
+		params = cJSON_AddObjectToObject(r, "sampling_params");
+		cJSON_AddNumberToObject(params, "n", o->samples);
+		cJSON_AddNumberToObject(params, "temperature", o->temperature);
+		cJSON_AddNumberToObject(params, "top_p", o->top_p);
+		if (o->top_k > 0)
+			cJSON_AddNumberToObject(params, "top_k", o->top_k);
+		cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
+		cJSON_AddBoolToObject(r, "return_logprob", 1);
+		/* from 0 the response holds the prompt's ids; with ids sent, it need not */
+		cJSON_AddNumberToObject(r, "logprob_start_len", p->tokens ? -1 : 0);
+	} else {
+		if (o->model)
+			cJSON_AddStringToObject(r, "model", o->model);
+		cJSON_AddItemToObject(r, "prompt", prompt);
+		cJSON_AddNumberToObject(r, "n", o->samples);
+		cJSON_AddNumberToObject(r, "temperature", o->temperature);
+		cJSON_AddNumberToObject(r, "top_p", o->top_p);
+		if (o->top_k > 0 && o->api == SERVER_VLLM)
+			cJSON_AddNumberToObject(r, "top_k", o->top_k);
+		cJSON_AddNumberToObject(r, "max_tokens", o->max_tokens);
+		cJSON_AddNumberToObject(r, "logprobs", 0);
+		if (o->api == SERVER_VLLM)
+			cJSON_AddBoolToObject(r, "return_token_ids", 1);
+		if (o->have_seed)
+			cJSON_AddNumberToObject(r, "seed", (double)((o->seed + p->place) & ((1ull << 53) - 1)));
+	}
+	char *s = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	return s;
+}
+
+/* How many samples a response holds: choices (vllm, openai); an array's
+ * length or 1 for an object (sglang). -1 when it has no such shape. */
+static int samples_in(const struct server_opts *o, const cJSON *v)
+{
+	if (o->api == SERVER_SGLANG)
+		return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : cJSON_IsObject(v) ? 1 : -1;
+	const cJSON *ch = cJSON_GetObjectItemCaseSensitive(v, "choices");
+	return cJSON_IsArray(ch) ? cJSON_GetArraySize(ch) : -1;
+}
+
+/* {"request":REQ,"response":BODY,"answer":A}. A valid JSON body holds raw
+ * line breaks only as blanks between tokens, so they become spaces. */
+static int make_line(const char *req, const unsigned char *body, size_t n, const char *answer,
+		     struct server_result *res)
+{
+	struct buf b = { 0 };
+	char *a = NULL;
+	if (answer) {
+		cJSON *s = cJSON_CreateString(answer);
+		a = s ? cJSON_PrintUnformatted(s) : NULL;
+		cJSON_Delete(s);
+		if (!a)
+			return -1;
+	}
+	while (n && isspace(body[n - 1]))
+		n--;
+	while (n && isspace(*body)) {
+		body++;
+		n--;
+	}
+	int r = buf_printf(&b, "{\"request\":%s,\"response\":", req);
+	size_t at = b.len;
+	if (r == 0)
+		r = buf_append(&b, body, n);
+	for (size_t i = at; r == 0 && i < b.len; i++)
+		if (b.data[i] == '\n' || b.data[i] == '\r')
+			b.data[i] = ' ';
+	if (r == 0)
+		r = a ? buf_printf(&b, ",\"answer\":%s}", a) : buf_append(&b, "}", 2);
+	free(a);
+	if (r < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	res->line = (char *)b.data;
+	res->len = strlen(res->line);
+	return 0;
+}
+
+/* ---- the transfer loop ---- */
+
+enum { WAITING, FLYING, DONE };
+
+struct job {
+	char *req;                /* the request body, made once */
+	int state;
+	long long due;            /* WAITING: not before this time */
+	char why[256];            /* the last failure */
+};
+
+struct slot {
+	CURL *h;
+	size_t job;               /* (size_t)-1: free */
+	struct buf body;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+static const char *endpoint(enum server_api api)
+{
+	return api == SERVER_SGLANG ? "/generate" : "/v1/completions";
+}
+
+static int url_of(const char *base, const char *path, char *out, size_t sz)
+{
+	size_t n = strlen(base);
+	while (n && base[n - 1] == '/')
+		n--;
+	return snprintf(out, sz, "%.*s%s", (int)n, base, path) < (int)sz ? 0 : -1;
+}
+
+/* A finished transfer: 1 success, 0 transient failure (why filled), -1 for
+ * good (why filled), -2 out of memory. */
+static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char *why, size_t wsz)
+{
+	long code = 0;
+	if (rc != CURLE_OK) {
+		snprintf(why, wsz, "%s", *s->curl_err ? s->curl_err : curl_easy_strerror(rc));
+		return 0;
+	}
+	curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200) {
+		int n = (int)(s->body.len < 160 ? s->body.len : 160);
+		snprintf(why, wsz, "HTTP %ld%s%.*s", code, n ? ": " : "", n, s->body.data ? (char *)s->body.data : "");
+		for (char *c = why; *c; c++)
+			if (*c == '\n' || *c == '\r')
+				*c = ' ';
+		return code == 408 || code == 429 || code >= 500 ? 0 : -1;
+	}
+	const char *end = NULL;
+	cJSON *v = cJSON_ParseWithLengthOpts((const char *)s->body.data, s->body.len, &end, 0);
+	int ok = v != NULL;
+	for (const char *c = end; ok && c < (const char *)s->body.data + s->body.len; c++)
+		if (!isspace((unsigned char)*c))
+			ok = 0;
+	if (!ok) {
+		cJSON_Delete(v);
+		snprintf(why, wsz, "the answer is not one whole JSON value (%zu bytes; cut short?)", s->body.len);
+		return 0;
+	}
+	int got = samples_in(o, v);
+	cJSON_Delete(v);
+	if (got != o->samples) {
+		if (got < 0)
+			snprintf(why, wsz, "the answer has no %s", o->api == SERVER_SGLANG ? "response object" : "\"choices\"");
+		else
+			snprintf(why, wsz, "the answer holds %d samples for n = %d", got, o->samples);
+		return 0;
+	}
+	return 1;
+}
+
+static int start(const struct server_opts *o, struct slot *s, size_t j, struct job *job, CURLM *m, const char *url,
+		 struct curl_slist *hdr)
+{
+	buf_reset(&s->body);
+	s->curl_err[0] = 0;
+	s->job = j;
+	curl_easy_reset(s->h);
+	curl_easy_setopt(s->h, CURLOPT_URL, url);
+	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, job->req);
+	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, &s->body);
+	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->curl_err);
+	curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
+	job->state = FLYING;
+	return curl_multi_add_handle(m, s->h) == CURLM_OK ? 0 : -1;
+}
+
+int server_sample(const struct server_opts *o, const struct server_prompt *p, size_t n,
+		  struct server_result *out, struct err *e)
+{
+	char url[2048];
+	memset(out, 0, n * sizeof *out);
+	if (init_curl(e) < 0)
+		return -1;
+	if (url_of(o->url, endpoint(o->api), url, sizeof url) < 0)
+		return err_set(e, "%s: URL too long", o->url);
+	int ns = o->concurrency < 1 ? 1 : o->concurrency;
+	if ((size_t)ns > n)
+		ns = n ? (int)n : 1;
+	struct job *jobs = calloc(n ? n : 1, sizeof *jobs);
+	struct slot *slots = calloc((size_t)ns, sizeof *slots);
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	CURLM *m = curl_multi_init();
+	int r = 0;
+	if (!jobs || !slots || !hdr || !m) {
+		r = err_set(e, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < ns; i++) {
+		slots[i].job = (size_t)-1;
+		if (!(slots[i].h = curl_easy_init())) {
+			r = err_set(e, "libcurl: cannot make a handle");
+			goto out;
+		}
+	}
+	for (size_t j = 0; j < n; j++)
+		if (!(jobs[j].req = request_body(o, &p[j]))) {
+			r = err_set(e, "out of memory");
+			goto out;
+		}
+	size_t left = n, next = 0;   /* next: the first job that may still wait */
+	while (left > 0) {
+		long long now = now_ms(), wake = now + 1000;
+		/* fill the free slots with the due jobs, in prompt order */
+		for (int i = 0; i < ns; i++) {
+			if (slots[i].job != (size_t)-1)
+				continue;
+			while (next < n && jobs[next].state == DONE)
+				next++;
+			size_t j = next;
+			while (j < n && (jobs[j].state != WAITING || jobs[j].due > now))
+				j++;
+			if (j == n)
+				break;
+			if (start(o, &slots[i], j, &jobs[j], m, url, hdr) < 0) {
+				r = err_set(e, "libcurl: cannot start a request");
+				goto out;
+			}
+			out[j].attempts++;
+		}
+		int running;
+		curl_multi_perform(m, &running);
+		CURLMsg *msg;
+		int queued;
+		while ((msg = curl_multi_info_read(m, &queued))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct slot *s = NULL;
+			for (int i = 0; i < ns && !s; i++)
+				if (slots[i].h == msg->easy_handle)
+					s = &slots[i];
+			CURLcode rc = msg->data.result;
+			curl_multi_remove_handle(m, s->h);
+			size_t j = s->job;
+			struct job *job = &jobs[j];
+			int v = judge(o, s, rc, job->why, sizeof job->why);
+			s->job = (size_t)-1;
+			if (v == 1) {
+				if (make_line(job->req, s->body.data, s->body.len, p[j].answer, &out[j]) < 0) {
+					r = err_set(e, "out of memory");
+					goto out;
+				}
+				job->state = DONE;
+				left--;
+			} else if (v == 0 && out[j].attempts <= o->retries) {
+				job->state = WAITING;
+				job->due = now_ms() + (o->backoff_ms << (out[j].attempts - 1 < 20 ? out[j].attempts - 1 : 20));
+			} else {
+				size_t sz = strlen(job->why) + 64;
+				if (!(out[j].error = malloc(sz))) {
+					r = err_set(e, "out of memory");
+					goto out;
+				}
+				if (out[j].attempts > 1)
+					snprintf(out[j].error, sz, "%s (after %d attempts)", job->why, out[j].attempts);
+				else
+					snprintf(out[j].error, sz, "%s", job->why);
+				job->state = DONE;
+				left--;
+			}
+		}
+		if (left == 0)
+			break;
+		/* sleep until a socket is ready or the earliest retry falls due */
+		int flying = 0;
+		for (int i = 0; i < ns; i++)
+			flying += slots[i].job != (size_t)-1;
+		for (size_t j = next; j < n; j++)
+			if (jobs[j].state == WAITING && jobs[j].due < wake)
+				wake = jobs[j].due;
+		long long wait = wake - now_ms();
+		if (flying < ns && wait <= 0)
+			continue;
+		curl_multi_poll(m, NULL, 0, (int)(wait < 1 ? 1 : wait > 1000 ? 1000 : wait), NULL);
+	}
+out:
+	for (int i = 0; slots && i < ns; i++) {
+		if (slots[i].h) {
+			if (slots[i].job != (size_t)-1)
+				curl_multi_remove_handle(m, slots[i].h);
+			curl_easy_cleanup(slots[i].h);
+		}
+		buf_free(&slots[i].body);
+	}
+	for (size_t j = 0; jobs && j < n; j++)
+		cJSON_free(jobs[j].req);
+	if (m)
+		curl_multi_cleanup(m);
+	curl_slist_free_all(hdr);
+	free(jobs);
+	free(slots);
+	if (r < 0)
+		server_results_free(out, n);
+	return r;
+}
+
+void server_results_free(struct server_result *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++) {
+		free(r[i].line);
+		free(r[i].error);
+		memset(&r[i], 0, sizeof r[i]);
+	}
+}
+
+/* ---- what the server serves ---- */
+
+static char *dup_str(const cJSON *v)
+{
+	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e)
+{
+	char url[2048];
+	struct buf body = { 0 };
+	char cerr[CURL_ERROR_SIZE] = "";
+	*id = *path = NULL;
+	if (init_curl(e) < 0)
+		return -1;
+	const char *what = o->api == SERVER_SGLANG ? "/get_model_info" : "/v1/models";
+	if (url_of(o->url, what, url, sizeof url) < 0)
+		return err_set(e, "%s: URL too long", o->url);
+	CURL *h = curl_easy_init();
+	if (!h)
+		return err_set(e, "libcurl: cannot make a handle");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	CURLcode rc = curl_easy_perform(h);
+	long code = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	int r = 0;
+	cJSON *v = NULL;
+	if (rc != CURLE_OK)
+		r = err_set(e, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
+	else if (code != 200)
+		r = err_set(e, "%s: HTTP %ld", url, code);
+	else if (!(v = cJSON_ParseWithLength((const char *)body.data, body.len)))
+		r = err_set(e, "%s: the answer is not JSON", url);
+	else if (o->api == SERVER_SGLANG)
+		*path = dup_str(cJSON_GetObjectItemCaseSensitive(v, "model_path"));
+	else {
+		const cJSON *m, *pick = NULL;
+		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(v, "data")) {
+			const char *mid = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "id"))
+						  ? cJSON_GetObjectItemCaseSensitive(m, "id")->valuestring : NULL;
+			if (!pick && (!o->model || (mid && strcmp(mid, o->model) == 0)))
+				pick = m;
+		}
+		if (!pick)
+			r = err_set(e, "%s: %s", url, o->model ? "the server does not serve that model" : "no models");
+		else {
+			*id = dup_str(cJSON_GetObjectItemCaseSensitive(pick, "id"));
+			*path = dup_str(cJSON_GetObjectItemCaseSensitive(pick, "root"));
+		}
+	}
+	cJSON_Delete(v);
+	buf_free(&body);
+	return r;
+}

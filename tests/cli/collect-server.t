@@ -1,0 +1,168 @@
+#!/bin/sh
+# grpo-collect --server against tests/cli/fake-server.py (vLLM's and SGLang's
+# answer shapes, misbehaving on purpose by script): what it stores is exactly
+# what importing the saved answers stores; failed requests are retried; a
+# prompt that fails for good is named and skipped, or with -e fail nothing
+# is published; --max-lag refuses an old server; policy_version is tagged.
+. "$GRPO_TOP/tests/cli/lib.sh"
+command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
+plan 30
+
+S="$T/server"
+mkdir -p "$S"
+echo '{}' > "$S/script.json"
+python3 "$GRPO_TOP/tests/cli/fake-server.py" "$S/port" "$S/log" "$S/script.json" &
+server=$!
+trap 'kill $server 2> /dev/null; rm -rf "$T"' EXIT
+i=0
+while [ ! -s "$S/port" ] && [ $i -lt 300 ] && kill -0 $server 2> /dev/null; do sleep 0.1; i=$((i + 1)); done
+[ -s "$S/port" ] || { echo "Bail out! the fake server did not start"; exit 1; }
+URL=http://127.0.0.1:$(cat "$S/port")
+# the fake server counts requests per prompt: each case has prompts of its own
+prompts() { # prompts FILE TEXT...: one prompt a line, answers 1, 2, ...
+	f=$1
+	shift
+	: > "$f"
+	a=1
+	for p; do
+		case $p in
+		\[*) printf '{"prompt_tokens":%s,"answer":"%s"}\n' "$p" $a >> "$f" ;;
+		*) printf '{"prompt":"%s","answer":"%s"}\n' "$p" $a >> "$f" ;;
+		esac
+		a=$((a + 1))
+	done
+}
+visible() { find "$1" -name '*.zst' 2> /dev/null | grep -v '/\.' | sort; }
+groups() { for f in $(visible "$1"); do grpo-cat --json "$f"; done | wc -l | tr -d ' '; }
+posts() { grep -c "\"path\": \"$1\"" "$S/log"; }
+
+# --- vLLM: the request, the store, and the import of the saved answers ------
+prompts "$T/p1.jsonl" "3+4=" "[5,6,7]" "1+1="
+grpo-collect --server "$URL" --prompts "$T/p1.jsonl" -n 2 -t 0.7 --responses "$T/r1.jsonl" \
+	-o "$T/a/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(groups "$T/a")" "0::3" "vllm: 3 prompts, 3 groups, silently"
+grpo-collect --step 0 -o "$T/b/rollouts" "$T/r1.jsonl"
+(cd "$T/a" && visible .) > "$T/names.a"
+(cd "$T/b" && visible .) > "$T/names.b"
+same=0
+while read -r f; do cmp -s "$T/a/$f" "$T/b/$f" || same=1; done < "$T/names.a"
+is "$same:$(cmp "$T/names.a" "$T/names.b" 2>&1)" "0:" \
+	"vllm: the same files, byte for byte and by name, as importing the saved answers"
+grep '"path": "/v1/completions"' "$S/log" | head -n 2 | tail -n 1 > "$T/req"
+for want in '"prompt": \[5, 6, 7\]' '"n": 2' '"logprobs": 0' '"return_token_ids": true' '"temperature": 0.7' \
+	'"model": "fake-model"'; do
+	grep -q "$want" "$T/req" || echo "$want" >> "$T/missing"
+done
+is "$(cat "$T/missing" 2> /dev/null)" "" "vllm: /v1/completions with n, logprobs 0, return_token_ids, the prompt's ids"
+is "$(grpo-cat --json "$(visible "$T/a" | head -n 1)" | grep -o '"temperature":[0-9.]*' | sort -u)" \
+	'"temperature":0.7' "the stored temperature is the one asked for"
+is "$(grpo-cat --json "$(visible "$T/a" | head -n 1)" | head -n 1 | sed 's/^{"group_id":"\([^"]*\)".*/\1/')" \
+	"$(sed -n '1s/.*"response":{"id": "\([^"]*\)".*/\1/p' "$T/r1.jsonl")" \
+	"the group id is the server's request id"
+is "$(grpo-cat --json "$(visible "$T/a" | head -n 1)" | grep -o '"answer":"[0-9]*"' | uniq | tr '\n' ' ')" \
+	'"answer":"1" "answer":"2" "answer":"3" ' "each prompt's answer is carried, in prompt order"
+
+# --- SGLang ------------------------------------------------------------------
+prompts "$T/p2.jsonl" "2+2=" "[8,9]"
+grpo-collect --server "$URL" --api sglang --prompts "$T/p2.jsonl" -n 3 -t 0.5 --responses "$T/r2.jsonl" \
+	-o "$T/c/rollouts" 2> "$T/err"
+grpo-collect --step 0 "$T/r2.jsonl" | grpo-cat --json > "$T/imported"
+is "$?:$(cat "$T/err"):$(groups "$T/c"):$(grpo-cat --json $(visible "$T/c") | cmp - "$T/imported" 2>&1)" "0::2:" \
+	"sglang: 2 groups of 3, the same as importing the saved answers"
+grep '"path": "/generate"' "$S/log" > "$T/req"
+is "$(grep -c '"text": "2+2=".*"logprob_start_len": 0' "$T/req"):$(grep -c '"input_ids": \[8, 9\].*"logprob_start_len": -1' "$T/req"):$(grep -c '"sampling_params": {"n": 3, "temperature": 0.5' "$T/req")" \
+	"1:1:2" "sglang: /generate with sampling_params.n, return_logprob, logprob_start_len 0 for text"
+
+# --- retries -----------------------------------------------------------------
+prompts "$T/p3.jsonl" "r500" "rslow" "rmix"
+cat > "$S/script.json" <<'EOF'
+{"slow_s": 4, "plans": {"r500": ["500", "500", "ok"], "rslow": ["slow", "ok"], "rmix": ["drop", "truncate", "ok"]}}
+EOF
+grpo-collect --server "$URL" --prompts "$T/p3.jsonl" -n 2 --timeout 1 --retries 3 --concurrency 3 \
+	-o "$T/d/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(groups "$T/d")" "0::3" \
+	"500s, a timeout, a dropped connection and cut JSON are retried: every prompt once"
+is "$(grep -c '"prompt": "r500"' "$S/log"):$(grep -c '"prompt": "rslow"' "$S/log"):$(grep -c '"prompt": "rmix"' "$S/log")" \
+	"3:2:3" "each retried until it succeeded, no more"
+is "$(grpo-cat --json $(visible "$T/d") | sed 's/"group_id":"\([^"]*\)".*/\1/' | sort | uniq -d)" "" \
+	"no group published twice"
+
+# --- failures for good ---------------------------------------------------------
+prompts "$T/p4.jsonl" "fine" "fewer" "bad" "notok"
+cat > "$S/script.json" <<'EOF'
+{"plans": {"fewer": ["choices"], "bad": ["400"], "notok": ["notokens"]}}
+EOF
+grpo-collect --server "$URL" --prompts "$T/p4.jsonl" -n 2 --retries 2 -o "$T/e/rollouts" 2> "$T/err"
+is "$?:$(groups "$T/e")" "0:1" "-e skip (the default with --server): the prompts that failed are skipped"
+is "$(sed -n 1p "$T/err")" \
+	"grpo-collect: $T/p4.jsonl:2: prompt not sampled: the answer holds 1 samples for n = 2 (after 3 attempts)" \
+	"a wrong number of samples, retried, then named by file and line"
+is "$(sed -n 2p "$T/err" | sed 's/\(HTTP 400\): .*scripted failure.*/\1/')" "grpo-collect: $T/p4.jsonl:3: prompt not sampled: HTTP 400" \
+	"an HTTP 400 names the prompt"
+is "$(grep -c '"prompt": "bad"' "$S/log")" 1 "an HTTP 400 is not retried (the request is wrong)"
+is "$(sed -n 3p "$T/err")" \
+	"grpo-collect: $T/p4.jsonl:4: the server's answer is refused: choices[0]: no prompt token ids: ask vLLM with \"return_token_ids\": true, or wrap the line as {\"request\": ..., \"response\": ...} with the request's prompt as token ids" \
+	"an answer without token ids is refused by the importer, naming the prompt"
+is "$(sed -n 4p "$T/err")" "grpo-collect: $T/p4.jsonl: skipped 3 of 4 prompts" "and the skips are counted"
+grpo-collect --server "$URL" --prompts "$T/p4.jsonl" -n 2 --retries 0 -e fail -o "$T/f/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/f" | wc -l | tr -d ' '):$(tail -n 1 "$T/err")" \
+	"1:0:grpo-collect: $T/p4.jsonl: 3 of 4 prompts failed: nothing published (-e fail)" \
+	"-e fail: a prompt that fails fails the run, and nothing is published"
+prompts "$T/p5.jsonl" "fewer"
+grpo-collect --server "$URL" --prompts "$T/p5.jsonl" -n 2 --retries 0 -o "$T/g/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/g" | wc -l | tr -d ' ')" "1:0" "every prompt failed: exit 1, nothing published"
+
+# --- the server's version, --max-lag, --policy-version ---------------------------
+echo '{"model_path": "/models/policy/step_4"}' > "$S/script.json"
+mkdir -p "$T/h/policy/step_9" "$T/h/policy/step_3"
+echo '{}' > "$T/h/policy/step_9/config.json"
+echo '{}' > "$T/h/policy/step_3/config.json"
+prompts "$T/p6.jsonl" "v1" "v2"
+n0=$(posts /v1/completions)
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --max-lag 4 -o "$T/h/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/h" | wc -l | tr -d ' '):$(($(posts /v1/completions) - n0))" \
+	"3:grpo-collect: $URL serves policy version 4 (/models/policy/step_4), older than the trainer's newest, 9, by more than --max-lag 4: nothing sampled (sync the server and run again):0:0" \
+	"--max-lag refuses a server older than the newest policy/step_K minus L (exit 3), asking nothing"
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --max-lag 5 -o "$T/h/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/h" | sed 's,.*/rollouts/\(step_[0-9]*\)/.*,\1,'):$(grpo-cat --json $(visible "$T/h") | grep -o '"policy_version":[0-9]*' | sort -u)" \
+	'0:step_4:"policy_version":4' "within the lag: sampled, tagged with the server's version (its model path's step_K)"
+echo '{"model_path": "/models/base"}' > "$S/script.json"
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --max-lag 5 -o "$T/h/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"3:grpo-collect: $URL serves /models/base, whose path names no step_K: its policy version is unknown, and --max-lag needs it; nothing sampled" \
+	"--max-lag refuses a server whose version is unknown"
+rm -rf "$T/h/rollouts"
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" -o "$T/h/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/h" | sed 's,.*/rollouts/\(step_[0-9]*\)/.*,\1,')" "0:step_9" \
+	"a server that names no version: the newest SPOOL/policy/step_K tags the rollouts"
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --policy-version 7 | grpo-cat --json > "$T/out"
+is "$(grep -o '"policy_version":[0-9]*' "$T/out" | sort -u)" '"policy_version":7' "--policy-version K tags them K"
+ln -s "$T/h/policy/step_3" "$T/h/policy/current"
+echo "{\"model_path\": \"$T/h/policy/current\"}" > "$S/script.json"
+grpo-collect --server "$URL" --prompts "$T/p6.jsonl" | grpo-cat --json > "$T/out"
+is "$(grep -o '"policy_version":[0-9]*' "$T/out" | sort -u)" '"policy_version":3' \
+	"a served path that links to step_K (vllm-reload.sh) is followed"
+
+# --- OpenAI-style --------------------------------------------------------------
+echo '{}' > "$S/script.json"
+prompts "$T/p7.jsonl" "[11,12]" "text"
+grpo-collect --server "$URL" --api openai --prompts "$T/p7.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-collect: $T/p7.jsonl:2: --api openai cannot send text: an OpenAI-style server gives no prompt token ids back; give prompt_tokens, or --tokenizer" \
+	"openai: text prompts are refused up front"
+prompts "$T/p8.jsonl" "[11,12]"
+grpo-collect --server "$URL" --api openai --prompts "$T/p8.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(head -n 1 "$T/err")" \
+	"1:grpo-collect: $T/p8.jsonl:1: the server's answer is refused: choices[0]: no token ids: the logprob tokens are text; ask vLLM with \"return_token_ids\" or \"return_tokens_as_token_ids\"" \
+	"openai: an answer without token ids is refused clearly"
+grep '"path": "/v1/completions"' "$S/log" | tail -n 1 > "$T/req"
+is "$(grep -c 'return_token_ids\|top_k' "$T/req")" 0 "openai: only OpenAI's fields are sent"
+echo '{"tokens_as_ids": true}' > "$S/script.json"
+prompts "$T/p9.jsonl" "[13,14]"
+grpo-collect --server "$URL" --api openai --prompts "$T/p9.jsonl" -n 2 2> "$T/err" | grpo-cat --json > "$T/out"
+is "$(cat "$T/err"):$(grep -c '"prompt_tokens":\[13,14\]' "$T/out")" ":1" \
+	"openai: token ids as \"token_id:N\" strings (vLLM --return-tokens-as-token-ids) are taken"
+
+# --- usage -----------------------------------------------------------------------
+grpo-collect --server "$URL" "$T/r1.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" "2:grpo-collect: --server and --prompts go together, without FILEs" "--server needs --prompts"

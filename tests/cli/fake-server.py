@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""A stand-in for vLLM and SGLang in tests: no model, no GPU, standard library only.
+
+usage: fake-server.py PORTFILE LOGFILE [SCRIPT]
+
+Listens on 127.0.0.1 on a port the OS picks and writes that port to PORTFILE
+(by rename, so a reader never sees half a number). Every request is appended
+to LOGFILE as one JSON line {"method", "path", "body"}.
+
+It answers, in the shapes the real servers use (tests/data/collect/SOURCES):
+  GET  /v1/models            vLLM's model list; "root" is the script's model_path
+  GET  /get_model_info       SGLang's; "model_path" likewise
+  POST /v1/completions       vLLM: n choices, token_ids and prompt_token_ids when
+                             the request asks return_token_ids, else token
+                             strings (as "token_id:N" when the script says
+                             tokens_as_ids)
+  POST /generate             SGLang: a list of n objects (one object for n = 1)
+  POST anything else         {"success": true}: the weight-sync endpoints, which
+                             tests check in the log
+
+Samples are a function of the prompt alone, so every run gives the same bytes.
+A text prompt's token ids are its bytes. Response ids are the prompt's hash and
+the attempt number.
+
+SCRIPT, a JSON file read again at every request so a test may change it:
+  {"model_path": "/m/step_3", "tokens_as_ids": false,
+   "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
+KEY is the prompt text, or its token ids joined by commas. The n-th request for
+a prompt follows the plan's n-th action, the last one repeating:
+  ok        answer well
+  500, 400  that HTTP status
+  slow      answer well after slow_s seconds (past the client's --timeout)
+  drop      close the connection without answering
+  truncate  a 200 whose JSON body is cut in half
+  choices   one sample too few
+  notokens  vLLM: no token ids in the answer
+"""
+import hashlib
+import http.server
+import json
+import os
+import sys
+import threading
+import time
+
+PORTFILE, LOGFILE = sys.argv[1], sys.argv[2]
+SCRIPT = sys.argv[3] if len(sys.argv) > 3 else None
+lock = threading.Lock()
+attempts = {}
+
+
+def script():
+    if not SCRIPT or not os.path.exists(SCRIPT):
+        return {}
+    with open(SCRIPT) as f:
+        return json.load(f)
+
+
+def prompt_ids(req, sglang):
+    p = req.get("input_ids" if sglang else "prompt")
+    if sglang and p is None:
+        p = req.get("text")
+    if isinstance(p, str):
+        return list(p.encode()), p
+    return list(p), ",".join(str(x) for x in p)
+
+
+def sample(ids, j, max_tokens):
+    """Sample j of a prompt: 1 to 3 tokens, binary-exact logprobs."""
+    length = min(1 + (sum(ids) + j) % 3, max_tokens)
+    toks = [10 + (sum(ids) * 7 + j * 13 + k) % 90 for k in range(length)]
+    lps = [-0.125 * (1 + (j + k) % 8) for k in range(length)]
+    finish = "stop" if length < max_tokens else "length"
+    return toks, lps, finish
+
+
+def vllm(req, ids, rid, n, sc, action):
+    choices = []
+    for j in range(n):
+        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16))
+        strs = ["token_id:%d" % t if sc.get("tokens_as_ids") else chr(t) for t in toks]
+        c = {"index": j, "text": "".join(chr(t) for t in toks),
+             "logprobs": {"text_offset": list(range(len(toks))), "token_logprobs": lps,
+                          "tokens": strs, "top_logprobs": [{s: lp} for s, lp in zip(strs, lps)]},
+             "finish_reason": finish, "stop_reason": None}
+        if req.get("return_token_ids") and action != "notokens":
+            c["token_ids"] = toks
+            c["prompt_logprobs"] = None
+            c["prompt_token_ids"] = ids
+        choices.append(c)
+    done = sum(len(c["logprobs"]["tokens"]) for c in choices)
+    return {"id": "cmpl-" + rid, "object": "text_completion", "created": 1735689700,
+            "model": req.get("model", "fake-model"), "choices": choices,
+            "usage": {"prompt_tokens": len(ids), "total_tokens": len(ids) + done, "completion_tokens": done}}
+
+
+def sglang(req, ids, rid, n):
+    sp = req.get("sampling_params", {})
+    out = []
+    for j in range(n):
+        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16))
+        meta = {"id": "%s-%d" % (rid, j),
+                "finish_reason": {"type": "stop", "matched": 2} if finish == "stop"
+                else {"type": "length", "length": len(toks)},
+                "prompt_tokens": len(ids), "weight_version": "default", "completion_tokens": len(toks),
+                "cached_tokens": 0, "output_token_logprobs": [[lp, t, None] for t, lp in zip(toks, lps)],
+                "e2e_latency": 0.01}
+        if req.get("logprob_start_len", -1) == 0:
+            meta["input_token_logprobs"] = [[None if k == 0 else -0.5, t, None] for k, t in enumerate(ids)]
+        out.append({"text": "".join(chr(t) for t in toks), "output_ids": toks, "meta_info": meta})
+    return out if n != 1 else out[0]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, obj=None, raw=None):
+        body = raw if raw is not None else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def record(self, body):
+        with lock, open(LOGFILE, "a") as f:
+            f.write(json.dumps({"method": self.command, "path": self.path, "body": body}) + "\n")
+
+    def do_GET(self):
+        self.record(None)
+        sc = script()
+        path = sc.get("model_path", "/models/fake")
+        if self.path == "/v1/models":
+            self.send(200, {"object": "list", "data": [
+                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "vllm",
+                 "root": path, "parent": None, "max_model_len": 4096}]})
+        elif self.path == "/get_model_info":
+            self.send(200, {"model_path": path, "tokenizer_path": path, "is_generation": True})
+        else:
+            self.send(404, {"detail": "Not Found"})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        try:
+            req = json.loads(raw)
+        except ValueError:
+            req = raw.decode(errors="replace")
+        self.record(req)
+        if self.path not in ("/v1/completions", "/generate"):
+            self.send(200, {"success": True, "message": "ok"})
+            return
+        sc = script()
+        is_sglang = self.path == "/generate"
+        ids, key = prompt_ids(req, is_sglang)
+        with lock:
+            k = attempts[key] = attempts.get(key, 0) + 1
+        plan = sc.get("plans", {}).get(key, ["ok"])
+        action = plan[min(k, len(plan)) - 1]
+        n = (req.get("sampling_params", {}) if is_sglang else req).get("n", 1)
+        rid = "%s-%d" % (hashlib.sha1(key.encode()).hexdigest()[:12], k)
+        if action in ("500", "400"):
+            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
+            return
+        if action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if action == "slow":
+            time.sleep(sc.get("slow_s", 3))
+        m = n - 1 if action == "choices" else n
+        obj = sglang(req, ids, rid, m) if is_sglang else vllm(req, ids, rid, m, sc, action)
+        if is_sglang and action == "choices" and m == 1:
+            obj = [obj]
+        body = json.dumps(obj).encode()
+        if action == "truncate":
+            body = body[: len(body) // 2]
+        try:
+            self.send(200, raw=body)
+        except OSError:
+            pass
+
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+srv.daemon_threads = True
+with open(PORTFILE + ".tmp", "w") as f:
+    f.write("%d\n" % srv.server_address[1])
+os.rename(PORTFILE + ".tmp", PORTFILE)
+srv.serve_forever()
