@@ -33,7 +33,7 @@ G=16
 mkdir -p "$spool"
 if [ ! -d "$spool/init" ]; then
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
-		--vocab 257 --eos 256 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
+		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
 printf 'step\treward\tkl\tseconds\n' > "$spool/progress.tsv"
 echo "grpo-tools demo: a random model learns a+b= (55 prompts, $G samples each) in $spool"

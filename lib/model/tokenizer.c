@@ -311,9 +311,6 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 		t->vocab[i] = (struct vslot){ d->off, d->len, id };
 	}
 	free(tmp);
-	for (int b = 0; b < 256; b++)
-		if (t->byte_id[b] < 0)
-			return err_set(e, "model.vocab: no token for byte 0x%02x; not a byte-level BPE vocabulary", b);
 	return 0;
 }
 
@@ -673,6 +670,7 @@ struct hent {
 /* Scratch space of one tok_encode call. */
 struct scratch {
 	struct buf norm;
+	int missing;                /* a byte the vocab has no token for, or -1 */
 	struct sym *sym;            /* (cap) */
 	struct hent *heap;          /* (3 * cap) */
 	size_t cap, nheap;
@@ -747,17 +745,24 @@ static void push_pair(const struct tokenizer *t, struct scratch *sc, int32_t pos
 }
 
 /* BPE of one pre-token (raw bytes): merge the adjacent pair of lowest rank,
- * leftmost first, until no pair has a merge; as tokenizers' word merging. */
+ * leftmost first, until no pair has a merge; as tokenizers' word merging.
+ * -1 when memory runs out, -2 (the byte in sc->missing) when a byte has no
+ * token, which a vocab without all 256 bytes allows. */
 static int bpe(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc,
 	       struct tok_ids *out)
 {
-	if (n == 1)
-		return tok_ids_push(out, t->byte_id[p[0]]);
 	if (t->ignore_merges) {
 		int32_t id = vocab_find(t, p, n);
 		if (id >= 0)
 			return tok_ids_push(out, id);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (t->byte_id[p[i]] < 0) {
+			sc->missing = p[i];
+			return -2;
+		}
+	if (n == 1)
+		return tok_ids_push(out, t->byte_id[p[0]]);
 	if (scratch_reserve(sc, n) < 0)
 		return -1;
 	struct sym *s = sc->sym;
@@ -897,8 +902,9 @@ static int encode_words(const struct tokenizer *t, const unsigned char *s, size_
 {
 	for (size_t i = 0; i < n;) {
 		size_t end = pre_match(s, n, i, t->digits3);
-		if (bpe(t, s + i, end - i, sc, out) < 0)
-			return -1;
+		int rc = bpe(t, s + i, end - i, sc, out);
+		if (rc < 0)
+			return rc;
 		i = end;
 	}
 	return 0;
@@ -999,7 +1005,10 @@ static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t
 	size_t at = 0, b, e;
 	int32_t id;
 	while (next_added(t, &t->norm, s, n, at, &b, &e, &id)) {
-		if (encode_words(t, s + at, b - at, sc, out) < 0 || tok_ids_push(out, id) < 0)
+		int rc = encode_words(t, s + at, b - at, sc, out);
+		if (rc < 0)
+			return rc;
+		if (tok_ids_push(out, id) < 0)
 			return -1;
 		at = e;
 	}
@@ -1012,7 +1021,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	size_t bad = uni_utf8_check(s, n);
 	if (bad != n)
 		return err_set(e, "text is not valid UTF-8 at byte %zu (0x%02x)", bad, s[bad]);
-	struct scratch sc = { 0 };
+	struct scratch sc = { .missing = -1 };
 	size_t at = 0, b, stop;
 	int32_t id;
 	int rc = 0;
@@ -1028,6 +1037,12 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	buf_free(&sc.norm);
 	free(sc.sym);
 	free(sc.heap);
+	if (rc == -2) {
+		char shown[8] = "";
+		if (sc.missing > ' ' && sc.missing < 0x7F)
+			snprintf(shown, sizeof shown, " ('%c')", sc.missing);
+		return err_set(e, "byte 0x%02x%s has no token in this vocabulary", sc.missing, shown);
+	}
 	return rc < 0 ? err_set(e, "out of memory") : 0;
 }
 

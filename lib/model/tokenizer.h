@@ -7,7 +7,10 @@
  *   - model: BPE, vocab and merges, merges as "a b" strings or as [a, b]
  *     pairs (a merge's rank is its index; a pair listed twice keeps its last
  *     rank, as tokenizers' HashMap does), ignore_merges (Llama 3: a
- *     pre-token that is itself in the vocab is emitted whole);
+ *     pre-token that is itself in the vocab is emitted whole); the vocab
+ *     need not hold all 256 bytes (examples/addition has the digits, + and =
+ *     only), and text with a byte it lacks is an error naming the byte,
+ *     where Hugging Face, with no unk_token, would drop the byte silently;
  *   - added_tokens with their ids, special or not, lstrip, rstrip,
  *     single_word and normalized;
  *   - normalizer: null, NFC, or a Sequence of those;

@@ -253,8 +253,10 @@ int loss_mb(const struct loss_opts *o, const struct loss_totals *tot, const stru
 			else if (live)
 				g += w * rho * pt.dp_dr * r;
 
+			/* measured whenever there are reference logprobs, so that
+			 * the metrics show the drift at β = 0 too */
 			double k = 0;
-			if (o->beta != 0) {
+			if (in->ref) {
 				double dk;
 				k = kl_term(o->kl, l - in->ref[t], &dk);
 				g += w * o->beta * dk;

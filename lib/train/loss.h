@@ -99,7 +99,8 @@ struct loss_input {
  * What a step's micro-batches add up to. loss_mb ADDS into it (+=), so zero
  * it (loss_stats_init) at the start of a step. Parts are already weighted:
  * loss = policy + β·kl − c_H·entropy. The token statistics (sums over loss
- * tokens) are plain, for means in the metrics.
+ * tokens) are plain, for means in the metrics. The KL is measured whenever
+ * the micro-batch has reference logprobs, β = 0 included; 0 without them.
  */
 struct loss_stats {
 	double loss, policy, kl, entropy;   /* weighted by the aggregation */

@@ -46,11 +46,11 @@ grpo-collect --model "$T/m" -o "$T/s/rollouts" 2> /dev/null
 is "$?" 2 "--model without --prompts is a usage error"
 
 A="$GRPO_TOP/examples/addition"
-grpo-init --preset tiny --vocab 257 --eos 256 --tokenizer "$A/tokenizer.json" -o "$T/add" || exit 1
+grpo-init --preset tiny --vocab 13 --eos 12 --tokenizer "$A/tokenizer.json" -o "$T/add" || exit 1
 grpo-collect --model "$T/add" --prompts "$A/prompts.jsonl" --count 2 --offset 12 -n 2 --max-tokens 3 > "$T/add.zst"
 grpo-cat "$T/add.zst" > "$T/add.json"
 is "$?:$(grep -o '"prompt_tokens":\[[0-9,]*\]\|"answer":"[0-9]*"' "$T/add.json" | paste -d' ' - - | uniq | tr '\n' ' ')" \
-	'0:"prompt_tokens":[49,43,50,61] "answer":"3" "prompt_tokens":[49,43,51,61] "answer":"4" ' \
+	'0:"prompt_tokens":[1,10,2,11] "answer":"3" "prompt_tokens":[1,10,3,11] "answer":"4" ' \
 	"text prompts are encoded with the model's tokenizer, answers carried (rows 12 and 13: 1+2=, 1+3=)"
-grep -o '"response_tokens":\[[0-9,]*\]' "$T/add.json" | grep -q '256\]' || grep -q '"finish_reason":"length"' "$T/add.json"
+grep -o '"response_tokens":\[[0-9,]*\]' "$T/add.json" | grep -q '12\]' || grep -q '"finish_reason":"length"' "$T/add.json"
 is "$?" 0 "responses end in the model's eos id or at --max-tokens"

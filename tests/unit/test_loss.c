@@ -174,6 +174,11 @@ static void hand_kl_entropy_tis_gspo(void)
 		is_float(st.kl, k[i], 1e-6, "KL k%d part", i + 1);
 		is_float(d[2], 0.1 * dk[i] / 6, 1e-6, "KL k%d gradient on a clipped token", i + 1);
 	}
+	/* β 0 with reference logprobs: the KL is measured, and only measured */
+	o.beta = 0;
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325, 1e-6, "beta 0: the loss has no KL in it");
+	is_float(st.kl_sum / st.tokens, k3, 1e-6, "beta 0: the KL (k3) is still measured for the metrics");
+	is_float(d[2], 0, 0, "beta 0: no KL gradient on a clipped token");
 
 	/* entropy bonus 0.01: grpo mean of H: sequence 1 (0.6+0.7+0.8)/3 = 0.7, sequence 2 (1.1+1.2)/2 = 1.15 */
 	loss_opts_default(&o);

@@ -53,6 +53,31 @@ int main(void)
 	ok(!t && strstr(e.msg, "tokenizer.json: added_tokens[0]: id 5000000 is beyond the ids"),
 	   "and a sparse added token: %s", e.msg);
 	tok_free(t);
+	/* a vocab of a few bytes, as examples/addition's: the digits, + and = */
+	static const char small[] =
+		"{\"normalizer\": null, \"pre_tokenizer\": " PRE ", \"decoder\": {\"type\": \"ByteLevel\"}, "
+		"\"added_tokens\": [{\"id\": 12, \"content\": \"<|end|>\", \"special\": true}], "
+		"\"model\": {\"type\": \"BPE\", \"vocab\": {\"0\": 0, \"1\": 1, \"2\": 2, \"3\": 3, \"4\": 4, "
+		"\"5\": 5, \"6\": 6, \"7\": 7, \"8\": 8, \"9\": 9, \"+\": 10, \"=\": 11}, \"merges\": []}}";
+	t = tok_load_mem(small, strlen(small), "tokenizer.json", &e);
+	if (!ok(t != NULL, "a byte-level vocab of 12 bytes and an end token loads"))
+		diag("%s", e.msg);
+	struct tok_ids ids = { 0 };
+	struct buf txt = { 0 };
+	ok(t && tok_vocab_size(t) == 13 && tok_encode(t, "7+2=9<|end|>", 12, &ids, &e) == 0 && ids.n == 6 &&
+	   ids.v[0] == 7 && ids.v[1] == 10 && ids.v[2] == 2 && ids.v[3] == 11 && ids.v[4] == 9 && ids.v[5] == 12,
+	   "it encodes the bytes it has, one token each, and its end token");
+	ok(t && tok_decode(t, ids.v, ids.n, 1, &txt, &e) == 0 && txt.len == 5 && memcmp(txt.data, "7+2=9", 5) == 0,
+	   "and decodes them back, the end token skipped");
+	ids.n = 0;
+	ok(t && tok_encode(t, "7 + 2", 5, &ids, &e) < 0 && strcmp(e.msg, "byte 0x20 has no token in this vocabulary") == 0,
+	   "a byte it lacks is an error naming the byte: %s", e.msg);
+	ok(t && tok_encode(t, "7-2", 3, &ids, &e) < 0 && strcmp(e.msg, "byte 0x2d ('-') has no token in this vocabulary") == 0,
+	   "and showing it when printable: %s", e.msg);
+	tok_ids_free(&ids);
+	buf_free(&txt);
+	tok_free(t);
+
 	t = load("\"ab\": 2.5", "", &e);
 	ok(!t && strstr(e.msg, "model.vocab[\"ab\"]: expected an id"), "a fractional id is not an id: %s", e.msg);
 	tok_free(t);
