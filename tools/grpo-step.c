@@ -385,7 +385,9 @@ int main(int argc, char **argv)
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		die(1, "%s: %s", a.metrics, strerror(errno));
 	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, { 0 } };
-	struct step_observer obs = { dtable_rows, &dt };
+	struct progress pg;
+	progress_init(&pg, prog, STDERR_FILENO);
+	struct step_observer obs = { a.dtable ? dtable_rows : NULL, &dt, &pg };
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
 			die(1, "%s: %s", a.dtable, strerror(errno));
@@ -412,7 +414,9 @@ int main(int argc, char **argv)
 		double tr = now();
 		struct step_result res;
 		dt.step = step;
-		if (step_train(&m, &op, &a.loss, a.epochs, mbs, n, a.dtable ? &obs : NULL, &res, &e) < 0)
+		int trained = step_train(&m, &op, &a.loss, a.epochs, mbs, n, &obs, &res, &e);
+		progress_end(&pg);
+		if (trained < 0)
 			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
 		r = ckpt_publish(a.policy, step, &m, &op, a.dtype, a.shard, step0, &e);

@@ -190,6 +190,9 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, in
 			r->fwd_s += t1 - t0;
 			r->bwd_s += now() - t1;
 			r->tokens += T;
+			if (obs)
+				progress_show(obs->progress, (long long)(ep * n + i + 1), (long long)(epochs * n),
+				              "micro-batches");
 		}
 		if (rc < 0)
 			break;
