@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/fsys.h"
 #include "base/lineio.h"
+#include "base/progress.h"
 #include "base/tempfile.h"
 #include "collect/collect.h"
 #include "collect/server.h"
@@ -310,6 +311,8 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	int n = 0, status = 1;
 	uint64_t rows;
 	long long offset = g->offset;
+	struct progress pg;
+	progress_init(&pg, prog, STDERR_FILENO);
 	if (rollout_policy_find(g->model, dir, sizeof dir, &version, &e) < 0 || model_load(&m, dir, &e) < 0)
 		goto fail;
 	if (!o->have_step)
@@ -334,7 +337,6 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	hash = collect_hash(hash, knobs, sizeof knobs);
 	hash = collect_hash(hash, reals, sizeof reals);
 	hash = collect_hash(hash, &g->seed, sizeof g->seed);
-	int tty = isatty(STDERR_FILENO);
 	for (int at = 0; at < n; at += (int)g->batch) {
 		int b = n - at < g->batch ? n - at : (int)g->batch;
 		if (held.cap < held.n + (size_t)b) {
@@ -353,11 +355,9 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 			hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
 			hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
 		}
-		if (tty)
-			fprintf(stderr, "\r%s: %d of %d prompts sampled", prog, at + b, n);
+		progress_show(&pg, at + b, n, "prompts sampled");
 	}
-	if (tty)
-		fputc('\n', stderr);
+	progress_end(&pg);
 	int r = 0;
 	if (o->queue)
 		r = publish(o, &held, hash, g->prompts, &e);
@@ -377,6 +377,7 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 		        n, g->samples);
 	status = 0;
 fail:
+	progress_end(&pg);
 	if (status)
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 	held_clear(&held);

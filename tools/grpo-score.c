@@ -56,6 +56,7 @@ struct state {
 	struct sfile_writer w;      /* standard output */
 	int writer_open;
 	struct scoreio_seen seen;   /* group ids of earlier inputs */
+	struct progress pg;         /* on a terminal: groups scored */
 };
 
 static void usage(FILE *f)
@@ -293,6 +294,7 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 	struct scorer_stats st;
 	if (r == 0 && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
 		err_prefix(e, "%s", name);
+	progress_end(&s->pg);
 	if (r == 0) {
 		for (uint32_t g = 0; g < n; g++)
 			note_seen(s, name, &gs[g], 0);
@@ -442,6 +444,8 @@ static int setup(struct state *s, struct err *e)
 		s->so.cmd_weights = o->cmd_weights;
 		s->so.n_cmd_weights = o->n_cmd_weights;
 	}
+	progress_init(&s->pg, prog, STDERR_FILENO);
+	s->so.progress = &s->pg;
 	s->so.rewards = o->rewards;
 	s->so.n_rewards = o->n_rewards;
 	s->so.ropt = o->ropt;

@@ -1,6 +1,7 @@
 /*
  * grpo-spool: look after a spool: its state, crash recovery, retention,
- * and a consumer that runs a command per file (grpo-spool(1)).
+ * a consumer that runs a command per file, and a plot of a run's metrics
+ * (grpo-spool(1)).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,10 @@
 
 #include <cJSON.h>
 
-#include "spool/claim.h"
+#include "base/buf.h"
 #include "base/fsys.h"
+#include "data/metrics.h"
+#include "spool/claim.h"
 #include "spool/queue.h"
 #include "spool/spool.h"
 #include "spool/watch.h"
@@ -33,7 +36,8 @@ static void usage(FILE *f)
 		"       grpo-spool gc SPOOL --keep-last K [-v] [--archive DIR] [--queue NAME]...\n"
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
 		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
-		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n");
+		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n"
+		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [--metrics FILE]...\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -65,7 +69,7 @@ static double secs_arg(const char *opt, const char *s)
 	return v;
 }
 
-enum { O_JSON = 256, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
+enum { O_JSON = 256, O_METRICS, O_TSV, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
        O_FROM, O_TO };
 
 static const struct option longopts[] = {
@@ -75,11 +79,14 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, O_JSON },
 	{ "keep-last", required_argument, NULL, O_KEEP },
 	{ "lease", required_argument, NULL, O_LEASE },
+	{ "metrics", required_argument, NULL, O_METRICS },
+	{ "output", required_argument, NULL, 'o' },
 	{ "poll", required_argument, NULL, O_POLL },
 	{ "queue", required_argument, NULL, O_QUEUE },
 	{ "rescan", required_argument, NULL, O_RESCAN },
 	{ "tmp-age", required_argument, NULL, O_TMP_AGE },
 	{ "to", required_argument, NULL, O_TO },
+	{ "tsv", no_argument, NULL, O_TSV },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "watch", no_argument, NULL, O_WATCH },
@@ -92,12 +99,107 @@ struct opts {
 	const char *archive;
 	const char **queues;
 	int nqueues;
+	const char **metrics;   /* plot: the metrics files */
+	int nmetrics, tsv;
+	const char *output;
 	struct watch_opt w;
 };
 
 static void fail(const char *msg)
 {
 	fprintf(stderr, "%s: %s\n", prog, msg);
+}
+
+/* ---- plot ---- */
+
+/* Is name an executable file in one of $PATH's directories? */
+static int in_path(const char *name)
+{
+	const char *p = getenv("PATH");
+	char path[PATH_MAX];
+	while (p && *p) {
+		size_t n = strcspn(p, ":");
+		if (snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? p : ".", name) < (int)sizeof path &&
+		    access(path, X_OK) == 0)
+			return 1;
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
+#define EXIT_NO_GNUPLOT 69   /* sysexits.h's EX_UNAVAILABLE */
+
+static int cmd_plot(const char *spool, const struct opts *op)
+{
+	struct metrics_table t = METRICS_TABLE_INIT;
+	struct err e;
+	struct buf b = { 0 };
+	char paths[2][PATH_MAX], png[PATH_MAX];
+	const char *defaults[2] = { paths[0], paths[1] }, **files = op->metrics;
+	int n = op->nmetrics, status = 1;
+	if (n == 0) {
+		/* what examples/demo.sh and the examples leave in the spool */
+		snprintf(paths[0], sizeof paths[0], "%s/score.jsonl", spool);
+		snprintf(paths[1], sizeof paths[1], "%s/step.jsonl", spool);
+		for (int i = 0; i < 2; i++)
+			if (access(defaults[i], F_OK) == 0)
+				defaults[n++] = defaults[i];
+		if (n == 0) {
+			fprintf(stderr, "%s: %s: no score.jsonl or step.jsonl: name the metrics files with --metrics\n",
+			        prog, spool);
+			return 1;
+		}
+		files = defaults;
+	}
+	for (int i = 0; i < n; i++)
+		if (metrics_read(&t, files[i], &e) < 0) {
+			fail(e.msg);
+			goto out;
+		}
+	if (t.n == 0) {
+		fprintf(stderr, "%s: %s%s: no metrics lines of grpo-score or grpo-step\n", prog, files[0],
+		        n > 1 ? " and the rest" : "");
+		goto out;
+	}
+	if (op->tsv) {
+		if (metrics_tsv(&t, &b) < 0 || fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout) != 0) {
+			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+			goto out;
+		}
+		status = 0;
+		goto out;
+	}
+	if (!in_path("gnuplot")) {
+		fprintf(stderr, "%s: plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
+		        "--tsv prints the table instead\n", prog);
+		status = EXIT_NO_GNUPLOT;
+		goto out;
+	}
+	snprintf(png, sizeof png, "%s", op->output ? op->output : "");
+	if (!op->output)
+		snprintf(png, sizeof png, "%s/metrics.png", spool);
+	if (metrics_gnuplot(&t, png, &b) < 0) {
+		fail("out of memory");
+		goto out;
+	}
+	FILE *g = popen("gnuplot", "w");
+	if (!g) {
+		fprintf(stderr, "%s: gnuplot: %s\n", prog, strerror(errno));
+		goto out;
+	}
+	fwrite(b.data, 1, b.len, g);
+	int ws = pclose(g);
+	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+		fprintf(stderr, "%s: gnuplot failed drawing %s\n", prog, png);
+		goto out;
+	}
+	if (op->verbose)
+		fprintf(stderr, "%s: %s: %zu steps\n", prog, png, t.n);
+	status = 0;
+out:
+	buf_free(&b);
+	metrics_free(&t);
+	return status;
 }
 
 /* ---- status ---- */
@@ -549,15 +651,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume") &&
-	    strcmp(sub, "quarantine"))
+	    strcmp(sub, "quarantine") && strcmp(sub, "plot"))
 		die_usage("unknown command: %s", sub);
 	op.queues = calloc((size_t)argc, sizeof *op.queues);
-	if (!op.queues)
+	op.metrics = calloc((size_t)argc, sizeof *op.metrics);
+	if (!op.queues || !op.metrics)
 		return 1;
 	/* Options may follow the operand; "--" ends them (consume's COMMAND). */
 	int ac = argc - 1, ch;
 	char **av = argv + 1;
-	while ((ch = getopt_long(ac, av, "hVv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(ac, av, "hVvo:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			usage(stdout);
@@ -576,6 +679,15 @@ int main(int argc, char **argv)
 			break;
 		case O_JSON:
 			op.json = 1;
+			break;
+		case O_METRICS:
+			op.metrics[op.nmetrics++] = optarg;
+			break;
+		case 'o':
+			op.output = optarg;
+			break;
+		case O_TSV:
+			op.tsv = 1;
 			break;
 		case O_KEEP:
 			op.keep = num_arg("--keep-last", optarg, 0);
@@ -625,6 +737,10 @@ int main(int argc, char **argv)
 			die_usage("unexpected operand: %s", rest[1]);
 		if (!strcmp(sub, "status")) {
 			r = cmd_status(rest[0], &op);
+		} else if (!strcmp(sub, "plot")) {
+			if (op.tsv && op.output)
+				die_usage("%s: -o draws a PNG, --tsv prints the table: one or the other", sub);
+			r = cmd_plot(rest[0], &op);
 		} else if (!strcmp(sub, "recover")) {
 			r = cmd_recover(rest[0], &op);
 		} else {
@@ -634,5 +750,6 @@ int main(int argc, char **argv)
 		}
 	}
 	free(op.queues);
+	free(op.metrics);
 	return r;
 }

@@ -531,7 +531,9 @@ int main(int argc, char **argv)
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		die(1, "%s: %s", a.metrics, strerror(errno));
 	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, NULL, { 0 } };
-	struct step_observer obs = { dtable_rows, &dt };
+	struct progress pg;
+	progress_init(&pg, prog, STDERR_FILENO);
+	struct step_observer obs = { a.dtable ? dtable_rows : NULL, &dt, &pg };
 	struct tokenizer *tok = NULL;
 	if (a.dtokens) {
 		char tp[PATH_MAX];
@@ -572,8 +574,10 @@ int main(int argc, char **argv)
 		double tr = now();
 		struct step_result res;
 		dt.step = step;
-		if (step_train(&m, &op, &a.loss, &tot, a.epochs, mbs, n, a.dtable ? &obs : NULL,
-		               a.rank >= 0 ? &red : NULL, &res, &e) < 0)
+		int trained = step_train(&m, &op, &a.loss, &tot, a.epochs, mbs, n, &obs, a.rank >= 0 ? &red : NULL,
+		                         &res, &e);
+		progress_end(&pg);
+		if (trained < 0)
 			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;

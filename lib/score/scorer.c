@@ -129,6 +129,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &prompt, st, e);
 		if (rc == 0 && o->between)
 			rc = o->between(o->ctx, e);
+		progress_show(o->progress, g + 1, n, "groups rewarded");
 	}
 	if (rc < 0)
 		goto out;
@@ -164,6 +165,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			if (o->between && (rc = o->between(o->ctx, e)) < 0)
 				goto out;
 		}
+		if (o->ref)
+			progress_show(o->progress, g + 1, n, "groups given reference logprobs");
 	}
 
 	/* all computed: mark scored, count */

@@ -31,6 +31,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/progress.h"
 #include "data/traj.h"
 #include "model/tokenizer.h"
 #include "score/advantage.h"
@@ -56,6 +57,7 @@ struct scorer_opt {
 	 * lease there (watch_renew); -1 stops the scoring with its error */
 	int (*between)(void *ctx, struct err *e);
 	void *ctx;
+	struct progress *progress;           /* NULL, or groups rewarded, then referenced (progress.h) */
 };
 
 struct scorer_stats {

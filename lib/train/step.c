@@ -263,9 +263,13 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, co
 			loss_stats_init(&sr);
 			if (sum && !red)
 				model_grads_zero(m);
-			for (; i < end && rc == 0; i++)
+			for (; i < end && rc == 0; i++) {
 				if (has_loss(&mbs[i]))
 					rc = run_mb(&c, ep, i, &mbs[i], &sr, e);
+				if (obs)
+					progress_show(obs->progress, (long long)(ep * n + i + 1), (long long)(epochs * n),
+					              "micro-batches");
+			}
 			if (rc < 0)
 				break;
 			if (sum && !red)

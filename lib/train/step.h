@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/progress.h"
 #include "data/done.h"
 #include "data/traj.h"
 #include "model/model.h"
@@ -92,11 +93,14 @@ struct step_result {
  */
 int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e);
 
-/* Called in the first epoch after each micro-batch's forward, with the
- * trainer's logprobs (T) at the step's start; -1 (e filled) stops the step. */
+/* mb, when not NULL, is called in the first epoch after each micro-batch's
+ * forward, with the trainer's logprobs (T) at the step's start; -1 (e
+ * filled) stops the step. progress, when not NULL, is shown after each
+ * micro-batch of every epoch (progress.h). */
 struct step_observer {
 	int (*mb)(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e);
 	void *ctx;
+	struct progress *progress;
 };
 
 /*

@@ -1,24 +1,33 @@
 #!/bin/sh
 # spool.example/, committed: a format compatibility guard. Its files were
-# written by an earlier build; this one must still read them, and they must
-# hold what examples/make-spool-example.sh makes today.
+# written by an earlier build from one step of the demo; this one must still
+# read them, and they must hold what examples/make-spool-example.sh makes
+# today.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 9
 E="$GRPO_TOP/spool.example"
 [ -d "$E" ] || skip_all "no spool.example/ in this tree"
 
 roll=$(ls "$E"/rollouts/step_0/rank_0/*.zst 2> /dev/null)
+scored=$(ls "$E"/scored/step_0/rank_0/*.zst 2> /dev/null)
 mbs=$(ls "$E"/batches/step_1/rank_*/*.zst 2> /dev/null)
-is "$(echo $roll | wc -w | tr -d ' '):$(echo $mbs | wc -w | tr -d ' ')" "1:2" \
-	"the example holds one rollout file and a micro-batch file for each of two ranks"
-zstd -q -t $roll $mbs
+n() { echo $# | tr -d ' '; }
+is "$(n $roll):$(n $scored):$(n $mbs):$(ls "$E/policy")" "1:1:11:step_1" \
+	"the example holds a rollout file, a scored file, a step of 11 micro-batches and a checkpoint"
+zstd -q -t $roll $scored $mbs
 is "$?" 0 "every file is a zstd frame whose checksum holds"
 grpo-cat $roll > "$T/roll.json" 2> "$T/err"
-is "$?:$(wc -l < "$T/roll.json" | tr -d ' '):$(cat "$T/err")" "0:3:" "the committed rollouts read: 3 groups"
+is "$?:$(wc -l < "$T/roll.json" | tr -d ' '):$(cat "$T/err")" "0:55:" "the committed rollouts read: 55 groups"
+grpo-cat $scored > "$T/scored.json" 2> "$T/err"
+is "$?:$(grep -c '"ref_logprobs":.*"rewards":.*"advantages"' "$T/scored.json"):$(cat "$T/err")" "0:55:" "the committed scored groups read, with rewards, advantages and reference logprobs"
 grpo-cat $mbs > "$T/mb.json" 2> "$T/err"
-is "$?:$(grep -c '"input_ids"' "$T/mb.json"):$(cat "$T/err")" "0:2:" "the committed micro-batches read: one per rank"
-grep -q '"step":1,"ranks":2' "$E/batches/step_1/DONE"
-is "$?" 0 "the step's DONE marker is there"
+is "$?:$(grep -c '"input_ids"' "$T/mb.json"):$(cat "$T/err")" "0:11:" "the committed micro-batches read"
+grep -q '"step":1,"ranks":1,"micro_batches_per_rank":11' "$E/batches/step_1/DONE"
+is "$?" 0 "the step's DONE marker is there and counts them"
+grpo-collect --model "$E/policy" --prompts "$GRPO_TOP/examples/addition/prompts.jsonl" --count 1 -n 2 \
+	--max-tokens 2 2> "$T/err" | grpo-cat > "$T/sampled.json"
+is "$?:$(grep -o '"policy_version":[0-9]*' "$T/sampled.json" | sort -u):$(cat "$T/err")" '0:"policy_version":1:' \
+	"the committed checkpoint loads and samples, as policy version 1"
 
 sh "$GRPO_TOP/examples/make-spool-example.sh" "$T/new" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:" "examples/make-spool-example.sh remakes it"
@@ -31,4 +40,4 @@ for f in $(cat "$T/old.list"); do
 	*) cmp -s "$E/$f" "$T/new/$f" || same="$same, not $f" ;;
 	esac
 done
-is "$same" "names" "with the same names and the same records (compared in the JSON view, not byte for byte)"
+is "$same" "names" "with the same names, the same records (compared in the JSON view) and the same checkpoint"

@@ -1,0 +1,55 @@
+#!/bin/sh
+# grpo-spool plot: the metrics lines of grpo-score and grpo-step as one
+# table per step (--tsv), drawn as a PNG by gnuplot.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 8
+S="$T/spool"
+mkdir -p "$S"
+# two scored inputs of policy 0 (4 and 12 sequences), one of policy 1, and a
+# pipeline's line from standard input, which follows; a packer's line between
+cat > "$S/score.jsonl" <<'EOF2'
+{"input": "/s/rollouts/step_0/rank_0/a.zst", "sequences": 4, "rewards": {"gsm8k": {"mean": 1, "std": 0}}}
+{"input": "/s/rollouts/step_0/rank_1/b.zst", "sequences": 12, "rewards": {"gsm8k": {"mean": 0.5, "std": 0}}}
+{"step": 1, "micro_batches": 3, "fill": 0.9}
+
+{"input": "/s/rollouts/step_1/rank_0/c.zst", "sequences": 8, "rewards": {"gsm8k": {"mean": 0.75}, "format": {"mean": 1}}}
+{"input": "standard input", "sequences": 8, "rewards": {"gsm8k": {"mean": 0.25}}}
+EOF2
+cat > "$S/step.jsonl" <<'EOF2'
+{"step":1,"kl":0.5,"entropy":2,"clip_low":0.125,"clip_high":0.25,"grad_norm":3,"tokens_per_s":1000}
+{"step":2,"kl":0.25,"entropy":1.5,"clip_low":0,"clip_high":0.5,"grad_norm":1.5,"tokens_per_s":2000}
+EOF2
+printf 'step\treward.gsm8k\treward.format\tkl\tentropy\tclip_fraction\tgrad_norm\ttokens_per_s
+1\t0.625\t-\t0.5\t2\t0.375\t3\t1000
+2\t0.75\t1\t0.25\t1.5\t0.5\t1.5\t2000
+3\t0.25\t-\t-\t-\t-\t-\t-
+' > "$T/want"
+grpo-spool plot "$S" --tsv > "$T/got" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "--tsv reads the spool's score.jsonl and step.jsonl"
+cmp -s "$T/want" "$T/got"
+is "$?" 0 "the table: rewards per step weighted by sequences, clip fraction low + high, '-' where missing"
+[ $? -eq 0 ] || diff "$T/want" "$T/got" | sed 's/^/# /'
+
+grpo-spool plot "$T/none" --metrics "$S/step.jsonl" --tsv | cut -f1,2,3 | tr '\t\n' ', ' > "$T/got"
+is "$(cat "$T/got")" "step,kl,entropy 1,0.5,2 2,0.25,1.5 " "--metrics names the files to read instead"
+
+printf '{"step":1,"kl":0.5,"grad_norm":1}\nnot json\n' > "$T/bad.jsonl"
+grpo-spool plot "$S" --metrics "$T/bad.jsonl" --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/bad.jsonl:2: not a JSON object" "a line that is not JSON is an error naming its file and line"
+mkdir "$T/empty"
+grpo-spool plot "$T/empty" --tsv > /dev/null 2> "$T/err"
+is "$?:$(grep -c 'no score.jsonl or step.jsonl' "$T/err")" "1:1" "a spool without metrics files says so"
+
+PATH="$GRPO_BIN" grpo-spool plot "$S" > /dev/null 2> "$T/err"
+is "$?:$(grep -c 'gnuplot is not installed' "$T/err")" "69:1" "without gnuplot on PATH: exit 69 and a message that says so"
+
+if command -v gnuplot > /dev/null; then
+	grpo-spool plot "$S" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(head -c 8 "$S/metrics.png" | od -An -tx1 | tr -d ' \n')" "0::89504e470d0a1a0a" \
+		"a PNG in SPOOL/metrics.png by default, silently"
+	grpo-spool plot "$S" -o "$T/one.png" --metrics "$S/step.jsonl" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(head -c 4 "$T/one.png" | od -An -tx1 | tr -d ' \n')" "0::89504e47" "-o names the PNG"
+else
+	echo "ok 7 # SKIP no gnuplot"
+	echo "ok 8 # SKIP no gnuplot"
+fi
