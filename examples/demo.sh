@@ -17,7 +17,8 @@
 # where installed) and leaves the spool to look at.
 #
 # Usage: sh examples/demo.sh [SPOOL]   (default: a new temporary directory)
-# Environment: GRPO_DEMO_STEPS (most steps, 60), GRPO_DEMO_TARGET (the mean
+# Run again on the same SPOOL, it goes on after the newest policy step.
+# Environment: GRPO_DEMO_STEPS (most steps, 150), GRPO_DEMO_TARGET (the mean
 # reward at which to stop early, 0.8).
 # Exit status: 0 when the steps ran (whether or not the target was reached),
 # 1 when a stage failed.
@@ -25,7 +26,7 @@ set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 spool=${1:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-demo.XXXXXX")}
-steps=${GRPO_DEMO_STEPS:-60}
+steps=${GRPO_DEMO_STEPS:-150}
 target=${GRPO_DEMO_TARGET:-0.8}
 task="$top/examples/addition"
 G=16
@@ -35,24 +36,29 @@ if [ ! -d "$spool/init" ]; then
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
 		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
-printf 'step\treward\tkl\tseconds\n' > "$spool/progress.tsv"
+[ -f "$spool/progress.tsv" ] || printf 'step\treward\tkl\tseconds\n' > "$spool/progress.tsv"
 echo "grpo-tools demo: a random model learns a+b= (55 prompts, $G samples each) in $spool"
 printf '%4s  %6s  %8s  %7s\n' step reward kl seconds
 
 # The last value of a numeric field in a JSON line.
 field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | tail -1; }
 
-k=1
+# After the newest policy step, when the spool has one (a run stopped early).
+k=$(ls "$spool/policy" 2> /dev/null | sed -n 's/^step_\([0-9][0-9]*\)$/\1/p' | sort -n | tail -1)
+k=$((${k:-0} + 1))
 reached=
 while [ "$k" -le "$steps" ]; do
 	start=$(date +%s.%N)
 	model="$spool/policy"
 	[ -d "$spool/policy/step_0" ] || model="$spool/init"
-	grpo-collect --model "$model" --prompts "$task/prompts.jsonl" -n $G --max-tokens 2 --seed "$k" \
-		-o "$spool/rollouts"
-	grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" -o "$spool/scored" \
-		"$spool/rollouts"
-	grpo-pack --seq-len 512 --step "$k" --flush -o "$spool/batches" "$spool/scored"
+	# a round stopped after packing goes straight to training
+	if [ ! -f "$spool/batches/step_$k/DONE" ]; then
+		grpo-collect --model "$model" --prompts "$task/prompts.jsonl" -n $G --max-tokens 2 --seed "$k" \
+			-o "$spool/rollouts"
+		grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" -o "$spool/scored" \
+			"$spool/rollouts"
+		grpo-pack --seq-len 512 --step "$k" --flush -o "$spool/batches" "$spool/scored"
+	fi
 	grpo-step --model "$spool/init" --batches "$spool/batches" --step "$k" -o "$spool/policy" \
 		--lr 0.01 --entropy-coef 0.02 --metrics "$spool/step.jsonl"
 	reward=$(field mean "$spool/score.jsonl")
