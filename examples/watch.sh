@@ -34,7 +34,7 @@ task="$top/examples/addition"
 mkdir -p "$spool/rollouts" "$spool/scored" "$spool/batches"
 if [ ! -d "$spool/init" ]; then
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
-		--vocab 257 --eos 256 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
+		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
 
 pids=

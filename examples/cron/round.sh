@@ -39,7 +39,7 @@ flock -n 9 || exit 0
 grpo-spool recover "$spool"
 if [ ! -d "$spool/init" ]; then
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
-		--vocab 257 --eos 256 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
+		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
 model="$spool/policy"
 [ -d "$spool/policy/step_0" ] || model="$spool/init"

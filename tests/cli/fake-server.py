@@ -20,10 +20,11 @@ It answers, in the shapes the real servers use (tests/data/collect/SOURCES):
 
 Samples are a function of the prompt alone, so every run gives the same bytes.
 A text prompt's token ids are its bytes. Response ids are the prompt's hash and
-the attempt number.
+the attempt number. With "vocab": N in the script, every id (prompt and
+response) is taken modulo N, for a model whose tokenizer has N ids.
 
 SCRIPT, a JSON file read again at every request so a test may change it:
-  {"model_path": "/m/step_3", "tokens_as_ids": false,
+  {"model_path": "/m/step_3", "tokens_as_ids": false, "vocab": 13,
    "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
 KEY is the prompt text, or its token ids joined by commas. The n-th request for
 a prompt follows the plan's n-th action, the last one repeating:
@@ -65,10 +66,12 @@ def prompt_ids(req, sglang):
     return list(p), ",".join(str(x) for x in p)
 
 
-def sample(ids, j, max_tokens):
+def sample(ids, j, max_tokens, vocab=None):
     """Sample j of a prompt: 1 to 3 tokens, binary-exact logprobs."""
     length = min(1 + (sum(ids) + j) % 3, max_tokens)
     toks = [10 + (sum(ids) * 7 + j * 13 + k) % 90 for k in range(length)]
+    if vocab:
+        toks = [t % vocab for t in toks]
     lps = [-0.125 * (1 + (j + k) % 8) for k in range(length)]
     finish = "stop" if length < max_tokens else "length"
     return toks, lps, finish
@@ -77,7 +80,7 @@ def sample(ids, j, max_tokens):
 def vllm(req, ids, rid, n, sc, action):
     choices = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16))
+        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"))
         strs = ["token_id:%d" % t if sc.get("tokens_as_ids") else chr(t) for t in toks]
         c = {"index": j, "text": "".join(chr(t) for t in toks),
              "logprobs": {"text_offset": list(range(len(toks))), "token_logprobs": lps,
@@ -94,11 +97,11 @@ def vllm(req, ids, rid, n, sc, action):
             "usage": {"prompt_tokens": len(ids), "total_tokens": len(ids) + done, "completion_tokens": done}}
 
 
-def sglang(req, ids, rid, n):
+def sglang(req, ids, rid, n, sc):
     sp = req.get("sampling_params", {})
     out = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16))
+        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"))
         meta = {"id": "%s-%d" % (rid, j),
                 "finish_reason": {"type": "stop", "matched": 2} if finish == "stop"
                 else {"type": "length", "length": len(toks)},
@@ -155,6 +158,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sc = script()
         is_sglang = self.path == "/generate"
         ids, key = prompt_ids(req, is_sglang)
+        if sc.get("vocab"):
+            ids = [i % sc["vocab"] for i in ids]
         with lock:
             k = attempts[key] = attempts.get(key, 0) + 1
         plan = sc.get("plans", {}).get(key, ["ok"])
@@ -171,7 +176,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if action == "slow":
             time.sleep(sc.get("slow_s", 3))
         m = n - 1 if action == "choices" else n
-        obj = sglang(req, ids, rid, m) if is_sglang else vllm(req, ids, rid, m, sc, action)
+        obj = sglang(req, ids, rid, m, sc) if is_sglang else vllm(req, ids, rid, m, sc, action)
         if is_sglang and action == "choices" and m == 1:
             obj = [obj]
         body = json.dumps(obj).encode()

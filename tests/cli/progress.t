@@ -8,7 +8,7 @@ command -v script > /dev/null || skip_all "no script(1) (util-linux) to make a p
 script -qc true /dev/null < /dev/null > /dev/null 2>&1 || skip_all "script(1) cannot open a pseudo-terminal here"
 plan 6
 task="$GRPO_TOP/examples/addition"
-grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 --vocab 257 --eos 256 \
+grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 --vocab 13 --eos 12 \
 	--tokenizer "$task/tokenizer.json" --seed 1 -o "$T/init" 2> "$T/err" || echo "# grpo-init failed: $(cat "$T/err")"
 # tty NAME COMMAND: run COMMAND with a terminal for standard error, its output in $T/NAME.tty
 tty() { n=$1; shift; script -qc "$*" /dev/null < /dev/null > "$T/$n.tty" 2>&1; }

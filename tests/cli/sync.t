@@ -85,13 +85,13 @@ is "$(cat "$S/script2.json")" "{\"model_path\": \"$P/step_4\"}" "and starts a ne
 # --- the loop, one step, with the fake server for vLLM -------------------------------
 S3="$T/s3"
 mkdir -p "$S3"
-echo "{\"model_path\": \"$T/loop/policy/current\"}" > "$S3/script.json"
+echo "{\"model_path\": \"$T/loop/policy/current\", \"vocab\": 13}" > "$S3/script.json"
 python3 "$GRPO_TOP/tests/cli/fake-server.py" "$S3/port" "$S3/log" "$S3/script.json" &
 server=$!
 i=0
 while [ ! -s "$S3/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-grpo-init --family qwen2 --hidden 16 --layers 1 --heads 2 --kv-heads 1 --intermediate 32 --vocab 257 \
-	--eos 256 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$T/init" > /dev/null
+grpo-init --family qwen2 --hidden 16 --layers 1 --heads 2 --kv-heads 1 --intermediate 32 --vocab 13 \
+	--eos 12 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$T/init" > /dev/null
 head -n 4 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
 mkdir -p "$T/nobin"
 printf '#!/bin/sh\necho "the loop must not start vllm with GRPO_SERVER set" >&2\nexit 1\n' > "$T/nobin/vllm"
