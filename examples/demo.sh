@@ -2,8 +2,9 @@
 # The whole loop on a CPU: a tiny model learns single-digit addition.
 #
 # A random model (grpo-init) with a tokenizer of its own (examples/addition:
-# bytes and an end token) is asked the 55 sums a+b= with a+b <= 9 and must
-# answer the digit. Each step runs the four stages through one spool:
+# the digits, + and = and an end token, 13 ids) is asked the 55 sums a+b=
+# with a+b <= 9 and must answer the digit. Each step runs the four stages
+# through one spool:
 #
 #   grpo-collect   samples G answers to every prompt from the newest policy
 #   grpo-score     rewards the right digit (gsm8k: the last number) and takes
