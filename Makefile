@@ -56,14 +56,20 @@ CUDA_ARCHS ?= 80 90
 CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
 NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra -Ikernels $(CUDA_GENCODE) -MMD -MP
-CUDA_LDLIBS = -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++ -lm
+CUDA_LDLIBS = -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ -lm
 CUDA_WHY := $(if $(filter 0 no,$(CUDA)),CUDA=$(CUDA),$(if $(NVCC),$(if $(and $(CUDA_LIBDIR),$(CUDA_INC)),,no cuBLAS beside $(NVCC)),no nvcc))
 CUDA_A     := $(BUILD)/libgrpo-cuda.a
 CUDA_OBJ   := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(wildcard kernels/*.cu))
 CUDA_TESTS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/%,$(wildcard tests/cuda/test_*.c))
-CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_A) $(CUDA_TESTS))
+CUDA_BENCH := $(BUILD)/bench/cuda/bench_cuda_model
+CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_A) $(CUDA_TESTS) $(CUDA_BENCH))
+# With the CUDA library built, lib/model/model_gpu.c bridges to it (else it
+# says there is no GPU path), and whatever links libgrpo.a links it too.
+GPU_LINK   := $(if $(CUDA_ALL),$(CUDA_A) $(CUDA_LDLIBS))
+$(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += $(if $(CUDA_ALL),-DGRPO_CUDA -I.)
 
 .PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda test-units man-lint fuzz fuzz-short bench \
+	bench-cuda \
 	install uninstall clean
 
 all: deps-ok cuda-note $(LIB_A) $(TOOLS) $(UNITS) $(BENCHES) $(CUDA_ALL)
@@ -96,15 +102,15 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A)
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
@@ -115,22 +121,32 @@ $(CUDA_A): $(CUDA_OBJ)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-# The CUDA tests are C: they see kernels/*.h and the CUDA runtime's C API,
-# and nothing of lib/, so check-cuda needs no other library.
+# The CUDA tests are C: they see kernels/*.h, the CUDA runtime's C API and
+# lib/, whose C model is their reference.
 $(BUILD)/tests/cuda/%.o: tests/cuda/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -Ikernels -I$(CUDA_INC) -c $< -o $@
 
-$(BUILD)/tests/test_cuda_%: $(BUILD)/tests/cuda/test_cuda_%.o $(CUDA_A)
+$(BUILD)/tests/test_cuda_%: $(BUILD)/tests/cuda/test_cuda_%.o $(LIB_A) $(CUDA_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(CUDA_A) $(CUDA_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(CUDA_A) $(ALL_LDLIBS) $(CUDA_LDLIBS) -o $@
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
+$(BUILD)/bench/cuda/%.o: bench/cuda/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Ikernels -I$(CUDA_INC) -c $< -o $@
+
+$(CUDA_BENCH): $(CUDA_BENCH).o $(LIB_A) $(CUDA_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(CUDA_A) $(ALL_LDLIBS) $(CUDA_LDLIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
 
 # make check: the plain build's tests, the same tests under ASan+UBSan, the
 # threaded ones under ThreadSanitizer, a bounded fuzz run from the committed
@@ -177,7 +193,17 @@ ifneq ($(CUDA_WHY),)
 	@echo "check-cuda: $(CUDA_WHY): CUDA kernels not built" >&2; exit 1
 else
 	$(MAKE) $(CUDA_A) $(CUDA_TESTS)
-	prove $(CUDA_TESTS)
+	GRPO_TOP=$(CURDIR) prove $(CUDA_TESTS)
+endif
+
+# The GPU benchmark against PyTorch + transformers on the same batch, in one
+# run (bench/cuda/run.sh); needs a GPU, and python3 with torch for the peer.
+bench-cuda:
+ifneq ($(CUDA_WHY),)
+	@echo "bench-cuda: $(CUDA_WHY): CUDA kernels not built" >&2; exit 1
+else
+	$(MAKE) $(CUDA_BENCH)
+	BUILD=$(BUILD) sh bench/cuda/run.sh
 endif
 
 man-lint:
@@ -249,5 +275,5 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/tools/*.d $(BUILD)/tests/unit/*.d $(BUILD)/bench/*.d \
-	$(BUILD)/kernels/*.d $(BUILD)/tests/cuda/*.d build/fuzz/lib/*/*.d)
+	$(BUILD)/kernels/*.d $(BUILD)/tests/cuda/*.d $(BUILD)/bench/cuda/*.d build/fuzz/lib/*/*.d)
 .SECONDARY:

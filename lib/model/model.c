@@ -597,8 +597,8 @@ static void rope_inv_freq(const struct model_config *c, float *inv)
 	}
 }
 
-/* cos, sin (n, HS/2): the RoPE rotation of every position below n. */
-static void rope_table(const struct model_config *c, float *cos_, float *sin_, int n)
+/* cos, sin (n, HS/2): the RoPE rotation of every position below n (model.h). */
+void model_rope_table(const struct model_config *c, float *cos_, float *sin_, int n)
 {
 	int h2 = c->HS / 2;
 	float inv[h2];
@@ -653,7 +653,7 @@ int model_acts_alloc(struct model *m, int maxT, struct err *e)
 	a->bytes = bytes;
 	a->maxT = maxT;
 
-	rope_table(c, a->cos, a->sin, maxT);
+	model_rope_table(c, a->cos, a->sin, maxT);
 	return 0;
 }
 
@@ -895,7 +895,7 @@ int model_kv_alloc(const struct model *m, struct model_kv *kv, int B, int maxlen
 	kv->mem = mem;
 	kv->bytes = bytes;
 	kv->B = B, kv->maxlen = maxlen, kv->maxT = maxT;
-	rope_table(c, kv->cos, kv->sin, maxlen);
+	model_rope_table(c, kv->cos, kv->sin, maxlen);
 	return 0;
 }
 

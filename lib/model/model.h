@@ -269,6 +269,10 @@ void model_kv_reset(struct model_kv *kv, int b);
 int model_step(const struct model *m, struct model_kv *kv, const int *ids, const int *slots, int T,
                const unsigned char *want, float *logits, struct err *e);
 
+/* The RoPE table, cos and sin (n, HS/2), of every position below n, as the
+ * forward computes it (transformers' fp32 angles, llama3 scaling). */
+void model_rope_table(const struct model_config *c, float *cos, float *sin, int n);
+
 /* Threads for the matrix products (n < 1: one per core, the default). */
 void model_set_threads(int n);
 int model_threads(void);

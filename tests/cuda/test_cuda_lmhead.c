@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cuda_skip.h"
 #include "lmhead.h"
 #include "model/softmax_stats.h"
 #include "tap.h"
@@ -104,20 +104,7 @@ static void run(const struct rowset *s)
 
 int main(void)
 {
-	int devices = 0;
-	cudaError_t err = cudaGetDeviceCount(&devices);
-	/* A machine with the NVIDIA driver loaded has a GPU: there a failure is a
-	 * broken set-up (a driver older than the runtime, say), not a reason to skip. */
-	if (err != cudaSuccess && err != cudaErrorNoDevice && access("/dev/nvidiactl", F_OK) == 0) {
-		printf("Bail out! a GPU driver is loaded but CUDA fails: %s\n", cudaGetErrorString(err));
-		return 1;
-	}
-	if (err != cudaSuccess || devices == 0) {
-		char why[200];
-		snprintf(why, sizeof why, "no GPU: CUDA kernels built but not run (%s)",
-			 err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device");
-		skip_all(why);
-	}
+	skip_without_gpu();
 	static const struct rowset sets[] = {
 		{ "one-entry vocabulary", 4, 1, 1.0f, PLAIN },
 		{ "small vocabulary", 64, 7, 2.0f, PLAIN },

@@ -1,0 +1,162 @@
+/*
+ * bench_cuda_model: tokens per second of the GPU reference forward
+ * (logprobs and entropies, what grpo-score computes) on a batch of
+ * sequences given by their lengths, packed into bins as grpo-pack packs
+ * them, for a random model of a named shape. bench/cuda/run.sh feeds it the
+ * peer's batch and prints the ratios.
+ *
+ *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] LENGTHS
+ *
+ * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
+ * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
+ * device bytes the model holds, those in use on the device, and MFU.
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/model.h"
+#include "model/model_gpu.h"
+
+/* dense bf16 peak of an H100 SXM, the usual MFU denominator */
+#define PEAK_FLOPS 989e12
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	return *(const int *)b - *(const int *)a;
+}
+
+struct bin { int T, n; int lens[256]; };
+
+int main(int argc, char **argv)
+{
+	const char *name = "qwen2.5-0.5b", *dtype = "bf16";
+	int binT = 16384, reps = 3, o;
+	while ((o = getopt(argc, argv, "s:T:r:d:h")) != -1) {
+		switch (o) {
+		case 's': name = optarg; break;
+		case 'T': binT = atoi(optarg); break;
+		case 'r': reps = atoi(optarg); break;
+		case 'd': dtype = optarg; break;
+		default:
+			fprintf(stderr, "usage: bench_cuda_model [-s %s] [-T bin tokens] [-r repeats] [-d fp32|bf16] "
+				"LENGTHS\n", MODEL_PRESETS);
+			return o == 'h' ? 0 : 2;
+		}
+	}
+	struct model_config c;
+	if (optind != argc - 1 || model_config_preset(name, &c) < 0 || binT < 1 || reps < 1 ||
+	    (strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))) {
+		fprintf(stderr, "bench_cuda_model: bad arguments (-h for usage)\n");
+		return 2;
+	}
+	FILE *f = fopen(argv[optind], "r");
+	if (!f) {
+		perror(argv[optind]);
+		return 1;
+	}
+	static int lens[65536];
+	int nseq = 0, p, r;
+	long long tokens = 0;
+	double sum_sq = 0;   /* sum over sequences of L(L+1), for the attention FLOPs */
+	while (nseq < 65536 && fscanf(f, "%d %d", &p, &r) == 2) {
+		lens[nseq] = p + r;
+		tokens += p + r;
+		sum_sq += (double)(p + r) * (p + r + 1);
+		nseq++;
+	}
+	fclose(f);
+	if (nseq == 0) {
+		fprintf(stderr, "bench_cuda_model: %s: no lengths\n", argv[optind]);
+		return 1;
+	}
+
+	/* first fit, longest first, into bins of binT tokens (the peer's packing) */
+	qsort(lens, nseq, sizeof *lens, cmp_desc);
+	static struct bin bins[4096];
+	int nbins = 0;
+	for (int i = 0; i < nseq; i++) {
+		int b = 0;
+		while (b < nbins && (bins[b].T + lens[i] > binT || bins[b].n == 256))
+			b++;
+		if (b == nbins) {
+			if (lens[i] > binT || nbins == 4096) {
+				fprintf(stderr, "bench_cuda_model: a sequence of %d tokens does not fit bins of %d\n", lens[i],
+					binT);
+				return 1;
+			}
+			memset(&bins[nbins++], 0, sizeof bins[0]);
+		}
+		bins[b].lens[bins[b].n++] = lens[i];
+		bins[b].T += lens[i];
+	}
+
+	struct model m;
+	struct err e = { "" };
+	double t0 = now();
+	if (model_create(&m, &c, &e) < 0 || model_init_random(&m, 1, &e) < 0) {
+		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+		return 1;
+	}
+	struct model_gpu *g = NULL;
+	if (model_gpu_open(&g, &m, binT, strcmp(dtype, "bf16") == 0, &e) < 0) {
+		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+		return 1;
+	}
+	fprintf(stderr, "bench_cuda_model: %s, %d sequences, %lld tokens in %d bins of <= %d; set up in %.1f s\n",
+		name, nseq, tokens, nbins, binT, now() - t0);
+
+	int32_t *ids = malloc((size_t)binT * sizeof *ids);
+	float *lp = malloc((size_t)binT * sizeof *lp), *ent = malloc((size_t)binT * sizeof *ent);
+	uint64_t rng = 88172645463325252ull;
+	for (int t = 0; t < binT; t++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		ids[t] = (int32_t)(rng % (uint64_t)c.V);
+	}
+	double times[64];
+	if (reps > 63)
+		reps = 63;
+	for (int k = 0; k <= reps; k++) {   /* pass 0 warms up */
+		double t = now();
+		for (int b = 0; b < nbins; b++)
+			if (model_gpu_forward(g, ids, bins[b].T, bins[b].lens, bins[b].n, NULL, lp, ent, &e) < 0) {
+				fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+				return 1;
+			}
+		times[k] = now() - t;
+	}
+	/* median of the timed passes */
+	for (int i = 1; i <= reps; i++)
+		for (int j = i; j > 1 && times[j] < times[j - 1]; j--) {
+			double x = times[j];
+			times[j] = times[j - 1];
+			times[j - 1] = x;
+		}
+	double secs = times[1 + reps / 2];
+
+	/* MFU: 2 N_mm per token (every matrix, the LM head included) plus the causal attention's 2 QD L(L+1) */
+	double QD = (double)c.NH * c.HS, KD = (double)c.NKV * c.HS;
+	double n_mm = (double)c.L * (c.C * (QD + 2 * KD) + QD * c.C + 3.0 * c.C * c.I) + (double)c.V * c.C;
+	double flops = 2 * n_mm * tokens + 2 * c.L * QD * sum_sq;
+	char dev[512];
+	model_gpu_describe(g, dev, sizeof dev);
+	printf("shape=%s dtype=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f\n", name,
+	       dtype, nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS);
+	printf("device: %s\n", dev);
+	model_gpu_close(g);
+	model_free(&m);
+	free(ids);
+	free(lp);
+	free(ent);
+	return 0;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# make bench-cuda: the GPU reference forward (grpo-score's logprobs) against
+# PyTorch + transformers' forward on the same batch, in one run: the peer's
+# 128 sequences (16 prompts x 8 samples, 144k tokens), their lengths drawn
+# by the peer's own generator so that both sides see the same batch. Prints
+# both figures and their ratio; asserts nothing.
+#
+# Needs a GPU; the peer needs python3 with torch and transformers, and its
+# script, peer_torch_grpo.py, in $GRPO_SHARED/bench (default ../shared).
+set -e
+BUILD=${BUILD:-build}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+shared=${GRPO_SHARED:-$top/../shared}
+out=${BENCH_OUT:-$top/$BUILD/bench-cuda}
+mkdir -p "$out"
+
+if ! python3 -c 'import torch' 2>/dev/null; then
+	echo "bench-cuda: python3 with torch is needed for the peer's batch; skipped" >&2
+	exit 0
+fi
+python3 - > "$out/lengths.txt" <<'PY'
+import torch
+g = torch.Generator().manual_seed(1)
+prompts = [int(x) for x in torch.randint(64, 512, (16,), generator=g)]
+for p in prompts:
+    for _ in range(8):
+        print(p, int(torch.randint(32, 1536, (1,), generator=g)))
+PY
+
+for dtype in bf16 fp32; do
+	"$top/$BUILD/bench/cuda/bench_cuda_model" -d $dtype "$out/lengths.txt" | tee "$out/ours-$dtype.txt"
+done
+
+peer="$shared/bench/peer_torch_grpo.py"
+if [ ! -f "$peer" ]; then
+	echo "bench-cuda: $peer not found (set GRPO_SHARED); no peer figures" >&2
+	exit 0
+fi
+VARIANTS=${PEER_VARIANTS:-sdpa/padded,sdpa/packed} python3 "$peer" | tail -n 1 > "$out/peer.json"
+python3 - "$out/ours-bf16.txt" "$out/peer.json" <<'PY'
+import json, sys
+ours = dict(kv.split("=", 1) for kv in open(sys.argv[1]).readline().split())
+peer = json.load(open(sys.argv[2]))
+tps = float(ours["tokens_per_s"])
+print(f"reference forward, {peer['gpu']}, torch {peer['torch']}, transformers {peer['transformers']}:")
+print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%})")
+for k, v in peer.items():
+    if isinstance(v, dict) and "ref_forward" in v:
+        r = v["ref_forward"]
+        print(f"  peer {k}: {r['tokens_per_s']:,} tokens/s, peak {r['peak_gib']} GiB"
+              f" -> ratio {tps / r['tokens_per_s']:.2f}x")
+    elif isinstance(v, dict) and "error" in v:
+        print(f"  peer {k}: failed: {v['error']}")
+PY

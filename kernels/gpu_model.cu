@@ -1,0 +1,447 @@
+// gpu_model.cu: see gpu_model.h. The host side: two device allocations
+// (weights, activations) carved into buffers, the weights' upload with
+// q/k/v and gate/up fused, and the forward, which reads as
+// lib/model/model.c's forward() does.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_model.h"
+#include "layers.cuh"
+#include "lmhead.h"
+#include "matmul.cuh"
+
+// The LM head's fp32 logits for a chunk of rows stay under this.
+#define LOGITS_BYTES ((size_t)1 << 30)
+#define LOGITS_MAX_ROWS 4096
+
+struct gpu_model {
+	struct gpu_model_shape s;
+	int bf16, maxT, chunk;
+	size_t esize;   // bytes of one weight or activation element
+	cudaStream_t stream;
+	struct matmul_ctx mm;
+
+	void *wmem;
+	size_t wbytes;
+	void *embed, *lm_head;          // (V, C) act; lm_head == embed when tied
+	void *wqkv, *wo, *wgu, *wdown;  // (L, QKV, C), (L, C, QD), (L, 2I, C), (L, C, I) act
+	float *ln1, *ln2, *norm, *qnorm, *knorm, *bq, *bk, *bv, *bo, *cos, *sin;
+
+	void *amem;
+	size_t abytes;
+	float *resid;                   // (maxT, C)
+	void *ln, *qkv, *att, *gu, *act;
+	float *logits;                  // (chunk, V)
+	float *lp, *ent, *lse, *temps;  // (maxT) by predicting row
+	int32_t *ids, *pos, *targets;   // (maxT)
+	struct att_tile *tiles;         // (maxT) at most one tile per token
+
+	// host mirrors of the per-token arrays
+	int32_t *h_pos, *h_start, *h_targets;
+	float *h_temps, *h_lp, *h_ent;
+	struct att_tile *h_tiles;
+};
+
+static int fail(char *msg, size_t msglen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, msglen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define CUDA_TRY(call)                                                                              \
+	do {                                                                                        \
+		cudaError_t err_ = (call);                                                          \
+		if (err_ != cudaSuccess)                                                            \
+			return fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));         \
+	} while (0)
+
+int gpu_count(char *msg, size_t msglen)
+{
+	int n = 0;
+	cudaError_t err = cudaGetDeviceCount(&n);
+	if (err != cudaSuccess) {
+		snprintf(msg, msglen, "%s", cudaGetErrorString(err));
+		return 0;
+	}
+	if (n == 0)
+		snprintf(msg, msglen, "no CUDA device found");
+	return n;
+}
+
+// ---- allocation: lay buffers out in one block, 256-byte aligned ----
+
+struct carve { char *base; size_t off; };
+
+static void *carve(struct carve *c, size_t bytes)
+{
+	size_t at = (c->off + 255) & ~(size_t)255;
+	c->off = at + bytes;
+	return c->base ? c->base + at : NULL;
+}
+
+static void layout_weights(struct gpu_model *g, struct carve *c, int tied)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t C = s->C, L = s->L, I = s->I, QD = (size_t)s->NH * s->HS, KD = (size_t)s->NKV * s->HS;
+	size_t QKV = QD + 2 * KD, es = g->esize;
+	g->embed = carve(c, (size_t)s->V * C * es);
+	g->lm_head = tied ? g->embed : carve(c, (size_t)s->V * C * es);
+	g->wqkv = carve(c, L * QKV * C * es);
+	g->wo = carve(c, L * C * QD * es);
+	g->wgu = carve(c, L * 2 * I * C * es);
+	g->wdown = carve(c, L * C * I * es);
+	g->ln1 = (float *)carve(c, L * C * 4);
+	g->ln2 = (float *)carve(c, L * C * 4);
+	g->norm = (float *)carve(c, C * 4);
+	g->qnorm = (float *)carve(c, L * s->HS * 4);
+	g->knorm = (float *)carve(c, L * s->HS * 4);
+	g->bq = (float *)carve(c, L * QD * 4);
+	g->bk = (float *)carve(c, L * KD * 4);
+	g->bv = (float *)carve(c, L * KD * 4);
+	g->bo = (float *)carve(c, L * C * 4);
+	g->cos = (float *)carve(c, (size_t)g->maxT * (s->HS / 2) * 4);
+	g->sin = (float *)carve(c, (size_t)g->maxT * (s->HS / 2) * 4);
+}
+
+static void layout_acts(struct gpu_model *g, struct carve *c)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t T = g->maxT, C = s->C, I = s->I, QD = (size_t)s->NH * s->HS, KD = (size_t)s->NKV * s->HS;
+	size_t es = g->esize;
+	g->resid = (float *)carve(c, T * C * 4);
+	g->ln = carve(c, T * C * es);
+	g->qkv = carve(c, T * (QD + 2 * KD) * es);
+	g->att = carve(c, T * QD * es);
+	g->gu = carve(c, T * 2 * I * es);
+	g->act = carve(c, T * I * es);
+	g->logits = (float *)carve(c, (size_t)g->chunk * s->V * 4);
+	g->lp = (float *)carve(c, T * 4);
+	g->ent = (float *)carve(c, T * 4);
+	g->lse = (float *)carve(c, T * 4);
+	g->temps = (float *)carve(c, T * 4);
+	g->ids = (int32_t *)carve(c, T * 4);
+	g->pos = (int32_t *)carve(c, T * 4);
+	g->targets = (int32_t *)carve(c, T * 4);
+	g->tiles = (struct att_tile *)carve(c, T * sizeof(struct att_tile));
+}
+
+// ---- upload: fp32 host arrays into the device's element type ----
+
+#define STAGE_ELEMS ((size_t)1 << 20)
+
+static int upload(struct gpu_model *g, void *dst, const float *src, size_t n, char *msg, size_t msglen)
+{
+	if (!g->bf16) {
+		CUDA_TRY(cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice));
+		return 0;
+	}
+	static __nv_bfloat16 stage[STAGE_ELEMS];
+	for (size_t i = 0; i < n; i += STAGE_ELEMS) {
+		size_t k = n - i < STAGE_ELEMS ? n - i : STAGE_ELEMS;
+		for (size_t j = 0; j < k; j++)
+			stage[j] = __float2bfloat16_rn(src[i + j]);
+		CUDA_TRY(cudaMemcpy((char *)dst + i * 2, stage, k * 2, cudaMemcpyHostToDevice));
+	}
+	return 0;
+}
+
+static int upload_f32(float *dst, const float *src, size_t n, char *msg, size_t msglen)
+{
+	if (src)
+		CUDA_TRY(cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice));
+	else
+		CUDA_TRY(cudaMemset(dst, 0, n * 4));
+	return 0;
+}
+
+static int upload_weights(struct gpu_model *g, const struct gpu_model_weights *w, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t C = s->C, I = s->I, QD = (size_t)s->NH * s->HS, KD = (size_t)s->NKV * s->HS, QKV = QD + 2 * KD;
+	size_t es = g->esize;
+	char *qkv = (char *)g->wqkv, *gu = (char *)g->wgu;
+	if (upload(g, g->embed, w->embed, (size_t)s->V * C, msg, msglen) < 0)
+		return -1;
+	if (g->lm_head != g->embed && upload(g, g->lm_head, w->lm_head, (size_t)s->V * C, msg, msglen) < 0)
+		return -1;
+	for (int l = 0; l < s->L; l++) {
+		char *q = qkv + l * QKV * C * es, *x = gu + l * 2 * I * C * es;
+		if (upload(g, q, w->wq + l * QD * C, QD * C, msg, msglen) < 0 ||
+		    upload(g, q + QD * C * es, w->wk + l * KD * C, KD * C, msg, msglen) < 0 ||
+		    upload(g, q + (QD + KD) * C * es, w->wv + l * KD * C, KD * C, msg, msglen) < 0 ||
+		    upload(g, x, w->wgate + l * I * C, I * C, msg, msglen) < 0 ||
+		    upload(g, x + I * C * es, w->wup + l * I * C, I * C, msg, msglen) < 0)
+			return -1;
+	}
+	size_t L = s->L;
+	if (upload(g, g->wo, w->wo, L * C * QD, msg, msglen) < 0 ||
+	    upload(g, g->wdown, w->wdown, L * C * I, msg, msglen) < 0 ||
+	    upload_f32(g->ln1, w->ln1, L * C, msg, msglen) < 0 || upload_f32(g->ln2, w->ln2, L * C, msg, msglen) < 0 ||
+	    upload_f32(g->norm, w->norm, C, msg, msglen) < 0 ||
+	    upload_f32(g->qnorm, w->qnorm, L * s->HS, msg, msglen) < 0 ||
+	    upload_f32(g->knorm, w->knorm, L * s->HS, msg, msglen) < 0 ||
+	    upload_f32(g->bq, w->bq, L * QD, msg, msglen) < 0 || upload_f32(g->bk, w->bk, L * KD, msg, msglen) < 0 ||
+	    upload_f32(g->bv, w->bv, L * KD, msg, msglen) < 0 || upload_f32(g->bo, w->bo, L * C, msg, msglen) < 0 ||
+	    upload_f32(g->cos, w->cos, (size_t)g->maxT * (s->HS / 2), msg, msglen) < 0 ||
+	    upload_f32(g->sin, w->sin, (size_t)g->maxT * (s->HS / 2), msg, msglen) < 0)
+		return -1;
+	return 0;
+}
+
+int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, char *msg, size_t msglen)
+{
+	*out = NULL;
+	const struct gpu_model_shape *s = shape;
+	if (s->V <= 0 || s->C <= 0 || s->L <= 0 || s->NH <= 0 || s->NKV <= 0 || s->I <= 0 || s->NH % s->NKV)
+		return fail(msg, msglen, "unsupported shape (V %d, C %d, L %d, heads %d/%d, I %d)", s->V, s->C, s->L,
+			    s->NH, s->NKV, s->I);
+	if (!attention_head_size_ok(s->HS))
+		return fail(msg, msglen, "head size %d: the CUDA attention takes %s", s->HS, ATT_HEAD_SIZES);
+	if (maxT <= 0 || w->max_pos < maxT)
+		return fail(msg, msglen, "packs of %d tokens need a RoPE table of as many positions (have %d)", maxT,
+			    w->max_pos);
+	if ((w->bq == NULL) != (w->bk == NULL) || (w->bq == NULL) != (w->bv == NULL) ||
+	    (w->qnorm == NULL) != (w->knorm == NULL))
+		return fail(msg, msglen, "q, k and v must all have biases or none, and q and k norms both or neither");
+
+	struct gpu_model *g = (struct gpu_model *)calloc(1, sizeof *g);
+	if (!g)
+		return fail(msg, msglen, "out of host memory");
+	g->s = *s;
+	g->bf16 = dtype == GPU_BF16;
+	g->esize = g->bf16 ? 2 : 4;
+	g->maxT = maxT;
+	size_t rows = LOGITS_BYTES / ((size_t)s->V * 4);
+	g->chunk = (int)(rows < 1 ? 1 : rows > LOGITS_MAX_ROWS ? LOGITS_MAX_ROWS : rows);
+	if (g->chunk > maxT)
+		g->chunk = maxT;
+	g->h_pos = (int32_t *)malloc((size_t)maxT * 3 * sizeof(int32_t));
+	g->h_temps = (float *)malloc((size_t)maxT * 3 * sizeof(float));
+	g->h_tiles = (struct att_tile *)malloc((size_t)maxT * sizeof(struct att_tile));
+	if (!g->h_pos || !g->h_temps || !g->h_tiles) {
+		gpu_model_free(g);
+		return fail(msg, msglen, "out of host memory");
+	}
+	g->h_start = g->h_pos + maxT;
+	g->h_targets = g->h_start + maxT;
+	g->h_lp = g->h_temps + maxT;
+	g->h_ent = g->h_lp + maxT;
+
+	int rc = -1;
+	cudaError_t err;
+	struct carve cw = { NULL, 0 }, ca = { NULL, 0 };
+	layout_weights(g, &cw, w->lm_head == w->embed);
+	layout_acts(g, &ca);
+	g->wbytes = cw.off;
+	g->abytes = ca.off;
+	if ((err = cudaStreamCreate(&g->stream)) != cudaSuccess) {
+		fail(msg, msglen, "cudaStreamCreate: %s", cudaGetErrorString(err));
+		g->stream = NULL;
+		goto out;
+	}
+	if ((err = cudaMalloc(&g->wmem, g->wbytes)) != cudaSuccess) {
+		fail(msg, msglen, "cudaMalloc of %.1f MiB of weights: %s", g->wbytes / 1048576.0, cudaGetErrorString(err));
+		g->wmem = NULL;
+		goto out;
+	}
+	if ((err = cudaMalloc(&g->amem, g->abytes)) != cudaSuccess) {
+		fail(msg, msglen, "cudaMalloc of %.1f MiB of activations for %d tokens: %s", g->abytes / 1048576.0,
+		     maxT, cudaGetErrorString(err));
+		g->amem = NULL;
+		goto out;
+	}
+	cw.base = (char *)g->wmem;
+	cw.off = 0;
+	ca.base = (char *)g->amem;
+	ca.off = 0;
+	layout_weights(g, &cw, w->lm_head == w->embed);
+	layout_acts(g, &ca);
+	if (matmul_init(&g->mm, g->stream, msg, msglen) < 0) {
+		g->mm.lt = NULL;
+		goto out;
+	}
+	if (upload_weights(g, w, msg, msglen) < 0)
+		goto out;
+	if (!w->bq)
+		g->bq = g->bk = g->bv = NULL;
+	if (!w->bo)
+		g->bo = NULL;
+	if (!w->qnorm)
+		g->qnorm = g->knorm = NULL;
+	rc = 0;
+out:
+	if (rc < 0) {
+		gpu_model_free(g);
+		return -1;
+	}
+	*out = g;
+	return 0;
+}
+
+void gpu_model_free(struct gpu_model *g)
+{
+	if (!g)
+		return;
+	if (g->mm.lt)
+		matmul_free(&g->mm);
+	cudaFree(g->amem);
+	cudaFree(g->wmem);
+	if (g->stream)
+		cudaStreamDestroy(g->stream);
+	free(g->h_pos);
+	free(g->h_temps);
+	free(g->h_tiles);
+	free(g);
+}
+
+size_t gpu_model_bytes(const struct gpu_model *g)
+{
+	return g->wbytes + g->abytes + g->mm.workspace_bytes;
+}
+
+void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, size_t *used)
+{
+	struct cudaDeviceProp prop;
+	size_t freeb = 0, total = 0;
+	int dev = 0;
+	(void)g;   // the model lives on the current device
+	cudaGetDevice(&dev);
+	if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+		snprintf(name, namelen, "%s", prop.name);
+	else
+		snprintf(name, namelen, "CUDA device %d", dev);
+	*used = cudaMemGetInfo(&freeb, &total) == cudaSuccess ? total - freeb : 0;
+}
+
+// ---- the forward ----
+
+// Positions, tiles, and for every row t the token it predicts (t+1 when in
+// the same sequence) with that token's temperature.
+static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		   const float *temps, int *ntiles, char *msg, size_t msglen)
+{
+	int t = 0, nt = 0;
+	for (int q = 0; q < nseq; q++) {
+		long long len = seq_lens[q];
+		if (len <= 0 || len > T - t)
+			return fail(msg, msglen, "seq_lens[%d] = %lld does not fit a pack of %d tokens", q, len, T);
+		for (int q0 = 0; q0 < len; q0 += ATT_TILE_Q) {
+			struct att_tile tile = { t, (int)len, q0, 0 };
+			g->h_tiles[nt++] = tile;
+		}
+		for (int j = 0; j < len; j++, t++) {
+			g->h_pos[t] = j;
+			g->h_start[t] = t - j;
+		}
+	}
+	if (t != T)
+		return fail(msg, msglen, "seq_lens sum to %d, but the pack has %d tokens", t, T);
+	for (t = 0; t < T; t++) {
+		if (ids[t] < 0 || ids[t] >= g->s.V)
+			return fail(msg, msglen, "token %d: id %d outside the vocabulary of %d", t, ids[t], g->s.V);
+		int predicts = t + 1 < T && g->h_start[t + 1] == g->h_start[t];
+		float tau = predicts && temps ? temps[t + 1] : 1.0f;
+		if (!(tau > 0) || !isfinite(tau))
+			return fail(msg, msglen, "token %d: temperature %g must be positive", t + 1, tau);
+		g->h_targets[t] = predicts ? ids[t + 1] : 0;
+		g->h_temps[t] = tau;
+	}
+	*ntiles = nt;
+	return 0;
+}
+
+// A kernel launch inside the forward; l is the layer (-1: outside the layers).
+#define LAUNCH(call)                                                                                \
+	do {                                                                                        \
+		cudaError_t err_ = (call);                                                          \
+		if (err_ != cudaSuccess && l >= 0)                                                  \
+			return fail(msg, msglen, "layer %d: %s: %s", l, #call, cudaGetErrorString(err_)); \
+		if (err_ != cudaSuccess)                                                            \
+			return fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));         \
+	} while (0)
+
+int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	int C = s->C, I = s->I, QD = s->NH * s->HS, KD = s->NKV * s->HS, QKV = QD + 2 * KD, V = s->V;
+	int bf = g->bf16, ntiles = 0, l = -1;
+	size_t es = g->esize;
+	cudaStream_t st = g->stream;
+	if (T <= 0 || T > g->maxT)
+		return fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
+	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
+		return -1;
+	CUDA_TRY(cudaMemcpyAsync(g->ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->pos, g->h_pos, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->targets, g->h_targets, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->temps, g->h_temps, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->tiles, g->h_tiles, (size_t)ntiles * sizeof(struct att_tile),
+				 cudaMemcpyHostToDevice, st));
+
+	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, C, bf, st));
+	for (l = 0; l < s->L; l++) {
+		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
+		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
+		const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
+		const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
+		size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * s->HS;
+
+		// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> resid += o_proj
+		LAUNCH(launch_rmsnorm(g->ln, g->resid, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul(&g->mm, g->qkv, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_qkv_prep(g->qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL,
+				       g->bv ? g->bv + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
+				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
+				       s->HS, s->eps, bf, st));
+		LAUNCH(launch_attention(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
+		if (matmul(&g->mm, g->resid, 1, g->att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
+			return -1;
+		if (g->bo)
+			LAUNCH(launch_add_bias(g->resid, g->bo + (size_t)l * C, T, C, st));
+
+		// MLP block: RMSNorm -> gate|up -> SwiGLU -> resid += down_proj
+		LAUNCH(launch_rmsnorm(g->ln, g->resid, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul(&g->mm, g->gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_swiglu(g->act, g->gu, T, I, bf, st));
+		if (matmul(&g->mm, g->resid, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
+			return -1;
+	}
+
+	// final norm and the LM head over the T-1 rows that may predict a token
+	LAUNCH(launch_rmsnorm(g->ln, g->resid, g->norm, T, C, s->eps, bf, st));
+	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
+		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
+		if (matmul(&g->mm, g->logits, 1, (const char *)g->ln + (size_t)r0 * C * es, g->lm_head, bf, n, V, C,
+			   0.0f, msg, msglen) < 0)
+			return -1;
+		int err = grpo_cuda_lmhead_stats(g->logits, g->targets + r0, g->temps + r0, n, V, g->lp + r0,
+						 g->ent + r0, g->lse + r0, st);
+		if (err)
+			return fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
+	}
+	if (T > 1) {
+		CUDA_TRY(cudaMemcpyAsync(g->h_lp, g->lp, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
+		CUDA_TRY(cudaMemcpyAsync(g->h_ent, g->ent, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
+	}
+	CUDA_TRY(cudaStreamSynchronize(st));
+
+	for (int t = 0; t < T; t++) {
+		int predicted = t > 0 && g->h_start[t] == g->h_start[t - 1];
+		logprob[t] = predicted ? g->h_lp[t - 1] : 0.0f;
+		if (entropy)
+			entropy[t] = predicted ? g->h_ent[t - 1] : 0.0f;
+	}
+	return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * gpu_model.h: the transformer's forward on one CUDA GPU, callable from C.
+ *
+ * The same architecture as lib/model/model.h (Llama, Qwen2, Qwen3 over
+ * packed sequences, positions restarting in every sequence, block-causal
+ * grouped-query attention), which is its reference: with GPU_FP32 every
+ * product and sum is done in fp32 and the logprobs match the C model to
+ * about 1e-5; with GPU_BF16 the weights and activations are bf16 (the
+ * residual stream, the norms' statistics, every accumulation and the
+ * logits stay fp32), as a bf16 trainer or sampler computes them.
+ *
+ * The caller hands the weights over once, as host fp32 arrays in the C
+ * model's layout (struct model_params): this library copies them into one
+ * device allocation, q/k/v fused into one matrix per layer and gate/up into
+ * another, so that a layer's input goes through two matrix products, not
+ * five. The activations are a second allocation sized for packs of up to
+ * maxT tokens; the LM head works on chunks of tokens with fp32 logits, so
+ * the (T, V) logits never exist whole.
+ *
+ * Every function returns 0, or -1 with a message in msg (msglen bytes),
+ * which names what failed (the CUDA or cuBLAS call and its error).
+ * This header is plain C; the library is built by nvcc with C linkage.
+ */
+#ifndef GRPO_KERNELS_GPU_MODEL_H
+#define GRPO_KERNELS_GPU_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gpu_dtype { GPU_FP32 = 0, GPU_BF16 = 1 };
+
+struct gpu_model_shape {
+	int V, C, L, NH, NKV, HS, I;   /* vocabulary, hidden, layers, heads, kv heads, head size, MLP */
+	float eps;                     /* RMSNorm epsilon */
+};
+
+/* Host fp32 arrays in lib/model's layout; NULL where the family has none.
+ * lm_head may equal embed (tied). cos and sin (max_pos, HS/2) are the RoPE
+ * table, indexed by position within a sequence. */
+struct gpu_model_weights {
+	const float *embed, *lm_head, *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+	const float *qnorm, *knorm, *ln2, *wgate, *wup, *wdown, *norm;
+	const float *cos, *sin;
+	int max_pos;
+};
+
+struct gpu_model;
+
+/* CUDA devices present: 0 where there is no driver or no GPU (why in msg). */
+int gpu_count(char *msg, size_t msglen);
+
+/* Copy the weights to device 0 and size the activations for maxT tokens. */
+int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, char *msg, size_t msglen);
+
+/*
+ * Forward over a pack of T tokens (host arrays): ids (T), seq_lens (nseq,
+ * summing to T), temps (T) or NULL for 1. Writes logprob (T) and, if not
+ * NULL, entropy (T), aligned with the ids as in model.h: the value at i
+ * describes ids[i] predicted from position i-1, 0 at a sequence's first
+ * token.
+ */
+int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen);
+
+/* Device bytes this model holds (weights, activations, workspaces). */
+size_t gpu_model_bytes(const struct gpu_model *g);
+/* The device's name and the bytes in use on it now (all processes). */
+void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, size_t *used);
+
+void gpu_model_free(struct gpu_model *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

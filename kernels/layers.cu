@@ -1,0 +1,356 @@
+// layers.cu: see layers.cuh. Plain kernels first, written for clarity over
+// the last percent: one block per row for the norms, one warp per head for
+// the q/k preparation, and attention on CUDA cores in the manner of
+// FlashAttention (tiles of keys in shared memory, an online softmax in
+// fp32), which never holds a (T, T) matrix.
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "layers.cuh"
+
+typedef __nv_bfloat16 bf16;
+
+static __device__ __forceinline__ float to_f(float x) { return x; }
+static __device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
+template <typename T> static __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16_rn(x); }
+
+// Four consecutive values as fp32 (p 8- or 16-byte aligned).
+static __device__ __forceinline__ float4 load4(const float *p) { return *(const float4 *)p; }
+static __device__ __forceinline__ float4 load4(const bf16 *p)
+{
+	uint2 u = *(const uint2 *)p;
+	__nv_bfloat162 a = *(__nv_bfloat162 *)&u.x, b = *(__nv_bfloat162 *)&u.y;
+	float2 fa = __bfloat1622float2(a), fb = __bfloat1622float2(b);
+	return make_float4(fa.x, fa.y, fb.x, fb.y);
+}
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+// The sum of v over the block (blockDim.x a multiple of 32, at most 1024).
+static __device__ float block_sum(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+	v = warp_sum(v);
+	__syncthreads();   // part[] may still be read by a previous call
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : 0.0f;
+	return warp_sum(v);
+}
+
+// ---- embedding ----
+
+template <typename T>
+__global__ void embed_kernel(float *resid, const T *embed, const int32_t *ids, int C)
+{
+	const T *row = embed + (size_t)ids[blockIdx.x] * C;
+	float *out = resid + (size_t)blockIdx.x * C;
+	for (int i = threadIdx.x; i < C; i += blockDim.x)
+		out[i] = to_f(row[i]);
+}
+
+cudaError_t launch_embed(float *resid, const void *embed, const int32_t *ids, int T, int C, int bf16flag,
+			 cudaStream_t s)
+{
+	if (T == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		embed_kernel<bf16><<<T, 256, 0, s>>>(resid, (const bf16 *)embed, ids, C);
+	else
+		embed_kernel<float><<<T, 256, 0, s>>>(resid, (const float *)embed, ids, C);
+	return cudaGetLastError();
+}
+
+// ---- RMSNorm: one block per row ----
+
+template <typename T>
+__global__ void rmsnorm_kernel(T *out, const float *in, const float *w, int C, float eps)
+{
+	const float *x = in + (size_t)blockIdx.x * C;
+	T *y = out + (size_t)blockIdx.x * C;
+	float ss = 0;
+	for (int i = threadIdx.x; i < C; i += blockDim.x)
+		ss += x[i] * x[i];
+	ss = block_sum(ss);
+	float r = rsqrtf(ss / C + eps);
+	for (int i = threadIdx.x; i < C; i += blockDim.x)
+		y[i] = from_f<T>(w[i] * (x[i] * r));
+}
+
+cudaError_t launch_rmsnorm(void *out, const float *in, const float *w, int N, int C, float eps, int bf16flag,
+			   cudaStream_t s)
+{
+	if (N == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		rmsnorm_kernel<bf16><<<N, 256, 0, s>>>((bf16 *)out, in, w, C, eps);
+	else
+		rmsnorm_kernel<float><<<N, 256, 0, s>>>((float *)out, in, w, C, eps);
+	return cudaGetLastError();
+}
+
+// ---- q/k/v: bias, q/k norm, RoPE; one warp per head of one token ----
+
+#define PREP_WARPS 4
+#define PREP_MAX_HS 256
+
+template <typename T>
+__global__ void qkv_prep_kernel(T *qkv, const float *bq, const float *bk, const float *bv, const float *qnorm,
+				const float *knorm, const float *cos, const float *sin, const int32_t *pos, int NH,
+				int NKV, int HS, float eps)
+{
+	__shared__ float buf[PREP_WARPS][PREP_MAX_HS];
+	int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32, h2 = HS / 2;
+	int nheads = NH + 2 * NKV;
+	T *row = qkv + (size_t)t * nheads * HS;
+	const float *c = cos + (size_t)pos[t] * h2, *sn = sin + (size_t)pos[t] * h2;
+	float *v = buf[warp];
+	for (int h = warp; h < nheads; h += PREP_WARPS) {
+		int isq = h < NH, isk = !isq && h < NH + NKV;
+		const float *bias = isq ? bq : isk ? bk : bv;
+		int hb = isq ? h : isk ? h - NH : h - NH - NKV;   // head index within q, k or v
+		T *x = row + (size_t)h * HS;
+		for (int i = lane; i < HS; i += 32)
+			v[i] = to_f(x[i]) + (bias ? bias[hb * HS + i] : 0.0f);
+		__syncwarp();
+		const float *nw = isq ? qnorm : isk ? knorm : NULL;
+		if (nw) {
+			float ss = 0;
+			for (int i = lane; i < HS; i += 32)
+				ss += v[i] * v[i];
+			float r = rsqrtf(warp_sum(ss) / HS + eps);
+			__syncwarp();
+			for (int i = lane; i < HS; i += 32)
+				v[i] = nw[i] * (v[i] * r);
+			__syncwarp();
+		}
+		if (isq || isk) {
+			for (int i = lane; i < h2; i += 32) {
+				float a = v[i], b = v[i + h2];
+				x[i] = from_f<T>(a * c[i] - b * sn[i]);
+				x[i + h2] = from_f<T>(b * c[i] + a * sn[i]);
+			}
+		} else {
+			for (int i = lane; i < HS; i += 32)
+				x[i] = from_f<T>(v[i]);
+		}
+		__syncwarp();   // v is rewritten by the next head
+	}
+}
+
+cudaError_t launch_qkv_prep(void *qkv, const float *bq, const float *bk, const float *bv, const float *qnorm,
+			    const float *knorm, const float *cos, const float *sin, const int32_t *pos, int T,
+			    int NH, int NKV, int HS, float eps, int bf16flag, cudaStream_t s)
+{
+	if (HS > PREP_MAX_HS || HS % 2)
+		return cudaErrorInvalidValue;
+	if (T == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		qkv_prep_kernel<bf16><<<T, 32 * PREP_WARPS, 0, s>>>((bf16 *)qkv, bq, bk, bv, qnorm, knorm, cos, sin,
+								     pos, NH, NKV, HS, eps);
+	else
+		qkv_prep_kernel<float><<<T, 32 * PREP_WARPS, 0, s>>>((float *)qkv, bq, bk, bv, qnorm, knorm, cos, sin,
+								      pos, NH, NKV, HS, eps);
+	return cudaGetLastError();
+}
+
+// ---- bias over rows, SwiGLU ----
+
+__global__ void add_bias_kernel(float *x, const float *b, size_t total, int n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+		x[i] += b[i % n];
+}
+
+cudaError_t launch_add_bias(float *x, const float *b, int T, int n, cudaStream_t s)
+{
+	size_t total = (size_t)T * n;
+	if (total == 0)
+		return cudaSuccess;
+	int blocks = (int)((total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536);
+	add_bias_kernel<<<blocks, 256, 0, s>>>(x, b, total, n);
+	return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void swiglu_kernel(T *out, const T *gu, int I)
+{
+	const T *gate = gu + (size_t)blockIdx.x * 2 * I, *up = gate + I;
+	T *o = out + (size_t)blockIdx.x * I;
+	for (int i = threadIdx.x; i < I; i += blockDim.x) {
+		float g = to_f(gate[i]);
+		o[i] = from_f<T>(g / (1.0f + expf(-g)) * to_f(up[i]));
+	}
+}
+
+cudaError_t launch_swiglu(void *out, const void *gu, int T, int I, int bf16flag, cudaStream_t s)
+{
+	if (T == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		swiglu_kernel<bf16><<<T, 256, 0, s>>>((bf16 *)out, (const bf16 *)gu, I);
+	else
+		swiglu_kernel<float><<<T, 256, 0, s>>>((float *)out, (const float *)gu, I);
+	return cudaGetLastError();
+}
+
+// ---- attention ----
+//
+// A block serves ATT_TILE_Q queries of one sequence and one q head. Each
+// query has TPQ threads, each holding DPT of its HS dimensions (q and the
+// output accumulator in registers), interleaved by 4 so that the threads of
+// one query read neighbouring words of shared memory. Keys and values come
+// in tiles of BK into shared memory, converted to fp32; a tile's scores go
+// into registers, then one rescale of the running (max, sum, output) per
+// tile. Every query sees the sequence's first key, so the running max is
+// finite after the first tile and no exp(-inf - -inf) arises. Threads past
+// the tile's last query repeat that query and write nothing, so all lanes
+// take part in the shuffles.
+
+#define ATT_BK 32
+
+// Threads per query: a power of two dividing HS into parts of 32 where that
+// works (64, 128), one thread per query otherwise (16 to 96).
+static constexpr __host__ __device__ int att_tpq(int HS) { return HS == 64 || HS == 128 ? HS / 32 : 1; }
+
+template <int HS, typename T>
+__global__ void __launch_bounds__(ATT_TILE_Q * att_tpq(HS))
+attention_kernel(T *out, const T *qkv, const struct att_tile *tiles, int NH, int NKV, float scale)
+{
+	constexpr int TPQ = att_tpq(HS), DPT = HS / TPQ, C4 = DPT / 4;
+	__shared__ float4 ks[ATT_BK][HS / 4], vs[ATT_BK][HS / 4];
+	struct att_tile tile = tiles[blockIdx.x];
+	int h = blockIdx.y, kh = h / (NH / NKV);
+	size_t stride = (size_t)(NH + 2 * NKV) * HS;
+	int qi = threadIdx.x / TPQ, part = threadIdx.x % TPQ;
+	int nq = min(ATT_TILE_Q, tile.len - tile.q0);
+	int qpos = tile.q0 + min(qi, nq - 1);
+	const T *qrow = qkv + (size_t)(tile.start + qpos) * stride + (size_t)h * HS;
+
+	float4 q[C4], acc[C4];
+#pragma unroll
+	for (int c = 0; c < C4; c++) {
+		float4 x = load4(qrow + (c * TPQ + part) * 4);
+		q[c] = make_float4(x.x * scale, x.y * scale, x.z * scale, x.w * scale);
+		acc[c] = make_float4(0, 0, 0, 0);
+	}
+	float m = -INFINITY, l = 0;
+	int kend = tile.q0 + nq;   // keys 0 .. kend-1 of the sequence are seen by some query here
+	for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
+		__syncthreads();   // the previous tile is no longer read
+		for (int e = threadIdx.x; e < ATT_BK * (HS / 4); e += blockDim.x) {
+			int j = e / (HS / 4), d4 = e % (HS / 4);
+			float4 kx = make_float4(0, 0, 0, 0), vx = kx;
+			if (k0 + j < kend) {   // zeros past the end: 0 * garbage could be NaN
+				const T *r = qkv + (size_t)(tile.start + k0 + j) * stride + (size_t)(NH + kh) * HS;
+				kx = load4(r + d4 * 4);
+				vx = load4(r + (size_t)NKV * HS + d4 * 4);
+			}
+			ks[j][d4] = kx;
+			vs[j][d4] = vx;
+		}
+		__syncthreads();
+
+		float s[ATT_BK], mt = -INFINITY;
+#pragma unroll
+		for (int j = 0; j < ATT_BK; j++) {
+			float dot = 0;
+#pragma unroll
+			for (int c = 0; c < C4; c++) {
+				float4 k = ks[j][c * TPQ + part];
+				dot += q[c].x * k.x + q[c].y * k.y + q[c].z * k.z + q[c].w * k.w;
+			}
+#pragma unroll
+			for (int o = TPQ / 2; o > 0; o >>= 1)
+				dot += __shfl_xor_sync(0xffffffffu, dot, o);
+			s[j] = k0 + j <= qpos ? dot : -INFINITY;
+			mt = fmaxf(mt, s[j]);
+		}
+		float mn = fmaxf(m, mt), corr = __expf(m - mn);
+		l *= corr;
+#pragma unroll
+		for (int c = 0; c < C4; c++) {
+			acc[c].x *= corr;
+			acc[c].y *= corr;
+			acc[c].z *= corr;
+			acc[c].w *= corr;
+		}
+#pragma unroll
+		for (int j = 0; j < ATT_BK; j++) {
+			float p = __expf(s[j] - mn);
+			l += p;
+#pragma unroll
+			for (int c = 0; c < C4; c++) {
+				float4 v = vs[j][c * TPQ + part];
+				acc[c].x += p * v.x;
+				acc[c].y += p * v.y;
+				acc[c].z += p * v.z;
+				acc[c].w += p * v.w;
+			}
+		}
+		m = mn;
+	}
+	if (qi >= nq)
+		return;
+	float inv = 1.0f / l;
+	T *o = out + (size_t)(tile.start + qpos) * NH * HS + (size_t)h * HS;
+#pragma unroll
+	for (int c = 0; c < C4; c++) {
+		int d = (c * TPQ + part) * 4;
+		o[d] = from_f<T>(acc[c].x * inv);
+		o[d + 1] = from_f<T>(acc[c].y * inv);
+		o[d + 2] = from_f<T>(acc[c].z * inv);
+		o[d + 3] = from_f<T>(acc[c].w * inv);
+	}
+}
+
+template <int HS>
+static void attention_hs(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH, int NKV,
+			 int bf16flag, cudaStream_t s)
+{
+	dim3 grid(ntiles, NH);
+	int threads = ATT_TILE_Q * att_tpq(HS);
+	float scale = 1.0f / sqrtf((float)HS);
+	if (bf16flag)
+		attention_kernel<HS, bf16><<<grid, threads, 0, s>>>((bf16 *)out, (const bf16 *)qkv, tiles, NH, NKV,
+								   scale);
+	else
+		attention_kernel<HS, float><<<grid, threads, 0, s>>>((float *)out, (const float *)qkv, tiles, NH, NKV,
+								    scale);
+}
+
+int attention_head_size_ok(int HS)
+{
+	return HS == 16 || HS == 24 || HS == 32 || HS == 48 || HS == 64 || HS == 80 || HS == 96 || HS == 128;
+}
+
+cudaError_t launch_attention(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
+			     int NKV, int HS, int bf16flag, cudaStream_t s)
+{
+	if (ntiles == 0)
+		return cudaSuccess;
+	if (NKV <= 0 || NH % NKV)
+		return cudaErrorInvalidValue;
+	switch (HS) {
+	case 16: attention_hs<16>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 24: attention_hs<24>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 32: attention_hs<32>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 48: attention_hs<48>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 64: attention_hs<64>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 80: attention_hs<80>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 96: attention_hs<96>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 128: attention_hs<128>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	default: return cudaErrorInvalidValue;
+	}
+	return cudaGetLastError();
+}

@@ -1,0 +1,179 @@
+/*
+ * model_gpu.c: see model_gpu.h. With GRPO_CUDA (set by the Makefile where
+ * it builds kernels/), a thin bridge from the C model to the CUDA library;
+ * without, the same calls saying that this build has no GPU path.
+ */
+#include "model/model_gpu.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GRPO_CUDA
+#include "kernels/gpu_model.h"
+#endif
+
+int model_device_parse(const char *s, enum model_device *out)
+{
+	static const struct { const char *name; enum model_device d; } names[] = {
+		{ "auto", MODEL_DEVICE_AUTO }, { "cpu", MODEL_DEVICE_CPU }, { "cuda", MODEL_DEVICE_CUDA },
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(s, names[i].name) == 0) {
+			*out = names[i].d;
+			return 0;
+		}
+	return -1;
+}
+
+const char *model_device_name(enum model_device d)
+{
+	return d == MODEL_DEVICE_CUDA ? "cuda" : d == MODEL_DEVICE_CPU ? "cpu" : "auto";
+}
+
+#ifdef GRPO_CUDA
+
+struct model_gpu {
+	struct gpu_model *g;
+	int maxT;
+	uint32_t *lens;   /* (maxT) seq_lens as the CUDA library takes them */
+};
+
+int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
+{
+	char why[256] = "";
+	*got = MODEL_DEVICE_CPU;
+	if (want == MODEL_DEVICE_CPU)
+		return 0;
+	if (gpu_count(why, sizeof why) > 0) {
+		*got = MODEL_DEVICE_CUDA;
+		return 0;
+	}
+	if (want == MODEL_DEVICE_AUTO)
+		return 0;
+	return err_set(e, "--device cuda: no GPU to run on (%s)", why);
+}
+
+int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+{
+	const struct model_config *c = &m->cfg;
+	const struct model_params *w = &m->w;
+	char msg[512] = "";
+	*out = NULL;
+	struct model_gpu *mg = calloc(1, sizeof *mg);
+	float *cos = malloc((size_t)maxT * (c->HS / 2) * sizeof *cos);
+	float *sin = malloc((size_t)maxT * (c->HS / 2) * sizeof *sin);
+	uint32_t *lens = malloc((size_t)maxT * sizeof *lens);
+	if (!mg || !cos || !sin || !lens) {
+		free(mg), free(cos), free(sin), free(lens);
+		return err_set(e, "out of memory for a GPU model of %d tokens", maxT);
+	}
+	model_rope_table(c, cos, sin, maxT);
+	struct gpu_model_shape shape = { c->V, c->C, c->L, c->NH, c->NKV, c->HS, c->I, c->eps };
+	struct gpu_model_weights gw = {
+		w->embed, w->lm_head, w->ln1, w->wq, w->bq, w->wk, w->bk, w->wv, w->bv, w->wo, w->bo,
+		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, maxT,
+	};
+	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, msg, sizeof msg);
+	free(cos);
+	free(sin);
+	if (rc < 0) {
+		free(lens);
+		free(mg);
+		return err_set(e, "GPU model: %s", msg);
+	}
+	mg->maxT = maxT;
+	mg->lens = lens;
+	*out = mg;
+	return 0;
+}
+
+void model_gpu_close(struct model_gpu *mg)
+{
+	if (!mg)
+		return;
+	gpu_model_free(mg->g);
+	free(mg->lens);
+	free(mg);
+}
+
+static int forward(struct model_gpu *mg, const int32_t *ids, int T, const uint32_t *lens, int nseq,
+		   const float *temps, float *logprob, float *entropy, struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_forward(mg->g, ids, T, lens, nseq, temps, logprob, entropy, msg, sizeof msg) < 0)
+		return err_set(e, "GPU forward: %s", msg);
+	return 0;
+}
+
+int model_gpu_forward(struct model_gpu *mg, const int *ids, int T, const int *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, struct err *e)
+{
+	if (nseq < 0 || nseq > mg->maxT)
+		return err_set(e, "%d sequences in a pack the GPU model sizes for %d tokens", nseq, mg->maxT);
+	for (int i = 0; i < nseq; i++) {
+		if (seq_lens[i] <= 0)
+			return err_set(e, "seq_lens[%d] = %d is not positive", i, seq_lens[i]);
+		mg->lens[i] = (uint32_t)seq_lens[i];
+	}
+	return forward(mg, ids, T, mg->lens, nseq, temps, logprob, entropy, e);
+}
+
+int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, float *logprob, float *entropy,
+			 struct err *e)
+{
+	if (mb->n_tokens > (uint32_t)mg->maxT || mb->n_seq_lens > (uint32_t)mg->maxT)
+		return err_set(e, "a micro-batch of %u tokens, but the GPU model is sized for %d", mb->n_tokens,
+			       mg->maxT);
+	return forward(mg, mb->input_ids, (int)mb->n_tokens, mb->seq_lens, (int)mb->n_seq_lens, mb->temperatures,
+		       logprob, entropy, e);
+}
+
+void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
+{
+	char name[256];
+	size_t used = 0;
+	gpu_model_device(mg->g, name, sizeof name, &used);
+	snprintf(buf, n, "%s, %.0f MiB held by this model (%.0f MiB in use on the device)", name,
+		 gpu_model_bytes(mg->g) / 1048576.0, used / 1048576.0);
+}
+
+#else /* !GRPO_CUDA */
+
+#define NO_CUDA "this build has no CUDA path (nvcc and cuBLAS were not found when it was built)"
+
+int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
+{
+	*got = MODEL_DEVICE_CPU;
+	if (want == MODEL_DEVICE_CUDA)
+		return err_set(e, "--device cuda: %s", NO_CUDA);
+	return 0;
+}
+
+int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+{
+	*out = NULL;
+	return err_set(e, "GPU model: %s", NO_CUDA);
+}
+
+void model_gpu_close(struct model_gpu *mg) {}
+
+int model_gpu_forward(struct model_gpu *mg, const int *ids, int T, const int *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, struct err *e)
+{
+	return err_set(e, "GPU forward: %s", NO_CUDA);
+}
+
+int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, float *logprob, float *entropy,
+			 struct err *e)
+{
+	return err_set(e, "GPU forward: %s", NO_CUDA);
+}
+
+void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
+{
+	snprintf(buf, n, "no GPU");
+}
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * model_gpu.h: a model's forward on a CUDA GPU (kernels/gpu_model.h), and
+ * the --device choice every tool that runs a model offers.
+ *
+ * The GPU model is opened from a loaded C model (model.h), whose fp32
+ * weights it copies to the device once, in fp32 or bf16; the C model stays
+ * the reference it is tested against (tests/cuda/test_cuda_model.c). Its
+ * forward takes the same packs and gives the same per-token logprobs and
+ * entropies, aligned the same way, as model_forward() and
+ * model_forward_mb().
+ *
+ * A library built without CUDA (no nvcc or cuBLAS at build time, or a
+ * sanitizer build) keeps this interface: --device auto then means the CPU,
+ * and asking for cuda is an error that says why.
+ */
+#ifndef GRPO_MODEL_GPU_H
+#define GRPO_MODEL_GPU_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "data/traj.h"
+#include "model/model.h"
+
+enum model_device { MODEL_DEVICE_AUTO, MODEL_DEVICE_CPU, MODEL_DEVICE_CUDA };
+
+/* "auto", "cpu" or "cuda"; -1 for anything else. */
+int model_device_parse(const char *s, enum model_device *out);
+const char *model_device_name(enum model_device d);
+
+/*
+ * What a tool asked for, made concrete: auto becomes cuda where the
+ * library has CUDA and a GPU is present, else cpu; cuda where either is
+ * missing is -1 with the reason in e.
+ */
+int model_device_resolve(enum model_device want, enum model_device *got, struct err *e);
+
+struct model_gpu;
+
+/* Copy m's weights to the GPU, with activations for packs of up to maxT tokens. */
+int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e);
+void model_gpu_close(struct model_gpu *g);
+
+/* As model_forward() and model_forward_mb() (model.h). */
+int model_gpu_forward(struct model_gpu *g, const int *ids, int T, const int *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, struct err *e);
+int model_gpu_forward_mb(struct model_gpu *g, const struct microbatch *mb, float *logprob, float *entropy,
+			 struct err *e);
+
+/* "NAME, N MiB on the device" for -v. */
+void model_gpu_describe(const struct model_gpu *g, char *buf, size_t n);
+
+#endif
