@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_model.h"
 #include "layers.cuh"
@@ -67,6 +68,10 @@ int gpu_count(char *msg, size_t msglen)
 {
 	int n = 0;
 	cudaError_t err = cudaGetDeviceCount(&n);
+	if (err == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0) {
+		snprintf(msg, msglen, "no NVIDIA driver loaded");   // what the runtime's own message means here
+		return 0;
+	}
 	if (err != cudaSuccess) {
 		snprintf(msg, msglen, "%s", cudaGetErrorString(err));
 		return 0;

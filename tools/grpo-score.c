@@ -25,6 +25,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "data/sfile.h"
+#include "model/model_gpu.h"
 #include "model/tokenizer.h"
 #include "score/scored.h"
 #include "score/scoreio.h"
@@ -42,7 +43,8 @@ struct opts {
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
 	struct adv_opt adv;
-	int drop_zero_std, watch, verbose, cuda;
+	int drop_zero_std, watch, verbose, fp32;
+	enum model_device device;   /* as asked; resolved in main() */
 	long ref_tokens, lease;
 };
 
@@ -66,7 +68,8 @@ static void usage(FILE *f)
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
 		"                  [--advantage grpo|dr_grpo|rloo|batch] [--std unbiased|biased] [--std-eps E]\n"
 		"                  [--combine sum-then-normalize|normalize-then-sum] [--drop-zero-std]\n"
-		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]] [--device cpu|cuda]\n"
+		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]]\n"
+		"                  [--device auto|cpu|cuda [--precision bf16|fp32]]\n"
 		"                  [--tokenizer FILE]\n"
 		"                  [--watch [--poll S]] [--lease S] [--metrics FILE] [-v] [-o SPOOL/scored]\n"
 		"                  [FILE|QUEUE ...]\n"
@@ -86,7 +89,9 @@ static void usage(FILE *f)
 		"  -z, --drop-zero-std        drop groups whose rewards are all equal\n"
 		"  -R, --ref DIR              reference model directory, or SPOOL/policy (its step_0); none\n"
 		"  -k, --ref-tokens N         tokens per reference pass (4096)\n"
-		"  -d, --device cpu|cuda      where the reference model runs: cpu (cuda: not yet, exit 69)\n"
+		"  -d, --device WHERE         where the reference model runs: auto (the GPU when there is one,\n"
+		"                             default), cpu, or cuda (exit 69 when there is none)\n"
+		"  -P, --precision P          on the GPU: bf16 (default) or fp32\n"
 		"  -t, --tokenizer FILE       tokenizer.json (default: the reference model's)\n"
 		"  -w, --watch                keep consuming the input queue\n"
 		"  -p, --poll S               list the queue every S seconds instead of inotify (implies -w)\n"
@@ -115,7 +120,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
 		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
 		{ "metrics", 1, 0, 'x' }, { "verbose", 0, 0, 'v' }, { "output", 1, 0, 'o' },
-		{ "device", 1, 0, 'd' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
+		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
 	double v;
@@ -124,7 +129,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
 	o->ref_tokens = 4096;
-	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
@@ -187,12 +192,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
 		case 'd':
-			if (strcmp(optarg, "cpu") == 0)
-				o->cuda = 0;
-			else if (strcmp(optarg, "cuda") == 0)
-				o->cuda = 1;
-			else
+			if (model_device_parse(optarg, &o->device) < 0)
 				goto bad;
+			break;
+		case 'P':
+			if (strcmp(optarg, "bf16") && strcmp(optarg, "fp32"))
+				goto bad;
+			o->fp32 = strcmp(optarg, "fp32") == 0;
 			break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
@@ -424,6 +430,15 @@ static int setup(struct state *s, struct err *e)
 		if (reflp_open(&s->ref, o->ref, (int)o->ref_tokens, e) < 0)
 			return -1;
 		s->so.ref = &s->ref;
+		if (o->device == MODEL_DEVICE_CUDA && reflp_use_gpu(&s->ref, !o->fp32, e) < 0)
+			return -1;
+		if (o->verbose) {
+			char where[512] = "the CPU";
+			if (s->ref.gpu)
+				model_gpu_describe(s->ref.gpu, where, sizeof where);
+			fprintf(stderr, "%s: reference model %s on %s%s\n", prog, s->ref.dir, where,
+				s->ref.gpu ? (o->fp32 ? ", fp32" : ", bf16") : "");
+		}
 	}
 	if (text) {
 		char path[PATH_MAX + 32];
@@ -465,10 +480,9 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
-	if (o->cuda) {
+	if (model_device_resolve(o->device, &o->device, &e) < 0) {
 		/* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
-		fprintf(stderr, "%s: --device cuda: the reference model runs on the CPU only in this version; "
-			"use --device cpu\n", prog);
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return 69;
 	}
 	int status = 1, nargs = argc - optind, queues = 0;

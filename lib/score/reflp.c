@@ -40,8 +40,21 @@ void reflp_init(struct reflp *r, struct model *m, const char *name, int max_toke
 	r->max_tokens = max_tokens;
 }
 
+int reflp_use_gpu(struct reflp *r, int bf16, struct err *e)
+{
+	model_gpu_close(r->gpu);
+	r->gpu = NULL;
+	r->gpu_T = 0;
+	if (model_gpu_open(&r->gpu, &r->m, r->max_tokens, bf16, e) < 0)
+		return err_prefix(e, "reference model %s", r->dir);
+	r->gpu_T = r->max_tokens;
+	r->gpu_bf16 = bf16;
+	return 0;
+}
+
 void reflp_close(struct reflp *r)
 {
+	model_gpu_close(r->gpu);
 	model_free(&r->m);
 	free(r->ids);
 	free(r->lens);
@@ -69,8 +82,15 @@ static int grow(struct reflp *r, int T, struct err *e)
 			return err_set(e, "out of memory for a reference pass of %d tokens", T);
 		r->cap = T;
 	}
-	if (T > r->acts_T) {
-		int want = T > r->max_tokens ? T : r->max_tokens;
+	int want = T > r->max_tokens ? T : r->max_tokens;
+	if (r->gpu && T > r->gpu_T) {
+		/* a sequence longer than a pass: a GPU model of its size, once */
+		model_gpu_close(r->gpu);
+		r->gpu = NULL;
+		if (model_gpu_open(&r->gpu, &r->m, want, r->gpu_bf16, e) < 0)
+			return err_prefix(e, "reference model %s", r->dir);
+		r->gpu_T = want;
+	} else if (!r->gpu && T > r->acts_T) {
 		if (model_acts_alloc(&r->m, want, e) < 0)
 			return err_prefix(e, "reference model %s", r->dir);
 		r->acts_T = want;
@@ -122,7 +142,12 @@ static int run_pass(struct reflp *r, const struct group *g, uint32_t a, uint32_t
 		r->lens[ns++] = n;
 		at += n;
 	}
-	if (T > 0 && model_forward(&r->m, r->ids, T, r->lens, ns, r->temps, r->lp, NULL, e) < 0)
+	int rc = 0;
+	if (T > 0 && r->gpu)
+		rc = model_gpu_forward(r->gpu, r->ids, T, r->lens, ns, r->temps, r->lp, NULL, e);
+	else if (T > 0)
+		rc = model_forward(&r->m, r->ids, T, r->lens, ns, r->temps, r->lp, NULL, e);
+	if (rc < 0)
 		return err_prefix(e, "reference model %s", r->dir);
 	at = 0;
 	for (uint32_t i = a; i < b; i++) {

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 70
+plan 73
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -69,11 +69,17 @@ ok $? "says which option: $(cat err)"
 grpo-score --device cpu -r length -m 3 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
 ok $? "--device cpu"
 grpo-score --device cuda -r length -m 3 in.zst > /dev/null 2> err
-is $? 69 "--device cuda: not available yet, exit status 69"
-grep -q 'device cuda: the reference model runs on the CPU only' err
-ok $? "says so: $(cat err)"
+gpu=$?
+if [ $gpu -eq 69 ]; then
+	grep -Eq 'device cuda: (no GPU to run on|this build has no CUDA path)' err
+	ok $? "--device cuda without a GPU: exit status 69, saying why: $(cat err)"
+else
+	is $gpu 0 "--device cuda with a GPU here"
+fi
 grpo-score --device tpu -r length -m 3 in.zst > /dev/null 2> /dev/null
 is $? 2 "--device tpu: usage error"
+grpo-score --device auto --precision fp16 -r length -m 3 in.zst > /dev/null 2> /dev/null
+is $? 2 "--precision fp16: usage error"
 is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-1]' "length: 4 tokens past --max-len 3"
 grpo-score -r length -m 5 -b 2 in.zst 2>/dev/null | grpo-cat > len.jsonl
 is "$(grep -o '"rewards":\[[-0-9.]*\]' len.jsonl | head -1)" '"rewards":[-0.5]' "length: half into the buffer"
@@ -184,12 +190,28 @@ done
 MODEL="$GRPO_TOP/tests/data/hf/qwen2"
 printf '%s\n' '{"group_id":5,"trajectories":[{"prompt_tokens":[3,4,5],"response_tokens":[6,7],"logprobs":[-1,-1],"temperature":0.7,"sequence_id":1,"group_id":5},{"prompt_tokens":[8],"response_tokens":[9,10,11],"logprobs":[-1,-1,-1],"sequence_id":2,"group_id":5}]}' |
 	grpo-cat --from-json -o small.zst
-grpo-score -r length -m 100 --ref "$MODEL" --ref-tokens 4 small.zst | grpo-cat > ref.jsonl
+grpo-score -r length -m 100 --ref "$MODEL" --ref-tokens 4 --device cpu -v small.zst 2> err | grpo-cat > ref.jsonl
 ok $? "--ref, split into passes of 4 tokens"
+grep -q "reference model $MODEL on the CPU" err
+ok $? "-v says where the reference model runs: $(grep reference err)"
 got=$(grep -o '"ref_logprobs":\[[^]]*\]' ref.jsonl | tr -d '"a-z_:[]' | tr ',' '\n')
 want=$(grpo-cat --model "$MODEL" small.zst | grep -o '"model_logprobs":\[[^]]*\]' | tr -d '"a-z_:[]' | tr ',' '\n')
 [ -n "$got" ] && [ "$(echo "$got" | wc -l)" -eq 5 ] && [ "$got" = "$want" ]
 ok $? "reference logprobs equal grpo-cat --model's, at each temperature ($(echo $got))"
+# on a GPU, the same values in fp32 (1e-4) and in bf16 (0.05)
+for p in fp32 bf16; do
+	if [ $gpu -ne 0 ]; then
+		skip "no GPU: --device cuda --precision $p not run"
+		continue
+	fi
+	gotg=$(grpo-score -r length -m 100 --ref "$MODEL" --ref-tokens 4 --device cuda -P $p small.zst | grpo-cat |
+		grep -o '"ref_logprobs":\[[^]]*\]' | tr -d '"a-z_:[]' | tr ',' '\n')
+	tol=$([ $p = fp32 ] && echo 1e-4 || echo 0.05)
+	printf '%s\n' "$want" > want.txt
+	echo "$gotg" | awk -v tol=$tol 'NR == FNR { w[NR] = $1; next } { d = $1 - w[FNR]; if (d < 0) d = -d; if (d > tol) bad++; n++ }
+		END { exit !(n == 5 && !bad) }' want.txt -
+	ok $? "--device cuda --precision $p: the CPU's reference logprobs within $tol ($(echo $gotg))"
+done
 grpo-score -r length -m 100 --ref "$MODEL" in.zst > /dev/null 2> err
 is $? 1 "a token outside the model's vocabulary: error"
 grep -q 'group 1, sequence 100: response token 0 is id 820, outside the reference model' err
