@@ -23,6 +23,7 @@
 struct gpu_model {
 	struct gpu_model_shape s;
 	int bf16, maxT, chunk;
+	int attention_mma;   // bf16 attention on tensor cores (else the CUDA-core kernel)
 	size_t esize;   // bytes of one weight or activation element
 	cudaStream_t stream;
 	struct matmul_ctx mm;
@@ -223,6 +224,9 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 		return fail(msg, msglen, "out of host memory");
 	g->s = *s;
 	g->bf16 = dtype == GPU_BF16;
+	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernel, to compare the two
+	const char *att = getenv("GRPO_CUDA_ATTENTION");
+	g->attention_mma = g->bf16 && attention_mma_head_size_ok(s->HS) && !(att && strcmp(att, "simple") == 0);
 	g->esize = g->bf16 ? 2 : 4;
 	g->maxT = maxT;
 	size_t rows = LOGITS_BYTES / ((size_t)s->V * 4);
@@ -327,6 +331,11 @@ void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, siz
 	*used = cudaMemGetInfo(&freeb, &total) == cudaSuccess ? total - freeb : 0;
 }
 
+const char *gpu_model_attention(const struct gpu_model *g)
+{
+	return g->attention_mma ? "tensor cores" : "CUDA cores";
+}
+
 // ---- the forward ----
 
 // Positions, tiles, and for every row t the token it predicts (t+1 when in
@@ -409,7 +418,10 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				       g->bv ? g->bv + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
 				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
 				       s->HS, s->eps, bf, st));
-		LAUNCH(launch_attention(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
+		if (g->attention_mma)
+			LAUNCH(launch_attention_mma(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
+		else
+			LAUNCH(launch_attention(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
 		if (matmul(&g->mm, g->resid, 1, g->att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
 			return -1;
 		if (g->bo)
@@ -449,4 +461,51 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 			entropy[t] = predicted ? g->h_ent[t - 1] : 0.0f;
 	}
 	return 0;
+}
+
+// ---- the attention kernel alone ----
+
+int gpu_attention_run(const uint16_t *qkv, int T, const uint32_t *seq_lens, int nseq, int NH, int NKV, int HS,
+		      int mma, float *out, char *msg, size_t msglen)
+{
+	if (mma ? !attention_mma_head_size_ok(HS) : !attention_head_size_ok(HS))
+		return fail(msg, msglen, "head size %d not taken by the %s kernel", HS, mma ? "mma" : "simple");
+	size_t nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
+	struct att_tile *tiles = (struct att_tile *)malloc((size_t)T * sizeof *tiles);
+	__nv_bfloat16 *hout = (__nv_bfloat16 *)malloc(nout * sizeof *hout);
+	void *din = NULL, *dout = NULL, *dtiles = NULL;
+	int nt = 0, t = 0, rc = -1;
+	cudaError_t err = cudaSuccess;
+	if (!tiles || !hout) {
+		fail(msg, msglen, "out of host memory");
+		goto out;
+	}
+	for (int q = 0; q < nseq; t += (int)seq_lens[q++])
+		for (int q0 = 0; q0 < (int)seq_lens[q]; q0 += ATT_TILE_Q) {
+			struct att_tile tile = { t, (int)seq_lens[q], q0, 0 };
+			tiles[nt++] = tile;
+		}
+	if ((err = cudaMalloc(&din, nin * 2)) != cudaSuccess || (err = cudaMalloc(&dout, nout * 2)) != cudaSuccess ||
+	    (err = cudaMalloc(&dtiles, (size_t)nt * sizeof *tiles)) != cudaSuccess ||
+	    (err = cudaMemcpy(din, qkv, nin * 2, cudaMemcpyHostToDevice)) != cudaSuccess ||
+	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess ||
+	    (err = cudaMemset(dout, 0xff, nout * 2)) != cudaSuccess)   // NaNs where nothing is written
+		goto cuda_failed;
+	err = mma ? launch_attention_mma(dout, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
+		  : launch_attention(dout, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 1, 0);
+	if (err != cudaSuccess || (err = cudaMemcpy(hout, dout, nout * 2, cudaMemcpyDeviceToHost)) != cudaSuccess)
+		goto cuda_failed;
+	for (size_t i = 0; i < nout; i++)
+		out[i] = __bfloat162float(hout[i]);
+	rc = 0;
+	goto out;
+cuda_failed:
+	fail(msg, msglen, "attention kernel: %s", cudaGetErrorString(err));
+out:
+	cudaFree(din);
+	cudaFree(dout);
+	cudaFree(dtiles);
+	free(tiles);
+	free(hout);
+	return rc;
 }

@@ -74,6 +74,19 @@ void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, siz
 
 void gpu_model_free(struct gpu_model *g);
 
+/* Which attention kernel the model runs: "tensor cores" (bf16, head size 64
+ * or 128, unless GRPO_CUDA_ATTENTION=simple) or "CUDA cores". */
+const char *gpu_model_attention(const struct gpu_model *g);
+
+/*
+ * The attention kernel alone, for tests: qkv (T, (NH + 2 NKV) HS) as host
+ * bf16 bit patterns, laid out q | k | v per token, sequences by seq_lens;
+ * writes out (T, NH HS) as fp32 from the kernel's bf16 output. mma: the
+ * tensor-core kernel (head sizes 64 and 128), else the CUDA-core one.
+ */
+int gpu_attention_run(const uint16_t *qkv, int T, const uint32_t *seq_lens, int nseq, int NH, int NKV, int HS,
+		      int mma, float *out, char *msg, size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,4 +49,9 @@ int attention_head_size_ok(int HS);
 cudaError_t launch_attention(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
 			     int NKV, int HS, int bf16, cudaStream_t s);
 
+// The same in bf16 on tensor cores (attention_mma.cu), for head sizes 64 and 128.
+int attention_mma_head_size_ok(int HS);
+cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
+				 int NKV, int HS, cudaStream_t s);
+
 #endif

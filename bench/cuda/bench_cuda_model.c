@@ -9,7 +9,8 @@
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
  * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
- * device bytes the model holds, those in use on the device, and MFU.
+ * device bytes the model holds, those in use on the device, MFU, and the
+ * attention kernel (GRPO_CUDA_ATTENTION=simple picks the CUDA-core one).
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -150,8 +151,9 @@ int main(int argc, char **argv)
 	double flops = 2 * n_mm * tokens + 2 * c.L * QD * sum_sq;
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
-	printf("shape=%s dtype=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f\n", name,
-	       dtype, nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS);
+	printf("shape=%s dtype=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
+	       "attention=%s\n", name, dtype, nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS,
+	       model_gpu_attention(g));
 	printf("device: %s\n", dev);
 	model_gpu_close(g);
 	model_free(&m);

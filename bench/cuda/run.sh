@@ -27,9 +27,11 @@ for p in prompts:
         print(p, int(torch.randint(32, 1536, (1,), generator=g)))
 PY
 
-for dtype in bf16 fp32; do
-	"$top/$BUILD/bench/cuda/bench_cuda_model" -d $dtype "$out/lengths.txt" | tee "$out/ours-$dtype.txt"
-done
+bench="$top/$BUILD/bench/cuda/bench_cuda_model"
+"$bench" -d bf16 "$out/lengths.txt" | tee "$out/ours-bf16.txt"
+GRPO_CUDA_ATTENTION=simple "$bench" -d bf16 "$out/lengths.txt"
+"$bench" -d fp32 "$out/lengths.txt"
+"$bench" -d bf16 -s qwen3-0.6b "$out/lengths.txt"
 
 peer="$shared/bench/peer_torch_grpo.py"
 if [ ! -f "$peer" ]; then
@@ -38,12 +40,15 @@ if [ ! -f "$peer" ]; then
 fi
 VARIANTS=${PEER_VARIANTS:-sdpa/padded,sdpa/packed} python3 "$peer" | tail -n 1 > "$out/peer.json"
 python3 - "$out/ours-bf16.txt" "$out/peer.json" <<'PY'
-import json, sys
-ours = dict(kv.split("=", 1) for kv in open(sys.argv[1]).readline().split())
+import json, re, sys
+ours = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[1]).readline()))
 peer = json.load(open(sys.argv[2]))
 tps = float(ours["tokens_per_s"])
+used = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[1]).read())
+gib = int(used.group(1)) / 1024 if used else float("nan")
 print(f"reference forward, {peer['gpu']}, torch {peer['torch']}, transformers {peer['transformers']}:")
-print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%})")
+print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%}), "
+      f"{gib:.1f} GiB in use on the device")
 for k, v in peer.items():
     if isinstance(v, dict) and "ref_forward" in v:
         r = v["ref_forward"]

@@ -139,6 +139,11 @@ void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
 		 gpu_model_bytes(mg->g) / 1048576.0, used / 1048576.0);
 }
 
+const char *model_gpu_attention(const struct model_gpu *mg)
+{
+	return gpu_model_attention(mg->g);
+}
+
 #else /* !GRPO_CUDA */
 
 #define NO_CUDA "this build has no CUDA path (nvcc and cuBLAS were not found when it was built)"
@@ -174,6 +179,11 @@ int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, floa
 void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
 {
 	snprintf(buf, n, "no GPU");
+}
+
+const char *model_gpu_attention(const struct model_gpu *mg)
+{
+	return "none";
 }
 
 #endif

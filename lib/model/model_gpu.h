@@ -49,5 +49,7 @@ int model_gpu_forward_mb(struct model_gpu *g, const struct microbatch *mb, float
 
 /* "NAME, N MiB on the device" for -v. */
 void model_gpu_describe(const struct model_gpu *g, char *buf, size_t n);
+/* The attention kernel in use: "tensor cores" or "CUDA cores". */
+const char *model_gpu_attention(const struct model_gpu *g);
 
 #endif

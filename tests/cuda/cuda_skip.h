@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "gpu_model.h"
 #include "tap.h"
 
 /*
@@ -23,9 +24,9 @@ static void skip_without_gpu(void)
 		exit(1);
 	}
 	if (err != cudaSuccess || devices == 0) {
-		char why[200];
-		snprintf(why, sizeof why, "no GPU: CUDA kernels built but not run (%s)",
-			 err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device");
+		char reason[200] = "", why[300];
+		gpu_count(reason, sizeof reason);
+		snprintf(why, sizeof why, "no GPU: CUDA kernels built but not run (%s)", reason);
 		skip_all(why);
 	}
 }

@@ -98,6 +98,21 @@ static void check(const char *dir, const char *fam)
 		   tokens[k], wh);
 		double wa = rc ? INFINITY : worst_vs_alone(&r, &g);
 		ok(wa <= 1e-5, "%s, --ref-tokens %d: equal to each sequence alone (worst %.2g)", fam, tokens[k], wa);
+		/* the same passes on a GPU in fp32, where there is one (a pass of 1 token
+		 * makes every sequence resize the GPU model) */
+		enum model_device d;
+		if (model_device_resolve(MODEL_DEVICE_AUTO, &d, &e) < 0 || d != MODEL_DEVICE_CUDA) {
+			skip("no GPU: reference passes on the GPU not run");
+		} else {
+			rc = reflp_use_gpu(&r, 0, &e);
+			if (rc == 0)
+				rc = reflp_group(&r, &g, &e);
+			if (rc)
+				diag("%s", e.msg);
+			wh = rc ? INFINITY : worst_vs_hf(&g, cJSON_GetObjectItem(x, "logprobs"));
+			ok(wh <= 1e-4, "%s, --ref-tokens %d on the GPU in fp32: equal to transformers within 1e-4 relative "
+			   "(worst %.2g)", fam, tokens[k], wh);
+		}
 		reflp_close(&r);
 	}
 	group_free(&g);
