@@ -95,8 +95,10 @@ static size_t file_size(uint64_t n)
 int gradx_encode(struct buf *b, const struct gradx_head *h, const struct loss_totals *counts,
                  const struct loss_stats *st, const float *g)
 {
+	if (h->n > (SIZE_MAX - GRADX_HEAD - 8 * GRADX_NSTAT) / 4)
+		return -1;
 	size_t size = file_size(h->n);
-	if (h->n > (SIZE_MAX - GRADX_HEAD - 8 * GRADX_NSTAT) / 4 || buf_reserve(b, size) < 0)
+	if (buf_reserve(b, size) < 0)
 		return -1;
 	unsigned char *p = b->data + b->len, *q = p + GRADX_HEAD;
 	memcpy(p, GRADX_MAGIC, 8);
