@@ -257,6 +257,18 @@ static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logp
 	return 0;
 }
 
+/* --keep and --on-publish act on what rank 0 alone publishes: said once on
+ * another rank, which does neither, rather than ignored without a word. */
+static void rank0_only(const struct args *a)
+{
+	if (a->keep > 0)
+		fprintf(stderr, "%s: --keep is rank 0's (it alone publishes and prunes policy/step_N): "
+		        "ignored on rank %d\n", prog, a->rank);
+	if (a->on_publish)
+		fprintf(stderr, "%s: --on-publish is rank 0's (it alone publishes policy/step_N): "
+		        "ignored on rank %d\n", prog, a->rank);
+}
+
 /* Wait for BATCHES/step_N/DONE: 0 there, 1 not there (and not watching, or stopped). */
 static int wait_done(const struct args *a, int64_t step)
 {
@@ -479,6 +491,8 @@ int main(int argc, char **argv)
 	struct err e;
 	if (optim_opts_check(&a.opt, &e) < 0)
 		bad_usage("%s", e.msg);
+	if (a.rank > 0)
+		rank0_only(&a);
 	if (threads > 0)
 		model_set_threads(threads);
 	signal(SIGINT, on_signal);

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +11,162 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/buf.h"
 #include "base/fsys.h"
 #include "base/tempfile.h"
 #include "train/gradx.h"
 #include "train/step.h"
 
-#define GRADX_MAGIC "GRPOGRD1"
-#define GRADX_HEAD (8 + 4 + 4 + 8 + 4 + 4 + 8 + 3 * 8 + sizeof(struct loss_stats))
+/* The statistics after the counts, in the file's order. */
+static const size_t stat_field[] = {
+	offsetof(struct loss_stats, loss), offsetof(struct loss_stats, policy),
+	offsetof(struct loss_stats, kl), offsetof(struct loss_stats, entropy),
+	offsetof(struct loss_stats, tokens), offsetof(struct loss_stats, seqs),
+	offsetof(struct loss_stats, kl_sum), offsetof(struct loss_stats, ent_sum),
+	offsetof(struct loss_stats, ratio_sum), offsetof(struct loss_stats, ratio_min),
+	offsetof(struct loss_stats, ratio_max), offsetof(struct loss_stats, clip_low),
+	offsetof(struct loss_stats, clip_high), offsetof(struct loss_stats, dual_clipped),
+	offsetof(struct loss_stats, tis_capped), offsetof(struct loss_stats, diff_sum),
+	offsetof(struct loss_stats, diff_abs_sum),
+};
+/* a field added to struct loss_stats must be added above, and the version raised */
+_Static_assert(sizeof(struct loss_stats) == 17 * sizeof(double) && 3 + 17 == GRADX_NSTAT,
+               "struct loss_stats and the gradient file's statistics differ");
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
+static double *stat_at(struct loss_stats *st, size_t i)
 {
-	const unsigned char *c = p;
+	return (double *)((char *)st + stat_field[i]);
+}
+
+/*
+ * Little-endian by shifts, whatever the host: one code path, the one the
+ * tests run, which GCC and Clang at -O2 turn into plain loads and stores on
+ * a little-endian host.
+ */
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16), p[3] = (unsigned char)(v >> 24);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put_f64(unsigned char *p, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, 8);
+	put64(p, u);
+}
+
+static double get_f64(const unsigned char *p)
+{
+	uint64_t u = get64(p);
+	double v;
+	memcpy(&v, &u, 8);
+	return v;
+}
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 0x100000001b3ull;
+		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h;
+}
+
+static size_t file_size(uint64_t n)
+{
+	return GRADX_HEAD + 8 * (size_t)GRADX_NSTAT + 4 * (size_t)n;
+}
+
+int gradx_encode(struct buf *b, const struct gradx_head *h, const struct loss_totals *counts,
+                 const struct loss_stats *st, const float *g)
+{
+	if (h->n > (SIZE_MAX - GRADX_HEAD - 8 * GRADX_NSTAT) / 4)
+		return -1;
+	size_t size = file_size(h->n);
+	if (buf_reserve(b, size) < 0)
+		return -1;
+	unsigned char *p = b->data + b->len, *q = p + GRADX_HEAD;
+	memcpy(p, GRADX_MAGIC, 8);
+	put32(p + 8, GRADX_VERSION);
+	put32(p + 12, (uint32_t)h->rank);
+	put64(p + 16, (uint64_t)h->step);
+	put32(p + 24, (uint32_t)h->epoch);
+	put32(p + 28, GRADX_NSTAT);
+	put64(p + 32, h->n);
+	put_f64(q, counts->seqs), put_f64(q + 8, counts->tokens), put_f64(q + 16, counts->mbs);
+	q += 24;
+	struct loss_stats s = *st;
+	for (size_t i = 0; i < GRADX_NSTAT - 3; i++, q += 8)
+		put_f64(q, *stat_at(&s, i));
+	for (uint64_t k = 0; k < h->n; k++, q += 4) {
+		uint32_t u;
+		memcpy(&u, &g[k], 4);
+		put32(q, u);
+	}
+	put64(p + 40, fnv1a(p + GRADX_HEAD, size - GRADX_HEAD));
+	b->len += size;
+	return 0;
+}
+
+int gradx_decode(const unsigned char *data, size_t len, const char *path, const struct gradx_head *want,
+                 struct loss_totals *counts, struct loss_stats *st, float *acc, struct err *e)
+{
+	if (len > 0 && memcmp(data, GRADX_MAGIC, len < 8 ? len : 8) != 0)
+		return err_set(e, "%s: not a gradient file of grpo-step --rank (bad magic)", path);
+	if (len < 12)
+		return err_set(e, "%s: short file: %zu bytes, less than a header (%d)", path, len, GRADX_HEAD);
+	uint32_t version = get32(data + 8);
+	if (version != GRADX_VERSION)
+		return err_set(e, "%s: a gradient file of version %u, and this grpo-step reads version %d: "
+		               "is every rank's grpo-step the same?", path, version, GRADX_VERSION);
+	if (len < GRADX_HEAD)
+		return err_set(e, "%s: short file: %zu bytes, less than a header (%d)", path, len, GRADX_HEAD);
+	uint32_t rank = get32(data + 12), epoch = get32(data + 24), nstat = get32(data + 28);
+	uint64_t step = get64(data + 16), n = get64(data + 32);
+	if (rank != (uint32_t)want->rank || step != (uint64_t)want->step || epoch != (uint32_t)want->epoch)
+		return err_set(e, "%s: holds rank %u, step %lld, epoch %u; expected rank %d, step %lld, epoch %d", path,
+		               rank, (long long)step, epoch, want->rank, (long long)want->step, want->epoch);
+	if (n != want->n || nstat != GRADX_NSTAT)
+		return err_set(e, "%s: wrong count: a gradient of %llu elements and %u statistics, expected %llu "
+		               "and %d: do the ranks train the same model?", path, (unsigned long long)n, nstat,
+		               (unsigned long long)want->n, GRADX_NSTAT);
+	size_t size = file_size(n);
+	if (len < size)
+		return err_set(e, "%s: short file: %zu bytes, expected %zu", path, len, size);
+	if (len > size)
+		return err_set(e, "%s: %zu bytes, expected %zu: trailing bytes", path, len, size);
+	uint64_t sum = fnv1a(data + GRADX_HEAD, size - GRADX_HEAD), said = get64(data + 40);
+	if (sum != said)
+		return err_set(e, "%s: checksum mismatch: the payload hashes to %016llx, the header says %016llx",
+		               path, (unsigned long long)sum, (unsigned long long)said);
+
+	const unsigned char *q = data + GRADX_HEAD;
+	counts->seqs = get_f64(q), counts->tokens = get_f64(q + 8), counts->mbs = get_f64(q + 16);
+	q += 24;
+	for (size_t i = 0; i < GRADX_NSTAT - 3; i++, q += 8)
+		*stat_at(st, i) = get_f64(q);
+	for (uint64_t k = 0; k < n; k++, q += 4) {
+		uint32_t u = get32(q);
+		float v;
+		memcpy(&v, &u, 4);
+		acc[k] += v;
+	}
+	return 0;
 }
 
 static double now(void)
@@ -80,14 +222,8 @@ static int publish(const struct gradx *x, int epoch, const float *g, size_t n, c
 	    fsys_mkdirs(dir, e) < 0)
 		return -1;
 	struct buf b = { 0 };
-	double counts[3] = { x->local.seqs, x->local.tokens, x->local.mbs };
-	int bad = buf_append(&b, GRADX_MAGIC, 8) | buf_put_u32(&b, 1) | buf_put_u32(&b, (uint32_t)x->rank) |
-	          buf_put_u64(&b, (uint64_t)x->step) | buf_put_u32(&b, (uint32_t)epoch) | buf_put_u32(&b, 0) |
-	          buf_put_u64(&b, n) | buf_append(&b, counts, sizeof counts) | buf_append(&b, st, sizeof *st);
-	bad |= buf_append(&b, g, n * sizeof *g);
-	uint64_t sum = bad ? 0 : fnv(0xcbf29ce484222325ull, b.data, b.len);
-	bad |= buf_append(&b, &sum, sizeof sum);
-	if (bad) {
+	struct gradx_head h = { x->rank, epoch, x->step, n };
+	if (gradx_encode(&b, &h, &x->local, st, g) < 0) {
 		buf_free(&b);
 		return err_set(e, "%s: out of memory", path);
 	}
@@ -103,32 +239,22 @@ static int publish(const struct gradx *x, int epoch, const float *g, size_t n, c
 	return r;
 }
 
-/* Read rank's file of epoch into b, checked; its gradient, counts and stats point into b. */
-static int load(const struct gradx *x, int epoch, int rank, size_t n, struct buf *b, const float **g,
-                double counts[3], struct loss_stats *st, struct err *e)
+/* Add rank's gradient of epoch into sum (n), its counts into counted and its
+ * statistics into total, through b. */
+static int load(const struct gradx *x, int epoch, int rank, float *sum, size_t n, struct buf *b,
+                struct loss_totals *counted, struct loss_stats *total, struct err *e)
 {
 	char path[PATH_MAX];
+	buf_reset(b);
 	if (file_of(x, "rank", epoch, rank, path, sizeof path, e) < 0 || buf_read_file(b, path, e) < 0)
 		return -1;
-	size_t want = GRADX_HEAD + n * sizeof(float) + 8;
-	if (b->len != want || memcmp(b->data, GRADX_MAGIC, 8) != 0)
-		return err_set(e, "%s: not a gradient of %zu weights (%zu bytes, expected %zu)", path, n, b->len,
-		               want);
-	uint64_t sum;
-	memcpy(&sum, b->data + want - 8, 8);
-	if (sum != fnv(0xcbf29ce484222325ull, b->data, want - 8))
-		return err_set(e, "%s: checksum mismatch", path);
-	uint32_t r32, ep32;
-	uint64_t step;
-	memcpy(&r32, b->data + 12, 4);
-	memcpy(&step, b->data + 16, 8);
-	memcpy(&ep32, b->data + 24, 4);
-	if (r32 != (uint32_t)rank || step != (uint64_t)x->step || ep32 != (uint32_t)epoch)
-		return err_set(e, "%s: holds rank %u, step %llu, epoch %u", path, r32, (unsigned long long)step,
-		               ep32);
-	memcpy(counts, b->data + 40, 3 * sizeof(double));
-	memcpy(st, b->data + 64, sizeof *st);
-	*g = (const float *)(b->data + GRADX_HEAD);
+	struct gradx_head want = { rank, epoch, x->step, n };
+	struct loss_totals c;
+	struct loss_stats st;
+	if (gradx_decode(b->data, b->len, path, &want, &c, &st, sum, e) < 0)
+		return -1;
+	counted->seqs += c.seqs, counted->tokens += c.tokens, counted->mbs += c.mbs;
+	loss_stats_add(total, &st);
 	return 0;
 }
 
@@ -144,6 +270,7 @@ int gradx_reduce(void *ctx, int epoch, const float *g, float *sum, size_t n, str
 		    (file_of(x, "rank", epoch, r, path, sizeof path, e) < 0 || wait_for(x, path, r, "gradient", e) < 0))
 			return -1;
 
+	/* from zeros in rank order, this rank's from memory: the same bits in every process */
 	memset(sum, 0, n * sizeof *sum);
 	struct loss_stats total;
 	struct loss_totals counted = { 0, 0, 0 };
@@ -151,18 +278,14 @@ int gradx_reduce(void *ctx, int epoch, const float *g, float *sum, size_t n, str
 	struct buf b = { 0 };
 	int rc = 0;
 	for (int r = 0; r < x->ranks && rc == 0; r++) {
-		const float *gr = g;
-		double c[3] = { x->local.seqs, x->local.tokens, x->local.mbs };
-		struct loss_stats sr = *st;
-		buf_reset(&b);
-		if (r != x->rank && load(x, epoch, r, n, &b, &gr, c, &sr, e) < 0) {
-			rc = -1;
-			break;
+		if (r != x->rank) {
+			rc = load(x, epoch, r, sum, n, &b, &counted, &total, e);
+			continue;
 		}
 		for (size_t k = 0; k < n; k++)
-			sum[k] += gr[k];
-		loss_stats_add(&total, &sr);
-		counted.seqs += c[0], counted.tokens += c[1], counted.mbs += c[2];
+			sum[k] += g[k];
+		counted.seqs += x->local.seqs, counted.tokens += x->local.tokens, counted.mbs += x->local.mbs;
+		loss_stats_add(&total, st);
 	}
 	buf_free(&b);
 	if (rc < 0)

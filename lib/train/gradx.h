@@ -20,11 +20,32 @@
  * A peer that never publishes (a crash) is waited for timeout seconds, and
  * then the step fails naming the rank; nothing is published.
  *
- * File: "GRPOGRD1", u32 version 1, u32 rank, u64 step, u32 epoch, u32 0,
- * u64 n, the counts (3 doubles: sequences, loss tokens, micro-batches that
- * are not dummies), struct loss_stats as doubles, n floats, then a 64-bit
- * FNV-1a checksum of everything before it; all in the host's byte order,
- * since the processes of one run share one build.
+ * The file, version 2: every number little-endian whatever the host, so
+ * that processes on hosts of either byte order (sharing the file system)
+ * can exchange, and a file's bytes say the same to every reader.
+ *
+ *   offset  size  field
+ *        0     8  magic "GRPOGRD1" (the same in every version)
+ *        8     4  u32 version, 2
+ *       12     4  u32 rank X
+ *       16     8  i64 step N
+ *       24     4  u32 epoch E
+ *       28     4  u32 statistics in the payload, GRADX_NSTAT
+ *       32     8  u64 n, the gradient's elements (the model's weights)
+ *       40     8  u64 64-bit FNV-1a of the payload (every byte after the header)
+ *       48        payload: the statistics as IEEE binary64, then the
+ *                 gradient as n IEEE binary32
+ *
+ * The statistics are the counts (sequences, loss tokens, micro-batches
+ * that are not dummies) and then struct loss_stats's fields in their
+ * declared order. The reader refuses, naming the file and what is wrong,
+ * a file with a bad magic, another version, too few or too many bytes,
+ * another rank, step, epoch or count than it waits for, or a payload whose
+ * checksum differs; every header field is checked against what is
+ * expected and the payload against the checksum, so any one changed byte
+ * is refused. Version 1 (until this one) had the same magic and version
+ * field, the rest in the host's byte order: it is refused as another
+ * version.
  */
 #ifndef GRPO_GRADX_H
 #define GRPO_GRADX_H
@@ -33,9 +54,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "data/done.h"
 #include "train/loss.h"
+
+#define GRADX_MAGIC "GRPOGRD1"
+#define GRADX_VERSION 2
+#define GRADX_HEAD 48                   /* bytes of the header */
+#define GRADX_NSTAT 20                  /* 3 counts + the 17 fields of struct loss_stats */
 
 struct gradx {
 	const char *queue;                  /* the policy queue */
@@ -44,8 +71,15 @@ struct gradx {
 	double timeout_s;                   /* the longest wait for a peer */
 	const volatile sig_atomic_t *stop;  /* set by a signal: stop waiting (may be NULL) */
 	struct loss_totals local;           /* this rank's counts, before --mask-truncated */
-	const struct done_manifest *done;   /* the sum of the ranks' counts is checked against it */
+	const struct done_manifest *done;   /* the sum of the ranks' counts is checked against it (may be NULL) */
 	const char *done_path;              /* for messages */
+};
+
+/* What a gradient file says of itself, and what its reader waits for. */
+struct gradx_head {
+	int rank, epoch;
+	int64_t step;
+	uint64_t n;                         /* elements of the gradient */
 };
 
 /* A step_reduce's function (train/step.h); ctx is a struct gradx. */
@@ -56,5 +90,19 @@ int gradx_reduce(void *ctx, int epoch, const float *g, float *sum, size_t n, str
  * read the last epoch's gradients (epochs in all), then remove
  * POLICY/.grad/step_N. */
 int gradx_finish(const struct gradx *x, int epochs, struct err *e);
+
+/* The bytes of one gradient file (h, the counts, st and g (h->n)), appended
+ * to b; -1 only when memory runs out. */
+int gradx_encode(struct buf *b, const struct gradx_head *h, const struct loss_totals *counts,
+                 const struct loss_stats *st, const float *g);
+
+/*
+ * Check the len bytes of data, read from path (for messages), against want,
+ * then fill counts and st and ADD (+=) the gradient into acc (want->n),
+ * which is left untouched unless every check passed. -1 naming path and
+ * what is wrong.
+ */
+int gradx_decode(const unsigned char *data, size_t len, const char *path, const struct gradx_head *want,
+                 struct loss_totals *counts, struct loss_stats *st, float *acc, struct err *e);
 
 #endif

@@ -5,9 +5,10 @@
 # a dead process's temporaries, token text in the debug table, --save-every
 # with --keep and resuming from a step without weights, and two --rank
 # processes exchanging gradients (the same bits as one process), with a
-# peer that never comes.
+# peer that never comes, and --keep and --on-publish, which a rank other
+# than 0 says it ignores.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 43
+plan 49
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -164,5 +165,24 @@ grpo-step --batches "$T/b2" -o "$T/r3" --rank 0 --rank-timeout 1 2> "$T/err"; is
 grep -q "rank 1's gradient did not appear within 1s" "$T/err" && [ ! -e "$T/r3/step_1" ]
 ok $? "names the rank after --rank-timeout, publishes nothing"
 grpo-step --batches "$T/b2" -o "$T/r3" --rank 2 2> "$T/err"; is $? 1 "--rank beyond the step's ranks: 1"
+
+# 8. --keep and --on-publish are rank 0's: another rank says so once and does neither
+grpo-pack -T 32 -W 2 -o "$T/b2" "$T/groups1.zst" || exit 1
+mkdir "$T/r4" && cp -r "$T/p/step_0" "$T/r4/"
+grpo-step --batches "$T/b2" -o "$T/r4" --rank 1 --steps 2 --keep 1 \
+	--on-publish "echo \"1 \$GRPO_STEP\" >> '$T/hook.r'" 2> "$T/err1" &
+pid1=$!
+grpo-step --batches "$T/b2" -o "$T/r4" --rank 0 --steps 2 \
+	--on-publish "echo \"0 \$GRPO_STEP\" >> '$T/hook.r'" 2> "$T/err0"
+s0=$?
+wait $pid1
+is "$s0 $?" "0 0" "two steps in two processes, rank 1 with --keep 1 and --on-publish"
+is "$(grep -c "^grpo-step: --keep is rank 0's (it alone publishes and prunes policy/step_N): ignored on rank 1\$" "$T/err1")" 1 \
+	"rank 1 says once that --keep is rank 0's and ignored"
+is "$(grep -c "^grpo-step: --on-publish is rank 0's (it alone publishes policy/step_N): ignored on rank 1\$" "$T/err1")" 1 \
+	"and once that --on-publish is"
+is "$(tr '\n' ';' < "$T/hook.r")" "0 1;0 2;" "only rank 0 ran --on-publish, after each step"
+is "$(ls "$T/r4" | tr '\n' ' ')" "step_0 step_1 step_2 " "rank 1 pruned nothing"
+is "$(grep -c "rank 0's" "$T/err0")" 0 "rank 0 has nothing to say of it"
 
 exit $_failed

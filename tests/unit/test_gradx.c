@@ -1,0 +1,309 @@
+/* The gradient file of grpo-step --rank (train/gradx.h, version 2): what
+ * gradx_encode writes gradx_decode reads back bit for bit; the bytes are
+ * the documented little-endian layout, checked against bytes written out by
+ * hand (checksum by Python's FNV-1a); every damage is refused naming the
+ * file and what is wrong: a bad magic, another version, every truncation,
+ * trailing bytes, another rank, step, epoch or count, and every changed
+ * byte; and gradx_reduce sums two ranks through real files. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "train/gradx.h"
+#include "tap.h"
+
+#define P "q/.grad/step_7/e0.rank_1"
+
+/* The file of the layout test: rank 1, step 0x0102030405, epoch 3, two elements. */
+static const unsigned char by_hand[] = {
+	'G', 'R', 'P', 'O', 'G', 'R', 'D', '1',          /* magic */
+	0x02, 0x00, 0x00, 0x00,                          /* version 2 */
+	0x01, 0x00, 0x00, 0x00,                          /* rank 1 */
+	0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00,  /* step 0x0102030405 */
+	0x03, 0x00, 0x00, 0x00,                          /* epoch 3 */
+	0x14, 0x00, 0x00, 0x00,                          /* 20 statistics */
+	0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  /* n = 2 */
+	0x54, 0xa4, 0xec, 0x6f, 0xf6, 0xb8, 0xb6, 0x23,  /* FNV-1a of the payload */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x40,  /* sequences 3.0 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x44, 0x40,  /* loss tokens 40.0 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40,  /* micro-batches 2.0 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f,  /* loss 1.0 */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* policy, kl */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* entropy, tokens */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* seqs, kl_sum */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* ent_sum, ratio_sum */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x7f,  /* ratio_min +inf */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0xff,  /* ratio_max -inf */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* clip_low, clip_high */
+	0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0, 0, 0, /* dual_clipped, tis_capped */
+	0, 0, 0, 0, 0, 0, 0, 0,                          /* diff_sum */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe0, 0xbf,  /* diff_abs_sum -0.5 */
+	0x00, 0x00, 0x80, 0x3f,                          /* g[0] 1.0f */
+	0x00, 0x00, 0x00, 0xc0,                          /* g[1] -2.0f */
+};
+
+/* Statistics and a gradient of n elements that differ everywhere. */
+static void sample(struct loss_totals *c, struct loss_stats *st, float *g, size_t n, int seed)
+{
+	double *d = (double *)st;
+	for (size_t i = 0; i < sizeof *st / sizeof *d; i++)
+		d[i] = seed + 0.125 * (double)i - 1.0 / 3;
+	*c = (struct loss_totals){ 3 + seed, 40 + seed, 2 + seed };
+	for (size_t k = 0; k < n; k++)
+		g[k] = (float)((double)seed * 1e-3 - (double)k / 7);
+}
+
+/* Decode a copy of exactly len bytes (so that AddressSanitizer sees any read past them). */
+static int decode(const unsigned char *data, size_t len, const struct gradx_head *want, float *acc, struct err *e)
+{
+	unsigned char *copy = malloc(len ? len : 1);
+	memcpy(copy, data, len);
+	struct loss_totals c;
+	struct loss_stats st;
+	int r = gradx_decode(copy, len, P, want, &c, &st, acc, e);
+	free(copy);
+	return r;
+}
+
+static int refused(const unsigned char *data, size_t len, const struct gradx_head *want, const char *what)
+{
+	struct err e = { "" };
+	float acc[8] = { 0 };
+	int r = decode(data, len, want, acc, &e);
+	int untouched = 1;
+	for (int k = 0; k < 8; k++)
+		untouched &= acc[k] == 0;
+	int ok_ = r == -1 && strncmp(e.msg, P ": ", strlen(P) + 2) == 0 && strstr(e.msg, what) && untouched;
+	if (!ok_)
+		diag("  got %d '%s', want '%s'", r, e.msg, what);
+	return ok_;
+}
+
+static void layout(void)
+{
+	struct gradx_head h = { 1, 3, 0x0102030405ll, 2 };
+	struct loss_totals c = { 3, 40, 2 };
+	struct loss_stats st;
+	memset(&st, 0, sizeof st);
+	st.loss = 1, st.ratio_min = INFINITY, st.ratio_max = -INFINITY, st.diff_abs_sum = -0.5;
+	float g[2] = { 1, -2 };
+	struct buf b = { 0 };
+	ok(gradx_encode(&b, &h, &c, &st, g) == 0, "encode a file of 2 elements");
+	is_int(b.len, sizeof by_hand, "%zu bytes: a 48-byte header, 20 doubles, 2 floats", sizeof by_hand);
+	size_t at = 0;
+	while (at < b.len && at < sizeof by_hand && b.data[at] == by_hand[at])
+		at++;
+	if (!ok(b.len == sizeof by_hand && at == b.len, "byte for byte the little-endian layout written by hand"))
+		diag("  first difference at byte %zu", at);
+
+	float acc[2] = { 0, 0 };
+	struct loss_totals rc;
+	struct loss_stats rs;
+	struct err e = { "" };
+	ok(gradx_decode(by_hand, sizeof by_hand, P, &h, &rc, &rs, acc, &e) == 0, "the bytes by hand decode (%s)",
+	   e.msg);
+	ok(acc[0] == 1 && acc[1] == -2 && rc.seqs == 3 && rc.tokens == 40 && rc.mbs == 2 && rs.loss == 1 &&
+	   rs.ratio_min == INFINITY && rs.ratio_max == -INFINITY && rs.diff_abs_sum == -0.5 && rs.policy == 0,
+	   "to the values they were written from");
+	buf_free(&b);
+}
+
+static void round_trip(void)
+{
+	enum { N = 1000 };
+	float g[N], acc[N], one[N];
+	struct loss_totals c, rc;
+	struct loss_stats st, rs;
+	sample(&c, &st, g, N, 5);
+	g[1] = -0.0f, g[2] = 1e-45f, g[3] = INFINITY, g[4] = NAN;   /* every float's bits travel */
+	st.ratio_min = INFINITY;
+	struct gradx_head h = { 3, 1, 42, N };
+	struct buf b = { 0 };
+	struct err e = { "" };
+	ok(gradx_encode(&b, &h, &c, &st, g) == 0, "encode %d elements", N);
+	for (int k = 0; k < N; k++)
+		acc[k] = -0.0f;   /* x + -0 is x, for x = -0 too */
+	memset(&rs, 0, sizeof rs);
+	ok(gradx_decode(b.data, b.len, P, &h, &rc, &rs, acc, &e) == 0, "decode (%s)", e.msg);
+	ok(memcmp(acc, g, sizeof g) == 0, "the gradient comes back bit for bit (-0, subnormal, inf, NaN too)");
+	ok(memcmp(&rs, &st, sizeof st) == 0 && rc.seqs == c.seqs && rc.tokens == c.tokens && rc.mbs == c.mbs,
+	   "the counts and every statistic too");
+	for (int k = 0; k < N; k++)
+		acc[k] = one[k] = 1.5f;
+	g[3] = 0, g[4] = 0;
+	buf_reset(&b);
+	gradx_encode(&b, &h, &c, &st, g);
+	gradx_decode(b.data, b.len, P, &h, &rc, &rs, acc, &e);
+	int added = 1;
+	for (int k = 0; k < N; k++)
+		added &= acc[k] == one[k] + g[k];
+	ok(added, "decode adds the gradient into what is there");
+	buf_free(&b);
+}
+
+static void refusals(void)
+{
+	enum { N = 3 };
+	float g[N];
+	struct loss_totals c;
+	struct loss_stats st;
+	sample(&c, &st, g, N, 1);
+	struct gradx_head h = { 1, 0, 7, N };
+	struct buf b = { 0 };
+	gradx_encode(&b, &h, &c, &st, g);
+	size_t n = b.len;
+	unsigned char *f = malloc(n + 1);
+	memcpy(f, b.data, n);
+
+	f[0] = 'X';
+	ok(refused(f, n, &h, "not a gradient file of grpo-step --rank (bad magic)"), "a bad magic");
+	memcpy(f, b.data, n);
+	f[8] = 1;
+	ok(refused(f, n, &h, "a gradient file of version 1, and this grpo-step reads version 2"), "version 1");
+	f[8] = 3;
+	ok(refused(f, n, &h, "version 3"), "version 3");
+	memcpy(f, b.data, n);
+	/* version 1 as it was written: host order, its own layout */
+	unsigned char v1[40 + 8 * GRADX_NSTAT + 4 * N + 8] = "GRPOGRD1";
+	uint32_t one = 1;
+	memcpy(v1 + 8, &one, 4);
+	ok(refused(v1, sizeof v1, &h, "version 1"), "a file of version 1 (what the previous grpo-step wrote)");
+
+	struct gradx_head w = h;
+	w.rank = 2;
+	ok(refused(f, n, &w, "holds rank 1, step 7, epoch 0; expected rank 2, step 7, epoch 0"), "another rank");
+	w = h, w.step = 8;
+	ok(refused(f, n, &w, "expected rank 1, step 8, epoch 0"), "another step");
+	w = h, w.epoch = 1;
+	ok(refused(f, n, &w, "expected rank 1, step 7, epoch 1"), "another epoch");
+	w = h, w.n = N + 1;
+	ok(refused(f, n, &w, "wrong count: a gradient of 3 elements and 20 statistics, expected 4 and 20"),
+	   "another element count");
+	f[28] = 21;
+	ok(refused(f, n, &h, "wrong count: a gradient of 3 elements and 21 statistics, expected 3 and 20"),
+	   "another statistics count");
+	memcpy(f, b.data, n);
+	f[n] = 0;
+	ok(refused(f, n + 1, &h, "221 bytes, expected 220: trailing bytes"), "a byte too many");
+	f[60] ^= 0x10;
+	ok(refused(f, n, &h, "checksum mismatch: the payload hashes to"), "a changed byte of the payload");
+
+	/* every truncation, every byte changed */
+	int shorts = 0, flips = 0, payload = 0;
+	for (size_t k = 0; k < n; k++) {
+		char what[64];
+		snprintf(what, sizeof what, "short file: %zu bytes", k);
+		shorts += refused(b.data, k, &h, what);
+		memcpy(f, b.data, n);
+		f[k] ^= 0x01;
+		flips += refused(f, n, &h, "");
+		f[k] ^= 0xff;
+		flips += refused(f, n, &h, "");
+		if (k >= GRADX_HEAD) {
+			payload += refused(f, n, &h, "checksum mismatch");
+			f[k] ^= 0xff ^ 0x80;
+			payload += refused(f, n, &h, "checksum mismatch");
+		}
+	}
+	is_int(shorts, n, "cut at each of its %zu bytes: a short file, saying how many bytes", n);
+	is_int(flips, 2 * n, "any one byte changed anywhere (two ways each): refused");
+	is_int(payload, 2 * (n - GRADX_HEAD), "a changed byte of the payload: by the checksum");
+	free(f);
+	buf_free(&b);
+}
+
+/* Write rank's file of epoch 0 as its process would. */
+static void put_file(const char *q, int rank, const struct loss_totals *c, const struct loss_stats *st,
+                     const float *g, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/.grad/step_7/e0.rank_%d", q, rank);
+	struct gradx_head h = { rank, 0, 7, n };
+	struct buf b = { 0 };
+	gradx_encode(&b, &h, c, st, g);
+	FILE *f = fopen(path, "wb");
+	ok(f && fwrite(b.data, 1, b.len, f) == b.len && fclose(f) == 0, "rank %d's file by hand", rank);
+	buf_free(&b);
+}
+
+static void reduce(void)
+{
+	enum { N = 50 };
+	const char *tmp = getenv("TMPDIR");
+	char q[512], dir[600], cmd[700];
+	snprintf(q, sizeof q, "%s/test_gradx.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!ok(mkdtemp(q) != NULL, "a temporary policy queue"))
+		return;
+	snprintf(dir, sizeof dir, "%s/.grad/step_7", q);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+	if (system(cmd) != 0)
+		return;
+
+	float g0[N], g1[N], sum[N];
+	struct loss_totals c0, c1;
+	struct loss_stats s0, s1;
+	sample(&c0, &s0, g0, N, 0);
+	sample(&c1, &s1, g1, N, 1);
+	put_file(q, 1, &c1, &s1, g1, N);
+	struct err e = { "" };
+	struct gradx x = { q, 7, 0, 2, 5, NULL, c0, NULL, NULL };
+	struct loss_stats st = s0, want = s0;
+	ok(gradx_reduce(&x, 0, g0, sum, N, &st, &e) == 0, "rank 0 of 2 reduces (%s)", e.msg);
+	int same = 1;
+	for (int k = 0; k < N; k++)
+		same &= sum[k] == 0.0f + g0[k] + g1[k];
+	loss_stats_add(&want, &s1);
+	ok(same && memcmp(&st, &want, sizeof st) == 0, "to the sum in rank order, the statistics summed");
+
+	char path[700];
+	snprintf(path, sizeof path, "%s/e0.rank_0", dir);
+	struct buf b = { 0 };
+	float back[N] = { 0 };
+	struct loss_totals rc;
+	struct loss_stats rs;
+	struct gradx_head h0 = { 0, 0, 7, N };
+	ok(buf_read_file(&b, path, &e) == 0 && gradx_decode(b.data, b.len, path, &h0, &rc, &rs, back, &e) == 0 &&
+	   memcmp(back, g0, sizeof g0) == 0 && memcmp(&rs, &s0, sizeof rs) == 0 && rc.tokens == c0.tokens,
+	   "rank 0 published its own gradient as a version 2 file (%s)", e.msg);
+	buf_free(&b);
+
+	/* rank 1 reads rank 0's file and acknowledges; then rank 0 finishes */
+	struct gradx x1 = { q, 7, 1, 2, 5, NULL, c1, NULL, NULL };
+	st = s1;
+	float sum1[N];
+	ok(gradx_reduce(&x1, 0, g1, sum1, N, &st, &e) == 0 && memcmp(sum, sum1, sizeof sum) == 0 &&
+	   memcmp(&st, &want, sizeof st) == 0, "rank 1 gets the same bits (%s)", e.msg);
+	ok(gradx_finish(&x, 1, &e) == 0 && access(dir, F_OK) != 0, "rank 0 finishes: the step's directory is gone (%s)",
+	   e.msg);
+
+	/* a damaged peer: refused naming its file */
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+	if (system(cmd) != 0)
+		return;
+	g1[N - 1] = 5;
+	put_file(q, 1, &c1, &s1, g1, N);
+	snprintf(path, sizeof path, "%s/e0.rank_1", dir);
+	snprintf(cmd, sizeof cmd, "printf x | dd of='%s' bs=1 seek=100 conv=notrunc 2>/dev/null", path);
+	st = s0;
+	ok(system(cmd) == 0 && gradx_reduce(&x, 0, g0, sum, N, &st, &e) == -1 && strstr(e.msg, path) == e.msg &&
+	   strstr(e.msg, ": checksum mismatch"), "a peer's damaged file is refused naming it: %s", e.msg);
+	snprintf(cmd, sizeof cmd, "truncate -s 47 '%s'", path);
+	ok(system(cmd) == 0 && gradx_reduce(&x, 0, g0, sum, N, &st, &e) == -1 &&
+	   strstr(e.msg, "e0.rank_1: short file: 47 bytes"), "a cut one too: %s", e.msg);
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", q);
+	if (system(cmd) != 0)
+		diag("could not remove %s", q);
+}
+
+int main(void)
+{
+	layout();
+	round_trip();
+	refusals();
+	reduce();
+	return tap_done();
+}
