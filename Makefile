@@ -3,6 +3,7 @@
 # Sources are found by pattern, so adding a module never touches this file:
 #   lib/*/*.c            -> $(BUILD)/libgrpo.a   (folders by layer: lib/README.md)
 #   tools/grpo-*.c       -> $(BUILD)/bin/grpo-*
+#   tools/*.c, the rest  -> linked into every tool (tools/cli.c: messages, exits, option values)
 #   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
 #   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
 #   bench/bench_*.c      -> $(BUILD)/bench/bench_*  (run by `make bench`)
@@ -37,6 +38,8 @@ LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A     := $(BUILD)/libgrpo.a
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/grpo-*.c))
+# The tools' own modules, which print and exit and so stay out of lib/.
+TOOL_SHARED := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/grpo-%.c,$(wildcard tools/*.c)))
 UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 MANS      := $(wildcard man/*.[1-9])
@@ -102,10 +105,10 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_SHARED) $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(TOOL_SHARED) $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
 	@mkdir -p $(dir $@)

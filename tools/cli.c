@@ -1,0 +1,319 @@
+/*
+ * cli.c: the tools' name, messages, exits and option values (cli.h).
+ *
+ * Each parser is a scan that says whether the argument is whole and in
+ * range, and a description of what the option takes, made from the same
+ * range, so that the message can never disagree with the check.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *prog = "grpo";
+static void (*usage_fn)(FILE *);
+
+const char *cli_init(const char *argv0, void (*usage)(FILE *))
+{
+	if (argv0 && *argv0) {
+		const char *slash = strrchr(argv0, '/');
+		prog = slash && slash[1] ? slash + 1 : argv0;
+	}
+	usage_fn = usage;
+	return prog;
+}
+
+static void vwarn(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void cli_die(int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void cli_bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	if (usage_fn)
+		usage_fn(stderr);
+	exit(CLI_EXIT_USAGE);
+}
+
+void cli_bad_value(const char *opt, const char *expected, const char *arg)
+{
+	fprintf(stderr, "%s: %s: expected %s, got '%s'\n", prog, opt, expected, arg);
+	exit(CLI_EXIT_USAGE);
+}
+
+/* ---- scans: 0 when s is whole, -1 when not ---- */
+
+/* A number starts with a digit or a point, after one optional sign: no
+ * blank, and none of strtod's words (inf, nan). */
+static int starts_number(const char *s)
+{
+	if (*s == '+' || *s == '-')
+		s++;
+	return isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]));
+}
+
+static int scan_int(const char *s, long long *v)
+{
+	char *end;
+	if (!starts_number(s))
+		return -1;
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+static int scan_uint(const char *s, unsigned long long *v)
+{
+	char *end;
+	/* strtoull takes "-1" as ULLONG_MAX */
+	if (!starts_number(s) || *s == '-')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+/* A finite number, the rest after it in *rest (NULL: nothing may follow). */
+static int scan_number(const char *s, double *v, const char **rest)
+{
+	char *end;
+	/* base 10: strtod would take hexadecimal (0x1p3) too */
+	if (!starts_number(s) || strpbrk(s, "xX"))
+		return -1;
+	*v = strtod(s, &end);
+	if (!isfinite(*v))   /* overflow; an underflow is as near 0 as a double goes */
+		return -1;
+	if (rest)
+		*rest = end;
+	return rest || !*end ? 0 : -1;
+}
+
+int cli_scan_number(const char *arg, double *v)
+{
+	return scan_number(arg, v, NULL);
+}
+
+/* A number and one of the unit letters in units (their values in scale), or none. */
+static int scan_unit(const char *s, const char *units, const double *scale, double *v)
+{
+	const char *rest;
+	if (scan_number(s, v, &rest) < 0)
+		return -1;
+	if (!*rest)
+		return 0;
+	const char *u = rest[1] ? NULL : strchr(units, *rest);
+	if (!u)
+		return -1;
+	*v *= scale[u - units];
+	return isfinite(*v) ? 0 : -1;
+}
+
+static const char sec_units[] = "smhd";
+static const double sec_scale[] = { 1, 60, 3600, 86400 };
+
+/* ---- what an option takes, from its range ---- */
+
+/* Bounds at or beyond these are left out of messages: nobody types such numbers. */
+#define HUGE_INT LLONG_MAX
+
+static void int_what(char *w, size_t n, long long min, long long max)
+{
+	if (min == LLONG_MIN && max >= HUGE_INT)
+		snprintf(w, n, "an integer");
+	else if (max >= HUGE_INT && min == 1)
+		snprintf(w, n, "a positive integer");
+	else if (max >= HUGE_INT && min == 0)
+		snprintf(w, n, "a non-negative integer");
+	else if (max >= HUGE_INT)
+		snprintf(w, n, "an integer >= %lld", min);
+	else if (min == LLONG_MIN)
+		snprintf(w, n, "an integer <= %lld", max);
+	else if (min == 1)
+		snprintf(w, n, "a positive integer up to %lld", max);
+	else
+		snprintf(w, n, "an integer from %lld to %lld", min, max);
+}
+
+static void number_what(char *w, size_t n, const char *noun, double min, double max, int open)
+{
+	char lo[40] = "", hi[40] = "";
+	if (!isinf(min))
+		snprintf(lo, sizeof lo, "%s %g", open & CLI_ABOVE_MIN ? ">" : ">=", min);
+	if (!isinf(max))
+		snprintf(hi, sizeof hi, "%s %g", open & CLI_BELOW_MAX ? "<" : "<=", max);
+	if (*lo && *hi && !open)
+		snprintf(w, n, "%s from %g to %g", noun, min, max);
+	else
+		snprintf(w, n, "%s%s%s%s%s", noun, *lo ? " " : "", lo, *lo && *hi ? " and " : *hi ? " " : "", hi);
+}
+
+/* Seconds as a person would write them: 86400 as 1d, 600 as 10m. */
+static void seconds_text(char *w, size_t n, double s)
+{
+	for (int k = 3; k > 0; k--)
+		if (s >= sec_scale[k] && fmod(s, sec_scale[k]) == 0) {
+			snprintf(w, n, "%.0f%c", s / sec_scale[k], sec_units[k]);
+			return;
+		}
+	snprintf(w, n, s == floor(s) && s < 1e15 ? "%.0fs" : "%gs", s);
+}
+
+/* ---- the parsers ---- */
+
+long long cli_int(const char *opt, const char *arg, long long min, long long max)
+{
+	long long v;
+	if (scan_int(arg, &v) == 0 && v >= min && v <= max)
+		return v;
+	char w[128];
+	int_what(w, sizeof w, min, max);
+	cli_bad_value(opt, w, arg);
+}
+
+static unsigned long long uint_in(const char *opt, const char *arg, unsigned long long min,
+                                  unsigned long long max)
+{
+	unsigned long long v;
+	if (scan_uint(arg, &v) == 0 && v >= min && v <= max)
+		return v;
+	char w[128];
+	int_what(w, sizeof w, (long long)min, max >= HUGE_INT ? HUGE_INT : (long long)max);
+	cli_bad_value(opt, w, arg);
+}
+
+unsigned long long cli_uint(const char *opt, const char *arg, unsigned long long max)
+{
+	return uint_in(opt, arg, 0, max);
+}
+
+unsigned long long cli_positive(const char *opt, const char *arg, unsigned long long max)
+{
+	return uint_in(opt, arg, 1, max);
+}
+
+static int in_range(double v, double min, double max, int open)
+{
+	return (open & CLI_ABOVE_MIN ? v > min : v >= min) && (open & CLI_BELOW_MAX ? v < max : v <= max);
+}
+
+double cli_number(const char *opt, const char *arg, double min, double max, int open)
+{
+	double v;
+	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open))
+		return v;
+	char w[128];
+	number_what(w, sizeof w, "a number", min, max, open);
+	cli_bad_value(opt, w, arg);
+}
+
+float cli_float(const char *opt, const char *arg, double min, double max, int open)
+{
+	double v;
+	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open) && isfinite((float)v))
+		return (float)v;
+	char w[128];
+	number_what(w, sizeof w, "a number", min, max, open);
+	cli_bad_value(opt, w, arg);
+}
+
+double cli_seconds(const char *opt, const char *arg, double max)
+{
+	double v;
+	if (scan_unit(arg, sec_units, sec_scale, &v) == 0 && v > 0 && (max <= 0 || v <= max))
+		return v;
+	char w[160], m[40] = "";
+	if (max > 0)
+		seconds_text(m, sizeof m, max);
+	snprintf(w, sizeof w, "a duration > 0%s%s (seconds, or with s, m, h or d)", *m ? " and <= " : "", m);
+	cli_bad_value(opt, w, arg);
+}
+
+long long cli_whole_seconds(const char *opt, const char *arg, long long min, long long max)
+{
+	double v;
+	/* 2^63 itself is a double; what is below it converts */
+	if (scan_unit(arg, sec_units, sec_scale, &v) == 0 && v == floor(v) && v >= -0x1p63 && v < 0x1p63 &&
+	    (long long)v >= min && (long long)v <= max)
+		return (long long)v;
+	char w[160], r[64];
+	if (max >= HUGE_INT && min == 1)
+		snprintf(r, sizeof r, "> 0");
+	else if (max >= HUGE_INT)
+		snprintf(r, sizeof r, ">= %lld", min);
+	else
+		snprintf(r, sizeof r, "from %lld to %lld", min, max);
+	snprintf(w, sizeof w, "a whole number of seconds %s (or with s, m, h or d)", r);
+	cli_bad_value(opt, w, arg);
+}
+
+/*
+ * Exactly, in integers: "1.1K" is 1100 bytes, where a double would make it
+ * 1100.0000000000002; a size that is not a whole number of bytes is refused.
+ */
+static int scan_bytes(const char *s, uint64_t *v)
+{
+	uint64_t mant = 0, scale = 1, k = 1;
+	int digits = 0, point = 0;
+	for (; isdigit((unsigned char)*s) || (*s == '.' && !point); s++) {
+		if (*s == '.') {
+			point = 1;
+			continue;
+		}
+		if (__builtin_mul_overflow(mant, 10, &mant) || __builtin_add_overflow(mant, (uint64_t)(*s - '0'), &mant))
+			return -1;
+		if (point && __builtin_mul_overflow(scale, 10, &scale))
+			return -1;
+		digits++;
+	}
+	switch (*s) {
+	case 'K': case 'k': k = 1000; break;
+	case 'M': case 'm': k = 1000 * 1000; break;
+	case 'G': case 'g': k = 1000 * 1000 * 1000; break;
+	}
+	if (k > 1)
+		s++;
+	if (!digits || *s || __builtin_mul_overflow(mant, k, &mant) || mant % scale)
+		return -1;
+	*v = mant / scale;
+	return 0;
+}
+
+uint64_t cli_bytes(const char *opt, const char *arg, uint64_t max)
+{
+	uint64_t v;
+	if (scan_bytes(arg, &v) == 0 && v >= 1 && v <= max)
+		return v;
+	char w[160], r[64] = "> 0";
+	if (max < (uint64_t)HUGE_INT)
+		snprintf(r, sizeof r, "from 1 to %llu", (unsigned long long)max);
+	snprintf(w, sizeof w, "a size in bytes %s (or with K, M or G, powers of 1000)", r);
+	cli_bad_value(opt, w, arg);
+}

@@ -1,0 +1,89 @@
+/*
+ * cli.h: what the grpo tools do alike on the command line: their name in
+ * messages, warnings, dying with a documented exit status, usage errors,
+ * and reading the numbers, durations and byte sizes that options take.
+ *
+ * It is the tools' own module, outside lib/, because it prints and exits,
+ * which lib/ never does (lib/README.md). A tool calls cli_init() first
+ * thing in main(); everything else may be called from then on.
+ *
+ * The value parsers take an option's argument whole and either return its
+ * value or say what was wrong and exit with CLI_EXIT_USAGE, always in one
+ * form, the option's long name, what it takes and the argument as given:
+ *
+ *	grpo-pack: --seq-len: expected a positive integer, got '12x'
+ *	grpo-pack: --ranks: expected a positive integer up to 65536, got '70000'
+ *	grpo-score: --poll: expected a duration > 0 (seconds, or with s, m, h or d), got '-1'
+ *
+ * "Whole" means: nothing before the number (not even a blank), nothing
+ * after it but the unit a duration or size allows, base 10 only, no
+ * overflow, and a value inside the range the caller gives, which the
+ * message states. Floating-point values are finite. The tool's usage is not
+ * printed after a bad value: the line says all there is to fix, and a
+ * screen of options would push it out of sight.
+ */
+#ifndef GRPO_TOOLS_CLI_H
+#define GRPO_TOOLS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* The exit statuses every tool's man page gives the same meaning (EXIT STATUS). */
+enum {
+	CLI_EXIT_FAILURE = 1,   /* an error: bad input, a failed read or write */
+	CLI_EXIT_USAGE = 2,     /* a bad command line: unknown option, bad value, missing operand */
+};
+
+/*
+ * The program's name for messages, the last component of argv0 (as
+ * getopt's own messages and the man page have it), which it returns; and
+ * the function that prints the tool's usage, for cli_bad_usage().
+ */
+const char *cli_init(const char *argv0, void (*usage)(FILE *));
+
+/* "prog: message" on standard error (message formatted as by printf). */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cli_warn(), then exit with status (one that the tool's man page documents). */
+void cli_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* A usage error: "prog: message", the tool's usage, exit CLI_EXIT_USAGE. */
+void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * An argument that is not what option takes, in the parsers' form, for the
+ * checks a tool makes itself: cli_bad_value("--betas", "B1,B2", "0.9")
+ * prints "prog: --betas: expected B1,B2, got '0.9'" and exits CLI_EXIT_USAGE.
+ */
+void cli_bad_value(const char *opt, const char *expected, const char *arg) __attribute__((noreturn));
+
+/* Integers: min..max; 0..max; 1..max. */
+long long cli_int(const char *opt, const char *arg, long long min, long long max);
+unsigned long long cli_uint(const char *opt, const char *arg, unsigned long long max);
+unsigned long long cli_positive(const char *opt, const char *arg, unsigned long long max);
+
+/*
+ * A finite number from min to max (either may be infinite: no bound), its
+ * ends included unless open says otherwise. cli_float() also refuses what a
+ * float cannot hold.
+ */
+enum { CLI_ABOVE_MIN = 1, CLI_BELOW_MAX = 2 };
+double cli_number(const char *opt, const char *arg, double min, double max, int open);
+float cli_float(const char *opt, const char *arg, double min, double max, int open);
+
+/* Whether arg is a whole finite number (0, with *v set) or not (-1): for values a tool takes apart itself. */
+int cli_scan_number(const char *arg, double *v);
+
+/*
+ * A duration in seconds: a number, fractions allowed, or one with the
+ * suffix s, m, h or d (90, 1.5m, 2h, 1d). cli_seconds: > 0, at most max
+ * seconds (max 0: no maximum). cli_whole_seconds: a whole number of
+ * seconds from min to max, for what is kept in whole seconds (leases).
+ */
+double cli_seconds(const char *opt, const char *arg, double max);
+long long cli_whole_seconds(const char *opt, const char *arg, long long min, long long max);
+
+/* A size in bytes, 1..max: a whole number, or one with the suffix K, M or G (powers of 1000: 4K, 1.5G). */
+uint64_t cli_bytes(const char *opt, const char *arg, uint64_t max);
+
+#endif
