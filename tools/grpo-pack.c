@@ -28,6 +28,8 @@
 #include "data/sfile.h"
 #include "spool/watch.h"
 
+#include "cli.h"
+
 static const char *prog = "grpo-pack";
 
 struct opts {
@@ -96,27 +98,6 @@ static void usage(FILE *f)
 		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
 		"  -h, --help              this text\n"
 		"  -V, --version           the version\n");
-}
-
-static int parse_u64(const char *s, uint64_t *v, uint64_t min)
-{
-	char *end;
-	errno = 0;
-	if (*s == '-')
-		return -1;
-	unsigned long long x = strtoull(s, &end, 10);
-	if (errno || end == s || *end || x < min)
-		return -1;
-	*v = x;
-	return 0;
-}
-
-static int parse_secs(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return errno || end == s || *end || !(*v > 0) || *v > 1e7 ? -1 : 0;
 }
 
 /* ---- steps ---- */
@@ -287,28 +268,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	int c;
-	uint64_t v;
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
 	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo, NULL)) != -1) {
 		switch (c) {
-		case 'T': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 30)) goto bad; o->seq_len = (uint32_t)v; break;
-		case 'W': if (parse_u64(optarg, &v, 1) < 0 || v > 65536) goto bad; o->ranks = (uint32_t)v; break;
-		case 'P': if (parse_u64(optarg, &v, 1) < 0 || v > (1u << 20)) goto bad; o->pad = (uint32_t)v; break;
-		case 's': if (parse_u64(optarg, &v, 0) < 0 || v > INT64_MAX / 2) goto bad; o->step = (int64_t)v; o->step_given = 1; break;
-		case 'b': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->batch_size = v; break;
-		case 'k': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->batch_tokens = v; break;
+		case 'T': o->seq_len = (uint32_t)cli_positive("--seq-len", optarg, 1u << 30); break;
+		case 'W': o->ranks = (uint32_t)cli_positive("--ranks", optarg, 65536); break;
+		case 'P': o->pad = (uint32_t)cli_positive("--pad-multiple", optarg, 1u << 20); break;
+		case 's': o->step = (int64_t)cli_uint("--step", optarg, INT64_MAX / 2); o->step_given = 1; break;
+		case 'b': o->batch_size = cli_positive("--batch-size", optarg, UINT64_MAX); break;
+		case 'k': o->batch_tokens = cli_positive("--batch-tokens", optarg, UINT64_MAX); break;
 		case 'c':
 			if (strcmp(optarg, "tokens") == 0)
 				o->flops = 0;
 			else if (strcmp(optarg, "flops") == 0)
 				o->flops = 1;
 			else
-				goto bad;
+				cli_bad_value("--cost", "tokens or flops", optarg);
 			break;
 		case 'm': o->model = optarg; break;
-		case 'l': if (parse_u64(optarg, &v, 0) < 0 || v > (1u << 30)) goto bad; o->max_lag = (long)v; break;
+		case 'l': o->max_lag = (long)cli_uint("--max-lag", optarg, 1u << 30); break;
 		case 'O':
 			if (strcmp(optarg, "error") == 0)
 				o->overlong = PACKBUF_OVER_ERROR;
@@ -317,18 +297,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			else if (strcmp(optarg, "truncate") == 0)
 				o->overlong = PACKBUF_OVER_TRUNCATE;
 			else
-				goto bad;
+				cli_bad_value("--overlong", "error, skip or truncate", optarg);
 			break;
 		case 'g': o->keep_groups = 1; break;
 		case 'r': o->separate_runs = 1; break;
 		case 'w': o->watch = 1; break;
-		case 'M': if (parse_u64(optarg, &v, 1) < 0) goto bad; o->min_tokens = v; break;
-		case 't': if (parse_secs(optarg, &o->timeout) < 0) goto bad; break;
-		case 'p': if (parse_secs(optarg, &o->poll) < 0) goto bad; o->watch = 1; break;
+		case 'M': o->min_tokens = cli_positive("--min-tokens", optarg, UINT64_MAX); break;
+		case 't': o->timeout = cli_seconds("--timeout", optarg, 1e7); break;
+		case 'p': o->poll = cli_seconds("--poll", optarg, 1e7); o->watch = 1; break;
 		case 'F': o->flush = 1; break;
-		case 'f': if (parse_secs(optarg, &o->fill_target) < 0 || o->fill_target > 1) goto bad; break;
-		case 'R': if (parse_secs(optarg, &o->rescan) < 0) goto bad; break;
-		case 'L': if (parse_u64(optarg, &v, 1) < 0 || v > LONG_MAX) goto bad; o->lease = (long)v; break;
+		case 'f': o->fill_target = cli_number("--fill-target", optarg, 0, 1, CLI_ABOVE_MIN); break;
+		case 'R': o->rescan = cli_seconds("--rescan", optarg, 1e7); break;
+		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX); break;
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
@@ -336,12 +316,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
-		continue;
-bad:
-		for (const struct option *p = lo; p->name; p++)
-			if (p->val == c)
-				fprintf(stderr, "%s: --%s: bad value '%s'\n", prog, p->name, optarg);
-		return -1;
 	}
 	const char *why = NULL;
 	if (!o->seq_len)
@@ -356,10 +330,8 @@ bad:
 		why = "--pad-multiple is larger than --seq-len";
 	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
 		why = "--min-tokens, --timeout and --rescan go with --watch";
-	if (why) {
-		fprintf(stderr, "%s: %s\n", prog, why);
-		return -1;
-	}
+	if (why)
+		cli_bad_usage("%s", why);
 	return 0;
 }
 
@@ -386,8 +358,9 @@ int main(int argc, char **argv)
 	struct state s;
 	struct err e = { { 0 } };
 	memset(&s, 0, sizeof s);
+	prog = cli_init(argv[0], usage);
 	if (parse_args(argc, argv, &s.o) < 0)
-		return 2;
+		return CLI_EXIT_USAGE;
 	struct opts *o = &s.o;
 	int status = 1, lock_fd = -1;
 
