@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@
 #include "score/scoreio.h"
 #include "score/scorer.h"
 #include "spool/watch.h"
+
+#include "cli.h"
 
 static const char *prog = "grpo-score";
 
@@ -103,14 +106,6 @@ static void usage(FILE *f)
 		"  -V, --version              the version\n");
 }
 
-static int parse_num(const char *s, double *v, double min, double max)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return errno || end == s || *end || !(*v >= min && *v <= max) ? -1 : 0;
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -123,7 +118,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	double v;
 	int c, len_given = 0;
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
@@ -166,10 +160,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
-		case 'T': if (parse_num(optarg, &o->reward_timeout, 0.001, 1e6) < 0) goto bad; break;
-		case 's': if (parse_num(optarg, &o->success_threshold, -1e30, 1e30) < 0) goto bad; break;
-		case 'm': if (parse_num(optarg, &v, 1, 1u << 30) < 0 || v != (uint32_t)v) goto bad; o->ropt.max_len = (uint32_t)v; break;
-		case 'b': if (parse_num(optarg, &v, 0, 1u << 30) < 0 || v != (uint32_t)v) goto bad; o->ropt.overlong_buffer = (uint32_t)v; break;
+		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); break;
+		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
+		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
+		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
 		case 'a': if (adv_parse_kind(optarg, &o->adv.kind) < 0) goto bad; break;
 		case 'S':
 			if (strcmp(optarg, "unbiased") == 0)
@@ -179,15 +173,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			else
 				goto bad;
 			break;
-		case 'e': if (parse_num(optarg, &o->adv.std_eps, 0, 1e6) < 0) goto bad; break;
+		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
 		case 'C': if (adv_parse_combine(optarg, &o->adv.combine) < 0) goto bad; break;
 		case 'z': o->drop_zero_std = 1; break;
 		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
-		case 'k': if (parse_num(optarg, &v, 1, 1 << 24) < 0 || v != (long)v) goto bad; o->ref_tokens = (long)v; break;
+		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
 		case 't': o->tokenizer = optarg; break;
 		case 'w': o->watch = 1; break;
-		case 'p': if (parse_num(optarg, &o->poll, 0.001, 1e7) < 0) goto bad; o->watch = 1; break;
-		case 'L': if (parse_num(optarg, &v, 1, 1e9) < 0) goto bad; o->lease = (long)v; break;
+		case 'p': o->poll = cli_seconds("--poll", optarg, 1e7); o->watch = 1; break;
+		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, 1000000000); break;
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
@@ -225,10 +219,8 @@ bad:
 		why = "--max-len and --overlong-buffer go with --reward length";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
-	if (why) {
-		fprintf(stderr, "%s: %s\n", prog, why);
-		return -1;
-	}
+	if (why)
+		cli_bad_usage("%s", why);
 	return 0;
 }
 
@@ -477,6 +469,7 @@ int main(int argc, char **argv)
 	struct state s;
 	struct err e = { { 0 } };
 	memset(&s, 0, sizeof s);
+	prog = cli_init(argv[0], usage);
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
