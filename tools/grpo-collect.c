@@ -31,6 +31,8 @@
 #include "model/rollout.h"
 #include "spool/spool.h"
 
+#include "cli.h"
+
 static const char *prog = "grpo-collect";
 
 static void usage(FILE *f)
@@ -560,17 +562,6 @@ fail:
 	return status;
 }
 
-static int parse_num(const char *s, long long lo, long long hi, long long *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
 	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
@@ -624,10 +615,9 @@ int main(int argc, char **argv)
 	struct collect_opts co = { .format = COLLECT_AUTO, .temperature = 1.0f };
 	struct gen_opts g = { .samples = 4, .max_tokens = 256, .top_p = 1, .batch = 16 };
 	const char *answers_path = NULL;
-	long long x;
 	int c;
+	prog = cli_init(argv[0], usage);
 	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case OPT_MODEL: g.model = optarg; break;
 		case OPT_PROMPTS: g.prompts = optarg; break;
@@ -643,66 +633,44 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_CONCURRENCY:
-			if (parse_num(optarg, 1, 4096, &x) < 0)
-				goto bad_num;
-			sv.so.concurrency = (int)x;
+			sv.so.concurrency = (int)cli_positive("--concurrency", optarg, 4096);
 			break;
 		case OPT_RETRIES:
-			if (parse_num(optarg, 0, 100, &x) < 0)
-				goto bad_num;
-			sv.so.retries = (int)x;
+			sv.so.retries = (int)cli_uint("--retries", optarg, 100);
 			break;
 		case OPT_MAX_LAG:
-			if (parse_num(optarg, 0, (1ll << 53), &sv.max_lag) < 0)
-				goto bad_num;
+			sv.max_lag = (long long)cli_uint("--max-lag", optarg, 1ull << 53);
 			break;
 		case OPT_TIMEOUT: {
-			double t = strtod(optarg, &end);
-			if (end == optarg || *end || !(t > 0 && t <= 86400)) {
-				fprintf(stderr, "%s: --timeout: '%s' is not a number of seconds in (0, 86400]\n", prog, optarg);
-				return 2;
-			}
+			double t = cli_seconds("--timeout", optarg, 86400);
 			sv.so.timeout_ms = (long)(t * 1000 + 0.5) ? (long)(t * 1000 + 0.5) : 1;
 			break;
 		}
 		case 'n':
-			if (parse_num(optarg, 1, 1 << 16, &g.samples) < 0)
-				goto bad_num;
+			g.samples = (long long)cli_positive("--samples", optarg, 1 << 16);
 			break;
 		case OPT_MAX_TOKENS:
-			if (parse_num(optarg, 1, 1 << 20, &g.max_tokens) < 0)
-				goto bad_num;
+			g.max_tokens = (long long)cli_positive("--max-tokens", optarg, 1 << 20);
 			break;
 		case OPT_TOP_K:
-			if (parse_num(optarg, 0, INT_MAX, &g.top_k) < 0)
-				goto bad_num;
+			g.top_k = (long long)cli_uint("--top-k", optarg, INT_MAX);
 			break;
 		case OPT_OFFSET:
-			if (parse_num(optarg, 0, LLONG_MAX, &g.offset) < 0)
-				goto bad_num;
+			g.offset = (long long)cli_uint("--offset", optarg, LLONG_MAX);
 			g.have_offset = 1;
 			break;
 		case OPT_COUNT:
-			if (parse_num(optarg, 0, INT_MAX, &g.count) < 0)
-				goto bad_num;
+			g.count = (long long)cli_uint("--count", optarg, INT_MAX);
 			break;
 		case OPT_BATCH:
-			if (parse_num(optarg, 1, 1 << 16, &g.batch) < 0)
-				goto bad_num;
+			g.batch = (long long)cli_positive("--batch", optarg, 1 << 16);
 			break;
 		case OPT_SEED:
-			errno = 0;
-			g.seed = strtoull(optarg, &end, 10);
-			if (end == optarg || *end || errno || *optarg == '-')
-				goto bad_num;
+			g.seed = cli_uint("--seed", optarg, ULLONG_MAX);
 			sv.so.have_seed = 1;
 			break;
 		case OPT_TOP_P:
-			g.top_p = strtod(optarg, &end);
-			if (end == optarg || *end || !(g.top_p > 0 && g.top_p <= 1)) {
-				fprintf(stderr, "%s: --top-p: '%s' is not in (0, 1]\n", prog, optarg);
-				return 2;
-			}
+			g.top_p = cli_number("--top-p", optarg, 0, 1, CLI_ABOVE_MIN);
 			break;
 		case OPT_CHAT:
 			if (chat_format_parse(optarg, &g.chat) < 0) {
@@ -720,36 +688,23 @@ int main(int argc, char **argv)
 			break;
 		case 'o': o.queue = optarg; break;
 		case 's':
-			if (parse_num(optarg, 0, (1ll << 53), &o.step) < 0)
-				goto bad_num;
+			o.step = (long long)cli_uint("--step", optarg, 1ull << 53);
 			o.have_step = 1;
 			break;
 		case 'r':
-			if (parse_num(optarg, 0, INT_MAX, &x) < 0)
-				goto bad_num;
-			o.rank = (int)x;
+			o.rank = (int)cli_uint("--rank", optarg, INT_MAX);
 			break;
 		case 'm':
-			if (parse_num(optarg, 0, LLONG_MAX, &o.max_groups) < 0)
-				goto bad_num;
+			o.max_groups = (long long)cli_uint("--max-groups", optarg, LLONG_MAX);
 			break;
 		case 'L': co.allow_missing_logprobs = 1; break;
 		case 'W':
-			if (parse_num(optarg, 1, (long long)INT32_MAX + 1, &x) < 0)
-				goto bad_num;
-			co.vocab_size = x;
+			co.vocab_size = (int64_t)cli_positive("--vocab-size", optarg, (unsigned long long)INT32_MAX + 1);
 			break;
-		case 't': {
-			char *end;
-			double t = strtod(optarg, &end);
-			if (end == optarg || *end || !(t >= 0) || !isfinite(t)) {
-				fprintf(stderr, "%s: --temperature: '%s' is not a number >= 0\n", prog, optarg);
-				return 2;
-			}
-			co.temperature = (float)t;
-			temp_arg = t;
+		case 't':
+			co.temperature = cli_float("--temperature", optarg, 0, INFINITY, 0);
+			temp_arg = strtod(optarg, NULL);   /* for a server: 0.7 as given, not the float nearest it */
 			break;
-		}
 		case 'a': answers_path = optarg; break;
 		case 'e':
 			if (strcmp(optarg, "fail") && strcmp(optarg, "skip")) {
@@ -763,14 +718,6 @@ int main(int argc, char **argv)
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
-		continue;
-bad_num:
-		for (const struct option *lo = longopts; lo->name; lo++)
-			if (lo->val == c) {
-				fprintf(stderr, "%s: --%s: '%s' is not a number in range\n", prog, lo->name, optarg);
-				return 2;
-			}
-		return 2;
 	}
 	if (g.model && sv.so.url) {
 		fprintf(stderr, "%s: --model samples here, --server through a server: give one of them\n", prog);
