@@ -34,6 +34,8 @@
 #include "base/unicode.h"
 #include "model/tokenizer.h"
 
+#include "cli.h"
+
 static const char *prog = "grpo-cat";
 
 struct stats {
@@ -666,6 +668,7 @@ int main(int argc, char **argv)
 	struct textmode tm = { 0 };
 	int c, json = 0, fromjson = 0;
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
+	prog = cli_init(argv[0], usage);
 	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:vV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -680,16 +683,7 @@ int main(int argc, char **argv)
 		case 'f': fromjson = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'j': json = 1; break;
-		case 'n': {
-			char *end;
-			errno = 0;
-			o.head = strtoll(optarg, &end, 10);
-			if (errno || *end || o.head < 0) {
-				fprintf(stderr, "%s: --head: '%s' is not a count\n", prog, optarg);
-				return 2;
-			}
-			break;
-		}
+		case 'n': o.head = (long long)cli_uint("--head", optarg, LLONG_MAX); break;
 		case 'm': model_dir = optarg; break;
 		case 'o': output = optarg; break;
 		case 's': o.stats = 1; break;
@@ -716,10 +710,8 @@ int main(int argc, char **argv)
 		bad = "--no-thinking goes with --chat";
 	else if ((tm.encode || tm.decode) && !tok_file && !model_dir)
 		bad = "--encode and --decode need --tokenizer FILE (or --model DIR holding tokenizer.json)";
-	if (bad) {
-		fprintf(stderr, "%s: %s\n", prog, bad);
-		return 2;
-	}
+	if (bad)
+		cli_bad_usage("%s", bad);
 	if (fromjson)
 		return from_json(argv + optind, argc - optind, output);
 	int failed;
