@@ -11,10 +11,11 @@
  * its optimizer state when it has one.
  */
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@
 #include "train/dtable.h"
 #include "train/gradx.h"
 #include "train/step.h"
+
+#include "cli.h"
 
 #ifndef GRPO_VERSION
 #define GRPO_VERSION "0.1"
@@ -57,50 +60,8 @@ static void usage(FILE *f)
 	        prog);
 }
 
-static void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void die(int status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(status);
-}
-
-static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	usage(stderr);
-	exit(2);
-}
-
-static double num(const char *opt, const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end)
-		bad_usage("%s: not a number: '%s'", opt, s);
-	return v;
-}
-
-static long long integer(const char *opt, const char *s, long long lo)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < lo)
-		bad_usage("%s: expected an integer >= %lld, got '%s'", opt, lo, s);
-	return v;
-}
+/* die(status, fmt, ...) is cli_die(): the many calls below keep their short name */
+#define die cli_die
 
 static double now(void)
 {
@@ -393,76 +354,81 @@ int main(int argc, char **argv)
 	optim_opts_default(&a.opt);
 	int threads = 0, steps_given = 0;
 	int c;
+	double d;
+	prog = cli_init(argv[0], usage);
 	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_BATCHES: a.batches = optarg; break;
 		case O_MODEL: a.model = optarg; break;
 		case 'o': a.policy = optarg; break;
-		case O_STEP: a.step = integer("--step", optarg, 1); break;
-		case O_STEPS: a.steps = integer("--steps", optarg, 1), steps_given = 1; break;
+		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, INT64_MAX); break;
+		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
-		case O_EPOCHS: a.epochs = (int)integer("--epochs", optarg, 1); break;
+		case O_EPOCHS: a.epochs = (int)cli_positive("--epochs", optarg, INT_MAX); break;
 		case O_RATIO:
 			if (loss_ratio_parse(optarg, &a.loss.ratio) < 0)
-				bad_usage("--ratio: token or sequence, not '%s'", optarg);
+				cli_bad_usage("--ratio: token or sequence, not '%s'", optarg);
 			break;
-		case O_CLIP_LOW: a.loss.clip_low = (float)num("--clip-low", optarg); break;
-		case O_CLIP_HIGH: a.loss.clip_high = (float)num("--clip-high", optarg); break;
-		case O_DUAL: a.loss.dual_clip = (float)num("--dual-clip", optarg); break;
+		case O_CLIP_LOW: a.loss.clip_low = cli_float("--clip-low", optarg, 0, INFINITY, 0); break;
+		case O_CLIP_HIGH: a.loss.clip_high = cli_float("--clip-high", optarg, 0, INFINITY, 0); break;
+		case O_DUAL:
+			if (cli_scan_number(optarg, &d) < 0 || !(d == 0 || (d > 1 && d <= FLT_MAX)))
+				cli_bad_value("--dual-clip", "a number > 1, or 0 for none", optarg);
+			a.loss.dual_clip = (float)d;
+			break;
 		case O_CISPO: a.loss.cispo = 1; break;
 		case O_KL:
 			if (loss_kl_parse(optarg, &a.loss.kl) < 0)
-				bad_usage("--kl: k1, k2 or k3, not '%s'", optarg);
+				cli_bad_usage("--kl: k1, k2 or k3, not '%s'", optarg);
 			break;
-		case O_BETA: a.loss.beta = (float)num("--beta", optarg); break;
-		case O_ENT: a.loss.entropy_coef = (float)num("--entropy-coef", optarg); break;
-		case O_TIS: a.loss.tis_cap = (float)num("--tis-cap", optarg); break;
+		case O_BETA: a.loss.beta = cli_float("--beta", optarg, 0, INFINITY, 0); break;
+		case O_ENT: a.loss.entropy_coef = cli_float("--entropy-coef", optarg, -INFINITY, INFINITY, 0); break;
+		case O_TIS: a.loss.tis_cap = cli_float("--tis-cap", optarg, 0, INFINITY, 0); break;
 		case O_AGG:
 			if (loss_agg_parse(optarg, &a.loss.agg) < 0)
-				bad_usage("--loss-agg: grpo, dapo, dr_grpo or bnpo, not '%s'", optarg);
+				cli_bad_usage("--loss-agg: grpo, dapo, dr_grpo or bnpo, not '%s'", optarg);
 			break;
-		case O_MAXLEN: a.loss.max_len = (int)integer("--max-len", optarg, 1); break;
-		case O_LR: a.opt.lr = num("--lr", optarg); break;
-		case O_WARMUP: a.opt.warmup_steps = (int)integer("--warmup-steps", optarg, 0); break;
+		case O_MAXLEN: a.loss.max_len = (int)cli_positive("--max-len", optarg, INT_MAX); break;
+		case O_LR: a.opt.lr = cli_number("--lr", optarg, 0, INFINITY, 0); break;
+		case O_WARMUP: a.opt.warmup_steps = (int)cli_uint("--warmup-steps", optarg, INT_MAX); break;
 		case O_SCHED:
 			if (lr_schedule_parse(optarg, &a.opt.schedule) < 0)
-				bad_usage("--lr-schedule: constant, cosine or linear, not '%s'", optarg);
+				cli_bad_usage("--lr-schedule: constant, cosine or linear, not '%s'", optarg);
 			break;
-		case O_TOTAL: a.opt.total_steps = (int)integer("--total-steps", optarg, 1); break;
-		case O_WD: a.opt.weight_decay = num("--weight-decay", optarg); break;
+		case O_TOTAL: a.opt.total_steps = (int)cli_positive("--total-steps", optarg, INT_MAX); break;
+		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
 		case O_BETAS: {
-			char *end;
-			a.opt.beta1 = strtod(optarg, &end);
-			if (*end != ',')
-				bad_usage("--betas: expected B1,B2, got '%s'", optarg);
-			a.opt.beta2 = num("--betas", end + 1);
+			char first[64];
+			const char *comma = strchr(optarg, ',');
+			double b1, b2;
+			if (!comma || snprintf(first, sizeof first, "%.*s", (int)(comma - optarg), optarg) >= (int)sizeof first ||
+			    cli_scan_number(first, &b1) < 0 || cli_scan_number(comma + 1, &b2) < 0 || !(b1 >= 0 && b1 < 1) ||
+			    !(b2 >= 0 && b2 < 1))
+				cli_bad_value("--betas", "B1,B2, each a number >= 0 and < 1", optarg);
+			a.opt.beta1 = b1, a.opt.beta2 = b2;
 			break;
 		}
-		case O_EPS: a.opt.eps = num("--eps", optarg); break;
-		case O_MAXGN: a.opt.max_grad_norm = num("--max-grad-norm", optarg); break;
+		case O_EPS: a.opt.eps = cli_number("--eps", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;
+		case O_MAXGN: a.opt.max_grad_norm = cli_number("--max-grad-norm", optarg, 0, INFINITY, 0); break;
 		case O_DTYPE:
 			if (strcmp(optarg, "float32") == 0)
 				a.dtype = ST_F32;
 			else if (strcmp(optarg, "bfloat16") == 0)
 				a.dtype = ST_BF16;
 			else
-				bad_usage("--save-dtype: float32 or bfloat16, not '%s'", optarg);
+				cli_bad_usage("--save-dtype: float32 or bfloat16, not '%s'", optarg);
 			a.dtype_given = 1;
 			break;
-		case O_SHARD: a.shard = (size_t)integer("--shard-size", optarg, 0); break;
-		case O_THREADS: threads = (int)integer("--threads", optarg, 1); break;
+		case O_SHARD: a.shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
+		case O_THREADS: threads = (int)cli_positive("--threads", optarg, INT_MAX); break;
 		case O_METRICS: a.metrics = optarg; break;
 		case O_DTABLE: a.dtable = optarg; break;
 		case O_DTOKENS: a.dtokens = 1; break;
-		case O_KEEP: a.keep = (int)integer("--keep", optarg, 1); break;
-		case O_SAVE_EVERY: a.save_every = (int)integer("--save-every", optarg, 1); break;
+		case O_KEEP: a.keep = (int)cli_positive("--keep", optarg, INT_MAX); break;
+		case O_SAVE_EVERY: a.save_every = (int)cli_positive("--save-every", optarg, INT_MAX); break;
 		case O_MASK_TRUNC: a.mask_truncated = 1; break;
-		case O_RANK: a.rank = (int)integer("--rank", optarg, 0); break;
-		case O_RANK_TIMEOUT:
-			a.rank_timeout = num("--rank-timeout", optarg);
-			if (!(a.rank_timeout > 0))
-				bad_usage("--rank-timeout: seconds > 0, not '%s'", optarg);
-			break;
+		case O_RANK: a.rank = (int)cli_uint("--rank", optarg, INT_MAX); break;
+		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
 		case O_ON_PUBLISH_FAIL:
 			if (strcmp(optarg, "warn") == 0)
@@ -470,7 +436,7 @@ int main(int argc, char **argv)
 			else if (strcmp(optarg, "stop") == 0)
 				a.hook_stop = 1;
 			else
-				bad_usage("--on-publish-fail: warn or stop, not '%s'", optarg);
+				cli_bad_usage("--on-publish-fail: warn or stop, not '%s'", optarg);
 			break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -479,18 +445,18 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
+		cli_bad_usage("unexpected argument '%s'", argv[optind]);
 	if (!a.batches || !a.policy)
-		bad_usage("--batches and -o are required");
+		cli_bad_usage("--batches and -o are required");
 	if (a.loss.agg == LOSS_AGG_DR_GRPO && a.loss.max_len <= 0)
-		bad_usage("--loss-agg dr_grpo needs --max-len");
+		cli_bad_usage("--loss-agg dr_grpo needs --max-len");
 	if (a.dtokens && !a.dtable)
-		bad_usage("--debug-tokens goes with --debug-table");
+		cli_bad_usage("--debug-tokens goes with --debug-table");
 	if (a.watch && !steps_given)
 		a.steps = 0;
 	struct err e;
 	if (optim_opts_check(&a.opt, &e) < 0)
-		bad_usage("%s", e.msg);
+		cli_bad_usage("%s", e.msg);
 	if (a.rank > 0)
 		rank0_only(&a);
 	if (threads > 0)
@@ -513,7 +479,7 @@ int main(int argc, char **argv)
 		die(1, "%s", e.msg);
 	if (r == 1) {
 		if (!a.model)
-			bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
+			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
 		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
 			die(1, "%s", e.msg);
 		newest = 0;
