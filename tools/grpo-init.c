@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +21,8 @@
 #include "base/fsys.h"
 #include "base/tempfile.h"
 #include "model/model.h"
+
+#include "cli.h"
 
 static const char *prog = "grpo-init";
 
@@ -34,55 +36,6 @@ static void usage(FILE *f)
 	        "       [-v] -o DIR\n"
 	        "presets: %s\n",
 	        prog, MODEL_PRESETS);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static void bad_usage(const char *what, const char *arg)
-{
-	fprintf(stderr, "%s: %s: %s\n", prog, what, arg);
-	usage(stderr);
-	exit(2);
-}
-
-static long num(const char *opt, const char *s, long lo, long hi)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		bad_usage(opt, s);
-	return v;
-}
-
-static float fnum(const char *opt, const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v > 0))
-		bad_usage(opt, s);
-	return (float)v;
-}
-
-/* "5G", "200M", "1000" -> bytes */
-static size_t size_arg(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	double k = *end == 'K' || *end == 'k' ? 1e3 : *end == 'M' || *end == 'm' ? 1e6 : *end == 'G' || *end == 'g' ? 1e9 : 1;
-	if (end == s || (k > 1 && end[1]) || (k == 1 && *end) || !(v >= 0))
-		bad_usage("--shard-size", s);
-	return (size_t)(v * k);
 }
 
 static cJSON *read_json(const char *path, struct err *e)
@@ -230,6 +183,7 @@ int main(int argc, char **argv)
 	struct model_config c;
 	memset(&c, 0, sizeof c);
 	int have_family = 0, vocab_given = 0, head_dim_given = 0, shape_given = 0, bos_given = 0;
+	prog = cli_init(argv[0], usage);
 	for (int i = 1; i < argc; i++) {
 		const char *name = NULL;
 		if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc)
@@ -238,7 +192,7 @@ int main(int argc, char **argv)
 			name = argv[i] + 9;
 		if (name) {
 			if (model_config_preset(name, &c) < 0)
-				bad_usage("unknown preset", name);
+				cli_bad_usage("unknown preset: %s", name);
 			have_family = 1;
 		}
 	}
@@ -254,7 +208,7 @@ int main(int argc, char **argv)
 		case O_FAMILY: {
 			enum model_family f;
 			if (model_family_parse(optarg, &f) < 0)
-				bad_usage("unknown family (qwen2, qwen3, llama)", optarg);
+				cli_bad_usage("unknown family (qwen2, qwen3, llama): %s", optarg);
 			if (!have_family || c.family != f) {
 				struct model_config keep = c;
 				model_config_defaults(&c, f);
@@ -264,36 +218,36 @@ int main(int argc, char **argv)
 			have_family = 1;
 			break;
 		}
-		case O_HIDDEN: c.C = (int)num("--hidden", optarg, 1, 1 << 20); shape_given = 1; break;
-		case O_LAYERS: c.L = (int)num("--layers", optarg, 1, 4096); break;
-		case O_HEADS: c.NH = (int)num("--heads", optarg, 1, 4096); shape_given = 1; break;
-		case O_KV: c.NKV = (int)num("--kv-heads", optarg, 1, 4096); break;
-		case O_INTER: c.I = (int)num("--intermediate", optarg, 1, 1 << 22); break;
-		case O_VOCAB: c.V = (int)num("--vocab", optarg, 1, 1 << 24); vocab_given = 1; break;
-		case O_HEADDIM: c.HS = (int)num("--head-dim", optarg, 2, 1 << 16); head_dim_given = 1; break;
-		case O_THETA: c.rope_theta = fnum("--rope-theta", optarg); break;
-		case O_EPS: c.eps = fnum("--rms-eps", optarg); break;
+		case O_HIDDEN: c.C = (int)cli_positive("--hidden", optarg, 1 << 20); shape_given = 1; break;
+		case O_LAYERS: c.L = (int)cli_positive("--layers", optarg, 4096); break;
+		case O_HEADS: c.NH = (int)cli_positive("--heads", optarg, 4096); shape_given = 1; break;
+		case O_KV: c.NKV = (int)cli_positive("--kv-heads", optarg, 4096); break;
+		case O_INTER: c.I = (int)cli_positive("--intermediate", optarg, 1 << 22); break;
+		case O_VOCAB: c.V = (int)cli_positive("--vocab", optarg, 1 << 24); vocab_given = 1; break;
+		case O_HEADDIM: c.HS = (int)cli_int("--head-dim", optarg, 2, 1 << 16); head_dim_given = 1; break;
+		case O_THETA: c.rope_theta = cli_float("--rope-theta", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;
+		case O_EPS: c.eps = cli_float("--rms-eps", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;
 		case O_TIE: c.tied = 1; break;
 		case O_NOTIE: c.tied = 0; break;
-		case O_BOS: c.bos_id = (int)num("--bos", optarg, 0, INT_MAX); bos_given = 1; break;
+		case O_BOS: c.bos_id = (int)cli_uint("--bos", optarg, INT_MAX); bos_given = 1; break;
 		case O_EOS:
 			if (n_eos < 0)
 				n_eos = 0;
 			if (n_eos == MODEL_MAX_EOS)
-				bad_usage("too many --eos", optarg);
-			eos[n_eos++] = (int)num("--eos", optarg, 0, INT_MAX);
+				cli_bad_usage("too many --eos: %s", optarg);
+			eos[n_eos++] = (int)cli_uint("--eos", optarg, INT_MAX);
 			break;
 		case O_TOK: tok = optarg; break;
-		case O_SEED: seed = (uint64_t)num("--seed", optarg, 0, LONG_MAX); break;
+		case O_SEED: seed = cli_uint("--seed", optarg, UINT64_MAX); break;
 		case O_DTYPE:
 			if (strcmp(optarg, "float32") == 0)
 				dtype = ST_F32;
 			else if (strcmp(optarg, "bfloat16") == 0)
 				dtype = ST_BF16;
 			else
-				bad_usage("--dtype must be float32 or bfloat16", optarg);
+				cli_bad_usage("--dtype must be float32 or bfloat16: %s", optarg);
 			break;
-		case O_SHARD: shard = size_arg(optarg); break;
+		case O_SHARD: shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
 		case 'o': out = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -302,11 +256,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		bad_usage("unexpected argument", argv[optind]);
+		cli_bad_usage("unexpected argument: %s", argv[optind]);
 	if (!out)
-		bad_usage("missing", "-o DIR");
+		cli_bad_usage("missing: -o DIR");
 	if (!have_family)
-		bad_usage("missing", "--family or --preset");
+		cli_bad_usage("missing: --family or --preset");
 	if (n_eos >= 0) {
 		c.n_eos = n_eos;
 		memcpy(c.eos_ids, eos, sizeof eos);
@@ -318,7 +272,7 @@ int main(int argc, char **argv)
 		c.HS = c.C / c.NH;
 
 	if (access(out, F_OK) == 0)
-		die("%s: already exists", out);
+		cli_die(CLI_EXIT_FAILURE, "%s: already exists", out);
 	struct err e = { "" };
 	/* tokenizer_config.json beside tokenizer.json carries the chat template and special tokens */
 	char side[4096];
@@ -329,11 +283,12 @@ int main(int argc, char **argv)
 		         "tokenizer_config.json");
 		struct tok_info ti;
 		if (tokenizer_info(tok, side, &ti, &e) < 0)
-			die("%s", e.msg);
+			cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 		if (!vocab_given && c.V < ti.ids)
 			c.V = (ti.ids + 63) / 64 * 64;   /* room for every id, padded as the Qwen checkpoints are */
 		if (c.V < ti.ids)
-			die("%s: --vocab %d is smaller than the %d ids of the tokenizer", tok, c.V, ti.ids);
+			cli_die(CLI_EXIT_FAILURE, "%s: --vocab %d is smaller than the %d ids of the tokenizer", tok, c.V,
+			        ti.ids);
 		/* what neither the preset nor an option set comes from the tokenizer, so generation stops */
 		if (c.bos_id < 0 && !bos_given)
 			c.bos_id = ti.bos;
@@ -343,20 +298,20 @@ int main(int argc, char **argv)
 		}
 	}
 	if (model_config_check(&c, &e) < 0)
-		bad_usage("bad shape", e.msg);
+		cli_bad_usage("bad shape: %s", e.msg);
 
 	struct model m;
 	if (model_create(&m, &c, &e) < 0)
-		die("%s", e.msg);
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 	if (model_init_random(&m, seed, &e) < 0)
-		die("%s", e.msg);
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 
 	/* build in .DIR.tmp.UNIQUE beside DIR, then rename into place; a
-	 * registered temporary (tempfile.h), so die(), SIGINT, SIGTERM and
+	 * registered temporary (tempfile.h), so cli_die(), SIGINT, SIGTERM and
 	 * SIGHUP remove it rather than leave hundreds of MB beside DIR */
 	struct tempfile *t = tempfile_mkdir(out, NULL, &e);
 	if (!t)
-		die("%s", e.msg);
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 	char path[4200];
 	const char *tmp = tempfile_path(t);
 	int r = model_write_dir(&m, tmp, dtype, shard, &e);
@@ -370,13 +325,13 @@ int main(int argc, char **argv)
 	}
 	if (r < 0) {
 		tempfile_delete(t);
-		die("%s", e.msg);
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 	}
 	r = tempfile_commit(t, 0, &e);
 	if (r == 1)
 		r = err_set(&e, "%s: already exists", out);
 	if (r < 0)
-		die("%s", e.msg);
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
 	if (verbose)
 		fprintf(stderr, "%s: %s: %s, %zu parameters (%.1f MiB as %s), seed %llu\n", prog, out,
 		        model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,
