@@ -26,6 +26,8 @@
 #include "spool/spool.h"
 #include "spool/watch.h"
 
+#include "cli.h"
+
 static const char *prog = "grpo-spool";
 
 static void usage(FILE *f)
@@ -38,35 +40,6 @@ static void usage(FILE *f)
 		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
 		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n"
 		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [--metrics FILE]...\n");
-}
-
-static void die_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: ", prog);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	usage(stderr);
-	exit(2);
-}
-
-static long num_arg(const char *opt, const char *s, long min)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min)
-		die_usage("bad number for %s", opt);
-	return v;
-}
-
-static double secs_arg(const char *opt, const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v > 1e7)
-		die_usage("bad number of seconds for %s", opt);
-	return v;
 }
 
 enum { O_JSON = 256, O_METRICS, O_TSV, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
@@ -104,11 +77,6 @@ struct opts {
 	const char *output;
 	struct watch_opt w;
 };
-
-static void fail(const char *msg)
-{
-	fprintf(stderr, "%s: %s\n", prog, msg);
-}
 
 /* ---- plot ---- */
 
@@ -153,7 +121,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	}
 	for (int i = 0; i < n; i++)
 		if (metrics_read(&t, files[i], &e) < 0) {
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 			goto out;
 		}
 	if (t.n == 0) {
@@ -179,7 +147,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	if (!op->output)
 		snprintf(png, sizeof png, "%s/metrics.png", spool);
 	if (metrics_gnuplot(&t, png, &b) < 0) {
-		fail("out of memory");
+		cli_warn("out of memory");
 		goto out;
 	}
 	FILE *g = popen("gnuplot", "w");
@@ -250,7 +218,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 		if (r == 1)
 			fprintf(stderr, "%s: %s: no such spool\n", prog, spool);
 		else
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 		return 1;
 	}
 	if (!op->json)
@@ -263,14 +231,14 @@ static int cmd_status(const char *spool, const struct opts *op)
 			continue; /* checkpoints, not spool files: reported below */
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
 		if (spool_list_steps(qpath, -1, -1, &steps, &ns, &e) < 0) {
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 			bad = 1;
 			continue;
 		}
 		for (size_t j = 0; j < ns; j++) {
 			struct queue_step s;
 			if (queue_step_state(qpath, steps[j], 1, op->lease, now, &s, &e) < 0) {
-				fail(e.msg);
+				cli_warn("%s", e.msg);
 				bad = 1;
 				continue;
 			}
@@ -339,7 +307,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 		printf("policy step %s, collecting step %s, lag %s\n", a, b, c);
 	}
 	if (bad)
-		fail(e.msg);
+		cli_warn("%s", e.msg);
 	return bad;
 }
 
@@ -354,7 +322,7 @@ static int lock_spool(const char *spool, int *fd)
 		return 75;
 	}
 	if (r < 0) {
-		fail(e.msg);
+		cli_warn("%s", e.msg);
 		return 1;
 	}
 	return 0;
@@ -369,7 +337,10 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	struct queue_recover_stats st = { 0, 0, 0, 0 };
 	int r = queue_list(spool, &queues, &nq, &e);
 	if (r != 0) {
-		r == 1 ? fprintf(stderr, "%s: %s: no such spool\n", prog, spool) : (fail(e.msg), 0);
+		if (r == 1)
+			cli_warn("%s: no such spool", spool);
+		else
+			cli_warn("%s", e.msg);
 		return 1;
 	}
 	if ((r = lock_spool(spool, &fd)) != 0) {
@@ -380,7 +351,7 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	for (size_t i = 0; i < nq; i++) {
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
 		if (queue_recover(qpath, op->lease, op->tmp_age, now, &st, &e) < 0) {
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 			bad = 1;
 		}
 	}
@@ -402,7 +373,10 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	struct queue_gc_stats st = { 0, 0, 0 };
 	int r = queue_list(spool, &queues, &nq, &e);
 	if (r != 0) {
-		r == 1 ? fprintf(stderr, "%s: %s: no such spool\n", prog, spool) : (fail(e.msg), 0);
+		if (r == 1)
+			cli_warn("%s: no such spool", spool);
+		else
+			cli_warn("%s", e.msg);
 		return 1;
 	}
 	if ((r = lock_spool(spool, &fd)) != 0) {
@@ -417,7 +391,7 @@ static int cmd_gc(const char *spool, const struct opts *op)
 			continue;
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
 		if (queue_gc(qpath, op->keep, op->archive, &st, &e) < 0) {
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 			bad = 1;
 		}
 	}
@@ -440,7 +414,7 @@ static int cmd_quarantine(char **files, int n, const struct opts *op)
 		char dest[PATH_MAX + 300];
 		int r = queue_quarantine(files[i], op->lease, time(NULL), dest, sizeof dest, &who, &e);
 		if (r < 0) {
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 			rc = 1;
 		} else if (r == 1) {
 			fprintf(stderr, "%s: %s: claimed by a live consumer (host %s, pid %ld); "
@@ -585,14 +559,14 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	signal(SIGCHLD, SIG_DFL); /* ignored, children would be reaped unseen */
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
-		fail(e.msg);
+		cli_warn("%s", e.msg);
 		return 1;
 	}
 	while ((r = watch_next(w, &c, &e)) > 0) {
 		int st = run_command(argv, argc, w, c);
 		if (st == 0) {
 			if (claim_retire(c, &e) < 0) {
-				fail(e.msg);
+				cli_warn("%s", e.msg);
 				bad = 1;
 			} else if (op->verbose) {
 				fprintf(stderr, "%s: %s: done\n", prog, c->path);
@@ -606,10 +580,10 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 				argv[0], st);
 		bad = 1;
 		if (claim_release(c, &e) < 0)
-			fail(e.msg);
+			cli_warn("%s", e.msg);
 	}
 	if (r < 0) {
-		fail(e.msg);
+		cli_warn("%s", e.msg);
 		bad = 1;
 	}
 	if (op->verbose) {
@@ -637,6 +611,7 @@ int main(int argc, char **argv)
 	op.w = wdef;
 	op.keep = -1;
 	op.tmp_age = QUEUE_TMP_AGE_DEFAULT;
+	prog = cli_init(argv[0], usage);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -652,7 +627,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(sub, "status") && strcmp(sub, "recover") && strcmp(sub, "gc") && strcmp(sub, "consume") &&
 	    strcmp(sub, "quarantine") && strcmp(sub, "plot"))
-		die_usage("unknown command: %s", sub);
+		cli_bad_usage("unknown command: %s", sub);
 	op.queues = calloc((size_t)argc, sizeof *op.queues);
 	op.metrics = calloc((size_t)argc, sizeof *op.metrics);
 	if (!op.queues || !op.metrics)
@@ -675,7 +650,7 @@ int main(int argc, char **argv)
 			op.archive = optarg;
 			break;
 		case O_FROM:
-			op.w.from = num_arg("--from", optarg, 0);
+			op.w.from = (int64_t)cli_uint("--from", optarg, INT64_MAX);
 			break;
 		case O_JSON:
 			op.json = 1;
@@ -690,26 +665,26 @@ int main(int argc, char **argv)
 			op.tsv = 1;
 			break;
 		case O_KEEP:
-			op.keep = num_arg("--keep-last", optarg, 0);
+			op.keep = (long)cli_uint("--keep-last", optarg, LONG_MAX);
 			break;
 		case O_LEASE:
-			op.lease = num_arg("--lease", optarg, 1);
+			op.lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX);
 			break;
 		case O_POLL:
-			op.w.poll = secs_arg("--poll", optarg);
+			op.w.poll = cli_seconds("--poll", optarg, 1e7);
 			op.w.follow = 1;
 			break;
 		case O_QUEUE:
 			op.queues[op.nqueues++] = optarg;
 			break;
 		case O_RESCAN:
-			op.w.rescan = secs_arg("--rescan", optarg);
+			op.w.rescan = cli_seconds("--rescan", optarg, 1e7);
 			break;
 		case O_TMP_AGE:
-			op.tmp_age = num_arg("--tmp-age", optarg, 0);
+			op.tmp_age = (long)cli_whole_seconds("--tmp-age", optarg, 0, LONG_MAX);
 			break;
 		case O_TO:
-			op.w.to = num_arg("--to", optarg, 0);
+			op.w.to = (int64_t)cli_uint("--to", optarg, INT64_MAX);
 			break;
 		case O_WATCH:
 			op.w.follow = 1;
@@ -722,30 +697,30 @@ int main(int argc, char **argv)
 	char **rest = av + optind;
 	int nrest = ac - optind;
 	if (nrest < 1)
-		die_usage("%s: missing operand", sub);
+		cli_bad_usage("%s: missing operand", sub);
 	if (op.w.from >= 0 && op.w.to >= 0 && op.w.from > op.w.to)
-		die_usage("%s: --from is after --to", sub);
+		cli_bad_usage("%s: --from is after --to", sub);
 	int r;
 	if (!strcmp(sub, "consume")) {
 		if (nrest < 2)
-			die_usage("%s: missing COMMAND (after --)", sub);
+			cli_bad_usage("%s: missing COMMAND (after --)", sub);
 		r = cmd_consume(rest[0], rest + 1, nrest - 1, &op);
 	} else if (!strcmp(sub, "quarantine")) {
 		r = cmd_quarantine(rest, nrest, &op);
 	} else {
 		if (nrest > 1)
-			die_usage("unexpected operand: %s", rest[1]);
+			cli_bad_usage("unexpected operand: %s", rest[1]);
 		if (!strcmp(sub, "status")) {
 			r = cmd_status(rest[0], &op);
 		} else if (!strcmp(sub, "plot")) {
 			if (op.tsv && op.output)
-				die_usage("%s: -o draws a PNG, --tsv prints the table: one or the other", sub);
+				cli_bad_usage("%s: -o draws a PNG, --tsv prints the table: one or the other", sub);
 			r = cmd_plot(rest[0], &op);
 		} else if (!strcmp(sub, "recover")) {
 			r = cmd_recover(rest[0], &op);
 		} else {
 			if (op.keep < 0)
-				die_usage("%s: --keep-last is required", sub);
+				cli_bad_usage("%s: --keep-last is required", sub);
 			r = cmd_gc(rest[0], &op);
 		}
 	}
