@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -237,7 +238,7 @@ double cli_number(const char *opt, const char *arg, double min, double max, int 
 float cli_float(const char *opt, const char *arg, double min, double max, int open)
 {
 	double v;
-	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open) && isfinite((float)v))
+	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open) && fabs(v) <= FLT_MAX)
 		return (float)v;
 	char w[128];
 	number_what(w, sizeof w, "a number", min, max, open);
