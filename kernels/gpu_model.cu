@@ -421,7 +421,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		if (g->attention_mma)
 			LAUNCH(launch_attention_mma(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 		else
-			LAUNCH(launch_attention(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
+			LAUNCH(launch_attention(g->att, NULL, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
 		if (matmul(&g->mm, g->resid, 1, g->att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
 			return -1;
 		if (g->bo)
@@ -463,20 +463,51 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 	return 0;
 }
 
-// ---- the attention kernel alone ----
+// ---- the attention kernels alone ----
 
-int gpu_attention_run(const uint16_t *qkv, int T, const uint32_t *seq_lens, int nseq, int NH, int NKV, int HS,
-		      int mma, float *out, char *msg, size_t msglen)
+// n values from host fp32 into a device buffer of the element type, and back
+static cudaError_t put(void *dst, const float *src, size_t n, int bf16)
 {
-	if (mma ? !attention_mma_head_size_ok(HS) : !attention_head_size_ok(HS))
-		return fail(msg, msglen, "head size %d not taken by the %s kernel", HS, mma ? "mma" : "simple");
-	size_t nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
+	if (!bf16)
+		return cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice);
+	__nv_bfloat16 *tmp = (__nv_bfloat16 *)malloc(n * 2);
+	if (!tmp)
+		return cudaErrorMemoryAllocation;
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = __float2bfloat16_rn(src[i]);
+	cudaError_t err = cudaMemcpy(dst, tmp, n * 2, cudaMemcpyHostToDevice);
+	free(tmp);
+	return err;
+}
+
+static cudaError_t get(float *dst, const void *src, size_t n, int bf16)
+{
+	if (!bf16)
+		return cudaMemcpy(dst, src, n * 4, cudaMemcpyDeviceToHost);
+	__nv_bfloat16 *tmp = (__nv_bfloat16 *)malloc(n * 2);
+	if (!tmp)
+		return cudaErrorMemoryAllocation;
+	cudaError_t err = cudaMemcpy(tmp, src, n * 2, cudaMemcpyDeviceToHost);
+	for (size_t i = 0; i < n && err == cudaSuccess; i++)
+		dst[i] = __bfloat162float(tmp[i]);
+	free(tmp);
+	return err;
+}
+
+int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
+		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen)
+{
+	if (mma && (!bf16 || dout || !attention_mma_head_size_ok(HS)))
+		return fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
+	if (!mma && !attention_head_size_ok(HS))
+		return fail(msg, msglen, "head size %d: the CUDA attention takes %s", HS, ATT_HEAD_SIZES);
+	size_t es = bf16 ? 2 : 4, nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
 	struct att_tile *tiles = (struct att_tile *)malloc((size_t)T * sizeof *tiles);
-	__nv_bfloat16 *hout = (__nv_bfloat16 *)malloc(nout * sizeof *hout);
-	void *din = NULL, *dout = NULL, *dtiles = NULL;
+	void *din = NULL, *dres = NULL, *dg = NULL, *dgrad = NULL, *dtiles = NULL;
+	float *lse = NULL, *D = NULL;
 	int nt = 0, t = 0, rc = -1;
 	cudaError_t err = cudaSuccess;
-	if (!tiles || !hout) {
+	if (!tiles) {
 		fail(msg, msglen, "out of host memory");
 		goto out;
 	}
@@ -485,27 +516,40 @@ int gpu_attention_run(const uint16_t *qkv, int T, const uint32_t *seq_lens, int 
 			struct att_tile tile = { t, (int)seq_lens[q], q0, 0 };
 			tiles[nt++] = tile;
 		}
-	if ((err = cudaMalloc(&din, nin * 2)) != cudaSuccess || (err = cudaMalloc(&dout, nout * 2)) != cudaSuccess ||
+	// unwritten outputs read NaN (0xff bytes), so a row a kernel skips shows
+	if ((err = cudaMalloc(&din, nin * es)) != cudaSuccess || (err = cudaMalloc(&dres, nout * es)) != cudaSuccess ||
 	    (err = cudaMalloc(&dtiles, (size_t)nt * sizeof *tiles)) != cudaSuccess ||
-	    (err = cudaMemcpy(din, qkv, nin * 2, cudaMemcpyHostToDevice)) != cudaSuccess ||
-	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess ||
-	    (err = cudaMemset(dout, 0xff, nout * 2)) != cudaSuccess)   // NaNs where nothing is written
+	    (err = cudaMalloc((void **)&lse, (size_t)T * NH * 4)) != cudaSuccess ||
+	    (err = put(din, qkv, nin, bf16)) != cudaSuccess || (err = cudaMemset(dres, 0xff, nout * es)) != cudaSuccess ||
+	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess)
 		goto cuda_failed;
-	err = mma ? launch_attention_mma(dout, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
-		  : launch_attention(dout, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 1, 0);
-	if (err != cudaSuccess || (err = cudaMemcpy(hout, dout, nout * 2, cudaMemcpyDeviceToHost)) != cudaSuccess)
+	err = mma ? launch_attention_mma(dres, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
+		  : launch_attention(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, bf16, 0);
+	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess)
 		goto cuda_failed;
-	for (size_t i = 0; i < nout; i++)
-		out[i] = __bfloat162float(hout[i]);
+	if (dout) {
+		if ((err = cudaMalloc(&dg, nout * es)) != cudaSuccess || (err = cudaMalloc(&dgrad, nin * es)) != cudaSuccess ||
+		    (err = cudaMalloc((void **)&D, (size_t)T * NH * 4)) != cudaSuccess ||
+		    (err = put(dg, dout, nout, bf16)) != cudaSuccess ||
+		    (err = cudaMemset(dgrad, 0xff, nin * es)) != cudaSuccess)
+			goto cuda_failed;
+		err = launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH, NKV,
+						HS, bf16, 0);
+		if (err != cudaSuccess || (err = get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
+			goto cuda_failed;
+	}
 	rc = 0;
 	goto out;
 cuda_failed:
-	fail(msg, msglen, "attention kernel: %s", cudaGetErrorString(err));
+	fail(msg, msglen, "attention kernels: %s", cudaGetErrorString(err));
 out:
 	cudaFree(din);
-	cudaFree(dout);
+	cudaFree(dres);
+	cudaFree(dg);
+	cudaFree(dgrad);
 	cudaFree(dtiles);
+	cudaFree(lse);
+	cudaFree(D);
 	free(tiles);
-	free(hout);
 	return rc;
 }

@@ -79,13 +79,15 @@ void gpu_model_free(struct gpu_model *g);
 const char *gpu_model_attention(const struct gpu_model *g);
 
 /*
- * The attention kernel alone, for tests: qkv (T, (NH + 2 NKV) HS) as host
- * bf16 bit patterns, laid out q | k | v per token, sequences by seq_lens;
- * writes out (T, NH HS) as fp32 from the kernel's bf16 output. mma: the
- * tensor-core kernel (head sizes 64 and 128), else the CUDA-core one.
+ * The attention kernels alone, for tests: qkv (T, (NH + 2 NKV) HS), laid
+ * out q | k | v per token, sequences by seq_lens; writes out (T, NH HS).
+ * With dout (T, NH HS) not NULL, the backward too, writing dqkv laid out
+ * as qkv. Host fp32 arrays, rounded to bf16 on the way in when bf16 is set
+ * (the kernels' outputs come back as fp32). mma: the tensor-core forward
+ * (bf16, head sizes 64 and 128, forward only), else the CUDA-core kernels.
  */
-int gpu_attention_run(const uint16_t *qkv, int T, const uint32_t *seq_lens, int nseq, int NH, int NKV, int HS,
-		      int mma, float *out, char *msg, size_t msglen);
+int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
+		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

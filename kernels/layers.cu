@@ -6,32 +6,8 @@
 #include <cuda_bf16.h>
 #include <math.h>
 
+#include "device.cuh"
 #include "layers.cuh"
-
-typedef __nv_bfloat16 bf16;
-
-static __device__ __forceinline__ float to_f(float x) { return x; }
-static __device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
-template <typename T> static __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16_rn(x); }
-
-// Four consecutive values as fp32 (p 8- or 16-byte aligned).
-static __device__ __forceinline__ float4 load4(const float *p) { return *(const float4 *)p; }
-static __device__ __forceinline__ float4 load4(const bf16 *p)
-{
-	uint2 u = *(const uint2 *)p;
-	__nv_bfloat162 a = *(__nv_bfloat162 *)&u.x, b = *(__nv_bfloat162 *)&u.y;
-	float2 fa = __bfloat1622float2(a), fb = __bfloat1622float2(b);
-	return make_float4(fa.x, fa.y, fb.x, fb.y);
-}
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
 
 // The sum of v over the block (blockDim.x a multiple of 32, at most 1024).
 static __device__ float block_sum(float v)
@@ -217,15 +193,9 @@ cudaError_t launch_swiglu(void *out, const void *gu, int T, int I, int bf16flag,
 // the tile's last query repeat that query and write nothing, so all lanes
 // take part in the shuffles.
 
-#define ATT_BK 32
-
-// Threads per query: a power of two dividing HS into parts of 32 where that
-// works (64, 128), one thread per query otherwise (16 to 96).
-static constexpr __host__ __device__ int att_tpq(int HS) { return HS == 64 || HS == 128 ? HS / 32 : 1; }
-
 template <int HS, typename T>
 __global__ void __launch_bounds__(ATT_TILE_Q * att_tpq(HS))
-attention_kernel(T *out, const T *qkv, const struct att_tile *tiles, int NH, int NKV, float scale)
+attention_kernel(T *out, float *lse, const T *qkv, const struct att_tile *tiles, int NH, int NKV, float scale)
 {
 	constexpr int TPQ = att_tpq(HS), DPT = HS / TPQ, C4 = DPT / 4;
 	__shared__ float4 ks[ATT_BK][HS / 4], vs[ATT_BK][HS / 4];
@@ -266,13 +236,9 @@ attention_kernel(T *out, const T *qkv, const struct att_tile *tiles, int NH, int
 		for (int j = 0; j < ATT_BK; j++) {
 			float dot = 0;
 #pragma unroll
-			for (int c = 0; c < C4; c++) {
-				float4 k = ks[j][c * TPQ + part];
-				dot += q[c].x * k.x + q[c].y * k.y + q[c].z * k.z + q[c].w * k.w;
-			}
-#pragma unroll
-			for (int o = TPQ / 2; o > 0; o >>= 1)
-				dot += __shfl_xor_sync(0xffffffffu, dot, o);
+			for (int c = 0; c < C4; c++)
+				dot += dot4(q[c], ks[j][c * TPQ + part]);
+			dot = row_sum<TPQ>(dot);
 			s[j] = k0 + j <= qpos ? dot : -INFINITY;
 			mt = fmaxf(mt, s[j]);
 		}
@@ -302,6 +268,8 @@ attention_kernel(T *out, const T *qkv, const struct att_tile *tiles, int NH, int
 	}
 	if (qi >= nq)
 		return;
+	if (lse && part == 0)   // of the scaled scores, natural log: what the backward recomputes P from
+		lse[(size_t)(tile.start + qpos) * NH + h] = m + logf(l);
 	float inv = 1.0f / l;
 	T *o = out + (size_t)(tile.start + qpos) * NH * HS + (size_t)h * HS;
 #pragma unroll
@@ -315,18 +283,18 @@ attention_kernel(T *out, const T *qkv, const struct att_tile *tiles, int NH, int
 }
 
 template <int HS>
-static void attention_hs(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH, int NKV,
-			 int bf16flag, cudaStream_t s)
+static void attention_hs(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
+			 int NKV, int bf16flag, cudaStream_t s)
 {
 	dim3 grid(ntiles, NH);
 	int threads = ATT_TILE_Q * att_tpq(HS);
 	float scale = 1.0f / sqrtf((float)HS);
 	if (bf16flag)
-		attention_kernel<HS, bf16><<<grid, threads, 0, s>>>((bf16 *)out, (const bf16 *)qkv, tiles, NH, NKV,
-								   scale);
+		attention_kernel<HS, bf16><<<grid, threads, 0, s>>>((bf16 *)out, lse, (const bf16 *)qkv, tiles, NH,
+								   NKV, scale);
 	else
-		attention_kernel<HS, float><<<grid, threads, 0, s>>>((float *)out, (const float *)qkv, tiles, NH, NKV,
-								    scale);
+		attention_kernel<HS, float><<<grid, threads, 0, s>>>((float *)out, lse, (const float *)qkv, tiles, NH,
+								    NKV, scale);
 }
 
 int attention_head_size_ok(int HS)
@@ -334,22 +302,22 @@ int attention_head_size_ok(int HS)
 	return HS == 16 || HS == 24 || HS == 32 || HS == 48 || HS == 64 || HS == 80 || HS == 96 || HS == 128;
 }
 
-cudaError_t launch_attention(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
-			     int NKV, int HS, int bf16flag, cudaStream_t s)
+cudaError_t launch_attention(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles,
+			     int NH, int NKV, int HS, int bf16flag, cudaStream_t s)
 {
 	if (ntiles == 0)
 		return cudaSuccess;
 	if (NKV <= 0 || NH % NKV)
 		return cudaErrorInvalidValue;
 	switch (HS) {
-	case 16: attention_hs<16>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 24: attention_hs<24>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 32: attention_hs<32>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 48: attention_hs<48>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 64: attention_hs<64>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 80: attention_hs<80>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 96: attention_hs<96>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
-	case 128: attention_hs<128>(out, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 16: attention_hs<16>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 24: attention_hs<24>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 32: attention_hs<32>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 48: attention_hs<48>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 64: attention_hs<64>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 80: attention_hs<80>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 96: attention_hs<96>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
+	case 128: attention_hs<128>(out, lse, qkv, tiles, ntiles, NH, NKV, bf16flag, s); break;
 	default: return cudaErrorInvalidValue;
 	}
 	return cudaGetLastError();

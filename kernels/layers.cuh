@@ -45,13 +45,23 @@ struct att_tile {
 // out (T, NH HS) act = block-causal grouped-query attention over qkv, one
 // block per (tile, head), for the head sizes below.
 #define ATT_HEAD_SIZES "16, 24, 32, 48, 64, 80, 96 or 128"
+// lse (T, NH), when not NULL, gets each query's log-sum-exp of its scaled
+// scores, from which the backward recomputes the probabilities.
 int attention_head_size_ok(int HS);
-cudaError_t launch_attention(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
-			     int NKV, int HS, int bf16, cudaStream_t s);
+cudaError_t launch_attention(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles,
+			     int NH, int NKV, int HS, int bf16, cudaStream_t s);
 
 // The same in bf16 on tensor cores (attention_mma.cu), for head sizes 64 and 128.
 int attention_mma_head_size_ok(int HS);
 cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
 				 int NKV, int HS, cudaStream_t s);
+
+// The backward of launch_attention (attention_bwd.cu), deterministic and
+// without atomics: dqkv (T, (NH + 2 NKV) HS) act, laid out as qkv, gets dq,
+// dk and dv (dk and dv summed over the query heads of their group) from
+// dout (T, NH HS), the forward's out and lse, and D (T, NH) fp32 scratch.
+cudaError_t launch_attention_backward(void *dqkv, const void *dout, const void *out, const void *qkv,
+				      const float *lse, float *D, const struct att_tile *tiles, int ntiles, int T,
+				      int NH, int NKV, int HS, int bf16, cudaStream_t s);
 
 #endif
