@@ -1,7 +1,7 @@
-// gpu_model.cu: see gpu_model.h. The host side: two device allocations
-// (weights, activations) carved into buffers, the weights' upload with
-// q/k/v and gate/up fused, and the forward, which reads as
-// lib/model/model.c's forward() does.
+// gpu_model.cu: see gpu_model.h. The host side: device allocations
+// (weights, activations, and for training gpu_train.cu's) carved into
+// buffers, the weights' upload with q/k/v and gate/up fused, and the
+// forward, which reads as lib/model/model.c's forward() does.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -11,45 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu_model.h"
-#include "layers.cuh"
+#include "gpu_model_impl.cuh"
 #include "lmhead.h"
-#include "matmul.cuh"
 
-// The LM head's fp32 logits for a chunk of rows stay under this.
-#define LOGITS_BYTES ((size_t)1 << 30)
-#define LOGITS_MAX_ROWS 4096
-
-struct gpu_model {
-	struct gpu_model_shape s;
-	int bf16, maxT, chunk;
-	int attention_mma;   // bf16 attention on tensor cores (else the CUDA-core kernel)
-	size_t esize;   // bytes of one weight or activation element
-	cudaStream_t stream;
-	struct matmul_ctx mm;
-
-	void *wmem;
-	size_t wbytes;
-	void *embed, *lm_head;          // (V, C) act; lm_head == embed when tied
-	void *wqkv, *wo, *wgu, *wdown;  // (L, QKV, C), (L, C, QD), (L, 2I, C), (L, C, I) act
-	float *ln1, *ln2, *norm, *qnorm, *knorm, *bq, *bk, *bv, *bo, *cos, *sin;
-
-	void *amem;
-	size_t abytes;
-	float *resid;                   // (maxT, C)
-	void *ln, *qkv, *att, *gu, *act;
-	float *logits;                  // (chunk, V)
-	float *lp, *ent, *lse, *temps;  // (maxT) by predicting row
-	int32_t *ids, *pos, *targets;   // (maxT)
-	struct att_tile *tiles;         // (maxT) at most one tile per token
-
-	// host mirrors of the per-token arrays
-	int32_t *h_pos, *h_start, *h_targets;
-	float *h_temps, *h_lp, *h_ent;
-	struct att_tile *h_tiles;
-};
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
+int gpu_fail(char *msg, size_t msglen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -57,13 +22,7 @@ static int fail(char *msg, size_t msglen, const char *fmt, ...)
 	va_end(ap);
 	return -1;
 }
-
-#define CUDA_TRY(call)                                                                              \
-	do {                                                                                        \
-		cudaError_t err_ = (call);                                                          \
-		if (err_ != cudaSuccess)                                                            \
-			return fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));         \
-	} while (0)
+#define fail gpu_fail
 
 int gpu_count(char *msg, size_t msglen)
 {
@@ -83,15 +42,6 @@ int gpu_count(char *msg, size_t msglen)
 }
 
 // ---- allocation: lay buffers out in one block, 256-byte aligned ----
-
-struct carve { char *base; size_t off; };
-
-static void *carve(struct carve *c, size_t bytes)
-{
-	size_t at = (c->off + 255) & ~(size_t)255;
-	c->off = at + bytes;
-	return c->base ? c->base + at : NULL;
-}
 
 static void layout_weights(struct gpu_model *g, struct carve *c, int tied)
 {
@@ -121,12 +71,15 @@ static void layout_acts(struct gpu_model *g, struct carve *c)
 {
 	const struct gpu_model_shape *s = &g->s;
 	size_t T = g->maxT, C = s->C, I = s->I, QD = (size_t)s->NH * s->HS, KD = (size_t)s->NKV * s->HS;
-	size_t es = g->esize;
-	g->resid = (float *)carve(c, T * C * 4);
+	size_t es = g->esize, QKV = QD + 2 * KD, L = g->train ? s->L : 1;
+	g->resid = (float *)carve(c, (L + g->train) * T * C * 4);
+	g->resid2 = g->train ? (float *)carve(c, L * T * C * 4) : g->resid;
 	g->ln = carve(c, T * C * es);
-	g->qkv = carve(c, T * (QD + 2 * KD) * es);
-	g->att = carve(c, T * QD * es);
-	g->gu = carve(c, T * 2 * I * es);
+	g->qkv = carve(c, L * T * QKV * es);
+	g->qkv_raw = g->train ? carve(c, L * T * QKV * es) : g->qkv;
+	g->att = carve(c, L * T * QD * es);
+	g->att_lse = g->train ? (float *)carve(c, L * T * s->NH * 4) : NULL;
+	g->gu = carve(c, L * T * 2 * I * es);
 	g->act = carve(c, T * I * es);
 	g->logits = (float *)carve(c, (size_t)g->chunk * s->V * 4);
 	g->lp = (float *)carve(c, T * 4);
@@ -203,7 +156,8 @@ static int upload_weights(struct gpu_model *g, const struct gpu_model_weights *w
 }
 
 int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
-		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, char *msg, size_t msglen)
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, int train, char *msg,
+		     size_t msglen)
 {
 	*out = NULL;
 	const struct gpu_model_shape *s = shape;
@@ -224,9 +178,13 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 		return fail(msg, msglen, "out of host memory");
 	g->s = *s;
 	g->bf16 = dtype == GPU_BF16;
-	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernel, to compare the two
+	g->train = !!train;
+	g->tied = w->lm_head == w->embed;
+	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernel, to compare the two;
+	// training needs the log-sum-exp only that one keeps so far
 	const char *att = getenv("GRPO_CUDA_ATTENTION");
-	g->attention_mma = g->bf16 && attention_mma_head_size_ok(s->HS) && !(att && strcmp(att, "simple") == 0);
+	g->attention_mma = g->bf16 && !g->train && attention_mma_head_size_ok(s->HS) &&
+			   !(att && strcmp(att, "simple") == 0);
 	g->esize = g->bf16 ? 2 : 4;
 	g->maxT = maxT;
 	size_t rows = LOGITS_BYTES / ((size_t)s->V * 4);
@@ -252,6 +210,7 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	layout_acts(g, &ca);
 	g->wbytes = cw.off;
 	g->abytes = ca.off;
+	g->gbytes = g->train ? gpu_train_bytes(g) : 0;
 	if ((err = cudaStreamCreate(&g->stream)) != cudaSuccess) {
 		fail(msg, msglen, "cudaStreamCreate: %s", cudaGetErrorString(err));
 		g->stream = NULL;
@@ -267,6 +226,22 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 		     maxT, cudaGetErrorString(err));
 		g->amem = NULL;
 		goto out;
+	}
+	if (g->train && (err = cudaMalloc(&g->gmem, g->gbytes)) != cudaSuccess) {
+		fail(msg, msglen, "cudaMalloc of %.1f MiB of gradients and their scratch: %s", g->gbytes / 1048576.0,
+		     cudaGetErrorString(err));
+		g->gmem = NULL;
+		goto out;
+	}
+	if (g->train) {
+		if (gpu_train_layout(g, (char *)g->gmem) < 0) {
+			fail(msg, msglen, "out of host memory");
+			goto out;
+		}
+		if ((err = cudaMemset(g->gmem, 0, g->gbytes)) != cudaSuccess) {
+			fail(msg, msglen, "cudaMemset: %s", cudaGetErrorString(err));
+			goto out;
+		}
 	}
 	cw.base = (char *)g->wmem;
 	cw.off = 0;
@@ -304,6 +279,9 @@ void gpu_model_free(struct gpu_model *g)
 		matmul_free(&g->mm);
 	cudaFree(g->amem);
 	cudaFree(g->wmem);
+	cudaFree(g->gmem);
+	free(g->h_dlp);
+	free(g->h_order);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
 	free(g->h_pos);
@@ -314,7 +292,7 @@ void gpu_model_free(struct gpu_model *g)
 
 size_t gpu_model_bytes(const struct gpu_model *g)
 {
-	return g->wbytes + g->abytes + g->mm.workspace_bytes;
+	return g->wbytes + g->abytes + g->gbytes + g->mm.workspace_bytes;
 }
 
 void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, size_t *used)
@@ -373,16 +351,6 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 	return 0;
 }
 
-// A kernel launch inside the forward; l is the layer (-1: outside the layers).
-#define LAUNCH(call)                                                                                \
-	do {                                                                                        \
-		cudaError_t err_ = (call);                                                          \
-		if (err_ != cudaSuccess && l >= 0)                                                  \
-			return fail(msg, msglen, "layer %d: %s: %s", l, #call, cudaGetErrorString(err_)); \
-		if (err_ != cudaSuccess)                                                            \
-			return fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));         \
-	} while (0)
-
 int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
 		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
 {
@@ -403,41 +371,55 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				 cudaMemcpyHostToDevice, st));
 
 	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, C, bf, st));
+	g->forward_done = 0;
 	for (l = 0; l < s->L; l++) {
 		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
 		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
 		const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
 		const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
 		size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * s->HS;
+		// this layer's activations: its own when training, else the one set
+		float *x = g->resid + layer_off(g, l, C), *r2 = g->resid2 + layer_off(g, l, C);
+		float *xout = g->resid + layer_off(g, l + 1, C);
+		char *raw = (char *)g->qkv_raw + layer_off(g, l, QKV) * es, *qkv = (char *)g->qkv + layer_off(g, l, QKV) * es;
+		char *att = (char *)g->att + layer_off(g, l, QD) * es, *gu = (char *)g->gu + layer_off(g, l, 2 * I) * es;
+		float *att_lse = g->att_lse ? g->att_lse + layer_off(g, l, s->NH) : NULL;
 
-		// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> resid += o_proj
-		LAUNCH(launch_rmsnorm(g->ln, g->resid, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul(&g->mm, g->qkv, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+		// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> r2 = x + o_proj
+		LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul(&g->mm, raw, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
 			return -1;
-		LAUNCH(launch_qkv_prep(g->qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL,
+		if (raw != qkv)   // training keeps the projections' output for the backward
+			CUDA_TRY(cudaMemcpyAsync(qkv, raw, (size_t)T * QKV * es, cudaMemcpyDeviceToDevice, st));
+		LAUNCH(launch_qkv_prep(qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL,
 				       g->bv ? g->bv + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
 				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
 				       s->HS, s->eps, bf, st));
 		if (g->attention_mma)
-			LAUNCH(launch_attention_mma(g->att, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
+			LAUNCH(launch_attention_mma(att, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 		else
-			LAUNCH(launch_attention(g->att, NULL, g->qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
-		if (matmul(&g->mm, g->resid, 1, g->att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
+			LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
+		if (r2 != x)
+			CUDA_TRY(cudaMemcpyAsync(r2, x, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+		if (matmul(&g->mm, r2, 1, att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
 			return -1;
 		if (g->bo)
-			LAUNCH(launch_add_bias(g->resid, g->bo + (size_t)l * C, T, C, st));
+			LAUNCH(launch_add_bias(r2, g->bo + (size_t)l * C, T, C, st));
 
-		// MLP block: RMSNorm -> gate|up -> SwiGLU -> resid += down_proj
-		LAUNCH(launch_rmsnorm(g->ln, g->resid, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul(&g->mm, g->gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+		// MLP block: RMSNorm -> gate|up -> SwiGLU -> xout = r2 + down_proj
+		LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul(&g->mm, gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
 			return -1;
-		LAUNCH(launch_swiglu(g->act, g->gu, T, I, bf, st));
-		if (matmul(&g->mm, g->resid, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
+		LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
+		if (xout != r2)
+			CUDA_TRY(cudaMemcpyAsync(xout, r2, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+		if (matmul(&g->mm, xout, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
 			return -1;
 	}
+	l = -1;
 
 	// final norm and the LM head over the T-1 rows that may predict a token
-	LAUNCH(launch_rmsnorm(g->ln, g->resid, g->norm, T, C, s->eps, bf, st));
+	LAUNCH(launch_rmsnorm(g->ln, g->resid + layer_off(g, s->L, C), g->norm, T, C, s->eps, bf, st));
 	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
 		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
 		if (matmul(&g->mm, g->logits, 1, (const char *)g->ln + (size_t)r0 * C * es, g->lm_head, bf, n, V, C,
@@ -460,6 +442,9 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		if (entropy)
 			entropy[t] = predicted ? g->h_ent[t - 1] : 0.0f;
 	}
+	g->T = T;
+	g->ntiles = ntiles;
+	g->forward_done = 1;
 	return 0;
 }
 

@@ -53,9 +53,13 @@ struct gpu_model;
 /* CUDA devices present: 0 where there is no driver or no GPU (why in msg). */
 int gpu_count(char *msg, size_t msglen);
 
-/* Copy the weights to device 0 and size the activations for maxT tokens. */
+/* Copy the weights to device 0 and size the activations for maxT tokens;
+ * train: also keep every layer's activations and hold fp32 gradients, for
+ * gpu_model_backward (attention then runs on CUDA cores, which keep the
+ * log-sum-exp the backward needs). */
 int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
-		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, char *msg, size_t msglen);
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, int train, char *msg,
+		     size_t msglen);
 
 /*
  * Forward over a pack of T tokens (host arrays): ids (T), seq_lens (nseq,
@@ -66,6 +70,25 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
  */
 int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
 		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen);
+
+/*
+ * Backward of the last forward (a model created with train): given the
+ * loss's gradients dlogprob (T) and dentropy (T, or NULL) aligned as the
+ * forward's outputs, ADDS the weights' gradients into the model's fp32
+ * gradients (so micro-batches accumulate), as lib/model's model_backward.
+ */
+int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg,
+		       size_t msglen);
+
+/* Zero the gradients; copy them to host fp32 arrays in lib/model's layout
+ * (the same fields as struct gpu_model_weights; NULL where absent; a tied
+ * model's head gradient is in embed). */
+struct gpu_model_grads {
+	float *embed, *lm_head, *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+	float *qnorm, *knorm, *ln2, *wgate, *wup, *wdown, *norm;
+};
+int gpu_model_grads_zero(struct gpu_model *g, char *msg, size_t msglen);
+int gpu_model_grads_get(struct gpu_model *g, const struct gpu_model_grads *out, char *msg, size_t msglen);
 
 /* Device bytes this model holds (weights, activations, workspaces). */
 size_t gpu_model_bytes(const struct gpu_model *g);

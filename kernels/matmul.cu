@@ -33,35 +33,35 @@ void matmul_free(struct matmul_ctx *mc)
 	cublasLtDestroy(mc->lt);
 }
 
-int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const void *w, int in_bf16, int T,
-	   int N, int K, float beta, char *msg, size_t msglen)
+// D (m, n) = op(A) op(B) + beta D, column-major, as cuBLASLt sees it: A is
+// stored (m, k) or, transposed, (k, m) with leading dimension lda; B (k, n)
+// or (n, k) with ldb; D (m, n) with ldd.
+static int lt_gemm(struct matmul_ctx *mc, int transa, int transb, int m, int n, int k, const void *A, int lda,
+		   const void *B, int ldb, void *D, int ldd, cudaDataType_t tin, cudaDataType_t tout, float beta,
+		   char *msg, size_t msglen)
 {
-	if (T == 0)
-		return 0;
-	cudaDataType_t tin = in_bf16 ? CUDA_R_16BF : CUDA_R_32F;
-	cudaDataType_t tout = out_f32 ? CUDA_R_32F : tin;
 	cublasLtMatmulDesc_t op = NULL;
 	cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
 	cublasLtMatmulPreference_t pref = NULL;
 	cublasLtMatmulHeuristicResult_t heur;
-	cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
+	cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
 	int found = 0;
 	const char *what = "cublasLtMatmulDescCreate";
 	cublasStatus_t st = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
 	if (st == CUBLAS_STATUS_SUCCESS) {
 		what = "cublasLtMatmulDescSetAttribute";
-		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
 	}
 	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN);
+		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
 	if (st == CUBLAS_STATUS_SUCCESS) {
 		what = "cublasLtMatrixLayoutCreate";
-		st = cublasLtMatrixLayoutCreate(&la, tin, K, N, K);   // w: column-major (K, N)
+		st = cublasLtMatrixLayoutCreate(&la, tin, transa ? k : m, transa ? m : k, lda);
 	}
 	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatrixLayoutCreate(&lb, tin, K, T, K);   // x: column-major (K, T)
+		st = cublasLtMatrixLayoutCreate(&lb, tin, transb ? n : k, transb ? k : n, ldb);
 	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatrixLayoutCreate(&lc, tout, N, T, N);  // out: column-major (N, T)
+		st = cublasLtMatrixLayoutCreate(&lc, tout, m, n, ldd);
 	if (st == CUBLAS_STATUS_SUCCESS) {
 		what = "cublasLtMatmulPreferenceCreate";
 		st = cublasLtMatmulPreferenceCreate(&pref);
@@ -78,8 +78,8 @@ int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const v
 	if (st == CUBLAS_STATUS_SUCCESS) {
 		what = "cublasLtMatmul";
 		float alpha = 1.0f;
-		st = cublasLtMatmul(mc->lt, op, &alpha, w, la, x, lb, &beta, out, lc, out, lc, &heur.algo,
-				    mc->workspace, mc->workspace_bytes, mc->stream);
+		st = cublasLtMatmul(mc->lt, op, &alpha, A, la, B, lb, &beta, D, lc, D, lc, &heur.algo, mc->workspace,
+				    mc->workspace_bytes, mc->stream);
 	}
 	if (pref)
 		cublasLtMatmulPreferenceDestroy(pref);
@@ -92,10 +92,41 @@ int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const v
 	if (op)
 		cublasLtMatmulDescDestroy(op);
 	if (st != CUBLAS_STATUS_SUCCESS) {
-		snprintf(msg, msglen, "%s (%s x %s -> %s, T %d, N %d, K %d): %s", what, in_bf16 ? "bf16" : "fp32",
-			 in_bf16 ? "bf16" : "fp32", out_f32 ? "fp32" : in_bf16 ? "bf16" : "fp32", T, N, K,
-			 cublasLtGetStatusName(st));
+		snprintf(msg, msglen, "%s (%s in, %s out, m %d, n %d, k %d%s%s): %s", what,
+			 tin == CUDA_R_16BF ? "bf16" : "fp32", tout == CUDA_R_16BF ? "bf16" : "fp32", m, n, k,
+			 transa ? ", A^T" : "", transb ? ", B^T" : "", cublasLtGetStatusName(st));
 		return -1;
 	}
 	return 0;
+}
+
+static cudaDataType_t type_in(int in_bf16) { return in_bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// out^T (N, T) = w (stored (K, N): transposed) x^T (K, T)
+int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const void *w, int in_bf16, int T,
+	   int N, int K, float beta, char *msg, size_t msglen)
+{
+	if (T == 0)
+		return 0;
+	cudaDataType_t tin = type_in(in_bf16);
+	return lt_gemm(mc, 1, 0, N, T, K, w, K, x, K, out, N, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
+}
+
+// dx^T (K, T) = w^T (stored (K, N) as is) dy^T (N, T)
+int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, const void *w, int in_bf16, int T,
+	      int N, int K, float beta, char *msg, size_t msglen)
+{
+	if (T == 0)
+		return 0;
+	cudaDataType_t tin = type_in(in_bf16);
+	return lt_gemm(mc, 0, 0, K, T, N, w, K, dy, N, dx, K, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
+}
+
+// dw^T (K, N) += x^T (K, T) dy (T, N: dy^T stored (N, T), transposed)
+int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, int in_bf16, int T, int N, int K,
+	      char *msg, size_t msglen)
+{
+	if (T == 0)
+		return 0;
+	return lt_gemm(mc, 0, 1, K, N, T, x, K, dy, N, dw, K, type_in(in_bf16), CUDA_R_32F, 1.0f, msg, msglen);
 }

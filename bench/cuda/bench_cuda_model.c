@@ -5,7 +5,10 @@
  * them, for a random model of a named shape. bench/cuda/run.sh feeds it the
  * peer's batch and prints the ratios.
  *
- *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] LENGTHS
+ *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] [-b] LENGTHS
+ *
+ * -b times the forward and the backward (the weights' gradients, as a
+ * training step takes them; no loss and no optimizer step).
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
  * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
@@ -42,13 +45,14 @@ struct bin { int T, n; int lens[256]; };
 int main(int argc, char **argv)
 {
 	const char *name = "qwen2.5-0.5b", *dtype = "bf16";
-	int binT = 16384, reps = 3, o;
-	while ((o = getopt(argc, argv, "s:T:r:d:h")) != -1) {
+	int binT = 16384, reps = 3, backward = 0, o;
+	while ((o = getopt(argc, argv, "s:T:r:d:bh")) != -1) {
 		switch (o) {
 		case 's': name = optarg; break;
 		case 'T': binT = atoi(optarg); break;
 		case 'r': reps = atoi(optarg); break;
 		case 'd': dtype = optarg; break;
+		case 'b': backward = 1; break;
 		default:
 			fprintf(stderr, "usage: bench_cuda_model [-s %s] [-T bin tokens] [-r repeats] [-d fp32|bf16] "
 				"LENGTHS\n", MODEL_PRESETS);
@@ -110,7 +114,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct model_gpu *g = NULL;
-	if (model_gpu_open(&g, &m, binT, strcmp(dtype, "bf16") == 0, &e) < 0) {
+	int bf16 = strcmp(dtype, "bf16") == 0;
+	if ((backward ? model_gpu_open_train(&g, &m, binT, bf16, &e) : model_gpu_open(&g, &m, binT, bf16, &e)) < 0) {
 		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 		return 1;
 	}
@@ -119,6 +124,9 @@ int main(int argc, char **argv)
 
 	int32_t *ids = malloc((size_t)binT * sizeof *ids);
 	float *lp = malloc((size_t)binT * sizeof *lp), *ent = malloc((size_t)binT * sizeof *ent);
+	float *dlp = malloc((size_t)binT * sizeof *dlp);
+	for (int t = 0; t < binT; t++)
+		dlp[t] = 1.0f / binT;
 	uint64_t rng = 88172645463325252ull;
 	for (int t = 0; t < binT; t++) {
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -130,7 +138,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k <= reps; k++) {   /* pass 0 warms up */
 		double t = now();
 		for (int b = 0; b < nbins; b++)
-			if (model_gpu_forward(g, ids, bins[b].T, bins[b].lens, bins[b].n, NULL, lp, ent, &e) < 0) {
+			if (model_gpu_forward(g, ids, bins[b].T, bins[b].lens, bins[b].n, NULL, lp, ent, &e) < 0 ||
+			    (backward && model_gpu_backward(g, dlp, NULL, &e) < 0)) {
 				fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 				return 1;
 			}
@@ -148,17 +157,18 @@ int main(int argc, char **argv)
 	/* MFU: 2 N_mm per token (every matrix, the LM head included) plus the causal attention's 2 QD L(L+1) */
 	double QD = (double)c.NH * c.HS, KD = (double)c.NKV * c.HS;
 	double n_mm = (double)c.L * (c.C * (QD + 2 * KD) + QD * c.C + 3.0 * c.C * c.I) + (double)c.V * c.C;
-	double flops = 2 * n_mm * tokens + 2 * c.L * QD * sum_sq;
+	double flops = (2 * n_mm * tokens + 2 * c.L * QD * sum_sq) * (backward ? 3 : 1);
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
-	printf("shape=%s dtype=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
-	       "attention=%s\n", name, dtype, nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS,
-	       model_gpu_attention(g));
+	printf("shape=%s dtype=%s pass=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
+	       "attention=%s\n", name, dtype, backward ? "forward+backward" : "forward", nseq, tokens, nbins, secs,
+	       tokens / secs, flops / secs / PEAK_FLOPS, model_gpu_attention(g));
 	printf("device: %s\n", dev);
 	model_gpu_close(g);
 	model_free(&m);
 	free(ids);
 	free(lp);
 	free(ent);
+	free(dlp);
 	return 0;
 }

@@ -29,9 +29,12 @@ PY
 
 bench="$top/$BUILD/bench/cuda/bench_cuda_model"
 "$bench" -d bf16 "$out/lengths.txt" | tee "$out/ours-bf16.txt"
-GRPO_CUDA_ATTENTION=simple "$bench" -d bf16 "$out/lengths.txt"
-"$bench" -d fp32 "$out/lengths.txt"
+if [ -z "$BENCH_QUICK" ]; then   # the CUDA-core attention and fp32, for comparison
+	GRPO_CUDA_ATTENTION=simple "$bench" -d bf16 "$out/lengths.txt"
+	"$bench" -d fp32 "$out/lengths.txt"
+fi
 "$bench" -d bf16 -s qwen3-0.6b "$out/lengths.txt"
+"$bench" -d bf16 -b "$out/lengths.txt" | tee "$out/ours-train.txt"
 
 peer="$shared/bench/peer_torch_grpo.py"
 if [ ! -f "$peer" ]; then
@@ -39,13 +42,17 @@ if [ ! -f "$peer" ]; then
 	exit 0
 fi
 VARIANTS=${PEER_VARIANTS:-sdpa/padded,sdpa/packed} python3 "$peer" | tail -n 1 > "$out/peer.json"
-python3 - "$out/ours-bf16.txt" "$out/peer.json" <<'PY'
+python3 - "$out/ours-bf16.txt" "$out/peer.json" "$out/ours-train.txt" <<'PY'
 import json, re, sys
 ours = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[1]).readline()))
+train = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[3]).readline()))
 peer = json.load(open(sys.argv[2]))
 tps = float(ours["tokens_per_s"])
 used = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[1]).read())
 gib = int(used.group(1)) / 1024 if used else float("nan")
+tused = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[3]).read())
+print(f"training forward+backward: {float(train['tokens_per_s']):,.0f} tokens/s ({train['seconds']} s), "
+      f"{int(tused.group(1)) / 1024 if tused else float('nan'):.1f} GiB in use on the device")
 print(f"reference forward, {peer['gpu']}, torch {peer['torch']}, transformers {peer['transformers']}:")
 print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%}), "
       f"{gib:.1f} GiB in use on the device")
@@ -54,6 +61,10 @@ for k, v in peer.items():
         r = v["ref_forward"]
         print(f"  peer {k}: {r['tokens_per_s']:,} tokens/s, peak {r['peak_gib']} GiB"
               f" -> ratio {tps / r['tokens_per_s']:.2f}x")
-    elif isinstance(v, dict) and "error" in v:
+    if isinstance(v, dict) and "train" in v:
+        r = v["train"]
+        print(f"  peer {k} training step (with AdamW): {r['tokens_per_s']:,} tokens/s, peak {r['peak_gib']} GiB"
+              f" -> our forward+backward {float(train['tokens_per_s']) / r['tokens_per_s']:.2f}x")
+    if isinstance(v, dict) and "error" in v:
         print(f"  peer {k}: failed: {v['error']}")
 PY

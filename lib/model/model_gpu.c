@@ -55,7 +55,7 @@ int model_device_resolve(enum model_device want, enum model_device *got, struct 
 	return err_set(e, "--device cuda: no GPU to run on (%s)", why);
 }
 
-int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int bf16, int train, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	const struct model_params *w = &m->w;
@@ -75,7 +75,7 @@ int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int 
 		w->embed, w->lm_head, w->ln1, w->wq, w->bq, w->wk, w->bk, w->wv, w->bv, w->wo, w->bo,
 		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, maxT,
 	};
-	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, msg, sizeof msg);
+	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, train, msg, sizeof msg);
 	free(cos);
 	free(sin);
 	if (rc < 0) {
@@ -86,6 +86,45 @@ int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int 
 	mg->maxT = maxT;
 	mg->lens = lens;
 	*out = mg;
+	return 0;
+}
+
+int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+{
+	return open_gpu(out, m, maxT, bf16, 0, e);
+}
+
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+{
+	return open_gpu(out, m, maxT, bf16, 1, e);
+}
+
+int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_backward(mg->g, dlogprob, dentropy, msg, sizeof msg) < 0)
+		return err_set(e, "GPU backward: %s", msg);
+	return 0;
+}
+
+int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_grads_zero(mg->g, msg, sizeof msg) < 0)
+		return err_set(e, "GPU gradients: %s", msg);
+	return 0;
+}
+
+int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
+{
+	char msg[512] = "";
+	struct model_params *p = grads;
+	struct gpu_model_grads out = {
+		p->embed, p->lm_head == p->embed ? NULL : p->lm_head, p->ln1, p->wq, p->bq, p->wk, p->bk, p->wv, p->bv,
+		p->wo, p->bo, p->qnorm, p->knorm, p->ln2, p->wgate, p->wup, p->wdown, p->norm,
+	};
+	if (gpu_model_grads_get(mg->g, &out, msg, sizeof msg) < 0)
+		return err_set(e, "GPU gradients: %s", msg);
 	return 0;
 }
 
@@ -160,6 +199,27 @@ int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int 
 {
 	*out = NULL;
 	return err_set(e, "GPU model: %s", NO_CUDA);
+}
+
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+{
+	*out = NULL;
+	return err_set(e, "GPU model: %s", NO_CUDA);
+}
+
+int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
+{
+	return err_set(e, "GPU backward: %s", NO_CUDA);
+}
+
+int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
+{
+	return err_set(e, "GPU gradients: %s", NO_CUDA);
+}
+
+int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
+{
+	return err_set(e, "GPU gradients: %s", NO_CUDA);
 }
 
 void model_gpu_close(struct model_gpu *mg) {}

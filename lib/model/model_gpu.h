@@ -39,6 +39,15 @@ struct model_gpu;
 
 /* Copy m's weights to the GPU, with activations for packs of up to maxT tokens. */
 int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e);
+/* The same, keeping what the backward needs and fp32 gradients on the GPU. */
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e);
+
+/* As model_backward(): ADD the last forward's weight gradients into the
+ * GPU's; zero them; copy them into grads (lib/model's layout, as
+ * model_grads_alloc() lays m->g out), overwriting. */
+int model_gpu_backward(struct model_gpu *g, const float *dlogprob, const float *dentropy, struct err *e);
+int model_gpu_grads_zero(struct model_gpu *g, struct err *e);
+int model_gpu_grads_get(struct model_gpu *g, struct model_params *grads, struct err *e);
 void model_gpu_close(struct model_gpu *g);
 
 /* As model_forward() and model_forward_mb() (model.h). */

@@ -1,0 +1,276 @@
+// backward.cu: the backward kernels of the model's layers other than the
+// matrix products and attention (attention_bwd.cu), each the transpose of
+// a forward kernel in layers.cu and mirroring lib/model/model.c's backward.
+// Every reduction over tokens (the weight gradients of the norms, the
+// biases) sums in a fixed order, so a backward is bitwise repeatable.
+#include <math.h>
+
+#include "backward.cuh"
+#include "device.cuh"
+
+#define THREADS 256
+
+static __device__ float block_sum(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+	v = warp_sum(v);
+	__syncthreads();
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : 0.0f;
+	return warp_sum(v);
+}
+
+// ---- column sums: out (N) += the sum of in's R rows, in row order ----
+
+template <typename T>
+__global__ void colsum_kernel(float *out, const T *in, int R, int N)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= N)
+		return;
+	float s = 0;
+	for (int r = 0; r < R; r++)
+		s += to_f(in[(size_t)r * N + c]);
+	out[c] += s;
+}
+
+cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, cudaStream_t s)
+{
+	if (R == 0 || N == 0)
+		return cudaSuccess;
+	int blocks = (N + THREADS - 1) / THREADS;
+	if (in_bf16)
+		colsum_kernel<bf16><<<blocks, THREADS, 0, s>>>(out, (const bf16 *)in, R, N);
+	else
+		colsum_kernel<float><<<blocks, THREADS, 0, s>>>(out, (const float *)in, R, N);
+	return cudaGetLastError();
+}
+
+// ---- RMSNorm backward ----
+//
+// For each row, with r = 1/sqrt(mean(x^2) + eps) recomputed:
+//   dx += dy w r - x r^3 sum(dy w x) / C,   dw += dy x r.
+// A block takes RMS_ROWS rows; its share of dw goes to partial[block] (in
+// shared memory first, each thread owning its columns), which colsum then
+// adds up in block order.
+
+__global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, const float *x, const float *w,
+				   int T, int C, float eps)
+{
+	extern __shared__ float dw[];
+	for (int c = threadIdx.x; c < C; c += blockDim.x)
+		dw[c] = 0;
+	int r0 = blockIdx.x * RMS_ROWS, r1 = min(T, r0 + RMS_ROWS);
+	for (int t = r0; t < r1; t++) {
+		const float *xr = x + (size_t)t * C, *g = dy + (size_t)t * C;
+		float ss = 0, dot = 0;
+		for (int c = threadIdx.x; c < C; c += blockDim.x) {
+			ss += xr[c] * xr[c];
+			dot += g[c] * w[c] * xr[c];
+		}
+		ss = block_sum(ss);
+		dot = block_sum(dot);
+		float r = rsqrtf(ss / C + eps), k = dot * r * r * r / C;
+		float *out = dx + (size_t)t * C;
+		for (int c = threadIdx.x; c < C; c += blockDim.x) {
+			out[c] += g[c] * w[c] * r - xr[c] * k;
+			dw[c] += g[c] * xr[c] * r;
+		}
+	}
+	for (int c = threadIdx.x; c < C; c += blockDim.x)
+		partial[(size_t)blockIdx.x * C + c] = dw[c];
+}
+
+cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, const float *dy, const float *x,
+				    const float *w, int T, int C, float eps, cudaStream_t s)
+{
+	if (T == 0)
+		return cudaSuccess;
+	int blocks = (T + RMS_ROWS - 1) / RMS_ROWS;
+	rmsnorm_bwd_kernel<<<blocks, THREADS, (size_t)C * sizeof(float), s>>>(dx, partial, dy, x, w, T, C, eps);
+	cudaError_t err = cudaGetLastError();
+	return err != cudaSuccess ? err : launch_colsum(dw, partial, 0, blocks, C, s);
+}
+
+// ---- SwiGLU backward: dgu (T, 2I) = d/d(gate | up) of silu(gate) * up ----
+
+template <typename T>
+__global__ void swiglu_bwd_kernel(T *dgu, const float *dact, const T *gu, int I)
+{
+	const T *gate = gu + (size_t)blockIdx.x * 2 * I, *up = gate + I;
+	const float *d = dact + (size_t)blockIdx.x * I;
+	T *dg = dgu + (size_t)blockIdx.x * 2 * I, *du = dg + I;
+	for (int i = threadIdx.x; i < I; i += blockDim.x) {
+		float g = to_f(gate[i]), sg = 1.0f / (1.0f + expf(-g));
+		du[i] = from_f<T>(d[i] * g * sg);
+		dg[i] = from_f<T>(d[i] * to_f(up[i]) * sg * (1.0f + g * (1.0f - sg)));
+	}
+}
+
+cudaError_t launch_swiglu_backward(void *dgu, const float *dact, const void *gu, int T, int I, int bf16flag,
+				   cudaStream_t s)
+{
+	if (T == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		swiglu_bwd_kernel<bf16><<<T, THREADS, 0, s>>>((bf16 *)dgu, dact, (const bf16 *)gu, I);
+	else
+		swiglu_bwd_kernel<float><<<T, THREADS, 0, s>>>((float *)dgu, dact, (const float *)gu, I);
+	return cudaGetLastError();
+}
+
+// ---- q/k/v preparation backward: RoPE transposed, then q/k norm ----
+
+#define PREP_WARPS 4
+#define PREP_MAX_HS 256
+
+template <typename T>
+__global__ void qkv_prep_bwd_kernel(T *dqkv, float *nq, float *nk, const T *raw, const float *bq, const float *bk,
+				    const float *qnorm, const float *knorm, const float *cos, const float *sin,
+				    const int32_t *pos, int NH, int NKV, int HS, float eps)
+{
+	__shared__ float buf[PREP_WARPS][2][PREP_MAX_HS];
+	int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32, h2 = HS / 2;
+	size_t stride = (size_t)(NH + 2 * NKV) * HS;
+	const float *c = cos + (size_t)pos[t] * h2, *sn = sin + (size_t)pos[t] * h2;
+	float *d = buf[warp][0], *x = buf[warp][1];
+	for (int h = warp; h < NH + NKV; h += PREP_WARPS) {   // v's heads need nothing: bias is the identity
+		int isq = h < NH, hb = isq ? h : h - NH;
+		T *g = dqkv + (size_t)t * stride + (size_t)h * HS;
+		for (int i = lane; i < h2; i += 32) {   // the transposed rotation
+			float a = to_f(g[i]), b = to_f(g[i + h2]);
+			d[i] = a * c[i] + b * sn[i];
+			d[i + h2] = b * c[i] - a * sn[i];
+		}
+		__syncwarp();
+		const float *nw = isq ? qnorm : knorm;
+		if (nw) {
+			const float *bias = isq ? bq : bk;
+			const T *r = raw + (size_t)t * stride + (size_t)h * HS;
+			float ss = 0, dot = 0;
+			for (int i = lane; i < HS; i += 32) {
+				x[i] = to_f(r[i]) + (bias ? bias[hb * HS + i] : 0.0f);
+				ss += x[i] * x[i];
+				dot += d[i] * nw[i] * x[i];
+			}
+			ss = warp_sum(ss);
+			dot = warp_sum(dot);
+			float rs = rsqrtf(ss / HS + eps), k = dot * rs * rs * rs / HS;
+			float *prod = isq ? nq + ((size_t)t * NH + hb) * HS : nk + ((size_t)t * NKV + hb) * HS;
+			for (int i = lane; i < HS; i += 32) {
+				prod[i] = d[i] * x[i] * rs;
+				d[i] = d[i] * nw[i] * rs - x[i] * k;
+			}
+			__syncwarp();
+		}
+		for (int i = lane; i < HS; i += 32)
+			g[i] = from_f<T>(d[i]);
+		__syncwarp();
+	}
+}
+
+cudaError_t launch_qkv_prep_backward(void *dqkv, float *nq, float *nk, const void *raw, const float *bq,
+				     const float *bk, const float *qnorm, const float *knorm, const float *cos,
+				     const float *sin, const int32_t *pos, int T, int NH, int NKV, int HS, float eps,
+				     int bf16flag, cudaStream_t s)
+{
+	if (HS > PREP_MAX_HS || HS % 2)
+		return cudaErrorInvalidValue;
+	if (T == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		qkv_prep_bwd_kernel<bf16><<<T, 32 * PREP_WARPS, 0, s>>>((bf16 *)dqkv, nq, nk, (const bf16 *)raw, bq, bk,
+									qnorm, knorm, cos, sin, pos, NH, NKV, HS, eps);
+	else
+		qkv_prep_bwd_kernel<float><<<T, 32 * PREP_WARPS, 0, s>>>((float *)dqkv, nq, nk, (const float *)raw, bq,
+									 bk, qnorm, knorm, cos, sin, pos, NH, NKV, HS,
+									 eps);
+	return cudaGetLastError();
+}
+
+// ---- the LM head's rows: dlogits from dlogprob and dentropy ----
+//
+// With x = z / temp, p = softmax(x), lp_j = x_j - lse, H the entropy:
+//   dx_j = g ([j == target] - p_j) - e p_j (lp_j + H),   dz_j = dx_j / temp.
+
+template <typename T>
+__global__ void lmhead_bwd_kernel(T *dz, const float *z, const int32_t *targets, const float *temps,
+				  const float *dlp, const float *dent, const float *lse, const float *ent, int V)
+{
+	size_t row = blockIdx.x;
+	const float *zr = z + row * V;
+	T *out = dz + row * V;
+	float g = dlp[row], e = dent[row];
+	if (g == 0 && e == 0) {   // predicts nothing, or a token the loss ignores
+		for (int j = threadIdx.x; j < V; j += blockDim.x)
+			out[j] = from_f<T>(0.0f);
+		return;
+	}
+	float inv = 1.0f / temps[row], L = lse[row], H = ent[row];
+	int y = targets[row];
+	for (int j = threadIdx.x; j < V; j += blockDim.x) {
+		float lp = zr[j] * inv - L, p = expf(lp);
+		float d = -g * p - e * p * (lp + H) + (j == y ? g : 0.0f);
+		out[j] = from_f<T>(d * inv);
+	}
+}
+
+cudaError_t launch_lmhead_backward(void *dz, const float *z, const int32_t *targets, const float *temps,
+				   const float *dlp, const float *dent, const float *lse, const float *ent, int n, int V,
+				   int bf16flag, cudaStream_t s)
+{
+	if (n == 0)
+		return cudaSuccess;
+	if (bf16flag)
+		lmhead_bwd_kernel<bf16><<<n, THREADS, 0, s>>>((bf16 *)dz, z, targets, temps, dlp, dent, lse, ent, V);
+	else
+		lmhead_bwd_kernel<float><<<n, THREADS, 0, s>>>((float *)dz, z, targets, temps, dlp, dent, lse, ent, V);
+	return cudaGetLastError();
+}
+
+// ---- embedding backward: dembed[id] += the rows of its tokens, in order ----
+
+__global__ void embed_bwd_kernel(float *dembed, const float *dres, const int32_t *order, const int32_t *seg,
+				 const int32_t *seg_id, int C)
+{
+	int u = blockIdx.x;
+	float *d = dembed + (size_t)seg_id[u] * C;
+	for (int c = threadIdx.x; c < C; c += blockDim.x) {
+		float s = 0;
+		for (int k = seg[u]; k < seg[u + 1]; k++)
+			s += dres[(size_t)order[k] * C + c];
+		d[c] += s;
+	}
+}
+
+cudaError_t launch_embed_backward(float *dembed, const float *dres, const int32_t *order, const int32_t *seg,
+				  const int32_t *seg_id, int nseg, int C, cudaStream_t s)
+{
+	if (nseg == 0)
+		return cudaSuccess;
+	embed_bwd_kernel<<<nseg, THREADS, 0, s>>>(dembed, dres, order, seg, seg_id, C);
+	return cudaGetLastError();
+}
+
+// ---- fp32 to the activation type (a gradient into a matrix product) ----
+
+template <typename T>
+__global__ void convert_kernel(T *dst, const float *src, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		dst[i] = from_f<T>(src[i]);
+}
+
+cudaError_t launch_to_act(void *dst, const float *src, size_t n, int bf16flag, cudaStream_t s)
+{
+	if (n == 0)
+		return cudaSuccess;
+	if (!bf16flag)
+		return cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice, s);
+	int blocks = (int)((n + THREADS - 1) / THREADS < 65536 ? (n + THREADS - 1) / THREADS : 65536);
+	convert_kernel<bf16><<<blocks, THREADS, 0, s>>>((bf16 *)dst, src, n);
+	return cudaGetLastError();
+}

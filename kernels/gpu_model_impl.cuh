@@ -1,0 +1,105 @@
+// gpu_model_impl.cuh: the GPU model's state, shared by gpu_model.cu (set-up
+// and forward) and gpu_train.cu (backward and gradients); not an interface.
+#ifndef GRPO_KERNELS_GPU_MODEL_IMPL_CUH
+#define GRPO_KERNELS_GPU_MODEL_IMPL_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_model.h"
+#include "layers.cuh"
+#include "matmul.cuh"
+
+// The LM head's fp32 logits for a chunk of rows stay under this.
+#define LOGITS_BYTES ((size_t)1 << 30)
+#define LOGITS_MAX_ROWS 4096
+
+struct gpu_model {
+	struct gpu_model_shape s;
+	int bf16, train, tied, maxT, chunk;
+	int attention_mma;   // bf16 attention on tensor cores (else the CUDA-core kernel)
+	size_t esize;        // bytes of one weight or activation element
+	cudaStream_t stream;
+	struct matmul_ctx mm;
+
+	void *wmem;
+	size_t wbytes;
+	void *embed, *lm_head;          // (V, C) act; lm_head == embed when tied
+	void *wqkv, *wo, *wgu, *wdown;  // (L, QKV, C), (L, C, QD), (L, 2I, C), (L, C, I) act
+	float *ln1, *ln2, *norm, *qnorm, *knorm, *bq, *bk, *bv, *bo, *cos, *sin;
+
+	// Activations. Training keeps each layer's (the stride is maxT rows, and
+	// resid holds L + 1 layers' inputs); inference reuses one of each.
+	void *amem;
+	size_t abytes;
+	float *resid, *resid2;          // (maxT, C) fp32: input of each layer; after its attention
+	void *ln, *qkv_raw, *qkv, *att, *gu, *act;   // q/k/v before and after bias, norm and RoPE
+	float *att_lse;                 // (maxT, NH) training only
+	float *logits;                  // (chunk, V)
+	float *lp, *ent, *lse, *temps;  // (maxT) by predicting row
+	int32_t *ids, *pos, *targets;   // (maxT)
+	struct att_tile *tiles;         // (maxT) at most one tile per token
+	int T, ntiles, forward_done;    // the last forward's
+
+	// host mirrors of the per-token arrays
+	int32_t *h_pos, *h_start, *h_targets;
+	float *h_temps, *h_lp, *h_ent;
+	struct att_tile *h_tiles;
+
+	// training: gradient scratch (gpu_train.cu) and the fp32 weight
+	// gradients, in the weights' fused layout
+	void *gmem;
+	size_t gbytes;
+	float *dres, *dln, *dact, *dsum, *nq, *nk, *partial, *dlp, *dent;
+	void *dres_act, *dgu, *datt, *dqkv, *dz;
+	int32_t *order, *seg, *seg_id;  // the embedding's rows by token id
+	float *g_embed, *g_lm_head, *g_wqkv, *g_wo, *g_wgu, *g_wdown, *g_ln1, *g_ln2, *g_norm;
+	float *g_qnorm, *g_knorm, *g_bqkv, *g_bo;
+	size_t grad_bytes;              // the gradients, first in gmem
+	float *h_dlp, *h_dent;
+	int32_t *h_order, *h_seg, *h_seg_id;
+};
+
+// Buffers laid out in one allocation, 256-byte aligned: a first pass with
+// base NULL counts the bytes, a second carves them.
+struct carve { char *base; size_t off; };
+
+static inline void *carve(struct carve *c, size_t bytes)
+{
+	size_t at = (c->off + 255) & ~(size_t)255;
+	c->off = at + bytes;
+	return c->base ? c->base + at : NULL;
+}
+
+// Layer l's slice of a saved activation (the one buffer when not training).
+static inline size_t layer_off(const struct gpu_model *g, int l, size_t per_token)
+{
+	return g->train ? (size_t)l * g->maxT * per_token : 0;
+}
+
+int gpu_fail(char *msg, size_t msglen, const char *fmt, ...);
+
+#define CUDA_TRY(call)                                                                              \
+	do {                                                                                        \
+		cudaError_t err_ = (call);                                                          \
+		if (err_ != cudaSuccess)                                                            \
+			return gpu_fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));     \
+	} while (0)
+
+// A kernel launch inside a pass; l is the layer (-1: outside the layers).
+#define LAUNCH(call)                                                                                \
+	do {                                                                                        \
+		cudaError_t err_ = (call);                                                          \
+		if (err_ != cudaSuccess && l >= 0)                                                  \
+			return gpu_fail(msg, msglen, "layer %d: %s: %s", l, #call, cudaGetErrorString(err_)); \
+		if (err_ != cudaSuccess)                                                            \
+			return gpu_fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));     \
+	} while (0)
+
+// gpu_train.cu: the training buffers' bytes, and their carving (with the
+// host arrays the backward needs; 0, or -1 when out of host memory)
+size_t gpu_train_bytes(struct gpu_model *g);
+int gpu_train_layout(struct gpu_model *g, char *base);
+
+#endif

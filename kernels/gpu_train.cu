@@ -1,0 +1,270 @@
+// gpu_train.cu: the GPU model's backward and its gradients (gpu_model.h),
+// reading as lib/model/model.c's model_backward() does, layer by layer in
+// reverse. The forward of a model created for training kept each layer's
+// input and post-attention residual (fp32), q/k/v before and after their
+// preparation, the attention output and log-sum-exp, and gate|up; the
+// RMSNorm outputs and SwiGLU's product, cheap to make again, are
+// recomputed here. Gradients of the residual stream are fp32; where one
+// feeds a matrix product it is converted to the activation type first.
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backward.cuh"
+#include "gpu_model_impl.cuh"
+
+static void layout(struct gpu_model *g, struct carve *c)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t T = g->maxT, C = s->C, I = s->I, V = s->V, L = s->L, HS = s->HS, es = g->esize;
+	size_t QD = (size_t)s->NH * HS, KD = (size_t)s->NKV * HS, QKV = QD + 2 * KD;
+	// the gradients first, so that one memset zeroes them
+	g->g_embed = (float *)carve(c, V * C * 4);
+	g->g_lm_head = g->tied ? g->g_embed : (float *)carve(c, V * C * 4);
+	g->g_wqkv = (float *)carve(c, L * QKV * C * 4);
+	g->g_wo = (float *)carve(c, L * C * QD * 4);
+	g->g_wgu = (float *)carve(c, L * 2 * I * C * 4);
+	g->g_wdown = (float *)carve(c, L * C * I * 4);
+	g->g_ln1 = (float *)carve(c, L * C * 4);
+	g->g_ln2 = (float *)carve(c, L * C * 4);
+	g->g_norm = (float *)carve(c, C * 4);
+	g->g_qnorm = (float *)carve(c, L * HS * 4);
+	g->g_knorm = (float *)carve(c, L * HS * 4);
+	g->g_bqkv = (float *)carve(c, L * QKV * 4);
+	g->g_bo = (float *)carve(c, L * C * 4);
+	g->grad_bytes = c->off;
+	g->dres = (float *)carve(c, T * C * 4);
+	g->dln = (float *)carve(c, T * C * 4);
+	g->dact = (float *)carve(c, T * I * 4);
+	g->dsum = (float *)carve(c, T * s->NH * 4);
+	g->nq = (float *)carve(c, T * QD * 4);
+	g->nk = (float *)carve(c, T * KD * 4);
+	g->partial = (float *)carve(c, (T + RMS_ROWS - 1) / RMS_ROWS * C * 4);
+	g->dlp = (float *)carve(c, T * 4);
+	g->dent = (float *)carve(c, T * 4);
+	g->dres_act = carve(c, T * C * es);
+	g->dgu = carve(c, T * 2 * I * es);
+	g->datt = carve(c, T * QD * es);
+	g->dqkv = carve(c, T * QKV * es);
+	g->dz = carve(c, (size_t)g->chunk * V * es);
+	g->order = (int32_t *)carve(c, (T + 1) * 4);
+	g->seg = (int32_t *)carve(c, (T + 1) * 4);
+	g->seg_id = (int32_t *)carve(c, (T + 1) * 4);
+}
+
+size_t gpu_train_bytes(struct gpu_model *g)
+{
+	struct carve c = { NULL, 0 };
+	layout(g, &c);
+	return c.off;
+}
+
+int gpu_train_layout(struct gpu_model *g, char *base)
+{
+	struct carve c = { base, 0 };
+	layout(g, &c);
+	size_t T = g->maxT;
+	g->h_dlp = (float *)malloc(2 * T * sizeof(float));
+	g->h_order = (int32_t *)malloc(3 * (T + 1) * sizeof(int32_t));
+	if (!g->h_dlp || !g->h_order)
+		return -1;
+	g->h_dent = g->h_dlp + T;
+	g->h_seg = g->h_order + T + 1;
+	g->h_seg_id = g->h_seg + T + 1;
+	return 0;
+}
+
+int gpu_model_grads_zero(struct gpu_model *g, char *msg, size_t msglen)
+{
+	if (!g->train)
+		return gpu_fail(msg, msglen, "a GPU model made for inference has no gradients");
+	CUDA_TRY(cudaMemsetAsync(g->gmem, 0, g->grad_bytes, g->stream));
+	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	return 0;
+}
+
+// ---- the embedding's rows, grouped by token id in position order ----
+
+static int by_id(const void *a, const void *b, void *arg)
+{
+	const int32_t *ids = (const int32_t *)arg;
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	if (ids[x] != ids[y])
+		return ids[x] < ids[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int group_ids(struct gpu_model *g, int32_t *ids, int T)
+{
+	for (int t = 0; t < T; t++)
+		g->h_order[t] = t;
+	qsort_r(g->h_order, (size_t)T, sizeof *g->h_order, by_id, ids);
+	int n = 0;
+	for (int k = 0; k < T; k++)
+		if (k == 0 || ids[g->h_order[k]] != ids[g->h_order[k - 1]]) {
+			g->h_seg[n] = k;
+			g->h_seg_id[n++] = ids[g->h_order[k]];
+		}
+	g->h_seg[n] = T;
+	return n;
+}
+
+// ---- the backward ----
+
+int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	int C = s->C, I = s->I, NH = s->NH, NKV = s->NKV, HS = s->HS, V = s->V, T = g->T, l = -1;
+	int QD = NH * HS, KD = NKV * HS, QKV = QD + 2 * KD, bf = g->bf16;
+	size_t es = g->esize, TC = (size_t)T * C;
+	cudaStream_t st = g->stream;
+	if (!g->train)
+		return gpu_fail(msg, msglen, "backward on a GPU model made for inference");
+	if (!g->forward_done)
+		return gpu_fail(msg, msglen, "backward without a forward");
+
+	// per predicting row t: the loss's gradients of the token t+1 it predicts
+	for (int t = 0; t < T; t++) {
+		int predicts = t + 1 < T && g->h_start[t + 1] == g->h_start[t];
+		g->h_dlp[t] = predicts ? dlogprob[t + 1] : 0.0f;
+		g->h_dent[t] = predicts && dentropy ? dentropy[t + 1] : 0.0f;
+	}
+	int32_t *ids = (int32_t *)malloc((size_t)T * sizeof *ids);
+	if (!ids)
+		return gpu_fail(msg, msglen, "out of host memory");
+	CUDA_TRY(cudaMemcpyAsync(ids, g->ids, (size_t)T * 4, cudaMemcpyDeviceToHost, st));
+	CUDA_TRY(cudaStreamSynchronize(st));
+	int nseg = group_ids(g, ids, T);
+	free(ids);
+	CUDA_TRY(cudaMemcpyAsync(g->dlp, g->h_dlp, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->dent, g->h_dent, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->order, g->h_order, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->seg, g->h_seg, (size_t)(nseg + 1) * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->seg_id, g->h_seg_id, (size_t)nseg * 4, cudaMemcpyHostToDevice, st));
+
+	// LM head: recompute each chunk's logits, turn them into dlogits, then
+	// dlnf = dz W and dW += dz^T lnf (dlnf's last row, predicting nothing, stays 0)
+	const float *xL = g->resid + layer_off(g, s->L, C);
+	LAUNCH(launch_rmsnorm(g->ln, xL, g->norm, T, C, s->eps, bf, st));
+	CUDA_TRY(cudaMemsetAsync(g->dln, 0, TC * 4, st));
+	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
+		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
+		const char *x = (const char *)g->ln + (size_t)r0 * C * es;
+		if (matmul(&g->mm, g->logits, 1, x, g->lm_head, bf, n, V, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_lmhead_backward(g->dz, g->logits, g->targets + r0, g->temps + r0, g->dlp + r0,
+					      g->dent + r0, g->lse + r0, g->ent + r0, n, V, bf, st));
+		if (matmul_dx(&g->mm, g->dln + (size_t)r0 * C, 1, g->dz, g->lm_head, bf, n, V, C, 0.0f, msg,
+			      msglen) < 0 ||
+		    matmul_dw(&g->mm, g->g_lm_head, g->dz, x, bf, n, V, C, msg, msglen) < 0)
+			return -1;
+	}
+	CUDA_TRY(cudaMemsetAsync(g->dres, 0, TC * 4, st));
+	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->dln, xL, g->norm, T, C, s->eps, st));
+
+	for (l = s->L - 1; l >= 0; l--) {
+		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
+		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
+		const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
+		const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
+		const float *x = g->resid + layer_off(g, l, C), *r2 = g->resid2 + layer_off(g, l, C);
+		const char *raw = (const char *)g->qkv_raw + layer_off(g, l, QKV) * es;
+		const char *qkv = (const char *)g->qkv + layer_off(g, l, QKV) * es;
+		const char *att = (const char *)g->att + layer_off(g, l, QD) * es;
+		const char *gu = (const char *)g->gu + layer_off(g, l, 2 * I) * es;
+		const float *att_lse = g->att_lse + layer_off(g, l, NH);
+		size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * HS;
+
+		// MLP: dres flows into down_proj, SwiGLU, gate|up and the second norm
+		LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
+		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
+		if (matmul_dw(&g->mm, g->g_wdown + (size_t)l * C * I, g->dres_act, g->act, bf, T, C, I, msg, msglen) < 0 ||
+		    matmul_dx(&g->mm, g->dact, 1, g->dres_act, wdown, bf, T, C, I, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_swiglu_backward(g->dgu, g->dact, gu, T, I, bf, st));
+		LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul_dw(&g->mm, g->g_wgu + (size_t)l * 2 * I * C, g->dgu, g->ln, bf, T, 2 * I, C, msg, msglen) < 0 ||
+		    matmul_dx(&g->mm, g->dln, 1, g->dgu, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln2 + (size_t)l * C, g->partial, g->dln, r2,
+					       g->ln2 + (size_t)l * C, T, C, s->eps, st));
+
+		// attention: o_proj, attention, the q/k/v preparation, their projection, the first norm
+		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
+		if (matmul_dw(&g->mm, g->g_wo + (size_t)l * C * QD, g->dres_act, att, bf, T, C, QD, msg, msglen) < 0 ||
+		    matmul_dx(&g->mm, g->datt, 0, g->dres_act, wo, bf, T, C, QD, 0.0f, msg, msglen) < 0)
+			return -1;
+		if (g->bo)
+			LAUNCH(launch_colsum(g->g_bo + (size_t)l * C, g->dres, 0, T, C, st));
+		LAUNCH(launch_attention_backward(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles, g->ntiles, T, NH,
+						 NKV, HS, bf, st));
+		LAUNCH(launch_qkv_prep_backward(g->dqkv, g->nq, g->nk, raw, g->bq ? g->bq + lq : NULL,
+						g->bk ? g->bk + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
+						g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, NH, NKV, HS,
+						s->eps, bf, st));
+		if (g->bq)
+			LAUNCH(launch_colsum(g->g_bqkv + (size_t)l * QKV, g->dqkv, bf, T, QKV, st));
+		if (g->qnorm) {
+			LAUNCH(launch_colsum(g->g_qnorm + lh, g->nq, 0, T * NH, HS, st));
+			LAUNCH(launch_colsum(g->g_knorm + lh, g->nk, 0, T * NKV, HS, st));
+		}
+		LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
+		if (matmul_dw(&g->mm, g->g_wqkv + (size_t)l * QKV * C, g->dqkv, g->ln, bf, T, QKV, C, msg, msglen) < 0 ||
+		    matmul_dx(&g->mm, g->dln, 1, g->dqkv, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln1 + (size_t)l * C, g->partial, g->dln, x,
+					       g->ln1 + (size_t)l * C, T, C, s->eps, st));
+	}
+	l = -1;
+
+	// the embedding: each token's row of dres into its id's row
+	LAUNCH(launch_embed_backward(g->g_embed, g->dres, g->order, g->seg, g->seg_id, nseg, C, st));
+	CUDA_TRY(cudaStreamSynchronize(st));
+	return 0;
+}
+
+// ---- the gradients to the host, in lib/model's layout ----
+
+static int fetch(float *dst, const float *src, size_t n, char *msg, size_t msglen)
+{
+	if (dst)
+		CUDA_TRY(cudaMemcpy(dst, src, n * 4, cudaMemcpyDeviceToHost));
+	return 0;
+}
+
+// rows [from, from + n) of each layer's (rows_per_layer, cols) fused matrix into dst (L, n, cols)
+static int fetch_rows(float *dst, const float *src, int L, size_t rows_per_layer, size_t from, size_t n,
+		      size_t cols, char *msg, size_t msglen)
+{
+	for (int l = 0; dst && l < L; l++)
+		CUDA_TRY(cudaMemcpy(dst + (size_t)l * n * cols, src + ((size_t)l * rows_per_layer + from) * cols,
+				    n * cols * 4, cudaMemcpyDeviceToHost));
+	return 0;
+}
+
+int gpu_model_grads_get(struct gpu_model *g, const struct gpu_model_grads *o, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t C = s->C, I = s->I, V = s->V, L = s->L, HS = s->HS;
+	size_t QD = (size_t)s->NH * HS, KD = (size_t)s->NKV * HS, QKV = QD + 2 * KD;
+	if (!g->train)
+		return gpu_fail(msg, msglen, "a GPU model made for inference has no gradients");
+	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	if (fetch(o->embed, g->g_embed, V * C, msg, msglen) < 0 ||
+	    (!g->tied && fetch(o->lm_head, g->g_lm_head, V * C, msg, msglen) < 0) ||
+	    fetch(o->ln1, g->g_ln1, L * C, msg, msglen) < 0 || fetch(o->ln2, g->g_ln2, L * C, msg, msglen) < 0 ||
+	    fetch(o->norm, g->g_norm, C, msg, msglen) < 0 || fetch(o->wo, g->g_wo, L * C * QD, msg, msglen) < 0 ||
+	    fetch(o->wdown, g->g_wdown, L * C * I, msg, msglen) < 0 ||
+	    fetch(o->qnorm, g->g_qnorm, L * HS, msg, msglen) < 0 ||
+	    fetch(o->knorm, g->g_knorm, L * HS, msg, msglen) < 0 || fetch(o->bo, g->g_bo, L * C, msg, msglen) < 0 ||
+	    fetch_rows(o->wq, g->g_wqkv, (int)L, QKV, 0, QD, C, msg, msglen) < 0 ||
+	    fetch_rows(o->wk, g->g_wqkv, (int)L, QKV, QD, KD, C, msg, msglen) < 0 ||
+	    fetch_rows(o->wv, g->g_wqkv, (int)L, QKV, QD + KD, KD, C, msg, msglen) < 0 ||
+	    fetch_rows(o->bq, g->g_bqkv, (int)L, QKV, 0, QD, 1, msg, msglen) < 0 ||
+	    fetch_rows(o->bk, g->g_bqkv, (int)L, QKV, QD, KD, 1, msg, msglen) < 0 ||
+	    fetch_rows(o->bv, g->g_bqkv, (int)L, QKV, QD + KD, KD, 1, msg, msglen) < 0 ||
+	    fetch_rows(o->wgate, g->g_wgu, (int)L, 2 * I, 0, I, C, msg, msglen) < 0 ||
+	    fetch_rows(o->wup, g->g_wgu, (int)L, 2 * I, I, I, C, msg, msglen) < 0)
+		return -1;
+	return 0;
+}
