@@ -61,17 +61,7 @@ attention_bwd_dq_kernel(T *dqkv, const T *qkv, const T *dout, const float *lse, 
 	int kend = tile.q0 + nq;
 	for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
 		__syncthreads();
-		for (int e = threadIdx.x; e < ATT_BK * (HS / 4); e += blockDim.x) {
-			int j = e / (HS / 4), d4 = e % (HS / 4);
-			float4 kx = make_float4(0, 0, 0, 0), vx = kx;
-			if (k0 + j < kend) {
-				const T *r = qkv + (size_t)(tile.start + k0 + j) * stride + (size_t)(NH + kh) * HS;
-				kx = load4(r + d4 * 4);
-				vx = load4(r + (size_t)NKV * HS + d4 * 4);
-			}
-			ks[j][d4] = kx;
-			vs[j][d4] = vx;
-		}
+		load_kv_tile<HS>(ks, vs, qkv, stride, tile.start, k0, kend, NH, NKV, kh);
 		__syncthreads();
 		for (int j = 0; j < ATT_BK; j++) {
 			float sk = 0, gv = 0;

@@ -10,19 +10,6 @@
 
 #define THREADS 256
 
-static __device__ float block_sum(float v)
-{
-	__shared__ float part[32];
-	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-	v = warp_sum(v);
-	__syncthreads();
-	if (lane == 0)
-		part[warp] = v;
-	__syncthreads();
-	v = lane < nwarps ? part[lane] : 0.0f;
-	return warp_sum(v);
-}
-
 // ---- column sums: out (N) += the sum of in's R rows, in row order ----
 
 template <typename T>

@@ -55,6 +55,22 @@ static __device__ __forceinline__ float warp_sum(float v)
 	return v;
 }
 
+// The sum of v over the block (blockDim.x a multiple of 32, at most 1024);
+// every thread gets it. Safe to call again at once: part[] is reused only
+// after every thread has read it.
+static __device__ float block_sum(float v)
+{
+	__shared__ float part[32];
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+	v = warp_sum(v);
+	__syncthreads();
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = lane < nwarps ? part[lane] : 0.0f;
+	return warp_sum(v);
+}
+
 // CUDA-core attention: keys (or queries) per shared-memory tile, and threads
 // per row: a power of two dividing HS into parts of 32 where that works (64,
 // 128), one thread per row otherwise (16 to 96). A row's threads are
@@ -68,6 +84,26 @@ template <int TPQ> static __device__ __forceinline__ float row_sum(float v)
 	for (int o = TPQ / 2; o > 0; o >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
+}
+
+// Keys and values k0 .. k0 + ATT_BK - 1 of a sequence starting at token
+// start (kv head kh) into shared memory as fp32, zeros from key kend on:
+// 0 * garbage could be NaN. The whole block calls it, between barriers.
+template <int HS, typename T>
+static __device__ void load_kv_tile(float4 (*ks)[HS / 4], float4 (*vs)[HS / 4], const T *qkv, size_t stride,
+				    int start, int k0, int kend, int NH, int NKV, int kh)
+{
+	for (int e = threadIdx.x; e < ATT_BK * (HS / 4); e += blockDim.x) {
+		int j = e / (HS / 4), d4 = e % (HS / 4);
+		float4 kx = make_float4(0, 0, 0, 0), vx = kx;
+		if (k0 + j < kend) {
+			const T *r = qkv + (size_t)(start + k0 + j) * stride + (size_t)(NH + kh) * HS;
+			kx = load4(r + d4 * 4);
+			vx = load4(r + (size_t)NKV * HS + d4 * 4);
+		}
+		ks[j][d4] = kx;
+		vs[j][d4] = vx;
+	}
 }
 
 #endif

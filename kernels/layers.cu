@@ -9,20 +9,6 @@
 #include "device.cuh"
 #include "layers.cuh"
 
-// The sum of v over the block (blockDim.x a multiple of 32, at most 1024).
-static __device__ float block_sum(float v)
-{
-	__shared__ float part[32];
-	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-	v = warp_sum(v);
-	__syncthreads();   // part[] may still be read by a previous call
-	if (lane == 0)
-		part[warp] = v;
-	__syncthreads();
-	v = lane < nwarps ? part[lane] : 0.0f;
-	return warp_sum(v);
-}
-
 // ---- embedding ----
 
 template <typename T>
@@ -218,17 +204,7 @@ attention_kernel(T *out, float *lse, const T *qkv, const struct att_tile *tiles,
 	int kend = tile.q0 + nq;   // keys 0 .. kend-1 of the sequence are seen by some query here
 	for (int k0 = 0; k0 < kend; k0 += ATT_BK) {
 		__syncthreads();   // the previous tile is no longer read
-		for (int e = threadIdx.x; e < ATT_BK * (HS / 4); e += blockDim.x) {
-			int j = e / (HS / 4), d4 = e % (HS / 4);
-			float4 kx = make_float4(0, 0, 0, 0), vx = kx;
-			if (k0 + j < kend) {   // zeros past the end: 0 * garbage could be NaN
-				const T *r = qkv + (size_t)(tile.start + k0 + j) * stride + (size_t)(NH + kh) * HS;
-				kx = load4(r + d4 * 4);
-				vx = load4(r + (size_t)NKV * HS + d4 * 4);
-			}
-			ks[j][d4] = kx;
-			vs[j][d4] = vx;
-		}
+		load_kv_tile<HS>(ks, vs, qkv, stride, tile.start, k0, kend, NH, NKV, kh);
 		__syncthreads();
 
 		float s[ATT_BK], mt = -INFINITY;
