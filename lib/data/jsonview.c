@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/jsonpick.h"
+
 /* ---- NaN and Infinity, as Python writes them ---- */
 
 static int word_at(const char *s, size_t n, size_t i, const char *w)
@@ -487,16 +489,11 @@ static void long_arrays_put(cJSON *o, const struct long_arrays *la)
 	}
 }
 
-static int is_long(const cJSON *v)
-{
-	return v && v->type == (cJSON_Raw | cJSON_IsReference);
-}
-
 /* ---- parsing ---- */
 
 static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct err *e)
 {
-	if (is_long(arr)) {
+	if (jsonpick_is_span(arr)) {
 		*n = (uint32_t)arr->valueint;
 		return 0;
 	}
@@ -509,36 +506,33 @@ static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct e
 	return 0;
 }
 
-/* The elements of an array, a parsed one or a long one, each as a kind and
- * a number. */
+/* The elements of an array, parsed or a span (a long array cut out here,
+ * or one of data/jsonpick.h), each as a kind and a number. */
 enum { EL_NUMBER, EL_NULL, EL_TRUE, EL_FALSE, EL_OTHER };
 struct elems {
-	const cJSON *v;           /* the next node, parsed arrays */
-	const char *p, *end;      /* the text left, long arrays */
-	int is_long;
+	struct jsonpick_iter it;
+	const cJSON *v;           /* the next element */
 };
 
 static void elems_start(struct elems *it, const cJSON *arr)
 {
-	it->is_long = is_long(arr);
-	it->v = it->is_long ? NULL : arr->child;
-	it->p = it->is_long ? arr->valuestring + 1 : NULL;
-	it->end = it->is_long ? arr->valuestring + (size_t)arr->valuedouble : NULL;
+	it->v = jsonpick_iter_start(&it->it, arr);
 }
 
 /* The kind of the next element (count_array said how many) and its number. */
 static int elems_next(struct elems *it, double *d)
 {
-	if (it->is_long) {
-		int last;
-		elem(&it->p, it->end, d, &last);   /* checked when the array was cut out */
-		return isnan(*d) ? EL_NULL : EL_NUMBER;
-	}
 	const cJSON *v = it->v;
-	it->v = v->next;
 	*d = v->valuedouble;
-	return cJSON_IsNumber(v) ? EL_NUMBER : cJSON_IsNull(v) ? EL_NULL : cJSON_IsTrue(v) ? EL_TRUE
-	       : cJSON_IsFalse(v) ? EL_FALSE : EL_OTHER;
+	int kind = cJSON_IsNumber(v) ? EL_NUMBER : cJSON_IsNull(v) ? EL_NULL : cJSON_IsTrue(v) ? EL_TRUE
+		   : cJSON_IsFalse(v) ? EL_FALSE : EL_OTHER;
+	it->v = jsonpick_iter_next(&it->it);   /* a span's element is overwritten: read first */
+	return kind;
+}
+
+static void elems_end(struct elems *it)
+{
+	jsonpick_iter_end(&it->it);
 }
 
 int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
@@ -583,10 +577,12 @@ int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32
 		double d;
 		if (elems_next(&it, &d) != EL_NUMBER || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected a 32-bit integer", what, i);
 		}
 		a[i] = (int32_t)d;
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
@@ -612,9 +608,11 @@ int json_get_f32_array(const cJSON *arr, const char *what, float **out, uint32_t
 			a[i] = (float)d;
 		else {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected a number", what, i);
 		}
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
@@ -640,9 +638,11 @@ int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint3
 			a[i] = d == 1;
 		else {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected 0, 1, false or true", what, i);
 		}
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
