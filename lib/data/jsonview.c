@@ -1019,13 +1019,30 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 		return NULL;
 	}
 	l->arrays = la;
-	cJSON *o = cut ? cJSON_ParseWithLength((const char *)la->text.data, la->text.len) : NULL;
+	const char *parsed = cut ? (const char *)la->text.data : src;
+	size_t len = cut ? la->text.len : n;
+	cJSON *o = cut ? cJSON_ParseWithLengthOpts(parsed, len, &end, 0) : NULL;
 	if (o)
 		long_arrays_put(o, la);
-	else   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
+	else {   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
+		parsed = src;
+		len = n;
 		o = cJSON_ParseWithLengthOpts(src, n, &end, 0);
-	if (!o)
+	}
+	if (!o) {
 		*bad_at = (end && end >= src ? (size_t)(end - src) : 0) + 1;
+		return NULL;
+	}
+	/* cJSON stops at the end of the first value: anything after it but
+	 * blanks is a second value or garbage, never to be dropped silently;
+	 * the text after the last array cut out is the line's own */
+	for (const char *p = end; p < parsed + len; p++)
+		if (!isspace((unsigned char)*p)) {
+			cJSON_Delete(o);
+			l->after = 1;
+			*bad_at = n - (size_t)(parsed + len - p) + 1;
+			return NULL;
+		}
 	return o;
 }
 
@@ -1045,8 +1062,11 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	memset(rec, 0, sizeof *rec);
 	cJSON *o = json_parse_line(text, n, &at, &l);
 	if (!o) {
+		int after = l.after;
 		json_line_free(&l);
-		return at ? err_set(e, "not valid JSON (near byte %zu)", at) : err_set(e, "out of memory");
+		if (!at)
+			return err_set(e, "out of memory");
+		return err_set(e, "not valid JSON (%snear byte %zu)", after ? "text after the value, " : "", at);
 	}
 	int r;
 	if (!cJSON_IsObject(o))
