@@ -4,14 +4,14 @@
  * at the same bytes: the same literals (matched without looking past them,
  * so "nullx" fails at the x), numbers as the run of 0-9 + - e E . of which
  * strtod takes a prefix (of any length, as cJSON reads them since its fix
- * of CVE-2023-26819), strings that end at the
- * first quote no backslash takes, objects whose keys are strings, and at
- * most CJSON_NESTING_LIMIT arrays and objects deep. A string with a
- * backslash is decoded by cJSON itself, so escapes mean what they meant. */
+ * of CVE-2023-26819), strings that end at the first quote no backslash
+ * takes, objects whose keys are strings, and at most CJSON_NESTING_LIMIT
+ * arrays and objects deep. A string with a backslash is decoded by cJSON
+ * itself, so escapes mean what they meant. tests/unit/test_jsonpick.c holds
+ * it to cJSON byte by byte. */
 #include "data/jsonpick.h"
 
 #include <limits.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
