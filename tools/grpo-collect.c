@@ -25,6 +25,7 @@
 #include "base/progress.h"
 #include "base/tempfile.h"
 #include "collect/collect.h"
+#include "collect/cursor.h"
 #include "collect/server.h"
 #include "data/groupset.h"
 #include "data/sfile.h"
@@ -262,37 +263,26 @@ struct gen_opts {
 	enum chat_format chat;
 };
 
-/* The offset a cursor file holds: 0 when it does not exist yet. */
-static int cursor_read(const char *path, long long *offset, struct err *e)
+/* --cursor: where this run starts, unless --offset says (collect/cursor.h). */
+static int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, struct err *e)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		*offset = 0;
-		return errno == ENOENT ? 0 : err_set(e, "%s: %s", path, strerror(errno));
-	}
-	int ok = fscanf(f, "%lld", offset) == 1 && *offset >= 0;
-	fclose(f);
-	return ok ? 0 : err_set(e, "%s: expected a row number", path);
+	if (cursor_load(c, g->cursor, e) < 0)
+		return -1;
+	if (!g->have_offset)
+		*offset = (long long)c->row;
+	return 0;
 }
 
-/* Replace the cursor file by one holding offset, by rename, so a crash leaves the old or the new. */
-static int cursor_write(const char *path, long long offset, struct err *e)
+/* The held groups, published into the queue or written to standard output. */
+static int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char *name,
+		       struct sfile_writer *w, struct err *e)
 {
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-		return err_set(e, "%s: path too long", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return err_set(e, "%s: %s", tmp, strerror(errno));
-	int bad = fprintf(f, "%lld\n", offset) < 0;
-	bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) < 0) {
-		int err = errno;
-		unlink(tmp);
-		return err_set(e, "%s: %s", path, strerror(err));
-	}
-	return 0;
+	if (o->queue)
+		return publish(o, h, hash, name, e);
+	for (size_t i = 0; i < h->n; i++)
+		if (sfile_write_group(w, &h->g[i], e) < 0)
+			return -1;
+	return sfile_writer_finish(w, e);
 }
 
 /*
@@ -310,6 +300,7 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	struct tokenizer *tok = NULL;
 	struct rollout_prompt *ps = NULL;
 	struct held held = { 0 };
+	struct cursor cur = { 0 };
 	int n = 0, status = 1;
 	uint64_t rows;
 	long long offset = g->offset;
@@ -319,8 +310,13 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 		goto fail;
 	if (!o->have_step)
 		o->step = version;
-	if (g->cursor && !g->have_offset && cursor_read(g->cursor, &offset, &e) < 0)
+	if (g->cursor && open_cursor(g, &cur, &offset, &e) < 0)
 		goto fail;
+	if (cur.pending) {
+		err_set(&e, "%s holds prompts sampled through a server and perhaps published in part: run the "
+		        "grpo-collect --server command that sampled them again to finish them", g->cursor);
+		goto fail;
+	}
 	const char *tfile = g->tokenizer;
 	if (!tfile && snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir) < (int)sizeof tpath &&
 	    access(tpath, R_OK) == 0)
@@ -360,17 +356,9 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 		progress_show(&pg, at + b, n, "prompts sampled");
 	}
 	progress_end(&pg);
-	int r = 0;
-	if (o->queue)
-		r = publish(o, &held, hash, g->prompts, &e);
-	else {
-		for (size_t i = 0; i < held.n && r == 0; i++)
-			r = sfile_write_group(w, &held.g[i], &e);
-		if (r == 0)
-			r = sfile_writer_finish(w, &e);
-	}
+	int r = emit_groups(o, &held, hash, g->prompts, w, &e);
 	if (r == 0 && g->cursor)
-		r = cursor_write(g->cursor, (long long)(((uint64_t)offset + (uint64_t)n) % rows), &e);
+		r = cursor_advance(&cur, ((uint64_t)offset + (uint64_t)n) % rows, &e);
 	if (r < 0)
 		goto fail;
 	if (o->verbose)
@@ -384,6 +372,7 @@ fail:
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 	held_clear(&held);
 	free(held.g);
+	cursor_free(&cur);
 	rollout_prompts_free(ps, n);
 	tok_free(tok);
 	model_free(&m);
@@ -415,11 +404,100 @@ static int64_t trainer_newest(const char *queue)
 }
 
 /*
+ * The answers a killed run sampled and kept in the cursor (collect/cursor.h):
+ * import and publish them as that run would have, under the same names and
+ * policy version, and advance the cursor, asking the server nothing.
+ */
+static int finish_batch(struct opts *o, const struct gen_opts *g, const struct srv_opts *sv,
+			struct collect_opts co, struct sfile_writer *w, struct cursor *cur)
+{
+	struct err e = { "" };
+	struct held held = { 0 };
+	struct collect col;
+	const struct cursor_batch *b = &cur->batch;
+	uint64_t hash = COLLECT_HASH_INIT, k = 0, refused = 0;
+	FILE *saved = NULL;
+	const char *line;
+	size_t at = 0, len;
+	int status = 1;
+	int64_t asked = o->step;
+	if (cursor_check_target(cur, o->queue, o->rank, o->max_groups, o->have_step ? &asked : NULL, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		return 1;
+	}
+	o->step = co.step = b->policy_version;
+	collect_init(&col, &co, hold, &held);
+	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
+	while (cursor_batch_next(b, &at, &line, &len)) {
+		k++;
+		hash = collect_hash(collect_hash(hash, line, len), "\n", 1);
+		if (saved)
+			fwrite(line, 1, len + 1, saved);
+		int r = collect_feed(&col, line, len, &e);
+		if (r == -2)
+			goto fail;
+		if (r < 0) {
+			fprintf(stderr, "%s: %s: answer %llu of the batch sampled before is refused: %s\n", prog,
+			        cur->path, (unsigned long long)k, e.msg);
+			refused++;
+		}
+	}
+	if (saved && fclose(saved) != 0) {
+		saved = NULL;
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
+	saved = NULL;
+	if (refused && (!o->skip || refused == k)) {
+		err_set(&e, "%s: %llu of %llu answers refused: nothing published%s", cur->path,
+		        (unsigned long long)refused, (unsigned long long)k, o->skip ? "" : " (-e fail)");
+		goto fail;
+	}
+	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
+	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
+		goto fail;
+	if (o->verbose)
+		fprintf(stderr, "%s: %s: published the %llu prompts from row %llu of %s that an earlier run sampled "
+		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
+		        (unsigned long long)from, g->prompts, (long long)co.step, held.n);
+	status = 0;
+fail:
+	if (status)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (saved)
+		fclose(saved);
+	held_clear(&held);
+	free(held.g);
+	collect_free(&col);
+	return status;
+}
+
+/* The sampled answers, kept in the cursor before any is published. */
+static int keep_batch(struct cursor *cur, struct cursor_batch *b, const struct opts *o, uint64_t from, int n,
+		      uint64_t next, struct err *e)
+{
+	b->from = from;
+	b->prompts = (uint64_t)n;
+	b->next = next;
+	b->policy_version = o->step;
+	b->rank = o->rank;
+	b->max_groups = o->max_groups;
+	if (o->queue && !(b->output = strdup(o->queue)))
+		return err_set(e, "out of memory");
+	return cursor_save(cur, b, e);
+}
+
+/*
  * Sample G responses to each prompt through the server, feed the answers, in
  * prompt order, to the importer as the lines of one input, and publish them as
  * the importer publishes a file of those lines (the same names: --responses
  * saves that file). A prompt that fails for good is named and skipped, or
- * with -e fail publishes nothing.
+ * with -e fail publishes nothing. With --cursor the answers are kept in it
+ * before anything is published, and a run that finds them there publishes
+ * them rather than sampling.
  */
 static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct collect_opts co,
 		 struct sfile_writer *w)
@@ -431,14 +509,23 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 	struct server_result *res = NULL;
 	struct held held = { 0 };
 	struct collect col;
+	struct cursor cur = { 0 };
+	struct cursor_batch batch = { 0 };
 	char *model_id = NULL, *path = NULL;
 	FILE *saved = NULL;
 	int n = 0, status = 1, failed = 0;
 	uint64_t rows, hash = COLLECT_HASH_INIT;
 	long long offset = g->offset;
+	if (g->cursor && open_cursor(g, &cur, &offset, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		return 1;
+	}
+	if (cur.pending) {
+		status = finish_batch(o, g, sv, co, w, &cur);
+		cursor_free(&cur);
+		return status;
+	}
 	collect_init(&col, &co, hold, &held);
-	if (g->cursor && !g->have_offset && cursor_read(g->cursor, &offset, &e) < 0)
-		goto fail;
 	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
@@ -504,6 +591,8 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 		hash = collect_hash(collect_hash(hash, res[i].line, res[i].len), "\n", 1);
 		if (saved)
 			fprintf(saved, "%s\n", res[i].line);
+		if (g->cursor && cursor_batch_add(&batch, res[i].line, res[i].len, &e) < 0)
+			goto fail;
 		int r = collect_feed(&col, res[i].line, res[i].len, &e);
 		if (r == -2)
 			goto fail;
@@ -524,18 +613,10 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 		        o->skip ? "" : " (-e fail)");
 		goto fail;
 	}
-	int r = 0;
-	if (o->queue)
-		r = publish(o, &held, hash, g->prompts, &e);
-	else {
-		for (size_t i = 0; i < held.n && r == 0; i++)
-			r = sfile_write_group(w, &held.g[i], &e);
-		if (r == 0)
-			r = sfile_writer_finish(w, &e);
-	}
-	if (r == 0 && g->cursor)
-		r = cursor_write(g->cursor, (long long)(((uint64_t)offset + (uint64_t)n) % rows), &e);
-	if (r < 0)
+	uint64_t next = ((uint64_t)offset + (uint64_t)n) % rows;
+	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset % rows, n, next, &e) < 0)
+		goto fail;
+	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (failed)
 		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
@@ -552,6 +633,8 @@ fail:
 	held_clear(&held);
 	free(held.g);
 	collect_free(&col);
+	cursor_batch_free(&batch);
+	cursor_free(&cur);
 	server_results_free(res, (size_t)n);
 	free(res);
 	free(sp);

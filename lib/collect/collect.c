@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "data/jsonpick.h"
 #include "data/jsonview.h"
 #include "data/sfile.h"
 
@@ -284,38 +285,84 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
 	}
 }
 
-int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
-		       struct collect_line *out, struct err *e)
+/*
+ * What the importers read, for jsonpick (data/jsonpick.h): every other
+ * member, at any depth, is left out of the tree, but for those keyed by a
+ * token id (the Atropos demo server's logprobs), so a key an importer reads
+ * must be here or it reads as absent (tests/unit/test_collect.c checks the
+ * importers against the reference path on every input of tests/data/collect).
+ */
+static const char *const keep_keys[] = {
+	"advantages", "answer", "batch", "choices", "completion_ids", "content", "delta", "echo",
+	"finish_reason", "finish_reasons", "generation_params", "group_id", "group_overrides", "id",
+	"inference_logprobs", "input_ids", "input_token_logprobs", "logprob", "logprob_token_ids", "logprobs",
+	"masks", "max_tokens", "meta_info", "object", "output_token_logprobs", "overrides", "policy_version",
+	"prompt", "prompt_ids", "prompt_token_ids", "prompt_tokens", "prompts", "ref_logprobs", "request",
+	"request_id", "response", "response_mask", "response_tokens", "reward_names", "rewards", "run",
+	"sampling_params", "scores", "sequence_id", "set_advantage_to_zero", "stream", "successes",
+	"temperature", "token", "token_ids", "token_logprobs", "tokens", "trajectories", "type", "usage",
+	"weight_version",
+};
+/* The arrays the importers read through jsonpick's functions and the
+ * json_get_*_array getters (never by cJSON's): kept as their text. */
+static const char *const span_keys[] = {
+	"advantages", "completion_ids", "inference_logprobs", "input_ids", "input_token_logprobs", "logprobs",
+	"masks", "output_token_logprobs", "prompt", "prompt_ids", "prompt_token_ids", "prompt_tokens", "prompts",
+	"ref_logprobs", "response_mask", "response_tokens", "token_ids", "token_logprobs", "tokens",
+};
+static const struct jsonpick_keys pick = {
+	keep_keys, sizeof keep_keys / sizeof *keep_keys, 1, span_keys, sizeof span_keys / sizeof *span_keys,
+};
+
+/* One line into a tree, Python's NaN and Infinity rewritten first (into
+ * *fixed, which the tree's spans point into): through jsonpick, or (ref)
+ * through cJSON alone, a node per value. NULL with e filled. */
+static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, struct err *e)
+{
+	const char *end = NULL;
+	size_t at = 0, fixed_n = 0;
+	cJSON *v;
+	int r = json_fix_nonfinite(text, n, fixed, &fixed_n);
+	if (r < 0) {
+		err_set(e, "out of memory");
+		return NULL;
+	}
+	if (r == 1) {
+		text = *fixed;
+		n = fixed_n;
+	}
+	if (!ref)
+		v = jsonpick_parse(text, n, &pick, &end, &at);
+	else if (!(v = cJSON_ParseWithLengthOpts(text, n, &end, 0)))
+		at = (end && end >= text ? (size_t)(end - text) : 0) + 1;
+	if (!v) {
+		if (at)
+			err_set(e, "not valid JSON (near byte %zu)", at);
+		else
+			err_set(e, "out of memory");
+		return NULL;
+	}
+	/* the parser stops at the end of the first value; anything after it but
+	 * blanks means two values on one line or garbage */
+	for (const char *p = end; p < text + n; p++)
+		if (!isspace((unsigned char)*p)) {
+			err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - text) + 1);
+			cJSON_Delete(v);
+			return NULL;
+		}
+	return v;
+}
+
+static int parse_line(const char *text, size_t n, enum collect_format fmt, int ref, struct collect_line *out,
+		      struct err *e)
 {
 	char *fixed = NULL;
-	size_t fixed_n = 0;
 	memset(out, 0, sizeof *out);
 	if (n >= 5 && memcmp(text, "data:", 5) == 0)
 		return err_set(e, "a server-sent event (\"data: ...\"), a piece of a streamed response, not a "
 			       "whole one: grpo-collect reads whole responses; ask with \"stream\": false");
-	int r = json_fix_nonfinite(text, n, &fixed, &fixed_n);
-	if (r < 0)
-		return err_set(e, "out of memory");
-	if (r == 1) {
-		text = fixed;
-		n = fixed_n;
-	}
-	const char *end = NULL;
-	cJSON *v = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-	if (!v) {
-		size_t at = end && end >= text ? (size_t)(end - text) : 0;
-		free(fixed);
-		return err_set(e, "not valid JSON (near byte %zu)", at + 1);
-	}
-	/* cJSON stops at the end of the first value; anything after it but
-	 * blanks means two values on one line or garbage. */
-	for (const char *p = end; p && p < text + n; p++)
-		if (!isspace((unsigned char)*p)) {
-			cJSON_Delete(v);
-			free(fixed);
-			return err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - text) + 1);
-		}
-	r = parse_value(v, fmt, out, e);
+	cJSON *v = parse_json(text, n, ref, &fixed, e);
+	int r = v ? parse_value(v, fmt, out, e) : -1;
 	cJSON_Delete(v);
 	free(fixed);
 	if (r < 0) {
@@ -323,6 +370,18 @@ int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
 		return -1;
 	}
 	return 0;
+}
+
+int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
+		       struct collect_line *out, struct err *e)
+{
+	return parse_line(text, n, fmt, 0, out, e);
+}
+
+int collect_parse_line_ref(const char *text, size_t n, enum collect_format fmt,
+			   struct collect_line *out, struct err *e)
+{
+	return parse_line(text, n, fmt, 1, out, e);
 }
 
 /* ---- validation ---- */

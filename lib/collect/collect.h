@@ -64,9 +64,17 @@ struct collect_line {
 void collect_line_free(struct collect_line *l);
 
 /* Parse one line (no newline needed) as fmt, or detect the format when fmt
- * is COLLECT_AUTO. Messages name the field and index at fault. */
+ * is COLLECT_AUTO. Messages name the field and index at fault. The line is
+ * read by data/jsonpick.h: only the members the importers read, their
+ * token id and logprob arrays kept as text and parsed straight into the
+ * trajectories' arrays, so a line takes about its own size again in memory,
+ * not ten times it. */
 int collect_parse_line(const char *text, size_t n, enum collect_format fmt,
 		       struct collect_line *out, struct err *e);
+/* The same through cJSON alone, a node per value: the plain reference that
+ * collect_parse_line is tested against. */
+int collect_parse_line_ref(const char *text, size_t n, enum collect_format fmt,
+			   struct collect_line *out, struct err *e);
 
 /* The format parsers, over a parsed JSON value. `req` is the request of a
  * wrapper line, or NULL. They append groups to out. */

@@ -21,6 +21,9 @@
  *   ref_logprobs the completion part of "ref_logprobs" when given
  *   temperature  overrides[i].temperature > generation_params.temperature >
  *                group_overrides.temperature > --temperature
+ *
+ * The rows may be spans (data/jsonpick.h): they are read through jsonpick's
+ * functions, never cJSON's.
  */
 #include <cJSON.h>
 #include <math.h>
@@ -29,6 +32,7 @@
 #include <string.h>
 
 #include "collect/collect.h"
+#include "data/jsonpick.h"
 #include "data/jsonview.h"
 
 static int is_true(const cJSON *o, const char *key)
@@ -36,12 +40,13 @@ static int is_true(const cJSON *o, const char *key)
 	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
-/* Row i of a per-member field: rows[i], or the field itself for an item. */
-static const cJSON *row(const cJSON *field, int item, uint32_t i)
+/* Row i of a per-member field: rows[i] (a span's described in *tmp), or
+ * the field itself for an item. */
+static const cJSON *row(const cJSON *field, int item, uint32_t i, cJSON *tmp)
 {
 	if (!field || cJSON_IsNull(field))
 		return NULL;
-	return item ? field : cJSON_GetArrayItem(field, (int)i);
+	return item ? field : jsonpick_at(field, (int)i, tmp);
 }
 
 static int f32_row(const cJSON *r, const char *what, uint32_t i, uint32_t T, float **out, struct err *e)
@@ -62,12 +67,13 @@ static int member(const cJSON *g, int item, uint32_t i, float adv, struct traj *
 	float *lp = NULL, *adv_row = NULL, *ref = NULL;
 	uint32_t T = 0, nm = 0;
 	char name[64];
+	cJSON tmp;
 	int r = -1;
 	snprintf(name, sizeof name, "tokens[%u]", i);
-	if (json_get_i32_array(row(cJSON_GetObjectItemCaseSensitive(g, "tokens"), item, i), name, &tok, &T, e) < 0)
+	if (json_get_i32_array(row(cJSON_GetObjectItemCaseSensitive(g, "tokens"), item, i, &tmp), name, &tok, &T, e) < 0)
 		goto out;
 	snprintf(name, sizeof name, "masks[%u]", i);
-	if (json_get_i32_array(row(cJSON_GetObjectItemCaseSensitive(g, "masks"), item, i), name, &mask, &nm, e) < 0)
+	if (json_get_i32_array(row(cJSON_GetObjectItemCaseSensitive(g, "masks"), item, i, &tmp), name, &mask, &nm, e) < 0)
 		goto out;
 	if (nm != T) {
 		err_set(e, "masks[%u] has %u entries, tokens[%u] %u", i, nm, i, T);
@@ -75,13 +81,13 @@ static int member(const cJSON *g, int item, uint32_t i, float adv, struct traj *
 	}
 	/* without inference_logprobs the trajectory has none (logprobs NULL),
 	 * which the collector refuses unless --allow-missing-logprobs */
-	const cJSON *ilp = row(cJSON_GetObjectItemCaseSensitive(g, "inference_logprobs"), item, i);
+	const cJSON *ilp = row(cJSON_GetObjectItemCaseSensitive(g, "inference_logprobs"), item, i, &tmp);
 	if (ilp && !cJSON_IsNull(ilp) && f32_row(ilp, "inference_logprobs", i, T, &lp, e) < 0)
 		goto out;
-	const cJSON *ar = row(cJSON_GetObjectItemCaseSensitive(g, "advantages"), item, i);
+	const cJSON *ar = row(cJSON_GetObjectItemCaseSensitive(g, "advantages"), item, i, &tmp);
 	if (ar && !cJSON_IsNull(ar) && f32_row(ar, "advantages", i, T, &adv_row, e) < 0)
 		goto out;
-	const cJSON *rr = row(cJSON_GetObjectItemCaseSensitive(g, "ref_logprobs"), item, i);
+	const cJSON *rr = row(cJSON_GetObjectItemCaseSensitive(g, "ref_logprobs"), item, i, &tmp);
 	if (rr && !cJSON_IsNull(rr) && f32_row(rr, "ref_logprobs", i, T, &ref, e) < 0)
 		goto out;
 
@@ -159,21 +165,24 @@ static int one_group(const cJSON *g, struct collect_line *out, struct err *e)
 		return err_set(e, "a ScoredDataGroup must be a JSON object");
 	const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(g, "tokens");
 	const cJSON *scores = cJSON_GetObjectItemCaseSensitive(g, "scores");
-	if (!cJSON_IsArray(tokens))
+	const cJSON *masks = cJSON_GetObjectItemCaseSensitive(g, "masks");
+	cJSON tmp;
+	if (!jsonpick_is_array(tokens))
 		return err_set(e, "tokens: expected an array");
 	/* a ScoredDataItem has flat rows and a scalar score */
-	int item = !tokens->child || cJSON_IsNumber(tokens->child);
-	uint32_t n = item ? 1 : (uint32_t)cJSON_GetArraySize(tokens);
+	const cJSON *first = jsonpick_at(tokens, 0, &tmp);
+	int item = !first || cJSON_IsNumber(first);
+	uint32_t n = item ? 1 : (uint32_t)jsonpick_size(tokens);
 	if (n == 0)
 		return err_set(e, "tokens: a group needs at least one member");
-	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(g, "masks")))
+	if (!jsonpick_is_array(masks))
 		return err_set(e, "masks: expected an array");
-	if (!item && (uint32_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "masks")) != n)
-		return err_set(e, "masks has %d rows, tokens %u", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "masks")), n);
+	if (!item && (uint32_t)jsonpick_size(masks) != n)
+		return err_set(e, "masks has %d rows, tokens %u", jsonpick_size(masks), n);
 	static const char *rows[] = { "inference_logprobs", "advantages", "ref_logprobs", "overrides" };
 	for (int k = 0; k < 4 && !item; k++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, rows[k]);
-		if (v && !cJSON_IsNull(v) && (!cJSON_IsArray(v) || (uint32_t)cJSON_GetArraySize(v) != n))
+		if (v && !cJSON_IsNull(v) && (!jsonpick_is_array(v) || (uint32_t)jsonpick_size(v) != n))
 			return err_set(e, "%s: expected %u rows, one per member", rows[k], n);
 	}
 
@@ -222,7 +231,7 @@ static int one_group(const cJSON *g, struct collect_line *out, struct err *e)
 	int r = 0;
 	for (i = 0; i < n && r == 0; i++) {
 		struct traj *t = &grp->trajs[i];
-		const cJSON *o = item ? (cJSON_IsObject(ov) ? ov : NULL) : row(ov, 0, i);
+		const cJSON *o = item ? (cJSON_IsObject(ov) ? ov : NULL) : row(ov, 0, i, &tmp);
 		float adv = (float)(n > 1 ? (s[i] - mean) / sd : s[i]);
 		if ((r = member(g, item, i, adv, t, e)) < 0)
 			break;

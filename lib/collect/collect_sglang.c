@@ -8,6 +8,9 @@
  * whole prompt (the request's logprob_start_len was 0); otherwise they come
  * from a wrapper's request "input_ids" (one list for all members, or one
  * list per prompt of a batch).
+ *
+ * The triples and the request's ids may be spans (data/jsonpick.h): they
+ * are read through jsonpick's functions, never cJSON's.
  */
 #include <cJSON.h>
 #include <ctype.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "collect/collect.h"
+#include "data/jsonpick.h"
 #include "data/jsonview.h"
 
 /* The finish reason as SGLang gives it, a string or {"type": ...}; kept
@@ -29,46 +33,57 @@ static const char *finish_of(const cJSON *meta)
 /* The token ids (and, if lp is not NULL, the logprobs) of a list of triples. */
 static int triples(const cJSON *arr, const char *what, int32_t **ids, float **lp, uint32_t *n, struct err *e)
 {
-	uint32_t m = (uint32_t)cJSON_GetArraySize(arr), k = 0;
+	uint32_t m = (uint32_t)jsonpick_size(arr), k = 0;
 	const cJSON *v;
+	struct jsonpick_iter it;
+	int r = 0;
 	*ids = malloc(m ? m * sizeof(int32_t) : 1);
 	if (lp)
 		*lp = malloc(m ? m * sizeof(float) : 1);
 	if (!*ids || (lp && !*lp))
 		return err_set(e, "out of memory");
-	cJSON_ArrayForEach(v, arr) {
-		const cJSON *x = cJSON_GetArrayItem(v, 0), *id = cJSON_GetArrayItem(v, 1);
-		double d = cJSON_IsNumber(id) ? id->valuedouble : NAN;
-		if (!cJSON_IsArray(v) || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX))
-			return err_set(e, "%s[%u]: expected [logprob, token_id, text]", what, k);
-		(*ids)[k] = (int32_t)d;
-		if (lp) {
-			if (cJSON_IsNumber(x))
-				(*lp)[k] = (float)x->valuedouble;
-			else if (cJSON_IsNull(x))
-				(*lp)[k] = NAN;
-			else
-				return err_set(e, "%s[%u][0]: expected a number", what, k);
+	for (v = jsonpick_iter_start(&it, arr); v && r == 0; v = jsonpick_iter_next(&it), k++) {
+		/* the triple's first two, the first copied before the second takes its place */
+		struct jsonpick_iter t;
+		const cJSON *first = jsonpick_iter_start(&t, v), *x = NULL, *id = NULL;
+		cJSON x0;
+		if (first) {
+			x0 = *first;
+			x = &x0;
+			id = jsonpick_iter_next(&t);
 		}
-		k++;
+		double d = cJSON_IsNumber(id) ? id->valuedouble : NAN;
+		jsonpick_iter_end(&t);
+		if (!jsonpick_is_array(v) || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX))
+			r = err_set(e, "%s[%u]: expected [logprob, token_id, text]", what, k);
+		else if (lp && !cJSON_IsNumber(x) && !cJSON_IsNull(x))
+			r = err_set(e, "%s[%u][0]: expected a number", what, k);
+		else {
+			(*ids)[k] = (int32_t)d;
+			if (lp)
+				(*lp)[k] = cJSON_IsNumber(x) ? (float)x->valuedouble : NAN;
+		}
 	}
+	jsonpick_iter_end(&it);
 	*n = m;
-	return 0;
+	return r;
 }
 
 /* Member k's prompt from the request: "input_ids" as one list, or as one list
- * per prompt with the members split evenly among them. */
-static const cJSON *request_prompt(const cJSON *req, uint32_t k, uint32_t n)
+ * per prompt with the members split evenly among them (a row of a span is
+ * described in *tmp). */
+static const cJSON *request_prompt(const cJSON *req, uint32_t k, uint32_t n, cJSON *tmp)
 {
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(req, "input_ids");
-	if (!cJSON_IsArray(ids))
+	if (!jsonpick_is_array(ids))
 		return NULL;
-	if (!ids->child || cJSON_IsNumber(ids->child))
+	const cJSON *first = jsonpick_at(ids, 0, tmp);
+	if (!first || cJSON_IsNumber(first))
 		return ids;
-	uint32_t np = (uint32_t)cJSON_GetArraySize(ids);
+	uint32_t np = (uint32_t)jsonpick_size(ids);
 	if (np == 0 || n % np)
 		return NULL;
-	return cJSON_GetArrayItem(ids, (int)(k / (n / np)));
+	return jsonpick_at(ids, (int)(k / (n / np)), tmp);
 }
 
 static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n, struct traj *t, struct err *e)
@@ -77,18 +92,18 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	if (!cJSON_IsObject(meta))
 		return err_set(e, "no meta_info: not an SGLang /generate response");
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(meta, "output_token_logprobs");
-	if (!cJSON_IsArray(out))
+	cJSON tmp;
+	if (!jsonpick_is_array(out))
 		return err_set(e, "no meta_info.output_token_logprobs: ask SGLang with \"return_logprob\": true");
 	if (triples(out, "meta_info.output_token_logprobs", &t->response_tokens, &t->logprobs, &t->n_response, e) < 0)
 		return -1;
-	const cJSON *prompt = request_prompt(req, k, n);
+	const cJSON *prompt = request_prompt(req, k, n, &tmp);
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(meta, "input_token_logprobs");
 	const cJSON *np = cJSON_GetObjectItemCaseSensitive(meta, "prompt_tokens");
 	if (prompt) {
 		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 			return -1;
-	} else if (cJSON_IsArray(in) && cJSON_IsNumber(np) &&
-		   (double)cJSON_GetArraySize(in) == np->valuedouble) {
+	} else if (jsonpick_is_array(in) && cJSON_IsNumber(np) && (double)jsonpick_size(in) == np->valuedouble) {
 		if (triples(in, "meta_info.input_token_logprobs", &t->prompt_tokens, NULL, &t->n_prompt, e) < 0)
 			return -1;
 	} else

@@ -18,6 +18,10 @@
  * which drops special tokens such as the final EOS. With both present they
  * must agree. With echo the logprob arrays cover prompt and completion; the
  * completion is their last len(token_ids) entries.
+ *
+ * The arrays of token ids, logprobs and token strings may be spans
+ * (data/jsonpick.h): they are read through jsonpick's functions, never
+ * cJSON's.
  */
 #include <cJSON.h>
 #include <errno.h>
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #include "collect/collect.h"
+#include "data/jsonpick.h"
 #include "data/jsonview.h"
 
 /* "token_id:N" -> N; 0 when s is not in that form. */
@@ -54,19 +59,27 @@ static float lp_value(const cJSON *v, int *ok)
 }
 
 
+/* A list of lists (one per prompt of a batch). */
+static int nested(const cJSON *v, cJSON *tmp)
+{
+	return jsonpick_is_array(v) && jsonpick_is_array(jsonpick_at(v, 0, tmp));
+}
+
 /* Choice i's prompt ids from the request: "token_ids" (generate), "prompt"
  * as a list of ids or as one list per prompt of a batch (completions, whose
- * choices come prompt by prompt, n each), or "prompt_token_ids". */
-static const cJSON *request_prompt(const cJSON *req, uint32_t i, uint32_t n)
+ * choices come prompt by prompt, n each), or "prompt_token_ids". A row of
+ * a span is described in *tmp. */
+static const cJSON *request_prompt(const cJSON *req, uint32_t i, uint32_t n, cJSON *tmp)
 {
 	static const char *keys[] = { "token_ids", "prompt", "prompt_token_ids" };
 	for (int k = 0; k < 3; k++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[k]);
-		if (cJSON_IsArray(v) && (!v->child || cJSON_IsNumber(v->child)))
+		const cJSON *first = jsonpick_at(v, 0, tmp);
+		if (jsonpick_is_array(v) && (!first || cJSON_IsNumber(first)))
 			return v;
-		if (cJSON_IsArray(v) && cJSON_IsArray(v->child)) {
-			uint32_t np = (uint32_t)cJSON_GetArraySize(v);
-			return n % np == 0 ? cJSON_GetArrayItem(v, (int)(i / (n / np))) : NULL;
+		if (jsonpick_is_array(v) && jsonpick_is_array(first)) {
+			uint32_t np = (uint32_t)jsonpick_size(v);
+			return n % np == 0 ? jsonpick_at(v, (int)(i / (n / np)), tmp) : NULL;
 		}
 	}
 	return NULL;
@@ -111,8 +124,9 @@ static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
 	const cJSON *tlp = cJSON_GetObjectItemCaseSensitive(lpobj, "token_logprobs");
 	const cJSON *toks = cJSON_GetObjectItemCaseSensitive(lpobj, "tokens");
 	const cJSON *v;
+	struct jsonpick_iter it;
 	uint32_t k = 0;
-	int ok = 1;
+	int ok = 1, r = 0;
 	if (cJSON_IsArray(content)) {
 		/* chat shape: a missing logprob is vLLM's default -9999, kept so
 		 * that validation names it */
@@ -130,26 +144,28 @@ static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
 		}
 		return 0;
 	}
-	if (!cJSON_IsArray(tlp))
+	if (!jsonpick_is_array(tlp))
 		return err_set(e, "logprobs: neither \"content\" (chat) nor \"token_logprobs\" (completions)");
-	if (lps_alloc(l, (uint32_t)cJSON_GetArraySize(tlp), e) < 0)
+	if (lps_alloc(l, (uint32_t)jsonpick_size(tlp), e) < 0)
 		return -1;
-	cJSON_ArrayForEach(v, tlp) {
+	for (v = jsonpick_iter_start(&it, tlp); v && r == 0; v = jsonpick_iter_next(&it)) {
 		l->lp[k] = lp_value(v, &ok);
 		if (!ok)
-			return err_set(e, "logprobs.token_logprobs[%u]: expected a number", k);
+			r = err_set(e, "logprobs.token_logprobs[%u]: expected a number", k);
 		k++;
 	}
-	if (cJSON_IsArray(toks)) {
-		if ((uint32_t)cJSON_GetArraySize(toks) != l->n)
-			return err_set(e, "logprobs: %d tokens for %u token_logprobs", cJSON_GetArraySize(toks), l->n);
+	jsonpick_iter_end(&it);
+	if (r == 0 && jsonpick_is_array(toks)) {
+		if ((uint32_t)jsonpick_size(toks) != l->n)
+			return err_set(e, "logprobs: %d tokens for %u token_logprobs", jsonpick_size(toks), l->n);
 		k = 0;
-		cJSON_ArrayForEach(v, toks) {
+		for (v = jsonpick_iter_start(&it, toks); v; v = jsonpick_iter_next(&it)) {
 			l->has_id[k] = (uint8_t)token_id_str(cJSON_IsString(v) ? v->valuestring : NULL, &l->tid[k]);
 			k++;
 		}
+		jsonpick_iter_end(&it);
 	}
-	return 0;
+	return r;
 }
 
 static const char no_prompt[] =
@@ -183,25 +199,26 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 			struct traj *t, struct err *e)
 {
 	struct lps l = { 0 };
+	cJSON row, tmp;
 	int r = -1;
 	if (!cJSON_IsObject(ch))
 		return err_set(e, "expected an object");
 	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(ch, "prompt_token_ids");
-	if (!cJSON_IsArray(prompt))
+	if (!jsonpick_is_array(prompt))
 		prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
-	if (!cJSON_IsArray(prompt))
-		prompt = request_prompt(req, i, n);
+	if (!jsonpick_is_array(prompt))
+		prompt = request_prompt(req, i, n, &row);
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
 	int echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "echo"));
 	int score_only = echo && req_int(req, "max_tokens", -1) == 0;
-	if (!cJSON_IsArray(prompt) && !(echo && !cJSON_IsArray(ids))) {
+	if (!jsonpick_is_array(prompt) && !(echo && !jsonpick_is_array(ids))) {
 		const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
-		if (cJSON_IsArray(rp) && cJSON_IsArray(rp->child))
+		if (nested(rp, &tmp))
 			return err_set(e, "request prompt: %d prompts for %u choices, not n choices each",
-				       cJSON_GetArraySize(rp), n);
+				       jsonpick_size(rp), n);
 		return err_set(e, "%s", no_prompt);
 	}
-	if (cJSON_IsArray(prompt) &&
+	if (jsonpick_is_array(prompt) &&
 	    json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 		goto out;
 	const cJSON *lpobj = cJSON_GetObjectItemCaseSensitive(ch, "logprobs");
@@ -212,7 +229,7 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 	if (read_lps(lpobj, &l, e) < 0)
 		goto out;
 	uint32_t off = 0;   /* entries before the completion's */
-	if (cJSON_IsArray(ids)) {
+	if (jsonpick_is_array(ids)) {
 		if (json_get_i32_array(ids, "token_ids", &t->response_tokens, &t->n_response, e) < 0)
 			goto out;
 		/* echo with max_tokens 0: vLLM returns the one token it had to
@@ -241,7 +258,7 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 				const cJSON *u = cJSON_GetObjectItemCaseSensitive(resp, "usage");
 				int64_t np = score_only ? (int64_t)l.n : req_int(u, "prompt_tokens", -1);
 				const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
-				if (np < 0 || np > (int64_t)l.n || (cJSON_IsArray(rp) && !score_only)) {
+				if (np < 0 || np > (int64_t)l.n || (jsonpick_is_array(rp) && !score_only)) {
 					err_set(e, "echo: the logprobs cover prompt and completion, and nothing says where "
 						   "the completion starts: ask vLLM with \"return_token_ids\": true");
 					goto out;
@@ -298,35 +315,43 @@ static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err
 	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(resp, "finish_reasons");
 	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
-	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
+	if (!jsonpick_is_array(lps) || (uint32_t)jsonpick_size(lps) != n)
 		return err_set(e, "logprobs: expected one list per token_ids entry (%u)", n);
 	for (uint32_t c = 0; c < n; c++) {
 		struct traj *t = &ts[c];
-		const cJSON *row = cJSON_GetArrayItem(lps, (int)c), *pos;
+		cJSON rtmp, itmp;
+		const cJSON *row = jsonpick_at(lps, (int)c, &rtmp);
 		if (json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0 ||
-		    json_get_i32_array(cJSON_GetArrayItem(ids, (int)c), "token_ids", &t->response_tokens,
+		    json_get_i32_array(jsonpick_at(ids, (int)c, &itmp), "token_ids", &t->response_tokens,
 				       &t->n_response, e) < 0)
 			return err_prefix(e, "choice %u", c);
-		if (!cJSON_IsArray(row) || (uint32_t)cJSON_GetArraySize(row) != t->n_response)
+		if (!jsonpick_is_array(row) || (uint32_t)jsonpick_size(row) != t->n_response)
 			return err_set(e, "logprobs[%u]: expected %u entries, one per token id", c, t->n_response);
 		t->logprobs = malloc(t->n_response ? t->n_response * sizeof(float) : 1);
 		if (!t->logprobs)
 			return err_set(e, "out of memory");
 		uint32_t k = 0;
-		cJSON_ArrayForEach(pos, row) {
+		int r = 0;
+		struct jsonpick_iter it;
+		for (const cJSON *pos = jsonpick_iter_start(&it, row); pos && r == 0; pos = jsonpick_iter_next(&it)) {
 			/* [{"<id>": lp}, ...]: the sampled token comes first */
 			const cJSON *d = cJSON_IsArray(pos) ? pos->child : pos;
 			const cJSON *kv = cJSON_IsObject(d) ? d->child : NULL;
 			int ok = 1;
 			char *end = NULL;
 			long id = kv && kv->string ? strtol(kv->string, &end, 10) : -1;
-			if (!kv || !end || *end || id != t->response_tokens[k])
-				return err_set(e, "logprobs[%u][%u]: expected [{\"%d\": logprob}]", c, k,
-					       t->response_tokens[k]);
+			if (!kv || !end || *end || id != t->response_tokens[k]) {
+				r = err_set(e, "logprobs[%u][%u]: expected [{\"%d\": logprob}]", c, k,
+					    t->response_tokens[k]);
+				break;
+			}
 			t->logprobs[k++] = lp_value(kv, &ok);
 			if (!ok)
-				return err_set(e, "logprobs[%u][%u]: expected a number", c, k - 1);
+				r = err_set(e, "logprobs[%u][%u]: expected a number", c, k - 1);
 		}
+		jsonpick_iter_end(&it);
+		if (r < 0)
+			return -1;
 		const cJSON *f = cJSON_GetArrayItem(fin, (int)c);
 		if (traj_set_finish(t, cJSON_IsString(f) ? f->valuestring : NULL) < 0)
 			return err_set(e, "out of memory");
@@ -370,7 +395,8 @@ static int trl_ranked(const cJSON *rows, const cJSON *idrows, uint32_t i, struct
 static const cJSON *trl_request_prompts(const cJSON *req)
 {
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "prompts");
-	return cJSON_IsArray(p) && cJSON_IsArray(p->child) ? p : NULL;
+	cJSON tmp;
+	return nested(p, &tmp) ? p : NULL;
 }
 
 /* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
@@ -380,49 +406,56 @@ static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint3
 	const cJSON *comps = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
 	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
 	const cJSON *lp_ids = cJSON_GetObjectItemCaseSensitive(resp, "logprob_token_ids");
-	if (!cJSON_IsArray(prompts) && !(prompts = trl_request_prompts(req)))
+	if (!jsonpick_is_array(prompts) && !(prompts = trl_request_prompts(req)))
 		return err_set(e, "no prompt_ids: TRL 0.23 and earlier return none from vllm-serve's /generate/; "
 			       "use TRL 0.24 or later, or wrap the line as {\"request\": {\"prompts\": [[ids...]], "
 			       "...}, \"response\": ...} with the prompts sent as token ids");
-	uint32_t np = (uint32_t)cJSON_GetArraySize(prompts);
+	uint32_t np = (uint32_t)jsonpick_size(prompts);
 	if (np == 0 || n % np)
 		return err_set(e, "prompt_ids: %u prompts for %u completion_ids", np, n);
 	if (cJSON_IsNull(lps) || !lps)
 		return err_set(e, "no logprobs: ask vllm-serve's /generate/ with \"logprobs\": 0");
-	if (!cJSON_IsArray(lps) || (uint32_t)cJSON_GetArraySize(lps) != n)
+	if (!jsonpick_is_array(lps) || (uint32_t)jsonpick_size(lps) != n)
 		return err_set(e, "logprobs: expected %u lists, one per completion", n);
 	if (lp_ids && !cJSON_IsNull(lp_ids) && (!cJSON_IsArray(lp_ids) || (uint32_t)cJSON_GetArraySize(lp_ids) != n))
 		return err_set(e, "logprob_token_ids: expected %u lists, one per completion", n);
-	const cJSON *c = comps->child, *l = lps->child, *p = prompts->child;
+	struct jsonpick_iter ic, il, ip;
+	const cJSON *c = jsonpick_iter_start(&ic, comps), *l = jsonpick_iter_start(&il, lps);
+	const cJSON *p = jsonpick_iter_start(&ip, prompts);
 	const cJSON *li = cJSON_IsArray(lp_ids) ? lp_ids->child : NULL;
-	for (uint32_t i = 0; i < n; i++, c = c->next, l = l->next, li = li ? li->next : NULL) {
+	int r = 0;
+	for (uint32_t i = 0; i < n && r == 0; i++, c = jsonpick_iter_next(&ic), l = jsonpick_iter_next(&il),
+	     li = li ? li->next : NULL) {
 		struct traj *t = &ts[i];
 		uint32_t k = 0;
 		char what[48];
+		cJSON tmp;
 		if (i && i % (n / np) == 0)
-			p = p->next;
+			p = jsonpick_iter_next(&ip);
 		snprintf(what, sizeof what, "prompt_ids[%u]", i / (n / np));
-		if (json_get_i32_array(p, what, &t->prompt_tokens, &t->n_prompt, e) < 0)
-			return -1;
+		if ((r = json_get_i32_array(p, what, &t->prompt_tokens, &t->n_prompt, e)) < 0)
+			break;
 		snprintf(what, sizeof what, "completion_ids[%u]", i);
-		if (json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e) < 0)
-			return -1;
-		if (cJSON_IsArray(l) && (uint32_t)cJSON_GetArraySize(l) != t->n_response)
-			return err_set(e, "logprobs[%u]: %d logprobs for %u completion_ids", i, cJSON_GetArraySize(l),
-				       t->n_response);
-		if (cJSON_IsArray(l) && cJSON_IsArray(l->child)) {
+		if ((r = json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e)) < 0)
+			break;
+		if (jsonpick_is_array(l) && (uint32_t)jsonpick_size(l) != t->n_response)
+			r = err_set(e, "logprobs[%u]: %d logprobs for %u completion_ids", i, jsonpick_size(l),
+				    t->n_response);
+		else if (nested(l, &tmp)) {   /* a ranked list per position: never a span's row */
 			if (!li || (uint32_t)cJSON_GetArraySize(li) != t->n_response)
-				return err_set(e, "logprob_token_ids[%u]: expected %u lists, one per position", i,
-					       t->n_response);
-			if (trl_ranked(l, li, i, t, e) < 0)
-				return -1;
-			continue;
+				r = err_set(e, "logprob_token_ids[%u]: expected %u lists, one per position", i,
+					    t->n_response);
+			else
+				r = trl_ranked(l, li, i, t, e);
+		} else {
+			snprintf(what, sizeof what, "logprobs[%u]", i);
+			r = json_get_f32_array(l, what, &t->logprobs, &k, e);
 		}
-		snprintf(what, sizeof what, "logprobs[%u]", i);
-		if (json_get_f32_array(l, what, &t->logprobs, &k, e) < 0)
-			return -1;
 	}
-	return 0;
+	jsonpick_iter_end(&ic);
+	jsonpick_iter_end(&il);
+	jsonpick_iter_end(&ip);
+	return r;
 }
 
 /* A streamed response arrives as chunks, each a few tokens of one choice
@@ -455,8 +488,8 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 	if (!cJSON_IsObject(resp))
 		return err_set(e, "a vLLM response must be a JSON object");
 	const cJSON *trl_ids = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
-	if (cJSON_IsArray(trl_ids)) {
-		uint32_t n = (uint32_t)cJSON_GetArraySize(trl_ids);
+	if (jsonpick_is_array(trl_ids)) {
+		uint32_t n = (uint32_t)jsonpick_size(trl_ids);
 		if (n == 0)
 			return err_set(e, "completion_ids: empty");
 		struct traj *ts = calloc(n, sizeof *ts);
@@ -479,10 +512,10 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		return -1;
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(resp, "choices");
 	const cJSON *demo_ids = cJSON_GetObjectItemCaseSensitive(resp, "token_ids");
-	int demo = !choices && cJSON_IsArray(demo_ids);
+	int demo = !choices && jsonpick_is_array(demo_ids);
 	if (!demo && !cJSON_IsArray(choices))
 		return err_set(e, "choices: expected an array");
-	uint32_t n = (uint32_t)cJSON_GetArraySize(demo ? demo_ids : choices);
+	uint32_t n = (uint32_t)jsonpick_size(demo ? demo_ids : choices);
 	if (n == 0)
 		return err_set(e, "%s: empty", demo ? "token_ids" : "choices");
 	if (!out->id) {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/jsonpick.h"
+
 /* ---- NaN and Infinity, as Python writes them ---- */
 
 static int word_at(const char *s, size_t n, size_t i, const char *w)
@@ -487,16 +489,11 @@ static void long_arrays_put(cJSON *o, const struct long_arrays *la)
 	}
 }
 
-static int is_long(const cJSON *v)
-{
-	return v && v->type == (cJSON_Raw | cJSON_IsReference);
-}
-
 /* ---- parsing ---- */
 
 static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct err *e)
 {
-	if (is_long(arr)) {
+	if (jsonpick_is_span(arr)) {
 		*n = (uint32_t)arr->valueint;
 		return 0;
 	}
@@ -509,36 +506,33 @@ static int count_array(const cJSON *arr, const char *what, uint32_t *n, struct e
 	return 0;
 }
 
-/* The elements of an array, a parsed one or a long one, each as a kind and
- * a number. */
+/* The elements of an array, parsed or a span (a long array cut out here,
+ * or one of data/jsonpick.h), each as a kind and a number. */
 enum { EL_NUMBER, EL_NULL, EL_TRUE, EL_FALSE, EL_OTHER };
 struct elems {
-	const cJSON *v;           /* the next node, parsed arrays */
-	const char *p, *end;      /* the text left, long arrays */
-	int is_long;
+	struct jsonpick_iter it;
+	const cJSON *v;           /* the next element */
 };
 
 static void elems_start(struct elems *it, const cJSON *arr)
 {
-	it->is_long = is_long(arr);
-	it->v = it->is_long ? NULL : arr->child;
-	it->p = it->is_long ? arr->valuestring + 1 : NULL;
-	it->end = it->is_long ? arr->valuestring + (size_t)arr->valuedouble : NULL;
+	it->v = jsonpick_iter_start(&it->it, arr);
 }
 
 /* The kind of the next element (count_array said how many) and its number. */
 static int elems_next(struct elems *it, double *d)
 {
-	if (it->is_long) {
-		int last;
-		elem(&it->p, it->end, d, &last);   /* checked when the array was cut out */
-		return isnan(*d) ? EL_NULL : EL_NUMBER;
-	}
 	const cJSON *v = it->v;
-	it->v = v->next;
 	*d = v->valuedouble;
-	return cJSON_IsNumber(v) ? EL_NUMBER : cJSON_IsNull(v) ? EL_NULL : cJSON_IsTrue(v) ? EL_TRUE
-	       : cJSON_IsFalse(v) ? EL_FALSE : EL_OTHER;
+	int kind = cJSON_IsNumber(v) ? EL_NUMBER : cJSON_IsNull(v) ? EL_NULL : cJSON_IsTrue(v) ? EL_TRUE
+		   : cJSON_IsFalse(v) ? EL_FALSE : EL_OTHER;
+	it->v = jsonpick_iter_next(&it->it);   /* a span's element is overwritten: read first */
+	return kind;
+}
+
+static void elems_end(struct elems *it)
+{
+	jsonpick_iter_end(&it->it);
 }
 
 int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
@@ -583,10 +577,12 @@ int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32
 		double d;
 		if (elems_next(&it, &d) != EL_NUMBER || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected a 32-bit integer", what, i);
 		}
 		a[i] = (int32_t)d;
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
@@ -612,9 +608,11 @@ int json_get_f32_array(const cJSON *arr, const char *what, float **out, uint32_t
 			a[i] = (float)d;
 		else {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected a number", what, i);
 		}
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
@@ -640,9 +638,11 @@ int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint3
 			a[i] = d == 1;
 		else {
 			free(a);
+			elems_end(&it);
 			return err_set(e, "%s[%u]: expected 0, 1, false or true", what, i);
 		}
 	}
+	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
@@ -1019,13 +1019,30 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 		return NULL;
 	}
 	l->arrays = la;
-	cJSON *o = cut ? cJSON_ParseWithLength((const char *)la->text.data, la->text.len) : NULL;
+	const char *parsed = cut ? (const char *)la->text.data : src;
+	size_t len = cut ? la->text.len : n;
+	cJSON *o = cut ? cJSON_ParseWithLengthOpts(parsed, len, &end, 0) : NULL;
 	if (o)
 		long_arrays_put(o, la);
-	else   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
+	else {   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
+		parsed = src;
+		len = n;
 		o = cJSON_ParseWithLengthOpts(src, n, &end, 0);
-	if (!o)
+	}
+	if (!o) {
 		*bad_at = (end && end >= src ? (size_t)(end - src) : 0) + 1;
+		return NULL;
+	}
+	/* cJSON stops at the end of the first value: anything after it but
+	 * blanks is a second value or garbage, never to be dropped silently;
+	 * the text after the last array cut out is the line's own */
+	for (const char *p = end; p < parsed + len; p++)
+		if (!isspace((unsigned char)*p)) {
+			cJSON_Delete(o);
+			l->after = 1;
+			*bad_at = n - (size_t)(parsed + len - p) + 1;
+			return NULL;
+		}
 	return o;
 }
 
@@ -1045,8 +1062,11 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	memset(rec, 0, sizeof *rec);
 	cJSON *o = json_parse_line(text, n, &at, &l);
 	if (!o) {
+		int after = l.after;
 		json_line_free(&l);
-		return at ? err_set(e, "not valid JSON (near byte %zu)", at) : err_set(e, "out of memory");
+		if (!at)
+			return err_set(e, "out of memory");
+		return err_set(e, "not valid JSON (%snear byte %zu)", after ? "text after the value, " : "", at);
 	}
 	int r;
 	if (!cJSON_IsObject(o))

@@ -65,7 +65,8 @@ int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
 /*
  * Parse one line as cJSON_ParseWithLengthOpts does (NULL on failure, with
  * *bad_at the byte, from 1, near which it failed, or 0 when memory ran
- * out), Python's NaN and Infinity read as
+ * out), refusing text after the value but blanks (l->after set), Python's
+ * NaN and Infinity read as
  * json_fix_nonfinite says, and with the view's per-token arrays (token
  * ids, logprobs, masks, ...) that hold only numbers kept as their text
  * instead of a node per number (about 80 bytes each): those nodes are
@@ -77,6 +78,7 @@ int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
 struct json_line {
 	char *fixed;              /* the line with NaN rewritten, when it had any */
 	struct long_arrays *arrays;
+	int after;                /* refused for text after its value (*bad_at there) */
 };
 struct cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_line *l);
 void json_line_free(struct json_line *l);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 20
+plan 21
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -66,6 +66,17 @@ is "$?:$(cat "$T/err")" \
 	"a -Infinity reference logprob is refused as it is read, naming line, trajectory and field"
 [ ! -e "$T/nan.zst" ] && [ ! -e "$T/inf.zst" ]
 is "$?" 0 "and neither left an output file"
+# Text after the value: a second value or garbage, never dropped silently
+# (with the per-token arrays cut out as text, and with none cut out).
+g='{"group_id":1,"trajectories":[{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1,-2]}]}'
+printf '%s  \n%s {"group_id":2}\n' "$g" "$g" > "$T/after.jsonl"
+printf '%s x\n' "$(echo "$g" | sed 's/\[2,3\]/"x"/; s/\[-1,-2\]/"y"/; s/\[1\]/"z"/')" > "$T/after2.jsonl"
+grpo-cat --from-json -o "$T/after.zst" "$T/after.jsonl" 2> "$T/err"
+grpo-cat --from-json -o "$T/after2.zst" "$T/after2.jsonl" 2>> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T" | grep -c after.*zst)" \
+	"1:grpo-cat: $T/after.jsonl:2: not valid JSON (text after the value, near byte 98)
+grpo-cat: $T/after2.jsonl:1: not valid JSON (text after the value, near byte 92):0" \
+	"--from-json refuses a line with text after its value, naming file, line and byte (blanks after it are fine)"
 
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"

@@ -1,6 +1,10 @@
 /* grpo-collect's library: NaN/Infinity rewriting, format detection, the
  * traps of formats.md (token ids over text, echo, the -9999 sentinel, n > 1,
- * Atropos masks), validation messages, deterministic ids and grouping. */
+ * Atropos masks), validation messages, deterministic ids and grouping; and
+ * the importers reading lines through data/jsonpick against the same
+ * importers over cJSON's whole tree, on every input of tests/data/collect. */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,8 +191,88 @@ static void test_collector(void)
 	collect_free(&c);
 }
 
+/* What an importer made of a line, printed: its result, message and groups. */
+static char *describe(const char *s, size_t n, enum collect_format f, int ref)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	struct buf b = { 0 };
+	int r = ref ? collect_parse_line_ref(s, n, f, &L, &e) : collect_parse_line(s, n, f, &L, &e);
+	if (r < 0)
+		buf_printf(&b, "refused: %s", e.msg);
+	else {
+		buf_printf(&b, "format %d, lone %d, id %s, answer %s\n", (int)L.format, L.lone, L.id ? L.id : "-",
+			   L.answer ? L.answer : "-");
+		for (uint32_t k = 0; k < L.n_groups; k++)
+			json_print_group(&b, &L.groups[k]);
+		collect_line_free(&L);
+	}
+	buf_put_u8(&b, 0);
+	return (char *)b.data;
+}
+
+/* 0 when both readers make the same of a line; else prints how they differ. */
+static int same_import(const char *s, size_t n, enum collect_format f, int quiet)
+{
+	char *a = describe(s, n, f, 1), *b = describe(s, n, f, 0);
+	int differ = strcmp(a, b) != 0;
+	if (differ && !quiet)
+		printf("# %.*s (format %d)\n#   reference %.300s\n#   jsonpick  %.300s\n", (int)(n > 200 ? 200 : n), s,
+		       (int)f, a, b);
+	free(a);
+	free(b);
+	return differ;
+}
+
+static void test_reference(void)
+{
+	const char *top = getenv("GRPO_TOP");
+	char dir[4096], path[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/collect", top ? top : ".");
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	long lines = 0, cases = 0, bad = 0;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, "SOURCES") == 0 || strstr(de->d_name, ".expected"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		FILE *f = fopen(path, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t len;
+		while (f && (len = getline(&line, &cap, f)) > 0) {
+			size_t n = (size_t)len;
+			while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+				n--;
+			lines++;
+			/* every format, forced or detected, and the line cut short */
+			for (int fmt = COLLECT_AUTO; fmt <= COLLECT_ATROPOS; fmt++, cases++)
+				bad += same_import(line, n, (enum collect_format)fmt, bad > 3);
+			for (size_t k = 1; k < n; k += 7, cases++)
+				bad += same_import(line, k, COLLECT_AUTO, bad > 3);
+			/* and corrupted: a number made a string, null or another number, a list cut */
+			char *m = malloc(n);
+			for (size_t i = 0; i < n; i++)
+				for (const char *c = "\"]}n0-x"; *c; c++, cases++) {
+					memcpy(m, line, n);
+					m[i] = *c;
+					bad += same_import(m, n, COLLECT_AUTO, bad > 3);
+				}
+			free(m);
+		}
+		free(line);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	ok(lines > 30 && bad == 0, "%ld lines of tests/data/collect, %ld cases (whole, cut short, corrupted): the importers make the same groups "
+	   "and messages through jsonpick as through cJSON's whole tree (%ld differ)", lines, cases, bad);
+}
+
 int main(void)
 {
+	test_reference();
 	test_nonfinite();
 	test_vllm();
 	test_atropos();

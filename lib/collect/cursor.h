@@ -1,0 +1,98 @@
+/*
+ * cursor.h: where grpo-collect stands in its prompts file (--cursor FILE),
+ * and which prompts it has sampled and published, kept so that a run killed
+ * at any point and run again neither samples a published prompt again nor
+ * skips one that was not published (grpo-collect(1), --cursor).
+ *
+ * Sampling through a server is not repeatable (the server draws anew), so
+ * a re-run may not sample again what a killed run may have published: the
+ * answers are kept in the cursor file before anything is published, and a
+ * re-run publishes those, under the same names, instead of asking again.
+ * The file is text. Its first line is the next row of the prompts file to
+ * sample, which is all it holds between runs, as it always did:
+ *
+ *   12
+ *
+ * While a batch is sampled and not known to be published, a header line and
+ * the server's answers, one a line, as grpo-collect would import them from
+ * a file, follow:
+ *
+ *   12
+ *   {"sampled": {"from": 12, "prompts": 4, "next": 16, "policy_version": 3,
+ *    "output": "spool/rollouts", "rank": 0, "max_groups": 256, "answers": 4}}
+ *   {"request": ..., "response": ..., "answer": ...}
+ *   ...
+ *
+ * (the header is one line). "output" is null when the groups go to standard
+ * output; "answers" counts the lines after the header, fewer than "prompts"
+ * when prompts failed and were skipped.
+ *
+ * A run goes through three states, each a whole file put in place by
+ * rename (written beside it under a dot name, flushed, renamed, the
+ * directory flushed: base/tempfile.h), so a crash leaves one of them:
+ *
+ *   ROW                 cursor_load: nothing pending; sample from ROW
+ *   ROW + batch         cursor_save: sampled, perhaps partly published
+ *   NEXT                cursor_advance: published
+ *
+ * A run that finds a batch publishes it and advances, asking the server
+ * nothing: publishing is idempotent (the names come from the answers, a name
+ * is published once), so publishing again what a killed run published in
+ * part publishes only the rest. Every write goes through base/fsys.h, so
+ * GRPO_FSYS_CRASH_AT stops a test between any two of them.
+ */
+#ifndef GRPO_CURSOR_H
+#define GRPO_CURSOR_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+/* A batch of answers sampled and not known to be published. */
+struct cursor_batch {
+	uint64_t from;            /* the first row sampled */
+	uint64_t prompts;         /* rows from `from` on, wrapping round the file */
+	uint64_t next;            /* the row after them, where the next run starts */
+	int64_t policy_version;   /* the version the groups are tagged and published under */
+	char *output;             /* the queue published into; NULL: standard output */
+	int rank;
+	int64_t max_groups;       /* -m: how the groups are split into files */
+	struct buf lines;         /* the answers, each ending in '\n' */
+	uint64_t n_lines;
+};
+
+struct cursor {
+	char *path;
+	uint64_t row;             /* the next row to sample (the file's first line) */
+	int pending;              /* batch holds a batch sampled and not known published */
+	struct cursor_batch batch;
+};
+
+/* Read the cursor at path: row 0 and nothing pending when the file does not
+ * exist. Messages name the file and line. */
+int cursor_load(struct cursor *c, const char *path, struct err *e);
+
+/* Append one answer (no newline in it) to b. */
+int cursor_batch_add(struct cursor_batch *b, const char *line, size_t n, struct err *e);
+/* The answer after *at (start at 0): 1 with line and n, 0 at the end. */
+int cursor_batch_next(const struct cursor_batch *b, size_t *at, const char **line, size_t *n);
+void cursor_batch_free(struct cursor_batch *b);
+
+/* Keep b in the file beside the current row, before anything of it is
+ * published; c takes b's contents (b is zeroed), whatever the result. */
+int cursor_save(struct cursor *c, struct cursor_batch *b, struct err *e);
+
+/* The batch in c was published (or none was pending): the file holds next
+ * alone. */
+int cursor_advance(struct cursor *c, uint64_t next, struct err *e);
+
+/* A run that finds a pending batch must publish it where the run that
+ * sampled it did: -1, naming what the file holds, when output, rank,
+ * max_groups or (when given) the policy version differ. */
+int cursor_check_target(const struct cursor *c, const char *output, int rank, int64_t max_groups,
+			const int64_t *policy_version, struct err *e);
+
+void cursor_free(struct cursor *c);
+
+#endif
