@@ -48,7 +48,8 @@ same=0
 while read -r f; do cmp -s "$T/a/$f" "$T/b/$f" || same=1; done < "$T/names.a"
 is "$same:$(cmp "$T/names.a" "$T/names.b" 2>&1)" "0:" \
 	"vllm: the same files, byte for byte and by name, as importing the saved answers"
-grep '"path": "/v1/completions"' "$S/log" | head -n 2 | tail -n 1 > "$T/req"
+# the request for the prompt given as ids (requests run in parallel: pick it by its prompt, not its place)
+grep '"path": "/v1/completions"' "$S/log" | grep '"prompt": \[5, 6, 7\]' | head -n 1 > "$T/req"
 for want in '"prompt": \[5, 6, 7\]' '"n": 2' '"logprobs": 0' '"return_token_ids": true' '"temperature": 0.7' \
 	'"model": "fake-model"'; do
 	grep -q "$want" "$T/req" || echo "$want" >> "$T/missing"
