@@ -639,9 +639,13 @@ int main(int argc, char **argv)
 		switch (ch) {
 		case 'h':
 			usage(stdout);
+			free(op.queues);
+			free(op.metrics);
 			return 0;
 		case 'V':
 			printf("%s %s\n", prog, GRPO_VERSION);
+			free(op.queues);
+			free(op.metrics);
 			return 0;
 		case 'v':
 			op.verbose = 1;
