@@ -106,6 +106,19 @@ static void usage(FILE *f)
 		"  -V, --version              the version\n");
 }
 
+/* The words of the word options, in their enums' order (cli_word). */
+static const char *const adv_words[] = {
+	[ADV_GRPO] = "grpo", [ADV_DR_GRPO] = "dr_grpo", [ADV_RLOO] = "rloo", [ADV_BATCH] = "batch", NULL
+};
+static const char *const std_words[] = { "unbiased", "biased", NULL };   /* std_biased 0, 1 */
+static const char *const combine_words[] = {
+	[ADV_SUM_THEN_NORMALIZE] = "sum-then-normalize", [ADV_NORMALIZE_THEN_SUM] = "normalize-then-sum", NULL
+};
+static const char *const device_words[] = {
+	[MODEL_DEVICE_AUTO] = "auto", [MODEL_DEVICE_CPU] = "cpu", [MODEL_DEVICE_CUDA] = "cuda", NULL
+};
+static const char *const precision_words[] = { "bf16", "fp32", NULL };   /* fp32 0, 1 */
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -164,17 +177,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
-		case 'a': if (adv_parse_kind(optarg, &o->adv.kind) < 0) goto bad; break;
-		case 'S':
-			if (strcmp(optarg, "unbiased") == 0)
-				o->adv.std_biased = 0;
-			else if (strcmp(optarg, "biased") == 0)
-				o->adv.std_biased = 1;
-			else
-				goto bad;
-			break;
+		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_words); break;
+		case 'S': o->adv.std_biased = cli_word("--std", optarg, std_words); break;
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
-		case 'C': if (adv_parse_combine(optarg, &o->adv.combine) < 0) goto bad; break;
+		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, combine_words); break;
 		case 'z': o->drop_zero_std = 1; break;
 		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
 		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
@@ -185,25 +191,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
-		case 'd':
-			if (model_device_parse(optarg, &o->device) < 0)
-				goto bad;
-			break;
-		case 'P':
-			if (strcmp(optarg, "bf16") && strcmp(optarg, "fp32"))
-				goto bad;
-			o->fp32 = strcmp(optarg, "fp32") == 0;
-			break;
+		case 'd': o->device = (enum model_device)cli_word("--device", optarg, device_words); break;
+		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
-		continue;
-bad:
-		for (const struct option *p = lo; p->name; p++)
-			if (p->val == c)
-				fprintf(stderr, "%s: --%s: bad value '%s'\n", prog, p->name, optarg);
-		return -1;
 	}
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {

@@ -345,6 +345,18 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	x->local = counted;
 }
 
+/* The words of the word options, in their enums' order (cli_word). */
+static const char *const ratio_words[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
+static const char *const kl_words[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
+static const char *const agg_words[] = {
+	[LOSS_AGG_GRPO] = "grpo", [LOSS_AGG_DAPO] = "dapo", [LOSS_AGG_DR_GRPO] = "dr_grpo", [LOSS_AGG_BNPO] = "bnpo", NULL
+};
+static const char *const sched_words[] = {
+	[LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_LINEAR] = "linear", NULL
+};
+static const char *const dtype_words[] = { "float32", "bfloat16", NULL };     /* ST_F32, ST_BF16 */
+static const char *const hook_fail_words[] = { "warn", "stop", NULL };       /* hook_stop 0, 1 */
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -365,10 +377,7 @@ int main(int argc, char **argv)
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
 		case O_EPOCHS: a.epochs = (int)cli_positive("--epochs", optarg, INT_MAX); break;
-		case O_RATIO:
-			if (loss_ratio_parse(optarg, &a.loss.ratio) < 0)
-				cli_bad_usage("--ratio: token or sequence, not '%s'", optarg);
-			break;
+		case O_RATIO: a.loss.ratio = (enum loss_ratio)cli_word("--ratio", optarg, ratio_words); break;
 		case O_CLIP_LOW: a.loss.clip_low = cli_float("--clip-low", optarg, 0, INFINITY, 0); break;
 		case O_CLIP_HIGH: a.loss.clip_high = cli_float("--clip-high", optarg, 0, INFINITY, 0); break;
 		case O_DUAL:
@@ -377,24 +386,15 @@ int main(int argc, char **argv)
 			a.loss.dual_clip = (float)d;
 			break;
 		case O_CISPO: a.loss.cispo = 1; break;
-		case O_KL:
-			if (loss_kl_parse(optarg, &a.loss.kl) < 0)
-				cli_bad_usage("--kl: k1, k2 or k3, not '%s'", optarg);
-			break;
+		case O_KL: a.loss.kl = (enum loss_kl)cli_word("--kl", optarg, kl_words); break;
 		case O_BETA: a.loss.beta = cli_float("--beta", optarg, 0, INFINITY, 0); break;
 		case O_ENT: a.loss.entropy_coef = cli_float("--entropy-coef", optarg, -INFINITY, INFINITY, 0); break;
 		case O_TIS: a.loss.tis_cap = cli_float("--tis-cap", optarg, 0, INFINITY, 0); break;
-		case O_AGG:
-			if (loss_agg_parse(optarg, &a.loss.agg) < 0)
-				cli_bad_usage("--loss-agg: grpo, dapo, dr_grpo or bnpo, not '%s'", optarg);
-			break;
+		case O_AGG: a.loss.agg = (enum loss_agg)cli_word("--loss-agg", optarg, agg_words); break;
 		case O_MAXLEN: a.loss.max_len = (int)cli_positive("--max-len", optarg, INT_MAX); break;
 		case O_LR: a.opt.lr = cli_number("--lr", optarg, 0, INFINITY, 0); break;
 		case O_WARMUP: a.opt.warmup_steps = (int)cli_uint("--warmup-steps", optarg, INT_MAX); break;
-		case O_SCHED:
-			if (lr_schedule_parse(optarg, &a.opt.schedule) < 0)
-				cli_bad_usage("--lr-schedule: constant, cosine or linear, not '%s'", optarg);
-			break;
+		case O_SCHED: a.opt.schedule = (enum lr_schedule)cli_word("--lr-schedule", optarg, sched_words); break;
 		case O_TOTAL: a.opt.total_steps = (int)cli_positive("--total-steps", optarg, INT_MAX); break;
 		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
 		case O_BETAS: {
@@ -411,12 +411,7 @@ int main(int argc, char **argv)
 		case O_EPS: a.opt.eps = cli_number("--eps", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;
 		case O_MAXGN: a.opt.max_grad_norm = cli_number("--max-grad-norm", optarg, 0, INFINITY, 0); break;
 		case O_DTYPE:
-			if (strcmp(optarg, "float32") == 0)
-				a.dtype = ST_F32;
-			else if (strcmp(optarg, "bfloat16") == 0)
-				a.dtype = ST_BF16;
-			else
-				cli_bad_usage("--save-dtype: float32 or bfloat16, not '%s'", optarg);
+			a.dtype = cli_word("--save-dtype", optarg, dtype_words) ? ST_BF16 : ST_F32;
 			a.dtype_given = 1;
 			break;
 		case O_SHARD: a.shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
@@ -430,14 +425,7 @@ int main(int argc, char **argv)
 		case O_RANK: a.rank = (int)cli_uint("--rank", optarg, INT_MAX); break;
 		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
-		case O_ON_PUBLISH_FAIL:
-			if (strcmp(optarg, "warn") == 0)
-				a.hook_stop = 0;
-			else if (strcmp(optarg, "stop") == 0)
-				a.hook_stop = 1;
-			else
-				cli_bad_usage("--on-publish-fail: warn or stop, not '%s'", optarg);
-			break;
+		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
