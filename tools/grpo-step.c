@@ -60,9 +60,6 @@ static void usage(FILE *f)
 	        prog);
 }
 
-/* die(status, fmt, ...) is cli_die(): the many calls below keep their short name */
-#define die cli_die
-
 static double now(void)
 {
 	struct timespec ts;
@@ -237,7 +234,7 @@ static int wait_done(const struct args *a, int64_t step)
 	for (;;) {
 		int r = packstep_done_exists(a->batches, step, &e);
 		if (r < 0)
-			die(1, "%s", e.msg);
+			cli_die(1, "%s", e.msg);
 		if (r == 1)
 			return 0;
 		if (!a->watch || stop)
@@ -309,13 +306,13 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a->batches, (long long)step);
 	int r = done_load(a->batches, step, dm, &e);
 	if (r < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (r == 0)
-		die(1, "%s: disappeared", done_path);
+		cli_die(1, "%s: disappeared", done_path);
 	if (a->rank >= 0 && (uint32_t)a->rank >= dm->ranks)
-		die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
+		cli_die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
 	if (step_read(a->batches, step, a->rank, mbs, n, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	struct loss_totals counted = { 0, 0, 0 };
 	step_count(*mbs, *n, &counted);
 	memset(cut, 0, sizeof *cut);
@@ -328,20 +325,20 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 			if (k == a->rank)
 				continue;
 			if (step_read(a->batches, step, k, &o, &no, &e) < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 			step_mask_truncated(o, no, cut);
 			step_free_batches(o, no);
 		}
 	}
 	if (step_totals(dm, cut, tot, &e) < 0) {
 		if (a->rank >= 0)
-			die(1, "%s: %s: --rank needs them", done_path, e.msg);
+			cli_die(1, "%s: %s: --rank needs them", done_path, e.msg);
 		/* an older manifest: the totals of the micro-batches themselves */
 		tot->seqs = counted.seqs - cut->seqs, tot->tokens = counted.tokens - cut->tokens;
 		tot->mbs = counted.mbs;
 	}
 	if (a->rank < 0 && step_check(done_path, dm, &counted, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	x->local = counted;
 }
 
@@ -455,7 +452,7 @@ int main(int argc, char **argv)
 	/* what a crashed run left in policy/.tmp */
 	int swept = 0;
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (swept)
 		fprintf(stderr, "%s: %s/.tmp: removed %d temporar%s left by processes of this host that died\n", prog,
 		        a.policy, swept, swept == 1 ? "y" : "ies");
@@ -464,12 +461,12 @@ int main(int argc, char **argv)
 	int64_t newest;
 	int r = ckpt_latest(a.policy, INT64_MAX, &newest, &e);
 	if (r < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (r == 1) {
 		if (!a.model)
 			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
 		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
-			die(1, "%s", e.msg);
+			cli_die(1, "%s", e.msg);
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
@@ -486,7 +483,7 @@ int main(int argc, char **argv)
 	}
 	int64_t base;
 	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
-		die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
+		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
 		    (long long)step, (long long)step - 1, (long long)newest);
 
 	struct model m;
@@ -494,10 +491,10 @@ int main(int argc, char **argv)
 	int resumed;
 	double t0 = now();
 	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
-		die(1, "%s: %s", a.metrics, strerror(errno));
+		cli_die(1, "%s: %s", a.metrics, strerror(errno));
 	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, NULL, { 0 } };
 	struct progress pg;
 	progress_init(&pg, prog, STDERR_FILENO);
@@ -512,10 +509,10 @@ int main(int argc, char **argv)
 	}
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
-			die(1, "%s: %s", a.dtable, strerror(errno));
+			cli_die(1, "%s: %s", a.dtable, strerror(errno));
 		if (ftell(dt.f) <= 0) {
 			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
-				die(1, "%s: cannot write", a.dtable);
+				cli_die(1, "%s: cannot write", a.dtable);
 		}
 	}
 
@@ -546,28 +543,28 @@ int main(int argc, char **argv)
 		                         &res, &e);
 		progress_end(&pg);
 		if (trained < 0)
-			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+			cli_die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;
 		if (a.rank <= 0) {
 			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
 			if (r < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 			if (r == 1)
-				die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
+				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
 				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 			int pruned = 0;
 			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 		}
 		done_free(&dm);
 		double te = now();
 		struct buf b = { 0 };
 		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, (tr - ts) + (k == 0 ? ts - t0 : 0),
 		                 te - tw, te - ts) < 0)
-			die(1, "out of memory");
+			cli_die(1, "out of memory");
 		if (mf) {
 			fwrite(b.data, 1, b.len, mf);
 			fflush(mf);
@@ -592,7 +589,7 @@ int main(int argc, char **argv)
 	if (mf && mf != stdout)
 		fclose(mf);
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
-		die(1, "%s: %s", a.dtable, strerror(errno));
+		cli_die(1, "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);
 	tok_free(tok);
 	optim_free(&op);
