@@ -795,34 +795,22 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (g.model && sv.so.url) {
-		fprintf(stderr, "%s: --model samples here, --server through a server: give one of them\n", prog);
-		return 2;
-	}
-	if (sv.so.url && (!g.prompts || optind < argc)) {
-		fprintf(stderr, "%s: --server and --prompts go together, without FILEs\n", prog);
-		return 2;
-	}
-	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc))) {
-		fprintf(stderr, "%s: %s\n", prog, g.model || g.prompts ? "--model (or --server) and --prompts go together, "
-		                                                         "without FILEs" : "--model needs --prompts");
-		return 2;
-	}
+	if (g.model && sv.so.url)
+		cli_bad_usage("--model samples here, --server through a server: give one of them");
+	if (sv.so.url && (!g.prompts || optind < argc))
+		cli_bad_usage("--server and --prompts go together, without FILEs");
+	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc)))
+		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
+		                                         : "--model needs --prompts");
 	if (o.skip < 0)
 		o.skip = sv.so.url != NULL;
-	if (!g.model && co.temperature == 0) {
-		fprintf(stderr, "%s: --temperature 0 (greedy) is for sampling with --model; imported rollouts "
-		        "need the temperature they were sampled at\n", prog);
-		return 2;
-	}
-	if (o.queue && !o.have_step && !g.model && !sv.so.url) {
-		fprintf(stderr, "%s: -o needs --step N, the policy version that sampled the rollouts\n", prog);
-		return 2;
-	}
-	if (!o.queue && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "%s: standard output is a terminal; give -o or pipe it (grpo-cat shows it)\n", prog);
-		return 2;
-	}
+	if (!g.model && co.temperature == 0)
+		cli_bad_usage("--temperature 0 (greedy) is for sampling with --model; imported rollouts need the "
+		              "temperature they were sampled at");
+	if (o.queue && !o.have_step && !g.model && !sv.so.url)
+		cli_bad_usage("-o needs --step N, the policy version that sampled the rollouts");
+	if (!o.queue && isatty(STDOUT_FILENO))
+		cli_bad_usage("standard output is a terminal; give -o or pipe it (grpo-cat shows it)");
 	co.step = o.step;
 
 	struct err e = { "" };

@@ -140,36 +140,24 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
-				if (o->n_cmd_weights == 16) {
-					fprintf(stderr, "%s: at most 16 --reward for the reward program\n", prog);
-					return -1;
-				}
+				if (o->n_cmd_weights == 16)
+					cli_bad_usage("at most 16 --reward for the reward program");
 				struct reward_spec *w = &o->cmd_weights[o->n_cmd_weights];
-				if (reward_parse_program(optarg, w, &e) < 0) {
-					fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
-					return -1;
-				}
+				if (reward_parse_program(optarg, w, &e) < 0)
+					cli_bad_usage("--reward: %s", e.msg);
 				for (uint32_t k = 0; k < o->n_cmd_weights; k++)
-					if (strcmp(o->cmd_weights[k].name, w->name) == 0) {
-						fprintf(stderr, "%s: --reward %s given twice\n", prog, w->name);
-						return -1;
-					}
+					if (strcmp(o->cmd_weights[k].name, w->name) == 0)
+						cli_bad_usage("--reward %s given twice", w->name);
 				o->n_cmd_weights++;
 				break;
 			}
-			if (o->n_rewards == 16) {
-				fprintf(stderr, "%s: at most 16 --reward\n", prog);
-				return -1;
-			}
-			if (reward_parse(optarg, &o->rewards[o->n_rewards], &e) < 0) {
-				fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
-				return -1;
-			}
+			if (o->n_rewards == 16)
+				cli_bad_usage("at most 16 --reward");
+			if (reward_parse(optarg, &o->rewards[o->n_rewards], &e) < 0)
+				cli_bad_usage("--reward: %s", e.msg);
 			for (uint32_t k = 0; k < o->n_rewards; k++)
-				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind) {
-					fprintf(stderr, "%s: --reward %s given twice\n", prog, o->rewards[k].name);
-					return -1;
-				}
+				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind)
+					cli_bad_usage("--reward %s given twice", o->rewards[k].name);
 			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
@@ -200,9 +188,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
-		fprintf(stderr, "%s: --reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
-			"exact; another name is a reward program's, with --reward-cmd)\n", prog, o->cmd_weights[0].name);
-		return -1;
+		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
+			"exact; another name is a reward program's, with --reward-cmd)", o->cmd_weights[0].name);
 	}
 	if (!o->n_rewards && !o->reward_cmd)
 		why = "no reward: give --reward NAME or --reward-cmd CMD";
@@ -474,14 +461,10 @@ int main(int argc, char **argv)
 	int status = 1, nargs = argc - optind, queues = 0;
 	for (int i = 0; i < nargs; i++)
 		queues += is_queue(argv[optind + i]);
-	if (o->watch && (queues != 1 || nargs != 1)) {
-		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
-		return 2;
-	}
-	if (!o->out && isatty(1)) {
-		fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
-		return 2;
-	}
+	if (o->watch && (queues != 1 || nargs != 1))
+		cli_bad_usage("--watch needs exactly one queue directory");
+	if (!o->out && isatty(1))
+		cli_bad_usage("standard output is a terminal; use -o QUEUE or a pipe");
 	if (setup(&s, &e) < 0)
 		goto fail;
 	if (!o->out) {

@@ -268,7 +268,7 @@ grpo-score|--advantage|grpo|ok
 grpo-collect|--on-error|fail|ok
 grpo-step|--kl|k1|ok
 EOF
-plan $(($(wc -l < "$T/values") + 13))
+plan $(($(wc -l < "$T/values") + 18))
 
 run() { # run TOOL ARG...: the tool, with grpo-spool's subcommand and operand
 	t=$1
@@ -314,6 +314,19 @@ is "$(usage_error $?)" "2:grpo-cat: --output goes with --from-json:usage: grpo-c
 grpo-score in.zst 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: no reward: give --reward NAME or --reward-cmd CMD:usage: grpo-score" \
 	"grpo-score: no reward"
+grpo-score -r gsm8k -r gsm8k in.zst 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --reward gsm8k given twice:usage: grpo-score" "grpo-score: a reward twice"
+grpo-score -r nosuch in.zst 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, format, tags, length, exact; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
+	"grpo-score: an unknown reward"
+grpo-score -r gsm8k --watch a b 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --watch needs exactly one queue directory:usage: grpo-score" "grpo-score: --watch, no queue"
+grpo-collect --model m 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-collect: --model (or --server) and --prompts go together, without FILEs:usage: grpo-collect" \
+	"grpo-collect: --model without --prompts"
+grpo-collect -o q x.jsonl 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-collect: -o needs --step N, the policy version that sampled the rollouts:usage: grpo-collect" \
+	"grpo-collect: -o without --step"
 
 # The name in messages is the program's, as it was run.
 "$GRPO_BIN/grpo-cat" --head x 2> "$T/err"
