@@ -275,6 +275,18 @@ long long cli_whole_seconds(const char *opt, const char *arg, long long min, lon
 	cli_bad_value(opt, w, arg);
 }
 
+int cli_word(const char *opt, const char *arg, const char *const *words)
+{
+	for (int i = 0; words[i]; i++)
+		if (strcmp(arg, words[i]) == 0)
+			return i;
+	char w[256] = "one of";
+	size_t n = strlen(w);
+	for (int i = 0; words[i] && n < sizeof w; i++)
+		n += (size_t)snprintf(w + n, sizeof w - n, "%s %s", i ? "," : "", words[i]);
+	cli_bad_value(opt, w, arg);
+}
+
 /*
  * Exactly, in integers: "1.1K" is 1100 bytes, where a double would make it
  * 1100.0000000000002; a size that is not a whole number of bytes is refused.

@@ -1,7 +1,7 @@
 /*
  * cli.h: what the grpo tools do alike on the command line: their name in
  * messages, warnings, dying with a documented exit status, usage errors,
- * and reading the numbers, durations and byte sizes that options take.
+ * and reading the numbers, durations, byte sizes and words that options take.
  *
  * It is the tools' own module, outside lib/, because it prints and exits,
  * which lib/ never does (lib/README.md). A tool calls cli_init() first
@@ -56,6 +56,15 @@ void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), no
  * prints "prog: --betas: expected B1,B2, got '0.9'" and exits CLI_EXIT_USAGE.
  */
 void cli_bad_value(const char *opt, const char *expected, const char *arg) __attribute__((noreturn));
+
+/*
+ * One of a fixed set of words (a NULL-terminated list), as its index:
+ * cli_word("--std", "n", (const char *const[]){ "unbiased", "biased", NULL })
+ * prints "prog: --std: expected one of unbiased, biased, got 'n'" and exits
+ * CLI_EXIT_USAGE. A tool lists the words in its enum's order, so that the
+ * index is the value.
+ */
+int cli_word(const char *opt, const char *arg, const char *const *words);
 
 /* Integers: min..max; 0..max; 1..max. */
 long long cli_int(const char *opt, const char *arg, long long min, long long max);

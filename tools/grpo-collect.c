@@ -651,6 +651,19 @@ enum {
 	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES,
 };
 
+/* The words of the word options, in their enums' order (cli_word). */
+static const char *const api_words[] = {
+	[SERVER_VLLM] = "vllm", [SERVER_SGLANG] = "sglang", [SERVER_OPENAI] = "openai", NULL
+};
+static const char *const chat_words[] = {
+	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3", NULL
+};
+static const char *const format_words[] = {
+	[COLLECT_AUTO] = "auto", [COLLECT_NATIVE] = "native", [COLLECT_VLLM] = "vllm", [COLLECT_SGLANG] = "sglang",
+	[COLLECT_ATROPOS] = "atropos", NULL
+};
+static const char *const on_error_words[] = { "fail", "skip", NULL };   /* skip 0, 1 */
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -709,12 +722,7 @@ int main(int argc, char **argv)
 		case OPT_SERVER: sv.so.url = optarg; break;
 		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
 		case OPT_RESPONSES: sv.responses = optarg; break;
-		case OPT_API:
-			if (server_api_parse(optarg, &sv.so.api) < 0) {
-				fprintf(stderr, "%s: --api: expected vllm, sglang or openai, not '%s'\n", prog, optarg);
-				return 2;
-			}
-			break;
+		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, api_words); break;
 		case OPT_CONCURRENCY:
 			sv.so.concurrency = (int)cli_positive("--concurrency", optarg, 4096);
 			break;
@@ -756,19 +764,10 @@ int main(int argc, char **argv)
 			g.top_p = cli_number("--top-p", optarg, 0, 1, CLI_ABOVE_MIN);
 			break;
 		case OPT_CHAT:
-			if (chat_format_parse(optarg, &g.chat) < 0) {
-				fprintf(stderr, "%s: --chat: no format '%s' (%s)\n", prog, optarg, CHAT_FORMATS);
-				return 2;
-			}
+			g.chat = (enum chat_format)cli_word("--chat", optarg, chat_words);
 			g.have_chat = 1;
 			break;
-		case 'f':
-			if (collect_format_parse(optarg, &co.format) < 0) {
-				fprintf(stderr, "%s: --format: no format '%s' (auto, native, vllm, sglang, atropos)\n",
-					prog, optarg);
-				return 2;
-			}
-			break;
+		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, format_words); break;
 		case 'o': o.queue = optarg; break;
 		case 's':
 			o.step = (long long)cli_uint("--step", optarg, 1ull << 53);
@@ -789,47 +788,29 @@ int main(int argc, char **argv)
 			temp_arg = strtod(optarg, NULL);   /* for a server: 0.7 as given, not the float nearest it */
 			break;
 		case 'a': answers_path = optarg; break;
-		case 'e':
-			if (strcmp(optarg, "fail") && strcmp(optarg, "skip")) {
-				fprintf(stderr, "%s: --on-error: expected fail or skip, not '%s'\n", prog, optarg);
-				return 2;
-			}
-			o.skip = strcmp(optarg, "skip") == 0;
-			break;
+		case 'e': o.skip = cli_word("--on-error", optarg, on_error_words); break;
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (g.model && sv.so.url) {
-		fprintf(stderr, "%s: --model samples here, --server through a server: give one of them\n", prog);
-		return 2;
-	}
-	if (sv.so.url && (!g.prompts || optind < argc)) {
-		fprintf(stderr, "%s: --server and --prompts go together, without FILEs\n", prog);
-		return 2;
-	}
-	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc))) {
-		fprintf(stderr, "%s: %s\n", prog, g.model || g.prompts ? "--model (or --server) and --prompts go together, "
-		                                                         "without FILEs" : "--model needs --prompts");
-		return 2;
-	}
+	if (g.model && sv.so.url)
+		cli_bad_usage("--model samples here, --server through a server: give one of them");
+	if (sv.so.url && (!g.prompts || optind < argc))
+		cli_bad_usage("--server and --prompts go together, without FILEs");
+	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc)))
+		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
+		                                         : "--model needs --prompts");
 	if (o.skip < 0)
 		o.skip = sv.so.url != NULL;
-	if (!g.model && co.temperature == 0) {
-		fprintf(stderr, "%s: --temperature 0 (greedy) is for sampling with --model; imported rollouts "
-		        "need the temperature they were sampled at\n", prog);
-		return 2;
-	}
-	if (o.queue && !o.have_step && !g.model && !sv.so.url) {
-		fprintf(stderr, "%s: -o needs --step N, the policy version that sampled the rollouts\n", prog);
-		return 2;
-	}
-	if (!o.queue && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "%s: standard output is a terminal; give -o or pipe it (grpo-cat shows it)\n", prog);
-		return 2;
-	}
+	if (!g.model && co.temperature == 0)
+		cli_bad_usage("--temperature 0 (greedy) is for sampling with --model; imported rollouts need the "
+		              "temperature they were sampled at");
+	if (o.queue && !o.have_step && !g.model && !sv.so.url)
+		cli_bad_usage("-o needs --step N, the policy version that sampled the rollouts");
+	if (!o.queue && isatty(STDOUT_FILENO))
+		cli_bad_usage("standard output is a terminal; give -o or pipe it (grpo-cat shows it)");
 	co.step = o.step;
 
 	struct err e = { "" };

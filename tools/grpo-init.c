@@ -240,12 +240,7 @@ int main(int argc, char **argv)
 		case O_TOK: tok = optarg; break;
 		case O_SEED: seed = cli_uint("--seed", optarg, UINT64_MAX); break;
 		case O_DTYPE:
-			if (strcmp(optarg, "float32") == 0)
-				dtype = ST_F32;
-			else if (strcmp(optarg, "bfloat16") == 0)
-				dtype = ST_BF16;
-			else
-				cli_bad_usage("--dtype must be float32 or bfloat16: %s", optarg);
+			dtype = cli_word("--dtype", optarg, (const char *const[]){ "float32", "bfloat16", NULL }) ? ST_BF16 : ST_F32;
 			break;
 		case O_SHARD: shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
 		case 'o': out = optarg; break;

@@ -255,6 +255,11 @@ done:
 	return r < 0 ? -1 : 0;
 }
 
+/* --overlong's words, in the enum's order (cli_word). */
+static const char *const overlong_words[] = {
+	[PACKBUF_OVER_ERROR] = "error", [PACKBUF_OVER_SKIP] = "skip", [PACKBUF_OVER_TRUNCATE] = "truncate", NULL
+};
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -279,26 +284,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 's': o->step = (int64_t)cli_uint("--step", optarg, INT64_MAX / 2); o->step_given = 1; break;
 		case 'b': o->batch_size = cli_positive("--batch-size", optarg, UINT64_MAX); break;
 		case 'k': o->batch_tokens = cli_positive("--batch-tokens", optarg, UINT64_MAX); break;
-		case 'c':
-			if (strcmp(optarg, "tokens") == 0)
-				o->flops = 0;
-			else if (strcmp(optarg, "flops") == 0)
-				o->flops = 1;
-			else
-				cli_bad_value("--cost", "tokens or flops", optarg);
-			break;
+		case 'c': o->flops = cli_word("--cost", optarg, (const char *const[]){ "tokens", "flops", NULL }); break;
 		case 'm': o->model = optarg; break;
 		case 'l': o->max_lag = (long)cli_uint("--max-lag", optarg, 1u << 30); break;
-		case 'O':
-			if (strcmp(optarg, "error") == 0)
-				o->overlong = PACKBUF_OVER_ERROR;
-			else if (strcmp(optarg, "skip") == 0)
-				o->overlong = PACKBUF_OVER_SKIP;
-			else if (strcmp(optarg, "truncate") == 0)
-				o->overlong = PACKBUF_OVER_TRUNCATE;
-			else
-				cli_bad_value("--overlong", "error, skip or truncate", optarg);
-			break;
+		case 'O': o->overlong = (enum packbuf_overlong)cli_word("--overlong", optarg, overlong_words); break;
 		case 'g': o->keep_groups = 1; break;
 		case 'r': o->separate_runs = 1; break;
 		case 'w': o->watch = 1; break;

@@ -106,6 +106,19 @@ static void usage(FILE *f)
 		"  -V, --version              the version\n");
 }
 
+/* The words of the word options, in their enums' order (cli_word). */
+static const char *const adv_words[] = {
+	[ADV_GRPO] = "grpo", [ADV_DR_GRPO] = "dr_grpo", [ADV_RLOO] = "rloo", [ADV_BATCH] = "batch", NULL
+};
+static const char *const std_words[] = { "unbiased", "biased", NULL };   /* std_biased 0, 1 */
+static const char *const combine_words[] = {
+	[ADV_SUM_THEN_NORMALIZE] = "sum-then-normalize", [ADV_NORMALIZE_THEN_SUM] = "normalize-then-sum", NULL
+};
+static const char *const device_words[] = {
+	[MODEL_DEVICE_AUTO] = "auto", [MODEL_DEVICE_CPU] = "cpu", [MODEL_DEVICE_CUDA] = "cuda", NULL
+};
+static const char *const precision_words[] = { "bf16", "fp32", NULL };   /* fp32 0, 1 */
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -127,36 +140,24 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
-				if (o->n_cmd_weights == 16) {
-					fprintf(stderr, "%s: at most 16 --reward for the reward program\n", prog);
-					return -1;
-				}
+				if (o->n_cmd_weights == 16)
+					cli_bad_usage("at most 16 --reward for the reward program");
 				struct reward_spec *w = &o->cmd_weights[o->n_cmd_weights];
-				if (reward_parse_program(optarg, w, &e) < 0) {
-					fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
-					return -1;
-				}
+				if (reward_parse_program(optarg, w, &e) < 0)
+					cli_bad_usage("--reward: %s", e.msg);
 				for (uint32_t k = 0; k < o->n_cmd_weights; k++)
-					if (strcmp(o->cmd_weights[k].name, w->name) == 0) {
-						fprintf(stderr, "%s: --reward %s given twice\n", prog, w->name);
-						return -1;
-					}
+					if (strcmp(o->cmd_weights[k].name, w->name) == 0)
+						cli_bad_usage("--reward %s given twice", w->name);
 				o->n_cmd_weights++;
 				break;
 			}
-			if (o->n_rewards == 16) {
-				fprintf(stderr, "%s: at most 16 --reward\n", prog);
-				return -1;
-			}
-			if (reward_parse(optarg, &o->rewards[o->n_rewards], &e) < 0) {
-				fprintf(stderr, "%s: --reward: %s\n", prog, e.msg);
-				return -1;
-			}
+			if (o->n_rewards == 16)
+				cli_bad_usage("at most 16 --reward");
+			if (reward_parse(optarg, &o->rewards[o->n_rewards], &e) < 0)
+				cli_bad_usage("--reward: %s", e.msg);
 			for (uint32_t k = 0; k < o->n_rewards; k++)
-				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind) {
-					fprintf(stderr, "%s: --reward %s given twice\n", prog, o->rewards[k].name);
-					return -1;
-				}
+				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind)
+					cli_bad_usage("--reward %s given twice", o->rewards[k].name);
 			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
@@ -164,17 +165,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
-		case 'a': if (adv_parse_kind(optarg, &o->adv.kind) < 0) goto bad; break;
-		case 'S':
-			if (strcmp(optarg, "unbiased") == 0)
-				o->adv.std_biased = 0;
-			else if (strcmp(optarg, "biased") == 0)
-				o->adv.std_biased = 1;
-			else
-				goto bad;
-			break;
+		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_words); break;
+		case 'S': o->adv.std_biased = cli_word("--std", optarg, std_words); break;
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
-		case 'C': if (adv_parse_combine(optarg, &o->adv.combine) < 0) goto bad; break;
+		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, combine_words); break;
 		case 'z': o->drop_zero_std = 1; break;
 		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
 		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
@@ -185,31 +179,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
-		case 'd':
-			if (model_device_parse(optarg, &o->device) < 0)
-				goto bad;
-			break;
-		case 'P':
-			if (strcmp(optarg, "bf16") && strcmp(optarg, "fp32"))
-				goto bad;
-			o->fp32 = strcmp(optarg, "fp32") == 0;
-			break;
+		case 'd': o->device = (enum model_device)cli_word("--device", optarg, device_words); break;
+		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
-		continue;
-bad:
-		for (const struct option *p = lo; p->name; p++)
-			if (p->val == c)
-				fprintf(stderr, "%s: --%s: bad value '%s'\n", prog, p->name, optarg);
-		return -1;
 	}
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
-		fprintf(stderr, "%s: --reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
-			"exact; another name is a reward program's, with --reward-cmd)\n", prog, o->cmd_weights[0].name);
-		return -1;
+		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
+			"exact; another name is a reward program's, with --reward-cmd)", o->cmd_weights[0].name);
 	}
 	if (!o->n_rewards && !o->reward_cmd)
 		why = "no reward: give --reward NAME or --reward-cmd CMD";
@@ -481,14 +461,10 @@ int main(int argc, char **argv)
 	int status = 1, nargs = argc - optind, queues = 0;
 	for (int i = 0; i < nargs; i++)
 		queues += is_queue(argv[optind + i]);
-	if (o->watch && (queues != 1 || nargs != 1)) {
-		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
-		return 2;
-	}
-	if (!o->out && isatty(1)) {
-		fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
-		return 2;
-	}
+	if (o->watch && (queues != 1 || nargs != 1))
+		cli_bad_usage("--watch needs exactly one queue directory");
+	if (!o->out && isatty(1))
+		cli_bad_usage("standard output is a terminal; use -o QUEUE or a pipe");
 	if (setup(&s, &e) < 0)
 		goto fail;
 	if (!o->out) {

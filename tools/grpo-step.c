@@ -60,9 +60,6 @@ static void usage(FILE *f)
 	        prog);
 }
 
-/* die(status, fmt, ...) is cli_die(): the many calls below keep their short name */
-#define die cli_die
-
 static double now(void)
 {
 	struct timespec ts;
@@ -237,7 +234,7 @@ static int wait_done(const struct args *a, int64_t step)
 	for (;;) {
 		int r = packstep_done_exists(a->batches, step, &e);
 		if (r < 0)
-			die(1, "%s", e.msg);
+			cli_die(1, "%s", e.msg);
 		if (r == 1)
 			return 0;
 		if (!a->watch || stop)
@@ -309,13 +306,13 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a->batches, (long long)step);
 	int r = done_load(a->batches, step, dm, &e);
 	if (r < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (r == 0)
-		die(1, "%s: disappeared", done_path);
+		cli_die(1, "%s: disappeared", done_path);
 	if (a->rank >= 0 && (uint32_t)a->rank >= dm->ranks)
-		die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
+		cli_die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
 	if (step_read(a->batches, step, a->rank, mbs, n, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	struct loss_totals counted = { 0, 0, 0 };
 	step_count(*mbs, *n, &counted);
 	memset(cut, 0, sizeof *cut);
@@ -328,22 +325,34 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 			if (k == a->rank)
 				continue;
 			if (step_read(a->batches, step, k, &o, &no, &e) < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 			step_mask_truncated(o, no, cut);
 			step_free_batches(o, no);
 		}
 	}
 	if (step_totals(dm, cut, tot, &e) < 0) {
 		if (a->rank >= 0)
-			die(1, "%s: %s: --rank needs them", done_path, e.msg);
+			cli_die(1, "%s: %s: --rank needs them", done_path, e.msg);
 		/* an older manifest: the totals of the micro-batches themselves */
 		tot->seqs = counted.seqs - cut->seqs, tot->tokens = counted.tokens - cut->tokens;
 		tot->mbs = counted.mbs;
 	}
 	if (a->rank < 0 && step_check(done_path, dm, &counted, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	x->local = counted;
 }
+
+/* The words of the word options, in their enums' order (cli_word). */
+static const char *const ratio_words[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
+static const char *const kl_words[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
+static const char *const agg_words[] = {
+	[LOSS_AGG_GRPO] = "grpo", [LOSS_AGG_DAPO] = "dapo", [LOSS_AGG_DR_GRPO] = "dr_grpo", [LOSS_AGG_BNPO] = "bnpo", NULL
+};
+static const char *const sched_words[] = {
+	[LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_LINEAR] = "linear", NULL
+};
+static const char *const dtype_words[] = { "float32", "bfloat16", NULL };     /* ST_F32, ST_BF16 */
+static const char *const hook_fail_words[] = { "warn", "stop", NULL };       /* hook_stop 0, 1 */
 
 int main(int argc, char **argv)
 {
@@ -365,10 +374,7 @@ int main(int argc, char **argv)
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
 		case O_EPOCHS: a.epochs = (int)cli_positive("--epochs", optarg, INT_MAX); break;
-		case O_RATIO:
-			if (loss_ratio_parse(optarg, &a.loss.ratio) < 0)
-				cli_bad_usage("--ratio: token or sequence, not '%s'", optarg);
-			break;
+		case O_RATIO: a.loss.ratio = (enum loss_ratio)cli_word("--ratio", optarg, ratio_words); break;
 		case O_CLIP_LOW: a.loss.clip_low = cli_float("--clip-low", optarg, 0, INFINITY, 0); break;
 		case O_CLIP_HIGH: a.loss.clip_high = cli_float("--clip-high", optarg, 0, INFINITY, 0); break;
 		case O_DUAL:
@@ -377,24 +383,15 @@ int main(int argc, char **argv)
 			a.loss.dual_clip = (float)d;
 			break;
 		case O_CISPO: a.loss.cispo = 1; break;
-		case O_KL:
-			if (loss_kl_parse(optarg, &a.loss.kl) < 0)
-				cli_bad_usage("--kl: k1, k2 or k3, not '%s'", optarg);
-			break;
+		case O_KL: a.loss.kl = (enum loss_kl)cli_word("--kl", optarg, kl_words); break;
 		case O_BETA: a.loss.beta = cli_float("--beta", optarg, 0, INFINITY, 0); break;
 		case O_ENT: a.loss.entropy_coef = cli_float("--entropy-coef", optarg, -INFINITY, INFINITY, 0); break;
 		case O_TIS: a.loss.tis_cap = cli_float("--tis-cap", optarg, 0, INFINITY, 0); break;
-		case O_AGG:
-			if (loss_agg_parse(optarg, &a.loss.agg) < 0)
-				cli_bad_usage("--loss-agg: grpo, dapo, dr_grpo or bnpo, not '%s'", optarg);
-			break;
+		case O_AGG: a.loss.agg = (enum loss_agg)cli_word("--loss-agg", optarg, agg_words); break;
 		case O_MAXLEN: a.loss.max_len = (int)cli_positive("--max-len", optarg, INT_MAX); break;
 		case O_LR: a.opt.lr = cli_number("--lr", optarg, 0, INFINITY, 0); break;
 		case O_WARMUP: a.opt.warmup_steps = (int)cli_uint("--warmup-steps", optarg, INT_MAX); break;
-		case O_SCHED:
-			if (lr_schedule_parse(optarg, &a.opt.schedule) < 0)
-				cli_bad_usage("--lr-schedule: constant, cosine or linear, not '%s'", optarg);
-			break;
+		case O_SCHED: a.opt.schedule = (enum lr_schedule)cli_word("--lr-schedule", optarg, sched_words); break;
 		case O_TOTAL: a.opt.total_steps = (int)cli_positive("--total-steps", optarg, INT_MAX); break;
 		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
 		case O_BETAS: {
@@ -411,12 +408,7 @@ int main(int argc, char **argv)
 		case O_EPS: a.opt.eps = cli_number("--eps", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;
 		case O_MAXGN: a.opt.max_grad_norm = cli_number("--max-grad-norm", optarg, 0, INFINITY, 0); break;
 		case O_DTYPE:
-			if (strcmp(optarg, "float32") == 0)
-				a.dtype = ST_F32;
-			else if (strcmp(optarg, "bfloat16") == 0)
-				a.dtype = ST_BF16;
-			else
-				cli_bad_usage("--save-dtype: float32 or bfloat16, not '%s'", optarg);
+			a.dtype = cli_word("--save-dtype", optarg, dtype_words) ? ST_BF16 : ST_F32;
 			a.dtype_given = 1;
 			break;
 		case O_SHARD: a.shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
@@ -430,14 +422,7 @@ int main(int argc, char **argv)
 		case O_RANK: a.rank = (int)cli_uint("--rank", optarg, INT_MAX); break;
 		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
-		case O_ON_PUBLISH_FAIL:
-			if (strcmp(optarg, "warn") == 0)
-				a.hook_stop = 0;
-			else if (strcmp(optarg, "stop") == 0)
-				a.hook_stop = 1;
-			else
-				cli_bad_usage("--on-publish-fail: warn or stop, not '%s'", optarg);
-			break;
+		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
@@ -467,7 +452,7 @@ int main(int argc, char **argv)
 	/* what a crashed run left in policy/.tmp */
 	int swept = 0;
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (swept)
 		fprintf(stderr, "%s: %s/.tmp: removed %d temporar%s left by processes of this host that died\n", prog,
 		        a.policy, swept, swept == 1 ? "y" : "ies");
@@ -476,12 +461,12 @@ int main(int argc, char **argv)
 	int64_t newest;
 	int r = ckpt_latest(a.policy, INT64_MAX, &newest, &e);
 	if (r < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	if (r == 1) {
 		if (!a.model)
 			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
 		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
-			die(1, "%s", e.msg);
+			cli_die(1, "%s", e.msg);
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
@@ -498,7 +483,7 @@ int main(int argc, char **argv)
 	}
 	int64_t base;
 	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
-		die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
+		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
 		    (long long)step, (long long)step - 1, (long long)newest);
 
 	struct model m;
@@ -506,10 +491,10 @@ int main(int argc, char **argv)
 	int resumed;
 	double t0 = now();
 	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
-		die(1, "%s", e.msg);
+		cli_die(1, "%s", e.msg);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
-		die(1, "%s: %s", a.metrics, strerror(errno));
+		cli_die(1, "%s: %s", a.metrics, strerror(errno));
 	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, NULL, { 0 } };
 	struct progress pg;
 	progress_init(&pg, prog, STDERR_FILENO);
@@ -524,10 +509,10 @@ int main(int argc, char **argv)
 	}
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
-			die(1, "%s: %s", a.dtable, strerror(errno));
+			cli_die(1, "%s: %s", a.dtable, strerror(errno));
 		if (ftell(dt.f) <= 0) {
 			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
-				die(1, "%s: cannot write", a.dtable);
+				cli_die(1, "%s: cannot write", a.dtable);
 		}
 	}
 
@@ -558,28 +543,28 @@ int main(int argc, char **argv)
 		                         &res, &e);
 		progress_end(&pg);
 		if (trained < 0)
-			die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+			cli_die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;
 		if (a.rank <= 0) {
 			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
 			if (r < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 			if (r == 1)
-				die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
+				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
 				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 			int pruned = 0;
 			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-				die(1, "%s", e.msg);
+				cli_die(1, "%s", e.msg);
 		}
 		done_free(&dm);
 		double te = now();
 		struct buf b = { 0 };
 		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, (tr - ts) + (k == 0 ? ts - t0 : 0),
 		                 te - tw, te - ts) < 0)
-			die(1, "out of memory");
+			cli_die(1, "out of memory");
 		if (mf) {
 			fwrite(b.data, 1, b.len, mf);
 			fflush(mf);
@@ -604,7 +589,7 @@ int main(int argc, char **argv)
 	if (mf && mf != stdout)
 		fclose(mf);
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
-		die(1, "%s: %s", a.dtable, strerror(errno));
+		cli_die(1, "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);
 	tok_free(tok);
 	optim_free(&op);

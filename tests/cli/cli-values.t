@@ -1,8 +1,9 @@
 #!/bin/sh
-# Option values (tools/cli.h): every numeric, duration and size option of
-# every tool takes its good values and refuses bad ones, malformed,
+# Option values (tools/cli.h): every numeric, duration, size and word option
+# of every tool takes its good values and refuses bad ones, malformed,
 # overflowing or out of range, with exit status 2 and one line in one form:
 #     grpo-pack: --seq-len: expected a positive integer up to 1073741824, got '12x'
+#     grpo-score: --device: expected one of auto, cpu, cuda, got 'tpu'
 # A good value is shown taken by --help after it, which exits 0 only when
 # every option before it parsed. Then usage errors (the message, then the
 # usage), the program's name, and the values' meaning where it shows.
@@ -227,8 +228,47 @@ grpo-spool|--tmp-age|0|ok
 grpo-spool|--tmp-age|36h|ok
 grpo-spool|--tmp-age|-1|a whole number of seconds >= 0 (or with s, m, h or d)
 grpo-spool|--tmp-age|1.5|a whole number of seconds >= 0 (or with s, m, h or d)
+grpo-pack|--cost|flops|ok
+grpo-pack|--cost|time|one of tokens, flops
+grpo-pack|--overlong|truncate|ok
+grpo-pack|--overlong|drop|one of error, skip, truncate
+grpo-score|--advantage|batch|ok
+grpo-score|--advantage|ppo|one of grpo, dr_grpo, rloo, batch
+grpo-score|--std|biased|ok
+grpo-score|--std|n|one of unbiased, biased
+grpo-score|--combine|normalize-then-sum|ok
+grpo-score|--combine|sum|one of sum-then-normalize, normalize-then-sum
+grpo-score|--device|cuda|ok
+grpo-score|--device|tpu|one of auto, cpu, cuda
+grpo-score|--precision|fp32|ok
+grpo-score|--precision|fp16|one of bf16, fp32
+grpo-collect|--api|openai|ok
+grpo-collect|--api|tgi|one of vllm, sglang, openai
+grpo-collect|--chat|llama3|ok
+grpo-collect|--chat|chatml|one of qwen, qwen2.5, qwen3, llama3
+grpo-collect|--format|atropos|ok
+grpo-collect|--format|jsonl|one of auto, native, vllm, sglang, atropos
+grpo-collect|--on-error|skip|ok
+grpo-collect|--on-error|ignore|one of fail, skip
+grpo-step|--ratio|sequence|ok
+grpo-step|--ratio|seq|one of token, sequence
+grpo-step|--kl|k3|ok
+grpo-step|--kl|K3|one of k1, k2, k3
+grpo-step|--loss-agg|bnpo|ok
+grpo-step|--loss-agg|mean|one of grpo, dapo, dr_grpo, bnpo
+grpo-step|--lr-schedule|linear|ok
+grpo-step|--lr-schedule||one of constant, cosine, linear
+grpo-step|--save-dtype|bfloat16|ok
+grpo-step|--save-dtype|bf16|one of float32, bfloat16
+grpo-step|--on-publish-fail|stop|ok
+grpo-step|--on-publish-fail|retry|one of warn, stop
+grpo-init|--dtype|bfloat16|ok
+grpo-init|--dtype|float16|one of float32, bfloat16
+grpo-score|--advantage|grpo|ok
+grpo-collect|--on-error|fail|ok
+grpo-step|--kl|k1|ok
 EOF
-plan $(($(wc -l < "$T/values") + 13))
+plan $(($(wc -l < "$T/values") + 18))
 
 run() { # run TOOL ARG...: the tool, with grpo-spool's subcommand and operand
 	t=$1
@@ -274,6 +314,19 @@ is "$(usage_error $?)" "2:grpo-cat: --output goes with --from-json:usage: grpo-c
 grpo-score in.zst 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: no reward: give --reward NAME or --reward-cmd CMD:usage: grpo-score" \
 	"grpo-score: no reward"
+grpo-score -r gsm8k -r gsm8k in.zst 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --reward gsm8k given twice:usage: grpo-score" "grpo-score: a reward twice"
+grpo-score -r nosuch in.zst 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, format, tags, length, exact; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
+	"grpo-score: an unknown reward"
+grpo-score -r gsm8k --watch a b 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-score: --watch needs exactly one queue directory:usage: grpo-score" "grpo-score: --watch, no queue"
+grpo-collect --model m 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-collect: --model (or --server) and --prompts go together, without FILEs:usage: grpo-collect" \
+	"grpo-collect: --model without --prompts"
+grpo-collect -o q x.jsonl 2> "$T/err"
+is "$(usage_error $?)" "2:grpo-collect: -o needs --step N, the policy version that sampled the rollouts:usage: grpo-collect" \
+	"grpo-collect: -o without --step"
 
 # The name in messages is the program's, as it was run.
 "$GRPO_BIN/grpo-cat" --head x 2> "$T/err"

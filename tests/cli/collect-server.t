@@ -166,4 +166,6 @@ is "$(cat "$T/err"):$(grep -c '"prompt_tokens":\[13,14\]' "$T/out")" ":1" \
 
 # --- usage -----------------------------------------------------------------------
 grpo-collect --server "$URL" "$T/r1.jsonl" 2> "$T/err"
-is "$?:$(cat "$T/err")" "2:grpo-collect: --server and --prompts go together, without FILEs" "--server needs --prompts"
+# a usage error: the message, then the usage
+is "$?:$(sed -n 1p "$T/err"):$(sed -n 2p "$T/err" | cut -d' ' -f1-2)" \
+	"2:grpo-collect: --server and --prompts go together, without FILEs:usage: grpo-collect" "--server needs --prompts"
