@@ -1,5 +1,6 @@
 /*
- * gpu_model.h: the transformer's forward on one CUDA GPU, callable from C.
+ * gpu_model.h: the transformer's forward and backward on one CUDA GPU,
+ * callable from C.
  *
  * The same architecture as lib/model/model.h (Llama, Qwen2, Qwen3 over
  * packed sequences, positions restarting in every sequence, block-causal
