@@ -651,17 +651,8 @@ enum {
 	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES,
 };
 
-/* The words of the word options, in their enums' order (cli_word). */
-static const char *const api_words[] = {
-	[SERVER_VLLM] = "vllm", [SERVER_SGLANG] = "sglang", [SERVER_OPENAI] = "openai", NULL
-};
-static const char *const chat_words[] = {
-	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3", NULL
-};
-static const char *const format_words[] = {
-	[COLLECT_AUTO] = "auto", [COLLECT_NATIVE] = "native", [COLLECT_VLLM] = "vllm", [COLLECT_SGLANG] = "sglang",
-	[COLLECT_ATROPOS] = "atropos", NULL
-};
+/* The words of the tool's own word option (cli_word); the others are lib's
+ * (server_api_names, chat_format_names, collect_format_names). */
 static const char *const on_error_words[] = { "fail", "skip", NULL };   /* skip 0, 1 */
 
 int main(int argc, char **argv)
@@ -722,7 +713,7 @@ int main(int argc, char **argv)
 		case OPT_SERVER: sv.so.url = optarg; break;
 		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
 		case OPT_RESPONSES: sv.responses = optarg; break;
-		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, api_words); break;
+		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, server_api_names); break;
 		case OPT_CONCURRENCY:
 			sv.so.concurrency = (int)cli_positive("--concurrency", optarg, 4096);
 			break;
@@ -764,10 +755,10 @@ int main(int argc, char **argv)
 			g.top_p = cli_number("--top-p", optarg, 0, 1, CLI_ABOVE_MIN);
 			break;
 		case OPT_CHAT:
-			g.chat = (enum chat_format)cli_word("--chat", optarg, chat_words);
+			g.chat = (enum chat_format)cli_word("--chat", optarg, chat_format_names);
 			g.have_chat = 1;
 			break;
-		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, format_words); break;
+		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
 		case 'o': o.queue = optarg; break;
 		case 's':
 			o.step = (long long)cli_uint("--step", optarg, 1ull << 53);

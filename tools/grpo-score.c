@@ -106,17 +106,9 @@ static void usage(FILE *f)
 		"  -V, --version              the version\n");
 }
 
-/* The words of the word options, in their enums' order (cli_word). */
-static const char *const adv_words[] = {
-	[ADV_GRPO] = "grpo", [ADV_DR_GRPO] = "dr_grpo", [ADV_RLOO] = "rloo", [ADV_BATCH] = "batch", NULL
-};
+/* The words of the tool's own word options (cli_word); the others are lib's
+ * (adv_kind_names, adv_combine_names, model_device_names). */
 static const char *const std_words[] = { "unbiased", "biased", NULL };   /* std_biased 0, 1 */
-static const char *const combine_words[] = {
-	[ADV_SUM_THEN_NORMALIZE] = "sum-then-normalize", [ADV_NORMALIZE_THEN_SUM] = "normalize-then-sum", NULL
-};
-static const char *const device_words[] = {
-	[MODEL_DEVICE_AUTO] = "auto", [MODEL_DEVICE_CPU] = "cpu", [MODEL_DEVICE_CUDA] = "cuda", NULL
-};
 static const char *const precision_words[] = { "bf16", "fp32", NULL };   /* fp32 0, 1 */
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -165,10 +157,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
-		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_words); break;
+		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_kind_names); break;
 		case 'S': o->adv.std_biased = cli_word("--std", optarg, std_words); break;
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
-		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, combine_words); break;
+		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, adv_combine_names); break;
 		case 'z': o->drop_zero_std = 1; break;
 		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
 		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
@@ -179,7 +171,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'x': o->metrics = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = optarg; break;
-		case 'd': o->device = (enum model_device)cli_word("--device", optarg, device_words); break;
+		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);

@@ -342,15 +342,8 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	x->local = counted;
 }
 
-/* The words of the word options, in their enums' order (cli_word). */
-static const char *const ratio_words[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
-static const char *const kl_words[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
-static const char *const agg_words[] = {
-	[LOSS_AGG_GRPO] = "grpo", [LOSS_AGG_DAPO] = "dapo", [LOSS_AGG_DR_GRPO] = "dr_grpo", [LOSS_AGG_BNPO] = "bnpo", NULL
-};
-static const char *const sched_words[] = {
-	[LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_LINEAR] = "linear", NULL
-};
+/* The words of the tool's own word options (cli_word); the others are lib's
+ * (loss_ratio_names, loss_kl_names, loss_agg_names, lr_schedule_names). */
 static const char *const dtype_words[] = { "float32", "bfloat16", NULL };     /* ST_F32, ST_BF16 */
 static const char *const hook_fail_words[] = { "warn", "stop", NULL };       /* hook_stop 0, 1 */
 
@@ -374,7 +367,7 @@ int main(int argc, char **argv)
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
 		case O_EPOCHS: a.epochs = (int)cli_positive("--epochs", optarg, INT_MAX); break;
-		case O_RATIO: a.loss.ratio = (enum loss_ratio)cli_word("--ratio", optarg, ratio_words); break;
+		case O_RATIO: a.loss.ratio = (enum loss_ratio)cli_word("--ratio", optarg, loss_ratio_names); break;
 		case O_CLIP_LOW: a.loss.clip_low = cli_float("--clip-low", optarg, 0, INFINITY, 0); break;
 		case O_CLIP_HIGH: a.loss.clip_high = cli_float("--clip-high", optarg, 0, INFINITY, 0); break;
 		case O_DUAL:
@@ -383,15 +376,15 @@ int main(int argc, char **argv)
 			a.loss.dual_clip = (float)d;
 			break;
 		case O_CISPO: a.loss.cispo = 1; break;
-		case O_KL: a.loss.kl = (enum loss_kl)cli_word("--kl", optarg, kl_words); break;
+		case O_KL: a.loss.kl = (enum loss_kl)cli_word("--kl", optarg, loss_kl_names); break;
 		case O_BETA: a.loss.beta = cli_float("--beta", optarg, 0, INFINITY, 0); break;
 		case O_ENT: a.loss.entropy_coef = cli_float("--entropy-coef", optarg, -INFINITY, INFINITY, 0); break;
 		case O_TIS: a.loss.tis_cap = cli_float("--tis-cap", optarg, 0, INFINITY, 0); break;
-		case O_AGG: a.loss.agg = (enum loss_agg)cli_word("--loss-agg", optarg, agg_words); break;
+		case O_AGG: a.loss.agg = (enum loss_agg)cli_word("--loss-agg", optarg, loss_agg_names); break;
 		case O_MAXLEN: a.loss.max_len = (int)cli_positive("--max-len", optarg, INT_MAX); break;
 		case O_LR: a.opt.lr = cli_number("--lr", optarg, 0, INFINITY, 0); break;
 		case O_WARMUP: a.opt.warmup_steps = (int)cli_uint("--warmup-steps", optarg, INT_MAX); break;
-		case O_SCHED: a.opt.schedule = (enum lr_schedule)cli_word("--lr-schedule", optarg, sched_words); break;
+		case O_SCHED: a.opt.schedule = (enum lr_schedule)cli_word("--lr-schedule", optarg, lr_schedule_names); break;
 		case O_TOTAL: a.opt.total_steps = (int)cli_positive("--total-steps", optarg, INT_MAX); break;
 		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
 		case O_BETAS: {

@@ -15,17 +15,20 @@
 #include "data/jsonview.h"
 #include "data/sfile.h"
 
-static const char *format_names[] = { "auto", "native", "vllm", "sglang", "atropos" };
+const char *const collect_format_names[] = {
+	[COLLECT_AUTO] = "auto", [COLLECT_NATIVE] = "native", [COLLECT_VLLM] = "vllm", [COLLECT_SGLANG] = "sglang",
+	[COLLECT_ATROPOS] = "atropos", NULL
+};
 
 const char *collect_format_name(enum collect_format f)
 {
-	return (unsigned)f < sizeof format_names / sizeof *format_names ? format_names[f] : "?";
+	return (unsigned)f < sizeof collect_format_names / sizeof *collect_format_names - 1 ? collect_format_names[f] : "?";
 }
 
 int collect_format_parse(const char *s, enum collect_format *f)
 {
-	for (unsigned i = 0; i < sizeof format_names / sizeof *format_names; i++)
-		if (strcmp(s, format_names[i]) == 0) {
+	for (unsigned i = 0; collect_format_names[i]; i++)
+		if (strcmp(s, collect_format_names[i]) == 0) {
 			*f = (enum collect_format)i;
 			return 0;
 		}

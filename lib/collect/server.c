@@ -11,12 +11,12 @@
 
 #include "base/buf.h"
 
-static const char *api_names[] = { "vllm", "sglang", "openai" };
+const char *const server_api_names[] = { [SERVER_VLLM] = "vllm", [SERVER_SGLANG] = "sglang", [SERVER_OPENAI] = "openai", NULL };
 
 int server_api_parse(const char *s, enum server_api *api)
 {
-	for (unsigned i = 0; i < sizeof api_names / sizeof *api_names; i++)
-		if (strcmp(s, api_names[i]) == 0) {
+	for (unsigned i = 0; server_api_names[i]; i++)
+		if (strcmp(s, server_api_names[i]) == 0) {
 			*api = (enum server_api)i;
 			return 0;
 		}

@@ -7,21 +7,21 @@
 
 #include "base/unicode.h"
 
-static const char *const names[] = {
-	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
+const char *const chat_format_names[] = {
+	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3", NULL
 };
 
 int chat_format_parse(const char *name, enum chat_format *f)
 {
-	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-		if (strcmp(name, names[i]) == 0) {
+	for (int i = 0; chat_format_names[i]; i++)
+		if (strcmp(name, chat_format_names[i]) == 0) {
 			*f = (enum chat_format)i;
 			return 0;
 		}
 	return -1;
 }
 
-const char *chat_format_name(enum chat_format f) { return names[f]; }
+const char *chat_format_name(enum chat_format f) { return chat_format_names[f]; }
 
 /* Length of the white space character at s[0..n), as Python's str.isspace()
  * sees it (White_Space, plus the separators U+001C..U+001F), or 0. */

@@ -61,6 +61,7 @@ struct chat_msgs {
 };
 
 int chat_format_parse(const char *name, enum chat_format *f);   /* -1 if unknown */
+extern const char *const chat_format_names[];   /* by enum, NULL-terminated */
 const char *chat_format_name(enum chat_format f);
 
 /* Append the prompt text for messages (with the generation prompt) to out. */

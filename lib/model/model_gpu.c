@@ -14,14 +14,15 @@
 #include "kernels/gpu_model.h"
 #endif
 
+const char *const model_device_names[] = {
+	[MODEL_DEVICE_AUTO] = "auto", [MODEL_DEVICE_CPU] = "cpu", [MODEL_DEVICE_CUDA] = "cuda", NULL
+};
+
 int model_device_parse(const char *s, enum model_device *out)
 {
-	static const struct { const char *name; enum model_device d; } names[] = {
-		{ "auto", MODEL_DEVICE_AUTO }, { "cpu", MODEL_DEVICE_CPU }, { "cuda", MODEL_DEVICE_CUDA },
-	};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(s, names[i].name) == 0) {
-			*out = names[i].d;
+	for (int i = 0; model_device_names[i]; i++)
+		if (strcmp(s, model_device_names[i]) == 0) {
+			*out = (enum model_device)i;
 			return 0;
 		}
 	return -1;
@@ -29,7 +30,7 @@ int model_device_parse(const char *s, enum model_device *out)
 
 const char *model_device_name(enum model_device d)
 {
-	return d == MODEL_DEVICE_CUDA ? "cuda" : d == MODEL_DEVICE_CPU ? "cpu" : "auto";
+	return model_device_names[d];
 }
 
 #ifdef GRPO_CUDA

@@ -26,6 +26,7 @@ enum model_device { MODEL_DEVICE_AUTO, MODEL_DEVICE_CPU, MODEL_DEVICE_CUDA };
 
 /* "auto", "cpu" or "cuda"; -1 for anything else. */
 int model_device_parse(const char *s, enum model_device *out);
+extern const char *const model_device_names[];   /* by enum, NULL-terminated */
 const char *model_device_name(enum model_device d);
 
 /*

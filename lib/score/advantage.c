@@ -8,11 +8,17 @@
 
 #include "score/advantage.h"
 
+const char *const adv_kind_names[] = {
+	[ADV_GRPO] = "grpo", [ADV_DR_GRPO] = "dr_grpo", [ADV_RLOO] = "rloo", [ADV_BATCH] = "batch", NULL
+};
+const char *const adv_combine_names[] = {
+	[ADV_SUM_THEN_NORMALIZE] = "sum-then-normalize", [ADV_NORMALIZE_THEN_SUM] = "normalize-then-sum", NULL
+};
+
 int adv_parse_kind(const char *s, enum adv_kind *k)
 {
-	static const char *names[] = { "grpo", "dr_grpo", "rloo", "batch" };
-	for (int i = 0; i < 4; i++)
-		if (strcmp(s, names[i]) == 0) {
+	for (int i = 0; adv_kind_names[i]; i++)
+		if (strcmp(s, adv_kind_names[i]) == 0) {
 			*k = (enum adv_kind)i;
 			return 0;
 		}
@@ -21,13 +27,12 @@ int adv_parse_kind(const char *s, enum adv_kind *k)
 
 int adv_parse_combine(const char *s, enum adv_combine *c)
 {
-	if (strcmp(s, "sum-then-normalize") == 0)
-		*c = ADV_SUM_THEN_NORMALIZE;
-	else if (strcmp(s, "normalize-then-sum") == 0)
-		*c = ADV_NORMALIZE_THEN_SUM;
-	else
-		return -1;
-	return 0;
+	for (int i = 0; adv_combine_names[i]; i++)
+		if (strcmp(s, adv_combine_names[i]) == 0) {
+			*c = (enum adv_combine)i;
+			return 0;
+		}
+	return -1;
 }
 
 /* Mean and std of the valid values of x[0..n). */

@@ -59,6 +59,9 @@ struct adv_batch {
  * "sum-then-normalize"|"normalize-then-sum"; -1 when unknown. */
 int adv_parse_kind(const char *s, enum adv_kind *k);
 int adv_parse_combine(const char *s, enum adv_combine *c);
+/* The words of each enum, in its order, NULL-terminated (the tools' option values). */
+extern const char *const adv_kind_names[];
+extern const char *const adv_combine_names[];
 
 /* adv (N), zero_std (n_groups), excluded (N): written, all of them. */
 int adv_compute(const struct adv_opt *o, const struct adv_batch *b, float *adv, uint8_t *zero_std,

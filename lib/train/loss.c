@@ -23,9 +23,11 @@ void loss_opts_default(struct loss_opts *o)
 	o->agg = LOSS_AGG_GRPO;
 }
 
-static const char *const agg_names[] = { "grpo", "dapo", "dr_grpo", "bnpo" };
-static const char *const kl_names[] = { "k1", "k2", "k3" };
-static const char *const ratio_names[] = { "token", "sequence" };
+const char *const loss_agg_names[] = {
+	[LOSS_AGG_GRPO] = "grpo", [LOSS_AGG_DAPO] = "dapo", [LOSS_AGG_DR_GRPO] = "dr_grpo", [LOSS_AGG_BNPO] = "bnpo", NULL
+};
+const char *const loss_kl_names[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
+const char *const loss_ratio_names[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
 
 static int word(const char *s, const char *const *names, int n)
 {
@@ -37,7 +39,7 @@ static int word(const char *s, const char *const *names, int n)
 
 int loss_agg_parse(const char *s, enum loss_agg *out)
 {
-	int i = word(s, agg_names, 4);
+	int i = word(s, loss_agg_names, 4);
 	if (i >= 0)
 		*out = (enum loss_agg)i;
 	return i < 0 ? -1 : 0;
@@ -45,7 +47,7 @@ int loss_agg_parse(const char *s, enum loss_agg *out)
 
 int loss_kl_parse(const char *s, enum loss_kl *out)
 {
-	int i = word(s, kl_names, 3);
+	int i = word(s, loss_kl_names, 3);
 	if (i >= 0)
 		*out = (enum loss_kl)i;
 	return i < 0 ? -1 : 0;
@@ -53,7 +55,7 @@ int loss_kl_parse(const char *s, enum loss_kl *out)
 
 int loss_ratio_parse(const char *s, enum loss_ratio *out)
 {
-	int i = word(s, ratio_names, 2);
+	int i = word(s, loss_ratio_names, 2);
 	if (i >= 0)
 		*out = (enum loss_ratio)i;
 	return i < 0 ? -1 : 0;
@@ -61,7 +63,7 @@ int loss_ratio_parse(const char *s, enum loss_ratio *out)
 
 const char *loss_agg_name(enum loss_agg a)
 {
-	return (unsigned)a < 4 ? agg_names[a] : "?";
+	return (unsigned)a < 4 ? loss_agg_names[a] : "?";
 }
 
 void loss_stats_init(struct loss_stats *s)

@@ -74,6 +74,8 @@ void loss_opts_default(struct loss_opts *o);
 int loss_agg_parse(const char *s, enum loss_agg *out);
 int loss_kl_parse(const char *s, enum loss_kl *out);
 int loss_ratio_parse(const char *s, enum loss_ratio *out);
+/* The words of each enum, in its order, NULL-terminated (grpo-step's option values). */
+extern const char *const loss_agg_names[], *const loss_kl_names[], *const loss_ratio_names[];
 const char *loss_agg_name(enum loss_agg a);
 
 /* The step's totals over all of its ranks, for the aggregation weights. */

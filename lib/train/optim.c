@@ -24,12 +24,12 @@ void optim_opts_default(struct optim_opts *o)
 	o->max_grad_norm = 1.0;
 }
 
-static const char *const sched_names[] = { "constant", "cosine", "linear" };
+const char *const lr_schedule_names[] = { [LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_LINEAR] = "linear", NULL };
 
 int lr_schedule_parse(const char *s, enum lr_schedule *out)
 {
 	for (int i = 0; i < 3; i++)
-		if (strcmp(s, sched_names[i]) == 0) {
+		if (strcmp(s, lr_schedule_names[i]) == 0) {
 			*out = (enum lr_schedule)i;
 			return 0;
 		}
@@ -38,7 +38,7 @@ int lr_schedule_parse(const char *s, enum lr_schedule *out)
 
 const char *lr_schedule_name(enum lr_schedule s)
 {
-	return (unsigned)s < 3 ? sched_names[s] : "?";
+	return (unsigned)s < 3 ? lr_schedule_names[s] : "?";
 }
 
 int optim_opts_check(const struct optim_opts *o, struct err *e)
