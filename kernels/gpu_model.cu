@@ -22,7 +22,6 @@ int gpu_fail(char *msg, size_t msglen, const char *fmt, ...)
 	va_end(ap);
 	return -1;
 }
-#define fail gpu_fail
 
 int gpu_count(char *msg, size_t msglen)
 {
@@ -162,20 +161,20 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	*out = NULL;
 	const struct gpu_model_shape *s = shape;
 	if (s->V <= 0 || s->C <= 0 || s->L <= 0 || s->NH <= 0 || s->NKV <= 0 || s->I <= 0 || s->NH % s->NKV)
-		return fail(msg, msglen, "unsupported shape (V %d, C %d, L %d, heads %d/%d, I %d)", s->V, s->C, s->L,
+		return gpu_fail(msg, msglen, "unsupported shape (V %d, C %d, L %d, heads %d/%d, I %d)", s->V, s->C, s->L,
 			    s->NH, s->NKV, s->I);
 	if (!attention_head_size_ok(s->HS))
-		return fail(msg, msglen, "head size %d: the CUDA attention takes %s", s->HS, ATT_HEAD_SIZES);
+		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", s->HS, ATT_HEAD_SIZES);
 	if (maxT <= 0 || w->max_pos < maxT)
-		return fail(msg, msglen, "packs of %d tokens need a RoPE table of as many positions (have %d)", maxT,
+		return gpu_fail(msg, msglen, "packs of %d tokens need a RoPE table of as many positions (have %d)", maxT,
 			    w->max_pos);
 	if ((w->bq == NULL) != (w->bk == NULL) || (w->bq == NULL) != (w->bv == NULL) ||
 	    (w->qnorm == NULL) != (w->knorm == NULL))
-		return fail(msg, msglen, "q, k and v must all have biases or none, and q and k norms both or neither");
+		return gpu_fail(msg, msglen, "q, k and v must all have biases or none, and q and k norms both or neither");
 
 	struct gpu_model *g = (struct gpu_model *)calloc(1, sizeof *g);
 	if (!g)
-		return fail(msg, msglen, "out of host memory");
+		return gpu_fail(msg, msglen, "out of host memory");
 	g->s = *s;
 	g->bf16 = dtype == GPU_BF16;
 	g->train = !!train;
@@ -191,15 +190,16 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	g->chunk = (int)(rows < 1 ? 1 : rows > LOGITS_MAX_ROWS ? LOGITS_MAX_ROWS : rows);
 	if (g->chunk > maxT)
 		g->chunk = maxT;
-	g->h_pos = (int32_t *)malloc((size_t)maxT * 3 * sizeof(int32_t));
+	g->h_pos = (int32_t *)malloc((size_t)maxT * 4 * sizeof(int32_t));
 	g->h_temps = (float *)malloc((size_t)maxT * 3 * sizeof(float));
 	g->h_tiles = (struct att_tile *)malloc((size_t)maxT * sizeof(struct att_tile));
 	if (!g->h_pos || !g->h_temps || !g->h_tiles) {
 		gpu_model_free(g);
-		return fail(msg, msglen, "out of host memory");
+		return gpu_fail(msg, msglen, "out of host memory");
 	}
 	g->h_start = g->h_pos + maxT;
 	g->h_targets = g->h_start + maxT;
+	g->h_ids = g->h_targets + maxT;
 	g->h_lp = g->h_temps + maxT;
 	g->h_ent = g->h_lp + maxT;
 
@@ -212,34 +212,34 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	g->abytes = ca.off;
 	g->gbytes = g->train ? gpu_train_bytes(g) : 0;
 	if ((err = cudaStreamCreate(&g->stream)) != cudaSuccess) {
-		fail(msg, msglen, "cudaStreamCreate: %s", cudaGetErrorString(err));
+		gpu_fail(msg, msglen, "cudaStreamCreate: %s", cudaGetErrorString(err));
 		g->stream = NULL;
 		goto out;
 	}
 	if ((err = cudaMalloc(&g->wmem, g->wbytes)) != cudaSuccess) {
-		fail(msg, msglen, "cudaMalloc of %.1f MiB of weights: %s", g->wbytes / 1048576.0, cudaGetErrorString(err));
+		gpu_fail(msg, msglen, "cudaMalloc of %.1f MiB of weights: %s", g->wbytes / 1048576.0, cudaGetErrorString(err));
 		g->wmem = NULL;
 		goto out;
 	}
 	if ((err = cudaMalloc(&g->amem, g->abytes)) != cudaSuccess) {
-		fail(msg, msglen, "cudaMalloc of %.1f MiB of activations for %d tokens: %s", g->abytes / 1048576.0,
+		gpu_fail(msg, msglen, "cudaMalloc of %.1f MiB of activations for %d tokens: %s", g->abytes / 1048576.0,
 		     maxT, cudaGetErrorString(err));
 		g->amem = NULL;
 		goto out;
 	}
 	if (g->train && (err = cudaMalloc(&g->gmem, g->gbytes)) != cudaSuccess) {
-		fail(msg, msglen, "cudaMalloc of %.1f MiB of gradients and their scratch: %s", g->gbytes / 1048576.0,
+		gpu_fail(msg, msglen, "cudaMalloc of %.1f MiB of gradients and their scratch: %s", g->gbytes / 1048576.0,
 		     cudaGetErrorString(err));
 		g->gmem = NULL;
 		goto out;
 	}
 	if (g->train) {
 		if (gpu_train_layout(g, (char *)g->gmem) < 0) {
-			fail(msg, msglen, "out of host memory");
+			gpu_fail(msg, msglen, "out of host memory");
 			goto out;
 		}
 		if ((err = cudaMemset(g->gmem, 0, g->gbytes)) != cudaSuccess) {
-			fail(msg, msglen, "cudaMemset: %s", cudaGetErrorString(err));
+			gpu_fail(msg, msglen, "cudaMemset: %s", cudaGetErrorString(err));
 			goto out;
 		}
 	}
@@ -316,6 +316,18 @@ const char *gpu_model_attention(const struct gpu_model *g)
 
 // ---- the forward ----
 
+// The attention's tiles of one sequence of len tokens from token start:
+// ATT_TILE_Q queries each. Returns how many it wrote to out.
+static int sequence_tiles(int start, int len, struct att_tile *out)
+{
+	int n = 0;
+	for (int q0 = 0; q0 < len; q0 += ATT_TILE_Q) {
+		struct att_tile tile = { start, len, q0, 0 };
+		out[n++] = tile;
+	}
+	return n;
+}
+
 // Positions, tiles, and for every row t the token it predicts (t+1 when in
 // the same sequence) with that token's temperature.
 static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
@@ -325,26 +337,24 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 	for (int q = 0; q < nseq; q++) {
 		long long len = seq_lens[q];
 		if (len <= 0 || len > T - t)
-			return fail(msg, msglen, "seq_lens[%d] = %lld does not fit a pack of %d tokens", q, len, T);
-		for (int q0 = 0; q0 < len; q0 += ATT_TILE_Q) {
-			struct att_tile tile = { t, (int)len, q0, 0 };
-			g->h_tiles[nt++] = tile;
-		}
+			return gpu_fail(msg, msglen, "seq_lens[%d] = %lld does not fit a pack of %d tokens", q, len, T);
+		nt += sequence_tiles(t, (int)len, g->h_tiles + nt);
 		for (int j = 0; j < len; j++, t++) {
 			g->h_pos[t] = j;
 			g->h_start[t] = t - j;
 		}
 	}
 	if (t != T)
-		return fail(msg, msglen, "seq_lens sum to %d, but the pack has %d tokens", t, T);
+		return gpu_fail(msg, msglen, "seq_lens sum to %d, but the pack has %d tokens", t, T);
 	for (t = 0; t < T; t++) {
 		if (ids[t] < 0 || ids[t] >= g->s.V)
-			return fail(msg, msglen, "token %d: id %d outside the vocabulary of %d", t, ids[t], g->s.V);
+			return gpu_fail(msg, msglen, "token %d: id %d outside the vocabulary of %d", t, ids[t], g->s.V);
 		int predicts = t + 1 < T && g->h_start[t + 1] == g->h_start[t];
 		float tau = predicts && temps ? temps[t + 1] : 1.0f;
 		if (!(tau > 0) || !isfinite(tau))
-			return fail(msg, msglen, "token %d: temperature %g must be positive", t + 1, tau);
+			return gpu_fail(msg, msglen, "token %d: temperature %g must be positive", t + 1, tau);
 		g->h_targets[t] = predicts ? ids[t + 1] : 0;
+		g->h_ids[t] = ids[t];
 		g->h_temps[t] = tau;
 	}
 	*ntiles = nt;
@@ -359,8 +369,9 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 	int bf = g->bf16, ntiles = 0, l = -1;
 	size_t es = g->esize;
 	cudaStream_t st = g->stream;
+	g->forward_done = 0;   // from here on the host arrays describe this pack, not the last
 	if (T <= 0 || T > g->maxT)
-		return fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
+		return gpu_fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
 	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
 		return -1;
 	CUDA_TRY(cudaMemcpyAsync(g->ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, st));
@@ -371,7 +382,6 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				 cudaMemcpyHostToDevice, st));
 
 	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, C, bf, st));
-	g->forward_done = 0;
 	for (l = 0; l < s->L; l++) {
 		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
 		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
@@ -428,7 +438,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		int err = grpo_cuda_lmhead_stats(g->logits, g->targets + r0, g->temps + r0, n, V, g->lp + r0,
 						 g->ent + r0, g->lse + r0, st);
 		if (err)
-			return fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
+			return gpu_fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
 	}
 	if (T > 1) {
 		CUDA_TRY(cudaMemcpyAsync(g->h_lp, g->lp, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
@@ -483,9 +493,9 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen)
 {
 	if (mma && (!bf16 || dout || !attention_mma_head_size_ok(HS)))
-		return fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
+		return gpu_fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
 	if (!mma && !attention_head_size_ok(HS))
-		return fail(msg, msglen, "head size %d: the CUDA attention takes %s", HS, ATT_HEAD_SIZES);
+		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", HS, ATT_HEAD_SIZES);
 	size_t es = bf16 ? 2 : 4, nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
 	struct att_tile *tiles = (struct att_tile *)malloc((size_t)T * sizeof *tiles);
 	void *din = NULL, *dres = NULL, *dg = NULL, *dgrad = NULL, *dtiles = NULL;
@@ -493,14 +503,11 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	int nt = 0, t = 0, rc = -1;
 	cudaError_t err = cudaSuccess;
 	if (!tiles) {
-		fail(msg, msglen, "out of host memory");
+		gpu_fail(msg, msglen, "out of host memory");
 		goto out;
 	}
 	for (int q = 0; q < nseq; t += (int)seq_lens[q++])
-		for (int q0 = 0; q0 < (int)seq_lens[q]; q0 += ATT_TILE_Q) {
-			struct att_tile tile = { t, (int)seq_lens[q], q0, 0 };
-			tiles[nt++] = tile;
-		}
+		nt += sequence_tiles(t, (int)seq_lens[q], tiles + nt);
 	// unwritten outputs read NaN (0xff bytes), so a row a kernel skips shows
 	if ((err = cudaMalloc(&din, nin * es)) != cudaSuccess || (err = cudaMalloc(&dres, nout * es)) != cudaSuccess ||
 	    (err = cudaMalloc(&dtiles, (size_t)nt * sizeof *tiles)) != cudaSuccess ||
@@ -526,7 +533,7 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	rc = 0;
 	goto out;
 cuda_failed:
-	fail(msg, msglen, "attention kernels: %s", cudaGetErrorString(err));
+	gpu_fail(msg, msglen, "attention kernels: %s", cudaGetErrorString(err));
 out:
 	cudaFree(din);
 	cudaFree(dres);

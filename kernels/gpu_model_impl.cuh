@@ -43,7 +43,7 @@ struct gpu_model {
 	int T, ntiles, forward_done;    // the last forward's
 
 	// host mirrors of the per-token arrays
-	int32_t *h_pos, *h_start, *h_targets;
+	int32_t *h_pos, *h_start, *h_targets, *h_ids;   // h_ids: the last forward's, for the backward
 	float *h_temps, *h_lp, *h_ent;
 	struct att_tile *h_tiles;
 

@@ -129,13 +129,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		g->h_dlp[t] = predicts ? dlogprob[t + 1] : 0.0f;
 		g->h_dent[t] = predicts && dentropy ? dentropy[t + 1] : 0.0f;
 	}
-	int32_t *ids = (int32_t *)malloc((size_t)T * sizeof *ids);
-	if (!ids)
-		return gpu_fail(msg, msglen, "out of host memory");
-	CUDA_TRY(cudaMemcpyAsync(ids, g->ids, (size_t)T * 4, cudaMemcpyDeviceToHost, st));
-	CUDA_TRY(cudaStreamSynchronize(st));
-	int nseg = group_ids(g, ids, T);
-	free(ids);
+	int nseg = group_ids(g, g->h_ids, T);
 	CUDA_TRY(cudaMemcpyAsync(g->dlp, g->h_dlp, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->dent, g->h_dent, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->order, g->h_order, (size_t)T * 4, cudaMemcpyHostToDevice, st));
