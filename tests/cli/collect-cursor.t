@@ -11,15 +11,7 @@ command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
 plan 15
 
 S="$T/server"
-mkdir -p "$S"
-echo '{}' > "$S/script.json"
-python3 "$GRPO_TOP/tests/cli/fake-server.py" "$S/port" "$S/log" "$S/script.json" &
-server=$!
-trap 'kill $server 2> /dev/null; rm -rf "$T"' EXIT
-i=0
-while [ ! -s "$S/port" ] && [ $i -lt 300 ] && kill -0 $server 2> /dev/null; do sleep 0.1; i=$((i + 1)); done
-[ -s "$S/port" ] || { echo "Bail out! the fake server did not start"; exit 1; }
-URL=http://127.0.0.1:$(cat "$S/port")
+fake_server "$S"
 
 # six prompts; a run takes three, so two runs walk the file once
 for i in 1 2 3 4 5 6; do printf '{"prompt":"p%d","answer":"%d"}\n' $i $i; done > "$T/p.jsonl"

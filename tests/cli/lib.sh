@@ -15,6 +15,19 @@ is() { # is GOT WANT DESCRIPTION
 	else echo "not ok $_n - $3"; echo "#   got '$1', want '$2'"; _failed=$((_failed + 1)); fi
 }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+servers=
+fake_server() { # fake_server DIR: tests/cli/fake-server.py on a free port, scripted by DIR/script.json
+	# (none: {}) and logging to DIR/log; its URL in $URL, its pid in $server, stopped at exit
+	mkdir -p "$1"
+	python3 "$GRPO_TOP/tests/cli/fake-server.py" "$1/port" "$1/log" "$1/script.json" &
+	server=$!
+	servers="$servers $server"
+	trap 'kill $servers 2> /dev/null; rm -rf "$T"' EXIT
+	_i=0
+	while [ ! -s "$1/port" ] && [ $_i -lt 300 ] && kill -0 $server 2> /dev/null; do sleep 0.1; _i=$((_i + 1)); done
+	[ -s "$1/port" ] || { echo "Bail out! the fake server did not start"; exit 1; }
+	URL=http://127.0.0.1:$(cat "$1/port")
+}
 skip() { # skip REASON: one test not run, counted as skipped (TAP), never as a pass
 	_n=$((_n + 1))
 	echo "ok $_n # SKIP $1"

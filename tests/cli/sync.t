@@ -10,14 +10,8 @@ plan 12
 X="$GRPO_TOP/examples/sync"
 
 S="$T/server"
-mkdir -p "$S" "$T/spool/policy/step_3"
-python3 "$GRPO_TOP/tests/cli/fake-server.py" "$S/port" "$S/log" "$S/script.json" &
-server=$!
-trap 'kill $server 2> /dev/null; rm -rf "$T"' EXIT
-i=0
-while [ ! -s "$S/port" ] && [ $i -lt 300 ] && kill -0 $server 2> /dev/null; do sleep 0.1; i=$((i + 1)); done
-[ -s "$S/port" ] || { echo "Bail out! the fake server did not start"; exit 1; }
-URL=http://127.0.0.1:$(cat "$S/port")
+mkdir -p "$T/spool/policy/step_3"
+fake_server "$S"
 P="$T/spool/policy"
 last() { tail -n 1 "$S/log"; }
 
@@ -86,10 +80,7 @@ is "$(cat "$S/script2.json")" "{\"model_path\": \"$P/step_4\"}" "and starts a ne
 S3="$T/s3"
 mkdir -p "$S3"
 echo "{\"model_path\": \"$T/loop/policy/current\", \"vocab\": 13}" > "$S3/script.json"
-python3 "$GRPO_TOP/tests/cli/fake-server.py" "$S3/port" "$S3/log" "$S3/script.json" &
-server=$!
-i=0
-while [ ! -s "$S3/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+fake_server "$S3"
 grpo-init --family qwen2 --hidden 16 --layers 1 --heads 2 --kv-heads 1 --intermediate 32 --vocab 13 \
 	--eos 12 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$T/init" > /dev/null
 head -n 4 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
