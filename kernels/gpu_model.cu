@@ -95,19 +95,27 @@ static void layout_acts(struct gpu_model *g, struct carve *c)
 
 #define STAGE_ELEMS ((size_t)1 << 20)
 
-static int upload(struct gpu_model *g, void *dst, const float *src, size_t n, char *msg, size_t msglen)
+// n values from host fp32 into a device buffer of the element type, through
+// a staging buffer of STAGE_ELEMS for bf16
+static cudaError_t put(void *dst, const float *src, size_t n, int bf16)
 {
-	if (!g->bf16) {
-		CUDA_TRY(cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice));
-		return 0;
-	}
+	if (!bf16)
+		return cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice);
 	static __nv_bfloat16 stage[STAGE_ELEMS];
 	for (size_t i = 0; i < n; i += STAGE_ELEMS) {
 		size_t k = n - i < STAGE_ELEMS ? n - i : STAGE_ELEMS;
 		for (size_t j = 0; j < k; j++)
 			stage[j] = __float2bfloat16_rn(src[i + j]);
-		CUDA_TRY(cudaMemcpy((char *)dst + i * 2, stage, k * 2, cudaMemcpyHostToDevice));
+		cudaError_t err = cudaMemcpy((char *)dst + i * 2, stage, k * 2, cudaMemcpyHostToDevice);
+		if (err != cudaSuccess)
+			return err;
 	}
+	return cudaSuccess;
+}
+
+static int upload(struct gpu_model *g, void *dst, const float *src, size_t n, char *msg, size_t msglen)
+{
+	CUDA_TRY(put(dst, src, n, g->bf16));
 	return 0;
 }
 
@@ -460,21 +468,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 
 // ---- the attention kernels alone ----
 
-// n values from host fp32 into a device buffer of the element type, and back
-static cudaError_t put(void *dst, const float *src, size_t n, int bf16)
-{
-	if (!bf16)
-		return cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice);
-	__nv_bfloat16 *tmp = (__nv_bfloat16 *)malloc(n * 2);
-	if (!tmp)
-		return cudaErrorMemoryAllocation;
-	for (size_t i = 0; i < n; i++)
-		tmp[i] = __float2bfloat16_rn(src[i]);
-	cudaError_t err = cudaMemcpy(dst, tmp, n * 2, cudaMemcpyHostToDevice);
-	free(tmp);
-	return err;
-}
-
+// n values from a device buffer of the element type back to host fp32
 static cudaError_t get(float *dst, const void *src, size_t n, int bf16)
 {
 	if (!bf16)
