@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		fb = t1 - t0 < fb ? t1 - t0 : fb;
 		struct loss_totals tot = { 0, 0, 0 };
 		step_count(mbs, (size_t)nmb, &tot);
-		if (step_train(&m, &op, &lo, &tot, 1, mbs, (size_t)nmb, NULL, NULL, &r, &e) < 0) {
+		if (step_train(&m, NULL, &op, &lo, &tot, 1, mbs, (size_t)nmb, NULL, NULL, &r, &e) < 0) {
 			fprintf(stderr, "bench_step: %s\n", e.msg);
 			return 1;
 		}

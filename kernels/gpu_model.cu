@@ -288,6 +288,7 @@ void gpu_model_free(struct gpu_model *g)
 	cudaFree(g->amem);
 	cudaFree(g->wmem);
 	cudaFree(g->gmem);
+	cudaFree(g->omem);
 	free(g->h_dlp);
 	free(g->h_order);
 	if (g->stream)
@@ -300,7 +301,7 @@ void gpu_model_free(struct gpu_model *g)
 
 size_t gpu_model_bytes(const struct gpu_model *g)
 {
-	return g->wbytes + g->abytes + g->gbytes + g->mm.workspace_bytes;
+	return g->wbytes + g->abytes + g->gbytes + g->obytes + g->mm.workspace_bytes;
 }
 
 void gpu_model_device(const struct gpu_model *g, char *name, size_t namelen, size_t *used)

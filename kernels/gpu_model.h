@@ -81,15 +81,49 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg,
 		       size_t msglen);
 
-/* Zero the gradients; copy them to host fp32 arrays in lib/model's layout
- * (the same fields as struct gpu_model_weights; NULL where absent; a tied
- * model's head gradient is in embed). */
-struct gpu_model_grads {
+/* Zero the gradients. */
+int gpu_model_grads_zero(struct gpu_model *g, char *msg, size_t msglen);
+
+/*
+ * Host fp32 arrays in lib/model's layout (the same fields as struct
+ * gpu_model_weights; NULL where absent or not wanted; a tied model's head
+ * is in embed), for the gradients and the optimizer's state alike.
+ */
+struct gpu_host_params {
 	float *embed, *lm_head, *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
 	float *qnorm, *knorm, *ln2, *wgate, *wup, *wdown, *norm;
 };
-int gpu_model_grads_zero(struct gpu_model *g, char *msg, size_t msglen);
-int gpu_model_grads_get(struct gpu_model *g, const struct gpu_model_grads *out, char *msg, size_t msglen);
+
+/*
+ * The optimizer on the GPU (gpu_optim.cu). gpu_model_optim_alloc gives a
+ * model created for training fp32 master weights and AdamW's two moments,
+ * zeroed, in the gradients' layout; the caller then puts the master weights
+ * (and the moments when resuming) with gpu_model_state_put. Each state is
+ * copied to and from host arrays in lib/model's layout, as the gradients
+ * are (GPU_STATE_GRAD: put them back after summing them on the host).
+ */
+enum gpu_state { GPU_STATE_GRAD, GPU_STATE_MASTER, GPU_STATE_ADAM_M, GPU_STATE_ADAM_V };
+int gpu_model_optim_alloc(struct gpu_model *g, char *msg, size_t msglen);
+int gpu_model_state_get(struct gpu_model *g, enum gpu_state which, const struct gpu_host_params *out, char *msg,
+			size_t msglen);
+int gpu_model_state_put(struct gpu_model *g, enum gpu_state which, const struct gpu_host_params *in, char *msg,
+			size_t msglen);
+/* The L2 norm of every gradient (a tied head counted once), summed in double in a fixed order. */
+int gpu_model_grad_norm(struct gpu_model *g, double *norm, char *msg, size_t msglen);
+
+/* One AdamW step's scalars, as lib/train/optim.c computes them. */
+struct gpu_adamw {
+	double clip;        /* the gradient's scale (global-norm clipping) */
+	double beta1, beta2, eps;
+	double step_size;   /* lr_t / (1 - beta1^t) */
+	double sqrt_bc2;    /* sqrt(1 - beta2^t) */
+	double decay;       /* 1 - lr_t * weight_decay */
+};
+/* AdamW on the master weights from the gradients, then the working weights
+ * (bf16 or fp32) made from the master copy. */
+int gpu_model_adamw(struct gpu_model *g, const struct gpu_adamw *p, char *msg, size_t msglen);
+/* The working weights made from the master copy (after a state put). */
+int gpu_model_weights_from_master(struct gpu_model *g, char *msg, size_t msglen);
 
 /* Device bytes this model holds (weights, activations, workspaces). */
 size_t gpu_model_bytes(const struct gpu_model *g);

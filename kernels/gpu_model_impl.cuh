@@ -59,6 +59,13 @@ struct gpu_model {
 	size_t grad_bytes;              // the gradients, first in gmem
 	float *h_dlp, *h_dent;
 	int32_t *h_order, *h_seg, *h_seg_id;
+
+	// the optimizer (gpu_optim.cu): master weights and moments in the
+	// gradients' layout, and the norm's per-block sums
+	void *omem;
+	size_t obytes;
+	float *master, *adam_m, *adam_v;
+	double *norm_partial;
 };
 
 // Buffers laid out in one allocation, 256-byte aligned: a first pass with

@@ -56,7 +56,8 @@ static void usage(FILE *f)
 	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
 	        "       [--save-every K] [--mask-truncated] [--rank X [--rank-timeout S]]\n"
 	        "       [--on-publish CMD [--on-publish-fail warn|stop]]\n"
-	        "       [--threads N] [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
+	        "       [--device auto|cpu|cuda [--precision bf16|fp32]] [--threads N]\n"
+	        "       [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
 	        prog);
 }
 
@@ -77,7 +78,7 @@ enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
 	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
 	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
-	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL,
+	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL, O_DEVICE, O_PRECISION,
 };
 
 static const struct option longopts[] = {
@@ -120,6 +121,8 @@ static const struct option longopts[] = {
 	{ "rank-timeout", required_argument, NULL, O_RANK_TIMEOUT },
 	{ "on-publish", required_argument, NULL, O_ON_PUBLISH },
 	{ "on-publish-fail", required_argument, NULL, O_ON_PUBLISH_FAIL },
+	{ "device", required_argument, NULL, O_DEVICE },
+	{ "precision", required_argument, NULL, O_PRECISION },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -134,6 +137,8 @@ struct args {
 	int64_t step;     /* -1: the one after the newest checkpoint */
 	long long steps;  /* 0: forever (--watch) */
 	int watch, epochs, verbose, dtype_given;
+	enum model_device device;   /* as asked */
+	int fp32;                   /* --precision fp32 on the GPU */
 	enum st_dtype dtype;
 	size_t shard;
 	struct loss_opts loss;
@@ -142,7 +147,8 @@ struct args {
 
 /* One JSON line of a step's metrics (with '\n'). */
 static int metrics_line(struct buf *b, int64_t step, const struct step_result *r, int resumed_from_state,
-                        const struct loss_totals *cut, int weights, double read_s, double write_s, double total_s)
+                        const struct loss_totals *cut, int weights, const struct model_gpu *gpu, double read_s,
+                        double write_s, double total_s)
 {
 	const struct loss_stats *f = &r->first, *l = &r->last;
 	double n = f->tokens > 0 ? f->tokens : 1;
@@ -168,6 +174,9 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	                cut->tokens, weights ? "true" : "false");
 	x |= buf_printf(b, ",\"tokens_per_s\":%.6g,\"peak_rss_bytes\":%lld",
 	                total_s > 0 ? r->tokens / total_s : 0, (long long)ru.ru_maxrss * 1024);
+	/* the GPU model allocates once, so what it holds is its peak */
+	x |= buf_printf(b, ",\"device\":\"%s\",\"gpu_bytes\":%zu", gpu ? "cuda" : "cpu",
+	                gpu ? model_gpu_bytes(gpu) : 0);
 	x |= buf_printf(b, ",\"time\":{\"read\":%.6f,\"forward\":%.6f,\"backward\":%.6f,\"optimizer\":%.6f,"
 	                "\"write\":%.6f,\"total\":%.6f},\"resumed_optimizer\":%s}\n",
 	                read_s, r->fwd_s, r->bwd_s, r->opt_s, write_s, total_s,
@@ -342,10 +351,49 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	x->local = counted;
 }
 
+/*
+ * The GPU model for a step whose largest micro-batch has maxT tokens: gpu
+ * itself when it is large enough, else a new one (the host holds the
+ * weights and moments after every step, so the old one can go). Where it
+ * cannot be made, --device auto trains on the CPU, saying why once;
+ * --device cuda exits 69.
+ */
+static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, struct model *m, struct optim *op,
+                                      const struct microbatch *mbs, size_t n)
+{
+	int maxT = 1;
+	for (size_t i = 0; i < n; i++)
+		if ((int)mbs[i].n_tokens > maxT)
+			maxT = (int)mbs[i].n_tokens;
+	if (gpu && model_gpu_max_tokens(gpu) >= maxT)
+		return gpu;
+	model_gpu_close(gpu);
+	struct err e;
+	gpu = NULL;
+	if (model_gpu_open_train(&gpu, m, maxT, !a->fp32, &e) < 0 || model_gpu_optim_put(gpu, m, op->m, op->v, &e) < 0) {
+		model_gpu_close(gpu);
+		if (a->device == MODEL_DEVICE_CUDA) {
+			fprintf(stderr, "%s: --device cuda: %s\n", prog, e.msg);
+			exit(69);
+		}
+		fprintf(stderr, "%s: training on the CPU: %s\n", prog, e.msg);
+		a->device = MODEL_DEVICE_CPU;
+		return NULL;
+	}
+	if (a->verbose) {
+		char d[512];
+		model_gpu_describe(gpu, d, sizeof d);
+		fprintf(stderr, "%s: training on the GPU (%s, %s attention), packs of up to %d tokens: %s\n", prog,
+		        a->fp32 ? "fp32" : "bf16", model_gpu_attention(gpu), maxT, d);
+	}
+	return gpu;
+}
+
 /* The words of the tool's own word options (cli_word); the others are lib's
  * (loss_ratio_names, loss_kl_names, loss_agg_names, lr_schedule_names). */
 static const char *const dtype_words[] = { "float32", "bfloat16", NULL };     /* ST_F32, ST_BF16 */
 static const char *const hook_fail_words[] = { "warn", "stop", NULL };       /* hook_stop 0, 1 */
+static const char *const precision_words[] = { "bf16", "fp32", NULL };       /* fp32 0, 1 */
 
 int main(int argc, char **argv)
 {
@@ -416,6 +464,8 @@ int main(int argc, char **argv)
 		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
 		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
+		case O_DEVICE: a.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
+		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
@@ -437,6 +487,14 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s", e.msg);
 	if (a.rank > 0)
 		rank0_only(&a);
+	enum model_device asked = a.device;
+	if (model_device_resolve(asked, &a.device, &e) < 0) {
+		/* EX_UNAVAILABLE, as grpo-score: a script can tell it from a usage error */
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		return 69;
+	}
+	if (a.device == MODEL_DEVICE_CUDA && asked == MODEL_DEVICE_AUTO)
+		a.device = MODEL_DEVICE_AUTO;   /* a GPU that cannot take the model means the CPU */
 	if (threads > 0)
 		model_set_threads(threads);
 	signal(SIGINT, on_signal);
@@ -510,6 +568,7 @@ int main(int argc, char **argv)
 	}
 
 	int status = 0;
+	struct model_gpu *gpu = NULL;
 	for (long long k = 0; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
 		double ts = now();
 		if (wait_done(&a, step)) {
@@ -529,10 +588,12 @@ int main(int argc, char **argv)
 		snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a.batches, (long long)step);
 		x.ranks = (int)dm.ranks, x.done_path = done_path;
 		struct step_reduce red = { gradx_reduce, &x };
+		if (a.device != MODEL_DEVICE_CPU)
+			gpu = gpu_for_step(&a, gpu, &m, &op, mbs, n);
 		double tr = now();
 		struct step_result res;
 		dt.step = step;
-		int trained = step_train(&m, &op, &a.loss, &tot, a.epochs, mbs, n, &obs, a.rank >= 0 ? &red : NULL,
+		int trained = step_train(&m, gpu, &op, &a.loss, &tot, a.epochs, mbs, n, &obs, a.rank >= 0 ? &red : NULL,
 		                         &res, &e);
 		progress_end(&pg);
 		if (trained < 0)
@@ -555,8 +616,8 @@ int main(int argc, char **argv)
 		done_free(&dm);
 		double te = now();
 		struct buf b = { 0 };
-		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, (tr - ts) + (k == 0 ? ts - t0 : 0),
-		                 te - tw, te - ts) < 0)
+		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, gpu,
+		                 (tr - ts) + (k == 0 ? ts - t0 : 0), te - tw, te - ts) < 0)
 			cli_die(1, "out of memory");
 		if (mf) {
 			fwrite(b.data, 1, b.len, mf);
@@ -585,6 +646,7 @@ int main(int argc, char **argv)
 		cli_die(1, "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);
 	tok_free(tok);
+	model_gpu_close(gpu);
 	optim_free(&op);
 	model_free(&m);
 	return status;

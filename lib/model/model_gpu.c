@@ -116,17 +116,108 @@ int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
 	return 0;
 }
 
-int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
+/* The host arrays of p (lib/model's layout) as the CUDA library takes them;
+ * a tied head is embed's. */
+static struct gpu_host_params host_params(const struct model_params *p)
 {
-	char msg[512] = "";
-	struct model_params *p = grads;
-	struct gpu_model_grads out = {
+	struct gpu_host_params h = {
 		p->embed, p->lm_head == p->embed ? NULL : p->lm_head, p->ln1, p->wq, p->bq, p->wk, p->bk, p->wv, p->bv,
 		p->wo, p->bo, p->qnorm, p->knorm, p->ln2, p->wgate, p->wup, p->wdown, p->norm,
 	};
-	if (gpu_model_grads_get(mg->g, &out, msg, sizeof msg) < 0)
-		return err_set(e, "GPU gradients: %s", msg);
+	return h;
+}
+
+/* The same tensors in another flat array of like's layout (the moments). */
+static float *moved(const float *p, const struct model_params *like, float *base)
+{
+	return p ? base + (p - like->mem) : NULL;
+}
+
+static struct model_params params_at(const struct model_params *like, float *base)
+{
+	struct model_params q = *like;
+	const struct model_params *l = like;
+	q.embed = moved(l->embed, l, base), q.lm_head = moved(l->lm_head, l, base), q.ln1 = moved(l->ln1, l, base);
+	q.wq = moved(l->wq, l, base), q.bq = moved(l->bq, l, base), q.wk = moved(l->wk, l, base);
+	q.bk = moved(l->bk, l, base), q.wv = moved(l->wv, l, base), q.bv = moved(l->bv, l, base);
+	q.wo = moved(l->wo, l, base), q.bo = moved(l->bo, l, base), q.qnorm = moved(l->qnorm, l, base);
+	q.knorm = moved(l->knorm, l, base), q.ln2 = moved(l->ln2, l, base), q.wgate = moved(l->wgate, l, base);
+	q.wup = moved(l->wup, l, base), q.wdown = moved(l->wdown, l, base), q.norm = moved(l->norm, l, base);
+	q.mem = base;
+	return q;
+}
+
+static int state(struct model_gpu *mg, enum gpu_state which, const struct model_params *p, int get, struct err *e)
+{
+	static const char *const names[] = { "gradients", "master weights", "first moments", "second moments" };
+	char msg[512] = "";
+	struct gpu_host_params h = host_params(p);
+	int rc = get ? gpu_model_state_get(mg->g, which, &h, msg, sizeof msg)
+		     : gpu_model_state_put(mg->g, which, &h, msg, sizeof msg);
+	if (rc < 0)
+		return err_set(e, "GPU %s: %s", names[which], msg);
 	return 0;
+}
+
+int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
+{
+	return state(mg, GPU_STATE_GRAD, grads, 1, e);
+}
+
+int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, struct err *e)
+{
+	return state(mg, GPU_STATE_GRAD, grads, 0, e);
+}
+
+int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float *adam_m, const float *adam_v,
+			struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_optim_alloc(mg->g, msg, sizeof msg) < 0)
+		return err_set(e, "GPU optimizer: %s", msg);
+	struct model_params pm = params_at(&m->w, (float *)adam_m), pv = params_at(&m->w, (float *)adam_v);
+	if (state(mg, GPU_STATE_MASTER, &m->w, 0, e) < 0 || state(mg, GPU_STATE_ADAM_M, &pm, 0, e) < 0 ||
+	    state(mg, GPU_STATE_ADAM_V, &pv, 0, e) < 0)
+		return -1;
+	if (gpu_model_weights_from_master(mg->g, msg, sizeof msg) < 0)
+		return err_set(e, "GPU weights: %s", msg);
+	return 0;
+}
+
+int model_gpu_optim_get(struct model_gpu *mg, struct model *m, float *adam_m, float *adam_v, struct err *e)
+{
+	struct model_params pm = params_at(&m->w, adam_m), pv = params_at(&m->w, adam_v);
+	return state(mg, GPU_STATE_MASTER, &m->w, 1, e) < 0 || state(mg, GPU_STATE_ADAM_M, &pm, 1, e) < 0 ||
+			       state(mg, GPU_STATE_ADAM_V, &pv, 1, e) < 0
+		       ? -1
+		       : 0;
+}
+
+int model_gpu_grad_norm(struct model_gpu *mg, double *norm, struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_grad_norm(mg->g, norm, msg, sizeof msg) < 0)
+		return err_set(e, "GPU gradient norm: %s", msg);
+	return 0;
+}
+
+int model_gpu_adamw(struct model_gpu *mg, const struct model_gpu_adamw *p, struct err *e)
+{
+	char msg[512] = "";
+	struct gpu_adamw a = { p->clip, p->beta1, p->beta2, p->eps, p->step_size, p->sqrt_bc2, p->decay };
+	if (gpu_model_adamw(mg->g, &a, msg, sizeof msg) < 0)
+		return err_set(e, "GPU AdamW: %s", msg);
+	return 0;
+}
+
+int model_gpu_max_tokens(const struct model_gpu *mg)
+{
+	return mg->maxT;
+}
+
+size_t model_gpu_bytes(const struct model_gpu *mg)
+{
+	return gpu_model_bytes(mg->g);
 }
 
 void model_gpu_close(struct model_gpu *mg)
@@ -221,6 +312,42 @@ int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
 int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
 {
 	return err_set(e, "GPU gradients: %s", NO_CUDA);
+}
+
+int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, struct err *e)
+{
+	return err_set(e, "GPU gradients: %s", NO_CUDA);
+}
+
+int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float *adam_m, const float *adam_v,
+			struct err *e)
+{
+	return err_set(e, "GPU optimizer: %s", NO_CUDA);
+}
+
+int model_gpu_optim_get(struct model_gpu *mg, struct model *m, float *adam_m, float *adam_v, struct err *e)
+{
+	return err_set(e, "GPU optimizer: %s", NO_CUDA);
+}
+
+int model_gpu_grad_norm(struct model_gpu *mg, double *norm, struct err *e)
+{
+	return err_set(e, "GPU gradient norm: %s", NO_CUDA);
+}
+
+int model_gpu_adamw(struct model_gpu *mg, const struct model_gpu_adamw *p, struct err *e)
+{
+	return err_set(e, "GPU AdamW: %s", NO_CUDA);
+}
+
+int model_gpu_max_tokens(const struct model_gpu *mg)
+{
+	return 0;
+}
+
+size_t model_gpu_bytes(const struct model_gpu *mg)
+{
+	return 0;
 }
 
 void model_gpu_close(struct model_gpu *mg) {}

@@ -49,7 +49,35 @@ int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT
 int model_gpu_backward(struct model_gpu *g, const float *dlogprob, const float *dentropy, struct err *e);
 int model_gpu_grads_zero(struct model_gpu *g, struct err *e);
 int model_gpu_grads_get(struct model_gpu *g, struct model_params *grads, struct err *e);
+/* The other way: grads (summed over ranks on the host) become the GPU's. */
+int model_gpu_grads_put(struct model_gpu *g, const struct model_params *grads, struct err *e);
 void model_gpu_close(struct model_gpu *g);
+
+/*
+ * The optimizer on the GPU (grpo-step --device cuda), for a model opened
+ * for training: model_gpu_optim_put gives it fp32 master weights (m's) and
+ * AdamW's moments (adam_m, adam_v: flat arrays in m->w's layout, as struct
+ * optim holds them) and makes the working weights from the master copy;
+ * model_gpu_optim_get copies all three back, for a checkpoint.
+ * model_gpu_adamw takes one step with the scalars lib/train/optim.c
+ * computes, on every weight at once, then remakes the working weights.
+ */
+struct model_gpu_adamw {
+	double clip, beta1, beta2, eps;
+	double step_size;   /* lr_t / (1 - beta1^t) */
+	double sqrt_bc2;    /* sqrt(1 - beta2^t) */
+	double decay;       /* 1 - lr_t * weight_decay */
+};
+int model_gpu_optim_put(struct model_gpu *g, const struct model *m, const float *adam_m, const float *adam_v,
+			struct err *e);
+int model_gpu_optim_get(struct model_gpu *g, struct model *m, float *adam_m, float *adam_v, struct err *e);
+/* The gradients' global L2 norm (a tied head counted once). */
+int model_gpu_grad_norm(struct model_gpu *g, double *norm, struct err *e);
+int model_gpu_adamw(struct model_gpu *g, const struct model_gpu_adamw *p, struct err *e);
+
+/* The most tokens a pack may hold; the device bytes the model holds. */
+int model_gpu_max_tokens(const struct model_gpu *g);
+size_t model_gpu_bytes(const struct model_gpu *g);
 
 /* As model_forward() and model_forward_mb() (model.h). */
 int model_gpu_forward(struct model_gpu *g, const int *ids, int T, const int *seq_lens, int nseq,

@@ -100,39 +100,61 @@ void optim_free(struct optim *op)
 	memset(op, 0, sizeof *op);
 }
 
-int optim_step(struct optim *op, float *w, const float *g, struct optim_result *r, struct err *e)
+/* Step t's scalars from the gradient's norm: refused (-1) when it is not finite. */
+static int adamw_scalars(const struct optim *op, double norm, struct model_gpu_adamw *p, struct optim_result *r,
+                         struct err *e)
 {
 	const struct optim_opts *o = &op->o;
-	double ss = 0;
-	for (size_t i = 0; i < op->n; i++)
-		ss += (double)g[i] * g[i];
-	double norm = sqrt(ss);
 	if (!isfinite(norm))
 		return err_set(e, "the gradient norm is %g: step %lld not taken", norm, (long long)op->step + 1);
 	double clip = 1;
 	if (o->max_grad_norm > 0 && norm > o->max_grad_norm)
 		clip = o->max_grad_norm / (norm + 1e-6);   /* torch.nn.utils.clip_grad_norm_ */
-
 	int64_t t = op->step + 1;
 	double lr = optim_lr(o, t);
-	double b1 = o->beta1, b2 = o->beta2;
-	double bc1 = 1 - pow(b1, (double)t), bc2 = 1 - pow(b2, (double)t);
-	double step_size = lr / bc1, sqrt_bc2 = sqrt(bc2), decay = 1 - lr * o->weight_decay;
-	for (size_t i = 0; i < op->n; i++) {
-		double gi = g[i] * clip;
-		double m = b1 * op->m[i] + (1 - b1) * gi;
-		double v = b2 * op->v[i] + (1 - b2) * gi * gi;
-		op->m[i] = (float)m;
-		op->v[i] = (float)v;
-		double wi = (double)w[i] * decay;
-		w[i] = (float)(wi - step_size * m / (sqrt(v) / sqrt_bc2 + o->eps));
-	}
-	op->step = t;
+	p->clip = clip;
+	p->beta1 = o->beta1, p->beta2 = o->beta2, p->eps = o->eps;
+	p->step_size = lr / (1 - pow(o->beta1, (double)t));
+	p->sqrt_bc2 = sqrt(1 - pow(o->beta2, (double)t));
+	p->decay = 1 - lr * o->weight_decay;
 	if (r) {
 		r->grad_norm = norm;
 		r->clip = clip;
 		r->lr = lr;
 	}
+	return 0;
+}
+
+int optim_step(struct optim *op, float *w, const float *g, struct optim_result *r, struct err *e)
+{
+	double ss = 0;
+	for (size_t i = 0; i < op->n; i++)
+		ss += (double)g[i] * g[i];
+	struct model_gpu_adamw p;
+	if (adamw_scalars(op, sqrt(ss), &p, r, e) < 0)
+		return -1;
+	double b1 = p.beta1, b2 = p.beta2;
+	for (size_t i = 0; i < op->n; i++) {
+		double gi = g[i] * p.clip;
+		double m = b1 * op->m[i] + (1 - b1) * gi;
+		double v = b2 * op->v[i] + (1 - b2) * gi * gi;
+		op->m[i] = (float)m;
+		op->v[i] = (float)v;
+		double wi = (double)w[i] * p.decay;
+		w[i] = (float)(wi - p.step_size * m / (sqrt(v) / p.sqrt_bc2 + p.eps));
+	}
+	op->step++;
+	return 0;
+}
+
+int optim_step_gpu(struct optim *op, struct model_gpu *g, struct optim_result *r, struct err *e)
+{
+	double norm;
+	struct model_gpu_adamw p;
+	if (model_gpu_grad_norm(g, &norm, e) < 0 || adamw_scalars(op, norm, &p, r, e) < 0 ||
+	    model_gpu_adamw(g, &p, e) < 0)
+		return -1;
+	op->step++;
 	return 0;
 }
 

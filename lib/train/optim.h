@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "model/model_gpu.h"
 
 enum optim_kind { OPTIM_ADAMW };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
@@ -88,6 +89,15 @@ struct optim_result {
  * nothing changes: w, the moments and the step count stay as they were.
  */
 int optim_step(struct optim *op, float *w, const float *g, struct optim_result *r, struct err *e);
+
+/*
+ * The same step on the GPU (grpo-step --device cuda), on the master
+ * weights, moments and gradients g holds (model_gpu_optim_put), with the
+ * same scalars and the same per-weight arithmetic. op->m and op->v are
+ * stale until model_gpu_optim_get copies the moments back. A refused step
+ * changes nothing, as above; a GPU error may leave g's weights half moved.
+ */
+int optim_step_gpu(struct optim *op, struct model_gpu *g, struct optim_result *r, struct err *e);
 
 /*
  * The state file: magic "GRPOOPT1", version, kind, n, step, then the

@@ -183,6 +183,7 @@ static int has_loss(const struct microbatch *mb)
 /* Forward, loss and backward of one micro-batch, the gradient added into m->g. */
 struct mbctx {
 	struct model *m;
+	struct model_gpu *gpu;   /* NULL: the CPU */
 	const struct loss_opts *lo;
 	const struct loss_totals *tot;
 	const struct step_observer *obs;
@@ -196,8 +197,9 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 {
 	int T = (int)mb->n_tokens;
 	double t0 = now();
-	if (model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens, (int)mb->n_seq_lens,
-	                  mb->temperatures, c->lp, c->ent, e) < 0)
+	if (c->gpu ? model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e)
+	           : model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens,
+	                           (int)mb->n_seq_lens, mb->temperatures, c->lp, c->ent, e) < 0)
 		return -1;
 	double t1 = now();
 	if (ep == 0 && c->obs && c->obs->mb && c->obs->mb(c->obs->ctx, mb, c->lp, e) < 0)
@@ -214,8 +216,9 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 		in.old = c->old[i];
 	}
 	int use_ent = c->lo->entropy_coef != 0;
+	const float *dent = use_ent ? c->dent : NULL;
 	if (loss_mb(c->lo, c->tot, &in, c->lp, c->ent, c->dlp, use_ent ? c->dent : NULL, st, e) < 0 ||
-	    model_backward(c->m, c->dlp, use_ent ? c->dent : NULL, e) < 0)
+	    (c->gpu ? model_gpu_backward(c->gpu, c->dlp, dent, e) : model_backward(c->m, c->dlp, dent, e)) < 0)
 		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
 	c->r->fwd_s += t1 - t0;
 	c->r->bwd_s += now() - t1;
@@ -223,29 +226,56 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 	return 0;
 }
 
-int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, const struct loss_totals *tot,
-               int epochs, const struct microbatch *mbs, size_t n, const struct step_observer *obs,
-               const struct step_reduce *red, struct step_result *r, struct err *e)
+/* The gradients zeroed, where they accumulate. */
+static int grads_zero(struct model *m, struct model_gpu *gpu, struct err *e)
+{
+	if (gpu)
+		return model_gpu_grads_zero(gpu, e);
+	model_grads_zero(m);
+	return 0;
+}
+
+static int step_max_tokens(const struct microbatch *mbs, size_t n)
+{
+	uint32_t maxT = 1;
+	for (size_t i = 0; i < n; i++)
+		if (mbs[i].n_tokens > maxT)
+			maxT = mbs[i].n_tokens;
+	return (int)maxT;
+}
+
+int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const struct loss_opts *lo,
+               const struct loss_totals *tot, int epochs, const struct microbatch *mbs, size_t n,
+               const struct step_observer *obs, const struct step_reduce *red, struct step_result *r,
+               struct err *e)
 {
 	memset(r, 0, sizeof *r);
 	loss_stats_init(&r->first);
 	loss_stats_init(&r->last);
 	r->totals = *tot;
-	if (step_prepare(m, mbs, n, e) < 0)
-		return -1;
-	int maxT = m->a.maxT;
+	int maxT = step_max_tokens(mbs, n);
 	/* several ranks here, or a reduction: each rank's gradient on its own, then the sum in rank order */
 	int groups = n > 0;
 	for (size_t i = 1; i < n; i++)
 		groups += mbs[i].rank != mbs[i - 1].rank;
-	size_t ng = m->g.n;
-	float *sum = groups > 1 || red ? malloc(ng * sizeof *sum) : NULL;
-	struct mbctx c = { m, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, r };
+	int on_host = groups > 1 || red;   /* the gradient summed on the host */
+	if (gpu) {
+		if (model_gpu_max_tokens(gpu) < maxT)
+			return err_set(e, "a micro-batch of %d tokens, but the GPU model is sized for %d", maxT,
+			               model_gpu_max_tokens(gpu));
+		if (on_host && !m->g.mem && model_grads_alloc(m, e) < 0)
+			return -1;
+	} else if (step_prepare(m, mbs, n, e) < 0) {
+		return -1;
+	}
+	size_t ng = m->w.n;
+	float *sum = on_host ? malloc(ng * sizeof *sum) : NULL;
+	struct mbctx c = { m, gpu, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, r };
 	c.lp = malloc((size_t)maxT * sizeof *c.lp), c.ent = malloc((size_t)maxT * sizeof *c.ent);
 	c.dlp = malloc((size_t)maxT * sizeof *c.dlp), c.dent = malloc((size_t)maxT * sizeof *c.dent);
 	c.old = lo->tis_cap > 0 ? calloc(n ? n : 1, sizeof *c.old) : NULL;
 	int rc = 0;
-	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || ((groups > 1 || red) && !sum))
+	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || (on_host && !sum))
 		rc = err_set(e, "out of memory for a step of %zu micro-batches", n);
 
 	for (int ep = 0; ep < epochs && rc == 0; ep++) {
@@ -253,7 +283,7 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, co
 		loss_stats_init(&st);
 		if (sum)
 			memset(sum, 0, ng * sizeof *sum);
-		model_grads_zero(m);
+		rc = grads_zero(m, gpu, e);
 		for (size_t i = 0; i < n && rc == 0;) {
 			/* one rank's micro-batches */
 			size_t end = i + 1;
@@ -261,8 +291,8 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, co
 				end++;
 			struct loss_stats sr;
 			loss_stats_init(&sr);
-			if (sum && !red)
-				model_grads_zero(m);
+			if (sum && !red && i > 0)
+				rc = grads_zero(m, gpu, e);
 			for (; i < end && rc == 0; i++) {
 				if (has_loss(&mbs[i]))
 					rc = run_mb(&c, ep, i, &mbs[i], &sr, e);
@@ -272,21 +302,34 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, co
 			}
 			if (rc < 0)
 				break;
-			if (sum && !red)
+			if (sum && !red) {
+				if (gpu && model_gpu_grads_get(gpu, &m->g, e) < 0) {
+					rc = -1;
+					break;
+				}
 				for (size_t k = 0; k < ng; k++)
 					sum[k] += m->g.mem[k];
+			}
 			loss_stats_add(&st, &sr);
 		}
 		if (rc < 0)
 			break;
+		if (red && gpu && model_gpu_grads_get(gpu, &m->g, e) < 0) {
+			rc = -1;
+			break;
+		}
 		if (red && red->fn(red->ctx, ep, m->g.mem, sum, ng, &st, e) < 0) {
 			rc = -1;
 			break;
 		}
 		if (sum)
 			memcpy(m->g.mem, sum, ng * sizeof *sum);
+		if (sum && gpu && model_gpu_grads_put(gpu, &m->g, e) < 0) {
+			rc = -1;
+			break;
+		}
 		double t2 = now();
-		if (optim_step(op, m->w.mem, m->g.mem, &r->opt, e) < 0) {
+		if ((gpu ? optim_step_gpu(op, gpu, &r->opt, e) : optim_step(op, m->w.mem, m->g.mem, &r->opt, e)) < 0) {
 			rc = -1;
 			break;
 		}
@@ -295,6 +338,13 @@ int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, co
 			r->first = st;
 		r->last = st;
 		r->epochs = ep + 1;
+	}
+	/* the weights and moments back where checkpoints are written from */
+	if (gpu && r->epochs > 0) {
+		double t3 = now();
+		if (model_gpu_optim_get(gpu, m, op->m, op->v, rc < 0 ? NULL : e) < 0)
+			rc = rc < 0 ? rc : -1;
+		r->opt_s += now() - t3;
 	}
 	if (c.old)
 		for (size_t i = 0; i < n; i++)

@@ -43,6 +43,7 @@
 #include "data/done.h"
 #include "data/traj.h"
 #include "model/model.h"
+#include "model/model_gpu.h"
 #include "train/loss.h"
 #include "train/optim.h"
 
@@ -120,9 +121,19 @@ struct step_reduce {
  * tot: the step's totals over every rank (step_totals). obs and red may be
  * NULL. After the step m->g holds the gradient the optimizer took (summed
  * over the ranks, before clipping).
+ *
+ * gpu, when not NULL, runs the forward, the backward and AdamW on the GPU
+ * (grpo-step --device cuda): a model opened for training with packs of at
+ * least the largest micro-batch, holding m's weights and op's moments
+ * (model_gpu_optim_put). The loss stays on the host, between the forward's
+ * logprobs and the backward's dlogprob. Ranks are summed on the host as
+ * above (their gradients copied over and the sum put back), so m->g holds
+ * the gradient only then. After the step m->w, op->m and op->v are the
+ * GPU's again, copied back for the checkpoint.
  */
-int step_train(struct model *m, struct optim *op, const struct loss_opts *lo, const struct loss_totals *tot,
-               int epochs, const struct microbatch *mbs, size_t n, const struct step_observer *obs,
-               const struct step_reduce *red, struct step_result *r, struct err *e);
+int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const struct loss_opts *lo,
+               const struct loss_totals *tot, int epochs, const struct microbatch *mbs, size_t n,
+               const struct step_observer *obs, const struct step_reduce *red, struct step_result *r,
+               struct err *e);
 
 #endif

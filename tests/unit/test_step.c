@@ -50,7 +50,7 @@ static int train_step(struct model *m, struct optim *op, const struct loss_opts 
 {
 	struct loss_totals tot = { 0, 0, 0 };
 	step_count(mbs, n, &tot);
-	return step_train(m, op, lo, &tot, epochs, mbs, n, NULL, NULL, r, e);
+	return step_train(m, NULL, op, lo, &tot, epochs, mbs, n, NULL, NULL, r, e);
 }
 
 /* One sequence: prompt p tokens, then r response tokens. */
@@ -375,8 +375,8 @@ static void truncated_totals(void)
 		optim_init(&o1, &oo, m1.w.n, &e), optim_init(&o2, &oo, m2.w.n, &e);
 		struct loss_totals tk = { 0, 0, 0 };
 		step_count(kept, 2, &tk);
-		int rc = step_train(&m1, &o1, &lo, &tot, 1, mbs, 2, NULL, NULL, &r1, &e);
-		rc |= step_train(&m2, &o2, &lo, &tk, 1, kept, 2, NULL, NULL, &r2, &e);
+		int rc = step_train(&m1, NULL, &o1, &lo, &tot, 1, mbs, 2, NULL, NULL, &r1, &e);
+		rc |= step_train(&m2, NULL, &o2, &lo, &tk, 1, kept, 2, NULL, NULL, &r2, &e);
 		double worst = 0;
 		for (size_t i = 0; i < m1.g.n; i++)
 			worst = fmax(worst, fabs((double)m1.g.mem[i] - m2.g.mem[i]));

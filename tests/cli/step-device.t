@@ -1,0 +1,53 @@
+#!/bin/sh
+# grpo-step --device and --precision: word values checked; --device cuda
+# without a GPU exits 69 saying why and publishes nothing; on a GPU, one step
+# there equals the same step on the CPU (fp32: loss and gradient norm to
+# 1e-5 relative; bf16: to a percent), and the metrics say where it ran.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 12
+
+d="$GRPO_TOP/tests/cli/step"
+grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
+grpo-cat --from-json -o "$T/groups.zst" "$d/groups.jsonl" || exit 1
+grpo-pack -T 64 -W 1 -o "$T/b" "$T/groups.zst" || exit 1
+
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/px" --device tpu 2> "$T/err"
+is $? 2 "--device tpu: usage error"
+grep -q -- "--device: expected one of auto, cpu, cuda, got 'tpu'" "$T/err"; ok $? "naming the words"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/px" --precision fp16 2> /dev/null
+is $? 2 "--precision fp16: usage error"
+
+# the reference: the CPU
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pc" --device cpu --lr 1e-3 --metrics "$T/cpu.jsonl" || exit 1
+grep -q '"device":"cpu","gpu_bytes":0' "$T/cpu.jsonl"; ok $? "--device cpu: the metrics say cpu, 0 GPU bytes"
+
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pg" --device cuda --precision fp32 --lr 1e-3 \
+	--metrics "$T/gpu.jsonl" 2> "$T/err"
+st=$?
+if [ $st -eq 69 ]; then
+	grep -Eq 'device cuda: (no GPU to run on|this build has no CUDA path)' "$T/err"
+	ok $? "--device cuda without a GPU: 69, saying why: $(cat "$T/err")"
+	[ ! -d "$T/pg" ]; ok $? "and nothing is published"
+	for p in fp32 bf16; do
+		skip "no GPU: --device cuda --precision $p not compared with the CPU"
+		skip "no GPU: --device cuda --precision $p not compared with the CPU"
+		skip "no GPU: --device cuda --precision $p not compared with the CPU"
+	done
+	exit 0
+fi
+is $st 0 "--device cuda --precision fp32 trains on the GPU here"
+[ -s "$T/pg/step_1/model.safetensors" ]; ok $? "and publishes step_1"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pb" --device cuda --lr 1e-3 --metrics "$T/bf16.jsonl" ||
+	echo "# bf16 step failed"
+
+field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
+close() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(d <= tol * s + 1e-9) }'; }
+for p in fp32 bf16; do
+	f="$T/gpu.jsonl" tol=1e-5
+	[ $p = bf16 ] && f="$T/bf16.jsonl" tol=0.01
+	grep -q '"device":"cuda","gpu_bytes":[1-9]' "$f"; ok $? "$p: the metrics say cuda and the GPU bytes held"
+	for k in loss grad_norm; do
+		close "$(field "$f" $k)" "$(field "$T/cpu.jsonl" $k)" $tol
+		ok $? "$p: $k $(field "$f" $k) on the GPU, $(field "$T/cpu.jsonl" $k) on the CPU (within $tol)"
+	done
+done

@@ -1,0 +1,268 @@
+/*
+ * test_cuda_step: grpo-step's training step on the GPU (step_train with a
+ * model_gpu: forward, backward and AdamW there, the loss on the host)
+ * against the same steps on the CPU, its specification, on the committed
+ * transformers fixtures (tests/data/hf: Qwen2 tied with q/k/v bias, Qwen3
+ * untied with q/k norm and head size 24):
+ *
+ *  - fp32: two optimizer steps, with weight decay and clipping, over two
+ *    ranks of two micro-batches (the ranks summed on the host, the sum put
+ *    back) and over one rank (the gradient never leaves the GPU): the loss,
+ *    the gradient norm, every weight and both AdamW moments within fp32
+ *    rounding of the CPU's;
+ *  - bf16: the same steps within bf16 noise (loss and gradient norm to a
+ *    percent, the weights' update in the same direction);
+ *  - a step refused (NaN advantages) moves nothing on the GPU.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_skip.h"
+#include "model/model_gpu.h"
+#include "train/step.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* A micro-batch of k sequences (prompt p[j], response r[j] tokens) on rank, padded to T. */
+static struct microbatch make_mb(int rank, int index, int k, const int *p, const int *r, int T, int V)
+{
+	struct microbatch mb;
+	memset(&mb, 0, sizeof mb);
+	mb.rank = rank, mb.index = index;
+	mb.n_tokens = (uint32_t)T;
+	mb.input_ids = calloc((size_t)T, 4);
+	mb.position_ids = calloc((size_t)T, 4);
+	mb.loss_mask = calloc((size_t)T, 1);
+	mb.advantages = calloc((size_t)T, 4);
+	mb.inference_logprobs = calloc((size_t)T, 4);
+	mb.ref_logprobs = calloc((size_t)T, 4);
+	mb.temperatures = calloc((size_t)T, 4);
+	mb.seq_lens = calloc((size_t)k + 1, 4);
+	mb.sequence_ids = calloc((size_t)k + 1, sizeof *mb.sequence_ids);
+	mb.group_ids = calloc((size_t)k + 1, sizeof *mb.group_ids);
+	int at = 0;
+	for (int j = 0; j < k; j++) {
+		int len = p[j] + r[j];
+		float adv = (float)(urand() * 2 - 1), temp = j % 2 ? 0.8f : 1.0f;
+		for (int t = 0; t < len; t++, at++) {
+			mb.input_ids[at] = (int32_t)(urand() * V);
+			mb.position_ids[at] = (uint32_t)t;
+			mb.loss_mask[at] = t >= p[j];
+			mb.advantages[at] = adv;
+			mb.inference_logprobs[at] = t >= p[j] ? (float)(-6 + 0.5 * urand()) : 0;
+			mb.ref_logprobs[at] = t >= p[j] ? (float)(-6 + 0.5 * urand()) : 0;
+			mb.temperatures[at] = temp;
+		}
+		mb.seq_lens[j] = (uint32_t)len;
+		mb.sequence_ids[j] = traj_id_num(100 * rank + 10 * index + j);
+		mb.group_ids[j] = traj_id_num(rank);
+	}
+	mb.n_seqs = mb.n_seq_lens = (uint32_t)k;
+	if (at < T) {
+		mb.seq_lens[k] = (uint32_t)(T - at);
+		mb.n_seq_lens++;
+		for (int t = at; t < T; t++)
+			mb.temperatures[t] = 1;
+	}
+	return mb;
+}
+
+/* The worst |a - b| over n, relative to the largest |b|. */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double worst = 0, big = 1e-30;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		worst = d > worst ? d : worst;
+		big = fabs(b[i]) > big ? fabs(b[i]) : big;
+	}
+	return worst / big;
+}
+
+/* The cosine of the two updates a - w0 and b - w0. */
+static double update_cosine(const float *a, const float *b, const float *w0, size_t n)
+{
+	double ab = 0, aa = 0, bb = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = (double)a[i] - w0[i], y = (double)b[i] - w0[i];
+		ab += x * y, aa += x * x, bb += y * y;
+	}
+	return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+}
+
+struct run {
+	struct model m;
+	struct optim op;
+	double loss[2], gnorm[2];
+};
+
+/* Two steps over mbs: on the CPU (gpu < 0), or on the GPU in fp32 (0) or bf16 (1). */
+static int train(struct run *x, const char *dir, int gpu, const struct microbatch *mbs, size_t n, int maxT)
+{
+	struct err e = { "" };
+	memset(x, 0, sizeof *x);
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	oo.lr = 2e-3, oo.weight_decay = 0.01, oo.max_grad_norm = 0.5;
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	lo.beta = 0.05f;
+	struct model_gpu *g = NULL;
+	if (model_load(&x->m, dir, &e) < 0 || optim_init(&x->op, &oo, x->m.w.n, &e) < 0 ||
+	    (gpu >= 0 && (model_gpu_open_train(&g, &x->m, maxT, gpu, &e) < 0 ||
+	                  model_gpu_optim_put(g, &x->m, x->op.m, x->op.v, &e) < 0))) {
+		diag("%s", e.msg);
+		model_gpu_close(g);
+		return -1;
+	}
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(mbs, n, &tot);
+	int rc = 0;
+	for (int s = 0; s < 2 && rc == 0; s++) {
+		struct step_result r;
+		rc = step_train(&x->m, g, &x->op, &lo, &tot, 1, mbs, n, NULL, NULL, &r, &e);
+		x->loss[s] = r.first.loss, x->gnorm[s] = r.opt.grad_norm;
+	}
+	if (rc < 0)
+		diag("%s", e.msg);
+	model_gpu_close(g);
+	return rc;
+}
+
+static void done(struct run *x)
+{
+	optim_free(&x->op);
+	model_free(&x->m);
+}
+
+static void family(const char *top, const char *fam)
+{
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf/%s", top, fam);
+	int V = 320;
+	static const int p0[] = { 5, 17, 1 }, r0[] = { 40, 9, 30 }, p1[] = { 12, 3 }, r1[] = { 64, 65 };
+	static const int p2[] = { 8 }, r2[] = { 120 }, p3[] = { 2, 2, 30 }, r3[] = { 7, 50, 33 };
+	struct microbatch mbs[4] = {
+		make_mb(0, 0, 3, p0, r0, 112, V), make_mb(0, 1, 2, p1, r1, 160, V),
+		make_mb(1, 0, 1, p2, r2, 160, V), make_mb(1, 1, 3, p3, r3, 128, V),
+	};
+	int maxT = 160;
+	struct run cpu, gpu, one, bf;
+	struct model w0;
+	struct err e = { "" };
+	if (!ok(model_load(&w0, dir, &e) == 0, "%s: load %s", fam, dir)) {
+		diag("%s", e.msg);
+		goto out;
+	}
+	if (!ok(train(&cpu, dir, -1, mbs, 4, maxT) == 0, "%s: two CPU steps", fam))
+		goto out_w0;
+	if (ok(train(&gpu, dir, 0, mbs, 4, maxT) == 0, "%s: two GPU fp32 steps over two ranks", fam)) {
+		size_t n = cpu.m.w.n;
+		for (int s = 0; s < 2; s++) {
+			ok(fabs(gpu.loss[s] - cpu.loss[s]) <= 1e-5 * fabs(cpu.loss[s]) + 1e-7,
+			   "%s: step %d loss %.9g on the GPU, %.9g on the CPU", fam, s + 1, gpu.loss[s], cpu.loss[s]);
+			ok(fabs(gpu.gnorm[s] - cpu.gnorm[s]) <= 1e-4 * cpu.gnorm[s],
+			   "%s: step %d gradient norm %.9g on the GPU, %.9g on the CPU", fam, s + 1, gpu.gnorm[s],
+			   cpu.gnorm[s]);
+		}
+		double dw = rel_diff(gpu.m.w.mem, cpu.m.w.mem, n), dm = rel_diff(gpu.op.m, cpu.op.m, n);
+		double dv = rel_diff(gpu.op.v, cpu.op.v, n);
+		ok(dw <= 1e-5, "%s: weights after two steps within 1e-5 of the CPU's largest (%.2g)", fam, dw);
+		ok(dm <= 1e-4 && dv <= 1e-4, "%s: AdamW moments within 1e-4 of the CPU's (m %.2g, v %.2g)", fam, dm, dv);
+		ok(gpu.op.step == 2, "%s: the optimizer counted two steps", fam);
+		ok(update_cosine(gpu.m.w.mem, cpu.m.w.mem, w0.w.mem, n) > 0.99999, "%s: the same update", fam);
+		done(&gpu);
+	}
+
+	/* one rank: the micro-batches renumbered onto rank 0, the gradient staying on the GPU */
+	for (int i = 0; i < 4; i++)
+		mbs[i].rank = 0;
+	struct run cpu1;
+	if (ok(train(&cpu1, dir, -1, mbs, 4, maxT) == 0 && train(&one, dir, 0, mbs, 4, maxT) == 0,
+	       "%s: one rank, on the CPU and the GPU", fam)) {
+		size_t n = cpu1.m.w.n;
+		double dw = rel_diff(one.m.w.mem, cpu1.m.w.mem, n);
+		ok(dw <= 1e-5, "%s: one rank: weights within 1e-5 of the CPU's (%.2g)", fam, dw);
+		ok(fabs(one.gnorm[0] - cpu1.gnorm[0]) <= 1e-4 * cpu1.gnorm[0], "%s: one rank: gradient norm %.9g vs %.9g",
+		   fam, one.gnorm[0], cpu1.gnorm[0]);
+		done(&one);
+		done(&cpu1);
+	}
+	if (ok(train(&bf, dir, 1, mbs, 4, maxT) == 0, "%s: two GPU bf16 steps", fam)) {
+		size_t n = cpu.m.w.n;
+		double cosu = update_cosine(bf.m.w.mem, cpu.m.w.mem, w0.w.mem, n);
+		diag("%s bf16: loss %.6g / %.6g, grad norm %.6g / %.6g (CPU), update cosine %.5f", fam, bf.loss[0],
+		     cpu.loss[0], bf.gnorm[0], cpu.gnorm[0], cosu);
+		ok(fabs(bf.loss[0] - cpu.loss[0]) <= 0.01 * fabs(cpu.loss[0]) + 1e-3, "%s: bf16 loss within 1%%", fam);
+		ok(fabs(bf.gnorm[0] - cpu.gnorm[0]) <= 0.02 * cpu.gnorm[0], "%s: bf16 gradient norm within 2%%", fam);
+		ok(cosu > 0.99, "%s: bf16 update in the CPU's direction (cosine %.4f)", fam, cosu);
+		done(&bf);
+	}
+	done(&cpu);
+out_w0:
+	model_free(&w0);
+out:
+	for (int i = 0; i < 4; i++)
+		mb_free(&mbs[i]);
+}
+
+/* A gradient that is not finite: refused, and the GPU's weights stay. */
+static void refused(const char *top)
+{
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf/qwen2", top);
+	static const int p[] = { 3 }, r[] = { 20 };
+	struct microbatch mb = make_mb(0, 0, 1, p, r, 23, 320);
+	for (int t = 0; t < 23; t++)   /* a NaN gradient, unless the loss refuses it first */
+		mb.advantages[t] = NAN;
+	struct model m;
+	struct optim op;
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	struct model_gpu *g = NULL;
+	struct err e = { "" };
+	if (model_load(&m, dir, &e) < 0 || optim_init(&op, &oo, m.w.n, &e) < 0 ||
+	    model_gpu_open_train(&g, &m, 23, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0) {
+		ok(0, "refused: set-up: %s", e.msg);
+		model_gpu_close(g);
+		mb_free(&mb);
+		return;
+	}
+	float *before = malloc(m.w.n * sizeof *before);
+	memcpy(before, m.w.mem, m.w.n * sizeof *before);
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(&mb, 1, &tot);
+	struct step_result res;
+	int rc = step_train(&m, g, &op, &lo, &tot, 1, &mb, 1, NULL, NULL, &res, &e);
+	ok(rc < 0, "a NaN advantage: the step is refused (%s)", e.msg);
+	ok(op.step == 0, "refused: no optimizer step counted");
+	struct err e2 = { "" };
+	ok(model_gpu_optim_get(g, &m, op.m, op.v, &e2) == 0 && memcmp(before, m.w.mem, m.w.n * sizeof *before) == 0,
+	   "refused: the GPU's master weights are the ones put");
+	free(before);
+	model_gpu_close(g);
+	optim_free(&op);
+	model_free(&m);
+	mb_free(&mb);
+}
+
+int main(void)
+{
+	skip_without_gpu();
+	const char *top = getenv("GRPO_TOP");
+	top = top ? top : ".";
+	family(top, "qwen2");
+	family(top, "qwen3");
+	refused(top);
+	return tap_done();
+}
