@@ -5,10 +5,14 @@
  * them, for a random model of a named shape. bench/cuda/run.sh feeds it the
  * peer's batch and prints the ratios.
  *
- *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] [-b] LENGTHS
+ *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] [-b | -t] LENGTHS
  *
  * -b times the forward and the backward (the weights' gradients, as a
- * training step takes them; no loss and no optimizer step).
+ * training step takes them; no loss and no optimizer step). -t times
+ * grpo-step's whole step on the GPU: the gradients zeroed, the forward and
+ * backward of every bin, the gradient norm and AdamW on the master weights
+ * (lib/train/optim.h), and the weights and moments copied back to the host
+ * for the checkpoint (separately timed: copy_s).
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
  * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
@@ -24,6 +28,7 @@
 
 #include "model/model.h"
 #include "model/model_gpu.h"
+#include "train/optim.h"
 
 /* dense bf16 peak of an H100 SXM, the usual MFU denominator */
 #define PEAK_FLOPS 989e12
@@ -45,17 +50,18 @@ struct bin { int T, n; int lens[256]; };
 int main(int argc, char **argv)
 {
 	const char *name = "qwen2.5-0.5b", *dtype = "bf16";
-	int binT = 16384, reps = 3, backward = 0, o;
-	while ((o = getopt(argc, argv, "s:T:r:d:bh")) != -1) {
+	int binT = 16384, reps = 3, backward = 0, step = 0, o;
+	while ((o = getopt(argc, argv, "s:T:r:d:bth")) != -1) {
 		switch (o) {
 		case 's': name = optarg; break;
 		case 'T': binT = atoi(optarg); break;
 		case 'r': reps = atoi(optarg); break;
 		case 'd': dtype = optarg; break;
 		case 'b': backward = 1; break;
+		case 't': backward = step = 1; break;
 		default:
 			fprintf(stderr, "usage: bench_cuda_model [-s %s] [-T bin tokens] [-r repeats] [-d fp32|bf16] "
-				"LENGTHS\n", MODEL_PRESETS);
+				"[-b | -t] LENGTHS\n", MODEL_PRESETS);
 			return o == 'h' ? 0 : 2;
 		}
 	}
@@ -119,6 +125,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 		return 1;
 	}
+	struct optim op;
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	memset(&op, 0, sizeof op);
+	if (step && (optim_init(&op, &oo, m.w.n, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0)) {
+		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+		return 1;
+	}
 	fprintf(stderr, "bench_cuda_model: %s, %d sequences, %lld tokens in %d bins of <= %d; set up in %.1f s\n",
 		name, nseq, tokens, nbins, binT, now() - t0);
 
@@ -132,17 +146,31 @@ int main(int argc, char **argv)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		ids[t] = (int32_t)(rng % (uint64_t)c.V);
 	}
-	double times[64];
+	double times[64], copy_s = 0;
 	if (reps > 63)
 		reps = 63;
 	for (int k = 0; k <= reps; k++) {   /* pass 0 warms up */
 		double t = now();
+		if (step && model_gpu_grads_zero(g, &e) < 0) {
+			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+			return 1;
+		}
 		for (int b = 0; b < nbins; b++)
 			if (model_gpu_forward(g, ids, bins[b].T, bins[b].lens, bins[b].n, NULL, lp, ent, &e) < 0 ||
 			    (backward && model_gpu_backward(g, dlp, NULL, &e) < 0)) {
 				fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 				return 1;
 			}
+		if (step && optim_step_gpu(&op, g, NULL, &e) < 0) {
+			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+			return 1;
+		}
+		double tc = now();
+		if (step && model_gpu_optim_get(g, &m, op.m, op.v, &e) < 0) {
+			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+			return 1;
+		}
+		copy_s = now() - tc;
 		times[k] = now() - t;
 	}
 	/* median of the timed passes */
@@ -161,10 +189,11 @@ int main(int argc, char **argv)
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
 	printf("shape=%s dtype=%s pass=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
-	       "attention=%s\n", name, dtype, backward ? "forward+backward" : "forward", nseq, tokens, nbins, secs,
-	       tokens / secs, flops / secs / PEAK_FLOPS, model_gpu_attention(g));
+	       "attention=%s copy_s=%.4f\n", name, dtype, step ? "train-step" : backward ? "forward+backward" : "forward",
+	       nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS, model_gpu_attention(g), copy_s);
 	printf("device: %s\n", dev);
 	model_gpu_close(g);
+	optim_free(&op);
 	model_free(&m);
 	free(ids);
 	free(lp);

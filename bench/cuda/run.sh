@@ -2,8 +2,10 @@
 # make bench-cuda: the GPU reference forward (grpo-score's logprobs) against
 # PyTorch + transformers' forward on the same batch, in one run: the peer's
 # 128 sequences (16 prompts x 8 samples, 144k tokens), their lengths drawn
-# by the peer's own generator so that both sides see the same batch. Prints
-# both figures and their ratio; asserts nothing.
+# by the peer's own generator so that both sides see the same batch; then
+# grpo-step's whole training step on the GPU on the same batch (and the
+# Qwen2.5-1.5B shape's, which the peer cannot fit) against the peer's step.
+# Prints the figures and their ratios; asserts nothing.
 #
 # Needs a GPU; the peer needs python3 with torch and transformers, and its
 # script, peer_torch_grpo.py, in $GRPO_SHARED/bench (default ../shared).
@@ -34,7 +36,11 @@ if [ -z "$BENCH_QUICK" ]; then   # the CUDA-core attention and fp32, for compari
 	"$bench" -d fp32 "$out/lengths.txt"
 fi
 "$bench" -d bf16 -s qwen3-0.6b "$out/lengths.txt"
-"$bench" -d bf16 -b "$out/lengths.txt" | tee "$out/ours-train.txt"
+"$bench" -d bf16 -b "$out/lengths.txt"
+# grpo-step's whole step on the GPU: forward, backward, gradient norm, AdamW, the copy back
+"$bench" -d bf16 -t "$out/lengths.txt" | tee "$out/ours-train.txt"
+# the Qwen2.5-1.5B shape, where the peer runs out of memory on an 80 GB GPU
+"$bench" -d bf16 -t -r 1 -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step failed" >&2
 
 peer="$shared/bench/peer_torch_grpo.py"
 if [ ! -f "$peer" ]; then
@@ -51,7 +57,7 @@ tps = float(ours["tokens_per_s"])
 used = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[1]).read())
 gib = int(used.group(1)) / 1024 if used else float("nan")
 tused = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[3]).read())
-print(f"training forward+backward: {float(train['tokens_per_s']):,.0f} tokens/s ({train['seconds']} s), "
+print(f"training step (forward, backward, AdamW, copy back): {float(train['tokens_per_s']):,.0f} tokens/s ({train['seconds']} s), "
       f"{int(tused.group(1)) / 1024 if tused else float('nan'):.1f} GiB in use on the device")
 print(f"reference forward, {peer['gpu']}, torch {peer['torch']}, transformers {peer['transformers']}:")
 print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%}), "
@@ -64,7 +70,8 @@ for k, v in peer.items():
     if isinstance(v, dict) and "train" in v:
         r = v["train"]
         print(f"  peer {k} training step (with AdamW): {r['tokens_per_s']:,} tokens/s, peak {r['peak_gib']} GiB"
-              f" -> our forward+backward {float(train['tokens_per_s']) / r['tokens_per_s']:.2f}x")
+              f" -> our training step {float(train['tokens_per_s']) / r['tokens_per_s']:.2f}x, "
+              f"memory {(int(tused.group(1)) / 1024 if tused else float('nan')) / r['peak_gib']:.2f}x")
     if isinstance(v, dict) and "error" in v:
         print(f"  peer {k}: failed: {v['error']}")
 PY

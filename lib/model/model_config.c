@@ -62,6 +62,10 @@ int model_config_preset(const char *name, struct model_config *c)
 		model_config_defaults(c, MODEL_QWEN2);
 		c->C = 896, c->I = 4864, c->L = 24, c->NH = 14, c->NKV = 2, c->HS = 64, c->V = 151936;
 		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 32768;
+	} else if (strcmp(name, "qwen2.5-1.5b") == 0) {
+		model_config_defaults(c, MODEL_QWEN2);
+		c->C = 1536, c->I = 8960, c->L = 28, c->NH = 12, c->NKV = 2, c->HS = 128, c->V = 151936;
+		c->bos_id = 151643, c->eos_ids[0] = 151645, c->n_eos = 1, c->max_pos = 32768;
 	} else if (strcmp(name, "qwen3-0.6b") == 0) {
 		model_config_defaults(c, MODEL_QWEN3);
 		c->C = 1024, c->I = 3072, c->L = 28, c->NH = 16, c->NKV = 8, c->HS = 128, c->V = 151936;

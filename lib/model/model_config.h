@@ -70,7 +70,7 @@ void model_config_defaults(struct model_config *c, enum model_family f);
  * "small" (qwen2, hidden 256, 4 layers, vocabulary 8192, for benchmarks) and
  * the shapes of real checkpoints. All tied. -1 for an unknown name.
  */
-#define MODEL_PRESETS "tiny, small, qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b"
+#define MODEL_PRESETS "tiny, small, qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, llama3.2-1b"
 int model_config_preset(const char *name, struct model_config *c);
 
 /* Append config.json (dtype "float32" or "bfloat16") to b. */
