@@ -187,10 +187,10 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	g->bf16 = dtype == GPU_BF16;
 	g->train = !!train;
 	g->tied = w->lm_head == w->embed;
-	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernel, to compare the two;
-	// training needs the log-sum-exp only that one keeps so far
+	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernels, forward and
+	// backward, to compare the two
 	const char *att = getenv("GRPO_CUDA_ATTENTION");
-	g->attention_mma = g->bf16 && !g->train && attention_mma_head_size_ok(s->HS) &&
+	g->attention_mma = g->bf16 && attention_mma_head_size_ok(s->HS) &&
 			   !(att && strcmp(att, "simple") == 0);
 	g->esize = g->bf16 ? 2 : 4;
 	g->maxT = maxT;
@@ -414,7 +414,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
 				       s->HS, s->eps, bf, st));
 		if (g->attention_mma)
-			LAUNCH(launch_attention_mma(att, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
+			LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 		else
 			LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
 		if (r2 != x)
@@ -484,7 +484,8 @@ static cudaError_t get(float *dst, const void *src, size_t n, int bf16)
 }
 
 int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
-		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen)
+		       int NKV, int HS, int bf16, int mma, float *out, float *lse_out, float *dqkv, char *msg,
+		       size_t msglen)
 {
 	if (mma && (!bf16 || dout || !attention_mma_head_size_ok(HS)))
 		return gpu_fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
@@ -509,9 +510,10 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	    (err = put(din, qkv, nin, bf16)) != cudaSuccess || (err = cudaMemset(dres, 0xff, nout * es)) != cudaSuccess ||
 	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess)
 		goto cuda_failed;
-	err = mma ? launch_attention_mma(dres, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
+	err = mma ? launch_attention_mma(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
 		  : launch_attention(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, bf16, 0);
-	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess)
+	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess ||
+	    (lse_out && (err = cudaMemcpy(lse_out, lse, (size_t)T * NH * 4, cudaMemcpyDeviceToHost)) != cudaSuccess))
 		goto cuda_failed;
 	if (dout) {
 		if ((err = cudaMalloc(&dg, nout * es)) != cudaSuccess || (err = cudaMalloc(&dgrad, nin * es)) != cudaSuccess ||
