@@ -487,8 +487,8 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 		       int NKV, int HS, int bf16, int mma, float *out, float *lse_out, float *dqkv, char *msg,
 		       size_t msglen)
 {
-	if (mma && (!bf16 || dout || !attention_mma_head_size_ok(HS)))
-		return gpu_fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
+	if (mma && (!bf16 || !attention_mma_head_size_ok(HS)))
+		return gpu_fail(msg, msglen, "the tensor-core kernels are bf16, for head sizes 64 and 128");
 	if (!mma && !attention_head_size_ok(HS))
 		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", HS, ATT_HEAD_SIZES);
 	size_t es = bf16 ? 2 : 4, nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
@@ -521,8 +521,10 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 		    (err = put(dg, dout, nout, bf16)) != cudaSuccess ||
 		    (err = cudaMemset(dgrad, 0xff, nin * es)) != cudaSuccess)
 			goto cuda_failed;
-		err = launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH, NKV,
-						HS, bf16, 0);
+		err = mma ? launch_attention_backward_mma(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T,
+							  NH, NKV, HS, 0)
+			  : launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH,
+						      NKV, HS, bf16, 0);
 		if (err != cudaSuccess || (err = get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
 			goto cuda_failed;
 	}

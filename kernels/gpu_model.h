@@ -108,8 +108,7 @@ const char *gpu_model_attention(const struct gpu_model *g);
  * as qkv; lse (T, NH), when not NULL, gets the forward's log-sum-exp of each
  * query's scaled scores. Host fp32 arrays, rounded to bf16 on the way in
  * when bf16 is set (the kernels' outputs come back as fp32). mma: the
- * tensor-core forward (bf16, head sizes 64 and 128, forward only), else the
- * CUDA-core kernels.
+ * tensor-core kernels (bf16, head sizes 64 and 128), else the CUDA-core ones.
  */
 int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
 		       int NKV, int HS, int bf16, int mma, float *out, float *lse, float *dqkv, char *msg,

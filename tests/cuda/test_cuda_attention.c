@@ -249,7 +249,7 @@ static void backward(int NH, int NKV, int HS)
 		reference(qkv, dout, T, lens, nseq, NH, NKV, HS, want, dwant);
 		char msg[256] = "";
 		/* the CUDA-core kernels, then (bf16, head sizes 64 and 128) the tensor-core ones */
-		for (int mma = 0; mma <= 0; mma++) {
+		for (int mma = 0; mma <= (bf16 && (HS == 64 || HS == 128)); mma++) {
 			const char *name = mma ? "bf16 tensor cores" : bf16 ? "bf16" : "fp32";
 			int r = gpu_attention_test(qkv, dout, T, lens, nseq, NH, NKV, HS, bf16, mma, got, NULL, dgot, msg,
 						   sizeof msg);
