@@ -12,54 +12,25 @@
 // exp2) runs on S's fragments in registers, and P becomes the A fragment of
 // the next product without leaving them. The thread layout of fragments is
 // PTX's: lane = 4 * gid + tig, a thread holds rows gid and gid + 8 and
-// columns 2 tig, 2 tig + 1 (+ 8 for the second half of k).
+// columns 2 tig, 2 tig + 1 (+ 8 for the second half of k). With lse not
+// NULL it also writes each query's log-sum-exp of its scaled scores, natural
+// log, as the CUDA-core kernel does: what the backward (attention_bwd_mma.cu)
+// recomputes the probabilities from.
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "layers.cuh"
-
-typedef __nv_bfloat16 bf16;
+#include "mma.cuh"
 
 #define MMA_BR 64   // queries per block (== ATT_TILE_Q)
 #define MMA_BC 64   // keys per tile
 static_assert(MMA_BR == ATT_TILE_Q, "a block serves one tile of the host's tile list");
 
-static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-		     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static __device__ __forceinline__ uint32_t ld32(const bf16 *p) { return *(const uint32_t *)p; }
-
-// Two bf16 in one register, lo in the low half (the lower k index).
-static __device__ __forceinline__ uint32_t pack2(bf16 lo, bf16 hi)
-{
-	return (uint32_t)__bfloat16_as_ushort(lo) | (uint32_t)__bfloat16_as_ushort(hi) << 16;
-}
-static __device__ __forceinline__ uint32_t pack2f(float lo, float hi)
-{
-	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-	return *(uint32_t *)&v;
-}
-
-static __device__ __forceinline__ float quad_max(float v)
-{
-	v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-	return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-static __device__ __forceinline__ float quad_sum(float v)
-{
-	v += __shfl_xor_sync(0xffffffffu, v, 1);
-	return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 template <int HS>
 __global__ void __launch_bounds__(128)
-attention_mma_kernel(bf16 *out, const bf16 *qkv, const struct att_tile *tiles, int NH, int NKV, float sl2)
+attention_mma_kernel(bf16 *out, float *lse, const bf16 *qkv, const struct att_tile *tiles, int NH, int NKV,
+		     float sl2)
 {
 	constexpr int LD = HS + 8, KS = HS / 16, NT = HS / 8, SN = MMA_BC / 8;
 	__shared__ __align__(16) bf16 ks[MMA_BC * LD], vs[MMA_BC * LD];
@@ -166,7 +137,14 @@ attention_mma_kernel(bf16 *out, const bf16 *qkv, const struct att_tile *tiles, i
 		}
 	}
 
-	float i0 = 1.0f / quad_sum(l0), i1 = 1.0f / quad_sum(l1);
+	float L0 = quad_sum(l0), L1 = quad_sum(l1), i0 = 1.0f / L0, i1 = 1.0f / L1;
+	if (lse && tig == 0) {   // m is the unscaled max: lse = m scale + log(sum exp((s - m) scale))
+		float scale = sl2 * 0.6931471805599453f;
+		if (r0 < nq)
+			lse[(size_t)(tile.start + tile.q0 + r0) * NH + h] = m0 * scale + logf(L0);
+		if (r1 < nq)
+			lse[(size_t)(tile.start + tile.q0 + r1) * NH + h] = m1 * scale + logf(L1);
+	}
 	bf16 *out0 = out + (size_t)(tile.start + tile.q0 + r0) * NH * HS + (size_t)h * HS + tig * 2;
 	bf16 *out1 = out0 + (size_t)8 * NH * HS;
 #pragma unroll
@@ -183,8 +161,8 @@ int attention_mma_head_size_ok(int HS)
 	return HS == 64 || HS == 128;
 }
 
-cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
-				 int NKV, int HS, cudaStream_t s)
+cudaError_t launch_attention_mma(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles,
+				 int NH, int NKV, int HS, cudaStream_t s)
 {
 	if (ntiles == 0)
 		return cudaSuccess;
@@ -194,10 +172,10 @@ cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_ti
 	float sl2 = 1.0f / sqrtf((float)HS) * 1.4426950408889634f;
 	switch (HS) {
 	case 64:
-		attention_mma_kernel<64><<<grid, 128, 0, s>>>((bf16 *)out, (const bf16 *)qkv, tiles, NH, NKV, sl2);
+		attention_mma_kernel<64><<<grid, 128, 0, s>>>((bf16 *)out, lse, (const bf16 *)qkv, tiles, NH, NKV, sl2);
 		break;
 	case 128:
-		attention_mma_kernel<128><<<grid, 128, 0, s>>>((bf16 *)out, (const bf16 *)qkv, tiles, NH, NKV, sl2);
+		attention_mma_kernel<128><<<grid, 128, 0, s>>>((bf16 *)out, lse, (const bf16 *)qkv, tiles, NH, NKV, sl2);
 		break;
 	default:
 		return cudaErrorInvalidValue;

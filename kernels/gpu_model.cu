@@ -187,10 +187,10 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	g->bf16 = dtype == GPU_BF16;
 	g->train = !!train;
 	g->tied = w->lm_head == w->embed;
-	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernel, to compare the two;
-	// training needs the log-sum-exp only that one keeps so far
+	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernels, forward and
+	// backward, to compare the two
 	const char *att = getenv("GRPO_CUDA_ATTENTION");
-	g->attention_mma = g->bf16 && !g->train && attention_mma_head_size_ok(s->HS) &&
+	g->attention_mma = g->bf16 && attention_mma_head_size_ok(s->HS) &&
 			   !(att && strcmp(att, "simple") == 0);
 	g->esize = g->bf16 ? 2 : 4;
 	g->maxT = maxT;
@@ -415,7 +415,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
 				       s->HS, s->eps, bf, st));
 		if (g->attention_mma)
-			LAUNCH(launch_attention_mma(att, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
+			LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 		else
 			LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
 		if (r2 != x)
@@ -485,10 +485,11 @@ static cudaError_t get(float *dst, const void *src, size_t n, int bf16)
 }
 
 int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
-		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen)
+		       int NKV, int HS, int bf16, int mma, float *out, float *lse_out, float *dqkv, char *msg,
+		       size_t msglen)
 {
-	if (mma && (!bf16 || dout || !attention_mma_head_size_ok(HS)))
-		return gpu_fail(msg, msglen, "the tensor-core kernel is a bf16 forward for head sizes 64 and 128");
+	if (mma && (!bf16 || !attention_mma_head_size_ok(HS)))
+		return gpu_fail(msg, msglen, "the tensor-core kernels are bf16, for head sizes 64 and 128");
 	if (!mma && !attention_head_size_ok(HS))
 		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", HS, ATT_HEAD_SIZES);
 	size_t es = bf16 ? 2 : 4, nin = (size_t)T * (NH + 2 * NKV) * HS, nout = (size_t)T * NH * HS;
@@ -510,9 +511,10 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	    (err = put(din, qkv, nin, bf16)) != cudaSuccess || (err = cudaMemset(dres, 0xff, nout * es)) != cudaSuccess ||
 	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess)
 		goto cuda_failed;
-	err = mma ? launch_attention_mma(dres, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
+	err = mma ? launch_attention_mma(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
 		  : launch_attention(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, bf16, 0);
-	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess)
+	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess ||
+	    (lse_out && (err = cudaMemcpy(lse_out, lse, (size_t)T * NH * 4, cudaMemcpyDeviceToHost)) != cudaSuccess))
 		goto cuda_failed;
 	if (dout) {
 		if ((err = cudaMalloc(&dg, nout * es)) != cudaSuccess || (err = cudaMalloc(&dgrad, nin * es)) != cudaSuccess ||
@@ -520,8 +522,10 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 		    (err = put(dg, dout, nout, bf16)) != cudaSuccess ||
 		    (err = cudaMemset(dgrad, 0xff, nin * es)) != cudaSuccess)
 			goto cuda_failed;
-		err = launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH, NKV,
-						HS, bf16, 0);
+		err = mma ? launch_attention_backward_mma(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T,
+							  NH, NKV, HS, 0)
+			  : launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH,
+						      NKV, HS, bf16, 0);
 		if (err != cudaSuccess || (err = get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
 			goto cuda_failed;
 	}

@@ -56,8 +56,7 @@ int gpu_count(char *msg, size_t msglen);
 
 /* Copy the weights to device 0 and size the activations for maxT tokens;
  * train: also keep every layer's activations and hold fp32 gradients, for
- * gpu_model_backward (attention then runs on CUDA cores, which keep the
- * log-sum-exp the backward needs). */
+ * gpu_model_backward (the forward then keeps attention's log-sum-exp). */
 int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
 		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, int train, char *msg,
 		     size_t msglen);
@@ -140,12 +139,14 @@ const char *gpu_model_attention(const struct gpu_model *g);
  * The attention kernels alone, for tests: qkv (T, (NH + 2 NKV) HS), laid
  * out q | k | v per token, sequences by seq_lens; writes out (T, NH HS).
  * With dout (T, NH HS) not NULL, the backward too, writing dqkv laid out
- * as qkv. Host fp32 arrays, rounded to bf16 on the way in when bf16 is set
- * (the kernels' outputs come back as fp32). mma: the tensor-core forward
- * (bf16, head sizes 64 and 128, forward only), else the CUDA-core kernels.
+ * as qkv; lse (T, NH), when not NULL, gets the forward's log-sum-exp of each
+ * query's scaled scores. Host fp32 arrays, rounded to bf16 on the way in
+ * when bf16 is set (the kernels' outputs come back as fp32). mma: the
+ * tensor-core kernels (bf16, head sizes 64 and 128), else the CUDA-core ones.
  */
 int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_t *seq_lens, int nseq, int NH,
-		       int NKV, int HS, int bf16, int mma, float *out, float *dqkv, char *msg, size_t msglen);
+		       int NKV, int HS, int bf16, int mma, float *out, float *lse, float *dqkv, char *msg,
+		       size_t msglen);
 
 #ifdef __cplusplus
 }

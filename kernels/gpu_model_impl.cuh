@@ -18,7 +18,7 @@
 struct gpu_model {
 	struct gpu_model_shape s;
 	int bf16, train, tied, maxT, chunk;
-	int attention_mma;   // bf16 attention on tensor cores (else the CUDA-core kernel)
+	int attention_mma;   // bf16 attention on tensor cores, forward and backward (else the CUDA-core kernels)
 	size_t esize;        // bytes of one weight or activation element
 	cudaStream_t stream;
 	struct matmul_ctx mm;

@@ -190,8 +190,12 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 			return -1;
 		if (g->bo)
 			LAUNCH(launch_colsum(g->g_bo + (size_t)l * C, g->dres, 0, T, C, st));
-		LAUNCH(launch_attention_backward(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles, g->ntiles, T, NH,
-						 NKV, HS, bf, st));
+		if (g->attention_mma)
+			LAUNCH(launch_attention_backward_mma(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles,
+							     g->ntiles, T, NH, NKV, HS, st));
+		else
+			LAUNCH(launch_attention_backward(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles, g->ntiles,
+							 T, NH, NKV, HS, bf, st));
 		LAUNCH(launch_qkv_prep_backward(g->dqkv, g->nq, g->nk, raw, g->bq ? g->bq + lq : NULL,
 						g->bk ? g->bk + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
 						g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, NH, NKV, HS,

@@ -51,10 +51,11 @@ int attention_head_size_ok(int HS);
 cudaError_t launch_attention(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles,
 			     int NH, int NKV, int HS, int bf16, cudaStream_t s);
 
-// The same in bf16 on tensor cores (attention_mma.cu), for head sizes 64 and 128.
+// The same in bf16 on tensor cores (attention_mma.cu), for head sizes 64 and
+// 128, lse included (when not NULL).
 int attention_mma_head_size_ok(int HS);
-cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_tile *tiles, int ntiles, int NH,
-				 int NKV, int HS, cudaStream_t s);
+cudaError_t launch_attention_mma(void *out, float *lse, const void *qkv, const struct att_tile *tiles, int ntiles,
+				 int NH, int NKV, int HS, cudaStream_t s);
 
 // The backward of launch_attention (attention_bwd.cu), deterministic and
 // without atomics: dqkv (T, (NH + 2 NKV) HS) act, laid out as qkv, gets dq,
@@ -63,5 +64,11 @@ cudaError_t launch_attention_mma(void *out, const void *qkv, const struct att_ti
 cudaError_t launch_attention_backward(void *dqkv, const void *dout, const void *out, const void *qkv,
 				      const float *lse, float *D, const struct att_tile *tiles, int ntiles, int T,
 				      int NH, int NKV, int HS, int bf16, cudaStream_t s);
+
+// The same in bf16 on tensor cores (attention_bwd_mma.cu), for head sizes 64
+// and 128: the backward of launch_attention_mma.
+cudaError_t launch_attention_backward_mma(void *dqkv, const void *dout, const void *out, const void *qkv,
+					  const float *lse, float *D, const struct att_tile *tiles, int ntiles, int T,
+					  int NH, int NKV, int HS, cudaStream_t s);
 
 #endif
