@@ -7,12 +7,15 @@
  *
  *  - fp32: two optimizer steps, with weight decay and clipping, over two
  *    ranks of two micro-batches (the ranks summed on the host, the sum put
- *    back) and over one rank (the gradient never leaves the GPU): the loss,
- *    the gradient norm, every weight and both AdamW moments within fp32
- *    rounding of the CPU's;
+ *    back) and over one rank (the gradient never leaves the GPU): the loss
+ *    and the gradient norm within fp32 rounding of the CPU's, AdamW's
+ *    moments to 1e-4, the update's direction to a cosine of 0.99999, and no
+ *    weight more than one step away (AdamW's steps are about lr whatever
+ *    the gradient's size, so a gradient at rounding level may go either
+ *    way: measured 4.5e-5 and 7.4e-5 of the largest weight on an H200);
  *  - bf16: the same steps within bf16 noise (loss and gradient norm to a
  *    percent, the weights' update in the same direction);
- *  - a step refused (NaN advantages) moves nothing on the GPU.
+ *  - a step refused for a NaN gradient moves nothing on the GPU.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -85,6 +88,14 @@ static double rel_diff(const float *a, const float *b, size_t n)
 		big = fabs(b[i]) > big ? fabs(b[i]) : big;
 	}
 	return worst / big;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+	double worst = 0;
+	for (size_t i = 0; i < n; i++)
+		worst = fmax(worst, fabs((double)a[i] - b[i]));
+	return worst;
 }
 
 /* The cosine of the two updates a - w0 and b - w0. */
@@ -175,7 +186,12 @@ static void family(const char *top, const char *fam)
 		}
 		double dw = rel_diff(gpu.m.w.mem, cpu.m.w.mem, n), dm = rel_diff(gpu.op.m, cpu.op.m, n);
 		double dv = rel_diff(gpu.op.v, cpu.op.v, n);
-		ok(dw <= 1e-5, "%s: weights after two steps within 1e-5 of the CPU's largest (%.2g)", fam, dw);
+		/* AdamW moves a weight by about lr whatever its gradient's size, so a
+		 * gradient at rounding level may move it either way: the worst
+		 * weight may differ by a step, the update as a whole may not */
+		double dabs = max_abs_diff(gpu.m.w.mem, cpu.m.w.mem, n);
+		ok(dabs <= 2e-3, "%s: no weight more than one step (lr 2e-3) from the CPU's (worst %.2g, %.2g of the largest)",
+		   fam, dabs, dw);
 		ok(dm <= 1e-4 && dv <= 1e-4, "%s: AdamW moments within 1e-4 of the CPU's (m %.2g, v %.2g)", fam, dm, dv);
 		ok(gpu.op.step == 2, "%s: the optimizer counted two steps", fam);
 		ok(update_cosine(gpu.m.w.mem, cpu.m.w.mem, w0.w.mem, n) > 0.99999, "%s: the same update", fam);
@@ -189,8 +205,9 @@ static void family(const char *top, const char *fam)
 	if (ok(train(&cpu1, dir, -1, mbs, 4, maxT) == 0 && train(&one, dir, 0, mbs, 4, maxT) == 0,
 	       "%s: one rank, on the CPU and the GPU", fam)) {
 		size_t n = cpu1.m.w.n;
-		double dw = rel_diff(one.m.w.mem, cpu1.m.w.mem, n);
-		ok(dw <= 1e-5, "%s: one rank: weights within 1e-5 of the CPU's (%.2g)", fam, dw);
+		double dabs = max_abs_diff(one.m.w.mem, cpu1.m.w.mem, n);
+		ok(dabs <= 2e-3 && update_cosine(one.m.w.mem, cpu1.m.w.mem, w0.w.mem, n) > 0.99999,
+		   "%s: one rank: the CPU's update (worst weight %.2g away)", fam, dabs);
 		ok(fabs(one.gnorm[0] - cpu1.gnorm[0]) <= 1e-4 * cpu1.gnorm[0], "%s: one rank: gradient norm %.9g vs %.9g",
 		   fam, one.gnorm[0], cpu1.gnorm[0]);
 		done(&one);
@@ -221,8 +238,6 @@ static void refused(const char *top)
 	snprintf(dir, sizeof dir, "%s/tests/data/hf/qwen2", top);
 	static const int p[] = { 3 }, r[] = { 20 };
 	struct microbatch mb = make_mb(0, 0, 1, p, r, 23, 320);
-	for (int t = 0; t < 23; t++)   /* a NaN gradient, unless the loss refuses it first */
-		mb.advantages[t] = NAN;
 	struct model m;
 	struct optim op;
 	struct optim_opts oo;
@@ -231,7 +246,10 @@ static void refused(const char *top)
 	loss_opts_default(&lo);
 	struct model_gpu *g = NULL;
 	struct err e = { "" };
-	if (model_load(&m, dir, &e) < 0 || optim_init(&op, &oo, m.w.n, &e) < 0 ||
+	int loaded = model_load(&m, dir, &e) == 0;
+	if (loaded)   /* an infinite final-norm weight: NaN logits, a NaN gradient (as on the CPU) */
+		m.w.norm[0] = INFINITY;
+	if (!loaded || optim_init(&op, &oo, m.w.n, &e) < 0 ||
 	    model_gpu_open_train(&g, &m, 23, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0) {
 		ok(0, "refused: set-up: %s", e.msg);
 		model_gpu_close(g);
@@ -244,7 +262,7 @@ static void refused(const char *top)
 	step_count(&mb, 1, &tot);
 	struct step_result res;
 	int rc = step_train(&m, g, &op, &lo, &tot, 1, &mb, 1, NULL, NULL, &res, &e);
-	ok(rc < 0, "a NaN advantage: the step is refused (%s)", e.msg);
+	ok(rc < 0, "a NaN gradient: the step is refused (%s)", e.msg);
 	ok(op.step == 0, "refused: no optimizer step counted");
 	struct err e2 = { "" };
 	ok(model_gpu_optim_get(g, &m, op.m, op.v, &e2) == 0 && memcmp(before, m.w.mem, m.w.n * sizeof *before) == 0,
