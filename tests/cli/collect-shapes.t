@@ -6,10 +6,17 @@
 plan 14
 D="$GRPO_TOP/tests/data/collect"
 
+# vllm-trl-old, vllm-echo and vllm-echo-score sample each prompt once: their
+# groups of one member are counted (group-integrity.t)
 for f in vllm-trl-ranked vllm-trl-old vllm-batch-prompts vllm-echo vllm-echo-score; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
-	is "$?:$(cat "$T/err"):$(grpo-cat --json "$T/$f.zst" | cmp - "$D/$f.expected" 2>&1)" "0::" \
-		"$f: imports silently, exactly $f.expected"
+	case $f in
+	vllm-trl-old | vllm-echo | vllm-echo-score)
+		w="grpo-collect: warning: 2 groups of one member (its advantage is always 0)" how="counting its groups of one member" ;;
+	*) w= how=silently ;;
+	esac
+	is "$?:$(cat "$T/err"):$(grpo-cat --json "$T/$f.zst" | cmp - "$D/$f.expected" 2>&1)" "0:$w:" \
+		"$f: imports $how, exactly $f.expected"
 done
 grep -q '"response_tokens":\[20,13,151645\],"logprobs":\[-1.5,-0.125,-0.0625\]' "$D/vllm-trl-ranked.expected"
 is "$?" 0 "TRL ranked lists: the sampled token's logprob is found by its id, not by its rank"
