@@ -4,7 +4,7 @@
 # every JSON view; 42 and "42" are different ids; a group's members are kept
 # together by the id given. rewards as a bare number is a list of one.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 8
 
 traj() { # traj SEQUENCE_ID GROUP_ID RESPONSE_TOKEN
 	printf '{"prompt_tokens":[1,2],"response_tokens":[%s],"logprobs":[-1],"sequence_id":%s,"group_id":%s}\n' "$3" "$1" "$2"
@@ -35,6 +35,9 @@ grpo-score --reward length --max-len 8 "$T/r.zst" > "$T/s.zst" 2> /dev/null &&
 is "$?:$(grpo-cat "$T/mb.zst" | grep -o '"sequence_ids":[^]]*],"group_ids":[^]]*]')" \
 	'0:"sequence_ids":["cmpl-8f3a-1","cmpl-8f3a-2",42,7,"42",8],"group_ids":["gsm8k-train-0042","gsm8k-train-0042","42","42",42,42]' \
 	"scored and packed, the micro-batch's sequence_ids and group_ids are the ids as given"
+is "$(grpo-cat "$T/mb.zst" | grep -o '"prompt_lens":.*"finish_reasons":[^]]*]')" \
+	'"prompt_lens":[2,2,2,2,2,2],"policy_versions":[2,2,2,2,2,2],"rewards":[0,0,0,0,0,0],"finish_reasons":[null,null,null,null,null,null]' \
+	"and per sequence, in the same order, its prompt length, policy version, combined reward and finish reason"
 is "$(grpo-cat --stats --json "$T/s.zst" | grep -o '"groups":[0-9]*')" '"groups":3' "grpo-cat --stats counts the three groups"
 
 # rewards written as one number (as a scalar reward is often written) is the
