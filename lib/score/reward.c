@@ -230,32 +230,44 @@ static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	return isfinite(*v);
 }
 
-/* The length of an arithmetic operator at s[j] ("+", "*", "x", "\times",
- * "×", ...), blanks, brackets, "$" and "%", all of which may stand between
- * the numbers of an expression; 0 at anything else. */
-static size_t expr_gap_at(const char *s, size_t n, size_t j)
+/* What may stand between the numbers of an expression. */
+enum gap { GAP_NONE, GAP_BLANK, GAP_OP, GAP_OPEN };
+
+/* The gap at s[j] and its length: blanks, "$", "%", closing brackets and
+ * LaTeX's \left, \right, \$ and \% (GAP_BLANK); an arithmetic operator ("+",
+ * "*", "x", "\times", "×", "−", ...: GAP_OP); an opening bracket (GAP_OPEN). */
+static enum gap gap_at(const char *s, size_t n, size_t j, size_t *len)
 {
-	static const char *const ops[] = { "\\times", "\\cdot", "\\div", "\\left", "\\right", "\\$", "\\%",
-					   "\xc3\x97" /* × */, "\xc3\xb7" /* ÷ */, "\xc2\xb7" /* · */,
-					   "\xe2\x88\x92" /* − */, "\xe2\x8b\x85" /* ⋅ */ };
-	if (j >= n)
-		return 0;
-	if (strchr(" \t+-*/x()[]{}$%^", s[j]) && s[j] != '\0')
-		return 1;
-	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-		size_t m = strlen(ops[k]);
-		if (j + m <= n && memcmp(s + j, ops[k], m) == 0)
-			return m;
-	}
-	return 0;
+	static const char *const ops[] = { "\\times", "\\cdot", "\\div", "\xc3\x97" /* × */,
+					   "\xc3\xb7" /* ÷ */, "\xc2\xb7" /* · */, "\xe2\x88\x92" /* − */,
+					   "\xe2\x8b\x85" /* ⋅ */ };
+	static const char *const blanks[] = { "\\left", "\\right", "\\$", "\\%" };
+	*len = 1;
+	if (j >= n || s[j] == '\0')
+		return GAP_NONE;
+	if (strchr(" \t$%)]}", s[j]))
+		return GAP_BLANK;
+	if (strchr("+-*/x^", s[j]))
+		return GAP_OP;
+	if (strchr("([{", s[j]))
+		return GAP_OPEN;
+	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+		if (j + (*len = strlen(ops[k])) <= n && memcmp(s + j, ops[k], *len) == 0)
+			return GAP_OP;
+	for (size_t k = 0; k < sizeof blanks / sizeof blanks[0]; k++)
+		if (j + (*len = strlen(blanks[k])) <= n && memcmp(s + j, blanks[k], *len) == 0)
+			return GAP_BLANK;
+	return GAP_NONE;
 }
 
 /*
  * The answer written at or after s[from]: the first value, or, when that
  * value begins an expression that equals something ("9 * 2 = 18",
- * "12/20 x 100% = 60%"), the value after its last '='. So "The answer is
- * 9 * 2 = 18." is 18, while "The answer is 18. Check: 9 * 2 = 18" stops at
- * the sentence's end and "18 (since 9 = 9)" at the word.
+ * "12/20 x 100% = 60%", "2 * (3 + 4) = 14"), the value after its last '='.
+ * The expression ends at anything else: so "The answer is 9 * 2 = 18." is
+ * 18, while "The answer is 18. Check: 9 * 2 = 18" stops at the sentence's
+ * end, "18 (since 9 = 9)" at the word, and "18 (= 9 * 2)" at the bracket,
+ * which opens an aside rather than a term when no operator precedes it.
  */
 static int answer_at(const char *s, size_t n, size_t from, double *v)
 {
@@ -266,9 +278,21 @@ static int answer_at(const char *s, size_t n, size_t from, double *v)
 		for (;;) {
 			size_t j = end, m;
 			double w;
-			while ((m = expr_gap_at(s, n, j)) || (m = sep_at(s, n, j)) ||
-			       (value_at(s, n, j, &w, &m) && (m -= j, 1)))
-				j += m;
+			int op = 0;
+			for (;;) {
+				enum gap g = gap_at(s, n, j, &m);
+				if (g == GAP_OPEN && !op)
+					break;
+				if (g != GAP_NONE) {
+					op |= g == GAP_OP;
+					j += m;
+				} else if (value_at(s, n, j, &w, &m)) {
+					op = 0;
+					j = m;
+				} else {
+					break;
+				}
+			}
 			if (j >= n || s[j] != '=')
 				return 1;
 			j = skip_blank(s, n, j + 1);

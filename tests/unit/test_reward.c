@@ -61,6 +61,12 @@ static void gsm8k_cases(void)
 		{ "\\boxed{20 - 2 = 18}", "#### 18", 1 },
 		{ "The answer is 18. Check: 16 - 3 - 4 = 9.", "#### 18", 1 },
 		{ "The answer is 18 (since 9 = 9)", "#### 18", 1 },
+		{ "The answer is 18 (= 9 * 2).", "#### 18", 1 },
+		{ "The answer is 5 (5 = 2 + 3).", "#### 5", 1 },
+		{ "The answer is 2 * (3 + 4) = 14.", "#### 14", 1 },
+		{ "The answer is (16 - 3 - 4) * 2 = 18.", "#### 18", 1 },
+		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 18", 1 },
+		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 9", 0 },
 		{ "The answer is 18\n9 = 9", "#### 18", 1 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
