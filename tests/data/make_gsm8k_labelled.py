@@ -18,6 +18,12 @@
 # the check, not the check. Replace it with real labelled samples when any
 # exist.
 #
+# Not in the set: a response whose only statement of the answer is followed
+# by other numbers with no marker ("####", \boxed{}, "The answer is") to
+# find it by, which the reward's last-number rule cannot read (the reference
+# solutions' own final sentences are kept as they are, and a few are such);
+# answers spelled in words; a response cut off after its answer was written.
+#
 # Each line: {"id", "source" (the test.jsonl line, from 1), "style",
 # "label" ("correct" or "incorrect"), "answer" (the "#### N" line of the
 # GSM8K answer, all the reward reads of it), "response"}.
@@ -131,6 +137,15 @@ def end_minerva(s, ctx):
     return ctx["cot"] + "\nFinal Answer: The final answer is $" + s + "$. I hope it is correct."
 
 
+def end_xml(s, ctx):
+    """The layout GRPO recipes ask for (willccbb's grpo_demo.py, open-r1)."""
+    return "<reasoning>\n" + ctx["cot"] + "\n</reasoning>\n<answer>\n" + s + "\n</answer>"
+
+
+def end_answer_plain(s, ctx):
+    return ctx["cot"] + "\nAnswer: " + s
+
+
 def end_units(s, ctx):
     return ctx["cot"] + "\nTherefore, the total comes to " + s + "."
 
@@ -140,7 +155,8 @@ SPECIAL = {"thousands-hash", "thousands-boxed", "thousands-latex-boxed", "thousa
 
 ENDINGS = {"hash": end_hash, "boxed": end_boxed, "qwen-boxed": end_qwen, "r1-boxed": end_r1,
            "answer-is": end_answer_is, "answer-is-colon": end_answer_colon, "bold-answer": end_bold,
-           "minerva": end_minerva, "final-sentence-units": end_units}
+           "minerva": end_minerva, "final-sentence-units": end_units, "xml-answer": end_xml,
+           "answer-plain": end_answer_plain}
 
 
 def correct(p):
@@ -158,6 +174,8 @@ def correct(p):
         ("answer-is-bold", ctx["cot"] + "\nSo the answer is **" + n + "**."),
         ("bold-answer", end_bold(with_unit(n, u) if u in ("$", "%") else n, ctx)),
         ("minerva", end_minerva(n, ctx)),
+        ("xml-answer", end_xml(n, ctx)),
+        ("answer-plain", end_answer_plain(with_unit(n, u) if u == "$" else n, ctx)),
         ("final-sentence-units", end_units(with_unit(n, u), ctx)),
         ("restate-after-answer",
          end_answer_is(n, ctx) + "\n\nTo check: " + "; ".join(ctx["checks"]) + "."),
