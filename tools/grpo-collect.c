@@ -221,9 +221,10 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 	return r;
 }
 
-/* Group integrity (groupset.h): a group_id split across inputs always (its
- * parts are scored apart: a fault of the inputs), groups of one member with
- * -v (n = 1 is a legitimate request, though useless to GRPO); the ids with -v. */
+/* Group integrity (groupset.h): groups of one member (no baseline: GRPO
+ * learns nothing from them) and group_ids split across inputs (each part is
+ * scored apart), counted always, the ids with -v. Neither is an error: n = 1
+ * is a legitimate request, and the scorer handles both. */
 static int report_groups(const struct groupset *s, int verbose)
 {
 	static const char *what[] = { "of one member (its advantage is always 0)",
@@ -233,7 +234,7 @@ static int report_groups(const struct groupset *s, int verbose)
 		const char **ids;
 		size_t n;
 		struct err e;
-		if (count[k] == 0 || (k == 0 && !verbose))
+		if (count[k] == 0)
 			continue;
 		fprintf(stderr, "%s: warning: %llu %s %s\n", prog, (unsigned long long)count[k],
 			k ? (count[k] == 1 ? "group_id" : "group_ids") : (count[k] == 1 ? "group" : "groups"), what[k]);

@@ -172,6 +172,7 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	                r->totals.tokens, r->totals.mbs);
 	x |= buf_printf(b, ",\"masked_truncated\":%.0f,\"masked_truncated_tokens\":%.0f,\"weights\":%s", cut->seqs,
 	                cut->tokens, weights ? "true" : "false");
+	x |= buf_printf(b, ",\"sequences_without_sampler_logprobs\":%.0f", r->no_sampler_seqs);
 	x |= buf_printf(b, ",\"tokens_per_s\":%.6g,\"peak_rss_bytes\":%lld",
 	                total_s > 0 ? r->tokens / total_s : 0, (long long)ru.ru_maxrss * 1024);
 	/* the GPU model allocates once, so what it holds is its peak */

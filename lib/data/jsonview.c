@@ -673,6 +673,24 @@ static int get_str(const cJSON *v, const char *what, char **out, struct err *e)
 	return 0;
 }
 
+/* rewards: one per reward function; a bare number (a scalar reward, as
+ * most trainers write it) is a list of one. */
+static int get_rewards(const cJSON *v, struct traj *t, struct err *e)
+{
+	if (!cJSON_IsNumber(v))
+		return json_get_f32_array(v, "rewards", &t->rewards, &t->n_rewards, e);
+	float *a = malloc(sizeof *a);
+	if (!a)
+		return err_set(e, "out of memory");
+	if (get_f32(v, "rewards", &a[0], e) < 0) {
+		free(a);
+		return -1;
+	}
+	t->rewards = a;
+	t->n_rewards = 1;
+	return 0;
+}
+
 /* successes: one per reward function; a bare number or boolean (files
  * written before per-function successes) is a one-element list, dropped
  * unless there is one reward function. */
@@ -769,7 +787,7 @@ int json_parse_traj(const cJSON *o, struct traj *t, struct err *e)
 				goto fail;
 			}
 		}
-		if (rew && json_get_f32_array(rew, "rewards", &t->rewards, &t->n_rewards, e) < 0)
+		if (rew && get_rewards(rew, t, e) < 0)
 			goto fail;
 		if ((v = cJSON_GetObjectItemCaseSensitive(o, "reward_names")) && !cJSON_IsNull(v)) {
 			uint32_t k = 0;

@@ -109,27 +109,49 @@ static int dig(const char *s, size_t n, size_t i)
 	return i < n && s[i] >= '0' && s[i] <= '9';
 }
 
+/* The length of a thousands separator at s[j] followed by exactly three
+ * digits: "," (1,000), LaTeX's "{,}" (1{,}000) or thin space "\," (1\,000);
+ * 0 when none. */
+static size_t sep_at(const char *s, size_t n, size_t j)
+{
+	size_t m = 0;
+	if (j < n && s[j] == ',')
+		m = 1;
+	else if (j + 2 < n && memcmp(s + j, "{,}", 3) == 0)
+		m = 3;
+	else if (j + 1 < n && memcmp(s + j, "\\,", 2) == 0)
+		m = 2;
+	if (m && dig(s, n, j + m) && dig(s, n, j + m + 1) && dig(s, n, j + m + 2) && !dig(s, n, j + m + 3))
+		return m;
+	return 0;
+}
+
 /*
  * A number starting at s[i]: an optional '-' (a sign only where no letter
- * or digit precedes it, so "16-3" is 16 and 3), digits with "," thousands
- * separators (a comma followed by exactly three digits), an optional
- * decimal part. 1 with *v and *end; 0 when none starts at i.
+ * or digit precedes it, so "16-3" is 16 and 3), digits with thousands
+ * separators (sep_at), an optional decimal part. 1 with *v and *end; 0 when
+ * none starts at i.
  */
 static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
 	char b[80];
-	size_t k = 0, j = i;
+	size_t k = 0, j = i, m;
 	if (j < n && s[j] == '-' && (j == 0 || !isalnum((unsigned char)s[j - 1]))) {
 		b[k++] = '-';
 		j++;
 	}
 	if (!dig(s, n, j) && !(j < n && s[j] == '.' && dig(s, n, j + 1)))
 		return 0;
-	while (dig(s, n, j) || (j < n && s[j] == ',' && dig(s, n, j + 1) && dig(s, n, j + 2) &&
-				dig(s, n, j + 3) && !dig(s, n, j + 4))) {
-		if (s[j] != ',' && k < sizeof b - 2)
-			b[k++] = s[j];
-		j++;
+	for (;;) {
+		if (dig(s, n, j)) {
+			if (k < sizeof b - 2)
+				b[k++] = s[j];
+			j++;
+		} else if (j > i && dig(s, n, j - 1) && (m = sep_at(s, n, j))) {
+			j += m;
+		} else {
+			break;
+		}
 	}
 	if (j < n && s[j] == '.' && dig(s, n, j + 1)) {
 		if (k < sizeof b - 2)
@@ -144,13 +166,143 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	return isfinite(*v);
 }
 
-/* The first number at or after s[from]. */
-static int num_first(const char *s, size_t n, size_t from, double *v)
+static size_t skip_blank(const char *s, size_t n, size_t j)
+{
+	while (j < n && (s[j] == ' ' || s[j] == '\t'))
+		j++;
+	return j;
+}
+
+/* The length of "\frac{", "\dfrac{" or "\tfrac{" at s[j], else 0. */
+static size_t frac_at(const char *s, size_t n, size_t j)
+{
+	static const char *const f[] = { "\\frac{", "\\dfrac{", "\\tfrac{" };
+	for (size_t k = 0; k < 3; k++) {
+		size_t m = strlen(f[k]);
+		if (j + m <= n && memcmp(s + j, f[k], m) == 0)
+			return m;
+	}
+	return 0;
+}
+
+/* \frac{A}{B} at s[i] (or \dfrac, \tfrac) with numbers A and B: A / B. */
+static int latex_frac_at(const char *s, size_t n, size_t i, double *v, size_t *end)
+{
+	size_t j = i + frac_at(s, n, i), e;
+	double a, b;
+	if (j == i || !num_at(s, n, skip_blank(s, n, j), &a, &e))
+		return 0;
+	j = skip_blank(s, n, e);
+	if (j + 1 >= n || s[j] != '}' || s[j + 1] != '{' || !num_at(s, n, skip_blank(s, n, j + 2), &b, &e))
+		return 0;
+	j = skip_blank(s, n, e);
+	if (j >= n || s[j] != '}' || b == 0)
+		return 0;
+	*v = a / b;
+	*end = j + 1;
+	return 1;
+}
+
+/*
+ * A value starting at s[i], as an answer is written: a number, a fraction
+ * "A/B" or "\frac{A}{B}", or a mixed number "4\frac{1}{2}". An answer of
+ * 18 that is written "\frac{18}{4}" is 4.5, not 18.
+ */
+static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
+{
+	double a, b;
+	size_t e, j;
+	if (latex_frac_at(s, n, i, v, end))
+		return 1;
+	if (!num_at(s, n, i, &a, &e))
+		return 0;
+	*v = a;
+	*end = e;
+	j = skip_blank(s, n, e);
+	if (latex_frac_at(s, n, j, &b, &j) && a == (double)(long long)a && b >= 0) {
+		*v = a < 0 || (a == 0 && s[i] == '-') ? a - b : a + b;
+		*end = j;
+	} else if (j < n && s[j] == '/' && dig(s, n, skip_blank(s, n, j + 1)) &&
+		   num_at(s, n, skip_blank(s, n, j + 1), &b, &j) && b != 0) {
+		*v = a / b;
+		*end = j;
+	}
+	return isfinite(*v);
+}
+
+/* What may stand between the numbers of an expression. */
+enum gap { GAP_NONE, GAP_BLANK, GAP_OP, GAP_OPEN };
+
+/* The gap at s[j] and its length: blanks, "$", "%", closing brackets and
+ * LaTeX's \left, \right, \$ and \% (GAP_BLANK); an arithmetic operator ("+",
+ * "*", "x", "\times", "×", "−", ...: GAP_OP); an opening bracket (GAP_OPEN). */
+static enum gap gap_at(const char *s, size_t n, size_t j, size_t *len)
+{
+	static const char *const ops[] = { "\\times", "\\cdot", "\\div", "\xc3\x97" /* × */,
+					   "\xc3\xb7" /* ÷ */, "\xc2\xb7" /* · */, "\xe2\x88\x92" /* − */,
+					   "\xe2\x8b\x85" /* ⋅ */ };
+	static const char *const blanks[] = { "\\left", "\\right", "\\$", "\\%" };
+	*len = 1;
+	if (j >= n || s[j] == '\0')
+		return GAP_NONE;
+	if (strchr(" \t$%)]}", s[j]))
+		return GAP_BLANK;
+	if (strchr("+-*/x^", s[j]))
+		return GAP_OP;
+	if (strchr("([{", s[j]))
+		return GAP_OPEN;
+	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+		if (j + (*len = strlen(ops[k])) <= n && memcmp(s + j, ops[k], *len) == 0)
+			return GAP_OP;
+	for (size_t k = 0; k < sizeof blanks / sizeof blanks[0]; k++)
+		if (j + (*len = strlen(blanks[k])) <= n && memcmp(s + j, blanks[k], *len) == 0)
+			return GAP_BLANK;
+	return GAP_NONE;
+}
+
+/*
+ * The answer written at or after s[from]: the first value, or, when that
+ * value begins an expression that equals something ("9 * 2 = 18",
+ * "12/20 x 100% = 60%", "2 * (3 + 4) = 14"), the value after its last '='.
+ * The expression ends at anything else: so "The answer is 9 * 2 = 18." is
+ * 18, while "The answer is 18. Check: 9 * 2 = 18" stops at the sentence's
+ * end, "18 (since 9 = 9)" at the word, and "18 (= 9 * 2)" at the bracket,
+ * which opens an aside rather than a term when no operator precedes it.
+ */
+static int answer_at(const char *s, size_t n, size_t from, double *v)
 {
 	size_t end;
-	for (size_t i = from; i < n; i++)
-		if (num_at(s, n, i, v, &end))
-			return 1;
+	for (size_t i = from; i < n; i++) {
+		if (!value_at(s, n, i, v, &end))
+			continue;
+		for (;;) {
+			size_t j = end, m;
+			double w;
+			int op = 0;
+			for (;;) {
+				enum gap g = gap_at(s, n, j, &m);
+				if (g == GAP_OPEN && !op)
+					break;
+				if (g != GAP_NONE) {
+					op |= g == GAP_OP;
+					j += m;
+				} else if (value_at(s, n, j, &w, &m)) {
+					op = 0;
+					j = m;
+				} else {
+					break;
+				}
+			}
+			if (j >= n || s[j] != '=')
+				return 1;
+			j = skip_blank(s, n, j + 1);
+			while (j < n && (s[j] == '$' || s[j] == '\\') && !frac_at(s, n, j))
+				j += s[j] == '\\' && j + 1 < n && s[j + 1] == '$' ? 2 : 1;
+			if (!value_at(s, n, j, &w, &end))
+				return 1;
+			*v = w;
+		}
+	}
 	return 0;
 }
 
@@ -219,13 +371,13 @@ int reward_last_boxed(const char *text, size_t n, size_t *at, size_t *len)
 int reward_gsm8k_extract(const char *text, size_t n, double *v)
 {
 	const char *p = rfind(text, n, "####");
-	if (p && num_first(text, n, (size_t)(p - text) + 4, v))
+	if (p && answer_at(text, n, (size_t)(p - text) + 4, v))
 		return 1;
 	size_t at, len;
-	if (reward_last_boxed(text, n, &at, &len) && num_first(text, at + len, at, v))
+	if (reward_last_boxed(text, n, &at, &len) && answer_at(text, at + len, at, v))
 		return 1;
 	p = rfind_ci(text, n, "the answer is");
-	if (p && num_first(text, n, (size_t)(p - text) + 13, v))
+	if (p && answer_at(text, n, (size_t)(p - text) + 13, v))
 		return 1;
 	return num_last(text, n, v);
 }
@@ -235,7 +387,7 @@ int reward_gsm8k_answer(const char *answer, double *v)
 	size_t n = strlen(answer), i = 0, end;
 	const char *p = strstr(answer, "####");
 	if (p)
-		return num_first(answer, n, (size_t)(p - answer) + 4, v);
+		return answer_at(answer, n, (size_t)(p - answer) + 4, v);
 	while (i < n && isspace((unsigned char)answer[i]))
 		i++;
 	if (i < n && answer[i] == '$')

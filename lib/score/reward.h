@@ -14,10 +14,17 @@
  *           answer is" (any case), else the last number of the response.
  *           The reference answer is the number after "####" in the answer,
  *           or the answer itself when it is a bare number. Numbers are read
- *           after dropping thousands separators ("1,000"), a leading "$",
- *           a trailing "%" or "." and any words after the number, so "18.00",
- *           "$18" and "18 dollars" all equal 18; compared as values (relative
- *           tolerance 1e-9). An answer with no number scores 0.
+ *           after dropping thousands separators ("1,000", and LaTeX's
+ *           "1{,}000" and "1\,000"), a leading "$", a trailing "%" or "."
+ *           and any words after the number, so "18.00", "$18" and "18
+ *           dollars" all equal 18; compared as values (relative tolerance
+ *           1e-9). After "####", in \boxed{} and after "The answer is", a
+ *           fraction is its value ("\frac{18}{4}", "18/4" and "4\frac{1}{2}"
+ *           are 4.5) and an answer written as an equation is its result
+ *           ("9 * 2 = 18" is 18; a word or a sentence's end after the first
+ *           number ends the answer there). An answer with no number scores
+ *           0. Checked against tests/data/gsm8k-labelled.jsonl
+ *           (test_gsm8k_labelled), a stand-in for labels by people.
  *   boxed   1 when the content of the response's last \boxed{} (braces
  *           matched) equals the answer's (its last \boxed{} if it has one,
  *           else the whole answer) once all whitespace is removed.

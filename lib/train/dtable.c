@@ -79,10 +79,12 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 			}
 		if (s >= mb->n_seqs && n == 0)
 			continue;   /* padding */
+		/* no sampler logprobs: empty cells, never the zeros that stand in for them */
+		int miss = mb->logprobs_missing && s < mb->n_seqs && mb->logprobs_missing[s];
 		x |= buf_printf(b, "seq\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
 		x |= ids(b, mb, s);
 		x |= buf_printf(b, "\t\t%u\t%u\t\t\t%.6g\t", len, n, adv);
-		if (n)
+		if (n && !miss)
 			x |= buf_printf(b, "%.6f\t", sa / n);
 		else
 			x |= buf_printf(b, "\t");
@@ -107,10 +109,14 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 				x |= buf_printf(b, "\t\t%.6f\t\t\t0\n", t == start ? 0.0 : logprob[t]);
 				continue;
 			}
-			double r = exp((double)logprob[t] - mb->inference_logprobs[t]);
+			/* the ratio at the step's start; 1 without sampler logprobs (step.c) */
+			double r = miss ? 1.0 : exp((double)logprob[t] - mb->inference_logprobs[t]);
 			double A = mb->advantages[t];
 			int clipped = (r < 1.0 - o->clip_low && A < 0) || (r > 1.0 + o->clip_high && A > 0);
-			x |= buf_printf(b, "%.6f\t", mb->inference_logprobs[t]);
+			if (miss)
+				x |= buf_printf(b, "\t");
+			else
+				x |= buf_printf(b, "%.6f\t", mb->inference_logprobs[t]);
 			if (mb->ref_logprobs)
 				x |= buf_printf(b, "%.6f\t", mb->ref_logprobs[t]);
 			else

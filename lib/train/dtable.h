@@ -11,7 +11,8 @@
  * logprobs, the ratio exp(trainer − sampler), whether PPO's clip cuts it
  * (as the clip_low/clip_high metrics count) and the loss mask. The trainer's
  * logprobs are those at the step's start. A missing value (no reference, a
- * prompt token) is empty.
+ * prompt token, a sequence whose sampler gave no logprobs) is empty; such a
+ * sequence's ratio is 1, as the step takes it (step.c).
  */
 #ifndef GRPO_DTABLE_H
 #define GRPO_DTABLE_H

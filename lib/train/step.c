@@ -189,23 +189,62 @@ struct mbctx {
 	const struct step_observer *obs;
 	float *lp, *ent, *dlp, *dent;
 	float **old;   /* (n) with a TIS cap: each micro-batch's ℓ at the step's start */
+	float **fill;  /* (n) when a micro-batch has sequences without sampler logprobs:
+	                  its inference_logprobs with theirs replaced by ℓ at the step's start */
 	struct step_result *r;
 };
+
+/* 1 when some real sequence of mb has no sampler logprobs. */
+static int has_missing(const struct microbatch *mb)
+{
+	for (uint32_t s = 0; mb->logprobs_missing && s < mb->n_seqs; s++)
+		if (mb->logprobs_missing[s])
+			return 1;
+	return 0;
+}
+
+/*
+ * A sequence whose sampler gave no logprobs (grpo-collect
+ * --allow-missing-logprobs) holds zeros in inference_logprobs, which mean
+ * nothing. Its ℓ_old (and ℓ_behav, for TIS) is taken as the policy's own
+ * logprob at the step's start instead, the on-policy assumption TRL makes
+ * with one iteration: its ratio starts at 1 and its TIS weight is 1. Called
+ * in the first epoch, with c->lp that epoch's forward.
+ */
+static int fill_missing(struct mbctx *c, size_t i, const struct microbatch *mb, struct err *e)
+{
+	if (!(c->fill[i] = malloc((size_t)mb->n_tokens * sizeof(float))))
+		return err_set(e, "out of memory");
+	memcpy(c->fill[i], mb->inference_logprobs, (size_t)mb->n_tokens * sizeof(float));
+	uint32_t start = 0;
+	for (uint32_t s = 0; s < mb->n_seqs && s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
+		if (!mb->logprobs_missing[s])
+			continue;
+		for (uint32_t t = start; t < start + mb->seq_lens[s] && t < mb->n_tokens; t++)
+			c->fill[i][t] = mb->loss_mask[t] ? c->lp[t] : 0;
+		c->r->no_sampler_seqs++;
+	}
+	return 0;
+}
 
 static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb, struct loss_stats *st,
                   struct err *e)
 {
 	int T = (int)mb->n_tokens;
 	double t0 = now();
-	if (c->gpu ? model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e)
-	           : model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens,
-	                           (int)mb->n_seq_lens, mb->temperatures, c->lp, c->ent, e) < 0)
+	if ((c->gpu ? model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e)
+	            : model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens,
+	                            (int)mb->n_seq_lens, mb->temperatures, c->lp, c->ent, e)) < 0)
 		return -1;
 	double t1 = now();
 	if (ep == 0 && c->obs && c->obs->mb && c->obs->mb(c->obs->ctx, mb, c->lp, e) < 0)
 		return -1;
 	struct loss_input in;
 	loss_input_from_mb(&in, mb);
+	if (ep == 0 && c->fill && has_missing(mb) && fill_missing(c, i, mb, e) < 0)
+		return -1;
+	if (c->fill && c->fill[i])
+		in.old = c->fill[i];
 	if (c->old) {
 		if (ep == 0) {
 			if (!(c->old[i] = malloc((size_t)T * sizeof(float))))
@@ -216,8 +255,8 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 		in.old = c->old[i];
 	}
 	int use_ent = c->lo->entropy_coef != 0;
-	const float *dent = use_ent ? c->dent : NULL;
-	if (loss_mb(c->lo, c->tot, &in, c->lp, c->ent, c->dlp, use_ent ? c->dent : NULL, st, e) < 0 ||
+	float *dent = use_ent ? c->dent : NULL;
+	if (loss_mb(c->lo, c->tot, &in, c->lp, c->ent, c->dlp, dent, st, e) < 0 ||
 	    (c->gpu ? model_gpu_backward(c->gpu, c->dlp, dent, e) : model_backward(c->m, c->dlp, dent, e)) < 0)
 		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
 	c->r->fwd_s += t1 - t0;
@@ -270,12 +309,17 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 	}
 	size_t ng = m->w.n;
 	float *sum = on_host ? malloc(ng * sizeof *sum) : NULL;
-	struct mbctx c = { m, gpu, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, r };
+	struct mbctx c = { m, gpu, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, NULL, r };
 	c.lp = malloc((size_t)maxT * sizeof *c.lp), c.ent = malloc((size_t)maxT * sizeof *c.ent);
 	c.dlp = malloc((size_t)maxT * sizeof *c.dlp), c.dent = malloc((size_t)maxT * sizeof *c.dent);
 	c.old = lo->tis_cap > 0 ? calloc(n ? n : 1, sizeof *c.old) : NULL;
+	int missing = 0;
+	for (size_t i = 0; i < n && !missing; i++)
+		missing = has_missing(&mbs[i]);
+	c.fill = missing ? calloc(n, sizeof *c.fill) : NULL;
 	int rc = 0;
-	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || (on_host && !sum))
+	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || (missing && !c.fill) ||
+	    (on_host && !sum))
 		rc = err_set(e, "out of memory for a step of %zu micro-batches", n);
 
 	for (int ep = 0; ep < epochs && rc == 0; ep++) {
@@ -350,6 +394,10 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 		for (size_t i = 0; i < n; i++)
 			free(c.old[i]);
 	free(c.old);
+	if (c.fill)
+		for (size_t i = 0; i < n; i++)
+			free(c.fill[i]);
+	free(c.fill);
 	free(c.lp);
 	free(c.ent);
 	free(c.dlp);

@@ -81,6 +81,9 @@ struct step_result {
 	struct optim_result opt;       /* the last optimizer step's */
 	struct loss_totals totals;
 	double tokens;                 /* tokens forwarded (padding included), all epochs */
+	double no_sampler_seqs;        /* sequences trained whose sampler gave no logprobs
+	                                  (logprobs_missing): their ℓ_old was the policy's
+	                                  own at the step's start */
 	double fwd_s, bwd_s, opt_s;    /* seconds */
 	int epochs;
 };

@@ -21,7 +21,8 @@ grpo-collect: $T/in.jsonl:3: trajectory 0: rewards[0] is Infinity, not a finite 
 grpo-collect: $T/in.jsonl:4: trajectory 0: ref_logprobs[0] is NaN, not a finite number
 grpo-collect: $T/in.jsonl:5: trajectory 0: advantages is Infinity, not a finite number
 grpo-collect: $T/in.jsonl:6: trajectory 0: ref_logprobs[0] is -Infinity, not a finite number
-grpo-collect: $T/in.jsonl: skipped 5 of 7 lines" "each bad line is named by FILE:LINE and its field"
+grpo-collect: $T/in.jsonl: skipped 5 of 7 lines
+grpo-collect: warning: 2 groups of one member (its advantage is always 0)" "each bad line is named by FILE:LINE and its field"
 grpo-collect -o "$T/sp/rollouts" --step 0 "$T/in.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(ls "$T/sp/rollouts/step_0/rank_0" 2>/dev/null)" \
 	"1:grpo-collect: $T/in.jsonl:2: advantages is NaN or null, not a finite number:" \

@@ -1,7 +1,6 @@
 #!/bin/sh
 # Group integrity: groups of one member and a group_id split across inputs,
-# reported by grpo-collect (split always, both with their ids under -v) and by
-# grpo-cat --stats (counts, ids with -v).
+# reported by grpo-collect and by grpo-cat --stats (counts always, ids with -v).
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 7
 
@@ -13,8 +12,9 @@ lone() { printf '{"group_id":%s,"prompt_tokens":[1],"response_tokens":[%s],"logp
 grpo-collect --step 0 "$T/c.jsonl" > "$T/c.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:" "whole groups of two: silent"
 grpo-collect --step 0 "$T/a.jsonl" "$T/b.jsonl" > "$T/ab.zst" 2> "$T/err"
-is "$?:$(cat "$T/err")" "0:grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)" \
-	"a group_id split across inputs is reported, by count"
+is "$?:$(cat "$T/err")" "0:grpo-collect: warning: 3 groups of one member (its advantage is always 0)
+grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)" \
+	"groups of one member and a group_id split across inputs are reported, by count"
 grpo-collect -v --step 0 "$T/a.jsonl" "$T/b.jsonl" 2>&1 > /dev/null | grep -v ' lines (' > "$T/err"
 is "$(cat "$T/err")" "grpo-collect: warning: 3 groups of one member (its advantage is always 0)
 grpo-collect: groups of one member: 5 9

@@ -46,6 +46,28 @@ static void gsm8k_cases(void)
 		{ "1,2 and 3", "#### 3", 1 },
 		{ "it is 18.", "18.", 1 },
 		{ "it is 18 apples", "18 apples", 0 },
+		/* separators LaTeX writes, fractions, answers written as equations */
+		{ "\\boxed{1{,}000}", "#### 1,000", 1 },
+		{ "She has $65\\,960 left.", "#### 65960", 1 },
+		{ "\\boxed{\\frac{18}{4}}", "#### 18", 0 },
+		{ "\\boxed{\\dfrac{36}{2}}", "#### 18", 1 },
+		{ "The answer is 9/2.", "#### 9", 0 },
+		{ "The answer is 4\\frac{1}{2}.", "#### 4.5", 1 },
+		{ "So the answer is 9 * 2 = 18.", "#### 18", 1 },
+		{ "So the answer is 9 * 2 = 18.", "#### 9", 0 },
+		{ "The answer is $9 \\times \\$2 = \\$18$.", "#### 18", 1 },
+		{ "The answer is 12/20 x 100% = 60%.", "#### 60", 1 },
+		{ "#### 16-3-4=9", "#### 9", 1 },
+		{ "\\boxed{20 - 2 = 18}", "#### 18", 1 },
+		{ "The answer is 18. Check: 16 - 3 - 4 = 9.", "#### 18", 1 },
+		{ "The answer is 18 (since 9 = 9)", "#### 18", 1 },
+		{ "The answer is 18 (= 9 * 2).", "#### 18", 1 },
+		{ "The answer is 5 (5 = 2 + 3).", "#### 5", 1 },
+		{ "The answer is 2 * (3 + 4) = 14.", "#### 14", 1 },
+		{ "The answer is (16 - 3 - 4) * 2 = 18.", "#### 18", 1 },
+		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 18", 1 },
+		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 9", 0 },
+		{ "The answer is 18\n9 = 9", "#### 18", 1 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
 		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);

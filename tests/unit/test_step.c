@@ -389,6 +389,60 @@ static void truncated_totals(void)
 		mb_free(&mbs[i]), mb_free(&kept[i]);
 }
 
+/* The observer's copy of the trainer's logprobs at the step's start. */
+static float start_lp[64];
+static int keep_lp(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e)
+{
+	memcpy(start_lp, logprob, mb->n_tokens * sizeof *logprob);
+	return 0;
+}
+
+/* Sequences whose sampler gave no logprobs (logprobs_missing, their
+ * inference_logprobs 0): the ratio is taken against the policy's own
+ * logprobs at the step's start, never against the zeros, so the step equals
+ * one whose sampler logprobs were the trainer's; counted in the result. */
+static void missing_logprobs(void)
+{
+	int a[] = { 0, 1, 2 };
+	for (int tis = 0; tis < 2; tis++) {
+		struct microbatch miss = make_mb(a, 3, 48, 1), same = make_mb(a, 3, 48, 1);
+		miss.logprobs_missing = calloc(3, 1);
+		miss.logprobs_missing[1] = 1;
+		uint32_t s1 = miss.seq_lens[0], e1 = s1 + miss.seq_lens[1];
+		for (uint32_t t = s1; t < e1; t++)
+			miss.inference_logprobs[t] = 0;
+		struct loss_opts lo;
+		loss_opts_default(&lo);
+		lo.tis_cap = tis ? 2.0f : 0.0f;
+		struct step_observer obs = { keep_lp, NULL, NULL };
+		struct step_result r1, r2;
+		struct model m1, m2;
+		struct optim o1, o2;
+		struct optim_opts oo;
+		optim_opts_default(&oo);
+		struct err e = { "" };
+		struct loss_totals tot = { 0, 0, 0 };
+		step_count(&miss, 1, &tot);
+		tiny(&m1), tiny(&m2);
+		optim_init(&o1, &oo, m1.w.n, &e), optim_init(&o2, &oo, m2.w.n, &e);
+		int rc = step_train(&m1, NULL, &o1, &lo, &tot, 2, &miss, 1, &obs, NULL, &r1, &e);
+		for (uint32_t t = s1; t < e1; t++)
+			same.inference_logprobs[t] = same.loss_mask[t] ? start_lp[t] : 0;
+		rc |= step_train(&m2, NULL, &o2, &lo, &tot, 2, &same, 1, NULL, NULL, &r2, &e);
+		double worst = 0;
+		for (size_t i = 0; i < m1.g.n; i++)
+			worst = fmax(worst, fabs((double)m1.g.mem[i] - m2.g.mem[i]));
+		ok(rc == 0 && r1.first.loss == r2.first.loss && r1.last.loss == r2.last.loss && worst == 0 &&
+		   r1.first.ratio_min == r2.first.ratio_min && r1.first.ratio_max == r2.first.ratio_max,
+		   "%s: a sequence without sampler logprobs trains as if the sampler were the policy at the "
+		   "step's start (loss %.9g, %.9g; worst gradient difference %g)%s%s",
+		   tis ? "TIS" : "no TIS", r1.first.loss, r2.first.loss, worst, rc ? ": " : "", rc ? e.msg : "");
+		is_int(r1.no_sampler_seqs, 1, "%s: the step counts it", tis ? "TIS" : "no TIS");
+		optim_free(&o1), optim_free(&o2), model_free(&m1), model_free(&m2);
+		mb_free(&miss), mb_free(&same);
+	}
+}
+
 int main(void)
 {
 	model_set_threads(1);
@@ -396,5 +450,6 @@ int main(void)
 	repacking();
 	checkpoints();
 	truncated_totals();
+	missing_logprobs();
 	return tap_done();
 }
