@@ -18,6 +18,11 @@
  * the JSON holds both values at every position. Under the sanitizers it
  * is skipped: test_model_hf runs the same code at small sizes there.
  *
+ * Cost, on one core of the development machine: about 35 s for
+ * qwen2-wide and 140 s for qwen3-wide (16 heads of 128: its attention over
+ * 4200 positions is most of it), so qwen3-wide runs only with
+ * GRPO_TEST_SLOW=1 and is reported as skipped otherwise.
+ *
  * Tolerance 1e-4 absolute: the model is float32 throughout; over 4200
  * positions of attention and 512 logits its logprobs of about −6.2 carry
  * a few 1e-6 of rounding. A wrong rotary angle, head layout or bias moves
@@ -179,7 +184,11 @@ int main(void)
 	         top ? top : ".", dir);
 	if (ok(system(cmd) == 0, "make_wide.sh: grpo-init writes the two models")) {
 		check(dir, "qwen2-wide", x, &w);
-		check(dir, "qwen3-wide", x, &w);
+		if (getenv("GRPO_TEST_SLOW"))
+			check(dir, "qwen3-wide", x, &w);
+		else
+			skip("qwen3-wide: about 140 s of CPU (16 heads of 128 over 4200 positions); "
+			     "GRPO_TEST_SLOW=1 runs it");
 	}
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
