@@ -8,7 +8,10 @@
 #
 # test_model_wide runs it into a temporary directory; make_wide_expected.py
 # reads what it wrote on the machine with PyTorch. grpo-init is taken from
-# $GRPO_BIN when set, else from PATH.
+# $GRPO_BIN when set, else from PATH. Where grpo-tools cannot be built (the
+# GPU machine has no libcjson-dev), a grpo-init built elsewhere runs with its
+# libcjson.so.1 beside it:
+#   LD_LIBRARY_PATH=DIR GRPO_BIN=DIR sh tests/data/hf/make_wide.sh /tmp/wide
 set -e
 [ $# -eq 1 ] || { echo "usage: sh make_wide.sh DIR" >&2; exit 2; }
 init=${GRPO_BIN:+$GRPO_BIN/}grpo-init

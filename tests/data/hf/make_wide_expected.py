@@ -63,7 +63,9 @@ def main():
         with torch.no_grad():
             for s in seqs:
                 ids = torch.tensor([s["ids"]], device=dev)
-                logits = m(input_ids=ids).logits[0]
+                # the head applied here, in float64, whatever dtype the model's forward gives its logits
+                hidden = m.model(input_ids=ids).last_hidden_state[0]
+                logits = hidden @ m.lm_head.weight.T
                 assert logits.dtype == torch.float64 and logits.shape == (len(s["ids"]), 512), f"{d}: logits {logits.shape}"
                 pos = torch.tensor(s["positions"], device=dev)
                 tok = ids[0, pos]
