@@ -7,6 +7,14 @@
 #                            it loads with no missing, unexpected or mismatched
 #                            tensor, and writes expected.json and grad.safetensors
 # Both outputs are committed; test_model_hf compares the C model with them.
+# Beside them, the same way (here, then there), two more fixtures:
+#   python3 make_step_input.py > step-input.jsonl      a scored step for the tiny models
+#   python3 make_step_expected.py step-input.jsonl qwen2 qwen3
+#                            one grpo-step in PyTorch: FAMILY/step-expected.json,
+#                            for tests/cli/step-parity.t
+#   sh make_wide.sh DIR; python3 make_wide_expected.py DIR wide-expected.json
+#                            real-width models (not committed: made again by
+#                            the test) past 4000 positions, for test_model_wide
 set -e
 cd "$(dirname "$0")"
 [ "$1" = models ] || { echo "usage: sh make.sh models" >&2; exit 2; }
