@@ -69,6 +69,14 @@ static int init_curl(struct err *e)
 
 /* ---- requests ---- */
 
+/* --seed for one prompt: the seed plus the prompt's place, so each prompt
+ * has its own stream (vLLM's "seed", SGLang's "sampling_seed"), within the
+ * integers a JSON double holds exactly. */
+static double request_seed(const struct server_opts *o, const struct server_prompt *p)
+{
+	return (double)((o->seed + p->place) & ((1ull << 53) - 1));
+}
+
 static char *request_body(const struct server_opts *o, const struct server_prompt *p)
 {
 	cJSON *r = cJSON_CreateObject(), *prompt, *params = r;
@@ -87,6 +95,8 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		if (o->top_k > 0)
 			cJSON_AddNumberToObject(params, "top_k", o->top_k);
 		cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
+		if (o->have_seed)
+			cJSON_AddNumberToObject(params, "sampling_seed", request_seed(o, p));
 		cJSON_AddBoolToObject(r, "return_logprob", 1);
 		/* from 0 the response holds the prompt's ids; with ids sent, it need not */
 		cJSON_AddNumberToObject(r, "logprob_start_len", p->tokens ? -1 : 0);
@@ -104,7 +114,7 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		if (o->api == SERVER_VLLM)
 			cJSON_AddBoolToObject(r, "return_token_ids", 1);
 		if (o->have_seed)
-			cJSON_AddNumberToObject(r, "seed", (double)((o->seed + p->place) & ((1ull << 53) - 1)));
+			cJSON_AddNumberToObject(r, "seed", request_seed(o, p));
 	}
 	char *s = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 30
+plan 31
 
 S="$T/server"
 fake_server "$S"
@@ -65,6 +65,13 @@ is "$?:$(cat "$T/err"):$(groups "$T/c"):$(grpo-cat --json $(visible "$T/c") | cm
 grep '"path": "/generate"' "$S/log" > "$T/req"
 is "$(grep -c '"text": "2+2=".*"logprob_start_len": 0' "$T/req"):$(grep -c '"input_ids": \[8, 9\].*"logprob_start_len": -1' "$T/req"):$(grep -c '"sampling_params": {"n": 3, "temperature": 0.5' "$T/req")" \
 	"1:1:2" "sglang: /generate with sampling_params.n, return_logprob, logprob_start_len 0 for text"
+
+# --seed: each prompt's own seed, vLLM's "seed" and SGLang's "sampling_params.sampling_seed"
+prompts "$T/ps.jsonl" "seedA" "seedB"
+grpo-collect --server "$URL" --api sglang --prompts "$T/ps.jsonl" -n 2 --seed 9 -o "$T/cs/rollouts" 2> /dev/null &&
+	grpo-collect --server "$URL" --api vllm --prompts "$T/ps.jsonl" -n 2 --seed 9 -o "$T/cv/rollouts" 2> /dev/null
+is "$?:$(grep '"path": "/generate"' "$S/log" | grep -c '"text": "seedA".*"sampling_seed": 9[,}]'):$(grep '"path": "/generate"' "$S/log" | grep -c '"text": "seedB".*"sampling_seed": 10[,}]'):$(grep '"path": "/v1/completions"' "$S/log" | grep -c '"prompt": "seedB".*"seed": 10')" \
+	"0:1:1:1" "--seed 9: sglang sampling_seed and vllm seed 9 and 10, one per prompt"
 
 # --- retries -----------------------------------------------------------------
 prompts "$T/p3.jsonl" "r500" "rslow" "rmix"
