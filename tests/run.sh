@@ -10,6 +10,9 @@ export GRPO_BIN="$top/$BUILD/bin"
 export GRPO_BUILD="$BUILD"
 export GRPO_SHARED="${GRPO_SHARED:-$top/../shared}"
 export PATH="$GRPO_BIN:$PATH"
+# the CPU unless a test asks for the GPU (--device cuda): the tests' expected
+# values are the C model's, and a GPU machine would otherwise take bf16
+export GRPO_DEVICE="${GRPO_DEVICE:-cpu}"
 if [ $# -gt 0 ]; then
 	for t; do
 		shift

@@ -287,6 +287,12 @@ int cli_word(const char *opt, const char *arg, const char *const *words)
 	cli_bad_value(opt, w, arg);
 }
 
+int cli_env_word(const char *var, const char *const *words, int dflt)
+{
+	const char *v = getenv(var);
+	return v && *v ? cli_word(var, v, words) : dflt;
+}
+
 /*
  * Exactly, in integers: "1.1K" is 1100 bytes, where a double would make it
  * 1100.0000000000002; a size that is not a whole number of bytes is refused.

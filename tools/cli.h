@@ -65,6 +65,9 @@ void cli_bad_value(const char *opt, const char *expected, const char *arg) __att
  * index is the value.
  */
 int cli_word(const char *opt, const char *arg, const char *const *words);
+/* The same for an environment variable that gives an option its default
+ * (GRPO_DEVICE for --device): dflt when it is unset or empty. */
+int cli_env_word(const char *var, const char *const *words, int dflt);
 
 /* Integers: min..max; 0..max; 1..max. */
 long long cli_int(const char *opt, const char *arg, long long min, long long max);

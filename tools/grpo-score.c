@@ -124,6 +124,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	};
 	struct err e;
 	int c, len_given = 0;
+	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
 	o->success_threshold = 1;

@@ -407,6 +407,7 @@ int main(int argc, char **argv)
 	int c;
 	double d;
 	prog = cli_init(argv[0], usage);
+	a.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_BATCHES: a.batches = optarg; break;

@@ -1,10 +1,10 @@
 #!/bin/sh
-# grpo-step --device and --precision: word values checked; --device cuda
+# grpo-step --device and --precision: word values checked (GRPO_DEVICE too); --device cuda
 # without a GPU exits 69 saying why and publishes nothing; on a GPU, one step
 # there equals the same step on the CPU (fp32: loss and gradient norm to
 # 1e-5 relative; bf16: to a percent), and the metrics say where it ran.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 12
+plan 13
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -14,6 +14,9 @@ grpo-pack -T 64 -W 1 -o "$T/b" "$T/groups.zst" || exit 1
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/px" --device tpu 2> "$T/err"
 is $? 2 "--device tpu: usage error"
 grep -q -- "--device: expected one of auto, cpu, cuda, got 'tpu'" "$T/err"; ok $? "naming the words"
+GRPO_DEVICE=tpu grpo-step --model "$T/model" --batches "$T/b" -o "$T/px" 2> "$T/err"
+is "$?:$(cat "$T/err")" "2:grpo-step: GRPO_DEVICE: expected one of auto, cpu, cuda, got 'tpu'" \
+	"GRPO_DEVICE, --device's default, is checked as the option is"
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/px" --precision fp16 2> /dev/null
 is $? 2 "--precision fp16: usage error"
 
