@@ -334,3 +334,18 @@ int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *versi
 		return err_set(e, "%s: path too long", dir);
 	return 0;
 }
+
+int rollout_policy_at(const char *dir, int64_t version, char *out, size_t outsz, struct err *e)
+{
+	if (has_config(dir)) {
+		if (version != 0)
+			return err_set(e, "%s is a model directory (policy version 0), not a policy queue with a step_%lld",
+				       dir, (long long)version);
+		if (snprintf(out, outsz, "%s", dir) >= (int)outsz)
+			return err_set(e, "%s: path too long", dir);
+		return 0;
+	}
+	if (snprintf(out, outsz, "%s/step_%lld", dir, (long long)version) >= (int)outsz)
+		return err_set(e, "%s: path too long", dir);
+	return has_config(out) ? 0 : 1;
+}
