@@ -491,6 +491,10 @@ int collect_answers_load(struct collect_answers *a, const char *path, struct err
 			n--;
 		if (n == 0)
 			continue;
+		if (json_check_text(line, n, e) < 0) {
+			r = err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
+			break;
+		}
 		cJSON *o = cJSON_ParseWithLength(line, n);
 		const cJSON *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
 		const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/lineio.h"
+#include "data/jsonview.h"
 
 void rollout_prompt_free(struct rollout_prompt *p)
 {
@@ -74,6 +75,8 @@ static int prompt_parse(const char *line, size_t n, const struct tokenizer *tok,
 {
 	memset(p, 0, sizeof *p);
 	p->place = place;
+	if (json_check_text(line, n, e) < 0)
+		return -1;
 	cJSON *o = cJSON_ParseWithLength(line, n);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);

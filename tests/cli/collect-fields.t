@@ -5,7 +5,7 @@
 # that would be changed silently (issue 10 item 10: a \u0000 cut the string,
 # merging group ids; bytes that are not UTF-8 were stored raw).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 6
+plan 7
 
 tr='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1],"reward_names":["r"]'
 printf '%s\n' "{$tr,\"rewards\":[1],\"advantages\":0.5,\"group_id\":1}" \
@@ -42,4 +42,9 @@ grpo-collect: $T/text.jsonl: skipped 3 of 4 lines" "a \\u0000 in a string and by
 pat=$(printf '"group_id":"a\\\\u0000b \303\251"')
 grpo-cat "$T/out.zst" | grep -qF "$pat"
 is "$?" 0 "an escaped backslash before u0000, and UTF-8 text, kept exactly"
+printf '{"index":0,"answer":"5%sy"}\n' "$(printf '\377')" > "$T/answers.jsonl"
+echo "{\"group_id\":1,\"trajectories\":[{$t0}]}" > "$T/one.jsonl"
+grpo-collect --step 0 -a "$T/answers.jsonl" "$T/one.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/answers.jsonl:1: byte 23 is not UTF-8 (JSON text is UTF-8; it would be stored raw)" \
+	"and so are they in an answers file (-a)"
 
