@@ -141,8 +141,9 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 /*
  * Before any rename: the parts of this input already in the rank directory
  * (a re-run) must be the parts this run made, byte for byte. Otherwise the
- * input was split another way (another --max-groups), and publishing the
- * missing names would publish some groups twice, so nothing is published.
+ * input was split another way (another --max-groups) or its groups made
+ * otherwise (another -t or -a), and publishing the missing names would
+ * publish some groups twice, so nothing is published.
  */
 static int check_existing(struct spool_out *so, size_t made, uint64_t hash, struct err *e)
 {
@@ -163,8 +164,9 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 			r = -1;
 		else if (!same)
 			r = err_set(e, "%s/%s: this input was published already, split otherwise (another "
-				    "--max-groups); nothing published, as that would publish groups twice "
-				    "(re-run with the first run's --max-groups)", so[0].dir, names[i]);
+				    "--max-groups) or made otherwise (another -t or -a); nothing published, as that "
+				    "would publish groups twice (re-run with the first run's options)", so[0].dir,
+				    names[i]);
 	}
 	fsys_free_names(names, n);
 	return r < 0 ? -1 : 0;
