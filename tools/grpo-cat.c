@@ -462,6 +462,14 @@ static int from_json(char **files, int nfiles, const char *output)
 			}
 			record_free(&rec);
 		}
+		/* a read error (a directory, EIO) is not the end of the input */
+		if (rc == 0 && ferror(in)) {
+			if (errno == EISDIR)
+				fprintf(stderr, "%s: %s: is a directory, not a file of lines\n", prog, name);
+			else
+				fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			rc = 1;
+		}
 		if (in != stdin)
 			fclose(in);
 	}
