@@ -53,11 +53,12 @@
  * directory flushed: base/tempfile.h), so a crash leaves one of them:
  *
  *   ROW                 cursor_load: nothing pending; sample from ROW
- *   ROW + batch         cursor_save: sampled, perhaps partly published
+ *   ROW + batch         cursor_save: sampled (a model's: started), perhaps
+ *                       partly published
  *   NEXT                cursor_advance: published
  *
- * A run that finds a batch publishes it and advances, asking the server
- * nothing: publishing is idempotent (the names come from the answers, a name
+ * A run that finds a batch publishes it (a model's sampled again from its
+ * checkpoint) and advances, asking the server nothing: publishing is idempotent (the names come from the answers, a name
  * is published once), so publishing again what a killed run published in
  * part publishes only the rest. Every write goes through base/fsys.h, so
  * GRPO_FSYS_CRASH_AT stops a test between any two of them.
@@ -75,7 +76,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 
-/* A batch of answers sampled and not known to be published. */
+/* A batch sampled (from a model: started) and not known to be published. */
 struct cursor_batch {
 	uint64_t from;            /* the first row sampled */
 	uint64_t prompts;         /* rows from `from` on, wrapping round the file */
