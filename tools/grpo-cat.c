@@ -31,7 +31,6 @@
 #include "data/spoolin.h"
 #include "spool/spool.h"
 #include "base/tempfile.h"
-#include "base/unicode.h"
 #include "model/tokenizer.h"
 
 #include "cli.h"
@@ -395,28 +394,6 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }
 
-/*
- * What cJSON would change silently in a line: a NUL, raw or as \u0000, cuts
- * its string there, and bytes that are not UTF-8 would be stored raw. Both
- * are refused, naming the line: 0, or -1 with the message in e.
- */
-static int check_text(const char *line, size_t n, struct err *e)
-{
-	size_t bad = uni_utf8_check((const unsigned char *)line, n);
-	if (bad < n)
-		return err_set(e, "byte %zu is not UTF-8 (JSON text is UTF-8; it would be stored raw)", bad + 1);
-	if (memchr(line, 0, n))
-		return err_set(e, "a NUL byte (strings would be cut there)");
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (line[i] != '\\')
-			continue;
-		if (line[i + 1] == 'u' && i + 6 <= n && memcmp(line + i + 2, "0000", 4) == 0)
-			return err_set(e, "a NUL character (\\u0000) in a string is not supported (it would be cut there)");
-		i++;   /* the escaped character, a backslash included */
-	}
-	return 0;
-}
-
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
 static int from_json(char **files, int nfiles, const char *output)
 {
@@ -467,7 +444,7 @@ static int from_json(char **files, int nfiles, const char *output)
 			if (strspn(line, " \t\r\n") == (size_t)n)
 				continue;
 			struct record rec;
-			if (check_text(line, (size_t)n, &e) < 0) {
+			if (json_check_text(line, (size_t)n, &e) < 0) {
 				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
 				rc = 1;
 				break;
@@ -484,6 +461,14 @@ static int from_json(char **files, int nfiles, const char *output)
 				rc = 1;
 			}
 			record_free(&rec);
+		}
+		/* a read error (a directory, EIO) is not the end of the input */
+		if (rc == 0 && ferror(in)) {
+			if (errno == EISDIR)
+				fprintf(stderr, "%s: %s: is a directory, not a file of lines\n", prog, name);
+			else
+				fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			rc = 1;
 		}
 		if (in != stdin)
 			fclose(in);

@@ -141,8 +141,9 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 /*
  * Before any rename: the parts of this input already in the rank directory
  * (a re-run) must be the parts this run made, byte for byte. Otherwise the
- * input was split another way (another --max-groups), and publishing the
- * missing names would publish some groups twice, so nothing is published.
+ * input was split another way (another --max-groups) or its groups made
+ * otherwise (another -t or -a), and publishing the missing names would
+ * publish some groups twice, so nothing is published.
  */
 static int check_existing(struct spool_out *so, size_t made, uint64_t hash, struct err *e)
 {
@@ -163,8 +164,9 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 			r = -1;
 		else if (!same)
 			r = err_set(e, "%s/%s: this input was published already, split otherwise (another "
-				    "--max-groups); nothing published, as that would publish groups twice "
-				    "(re-run with the first run's --max-groups)", so[0].dir, names[i]);
+				    "--max-groups) or made otherwise (another -t or -a); nothing published, as that "
+				    "would publish groups twice (re-run with the first run's options)", so[0].dir,
+				    names[i]);
 	}
 	fsys_free_names(names, n);
 	return r < 0 ? -1 : 0;
@@ -264,10 +266,25 @@ struct gen_opts {
 	enum chat_format chat;
 };
 
-/* --cursor: where this run starts, unless --offset says (collect/cursor.h). */
-static int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, struct err *e)
+/*
+ * --cursor: locked for the whole run, so that two runs never start at the
+ * same row (*lock_fd holds the lock: close it at the end), then read: where
+ * this run starts, unless --offset says (collect/cursor.h). 0, 1 with the
+ * lock held by another run (e says so: exit 75), -1 error.
+ */
+static int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, int *lock_fd, struct err *e)
 {
-	if (cursor_load(c, g->cursor, e) < 0)
+	long holder;
+	int r = cursor_lock(g->cursor, lock_fd, &holder, e);
+	if (r == 1) {
+		char who[32] = "";
+		if (holder > 0)
+			snprintf(who, sizeof who, " (pid %ld)", holder);
+		err_set(e, "%s: another grpo-collect%s is running with this cursor (it holds %s.lock): nothing done; "
+			"try again later", g->cursor, who, g->cursor);
+		return 1;
+	}
+	if (r < 0 || cursor_load(c, g->cursor, e) < 0)
 		return -1;
 	if (!g->have_offset)
 		*offset = (long long)c->row;
@@ -287,10 +304,60 @@ static int emit_groups(const struct opts *o, struct held *h, uint64_t hash, cons
 }
 
 /*
+ * A batch from a model that a run stopped before it advanced the cursor: the
+ * checkpoint it was started from, under g->model, with its version (and the
+ * step published into, rows and count) in place of the newest. 0, -1 with e
+ * set.
+ */
+static int started_batch(struct opts *o, const struct gen_opts *g, const struct cursor *cur, char *dir, size_t dirsz,
+			 int64_t *version, long long *offset, long long *count, struct err *e)
+{
+	const struct cursor_batch *b = &cur->batch;
+	int64_t asked = o->step;
+	if (!b->model)
+		return err_set(e, "%s holds prompts sampled through a server and perhaps published in part: run the "
+			       "grpo-collect --server command that sampled them again to finish them", g->cursor);
+	if (cursor_check_target(cur, o->queue, o->rank, o->max_groups, o->have_step ? &asked : NULL, e) < 0)
+		return -1;
+	int r = rollout_policy_at(g->model, b->policy_version, dir, dirsz, e);
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		return err_set(e, "%s holds %llu prompts from row %llu, started from %s (policy version %lld) and "
+			       "perhaps published in part, but %s is gone (no config.json): they cannot be sampled again "
+			       "as they were; bring the checkpoint back and run again, or write %llu alone into %s to pass "
+			       "over those not yet published", cur->path, (unsigned long long)b->prompts,
+			       (unsigned long long)b->from, b->model, (long long)b->policy_version, dir,
+			       (unsigned long long)b->next, cur->path);
+	*version = b->policy_version;
+	o->step = b->step;
+	*offset = (long long)b->from;
+	*count = (long long)b->prompts;
+	return 0;
+}
+
+/* The batch about to be sampled, kept in the cursor (collect/cursor.h). */
+static int start_batch(struct cursor *cur, const struct opts *o, const char *dir, int64_t version, uint64_t names,
+		       long long batch, uint64_t from, int n, uint64_t next, struct err *e)
+{
+	struct cursor_batch b = { .from = from, .prompts = (uint64_t)n, .next = next, .policy_version = version,
+				  .rank = o->rank, .max_groups = o->max_groups, .names = names, .batch = batch,
+				  .step = o->step };
+	if (!(b.model = strdup(dir)) || (o->queue && !(b.output = strdup(o->queue)))) {
+		cursor_batch_free(&b);
+		return err_set(e, "out of memory");
+	}
+	return cursor_save(cur, &b, e);
+}
+
+/*
  * Sample G responses to each prompt taken from --prompts and publish them as
  * the importer publishes its groups. The parts are named from everything that
  * decides their bytes (policy version, sampling options and the prompts'
- * tokens), so a re-run after a crash publishes nothing twice.
+ * tokens), so a re-run after a crash publishes nothing twice. With --cursor
+ * the batch is kept in it before it is sampled, with the checkpoint it is
+ * sampled from, and a run that finds it there samples it again from that
+ * checkpoint (not the newest), publishes it and stops.
  */
 static int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 {
@@ -302,22 +369,29 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	struct rollout_prompt *ps = NULL;
 	struct held held = { 0 };
 	struct cursor cur = { 0 };
-	int n = 0, status = 1;
+	int n = 0, status = 1, lock_fd = -1;
 	uint64_t rows;
-	long long offset = g->offset;
+	long long offset = g->offset, count = g->count;
 	struct progress pg;
 	progress_init(&pg, prog, STDERR_FILENO);
-	if (rollout_policy_find(g->model, dir, sizeof dir, &version, &e) < 0 || model_load(&m, dir, &e) < 0)
-		goto fail;
-	if (!o->have_step)
-		o->step = version;
-	if (g->cursor && open_cursor(g, &cur, &offset, &e) < 0)
-		goto fail;
-	if (cur.pending) {
-		err_set(&e, "%s holds prompts sampled through a server and perhaps published in part: run the "
-		        "grpo-collect --server command that sampled them again to finish them", g->cursor);
-		goto fail;
+	if (g->cursor) {
+		int r = open_cursor(g, &cur, &offset, &lock_fd, &e);
+		if (r != 0) {
+			status = r > 0 ? 75 : 1;
+			goto fail;
+		}
 	}
+	if (cur.pending) {
+		if (started_batch(o, g, &cur, dir, sizeof dir, &version, &offset, &count, &e) < 0)
+			goto fail;
+	} else {
+		if (rollout_policy_find(g->model, dir, sizeof dir, &version, &e) < 0)
+			goto fail;
+		if (!o->have_step)
+			o->step = version;
+	}
+	if (model_load(&m, dir, &e) < 0)
+		goto fail;
 	const char *tfile = g->tokenizer;
 	if (!tfile && snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir) < (int)sizeof tpath &&
 	    access(tpath, R_OK) == 0)
@@ -325,7 +399,7 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	if (tfile && !(tok = tok_load(tfile, &e)))
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
-	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
+	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
 		goto fail;
 	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
 	                         .max_tokens = (int)g->max_tokens, .stop_ids = m.cfg.eos_ids,
@@ -336,36 +410,35 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	hash = collect_hash(hash, knobs, sizeof knobs);
 	hash = collect_hash(hash, reals, sizeof reals);
 	hash = collect_hash(hash, &g->seed, sizeof g->seed);
+	for (int i = 0; i < n; i++) {
+		hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
+		hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
+	}
+	uint64_t from = (uint64_t)offset % rows, next = ((uint64_t)offset + (uint64_t)n) % rows;
+	int finishing = cur.pending;
+	if (finishing && cursor_check_sampling(&cur, hash, g->batch, &e) < 0)
+		goto fail;
+	if (g->cursor && !finishing && start_batch(&cur, o, dir, version, hash, g->batch, from, n, next, &e) < 0)
+		goto fail;
+	if (!(held.g = calloc(n ? (size_t)n : 1, sizeof *held.g))) {
+		err_set(&e, "out of memory");
+		goto fail;
+	}
+	held.cap = (size_t)n;
 	for (int at = 0; at < n; at += (int)g->batch) {
 		int b = n - at < g->batch ? n - at : (int)g->batch;
-		if (held.cap < held.n + (size_t)b) {
-			void *v = realloc(held.g, (held.n + (size_t)b) * sizeof *held.g);
-			if (!v) {
-				err_set(&e, "out of memory");
-				goto fail;
-			}
-			held.g = v;
-			held.cap = held.n + (size_t)b;
-		}
 		if (rollout_sample(&m, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
 			goto fail;
 		held.n += (size_t)b;
-		for (int i = at; i < at + b; i++) {
-			hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
-			hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
-		}
 		progress_show(&pg, at + b, n, "prompts sampled");
 	}
 	progress_end(&pg);
-	int r = emit_groups(o, &held, hash, g->prompts, w, &e);
-	if (r == 0 && g->cursor)
-		r = cursor_advance(&cur, ((uint64_t)offset + (uint64_t)n) % rows, &e);
-	if (r < 0)
+	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (o->verbose)
-		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld\n",
-		        prog, dir, (long long)version, n, (unsigned long long)((uint64_t)offset % rows), g->prompts,
-		        n, g->samples);
+		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld%s\n",
+		        prog, dir, (long long)version, n, (unsigned long long)from, g->prompts, n, g->samples,
+		        finishing ? ", the batch an earlier run started" : "");
 	status = 0;
 fail:
 	progress_end(&pg);
@@ -374,6 +447,8 @@ fail:
 	held_clear(&held);
 	free(held.g);
 	cursor_free(&cur);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	rollout_prompts_free(ps, n);
 	tok_free(tok);
 	model_free(&m);
@@ -483,7 +558,7 @@ static int keep_batch(struct cursor *cur, struct cursor_batch *b, const struct o
 	b->from = from;
 	b->prompts = (uint64_t)n;
 	b->next = next;
-	b->policy_version = o->step;
+	b->policy_version = b->step = o->step;
 	b->rank = o->rank;
 	b->max_groups = o->max_groups;
 	if (o->queue && !(b->output = strdup(o->queue)))
@@ -514,16 +589,22 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 	struct cursor_batch batch = { 0 };
 	char *model_id = NULL, *path = NULL;
 	FILE *saved = NULL;
-	int n = 0, status = 1, failed = 0;
+	int n = 0, status = 1, failed = 0, lock_fd = -1;
 	uint64_t rows, hash = COLLECT_HASH_INIT;
 	long long offset = g->offset;
-	if (g->cursor && open_cursor(g, &cur, &offset, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return 1;
+	int opened = g->cursor ? open_cursor(g, &cur, &offset, &lock_fd, &e) : 0;
+	if (opened == 0 && cur.pending && cur.batch.model) {
+		err_set(&e, "%s holds prompts started from %s and perhaps published in part: run the grpo-collect "
+			"--model command that started them again to finish them", g->cursor, cur.batch.model);
+		opened = -1;
 	}
-	if (cur.pending) {
-		status = finish_batch(o, g, sv, co, w, &cur);
+	if (opened != 0 || cur.pending) {
+		if (opened != 0)
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+		status = opened > 0 ? 75 : opened < 0 ? 1 : finish_batch(o, g, sv, co, w, &cur);
 		cursor_free(&cur);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		return status;
 	}
 	collect_init(&col, &co, hold, &held);
@@ -636,6 +717,8 @@ fail:
 	collect_free(&col);
 	cursor_batch_free(&batch);
 	cursor_free(&cur);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	server_results_free(res, (size_t)n);
 	free(res);
 	free(sp);

@@ -45,7 +45,7 @@ model="$spool/policy"
 [ -d "$spool/policy/step_0" ] || model="$spool/init"
 mkdir -p "$spool/rollouts" "$spool/scored"
 grpo-collect --model "$model" --prompts "$task/prompts.jsonl" --cursor "$spool/cursor" \
-	--count "$prompts" -n "$G" --max-tokens 2 --seed "$(cat "$spool/cursor" 2> /dev/null || echo 0)" -o "$spool/rollouts"
+	--count "$prompts" -n "$G" --max-tokens 2 --seed "$(head -n 1 "$spool/cursor" 2> /dev/null || echo 0)" -o "$spool/rollouts"
 grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" -o "$spool/scored" \
 	"$spool/rollouts"
 grpo-pack --seq-len 512 --flush -o "$spool/batches" "$spool/scored"

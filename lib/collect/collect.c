@@ -319,12 +319,16 @@ static const struct jsonpick_keys pick = {
 
 /* One line into a tree, Python's NaN and Infinity rewritten first (into
  * *fixed, which the tree's spans point into): through jsonpick, or (ref)
- * through cJSON alone, a node per value. NULL with e filled. */
+ * through cJSON alone, a node per value. A line that either would change
+ * silently (json_check_text: a \u0000 in a string, bytes not UTF-8) is
+ * refused. NULL with e filled. */
 static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, struct err *e)
 {
 	const char *end = NULL;
 	size_t at = 0, fixed_n = 0;
 	cJSON *v;
+	if (json_check_text(text, n, e) < 0)
+		return NULL;
 	int r = json_fix_nonfinite(text, n, fixed, &fixed_n);
 	if (r < 0) {
 		err_set(e, "out of memory");
@@ -487,6 +491,10 @@ int collect_answers_load(struct collect_answers *a, const char *path, struct err
 			n--;
 		if (n == 0)
 			continue;
+		if (json_check_text(line, n, e) < 0) {
+			r = err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
+			break;
+		}
 		cJSON *o = cJSON_ParseWithLength(line, n);
 		const cJSON *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
 		const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");

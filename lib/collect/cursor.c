@@ -3,6 +3,8 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,28 +64,59 @@ static int get_u64(const cJSON *o, const char *key, uint64_t *out)
 	return 0;
 }
 
-/* The header line of a pending batch into b (its lines not yet). */
+/* "names": "collect-<16 hex digits>-", the prefix of the parts' names */
+static int get_names(const cJSON *o, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "names");
+	char *end;
+	if (!cJSON_IsString(v) || strncmp(v->valuestring, "collect-", 8) != 0 || strlen(v->valuestring) != 25 ||
+	    v->valuestring[24] != '-')
+		return -1;
+	for (int i = 8; i < 24; i++)
+		if (!strchr("0123456789abcdef", v->valuestring[i]))
+			return -1;
+	*out = strtoull(v->valuestring + 8, &end, 16);
+	return end == v->valuestring + 24 ? 0 : -1;
+}
+
+/* The header line of a pending batch into b (its lines not yet): answers
+ * from a server ("sampled") or a batch from a model ("generating"). */
 static int parse_header(const char *s, size_t n, struct cursor_batch *b, const char *path, struct err *e)
 {
 	cJSON *h = cJSON_ParseWithLength(s, n);
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(h, "sampled");
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(h, "generating");
+	if (!o)
+		o = gen;
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "output");
-	uint64_t rank, version, max_groups;
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
+	uint64_t rank, version, max_groups, batch = 0, step = 0;
 	int ok = cJSON_IsObject(o) && get_u64(o, "from", &b->from) == 0 && get_u64(o, "prompts", &b->prompts) == 0 &&
 		 get_u64(o, "next", &b->next) == 0 && get_u64(o, "policy_version", &version) == 0 &&
 		 get_u64(o, "rank", &rank) == 0 && rank <= INT32_MAX && get_u64(o, "max_groups", &max_groups) == 0 &&
-		 get_u64(o, "answers", &b->n_lines) == 0 && (cJSON_IsNull(out) || cJSON_IsString(out));
+		 (cJSON_IsNull(out) || cJSON_IsString(out));
+	if (ok && o == gen)
+		ok = cJSON_IsString(model) && get_names(o, &b->names) == 0 && get_u64(o, "batch", &batch) == 0 &&
+		     batch > 0 && get_u64(o, "step", &step) == 0;
+	else if (ok)
+		ok = get_u64(o, "answers", &b->n_lines) == 0;
 	if (ok && cJSON_IsString(out) && !(b->output = strdup(out->valuestring)))
+		ok = -1;
+	if (ok > 0 && o == gen && !(b->model = strdup(model->valuestring)))
 		ok = -1;
 	cJSON_Delete(h);
 	if (ok < 0)
 		return err_set(e, "%s: out of memory", path);
 	if (!ok)
 		return err_set(e, "%s:2: expected {\"sampled\": {\"from\", \"prompts\", \"next\", \"policy_version\", "
-			       "\"output\", \"rank\", \"max_groups\", \"answers\"}}, what a sampled batch is kept as", path);
+			       "\"output\", \"rank\", \"max_groups\", \"answers\"}} or {\"generating\": {\"from\", "
+			       "\"prompts\", \"next\", \"policy_version\", \"model\", \"names\", \"batch\", \"step\", "
+			       "\"output\", \"rank\", \"max_groups\"}}, what a started batch is kept as", path);
 	b->policy_version = (int64_t)version;
 	b->rank = (int)rank;
 	b->max_groups = (int64_t)max_groups;
+	b->batch = (int64_t)batch;
+	b->step = o == gen ? (int64_t)step : b->policy_version;
 	return 0;
 }
 
@@ -170,6 +203,7 @@ int cursor_batch_next(const struct cursor_batch *b, size_t *at, const char **lin
 void cursor_batch_free(struct cursor_batch *b)
 {
 	free(b->output);
+	free(b->model);
 	buf_free(&b->lines);
 	memset(b, 0, sizeof *b);
 }
@@ -182,16 +216,23 @@ static int put(const struct cursor *c, const struct buf *text, struct err *e)
 
 static int print_header(struct buf *t, uint64_t row, const struct cursor_batch *b)
 {
-	cJSON *h = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(h, "sampled");
+	char names[32];
+	snprintf(names, sizeof names, "collect-%016llx-", (unsigned long long)b->names);
+	cJSON *h = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(h, b->model ? "generating" : "sampled");
 	int ok = o && cJSON_AddNumberToObject(o, "from", (double)b->from) &&
 		 cJSON_AddNumberToObject(o, "prompts", (double)b->prompts) &&
 		 cJSON_AddNumberToObject(o, "next", (double)b->next) &&
-		 cJSON_AddNumberToObject(o, "policy_version", (double)b->policy_version) &&
-		 (b->output ? cJSON_AddStringToObject(o, "output", b->output) != NULL
-			    : cJSON_AddNullToObject(o, "output") != NULL) &&
-		 cJSON_AddNumberToObject(o, "rank", b->rank) &&
-		 cJSON_AddNumberToObject(o, "max_groups", (double)b->max_groups) &&
-		 cJSON_AddNumberToObject(o, "answers", (double)b->n_lines);
+		 cJSON_AddNumberToObject(o, "policy_version", (double)b->policy_version);
+	if (ok && b->model)
+		ok = cJSON_AddStringToObject(o, "model", b->model) && cJSON_AddStringToObject(o, "names", names) &&
+		     cJSON_AddNumberToObject(o, "batch", (double)b->batch) &&
+		     cJSON_AddNumberToObject(o, "step", (double)b->step);
+	ok = ok &&
+	     (b->output ? cJSON_AddStringToObject(o, "output", b->output) != NULL
+			: cJSON_AddNullToObject(o, "output") != NULL) &&
+	     cJSON_AddNumberToObject(o, "rank", b->rank) &&
+	     cJSON_AddNumberToObject(o, "max_groups", (double)b->max_groups) &&
+	     (b->model || cJSON_AddNumberToObject(o, "answers", (double)b->n_lines));
 	char *s = ok ? cJSON_PrintUnformatted(h) : NULL;
 	int r = s && buf_printf(t, "%llu\n%s\n", (unsigned long long)row, s) == 0 ? 0 : -1;
 	free(s);
@@ -238,13 +279,59 @@ int cursor_check_target(const struct cursor *c, const char *output, int rank, in
 	const struct cursor_batch *b = &c->batch;
 	int same_out = (!output && !b->output) || (output && b->output && strcmp(output, b->output) == 0);
 	if (same_out && rank == b->rank && max_groups == b->max_groups &&
-	    (!policy_version || *policy_version == b->policy_version))
+	    (!policy_version || *policy_version == b->step))
 		return 0;
-	return err_set(e, "%s holds %llu prompts from row %llu, sampled at policy version %lld for %s (rank %d, "
+	return err_set(e, "%s holds %llu prompts from row %llu, sampled at policy version %lld for %s%s (rank %d, "
 		       "--max-groups %lld) and perhaps published in part: publishing them elsewhere would publish "
 		       "some twice; run the command that sampled them again to finish them", c->path,
 		       (unsigned long long)b->prompts, (unsigned long long)b->from, (long long)b->policy_version,
-		       b->output ? b->output : "standard output", b->rank, (long long)b->max_groups);
+		       b->output ? b->output : "standard output", b->step != b->policy_version ? " (--step)" : "",
+		       b->rank, (long long)b->max_groups);
+}
+
+int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch, struct err *e)
+{
+	const struct cursor_batch *b = &c->batch;
+	if (names == b->names && batch == b->batch)
+		return 0;
+	return err_set(e, "%s holds %llu prompts from row %llu, started from %s (policy version %lld) and perhaps "
+		       "published in part, but this command samples them otherwise (%s): nothing published; run "
+		       "the command that started them again to finish them", c->path, (unsigned long long)b->prompts,
+		       (unsigned long long)b->from, b->model, (long long)b->policy_version,
+		       names != b->names ? "other prompts, or another --samples, --temperature, --top-p, --top-k, "
+					   "--max-tokens or --seed"
+					 : "another --batch");
+}
+
+int cursor_lock(const char *path, int *fd, long *holder, struct err *e)
+{
+	char p[PATH_MAX], pid[32];
+	*holder = 0;
+	if (snprintf(p, sizeof p, "%s.lock", path) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", path);
+	int r = fsys_try_lock(p, 1, fd, e);
+	if (r == 1) {
+		/* the holder's pid, when it has written it already */
+		int rfd = open(p, O_RDONLY | O_CLOEXEC);
+		ssize_t k = rfd < 0 ? -1 : read(rfd, pid, sizeof pid - 1);
+		if (rfd >= 0)
+			close(rfd);
+		if (k > 0) {
+			pid[k] = 0;
+			*holder = strtol(pid, NULL, 10);
+		}
+		return 1;
+	}
+	if (r != 0)
+		return -1;
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(*fd, 0) < 0 || pwrite(*fd, pid, (size_t)n, 0) != n) {
+		err_sys(e, "%s", p);
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	return 0;
 }
 
 void cursor_free(struct cursor *c)

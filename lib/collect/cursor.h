@@ -27,19 +27,46 @@
  * output; "answers" counts the lines after the header, fewer than "prompts"
  * when prompts failed and were skipped.
  *
+ * Sampling from a model (--model) is repeatable: the same checkpoint,
+ * prompts, options and seed give the same bytes. But --model SPOOL/policy
+ * samples from the newest checkpoint, and a re-run after the trainer has
+ * published a newer one would sample the batch otherwise, under other names
+ * and another version: some prompts published twice. So such a batch is
+ * kept before it is sampled, by what decides its bytes rather than by its
+ * samples, and a re-run samples it again from that checkpoint:
+ *
+ *   12
+ *   {"generating": {"from": 12, "prompts": 4, "next": 16, "policy_version": 3,
+ *    "model": "spool/policy/step_3", "names": "collect-0123456789abcdef-",
+ *    "batch": 16, "step": 3, "output": "spool/rollouts", "rank": 0,
+ *    "max_groups": 256}}
+ *
+ * with no lines after it. "names" is the prefix of the parts' names, the
+ * hash of the policy version, the sampling options and the prompts' places
+ * and tokens: a re-run whose prompts or options hash otherwise would sample
+ * something else, and is refused. "step" is the directory published into
+ * (the policy version unless --step says), "batch" --batch (a batch of
+ * another size may round a logprob otherwise).
+ *
  * A run goes through three states, each a whole file put in place by
  * rename (written beside it under a dot name, flushed, renamed, the
  * directory flushed: base/tempfile.h), so a crash leaves one of them:
  *
  *   ROW                 cursor_load: nothing pending; sample from ROW
- *   ROW + batch         cursor_save: sampled, perhaps partly published
+ *   ROW + batch         cursor_save: sampled (a model's: started), perhaps
+ *                       partly published
  *   NEXT                cursor_advance: published
  *
- * A run that finds a batch publishes it and advances, asking the server
- * nothing: publishing is idempotent (the names come from the answers, a name
+ * A run that finds a batch publishes it (a model's sampled again from its
+ * checkpoint) and advances, asking the server nothing: publishing is idempotent (the names come from the answers, a name
  * is published once), so publishing again what a killed run published in
  * part publishes only the rest. Every write goes through base/fsys.h, so
  * GRPO_FSYS_CRASH_AT stops a test between any two of them.
+ *
+ * One run at a time: two runs on one cursor would both start at its row and
+ * sample the same prompts. cursor_lock takes an flock(2) on PATH.lock for
+ * the whole run (the kernel drops it when the holder dies) and writes the
+ * holder's pid into it for the message of the run it turns away.
  */
 #ifndef GRPO_CURSOR_H
 #define GRPO_CURSOR_H
@@ -49,7 +76,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 
-/* A batch of answers sampled and not known to be published. */
+/* A batch sampled (from a model: started) and not known to be published. */
 struct cursor_batch {
 	uint64_t from;            /* the first row sampled */
 	uint64_t prompts;         /* rows from `from` on, wrapping round the file */
@@ -60,6 +87,11 @@ struct cursor_batch {
 	int64_t max_groups;       /* -m: how the groups are split into files */
 	struct buf lines;         /* the answers, each ending in '\n' */
 	uint64_t n_lines;
+	/* a batch sampled from a model: no answers kept ("generating") */
+	char *model;              /* the checkpoint sampled from; NULL: answers from a server */
+	uint64_t names;           /* the hash in the parts' names */
+	int64_t batch;            /* --batch */
+	int64_t step;             /* the step directory published into */
 };
 
 struct cursor {
@@ -89,9 +121,21 @@ int cursor_advance(struct cursor *c, uint64_t next, struct err *e);
 
 /* A run that finds a pending batch must publish it where the run that
  * sampled it did: -1, naming what the file holds, when output, rank,
- * max_groups or (when given) the policy version differ. */
+ * max_groups or (when given) the policy version differ (for a batch from a
+ * model, the step directory published into). */
 int cursor_check_target(const struct cursor *c, const char *output, int rank, int64_t max_groups,
 			const int64_t *policy_version, struct err *e);
+
+/* A batch from a model, started from the checkpoint b->model: a re-run
+ * that would sample it otherwise (names differs: other prompts or sampling
+ * options; or another batch) is refused, naming what the file holds. */
+int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch, struct err *e);
+
+/* Lock path.lock (created beside the cursor) for the run, without waiting:
+ * 0 held (*fd holds it: keep it open, close it to unlock), 1 another
+ * process holds it (*holder its pid, 0 when it has not written it yet),
+ * -1 error (also where the file system has no locks). */
+int cursor_lock(const char *path, int *fd, long *holder, struct err *e);
 
 void cursor_free(struct cursor *c);
 

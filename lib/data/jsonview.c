@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unicode.h"
 #include "data/jsonpick.h"
 
 /* ---- NaN and Infinity, as Python writes them ---- */
@@ -1106,4 +1107,20 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	if (r < 0)
 		rec->kind = REC_NONE;
 	return r;
+}
+
+int json_check_text(const char *line, size_t n, struct err *e)
+{
+	size_t bad = uni_utf8_check((const unsigned char *)line, n);
+	if (bad < n)
+		return err_set(e, "byte %zu is not UTF-8 (JSON text is UTF-8; it would be stored raw)", bad + 1);
+	if (memchr(line, 0, n))
+		return err_set(e, "a NUL byte (strings would be cut there)");
+	for (const char *p = line, *end = line + n; (p = memchr(p, '\\', (size_t)(end - p))); p += 2) {
+		if (end - p >= 6 && memcmp(p + 1, "u0000", 5) == 0)
+			return err_set(e, "a NUL character (\\u0000) in a string is not supported (it would be cut there)");
+		if (p + 1 >= end)
+			break;
+	}
+	return 0;
 }

@@ -62,6 +62,11 @@ int json_print_string_n(struct buf *out, const char *s, size_t n);
  * memory runs out. */
 int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
 
+/* What cJSON would change silently in a line: a NUL, raw or as \u0000, cuts
+ * its string there, and bytes that are not UTF-8 would be stored raw. Both
+ * are refused (the caller names the line): 0, or -1 with the message in e. */
+int json_check_text(const char *line, size_t n, struct err *e);
+
 /*
  * Parse one line as cJSON_ParseWithLengthOpts does (NULL on failure, with
  * *bad_at the byte, from 1, near which it failed, or 0 when memory ran

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/lineio.h"
+#include "data/jsonview.h"
 
 void rollout_prompt_free(struct rollout_prompt *p)
 {
@@ -74,6 +75,8 @@ static int prompt_parse(const char *line, size_t n, const struct tokenizer *tok,
 {
 	memset(p, 0, sizeof *p);
 	p->place = place;
+	if (json_check_text(line, n, e) < 0)
+		return -1;
 	cJSON *o = cJSON_ParseWithLength(line, n);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -333,4 +336,19 @@ int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *versi
 	if (snprintf(out, outsz, "%s/step_%lld", dir, best) >= (int)outsz)
 		return err_set(e, "%s: path too long", dir);
 	return 0;
+}
+
+int rollout_policy_at(const char *dir, int64_t version, char *out, size_t outsz, struct err *e)
+{
+	if (has_config(dir)) {
+		if (version != 0)
+			return err_set(e, "%s is a model directory (policy version 0), not a policy queue with a step_%lld",
+				       dir, (long long)version);
+		if (snprintf(out, outsz, "%s", dir) >= (int)outsz)
+			return err_set(e, "%s: path too long", dir);
+		return 0;
+	}
+	if (snprintf(out, outsz, "%s/step_%lld", dir, (long long)version) >= (int)outsz)
+		return err_set(e, "%s: path too long", dir);
+	return has_config(out) ? 0 : 1;
 }

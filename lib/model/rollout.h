@@ -87,6 +87,14 @@ void rollout_prompts_free(struct rollout_prompt *p, int n);
 int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e);
 
 /*
+ * The checkpoint of policy version K under dir, as rollout_policy_find would
+ * have found it: dir itself when it holds config.json (K must be 0), else
+ * dir/step_K. 0 with out set, 1 when dir/step_K holds no config.json (gone,
+ * or never there; out names it), -1 error.
+ */
+int rollout_policy_at(const char *dir, int64_t version, char *out, size_t outsz, struct err *e);
+
+/*
  * Sample G responses for each of the n prompts, as one batch, into groups
  * out[0..n) (zeroed first; free each with group_free). gp->streams is set
  * here (see above); gp's other fields as generate.h.

@@ -8,7 +8,7 @@
 # id "cmpl-HASH-k", so a prompt sampled twice shows as two groups.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 15
+plan 17
 
 S="$T/server"
 fake_server "$S"
@@ -116,12 +116,34 @@ is "$st:$(cat "$T/q/cursor")" "137:3" "killed in flight: the cursor still at row
 collect "$T/q" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::$want:0" "the re-run samples them: each prompt once"
 
+# two runs on one cursor at once: the second is turned away at once (75),
+# naming the first, which publishes its prompts once
+rm -rf "$T/q" && mkdir "$T/q"
+echo '{"slow_s": 2, "plans": {"p2": ["slow"]}}' > "$S/script.json"
+n0=$(grep -c '"prompt": "p2"' "$S/log")
+env grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/q/cursor" -m 1 \
+	-o "$T/q/rollouts" 2> /dev/null &
+pid=$!
+i=0
+while [ "$(grep -c '"prompt": "p2"' "$S/log")" -le "$n0" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+collect "$T/q" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/q" | wc -l | tr -d ' ')" \
+	"75:grpo-collect: $T/q/cursor: another grpo-collect (pid $pid) is running with this cursor (it holds $T/q/cursor.lock): nothing done; try again later:0" \
+	"a second run on a cursor in use is turned away (exit 75), naming the first's pid"
+wait $pid
+st=$?
+echo '{}' > "$S/script.json"
+collect "$T/q" 2> "$T/err"
+is "$st:$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0:0::$want:0" \
+	"the first publishes its prompts, the next run the rest: each prompt once"
+
 # standard output: a killed run's kept answers go to standard output again
 rm -f "$T/o.cursor"
-GRPO_FSYS_CRASH_AT=7 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" \
+GRPO_FSYS_CRASH_AT=8 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" \
 	> "$T/o1.zst" 2> /dev/null
+kept=$(sed -n 2p "$T/o.cursor" | grep -c '"sampled"')
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" > "$T/o2.zst"
-is "$?:$(cat "$T/o.cursor"):$(grpo-cat --json "$T/o2.zst" | grep -c '"group_id":"cmpl-')" "0:2:2" \
+is "$kept:$?:$(cat "$T/o.cursor"):$(grpo-cat --json "$T/o2.zst" | grep -c '"group_id":"cmpl-')" "1:0:2:2" \
 	"to standard output: the kept answers are written, the cursor moves on"
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" -o "$T/o/rollouts" 2> /dev/null
 is "$?" 0 "and the next run goes on from there"

@@ -1,9 +1,11 @@
 #!/bin/sh
 # grpo-collect validates every field of a line at its line (issue 10 item 8):
 # NaN or binary32-overflowing advantages, rewards and ref_logprobs fail with
-# FILE:LINE, and --on-error skip skips exactly those lines.
+# FILE:LINE, and --on-error skip skips exactly those lines; so do strings
+# that would be changed silently (issue 10 item 10: a \u0000 cut the string,
+# merging group ids; bytes that are not UTF-8 were stored raw).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 4
+plan 7
 
 tr='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1],"reward_names":["r"]'
 printf '%s\n' "{$tr,\"rewards\":[1],\"advantages\":0.5,\"group_id\":1}" \
@@ -27,3 +29,23 @@ grpo-collect -o "$T/sp/rollouts" --step 0 "$T/in.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(ls "$T/sp/rollouts/step_0/rank_0" 2>/dev/null)" \
 	"1:grpo-collect: $T/in.jsonl:2: advantages is NaN or null, not a finite number:" \
 	"-e fail: the first bad line fails the input at its line, nothing published"
+
+t0='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]'
+printf '%s\n' "{\"group_id\":\"a\\u0000b\",\"trajectories\":[{$t0}]}" \
+	"{\"group_id\":\"a\\u0000c\",\"trajectories\":[{$t0}]}" \
+	"{\"group_id\":\"d\",\"trajectories\":[{$t0,\"answer\":\"x$(printf '\377')y\"}]}" \
+	"{\"group_id\":\"a\\\\u0000b \\u00e9\",\"trajectories\":[{$t0}]}" > "$T/text.jsonl"
+grpo-collect -e skip --step 0 "$T/text.jsonl" > "$T/out.zst" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:grpo-collect: $T/text.jsonl:1: a NUL character (\\u0000) in a string is not supported (it would be cut there)
+grpo-collect: $T/text.jsonl:2: a NUL character (\\u0000) in a string is not supported (it would be cut there)
+grpo-collect: $T/text.jsonl:3: byte 103 is not UTF-8 (JSON text is UTF-8; it would be stored raw)
+grpo-collect: $T/text.jsonl: skipped 3 of 4 lines" "a \\u0000 in a string and bytes that are not UTF-8 are refused at their line"
+pat=$(printf '"group_id":"a\\\\u0000b \303\251"')
+grpo-cat "$T/out.zst" | grep -qF "$pat"
+is "$?" 0 "an escaped backslash before u0000, and UTF-8 text, kept exactly"
+printf '{"index":0,"answer":"5%sy"}\n' "$(printf '\377')" > "$T/answers.jsonl"
+echo "{\"group_id\":1,\"trajectories\":[{$t0}]}" > "$T/one.jsonl"
+grpo-collect --step 0 -a "$T/answers.jsonl" "$T/one.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/answers.jsonl:1: byte 23 is not UTF-8 (JSON text is UTF-8; it would be stored raw)" \
+	"and so are they in an answers file (-a)"
+

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 68
+plan 69
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -126,8 +126,11 @@ for m in 1 0 3; do
 	is "$st:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "1:6" \
 		"a re-run with --max-groups $m (another split) refuses and publishes no group twice"
 done
-grep -q "published already, split otherwise (another --max-groups); nothing published" "$T/err"
+grep -q "published already, split otherwise (another --max-groups) or made otherwise (another -t or -a); nothing published" "$T/err"
 is "$?" 0 "saying why: $(cat "$T/err")"
+grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 -t 0.5 "$D/vllm-completions.jsonl" 2> "$T/err"
+is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' '):$(grep -c 'another -t or -a' "$T/err")" "1:6:1" \
+	"so does one with another -t (other contents under the same names), and its message names -t too"
 grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
 is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "0:6" "the same split again publishes nothing new"
 
