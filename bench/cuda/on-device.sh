@@ -1,0 +1,49 @@
+#!/bin/sh
+# On the GPU machine, from the top of a checkout that carries cuda-run/
+# (bench/cuda/carry.sh): unpack it, put on the library path the libraries
+# this machine lacks, and run what needs the GPU, logs under ${OUT:-out}:
+#   tests   the CUDA tests and the tools' GPU cases (tests.txt)
+#   bench   make bench-cuda's run.sh with the peer (bench/)
+#   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
+# Arguments pick them (default: tests bench).
+top=$(pwd)
+out=${OUT:-$top/out}
+mkdir -p "$out"
+python3 -c "import tarfile; tarfile.open('cuda-run/pkg.tar.xz').extractall('cuda-run')" || exit 1
+mkdir -p cuda-run/lib
+for lib in cuda-run/lib-all/*; do
+	name=${lib##*/}
+	ldconfig -p | grep -qF "$name " || ln -sf "../lib-all/$name" "cuda-run/lib/$name"
+done
+export LD_LIBRARY_PATH="$top/cuda-run/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GRPO_TOP="$top" GRPO_SHARED="$top/cuda-run/shared"
+san=/usr/local/cuda/bin/compute-sanitizer
+[ $# -gt 0 ] || set -- tests bench
+for what; do
+	case $what in
+	tests)
+		nvidia-smi -L > "$out/tests.txt" 2>&1
+		for t in cuda-run/tests/*; do
+			echo "=== $t" >> "$out/tests.txt"
+			timeout 300 "$t" >> "$out/tests.txt" 2>&1
+			echo "=== $t: exit $?" >> "$out/tests.txt"
+		done
+		BUILD=cuda-run timeout 300 sh tests/run.sh tests/cli/step-device.t tests/cli/score.t >> "$out/tests.txt" 2>&1
+		grep -E '^(===|not ok|Result)' "$out/tests.txt"
+		;;
+	bench)
+		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 550 sh bench/cuda/run.sh > "$out/bench.txt" 2>&1
+		tail -n 12 "$out/bench.txt"
+		;;
+	san)
+		for tool in memcheck racecheck; do
+			for t in cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step; do
+				echo "=== $tool $t" >> "$out/san.txt"
+				GRPO_TEST_SMALL=1 timeout 200 "$san" --tool "$tool" "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
+			done
+		done
+		cat "$out/san.txt"
+		;;
+	*) echo "on-device.sh: $what: tests, bench or san" >&2; exit 2 ;;
+	esac
+done
