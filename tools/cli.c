@@ -15,6 +15,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fsys.h"
 
 static const char *prog = "grpo";
 static void (*usage_fn)(FILE *);
@@ -335,4 +339,47 @@ uint64_t cli_bytes(const char *opt, const char *arg, uint64_t max)
 		snprintf(r, sizeof r, "from 1 to %llu", (unsigned long long)max);
 	snprintf(w, sizeof w, "a size in bytes %s (or with K, M or G, powers of 1000)", r);
 	cli_bad_value(opt, w, arg);
+}
+
+/* ---- the inputs a tool reads ---- */
+
+int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int flags,
+	       int (*fn)(void *ctx, const struct cli_input *in, struct err *e), void *ctx)
+{
+	static char dash[] = "-";
+	char *stdin_only[] = { dash };
+	if (n == 0) {
+		operands = stdin_only;
+		n = 1;
+	}
+	int failed = 0;
+	for (int i = 0; i < n; i++) {
+		if (skip && skip(operands[i]))
+			continue;
+		struct err e = { { 0 } };
+		struct cli_input in = { 0, "<stdin>", 1 };
+		int r;
+		if (strcmp(operands[i], "-") != 0) {
+			in = (struct cli_input){ fsys_open_read(operands[i], &e), operands[i], 0 };
+			r = in.fd < 0 ? -1 : fn(ctx, &in, &e);
+			if (in.fd >= 0)
+				close(in.fd);
+		} else {
+			r = fn(ctx, &in, &e);
+		}
+		if (r < 0) {
+			if (e.msg[0])
+				cli_warn("%s", e.msg);
+			failed = 1;
+		}
+		if (r > 0 || (r < 0 && !(flags & CLI_INPUTS_ALL)))
+			break;
+	}
+	return failed ? CLI_EXIT_FAILURE : 0;
+}
+
+int cli_is_queue(const char *operand)
+{
+	struct stat sb;
+	return strcmp(operand, "-") != 0 && stat(operand, &sb) == 0 && S_ISDIR(sb.st_mode);
 }

@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/err.h"
+
 /* The exit statuses every tool's man page gives the same meaning (EXIT STATUS). */
 enum {
 	CLI_EXIT_FAILURE = 1,   /* an error: bad input, a failed read or write */
@@ -97,5 +99,35 @@ long long cli_whole_seconds(const char *opt, const char *arg, long long min, lon
 
 /* A size in bytes, 1..max: a whole number, or one with the suffix K, M or G (powers of 1000: 4K, 1.5G). */
 uint64_t cli_bytes(const char *opt, const char *arg, uint64_t max);
+
+/*
+ * The loop of the tools that read [FILE...]: the operands in order, "-"
+ * meaning standard input and no operand at all the same, as their man
+ * pages say. Each input is opened for reading (standard input is used as
+ * it is), handed to fn and closed after it, so fn neither opens nor closes.
+ * Messages name an input by its operand, and standard input "<stdin>".
+ *
+ * fn returns 0 to go on, 1 to stop reading with no failure (grpo-cat
+ * --head has printed enough), or -1 on failure with the message in e,
+ * which the loop prints as "prog: message" (nothing when e->msg is empty:
+ * a closed pipe, or a message fn printed itself). A file that cannot be
+ * opened is such a failure too. With CLI_INPUTS_ALL the loop goes on to
+ * the next input after a failure, as cat(1) does; without, it stops at
+ * the first. skip, when given, leaves out the operands the tool reads
+ * another way (cli_is_queue: queue directories, consumed after the files).
+ *
+ * Returns 0 when every input was read, CLI_EXIT_FAILURE when any failed.
+ */
+struct cli_input {
+	int fd;
+	const char *name;           /* the operand, or "<stdin>" */
+	int is_stdin;
+};
+enum { CLI_INPUTS_ALL = 1 };
+int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int flags,
+	       int (*fn)(void *ctx, const struct cli_input *in, struct err *e), void *ctx);
+
+/* Whether an operand names a directory (a queue), rather than a file or "-". */
+int cli_is_queue(const char *operand);
 
 #endif

@@ -215,93 +215,69 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 	return rc;
 }
 
-/* Read every record of one stream; 0 ok or head reached, -1 error. */
-static int cat_reader(struct opts *o, struct sfile_reader *r)
+/* Read every record of one stream; 0 ok or head reached, -1 error (e's
+ * message empty when flush_out has said what went wrong). */
+static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
 {
 	struct record rec;
-	struct err e;
 	int k = 0;
-	while (o->head != 0 && (k = sfile_read(r, &rec, &e)) > 0) {
+	while (o->head != 0 && (k = sfile_read(r, &rec, e)) > 0) {
 		count(&o->st, &rec);
-		if (print_record(o, &rec, &e) < 0) {
-			fprintf(stderr, "%s: %s: record %llu: %s\n", prog, r->name,
-				(unsigned long long)r->record_no, e.msg);
-			record_free(&rec);
-			return -1;
-		}
-		if (flush_out(o, 0) < 0) {
-			record_free(&rec);
-			return -1;
+		int bad = print_record(o, &rec, e) < 0 ? err_prefix(e, "%s: record %llu", r->name,
+								     (unsigned long long)r->record_no) : 0;
+		if (!bad && flush_out(o, 0) < 0) {
+			e->msg[0] = 0;
+			bad = -1;
 		}
 		record_free(&rec);
+		if (bad)
+			return -1;
 		if (o->head > 0)
 			o->head--;
 	}
 	o->st.bytes_on_disk += r->bytes_in;
 	o->st.bytes_raw += r->bytes_out;
-	if (o->head != 0 && k < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return -1;
-	}
-	return 0;
+	return o->head != 0 && k < 0 ? -1 : 0;
 }
 
-/* One input, a spool stream or an archive of spool files (spoolin.h), fd not closed. */
-static int cat_input(struct opts *o, int fd, const char *name)
+/* One input, a spool stream or an archive of spool files (spoolin.h), for
+ * cli_inputs: 0, 1 once --head has printed enough, -1. */
+static int cat_input(void *ctx, const struct cli_input *ci, struct err *e)
 {
+	struct opts *o = ctx;
 	struct spoolin in;
-	struct err e;
-	if (spoolin_open(&in, fd, name, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (spoolin_open(&in, ci->fd, ci->name, e) < 0)
 		return -1;
-	}
 	int rc = 0;
 	if (in.kind == SPOOLIN_STREAM) {
 		struct sfile_reader r;
-		if (spoolin_reader(&in, &r, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+		if (spoolin_reader(&in, &r, e) < 0) {
 			rc = -1;
 		} else {
-			rc = cat_reader(o, &r);
+			rc = cat_reader(o, &r, e);
 			sfile_reader_close(&r);
 		}
 	} else {
 		struct buf data = { 0 };
 		const char *member;
 		int k;
-		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, &e)) != 0) {
+		while (rc == 0 && o->head != 0 && (k = spoolin_next(&in, &data, &member, e)) != 0) {
 			char label[PATH_MAX + 64];
 			struct sfile_reader r;
 			/* member is set only for k > 0: after an error it may be freed or unset */
 			if (k > 0)
-				snprintf(label, sizeof label, "%s:%s", name, member);
-			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, &e) < 0) {
-				fprintf(stderr, "%s: %s\n", prog, e.msg);
+				snprintf(label, sizeof label, "%s:%s", ci->name, member);
+			if (k < 0 || sfile_reader_open_mem(&r, data.data, data.len, label, e) < 0) {
 				rc = -1;
 				break;
 			}
-			rc = cat_reader(o, &r);
+			rc = cat_reader(o, &r, e);
 			sfile_reader_close(&r);
 		}
 		buf_free(&data);
 	}
 	spoolin_close(&in);
-	return rc;
-}
-
-static int cat_path(struct opts *o, const char *path)
-{
-	if (strcmp(path, "-") == 0)
-		return cat_input(o, STDIN_FILENO, "<stdin>");
-	struct err e;
-	int fd = fsys_open_read(path, &e);
-	if (fd < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return -1;
-	}
-	int rc = cat_input(o, fd, path);
-	close(fd);
-	return rc;
+	return rc == 0 && o->head == 0 ? 1 : rc;
 }
 
 static void print_stats(const struct stats *st, int json)
@@ -394,6 +370,56 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }
 
+/* --from-json's reading of one input (cli_inputs): its lines to the writer. */
+struct json_in {
+	struct sfile_writer *w;
+	const char *output;         /* for messages */
+	char *line;                 /* getline's, kept across inputs */
+	size_t cap;
+};
+
+static int json_input(void *ctx, const struct cli_input *ci, struct err *e)
+{
+	struct json_in *ji = ctx;
+	/* stdio's own stream for a file, a copy of the descriptor cli_inputs closes */
+	int fd = ci->is_stdin ? -1 : dup(ci->fd);
+	FILE *in = ci->is_stdin ? stdin : fd < 0 ? NULL : fdopen(fd, "r");
+	if (!in) {
+		if (fd >= 0)
+			close(fd);
+		return err_sys(e, "%s", ci->name);
+	}
+	int rc = 0;
+	ssize_t n;
+	long lineno = 0;
+	while (rc == 0 && (n = getline(&ji->line, &ji->cap, in)) >= 0) {
+		const char *line = ji->line;
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)n)
+			continue;
+		struct record rec;
+		if (json_check_text(line, (size_t)n, e) < 0) {
+			rc = err_prefix(e, "%s:%ld", ci->name, lineno);
+			break;
+		}
+		if (json_parse_record(line, (size_t)n, &rec, e) < 0)
+			rc = err_prefix(e, "%s:%ld", ci->name, lineno);
+		else if (rec.kind == REC_TRAJ)
+			rc = err_set(e, "%s:%ld: a lone trajectory; grpo-cat writes groups and micro-batches "
+				     "(grpo-collect groups trajectories)", ci->name, lineno);
+		else if (sfile_write_record(ji->w, &rec, e) < 0)
+			rc = err_prefix(e, "%s", ji->output);
+		record_free(&rec);
+	}
+	/* a read error (a directory, EIO) is not the end of the input */
+	if (rc == 0 && ferror(in))
+		rc = errno == EISDIR ? err_set(e, "%s: is a directory, not a file of lines", ci->name)
+				     : err_sys(e, "%s", ci->name);
+	if (!ci->is_stdin)
+		fclose(in);
+	return rc;
+}
+
 /* --from-json: JSON lines to one spool file, published atomically with -o. */
 static int from_json(char **files, int nfiles, const char *output)
 {
@@ -422,58 +448,9 @@ static int from_json(char **files, int nfiles, const char *output)
 		tempfile_delete(tmp);
 		return 1;
 	}
-	char *line = NULL;
-	size_t cap = 0;
-	char *stdin_only[] = { "-" };
-	if (nfiles == 0) {
-		files = stdin_only;
-		nfiles = 1;
-	}
-	for (int f = 0; f < nfiles && rc == 0; f++) {
-		const char *name = strcmp(files[f], "-") == 0 ? "<stdin>" : files[f];
-		FILE *in = strcmp(files[f], "-") == 0 ? stdin : fopen(files[f], "r");
-		if (!in) {
-			fprintf(stderr, "%s: %s: %s\n", prog, files[f], strerror(errno));
-			rc = 1;
-			break;
-		}
-		ssize_t n;
-		long lineno = 0;
-		while (rc == 0 && (n = getline(&line, &cap, in)) >= 0) {
-			lineno++;
-			if (strspn(line, " \t\r\n") == (size_t)n)
-				continue;
-			struct record rec;
-			if (json_check_text(line, (size_t)n, &e) < 0) {
-				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
-				rc = 1;
-				break;
-			}
-			if (json_parse_record(line, (size_t)n, &rec, &e) < 0) {
-				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
-				rc = 1;
-			} else if (rec.kind == REC_TRAJ) {
-				fprintf(stderr, "%s: %s:%ld: a lone trajectory; grpo-cat writes groups and micro-batches "
-						"(grpo-collect groups trajectories)\n", prog, name, lineno);
-				rc = 1;
-			} else if (sfile_write_record(&w, &rec, &e) < 0) {
-				fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
-				rc = 1;
-			}
-			record_free(&rec);
-		}
-		/* a read error (a directory, EIO) is not the end of the input */
-		if (rc == 0 && ferror(in)) {
-			if (errno == EISDIR)
-				fprintf(stderr, "%s: %s: is a directory, not a file of lines\n", prog, name);
-			else
-				fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
-			rc = 1;
-		}
-		if (in != stdin)
-			fclose(in);
-	}
-	free(line);
+	struct json_in ji = { &w, output ? output : "standard output", NULL, 0 };
+	rc = cli_inputs(files, nfiles, NULL, 0, json_input, &ji);
+	free(ji.line);
 	if (rc == 0 && sfile_writer_finish(&w, &e) < 0) {
 		fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
 		rc = 1;
@@ -555,61 +532,54 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 	return r;
 }
 
+/* --encode, --decode, --chat's reading of one input (cli_inputs). */
+struct text_in {
+	const struct textmode *m;
+	struct buf out, text;
+};
+
+static int text_input(void *ctx, const struct cli_input *ci, struct err *e)
+{
+	struct text_in *ti = ctx;
+	struct lineio li;
+	if (lineio_open(&li, ci->fd, ci->name, e) < 0)
+		return -1;
+	const char *line;
+	size_t n;
+	long lineno = 0;
+	int k, rc = 0;
+	while (rc == 0 && (k = lineio_next(&li, &line, &n, e)) > 0) {
+		lineno++;
+		size_t sp = 0;   /* the line is not NUL-terminated */
+		while (sp < n && line[sp] && strchr(" \t\r\n", line[sp]))
+			sp++;
+		if (sp == n)
+			continue;
+		if (text_line(ti->m, line, n, &ti->out, &ti->text, e) < 0) {
+			rc = err_prefix(e, "%s:%ld", ci->name, lineno);
+		} else if (ti->out.len >= (1 << 16) || ci->is_stdin) {
+			/* from a pipe, answer each line as it comes (a co-process may wait for it) */
+			if (fwrite(ti->out.data, 1, ti->out.len, stdout) != ti->out.len || fflush(stdout) != 0) {
+				e->msg[0] = 0;
+				rc = -1;
+			}
+			ti->out.len = 0;
+		}
+	}
+	if (rc == 0 && k < 0)
+		rc = -1;
+	lineio_close(&li);
+	return rc;
+}
+
 static int text_mode(const struct textmode *m, char **files, int nfiles)
 {
-	char *stdin_only[] = { "-" };
-	if (nfiles == 0) {
-		files = stdin_only;
-		nfiles = 1;
-	}
-	struct buf out = { 0 }, text = { 0 };
-	int rc = 0;
-	for (int f = 0; f < nfiles && rc == 0; f++) {
-		int is_stdin = strcmp(files[f], "-") == 0;
-		const char *name = is_stdin ? "<stdin>" : files[f];
-		struct err e;
-		struct lineio li;
-		int fd = is_stdin ? STDIN_FILENO : fsys_open_read(files[f], &e);
-		if (fd < 0 || lineio_open(&li, fd, name, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			rc = 1;
-			if (fd >= 0 && !is_stdin)
-				close(fd);
-			break;
-		}
-		const char *line;
-		size_t n;
-		long lineno = 0;
-		int k;
-		while (rc == 0 && (k = lineio_next(&li, &line, &n, &e)) > 0) {
-			lineno++;
-			size_t sp = 0;   /* the line is not NUL-terminated */
-			while (sp < n && line[sp] && strchr(" \t\r\n", line[sp]))
-				sp++;
-			if (sp == n)
-				continue;
-			if (text_line(m, line, n, &out, &text, &e) < 0) {
-				fprintf(stderr, "%s: %s:%ld: %s\n", prog, name, lineno, e.msg);
-				rc = 1;
-			} else if (out.len >= (1 << 16) || is_stdin) {
-				/* from a pipe, answer each line as it comes (a co-process may wait for it) */
-				if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0)
-					rc = 1;
-				out.len = 0;
-			}
-		}
-		if (rc == 0 && k < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			rc = 1;
-		}
-		lineio_close(&li);
-		if (!is_stdin)
-			close(fd);
-	}
-	if (out.len && (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0))
+	struct text_in ti = { m, { 0 }, { 0 } };
+	int rc = cli_inputs(files, nfiles, NULL, 0, text_input, &ti);
+	if (ti.out.len && (fwrite(ti.out.data, 1, ti.out.len, stdout) != ti.out.len || fflush(stdout) != 0))
 		rc = 1;
-	buf_free(&out);
-	buf_free(&text);
+	buf_free(&ti.out);
+	buf_free(&ti.text);
 	return rc;
 }
 
@@ -731,11 +701,7 @@ int main(int argc, char **argv)
 		}
 		o.model = &model;
 	}
-	int rc = 0;
-	if (optind == argc)
-		rc |= cat_path(&o, "-");
-	for (int i = optind; i < argc && o.head != 0; i++)
-		rc |= cat_path(&o, argv[i]);
+	int rc = o.head != 0 ? cli_inputs(argv + optind, argc - optind, NULL, CLI_INPUTS_ALL, cat_input, &o) : 0;
 	if (flush_out(&o, 1) < 0)
 		rc = -1;
 	buf_free(&o.out);

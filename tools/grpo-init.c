@@ -21,6 +21,7 @@
 #include "base/fsys.h"
 #include "base/tempfile.h"
 #include "model/model.h"
+#include "model/tokenizer.h"
 
 #include "cli.h"
 
@@ -57,19 +58,6 @@ struct tok_info {
 	int eos[MODEL_MAX_EOS], n_eos;
 };
 
-/* The id of added token `content`, or -1. */
-static int added_id(const cJSON *tok, const char *content)
-{
-	const cJSON *v;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(tok, "added_tokens")) {
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-		if (cJSON_IsString(c) && cJSON_IsNumber(id) && strcmp(c->valuestring, content) == 0)
-			return id->valueint;
-	}
-	return -1;
-}
-
 /* tokenizer_config.json's bos_token or eos_token: a string, {"content": ...} or null. */
 static const char *config_token(const cJSON *cfg, const char *key)
 {
@@ -89,11 +77,13 @@ static void add_eos(struct tok_info *ti, int id)
 }
 
 /*
- * Read tokenizer.json and, when beside it, tokenizer_config.json (side).
- * bos: the config's bos_token, else <|begin_of_text|>. End tokens: the
- * config's eos_token first, then every end-of-turn or end-of-text token the
- * tokenizer has, so that sampling stops at whichever a chat model writes
- * (Qwen3: <|im_end|>, <|endoftext|>; Llama 3: <|eot_id|>, <|end_of_text|>).
+ * Load tokenizer.json (tokenizer.h: one the tools cannot read is an error
+ * here, not when the first of them loads the model) and read, when beside
+ * it, tokenizer_config.json (side). bos: the config's bos_token, else
+ * <|begin_of_text|>. End tokens: the config's eos_token first, then every
+ * end-of-turn or end-of-text token the tokenizer has, so that sampling stops
+ * at whichever a chat model writes (Qwen3: <|im_end|>, <|endoftext|>;
+ * Llama 3: <|eot_id|>, <|end_of_text|>).
  */
 static int tokenizer_info(const char *path, const char *side, struct tok_info *ti, struct err *e)
 {
@@ -101,34 +91,19 @@ static int tokenizer_info(const char *path, const char *side, struct tok_info *t
 	                                    "<|end_of_text|>" };
 	memset(ti, 0, sizeof *ti);
 	ti->bos = -1;
-	cJSON *j = read_json(path, e);
-	if (!j)
+	struct tokenizer *t = tok_load(path, e);
+	if (!t)
 		return -1;
-	const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"), "vocab");
-	if (!cJSON_IsObject(vocab)) {
-		cJSON_Delete(j);
-		return err_set(e, "%s: not a tokenizer.json (no model.vocab)", path);
-	}
-	int top = -1;
-	const cJSON *v;
-	cJSON_ArrayForEach(v, vocab)
-		if (cJSON_IsNumber(v) && v->valueint > top)
-			top = v->valueint;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "added_tokens")) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-		if (cJSON_IsNumber(id) && id->valueint > top)
-			top = id->valueint;
-	}
-	ti->ids = top + 1;
+	ti->ids = (int)tok_vocab_size(t);
 	cJSON *cfg = access(side, R_OK) == 0 ? read_json(side, e) : NULL;
 	const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
-	ti->bos = added_id(j, bos ? bos : "<|begin_of_text|>");
+	ti->bos = tok_token_id(t, bos ? bos : "<|begin_of_text|>");
 	if (eos)
-		add_eos(ti, added_id(j, eos));
+		add_eos(ti, tok_token_id(t, eos));
 	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
-		add_eos(ti, added_id(j, ends[i]));
+		add_eos(ti, tok_token_id(t, ends[i]));
 	cJSON_Delete(cfg);
-	cJSON_Delete(j);
+	tok_free(t);
 	return 0;
 }
 

@@ -12,13 +12,11 @@
  * and outputs, the --watch loop, and what is said on standard error.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -324,11 +322,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* A queue directory, rather than a spool file or "-". */
-static int is_queue(const char *a)
+/* One named file or standard input, read whole into the buffer (cli_inputs). */
+static int read_input(void *ctx, const struct cli_input *in, struct err *e)
 {
-	struct stat sb;
-	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
+	struct state *s = ctx;
+	return packbuf_read_fd(&s->b, in->fd, in->name, -1, e);
 }
 
 /* The options that decide which sequences go into which step, as text:
@@ -401,7 +399,7 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	for (int i = 0; i < nargs; i++)
-		if (is_queue(argv[optind + i]))
+		if (cli_is_queue(argv[optind + i]))
 			qv[queues++] = argv[optind + i];
 	int carried = o->out ? packbuf_carry(&s.b, qv, (size_t)queues, &e) : 0;
 	free(qv);
@@ -424,30 +422,18 @@ int main(int argc, char **argv)
 	}
 
 	/* inputs: named files and stdin first, then queues */
-	for (int i = 0; i <= nargs; i++) {
-		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
-		if (!a)
-			break;
-		if (is_queue(a)) {
+	for (int i = 0; i < (nargs ? nargs : 1); i++) {
+		const char *a = nargs ? argv[optind + i] : "-";
+		if (cli_is_queue(a)) {
 			queues++;
-			continue;
-		}
-		if (o->watch) {
+		} else if (o->watch) {
 			fprintf(stderr, "%s: %s: --watch consumes queue directories only\n", prog, a);
 			status = 2;
 			goto fail_quiet;
 		}
-		int fd = strcmp(a, "-") == 0 ? 0 : open(a, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			err_sys(&e, "%s", a);
-			goto fail;
-		}
-		int r = packbuf_read_fd(&s.b, fd, strcmp(a, "-") == 0 ? "standard input" : a, -1, &e);
-		if (fd > 0)
-			close(fd);
-		if (r < 0)
-			goto fail;
 	}
+	if (cli_inputs(argv + optind, nargs, cli_is_queue, 0, read_input, &s) != 0)
+		goto fail_quiet;
 	if (o->watch && queues != 1) {
 		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
 		status = 2;
@@ -465,7 +451,7 @@ int main(int argc, char **argv)
 			"from step %lld); nothing of it is packed again\n", prog, o->out,
 			(unsigned long long)s.b.job.hash, (long long)s.b.job.prev.first_step);
 	for (int i = 0; i < nargs; i++)
-		if (is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
+		if (cli_is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;
 	if (finish_input(&s, &e) < 0)
 		goto fail;

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -379,10 +378,14 @@ static int score_queue(struct state *s, const char *queue, struct err *e)
 	return r < 0 ? -1 : 0;
 }
 
-static int is_queue(const char *a)
+/* One named file, scored whole, or standard input, which may not fit in
+ * memory: streamed, unless the advantage needs it whole (cli_inputs). */
+static int score_input(void *ctx, const struct cli_input *in, struct err *e)
 {
-	struct stat sb;
-	return strcmp(a, "-") != 0 && stat(a, &sb) == 0 && S_ISDIR(sb.st_mode);
+	struct state *s = ctx;
+	if (in->is_stdin && s->o.adv.kind != ADV_BATCH)
+		return score_stream(s, in->fd, in->name, e);
+	return score_fd(s, in->fd, in->name, in->is_stdin ? NULL : in->name, NULL, e);
 }
 
 static int setup(struct state *s, struct err *e)
@@ -453,7 +456,7 @@ int main(int argc, char **argv)
 	}
 	int status = 1, nargs = argc - optind, queues = 0;
 	for (int i = 0; i < nargs; i++)
-		queues += is_queue(argv[optind + i]);
+		queues += cli_is_queue(argv[optind + i]);
 	if (o->watch && (queues != 1 || nargs != 1))
 		cli_bad_usage("--watch needs exactly one queue directory");
 	if (!o->out && isatty(1))
@@ -467,28 +470,10 @@ int main(int argc, char **argv)
 	}
 
 	/* named files and standard input first, then queues */
-	for (int i = 0; i <= nargs; i++) {
-		const char *a = i < nargs ? argv[optind + i] : (nargs == 0 ? "-" : NULL);
-		if (!a)
-			break;
-		if (is_queue(a))
-			continue;
-		int in = strcmp(a, "-") == 0;
-		int fd = in ? 0 : open(a, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			err_sys(&e, "%s", a);
-			goto fail;
-		}
-		/* standard input may not fit in memory: streamed, unless the advantage needs it whole */
-		int r = in && o->adv.kind != ADV_BATCH ? score_stream(&s, fd, "standard input", &e)
-						       : score_fd(&s, fd, in ? "standard input" : a, in ? NULL : a, NULL, &e);
-		if (fd > 0)
-			close(fd);
-		if (r < 0)
-			goto fail;
-	}
+	if (cli_inputs(argv + optind, nargs, cli_is_queue, 0, score_input, &s) != 0)
+		goto done;
 	for (int i = 0; i < nargs; i++)
-		if (is_queue(argv[optind + i]) && score_queue(&s, argv[optind + i], &e) < 0)
+		if (cli_is_queue(argv[optind + i]) && score_queue(&s, argv[optind + i], &e) < 0)
 			goto fail;
 	if (s.writer_open && sfile_writer_finish(&s.w, &e) < 0)
 		goto fail;

@@ -172,23 +172,6 @@ out:
 
 /* ---- status ---- */
 
-/* The newest step of a queue, or -1 when it has none. */
-static int64_t newest_step(const char *spool, const char *q, struct err *e, int *bad)
-{
-	char path[PATH_MAX];
-	int64_t *steps, r = -1;
-	size_t n;
-	snprintf(path, sizeof path, "%s/%s", spool, q);
-	if (spool_list_steps(path, -1, -1, &steps, &n, e) < 0) {
-		*bad = 1;
-		return -1;
-	}
-	if (n)
-		r = steps[n - 1];
-	free(steps);
-	return r;
-}
-
 static void json_num_or_null(cJSON *o, const char *k, int64_t v)
 {
 	if (v < 0)
@@ -206,93 +189,78 @@ static void print_json(cJSON *o)
 	cJSON_Delete(o);
 }
 
+static void print_step_json(const char *queue, const struct queue_step *s)
+{
+	cJSON *o = cJSON_CreateObject(), *cl = cJSON_CreateArray();
+	cJSON_AddStringToObject(o, "queue", queue);
+	cJSON_AddNumberToObject(o, "step", (double)s->step);
+	cJSON_AddNumberToObject(o, "ranks", s->ranks);
+	cJSON_AddNumberToObject(o, "waiting", (double)s->waiting);
+	cJSON_AddNumberToObject(o, "claimed", (double)s->claimed);
+	cJSON_AddNumberToObject(o, "done", (double)s->done);
+	cJSON_AddBoolToObject(o, "marker", s->marker);
+	for (long k = 0; k < s->claimed; k++) {
+		const struct queue_claim *c = &s->claims[k];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "rank", c->rank);
+		cJSON_AddStringToObject(x, "name", c->name);
+		if (c->id.host[0]) {
+			cJSON_AddStringToObject(x, "host", c->id.host);
+			cJSON_AddNumberToObject(x, "pid", (double)c->id.pid);
+			cJSON_AddNumberToObject(x, "since", (double)c->id.since);
+			cJSON_AddNumberToObject(x, "lease", (double)c->id.lease);
+		}
+		cJSON_AddNumberToObject(x, "age", (double)c->age);
+		cJSON_AddBoolToObject(x, "stale", c->stale);
+		cJSON_AddItemToArray(cl, x);
+	}
+	cJSON_AddItemToObject(o, "claims", cl);
+	print_json(o);
+}
+
+static void print_step(const char *queue, const struct queue_step *s)
+{
+	printf("%-12s %8lld %5d %8ld %8ld %8ld %s\n", queue, (long long)s->step,
+	       s->ranks, s->waiting, s->claimed, s->done, s->marker ? "yes" : "-");
+	for (long k = 0; k < s->claimed; k++) {
+		const struct queue_claim *c = &s->claims[k];
+		printf("  claimed step_%lld/rank_%d/%s by %s pid %ld, %llds ago%s\n",
+		       (long long)s->step, c->rank, c->name,
+		       c->id.host[0] ? c->id.host : "(unreadable record)", c->id.pid,
+		       c->age, c->stale ? " (stale)" : "");
+	}
+}
+
+/* The state queue_status returns, as a table or as JSON lines. */
 static int cmd_status(const char *spool, const struct opts *op)
 {
 	struct err e;
-	char **queues, qpath[PATH_MAX];
-	size_t nq;
-	int bad = 0;
-	time_t now = time(NULL);
-	int r = queue_list(spool, &queues, &nq, &e);
-	if (r < 0 || r == 1) {
+	struct queue_status st;
+	int r = queue_status(spool, op->lease, time(NULL), &st, &e);
+	if (r != 0) {
 		if (r == 1)
 			fprintf(stderr, "%s: %s: no such spool\n", prog, spool);
 		else
 			cli_warn("%s", e.msg);
+		queue_status_free(&st);
 		return 1;
 	}
 	if (!op->json)
 		printf("%-12s %8s %5s %8s %8s %8s %s\n", "QUEUE", "STEP", "RANKS", "WAITING", "CLAIMED",
 		       "DONE", "DONE-MARKER");
-	for (size_t i = 0; i < nq; i++) {
-		int64_t *steps;
-		size_t ns;
-		if (strcmp(queues[i], "policy") == 0)
-			continue; /* checkpoints, not spool files: reported below */
-		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
-		if (spool_list_steps(qpath, -1, -1, &steps, &ns, &e) < 0) {
-			cli_warn("%s", e.msg);
-			bad = 1;
-			continue;
-		}
-		for (size_t j = 0; j < ns; j++) {
-			struct queue_step s;
-			if (queue_step_state(qpath, steps[j], 1, op->lease, now, &s, &e) < 0) {
-				cli_warn("%s", e.msg);
-				bad = 1;
-				continue;
-			}
-			if (op->json) {
-				cJSON *o = cJSON_CreateObject(), *cl = cJSON_CreateArray();
-				cJSON_AddStringToObject(o, "queue", queues[i]);
-				cJSON_AddNumberToObject(o, "step", (double)s.step);
-				cJSON_AddNumberToObject(o, "ranks", s.ranks);
-				cJSON_AddNumberToObject(o, "waiting", (double)s.waiting);
-				cJSON_AddNumberToObject(o, "claimed", (double)s.claimed);
-				cJSON_AddNumberToObject(o, "done", (double)s.done);
-				cJSON_AddBoolToObject(o, "marker", s.marker);
-				for (long k = 0; k < s.claimed; k++) {
-					struct queue_claim *c = &s.claims[k];
-					cJSON *x = cJSON_CreateObject();
-					cJSON_AddNumberToObject(x, "rank", c->rank);
-					cJSON_AddStringToObject(x, "name", c->name);
-					if (c->id.host[0]) {
-						cJSON_AddStringToObject(x, "host", c->id.host);
-						cJSON_AddNumberToObject(x, "pid", (double)c->id.pid);
-						cJSON_AddNumberToObject(x, "since", (double)c->id.since);
-						cJSON_AddNumberToObject(x, "lease", (double)c->id.lease);
-					}
-					cJSON_AddNumberToObject(x, "age", (double)c->age);
-					cJSON_AddBoolToObject(x, "stale", c->stale);
-					cJSON_AddItemToArray(cl, x);
-				}
-				cJSON_AddItemToObject(o, "claims", cl);
-				print_json(o);
-			} else {
-				printf("%-12s %8lld %5d %8ld %8ld %8ld %s\n", queues[i], (long long)s.step,
-				       s.ranks, s.waiting, s.claimed, s.done, s.marker ? "yes" : "-");
-				for (long k = 0; k < s.claimed; k++) {
-					struct queue_claim *c = &s.claims[k];
-					printf("  claimed step_%lld/rank_%d/%s by %s pid %ld, %llds ago%s\n",
-					       (long long)s.step, c->rank, c->name,
-					       c->id.host[0] ? c->id.host : "(unreadable record)", c->id.pid,
-					       c->age, c->stale ? " (stale)" : "");
-				}
-			}
-			free(s.claims);
-		}
-		free(steps);
-	}
-	fsys_free_names(queues, nq);
-	int64_t policy = newest_step(spool, "policy", &e, &bad);
-	int64_t collect = newest_step(spool, "rollouts", &e, &bad);
-	int64_t lag = policy >= 0 && collect >= 0 ? policy - collect : -1;
+	for (size_t i = 0; i < st.n_queues; i++)
+		for (size_t j = 0; j < st.queues[i].n_steps; j++)
+			if (op->json)
+				print_step_json(st.queues[i].name, &st.queues[i].steps[j]);
+			else
+				print_step(st.queues[i].name, &st.queues[i].steps[j]);
+	int64_t policy = st.policy_step, collect = st.collect_step;
 	if (op->json) {
 		cJSON *o = cJSON_CreateObject();
 		json_num_or_null(o, "policy_step", policy);
 		json_num_or_null(o, "collect_step", collect);
 		if (policy >= 0 && collect >= 0)
-			cJSON_AddNumberToObject(o, "lag", (double)lag);
+			cJSON_AddNumberToObject(o, "lag", (double)(policy - collect));
 		else
 			cJSON_AddNullToObject(o, "lag");
 		print_json(o);
@@ -303,11 +271,13 @@ static int cmd_status(const char *spool, const struct opts *op)
 		if (collect >= 0)
 			snprintf(b, sizeof b, "%lld", (long long)collect);
 		if (policy >= 0 && collect >= 0)
-			snprintf(c, sizeof c, "%lld", (long long)lag);
+			snprintf(c, sizeof c, "%lld", (long long)(policy - collect));
 		printf("policy step %s, collecting step %s, lag %s\n", a, b, c);
 	}
-	if (bad)
-		cli_warn("%s", e.msg);
+	for (size_t i = 0; i < st.n_errors; i++)
+		cli_warn("%s", st.errors[i].msg);
+	int bad = st.n_errors != 0;
+	queue_status_free(&st);
 	return bad;
 }
 

@@ -128,6 +128,109 @@ fail:
 	return -1;
 }
 
+/* Keep a message of what queue_status could not read; -1 when memory runs out. */
+static int status_error(struct queue_status *st, const struct err *what, struct err *e)
+{
+	struct err *v = realloc(st->errors, (st->n_errors + 1) * sizeof *v);
+	if (!v)
+		return err_set(e, "out of memory");
+	st->errors = v;
+	st->errors[st->n_errors++] = *what;
+	return 0;
+}
+
+/* The path SPOOL/NAME of a queue in a spool. */
+static int queue_path(char *out, size_t size, const char *spool, const char *name, struct err *e)
+{
+	if (snprintf(out, size, "%s/%s", spool, name) >= (int)size)
+		return err_set(e, "%s/%s: path too long", spool, name);
+	return 0;
+}
+
+/* The newest step of SPOOL/q into *newest (-1: none); 0, or -1 when memory runs out. */
+static int status_newest(struct queue_status *st, const char *spool, const char *q, int64_t *newest,
+			 struct err *e)
+{
+	char path[PATH_MAX];
+	int64_t *steps;
+	size_t n;
+	struct err why;
+	*newest = -1;
+	if (queue_path(path, sizeof path, spool, q, &why) < 0 ||
+	    spool_list_steps(path, -1, -1, &steps, &n, &why) < 0)
+		return status_error(st, &why, e);
+	if (n)
+		*newest = steps[n - 1];
+	free(steps);
+	return 0;
+}
+
+/* One queue's steps into q (q->name set); 0, or -1 when memory runs out. */
+static int status_queue(struct queue_status *st, const char *spool, struct queue_status_queue *q, long lease,
+			time_t now, struct err *e)
+{
+	char path[PATH_MAX];
+	int64_t *steps;
+	size_t n;
+	struct err why;
+	if (queue_path(path, sizeof path, spool, q->name, &why) < 0 ||
+	    spool_list_steps(path, -1, -1, &steps, &n, &why) < 0)
+		return status_error(st, &why, e);
+	int r = 0;
+	if (n && !(q->steps = calloc(n, sizeof *q->steps)))
+		r = err_set(e, "out of memory");
+	for (size_t j = 0; j < n && r == 0; j++) {
+		if (queue_step_state(path, steps[j], 1, lease, now, &q->steps[q->n_steps], &why) < 0)
+			r = status_error(st, &why, e);
+		else
+			q->n_steps++;
+	}
+	free(steps);
+	return r;
+}
+
+int queue_status(const char *spool, long lease, time_t now, struct queue_status *st, struct err *e)
+{
+	char **names;
+	size_t n;
+	memset(st, 0, sizeof *st);
+	st->policy_step = st->collect_step = -1;
+	int r = queue_list(spool, &names, &n, e);
+	if (r != 0)
+		return r;
+	if (n && !(st->queues = calloc(n, sizeof *st->queues)))
+		r = err_set(e, "out of memory");
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (strcmp(names[i], "policy") == 0)
+			continue;   /* checkpoints, not spool files: only its newest step */
+		struct queue_status_queue *q = &st->queues[st->n_queues++];
+		if (!(q->name = strdup(names[i])))
+			r = err_set(e, "out of memory");
+		else
+			r = status_queue(st, spool, q, lease, now, e);
+	}
+	fsys_free_names(names, n);
+	if (r == 0)
+		r = status_newest(st, spool, "policy", &st->policy_step, e);
+	if (r == 0)
+		r = status_newest(st, spool, "rollouts", &st->collect_step, e);
+	return r;
+}
+
+void queue_status_free(struct queue_status *st)
+{
+	for (size_t i = 0; i < st->n_queues; i++) {
+		for (size_t j = 0; j < st->queues[i].n_steps; j++)
+			free(st->queues[i].steps[j].claims);
+		free(st->queues[i].steps);
+		free(st->queues[i].name);
+	}
+	free(st->queues);
+	free(st->errors);
+	memset(st, 0, sizeof *st);
+	st->policy_step = st->collect_step = -1;
+}
+
 /*
  * Is the step finished (queue.h)? *files: how many published files it
  * holds, so that a second look can tell whether one arrived in between.

@@ -60,6 +60,31 @@ int queue_step_state(const char *queue, int64_t step, int claims, long lease, ti
 /* 1 if any step of the queue has a DONE marker. */
 int queue_uses_markers(const char *queue, struct err *e);
 
+/*
+ * A whole spool's state, what grpo-spool status shows: every step of every
+ * queue with its claims (SPOOL/policy, checkpoints rather than spool files,
+ * left out), and the newest step of SPOOL/policy and of SPOOL/rollouts, how
+ * far the collector is behind the trainer. A queue or step that cannot be
+ * read is left out and its message kept in errors, so that one bad
+ * directory does not hide the rest of the spool.
+ */
+struct queue_status_queue {
+	char *name;
+	struct queue_step *steps;    /* (n_steps) ascending, with their claims */
+	size_t n_steps;
+};
+struct queue_status {
+	struct queue_status_queue *queues;   /* (n_queues) sorted by name */
+	size_t n_queues;
+	int64_t policy_step, collect_step;   /* -1: none */
+	struct err *errors;                  /* (n_errors) what could not be read */
+	size_t n_errors;
+};
+/* 0 (st filled, errors or not), 1 no such spool, -1 the spool cannot be
+ * listed or memory ran out; free st with queue_status_free in every case. */
+int queue_status(const char *spool, long lease, time_t now, struct queue_status *st, struct err *e);
+void queue_status_free(struct queue_status *st);
+
 struct queue_recover_stats {
 	long returned;     /* stale claims removed: their files wait again */
 	long live;         /* claims left alone */

@@ -85,6 +85,17 @@ if [ -f "$tok" ]; then
 else
 	n=$((n + 1)); echo "ok $n # SKIP no shared tokenizer at $tok"
 fi
+# the tokenizer is read by the tokenizer module: what the tools could not load is refused here
+mkdir "$t/addtok"
+cp "$GRPO_TOP/examples/addition/tokenizer.json" "$t/addtok/"
+printf '{"eos_token": "="}\n' > "$t/addtok/tokenizer_config.json"
+grpo-init --preset tiny --tokenizer "$t/addtok/tokenizer.json" -o "$t/add"
+grep -q '"eos_token_id": 11,' "$t/add/config.json" && grep -q '"bos_token_id": null' "$t/add/config.json"
+ok $? "eos_token of tokenizer_config.json found among the vocab tokens too (= is 11)"
+sed 's/"type": "BPE"/"type": "Unigram"/' "$GRPO_TOP/examples/addition/tokenizer.json" > "$t/unigram.json"
+grpo-init --preset tiny --tokenizer "$t/unigram.json" -o "$t/uni" 2> "$t/err"
+[ $? -eq 1 ] && grep -q "^grpo-init: $t/unigram.json: .*Unigram" "$t/err" && [ ! -e "$t/uni" ]
+ok $? "a tokenizer the tools cannot read is refused, naming it: $(cat "$t/err")"
 tok="${GRPO_SHARED:-../shared}/data/tokenizers/llama3/tokenizer.json"
 if [ -f "$tok" ]; then
 	grpo-init --preset tiny --family llama --tokenizer "$tok" -o "$t/ll"

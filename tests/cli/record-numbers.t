@@ -21,7 +21,7 @@ grpo-score -r length -m 9 mixed.zst 2> err > /dev/null
 grep -q 'mixed.zst: record 3 is not a rollout group' err
 ok $? "grpo-score, a file: $(cat err)"
 grpo-score -r length -m 9 < mixed.zst 2> err > /dev/null
-grep -q 'standard input: record 3 is not a rollout group' err
+grep -q '<stdin>: record 3 is not a rollout group' err
 ok $? "grpo-score, standard input: $(cat err)"
 cat tiny.zst raw.zst > unscored.zst
 grpo-pack -T 8 -W 2 unscored.zst 2> err > /dev/null

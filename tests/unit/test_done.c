@@ -1,11 +1,53 @@
 /* The DONE manifest: what done_format writes done_parse reads back the same,
  * a manifest from before loss_tokens reads with it unknown, and a damaged
- * one is refused naming the file and field. */
+ * one is refused naming the file and field; done_load_job reads a step's
+ * job from the queue (grpo-pack's resume). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "data/done.h"
 #include "tap.h"
+
+/* QUEUE/step_N/DONE holding text. */
+static int put_done(const char *queue, int step, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/step_%d", queue, step);
+	if (mkdir(p, 0777) < 0)
+		return -1;
+	snprintf(p, sizeof p, "%s/step_%d/DONE", queue, step);
+	FILE *f = fopen(p, "w");
+	int bad = !f || fputs(text, f) < 0;
+	return (f && fclose(f) != 0) || bad ? -1 : 0;
+}
+
+static void test_load_job(void)
+{
+	char q[] = "/tmp/grpo-test-done.XXXXXX";
+	struct done_job j;
+	struct err e;
+	if (!mkdtemp(q)) {
+		ok(0, "a temporary queue");
+		return;
+	}
+	int bad = put_done(q, 5, "{\"step\":5,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":4,"
+			   "\"sequences\":3,\"finished\":false,\"done\":[0,2]}}\n") ||
+		  put_done(q, 6, "{\"step\":6,\"runs\":[]}\n") || put_done(q, 8, "{\"step\":8,\"runs\":[],\"job\":7}\n");
+	ok(!bad, "a queue with a job in step 5's DONE, none in step 6's, a damaged one in step 8's");
+	ok(done_load_job(q, 5, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.sequences == 3 &&
+	   !j.finished && j.n_done == 2 && j.done[0] == 0 && j.done[1] == 2, "done_load_job reads step 5's job");
+	free(j.done);
+	ok(done_load_job(q, 6, &j, &e) == 0 && j.id == 0 && !j.done, "a manifest with no job: 0, zeroed");
+	ok(done_load_job(q, 7, &j, &e) == 0 && j.id == 0 && !j.done, "no manifest: 0, zeroed");
+	ok(done_load_job(q, 8, &j, &e) < 0 && strstr(e.msg, "/step_8/DONE: job"), "a damaged job: %s", e.msg);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", q);
+	if (system(cmd) != 0)
+		ok(0, "%s", cmd);
+}
 
 int main(void)
 {
@@ -84,5 +126,6 @@ int main(void)
 		   "refused: %s", e.msg);
 	buf_free(&a);
 	buf_free(&b);
+	test_load_job();
 	return tap_done();
 }

@@ -5,7 +5,8 @@
  * again, ends with every old step archived whole and removed and nothing
  * else touched. Likewise a crash at any call of recover, followed by
  * recover again, loses nothing: stale claims returned, live ones and done
- * files kept, old temporaries and gc leftovers dealt with.
+ * files kept, old temporaries and gc leftovers dealt with. A spool's
+ * status (what grpo-spool status prints) counts every step of every queue.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -459,6 +460,40 @@ static void test_quarantine(void)
 	       "a second quarantine of the same name is refused: %s", e.msg);
 }
 
+static void test_status(void)
+{
+	char spool[600], q[700], pol[700];
+	struct err e;
+	struct claim c;
+	struct queue_status st;
+	snprintf(spool, sizeof spool, "%s/status", top);
+	is_int(queue_status(spool, 60, time(NULL), &st, &e), 1, "status of no spool: 1");
+	queue_status_free(&st);
+	snprintf(q, sizeof q, "%s/rollouts", spool);
+	int bad = publish(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 1, 0, "b.zst", "B") != 0 ||
+		  publish(q, 1, 1, "c.zst", "C") != 0;
+	snprintf(q, sizeof q, "%s/scored", spool);
+	bad |= publish(q, 1, 0, "d.zst", "D") != 0 || claim_take(&c, q, 1, 0, "d.zst", 0, &e) != 0;
+	snprintf(pol, sizeof pol, "%s/policy/step_3", spool);
+	sh("mkdir -p %s", pol);
+	ok(!bad, "a spool: rollouts steps 0 and 1, scored step 1 with a claim, policy step 3");
+	is_int(queue_status(spool, 60, time(NULL), &st, &e), 0, "status of it");
+	ok(st.n_queues == 2 && strcmp(st.queues[0].name, "rollouts") == 0 &&
+	   strcmp(st.queues[1].name, "scored") == 0, "two queues, sorted, policy left out");
+	const struct queue_step *r = st.n_queues == 2 ? st.queues[0].steps : NULL;
+	ok(r && st.queues[0].n_steps == 2 && r[0].step == 0 && r[0].waiting == 1 && r[0].done == 0 &&
+	   r[1].step == 1 && r[1].ranks == 2 && r[1].waiting == 1 && r[1].done == 1 && r[1].claimed == 0,
+	   "rollouts: step 0 one waiting; step 1 two ranks, one waiting, one done");
+	const struct queue_step *d = st.n_queues == 2 ? st.queues[1].steps : NULL;
+	ok(d && st.queues[1].n_steps == 1 && d[0].claimed == 1 && d[0].claims[0].rank == 0 &&
+	   strcmp(d[0].claims[0].name, "d.zst") == 0 && d[0].claims[0].id.pid == (long)getpid() &&
+	   !d[0].claims[0].stale, "scored: step 1's claim, its holder and not stale");
+	ok(st.policy_step == 3 && st.collect_step == 1 && st.n_errors == 0,
+	   "policy step 3, collecting step 1, nothing unreadable");
+	queue_status_free(&st);
+	claim_release(&c, NULL);
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -470,6 +505,7 @@ int main(void)
 	test_gc_crash();
 	test_gc_late();
 	test_quarantine();
+	test_status();
 	test_leftover();
 	test_recover_crash();
 	sh("rm -rf %s", top);
