@@ -219,7 +219,7 @@ static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	*v = a;
 	*end = e;
 	j = skip_blank(s, n, e);
-	if (latex_frac_at(s, n, j, &b, &j) && a == (double)(long long)a && b >= 0) {
+	if (latex_frac_at(s, n, j, &b, &j) && a == floor(a) && b >= 0) {   /* a whole part, of any size */
 		*v = a < 0 || (a == 0 && s[i] == '-') ? a - b : a + b;
 		*end = j;
 	} else if (j < n && s[j] == '/' && dig(s, n, skip_blank(s, n, j + 1)) &&
