@@ -362,10 +362,7 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, struct model *m, struct optim *op,
                                       const struct microbatch *mbs, size_t n)
 {
-	int maxT = 1;
-	for (size_t i = 0; i < n; i++)
-		if ((int)mbs[i].n_tokens > maxT)
-			maxT = (int)mbs[i].n_tokens;
+	int maxT = step_max_tokens(mbs, n);
 	if (gpu && model_gpu_max_tokens(gpu) >= maxT)
 		return gpu;
 	model_gpu_close(gpu);

@@ -159,15 +159,21 @@ int step_check(const char *done_path, const struct done_manifest *d, const struc
 	return 0;
 }
 
-int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e)
+int step_max_tokens(const struct microbatch *mbs, size_t n)
 {
 	uint32_t maxT = 1;
 	for (size_t i = 0; i < n; i++)
 		if (mbs[i].n_tokens > maxT)
 			maxT = mbs[i].n_tokens;
+	return (int)maxT;
+}
+
+int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e)
+{
+	int maxT = step_max_tokens(mbs, n);
 	if (!m->g.mem && model_grads_alloc(m, e) < 0)
 		return -1;
-	if ((!m->a.mem || m->a.maxT < (int)maxT) && model_acts_alloc(m, (int)maxT, e) < 0)
+	if ((!m->a.mem || m->a.maxT < maxT) && model_acts_alloc(m, maxT, e) < 0)
 		return -1;
 	return 0;
 }
@@ -272,15 +278,6 @@ static int grads_zero(struct model *m, struct model_gpu *gpu, struct err *e)
 		return model_gpu_grads_zero(gpu, e);
 	model_grads_zero(m);
 	return 0;
-}
-
-static int step_max_tokens(const struct microbatch *mbs, size_t n)
-{
-	uint32_t maxT = 1;
-	for (size_t i = 0; i < n; i++)
-		if (mbs[i].n_tokens > maxT)
-			maxT = mbs[i].n_tokens;
-	return (int)maxT;
 }
 
 int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const struct loss_opts *lo,

@@ -96,6 +96,9 @@ struct step_result {
  * that is not finite.
  */
 int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct err *e);
+/* The tokens of the largest of mbs (n), at least 1: what a model's
+ * activations, on the CPU or the GPU, are sized for. */
+int step_max_tokens(const struct microbatch *mbs, size_t n);
 
 /* mb, when not NULL, is called in the first epoch after each micro-batch's
  * forward, with the trainer's logprobs (T) at the step's start; -1 (e
