@@ -480,6 +480,24 @@ static int64_t trainer_newest(const char *queue)
 }
 
 /*
+ * After a batch's answers are fed: the saved copy (--responses) closed, then
+ * the batch failed when its refusals say so: all of them, or any without
+ * -e skip. what names them in the message ("answers refused").
+ */
+static int answers_end(FILE **saved, const char *responses, const struct opts *o, const char *where,
+                       const char *what, unsigned long long bad, unsigned long long total, struct err *e)
+{
+	FILE *f = *saved;
+	*saved = NULL;
+	if (f && fclose(f) != 0)
+		return err_sys(e, "%s", responses);
+	if (bad && (!o->skip || bad == total))
+		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
+		               o->skip ? "" : " (-e fail)");
+	return 0;
+}
+
+/*
  * The answers a killed run sampled and kept in the cursor (collect/cursor.h):
  * import and publish them as that run would have, under the same names and
  * policy version, and advance the cursor, asking the server nothing.
@@ -521,17 +539,8 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 			refused++;
 		}
 	}
-	if (saved && fclose(saved) != 0) {
-		saved = NULL;
-		err_sys(&e, "%s", sv->responses);
+	if (answers_end(&saved, sv->responses, o, cur->path, "answers refused", refused, k, &e) < 0)
 		goto fail;
-	}
-	saved = NULL;
-	if (refused && (!o->skip || refused == k)) {
-		err_set(&e, "%s: %llu of %llu answers refused: nothing published%s", cur->path,
-		        (unsigned long long)refused, (unsigned long long)k, o->skip ? "" : " (-e fail)");
-		goto fail;
-	}
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
 		goto fail;
@@ -684,17 +693,9 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 			failed++;
 		}
 	}
-	if (saved && fclose(saved) != 0) {
-		saved = NULL;
-		err_sys(&e, "%s", sv->responses);
+	if (answers_end(&saved, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
+	                (unsigned long long)n, &e) < 0)
 		goto fail;
-	}
-	saved = NULL;
-	if (failed && (!o->skip || failed == n)) {
-		err_set(&e, "%s: %d of %d prompts failed: nothing published%s", g->prompts, failed, n,
-		        o->skip ? "" : " (-e fail)");
-		goto fail;
-	}
 	uint64_t next = ((uint64_t)offset + (uint64_t)n) % rows;
 	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset % rows, n, next, &e) < 0)
 		goto fail;
