@@ -64,7 +64,7 @@ CUDA_WHY := $(if $(filter 0 no,$(CUDA)),CUDA=$(CUDA),$(if $(NVCC),$(if $(and $(C
 CUDA_A     := $(BUILD)/libgrpo-cuda.a
 CUDA_OBJ   := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(wildcard kernels/*.cu))
 CUDA_TESTS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/%,$(wildcard tests/cuda/test_*.c))
-CUDA_BENCH := $(BUILD)/bench/cuda/bench_cuda_model
+CUDA_BENCH := $(BUILD)/bench/cuda/bench_cuda_model $(BUILD)/bench/cuda/bench_cuda_generate
 CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_A) $(CUDA_TESTS) $(CUDA_BENCH))
 # With the CUDA library built, lib/model/model_gpu.c bridges to it (else it
 # says there is no GPU path), and whatever links libgrpo.a links it too.
@@ -141,7 +141,7 @@ $(BUILD)/bench/cuda/%.o: bench/cuda/%.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -Ikernels -I$(CUDA_INC) -c $< -o $@
 
-$(CUDA_BENCH): $(CUDA_BENCH).o $(LIB_A) $(CUDA_A)
+$(CUDA_BENCH): %: %.o $(LIB_A) $(CUDA_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(CUDA_A) $(ALL_LDLIBS) $(CUDA_LDLIBS) -o $@
@@ -207,6 +207,7 @@ ifneq ($(CUDA_WHY),)
 else
 	$(MAKE) $(CUDA_BENCH)
 	BUILD=$(BUILD) sh bench/cuda/run.sh
+	BUILD=$(BUILD) sh bench/cuda/run_generate.sh
 endif
 
 man-lint:

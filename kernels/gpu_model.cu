@@ -13,6 +13,7 @@
 
 #include "gpu_model_impl.cuh"
 #include "lmhead.h"
+#include "paged.cuh"
 
 int gpu_fail(char *msg, size_t msglen, const char *fmt, ...)
 {
@@ -62,8 +63,8 @@ static void layout_weights(struct gpu_model *g, struct carve *c, int tied)
 	g->bk = (float *)carve(c, L * KD * 4);
 	g->bv = (float *)carve(c, L * KD * 4);
 	g->bo = (float *)carve(c, L * C * 4);
-	g->cos = (float *)carve(c, (size_t)g->maxT * (s->HS / 2) * 4);
-	g->sin = (float *)carve(c, (size_t)g->maxT * (s->HS / 2) * 4);
+	g->cos = (float *)carve(c, (size_t)g->max_pos * (s->HS / 2) * 4);
+	g->sin = (float *)carve(c, (size_t)g->max_pos * (s->HS / 2) * 4);
 }
 
 static void layout_acts(struct gpu_model *g, struct carve *c)
@@ -156,8 +157,8 @@ static int upload_weights(struct gpu_model *g, const struct gpu_model_weights *w
 	    upload_f32(g->knorm, w->knorm, L * s->HS, msg, msglen) < 0 ||
 	    upload_f32(g->bq, w->bq, L * QD, msg, msglen) < 0 || upload_f32(g->bk, w->bk, L * KD, msg, msglen) < 0 ||
 	    upload_f32(g->bv, w->bv, L * KD, msg, msglen) < 0 || upload_f32(g->bo, w->bo, L * C, msg, msglen) < 0 ||
-	    upload_f32(g->cos, w->cos, (size_t)g->maxT * (s->HS / 2), msg, msglen) < 0 ||
-	    upload_f32(g->sin, w->sin, (size_t)g->maxT * (s->HS / 2), msg, msglen) < 0)
+	    upload_f32(g->cos, w->cos, (size_t)g->max_pos * (s->HS / 2), msg, msglen) < 0 ||
+	    upload_f32(g->sin, w->sin, (size_t)g->max_pos * (s->HS / 2), msg, msglen) < 0)
 		return -1;
 	return 0;
 }
@@ -194,6 +195,7 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 			   !(att && strcmp(att, "simple") == 0);
 	g->esize = g->bf16 ? 2 : 4;
 	g->maxT = maxT;
+	g->max_pos = w->max_pos;
 	size_t rows = LOGITS_BYTES / ((size_t)s->V * 4);
 	g->chunk = (int)(rows < 1 ? 1 : rows > LOGITS_MAX_ROWS ? LOGITS_MAX_ROWS : rows);
 	if (g->chunk > maxT)
@@ -370,25 +372,18 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 	return 0;
 }
 
-int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
-		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
+// The embedding, every layer and the final norm over the T tokens of
+// g->ids at positions g->pos (device arrays the caller filled), leaving the
+// normed last hidden states in g->ln. With kv (gpu_decode.cu), every
+// layer's keys and values also go to the paged cache, and with kv->paged
+// each row attends over its sequence's cache instead of the pack's tiles.
+int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_pass *kv, char *msg, size_t msglen)
 {
 	const struct gpu_model_shape *s = &g->s;
-	int C = s->C, I = s->I, QD = s->NH * s->HS, KD = s->NKV * s->HS, QKV = QD + 2 * KD, V = s->V;
-	int bf = g->bf16, ntiles = 0, l = -1;
+	int C = s->C, I = s->I, QD = s->NH * s->HS, KD = s->NKV * s->HS, QKV = QD + 2 * KD;
+	int bf = g->bf16, l = -1;
 	size_t es = g->esize;
 	cudaStream_t st = g->stream;
-	g->forward_done = 0;   // from here on the host arrays describe this pack, not the last
-	if (T <= 0 || T > g->maxT)
-		return gpu_fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
-	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
-		return -1;
-	CUDA_TRY(cudaMemcpyAsync(g->ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, st));
-	CUDA_TRY(cudaMemcpyAsync(g->pos, g->h_pos, (size_t)T * 4, cudaMemcpyHostToDevice, st));
-	CUDA_TRY(cudaMemcpyAsync(g->targets, g->h_targets, (size_t)T * 4, cudaMemcpyHostToDevice, st));
-	CUDA_TRY(cudaMemcpyAsync(g->temps, g->h_temps, (size_t)T * 4, cudaMemcpyHostToDevice, st));
-	CUDA_TRY(cudaMemcpyAsync(g->tiles, g->h_tiles, (size_t)ntiles * sizeof(struct att_tile),
-				 cudaMemcpyHostToDevice, st));
 
 	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, C, bf, st));
 	for (l = 0; l < s->L; l++) {
@@ -414,7 +409,16 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				       g->bv ? g->bv + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
 				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
 				       s->HS, s->eps, bf, st));
-		if (g->attention_mma)
+		char *kc = NULL, *vc = NULL;
+		if (kv) {   // decoding: this pass's keys and values join the cache
+			kc = (char *)kv->kc + (size_t)l * kv->layer_elems * es;
+			vc = (char *)kv->vc + (size_t)l * kv->layer_elems * es;
+			LAUNCH(launch_kv_write(kc, vc, qkv, kv->slots, T, s->NH, s->NKV, s->HS, bf, st));
+		}
+		if (kv && kv->paged)
+			LAUNCH(launch_paged_attention(att, qkv, kc, vc, kv->table, kv->table_stride, kv->ctx, T, kv->max_ctx,
+						      kv->work, s->NH, s->NKV, s->HS, bf, st));
+		else if (g->attention_mma)
 			LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 		else
 			LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
@@ -437,8 +441,34 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 	}
 	l = -1;
 
-	// final norm and the LM head over the T-1 rows that may predict a token
+	l = -1;
 	LAUNCH(launch_rmsnorm(g->ln, g->resid + layer_off(g, s->L, C), g->norm, T, C, s->eps, bf, st));
+	return 0;
+}
+
+int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	int C = s->C, V = s->V, bf = g->bf16, ntiles = 0;
+	size_t es = g->esize;
+	cudaStream_t st = g->stream;
+	g->forward_done = 0;   // from here on the host arrays describe this pack, not the last
+	if (T <= 0 || T > g->maxT)
+		return gpu_fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
+	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
+		return -1;
+	CUDA_TRY(cudaMemcpyAsync(g->ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->pos, g->h_pos, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->targets, g->h_targets, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->temps, g->h_temps, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->tiles, g->h_tiles, (size_t)ntiles * sizeof(struct att_tile),
+				 cudaMemcpyHostToDevice, st));
+
+	if (gpu_forward_layers(g, T, ntiles, NULL, msg, msglen) < 0)
+		return -1;
+
+	// the LM head over the T-1 rows that may predict a token
 	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
 		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
 		if (matmul(&g->mm, g->logits, 1, (const char *)g->ln + (size_t)r0 * C * es, g->lm_head, bf, n, V, C,

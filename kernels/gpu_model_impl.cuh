@@ -18,6 +18,7 @@
 struct gpu_model {
 	struct gpu_model_shape s;
 	int bf16, train, tied, maxT, chunk;
+	int max_pos;         // positions the RoPE table holds (>= maxT; more for decoding)
 	int attention_mma;   // bf16 attention on tensor cores, forward and backward (else the CUDA-core kernels)
 	size_t esize;        // bytes of one weight or activation element
 	cudaStream_t stream;
@@ -103,6 +104,25 @@ int gpu_fail(char *msg, size_t msglen, const char *fmt, ...);
 		if (err_ != cudaSuccess)                                                            \
 			return gpu_fail(msg, msglen, "%s: %s", #call, cudaGetErrorString(err_));     \
 	} while (0)
+
+// Where a pass's keys and values go (gpu_decode.cu's prefill and decode
+// steps): layer l's paged caches are kc and vc plus l * layer_elems
+// elements, token t's slot slots[t] (paged.cuh); with paged, row b attends
+// over positions [0, ctx[b]) of its sequence's blocks, table row b, with
+// ctx[b] <= max_ctx and work paged_attention_workspace_bytes() of scratch.
+struct kv_pass {
+	void *kc, *vc;
+	size_t layer_elems;
+	const int32_t *slots;
+	int paged;
+	const int32_t *table, *ctx;
+	int table_stride, max_ctx;
+	float *work;
+};
+
+// gpu_model.cu: embedding, layers and final norm over g->ids at g->pos,
+// into g->ln; kv NULL for a pass without a cache.
+int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_pass *kv, char *msg, size_t msglen);
 
 // gpu_train.cu: the training buffers' bytes, and their carving (with the
 // host arrays the backward needs; 0, or -1 when out of host memory)

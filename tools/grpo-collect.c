@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		"       grpo-collect --model DIR|SPOOL/policy --prompts FILE [--samples G] [--temperature T]\n"
 		"                    [--top-p P] [--top-k K] [--max-tokens M] [--seed S] [--offset N]\n"
 		"                    [--count N] [--cursor FILE] [--batch B] [--chat FMT] [--tokenizer FILE]\n"
+		"                    [--device auto|cpu|cuda [--precision bf16|fp32]]\n"
 		"                    [-o SPOOL/rollouts [--step N] [--rank X] [--max-groups N]] [-v]\n"
 		"       grpo-collect --server URL [--api vllm|sglang|openai] --prompts FILE [--samples G]\n"
 		"                    [--temperature T] [--top-p P] [--top-k K] [--max-tokens M] [--seed S]\n"
@@ -83,6 +84,8 @@ static void usage(FILE *f)
 		"      --batch B          prompts sampled together (default 16)\n"
 		"      --chat FMT         encode text prompts as a user turn of " CHAT_FORMATS "\n"
 		"      --tokenizer FILE   tokenizer.json (default: the model's own)\n"
+		"      --device DEV       auto (the default, or $GRPO_DEVICE), cpu or cuda: where to sample\n"
+		"      --precision P      bf16 (the default) or fp32, on the GPU\n"
 		"Sampling through a server (--prompts and the sampling options as above):\n"
 		"      --server URL       the server, e.g. http://127.0.0.1:8000\n"
 		"      --api API          vllm (the default), sglang or openai\n"
@@ -264,6 +267,8 @@ struct gen_opts {
 	float temperature;   /* -t: 0 samples greedily */
 	unsigned long long seed;
 	enum chat_format chat;
+	enum model_device device;   /* --device, resolved in generate() */
+	int fp32;                   /* --precision fp32 on the GPU */
 };
 
 /*
@@ -351,6 +356,39 @@ static int start_batch(struct cursor *cur, const struct opts *o, const char *dir
 }
 
 /*
+ * The GPU sampler --device asks for, in *gpu, or NULL for the C model:
+ * auto means the GPU where there is one that can take the model, else the
+ * C model (saying why when a GPU was there); cuda that cannot be had is -1
+ * (exit 69).
+ */
+static int open_sampler(const struct gen_opts *g, const struct model *m, const struct rollout_prompt *ps, int n,
+			int verbose, struct model_gpu **gpu, struct err *e)
+{
+	enum model_device got;
+	*gpu = NULL;
+	if (model_device_resolve(g->device, &got, e) < 0)
+		return -1;
+	if (got == MODEL_DEVICE_CPU)
+		return 0;
+	int longest = 1;
+	for (int i = 0; i < n; i++)
+		if ((int)ps[i].n > longest)
+			longest = (int)ps[i].n;
+	if (model_gpu_open_gen(gpu, m, longest, (int)g->max_tokens, !g->fp32, e) < 0) {
+		if (g->device == MODEL_DEVICE_CUDA)
+			return -1;
+		fprintf(stderr, "%s: --device auto: sampling on the CPU: %s\n", prog, e->msg);
+		return 0;
+	}
+	if (verbose) {
+		char d[512];
+		model_gpu_describe(*gpu, d, sizeof d);
+		fprintf(stderr, "%s: sampling on the GPU in %s: %s\n", prog, g->fp32 ? "fp32" : "bf16", d);
+	}
+	return 0;
+}
+
+/*
  * Sample G responses to each prompt taken from --prompts and publish them as
  * the importer publishes its groups. The parts are named from everything that
  * decides their bytes (policy version, sampling options and the prompts'
@@ -365,6 +403,7 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	char dir[PATH_MAX], tpath[PATH_MAX];
 	int64_t version;
 	struct model m = { 0 };
+	struct model_gpu *gpu = NULL;
 	struct tokenizer *tok = NULL;
 	struct rollout_prompt *ps = NULL;
 	struct held held = { 0 };
@@ -401,6 +440,10 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
 	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
 		goto fail;
+	if (open_sampler(g, &m, ps, n, o->verbose, &gpu, &e) < 0) {
+		status = 69;
+		goto fail;
+	}
 	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
 	                         .max_tokens = (int)g->max_tokens, .stop_ids = m.cfg.eos_ids,
 	                         .n_stop = m.cfg.n_eos, .seed = g->seed };
@@ -410,6 +453,8 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	hash = collect_hash(hash, knobs, sizeof knobs);
 	hash = collect_hash(hash, reals, sizeof reals);
 	hash = collect_hash(hash, &g->seed, sizeof g->seed);
+	if (gpu)   /* the GPU's numbers are not the C model's: other bytes, other names */
+		hash = collect_hash(hash, g->fp32 ? "cuda fp32" : "cuda bf16", 9);
 	for (int i = 0; i < n; i++) {
 		hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
 		hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
@@ -427,8 +472,13 @@ static int generate(struct opts *o, const struct gen_opts *g, struct sfile_write
 	held.cap = (size_t)n;
 	for (int at = 0; at < n; at += (int)g->batch) {
 		int b = n - at < g->batch ? n - at : (int)g->batch;
-		if (rollout_sample(&m, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
+		if (rollout_sample(&m, gpu, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
 			goto fail;
+		if (gpu && o->verbose) {
+			char d[512];
+			model_gpu_gen_describe(gpu, d, sizeof d);
+			fprintf(stderr, "%s: GPU batch of %d prompts: %s\n", prog, b, d);
+		}
 		held.n += (size_t)b;
 		progress_show(&pg, at + b, n, "prompts sampled");
 	}
@@ -451,6 +501,7 @@ fail:
 		close(lock_fd);
 	rollout_prompts_free(ps, n);
 	tok_free(tok);
+	model_gpu_close(gpu);
 	model_free(&m);
 	return status;
 }
@@ -733,12 +784,13 @@ fail:
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
 	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
-	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES,
+	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES, OPT_DEVICE, OPT_PRECISION,
 };
 
 /* The words of the tool's own word option (cli_word); the others are lib's
  * (server_api_names, chat_format_names, collect_format_names). */
 static const char *const on_error_words[] = { "fail", "skip", NULL };   /* skip 0, 1 */
+static const char *const precision_words[] = { "bf16", "fp32", NULL };  /* fp32 0, 1 */
 
 int main(int argc, char **argv)
 {
@@ -776,6 +828,8 @@ int main(int argc, char **argv)
 		{ "max-lag", required_argument, NULL, OPT_MAX_LAG },
 		{ "served-model", required_argument, NULL, OPT_SERVED_MODEL },
 		{ "responses", required_argument, NULL, OPT_RESPONSES },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "precision", required_argument, NULL, OPT_PRECISION },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -789,6 +843,7 @@ int main(int argc, char **argv)
 	const char *answers_path = NULL;
 	int c;
 	prog = cli_init(argv[0], usage);
+	g.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_MODEL: g.model = optarg; break;
@@ -798,6 +853,8 @@ int main(int argc, char **argv)
 		case OPT_SERVER: sv.so.url = optarg; break;
 		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
 		case OPT_RESPONSES: sv.responses = optarg; break;
+		case OPT_DEVICE: g.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
+		case OPT_PRECISION: g.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, server_api_names); break;
 		case OPT_CONCURRENCY:
 			sv.so.concurrency = (int)cli_positive("--concurrency", optarg, 4096);

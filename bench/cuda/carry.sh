@@ -15,15 +15,18 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cd "$top"
 make -s BUILD="$BUILD" CUDA_ARCHS="${CUDA_ARCHS:-90}" all "$BUILD/tests/test_reflp" \
-	$(for t in tests/cuda/test_*.c; do t=${t##*/}; echo "$BUILD/tests/${t%.c}"; done) "$BUILD/bench/cuda/bench_cuda_model"
+	$(for t in tests/cuda/test_*.c; do t=${t##*/}; echo "$BUILD/tests/${t%.c}"; done) \
+	"$BUILD/bench/cuda/bench_cuda_model" "$BUILD/bench/cuda/bench_cuda_generate"
 mkdir -p "$stage/bin" "$stage/tests" "$stage/bench/cuda" "$stage/lib-all" "$stage/shared/bench" cuda-run
 for f in "$BUILD"/bin/grpo-*; do strip -o "$stage/bin/${f##*/}" "$f"; done
 for f in "$BUILD"/tests/test_cuda_* "$BUILD"/tests/test_reflp; do
 	case $f in *.d|*.o) continue ;; esac
 	strip -o "$stage/tests/${f##*/}" "$f"
 done
-strip -o "$stage/bench/cuda/bench_cuda_model" "$BUILD/bench/cuda/bench_cuda_model"
-[ -f "$shared/bench/peer_torch_grpo.py" ] && cp "$shared/bench/peer_torch_grpo.py" "$stage/shared/bench/"
+for f in bench_cuda_model bench_cuda_generate; do strip -o "$stage/bench/cuda/$f" "$BUILD/bench/cuda/$f"; done
+for f in peer_torch_grpo.py peer_torch_generate.py; do
+	[ -f "$shared/bench/$f" ] && cp "$shared/bench/$f" "$stage/shared/bench/"
+done
 ldd "$stage"/bin/* "$stage"/tests/* "$stage"/bench/cuda/* | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
 	grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libgcc_s|libstdc\+\+)\.so' |
 	while read -r lib; do cp -L "$lib" "$stage/lib-all/"; done

@@ -4,8 +4,12 @@
 # this machine lacks, and run what needs the GPU, logs under ${OUT:-out}:
 #   tests   the CUDA tests and the tools' GPU cases (tests.txt)
 #   bench   make bench-cuda's run.sh with the peer (bench/)
+#   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
 #   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
-# Arguments pick them (default: tests bench).
+#   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
+#           (wide-expected.json)
+# Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
+# test binaries to run (default: every CUDA test; attention and step).
 top=$(pwd)
 out=${OUT:-$top/out}
 mkdir -p "$out"
@@ -23,7 +27,7 @@ for what; do
 	case $what in
 	tests)
 		nvidia-smi -L > "$out/tests.txt" 2>&1
-		for t in cuda-run/tests/*; do
+		for t in ${TESTS:-cuda-run/tests/*}; do
 			echo "=== $t" >> "$out/tests.txt"
 			timeout 300 "$t" >> "$out/tests.txt" 2>&1
 			echo "=== $t: exit $?" >> "$out/tests.txt"
@@ -35,15 +39,24 @@ for what; do
 		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 550 sh bench/cuda/run.sh > "$out/bench.txt" 2>&1
 		tail -n 12 "$out/bench.txt"
 		;;
+	gen)
+		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 400 sh bench/cuda/run_generate.sh > "$out/gen.txt" 2>&1
+		tail -n 8 "$out/gen.txt"
+		;;
+	wide)
+		GRPO_BIN=cuda-run/bin sh tests/data/hf/make_wide.sh /tmp/wide > "$out/wide.txt" 2>&1 &&
+			python3 tests/data/hf/make_wide_expected.py /tmp/wide "$out/wide-expected.json" >> "$out/wide.txt" 2>&1
+		tail -n 3 "$out/wide.txt"
+		;;
 	san)
 		for tool in memcheck racecheck; do
-			for t in cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step; do
+			for t in ${SAN_TESTS:-cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step}; do
 				echo "=== $tool $t" >> "$out/san.txt"
-				GRPO_TEST_SMALL=1 timeout 200 "$san" --tool "$tool" "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
+				GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool "$tool" "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
 			done
 		done
 		cat "$out/san.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench or san" >&2; exit 2 ;;
+	*) echo "on-device.sh: $what: tests, bench, gen, san or wide" >&2; exit 2 ;;
 	esac
 done

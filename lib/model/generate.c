@@ -110,6 +110,12 @@ static int sample(const float *z, int V, const struct gen_params *p, uint64_t *r
 	return tok;
 }
 
+uint64_t gen_stream_state(uint64_t seed, uint64_t stream)
+{
+	uint64_t s = splitmix64(&stream) ^ seed;
+	return splitmix64(&s);
+}
+
 void gen_seq_free(struct gen_seq *s)
 {
 	free(s->tokens);
@@ -187,9 +193,7 @@ int gen_run(const struct model *m, const int *const *prompts, const int *prompt_
 		 * as this once did, made stream b at draw k the stream b + 1 at draw k - 1 (splitmix
 		 * adds golden each draw): neighbouring samples drew the same numbers, one token apart.
 		 */
-		uint64_t key = p->streams ? p->streams[b] : (uint64_t)b;
-		rng[b] = splitmix64(&key) ^ p->seed;
-		rng[b] = splitmix64(&rng[b]);
+		rng[b] = gen_stream_state(p->seed, p->streams ? p->streams[b] : (uint64_t)b);
 	}
 
 	/* prefill: the prompts' tokens in chunks; each prompt's last token gives its first sample */

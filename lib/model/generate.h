@@ -58,4 +58,11 @@ int gen_run(const struct model *m, const int *const *prompts, const int *prompt_
             const struct gen_params *p, struct gen_seq *out, struct err *e);
 void gen_seq_free(struct gen_seq *s);
 
+/*
+ * The state stream `stream` of a run seeded `seed` starts from; its n-th
+ * draw (from 0) is splitmix64's output at state + (n + 1) * 0x9e3779b97f4a7c15,
+ * which is how the GPU sampler takes draw n without the n before it.
+ */
+uint64_t gen_stream_state(uint64_t seed, uint64_t stream);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #ifdef GRPO_CUDA
+#include "kernels/gpu_decode.h"
 #include "kernels/gpu_model.h"
 #endif
 
@@ -37,8 +38,9 @@ const char *model_device_name(enum model_device d)
 
 struct model_gpu {
 	struct gpu_model *g;
-	int maxT;
+	int maxT, max_pos;
 	uint32_t *lens;   /* (maxT) seq_lens as the CUDA library takes them */
+	struct gpu_gen_stats gen;   /* the last model_gpu_generate's */
 };
 
 int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
@@ -56,25 +58,27 @@ int model_device_resolve(enum model_device want, enum model_device *got, struct 
 	return err_set(e, "--device cuda: no GPU to run on (%s)", why);
 }
 
-static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int bf16, int train, struct err *e)
+/* A GPU model for packs of maxT tokens at positions below max_pos (>= maxT). */
+static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int max_pos, int bf16, int train,
+		    struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	const struct model_params *w = &m->w;
 	char msg[512] = "";
 	*out = NULL;
 	struct model_gpu *mg = calloc(1, sizeof *mg);
-	float *cos = malloc((size_t)maxT * (c->HS / 2) * sizeof *cos);
-	float *sin = malloc((size_t)maxT * (c->HS / 2) * sizeof *sin);
+	float *cos = malloc((size_t)max_pos * (c->HS / 2) * sizeof *cos);
+	float *sin = malloc((size_t)max_pos * (c->HS / 2) * sizeof *sin);
 	uint32_t *lens = malloc((size_t)maxT * sizeof *lens);
 	if (!mg || !cos || !sin || !lens) {
 		free(mg), free(cos), free(sin), free(lens);
 		return err_set(e, "out of memory for a GPU model of %d tokens", maxT);
 	}
-	model_rope_table(c, cos, sin, maxT);
+	model_rope_table(c, cos, sin, max_pos);
 	struct gpu_model_shape shape = { c->V, c->C, c->L, c->NH, c->NKV, c->HS, c->I, c->eps };
 	struct gpu_model_weights gw = {
 		w->embed, w->lm_head, w->ln1, w->wq, w->bq, w->wk, w->bk, w->wv, w->bv, w->wo, w->bo,
-		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, maxT,
+		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, max_pos,
 	};
 	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, train, msg, sizeof msg);
 	free(cos);
@@ -85,6 +89,7 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 		return err_set(e, "GPU model: %s", msg);
 	}
 	mg->maxT = maxT;
+	mg->max_pos = max_pos;
 	mg->lens = lens;
 	*out = mg;
 	return 0;
@@ -92,12 +97,82 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 
 int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
 {
-	return open_gpu(out, m, maxT, bf16, 0, e);
+	return open_gpu(out, m, maxT, maxT, bf16, 0, e);
 }
 
 int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
 {
-	return open_gpu(out, m, maxT, bf16, 1, e);
+	return open_gpu(out, m, maxT, maxT, bf16, 1, e);
+}
+
+int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
+		       struct err *e)
+{
+	if (max_prompt < 1 || max_new < 1)
+		return err_set(e, "GPU sampler: prompts of %d tokens and %d new ones", max_prompt, max_new);
+	long long longest = (long long)max_prompt + max_new;
+	if (longest > 1 << 20)
+		return err_set(e, "GPU sampler: %lld positions is too many", longest);
+	int maxT = longest > GEN_GPU_PACK ? (int)longest : GEN_GPU_PACK;
+	return open_gpu(out, m, maxT, maxT, bf16, 0, e);
+}
+
+int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
+		       const struct gen_params *p, struct gen_seq *out, struct err *e)
+{
+	char msg[512] = "";
+	struct gpu_gen_params gp = { p->temperature, p->top_p, p->top_k, p->max_tokens, p->stop_ids, p->n_stop,
+				     0, 0, 0 };
+	const char *graphs = getenv("GRPO_CUDA_GRAPHS"), *rows = getenv("GRPO_CUDA_MAX_BATCH");
+	const char *cache = getenv("GRPO_CUDA_KV_MIB");
+	gp.no_graphs = graphs && strcmp(graphs, "0") == 0;
+	gp.max_batch = rows ? atoi(rows) : 0;
+	gp.cache_bytes = cache ? (size_t)atol(cache) << 20 : 0;
+	uint64_t *states = malloc((size_t)(B > 0 ? B : 1) * sizeof *states);
+	struct gpu_gen_seq *gs = calloc((size_t)(B > 0 ? B : 1), sizeof *gs);
+	int r = 0;
+	memset(out, 0, (size_t)(B > 0 ? B : 0) * sizeof *out);
+	if (!states || !gs) {
+		r = err_set(e, "out of memory");
+		goto out;
+	}
+	for (int b = 0; b < B; b++) {
+		states[b] = gen_stream_state(p->seed, p->streams ? p->streams[b] : (uint64_t)b);
+		out[b].tokens = malloc((size_t)(p->max_tokens > 0 ? p->max_tokens : 1) * sizeof *out[b].tokens);
+		out[b].logprobs = malloc((size_t)(p->max_tokens > 0 ? p->max_tokens : 1) * sizeof *out[b].logprobs);
+		if (!out[b].tokens || !out[b].logprobs) {
+			r = err_set(e, "out of memory");
+			goto out;
+		}
+		gs[b].tokens = (int32_t *)out[b].tokens;   /* int32_t and int are one type where this builds */
+		gs[b].logprobs = out[b].logprobs;
+	}
+	if (gpu_generate(mg->g, (const int32_t *const *)prompts, prompt_lens, B, states, &gp, gs, &mg->gen, msg,
+			 sizeof msg) < 0) {
+		r = err_set(e, "GPU sampler: %s", msg);
+		goto out;
+	}
+	for (int b = 0; b < B; b++) {
+		out[b].n = gs[b].n;
+		out[b].finish = gs[b].stopped ? GEN_STOP : GEN_LENGTH;
+	}
+out:
+	if (r < 0)
+		for (int b = 0; b < B; b++)
+			gen_seq_free(&out[b]);
+	free(states);
+	free(gs);
+	return r;
+}
+
+void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n)
+{
+	const struct gpu_gen_stats *s = &mg->gen;
+	snprintf(buf, n, "%lld prompt tokens in %d groups, %lld tokens in %lld decode steps (at most %d sequences "
+		 "at once, %d started again), KV cache %.0f MiB (%lld of %lld blocks at most), %s; %.0f MiB in use on "
+		 "the device while decoding", s->prefill_tokens, s->groups, s->generated, s->decode_steps, s->peak_batch,
+		 s->restarts, s->cache_bytes / 1048576.0, s->peak_blocks, s->blocks,
+		 s->graphs ? "CUDA graphs" : "no CUDA graphs", s->device_used / 1048576.0);
 }
 
 int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
@@ -297,6 +372,24 @@ int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT
 {
 	*out = NULL;
 	return err_set(e, "GPU model: %s", NO_CUDA);
+}
+
+int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
+		       struct err *e)
+{
+	*out = NULL;
+	return err_set(e, "GPU model: %s", NO_CUDA);
+}
+
+int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
+		       const struct gen_params *p, struct gen_seq *out, struct err *e)
+{
+	return err_set(e, "GPU sampler: %s", NO_CUDA);
+}
+
+void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n)
+{
+	snprintf(buf, n, "no GPU");
 }
 
 int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)

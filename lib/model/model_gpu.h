@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 #include "data/traj.h"
+#include "model/generate.h"
 #include "model/model.h"
 
 enum model_device { MODEL_DEVICE_AUTO, MODEL_DEVICE_CPU, MODEL_DEVICE_CUDA };
@@ -84,6 +85,24 @@ int model_gpu_forward(struct model_gpu *g, const int *ids, int T, const int *seq
 		      const float *temps, float *logprob, float *entropy, struct err *e);
 int model_gpu_forward_mb(struct model_gpu *g, const struct microbatch *mb, float *logprob, float *entropy,
 			 struct err *e);
+
+/*
+ * Sampling on the GPU (kernels/gpu_decode.h): gen_run()'s contract
+ * (generate.h: the same sampling rules, streams and outputs; the numbers
+ * are the GPU's, so the tokens are the C model's only up to rounding), for
+ * a model opened for prompts of up to max_prompt tokens and max_new more.
+ * Samples of one prompt that are neighbours in prompts[] share its cache.
+ * Knobs for tests and benchmarks: GRPO_CUDA_GRAPHS=0 launches each decode
+ * step kernel by kernel; GRPO_CUDA_MAX_BATCH=N decodes at most N sequences
+ * at once (default 1024); GRPO_CUDA_KV_MIB=N makes the KV cache N MiB.
+ */
+#define GEN_GPU_PACK 4096   /* tokens a prefill pass takes at most (more when a prompt and its response are longer) */
+int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
+		       struct err *e);
+int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
+		       const struct gen_params *p, struct gen_seq *out, struct err *e);
+/* The last model_gpu_generate's prefill, decode steps, batch and cache, for -v. */
+void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n);
 
 /* "NAME, N MiB on the device" for -v. */
 void model_gpu_describe(const struct model_gpu *g, char *buf, size_t n);

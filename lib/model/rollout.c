@@ -157,7 +157,7 @@ static int to_traj(const struct rollout_prompt *p, struct gen_seq *s, int j, int
 	return 0;
 }
 
-int rollout_sample(const struct model *m, const struct rollout_prompt *prompts, int n, int G,
+int rollout_sample(const struct model *m, struct model_gpu *gpu, const struct rollout_prompt *prompts, int n, int G,
                    const struct gen_params *gp, int64_t policy_version, struct group *out, struct err *e)
 {
 	memset(out, 0, (size_t)n * sizeof *out);
@@ -182,7 +182,7 @@ int rollout_sample(const struct model *m, const struct rollout_prompt *prompts, 
 		}
 	struct gen_params p = *gp;
 	p.streams = streams;
-	if ((r = gen_run(m, ptr, lens, B, &p, seqs, e)) < 0)
+	if ((r = gpu ? model_gpu_generate(gpu, ptr, lens, B, &p, seqs, e) : gen_run(m, ptr, lens, B, &p, seqs, e)) < 0)
 		goto out;
 	for (int i = 0; i < n && r == 0; i++) {
 		out[i].group_id = traj_id_num((int64_t)prompts[i].place);

@@ -41,6 +41,7 @@
 #include "model/chat.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "model/model_gpu.h"
 #include "model/tokenizer.h"
 
 struct rollout_prompt {
@@ -97,9 +98,10 @@ int rollout_policy_at(const char *dir, int64_t version, char *out, size_t outsz,
 /*
  * Sample G responses for each of the n prompts, as one batch, into groups
  * out[0..n) (zeroed first; free each with group_free). gp->streams is set
- * here (see above); gp's other fields as generate.h.
+ * here (see above); gp's other fields as generate.h. With gpu (m opened by
+ * model_gpu_open_gen) the GPU samples, else the C model.
  */
-int rollout_sample(const struct model *m, const struct rollout_prompt *prompts, int n, int G,
+int rollout_sample(const struct model *m, struct model_gpu *gpu, const struct rollout_prompt *prompts, int n, int G,
                    const struct gen_params *gp, int64_t policy_version, struct group *out, struct err *e);
 
 #endif

@@ -94,13 +94,13 @@ static void test_sample(void)
 	struct gen_params gp = { .temperature = 0.8f, .top_p = 1, .max_tokens = MAXTOK, .stop_ids = stop,
 	                         .n_stop = 1, .seed = 42 };
 	struct group both[2], alone[1], again[2];
-	int r = rollout_sample(&m, ps, 2, G, &gp, 7, both, &e);
+	int r = rollout_sample(&m, NULL, ps, 2, G, &gp, 7, both, &e);
 	ok(r == 0 && both[0].n == G && both[1].n == G, "two prompts, %d samples each (%s)", G, e.msg);
-	r = rollout_sample(&m, &ps[1], 1, G, &gp, 7, alone, &e);
+	r = rollout_sample(&m, NULL, &ps[1], 1, G, &gp, 7, alone, &e);
 	/* a batch of another size may round the logits differently in the last bit */
 	ok(r == 0 && same_group_tol(&both[1], &alone[0], 1e-5f),
 	   "a prompt's samples are the same alone as beside another prompt");
-	rollout_sample(&m, ps, 2, G, &gp, 7, again, &e);
+	rollout_sample(&m, NULL, ps, 2, G, &gp, 7, again, &e);
 	ok(same_group(&both[0], &again[0]) && same_group(&both[1], &again[1]), "same seed, same samples");
 	int differ = 0;
 	for (int j = 1; j < G; j++)
@@ -154,7 +154,7 @@ static void test_sample(void)
 	/* greedy: temperature 0 samples the argmax and records temperature 1 */
 	struct group g0[1];
 	gp.temperature = 0;
-	rollout_sample(&m, ps, 1, 2, &gp, 0, g0, &e);
+	rollout_sample(&m, NULL, ps, 1, 2, &gp, 0, g0, &e);
 	ok(same_group_tol(&(struct group){ .n = 1, .trajs = &g0[0].trajs[0] },
 	                  &(struct group){ .n = 1, .trajs = &g0[0].trajs[1] }, 1e-5f) &&
 	       g0[0].trajs[0].temperature == 1.0f,
