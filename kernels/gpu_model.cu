@@ -285,6 +285,7 @@ void gpu_model_free(struct gpu_model *g)
 {
 	if (!g)
 		return;
+	gpu_unpin_all(g);
 	if (g->mm.lt)
 		matmul_free(&g->mm);
 	cudaFree(g->amem);

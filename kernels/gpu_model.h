@@ -107,6 +107,20 @@ int gpu_model_state_get(struct gpu_model *g, enum gpu_state which, const struct 
 			size_t msglen);
 int gpu_model_state_put(struct gpu_model *g, enum gpu_state which, const struct gpu_host_params *in, char *msg,
 			size_t msglen);
+/*
+ * Page-lock the host memory [p, p + bytes) until gpu_model_free, which
+ * unregisters it: the state copies above then go between the device and
+ * those arrays by DMA at the link's bandwidth, where pageable memory goes
+ * through the driver's staging buffers and a host memcpy (about 10 GB/s).
+ * It costs about 0.1 s a GiB, once: pin what is copied every step, and keep
+ * it allocated (the same array) until gpu_model_free. A child forked
+ * meanwhile does not have the array's whole pages (MADV_DONTFORK, so that a
+ * fork does not copy them): fork to exec. Returns 0 when pinned (now, or
+ * already), 1 when it stays pageable, why in msg (GRPO_CUDA_PIN=0 in the
+ * environment, an overlap with memory pinned before, or the driver
+ * refusing): the copies work either way, with the same bytes.
+ */
+int gpu_model_host_pin(struct gpu_model *g, void *p, size_t bytes, char *msg, size_t msglen);
 /* The L2 norm of every gradient (a tied head counted once), summed in double in a fixed order. */
 int gpu_model_grad_norm(struct gpu_model *g, double *norm, char *msg, size_t msglen);
 

@@ -15,6 +15,10 @@
 #define LOGITS_BYTES ((size_t)1 << 30)
 #define LOGITS_MAX_ROWS 4096
 
+// Host arrays one model may hold page-locked (gpu_model_host_pin): the
+// master weights, the two moments and the gradients, with room to spare.
+#define GPU_PINS 8
+
 struct gpu_model {
 	struct gpu_model_shape s;
 	int bf16, train, tied, maxT, chunk;
@@ -67,6 +71,11 @@ struct gpu_model {
 	size_t obytes;
 	float *master, *adam_m, *adam_v;
 	double *norm_partial;
+
+	// the caller's host arrays page-locked for this model's life
+	// (gpu_model_host_pin), unregistered by gpu_model_free
+	struct { void *p; size_t bytes; } pins[GPU_PINS];
+	int npins;
 };
 
 // Buffers laid out in one allocation, 256-byte aligned: a first pass with
@@ -128,5 +137,8 @@ int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_p
 // host arrays the backward needs; 0, or -1 when out of host memory)
 size_t gpu_train_bytes(struct gpu_model *g);
 int gpu_train_layout(struct gpu_model *g, char *base);
+
+// gpu_optim.cu: the host arrays gpu_model_host_pin pinned, unregistered
+void gpu_unpin_all(struct gpu_model *g);
 
 #endif

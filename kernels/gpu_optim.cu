@@ -3,13 +3,18 @@
 // layout so that AdamW is one pass over one flat array; the global gradient
 // norm; and copies between that layout and lib/model's (host fp32 arrays,
 // struct gpu_host_params), for the gradients, the master weights and the
-// moments alike.
+// moments alike, straight by DMA where the caller's arrays are page-locked
+// (gpu_model_host_pin).
 //
 // The arithmetic is lib/train/optim.c's, in double per weight as there, so
 // an fp32 GPU step and a CPU step differ only by the gradients' rounding.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "device.cuh"
 #include "gpu_model_impl.cuh"
@@ -77,8 +82,33 @@ static int spans(struct gpu_model *g, const struct gpu_host_params *h, struct sp
 	return n;
 }
 
+// Each span's blocks (one per layer of a fused tensor, else one), queued on
+// the model's stream behind the kernels before them. Between the device and
+// page-locked host memory each is a DMA at the link's bandwidth, the next
+// queued while it runs; with pageable memory the driver stages each through
+// its own pinned buffers and a host memcpy (about 10 GB/s), as cudaMemcpy.
+static int queue_copies(struct gpu_model *g, float *base, const struct span *sp, int n, int to_host, char *msg,
+			size_t msglen)
+{
+	for (int i = 0; i < n; i++) {
+		if (!sp[i].host)
+			continue;
+		size_t row = sp[i].cols * 4, block = sp[i].rows * row;
+		for (size_t l = 0; l < sp[i].L; l++) {
+			float *dev = in_state(g, base, sp[i].dev) + (l * sp[i].rows_per_layer + sp[i].from) * sp[i].cols;
+			char *host = (char *)sp[i].host + l * block;
+			if (to_host)
+				CUDA_TRY(cudaMemcpyAsync(host, dev, block, cudaMemcpyDeviceToHost, g->stream));
+			else
+				CUDA_TRY(cudaMemcpyAsync(dev, host, block, cudaMemcpyHostToDevice, g->stream));
+		}
+	}
+	return 0;
+}
+
 // Between host arrays and one state: to_host, or to the device. A NULL host
 // array is skipped (the family has no such tensor; its device values stay).
+// On return every copy is done: the host arrays hold the state, or may change.
 static int copy_state(struct gpu_model *g, enum gpu_state which, const struct gpu_host_params *h, int to_host,
 		      char *msg, size_t msglen)
 {
@@ -88,20 +118,11 @@ static int copy_state(struct gpu_model *g, enum gpu_state which, const struct gp
 				which == GPU_STATE_GRAD ? "gradients" : "optimizer state");
 	struct span sp[18];
 	int n = spans(g, h, sp);
-	CUDA_TRY(cudaStreamSynchronize(g->stream));
-	for (int i = 0; i < n; i++) {
-		if (!sp[i].host)
-			continue;
-		size_t row = sp[i].cols * 4, block = sp[i].rows * row;
-		for (size_t l = 0; l < sp[i].L; l++) {
-			float *dev = in_state(g, base, sp[i].dev) + (l * sp[i].rows_per_layer + sp[i].from) * sp[i].cols;
-			char *host = (char *)sp[i].host + l * block;
-			if (to_host)
-				CUDA_TRY(cudaMemcpy(host, dev, block, cudaMemcpyDeviceToHost));
-			else
-				CUDA_TRY(cudaMemcpy(dev, host, block, cudaMemcpyHostToDevice));
-		}
+	if (queue_copies(g, base, sp, n, to_host, msg, msglen) < 0) {
+		cudaStreamSynchronize(g->stream);   // nothing left in flight to or from the caller's arrays
+		return -1;
 	}
+	CUDA_TRY(cudaStreamSynchronize(g->stream));
 	return 0;
 }
 
@@ -115,6 +136,65 @@ int gpu_model_state_put(struct gpu_model *g, enum gpu_state which, const struct 
 			size_t msglen)
 {
 	return copy_state(g, which, in, 0, msg, msglen);
+}
+
+// ---- page-locked host arrays ----
+
+// The whole pages inside a pinned array are left out of a fork's child
+// (MADV_DONTFORK, as RDMA libraries do): else Linux copies every pinned page
+// into the child at the fork (gigabytes, for --on-publish's fork and exec),
+// and kernels before 5.9 would leave the DMA on the child's copy. The edge
+// pages, which other allocations may share, stay.
+static void dontfork(void *p, size_t bytes, int advice)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+	uintptr_t lo = (a + page - 1) & ~(page - 1), hi = (a + bytes) & ~(page - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, advice);   // best effort: a fork copies what it cannot keep out
+}
+
+int gpu_model_host_pin(struct gpu_model *g, void *p, size_t bytes, char *msg, size_t msglen)
+{
+	const char *env = getenv("GRPO_CUDA_PIN");
+	char *a = (char *)p;
+	if (env && strcmp(env, "0") == 0) {
+		gpu_fail(msg, msglen, "left pageable: GRPO_CUDA_PIN=0");
+		return 1;
+	}
+	for (int i = 0; i < g->npins; i++) {
+		char *b = (char *)g->pins[i].p;
+		if (a == b && bytes == g->pins[i].bytes)
+			return 0;
+		if (a < b + g->pins[i].bytes && b < a + bytes) {
+			gpu_fail(msg, msglen, "left pageable: %.1f MiB overlapping an array pinned before", bytes / 1048576.0);
+			return 1;
+		}
+	}
+	if (!p || bytes == 0 || g->npins == GPU_PINS) {
+		gpu_fail(msg, msglen, "left pageable: %s", g->npins == GPU_PINS ? "no room for another array" : "empty");
+		return 1;
+	}
+	cudaError_t err = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+	if (err != cudaSuccess) {
+		cudaGetLastError();   // not a sticky error: cleared, so that no later check reports it
+		gpu_fail(msg, msglen, "left pageable: cudaHostRegister of %.1f MiB: %s", bytes / 1048576.0,
+			 cudaGetErrorString(err));
+		return 1;
+	}
+	dontfork(p, bytes, MADV_DONTFORK);
+	g->pins[g->npins].p = p;
+	g->pins[g->npins].bytes = bytes;
+	g->npins++;
+	return 0;
+}
+
+void gpu_unpin_all(struct gpu_model *g)
+{
+	for (int i = 0; i < g->npins; i++) {
+		cudaHostUnregister(g->pins[i].p);
+		dontfork(g->pins[i].p, g->pins[i].bytes, MADV_DOFORK);
+	}
+	g->npins = 0;
 }
 
 // ---- the optimizer's allocation ----

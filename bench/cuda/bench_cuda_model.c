@@ -12,7 +12,9 @@
  * grpo-step's whole step on the GPU: the gradients zeroed, the forward and
  * backward of every bin, the gradient norm and AdamW on the master weights
  * (lib/train/optim.h), and the weights and moments copied back to the host
- * for the checkpoint (separately timed: copy_s).
+ * for the checkpoint (copy_s, their median, and copy_gbs; pin_s: pinning the
+ * three host arrays once, as model_gpu_optim_put does, pinned=how many it
+ * could; put_s: the put of all three; GRPO_CUDA_PIN=0 leaves them pageable).
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
  * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
@@ -129,9 +131,26 @@ int main(int argc, char **argv)
 	struct optim_opts oo;
 	optim_opts_default(&oo);
 	memset(&op, 0, sizeof op);
-	if (step && (optim_init(&op, &oo, m.w.n, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0)) {
-		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
-		return 1;
+	double pin_s = 0, put_s = 0;
+	int pinned = 0;
+	if (step) {
+		if (optim_init(&op, &oo, m.w.n, &e) < 0) {
+			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+			return 1;
+		}
+		/* touched, as moments loaded from a checkpoint are: pin_s without the first page faults */
+		memset(op.m, 0, m.w.n * sizeof *op.m);
+		memset(op.v, 0, m.w.n * sizeof *op.v);
+		double tp = now();
+		pinned = !model_gpu_pin(g, m.w.mem, m.w.n, NULL) + !model_gpu_pin(g, op.m, m.w.n, NULL) +
+			 !model_gpu_pin(g, op.v, m.w.n, NULL);
+		pin_s = now() - tp;
+		tp = now();
+		if (model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0) {
+			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
+			return 1;
+		}
+		put_s = now() - tp;
 	}
 	fprintf(stderr, "bench_cuda_model: %s, %d sequences, %lld tokens in %d bins of <= %d; set up in %.1f s\n",
 		name, nseq, tokens, nbins, binT, now() - t0);
@@ -146,7 +165,7 @@ int main(int argc, char **argv)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		ids[t] = (int32_t)(rng % (uint64_t)c.V);
 	}
-	double times[64], copy_s = 0;
+	double times[64], copies[64];
 	if (reps > 63)
 		reps = 63;
 	for (int k = 0; k <= reps; k++) {   /* pass 0 warms up */
@@ -170,17 +189,23 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 			return 1;
 		}
-		copy_s = now() - tc;
+		copies[k] = now() - tc;
 		times[k] = now() - t;
 	}
-	/* median of the timed passes */
+	/* medians of the timed passes */
 	for (int i = 1; i <= reps; i++)
 		for (int j = i; j > 1 && times[j] < times[j - 1]; j--) {
 			double x = times[j];
 			times[j] = times[j - 1];
 			times[j - 1] = x;
 		}
-	double secs = times[1 + reps / 2];
+	for (int i = 1; i <= reps; i++)
+		for (int j = i; j > 1 && copies[j] < copies[j - 1]; j--) {
+			double x = copies[j];
+			copies[j] = copies[j - 1];
+			copies[j - 1] = x;
+		}
+	double secs = times[1 + reps / 2], copy_s = step ? copies[1 + reps / 2] : 0;
 
 	/* MFU: 2 N_mm per token (every matrix, the LM head included) plus the causal attention's 2 QD L(L+1) */
 	double QD = (double)c.NH * c.HS, KD = (double)c.NKV * c.HS;
@@ -189,8 +214,12 @@ int main(int argc, char **argv)
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
 	printf("shape=%s dtype=%s pass=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
-	       "attention=%s copy_s=%.4f\n", name, dtype, step ? "train-step" : backward ? "forward+backward" : "forward",
+	       "attention=%s copy_s=%.4f", name, dtype, step ? "train-step" : backward ? "forward+backward" : "forward",
 	       nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS, model_gpu_attention(g), copy_s);
+	if (step)
+		printf(" copy_gbs=%.1f pinned=%d pin_s=%.4f put_s=%.4f", 3.0 * m.w.n * sizeof(float) / copy_s / 1e9, pinned,
+		       pin_s, put_s);
+	printf("\n");
 	printf("device: %s\n", dev);
 	model_gpu_close(g);
 	optim_free(&op);

@@ -39,6 +39,7 @@ fi
 "$bench" -d bf16 -b "$out/lengths.txt"
 # grpo-step's whole step on the GPU: forward, backward, gradient norm, AdamW, the copy back
 "$bench" -d bf16 -t "$out/lengths.txt" | tee "$out/ours-train.txt"
+[ -n "$BENCH_QUICK" ] || GRPO_CUDA_PIN=0 "$bench" -d bf16 -t "$out/lengths.txt"   # the copy back through pageable memory
 # the Qwen2.5-1.5B shape, where the peer runs out of memory on an 80 GB GPU
 "$bench" -d bf16 -t -r 1 -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step failed" >&2
 

@@ -244,12 +244,26 @@ int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, 
 	return state(mg, GPU_STATE_GRAD, grads, 0, e);
 }
 
+int model_gpu_pin(struct model_gpu *mg, const float *host, size_t n, struct err *e)
+{
+	char msg[512] = "";
+	if (gpu_model_host_pin(mg->g, (void *)host, n * sizeof *host, msg, sizeof msg) != 0) {
+		err_set(e, "GPU host arrays: %s", msg);
+		return 1;
+	}
+	return 0;
+}
+
 int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float *adam_m, const float *adam_v,
 			struct err *e)
 {
 	char msg[512] = "";
 	if (gpu_model_optim_alloc(mg->g, msg, sizeof msg) < 0)
 		return err_set(e, "GPU optimizer: %s", msg);
+	/* copied back after every step: page-locked where the driver allows (else pageable, as fast as before) */
+	model_gpu_pin(mg, m->w.mem, m->w.n, NULL);
+	model_gpu_pin(mg, adam_m, m->w.n, NULL);
+	model_gpu_pin(mg, adam_v, m->w.n, NULL);
 	struct model_params pm = params_at(&m->w, (float *)adam_m), pv = params_at(&m->w, (float *)adam_v);
 	if (state(mg, GPU_STATE_MASTER, &m->w, 0, e) < 0 || state(mg, GPU_STATE_ADAM_M, &pm, 0, e) < 0 ||
 	    state(mg, GPU_STATE_ADAM_V, &pv, 0, e) < 0)
@@ -410,6 +424,12 @@ int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct
 int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, struct err *e)
 {
 	return err_set(e, "GPU gradients: %s", NO_CUDA);
+}
+
+int model_gpu_pin(struct model_gpu *mg, const float *host, size_t n, struct err *e)
+{
+	err_set(e, "GPU host arrays: %s", NO_CUDA);
+	return 1;
 }
 
 int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float *adam_m, const float *adam_v,

@@ -55,11 +55,28 @@ int model_gpu_grads_put(struct model_gpu *g, const struct model_params *grads, s
 void model_gpu_close(struct model_gpu *g);
 
 /*
+ * Page-lock the host array host (n floats) until model_gpu_close, so that
+ * the copies of the weights, moments or gradients into and out of it go by
+ * DMA at the link's bandwidth, not through the driver's pageable staging
+ * and a host memcpy (about 10 GB/s). It costs about 0.1 s a GiB, once per
+ * GPU model: for arrays copied every step, which must stay allocated until
+ * model_gpu_close (a child forked meanwhile lacks them: fork only to exec,
+ * as grpo-step's --on-publish does). Returns 0 when pinned (now or before),
+ * 1 when the array stays pageable (GRPO_CUDA_PIN=0, no CUDA, or the driver
+ * refused; why in e, which may be NULL): the copies work either way, with
+ * the same bytes.
+ */
+int model_gpu_pin(struct model_gpu *g, const float *host, size_t n, struct err *e);
+
+/*
  * The optimizer on the GPU (grpo-step --device cuda), for a model opened
  * for training: model_gpu_optim_put gives it fp32 master weights (m's) and
  * AdamW's moments (adam_m, adam_v: flat arrays in m->w's layout, as struct
  * optim holds them) and makes the working weights from the master copy;
- * model_gpu_optim_get copies all three back, for a checkpoint.
+ * model_gpu_optim_get copies all three back, for a checkpoint. The put pins
+ * m->w.mem, adam_m and adam_v (model_gpu_pin), so that the copies back after
+ * every step go at the link's bandwidth: they must stay allocated until
+ * model_gpu_close.
  * model_gpu_adamw takes one step with the scalars lib/train/optim.c
  * computes, on every weight at once, then remakes the working weights.
  */

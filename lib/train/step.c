@@ -301,6 +301,8 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 			               model_gpu_max_tokens(gpu));
 		if (on_host && !m->g.mem && model_grads_alloc(m, e) < 0)
 			return -1;
+		if (on_host)   /* to the host and back every epoch: page-locked once, where the driver allows */
+			model_gpu_pin(gpu, m->g.mem, m->g.n, NULL);
 	} else if (step_prepare(m, mbs, n, e) < 0) {
 		return -1;
 	}

@@ -133,9 +133,10 @@ struct step_reduce {
  * least the largest micro-batch, holding m's weights and op's moments
  * (model_gpu_optim_put). The loss stays on the host, between the forward's
  * logprobs and the backward's dlogprob. Ranks are summed on the host as
- * above (their gradients copied over and the sum put back), so m->g holds
- * the gradient only then. After the step m->w, op->m and op->v are the
- * GPU's again, copied back for the checkpoint.
+ * above (their gradients copied over and the sum put back, m->g pinned for
+ * that until model_gpu_close: model_gpu_pin), so m->g holds the gradient
+ * only then. After the step m->w, op->m and op->v are the GPU's again,
+ * copied back for the checkpoint.
  */
 int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const struct loss_opts *lo,
                const struct loss_totals *tot, int epochs, const struct microbatch *mbs, size_t n,

@@ -2,9 +2,12 @@
 # grpo-step --device and --precision: word values checked (GRPO_DEVICE too); --device cuda
 # without a GPU exits 69 saying why and publishes nothing; on a GPU, one step
 # there equals the same step on the CPU (fp32: loss and gradient norm to
-# 1e-5 relative; bf16: to a percent), and the metrics say where it ran.
+# 1e-5 relative; bf16: to a percent), and the metrics say where it ran;
+# its checkpoint is the same byte for byte whether the weights and moments
+# came back through page-locked host arrays or pageable ones
+# (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 13
+plan 15
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -25,12 +28,14 @@ grpo-step --model "$T/model" --batches "$T/b" -o "$T/pc" --device cpu --lr 1e-3 
 grep -q '"device":"cpu","gpu_bytes":0' "$T/cpu.jsonl"; ok $? "--device cpu: the metrics say cpu, 0 GPU bytes"
 
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pg" --device cuda --precision fp32 --lr 1e-3 \
-	--metrics "$T/gpu.jsonl" 2> "$T/err"
+	--metrics "$T/gpu.jsonl" --on-publish 'echo "$GRPO_STEP" > "$GRPO_POLICY_QUEUE/hook"' 2> "$T/err"
 st=$?
 if [ $st -eq 69 ]; then
 	grep -Eq 'device cuda: (no GPU to run on|this build has no CUDA path)' "$T/err"
 	ok $? "--device cuda without a GPU: 69, saying why: $(cat "$T/err")"
 	[ ! -d "$T/pg" ]; ok $? "and nothing is published"
+	skip "no GPU: the copies through pinned and pageable host arrays not compared"
+	skip "no GPU: --on-publish not run beside a GPU model"
 	for p in fp32 bf16; do
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
@@ -40,6 +45,11 @@ if [ $st -eq 69 ]; then
 fi
 is $st 0 "--device cuda --precision fp32 trains on the GPU here"
 [ -s "$T/pg/step_1/model.safetensors" ]; ok $? "and publishes step_1"
+is "$(cat "$T/pg/hook" 2>&1)" 1 "--on-publish runs (forked beside the page-locked host arrays)"
+GRPO_CUDA_PIN=0 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pp" --device cuda --precision fp32 --lr 1e-3 ||
+	echo "# the step with pageable host arrays failed"
+cmp "$T/pg/step_1/optim.bin" "$T/pp/step_1/optim.bin" && cmp "$T/pg/step_1/model.safetensors" "$T/pp/step_1/model.safetensors"
+ok $? "the same checkpoint, byte for byte, through pageable host arrays (GRPO_CUDA_PIN=0)"
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pb" --device cuda --lr 1e-3 --metrics "$T/bf16.jsonl" ||
 	echo "# bf16 step failed"
 

@@ -15,7 +15,10 @@
  *    way: measured 4.5e-5 and 7.4e-5 of the largest weight on an H200);
  *  - bf16: the same steps within bf16 noise (loss and gradient norm to a
  *    percent, the weights' update in the same direction);
- *  - a step refused for a NaN gradient moves nothing on the GPU.
+ *  - a step refused for a NaN gradient moves nothing on the GPU;
+ *  - the master weights and moments copied between the GPU and page-locked
+ *    host arrays (model_gpu_pin) and pageable ones, each way: the same
+ *    bytes, so that a checkpoint does not depend on which.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -274,6 +277,99 @@ static void refused(const char *top)
 	mb_free(&mb);
 }
 
+/* p: like's tensors in another array of its layout. */
+static void params_in(struct model_params *p, const struct model_params *like, float *mem)
+{
+	*p = *like;
+	for (float **f = &p->embed; f <= &p->norm; f++)
+		if (*f)
+			*f = mem + (*f - like->mem);
+	p->mem = mem;
+}
+
+static int same(const float *a, const float *b, size_t n)
+{
+	return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+/* The checks of copies() on a GPU model holding m's weights and op's
+ * moments, with mem (3 n floats) for the pageable arrays. */
+static void copies_on(const char *fam, struct model_gpu *g, struct model *m, struct optim *op, float *mem)
+{
+	size_t n = m->w.n;
+	struct err e = { "" }, em = { "" }, ev = { "" };
+	/* the first array this GPU model pinned: nothing can overlap it */
+	ok(model_gpu_pin(g, m->w.mem, n, &e) == 0, "%s: the master weights are pinned (%s)", fam, e.msg);
+	int pm = model_gpu_pin(g, op->m, n, &em), pv = model_gpu_pin(g, op->v, n, &ev);
+	diag("%s: moments %s, %s", fam, pm ? em.msg : "pinned", pv ? ev.msg : "pinned");
+	float *w2 = mem, *m2m = mem + n, *m2v = mem + 2 * n;
+	struct model m2 = *m;
+	params_in(&m2.w, &m->w, w2);
+	ok(model_gpu_optim_get(g, &m2, m2m, m2v, &e) == 0 && same(w2, m->w.mem, n) && same(m2m, op->m, n) &&
+	   same(m2v, op->v, n), "%s: put from pinned arrays, got into pageable ones: the same bytes", fam);
+
+	static const int p[] = { 4, 9 }, r[] = { 30, 21 };
+	struct microbatch mb = make_mb(0, 0, 2, p, r, 64, 320);
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(&mb, 1, &tot);
+	struct step_result res;
+	int rc = step_train(m, g, op, &lo, &tot, 1, &mb, 1, NULL, NULL, &res, &e);
+	mb_free(&mb);
+	if (!ok(rc == 0 && op->step == 1, "%s: a step, copied back into the pinned arrays", fam))
+		diag("%s", e.msg);
+	ok(!same(w2, m->w.mem, n), "%s: the step moved the weights", fam);
+	ok(model_gpu_optim_get(g, &m2, m2m, m2v, &e) == 0 && same(w2, m->w.mem, n) && same(m2m, op->m, n) &&
+	   same(m2v, op->v, n), "%s: after the step, the same bytes in the pageable arrays", fam);
+
+	/* the other way: put from pageable arrays (GRPO_CUDA_PIN=0 keeps the put from pinning them) */
+	for (size_t i = 0; i < n; i++)
+		w2[i] += (float)(urand() - 0.5) * 1e-3f, m2m[i] *= -1, m2v[i] *= 2;
+	setenv("GRPO_CUDA_PIN", "0", 1);
+	ok(model_gpu_pin(g, w2, n, NULL) == 1, "%s: GRPO_CUDA_PIN=0 leaves an array pageable", fam);
+	rc = model_gpu_optim_put(g, &m2, m2m, m2v, &e);
+	unsetenv("GRPO_CUDA_PIN");
+	ok(rc == 0 && model_gpu_optim_get(g, m, op->m, op->v, &e) == 0 && same(m->w.mem, w2, n) &&
+	   same(op->m, m2m, n) && same(op->v, m2v, n),
+	   "%s: put from pageable arrays, got into pinned ones: the same bytes", fam);
+}
+
+/* The optimizer's state through page-locked host arrays (m's, op's, which
+ * model_gpu_optim_put pins) and pageable ones, each way, around a step. */
+static void copies(const char *top, const char *fam)
+{
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf/%s", top, fam);
+	struct model m;
+	struct optim op;
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	struct model_gpu *g = NULL;
+	struct err e = { "" };
+	unsetenv("GRPO_CUDA_PIN");
+	if (model_load(&m, dir, &e) < 0) {
+		ok(0, "%s copies: load: %s", fam, e.msg);
+		return;
+	}
+	if (optim_init(&op, &oo, m.w.n, &e) < 0) {
+		ok(0, "%s copies: %s", fam, e.msg);
+		model_free(&m);
+		return;
+	}
+	for (size_t i = 0; i < m.w.n; i++)   /* moments that are not zeros */
+		op.m[i] = (float)(urand() - 0.5) * 1e-3f, op.v[i] = (float)urand() * 1e-6f;
+	float *mem = malloc(3 * m.w.n * sizeof *mem);
+	if (!mem || model_gpu_open_train(&g, &m, 64, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0)
+		ok(0, "%s copies: set-up: %s", fam, mem ? e.msg : "out of memory");
+	else
+		copies_on(fam, g, &m, &op, mem);
+	model_gpu_close(g);
+	free(mem);
+	optim_free(&op);
+	model_free(&m);
+}
+
 int main(void)
 {
 	skip_without_gpu();
@@ -282,5 +378,7 @@ int main(void)
 	family(top, "qwen2");
 	family(top, "qwen3");
 	refused(top);
+	copies(top, "qwen2");
+	copies(top, "qwen3");
 	return tap_done();
 }
