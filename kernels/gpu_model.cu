@@ -71,8 +71,10 @@ static void layout_acts(struct gpu_model *g, struct carve *c)
 {
 	const struct gpu_model_shape *s = &g->s;
 	size_t T = g->maxT, C = s->C, I = s->I, QD = (size_t)s->NH * s->HS, KD = (size_t)s->NKV * s->HS;
-	size_t es = g->esize, QKV = QD + 2 * KD, L = g->train ? s->L : 1;
-	g->resid = (float *)carve(c, (L + g->train) * T * C * 4);
+	// L: the layers whose activations are kept; the residual stream keeps
+	// every layer's input when training, recomputing or not
+	size_t es = g->esize, QKV = QD + 2 * KD, L = g->train && !g->recompute ? s->L : 1;
+	g->resid = (float *)carve(c, (g->train ? s->L + 1 : 1) * T * C * 4);
 	g->resid2 = g->train ? (float *)carve(c, L * T * C * 4) : g->resid;
 	g->ln = carve(c, T * C * es);
 	g->qkv = carve(c, L * T * QKV * es);
@@ -164,8 +166,8 @@ static int upload_weights(struct gpu_model *g, const struct gpu_model_weights *w
 }
 
 int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
-		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, int train, char *msg,
-		     size_t msglen)
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, enum gpu_mode mode,
+		     char *msg, size_t msglen)
 {
 	*out = NULL;
 	const struct gpu_model_shape *s = shape;
@@ -177,6 +179,8 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	if (maxT <= 0 || w->max_pos < maxT)
 		return gpu_fail(msg, msglen, "packs of %d tokens need a RoPE table of as many positions (have %d)", maxT,
 			    w->max_pos);
+	if (mode != GPU_INFER && mode != GPU_TRAIN && mode != GPU_TRAIN_RECOMPUTE)
+		return gpu_fail(msg, msglen, "unknown mode %d", (int)mode);
 	if ((w->bq == NULL) != (w->bk == NULL) || (w->bq == NULL) != (w->bv == NULL) ||
 	    (w->qnorm == NULL) != (w->knorm == NULL))
 		return gpu_fail(msg, msglen, "q, k and v must all have biases or none, and q and k norms both or neither");
@@ -186,7 +190,9 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 		return gpu_fail(msg, msglen, "out of host memory");
 	g->s = *s;
 	g->bf16 = dtype == GPU_BF16;
-	g->train = !!train;
+	g->train = mode != GPU_INFER;
+	g->recompute = mode == GPU_TRAIN_RECOMPUTE;
+	g->held = -1;
 	g->tied = w->lm_head == w->embed;
 	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernels, forward and
 	// backward, to compare the two
@@ -373,6 +379,76 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 	return 0;
 }
 
+// Layer l's forward over T tokens (gpu_forward_layers), from its input in
+// resid to its output there, the next layer's input. The backward's
+// recompute (gpu_train.cu) calls it too, so that the activations it makes
+// are the forward's own: the same kernels on the same inputs in the same
+// order. for_backward stops it after gate|up: the backward makes SwiGLU's
+// product itself, and the layer's output is kept.
+int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struct kv_pass *kv, int for_backward,
+		      char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	int C = s->C, I = s->I, QD = s->NH * s->HS, KD = s->NKV * s->HS, QKV = QD + 2 * KD;
+	int bf = g->bf16;
+	size_t es = g->esize;
+	cudaStream_t st = g->stream;
+	const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
+	const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
+	const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
+	const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
+	size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * s->HS;
+	// this layer's activations: its own when training (inputs always, the
+	// rest unless recomputing), else the one set
+	float *x = g->resid + resid_off(g, l), *r2 = g->resid2 + layer_off(g, l, C);
+	float *xout = g->resid + resid_off(g, l + 1);
+	char *raw = (char *)g->qkv_raw + layer_off(g, l, QKV) * es, *qkv = (char *)g->qkv + layer_off(g, l, QKV) * es;
+	char *att = (char *)g->att + layer_off(g, l, QD) * es, *gu = (char *)g->gu + layer_off(g, l, 2 * I) * es;
+	float *att_lse = g->att_lse ? g->att_lse + layer_off(g, l, s->NH) : NULL;
+
+	// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> r2 = x + o_proj
+	LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
+	if (matmul(&g->mm, raw, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+		return -1;
+	if (raw != qkv)   // training keeps the projections' output for the backward
+		CUDA_TRY(cudaMemcpyAsync(qkv, raw, (size_t)T * QKV * es, cudaMemcpyDeviceToDevice, st));
+	LAUNCH(launch_qkv_prep(qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL, g->bv ? g->bv + lk : NULL,
+			       g->qnorm ? g->qnorm + lh : NULL, g->knorm ? g->knorm + lh : NULL, g->cos, g->sin,
+			       g->pos, T, s->NH, s->NKV, s->HS, s->eps, bf, st));
+	char *kc = NULL, *vc = NULL;
+	if (kv) {   // decoding: this pass's keys and values join the cache
+		kc = (char *)kv->kc + (size_t)l * kv->layer_elems * es;
+		vc = (char *)kv->vc + (size_t)l * kv->layer_elems * es;
+		LAUNCH(launch_kv_write(kc, vc, qkv, kv->slots, T, s->NH, s->NKV, s->HS, bf, st));
+	}
+	if (kv && kv->paged)
+		LAUNCH(launch_paged_attention(att, qkv, kc, vc, kv->table, kv->table_stride, kv->ctx, T, kv->max_ctx,
+					      kv->work, s->NH, s->NKV, s->HS, bf, st));
+	else if (g->attention_mma)
+		LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
+	else
+		LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
+	if (r2 != x)
+		CUDA_TRY(cudaMemcpyAsync(r2, x, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+	if (matmul(&g->mm, r2, 1, att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
+		return -1;
+	if (g->bo)
+		LAUNCH(launch_add_bias(r2, g->bo + (size_t)l * C, T, C, st));
+
+	// MLP block: RMSNorm -> gate|up -> SwiGLU -> xout = r2 + down_proj
+	LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
+	if (matmul(&g->mm, gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+		return -1;
+	if (for_backward)
+		return 0;
+	LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
+	if (xout != r2)
+		CUDA_TRY(cudaMemcpyAsync(xout, r2, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+	if (matmul(&g->mm, xout, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
+		return -1;
+	return 0;
+}
+
 // The embedding, every layer and the final norm over the T tokens of
 // g->ids at positions g->pos (device arrays the caller filled), leaving the
 // normed last hidden states in g->ln. With kv (gpu_decode.cu), every
@@ -381,69 +457,15 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_pass *kv, char *msg, size_t msglen)
 {
 	const struct gpu_model_shape *s = &g->s;
-	int C = s->C, I = s->I, QD = s->NH * s->HS, KD = s->NKV * s->HS, QKV = QD + 2 * KD;
-	int bf = g->bf16, l = -1;
-	size_t es = g->esize;
-	cudaStream_t st = g->stream;
-
-	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, C, bf, st));
-	for (l = 0; l < s->L; l++) {
-		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
-		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
-		const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
-		const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
-		size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * s->HS;
-		// this layer's activations: its own when training, else the one set
-		float *x = g->resid + layer_off(g, l, C), *r2 = g->resid2 + layer_off(g, l, C);
-		float *xout = g->resid + layer_off(g, l + 1, C);
-		char *raw = (char *)g->qkv_raw + layer_off(g, l, QKV) * es, *qkv = (char *)g->qkv + layer_off(g, l, QKV) * es;
-		char *att = (char *)g->att + layer_off(g, l, QD) * es, *gu = (char *)g->gu + layer_off(g, l, 2 * I) * es;
-		float *att_lse = g->att_lse ? g->att_lse + layer_off(g, l, s->NH) : NULL;
-
-		// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> r2 = x + o_proj
-		LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul(&g->mm, raw, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+	int l = -1;
+	g->held = -1;
+	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, s->C, g->bf16, g->stream));
+	for (l = 0; l < s->L; l++)
+		if (gpu_forward_layer(g, l, T, ntiles, kv, 0, msg, msglen) < 0)
 			return -1;
-		if (raw != qkv)   // training keeps the projections' output for the backward
-			CUDA_TRY(cudaMemcpyAsync(qkv, raw, (size_t)T * QKV * es, cudaMemcpyDeviceToDevice, st));
-		LAUNCH(launch_qkv_prep(qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL,
-				       g->bv ? g->bv + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
-				       g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, s->NH, s->NKV,
-				       s->HS, s->eps, bf, st));
-		char *kc = NULL, *vc = NULL;
-		if (kv) {   // decoding: this pass's keys and values join the cache
-			kc = (char *)kv->kc + (size_t)l * kv->layer_elems * es;
-			vc = (char *)kv->vc + (size_t)l * kv->layer_elems * es;
-			LAUNCH(launch_kv_write(kc, vc, qkv, kv->slots, T, s->NH, s->NKV, s->HS, bf, st));
-		}
-		if (kv && kv->paged)
-			LAUNCH(launch_paged_attention(att, qkv, kc, vc, kv->table, kv->table_stride, kv->ctx, T, kv->max_ctx,
-						      kv->work, s->NH, s->NKV, s->HS, bf, st));
-		else if (g->attention_mma)
-			LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
-		else
-			LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
-		if (r2 != x)
-			CUDA_TRY(cudaMemcpyAsync(r2, x, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
-		if (matmul(&g->mm, r2, 1, att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
-			return -1;
-		if (g->bo)
-			LAUNCH(launch_add_bias(r2, g->bo + (size_t)l * C, T, C, st));
-
-		// MLP block: RMSNorm -> gate|up -> SwiGLU -> xout = r2 + down_proj
-		LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul(&g->mm, gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
-			return -1;
-		LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
-		if (xout != r2)
-			CUDA_TRY(cudaMemcpyAsync(xout, r2, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
-		if (matmul(&g->mm, xout, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
-			return -1;
-	}
+	g->held = s->L - 1;   // what a recomputing backward starts from as it is
 	l = -1;
-
-	l = -1;
-	LAUNCH(launch_rmsnorm(g->ln, g->resid + layer_off(g, s->L, C), g->norm, T, C, s->eps, bf, st));
+	LAUNCH(launch_rmsnorm(g->ln, g->resid + resid_off(g, s->L), g->norm, T, s->C, s->eps, g->bf16, g->stream));
 	return 0;
 }
 

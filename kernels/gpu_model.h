@@ -54,12 +54,21 @@ struct gpu_model;
 /* CUDA devices present: 0 where there is no driver or no GPU (why in msg). */
 int gpu_count(char *msg, size_t msglen);
 
-/* Copy the weights to device 0 and size the activations for maxT tokens;
- * train: also keep every layer's activations and hold fp32 gradients, for
- * gpu_model_backward (the forward then keeps attention's log-sum-exp). */
+/*
+ * What a model is made for. GPU_TRAIN keeps every layer's activations for
+ * gpu_model_backward (the forward then keeps attention's log-sum-exp too)
+ * and holds fp32 gradients. GPU_TRAIN_RECOMPUTE keeps only each layer's
+ * input (the fp32 residual stream) and makes the layer's activations again
+ * just before its backward, in one layer's buffers that every layer
+ * shares: the activations of L - 1 layers less, for about one more forward
+ * of the layers per backward, with the same gradients to the bit.
+ */
+enum gpu_mode { GPU_INFER = 0, GPU_TRAIN = 1, GPU_TRAIN_RECOMPUTE = 2 };
+
+/* Copy the weights to device 0 and size the activations for maxT tokens. */
 int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape,
-		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, int train, char *msg,
-		     size_t msglen);
+		     const struct gpu_model_weights *w, int maxT, enum gpu_dtype dtype, enum gpu_mode mode,
+		     char *msg, size_t msglen);
 
 /*
  * Forward over a pack of T tokens (host arrays): ids (T), seq_lens (nseq,
@@ -72,7 +81,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen);
 
 /*
- * Backward of the last forward (a model created with train): given the
+ * Backward of the last forward (a model created for training): given the
  * loss's gradients dlogprob (T) and dentropy (T, or NULL) aligned as the
  * forward's outputs, ADDS the weights' gradients into the model's fp32
  * gradients (so micro-batches accumulate), as lib/model's model_backward.

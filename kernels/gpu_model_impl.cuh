@@ -22,6 +22,8 @@
 struct gpu_model {
 	struct gpu_model_shape s;
 	int bf16, train, tied, maxT, chunk;
+	int recompute;       // training keeps only the layers' inputs (GPU_TRAIN_RECOMPUTE)
+	int held;            // recompute: the layer whose activations the shared buffers hold (-1: none)
 	int max_pos;         // positions the RoPE table holds (>= maxT; more for decoding)
 	int attention_mma;   // bf16 attention on tensor cores, forward and backward (else the CUDA-core kernels)
 	size_t esize;        // bytes of one weight or activation element
@@ -35,7 +37,8 @@ struct gpu_model {
 	float *ln1, *ln2, *norm, *qnorm, *knorm, *bq, *bk, *bv, *bo, *cos, *sin;
 
 	// Activations. Training keeps each layer's (the stride is maxT rows, and
-	// resid holds L + 1 layers' inputs); inference reuses one of each.
+	// resid holds L + 1 layers' inputs); inference reuses one of each, and so
+	// does training with recompute, for all but resid.
 	void *amem;
 	size_t abytes;
 	float *resid, *resid2;          // (maxT, C) fp32: input of each layer; after its attention
@@ -89,10 +92,18 @@ static inline void *carve(struct carve *c, size_t bytes)
 	return c->base ? c->base + at : NULL;
 }
 
-// Layer l's slice of a saved activation (the one buffer when not training).
+// Layer l's slice of a saved activation (the one buffer when not training,
+// or when recomputing).
 static inline size_t layer_off(const struct gpu_model *g, int l, size_t per_token)
 {
-	return g->train ? (size_t)l * g->maxT * per_token : 0;
+	return g->train && !g->recompute ? (size_t)l * g->maxT * per_token : 0;
+}
+
+// Layer l's input in resid: training keeps all L + 1 (the backward, and the
+// recompute, start from them); inference works in place.
+static inline size_t resid_off(const struct gpu_model *g, int l)
+{
+	return g->train ? (size_t)l * g->maxT * g->s.C : 0;
 }
 
 int gpu_fail(char *msg, size_t msglen, const char *fmt, ...);
@@ -132,6 +143,10 @@ struct kv_pass {
 // gpu_model.cu: embedding, layers and final norm over g->ids at g->pos,
 // into g->ln; kv NULL for a pass without a cache.
 int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_pass *kv, char *msg, size_t msglen);
+// Layer l of that pass, from resid at l to resid at l + 1; for_backward
+// (the recompute) stops at gate|up, the last activation the backward reads.
+int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struct kv_pass *kv, int for_backward,
+		      char *msg, size_t msglen);
 
 // gpu_train.cu: the training buffers' bytes, and their carving (with the
 // host arrays the backward needs; 0, or -1 when out of host memory)

@@ -4,7 +4,10 @@
 // input and post-attention residual (fp32), q/k/v before and after their
 // preparation, the attention output and log-sum-exp, and gate|up; the
 // RMSNorm outputs and SwiGLU's product, cheap to make again, are
-// recomputed here. Gradients of the residual stream are fp32; where one
+// recomputed here. A model made with GPU_TRAIN_RECOMPUTE kept only each
+// layer's input: the layer's forward runs again from it just before its
+// backward (gpu_forward_layer, the forward's own code, so the same bits and
+// the same gradients). Gradients of the residual stream are fp32; where one
 // feeds a matrix product it is converted to the activation type first.
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -138,7 +141,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 
 	// LM head: recompute each chunk's logits, turn them into dlogits, then
 	// dlnf = dz W and dW += dz^T lnf (dlnf's last row, predicting nothing, stays 0)
-	const float *xL = g->resid + layer_off(g, s->L, C);
+	const float *xL = g->resid + resid_off(g, s->L);
 	LAUNCH(launch_rmsnorm(g->ln, xL, g->norm, T, C, s->eps, bf, st));
 	CUDA_TRY(cudaMemsetAsync(g->dln, 0, TC * 4, st));
 	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
@@ -161,7 +164,15 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		const char *wo = (const char *)g->wo + (size_t)l * C * QD * es;
 		const char *wgu = (const char *)g->wgu + (size_t)l * 2 * I * C * es;
 		const char *wdown = (const char *)g->wdown + (size_t)l * C * I * es;
-		const float *x = g->resid + layer_off(g, l, C), *r2 = g->resid2 + layer_off(g, l, C);
+		// recompute: the shared buffers get this layer's activations (the
+		// last layer's are there still after the forward)
+		if (g->recompute && g->held != l) {
+			g->held = -1;
+			if (gpu_forward_layer(g, l, T, g->ntiles, NULL, 1, msg, msglen) < 0)
+				return -1;
+			g->held = l;
+		}
+		const float *x = g->resid + resid_off(g, l), *r2 = g->resid2 + layer_off(g, l, C);
 		const char *raw = (const char *)g->qkv_raw + layer_off(g, l, QKV) * es;
 		const char *qkv = (const char *)g->qkv + layer_off(g, l, QKV) * es;
 		const char *att = (const char *)g->att + layer_off(g, l, QD) * es;

@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
 	        "       [--save-every K] [--mask-truncated] [--rank X [--rank-timeout S]]\n"
 	        "       [--on-publish CMD [--on-publish-fail warn|stop]]\n"
-	        "       [--device auto|cpu|cuda [--precision bf16|fp32]] [--threads N]\n"
+	        "       [--device auto|cpu|cuda [--precision bf16|fp32] [--recompute]] [--threads N]\n"
 	        "       [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
 	        prog);
 }
@@ -79,6 +79,7 @@ enum {
 	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
 	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
 	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL, O_DEVICE, O_PRECISION,
+	O_RECOMPUTE,
 };
 
 static const struct option longopts[] = {
@@ -123,6 +124,7 @@ static const struct option longopts[] = {
 	{ "on-publish-fail", required_argument, NULL, O_ON_PUBLISH_FAIL },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "precision", required_argument, NULL, O_PRECISION },
+	{ "recompute", no_argument, NULL, O_RECOMPUTE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -139,6 +141,7 @@ struct args {
 	int watch, epochs, verbose, dtype_given;
 	enum model_device device;   /* as asked */
 	int fp32;                   /* --precision fp32 on the GPU */
+	int recompute;              /* --recompute: the GPU keeps only the layers' inputs */
 	enum st_dtype dtype;
 	size_t shard;
 	struct loss_opts loss;
@@ -368,7 +371,8 @@ static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, str
 	model_gpu_close(gpu);
 	struct err e;
 	gpu = NULL;
-	if (model_gpu_open_train(&gpu, m, maxT, !a->fp32, &e) < 0 || model_gpu_optim_put(gpu, m, op->m, op->v, &e) < 0) {
+	if (model_gpu_open_train(&gpu, m, maxT, !a->fp32, a->recompute, &e) < 0 ||
+	    model_gpu_optim_put(gpu, m, op->m, op->v, &e) < 0) {
 		model_gpu_close(gpu);
 		if (a->device == MODEL_DEVICE_CUDA) {
 			fprintf(stderr, "%s: --device cuda: %s\n", prog, e.msg);
@@ -381,8 +385,9 @@ static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, str
 	if (a->verbose) {
 		char d[512];
 		model_gpu_describe(gpu, d, sizeof d);
-		fprintf(stderr, "%s: training on the GPU (%s, %s attention), packs of up to %d tokens: %s\n", prog,
-		        a->fp32 ? "fp32" : "bf16", model_gpu_attention(gpu), maxT, d);
+		fprintf(stderr, "%s: training on the GPU (%s, %s attention%s), packs of up to %d tokens: %s\n", prog,
+		        a->fp32 ? "fp32" : "bf16", model_gpu_attention(gpu),
+		        a->recompute ? ", each layer's activations recomputed for its backward" : "", maxT, d);
 	}
 	return gpu;
 }
@@ -465,6 +470,7 @@ int main(int argc, char **argv)
 		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
 		case O_DEVICE: a.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words); break;
+		case O_RECOMPUTE: a.recompute = 1; break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;

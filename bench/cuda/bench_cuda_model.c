@@ -5,7 +5,7 @@
  * them, for a random model of a named shape. bench/cuda/run.sh feeds it the
  * peer's batch and prints the ratios.
  *
- *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] [-b | -t] LENGTHS
+ *   bench_cuda_model [-s preset] [-T bin tokens] [-r repeats] [-d fp32|bf16] [-b | -t] [-R] LENGTHS
  *
  * -b times the forward and the backward (the weights' gradients, as a
  * training step takes them; no loss and no optimizer step). -t times
@@ -15,11 +15,15 @@
  * for the checkpoint (copy_s, their median, and copy_gbs; pin_s: pinning the
  * three host arrays once, as model_gpu_optim_put does, pinned=how many it
  * could; put_s: the put of all three; GRPO_CUDA_PIN=0 leaves them pageable).
+ * -R, with -b or -t, keeps only the layers' inputs and recomputes each
+ * layer's activations for its backward (grpo-step --recompute).
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
- * line of key=value pairs: tokens, seconds (median), tokens_per_s, the
- * device bytes the model holds, those in use on the device, MFU, and the
- * attention kernel (GRPO_CUDA_ATTENTION=simple picks the CUDA-core one).
+ * line of key=value pairs: tokens, seconds (median), tokens_per_s, MFU (the
+ * model's FLOPs; -R's recompute is not counted), the attention kernel
+ * (GRPO_CUDA_ATTENTION=simple picks the CUDA-core one), recompute, the
+ * device bytes the model holds (gpu_bytes); then the device's name, the
+ * MiB the model holds and the MiB in use on the device.
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -52,8 +56,8 @@ struct bin { int T, n; int lens[256]; };
 int main(int argc, char **argv)
 {
 	const char *name = "qwen2.5-0.5b", *dtype = "bf16";
-	int binT = 16384, reps = 3, backward = 0, step = 0, o;
-	while ((o = getopt(argc, argv, "s:T:r:d:bth")) != -1) {
+	int binT = 16384, reps = 3, backward = 0, step = 0, recompute = 0, o;
+	while ((o = getopt(argc, argv, "s:T:r:d:btRh")) != -1) {
 		switch (o) {
 		case 's': name = optarg; break;
 		case 'T': binT = atoi(optarg); break;
@@ -61,15 +65,16 @@ int main(int argc, char **argv)
 		case 'd': dtype = optarg; break;
 		case 'b': backward = 1; break;
 		case 't': backward = step = 1; break;
+		case 'R': recompute = 1; break;
 		default:
 			fprintf(stderr, "usage: bench_cuda_model [-s %s] [-T bin tokens] [-r repeats] [-d fp32|bf16] "
-				"[-b | -t] LENGTHS\n", MODEL_PRESETS);
+				"[-b | -t] [-R] LENGTHS\n", MODEL_PRESETS);
 			return o == 'h' ? 0 : 2;
 		}
 	}
 	struct model_config c;
 	if (optind != argc - 1 || model_config_preset(name, &c) < 0 || binT < 1 || reps < 1 ||
-	    (strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))) {
+	    (recompute && !backward) || (strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))) {
 		fprintf(stderr, "bench_cuda_model: bad arguments (-h for usage)\n");
 		return 2;
 	}
@@ -123,7 +128,9 @@ int main(int argc, char **argv)
 	}
 	struct model_gpu *g = NULL;
 	int bf16 = strcmp(dtype, "bf16") == 0;
-	if ((backward ? model_gpu_open_train(&g, &m, binT, bf16, &e) : model_gpu_open(&g, &m, binT, bf16, &e)) < 0) {
+	int r_open = backward ? model_gpu_open_train(&g, &m, binT, bf16, recompute, &e)
+			      : model_gpu_open(&g, &m, binT, bf16, &e);
+	if (r_open < 0) {
 		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 		return 1;
 	}
@@ -214,8 +221,9 @@ int main(int argc, char **argv)
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
 	printf("shape=%s dtype=%s pass=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
-	       "attention=%s copy_s=%.4f", name, dtype, step ? "train-step" : backward ? "forward+backward" : "forward",
-	       nseq, tokens, nbins, secs, tokens / secs, flops / secs / PEAK_FLOPS, model_gpu_attention(g), copy_s);
+	       "attention=%s recompute=%d gpu_bytes=%zu copy_s=%.4f", name, dtype,
+	       step ? "train-step" : backward ? "forward+backward" : "forward", nseq, tokens, nbins, secs, tokens / secs,
+	       flops / secs / PEAK_FLOPS, model_gpu_attention(g), recompute, model_gpu_bytes(g), copy_s);
 	if (step)
 		printf(" copy_gbs=%.1f pinned=%d pin_s=%.4f put_s=%.4f", 3.0 * m.w.n * sizeof(float) / copy_s / 1e9, pinned,
 		       pin_s, put_s);

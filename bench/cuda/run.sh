@@ -4,7 +4,9 @@
 # 128 sequences (16 prompts x 8 samples, 144k tokens), their lengths drawn
 # by the peer's own generator so that both sides see the same batch; then
 # grpo-step's whole training step on the GPU on the same batch (and the
-# Qwen2.5-1.5B shape's, which the peer cannot fit) against the peer's step.
+# Qwen2.5-1.5B shape's, which the peer cannot fit) against the peer's step,
+# each also with the layers' activations recomputed (-R, grpo-step
+# --recompute) for its time and memory.
 # Prints the figures and their ratios; asserts nothing.
 #
 # Needs a GPU; the peer needs python3 with torch and transformers, and its
@@ -40,8 +42,11 @@ fi
 # grpo-step's whole step on the GPU: forward, backward, gradient norm, AdamW, the copy back
 "$bench" -d bf16 -t "$out/lengths.txt" | tee "$out/ours-train.txt"
 [ -n "$BENCH_QUICK" ] || GRPO_CUDA_PIN=0 "$bench" -d bf16 -t "$out/lengths.txt"   # the copy back through pageable memory
+# the same step recomputing each layer's activations: less memory, more time
+"$bench" -d bf16 -t -R "$out/lengths.txt" | tee "$out/ours-train-recompute.txt"
 # the Qwen2.5-1.5B shape, where the peer runs out of memory on an 80 GB GPU
 "$bench" -d bf16 -t -r 1 -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step failed" >&2
+"$bench" -d bf16 -t -r 1 -R -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step with -R failed" >&2
 
 peer="$shared/bench/peer_torch_grpo.py"
 if [ ! -f "$peer" ]; then
@@ -49,10 +54,11 @@ if [ ! -f "$peer" ]; then
 	exit 0
 fi
 VARIANTS=${PEER_VARIANTS:-sdpa/padded,sdpa/packed} python3 "$peer" | tail -n 1 > "$out/peer.json"
-python3 - "$out/ours-bf16.txt" "$out/peer.json" "$out/ours-train.txt" <<'PY'
+python3 - "$out/ours-bf16.txt" "$out/peer.json" "$out/ours-train.txt" "$out/ours-train-recompute.txt" <<'PY'
 import json, re, sys
 ours = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[1]).readline()))
 train = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[3]).readline()))
+rc = dict(re.findall(r"(\w+)=(\S+)", open(sys.argv[4]).readline()))
 peer = json.load(open(sys.argv[2]))
 tps = float(ours["tokens_per_s"])
 used = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[1]).read())
@@ -60,6 +66,9 @@ gib = int(used.group(1)) / 1024 if used else float("nan")
 tused = re.search(r"\((\d+) MiB in use on the device\)", open(sys.argv[3]).read())
 print(f"training step (forward, backward, AdamW, copy back): {float(train['tokens_per_s']):,.0f} tokens/s ({train['seconds']} s), "
       f"{int(tused.group(1)) / 1024 if tused else float('nan'):.1f} GiB in use on the device")
+if rc:
+    print(f"  recomputing the layers: {float(rc['tokens_per_s']):,.0f} tokens/s ({rc['seconds']} s), "
+          f"the model holds {int(rc['gpu_bytes']) / 2**30:.1f} GiB, not {int(train['gpu_bytes']) / 2**30:.1f}")
 print(f"reference forward, {peer['gpu']}, torch {peer['torch']}, transformers {peer['transformers']}:")
 print(f"  grpo-tools bf16: {tps:,.0f} tokens/s ({ours['seconds']} s, MFU {float(ours['mfu']):.1%}), "
       f"{gib:.1f} GiB in use on the device")

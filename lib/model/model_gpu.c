@@ -59,8 +59,8 @@ int model_device_resolve(enum model_device want, enum model_device *got, struct 
 }
 
 /* A GPU model for packs of maxT tokens at positions below max_pos (>= maxT). */
-static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int max_pos, int bf16, int train,
-		    struct err *e)
+static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int max_pos, int bf16,
+		    enum gpu_mode mode, struct err *e)
 {
 	const struct model_config *c = &m->cfg;
 	const struct model_params *w = &m->w;
@@ -80,7 +80,7 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 		w->embed, w->lm_head, w->ln1, w->wq, w->bq, w->wk, w->bk, w->wv, w->bv, w->wo, w->bo,
 		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, max_pos,
 	};
-	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, train, msg, sizeof msg);
+	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, mode, msg, sizeof msg);
 	free(cos);
 	free(sin);
 	if (rc < 0) {
@@ -97,12 +97,13 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 
 int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
 {
-	return open_gpu(out, m, maxT, maxT, bf16, 0, e);
+	return open_gpu(out, m, maxT, maxT, bf16, GPU_INFER, e);
 }
 
-int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, int recompute,
+			 struct err *e)
 {
-	return open_gpu(out, m, maxT, maxT, bf16, 1, e);
+	return open_gpu(out, m, maxT, maxT, bf16, recompute ? GPU_TRAIN_RECOMPUTE : GPU_TRAIN, e);
 }
 
 int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
@@ -114,7 +115,7 @@ int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_pr
 	if (longest > 1 << 20)
 		return err_set(e, "GPU sampler: %lld positions is too many", longest);
 	int maxT = longest > GEN_GPU_PACK ? (int)longest : GEN_GPU_PACK;
-	return open_gpu(out, m, maxT, maxT, bf16, 0, e);
+	return open_gpu(out, m, maxT, maxT, bf16, GPU_INFER, e);
 }
 
 int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
@@ -382,7 +383,8 @@ int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int 
 	return err_set(e, "GPU model: %s", NO_CUDA);
 }
 
-int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, int recompute,
+			 struct err *e)
 {
 	*out = NULL;
 	return err_set(e, "GPU model: %s", NO_CUDA);

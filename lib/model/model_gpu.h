@@ -41,8 +41,15 @@ struct model_gpu;
 
 /* Copy m's weights to the GPU, with activations for packs of up to maxT tokens. */
 int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e);
-/* The same, keeping what the backward needs and fp32 gradients on the GPU. */
-int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e);
+/*
+ * The same, keeping what the backward needs and fp32 gradients on the GPU.
+ * recompute: keep only each layer's input and make the layer's activations
+ * again just before its backward (kernels/gpu_model.h, GPU_TRAIN_RECOMPUTE):
+ * the activations of all layers but one less, for about one more forward of
+ * the layers per backward; the same gradients, to the bit.
+ */
+int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, int recompute,
+			 struct err *e);
 
 /* As model_backward(): ADD the last forward's weight gradients into the
  * GPU's; zero them; copy them into grads (lib/model's layout, as

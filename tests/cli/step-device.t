@@ -5,9 +5,11 @@
 # 1e-5 relative; bf16: to a percent), and the metrics say where it ran;
 # its checkpoint is the same byte for byte whether the weights and moments
 # came back through page-locked host arrays or pageable ones
-# (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked.
+# (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked;
+# --recompute gives the same checkpoint byte for byte from a GPU model that
+# holds fewer bytes (and the CPU ignores it).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 15
+plan 18
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -26,6 +28,9 @@ is $? 2 "--precision fp16: usage error"
 # the reference: the CPU
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pc" --device cpu --lr 1e-3 --metrics "$T/cpu.jsonl" || exit 1
 grep -q '"device":"cpu","gpu_bytes":0' "$T/cpu.jsonl"; ok $? "--device cpu: the metrics say cpu, 0 GPU bytes"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pcr" --device cpu --recompute --lr 1e-3 || exit 1
+cmp "$T/pc/step_1/optim.bin" "$T/pcr/step_1/optim.bin" && cmp "$T/pc/step_1/model.safetensors" "$T/pcr/step_1/model.safetensors"
+ok $? "--recompute on the CPU: ignored, the same checkpoint"
 
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pg" --device cuda --precision fp32 --lr 1e-3 \
 	--metrics "$T/gpu.jsonl" --on-publish 'echo "$GRPO_STEP" > "$GRPO_POLICY_QUEUE/hook"' 2> "$T/err"
@@ -36,6 +41,8 @@ if [ $st -eq 69 ]; then
 	[ ! -d "$T/pg" ]; ok $? "and nothing is published"
 	skip "no GPU: the copies through pinned and pageable host arrays not compared"
 	skip "no GPU: --on-publish not run beside a GPU model"
+	skip "no GPU: --recompute not compared"
+	skip "no GPU: --recompute's GPU bytes not compared"
 	for p in fp32 bf16; do
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
@@ -52,9 +59,15 @@ cmp "$T/pg/step_1/optim.bin" "$T/pp/step_1/optim.bin" && cmp "$T/pg/step_1/model
 ok $? "the same checkpoint, byte for byte, through pageable host arrays (GRPO_CUDA_PIN=0)"
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pb" --device cuda --lr 1e-3 --metrics "$T/bf16.jsonl" ||
 	echo "# bf16 step failed"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pr" --device cuda --precision fp32 --recompute --lr 1e-3 \
+	--metrics "$T/rc.jsonl" || echo "# the step with --recompute failed"
+cmp "$T/pg/step_1/optim.bin" "$T/pr/step_1/optim.bin" && cmp "$T/pg/step_1/model.safetensors" "$T/pr/step_1/model.safetensors"
+ok $? "--recompute: the same checkpoint, byte for byte"
 
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 close() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(d <= tol * s + 1e-9) }'; }
+a=$(field "$T/gpu.jsonl" gpu_bytes) b=$(field "$T/rc.jsonl" gpu_bytes)
+[ -n "$b" ] && [ "$b" -lt "$a" ]; ok $? "--recompute: the GPU model holds $b bytes, not $a"
 for p in fp32 bf16; do
 	f="$T/gpu.jsonl" tol=1e-5
 	[ $p = bf16 ] && f="$T/bf16.jsonl" tol=0.01

@@ -13,7 +13,9 @@
  *    tiles of 64 and 32, and their edges);
  *  - the backward (gpu_train.cu): every weight's gradient against the C
  *    model's, within 1e-3 of its largest value in fp32 and with a cosine
- *    similarity above 0.999 in bf16;
+ *    similarity above 0.999 in bf16; with the layers' activations
+ *    recomputed (GPU_TRAIN_RECOMPUTE) the same gradient bytes, in fp32 and
+ *    bf16, from a model that holds fewer;
  *  - packing invariance: the same sequences in another order give the same
  *    values; a pack of one token; bad ids and oversized packs refused.
  */
@@ -113,6 +115,39 @@ static uint32_t next(void)
 }
 
 
+/* The GPU's gradients of one forward and backward into got (lib/model's
+ * layout), recomputing or not; bytes: what the GPU model held. */
+static int gpu_grads(struct model *m, const struct pack *p, int bf16, int recompute, const float *dlp,
+		     const float *dent, struct model_params *got, size_t *bytes, struct err *e)
+{
+	float *lp = malloc(2 * sizeof(float) * p->T), *ent = lp + p->T;
+	struct model_gpu *g = NULL;
+	memset(got->mem, 0xff, m->g.n * sizeof(float));   /* NaN where nothing is written */
+	int r = lp ? model_gpu_open_train(&g, m, p->T, bf16, recompute, e) : err_set(e, "out of memory");
+	/* twice, with a zero between: what remains is one backward's */
+	for (int k = 0; k < 2 && r == 0; k++)
+		r = model_gpu_grads_zero(g, e) ||
+		    model_gpu_forward(g, p->ids, p->T, p->lens, p->nseq, p->temps, lp, ent, e) ||
+		    model_gpu_backward(g, dlp, dent, e);
+	if (r == 0)
+		r = model_gpu_grads_get(g, got, e);
+	*bytes = g ? model_gpu_bytes(g) : 0;
+	model_gpu_close(g);
+	free(lp);
+	return r;
+}
+
+/* like's tensors in mem, another array of its layout. */
+static struct model_params params_in(const struct model_params *like, float *mem)
+{
+	struct model_params q = *like;
+	for (float **f = &q.embed; f <= &q.norm; f++)
+		if (*f)
+			*f = mem + (*f - like->mem);
+	q.mem = mem;
+	return q;
+}
+
 /* Each weight's gradient from the GPU against the C model's for the same
  * pack and loss gradients: in fp32 within 1e-3 of the tensor's largest
  * value, in bf16 a cosine similarity above min_cos. Measured on an H200:
@@ -136,28 +171,25 @@ static void check_grads(struct model *m, const struct pack *p, const char *name,
 		free(dlp);
 		return;
 	}
-	struct model_params got;
-	float *mem = calloc(m->g.n, sizeof(float));
-	memcpy(&got, &m->g, sizeof got);
-	for (float **f = &got.embed; f <= &got.norm; f++)   /* the same layout, in mem */
-		if (*f)
-			*f = mem + (*f - m->g.mem);
+	float *mem = calloc(2 * m->g.n, sizeof(float));
+	struct model_params got = params_in(&m->g, mem), again = params_in(&m->g, mem + m->g.n);
 	for (int bf16 = 0; bf16 <= 1; bf16++) {
 		const char *mode = bf16 ? "bf16" : "fp32";
-		struct model_gpu *g = NULL;
-		memset(mem, 0xff, m->g.n * sizeof(float));   /* NaN where nothing is written */
-		int r = model_gpu_open_train(&g, m, p->T, bf16, &e);
-		/* twice, with a zero between: what remains is one backward's */
-		for (int k = 0; k < 2 && r == 0; k++)
-			r = model_gpu_grads_zero(g, &e) || model_gpu_forward(g, p->ids, p->T, p->lens, p->nseq, p->temps,
-									  lp, ent, &e) ||
-			    model_gpu_backward(g, dlp, dent, &e);
-		if (r == 0)
-			r = model_gpu_grads_get(g, &got, &e);
-		model_gpu_close(g);
-		if (!ok(r == 0, "%s %s: GPU forward and backward", name, mode)) {
+		size_t bytes = 0, rbytes = 0;
+		if (!ok(gpu_grads(m, p, bf16, 0, dlp, dent, &got, &bytes, &e) == 0, "%s %s: GPU forward and backward",
+			name, mode)) {
 			diag("%s", e.msg);
 			continue;
+		}
+		/* recomputing: the same kernels on the same inputs, so the same bits */
+		if (ok(gpu_grads(m, p, bf16, 1, dlp, dent, &again, &rbytes, &e) == 0,
+		       "%s %s: GPU forward and backward recomputing the layers", name, mode)) {
+			ok(memcmp(mem, mem + m->g.n, m->g.n * sizeof(float)) == 0,
+			   "%s %s: the same gradient bytes with the layers' activations recomputed", name, mode);
+			ok(m->cfg.L == 1 || rbytes < bytes, "%s %s: recomputing, the GPU model holds %.2f MiB, not %.2f",
+			   name, mode, rbytes / 1048576.0, bytes / 1048576.0);
+		} else {
+			diag("%s", e.msg);
 		}
 		struct model_tensor want[64], have[64];
 		int n = model_tensors(&m->cfg, &m->g, want);

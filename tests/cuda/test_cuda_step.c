@@ -15,6 +15,9 @@
  *    way: measured 4.5e-5 and 7.4e-5 of the largest weight on an H200);
  *  - bf16: the same steps within bf16 noise (loss and gradient norm to a
  *    percent, the weights' update in the same direction);
+ *  - with the layers' activations recomputed (model_gpu_open_train's
+ *    recompute), fp32 and bf16: the same weights, moments, losses and
+ *    gradient norms, byte for byte;
  *  - a step refused for a NaN gradient moves nothing on the GPU;
  *  - the master weights and moments copied between the GPU and page-locked
  *    host arrays (model_gpu_pin) and pageable ones, each way: the same
@@ -118,8 +121,10 @@ struct run {
 	double loss[2], gnorm[2];
 };
 
-/* Two steps over mbs: on the CPU (gpu < 0), or on the GPU in fp32 (0) or bf16 (1). */
-static int train(struct run *x, const char *dir, int gpu, const struct microbatch *mbs, size_t n, int maxT)
+/* Two steps over mbs: on the CPU (gpu < 0), or on the GPU in fp32 (0) or
+ * bf16 (1), recomputing the layers' activations or not. */
+static int train(struct run *x, const char *dir, int gpu, int recompute, const struct microbatch *mbs, size_t n,
+		 int maxT)
 {
 	struct err e = { "" };
 	memset(x, 0, sizeof *x);
@@ -131,7 +136,7 @@ static int train(struct run *x, const char *dir, int gpu, const struct microbatc
 	lo.beta = 0.05f;
 	struct model_gpu *g = NULL;
 	if (model_load(&x->m, dir, &e) < 0 || optim_init(&x->op, &oo, x->m.w.n, &e) < 0 ||
-	    (gpu >= 0 && (model_gpu_open_train(&g, &x->m, maxT, gpu, &e) < 0 ||
+	    (gpu >= 0 && (model_gpu_open_train(&g, &x->m, maxT, gpu, recompute, &e) < 0 ||
 	                  model_gpu_optim_put(g, &x->m, x->op.m, x->op.v, &e) < 0))) {
 		diag("%s", e.msg);
 		model_gpu_close(g);
@@ -157,6 +162,21 @@ static void done(struct run *x)
 	model_free(&x->m);
 }
 
+/* b's two steps again, recomputing the layers' activations: the same bytes. */
+static void recomputed(const char *fam, const char *what, const struct run *b, const char *dir, int gpu,
+		       const struct microbatch *mbs, size_t n, int maxT)
+{
+	struct run r;
+	if (!ok(train(&r, dir, gpu, 1, mbs, n, maxT) == 0, "%s: %s, recomputing the layers", fam, what))
+		return;
+	size_t k = b->m.w.n * sizeof(float);
+	ok(memcmp(r.m.w.mem, b->m.w.mem, k) == 0 && memcmp(r.op.m, b->op.m, k) == 0 &&
+	   memcmp(r.op.v, b->op.v, k) == 0 && memcmp(r.loss, b->loss, sizeof r.loss) == 0 &&
+	   memcmp(r.gnorm, b->gnorm, sizeof r.gnorm) == 0,
+	   "%s: %s: the same weights, moments, losses and gradient norms recomputing the layers", fam, what);
+	done(&r);
+}
+
 static void family(const char *top, const char *fam)
 {
 	char dir[4200];
@@ -176,9 +196,9 @@ static void family(const char *top, const char *fam)
 		diag("%s", e.msg);
 		goto out;
 	}
-	if (!ok(train(&cpu, dir, -1, mbs, 4, maxT) == 0, "%s: two CPU steps", fam))
+	if (!ok(train(&cpu, dir, -1, 0, mbs, 4, maxT) == 0, "%s: two CPU steps", fam))
 		goto out_w0;
-	if (ok(train(&gpu, dir, 0, mbs, 4, maxT) == 0, "%s: two GPU fp32 steps over two ranks", fam)) {
+	if (ok(train(&gpu, dir, 0, 0, mbs, 4, maxT) == 0, "%s: two GPU fp32 steps over two ranks", fam)) {
 		size_t n = cpu.m.w.n;
 		for (int s = 0; s < 2; s++) {
 			ok(fabs(gpu.loss[s] - cpu.loss[s]) <= 1e-5 * fabs(cpu.loss[s]) + 1e-7,
@@ -198,6 +218,7 @@ static void family(const char *top, const char *fam)
 		ok(dm <= 1e-4 && dv <= 1e-4, "%s: AdamW moments within 1e-4 of the CPU's (m %.2g, v %.2g)", fam, dm, dv);
 		ok(gpu.op.step == 2, "%s: the optimizer counted two steps", fam);
 		ok(update_cosine(gpu.m.w.mem, cpu.m.w.mem, w0.w.mem, n) > 0.99999, "%s: the same update", fam);
+		recomputed(fam, "two GPU fp32 steps over two ranks", &gpu, dir, 0, mbs, 4, maxT);
 		done(&gpu);
 	}
 
@@ -205,7 +226,7 @@ static void family(const char *top, const char *fam)
 	for (int i = 0; i < 4; i++)
 		mbs[i].rank = 0;
 	struct run cpu1;
-	if (ok(train(&cpu1, dir, -1, mbs, 4, maxT) == 0 && train(&one, dir, 0, mbs, 4, maxT) == 0,
+	if (ok(train(&cpu1, dir, -1, 0, mbs, 4, maxT) == 0 && train(&one, dir, 0, 0, mbs, 4, maxT) == 0,
 	       "%s: one rank, on the CPU and the GPU", fam)) {
 		size_t n = cpu1.m.w.n;
 		double dabs = max_abs_diff(one.m.w.mem, cpu1.m.w.mem, n);
@@ -216,7 +237,7 @@ static void family(const char *top, const char *fam)
 		done(&one);
 		done(&cpu1);
 	}
-	if (ok(train(&bf, dir, 1, mbs, 4, maxT) == 0, "%s: two GPU bf16 steps", fam)) {
+	if (ok(train(&bf, dir, 1, 0, mbs, 4, maxT) == 0, "%s: two GPU bf16 steps", fam)) {
 		size_t n = cpu.m.w.n;
 		double cosu = update_cosine(bf.m.w.mem, cpu.m.w.mem, w0.w.mem, n);
 		diag("%s bf16: loss %.6g / %.6g, grad norm %.6g / %.6g (CPU), update cosine %.5f", fam, bf.loss[0],
@@ -224,6 +245,7 @@ static void family(const char *top, const char *fam)
 		ok(fabs(bf.loss[0] - cpu.loss[0]) <= 0.01 * fabs(cpu.loss[0]) + 1e-3, "%s: bf16 loss within 1%%", fam);
 		ok(fabs(bf.gnorm[0] - cpu.gnorm[0]) <= 0.02 * cpu.gnorm[0], "%s: bf16 gradient norm within 2%%", fam);
 		ok(cosu > 0.99, "%s: bf16 update in the CPU's direction (cosine %.4f)", fam, cosu);
+		recomputed(fam, "two GPU bf16 steps", &bf, dir, 1, mbs, 4, maxT);
 		done(&bf);
 	}
 	done(&cpu);
@@ -253,7 +275,7 @@ static void refused(const char *top)
 	if (loaded)   /* an infinite final-norm weight: NaN logits, a NaN gradient (as on the CPU) */
 		m.w.norm[0] = INFINITY;
 	if (!loaded || optim_init(&op, &oo, m.w.n, &e) < 0 ||
-	    model_gpu_open_train(&g, &m, 23, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0) {
+	    model_gpu_open_train(&g, &m, 23, 0, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0) {
 		ok(0, "refused: set-up: %s", e.msg);
 		model_gpu_close(g);
 		mb_free(&mb);
@@ -360,7 +382,7 @@ static void copies(const char *top, const char *fam)
 	for (size_t i = 0; i < m.w.n; i++)   /* moments that are not zeros */
 		op.m[i] = (float)(urand() - 0.5) * 1e-3f, op.v[i] = (float)urand() * 1e-6f;
 	float *mem = malloc(3 * m.w.n * sizeof *mem);
-	if (!mem || model_gpu_open_train(&g, &m, 64, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0)
+	if (!mem || model_gpu_open_train(&g, &m, 64, 0, 0, &e) < 0 || model_gpu_optim_put(g, &m, op.m, op.v, &e) < 0)
 		ok(0, "%s copies: set-up: %s", fam, mem ? e.msg : "out of memory");
 	else
 		copies_on(fam, g, &m, &op, mem);
