@@ -45,8 +45,12 @@ cudaError_t launch_kv_write(void *kc, void *vc, const void *qkv, const int32_t *
 // and a second pass combines them in a fixed order. The arithmetic depends
 // on a row's own context alone (not on B, max_ctx or where its blocks are),
 // so the same inputs give the same bits.
+// The grid has ceil(max_ctx / PAGED_PART) partitions per row, and the blocks
+// of a partition past a row's context exit at once: a tight max_ctx (a
+// bucket of the batch's longest context, say) saves launching them.
 #define PAGED_PART 512
-// work's bytes: 0 (work may be NULL) when max_ctx <= PAGED_PART.
+// work's bytes (16-byte aligned, as cudaMalloc's are): 0, and work may be
+// NULL, when max_ctx <= PAGED_PART.
 size_t paged_attention_workspace_bytes(int B, int NH, int HS, int max_ctx);
 cudaError_t launch_paged_attention(void *out, const void *qkv, const void *kc, const void *vc,
 				   const int32_t *block_table, int table_stride, const int32_t *ctx_lens, int B,

@@ -159,9 +159,9 @@ static void check_reference(void)
 	double d0 = 0, d1 = 0;
 	for (int h = 0; h < 2; h++)
 		for (int i = 0; i < 16; i++) {
-			double v0 = t.qkv[2 * 16 + i], mean = 0;
+			double v0 = t.qkv[3 * 16 + i], mean = 0;   /* row 0's v: after its 2 q heads and 1 k head */
 			for (int j = 0; j < 3; j++)
-				mean += t.vctx[((size_t)3 + j) * 16 + i] / 3;
+				mean += t.vctx[((size_t)3 + j) * 16 + i] / 3.0;
 			d0 = fmax(d0, fabs(out[h * 16 + i] - v0));
 			d1 = fmax(d1, fabs(out[(2 + h) * 16 + i] - mean));
 		}
