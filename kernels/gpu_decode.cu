@@ -92,7 +92,8 @@ struct dec {
 	float *logits;               // (Bmax, V)
 	int32_t *d_tokens, *h_tokens;
 	float *d_lp, *h_lp;
-	cudaGraphExec_t *graphs;     // by batch size, made on first use
+	cudaGraphExec_t *graphs;     // by batch size and context partitions, made on first use
+	int parts;                   // partitions of PAGED_PART positions a context may need
 	int use_graphs;
 };
 
@@ -275,47 +276,50 @@ static int head_and_sample(struct dec *d, const void *x, int n, char *msg, size_
 	return 0;
 }
 
-static struct kv_pass cache_pass(struct dec *d, int decoding)
+// The cache for a pass; decoding, the rows' contexts are at most parts partitions long.
+static struct kv_pass cache_pass(struct dec *d, int decoding, int parts)
 {
 	struct gpu_model *g = d->g;
 	struct kv_pass kv = { d->cache, (char *)d->cache + (size_t)g->s.L * d->layer_words * 4,
 			      d->layer_words * 4 / g->esize, d->d.slots, decoding, d->d.table, d->d.ctx,
-			      d->MB, g->max_pos, d->work };
+			      d->MB, parts * PAGED_PART, d->work };
 	return kv;
 }
 
 // One decode step over Bp rows whose arrays are on the device.
-static int decode_kernels(struct dec *d, int Bp, char *msg, size_t msglen)
+static int decode_kernels(struct dec *d, int Bp, int parts, char *msg, size_t msglen)
 {
-	struct kv_pass kv = cache_pass(d, 1);
+	struct kv_pass kv = cache_pass(d, 1, parts);
 	if (gpu_forward_layers(d->g, Bp, 0, &kv, msg, msglen) < 0)
 		return -1;
 	return head_and_sample(d, d->g->ln, Bp, msg, msglen);
 }
 
-// Run a decode step of Bp rows: through its graph, captured on first use,
-// or kernel by kernel where graphs are off or capture failed.
-static int decode_launch(struct dec *d, int Bp, char *msg, size_t msglen)
+// Run a decode step of Bp rows with contexts of at most parts partitions:
+// through its graph, captured on first use, or kernel by kernel where
+// graphs are off or capture failed.
+static int decode_launch(struct dec *d, int Bp, int parts, char *msg, size_t msglen)
 {
 	cudaStream_t st = d->g->stream;
-	if (d->use_graphs && !d->graphs[Bp]) {
-		cudaGraph_t graph = NULL;
+	cudaGraphExec_t *graph = &d->graphs[(size_t)Bp * (d->parts + 1) + parts];
+	if (d->use_graphs && !*graph) {
+		cudaGraph_t made = NULL;
 		CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-		int rc = decode_kernels(d, Bp, msg, msglen);
-		cudaError_t end = cudaStreamEndCapture(st, &graph);
-		if (rc == 0 && end == cudaSuccess && cudaGraphInstantiate(&d->graphs[Bp], graph, 0) == cudaSuccess) {
+		int rc = decode_kernels(d, Bp, parts, msg, msglen);
+		cudaError_t end = cudaStreamEndCapture(st, &made);
+		if (rc == 0 && end == cudaSuccess && cudaGraphInstantiate(graph, made, 0) == cudaSuccess) {
 			d->stats->graphs++;
 		} else {   // a library call refused capture: run this call without graphs
-			d->graphs[Bp] = NULL;
+			*graph = NULL;
 			d->use_graphs = 0;
 			(void)cudaGetLastError();
 		}
-		if (graph)
-			cudaGraphDestroy(graph);
+		if (made)
+			cudaGraphDestroy(made);
 	}
 	if (d->use_graphs)
-		CUDA_TRY(cudaGraphLaunch(d->graphs[Bp], st));
-	else if (decode_kernels(d, Bp, msg, msglen) < 0)
+		CUDA_TRY(cudaGraphLaunch(*graph, st));
+	else if (decode_kernels(d, Bp, parts, msg, msglen) < 0)
 		return -1;
 	return 0;
 }
@@ -414,7 +418,7 @@ static int prefill(struct dec *d, const int *list, int nlist, char *msg, size_t 
 	    upload(d, d->d.draws, h->draws, (size_t)n * 4, msg, msglen) < 0 ||
 	    upload(d, d->d.pairs, h->pairs, (size_t)npairs * 8, msg, msglen) < 0)
 		return -1;
-	struct kv_pass kv = cache_pass(d, 0);
+	struct kv_pass kv = cache_pass(d, 0, 0);
 	if (gpu_forward_layers(g, T, ntiles, &kv, msg, msglen) < 0)
 		return -1;
 	if (npairs) {
@@ -442,7 +446,7 @@ static int decode_step(struct dec *d, char *msg, size_t msglen)
 {
 	struct gpu_model *g = d->g;
 	struct step_arrays *h = &d->h;
-	int B = d->nactive, Bp = bucket(B, d->Bmax);
+	int B = d->nactive, Bp = bucket(B, d->Bmax), longest = 0;
 	for (int i = 0; i < Bp; i++) {
 		if (i >= B) {   // padding: nothing written, nothing drawn
 			h->ids[i] = 0, h->pos[i] = 0, h->slots[i] = -1, h->ctx[i] = 0, h->draws[i] = -1;
@@ -456,6 +460,7 @@ static int decode_step(struct dec *d, char *msg, size_t msglen)
 		h->pos[i] = s->pos;
 		h->slots[i] = block_of(gr, s, s->pos) * KV_BLOCK + s->pos % KV_BLOCK;
 		h->ctx[i] = s->pos + 1;
+		longest = s->pos + 1 > longest ? s->pos + 1 : longest;
 		h->draws[i] = d->out[b].n;
 		h->states[i] = d->states[b];
 		for (int j = 0; j <= s->pos / KV_BLOCK; j++)
@@ -469,7 +474,8 @@ static int decode_step(struct dec *d, char *msg, size_t msglen)
 	    upload(d, d->d.draws, h->draws, (size_t)Bp * 4, msg, msglen) < 0 ||
 	    upload(d, d->d.states, h->states, (size_t)Bp * 8, msg, msglen) < 0 ||
 	    upload(d, d->d.table, h->table, (size_t)Bp * d->MB * 4, msg, msglen) < 0 ||
-	    decode_launch(d, Bp, msg, msglen) < 0 || fetch_tokens(d, B, msg, msglen) < 0)
+	    decode_launch(d, Bp, (longest + PAGED_PART - 1) / PAGED_PART, msg, msglen) < 0 ||
+	    fetch_tokens(d, B, msg, msglen) < 0)
 		return -1;
 	d->stats->decode_steps++;
 	if (B > d->stats->peak_batch)
@@ -617,7 +623,8 @@ static int make_buffers(struct dec *d, char *msg, size_t msglen)
 			dc.off = 0;
 		}
 	}
-	if (!(d->graphs = (cudaGraphExec_t *)calloc((size_t)d->Bmax + 1, sizeof *d->graphs)))
+	d->parts = (g->max_pos + PAGED_PART - 1) / PAGED_PART;
+	if (!(d->graphs = (cudaGraphExec_t *)calloc((size_t)(d->Bmax + 1) * (d->parts + 1), sizeof *d->graphs)))
 		return gpu_fail(msg, msglen, "out of host memory");
 	d->use_graphs = !d->p->no_graphs;
 	return 0;
@@ -625,10 +632,9 @@ static int make_buffers(struct dec *d, char *msg, size_t msglen)
 
 static void dec_free(struct dec *d, int B)
 {
-	if (d->graphs)
-		for (int b = 0; b <= d->Bmax; b++)
-			if (d->graphs[b])
-				cudaGraphExecDestroy(d->graphs[b]);
+	for (size_t i = 0; d->graphs && i < (size_t)(d->Bmax + 1) * (d->parts + 1); i++)
+		if (d->graphs[i])
+			cudaGraphExecDestroy(d->graphs[i]);
 	free(d->graphs);
 	cudaFree(d->cache);
 	cudaFree(d->dmem);

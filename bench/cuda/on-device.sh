@@ -4,6 +4,8 @@
 # this machine lacks, and run what needs the GPU, logs under ${OUT:-out}:
 #   tests   the CUDA tests and the tools' GPU cases (tests.txt)
 #   bench   make bench-cuda's run.sh with the peer (bench/)
+#   quick   ours alone, once: generation, the training step with and without
+#           --recompute (quick.txt)
 #   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
 #   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
@@ -32,12 +34,25 @@ for what; do
 			timeout 300 "$t" >> "$out/tests.txt" 2>&1
 			echo "=== $t: exit $?" >> "$out/tests.txt"
 		done
-		BUILD=cuda-run timeout 300 sh tests/run.sh tests/cli/step-device.t tests/cli/score.t >> "$out/tests.txt" 2>&1
+		BUILD=cuda-run timeout 300 sh tests/run.sh tests/cli/step-device.t tests/cli/collect-device.t \
+			tests/cli/score.t >> "$out/tests.txt" 2>&1
 		grep -E '^(===|not ok|Result)' "$out/tests.txt"
 		;;
 	bench)
 		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 550 sh bench/cuda/run.sh > "$out/bench.txt" 2>&1
 		tail -n 12 "$out/bench.txt"
+		;;
+	quick)   # ours alone, once each: generation at 128 sequences, the training step with and without -R
+		python3 -c 'import torch
+g = torch.Generator().manual_seed(1)
+for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
+    for _ in range(8): print(p, int(torch.randint(32, 1536, (1,), generator=g)))' > "$out/lengths.txt"
+		{
+			timeout 120 cuda-run/bench/cuda/bench_cuda_generate -P 16 -G 8 -r 1
+			timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 "$out/lengths.txt"
+			timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 -R "$out/lengths.txt"
+		} > "$out/quick.txt" 2>&1
+		cat "$out/quick.txt"
 		;;
 	gen)
 		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 400 sh bench/cuda/run_generate.sh > "$out/gen.txt" 2>&1
@@ -57,6 +72,6 @@ for what; do
 		done
 		cat "$out/san.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, gen, san or wide" >&2; exit 2 ;;
+	*) echo "on-device.sh: $what: tests, bench, quick, gen, san or wide" >&2; exit 2 ;;
 	esac
 done
