@@ -30,6 +30,8 @@ typedef unsigned long long u64;
 static_assert(WARPS == 32, "block_scan scans the warps' sums with one warp");
 static_assert(NBINS == 2 * THREADS, "each thread owns two bins");
 
+namespace {   // the types below are this file's own (no clash with another file's row or add_op)
+
 struct row {
 	const float *z;
 	int V;
@@ -388,6 +390,8 @@ static __device__ void kept_set(const struct row &r, float top_p, int top_k, uns
 	}
 	*J = need == 0 ? 0 : need >= ties ? V : tie_cut(r, *K, need, sm);
 }
+
+}   // namespace
 
 __global__ void __launch_bounds__(THREADS)
 	sample_kernel(int32_t *tokens, float *logprobs, const float *__restrict__ logits, int V, float temperature,
