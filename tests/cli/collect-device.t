@@ -42,7 +42,7 @@ tokens() { grep -o '"response_tokens":\[[0-9,]*\]' "$1"; }
 [ "$(tokens "$T/gpu.json")" = "$(tokens "$T/cpu.json")" ]
 ok $? "fp32: the same tokens as the C sampler from the same seed"
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
-grpo-cat "$T"/s/rollouts/step_0/rank_0/*.zst | grpo-cat --model "$T/m" --stats --json > "$T/st32"
+grpo-cat --model "$T/m" --stats --json "$T"/s/rollouts/step_0/rank_0/*.zst > "$T/st32"
 m32=$(field "$T/st32" model_logprob_abs_diff_mean)
 awk -v m="$m32" 'BEGIN { exit !(m != "" && m < 1e-4) }'
 ok $? "fp32: the sampler's logprobs are the C model's (mean |diff| $m32)"
