@@ -126,6 +126,36 @@ static float dot(const float *a, const float *b, int n)
 }
 
 /*
+ * One query's attention over n keys and values, rows `stride` floats apart
+ * (k and v start at the query's key/value head): o (HS) = the softmax of
+ * the scores q.k_j * scale over v; returns their log-sum-exp. scores:
+ * scratch (n).
+ */
+static float attend(float *o, const float *qt, const float *k, const float *v, size_t stride, int n, int HS,
+                    float scale, float *scores)
+{
+	float mx = -INFINITY;
+	for (int j = 0; j < n; j++) {
+		scores[j] = dot(qt, k + j * stride, HS) * scale;
+		mx = scores[j] > mx ? scores[j] : mx;
+	}
+	double sum = 0;
+	for (int j = 0; j < n; j++) {
+		scores[j] = expf(scores[j] - mx);
+		sum += scores[j];
+	}
+	memset(o, 0, (size_t)HS * sizeof *o);
+	float inv = (float)(1.0 / sum);
+	for (int j = 0; j < n; j++) {
+		const float *vj = v + j * stride;
+		float p = scores[j] * inv;
+		for (int i = 0; i < HS; i++)
+			o[i] += p * vj[i];
+	}
+	return mx + (float)log(sum);
+}
+
+/*
  * Block-causal grouped-query attention. q (T, NH, HS), k and v (T, NKV, HS);
  * token t attends to tokens start[t]..t; query head h reads key/value head
  * h / (NH/NKV). Writes out (T, NH, HS) and lse (T, NH), the log-sum-exp of
@@ -136,31 +166,12 @@ static void attention_forward(float *out, float *lse, const float *q, const floa
 {
 	float scale = 1.0f / sqrtf((float)HS);
 	int group = NH / NKV;
+	size_t KD = (size_t)NKV * HS;
 	for (int t = 0; t < T; t++) {
 		int s0 = start[t], n = t - s0 + 1;
 		for (int h = 0; h < NH; h++) {
-			const float *qt = q + ((size_t)t * NH + h) * HS;
-			int kh = h / group;
-			float mx = -INFINITY;
-			for (int j = 0; j < n; j++) {
-				scores[j] = dot(qt, k + ((size_t)(s0 + j) * NKV + kh) * HS, HS) * scale;
-				mx = scores[j] > mx ? scores[j] : mx;
-			}
-			double sum = 0;
-			for (int j = 0; j < n; j++) {
-				scores[j] = expf(scores[j] - mx);
-				sum += scores[j];
-			}
-			float *o = out + ((size_t)t * NH + h) * HS;
-			memset(o, 0, (size_t)HS * sizeof *o);
-			float inv = (float)(1.0 / sum);
-			for (int j = 0; j < n; j++) {
-				const float *vs = v + ((size_t)(s0 + j) * NKV + kh) * HS;
-				float p = scores[j] * inv;
-				for (int i = 0; i < HS; i++)
-					o[i] += p * vs[i];
-			}
-			lse[(size_t)t * NH + h] = mx + (float)log(sum);
+			size_t kv0 = (size_t)s0 * KD + (size_t)(h / group) * HS, at = ((size_t)t * NH + h) * HS;
+			lse[(size_t)t * NH + h] = attend(out + at, q + at, k + kv0, v + kv0, KD, n, HS, scale, scores);
 		}
 	}
 }
@@ -922,30 +933,10 @@ static void attention_cached(float *out, const float *q, const float *kc, const 
 	int group = NH / NKV;
 	size_t KD = (size_t)NKV * HS;
 	for (int t = 0; t < T; t++) {
-		const float *ks = kc + (size_t)slots[t] * maxlen * KD, *vs = vc + (size_t)slots[t] * maxlen * KD;
-		int n = pos[t] + 1;
+		size_t slot = (size_t)slots[t] * maxlen * KD;
 		for (int h = 0; h < NH; h++) {
-			const float *qt = q + ((size_t)t * NH + h) * HS;
-			int kh = h / group;
-			float mx = -INFINITY;
-			for (int j = 0; j < n; j++) {
-				scores[j] = dot(qt, ks + j * KD + (size_t)kh * HS, HS) * scale;
-				mx = scores[j] > mx ? scores[j] : mx;
-			}
-			double sum = 0;
-			for (int j = 0; j < n; j++) {
-				scores[j] = expf(scores[j] - mx);
-				sum += scores[j];
-			}
-			float *o = out + ((size_t)t * NH + h) * HS;
-			memset(o, 0, (size_t)HS * sizeof *o);
-			float inv = (float)(1.0 / sum);
-			for (int j = 0; j < n; j++) {
-				const float *vj = vs + j * KD + (size_t)kh * HS;
-				float p = scores[j] * inv;
-				for (int i = 0; i < HS; i++)
-					o[i] += p * vj[i];
-			}
+			size_t kv0 = slot + (size_t)(h / group) * HS, at = ((size_t)t * NH + h) * HS;
+			attend(out + at, q + at, kc + kv0, vc + kv0, KD, pos[t] + 1, HS, scale, scores);
 		}
 	}
 }
