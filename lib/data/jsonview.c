@@ -564,90 +564,90 @@ int json_get_id(const cJSON *v, const char *what, struct traj_id *out, struct er
 	return 0;
 }
 
-int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32_t *n, struct err *e)
+/* An element of an array into slot: 0, or -1 when it is not of the type. */
+typedef int (*put_elem)(int kind, double d, void *slot);
+
+static int put_i32(int kind, double d, void *slot)
+{
+	if (kind != EL_NUMBER || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX))
+		return -1;
+	*(int32_t *)slot = (int32_t)d;
+	return 0;
+}
+
+static int put_f32(int kind, double d, void *slot)   /* null, NaN in JSON (json_fix_nonfinite), reads as NaN */
+{
+	if (kind != EL_NULL && kind != EL_NUMBER)
+		return -1;
+	*(float *)slot = kind == EL_NULL ? NAN : (float)d;
+	return 0;
+}
+
+static int put_mask(int kind, double d, void *slot)
+{
+	if (kind == EL_TRUE || kind == EL_FALSE)
+		*(uint8_t *)slot = kind == EL_TRUE;
+	else if (kind == EL_NUMBER && (d == 0 || d == 1))
+		*(uint8_t *)slot = d == 1;
+	else
+		return -1;
+	return 0;
+}
+
+/*
+ * The array arr as a new array of elements of size bytes, each through
+ * put; an element put refuses is named with what was expected. On success
+ * *out (freed first) gets it and *n its length.
+ */
+static int get_array(const cJSON *arr, const char *what, size_t size, put_elem put, const char *expected,
+                     void **out, uint32_t *n, struct err *e)
 {
 	uint32_t k = 0;
 	if (count_array(arr, what, &k, e) < 0)
 		return -1;
-	int32_t *a = malloc(k ? k * sizeof *a : 1);
+	char *a = malloc(k ? k * size : 1);
 	if (!a)
 		return err_set(e, "out of memory");
 	struct elems it;
 	elems_start(&it, arr);
 	for (uint32_t i = 0; i < k; i++) {
 		double d;
-		if (elems_next(&it, &d) != EL_NUMBER || !(d == floor(d) && d >= INT32_MIN && d <= INT32_MAX)) {
+		int kind = elems_next(&it, &d);
+		if (put(kind, d, a + i * size) < 0) {
 			free(a);
 			elems_end(&it);
-			return err_set(e, "%s[%u]: expected a 32-bit integer", what, i);
+			return err_set(e, "%s[%u]: expected %s", what, i, expected);
 		}
-		a[i] = (int32_t)d;
 	}
 	elems_end(&it);
 	free(*out);
 	*out = a;
 	*n = k;
 	return 0;
+}
+
+int json_get_i32_array(const cJSON *arr, const char *what, int32_t **out, uint32_t *n, struct err *e)
+{
+	void *a = *out;
+	int r = get_array(arr, what, sizeof **out, put_i32, "a 32-bit integer", &a, n, e);
+	*out = a;
+	return r;
 }
 
 int json_get_f32_array(const cJSON *arr, const char *what, float **out, uint32_t *n, struct err *e)
 {
-	uint32_t k = 0;
-	if (count_array(arr, what, &k, e) < 0)
-		return -1;
-	float *a = malloc(k ? k * sizeof *a : 1);
-	if (!a)
-		return err_set(e, "out of memory");
-	struct elems it;
-	elems_start(&it, arr);
-	for (uint32_t i = 0; i < k; i++) {
-		double d;
-		int kind = elems_next(&it, &d);
-		if (kind == EL_NULL)
-			a[i] = NAN;
-		else if (kind == EL_NUMBER)
-			a[i] = (float)d;
-		else {
-			free(a);
-			elems_end(&it);
-			return err_set(e, "%s[%u]: expected a number", what, i);
-		}
-	}
-	elems_end(&it);
-	free(*out);
+	void *a = *out;
+	int r = get_array(arr, what, sizeof **out, put_f32, "a number", &a, n, e);
 	*out = a;
-	*n = k;
-	return 0;
+	return r;
 }
 
 int json_get_mask_array(const cJSON *arr, const char *what, uint8_t **out, uint32_t *n, struct err *e)
 {
-	uint32_t k = 0;
-	if (count_array(arr, what, &k, e) < 0)
-		return -1;
-	uint8_t *a = malloc(k ? k : 1);
-	if (!a)
-		return err_set(e, "out of memory");
-	struct elems it;
-	elems_start(&it, arr);
-	for (uint32_t i = 0; i < k; i++) {
-		double d;
-		int kind = elems_next(&it, &d);
-		if (kind == EL_TRUE || kind == EL_FALSE)
-			a[i] = kind == EL_TRUE;
-		else if (kind == EL_NUMBER && (d == 0 || d == 1))
-			a[i] = d == 1;
-		else {
-			free(a);
-			elems_end(&it);
-			return err_set(e, "%s[%u]: expected 0, 1, false or true", what, i);
-		}
-	}
-	elems_end(&it);
-	free(*out);
+	void *a = *out;
+	int r = get_array(arr, what, sizeof **out, put_mask, "0, 1, false or true", &a, n, e);
 	*out = a;
-	*n = k;
-	return 0;
+	return r;
 }
 
 static int get_f32(const cJSON *v, const char *what, float *out, struct err *e)
