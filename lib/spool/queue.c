@@ -301,35 +301,32 @@ static int remove_tree(const char *dir, struct err *e)
 	return fsys_rmdir(dir, e);
 }
 
-/* Move everything under src into dst without replacing anything; what collides stays. */
-static int merge_back(const char *src, const char *dst, struct err *e)
+/* fn(src/NAME, dst/NAME) for each NAME of kind (FSYS_FILES, FSYS_DIRS) in src. */
+static int each_pair(const char *src, const char *dst, int kind,
+		     int (*fn)(const char *from, const char *to, struct err *e), struct err *e)
 {
 	char **v, a[PATH_MAX], b[PATH_MAX];
 	size_t n;
-	if (fsys_mkdir(dst, e) < 0)
+	int r = 0;
+	if (fsys_list_dir(src, kind, &v, &n, e) < 0)
 		return -1;
-	if (fsys_list_dir(src, FSYS_DIRS, &v, &n, e) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(a, sizeof a, "%s/%s", src, v[i]);
-		snprintf(b, sizeof b, "%s/%s", dst, v[i]);
-		if (merge_back(a, b, e) < 0) {
-			fsys_free_names(v, n);
-			return -1;
-		}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (snprintf(a, sizeof a, "%s/%s", src, v[i]) >= (int)sizeof a ||
+		    snprintf(b, sizeof b, "%s/%s", dst, v[i]) >= (int)sizeof b)
+			r = err_set(e, "%s/%s: path too long", src, v[i]);
+		else
+			r = fn(a, b, e);
 	}
 	fsys_free_names(v, n);
-	if (fsys_list_dir(src, FSYS_FILES, &v, &n, e) < 0)
+	return r;
+}
+
+/* Move everything under src into dst without replacing anything; what collides stays. */
+static int merge_back(const char *src, const char *dst, struct err *e)
+{
+	if (fsys_mkdir(dst, e) < 0 || each_pair(src, dst, FSYS_DIRS, merge_back, e) < 0 ||
+	    each_pair(src, dst, FSYS_FILES, fsys_rename_noreplace, e) < 0)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(a, sizeof a, "%s/%s", src, v[i]);
-		snprintf(b, sizeof b, "%s/%s", dst, v[i]);
-		if (fsys_rename_noreplace(a, b, e) < 0) {
-			fsys_free_names(v, n);
-			return -1;
-		}
-	}
-	fsys_free_names(v, n);
 	return fsys_fsync_dir(dst, e);
 }
 
