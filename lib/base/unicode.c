@@ -92,7 +92,9 @@ int uni_utf8_encode(uint32_t cp, unsigned char out[4])
 	return 4;
 }
 
-size_t uni_utf8_check(const unsigned char *s, size_t n)
+/* The length of s's longest prefix of valid UTF-8 whose code points are all
+ * below limit (above ASCII: those bytes are passed over undecoded). */
+static size_t valid_below(const unsigned char *s, size_t n, uint32_t limit)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -102,11 +104,16 @@ size_t uni_utf8_check(const unsigned char *s, size_t n)
 		}
 		uint32_t cp;
 		int k = uni_utf8_decode(s + i, n - i, &cp);
-		if (k < 0)
+		if (k < 0 || cp >= limit)
 			return i;
 		i += (size_t)k;
 	}
 	return n;
+}
+
+size_t uni_utf8_check(const unsigned char *s, size_t n)
+{
+	return valid_below(s, n, 0x110000);
 }
 
 int uni_utf8_lossy(struct buf *out, const unsigned char *s, size_t n)
@@ -249,19 +256,8 @@ int uni_nfc(struct buf *out, const unsigned char *s, size_t n)
 {
 	/* Quick check: below U+0300 every character is a starter that NFC
 	 * leaves as it is, and most text is entirely there. */
-	size_t i = 0;
-	while (i < n) {
-		if (s[i] < 0x80) {
-			i++;
-			continue;
-		}
-		uint32_t cp;
-		int k = uni_utf8_decode(s + i, n - i, &cp);
-		if (k < 0 || cp >= 0x300)
-			break;
-		i += (size_t)k;
-	}
-	if (i == n)
+	size_t i;
+	if (valid_below(s, n, 0x300) == n)
 		return buf_append(out, s, n);
 
 	/* 1. Full canonical decomposition. */
