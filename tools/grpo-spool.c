@@ -283,19 +283,30 @@ static int cmd_status(const char *spool, const struct opts *op)
 
 /* ---- recover and gc ---- */
 
-static int lock_spool(const char *spool, int *fd)
+/*
+ * The spool's queues, with its lock held (*fd: close it when done): 0, or
+ * the exit status (75 when another recover or gc holds it), said.
+ */
+static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 {
 	struct err e;
-	int r = queue_lock_spool(spool, fd, &e);
-	if (r == 1) {
-		fprintf(stderr, "%s: %s: busy: another recover or gc holds %s/.lock\n", prog, spool, spool);
-		return 75;
-	}
-	if (r < 0) {
-		cli_warn("%s", e.msg);
+	int r = queue_list(spool, queues, nq, &e);
+	if (r != 0) {
+		if (r == 1)
+			cli_warn("%s: no such spool", spool);
+		else
+			cli_warn("%s", e.msg);
 		return 1;
 	}
-	return 0;
+	r = queue_lock_spool(spool, fd, &e);
+	if (r == 0)
+		return 0;
+	if (r == 1)
+		fprintf(stderr, "%s: %s: busy: another recover or gc holds %s/.lock\n", prog, spool, spool);
+	else
+		cli_warn("%s", e.msg);
+	fsys_free_names(*queues, *nq);
+	return r == 1 ? 75 : 1;
 }
 
 static int cmd_recover(const char *spool, const struct opts *op)
@@ -305,18 +316,9 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	size_t nq;
 	int fd, bad = 0;
 	struct queue_recover_stats st = { 0, 0, 0, 0 };
-	int r = queue_list(spool, &queues, &nq, &e);
-	if (r != 0) {
-		if (r == 1)
-			cli_warn("%s: no such spool", spool);
-		else
-			cli_warn("%s", e.msg);
-		return 1;
-	}
-	if ((r = lock_spool(spool, &fd)) != 0) {
-		fsys_free_names(queues, nq);
+	int r = lock_spool(spool, &queues, &nq, &fd);
+	if (r != 0)
 		return r;
-	}
 	time_t now = time(NULL);
 	for (size_t i = 0; i < nq; i++) {
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
@@ -341,18 +343,9 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	size_t nq;
 	int fd, bad = 0;
 	struct queue_gc_stats st = { 0, 0, 0 };
-	int r = queue_list(spool, &queues, &nq, &e);
-	if (r != 0) {
-		if (r == 1)
-			cli_warn("%s: no such spool", spool);
-		else
-			cli_warn("%s", e.msg);
-		return 1;
-	}
-	if ((r = lock_spool(spool, &fd)) != 0) {
-		fsys_free_names(queues, nq);
+	int r = lock_spool(spool, &queues, &nq, &fd);
+	if (r != 0)
 		return r;
-	}
 	for (size_t i = 0; i < nq; i++) {
 		int chosen = op->nqueues == 0 && strcmp(queues[i], "policy") != 0;
 		for (int k = 0; k < op->nqueues; k++)
