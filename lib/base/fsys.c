@@ -262,6 +262,18 @@ void fsys_free_names(char **names, size_t n)
 	free(names);
 }
 
+void fsys_drop_hidden(char **names, size_t *n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (names[i][0] == '.')
+			free(names[i]);
+		else
+			names[k++] = names[i];
+	}
+	*n = k;
+}
+
 int fsys_list_dir(const char *dir, int kind, char ***names, size_t *n, struct err *e)
 {
 	*names = NULL;

@@ -86,6 +86,8 @@ int fsys_touch(int fd, const char *path, struct err *e);
 enum { FSYS_ANY, FSYS_FILES, FSYS_DIRS };
 int fsys_list_dir(const char *dir, int kind, char ***names, size_t *n, struct err *e);
 void fsys_free_names(char **names, size_t n);
+/* Drop (and free) the names that begin with '.', keeping the others' order. */
+void fsys_drop_hidden(char **names, size_t *n);
 
 /*
  * Locks, flock(2) style: the kernel drops them when the holder dies, which

@@ -13,24 +13,11 @@
 #include "spool/spool.h"
 #include "spool/steparc.h"
 
-/* Remove names beginning with '.' from a sorted list, keeping order. */
-static void no_dots(char **v, size_t *n)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (v[i][0] == '.')
-			free(v[i]);
-		else
-			v[k++] = v[i];
-	}
-	*n = k;
-}
-
 int queue_list(const char *spool, char ***names, size_t *n, struct err *e)
 {
 	int r = fsys_list_dir(spool, FSYS_DIRS, names, n, e);
 	if (r == 0)
-		no_dots(*names, n);
+		fsys_drop_hidden(*names, n);
 	return r;
 }
 
@@ -265,7 +252,7 @@ static int step_finished(const char *queue, int64_t step, int need_marker, long 
 			free(ranks);
 			return -1;
 		}
-		no_dots(names, &nn);
+		fsys_drop_hidden(names, &nn);
 		*files += (long)nn;
 		fsys_free_names(names, nn);
 	}

@@ -278,19 +278,6 @@ static int in_sorted(char **v, size_t n, const char *name)
 	return 0;
 }
 
-/* Drop the names that begin with '.', keeping the order. */
-static void drop_dot_names(char **v, size_t *n)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (v[i][0] == '.')
-			free(v[i]);
-		else
-			v[k++] = v[i];
-	}
-	*n = k;
-}
-
 int spool_rank_state(const char *queue, int64_t step, int rank, struct spool_rank_state *s,
 		     struct err *e)
 {
@@ -310,9 +297,9 @@ int spool_rank_state(const char *queue, int64_t step, int rank, struct spool_ran
 		goto fail;
 	if (fsys_list_dir(dir, FSYS_FILES, &s->waiting, &s->nwaiting, e) < 0)
 		goto fail;
-	drop_dot_names(s->done, &s->ndone);
-	drop_dot_names(s->claimed, &s->nclaimed);
-	drop_dot_names(s->waiting, &s->nwaiting);
+	fsys_drop_hidden(s->done, &s->ndone);
+	fsys_drop_hidden(s->claimed, &s->nclaimed);
+	fsys_drop_hidden(s->waiting, &s->nwaiting);
 	size_t k = 0;
 	for (size_t i = 0; i < s->nwaiting; i++) {
 		char *nm = s->waiting[i];
