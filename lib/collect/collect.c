@@ -100,6 +100,23 @@ static int same_prompt(const struct traj *a, const struct traj *b)
 	       (a->n_prompt == 0 || memcmp(a->prompt_tokens, b->prompt_tokens, a->n_prompt * sizeof(int32_t)) == 0);
 }
 
+struct traj *collect_trajs_new(uint32_t n, float temp)
+{
+	struct traj *t = calloc(n, sizeof *t);
+	for (uint32_t i = 0; t && i < n; i++) {
+		traj_init(&t[i]);
+		t[i].temperature = temp;
+	}
+	return t;
+}
+
+void collect_trajs_free(struct traj *t, uint32_t n)
+{
+	for (uint32_t i = 0; t && i < n; i++)
+		traj_free(&t[i]);
+	free(t);
+}
+
 int collect_group_runs(struct collect_line *out, struct traj *t, uint32_t n, struct err *e)
 {
 	uint32_t i = 0;

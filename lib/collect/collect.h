@@ -87,6 +87,11 @@ int collect_native(const struct cJSON *v, struct collect_line *out, struct err *
 /* Shared by the parsers: a new, zeroed group of n trajectories (traj_init'd,
  * temperature NaN) at the end of out; NULL when memory runs out. */
 struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err *e);
+/* n trajectories, traj_init'd, at temperature temp, for collect_group_runs;
+ * NULL when memory runs out. collect_trajs_free frees them (a parse that
+ * failed). */
+struct traj *collect_trajs_new(uint32_t n, float temp);
+void collect_trajs_free(struct traj *t, uint32_t n);
 /* Move t[0..n) into groups, one per run of consecutive trajectories with the
  * same prompt (the n choices of one prompt; a batched request holds several
  * prompts). Takes t's contents in every case; frees t itself. */

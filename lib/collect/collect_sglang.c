@@ -135,15 +135,10 @@ int collect_sglang(const cJSON *resp, const cJSON *req, struct collect_line *out
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "sampling_params");
 	if (cJSON_IsArray(params))
 		params = params->child;
-	float temp = collect_temperature(params);
-	struct traj *ts = calloc(n, sizeof *ts);
+	struct traj *ts = collect_trajs_new(n, collect_temperature(params));
 	if (!ts)
 		return err_set(e, "out of memory");
 	int r = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		traj_init(&ts[i]);
-		ts[i].temperature = temp;
-	}
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		const cJSON *m = arr ? cJSON_GetArrayItem(resp, (int)i) : resp;
 		if (!cJSON_IsObject(m))
@@ -154,9 +149,7 @@ int collect_sglang(const cJSON *resp, const cJSON *req, struct collect_line *out
 			err_prefix(e, "[%u]", i);
 	}
 	if (r < 0) {
-		for (uint32_t i = 0; i < n; i++)
-			traj_free(&ts[i]);
-		free(ts);
+		collect_trajs_free(ts, n);
 		return -1;
 	}
 	uint32_t g0 = out->n_groups;

@@ -492,18 +492,11 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		uint32_t n = (uint32_t)jsonpick_size(trl_ids);
 		if (n == 0)
 			return err_set(e, "completion_ids: empty");
-		struct traj *ts = calloc(n, sizeof *ts);
+		struct traj *ts = collect_trajs_new(n, request_temperature(req));
 		if (!ts)
 			return err_set(e, "out of memory");
-		float temp = request_temperature(req);
-		for (uint32_t i = 0; i < n; i++) {
-			traj_init(&ts[i]);
-			ts[i].temperature = temp;
-		}
 		if (parse_trl(resp, req, ts, n, e) < 0) {
-			for (uint32_t i = 0; i < n; i++)
-				traj_free(&ts[i]);
-			free(ts);
+			collect_trajs_free(ts, n);
 			return -1;
 		}
 		return collect_group_runs(out, ts, n, e);
@@ -525,14 +518,9 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		if (id && !(out->id = strdup(id)))
 			return err_set(e, "out of memory");
 	}
-	struct traj *ts = calloc(n, sizeof *ts);
+	struct traj *ts = collect_trajs_new(n, request_temperature(req));
 	if (!ts)
 		return err_set(e, "out of memory");
-	float temp = request_temperature(req);
-	for (uint32_t i = 0; i < n; i++) {
-		traj_init(&ts[i]);
-		ts[i].temperature = temp;
-	}
 	int r = 0;
 	if (demo)
 		r = parse_demo(resp, ts, n, e);
@@ -548,9 +536,7 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		}
 	}
 	if (r < 0) {
-		for (uint32_t i = 0; i < n; i++)
-			traj_free(&ts[i]);
-		free(ts);
+		collect_trajs_free(ts, n);
 		return -1;
 	}
 	uint32_t first = out->n_groups;
