@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
+
 /* Most tokens one model_step takes while filling the cache with prompts. */
 #define GEN_PREFILL_CHUNK 256
 
@@ -19,14 +21,6 @@ static int by_prob_desc(const void *a, const void *b)
 	if (x->p != y->p)
 		return x->p < y->p ? 1 : -1;
 	return x->id - y->id;
-}
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 /* Uniform in [0, 1). */

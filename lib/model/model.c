@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/fsys.h"
 #include "base/path.h"
+#include "base/rng.h"
 #include "model/gemm.h"
 #include "model/softmax_stats.h"
 
@@ -464,15 +465,6 @@ void model_grads_zero(struct model *m)
 {
 	if (m->g.mem)
 		memset(m->g.mem, 0, m->g.n * sizeof *m->g.mem);
-}
-
-/* splitmix64: a small, well-mixed generator; one stream per tensor. */
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 static double uniform01(uint64_t *s)
