@@ -63,22 +63,25 @@ void reflp_close(struct reflp *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* *p made an array of n elements of sz bytes: 0, or -1 with *p kept. */
+static int resize(void **p, size_t n, size_t sz)
+{
+	void *q = realloc(*p, n * sz);
+	if (!q)
+		return -1;
+	*p = q;
+	return 0;
+}
+
 static int grow(struct reflp *r, int T, struct err *e)
 {
 	if (T > r->cap) {
-		int *ids = realloc(r->ids, (size_t)T * sizeof *ids);
-		if (ids)
-			r->ids = ids;
-		int *lens = realloc(r->lens, (size_t)T * sizeof *lens);
-		if (lens)
-			r->lens = lens;
-		float *temps = realloc(r->temps, (size_t)T * sizeof *temps);
-		if (temps)
-			r->temps = temps;
-		float *lp = realloc(r->lp, (size_t)T * sizeof *lp);
-		if (lp)
-			r->lp = lp;
-		if (!ids || !lens || !temps || !lp)
+		size_t n = (size_t)T;
+		void *ids = r->ids, *lens = r->lens, *temps = r->temps, *lp = r->lp;
+		int bad = resize(&ids, n, sizeof *r->ids) | resize(&lens, n, sizeof *r->lens) |
+			  resize(&temps, n, sizeof *r->temps) | resize(&lp, n, sizeof *r->lp);
+		r->ids = ids, r->lens = lens, r->temps = temps, r->lp = lp;
+		if (bad)
 			return err_set(e, "out of memory for a reference pass of %d tokens", T);
 		r->cap = T;
 	}
