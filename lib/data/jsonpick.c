@@ -258,19 +258,26 @@ static int append(cJSON *parent, cJSON *item)
 	return cJSON_AddItemToArray(parent, item) ? 0 : -1;
 }
 
-static int array(struct parser *x, const char **p, cJSON **out)
+/*
+ * A container at *p ('[' or '{') up to its close: each element through
+ * elem (which reads it and, when out is given, makes its node in *item, or
+ * leaves *item NULL to drop it), separated by commas; *out, when given, the
+ * container's node, made by make.
+ */
+static int container(struct parser *x, const char **p, char close, cJSON *(*make)(void),
+		     int (*elem)(struct parser *x, const char **p, int building, cJSON **item), cJSON **out)
 {
 	const char *s = *p;
 	if (x->depth >= CJSON_NESTING_LIMIT)
 		return fail_at(x, s);
-	if (out && !(*out = cJSON_CreateArray()))
+	if (out && !(*out = make()))
 		return no_memory(x);
 	x->depth++;
 	s = ws(s + 1, x->end);
-	if (!(s < x->end && *s == ']')) {
+	if (!(s < x->end && *s == close)) {
 		for (;;) {
 			cJSON *item = NULL;
-			if (value(x, &s, out ? &item : NULL) < 0) {
+			if (elem(x, &s, out != NULL, &item) < 0) {
 				cJSON_Delete(item);
 				return -1;
 			}
@@ -285,12 +292,22 @@ static int array(struct parser *x, const char **p, cJSON **out)
 			}
 			break;
 		}
-		if (s >= x->end || *s != ']')
+		if (s >= x->end || *s != close)
 			return fail_at(x, s);
 	}
 	x->depth--;
 	*p = s + 1;
 	return 0;
+}
+
+static int array_elem(struct parser *x, const char **p, int building, cJSON **item)
+{
+	return value(x, p, building ? item : NULL);
+}
+
+static int array(struct parser *x, const char **p, cJSON **out)
+{
+	return container(x, p, ']', cJSON_CreateArray, array_elem, out);
 }
 
 /* A member's value: a span where its key asks for one and it is one. */
@@ -342,57 +359,39 @@ static int key(struct parser *x, const char **p, int building, int *keep, int *s
 	return 0;
 }
 
+/* "key": value, its node named and kept when its key asks for it. */
+static int object_elem(struct parser *x, const char **p, int building, cJSON **item)
+{
+	int keep, span;
+	const char *s = *p;
+	char *name = NULL;   /* x->key is the next key's once the value is read */
+	if (s >= x->end || *s != '"')
+		return fail_at(x, s + 1);   /* where cJSON says a key is missing */
+	if (key(x, &s, building, &keep, &span) < 0)
+		return -1;
+	if (keep && !(name = strdup((const char *)x->key.data)))
+		return no_memory(x);
+	s = ws(s, x->end);
+	if (s >= x->end || *s != ':') {
+		free(name);
+		return fail_at(x, s);
+	}
+	s = ws(s + 1, x->end);
+	if (member(x, &s, span, keep ? item : NULL) < 0) {
+		free(name);
+		return -1;
+	}
+	if (*item)
+		(*item)->string = name;
+	else
+		free(name);
+	*p = s;
+	return 0;
+}
+
 static int object(struct parser *x, const char **p, cJSON **out)
 {
-	const char *s = *p;
-	if (x->depth >= CJSON_NESTING_LIMIT)
-		return fail_at(x, s);
-	if (out && !(*out = cJSON_CreateObject()))
-		return no_memory(x);
-	x->depth++;
-	s = ws(s + 1, x->end);
-	if (!(s < x->end && *s == '}')) {
-		for (;;) {
-			int keep, span;
-			cJSON *item = NULL;
-			char *name = NULL;   /* x->key is the next key's once the value is read */
-			if (s >= x->end || *s != '"')
-				return fail_at(x, s + 1);   /* where cJSON says a key is missing */
-			if (key(x, &s, out != NULL, &keep, &span) < 0)
-				return -1;
-			if (keep && !(name = strdup((const char *)x->key.data)))
-				return no_memory(x);
-			s = ws(s, x->end);
-			if (s >= x->end || *s != ':') {
-				free(name);
-				return fail_at(x, s);
-			}
-			s = ws(s + 1, x->end);
-			if (member(x, &s, span, keep ? &item : NULL) < 0) {
-				free(name);
-				cJSON_Delete(item);
-				return -1;
-			}
-			if (item) {
-				item->string = name;
-				if (append(*out, item) < 0) {
-					cJSON_Delete(item);
-					return no_memory(x);
-				}
-			}
-			s = ws(s, x->end);
-			if (s < x->end && *s == ',') {
-				s = ws(s + 1, x->end);
-				continue;
-			}
-			break;
-		}
-		if (s >= x->end || *s != '}')
-			return fail_at(x, s);
-	}
-	x->depth--;
-	*p = s + 1;
-	return 0;
+	return container(x, p, '}', cJSON_CreateObject, object_elem, out);
 }
 
 /* The value at *p; its node in *out when out is given (else only checked).
