@@ -29,7 +29,8 @@ is "$?:$(cat "$T/err")" \
 	"a step directory is not a queue"
 grpo-spool consume "$S/scored/step_0/rank_0/a.zst" -- true 2> /dev/null
 is "$?" 1 "nor is a file"
-timeout 10 grpo-spool consume --watch "$S/rollouts" -- true &
+# its output away from the TAP stream: a watcher that outlived the test would hold it open
+timeout 10 grpo-spool consume --watch "$S/rollouts" -- true > /dev/null 2>&1 &
 pid=$!
 wait_for 10 test -d "$S/rollouts"
 is "$?" 0 "--watch of a queue not made yet in an existing spool creates it (consumers may start first)"
