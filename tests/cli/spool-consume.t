@@ -29,9 +29,12 @@ is "$?:$(cat "$T/err")" \
 	"a step directory is not a queue"
 grpo-spool consume "$S/scored/step_0/rank_0/a.zst" -- true 2> /dev/null
 is "$?" 1 "nor is a file"
-# its output away from the TAP stream: a watcher that outlived the test would hold it open
-timeout 10 grpo-spool consume --watch "$S/rollouts" -- true > /dev/null 2>&1 &
+# signalled itself, not through timeout(1), which was once seen to die and leave it
+# running, holding the TAP stream (so its output goes elsewhere, and a watchdog kills
+# it if it outlives the TERM by far)
+grpo-spool consume --watch "$S/rollouts" -- true > /dev/null 2>&1 &
 pid=$!
+( sleep 30; kill -KILL $pid ) > /dev/null 2>&1 &
 wait_for 10 test -d "$S/rollouts"
 is "$?" 0 "--watch of a queue not made yet in an existing spool creates it (consumers may start first)"
 kill -TERM $pid; { wait $pid; } 2>/dev/null
