@@ -35,9 +35,11 @@ is "$?" 1 "nor is a file"
 grpo-spool consume --watch "$S/rollouts" -- true > /dev/null 2>&1 &
 pid=$!
 ( sleep 30; kill -KILL $pid ) > /dev/null 2>&1 &
+dog=$!
 wait_for 10 test -d "$S/rollouts"
 is "$?" 0 "--watch of a queue not made yet in an existing spool creates it (consumers may start first)"
 kill -TERM $pid; { wait $pid; } 2>/dev/null
+kill $dog 2> /dev/null
 
 # Ctrl-C at a terminal signals the whole foreground process group; setsid
 # puts grpo-spool in a group of its own, as a shell's job control would.
