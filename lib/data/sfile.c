@@ -9,6 +9,8 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "base/fsys.h"
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "spool files are little-endian and this code copies arrays as they are in memory"
 #endif
@@ -270,17 +272,7 @@ static int encode_mb(struct buf *b, const struct microbatch *mb)
 int sfile_sink_fd(void *ctx, const void *p, size_t n, struct err *e)
 {
 	int fd = (int)(intptr_t)ctx;
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_sys(e, "write failed");
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return fsys_write_all(fd, p, n, fd == STDOUT_FILENO ? "standard output" : "output", e);
 }
 
 int sfile_sink_buf(void *ctx, const void *p, size_t n, struct err *e)
