@@ -129,6 +129,14 @@ static void held_clear(struct held *h)
 	h->n = 0;
 }
 
+static void held_free(struct held *h)
+{
+	held_clear(h);
+	free(h->g);
+	h->g = NULL;
+	h->cap = 0;
+}
+
 struct opts {
 	const char *queue;
 	long long step;
@@ -494,8 +502,7 @@ fail:
 	progress_end(&pg);
 	if (status)
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
-	held_clear(&held);
-	free(held.g);
+	held_free(&held);
 	cursor_free(&cur);
 	if (lock_fd >= 0)
 		close(lock_fd);
@@ -605,8 +612,7 @@ fail:
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 	if (saved)
 		fclose(saved);
-	held_clear(&held);
-	free(held.g);
+	held_free(&held);
 	collect_free(&col);
 	return status;
 }
@@ -764,8 +770,7 @@ fail:
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 	if (saved)
 		fclose(saved);
-	held_clear(&held);
-	free(held.g);
+	held_free(&held);
 	collect_free(&col);
 	cursor_batch_free(&batch);
 	cursor_free(&cur);
