@@ -555,6 +555,19 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 	return 0;
 }
 
+/* The end of a run through a server, however it went: the error said, the
+ * saved answers closed, the held groups and the importer freed. */
+static int end_server_run(int status, const struct err *e, FILE *saved, struct held *held, struct collect *col)
+{
+	if (status)
+		fprintf(stderr, "%s: %s\n", prog, e->msg);
+	if (saved)
+		fclose(saved);
+	held_free(held);
+	collect_free(col);
+	return status;
+}
+
 /*
  * The answers a killed run sampled and kept in the cursor (collect/cursor.h):
  * import and publish them as that run would have, under the same names and
@@ -608,13 +621,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 		        (unsigned long long)from, g->prompts, (long long)co.step, held.n);
 	status = 0;
 fail:
-	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-	if (saved)
-		fclose(saved);
-	held_free(&held);
-	collect_free(&col);
-	return status;
+	return end_server_run(status, &e, saved, &held, &col);
 }
 
 /* The sampled answers, kept in the cursor before any is published. */
@@ -766,12 +773,7 @@ static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, 
 		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, g->samples);
 	status = 0;
 fail:
-	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-	if (saved)
-		fclose(saved);
-	held_free(&held);
-	collect_free(&col);
+	end_server_run(status, &e, saved, &held, &col);
 	cursor_batch_free(&batch);
 	cursor_free(&cur);
 	if (lock_fd >= 0)
