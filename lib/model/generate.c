@@ -142,52 +142,69 @@ static int push(struct gen_seq *s, const struct gen_params *p, int tok, float lp
 	return 0;
 }
 
-int gen_run(const struct model *m, const int *const *prompts, const int *prompt_lens, int B,
-            const struct gen_params *p, struct gen_seq *out, struct err *e)
+int gen_start(const int *prompt_lens, int B, const struct gen_params *p, struct gen_seq *out, uint64_t *states,
+              struct err *e)
 {
-	int V = m->cfg.V;
 	if (B < 1 || p->max_tokens < 1)
 		return err_set(e, "need at least one prompt and max_tokens >= 1");
 	if (!(p->temperature >= 0) || !(p->top_p > 0 && p->top_p <= 1) || p->top_k < 0)
 		return err_set(e, "temperature must be >= 0, top_p in (0, 1], top_k >= 0");
-	int maxlen = 0;
-	for (int b = 0; b < B; b++) {
+	for (int b = 0; b < B; b++)
 		if (prompt_lens[b] < 1)
 			return err_set(e, "prompt %d is empty", b);
-		if (prompt_lens[b] > maxlen)
-			maxlen = prompt_lens[b];
-	}
-	maxlen += p->max_tokens;
-	int maxT = B > GEN_PREFILL_CHUNK ? B : GEN_PREFILL_CHUNK;
-
-	struct model_kv kv;
-	if (model_kv_alloc(m, &kv, B, maxlen, maxT, e) < 0)
-		return -1;
-	float *logits = malloc((size_t)maxT * V * sizeof *logits);
-	struct cand *cand = malloc((size_t)V * sizeof *cand);
-	int *ids = malloc((size_t)maxT * sizeof *ids), *slots = malloc((size_t)maxT * sizeof *slots);
-	unsigned char *want = malloc((size_t)maxT);
-	uint64_t *rng = malloc((size_t)B * sizeof *rng);
-	unsigned char *done = calloc((size_t)B, 1);
-	int r = 0;
 	memset(out, 0, (size_t)B * sizeof *out);
-	if (!logits || !cand || !ids || !slots || !want || !rng || !done) {
-		r = err_set(e, "out of memory");
-		goto out;
-	}
 	for (int b = 0; b < B; b++) {
 		out[b].tokens = malloc((size_t)p->max_tokens * sizeof *out[b].tokens);
 		out[b].logprobs = malloc((size_t)p->max_tokens * sizeof *out[b].logprobs);
 		if (!out[b].tokens || !out[b].logprobs) {
-			r = err_set(e, "out of memory");
-			goto out;
+			for (int k = 0; k <= b; k++)
+				gen_seq_free(&out[k]);
+			return err_set(e, "out of memory");
 		}
 		/*
 		 * Each stream starts at a hash of (seed, stream). Starting at seed ^ golden * (b + 1),
 		 * as this once did, made stream b at draw k the stream b + 1 at draw k - 1 (splitmix
 		 * adds golden each draw): neighbouring samples drew the same numbers, one token apart.
 		 */
-		rng[b] = gen_stream_state(p->seed, p->streams ? p->streams[b] : (uint64_t)b);
+		states[b] = gen_stream_state(p->seed, p->streams ? p->streams[b] : (uint64_t)b);
+	}
+	return 0;
+}
+
+int gen_run(const struct model *m, const int *const *prompts, const int *prompt_lens, int B,
+            const struct gen_params *p, struct gen_seq *out, struct err *e)
+{
+	int V = m->cfg.V;
+	uint64_t *rng = malloc((size_t)(B > 0 ? B : 1) * sizeof *rng);
+	if (!rng)
+		return err_set(e, "out of memory");
+	if (gen_start(prompt_lens, B, p, out, rng, e) < 0) {
+		free(rng);
+		return -1;
+	}
+	int maxlen = 0;
+	for (int b = 0; b < B; b++)
+		if (prompt_lens[b] > maxlen)
+			maxlen = prompt_lens[b];
+	maxlen += p->max_tokens;
+	int maxT = B > GEN_PREFILL_CHUNK ? B : GEN_PREFILL_CHUNK;
+
+	struct model_kv kv;
+	if (model_kv_alloc(m, &kv, B, maxlen, maxT, e) < 0) {
+		for (int b = 0; b < B; b++)
+			gen_seq_free(&out[b]);
+		free(rng);
+		return -1;
+	}
+	float *logits = malloc((size_t)maxT * V * sizeof *logits);
+	struct cand *cand = malloc((size_t)V * sizeof *cand);
+	int *ids = malloc((size_t)maxT * sizeof *ids), *slots = malloc((size_t)maxT * sizeof *slots);
+	unsigned char *want = malloc((size_t)maxT);
+	unsigned char *done = calloc((size_t)B, 1);
+	int r = 0;
+	if (!logits || !cand || !ids || !slots || !want || !done) {
+		r = err_set(e, "out of memory");
+		goto out;
 	}
 
 	/* prefill: the prompts' tokens in chunks; each prompt's last token gives its first sample */

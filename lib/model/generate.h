@@ -59,6 +59,15 @@ int gen_run(const struct model *m, const int *const *prompts, const int *prompt_
 void gen_seq_free(struct gen_seq *s);
 
 /*
+ * What every sampler (gen_run, the GPU's model_gpu_generate) does first:
+ * check p and the prompts' lengths, give out[0..B) room for p->max_tokens
+ * each, and put each sequence's stream state in states (B). -1 with e set
+ * (out holding nothing) when they are bad or memory runs out.
+ */
+int gen_start(const int *prompt_lens, int B, const struct gen_params *p, struct gen_seq *out, uint64_t *states,
+              struct err *e);
+
+/*
  * The state stream `stream` of a run seeded `seed` starts from; its n-th
  * draw (from 0) is splitmix64's output at state + (n + 1) * 0x9e3779b97f4a7c15,
  * which is how the GPU sampler takes draw n without the n before it.

@@ -121,46 +121,35 @@ int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_pr
 int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
 		       const struct gen_params *p, struct gen_seq *out, struct err *e)
 {
-	char msg[512] = "";
-	struct gpu_gen_params gp = { p->temperature, p->top_p, p->top_k, p->max_tokens, p->stop_ids, p->n_stop,
-				     0, 0, 0 };
 	const char *graphs = getenv("GRPO_CUDA_GRAPHS"), *rows = getenv("GRPO_CUDA_MAX_BATCH");
 	const char *cache = getenv("GRPO_CUDA_KV_MIB");
-	gp.no_graphs = graphs && strcmp(graphs, "0") == 0;
-	gp.max_batch = rows ? atoi(rows) : 0;
-	gp.cache_bytes = cache ? (size_t)atol(cache) << 20 : 0;
+	struct gpu_gen_params gp = {
+		.temperature = p->temperature, .top_p = p->top_p, .top_k = p->top_k, .max_tokens = p->max_tokens,
+		.stop_ids = p->stop_ids, .n_stop = p->n_stop, .max_batch = rows ? atoi(rows) : 0,
+		.cache_bytes = cache ? (size_t)atol(cache) << 20 : 0, .no_graphs = graphs && strcmp(graphs, "0") == 0,
+	};
+	char msg[512] = "";
 	uint64_t *states = malloc((size_t)(B > 0 ? B : 1) * sizeof *states);
 	struct gpu_gen_seq *gs = calloc((size_t)(B > 0 ? B : 1), sizeof *gs);
-	int r = 0;
-	memset(out, 0, (size_t)(B > 0 ? B : 0) * sizeof *out);
 	if (!states || !gs) {
-		r = err_set(e, "out of memory");
-		goto out;
+		free(states), free(gs);
+		return err_set(e, "out of memory");
 	}
-	for (int b = 0; b < B; b++) {
-		states[b] = gen_stream_state(p->seed, p->streams ? p->streams[b] : (uint64_t)b);
-		out[b].tokens = malloc((size_t)(p->max_tokens > 0 ? p->max_tokens : 1) * sizeof *out[b].tokens);
-		out[b].logprobs = malloc((size_t)(p->max_tokens > 0 ? p->max_tokens : 1) * sizeof *out[b].logprobs);
-		if (!out[b].tokens || !out[b].logprobs) {
-			r = err_set(e, "out of memory");
-			goto out;
-		}
+	int r = gen_start(prompt_lens, B, p, out, states, e);
+	for (int b = 0; r == 0 && b < B; b++) {
 		gs[b].tokens = (int32_t *)out[b].tokens;   /* int32_t and int are one type where this builds */
 		gs[b].logprobs = out[b].logprobs;
 	}
-	if (gpu_generate(mg->g, (const int32_t *const *)prompts, prompt_lens, B, states, &gp, gs, &mg->gen, msg,
-			 sizeof msg) < 0) {
+	if (r == 0 && gpu_generate(mg->g, (const int32_t *const *)prompts, prompt_lens, B, states, &gp, gs, &mg->gen,
+				   msg, sizeof msg) < 0) {
+		for (int b = 0; b < B; b++)
+			gen_seq_free(&out[b]);
 		r = err_set(e, "GPU sampler: %s", msg);
-		goto out;
 	}
-	for (int b = 0; b < B; b++) {
+	for (int b = 0; r == 0 && b < B; b++) {
 		out[b].n = gs[b].n;
 		out[b].finish = gs[b].stopped ? GEN_STOP : GEN_LENGTH;
 	}
-out:
-	if (r < 0)
-		for (int b = 0; b < B; b++)
-			gen_seq_free(&out[b]);
 	free(states);
 	free(gs);
 	return r;
