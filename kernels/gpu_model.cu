@@ -100,7 +100,7 @@ static void layout_acts(struct gpu_model *g, struct carve *c)
 
 // n values from host fp32 into a device buffer of the element type, through
 // a staging buffer of STAGE_ELEMS for bf16
-static cudaError_t put(void *dst, const float *src, size_t n, int bf16)
+cudaError_t act_put(void *dst, const float *src, size_t n, int bf16)
 {
 	if (!bf16)
 		return cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice);
@@ -118,7 +118,7 @@ static cudaError_t put(void *dst, const float *src, size_t n, int bf16)
 
 static int upload(struct gpu_model *g, void *dst, const float *src, size_t n, char *msg, size_t msglen)
 {
-	CUDA_TRY(put(dst, src, n, g->bf16));
+	CUDA_TRY(act_put(dst, src, n, g->bf16));
 	return 0;
 }
 
@@ -523,7 +523,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 // ---- the attention kernels alone ----
 
 // n values from a device buffer of the element type back to host fp32
-static cudaError_t get(float *dst, const void *src, size_t n, int bf16)
+cudaError_t act_get(float *dst, const void *src, size_t n, int bf16)
 {
 	if (!bf16)
 		return cudaMemcpy(dst, src, n * 4, cudaMemcpyDeviceToHost);
@@ -561,25 +561,25 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	if ((err = cudaMalloc(&din, nin * es)) != cudaSuccess || (err = cudaMalloc(&dres, nout * es)) != cudaSuccess ||
 	    (err = cudaMalloc(&dtiles, (size_t)nt * sizeof *tiles)) != cudaSuccess ||
 	    (err = cudaMalloc((void **)&lse, (size_t)T * NH * 4)) != cudaSuccess ||
-	    (err = put(din, qkv, nin, bf16)) != cudaSuccess || (err = cudaMemset(dres, 0xff, nout * es)) != cudaSuccess ||
+	    (err = act_put(din, qkv, nin, bf16)) != cudaSuccess || (err = cudaMemset(dres, 0xff, nout * es)) != cudaSuccess ||
 	    (err = cudaMemcpy(dtiles, tiles, (size_t)nt * sizeof *tiles, cudaMemcpyHostToDevice)) != cudaSuccess)
 		goto cuda_failed;
 	err = mma ? launch_attention_mma(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, 0)
 		  : launch_attention(dres, lse, din, (struct att_tile *)dtiles, nt, NH, NKV, HS, bf16, 0);
-	if (err != cudaSuccess || (err = get(out, dres, nout, bf16)) != cudaSuccess ||
+	if (err != cudaSuccess || (err = act_get(out, dres, nout, bf16)) != cudaSuccess ||
 	    (lse_out && (err = cudaMemcpy(lse_out, lse, (size_t)T * NH * 4, cudaMemcpyDeviceToHost)) != cudaSuccess))
 		goto cuda_failed;
 	if (dout) {
 		if ((err = cudaMalloc(&dg, nout * es)) != cudaSuccess || (err = cudaMalloc(&dgrad, nin * es)) != cudaSuccess ||
 		    (err = cudaMalloc((void **)&D, (size_t)T * NH * 4)) != cudaSuccess ||
-		    (err = put(dg, dout, nout, bf16)) != cudaSuccess ||
+		    (err = act_put(dg, dout, nout, bf16)) != cudaSuccess ||
 		    (err = cudaMemset(dgrad, 0xff, nin * es)) != cudaSuccess)
 			goto cuda_failed;
 		err = mma ? launch_attention_backward_mma(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T,
 							  NH, NKV, HS, 0)
 			  : launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH,
 						      NKV, HS, bf16, 0);
-		if (err != cudaSuccess || (err = get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
+		if (err != cudaSuccess || (err = act_get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
 			goto cuda_failed;
 	}
 	rc = 0;

@@ -108,6 +108,11 @@ static inline size_t resid_off(const struct gpu_model *g, int l)
 
 int gpu_fail(char *msg, size_t msglen, const char *fmt, ...);
 
+// Host fp32 to a device buffer of the activation type (bf16: rounded to
+// nearest), and back: for uploads and the kernels' test entries.
+cudaError_t act_put(void *dst, const float *src, size_t n, int bf16);
+cudaError_t act_get(float *dst, const void *src, size_t n, int bf16);
+
 #define CUDA_TRY(call)                                                                              \
 	do {                                                                                        \
 		cudaError_t err_ = (call);                                                          \

@@ -9,12 +9,12 @@
 // then the test entry of gpu_paged.h.
 #include <cuda_bf16.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device.cuh"
+#include "gpu_model_impl.cuh"
 #include "gpu_paged.h"
 #include "layers.cuh"
 #include "paged.cuh"
@@ -345,44 +345,6 @@ cudaError_t launch_paged_attention(void *out, const void *qkv, const void *kc, c
 
 // ---- the kernels alone, for tests ----
 
-static int paged_fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-// n host fp32 values into a device buffer of the element type, and back
-static cudaError_t paged_put(void *dst, const float *src, size_t n, int bf16flag)
-{
-	if (!bf16flag)
-		return cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice);
-	bf16 *tmp = (bf16 *)malloc(n * 2 + 2);
-	if (!tmp)
-		return cudaErrorMemoryAllocation;
-	for (size_t i = 0; i < n; i++)
-		tmp[i] = __float2bfloat16_rn(src[i]);
-	cudaError_t err = cudaMemcpy(dst, tmp, n * 2, cudaMemcpyHostToDevice);
-	free(tmp);
-	return err;
-}
-
-static cudaError_t paged_get(float *dst, const void *src, size_t n, int bf16flag)
-{
-	if (!bf16flag)
-		return cudaMemcpy(dst, src, n * 4, cudaMemcpyDeviceToHost);
-	bf16 *tmp = (bf16 *)malloc(n * 2 + 2);
-	if (!tmp)
-		return cudaErrorMemoryAllocation;
-	cudaError_t err = cudaMemcpy(tmp, src, n * 2, cudaMemcpyDeviceToHost);
-	for (size_t i = 0; i < n && err == cudaSuccess; i++)
-		dst[i] = __bfloat162float(tmp[i]);
-	free(tmp);
-	return err;
-}
-
 // Host arrays of the test: the block table, the slots of the earlier
 // positions and of the new tokens, and the earlier positions' k and v as
 // rows laid out k | v (launch_kv_write with NH = 0), each row's followed by
@@ -457,12 +419,12 @@ int gpu_paged_attention_test(const float *qkv, const float *kctx, const float *v
 			     char *msg, size_t msglen)
 {
 	if (!attention_head_size_ok(HS))
-		return paged_fail(msg, msglen, "head size %d: paged attention takes %s", HS, ATT_HEAD_SIZES);
+		return gpu_fail(msg, msglen, "head size %d: paged attention takes %s", HS, ATT_HEAD_SIZES);
 	if (B <= 0 || NKV <= 0 || NH % NKV || max_ctx < 0)
-		return paged_fail(msg, msglen, "bad shape: %d rows, %d/%d heads, max context %d", B, NH, NKV, max_ctx);
+		return gpu_fail(msg, msglen, "bad shape: %d rows, %d/%d heads, max context %d", B, NH, NKV, max_ctx);
 	for (int b = 0; b < B; b++)
 		if (ctx_lens[b] < 0 || ctx_lens[b] > max_ctx)
-			return paged_fail(msg, msglen, "row %d: context %d outside 0 .. %d", b, ctx_lens[b], max_ctx);
+			return gpu_fail(msg, msglen, "row %d: context %d outside 0 .. %d", b, ctx_lens[b], max_ctx);
 	struct paged_host h = { 0, 0, 0, NULL, NULL, NULL, NULL };
 	size_t es = bf16flag ? 2 : 4, kv = (size_t)NKV * HS, nout = (size_t)B * NH * HS;
 	size_t nqkv = (size_t)B * (NH + 2 * NKV) * HS, ncache = 0, wbytes = 0;
@@ -474,7 +436,7 @@ int gpu_paged_attention_test(const float *qkv, const float *kctx, const float *v
 	cudaError_t err = cudaSuccess;
 	int rc = -1;
 	if (paged_layout(&h, kctx, vctx, ctx_lens, B, max_ctx, NKV, HS, seed) < 0) {
-		paged_fail(msg, msglen, "out of host memory");
+		gpu_fail(msg, msglen, "out of host memory");
 		goto out;
 	}
 	ncache = (size_t)h.nblocks * KV_BLOCK * kv;
@@ -493,8 +455,8 @@ int gpu_paged_attention_test(const float *qkv, const float *kctx, const float *v
 	if ((err = cudaMemset(kc, 0xff, ncache * es)) != cudaSuccess ||
 	    (err = cudaMemset(vc, 0xff, ncache * es)) != cudaSuccess ||
 	    (err = cudaMemset(dout, 0xff, nout * es)) != cudaSuccess ||
-	    (err = paged_put(drows, h.ctx_rows, (size_t)h.nctx * 2 * kv, bf16flag)) != cudaSuccess ||
-	    (err = paged_put(dqkv, qkv, nqkv, bf16flag)) != cudaSuccess ||
+	    (err = act_put(drows, h.ctx_rows, (size_t)h.nctx * 2 * kv, bf16flag)) != cudaSuccess ||
+	    (err = act_put(dqkv, qkv, nqkv, bf16flag)) != cudaSuccess ||
 	    (err = cudaMemcpy(dtable, h.table, (size_t)B * h.tstride * 4, cudaMemcpyHostToDevice)) != cudaSuccess ||
 	    (err = cudaMemcpy(dctx_slots, h.ctx_slots, (size_t)h.nctx * 4, cudaMemcpyHostToDevice)) != cudaSuccess ||
 	    (err = cudaMemcpy(dnew_slots, h.new_slots, (size_t)B * 4, cudaMemcpyHostToDevice)) != cudaSuccess ||
@@ -517,12 +479,12 @@ int gpu_paged_attention_test(const float *qkv, const float *kctx, const float *v
 			err = cudaGraphLaunch(ge, st);
 	}
 	if (err != cudaSuccess || (err = cudaStreamSynchronize(st)) != cudaSuccess ||
-	    (err = paged_get(out, dout, nout, bf16flag)) != cudaSuccess)
+	    (err = act_get(out, dout, nout, bf16flag)) != cudaSuccess)
 		goto cuda_failed;
 	rc = 0;
 	goto out;
 cuda_failed:
-	paged_fail(msg, msglen, "paged attention kernels: %s", cudaGetErrorString(err));
+	gpu_fail(msg, msglen, "paged attention kernels: %s", cudaGetErrorString(err));
 out:
 	if (ge)
 		cudaGraphExecDestroy(ge);
