@@ -193,6 +193,7 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	g->train = mode != GPU_INFER;
 	g->recompute = mode == GPU_TRAIN_RECOMPUTE;
 	g->held = -1;
+	g->prof = prof_new();
 	g->tied = w->lm_head == w->embed;
 	// GRPO_CUDA_ATTENTION=simple keeps the CUDA-core kernels, forward and
 	// backward, to compare the two
@@ -292,6 +293,11 @@ void gpu_model_free(struct gpu_model *g)
 	if (!g)
 		return;
 	gpu_unpin_all(g);
+	if (g->prof && g->stream) {   // what the last pass marked and nobody collected (the decoder's)
+		cudaStreamSynchronize(g->stream);
+		prof_collect(g);
+	}
+	prof_free(g->prof);
 	if (g->mm.lt)
 		matmul_free(&g->mm);
 	cudaFree(g->amem);
@@ -352,10 +358,12 @@ static int lay_out(struct gpu_model *g, const int32_t *ids, int T, const uint32_
 		   const float *temps, int *ntiles, char *msg, size_t msglen)
 {
 	int t = 0, nt = 0;
+	g->att_pairs = 0;
 	for (int q = 0; q < nseq; q++) {
 		long long len = seq_lens[q];
 		if (len <= 0 || len > T - t)
 			return gpu_fail(msg, msglen, "seq_lens[%d] = %lld does not fit a pack of %d tokens", q, len, T);
+		g->att_pairs += (double)len * (len + 1) / 2;
 		nt += sequence_tiles(t, (int)len, g->h_tiles + nt);
 		for (int j = 0; j < len; j++, t++) {
 			g->h_pos[t] = j;
@@ -405,16 +413,22 @@ int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struc
 	char *raw = (char *)g->qkv_raw + layer_off(g, l, QKV) * es, *qkv = (char *)g->qkv + layer_off(g, l, QKV) * es;
 	char *att = (char *)g->att + layer_off(g, l, QD) * es, *gu = (char *)g->gu + layer_off(g, l, 2 * I) * es;
 	float *att_lse = g->att_lse ? g->att_lse + layer_off(g, l, s->NH) : NULL;
+	double TT = T;
 
 	// attention block: x -> RMSNorm -> qkv (bias, q/k norm, RoPE) -> attention -> r2 = x + o_proj
 	LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
+	prof_mark(g, "rmsnorm", 0);
 	if (matmul(&g->mm, raw, 0, g->ln, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
 		return -1;
-	if (raw != qkv)   // training keeps the projections' output for the backward
+	prof_mark(g, "q/k/v matmul", 2 * TT * QKV * C);
+	if (raw != qkv) {   // training keeps the projections' output for the backward
 		CUDA_TRY(cudaMemcpyAsync(qkv, raw, (size_t)T * QKV * es, cudaMemcpyDeviceToDevice, st));
+		prof_mark(g, "activation copies", 0);
+	}
 	LAUNCH(launch_qkv_prep(qkv, g->bq ? g->bq + lq : NULL, g->bk ? g->bk + lk : NULL, g->bv ? g->bv + lk : NULL,
 			       g->qnorm ? g->qnorm + lh : NULL, g->knorm ? g->knorm + lh : NULL, g->cos, g->sin,
 			       g->pos, T, s->NH, s->NKV, s->HS, s->eps, bf, st));
+	prof_mark(g, "q/k/v bias, norm, RoPE", 0);
 	char *kc = NULL, *vc = NULL;
 	if (kv) {   // decoding: this pass's keys and values join the cache
 		kc = (char *)kv->kc + (size_t)l * kv->layer_elems * es;
@@ -428,24 +442,37 @@ int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struc
 		LAUNCH(launch_attention_mma(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, st));
 	else
 		LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
-	if (r2 != x)
+	// (query, key) pairs times two products of HS per query head
+	prof_mark(g, "attention", kv ? 0 : 4 * g->att_pairs * QD);
+	if (r2 != x) {
 		CUDA_TRY(cudaMemcpyAsync(r2, x, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+		prof_mark(g, "activation copies", 0);
+	}
 	if (matmul(&g->mm, r2, 1, att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
 		return -1;
-	if (g->bo)
+	prof_mark(g, "o_proj matmul", 2 * TT * C * QD);
+	if (g->bo) {
 		LAUNCH(launch_add_bias(r2, g->bo + (size_t)l * C, T, C, st));
+		prof_mark(g, "bias add", 0);
+	}
 
 	// MLP block: RMSNorm -> gate|up -> SwiGLU -> xout = r2 + down_proj
 	LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
+	prof_mark(g, "rmsnorm", 0);
 	if (matmul(&g->mm, gu, 0, g->ln, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
 		return -1;
+	prof_mark(g, "gate|up matmul", 2 * TT * 2 * I * C);
 	if (for_backward)
 		return 0;
 	LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
-	if (xout != r2)
+	prof_mark(g, "SwiGLU", 0);
+	if (xout != r2) {
 		CUDA_TRY(cudaMemcpyAsync(xout, r2, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
+		prof_mark(g, "activation copies", 0);
+	}
 	if (matmul(&g->mm, xout, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
 		return -1;
+	prof_mark(g, "down matmul", 2 * TT * C * I);
 	return 0;
 }
 
@@ -460,12 +487,14 @@ int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_p
 	int l = -1;
 	g->held = -1;
 	LAUNCH(launch_embed(g->resid, g->embed, g->ids, T, s->C, g->bf16, g->stream));
+	prof_mark(g, "embedding", 0);
 	for (l = 0; l < s->L; l++)
 		if (gpu_forward_layer(g, l, T, ntiles, kv, 0, msg, msglen) < 0)
 			return -1;
 	g->held = s->L - 1;   // what a recomputing backward starts from as it is
 	l = -1;
 	LAUNCH(launch_rmsnorm(g->ln, g->resid + resid_off(g, s->L), g->norm, T, s->C, s->eps, g->bf16, g->stream));
+	prof_mark(g, "rmsnorm", 0);
 	return 0;
 }
 
@@ -481,12 +510,14 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		return gpu_fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
 	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
 		return -1;
+	prof_start(g);
 	CUDA_TRY(cudaMemcpyAsync(g->ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->pos, g->h_pos, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->targets, g->h_targets, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->temps, g->h_temps, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->tiles, g->h_tiles, (size_t)ntiles * sizeof(struct att_tile),
 				 cudaMemcpyHostToDevice, st));
+	prof_mark(g, "copies in", 0);
 
 	if (gpu_forward_layers(g, T, ntiles, NULL, msg, msglen) < 0)
 		return -1;
@@ -497,16 +528,20 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		if (matmul(&g->mm, g->logits, 1, (const char *)g->ln + (size_t)r0 * C * es, g->lm_head, bf, n, V, C,
 			   0.0f, msg, msglen) < 0)
 			return -1;
+		prof_mark(g, "LM head matmul", 2.0 * n * V * C);
 		int err = grpo_cuda_lmhead_stats(g->logits, g->targets + r0, g->temps + r0, n, V, g->lp + r0,
 						 g->ent + r0, g->lse + r0, st);
 		if (err)
 			return gpu_fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
+		prof_mark(g, "LM head softmax statistics", 0);
 	}
 	if (T > 1) {
 		CUDA_TRY(cudaMemcpyAsync(g->h_lp, g->lp, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
 		CUDA_TRY(cudaMemcpyAsync(g->h_ent, g->ent, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
+		prof_mark(g, "copies out", 0);
 	}
 	CUDA_TRY(cudaStreamSynchronize(st));
+	prof_collect(g);
 
 	for (int t = 0; t < T; t++) {
 		int predicted = t > 0 && g->h_start[t] == g->h_start[t - 1];

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gpu_model.h"
+#include "gpu_prof.cuh"
 #include "layers.cuh"
 #include "matmul.cuh"
 
@@ -79,6 +80,9 @@ struct gpu_model {
 	// (gpu_model_host_pin), unregistered by gpu_model_free
 	struct { void *p; size_t bytes; } pins[GPU_PINS];
 	int npins;
+
+	struct gpu_prof *prof;          // GRPO_CUDA_PROFILE's phase timings, or NULL
+	double att_pairs;               // the last pack's (query, key) pairs attended, for the attention's FLOPs
 };
 
 // Buffers laid out in one allocation, 256-byte aligned: a first pass with

@@ -118,11 +118,14 @@ static int copy_state(struct gpu_model *g, enum gpu_state which, const struct gp
 				which == GPU_STATE_GRAD ? "gradients" : "optimizer state");
 	struct span sp[18];
 	int n = spans(g, h, sp);
+	prof_start(g);
 	if (queue_copies(g, base, sp, n, to_host, msg, msglen) < 0) {
 		cudaStreamSynchronize(g->stream);   // nothing left in flight to or from the caller's arrays
 		return -1;
 	}
+	prof_mark(g, to_host ? "copies to the host" : "copies from the host", 0);
 	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	prof_collect(g);
 	return 0;
 }
 
@@ -251,11 +254,14 @@ int gpu_model_grad_norm(struct gpu_model *g, double *norm, char *msg, size_t msg
 	if (!g->omem)
 		return gpu_fail(msg, msglen, "gradient norm before gpu_model_optim_alloc");
 	double part[NORM_BLOCKS];
+	prof_start(g);
 	sumsq_kernel<<<NORM_BLOCKS, NORM_THREADS, 0, g->stream>>>(g->norm_partial, (const float *)g->gmem,
 								 g->grad_bytes / 4);
 	CUDA_TRY(cudaGetLastError());
 	CUDA_TRY(cudaMemcpyAsync(part, g->norm_partial, sizeof part, cudaMemcpyDeviceToHost, g->stream));
+	prof_mark(g, "gradient norm", 0);
 	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	prof_collect(g);
 	double s = 0;
 	for (int b = 0; b < NORM_BLOCKS; b++)   // in block order: the same bits every time
 		s += part[b];
@@ -342,7 +348,9 @@ int gpu_model_weights_from_master(struct gpu_model *g, char *msg, size_t msglen)
 		return gpu_fail(msg, msglen, "no master weights (gpu_model_optim_alloc)");
 	if (refresh_weights(g, msg, msglen) < 0)
 		return -1;
+	prof_mark(g, "working weights from the master copy", 0);
 	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	prof_collect(g);
 	return 0;
 }
 
@@ -352,7 +360,9 @@ int gpu_model_adamw(struct gpu_model *g, const struct gpu_adamw *p, char *msg, s
 		return gpu_fail(msg, msglen, "AdamW before gpu_model_optim_alloc");
 	size_t n = g->grad_bytes / 4;
 	int blocks = (int)((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192);
+	prof_start(g);
 	adamw_kernel<<<blocks, 256, 0, g->stream>>>(g->master, g->adam_m, g->adam_v, (const float *)g->gmem, n, *p);
 	CUDA_TRY(cudaGetLastError());
+	prof_mark(g, "AdamW", 0);
 	return gpu_model_weights_from_master(g, msg, msglen);
 }

@@ -133,31 +133,42 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		g->h_dent[t] = predicts && dentropy ? dentropy[t + 1] : 0.0f;
 	}
 	int nseg = group_ids(g, g->h_ids, T);
+	double TT = T;
+	prof_start(g);
 	CUDA_TRY(cudaMemcpyAsync(g->dlp, g->h_dlp, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->dent, g->h_dent, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->order, g->h_order, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->seg, g->h_seg, (size_t)(nseg + 1) * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->seg_id, g->h_seg_id, (size_t)nseg * 4, cudaMemcpyHostToDevice, st));
+	prof_mark(g, "bwd: copies in", 0);
 
 	// LM head: recompute each chunk's logits, turn them into dlogits, then
 	// dlnf = dz W and dW += dz^T lnf (dlnf's last row, predicting nothing, stays 0)
 	const float *xL = g->resid + resid_off(g, s->L);
 	LAUNCH(launch_rmsnorm(g->ln, xL, g->norm, T, C, s->eps, bf, st));
 	CUDA_TRY(cudaMemsetAsync(g->dln, 0, TC * 4, st));
+	prof_mark(g, "bwd: rmsnorm (again)", 0);
 	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
 		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
+		double VnC = 2.0 * n * V * C;
 		const char *x = (const char *)g->ln + (size_t)r0 * C * es;
 		if (matmul(&g->mm, g->logits, 1, x, g->lm_head, bf, n, V, C, 0.0f, msg, msglen) < 0)
 			return -1;
+		prof_mark(g, "bwd: LM head matmul (again)", VnC);
 		LAUNCH(launch_lmhead_backward(g->dz, g->logits, g->targets + r0, g->temps + r0, g->dlp + r0,
 					      g->dent + r0, g->lse + r0, g->ent + r0, n, V, bf, st));
+		prof_mark(g, "bwd: LM head dlogits", 0);
 		if (matmul_dx(&g->mm, g->dln + (size_t)r0 * C, 1, g->dz, g->lm_head, bf, n, V, C, 0.0f, msg,
-			      msglen) < 0 ||
-		    matmul_dw(&g->mm, g->g_lm_head, g->dz, x, bf, n, V, C, msg, msglen) < 0)
+			      msglen) < 0)
 			return -1;
+		prof_mark(g, "bwd: LM head dx matmul", VnC);
+		if (matmul_dw(&g->mm, g->g_lm_head, g->dz, x, bf, n, V, C, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: LM head dW matmul", VnC);
 	}
 	CUDA_TRY(cudaMemsetAsync(g->dres, 0, TC * 4, st));
 	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->dln, xL, g->norm, T, C, s->eps, st));
+	prof_mark(g, "bwd: rmsnorm", 0);
 
 	for (l = s->L - 1; l >= 0; l--) {
 		const char *wqkv = (const char *)g->wqkv + (size_t)l * QKV * C * es;
@@ -168,7 +179,10 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		// last layer's are there still after the forward)
 		if (g->recompute && g->held != l) {
 			g->held = -1;
-			if (gpu_forward_layer(g, l, T, g->ntiles, NULL, 1, msg, msglen) < 0)
+			prof_tag(g, "recompute");
+			int rc = gpu_forward_layer(g, l, T, g->ntiles, NULL, 1, msg, msglen);
+			prof_tag(g, NULL);
+			if (rc < 0)
 				return -1;
 			g->held = l;
 		}
@@ -182,52 +196,81 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 
 		// MLP: dres flows into down_proj, SwiGLU, gate|up and the second norm
 		LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
+		prof_mark(g, "bwd: SwiGLU (again)", 0);
 		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
-		if (matmul_dw(&g->mm, g->g_wdown + (size_t)l * C * I, g->dres_act, g->act, bf, T, C, I, msg, msglen) < 0 ||
-		    matmul_dx(&g->mm, g->dact, 1, g->dres_act, wdown, bf, T, C, I, 0.0f, msg, msglen) < 0)
+		prof_mark(g, "bwd: residual gradient to bf16", 0);
+		if (matmul_dw(&g->mm, g->g_wdown + (size_t)l * C * I, g->dres_act, g->act, bf, T, C, I, msg, msglen) < 0)
 			return -1;
+		prof_mark(g, "bwd: down dW matmul", 2 * TT * C * I);
+		if (matmul_dx(&g->mm, g->dact, 1, g->dres_act, wdown, bf, T, C, I, 0.0f, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: down dx matmul", 2 * TT * C * I);
 		LAUNCH(launch_swiglu_backward(g->dgu, g->dact, gu, T, I, bf, st));
+		prof_mark(g, "bwd: SwiGLU", 0);
 		LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul_dw(&g->mm, g->g_wgu + (size_t)l * 2 * I * C, g->dgu, g->ln, bf, T, 2 * I, C, msg, msglen) < 0 ||
-		    matmul_dx(&g->mm, g->dln, 1, g->dgu, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+		prof_mark(g, "bwd: rmsnorm (again)", 0);
+		if (matmul_dw(&g->mm, g->g_wgu + (size_t)l * 2 * I * C, g->dgu, g->ln, bf, T, 2 * I, C, msg, msglen) < 0)
 			return -1;
+		prof_mark(g, "bwd: gate|up dW matmul", 2 * TT * 2 * I * C);
+		if (matmul_dx(&g->mm, g->dln, 1, g->dgu, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: gate|up dx matmul", 2 * TT * 2 * I * C);
 		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln2 + (size_t)l * C, g->partial, g->dln, r2,
 					       g->ln2 + (size_t)l * C, T, C, s->eps, st));
+		prof_mark(g, "bwd: rmsnorm", 0);
 
 		// attention: o_proj, attention, the q/k/v preparation, their projection, the first norm
 		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
-		if (matmul_dw(&g->mm, g->g_wo + (size_t)l * C * QD, g->dres_act, att, bf, T, C, QD, msg, msglen) < 0 ||
-		    matmul_dx(&g->mm, g->datt, 0, g->dres_act, wo, bf, T, C, QD, 0.0f, msg, msglen) < 0)
+		prof_mark(g, "bwd: residual gradient to bf16", 0);
+		if (matmul_dw(&g->mm, g->g_wo + (size_t)l * C * QD, g->dres_act, att, bf, T, C, QD, msg, msglen) < 0)
 			return -1;
-		if (g->bo)
+		prof_mark(g, "bwd: o_proj dW matmul", 2 * TT * C * QD);
+		if (matmul_dx(&g->mm, g->datt, 0, g->dres_act, wo, bf, T, C, QD, 0.0f, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: o_proj dx matmul", 2 * TT * C * QD);
+		if (g->bo) {
 			LAUNCH(launch_colsum(g->g_bo + (size_t)l * C, g->dres, 0, T, C, st));
+			prof_mark(g, "bwd: bias gradients", 0);
+		}
 		if (g->attention_mma)
 			LAUNCH(launch_attention_backward_mma(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles,
 							     g->ntiles, T, NH, NKV, HS, st));
 		else
 			LAUNCH(launch_attention_backward(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles, g->ntiles,
 							 T, NH, NKV, HS, bf, st));
+		// five products of HS per (query, key) pair and query head (FlashAttention-2's backward)
+		prof_mark(g, "bwd: attention", 10 * g->att_pairs * QD);
 		LAUNCH(launch_qkv_prep_backward(g->dqkv, g->nq, g->nk, raw, g->bq ? g->bq + lq : NULL,
 						g->bk ? g->bk + lk : NULL, g->qnorm ? g->qnorm + lh : NULL,
 						g->knorm ? g->knorm + lh : NULL, g->cos, g->sin, g->pos, T, NH, NKV, HS,
 						s->eps, bf, st));
+		prof_mark(g, "bwd: q/k/v bias, norm, RoPE", 0);
 		if (g->bq)
 			LAUNCH(launch_colsum(g->g_bqkv + (size_t)l * QKV, g->dqkv, bf, T, QKV, st));
 		if (g->qnorm) {
 			LAUNCH(launch_colsum(g->g_qnorm + lh, g->nq, 0, T * NH, HS, st));
 			LAUNCH(launch_colsum(g->g_knorm + lh, g->nk, 0, T * NKV, HS, st));
 		}
+		if (g->bq || g->qnorm)
+			prof_mark(g, "bwd: bias gradients", 0);
 		LAUNCH(launch_rmsnorm(g->ln, x, g->ln1 + (size_t)l * C, T, C, s->eps, bf, st));
-		if (matmul_dw(&g->mm, g->g_wqkv + (size_t)l * QKV * C, g->dqkv, g->ln, bf, T, QKV, C, msg, msglen) < 0 ||
-		    matmul_dx(&g->mm, g->dln, 1, g->dqkv, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+		prof_mark(g, "bwd: rmsnorm (again)", 0);
+		if (matmul_dw(&g->mm, g->g_wqkv + (size_t)l * QKV * C, g->dqkv, g->ln, bf, T, QKV, C, msg, msglen) < 0)
 			return -1;
+		prof_mark(g, "bwd: q/k/v dW matmul", 2 * TT * QKV * C);
+		if (matmul_dx(&g->mm, g->dln, 1, g->dqkv, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: q/k/v dx matmul", 2 * TT * QKV * C);
 		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln1 + (size_t)l * C, g->partial, g->dln, x,
 					       g->ln1 + (size_t)l * C, T, C, s->eps, st));
+		prof_mark(g, "bwd: rmsnorm", 0);
 	}
 	l = -1;
 
 	// the embedding: each token's row of dres into its id's row
 	LAUNCH(launch_embed_backward(g->g_embed, g->dres, g->order, g->seg, g->seg_id, nseg, C, st));
+	prof_mark(g, "bwd: embedding", 0);
 	CUDA_TRY(cudaStreamSynchronize(st));
+	prof_collect(g);
 	return 0;
 }

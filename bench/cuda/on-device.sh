@@ -6,6 +6,9 @@
 #   bench   make bench-cuda's run.sh with the peer (bench/)
 #   quick   ours alone, once: generation, the training step with and without
 #           --recompute (quick.txt)
+#   profile the reference forward and the training step with and without
+#           --recompute under GRPO_CUDA_PROFILE=1: each phase's time, share
+#           and TFLOP/s (profile.txt)
 #   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
 #   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
@@ -24,6 +27,13 @@ done
 export LD_LIBRARY_PATH="$top/cuda-run/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GRPO_TOP="$top" GRPO_SHARED="$top/cuda-run/shared"
 san=/usr/local/cuda/bin/compute-sanitizer
+# the peer's batch (bench/cuda/run.sh draws the same): "PROMPT RESPONSE" a line
+lengths() {
+	python3 -c 'import torch
+g = torch.Generator().manual_seed(1)
+for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
+    for _ in range(8): print(p, int(torch.randint(32, 1536, (1,), generator=g)))'
+}
 [ $# -gt 0 ] || set -- tests bench
 for what; do
 	case $what in
@@ -43,16 +53,24 @@ for what; do
 		tail -n 12 "$out/bench.txt"
 		;;
 	quick)   # ours alone, once each: generation at 128 sequences, the training step with and without -R
-		python3 -c 'import torch
-g = torch.Generator().manual_seed(1)
-for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
-    for _ in range(8): print(p, int(torch.randint(32, 1536, (1,), generator=g)))' > "$out/lengths.txt"
+		lengths > "$out/lengths.txt"
 		{
 			timeout 120 cuda-run/bench/cuda/bench_cuda_generate -P 16 -G 8 -r 1
 			timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 "$out/lengths.txt"
 			timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 -R "$out/lengths.txt"
 		} > "$out/quick.txt" 2>&1
 		cat "$out/quick.txt"
+		;;
+	profile)   # where the time goes: one timed run each, the phase table on stderr
+		[ -f "$out/lengths.txt" ] || lengths > "$out/lengths.txt"
+		{
+			for mode in "" "-t" "-t -R"; do
+				echo "=== bench_cuda_model -d bf16 -r 1 $mode"
+				GRPO_CUDA_PROFILE=1 timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -r 1 $mode \
+					"$out/lengths.txt"
+			done
+		} > "$out/profile.txt" 2>&1
+		cat "$out/profile.txt"
 		;;
 	gen)
 		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 400 sh bench/cuda/run_generate.sh > "$out/gen.txt" 2>&1
@@ -72,6 +90,6 @@ for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
 		done
 		cat "$out/san.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, quick, gen, san or wide" >&2; exit 2 ;;
+	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san or wide" >&2; exit 2 ;;
 	esac
 done
