@@ -10,7 +10,9 @@
 #           --recompute under GRPO_CUDA_PROFILE=1: each phase's time, share
 #           and TFLOP/s (profile.txt)
 #   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
-#   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
+#   san     compute-sanitizer memcheck on the CUDA tests (san.txt)
+#   race    compute-sanitizer racecheck, one kernel of a test at a time
+#           (RACE_PAIRS: test:kernel-name-part ...; race.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
 #           (wide-expected.json)
 # Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
@@ -82,14 +84,26 @@ for what; do
 		tail -n 3 "$out/wide.txt"
 		;;
 	san)
-		for tool in memcheck racecheck; do
-			for t in ${SAN_TESTS:-cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step}; do
-				echo "=== $tool $t" >> "$out/san.txt"
-				GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool "$tool" "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
-			done
+		for t in ${SAN_TESTS:-cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step}; do
+			echo "=== memcheck $t" >> "$out/san.txt"
+			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool memcheck "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
 		done
 		cat "$out/san.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san or wide" >&2; exit 2 ;;
+	race)   # racecheck one kernel at a time (the rest run uninstrumented), so that each run ends
+		for pair in ${RACE_PAIRS:-attention:attention_mma_kernel attention:attention_bwd_mma_dq \
+				attention:attention_bwd_mma_dkdv attention:attention_kernel attention:attention_bwd_dq \
+				attention:attention_bwd_dkdv step:rmsnorm step:lmhead step:colsum step:sumsq \
+				sample:sample_kernel}; do
+			t=cuda-run/tests/test_cuda_${pair%%:*} k=${pair#*:}
+			echo "=== racecheck $k in $t" >> "$out/race.txt"
+			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-120}" "$san" --tool racecheck --kernel-name "kns=$k" \
+				--error-exitcode 3 "$t" > "$out/race-one.txt" 2>&1
+			echo "=== exit $? (3: hazards; 124: out of time)" >> "$out/race.txt"
+			tail -n 3 "$out/race-one.txt" >> "$out/race.txt"
+		done
+		cat "$out/race.txt"
+		;;
+	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san, race or wide" >&2; exit 2 ;;
 	esac
 done
