@@ -14,7 +14,6 @@
  */
 #include "model/model_gpu.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #ifdef GRPO_CUDA
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "base/path.h"
@@ -51,7 +51,9 @@ const char *model_device_name(enum model_device d)
 
 #ifdef GRPO_CUDA
 
-/* Defined where the program links libgrpo-cuda.a's table; NULL elsewhere. */
+/* Defined where the program links libgrpo-cuda.a's table (tests/cuda and
+ * bench/cuda, which call the kernels themselves too: one copy of them, and
+ * no library to look for from build/bench/cuda); NULL elsewhere. */
 extern const struct gpu_ops *grpo_cuda_ops(int abi) __attribute__((weak));
 
 #define CUDA_LIB "libgrpo-cuda.so"
