@@ -7,7 +7,8 @@
 #   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
 #   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
 #   bench/bench_*.c      -> $(BUILD)/bench/bench_*  (run by `make bench`)
-#   kernels/*.cu         -> $(BUILD)/libgrpo-cuda.a, only where nvcc and cuBLAS are found
+#   kernels/*.cu         -> $(BUILD)/libgrpo-cuda.so (the tools load it when a run goes to the GPU)
+#                           and $(BUILD)/libgrpo-cuda.a, only where nvcc and cuBLAS are found
 #   tests/cuda/test_*.c  -> $(BUILD)/tests/test_*   (likewise; skip without a GPU)
 
 PREFIX    ?= /usr/local
@@ -32,7 +33,7 @@ WERROR    ?=
 WARN      := -Wall -Wextra $(WERROR) -Wno-unused-parameter -Wno-format-truncation
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
              -fno-omit-frame-pointer -fopenmp $(SAN) -Ilib -Itests $(DEPS_CFLAGS) -MMD -MP $(CFLAGS)
-ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread $(LDLIBS)
+ALL_LDLIBS = $(DEPS_LIBS) -lm -lpthread -ldl $(LDLIBS)
 
 LIB_SRC   := $(wildcard lib/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -45,9 +46,11 @@ BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 MANS      := $(wildcard man/*.[1-9])
 
 # CUDA is optional: nvcc (on PATH, or CUDA_HOME/bin) and cuBLAS beside it.
-# Where both are found, kernels/*.cu build into $(BUILD)/libgrpo-cuda.a and
-# tests/cuda/test_*.c into $(BUILD)/tests, which skip, saying so, on a
-# machine without a GPU. Sanitized builds leave CUDA out (ASan and the CUDA
+# Where both are found, kernels/*.cu build into $(BUILD)/libgrpo-cuda.so,
+# which the tools load when a run goes to the GPU (lib/model/model_gpu.c),
+# and $(BUILD)/libgrpo-cuda.a, which tests/cuda/test_*.c (built into
+# $(BUILD)/tests, skipping, saying so, on a machine without a GPU) and the
+# GPU benchmarks link. Sanitized builds leave CUDA out (ASan and the CUDA
 # driver do not mix). CUDA=0 turns it off; CUDA_ARCHS picks the GPUs.
 CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc)))
 NVCC       ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
@@ -58,18 +61,20 @@ CUDA_INC   ?= $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/include/
 CUDA_ARCHS ?= 80 90
 CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra -Ikernels $(CUDA_GENCODE) -MMD -MP
+NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra,-fPIC -Ikernels $(CUDA_GENCODE) -MMD -MP
 CUDA_LDLIBS = -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ -lm
 CUDA_WHY := $(if $(filter 0 no,$(CUDA)),CUDA=$(CUDA),$(if $(NVCC),$(if $(and $(CUDA_LIBDIR),$(CUDA_INC)),,no cuBLAS beside $(NVCC)),no nvcc))
 CUDA_A     := $(BUILD)/libgrpo-cuda.a
+CUDA_SO    := $(BUILD)/libgrpo-cuda.so
 CUDA_OBJ   := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(wildcard kernels/*.cu))
 CUDA_TESTS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/%,$(wildcard tests/cuda/test_*.c))
 CUDA_BENCH := $(BUILD)/bench/cuda/bench_cuda_model $(BUILD)/bench/cuda/bench_cuda_generate
-CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_A) $(CUDA_TESTS) $(CUDA_BENCH))
-# With the CUDA library built, lib/model/model_gpu.c bridges to it (else it
-# says there is no GPU path), and whatever links libgrpo.a links it too.
-GPU_LINK   := $(if $(CUDA_ALL),$(CUDA_A) $(CUDA_LDLIBS))
-$(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += $(if $(CUDA_ALL),-DGRPO_CUDA -I.)
+CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_SO) $(CUDA_A) $(CUDA_TESTS) $(CUDA_BENCH))
+# With the CUDA library built, lib/model/model_gpu.c loads it (else it says
+# there is no GPU path); what links libgrpo.a links nothing of CUDA, unless
+# it links libgrpo-cuda.a and asks for its table with LINK_CUDA_A.
+$(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += -I. $(if $(CUDA_ALL),-DGRPO_CUDA)
+LINK_CUDA_A = -Wl,--undefined=grpo_cuda_ops $(CUDA_A) $(CUDA_LDLIBS)
 
 .PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda test-units man-lint fuzz fuzz-short bench \
 	bench-cuda \
@@ -105,15 +110,15 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_SHARED) $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_SHARED) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(TOOL_SHARED) $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(TOOL_SHARED) $(LIB_A) $(ALL_LDLIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
@@ -123,6 +128,13 @@ $(BUILD)/kernels/%.o: kernels/%.cu
 $(CUDA_A): $(CUDA_OBJ)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
+
+# Its own references resolved (-z defs: it needs nothing of lib/ or of the
+# program that loads it), its table the one symbol it exports.
+$(CUDA_SO): $(CUDA_OBJ) kernels/gpu_ops.map
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-z,defs -Wl,--version-script=kernels/gpu_ops.map $(CUDA_OBJ) \
+		$(CUDA_LDLIBS) -o $@
 
 # The CUDA tests are C: they see kernels/*.h, the CUDA runtime's C API and
 # lib/, whose C model is their reference.
@@ -134,7 +146,7 @@ $(BUILD)/tests/cuda/%.o: tests/cuda/%.c
 $(BUILD)/tests/test_cuda_%: $(BUILD)/tests/cuda/test_cuda_%.o $(LIB_A) $(CUDA_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(CUDA_A) $(ALL_LDLIBS) $(CUDA_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(LINK_CUDA_A) $(ALL_LDLIBS) -o $@
 
 $(BUILD)/bench/cuda/%.o: bench/cuda/%.c
 	@mkdir -p $(dir $@)
@@ -144,12 +156,12 @@ $(BUILD)/bench/cuda/%.o: bench/cuda/%.c
 $(CUDA_BENCH): %: %.o $(LIB_A) $(CUDA_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(CUDA_A) $(ALL_LDLIBS) $(CUDA_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(LINK_CUDA_A) $(ALL_LDLIBS) -o $@
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A) $(if $(CUDA_ALL),$(CUDA_A))
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(GPU_LINK) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
 # make check: the plain build's tests, the same tests under ASan+UBSan, the
 # threaded ones under ThreadSanitizer, a bounded fuzz run from the committed
@@ -195,7 +207,7 @@ check-cuda:
 ifneq ($(CUDA_WHY),)
 	@echo "check-cuda: $(CUDA_WHY): CUDA kernels not built" >&2; exit 1
 else
-	$(MAKE) $(CUDA_A) $(CUDA_TESTS)
+	$(MAKE) $(CUDA_SO) $(CUDA_A) $(CUDA_TESTS)
 	GRPO_TOP=$(CURDIR) prove $(CUDA_TESTS)
 endif
 
@@ -227,6 +239,7 @@ FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' -g -O1 -Ilib 
 # otherwise prints and goes on, and the fuzzer never counts it.
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_OBJ  := $(LIB_SRC:lib/%.c=build/fuzz/lib/%.o)
+build/fuzz/lib/model/model_gpu.o: FUZZ_CFLAGS += -I.
 
 build/fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
@@ -265,14 +278,25 @@ fuzz-short: $(FUZZ_BIN)
 bench: all
 	BUILD=$(BUILD) sh bench/run.sh
 
-# Only what it installs: the tools (and the man pages, which need no build).
-install: deps-ok $(TOOLS)
+# Only what it installs: the tools, the CUDA library where it is built, in
+# the place beside PREFIX/bin where the tools look for it (lib/model/model_gpu.c),
+# and the man pages, which need no build.
+CUDA_INSTALL := $(filter $(CUDA_SO),$(CUDA_ALL))
+PKGLIBDIR = $(PREFIX)/lib/grpo-tools
+
+install: deps-ok $(TOOLS) $(CUDA_INSTALL)
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANPREFIX)/man1 $(DESTDIR)$(MANPREFIX)/man5 $(DESTDIR)$(MANPREFIX)/man7
 	cp $(TOOLS) $(DESTDIR)$(BINDIR)/
+ifneq ($(CUDA_INSTALL),)
+	mkdir -p $(DESTDIR)$(PKGLIBDIR)
+	cp $(CUDA_INSTALL) $(DESTDIR)$(PKGLIBDIR)/
+endif
 	for m in $(MANS); do s=$${m##*.}; cp $$m $(DESTDIR)$(MANPREFIX)/man$$s/; done
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$(basename $$t); done
+	rm -f $(DESTDIR)$(PKGLIBDIR)/libgrpo-cuda.so
+	rmdir $(DESTDIR)$(PKGLIBDIR) 2>/dev/null || true
 	for m in $(MANS); do s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$$(basename $$m); done
 
 clean:

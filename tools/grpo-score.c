@@ -46,7 +46,7 @@ struct opts {
 	double reward_timeout, success_threshold, poll;
 	struct adv_opt adv;
 	int drop_zero_std, watch, verbose, fp32;
-	enum model_device device;   /* as asked; resolved in main() */
+	enum model_device device;   /* as asked; resolved in main() where it matters */
 	long ref_tokens, lease;
 };
 
@@ -449,7 +449,8 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;
-	if (model_device_resolve(o->device, &o->device, &e) < 0) {
+	/* auto matters only to a reference model: without one, a GPU machine need not load the CUDA library */
+	if ((o->ref || o->device == MODEL_DEVICE_CUDA) && model_device_resolve(o->device, &o->device, &e) < 0) {
 		/* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
 		return 69;

@@ -1,7 +1,16 @@
 /*
- * model_gpu.c: see model_gpu.h. With GRPO_CUDA (set by the Makefile where
- * it builds kernels/), a thin bridge from the C model to the CUDA library;
- * without, the same calls saying that this build has no GPU path.
+ * model_gpu.c: see model_gpu.h. A thin bridge from the C model to the CUDA
+ * library's C API, called through its table (kernels/gpu_ops.h), which is
+ * found when a run first needs it:
+ *  - a program linked with libgrpo-cuda.a and its table (tests/cuda and
+ *    bench/cuda: the Makefile links them with -u grpo_cuda_ops) uses it;
+ *  - else, in a build with GRPO_CUDA (set by the Makefile where it builds
+ *    kernels/), dlopen loads libgrpo-cuda.so (lib_table below): the tools
+ *    link nothing of CUDA, so that a run on the CPU never pays for loading
+ *    cuBLAS and the CUDA runtime (0.15 s and 200 MB a run);
+ *  - a build without it has no table, and says that it has no GPU path.
+ * model_device_resolve asks the driver (libcuda.so.1) for a device before
+ * loading the library, so that a machine without a GPU loads none of it.
  */
 #include "model/model_gpu.h"
 
@@ -10,9 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gpu_ops.h"
+
 #ifdef GRPO_CUDA
-#include "kernels/gpu_decode.h"
-#include "kernels/gpu_model.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "base/path.h"
 #endif
 
 const char *const model_device_names[] = {
@@ -36,27 +51,176 @@ const char *model_device_name(enum model_device d)
 
 #ifdef GRPO_CUDA
 
-struct model_gpu {
-	struct gpu_model *g;
-	int maxT, max_pos;
-	uint32_t *lens;   /* (maxT) seq_lens as the CUDA library takes them */
-	struct gpu_gen_stats gen;   /* the last model_gpu_generate's */
-};
+/* Defined where the program links libgrpo-cuda.a's table (tests/cuda and
+ * bench/cuda, which call the kernels themselves too: one copy of them, and
+ * no library to look for from build/bench/cuda); NULL elsewhere. */
+extern const struct gpu_ops *grpo_cuda_ops(int abi) __attribute__((weak));
+
+#define CUDA_LIB "libgrpo-cuda.so"
+
+/* The table of the CUDA library at path, or NULL with why in e. */
+static const struct gpu_ops *lib_table_at(const char *path, struct err *e)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		err_set(e, "%s", dlerror());
+		return NULL;
+	}
+	const struct gpu_ops *(*entry)(int) = (const struct gpu_ops *(*)(int))dlsym(h, "grpo_cuda_ops");
+	const struct gpu_ops *t = entry ? entry(GPU_OPS_ABI) : NULL;
+	if (!entry)
+		err_set(e, "%s is not grpo-tools' CUDA library: %s", path, dlerror());
+	else if (!t)
+		err_set(e, "%s was built for another version of grpo-tools (its table is not version %d): use the "
+			CUDA_LIB " built with this program", path, GPU_OPS_ABI);
+	if (!t)
+		dlclose(h);
+	return t;
+}
+
+/*
+ * The CUDA library's table: GRPO_CUDA_LIB's, or that of the first place
+ * beside the program that holds the library: EXE_DIR/.. (the build tree's
+ * build/bin/.. and build/tests/..), then EXE_DIR/../lib/grpo-tools, where
+ * make install puts it.
+ */
+static const struct gpu_ops *lib_table(struct err *e)
+{
+	static const char *const beside[] = { "../" CUDA_LIB, "../lib/grpo-tools/" CUDA_LIB };
+	char dir[PATH_MAX], tried[2][PATH_MAX];
+	const char *env = getenv("GRPO_CUDA_LIB");
+	if (env && *env) {
+		const struct gpu_ops *t = lib_table_at(env, e);
+		if (!t)
+			err_prefix(e, "GRPO_CUDA_LIB");
+		return t;
+	}
+	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+	char *slash = n > 0 ? memrchr(dir, '/', (size_t)n) : NULL;
+	if (!slash) {
+		err_sys(e, "/proc/self/exe: this program's directory, where " CUDA_LIB " is looked for, is not known "
+			"(GRPO_CUDA_LIB names the library)");
+		return NULL;
+	}
+	*slash = '\0';
+	for (int i = 0; i < 2; i++) {
+		if (path_join(tried[i], sizeof tried[i], dir, beside[i], e) < 0)
+			return NULL;
+		if (access(tried[i], F_OK) == 0)
+			return lib_table_at(tried[i], e);
+	}
+	err_set(e, CUDA_LIB ", this build's CUDA path, is not at %s nor at %s (GRPO_CUDA_LIB names it)", tried[0],
+		tried[1]);
+	return NULL;
+}
+
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static const struct gpu_ops *table;
+static struct err table_err;
+
+static void table_load(void)
+{
+	table = grpo_cuda_ops ? grpo_cuda_ops(GPU_OPS_ABI) : lib_table(&table_err);
+	if (!table && grpo_cuda_ops)
+		err_set(&table_err, "the CUDA library linked in is not version %d", GPU_OPS_ABI);
+}
+
+/* The CUDA library's table, loaded once, on the first call; NULL with why in e. */
+static const struct gpu_ops *cuda_table(struct err *e)
+{
+	pthread_once(&table_once, table_load);
+	if (!table)
+		err_set(e, "%s", table_err.msg);
+	return table;
+}
+
+/* The driver API's calls used here, as cuda.h declares them (0: CUDA_SUCCESS). */
+typedef int (*cu_init_fn)(unsigned flags);
+typedef int (*cu_count_fn)(int *count);
+typedef int (*cu_error_name_fn)(int error, const char **name);
+
+/*
+ * 0 where the driver sees a device, else -1 with why in e, asked of
+ * libcuda.so.1 itself: on a machine without a driver or a GPU that costs a
+ * failed dlopen, not loading the CUDA runtime and cuBLAS. The driver stays
+ * loaded: the CUDA runtime uses it next.
+ */
+static int driver_device(struct err *e)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return err_set(e, "no CUDA driver: %s", dlerror());
+	cu_init_fn init = (cu_init_fn)dlsym(h, "cuInit");
+	cu_count_fn count = (cu_count_fn)dlsym(h, "cuDeviceGetCount");
+	cu_error_name_fn error_name = (cu_error_name_fn)dlsym(h, "cuGetErrorName");
+	if (!init || !count)
+		return err_set(e, "libcuda.so.1 has no cuInit or cuDeviceGetCount");
+	int n = 0, rc = init(0);
+	const char *call = "cuInit", *name = NULL;
+	if (rc == 0)
+		rc = count(&n), call = "cuDeviceGetCount";
+	if (rc != 0) {
+		if (!error_name || error_name(rc, &name) != 0 || !name)
+			name = "an unknown error";
+		return err_set(e, "the CUDA driver: %s: %s (%d)", call, name, rc);
+	}
+	return n > 0 ? 0 : err_set(e, "the CUDA driver sees no device");
+}
+
+/* 0 where there is a GPU and the CUDA library to run on it, else -1 with why in e. */
+static int gpu_find(struct err *e)
+{
+	char msg[512] = "";
+	struct err why;
+	if (driver_device(&why) < 0)
+		return err_set(e, "no GPU to run on (%s)", why.msg);
+	const struct gpu_ops *t = cuda_table(e);
+	if (!t)
+		return -1;
+	if (t->gpu_count(msg, sizeof msg) <= 0)
+		return err_set(e, "no GPU to run on (%s)", msg);
+	return 0;
+}
+
+#else /* !GRPO_CUDA */
+
+#define NO_CUDA "this build has no CUDA path (nvcc and cuBLAS were not found when it was built)"
+
+static const struct gpu_ops *cuda_table(struct err *e)
+{
+	err_set(e, NO_CUDA);
+	return NULL;
+}
+
+static int gpu_find(struct err *e)
+{
+	return err_set(e, NO_CUDA);
+}
+
+#endif
 
 int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
 {
-	char why[256] = "";
+	struct err why;
 	*got = MODEL_DEVICE_CPU;
 	if (want == MODEL_DEVICE_CPU)
 		return 0;
-	if (gpu_count(why, sizeof why) > 0) {
+	if (gpu_find(&why) == 0) {
 		*got = MODEL_DEVICE_CUDA;
 		return 0;
 	}
 	if (want == MODEL_DEVICE_AUTO)
 		return 0;
-	return err_set(e, "--device cuda: no GPU to run on (%s)", why);
+	return err_set(e, "--device cuda: %s", why.msg);
 }
+
+struct model_gpu {
+	const struct gpu_ops *cuda;   /* the CUDA library that made g */
+	struct gpu_model *g;
+	int maxT, max_pos;
+	uint32_t *lens;   /* (maxT) seq_lens as the CUDA library takes them */
+	struct gpu_gen_stats gen;   /* the last model_gpu_generate's */
+};
 
 /* A GPU model for packs of maxT tokens at positions below max_pos (>= maxT). */
 static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int max_pos, int bf16,
@@ -66,6 +230,9 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 	const struct model_params *w = &m->w;
 	char msg[512] = "";
 	*out = NULL;
+	const struct gpu_ops *cuda = cuda_table(e);
+	if (!cuda)
+		return err_prefix(e, "GPU model");
 	struct model_gpu *mg = calloc(1, sizeof *mg);
 	float *cos = malloc((size_t)max_pos * (c->HS / 2) * sizeof *cos);
 	float *sin = malloc((size_t)max_pos * (c->HS / 2) * sizeof *sin);
@@ -75,12 +242,13 @@ static int open_gpu(struct model_gpu **out, const struct model *m, int maxT, int
 		return err_set(e, "out of memory for a GPU model of %d tokens", maxT);
 	}
 	model_rope_table(c, cos, sin, max_pos);
+	mg->cuda = cuda;
 	struct gpu_model_shape shape = { c->V, c->C, c->L, c->NH, c->NKV, c->HS, c->I, c->eps };
 	struct gpu_model_weights gw = {
 		w->embed, w->lm_head, w->ln1, w->wq, w->bq, w->wk, w->bk, w->wv, w->bv, w->wo, w->bo,
 		w->qnorm, w->knorm, w->ln2, w->wgate, w->wup, w->wdown, w->norm, cos, sin, max_pos,
 	};
-	int rc = gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, mode, msg, sizeof msg);
+	int rc = cuda->gpu_model_create(&mg->g, &shape, &gw, maxT, bf16 ? GPU_BF16 : GPU_FP32, mode, msg, sizeof msg);
 	free(cos);
 	free(sin);
 	if (rc < 0) {
@@ -140,7 +308,7 @@ int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const in
 		gs[b].tokens = (int32_t *)out[b].tokens;   /* int32_t and int are one type where this builds */
 		gs[b].logprobs = out[b].logprobs;
 	}
-	if (r == 0 && gpu_generate(mg->g, (const int32_t *const *)prompts, prompt_lens, B, states, &gp, gs, &mg->gen,
+	if (r == 0 && mg->cuda->gpu_generate(mg->g, (const int32_t *const *)prompts, prompt_lens, B, states, &gp, gs, &mg->gen,
 				   msg, sizeof msg) < 0) {
 		for (int b = 0; b < B; b++)
 			gen_seq_free(&out[b]);
@@ -168,7 +336,7 @@ void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n)
 int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_backward(mg->g, dlogprob, dentropy, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_backward(mg->g, dlogprob, dentropy, msg, sizeof msg) < 0)
 		return err_set(e, "GPU backward: %s", msg);
 	return 0;
 }
@@ -176,7 +344,7 @@ int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float 
 int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_grads_zero(mg->g, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_grads_zero(mg->g, msg, sizeof msg) < 0)
 		return err_set(e, "GPU gradients: %s", msg);
 	return 0;
 }
@@ -217,8 +385,8 @@ static int state(struct model_gpu *mg, enum gpu_state which, const struct model_
 	static const char *const names[] = { "gradients", "master weights", "first moments", "second moments" };
 	char msg[512] = "";
 	struct gpu_host_params h = host_params(p);
-	int rc = get ? gpu_model_state_get(mg->g, which, &h, msg, sizeof msg)
-		     : gpu_model_state_put(mg->g, which, &h, msg, sizeof msg);
+	int rc = get ? mg->cuda->gpu_model_state_get(mg->g, which, &h, msg, sizeof msg)
+		     : mg->cuda->gpu_model_state_put(mg->g, which, &h, msg, sizeof msg);
 	if (rc < 0)
 		return err_set(e, "GPU %s: %s", names[which], msg);
 	return 0;
@@ -237,7 +405,7 @@ int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, 
 int model_gpu_pin(struct model_gpu *mg, const float *host, size_t n, struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_host_pin(mg->g, (void *)host, n * sizeof *host, msg, sizeof msg) != 0) {
+	if (mg->cuda->gpu_model_host_pin(mg->g, (void *)host, n * sizeof *host, msg, sizeof msg) != 0) {
 		err_set(e, "GPU host arrays: %s", msg);
 		return 1;
 	}
@@ -248,7 +416,7 @@ int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float
 			struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_optim_alloc(mg->g, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_optim_alloc(mg->g, msg, sizeof msg) < 0)
 		return err_set(e, "GPU optimizer: %s", msg);
 	/* copied back after every step: page-locked where the driver allows (else pageable, as fast as before) */
 	model_gpu_pin(mg, m->w.mem, m->w.n, NULL);
@@ -258,7 +426,7 @@ int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float
 	if (state(mg, GPU_STATE_MASTER, &m->w, 0, e) < 0 || state(mg, GPU_STATE_ADAM_M, &pm, 0, e) < 0 ||
 	    state(mg, GPU_STATE_ADAM_V, &pv, 0, e) < 0)
 		return -1;
-	if (gpu_model_weights_from_master(mg->g, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_weights_from_master(mg->g, msg, sizeof msg) < 0)
 		return err_set(e, "GPU weights: %s", msg);
 	return 0;
 }
@@ -275,7 +443,7 @@ int model_gpu_optim_get(struct model_gpu *mg, struct model *m, float *adam_m, fl
 int model_gpu_grad_norm(struct model_gpu *mg, double *norm, struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_grad_norm(mg->g, norm, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_grad_norm(mg->g, norm, msg, sizeof msg) < 0)
 		return err_set(e, "GPU gradient norm: %s", msg);
 	return 0;
 }
@@ -284,7 +452,7 @@ int model_gpu_adamw(struct model_gpu *mg, const struct model_gpu_adamw *p, struc
 {
 	char msg[512] = "";
 	struct gpu_adamw a = { p->clip, p->beta1, p->beta2, p->eps, p->step_size, p->sqrt_bc2, p->decay };
-	if (gpu_model_adamw(mg->g, &a, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_adamw(mg->g, &a, msg, sizeof msg) < 0)
 		return err_set(e, "GPU AdamW: %s", msg);
 	return 0;
 }
@@ -296,14 +464,14 @@ int model_gpu_max_tokens(const struct model_gpu *mg)
 
 size_t model_gpu_bytes(const struct model_gpu *mg)
 {
-	return gpu_model_bytes(mg->g);
+	return mg->cuda->gpu_model_bytes(mg->g);
 }
 
 void model_gpu_close(struct model_gpu *mg)
 {
 	if (!mg)
 		return;
-	gpu_model_free(mg->g);
+	mg->cuda->gpu_model_free(mg->g);
 	free(mg->lens);
 	free(mg);
 }
@@ -312,7 +480,7 @@ static int forward(struct model_gpu *mg, const int32_t *ids, int T, const uint32
 		   const float *temps, float *logprob, float *entropy, struct err *e)
 {
 	char msg[512] = "";
-	if (gpu_model_forward(mg->g, ids, T, lens, nseq, temps, logprob, entropy, msg, sizeof msg) < 0)
+	if (mg->cuda->gpu_model_forward(mg->g, ids, T, lens, nseq, temps, logprob, entropy, msg, sizeof msg) < 0)
 		return err_set(e, "GPU forward: %s", msg);
 	return 0;
 }
@@ -344,138 +512,13 @@ void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
 {
 	char name[256];
 	size_t used = 0;
-	gpu_model_device(mg->g, name, sizeof name, &used);
+	mg->cuda->gpu_model_device(mg->g, name, sizeof name, &used);
 	snprintf(buf, n, "%s, %.0f MiB held by this model (%.0f MiB in use on the device)", name,
-		 gpu_model_bytes(mg->g) / 1048576.0, used / 1048576.0);
+		 mg->cuda->gpu_model_bytes(mg->g) / 1048576.0, used / 1048576.0);
 }
 
 const char *model_gpu_attention(const struct model_gpu *mg)
 {
-	return gpu_model_attention(mg->g);
+	return mg->cuda->gpu_model_attention(mg->g);
 }
 
-#else /* !GRPO_CUDA */
-
-#define NO_CUDA "this build has no CUDA path (nvcc and cuBLAS were not found when it was built)"
-
-int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
-{
-	*got = MODEL_DEVICE_CPU;
-	if (want == MODEL_DEVICE_CUDA)
-		return err_set(e, "--device cuda: %s", NO_CUDA);
-	return 0;
-}
-
-int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int bf16, struct err *e)
-{
-	*out = NULL;
-	return err_set(e, "GPU model: %s", NO_CUDA);
-}
-
-int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, int recompute,
-			 struct err *e)
-{
-	*out = NULL;
-	return err_set(e, "GPU model: %s", NO_CUDA);
-}
-
-int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
-		       struct err *e)
-{
-	*out = NULL;
-	return err_set(e, "GPU model: %s", NO_CUDA);
-}
-
-int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
-		       const struct gen_params *p, struct gen_seq *out, struct err *e)
-{
-	return err_set(e, "GPU sampler: %s", NO_CUDA);
-}
-
-void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n)
-{
-	snprintf(buf, n, "no GPU");
-}
-
-int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
-{
-	return err_set(e, "GPU backward: %s", NO_CUDA);
-}
-
-int model_gpu_grads_zero(struct model_gpu *mg, struct err *e)
-{
-	return err_set(e, "GPU gradients: %s", NO_CUDA);
-}
-
-int model_gpu_grads_get(struct model_gpu *mg, struct model_params *grads, struct err *e)
-{
-	return err_set(e, "GPU gradients: %s", NO_CUDA);
-}
-
-int model_gpu_grads_put(struct model_gpu *mg, const struct model_params *grads, struct err *e)
-{
-	return err_set(e, "GPU gradients: %s", NO_CUDA);
-}
-
-int model_gpu_pin(struct model_gpu *mg, const float *host, size_t n, struct err *e)
-{
-	err_set(e, "GPU host arrays: %s", NO_CUDA);
-	return 1;
-}
-
-int model_gpu_optim_put(struct model_gpu *mg, const struct model *m, const float *adam_m, const float *adam_v,
-			struct err *e)
-{
-	return err_set(e, "GPU optimizer: %s", NO_CUDA);
-}
-
-int model_gpu_optim_get(struct model_gpu *mg, struct model *m, float *adam_m, float *adam_v, struct err *e)
-{
-	return err_set(e, "GPU optimizer: %s", NO_CUDA);
-}
-
-int model_gpu_grad_norm(struct model_gpu *mg, double *norm, struct err *e)
-{
-	return err_set(e, "GPU gradient norm: %s", NO_CUDA);
-}
-
-int model_gpu_adamw(struct model_gpu *mg, const struct model_gpu_adamw *p, struct err *e)
-{
-	return err_set(e, "GPU AdamW: %s", NO_CUDA);
-}
-
-int model_gpu_max_tokens(const struct model_gpu *mg)
-{
-	return 0;
-}
-
-size_t model_gpu_bytes(const struct model_gpu *mg)
-{
-	return 0;
-}
-
-void model_gpu_close(struct model_gpu *mg) {}
-
-int model_gpu_forward(struct model_gpu *mg, const int *ids, int T, const int *seq_lens, int nseq,
-		      const float *temps, float *logprob, float *entropy, struct err *e)
-{
-	return err_set(e, "GPU forward: %s", NO_CUDA);
-}
-
-int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, float *logprob, float *entropy,
-			 struct err *e)
-{
-	return err_set(e, "GPU forward: %s", NO_CUDA);
-}
-
-void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)
-{
-	snprintf(buf, n, "no GPU");
-}
-
-const char *model_gpu_attention(const struct model_gpu *mg)
-{
-	return "none";
-}
-
-#endif

@@ -32,3 +32,11 @@ skip() { # skip REASON: one test not run, counted as skipped (TAP), never as a p
 	_n=$((_n + 1))
 	echo "ok $_n # SKIP $1"
 }
+fake_cuda_driver() { # fake_cuda_driver DIR: tests/cli/fake-libcuda.c built as DIR/libcuda.so.1, a stand-in
+	# CUDA driver for LD_LIBRARY_PATH=DIR (FAKE_CUDA_DEVICES, FAKE_CUDA_INIT); fails where there is no cc
+	mkdir -p "$1" && command -v cc > /dev/null &&
+		cc -shared -fPIC -o "$1/libcuda.so.1" "$GRPO_TOP/tests/cli/fake-libcuda.c"
+}
+cublas_loaded() { # cublas_loaded LOG: 0 where a run logged with LD_DEBUG=files LD_DEBUG_OUTPUT=LOG loaded cuBLAS
+	cat "$1".* 2> /dev/null | grep -q 'file=libcublasLt'
+}
