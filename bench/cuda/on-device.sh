@@ -10,6 +10,10 @@
 #   san     compute-sanitizer memcheck and racecheck on the CUDA tests (san.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
 #           (wide-expected.json)
+#   fused   the LM head fused with the loss (GRPO_CUDA_FUSED_HEAD=1): test_cuda_step
+#           and step-device.t with it and the per-token check
+#           (GRPO_CUDA_FUSED_CHECK=1), then the quick training step with and
+#           without it, -R too (fused.txt)
 # Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
 # test binaries to run (default: every CUDA test; attention and step).
 top=$(pwd)
@@ -25,6 +29,13 @@ export LD_LIBRARY_PATH="$top/cuda-run/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH
 export GRPO_TOP="$top" GRPO_SHARED="$top/cuda-run/shared"
 san=/usr/local/cuda/bin/compute-sanitizer
 [ $# -gt 0 ] || set -- tests bench
+# the quick steps' batch: 16 prompts x 8 responses of seeded random lengths
+lengths() {
+	python3 -c 'import torch
+g = torch.Generator().manual_seed(1)
+for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
+    for _ in range(8): print(p, int(torch.randint(32, 1536, (1,), generator=g)))' > "$out/lengths.txt"
+}
 for what; do
 	case $what in
 	tests)
@@ -43,10 +54,7 @@ for what; do
 		tail -n 12 "$out/bench.txt"
 		;;
 	quick)   # ours alone, once each: generation at 128 sequences, the training step with and without -R
-		python3 -c 'import torch
-g = torch.Generator().manual_seed(1)
-for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
-    for _ in range(8): print(p, int(torch.randint(32, 1536, (1,), generator=g)))' > "$out/lengths.txt"
+		lengths
 		{
 			timeout 120 cuda-run/bench/cuda/bench_cuda_generate -P 16 -G 8 -r 1
 			timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 "$out/lengths.txt"
@@ -72,6 +80,23 @@ for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
 		done
 		cat "$out/san.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, quick, gen, san or wide" >&2; exit 2 ;;
+	fused)
+		nvidia-smi -L > "$out/fused.txt" 2>&1
+		t=cuda-run/tests/test_cuda_step   # its CPU comparisons through the fused head, then its fused tests
+		echo "=== $t (GRPO_CUDA_FUSED_HEAD=1)" >> "$out/fused.txt"
+		GRPO_CUDA_FUSED_HEAD=1 GRPO_CUDA_FUSED_CHECK=1 timeout 200 "$t" >> "$out/fused.txt" 2>&1
+		echo "=== $t: exit $?" >> "$out/fused.txt"
+		GRPO_CUDA_FUSED_HEAD=1 GRPO_CUDA_FUSED_CHECK=1 BUILD=cuda-run timeout 200 sh tests/run.sh \
+			tests/cli/step-device.t >> "$out/fused.txt" 2>&1
+		lengths
+		for r in "" -R; do
+			for f in 0 1; do
+				GRPO_CUDA_FUSED_HEAD=$f timeout 100 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 $r \
+					"$out/lengths.txt" >> "$out/fused.txt" 2>&1
+			done
+		done
+		grep -E '^(===|not ok|Result|shape=)' "$out/fused.txt"
+		;;
+	*) echo "on-device.sh: $what: tests, bench, quick, gen, san, wide or fused" >&2; exit 2 ;;
 	esac
 done
