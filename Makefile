@@ -61,7 +61,10 @@ CUDA_INC   ?= $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/include/
 CUDA_ARCHS ?= 80 90
 CUDA_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra,-fPIC -Ikernels $(CUDA_GENCODE) -MMD -MP
+# -Ilib: loss.cu shares lib/train/loss_token.h, the loss's per-token maths,
+# and computes it without fused multiply-adds, rounding as the host does
+NVCC_FLAGS = -O3 -std=c++17 -g -Xcompiler -Wall,-Wextra,-fPIC -Ikernels -Ilib $(CUDA_GENCODE) -MMD -MP
+$(BUILD)/kernels/loss.o: NVCC_FLAGS += --fmad=false
 CUDA_LDLIBS = -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ -lm
 CUDA_WHY := $(if $(filter 0 no,$(CUDA)),CUDA=$(CUDA),$(if $(NVCC),$(if $(and $(CUDA_LIBDIR),$(CUDA_INC)),,no cuBLAS beside $(NVCC)),no nvcc))
 CUDA_A     := $(BUILD)/libgrpo-cuda.a

@@ -13,6 +13,7 @@
 
 #include "gpu_model_impl.cuh"
 #include "lmhead.h"
+#include "loss.cuh"
 #include "paged.cuh"
 
 int gpu_fail(char *msg, size_t msglen, const char *fmt, ...)
@@ -306,6 +307,9 @@ void gpu_model_free(struct gpu_model *g)
 	cudaFree(g->omem);
 	free(g->h_dlp);
 	free(g->h_order);
+	free(g->h_ladv);
+	free(g->h_lw);
+	free(g->h_lflags);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
 	free(g->h_pos);
@@ -498,14 +502,85 @@ int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_p
 	return 0;
 }
 
-int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
-		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
+int gpu_lmhead_logits(struct gpu_model *g, int r0, int n, char *msg, size_t msglen)
 {
-	const struct gpu_model_shape *s = &g->s;
-	int C = s->C, V = s->V, bf = g->bf16, ntiles = 0;
-	size_t es = g->esize;
+	const char *x = (const char *)g->ln + (size_t)r0 * g->s.C * g->esize;
+	return matmul(&g->mm, g->logits, 1, x, g->lm_head, g->bf16, n, g->s.V, g->s.C, 0.0f, msg, msglen);
+}
+
+// The fused forward's loss inputs moved to the rows that predict their
+// tokens (row t: token t + 1; flags 0 where a row predicts nothing), onto
+// the device; the rows as loss.cu reads them.
+static int loss_rows(struct gpu_model *g, int T, const struct gpu_loss *loss, struct loss_rows *rows, char *msg,
+		     size_t msglen)
+{
+	float *adv = g->h_ladv, *old = adv + T, *behav = old + T, *ref = behav + T;
+	for (int t = 0; t < T; t++) {
+		int u = t + 1, predicts = u < T && g->h_start[u] == g->h_start[t];
+		g->h_lflags[t] = predicts && (loss->flags[u] & GPU_LOSS_TOKEN) ? loss->flags[u] : 0;
+		adv[t] = predicts ? loss->adv[u] : 0;
+		old[t] = predicts ? loss->old[u] : 0;
+		behav[t] = predicts && loss->behav ? loss->behav[u] : 0;
+		ref[t] = predicts && loss->ref ? loss->ref[u] : 0;
+		g->h_lw[t] = predicts ? loss->w[u] : 0;
+	}
 	cudaStream_t st = g->stream;
-	g->forward_done = 0;   // from here on the host arrays describe this pack, not the last
+	CUDA_TRY(cudaMemcpyAsync(g->l_flags, g->h_lflags, (size_t)T, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->l_adv, adv, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->l_old, old, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->l_behav, behav, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->l_ref, ref, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+	CUDA_TRY(cudaMemcpyAsync(g->l_w, g->h_lw, (size_t)T * 8, cudaMemcpyHostToDevice, st));
+	struct loss_rows r = { g->l_flags, g->l_adv, g->l_old, loss->behav ? g->l_behav : NULL,
+			       loss->ref ? g->l_ref : NULL, g->l_w };
+	*rows = r;
+	return 0;
+}
+
+// The LM head over the T-1 rows that may predict a token, chunk by chunk:
+// the logits' statistics, and with loss (fused) the loss's gradients, then
+// the head's backward of the chunk, while its logits are at hand.
+static int lmhead(struct gpu_model *g, int T, const struct gpu_loss *loss, char *msg, size_t msglen)
+{
+	cudaStream_t st = g->stream;
+	int l = -1;
+	struct loss_rows rows = { NULL, NULL, NULL, NULL, NULL, NULL };
+	if (loss) {
+		if (loss_rows(g, T, loss, &rows, msg, msglen) < 0)
+			return -1;
+		CUDA_TRY(cudaMemsetAsync(g->dln, 0, (size_t)T * g->s.C * 4, st));   // the last row predicts nothing
+	}
+	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
+		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
+		if (gpu_lmhead_logits(g, r0, n, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "LM head matmul", 2.0 * n * g->s.V * g->s.C);
+		int err = grpo_cuda_lmhead_stats(g->logits, g->targets + r0, g->temps + r0, n, g->s.V, g->lp + r0,
+						 g->ent + r0, g->lse + r0, st);
+		if (err)
+			return gpu_fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
+		prof_mark(g, "LM head softmax statistics", 0);
+		if (!loss)
+			continue;
+		struct loss_rows at = { rows.flags + r0, rows.adv + r0, rows.old + r0,
+					rows.behav ? rows.behav + r0 : NULL, rows.ref ? rows.ref + r0 : NULL,
+					rows.w + r0 };
+		LAUNCH(launch_loss_rows(g->dlp + r0, g->dent + r0, g->lp + r0, at, *loss->opts, n, st));
+		prof_mark(g, "LM head loss gradient", 0);
+		if (gpu_lmhead_backward_rows(g, r0, n, msg, msglen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+// gpu_model_forward, and with loss gpu_model_forward_train.
+static int forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		   const float *temps, const struct gpu_loss *loss, float *logprob, float *entropy, char *msg,
+		   size_t msglen)
+{
+	int ntiles = 0;
+	cudaStream_t st = g->stream;
+	g->forward_done = g->head_done = 0;   // from here on the host arrays describe this pack, not the last
 	if (T <= 0 || T > g->maxT)
 		return gpu_fail(msg, msglen, "pack of %d tokens, but the GPU model is sized for 1 to %d", T, g->maxT);
 	if (lay_out(g, ids, T, seq_lens, nseq, temps, &ntiles, msg, msglen) < 0)
@@ -519,22 +594,8 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 				 cudaMemcpyHostToDevice, st));
 	prof_mark(g, "copies in", 0);
 
-	if (gpu_forward_layers(g, T, ntiles, NULL, msg, msglen) < 0)
+	if (gpu_forward_layers(g, T, ntiles, NULL, msg, msglen) < 0 || lmhead(g, T, loss, msg, msglen) < 0)
 		return -1;
-
-	// the LM head over the T-1 rows that may predict a token
-	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
-		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
-		if (matmul(&g->mm, g->logits, 1, (const char *)g->ln + (size_t)r0 * C * es, g->lm_head, bf, n, V, C,
-			   0.0f, msg, msglen) < 0)
-			return -1;
-		prof_mark(g, "LM head matmul", 2.0 * n * V * C);
-		int err = grpo_cuda_lmhead_stats(g->logits, g->targets + r0, g->temps + r0, n, V, g->lp + r0,
-						 g->ent + r0, g->lse + r0, st);
-		if (err)
-			return gpu_fail(msg, msglen, "LM head statistics: %s", grpo_cuda_strerror(err));
-		prof_mark(g, "LM head softmax statistics", 0);
-	}
 	if (T > 1) {
 		CUDA_TRY(cudaMemcpyAsync(g->h_lp, g->lp, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
 		CUDA_TRY(cudaMemcpyAsync(g->h_ent, g->ent, (size_t)(T - 1) * 4, cudaMemcpyDeviceToHost, st));
@@ -552,7 +613,26 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 	g->T = T;
 	g->ntiles = ntiles;
 	g->forward_done = 1;
+	g->head_done = loss != NULL;
 	return 0;
+}
+
+int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen)
+{
+	return forward(g, ids, T, seq_lens, nseq, temps, NULL, logprob, entropy, msg, msglen);
+}
+
+int gpu_model_forward_train(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+			    const float *temps, const struct gpu_loss *loss, float *logprob, float *entropy, char *msg,
+			    size_t msglen)
+{
+	if (!g->train)
+		return gpu_fail(msg, msglen, "a training forward on a GPU model made for inference");
+	if (loss->opts->ratio != LOSS_RATIO_TOKEN)
+		return gpu_fail(msg, msglen, "the fused LM head takes the token ratio only (the sequence's needs all its "
+				"logprobs first)");
+	return forward(g, ids, T, seq_lens, nseq, temps, loss, logprob, entropy, msg, msglen);
 }
 
 // ---- the attention kernels alone ----

@@ -81,10 +81,44 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 		      const float *temps, float *logprob, float *entropy, char *msg, size_t msglen);
 
 /*
+ * A training forward with the LM head's backward fused in (a model created
+ * for training; GRPO_CUDA_FUSED_HEAD=1 in grpo-step): for each chunk of
+ * rows, after the logits' statistics, the loss's per-token gradient is
+ * formed on the device by lib/train/loss_token.h's maths (the one the
+ * host's loss uses), then dlogits, the final norm's input gradient and the
+ * LM head's weight gradient (ADDED, as the backward adds), while the
+ * chunk's logits are at hand: gpu_model_backward then starts at the final
+ * norm, and no logit is made twice. The token ratio only (GSPO's needs the
+ * whole sequence's logprobs first). loss's arrays are host arrays aligned
+ * with ids (T); a token's ℓ_old, or ℓ_behav, may be this very forward's ℓ
+ * (GPU_LOSS_OLD_OWN, GPU_LOSS_BEHAV_OWN: the first epoch's old logprobs,
+ * and a sequence without sampler logprobs), exactly as the host then reads
+ * it from logprob. Writes logprob and entropy as gpu_model_forward does.
+ */
+struct loss_opts;                 /* lib/train/loss_token.h */
+#define GPU_LOSS_TOKEN 1          /* a loss token */
+#define GPU_LOSS_OLD_OWN 2        /* its ℓ_old is this forward's ℓ */
+#define GPU_LOSS_BEHAV_OWN 4      /* its ℓ_behav is this forward's ℓ */
+struct gpu_loss {
+	const struct loss_opts *opts;
+	const uint8_t *flags;         /* (T) GPU_LOSS_* */
+	const float *adv, *old;       /* (T) */
+	const float *behav, *ref;     /* (T), or NULL where there are none */
+	const double *w;              /* (T) the aggregation's weights (lib/train's loss_token_weights) */
+};
+int gpu_model_forward_train(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
+			    const float *temps, const struct gpu_loss *loss, float *logprob, float *entropy, char *msg,
+			    size_t msglen);
+
+/*
  * Backward of the last forward (a model created for training): given the
  * loss's gradients dlogprob (T) and dentropy (T, or NULL) aligned as the
  * forward's outputs, ADDS the weights' gradients into the model's fp32
  * gradients (so micro-batches accumulate), as lib/model's model_backward.
+ * After gpu_model_forward_train the LM head's part is done: dlogprob and
+ * dentropy are then only compared, where not NULL, with the gradients the
+ * device formed (a debug check): a difference beyond float rounding in a
+ * token some row predicts fails, naming it.
  */
 int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg,
 		       size_t msglen);

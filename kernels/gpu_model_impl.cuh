@@ -50,6 +50,7 @@ struct gpu_model {
 	int32_t *ids, *pos, *targets;   // (maxT)
 	struct att_tile *tiles;         // (maxT) at most one tile per token
 	int T, ntiles, forward_done;    // the last forward's
+	int head_done;                  // the last forward took the LM head's backward too (fused)
 
 	// host mirrors of the per-token arrays
 	int32_t *h_pos, *h_start, *h_targets, *h_ids;   // h_ids: the last forward's, for the backward
@@ -68,6 +69,13 @@ struct gpu_model {
 	size_t grad_bytes;              // the gradients, first in gmem
 	float *h_dlp, *h_dent;
 	int32_t *h_order, *h_seg, *h_seg_id;
+	// the fused forward's loss inputs by predicting row (loss.cuh), and their host mirrors
+	float *l_adv, *l_old, *l_behav, *l_ref;
+	double *l_w;
+	uint8_t *l_flags;
+	float *h_ladv;                  // (4 maxT): adv, old, behav, ref
+	double *h_lw;
+	uint8_t *h_lflags;
 
 	// the optimizer (gpu_optim.cu): master weights and moments in the
 	// gradients' layout, and the norm's per-block sums
@@ -156,6 +164,13 @@ int gpu_forward_layers(struct gpu_model *g, int T, int ntiles, const struct kv_p
 // (the recompute) stops at gate|up, the last activation the backward reads.
 int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struct kv_pass *kv, int for_backward,
 		      char *msg, size_t msglen);
+
+// gpu_model.cu: the LM head's fp32 logits of rows [r0, r0 + n) into g->logits.
+int gpu_lmhead_logits(struct gpu_model *g, int r0, int n, char *msg, size_t msglen);
+// gpu_train.cu: the LM head's backward of those rows from the logits and the
+// loss's gradients in g->dlp and g->dent: their rows of g->dln, and the head's
+// weight gradient added to.
+int gpu_lmhead_backward_rows(struct gpu_model *g, int r0, int n, char *msg, size_t msglen);
 
 // gpu_train.cu: the training buffers' bytes, and their carving (with the
 // host arrays the backward needs; 0, or -1 when out of host memory)

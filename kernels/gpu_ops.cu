@@ -9,6 +9,7 @@ static const struct gpu_ops ops = [] {
 	SET(gpu_count);
 	SET(gpu_model_create);
 	SET(gpu_model_forward);
+	SET(gpu_model_forward_train);
 	SET(gpu_model_backward);
 	SET(gpu_model_grads_zero);
 	SET(gpu_model_optim_alloc);

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define GPU_OPS_ABI 1
+#define GPU_OPS_ABI 2
 
 /* Each member is the function of the same name (gpu_model.h, gpu_decode.h). */
 struct gpu_ops {
@@ -35,6 +35,9 @@ struct gpu_ops {
 				char *msg, size_t msglen);
 	int (*gpu_model_forward)(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens, int nseq,
 				 const float *temps, float *logprob, float *entropy, char *msg, size_t msglen);
+	int (*gpu_model_forward_train)(struct gpu_model *g, const int32_t *ids, int T, const uint32_t *seq_lens,
+				       int nseq, const float *temps, const struct gpu_loss *loss, float *logprob,
+				       float *entropy, char *msg, size_t msglen);
 	int (*gpu_model_backward)(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg,
 				  size_t msglen);
 	int (*gpu_model_grads_zero)(struct gpu_model *g, char *msg, size_t msglen);

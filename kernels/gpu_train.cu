@@ -10,6 +10,7 @@
 // the same gradients). Gradients of the residual stream are fp32; where one
 // feeds a matrix product it is converted to the activation type first.
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,12 @@ static void layout(struct gpu_model *g, struct carve *c)
 	g->datt = carve(c, T * QD * es);
 	g->dqkv = carve(c, T * QKV * es);
 	g->dz = carve(c, (size_t)g->chunk * V * es);
+	g->l_adv = (float *)carve(c, T * 4);
+	g->l_old = (float *)carve(c, T * 4);
+	g->l_behav = (float *)carve(c, T * 4);
+	g->l_ref = (float *)carve(c, T * 4);
+	g->l_w = (double *)carve(c, T * 8);
+	g->l_flags = (uint8_t *)carve(c, T);
 	g->order = (int32_t *)carve(c, (T + 1) * 4);
 	g->seg = (int32_t *)carve(c, (T + 1) * 4);
 	g->seg_id = (int32_t *)carve(c, (T + 1) * 4);
@@ -69,7 +76,10 @@ int gpu_train_layout(struct gpu_model *g, char *base)
 	size_t T = g->maxT;
 	g->h_dlp = (float *)malloc(2 * T * sizeof(float));
 	g->h_order = (int32_t *)malloc(3 * (T + 1) * sizeof(int32_t));
-	if (!g->h_dlp || !g->h_order)
+	g->h_ladv = (float *)malloc(4 * T * sizeof(float));
+	g->h_lw = (double *)malloc(T * sizeof(double));
+	g->h_lflags = (uint8_t *)malloc(T);
+	if (!g->h_dlp || !g->h_order || !g->h_ladv || !g->h_lw || !g->h_lflags)
 		return -1;
 	g->h_dent = g->h_dlp + T;
 	g->h_seg = g->h_order + T + 1;
@@ -114,10 +124,61 @@ static int group_ids(struct gpu_model *g, int32_t *ids, int T)
 
 // ---- the backward ----
 
+// ---- the LM head ----
+
+int gpu_lmhead_backward_rows(struct gpu_model *g, int r0, int n, char *msg, size_t msglen)
+{
+	int C = g->s.C, V = g->s.V, l = -1;
+	const char *x = (const char *)g->ln + (size_t)r0 * g->esize * C;
+	double VnC = 2.0 * n * V * C;
+	LAUNCH(launch_lmhead_backward(g->dz, g->logits, g->targets + r0, g->temps + r0, g->dlp + r0, g->dent + r0,
+				      g->lse + r0, g->ent + r0, n, V, g->bf16, g->stream));
+	prof_mark(g, "LM head dlogits", 0);
+	if (matmul_dx(&g->mm, g->dln + (size_t)r0 * C, 1, g->dz, g->lm_head, g->bf16, n, V, C, 0.0f, msg, msglen) < 0)
+		return -1;
+	prof_mark(g, "LM head dx matmul", VnC);
+	if (matmul_dw(&g->mm, g->g_lm_head, g->dz, x, g->bf16, n, V, C, msg, msglen) < 0)
+		return -1;
+	prof_mark(g, "LM head dW matmul", VnC);
+	return 0;
+}
+
+// Each predicting row t gets the loss's gradients of the token t+1 it
+// predicts (0 where it predicts none), in g->h_dlp and g->h_dent.
+static void host_rows(struct gpu_model *g, const float *dlogprob, const float *dentropy)
+{
+	for (int t = 0; t < g->T; t++) {
+		int predicts = t + 1 < g->T && g->h_start[t + 1] == g->h_start[t];
+		g->h_dlp[t] = predicts ? dlogprob[t + 1] : 0.0f;
+		g->h_dent[t] = predicts && dentropy ? dentropy[t + 1] : 0.0f;
+	}
+}
+
+// A fused forward's gradients against the host's (GRPO_CUDA_FUSED_CHECK):
+// both are one double rounded once to float, differing at most where the
+// device's exp() rounds its last bit otherwise.
+static int check_fused(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg, size_t msglen)
+{
+	int T = g->T;
+	float *dev = g->h_ladv, *dev_ent = g->h_ladv + T;   // the loss inputs' host mirror, free after the forward
+	host_rows(g, dlogprob, dentropy);
+	CUDA_TRY(cudaMemcpyAsync(dev, g->dlp, (size_t)T * 4, cudaMemcpyDeviceToHost, g->stream));
+	CUDA_TRY(cudaMemcpyAsync(dev_ent, g->dent, (size_t)T * 4, cudaMemcpyDeviceToHost, g->stream));
+	CUDA_TRY(cudaStreamSynchronize(g->stream));
+	for (int t = 0; t + 1 < T; t++) {
+		float a[2] = { dev[t], dev_ent[t] }, b[2] = { g->h_dlp[t], g->h_dent[t] };
+		for (int k = 0; k < 2; k++)
+			if (!(fabsf(a[k] - b[k]) <= 1e-6f * fabsf(b[k]) + 1e-30f))
+				return gpu_fail(msg, msglen, "the fused LM head's d%s of token %d is %.9g, the host loss's %.9g",
+						k ? "entropy" : "logprob", t + 1, a[k], b[k]);
+	}
+	return 0;
+}
+
 int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *dentropy, char *msg, size_t msglen)
 {
 	const struct gpu_model_shape *s = &g->s;
-	int C = s->C, I = s->I, NH = s->NH, NKV = s->NKV, HS = s->HS, V = s->V, T = g->T, l = -1;
+	int C = s->C, I = s->I, NH = s->NH, NKV = s->NKV, HS = s->HS, T = g->T, l = -1;
 	int QD = NH * HS, KD = NKV * HS, QKV = QD + 2 * KD, bf = g->bf16;
 	size_t es = g->esize, TC = (size_t)T * C;
 	cudaStream_t st = g->stream;
@@ -125,46 +186,36 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		return gpu_fail(msg, msglen, "backward on a GPU model made for inference");
 	if (!g->forward_done)
 		return gpu_fail(msg, msglen, "backward without a forward");
+	if (g->head_done && dlogprob && check_fused(g, dlogprob, dentropy, msg, msglen) < 0)
+		return -1;
 
-	// per predicting row t: the loss's gradients of the token t+1 it predicts
-	for (int t = 0; t < T; t++) {
-		int predicts = t + 1 < T && g->h_start[t + 1] == g->h_start[t];
-		g->h_dlp[t] = predicts ? dlogprob[t + 1] : 0.0f;
-		g->h_dent[t] = predicts && dentropy ? dentropy[t + 1] : 0.0f;
-	}
 	int nseg = group_ids(g, g->h_ids, T);
 	double TT = T;
 	prof_start(g);
-	CUDA_TRY(cudaMemcpyAsync(g->dlp, g->h_dlp, (size_t)T * 4, cudaMemcpyHostToDevice, st));
-	CUDA_TRY(cudaMemcpyAsync(g->dent, g->h_dent, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->order, g->h_order, (size_t)T * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->seg, g->h_seg, (size_t)(nseg + 1) * 4, cudaMemcpyHostToDevice, st));
 	CUDA_TRY(cudaMemcpyAsync(g->seg_id, g->h_seg_id, (size_t)nseg * 4, cudaMemcpyHostToDevice, st));
 	prof_mark(g, "bwd: copies in", 0);
 
-	// LM head: recompute each chunk's logits, turn them into dlogits, then
-	// dlnf = dz W and dW += dz^T lnf (dlnf's last row, predicting nothing, stays 0)
+	// LM head, unless the forward took it: recompute each chunk's logits,
+	// turn them into dlogits, then dlnf = dz W and dW += dz^T lnf (dlnf's
+	// last row, predicting nothing, stays 0)
 	const float *xL = g->resid + resid_off(g, s->L);
-	LAUNCH(launch_rmsnorm(g->ln, xL, g->norm, T, C, s->eps, bf, st));
-	CUDA_TRY(cudaMemsetAsync(g->dln, 0, TC * 4, st));
-	prof_mark(g, "bwd: rmsnorm (again)", 0);
-	for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
-		int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
-		double VnC = 2.0 * n * V * C;
-		const char *x = (const char *)g->ln + (size_t)r0 * C * es;
-		if (matmul(&g->mm, g->logits, 1, x, g->lm_head, bf, n, V, C, 0.0f, msg, msglen) < 0)
-			return -1;
-		prof_mark(g, "bwd: LM head matmul (again)", VnC);
-		LAUNCH(launch_lmhead_backward(g->dz, g->logits, g->targets + r0, g->temps + r0, g->dlp + r0,
-					      g->dent + r0, g->lse + r0, g->ent + r0, n, V, bf, st));
-		prof_mark(g, "bwd: LM head dlogits", 0);
-		if (matmul_dx(&g->mm, g->dln + (size_t)r0 * C, 1, g->dz, g->lm_head, bf, n, V, C, 0.0f, msg,
-			      msglen) < 0)
-			return -1;
-		prof_mark(g, "bwd: LM head dx matmul", VnC);
-		if (matmul_dw(&g->mm, g->g_lm_head, g->dz, x, bf, n, V, C, msg, msglen) < 0)
-			return -1;
-		prof_mark(g, "bwd: LM head dW matmul", VnC);
+	if (!g->head_done) {
+		host_rows(g, dlogprob, dentropy);
+		CUDA_TRY(cudaMemcpyAsync(g->dlp, g->h_dlp, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+		CUDA_TRY(cudaMemcpyAsync(g->dent, g->h_dent, (size_t)T * 4, cudaMemcpyHostToDevice, st));
+		LAUNCH(launch_rmsnorm(g->ln, xL, g->norm, T, C, s->eps, bf, st));
+		CUDA_TRY(cudaMemsetAsync(g->dln, 0, TC * 4, st));
+		prof_mark(g, "bwd: rmsnorm (again)", 0);
+		for (int r0 = 0; r0 < T - 1; r0 += g->chunk) {
+			int n = T - 1 - r0 < g->chunk ? T - 1 - r0 : g->chunk;
+			if (gpu_lmhead_logits(g, r0, n, msg, msglen) < 0)
+				return -1;
+			prof_mark(g, "bwd: LM head matmul (again)", 2.0 * n * s->V * C);
+			if (gpu_lmhead_backward_rows(g, r0, n, msg, msglen) < 0)
+				return -1;
+		}
 	}
 	CUDA_TRY(cudaMemsetAsync(g->dres, 0, TC * 4, st));
 	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->dln, xL, g->norm, T, C, s->eps, st));

@@ -17,6 +17,10 @@
  * could; put_s: the put of all three; GRPO_CUDA_PIN=0 leaves them pageable).
  * -R, with -b or -t, keeps only the layers' inputs and recomputes each
  * layer's activations for its backward (grpo-step --recompute).
+ * GRPO_CUDA_FUSED_HEAD=1, with -b or -t, takes grpo-step's fused path
+ * (model_gpu_forward_train): the forward forms a token-ratio GRPO loss's
+ * gradient (default options, every token a loss token) and the LM head's
+ * backward, which the backward then skips (fused=1 in the output).
  *
  * LENGTHS has one sequence a line, "PROMPT RESPONSE" tokens. Prints one
  * line of key=value pairs: tokens, seconds (median), tokens_per_s, MFU (the
@@ -34,6 +38,7 @@
 
 #include "model/model.h"
 #include "model/model_gpu.h"
+#include "train/loss.h"
 #include "train/optim.h"
 
 /* dense bf16 peak of an H100 SXM, the usual MFU denominator */
@@ -52,6 +57,50 @@ static int cmp_desc(const void *a, const void *b)
 }
 
 struct bin { int T, n; int lens[256]; };
+
+/* The fused path's loss over a bin of up to T tokens: A = 1 and ℓ_old = 0, so
+ * that every ratio is below 1 and unclipped, and every token has a gradient. */
+struct fused_loss {
+	struct loss_opts lo;
+	struct model_gpu_loss gl;
+	uint8_t *flags;
+	float *adv, *old;
+	double *w;
+};
+
+static int fused_loss_init(struct fused_loss *f, int T)
+{
+	loss_opts_default(&f->lo);
+	f->flags = malloc((size_t)T), f->adv = malloc((size_t)T * 4), f->old = calloc((size_t)T, 4);
+	f->w = malloc((size_t)T * sizeof *f->w);
+	if (!f->flags || !f->adv || !f->old || !f->w)
+		return -1;
+	for (int t = 0; t < T; t++)
+		f->flags[t] = MODEL_GPU_LOSS_TOKEN, f->adv[t] = 1, f->w[t] = 1.0 / T;
+	struct model_gpu_loss gl = { &f->lo, f->flags, f->adv, f->old, NULL, NULL, f->w };
+	f->gl = gl;
+	return 0;
+}
+
+static void fused_loss_free(struct fused_loss *f)
+{
+	free(f->flags), free(f->adv), free(f->old), free(f->w);
+}
+
+/* A bin's forward: plain, or with the fused LM head (f not NULL). */
+static int bin_forward(struct model_gpu *g, const struct bin *b, int32_t *ids, const struct fused_loss *f, float *lp,
+		       float *ent, struct err *e)
+{
+	if (!f)
+		return model_gpu_forward(g, ids, b->T, b->lens, b->n, NULL, lp, ent, e);
+	uint32_t lens[256];
+	for (int i = 0; i < b->n; i++)
+		lens[i] = (uint32_t)b->lens[i];
+	struct microbatch mb;
+	memset(&mb, 0, sizeof mb);
+	mb.input_ids = ids, mb.n_tokens = (uint32_t)b->T, mb.seq_lens = lens, mb.n_seq_lens = (uint32_t)b->n;
+	return model_gpu_forward_train(g, &mb, &f->gl, lp, ent, e);
+}
 
 int main(int argc, char **argv)
 {
@@ -172,6 +221,13 @@ int main(int argc, char **argv)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		ids[t] = (int32_t)(rng % (uint64_t)c.V);
 	}
+	struct fused_loss fl;
+	memset(&fl, 0, sizeof fl);
+	int fused = backward && model_gpu_fused_head();
+	if (fused && fused_loss_init(&fl, binT) < 0) {
+		fprintf(stderr, "bench_cuda_model: out of memory\n");
+		return 1;
+	}
 	double times[64], copies[64];
 	if (reps > 63)
 		reps = 63;
@@ -182,7 +238,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (int b = 0; b < nbins; b++)
-			if (model_gpu_forward(g, ids, bins[b].T, bins[b].lens, bins[b].n, NULL, lp, ent, &e) < 0 ||
+			if (bin_forward(g, &bins[b], ids, fused ? &fl : NULL, lp, ent, &e) < 0 ||
 			    (backward && model_gpu_backward(g, dlp, NULL, &e) < 0)) {
 				fprintf(stderr, "bench_cuda_model: %s\n", e.msg);
 				return 1;
@@ -221,9 +277,9 @@ int main(int argc, char **argv)
 	char dev[512];
 	model_gpu_describe(g, dev, sizeof dev);
 	printf("shape=%s dtype=%s pass=%s sequences=%d tokens=%lld bins=%d seconds=%.4f tokens_per_s=%.0f mfu=%.3f "
-	       "attention=%s recompute=%d gpu_bytes=%zu copy_s=%.4f", name, dtype,
+	       "attention=%s recompute=%d fused=%d gpu_bytes=%zu copy_s=%.4f", name, dtype,
 	       step ? "train-step" : backward ? "forward+backward" : "forward", nseq, tokens, nbins, secs, tokens / secs,
-	       flops / secs / PEAK_FLOPS, model_gpu_attention(g), recompute, model_gpu_bytes(g), copy_s);
+	       flops / secs / PEAK_FLOPS, model_gpu_attention(g), recompute, fused, model_gpu_bytes(g), copy_s);
 	if (step)
 		printf(" copy_gbs=%.1f pinned=%d pin_s=%.4f put_s=%.4f", 3.0 * m.w.n * sizeof(float) / copy_s / 1e9, pinned,
 		       pin_s, put_s);
@@ -236,5 +292,6 @@ int main(int argc, char **argv)
 	free(lp);
 	free(ent);
 	free(dlp);
+	fused_loss_free(&fl);
 	return 0;
 }

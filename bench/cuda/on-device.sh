@@ -15,6 +15,10 @@
 #           (RACE_PAIRS: test:kernel-name-part ...; race.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
 #           (wide-expected.json)
+#   fused   the LM head fused with the loss (GRPO_CUDA_FUSED_HEAD=1): test_cuda_step
+#           and step-device.t with it and the per-token check
+#           (GRPO_CUDA_FUSED_CHECK=1), then the quick training step with and
+#           without it, -R too (fused.txt)
 # Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
 # test binaries to run (default: every CUDA test; attention and step).
 top=$(pwd)
@@ -104,6 +108,23 @@ for what; do
 		done
 		cat "$out/race.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san, race or wide" >&2; exit 2 ;;
+	fused)
+		nvidia-smi -L > "$out/fused.txt" 2>&1
+		t=cuda-run/tests/test_cuda_step   # its CPU comparisons through the fused head, then its fused tests
+		echo "=== $t (GRPO_CUDA_FUSED_HEAD=1)" >> "$out/fused.txt"
+		GRPO_CUDA_FUSED_HEAD=1 GRPO_CUDA_FUSED_CHECK=1 timeout 200 "$t" >> "$out/fused.txt" 2>&1
+		echo "=== $t: exit $?" >> "$out/fused.txt"
+		GRPO_CUDA_FUSED_HEAD=1 GRPO_CUDA_FUSED_CHECK=1 BUILD=cuda-run timeout 200 sh tests/run.sh \
+			tests/cli/step-device.t >> "$out/fused.txt" 2>&1
+		[ -f "$out/lengths.txt" ] || lengths > "$out/lengths.txt"
+		for r in "" -R; do
+			for f in 0 1; do
+				GRPO_CUDA_FUSED_HEAD=$f timeout 100 cuda-run/bench/cuda/bench_cuda_model -d bf16 -t -r 2 $r \
+					"$out/lengths.txt" >> "$out/fused.txt" 2>&1
+			done
+		done
+		grep -E '^(===|not ok|Result|shape=)' "$out/fused.txt"
+		;;
+	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san, race, wide or fused" >&2; exit 2 ;;
 	esac
 done

@@ -49,6 +49,12 @@ const char *model_device_name(enum model_device d)
 	return model_device_names[d];
 }
 
+int model_gpu_fused_head(void)
+{
+	const char *v = getenv("GRPO_CUDA_FUSED_HEAD");
+	return v && strcmp(v, "1") == 0;
+}
+
 #ifdef GRPO_CUDA
 
 /* Defined where the program links libgrpo-cuda.a's table (tests/cuda and
@@ -199,6 +205,9 @@ static int gpu_find(struct err *e)
 
 #endif
 
+_Static_assert(MODEL_GPU_LOSS_TOKEN == GPU_LOSS_TOKEN && MODEL_GPU_LOSS_OLD_OWN == GPU_LOSS_OLD_OWN &&
+	       MODEL_GPU_LOSS_BEHAV_OWN == GPU_LOSS_BEHAV_OWN, "the loss flags are the CUDA library's");
+
 int model_device_resolve(enum model_device want, enum model_device *got, struct err *e)
 {
 	struct err why;
@@ -220,6 +229,7 @@ struct model_gpu {
 	int maxT, max_pos;
 	uint32_t *lens;   /* (maxT) seq_lens as the CUDA library takes them */
 	struct gpu_gen_stats gen;   /* the last model_gpu_generate's */
+	int head_done;              /* the last forward was model_gpu_forward_train's */
 };
 
 /* A GPU model for packs of maxT tokens at positions below max_pos (>= maxT). */
@@ -336,6 +346,9 @@ void model_gpu_gen_describe(const struct model_gpu *mg, char *buf, size_t n)
 int model_gpu_backward(struct model_gpu *mg, const float *dlogprob, const float *dentropy, struct err *e)
 {
 	char msg[512] = "";
+	const char *check = getenv("GRPO_CUDA_FUSED_CHECK");
+	if (mg->head_done && !(check && strcmp(check, "1") == 0))
+		dlogprob = dentropy = NULL;   /* the GPU formed its own; the host's are only compared */
 	if (mg->cuda->gpu_model_backward(mg->g, dlogprob, dentropy, msg, sizeof msg) < 0)
 		return err_set(e, "GPU backward: %s", msg);
 	return 0;
@@ -477,11 +490,15 @@ void model_gpu_close(struct model_gpu *mg)
 }
 
 static int forward(struct model_gpu *mg, const int32_t *ids, int T, const uint32_t *lens, int nseq,
-		   const float *temps, float *logprob, float *entropy, struct err *e)
+		   const float *temps, const struct gpu_loss *loss, float *logprob, float *entropy, struct err *e)
 {
 	char msg[512] = "";
-	if (mg->cuda->gpu_model_forward(mg->g, ids, T, lens, nseq, temps, logprob, entropy, msg, sizeof msg) < 0)
+	mg->head_done = 0;
+	if ((loss ? mg->cuda->gpu_model_forward_train(mg->g, ids, T, lens, nseq, temps, loss, logprob, entropy, msg,
+						       sizeof msg)
+		  : mg->cuda->gpu_model_forward(mg->g, ids, T, lens, nseq, temps, logprob, entropy, msg, sizeof msg)) < 0)
 		return err_set(e, "GPU forward: %s", msg);
+	mg->head_done = loss != NULL;
 	return 0;
 }
 
@@ -495,7 +512,7 @@ int model_gpu_forward(struct model_gpu *mg, const int *ids, int T, const int *se
 			return err_set(e, "seq_lens[%d] = %d is not positive", i, seq_lens[i]);
 		mg->lens[i] = (uint32_t)seq_lens[i];
 	}
-	return forward(mg, ids, T, mg->lens, nseq, temps, logprob, entropy, e);
+	return forward(mg, ids, T, mg->lens, nseq, temps, NULL, logprob, entropy, e);
 }
 
 int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, float *logprob, float *entropy,
@@ -505,7 +522,18 @@ int model_gpu_forward_mb(struct model_gpu *mg, const struct microbatch *mb, floa
 		return err_set(e, "a micro-batch of %u tokens, but the GPU model is sized for %d", mb->n_tokens,
 			       mg->maxT);
 	return forward(mg, mb->input_ids, (int)mb->n_tokens, mb->seq_lens, (int)mb->n_seq_lens, mb->temperatures,
-		       logprob, entropy, e);
+		       NULL, logprob, entropy, e);
+}
+
+int model_gpu_forward_train(struct model_gpu *mg, const struct microbatch *mb, const struct model_gpu_loss *loss,
+			    float *logprob, float *entropy, struct err *e)
+{
+	if (mb->n_tokens > (uint32_t)mg->maxT || mb->n_seq_lens > (uint32_t)mg->maxT)
+		return err_set(e, "a micro-batch of %u tokens, but the GPU model is sized for %d", mb->n_tokens,
+			       mg->maxT);
+	struct gpu_loss gl = { loss->opts, loss->flags, loss->adv, loss->old, loss->behav, loss->ref, loss->w };
+	return forward(mg, mb->input_ids, (int)mb->n_tokens, mb->seq_lens, (int)mb->n_seq_lens, mb->temperatures,
+		       &gl, logprob, entropy, e);
 }
 
 void model_gpu_describe(const struct model_gpu *mg, char *buf, size_t n)

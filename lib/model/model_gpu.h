@@ -17,6 +17,7 @@
 #define GRPO_MODEL_GPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "data/traj.h"
@@ -50,6 +51,41 @@ int model_gpu_open(struct model_gpu **out, const struct model *m, int maxT, int 
  */
 int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT, int bf16, int recompute,
 			 struct err *e);
+
+/*
+ * The LM head fused with the loss's per-token gradient (kernels/gpu_model.h,
+ * gpu_model_forward_train), for a model opened for training: the forward of
+ * mb also forms, chunk by chunk, the loss's gradient of each token's
+ * logprob and entropy on the GPU (lib/train/loss_token.h's maths, the
+ * host loss's own) and the LM head's backward, so that the next
+ * model_gpu_backward starts at the final norm and never makes the logits
+ * again. Writes logprob and entropy as model_gpu_forward_mb does (the
+ * host's loss still reads them, for its statistics). The token ratio only.
+ * loss: per-token host arrays aligned with mb's tokens; w the aggregation's
+ * weights (lib/train's loss_token_weights); a token's ℓ_old or ℓ_behav may
+ * be this forward's own ℓ (the flags), exactly. opts is a struct loss_opts
+ * (lib/train/loss_token.h), which only the kernels read.
+ *
+ * Used where model_gpu_fused_head() says: GRPO_CUDA_FUSED_HEAD=1 in the
+ * environment (off by default until measured). With GRPO_CUDA_FUSED_CHECK=1
+ * the next model_gpu_backward compares the host loss's dlogprob and
+ * dentropy with the GPU's and fails on a difference beyond float rounding.
+ */
+struct loss_opts;
+#define MODEL_GPU_LOSS_TOKEN 1       /* a loss token */
+#define MODEL_GPU_LOSS_OLD_OWN 2     /* its ℓ_old is this forward's ℓ */
+#define MODEL_GPU_LOSS_BEHAV_OWN 4   /* its ℓ_behav is this forward's ℓ */
+struct model_gpu_loss {
+	const struct loss_opts *opts;
+	const uint8_t *flags;            /* (T) MODEL_GPU_LOSS_* */
+	const float *adv, *old;          /* (T) */
+	const float *behav, *ref;        /* (T), or NULL where there are none */
+	const double *w;                 /* (T) */
+};
+int model_gpu_forward_train(struct model_gpu *g, const struct microbatch *mb, const struct model_gpu_loss *loss,
+			    float *logprob, float *entropy, struct err *e);
+/* 1 when GRPO_CUDA_FUSED_HEAD=1 asks for model_gpu_forward_train. */
+int model_gpu_fused_head(void);
 
 /* As model_backward(): ADD the last forward's weight gradients into the
  * GPU's; zero them; copy them into grads (lib/model's layout, as

@@ -1,17 +1,16 @@
 /*
  * loss.c: the GRPO loss and its gradient (see loss.h for the formulas).
  *
- * Each span of the pack (one sequence, or padding) is walked twice: once to
- * count its loss tokens (n_i) and, for the sequence ratio, to form log s_i;
- * once to write each token's value and gradient. Arithmetic is in double and
- * rounded once into the float gradients.
+ * Each span of the pack (one sequence, or padding) is walked to count its
+ * loss tokens (n_i) and, for the sequence ratio, to form log s_i; then once
+ * more to write each token's value and gradient, by loss_token.h's maths,
+ * which the GPU's fused LM head shares. Arithmetic is in double and rounded
+ * once into the float gradients.
  */
 #include <math.h>
 #include <string.h>
 
 #include "train/loss.h"
-
-#define LOSS_LOGR_MAX 20.0
 
 void loss_opts_default(struct loss_opts *o)
 {
@@ -86,77 +85,8 @@ void loss_stats_add(struct loss_stats *a, const struct loss_stats *b)
 	a->diff_sum += b->diff_sum, a->diff_abs_sum += b->diff_abs_sum;
 }
 
-/* exp of a log-ratio clamped to ±LOSS_LOGR_MAX; *live = 0 where clamped (no gradient). */
-static double ratio_exp(double lr, int *live)
-{
-	*live = lr > -LOSS_LOGR_MAX && lr < LOSS_LOGR_MAX;
-	if (lr > LOSS_LOGR_MAX)
-		lr = LOSS_LOGR_MAX;
-	if (lr < -LOSS_LOGR_MAX)
-		lr = -LOSS_LOGR_MAX;
-	return exp(lr);
-}
-
-static double clampd(double x, double lo, double hi)
-{
-	return x < lo ? lo : x > hi ? hi : x;
-}
-
-/*
- * The policy term of one token at ratio r and advantage A: its value, its
- * derivative in r (PPO) and in ℓ directly (CISPO), and what clipped.
- */
-struct pterm {
-	double p, dp_dr, dp_dl;
-	int dual;
-};
-
-static struct pterm policy_term(const struct loss_opts *o, double r, double A, double l)
-{
-	struct pterm t = { 0, 0, 0, 0 };
-	double lo = 1.0 - o->clip_low, hi = 1.0 + o->clip_high;
-	double rc = clampd(r, lo, hi);
-	if (o->cispo) {
-		t.p = -rc * A * l;
-		t.dp_dl = -rc * A;
-		return t;
-	}
-	double un = r * A, cl = rc * A;
-	if (un <= cl) {
-		t.p = -un;
-		t.dp_dr = -A;
-	} else {
-		t.p = -cl;    /* clipped: flat in r */
-	}
-	if (o->dual_clip > 0 && A < 0 && -o->dual_clip * A < t.p) {
-		t.p = -o->dual_clip * A;
-		t.dp_dr = 0;
-		t.dual = 1;
-	}
-	return t;
-}
-
-/* The KL estimator at Δ = ℓ − ℓ_ref, and its derivative in ℓ. */
-static double kl_term(enum loss_kl kl, double d, double *dk)
-{
-	switch (kl) {
-	case LOSS_KL_K1:
-		*dk = 1;
-		return d;
-	case LOSS_KL_K2:
-		*dk = d;
-		return 0.5 * d * d;
-	case LOSS_KL_K3:
-	default: {
-		double x = exp(-d);
-		*dk = 1 - x;
-		return x + d - 1;
-	}
-	}
-}
-
-static int check(const struct loss_opts *o, const struct loss_input *in, const float *entropy,
-                 struct err *e)
+/* The options and the spans checked; has_entropy: the entropies an entropy coefficient needs are there. */
+static int check(const struct loss_opts *o, const struct loss_input *in, int has_entropy, struct err *e)
 {
 	if (o->clip_low < 0 || o->clip_high < 0)
 		return err_set(e, "loss: clip ranges must be >= 0 (got %g, %g)", o->clip_low, o->clip_high);
@@ -166,7 +96,7 @@ static int check(const struct loss_opts *o, const struct loss_input *in, const f
 		return err_set(e, "loss: TIS cap must be > 0 (got %g)", o->tis_cap);
 	if (o->agg == LOSS_AGG_DR_GRPO && o->max_len <= 0)
 		return err_set(e, "loss: dr_grpo needs a max length > 0");
-	if (o->entropy_coef != 0 && !entropy)
+	if (o->entropy_coef != 0 && !has_entropy)
 		return err_set(e, "loss: an entropy coefficient needs the entropies");
 	long sum = 0;
 	for (int s = 0; s < in->nspans; s++)
@@ -176,21 +106,18 @@ static int check(const struct loss_opts *o, const struct loss_input *in, const f
 	return 0;
 }
 
-int loss_mb(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
-            const float *logprob, const float *entropy, float *dlogprob, float *dentropy,
-            struct loss_stats *st, struct err *e)
+/*
+ * What loss_mb and loss_token_weights start with: the micro-batch's loss
+ * tokens in *n_mb (0: nothing to add), and the inputs and totals checked
+ * where there are some.
+ */
+static int start(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
+                 long *n_mb, struct err *e)
 {
-	if (check(o, in, entropy, e) < 0)
-		return -1;
-	int T = in->T;
-	memset(dlogprob, 0, (size_t)T * sizeof *dlogprob);
-	if (dentropy)
-		memset(dentropy, 0, (size_t)T * sizeof *dentropy);
-
-	long n_mb = 0;
-	for (int t = 0; t < T; t++)
-		n_mb += in->mask[t] != 0;
-	if (n_mb == 0)
+	*n_mb = 0;
+	for (int t = 0; t < in->T; t++)
+		*n_mb += in->mask[t] != 0;
+	if (*n_mb == 0)
 		return 0;   /* padding or dummy micro-batch: exactly zero */
 	if (o->beta != 0 && !in->ref)
 		return err_set(e, "loss: --beta %g needs reference logprobs, and this micro-batch has none",
@@ -198,98 +125,132 @@ int loss_mb(const struct loss_opts *o, const struct loss_totals *tot, const stru
 	if (tot->seqs <= 0 || tot->tokens <= 0 || (o->agg == LOSS_AGG_BNPO && tot->mbs <= 0))
 		return err_set(e, "loss: the step's totals (%g sequences, %g tokens, %g micro-batches) "
 		               "leave out this micro-batch's %ld loss tokens", tot->seqs, tot->tokens,
-		               tot->mbs, n_mb);
+		               tot->mbs, *n_mb);
+	return 0;
+}
 
-	int start = 0;
-	for (int s = 0; s < in->nspans; start += (int)in->seq_lens[s], s++) {
+/* The aggregation's weight of a token whose sequence has n loss tokens, in a micro-batch of n_mb. */
+static double agg_weight(const struct loss_opts *o, const struct loss_totals *tot, long n, long n_mb)
+{
+	switch (o->agg) {
+	case LOSS_AGG_DAPO: return 1.0 / tot->tokens;
+	case LOSS_AGG_DR_GRPO: return 1.0 / (tot->seqs * o->max_len);
+	case LOSS_AGG_BNPO: return 1.0 / (tot->mbs * (double)n_mb);
+	case LOSS_AGG_GRPO:
+	default: return 1.0 / (tot->seqs * (double)n);
+	}
+}
+
+/* The loss tokens of the span [start, start + len). */
+static long span_tokens(const struct loss_input *in, int start, int len)
+{
+	long n = 0;
+	for (int t = start; t < start + len; t++)
+		n += in->mask[t] != 0;
+	return n;
+}
+
+int loss_token_weights(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
+                       double *w, struct err *e)
+{
+	long n_mb;
+	if (check(o, in, 1, e) < 0 || start(o, tot, in, &n_mb, e) < 0)
+		return -1;
+	int at = 0;
+	for (int s = 0; s < in->nspans; at += (int)in->seq_lens[s], s++) {
 		int len = (int)in->seq_lens[s];
-		long n = 0;
-		double logs = 0;
-		for (int t = start; t < start + len; t++)
-			if (in->mask[t]) {
-				n++;
-				logs += (double)logprob[t] - in->old[t];
-			}
+		double ws = agg_weight(o, tot, span_tokens(in, at, len), n_mb);
+		for (int t = at; t < at + len; t++)
+			w[t] = in->mask[t] ? ws : 0;
+	}
+	return 0;
+}
+
+/* Token t's inputs for loss_token.h, at weight w. */
+static struct loss_token_in token_in(const struct loss_input *in, int t, double l, double w)
+{
+	struct loss_token_in k = { l, in->old[t], in->adv[t], w, 0, 0, in->behav != NULL, in->ref != NULL };
+	if (in->behav)
+		k.behav = in->behav[t];
+	if (in->ref)
+		k.ref = in->ref[t];
+	return k;
+}
+
+/* Token k's parts, weighted by w, into st; H its entropy, A its advantage, d its drift from the sampler. */
+static void add_token(struct loss_stats *st, const struct loss_opts *o, const struct loss_token *k, double w,
+                      double H, double A, double d)
+{
+	double p = k->rho * k->pt.p, r = k->r;
+	st->tis_capped += k->capped;
+	st->policy += w * p;
+	st->kl += w * k->k;
+	st->entropy += w * H;
+	st->loss += w * (p + o->beta * k->k - o->entropy_coef * H);
+	st->tokens += 1;
+	st->kl_sum += k->k;
+	st->ent_sum += H;
+	st->ratio_sum += r;
+	st->ratio_min = fmin(st->ratio_min, r);
+	st->ratio_max = fmax(st->ratio_max, r);
+	st->clip_low += r < 1.0 - o->clip_low && A < 0;
+	st->clip_high += r > 1.0 + o->clip_high && A > 0;
+	st->dual_clipped += k->pt.dual;
+	st->diff_sum += d;
+	st->diff_abs_sum += fabs(d);
+}
+
+int loss_mb(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
+            const float *logprob, const float *entropy, float *dlogprob, float *dentropy,
+            struct loss_stats *st, struct err *e)
+{
+	if (check(o, in, entropy != NULL, e) < 0)
+		return -1;
+	int T = in->T;
+	memset(dlogprob, 0, (size_t)T * sizeof *dlogprob);
+	if (dentropy)
+		memset(dentropy, 0, (size_t)T * sizeof *dentropy);
+	long n_mb;
+	if (start(o, tot, in, &n_mb, e) < 0 || n_mb == 0)
+		return n_mb == 0 ? 0 : -1;
+
+	int at = 0;
+	for (int s = 0; s < in->nspans; at += (int)in->seq_lens[s], s++) {
+		int len = (int)in->seq_lens[s];
+		long n = span_tokens(in, at, len);
 		if (n == 0)
 			continue;
 		st->seqs += 1;
-
-		double w;
-		switch (o->agg) {
-		case LOSS_AGG_DAPO: w = 1.0 / tot->tokens; break;
-		case LOSS_AGG_DR_GRPO: w = 1.0 / (tot->seqs * o->max_len); break;
-		case LOSS_AGG_BNPO: w = 1.0 / (tot->mbs * (double)n_mb); break;
-		case LOSS_AGG_GRPO:
-		default: w = 1.0 / (tot->seqs * (double)n); break;
-		}
+		double w = agg_weight(o, tot, n, n_mb);
 
 		/* GSPO: one ratio for the sequence, s = exp(mean log-ratio) */
+		double logs = 0;
+		for (int t = at; t < at + len; t++)
+			if (in->mask[t])
+				logs += (double)logprob[t] - in->old[t];
 		int slive = 0;
-		double sratio = ratio_exp(logs / (double)n, &slive);
+		double sratio = loss_ratio_exp(logs / (double)n, &slive);
 		double dL_ds = 0;   /* Σ_t w ρ dp/ds over the sequence */
 
-		for (int t = start; t < start + len; t++) {
+		for (int t = at; t < at + len; t++) {
 			if (!in->mask[t])
 				continue;
-			double l = logprob[t], A = in->adv[t];
-			int live;
-			double r;
+			struct loss_token_in ti = token_in(in, t, logprob[t], w);
+			int live = slive;
+			double r = o->ratio == LOSS_RATIO_SEQUENCE ? sratio : loss_token_ratio(&ti, &live);
+			struct loss_token k = loss_token_eval(o, &ti, r, live);
 			if (o->ratio == LOSS_RATIO_SEQUENCE)
-				r = sratio, live = slive;
-			else
-				r = ratio_exp(l - in->old[t], &live);
-
-			struct pterm pt = policy_term(o, r, A, l);
-			double rho = 1;
-			if (o->tis_cap > 0 && in->behav) {
-				int unused;
-				rho = ratio_exp((double)in->old[t] - in->behav[t], &unused);
-				if (rho > o->tis_cap) {
-					rho = o->tis_cap;
-					st->tis_capped += 1;
-				}
-			}
-			double g = w * rho * pt.dp_dl;
-			if (o->ratio == LOSS_RATIO_SEQUENCE)
-				dL_ds += w * rho * pt.dp_dr;
-			else if (live)
-				g += w * rho * pt.dp_dr * r;
-
-			/* measured whenever there are reference logprobs, so that
-			 * the metrics show the drift at β = 0 too */
-			double k = 0;
-			if (in->ref) {
-				double dk;
-				k = kl_term(o->kl, l - in->ref[t], &dk);
-				g += w * o->beta * dk;
-			}
-			double H = entropy ? entropy[t] : 0;
+				dL_ds += k.dL_dr;
 			if (dentropy)
-				dentropy[t] = (float)(-w * o->entropy_coef);
-			dlogprob[t] = (float)g;
-
-			double p = rho * pt.p;
-			st->policy += w * p;
-			st->kl += w * k;
-			st->entropy += w * H;
-			st->loss += w * (p + o->beta * k - o->entropy_coef * H);
-			st->tokens += 1;
-			st->kl_sum += k;
-			st->ent_sum += H;
-			st->ratio_sum += r;
-			st->ratio_min = fmin(st->ratio_min, r);
-			st->ratio_max = fmax(st->ratio_max, r);
-			st->clip_low += r < 1.0 - o->clip_low && A < 0;
-			st->clip_high += r > 1.0 + o->clip_high && A > 0;
-			st->dual_clipped += pt.dual;
-			double d = l - (in->behav ? in->behav[t] : in->old[t]);
-			st->diff_sum += d;
-			st->diff_abs_sum += fabs(d);
+				dentropy[t] = (float)k.dentropy;
+			dlogprob[t] = (float)k.dlogprob;
+			double H = entropy ? entropy[t] : 0;
+			add_token(st, o, &k, w, H, ti.A, ti.l - (in->behav ? in->behav[t] : in->old[t]));
 		}
 		/* d s / d ℓ_t = s / n for each loss token of the sequence */
 		if (o->ratio == LOSS_RATIO_SEQUENCE && slive && dL_ds != 0) {
 			double gs = dL_ds * sratio / (double)n;
-			for (int t = start; t < start + len; t++)
+			for (int t = at; t < at + len; t++)
 				if (in->mask[t])
 					dlogprob[t] = (float)((double)dlogprob[t] + gs);
 		}

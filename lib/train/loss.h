@@ -49,23 +49,7 @@
 
 #include "base/err.h"
 #include "data/traj.h"
-
-enum loss_ratio { LOSS_RATIO_TOKEN, LOSS_RATIO_SEQUENCE };
-enum loss_kl { LOSS_KL_K1, LOSS_KL_K2, LOSS_KL_K3 };
-enum loss_agg { LOSS_AGG_GRPO, LOSS_AGG_DAPO, LOSS_AGG_DR_GRPO, LOSS_AGG_BNPO };
-
-struct loss_opts {
-	enum loss_ratio ratio;
-	float clip_low, clip_high;  /* ε_low, ε_high */
-	float dual_clip;            /* c > 1, or 0 for none */
-	int cispo;                  /* CISPO's detached clipped weight instead of PPO's clip */
-	enum loss_kl kl;
-	float beta;                 /* KL coefficient; > 0 needs ref logprobs */
-	float entropy_coef;         /* c_H; the entropy bonus is −c_H·H */
-	float tis_cap;              /* truncated importance sampling cap, 0 for none */
-	enum loss_agg agg;
-	int max_len;                /* dr_grpo's constant length */
-};
+#include "train/loss_token.h"   /* the options and enums, and one token's maths */
 
 /* The defaults of grpo-step(1): clip 0.2/0.2, β 0, k3, grpo, token ratio. */
 void loss_opts_default(struct loss_opts *o);
@@ -129,6 +113,16 @@ void loss_stats_add(struct loss_stats *a, const struct loss_stats *b);
 int loss_mb(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
             const float *logprob, const float *entropy, float *dlogprob, float *dentropy,
             struct loss_stats *st, struct err *e);
+
+/*
+ * Each token's aggregation weight w_t (T; 0 off the mask), as loss_mb weighs
+ * it: for a caller that forms the tokens' gradients itself through
+ * loss_token.h (the GPU's fused LM head). Fails as loss_mb does on options
+ * out of range, seq_lens not summing to T, or totals that leave the
+ * micro-batch out.
+ */
+int loss_token_weights(const struct loss_opts *o, const struct loss_totals *tot, const struct loss_input *in,
+                       double *w, struct err *e);
 
 /*
  * The only two places that read struct microbatch (its fields are changing):

@@ -197,6 +197,9 @@ struct mbctx {
 	float **old;   /* (n) with a TIS cap: each micro-batch's ℓ at the step's start */
 	float **fill;  /* (n) when a micro-batch has sequences without sampler logprobs:
 	                  its inference_logprobs with theirs replaced by ℓ at the step's start */
+	int fused;     /* the GPU's forward takes the loss's gradient and the LM head's backward */
+	double *w;     /* (maxT) fused: the tokens' aggregation weights */
+	uint8_t *flags;   /* (maxT) fused: MODEL_GPU_LOSS_* */
 	struct step_result *r;
 };
 
@@ -217,20 +220,79 @@ static int has_missing(const struct microbatch *mb)
  * with one iteration: its ratio starts at 1 and its TIS weight is 1. Called
  * in the first epoch, with c->lp that epoch's forward.
  */
+/* 1 when span s of mb, from token start, is a sequence without sampler logprobs; *end its end. */
+static int missing_span(const struct microbatch *mb, uint32_t s, uint32_t start, uint32_t *end)
+{
+	*end = start + mb->seq_lens[s] < mb->n_tokens ? start + mb->seq_lens[s] : mb->n_tokens;
+	return mb->logprobs_missing[s];
+}
+
 static int fill_missing(struct mbctx *c, size_t i, const struct microbatch *mb, struct err *e)
 {
 	if (!(c->fill[i] = malloc((size_t)mb->n_tokens * sizeof(float))))
 		return err_set(e, "out of memory");
 	memcpy(c->fill[i], mb->inference_logprobs, (size_t)mb->n_tokens * sizeof(float));
-	uint32_t start = 0;
+	uint32_t start = 0, end;
 	for (uint32_t s = 0; s < mb->n_seqs && s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
-		if (!mb->logprobs_missing[s])
+		if (!missing_span(mb, s, start, &end))
 			continue;
-		for (uint32_t t = start; t < start + mb->seq_lens[s] && t < mb->n_tokens; t++)
+		for (uint32_t t = start; t < end; t++)
 			c->fill[i][t] = mb->loss_mask[t] ? c->lp[t] : 0;
 		c->r->no_sampler_seqs++;
 	}
 	return 0;
+}
+
+/*
+ * The fused forward's loss inputs, made before there is an ℓ. Where
+ * run_mb's loss will read this forward's own ℓ as ℓ_old or ℓ_behav (the
+ * first epoch's old logprobs under a TIS cap, and fill_missing's
+ * sequences), a flag says so instead, which is exact: the GPU reads the
+ * very floats it returns in c->lp, and the ratio is 1.
+ */
+static int fused_inputs(struct mbctx *c, int ep, size_t i, const struct microbatch *mb, struct model_gpu_loss *gl,
+                        struct err *e)
+{
+	struct loss_input in;
+	loss_input_from_mb(&in, mb);
+	int own_old = c->old && ep == 0;
+	if (c->fill && c->fill[i])
+		in.old = c->fill[i];
+	if (c->old) {   /* as run_mb: the sampler's become ℓ_behav; an own ℓ_old is flagged, the array unread */
+		in.behav = in.old;
+		in.old = own_old ? in.behav : c->old[i];
+	}
+	for (uint32_t t = 0; t < mb->n_tokens; t++)
+		c->flags[t] = mb->loss_mask[t] ? MODEL_GPU_LOSS_TOKEN | (own_old ? MODEL_GPU_LOSS_OLD_OWN : 0) : 0;
+	if (ep == 0 && c->fill && has_missing(mb)) {   /* fill_missing will put ℓ there */
+		uint32_t start = 0, end;
+		for (uint32_t s = 0; s < mb->n_seqs && s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
+			if (!missing_span(mb, s, start, &end))
+				continue;
+			for (uint32_t t = start; t < end; t++)
+				if (c->flags[t])
+					c->flags[t] |= c->old ? MODEL_GPU_LOSS_BEHAV_OWN : MODEL_GPU_LOSS_OLD_OWN;
+		}
+	}
+	if (loss_token_weights(c->lo, c->tot, &in, c->w, e) < 0)
+		return -1;
+	struct model_gpu_loss l = { c->lo, c->flags, in.adv, in.old, in.behav, in.ref, c->w };
+	*gl = l;
+	return 0;
+}
+
+/* mb's forward into c->lp and c->ent: on the CPU, on the GPU, or there with the loss's gradient fused in. */
+static int forward(struct mbctx *c, int ep, size_t i, const struct microbatch *mb, struct err *e)
+{
+	if (!c->gpu)
+		return model_forward(c->m, (const int *)mb->input_ids, (int)mb->n_tokens, (const int *)mb->seq_lens,
+		                     (int)mb->n_seq_lens, mb->temperatures, c->lp, c->ent, e);
+	if (!c->fused)
+		return model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e);
+	struct model_gpu_loss gl;
+	if (fused_inputs(c, ep, i, mb, &gl, e) < 0)
+		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
+	return model_gpu_forward_train(c->gpu, mb, &gl, c->lp, c->ent, e);
 }
 
 static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb, struct loss_stats *st,
@@ -238,9 +300,7 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 {
 	int T = (int)mb->n_tokens;
 	double t0 = now();
-	if ((c->gpu ? model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e)
-	            : model_forward(c->m, (const int *)mb->input_ids, T, (const int *)mb->seq_lens,
-	                            (int)mb->n_seq_lens, mb->temperatures, c->lp, c->ent, e)) < 0)
+	if (forward(c, ep, i, mb, e) < 0)
 		return -1;
 	double t1 = now();
 	if (ep == 0 && c->obs && c->obs->mb && c->obs->mb(c->obs->ctx, mb, c->lp, e) < 0)
@@ -308,8 +368,12 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 	}
 	size_t ng = m->w.n;
 	float *sum = on_host ? malloc(ng * sizeof *sum) : NULL;
-	struct mbctx c = { m, gpu, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, NULL, r };
+	struct mbctx c = { m, gpu, lo, tot, obs, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, r };
+	/* GRPO_CUDA_FUSED_HEAD=1: GSPO's sequence ratio needs the whole sequence's ℓ first, so it keeps two phases */
+	c.fused = gpu && lo->ratio == LOSS_RATIO_TOKEN && model_gpu_fused_head();
 	c.lp = malloc((size_t)maxT * sizeof *c.lp), c.ent = malloc((size_t)maxT * sizeof *c.ent);
+	c.w = c.fused ? malloc((size_t)maxT * sizeof *c.w) : NULL;
+	c.flags = c.fused ? malloc((size_t)maxT) : NULL;
 	c.dlp = malloc((size_t)maxT * sizeof *c.dlp), c.dent = malloc((size_t)maxT * sizeof *c.dent);
 	c.old = lo->tis_cap > 0 ? calloc(n ? n : 1, sizeof *c.old) : NULL;
 	int missing = 0;
@@ -318,7 +382,7 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 	c.fill = missing ? calloc(n, sizeof *c.fill) : NULL;
 	int rc = 0;
 	if (!c.lp || !c.ent || !c.dlp || !c.dent || (lo->tis_cap > 0 && !c.old) || (missing && !c.fill) ||
-	    (on_host && !sum))
+	    (on_host && !sum) || (c.fused && (!c.w || !c.flags)))
 		rc = err_set(e, "out of memory for a step of %zu micro-batches", n);
 
 	for (int ep = 0; ep < epochs && rc == 0; ep++) {
@@ -401,6 +465,8 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 	free(c.ent);
 	free(c.dlp);
 	free(c.dent);
+	free(c.w);
+	free(c.flags);
 	free(sum);
 	return rc;
 }

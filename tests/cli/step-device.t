@@ -7,9 +7,12 @@
 # came back through page-locked host arrays or pageable ones
 # (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked;
 # --recompute gives the same checkpoint byte for byte from a GPU model that
-# holds fewer bytes (and the CPU ignores it).
+# holds fewer bytes (and the CPU ignores it); the LM head fused with the
+# loss (GRPO_CUDA_FUSED_HEAD=1, each token's gradient checked against the
+# host's) gives the two phases' loss and gradient norm, and with --recompute
+# its own checkpoint byte for byte.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 18
+plan 20
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -43,6 +46,8 @@ if [ $st -eq 69 ]; then
 	skip "no GPU: --on-publish not run beside a GPU model"
 	skip "no GPU: --recompute not compared"
 	skip "no GPU: --recompute's GPU bytes not compared"
+	skip "no GPU: GRPO_CUDA_FUSED_HEAD=1 not compared with the two phases"
+	skip "no GPU: GRPO_CUDA_FUSED_HEAD=1 --recompute not compared"
 	for p in fp32 bf16; do
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
 		skip "no GPU: --device cuda --precision $p not compared with the CPU"
@@ -64,8 +69,21 @@ grpo-step --model "$T/model" --batches "$T/b" -o "$T/pr" --device cuda --precisi
 cmp "$T/pg/step_1/optim.bin" "$T/pr/step_1/optim.bin" && cmp "$T/pg/step_1/model.safetensors" "$T/pr/step_1/model.safetensors"
 ok $? "--recompute: the same checkpoint, byte for byte"
 
+for f in 0 1; do
+	GRPO_CUDA_FUSED_HEAD=$f GRPO_CUDA_FUSED_CHECK=1 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pf$f" \
+		--device cuda --precision fp32 --lr 1e-3 --metrics "$T/fused$f.jsonl" || echo "# the step with GRPO_CUDA_FUSED_HEAD=$f failed"
+done
+GRPO_CUDA_FUSED_HEAD=1 GRPO_CUDA_FUSED_CHECK=1 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pfr" \
+	--device cuda --precision fp32 --recompute --lr 1e-3 || echo "# the fused step with --recompute failed"
+
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 close() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; s = b < 0 ? -b : b; exit !(d <= tol * s + 1e-9) }'; }
+l1=$(field "$T/fused1.jsonl" loss) l0=$(field "$T/fused0.jsonl" loss)
+n1=$(field "$T/fused1.jsonl" grad_norm) n0=$(field "$T/fused0.jsonl" grad_norm)
+[ -n "$l1" ] && [ -n "$n1" ] && close "$l1" "$l0" 1e-6 && close "$n1" "$n0" 1e-6
+ok $? "GRPO_CUDA_FUSED_HEAD=1: loss $l1 and gradient norm $n1, the two phases' $l0 and $n0 (within 1e-6)"
+cmp "$T/pf1/step_1/optim.bin" "$T/pfr/step_1/optim.bin" && cmp "$T/pf1/step_1/model.safetensors" "$T/pfr/step_1/model.safetensors"
+ok $? "GRPO_CUDA_FUSED_HEAD=1 --recompute: the same checkpoint, byte for byte"
 a=$(field "$T/gpu.jsonl" gpu_bytes) b=$(field "$T/rc.jsonl" gpu_bytes)
 [ -n "$b" ] && [ "$b" -lt "$a" ]; ok $? "--recompute: the GPU model holds $b bytes, not $a"
 for p in fp32 bf16; do

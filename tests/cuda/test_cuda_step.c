@@ -21,7 +21,16 @@
  *  - a step refused for a NaN gradient moves nothing on the GPU;
  *  - the master weights and moments copied between the GPU and page-locked
  *    host arrays (model_gpu_pin) and pageable ones, each way: the same
- *    bytes, so that a checkpoint does not depend on which.
+ *    bytes, so that a checkpoint does not depend on which;
+ *  - the LM head fused with the loss (model_gpu_forward_train,
+ *    GRPO_CUDA_FUSED_HEAD=1) against the two phases, fp32 and bf16, with
+ *    and without the recompute, under every token-ratio loss option set:
+ *    the same logprobs to the bit, the gradients to 1e-6 (fp32) or a
+ *    cosine of 0.9999 (bf16), every token's dlogprob and dentropy checked
+ *    against the host loss's (GRPO_CUDA_FUSED_CHECK=1); whole steps through
+ *    step_train with a TIS cap over two epochs and a sequence without
+ *    sampler logprobs (the "own ℓ" flags); GSPO keeping the two phases,
+ *    byte for byte.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +38,7 @@
 
 #include "cuda_skip.h"
 #include "model/model_gpu.h"
+#include "train/loss.h"
 #include "train/step.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -392,6 +402,198 @@ static void copies(const char *top, const char *fam)
 	model_free(&m);
 }
 
+/* The cosine of two gradients. */
+static double cosine(const float *a, const float *b, size_t n)
+{
+	double ab = 0, aa = 0, bb = 0;
+	for (size_t i = 0; i < n; i++)
+		ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+	return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+}
+
+/* Loss option set k of the fused comparisons (token ratio); its name. */
+static const char *fused_opts(int k, struct loss_opts *o)
+{
+	loss_opts_default(o);
+	o->beta = 0.05f;
+	switch (k) {
+	case 0: return "PPO clip, k3, grpo";
+	case 1: o->dual_clip = 3, o->agg = LOSS_AGG_DAPO, o->kl = LOSS_KL_K1; return "dual clip, k1, dapo";
+	case 2: o->cispo = 1, o->agg = LOSS_AGG_DR_GRPO, o->max_len = 200, o->kl = LOSS_KL_K2; return "CISPO, k2, dr_grpo";
+	case 3: o->entropy_coef = 0.01f, o->agg = LOSS_AGG_BNPO, o->clip_high = 0.28f; return "entropy bonus, bnpo";
+	case 4: o->beta = 0, o->tis_cap = 2; return "TIS (the sampler's ℓ as ℓ_behav), beta 0";
+	default: return NULL;
+	}
+}
+
+/*
+ * The gradients of mbs summed on g, through the two phases (fused 0) or
+ * the fused head (1); the logprobs of every micro-batch into lps (n x T).
+ * TIS reads ℓ_behav from the micro-batch's ref_logprobs, perturbed.
+ */
+static int grads_of(struct model_gpu *g, struct model *m, const struct loss_opts *lo, int fused,
+		    const struct microbatch *mbs, size_t n, int T, float *lps, float *grads)
+{
+	struct err e = { "" };
+	struct loss_totals tot = { 0, 0, 0 };
+	step_count(mbs, n, &tot);
+	float *ent = malloc(T * sizeof *ent), *dlp = malloc(T * sizeof *dlp), *dent = malloc(T * sizeof *dent);
+	double *w = malloc(T * sizeof *w);
+	uint8_t *flags = malloc(T);
+	int rc = model_gpu_grads_zero(g, &e);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct loss_input in;
+		loss_input_from_mb(&in, &mbs[i]);
+		in.behav = lo->tis_cap > 0 ? mbs[i].ref_logprobs : NULL;
+		float *lp = lps + i * T;
+		if (fused) {
+			for (uint32_t t = 0; t < mbs[i].n_tokens; t++)
+				flags[t] = mbs[i].loss_mask[t] ? MODEL_GPU_LOSS_TOKEN : 0;
+			struct model_gpu_loss gl = { lo, flags, in.adv, in.old, in.behav, in.ref, w };
+			rc = loss_token_weights(lo, &tot, &in, w, &e) < 0 ||
+			     model_gpu_forward_train(g, &mbs[i], &gl, lp, ent, &e) < 0 ? -1 : 0;
+		} else {
+			rc = model_gpu_forward_mb(g, &mbs[i], lp, ent, &e);
+		}
+		struct loss_stats st;
+		loss_stats_init(&st);
+		float *de = lo->entropy_coef != 0 ? dent : NULL;
+		if (rc == 0 && (loss_mb(lo, &tot, &in, lp, ent, dlp, de, &st, &e) < 0 ||
+				model_gpu_backward(g, dlp, de, &e) < 0))
+			rc = -1;
+	}
+	if (rc == 0)
+		rc = model_gpu_grads_get(g, &m->g, &e);
+	if (rc == 0)
+		memcpy(grads, m->g.mem, m->g.n * sizeof *grads);
+	else
+		diag("%s", e.msg);
+	free(ent), free(dlp), free(dent), free(w), free(flags);
+	return rc;
+}
+
+/* The fused head against the two phases on one model, precision and mode, under every option set. */
+static void fused_grads(const char *fam, const char *dir, int bf16, int recompute, struct microbatch *mbs, size_t n,
+			int T)
+{
+	struct model m;
+	struct model_gpu *g = NULL;
+	struct err e = { "" };
+	const char *how = bf16 ? (recompute ? "bf16, recompute" : "bf16") : (recompute ? "fp32, recompute" : "fp32");
+	if (model_load(&m, dir, &e) < 0 || model_grads_alloc(&m, &e) < 0 ||
+	    model_gpu_open_train(&g, &m, T, bf16, recompute, &e) < 0) {
+		ok(0, "%s fused, %s: set-up: %s", fam, how, e.msg);
+		model_gpu_close(g);
+		return;
+	}
+	size_t ng = m.g.n, nl = n * T;
+	float *g0 = malloc(ng * sizeof *g0), *g1 = malloc(ng * sizeof *g1);
+	float *lp0 = calloc(nl, sizeof *lp0), *lp1 = calloc(nl, sizeof *lp1);
+	struct loss_opts lo;
+	const char *name;
+	for (int k = 0; (name = fused_opts(k, &lo)); k++) {
+		if (!ok(grads_of(g, &m, &lo, 0, mbs, n, T, lp0, g0) == 0 && grads_of(g, &m, &lo, 1, mbs, n, T, lp1, g1) == 0,
+			"%s, %s, %s: both paths run (every token's gradient as the host loss's)", fam, how, name))
+			continue;
+		ok(memcmp(lp0, lp1, nl * sizeof *lp0) == 0, "%s, %s, %s: the same logprobs, bit for bit", fam, how, name);
+		double rd = rel_diff(g1, g0, ng), cs = cosine(g1, g0, ng);
+		if (bf16)
+			ok(cs > 0.9999, "%s, %s, %s: the two phases' gradient (cosine %.7f, worst %.2g)", fam, how, name, cs, rd);
+		else
+			ok(rd <= 1e-6, "%s, %s, %s: the two phases' gradient within 1e-6 (worst %.2g of the largest)", fam, how,
+			   name, rd);
+	}
+	lo.ratio = LOSS_RATIO_SEQUENCE;
+	struct model_gpu_loss gl = { &lo, NULL, NULL, NULL, NULL, NULL, NULL };
+	ok(model_gpu_forward_train(g, &mbs[0], &gl, lp1, NULL, &e) < 0 && strstr(e.msg, "token ratio"),
+	   "%s, %s: the fused head refuses GSPO's sequence ratio (%s)", fam, how, e.msg);
+	free(g0), free(g1), free(lp0), free(lp1);
+	model_gpu_close(g);
+	model_free(&m);
+}
+
+/*
+ * Whole steps through step_train with GRPO_CUDA_FUSED_HEAD=1 and without,
+ * fp32: a TIS cap over two epochs (ℓ_old the first epoch's own ℓ) and a
+ * sequence without sampler logprobs (fill_missing's); GSPO the same bytes.
+ */
+static void fused_steps(const char *fam, const char *dir, struct microbatch *mbs, size_t n, int T)
+{
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	lo.tis_cap = 2, lo.beta = 0.02f, lo.entropy_coef = 0.005f;
+	mbs[1].logprobs_missing = calloc(mbs[1].n_seqs, 1);
+	mbs[1].logprobs_missing[1] = 1;
+	for (int gspo = 0; gspo < 2; gspo++) {
+		lo.ratio = gspo ? LOSS_RATIO_SEQUENCE : LOSS_RATIO_TOKEN;
+		struct model m[2];
+		struct optim op[2];
+		struct step_result r[2];
+		int rc[2];
+		memset(m, 0, sizeof m);
+		memset(op, 0, sizeof op);
+		for (int f = 0; f < 2; f++) {
+			struct optim_opts oo;
+			optim_opts_default(&oo);
+			oo.lr = 2e-3;
+			struct model_gpu *g = NULL;
+			struct err e = { "" };
+			struct loss_totals tot = { 0, 0, 0 };
+			step_count(mbs, n, &tot);
+			setenv("GRPO_CUDA_FUSED_HEAD", f ? "1" : "0", 1);
+			rc[f] = model_load(&m[f], dir, &e) < 0 || optim_init(&op[f], &oo, m[f].w.n, &e) < 0 ||
+					model_gpu_open_train(&g, &m[f], T, 0, 0, &e) < 0 ||
+					model_gpu_optim_put(g, &m[f], op[f].m, op[f].v, &e) < 0 ||
+					step_train(&m[f], g, &op[f], &lo, &tot, 2, mbs, n, NULL, NULL, &r[f], &e) < 0
+				? -1 : 0;
+			if (rc[f] < 0)
+				diag("%s", e.msg);
+			model_gpu_close(g);
+		}
+		unsetenv("GRPO_CUDA_FUSED_HEAD");
+		const char *what = gspo ? "GSPO, two epochs" : "TIS over two epochs, a sequence without sampler logprobs";
+		if (ok(rc[0] == 0 && rc[1] == 0, "%s, %s: steps with the fused head and without", fam, what)) {
+			size_t nw = m[0].w.n;
+			if (gspo) {
+				ok(memcmp(m[0].w.mem, m[1].w.mem, nw * sizeof(float)) == 0 && r[0].last.loss == r[1].last.loss,
+				   "%s, GSPO: GRPO_CUDA_FUSED_HEAD=1 keeps the two phases: the same weights and loss", fam);
+			} else {
+				double dabs = max_abs_diff(m[1].w.mem, m[0].w.mem, nw);
+				ok(fabs(r[1].last.loss - r[0].last.loss) <= 1e-6 * fabs(r[0].last.loss) + 1e-9 &&
+				   fabs(r[1].opt.grad_norm - r[0].opt.grad_norm) <= 1e-6 * r[0].opt.grad_norm && dabs <= 2e-3,
+				   "%s, %s: the same losses (%.9g, %.9g), gradient norms (%.9g, %.9g) and weights (worst %.2g)",
+				   fam, what, r[1].last.loss, r[0].last.loss, r[1].opt.grad_norm, r[0].opt.grad_norm, dabs);
+				ok(r[1].no_sampler_seqs == r[0].no_sampler_seqs && r[0].no_sampler_seqs > 0,
+				   "%s: the sequence without sampler logprobs filled on both paths", fam);
+			}
+		}
+		for (int f = 0; f < 2; f++) {
+			optim_free(&op[f]);
+			model_free(&m[f]);
+		}
+	}
+	free(mbs[1].logprobs_missing);
+	mbs[1].logprobs_missing = NULL;
+}
+
+/* The fused LM head on one fixture family (its own micro-batches). */
+static void fused(const char *top, const char *fam)
+{
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf/%s", top, fam);
+	static const int p0[] = { 5, 17, 1 }, r0[] = { 40, 9, 30 }, p1[] = { 12, 3 }, r1[] = { 64, 65 };
+	struct microbatch mbs[2] = { make_mb(0, 0, 3, p0, r0, 112, 320), make_mb(0, 1, 2, p1, r1, 160, 320) };
+	int T = 160;
+	setenv("GRPO_CUDA_FUSED_CHECK", "1", 1);
+	for (int bf16 = 0; bf16 < 2; bf16++)
+		for (int rec = 0; rec < 2; rec++)
+			fused_grads(fam, dir, bf16, rec, mbs, 2, T);
+	fused_steps(fam, dir, mbs, 2, T);
+	unsetenv("GRPO_CUDA_FUSED_CHECK");
+	for (int i = 0; i < 2; i++)
+		mb_free(&mbs[i]);
+}
+
 int main(void)
 {
 	skip_without_gpu();
@@ -402,5 +604,7 @@ int main(void)
 	refused(top);
 	copies(top, "qwen2");
 	copies(top, "qwen3");
+	fused(top, "qwen2");
+	fused(top, "qwen3");
 	return tap_done();
 }
