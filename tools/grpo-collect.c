@@ -954,6 +954,9 @@ int main(int argc, char **argv)
 	co.step = o.step;
 
 	struct err e = { "" };
+	struct model_gpu_gen_knobs knobs;   /* a malformed one fails now, on any machine, not after the work */
+	if (g.model && g.device != MODEL_DEVICE_CPU && model_gpu_gen_knobs(&knobs, &e) < 0)
+		cli_die(CLI_EXIT_USAGE, "%s", e.msg);
 	if (sv.so.url) {
 		sv.so.samples = (int)g.samples;
 		sv.so.temperature = temp_arg;

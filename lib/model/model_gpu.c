@@ -14,6 +14,7 @@
  */
 #include "model/model_gpu.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,38 @@ int model_gpu_fused_head(void)
 {
 	const char *v = getenv("GRPO_CUDA_FUSED_HEAD");
 	return v && strcmp(v, "1") == 0;
+}
+
+/* An environment variable's whole number in 1..max; 0 where it is unset or empty. */
+static int env_count(const char *var, long long max, long long *out, struct err *e)
+{
+	const char *v = getenv(var);
+	char *end;
+	*out = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > max)
+		return err_set(e, "%s: expected a whole number from 1 to %lld, got '%s'", var, max, v);
+	*out = n;
+	return 0;
+}
+
+int model_gpu_gen_knobs(struct model_gpu_gen_knobs *k, struct err *e)
+{
+	long long rows, graphs;
+	memset(k, 0, sizeof *k);
+	if (env_count("GRPO_CUDA_MAX_BATCH", GEN_GPU_MAX_BATCH, &rows, e) < 0 ||
+	    env_count("GRPO_CUDA_KV_MIB", 1LL << 24, &k->cache_mib, e) < 0)
+		return -1;
+	const char *v = getenv("GRPO_CUDA_GRAPHS");
+	if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+		return err_set(e, "GRPO_CUDA_GRAPHS: expected 0 or 1, got '%s'", v);
+	graphs = !v || !*v || strcmp(v, "1") == 0;
+	k->max_batch = (int)rows;
+	k->no_graphs = !graphs;
+	return 0;
 }
 
 #ifdef GRPO_CUDA
@@ -299,12 +332,13 @@ int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_pr
 int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,
 		       const struct gen_params *p, struct gen_seq *out, struct err *e)
 {
-	const char *graphs = getenv("GRPO_CUDA_GRAPHS"), *rows = getenv("GRPO_CUDA_MAX_BATCH");
-	const char *cache = getenv("GRPO_CUDA_KV_MIB");
+	struct model_gpu_gen_knobs k;
+	if (model_gpu_gen_knobs(&k, e) < 0)
+		return err_prefix(e, "GPU sampler");
 	struct gpu_gen_params gp = {
 		.temperature = p->temperature, .top_p = p->top_p, .top_k = p->top_k, .max_tokens = p->max_tokens,
-		.stop_ids = p->stop_ids, .n_stop = p->n_stop, .max_batch = rows ? atoi(rows) : 0,
-		.cache_bytes = cache ? (size_t)atol(cache) << 20 : 0, .no_graphs = graphs && strcmp(graphs, "0") == 0,
+		.stop_ids = p->stop_ids, .n_stop = p->n_stop, .max_batch = k.max_batch,
+		.cache_bytes = (size_t)k.cache_mib << 20, .no_graphs = k.no_graphs,
 	};
 	char msg[512] = "";
 	uint64_t *states = malloc((size_t)(B > 0 ? B : 1) * sizeof *states);

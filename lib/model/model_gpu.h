@@ -152,11 +152,28 @@ int model_gpu_forward_mb(struct model_gpu *g, const struct microbatch *mb, float
  * are the GPU's, so the tokens are the C model's only up to rounding), for
  * a model opened for prompts of up to max_prompt tokens and max_new more.
  * Samples of one prompt that are neighbours in prompts[] share its cache.
- * Knobs for tests and benchmarks: GRPO_CUDA_GRAPHS=0 launches each decode
- * step kernel by kernel; GRPO_CUDA_MAX_BATCH=N decodes at most N sequences
- * at once (default 1024); GRPO_CUDA_KV_MIB=N makes the KV cache N MiB.
+ * It takes its knobs from the environment (model_gpu_gen_knobs), and
+ * fails, naming the variable, where one is malformed.
  */
 #define GEN_GPU_PACK 4096   /* tokens a prefill pass takes at most (more when a prompt and its response are longer) */
+#define GEN_GPU_MAX_BATCH 1024   /* sequences decoded at once at most (the decoder's own bound) */
+
+/*
+ * The GPU sampler's knobs (grpo-collect(1), ENVIRONMENT), each 0 where its
+ * variable is unset or empty, for the default: GRPO_CUDA_MAX_BATCH, the
+ * most sequences decoded at once (1 to GEN_GPU_MAX_BATCH); GRPO_CUDA_KV_MIB,
+ * the key/value cache's MiB (1 to 2^24); GRPO_CUDA_GRAPHS, 0 to launch each
+ * decode step kernel by kernel, or 1. -1 with the variable, its value and
+ * what it takes in e where one is anything else; a tool asks at start, so
+ * that a typo fails before any work.
+ */
+struct model_gpu_gen_knobs {
+	int max_batch;
+	long long cache_mib;
+	int no_graphs;
+};
+int model_gpu_gen_knobs(struct model_gpu_gen_knobs *k, struct err *e);
+
 int model_gpu_open_gen(struct model_gpu **out, const struct model *m, int max_prompt, int max_new, int bf16,
 		       struct err *e);
 int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const int *prompt_lens, int B,

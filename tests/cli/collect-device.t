@@ -5,7 +5,7 @@
 # recorded match the C model's (seed 004's alignment check, grpo-cat --model
 # --stats): mean |diff| under 1e-4 in fp32 and 0.01 in bf16.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 12
+plan 16
 
 grpo-init --preset tiny --seed 5 -o "$T/m" || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3]}' '{"prompt_tokens":[4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}' \
@@ -20,6 +20,17 @@ is "$?:$(cat "$T/err")" "2:grpo-collect: GRPO_DEVICE: expected one of auto, cpu,
 	"GRPO_DEVICE, --device's default, is checked as the option is"
 run --precision fp16 > /dev/null 2>&1
 is "$?" 2 "--precision fp16: usage error"
+# the GPU sampler's knobs are checked at start, on any machine, unless on the CPU
+GRPO_CUDA_MAX_BATCH=lots run --device auto > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "2:grpo-collect: GRPO_CUDA_MAX_BATCH: expected a whole number from 1 to 1024, got 'lots'" \
+	"a malformed GRPO_CUDA_MAX_BATCH: usage error, naming it"
+GRPO_CUDA_KV_MIB=0 run --device auto > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "2:grpo-collect: GRPO_CUDA_KV_MIB: expected a whole number from 1 to 16777216, got '0'" \
+	"GRPO_CUDA_KV_MIB 0: usage error"
+GRPO_CUDA_GRAPHS=no run --device cuda > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "2:grpo-collect: GRPO_CUDA_GRAPHS: expected 0 or 1, got 'no'" "GRPO_CUDA_GRAPHS: 0 or 1"
+GRPO_CUDA_MAX_BATCH=lots run --device cpu > /dev/null 2>&1
+is "$?" 0 "--device cpu does not look at them"
 
 run --device cpu > "$T/cpu.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:" "--device cpu samples with the C model, silently"
