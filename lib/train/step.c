@@ -212,6 +212,13 @@ static int has_missing(const struct microbatch *mb)
 	return 0;
 }
 
+/* 1 when span s of mb, from token start, is a sequence without sampler logprobs; *end its end. */
+static int missing_span(const struct microbatch *mb, uint32_t s, uint32_t start, uint32_t *end)
+{
+	*end = start + mb->seq_lens[s] < mb->n_tokens ? start + mb->seq_lens[s] : mb->n_tokens;
+	return mb->logprobs_missing[s];
+}
+
 /*
  * A sequence whose sampler gave no logprobs (grpo-collect
  * --allow-missing-logprobs) holds zeros in inference_logprobs, which mean
@@ -220,13 +227,6 @@ static int has_missing(const struct microbatch *mb)
  * with one iteration: its ratio starts at 1 and its TIS weight is 1. Called
  * in the first epoch, with c->lp that epoch's forward.
  */
-/* 1 when span s of mb, from token start, is a sequence without sampler logprobs; *end its end. */
-static int missing_span(const struct microbatch *mb, uint32_t s, uint32_t start, uint32_t *end)
-{
-	*end = start + mb->seq_lens[s] < mb->n_tokens ? start + mb->seq_lens[s] : mb->n_tokens;
-	return mb->logprobs_missing[s];
-}
-
 static int fill_missing(struct mbctx *c, size_t i, const struct microbatch *mb, struct err *e)
 {
 	if (!(c->fill[i] = malloc((size_t)mb->n_tokens * sizeof(float))))
