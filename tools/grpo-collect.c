@@ -374,8 +374,11 @@ static int open_sampler(const struct gen_opts *g, const struct model *m, const s
 {
 	enum model_device got;
 	*gpu = NULL;
-	if (model_device_resolve(g->device, &got, e) < 0)
+	int r = model_device_resolve(g->device, &got, e);
+	if (r < 0)
 		return -1;
+	if (r > 0)
+		fprintf(stderr, "%s: %s\n", prog, e->msg);
 	if (got == MODEL_DEVICE_CPU)
 		return 0;
 	int longest = 1;

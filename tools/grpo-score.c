@@ -450,11 +450,11 @@ int main(int argc, char **argv)
 		return 2;
 	struct opts *o = &s.o;
 	/* auto matters only to a reference model: without one, a GPU machine need not load the CUDA library */
-	if ((o->ref || o->device == MODEL_DEVICE_CUDA) && model_device_resolve(o->device, &o->device, &e) < 0) {
-		/* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
+	int found = o->ref || o->device == MODEL_DEVICE_CUDA ? model_device_resolve(o->device, &o->device, &e) : 0;
+	if (found != 0)
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (found < 0)   /* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
 		return 69;
-	}
 	int status = 1, nargs = argc - optind, queues = 0;
 	for (int i = 0; i < nargs; i++)
 		queues += cli_is_queue(argv[optind + i]);

@@ -493,11 +493,11 @@ int main(int argc, char **argv)
 	if (a.rank > 0)
 		rank0_only(&a);
 	enum model_device asked = a.device;
-	if (model_device_resolve(asked, &a.device, &e) < 0) {
-		/* EX_UNAVAILABLE, as grpo-score: a script can tell it from a usage error */
+	int found = model_device_resolve(asked, &a.device, &e);
+	if (found != 0)
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (found < 0)   /* EX_UNAVAILABLE, as grpo-score: a script can tell it from a usage error */
 		return 69;
-	}
 	if (a.device == MODEL_DEVICE_CUDA && asked == MODEL_DEVICE_AUTO)
 		a.device = MODEL_DEVICE_AUTO;   /* a GPU that cannot take the model means the CPU */
 	if (threads > 0)

@@ -206,18 +206,26 @@ static int driver_device(struct err *e)
 	return n > 0 ? 0 : err_set(e, "the CUDA driver sees no device");
 }
 
-/* 0 where there is a GPU and the CUDA library to run on it, else -1 with why in e. */
+/*
+ * 0 where there is a GPU and the CUDA library to run on it; else, with why
+ * in e, -1 where the driver sees no GPU, -2 where it sees one that this run
+ * cannot use (the library missing or broken, the CUDA runtime failing).
+ */
 static int gpu_find(struct err *e)
 {
 	char msg[512] = "";
 	struct err why;
-	if (driver_device(&why) < 0)
-		return err_set(e, "no GPU to run on (%s)", why.msg);
+	if (driver_device(&why) < 0) {
+		err_set(e, "no GPU to run on (%s)", why.msg);
+		return -1;
+	}
 	const struct gpu_ops *t = cuda_table(e);
 	if (!t)
-		return -1;
-	if (t->gpu_count(msg, sizeof msg) <= 0)
-		return err_set(e, "no GPU to run on (%s)", msg);
+		return -2;
+	if (t->gpu_count(msg, sizeof msg) <= 0) {
+		err_set(e, "no GPU to run on (%s)", msg);
+		return -2;
+	}
 	return 0;
 }
 
@@ -247,13 +255,19 @@ int model_device_resolve(enum model_device want, enum model_device *got, struct 
 	*got = MODEL_DEVICE_CPU;
 	if (want == MODEL_DEVICE_CPU)
 		return 0;
-	if (gpu_find(&why) == 0) {
+	int found = gpu_find(&why);
+	if (found == 0) {
 		*got = MODEL_DEVICE_CUDA;
 		return 0;
 	}
-	if (want == MODEL_DEVICE_AUTO)
-		return 0;
-	return err_set(e, "--device cuda: %s", why.msg);
+	if (want == MODEL_DEVICE_CUDA)
+		return err_set(e, "--device cuda: %s", why.msg);
+	if (found == -2) {   /* a GPU left idle is worth a word, no GPU at all is not */
+		err_set(e, "--device auto: the CUDA driver sees a GPU, but this run cannot use it: %s; running on the "
+			"CPU", why.msg);
+		return 1;
+	}
+	return 0;
 }
 
 struct model_gpu {

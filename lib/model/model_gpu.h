@@ -34,7 +34,11 @@ const char *model_device_name(enum model_device d);
 /*
  * What a tool asked for, made concrete: auto becomes cuda where the
  * library has CUDA and a GPU is present, else cpu; cuda where either is
- * missing is -1 with the reason in e.
+ * missing is -1 with the reason in e. auto on a machine whose driver sees
+ * a GPU that the run cannot use (libgrpo-cuda.so missing or broken, the
+ * CUDA runtime failing) becomes cpu too, but returns 1 with a warning in e
+ * for the tool to print: running on the CPU beside an idle GPU is rarely
+ * what was meant.
  */
 int model_device_resolve(enum model_device want, enum model_device *got, struct err *e);
 

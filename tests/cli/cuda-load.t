@@ -5,12 +5,14 @@
 # cuBLAS; --device cuda and auto ask the driver (libcuda.so.1) for a device
 # before loading the library, and cuda says why it cannot run: no driver,
 # no device, the library not found (naming where it looked) or not
-# loadable. A stand-in driver (fake-libcuda.c) claims a device or none.
+# loadable; auto runs on the CPU, silently without a GPU and with a warning
+# beside one it cannot use. A stand-in driver (fake-libcuda.c) claims a
+# device or none.
 . "$GRPO_TOP/tests/cli/lib.sh"
 so="$GRPO_TOP/$GRPO_BUILD/libgrpo-cuda.so"
 [ -f "$so" ] || skip_all "this build has no CUDA path (no $GRPO_BUILD/libgrpo-cuda.so)"
 fake_cuda_driver "$T/driver" || skip_all "no cc to build the stand-in CUDA driver"
-plan 18
+plan 19
 
 bin=$(dirname "$(command -v grpo-collect)")
 needed=$(for t in grpo-collect grpo-score grpo-step; do readelf -d "$bin/$t" 2> /dev/null; done |
@@ -77,7 +79,14 @@ cmp -s "$T/auto.zst" "$T/cpu.zst"
 is "$st:$?:$(cat "$T/err")" "0:0:" "--device auto without a device: the CPU's samples, silently"
 with collect --device auto > "$T/auto2.zst" 2> "$T/err"
 cmp -s "$T/auto2.zst" "$T/cpu.zst"
-is "$?:$(cat "$T/err")" "0:" "--device auto where the CUDA runtime finds no GPU: the CPU's samples, silently"
+is "$?:$(sed 's/(.*)/(...)/' "$T/err")" "0:grpo-collect: --device auto: the CUDA driver sees a GPU, but this run \
+cannot use it: no GPU to run on (...); running on the CPU" \
+	"--device auto where the driver sees a GPU the CUDA runtime cannot use: the CPU's samples, with a warning"
+GRPO_CUDA_LIB=/nonexistent/libgrpo-cuda.so with grpo-step --model "$T/m" --batches "$T/none" -o "$T/py" \
+	--device auto 2> "$T/err"
+grep -q "^grpo-step: --device auto: the CUDA driver sees a GPU, but this run cannot use it: GRPO_CUDA_LIB: \
+/nonexistent/libgrpo-cuda.so: cannot open shared object file: No such file or directory; running on the CPU$" "$T/err"
+ok $? "grpo-step --device auto, a GPU present but no CUDA library: a warning naming what is missing"
 
 # Where the library is looked for: GRPO_CUDA_LIB, else beside the program
 GRPO_CUDA_LIB=/nonexistent/libgrpo-cuda.so with grpo-score --device cuda -r length -m 3 "$T/in.zst" \
