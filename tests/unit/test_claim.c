@@ -22,35 +22,9 @@
 #include "spool/spool.h"
 #include "spool/watch.h"
 #include "../tap.h"
+#include "../spool_util.h"
 
 static char top[256];
-
-static void sh(const char *fmt, const char *arg)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, fmt, arg);
-	if (system(cmd) != 0) {
-		printf("Bail out! %s failed\n", cmd);
-		exit(1);
-	}
-}
-
-static int publish(const char *queue, int64_t step, int rank, const char *name, const char *text)
-{
-	struct spool_out o;
-	struct err e;
-	o.no_fsync = 0;
-	if (spool_open(&o, queue, step, rank, name, &e) < 0 ||
-	    spool_write(&o, text, strlen(text), &e) < 0) {
-		diag("publish %s: %s", name, e.msg);
-		spool_abort(&o);
-		return -1;
-	}
-	int r = spool_commit(&o, &e);
-	if (r < 0)
-		diag("commit %s: %s", name, e.msg);
-	return r;
-}
 
 static int slurp(const char *path, char *out, size_t size)
 {
@@ -106,7 +80,7 @@ static int consume_one(const char *in, const char *out, const char *logpath)
 					close(fd);
 			}
 			snprintf(res, sizeof res, "out:%s", text);
-			if (r > 0 && (publish(out, c->step, c->rank, c->name, res) < 0 ||
+			if (r > 0 && (spool_put(out, c->step, c->rank, c->name, res) < 0 ||
 				      claim_retire(c, &e) < 0))
 				r = -1;
 		}
@@ -121,7 +95,7 @@ static void test_claim_basics(void)
 	struct claim a, b;
 	struct err e;
 	snprintf(q, sizeof q, "%s/basic/rollouts", top);
-	is_int(publish(q, 3, 1, "g1.zst", "one"), 0, "a file is published");
+	is_int(spool_put(q, 3, 1, "g1.zst", "one"), 0, "a file is published");
 	is_int(claim_take(&a, q, 3, 1, "g1.zst", 0, &e), 0, "the first claim wins");
 	is_int(claim_take(&b, q, 3, 1, "g1.zst", 0, &e), 1, "a second claim on the same file loses");
 	struct spool_rank_state s;
@@ -132,7 +106,7 @@ static void test_claim_basics(void)
 	is_int(claim_take(&b, q, 3, 1, "g1.zst", 0, &e), 0, "a released file can be claimed again");
 	is_int(claim_retire(&b, &e), 0, "retire");
 	is_int(claim_take(&a, q, 3, 1, "g1.zst", 0, &e), 1, "a retired file is never handed out again");
-	is_int(publish(q, 3, 1, "g1.zst", "one again"), 1,
+	is_int(spool_put(q, 3, 1, "g1.zst", "one again"), 1,
 	       "publishing the name again after it was consumed is dropped");
 	spool_rank_state(q, 3, 1, &s, &e);
 	ok(s.nwaiting == 0 && s.nclaimed == 0 && s.ndone == 1, "one file, done");
@@ -144,7 +118,7 @@ static void test_claim_basics(void)
 	ok(stat(other, &st) < 0, "a failed claim creates no step directory");
 
 	/* A claim recorded by another host is judged by its lease. */
-	is_int(publish(q, 4, 0, "g2.zst", "two"), 0, "publish another");
+	is_int(spool_put(q, 4, 0, "g2.zst", "two"), 0, "publish another");
 	char cp[1024];
 	snprintf(cp, sizeof cp, "%s/step_4/rank_0/.claimed", q);
 	mkdir(cp, 0755);
@@ -184,7 +158,7 @@ static void test_concurrent(void)
 	int bad = 0;
 	for (int i = 0; i < M; i++) {
 		snprintf(name, sizeof name, "g%03d.zst", i);
-		bad |= publish(in, i % 3, i % 2, name, name) != 0;
+		bad |= spool_put(in, i % 3, i % 2, name, name) != 0;
 	}
 	ok(!bad, "%d files published", M);
 	pid_t kids[N];
@@ -258,7 +232,7 @@ struct cyc {
 static int do_publish(void *a)
 {
 	struct cyc *c = a;
-	return publish(c->in, 2, 0, "p.zst", "payload");
+	return spool_put(c->in, 2, 0, "p.zst", "payload");
 }
 
 static int do_consume(void *a)
@@ -331,7 +305,7 @@ static void test_crash_consume(void)
 	struct cyc c;
 	snprintf(c.in, sizeof c.in, "%s/crashcon/0/rollouts", top);
 	snprintf(c.out, sizeof c.out, "%s/crashcon/0/scored", top);
-	publish(c.in, 2, 0, "p.zst", "payload");
+	spool_put(c.in, 2, 0, "p.zst", "payload");
 	int n = calls_of(do_consume, &c);
 	ok(n > 10 && n < 250, "a consume cycle (claim, read, publish, retire) makes %d spool calls", n);
 	int lost = 0, dup = 0, crashed = 0, wrong = 0, stuck = 0, returned = 0, twice = 0;
@@ -340,7 +314,7 @@ static void test_crash_consume(void)
 		struct err e;
 		snprintf(c.in, sizeof c.in, "%s/crashcon/%d/rollouts", top, k);
 		snprintf(c.out, sizeof c.out, "%s/crashcon/%d/scored", top, k);
-		if (publish(c.in, 2, 0, "p.zst", "payload") != 0)
+		if (spool_put(c.in, 2, 0, "p.zst", "payload") != 0)
 			lost++;
 		int st = in_child(do_consume, &c, k);
 		crashed += st == GRPO_FSYS_CRASH_STATUS;
@@ -388,12 +362,12 @@ static void test_publish_then_crash(void)
 	struct claim c;
 	snprintf(in, sizeof in, "%s/pubcrash/rollouts", top);
 	snprintf(out, sizeof out, "%s/pubcrash/scored", top);
-	publish(in, 0, 0, "x.zst", "x");
+	spool_put(in, 0, 0, "x.zst", "x");
 	fflush(stdout);
 	pid_t p = fork();
 	if (p == 0) {
 		struct claim k;
-		if (claim_take(&k, in, 0, 0, "x.zst", 0, NULL) != 0 || publish(out, 0, 0, "x.zst", "out:x") != 0)
+		if (claim_take(&k, in, 0, 0, "x.zst", 0, NULL) != 0 || spool_put(out, 0, 0, "x.zst", "out:x") != 0)
 			_exit(1);
 		_exit(GRPO_FSYS_CRASH_STATUS); /* dies holding the claim */
 	}
@@ -402,7 +376,7 @@ static void test_publish_then_crash(void)
 	is_int(WEXITSTATUS(st), GRPO_FSYS_CRASH_STATUS, "consumer died after publishing, before retiring");
 	is_int(recover_queue(in), 1, "recover returns its claim");
 	is_int(claim_take(&c, in, 0, 0, "x.zst", 0, &e), 0, "the input is claimed again");
-	is_int(publish(out, 0, 0, "x.zst", "out:x"), 1, "publishing its output again is dropped");
+	is_int(spool_put(out, 0, 0, "x.zst", "out:x"), 1, "publishing its output again is dropped");
 	is_int(claim_retire(&c, &e), 0, "and the input is retired");
 	char d[600];
 	snprintf(d, sizeof d, "%s/step_0/rank_0", out);

@@ -24,36 +24,15 @@
 #include "spool/queue.h"
 #include "spool/spool.h"
 #include "../tap.h"
+#include "../spool_util.h"
 
 static char top[256];
-
-static void sh(const char *fmt, const char *arg)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, fmt, arg);
-	if (system(cmd) != 0) {
-		printf("Bail out! %s failed\n", cmd);
-		exit(1);
-	}
-}
-
-static int publish(const char *queue, int64_t step, int rank, const char *name, const char *text)
-{
-	struct spool_out o;
-	struct err e;
-	if (spool_open(&o, queue, step, rank, name, &e) < 0 ||
-	    spool_write(&o, text, strlen(text), &e) < 0) {
-		spool_abort(&o);
-		return -1;
-	}
-	return spool_commit(&o, &e);
-}
 
 /* Publish and consume: a finished file. */
 static int done_file(const char *queue, int64_t step, int rank, const char *name, const char *text)
 {
 	struct claim c;
-	if (publish(queue, step, rank, name, text) != 0 || claim_take(&c, queue, step, rank, name, 0, NULL) != 0)
+	if (spool_put(queue, step, rank, name, text) != 0 || claim_take(&c, queue, step, rank, name, 0, NULL) != 0)
 		return -1;
 	return claim_retire(&c, NULL);
 }
@@ -193,9 +172,9 @@ static void test_gc_rules(void)
 	int bad = 0;
 	for (int s = 0; s < 4; s++)
 		bad |= done_file(q, s, 0, "a.zst", "A") != 0;
-	bad |= publish(q, 1, 3, "late.zst", "L") != 0;       /* step 1 unfinished */
+	bad |= spool_put(q, 1, 3, "late.zst", "L") != 0;       /* step 1 unfinished */
 	struct claim c;
-	bad |= publish(q, 2, 0, "held.zst", "H") != 0 || claim_take(&c, q, 2, 0, "held.zst", 0, &e) != 0;
+	bad |= spool_put(q, 2, 0, "held.zst", "H") != 0 || claim_take(&c, q, 2, 0, "held.zst", 0, &e) != 0;
 	ok(!bad, "a queue of 4 steps, step 1 with a waiting file, step 2 with a claimed one");
 	is_int(queue_gc(q, 1, arch, &st, &e), 0, "gc --keep-last 1");
 	ok(st.removed == 1 && st.archived == 1 && st.unfinished == 2, "one step removed and archived, "
@@ -232,7 +211,7 @@ static void test_leftover(void)
 	struct err e;
 	snprintf(q, sizeof q, "%s/left/rollouts", top);
 	int bad = done_file(q, 5, 0, "x.zst", "X") || done_file(q, 6, 0, "y.zst", "Y") ||
-		  publish(q, 6, 1, "z.zst", "Z") || done_file(q, 7, 0, "w.zst", "W");
+		  spool_put(q, 6, 1, "z.zst", "Z") || done_file(q, 7, 0, "w.zst", "W");
 	/* step 5 finished and step 6 unfinished, moved aside as gc does; a half-deleted del.* */
 	for (int s = 5; s <= 6; s++) {
 		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d", q, s);
@@ -266,9 +245,9 @@ static void test_leftover(void)
 static int make_recover_queue(const char *q, struct claim *live)
 {
 	char p[700], to[700];
-	int bad = done_file(q, 1, 0, "done.zst", "D") || publish(q, 1, 0, "stale.zst", "S") ||
-		  publish(q, 1, 0, "wait.zst", "W") || publish(q, 1, 0, "live.zst", "L") ||
-		  done_file(q, 5, 0, "five.zst", "5") || publish(q, 6, 0, "six.zst", "6");
+	int bad = done_file(q, 1, 0, "done.zst", "D") || spool_put(q, 1, 0, "stale.zst", "S") ||
+		  spool_put(q, 1, 0, "wait.zst", "W") || spool_put(q, 1, 0, "live.zst", "L") ||
+		  done_file(q, 5, 0, "five.zst", "5") || spool_put(q, 6, 0, "six.zst", "6");
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -433,7 +412,7 @@ static void test_quarantine(void)
 	snprintf(q, sizeof q, "%s/quar/scored", top);
 	snprintf(f, sizeof f, "%s/step_2/rank_1/x.zst", q);
 	snprintf(qf, sizeof qf, "%s/.quarantine/step_2/rank_1/x.zst", q);
-	int bad = publish(q, 2, 1, "x.zst", "X") != 0 || claim_take(&c, q, 2, 1, "x.zst", 0, &e) != 0;
+	int bad = spool_put(q, 2, 1, "x.zst", "X") != 0 || claim_take(&c, q, 2, 1, "x.zst", 0, &e) != 0;
 	ok(!bad, "a file claimed by a live consumer");
 	struct claim_id id;
 	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 1,
@@ -454,7 +433,7 @@ static void test_quarantine(void)
 	snprintf(claimed, sizeof claimed, "%s/step_2/rank_1/.claimed/x.zst", q);
 	ok(strcmp(dest, qf) == 0 && exists("%s", qf) && !exists("%s", f) && !exists("%s", claimed),
 	   "to QUEUE/.quarantine/step_2/rank_1/x.zst, no claim record left");
-	bad = publish(q, 2, 1, "x.zst", "Y") != 0;
+	bad = spool_put(q, 2, 1, "x.zst", "Y") != 0;
 	ok(!bad && exists("%s", f), "the name is free again: a good copy can be published");
 	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), -1,
 	       "a second quarantine of the same name is refused: %s", e.msg);
@@ -470,10 +449,10 @@ static void test_status(void)
 	is_int(queue_status(spool, 60, time(NULL), &st, &e), 1, "status of no spool: 1");
 	queue_status_free(&st);
 	snprintf(q, sizeof q, "%s/rollouts", spool);
-	int bad = publish(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 1, 0, "b.zst", "B") != 0 ||
-		  publish(q, 1, 1, "c.zst", "C") != 0;
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || done_file(q, 1, 0, "b.zst", "B") != 0 ||
+		  spool_put(q, 1, 1, "c.zst", "C") != 0;
 	snprintf(q, sizeof q, "%s/scored", spool);
-	bad |= publish(q, 1, 0, "d.zst", "D") != 0 || claim_take(&c, q, 1, 0, "d.zst", 0, &e) != 0;
+	bad |= spool_put(q, 1, 0, "d.zst", "D") != 0 || claim_take(&c, q, 1, 0, "d.zst", 0, &e) != 0;
 	snprintf(pol, sizeof pol, "%s/policy/step_3", spool);
 	sh("mkdir -p %s", pol);
 	ok(!bad, "a spool: rollouts steps 0 and 1, scored step 1 with a claim, policy step 3");

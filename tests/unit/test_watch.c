@@ -24,28 +24,14 @@
 #include "spool/spool.h"
 #include "spool/watch.h"
 #include "../tap.h"
+#include "../spool_util.h"
 
 static char top[256];
 
-static void sh(const char *fmt, const char *arg)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, fmt, arg);
-	if (system(cmd) != 0) {
-		printf("Bail out! %s failed\n", cmd);
-		exit(1);
-	}
-}
-
+/* A file whose text is its name. */
 static int publish(const char *queue, int64_t step, int rank, const char *name)
 {
-	struct spool_out o;
-	struct err e;
-	if (spool_open(&o, queue, step, rank, name, &e) < 0 || spool_write(&o, name, strlen(name), &e) < 0) {
-		spool_abort(&o);
-		return -1;
-	}
-	return spool_commit(&o, &e);
+	return spool_put(queue, step, rank, name, name);
 }
 
 /* Take and retire the next file; "step/rank/name" into got, or "" at the end. */
