@@ -25,13 +25,12 @@
 #define GROUP 8
 #define VOCAB 151936
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "xorshift.h"
+
 static double uniform(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((rng >> 11) + 0.5) / 9007199254740992.0;
+	return ((xorshift() >> 11) + 0.5) / 9007199254740992.0;
 }
 
 static double now(void)

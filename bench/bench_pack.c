@@ -43,13 +43,12 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "xorshift.h"
+
 static uint32_t rand_u32(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 11);
+	return (uint32_t)(xorshift() >> 11);
 }
 
 /* The same workload as spool input for bench/pack.sh: 128 groups of 8, a

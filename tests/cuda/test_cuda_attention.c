@@ -21,17 +21,11 @@
 #include "cuda_skip.h"
 #include "gpu_model.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double uniform(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "../xorshift.h"
 static double gauss(void)
 {
-	return sqrt(-2 * log(uniform() + 1e-300)) * cos(6.283185307179586 * uniform());
+	return sqrt(-2 * log(urand() + 1e-300)) * cos(6.283185307179586 * urand());
 }
 
 static uint16_t to_bf16(float f)

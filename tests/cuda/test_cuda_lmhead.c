@@ -22,17 +22,11 @@ static void cuda_check(cudaError_t err, const char *what, const char *file, int 
 	}
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double uniform(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "../xorshift.h"
 static float gauss(void)
 {
-	double u = uniform() + 1e-300, v = uniform();
+	double u = urand() + 1e-300, v = urand();
 	return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
 }
 
@@ -57,7 +51,7 @@ static void run(const struct rowset *s)
 		float *row = z + (size_t)r * s->V;
 		for (int j = 0; j < s->V; j++)
 			row[j] = s->kind == TIES ? (j % 3 == 0 ? 2.5f : -1.0f) : s->spread * gauss() - 3.0f;
-		tg[r] = (int32_t)(uniform() * s->V);
+		tg[r] = (int32_t)(urand() * s->V);
 		if (s->kind == PEAKED) {
 			row[tg[r]] = 40.0f;   /* every other logit ~N(-3, 1): entropy ~1e-11 */
 			if (r % 2)

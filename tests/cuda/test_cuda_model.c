@@ -105,13 +105,12 @@ static void check_pack(struct model *m, const struct pack *p, const char *name, 
 
 /* ---- gradients ---- */
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
+#define XORSHIFT_SEED 0x2545f4914f6cdd1dull
+#include "../xorshift.h"
+
 static uint32_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 32);
+	return (uint32_t)(xorshift() >> 32);
 }
 
 

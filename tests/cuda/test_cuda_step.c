@@ -41,14 +41,8 @@
 #include "train/loss.h"
 #include "train/step.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng >> 11) * (1.0 / 9007199254740992.0);
-}
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "../xorshift.h"
 
 /* A micro-batch of k sequences (prompt p[j], response r[j] tokens) on rank, padded to T. */
 static struct microbatch make_mb(int rank, int index, int k, const int *p, const int *r, int T, int V)

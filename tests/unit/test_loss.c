@@ -223,14 +223,8 @@ struct pack {
 	float adv[64], old[64], lp[64], ent[64], ref[64], behav[64];
 };
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng >> 11) * (1.0 / 9007199254740992.0);
-}
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
+#include "../xorshift.h"
 
 /* Ratios kept 0.05 away from the clip edges 0.8 and 1.2 (and 3 for the dual clip). */
 static double pick_ratio(void)

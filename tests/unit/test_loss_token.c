@@ -16,14 +16,8 @@
 #include "../loss_old.h"
 #include "../tap.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng >> 11) * (1.0 / 9007199254740992.0);
-}
+#define XORSHIFT_SEED 0x2545f4914f6cdd1dull
+#include "../xorshift.h"
 
 enum { MAXT = 96, MAXS = 12 };
 

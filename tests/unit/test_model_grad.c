@@ -12,15 +12,8 @@
 #include "model/model.h"
 #include "../tap.h"
 
-static uint64_t rng = 88172645463325252ull;
-
-static double urand(void)   /* uniform in [0, 1) */
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng >> 11) * (1.0 / 9007199254740992.0);
-}
+#define XORSHIFT_SEED 88172645463325252ull
+#include "../xorshift.h"
 
 static void tiny(struct model *m, enum model_family f, int tied)
 {

@@ -18,13 +18,12 @@
 #include "data/sfile.h"
 #include "tap.h"
 
-static uint64_t rng = 88172645463325252ull;
+#define XORSHIFT_SEED 88172645463325252ull
+#include "../xorshift.h"
+
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)((rng >> 11) % n);
+	return (uint32_t)((xorshift() >> 11) % n);
 }
 
 static int pack_lens(const uint32_t *len, uint32_t n, uint32_t T, uint32_t W, struct pack_result *r)

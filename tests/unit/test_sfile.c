@@ -10,13 +10,12 @@
 
 #include <zstd.h>
 
-static uint64_t rng = 88172645463325252ull;
+#define XORSHIFT_SEED 88172645463325252ull
+#include "../xorshift.h"
+
 static uint32_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)rng;
+	return (uint32_t)xorshift();
 }
 
 static float rnd_float(void)

@@ -20,14 +20,8 @@
 #include "train/step.h"
 #include "../tap.h"
 
-static uint64_t rng = 0x853c49e6748fea9bull;
-static double urand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng >> 11) * (1.0 / 9007199254740992.0);
-}
+#define XORSHIFT_SEED 0x853c49e6748fea9bull
+#include "../xorshift.h"
 
 static void tiny(struct model *m)
 {
