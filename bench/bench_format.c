@@ -26,7 +26,7 @@
 #define VOCAB 151936
 
 #define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
-#include "xorshift.h"
+#include "../tests/xorshift.h"
 
 static double uniform(void)
 {

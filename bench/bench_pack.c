@@ -44,7 +44,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 #define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
-#include "xorshift.h"
+#include "../tests/xorshift.h"
 
 static uint32_t rand_u32(void)
 {
