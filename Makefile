@@ -3,6 +3,7 @@
 # Sources are found by pattern, so adding a module never touches this file:
 #   lib/*/*.c            -> $(BUILD)/libgrpo.a   (folders by layer: lib/README.md)
 #   tools/grpo-*.c       -> $(BUILD)/bin/grpo-*
+#   tools/collect-*.c    -> linked into grpo-collect alone (its parts: tools/grpo-collect.h)
 #   tools/*.c, the rest  -> linked into every tool (tools/cli.c: messages, exits, option values)
 #   tests/unit/test_*.c  -> $(BUILD)/tests/test_*   (TAP on stdout)
 #   tests/cli/*.t        shell TAP scripts, run with the tools on PATH
@@ -40,7 +41,10 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A     := $(BUILD)/libgrpo.a
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/bin/%,$(wildcard tools/grpo-*.c))
 # The tools' own modules, which print and exit and so stay out of lib/.
-TOOL_SHARED := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/grpo-%.c,$(wildcard tools/*.c)))
+TOOL_SHARED := $(patsubst %.c,$(BUILD)/%.o,$(filter-out tools/grpo-%.c tools/collect-%.c,$(wildcard tools/*.c)))
+# grpo-collect in parts: sampling from a model and through a server, each its
+# own file beside tools/grpo-collect.c, linked into that tool only.
+COLLECT_PARTS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/collect-*.c))
 UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 MANS      := $(wildcard man/*.[1-9])
@@ -116,7 +120,11 @@ $(LIB_A): $(LIB_OBJ)
 $(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_SHARED) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(TOOL_SHARED) $(LIB_A) $(ALL_LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(TOOL_PARTS) $(TOOL_SHARED) $(LIB_A) $(ALL_LDLIBS) -o $@
+
+# A tool's own parts (none but grpo-collect's), linked after its main file.
+$(BUILD)/bin/grpo-collect: TOOL_PARTS = $(COLLECT_PARTS)
+$(BUILD)/bin/grpo-collect: $(COLLECT_PARTS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_A)
 	@mkdir -p $(dir $@)

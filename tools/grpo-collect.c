@@ -8,6 +8,12 @@
  * derived from the input's bytes (so a re-run publishes nothing twice), all
  * written before any is renamed into place, or appended to the one spool
  * file written to standard output.
+ *
+ * This file holds the options, main and the import path, with what every
+ * way of getting groups shares: holding them and publishing them (or writing
+ * them to standard output), and the --cursor lock. Sampling from a model
+ * (--model) is collect-model.c, sampling through an inference server
+ * (--server) collect-server.c; grpo-collect.h declares what the three share.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +28,6 @@
 #include "base/err.h"
 #include "base/fsys.h"
 #include "base/lineio.h"
-#include "base/progress.h"
 #include "base/tempfile.h"
 #include "collect/collect.h"
 #include "collect/cursor.h"
@@ -33,8 +38,9 @@
 #include "spool/spool.h"
 
 #include "cli.h"
+#include "grpo-collect.h"
 
-static const char *prog = "grpo-collect";
+const char *prog = "grpo-collect";
 
 static void usage(FILE *f)
 {
@@ -99,14 +105,8 @@ static void usage(FILE *f)
 		"  -V, --version          the version\n");
 }
 
-/* The groups of the input being read, held until it validated. */
-struct held {
-	struct group *g;
-	size_t n, cap;
-};
-
 /* Takes the group's contents rather than copying them. */
-static int hold(void *ctx, struct group *g, struct err *e)
+int hold(void *ctx, struct group *g, struct err *e)
 {
 	struct held *h = ctx;
 	if (h->n == h->cap) {
@@ -129,20 +129,13 @@ static void held_clear(struct held *h)
 	h->n = 0;
 }
 
-static void held_free(struct held *h)
+void held_free(struct held *h)
 {
 	held_clear(h);
 	free(h->g);
 	h->g = NULL;
 	h->cap = 0;
 }
-
-struct opts {
-	const char *queue;
-	long long step;
-	int have_step, rank, verbose, skip;
-	long long max_groups;
-};
 
 static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
 {
@@ -234,6 +227,43 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 	return r;
 }
 
+/* The held groups, published into the queue or written to standard output. */
+int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char *name,
+		       struct sfile_writer *w, struct err *e)
+{
+	if (o->queue)
+		return publish(o, h, hash, name, e);
+	for (size_t i = 0; i < h->n; i++)
+		if (sfile_write_group(w, &h->g[i], e) < 0)
+			return -1;
+	return sfile_writer_finish(w, e);
+}
+
+/*
+ * --cursor: locked for the whole run, so that two runs never start at the
+ * same row (*lock_fd holds the lock: close it at the end), then read: where
+ * this run starts, unless --offset says (collect/cursor.h). 0, 1 with the
+ * lock held by another run (e says so: exit 75), -1 error.
+ */
+int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, int *lock_fd, struct err *e)
+{
+	long holder;
+	int r = cursor_lock(g->cursor, lock_fd, &holder, e);
+	if (r == 1) {
+		char who[32] = "";
+		if (holder > 0)
+			snprintf(who, sizeof who, " (pid %ld)", holder);
+		err_set(e, "%s: another grpo-collect%s is running with this cursor (it holds %s.lock): nothing done; "
+			"try again later", g->cursor, who, g->cursor);
+		return 1;
+	}
+	if (r < 0 || cursor_load(c, g->cursor, e) < 0)
+		return -1;
+	if (!g->have_offset)
+		*offset = (long long)c->row;
+	return 0;
+}
+
 /* Group integrity (groupset.h): groups of one member (no baseline: GRPO
  * learns nothing from them) and group_ids split across inputs (each part is
  * scored apart), counted always, the ids with -v. Neither is an error: n = 1
@@ -264,531 +294,6 @@ static int report_groups(const struct groupset *s, int verbose)
 		free(ids);
 	}
 	return 0;
-}
-
-/* Sampling from a model (--model): the options beyond the importer's. */
-struct gen_opts {
-	const char *model, *prompts, *cursor, *tokenizer;
-	long long samples, max_tokens, top_k, offset, count, batch;
-	int have_offset, have_chat;
-	double top_p;
-	float temperature;   /* -t: 0 samples greedily */
-	unsigned long long seed;
-	enum chat_format chat;
-	enum model_device device;   /* --device, resolved in generate() */
-	int fp32;                   /* --precision fp32 on the GPU */
-};
-
-/*
- * --cursor: locked for the whole run, so that two runs never start at the
- * same row (*lock_fd holds the lock: close it at the end), then read: where
- * this run starts, unless --offset says (collect/cursor.h). 0, 1 with the
- * lock held by another run (e says so: exit 75), -1 error.
- */
-static int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, int *lock_fd, struct err *e)
-{
-	long holder;
-	int r = cursor_lock(g->cursor, lock_fd, &holder, e);
-	if (r == 1) {
-		char who[32] = "";
-		if (holder > 0)
-			snprintf(who, sizeof who, " (pid %ld)", holder);
-		err_set(e, "%s: another grpo-collect%s is running with this cursor (it holds %s.lock): nothing done; "
-			"try again later", g->cursor, who, g->cursor);
-		return 1;
-	}
-	if (r < 0 || cursor_load(c, g->cursor, e) < 0)
-		return -1;
-	if (!g->have_offset)
-		*offset = (long long)c->row;
-	return 0;
-}
-
-/* The held groups, published into the queue or written to standard output. */
-static int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char *name,
-		       struct sfile_writer *w, struct err *e)
-{
-	if (o->queue)
-		return publish(o, h, hash, name, e);
-	for (size_t i = 0; i < h->n; i++)
-		if (sfile_write_group(w, &h->g[i], e) < 0)
-			return -1;
-	return sfile_writer_finish(w, e);
-}
-
-/*
- * A batch from a model that a run stopped before it advanced the cursor: the
- * checkpoint it was started from, under g->model, with its version (and the
- * step published into, rows and count) in place of the newest. 0, -1 with e
- * set.
- */
-static int started_batch(struct opts *o, const struct gen_opts *g, const struct cursor *cur, char *dir, size_t dirsz,
-			 int64_t *version, long long *offset, long long *count, struct err *e)
-{
-	const struct cursor_batch *b = &cur->batch;
-	int64_t asked = o->step;
-	if (!b->model)
-		return err_set(e, "%s holds prompts sampled through a server and perhaps published in part: run the "
-			       "grpo-collect --server command that sampled them again to finish them", g->cursor);
-	if (cursor_check_target(cur, o->queue, o->rank, o->max_groups, o->have_step ? &asked : NULL, e) < 0)
-		return -1;
-	int r = rollout_policy_at(g->model, b->policy_version, dir, dirsz, e);
-	if (r < 0)
-		return -1;
-	if (r > 0)
-		return err_set(e, "%s holds %llu prompts from row %llu, started from %s (policy version %lld) and "
-			       "perhaps published in part, but %s is gone (no config.json): they cannot be sampled again "
-			       "as they were; bring the checkpoint back and run again, or write %llu alone into %s to pass "
-			       "over those not yet published", cur->path, (unsigned long long)b->prompts,
-			       (unsigned long long)b->from, b->model, (long long)b->policy_version, dir,
-			       (unsigned long long)b->next, cur->path);
-	*version = b->policy_version;
-	o->step = b->step;
-	*offset = (long long)b->from;
-	*count = (long long)b->prompts;
-	return 0;
-}
-
-/* The batch about to be sampled, kept in the cursor (collect/cursor.h). */
-static int start_batch(struct cursor *cur, const struct opts *o, const char *dir, int64_t version, uint64_t names,
-		       long long batch, uint64_t from, int n, uint64_t next, struct err *e)
-{
-	struct cursor_batch b = { .from = from, .prompts = (uint64_t)n, .next = next, .policy_version = version,
-				  .rank = o->rank, .max_groups = o->max_groups, .names = names, .batch = batch,
-				  .step = o->step };
-	if (!(b.model = strdup(dir)) || (o->queue && !(b.output = strdup(o->queue)))) {
-		cursor_batch_free(&b);
-		return err_set(e, "out of memory");
-	}
-	return cursor_save(cur, &b, e);
-}
-
-/*
- * The GPU sampler --device asks for, in *gpu, or NULL for the C model:
- * auto means the GPU where there is one that can take the model, else the
- * C model (saying why when a GPU was there); cuda that cannot be had is -1
- * (exit 69).
- */
-static int open_sampler(const struct gen_opts *g, const struct model *m, const struct rollout_prompt *ps, int n,
-			int verbose, struct model_gpu **gpu, struct err *e)
-{
-	enum model_device got;
-	*gpu = NULL;
-	int r = model_device_resolve(g->device, &got, e);
-	if (r < 0)
-		return -1;
-	if (r > 0)
-		fprintf(stderr, "%s: %s\n", prog, e->msg);
-	if (got == MODEL_DEVICE_CPU)
-		return 0;
-	int longest = 1;
-	for (int i = 0; i < n; i++)
-		if ((int)ps[i].n > longest)
-			longest = (int)ps[i].n;
-	if (model_gpu_open_gen(gpu, m, longest, (int)g->max_tokens, !g->fp32, e) < 0) {
-		if (g->device == MODEL_DEVICE_CUDA)
-			return -1;
-		fprintf(stderr, "%s: --device auto: sampling on the CPU: %s\n", prog, e->msg);
-		return 0;
-	}
-	if (verbose) {
-		char d[512];
-		model_gpu_describe(*gpu, d, sizeof d);
-		fprintf(stderr, "%s: sampling on the GPU in %s: %s\n", prog, g->fp32 ? "fp32" : "bf16", d);
-	}
-	return 0;
-}
-
-/*
- * Sample G responses to each prompt taken from --prompts and publish them as
- * the importer publishes its groups. The parts are named from everything that
- * decides their bytes (policy version, sampling options and the prompts'
- * tokens), so a re-run after a crash publishes nothing twice. With --cursor
- * the batch is kept in it before it is sampled, with the checkpoint it is
- * sampled from, and a run that finds it there samples it again from that
- * checkpoint (not the newest), publishes it and stops.
- */
-static int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
-{
-	struct err e = { "" };
-	char dir[PATH_MAX], tpath[PATH_MAX];
-	int64_t version;
-	struct model m = { 0 };
-	struct model_gpu *gpu = NULL;
-	struct tokenizer *tok = NULL;
-	struct rollout_prompt *ps = NULL;
-	struct held held = { 0 };
-	struct cursor cur = { 0 };
-	int n = 0, status = 1, lock_fd = -1;
-	uint64_t rows;
-	long long offset = g->offset, count = g->count;
-	struct progress pg;
-	progress_init(&pg, prog, STDERR_FILENO);
-	if (g->cursor) {
-		int r = open_cursor(g, &cur, &offset, &lock_fd, &e);
-		if (r != 0) {
-			status = r > 0 ? 75 : 1;
-			goto fail;
-		}
-	}
-	if (cur.pending) {
-		if (started_batch(o, g, &cur, dir, sizeof dir, &version, &offset, &count, &e) < 0)
-			goto fail;
-	} else {
-		if (rollout_policy_find(g->model, dir, sizeof dir, &version, &e) < 0)
-			goto fail;
-		if (!o->have_step)
-			o->step = version;
-	}
-	if (model_load(&m, dir, &e) < 0)
-		goto fail;
-	const char *tfile = g->tokenizer;
-	if (!tfile && snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir) < (int)sizeof tpath &&
-	    access(tpath, R_OK) == 0)
-		tfile = tpath;
-	if (tfile && !(tok = tok_load(tfile, &e)))
-		goto fail;
-	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
-	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
-		goto fail;
-	if (open_sampler(g, &m, ps, n, o->verbose, &gpu, &e) < 0) {
-		status = 69;
-		goto fail;
-	}
-	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
-	                         .max_tokens = (int)g->max_tokens, .stop_ids = m.cfg.eos_ids,
-	                         .n_stop = m.cfg.n_eos, .seed = g->seed };
-	uint64_t hash = collect_hash(COLLECT_HASH_INIT, "generate", 8);
-	long long knobs[] = { version, g->samples, g->max_tokens, g->top_k };
-	double reals[] = { g->temperature, g->top_p };
-	hash = collect_hash(hash, knobs, sizeof knobs);
-	hash = collect_hash(hash, reals, sizeof reals);
-	hash = collect_hash(hash, &g->seed, sizeof g->seed);
-	if (gpu)   /* the GPU's numbers are not the C model's: other bytes, other names */
-		hash = collect_hash(hash, g->fp32 ? "cuda fp32" : "cuda bf16", 9);
-	for (int i = 0; i < n; i++) {
-		hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
-		hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
-	}
-	uint64_t from = (uint64_t)offset % rows, next = ((uint64_t)offset + (uint64_t)n) % rows;
-	int finishing = cur.pending;
-	if (finishing && cursor_check_sampling(&cur, hash, g->batch, &e) < 0)
-		goto fail;
-	if (g->cursor && !finishing && start_batch(&cur, o, dir, version, hash, g->batch, from, n, next, &e) < 0)
-		goto fail;
-	if (!(held.g = calloc(n ? (size_t)n : 1, sizeof *held.g))) {
-		err_set(&e, "out of memory");
-		goto fail;
-	}
-	held.cap = (size_t)n;
-	for (int at = 0; at < n; at += (int)g->batch) {
-		int b = n - at < g->batch ? n - at : (int)g->batch;
-		if (rollout_sample(&m, gpu, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
-			goto fail;
-		if (gpu && o->verbose) {
-			char d[512];
-			model_gpu_gen_describe(gpu, d, sizeof d);
-			fprintf(stderr, "%s: GPU batch of %d prompts: %s\n", prog, b, d);
-		}
-		held.n += (size_t)b;
-		progress_show(&pg, at + b, n, "prompts sampled");
-	}
-	progress_end(&pg);
-	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
-		goto fail;
-	if (o->verbose)
-		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld%s\n",
-		        prog, dir, (long long)version, n, (unsigned long long)from, g->prompts, n, g->samples,
-		        finishing ? ", the batch an earlier run started" : "");
-	status = 0;
-fail:
-	progress_end(&pg);
-	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-	held_free(&held);
-	cursor_free(&cur);
-	if (lock_fd >= 0)
-		close(lock_fd);
-	rollout_prompts_free(ps, n);
-	tok_free(tok);
-	model_gpu_close(gpu);
-	model_free(&m);
-	return status;
-}
-
-/* Sampling through a server (--server): the options beyond --model's. */
-struct srv_opts {
-	struct server_opts so;
-	const char *responses;   /* --responses FILE, or NULL */
-	long long max_lag;       /* -1: no check */
-};
-
-/* The newest step_K of the policy queue beside the output queue (SPOOL/policy
- * for -o SPOOL/rollouts), as --model SPOOL/policy finds it; -1 when none. */
-static int64_t trainer_newest(const char *queue)
-{
-	char dir[PATH_MAX], found[PATH_MAX];
-	struct err e;
-	int64_t v;
-	size_t n = queue ? strlen(queue) : 0;
-	while (n > 1 && queue[n - 1] == '/')
-		n--;
-	while (n > 0 && queue[n - 1] != '/')
-		n--;
-	if (!queue || snprintf(dir, sizeof dir, "%.*spolicy", (int)n, queue) >= (int)sizeof dir)
-		return -1;
-	return rollout_policy_find(dir, found, sizeof found, &v, &e) < 0 ? -1 : v;
-}
-
-/*
- * After a batch's answers are fed: the saved copy (--responses) closed, then
- * the batch failed when its refusals say so: all of them, or any without
- * -e skip. what names them in the message ("answers refused").
- */
-static int answers_end(FILE **saved, const char *responses, const struct opts *o, const char *where,
-                       const char *what, unsigned long long bad, unsigned long long total, struct err *e)
-{
-	FILE *f = *saved;
-	*saved = NULL;
-	if (f && fclose(f) != 0)
-		return err_sys(e, "%s", responses);
-	if (bad && (!o->skip || bad == total))
-		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
-		               o->skip ? "" : " (-e fail)");
-	return 0;
-}
-
-/* The end of a run through a server, however it went: the error said, the
- * saved answers closed, the held groups and the importer freed. */
-static int end_server_run(int status, const struct err *e, FILE *saved, struct held *held, struct collect *col)
-{
-	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e->msg);
-	if (saved)
-		fclose(saved);
-	held_free(held);
-	collect_free(col);
-	return status;
-}
-
-/*
- * The answers a killed run sampled and kept in the cursor (collect/cursor.h):
- * import and publish them as that run would have, under the same names and
- * policy version, and advance the cursor, asking the server nothing.
- */
-static int finish_batch(struct opts *o, const struct gen_opts *g, const struct srv_opts *sv,
-			struct collect_opts co, struct sfile_writer *w, struct cursor *cur)
-{
-	struct err e = { "" };
-	struct held held = { 0 };
-	struct collect col;
-	const struct cursor_batch *b = &cur->batch;
-	uint64_t hash = COLLECT_HASH_INIT, k = 0, refused = 0;
-	FILE *saved = NULL;
-	const char *line;
-	size_t at = 0, len;
-	int status = 1;
-	int64_t asked = o->step;
-	if (cursor_check_target(cur, o->queue, o->rank, o->max_groups, o->have_step ? &asked : NULL, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return 1;
-	}
-	o->step = co.step = b->policy_version;
-	collect_init(&col, &co, hold, &held);
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
-		goto fail;
-	}
-	while (cursor_batch_next(b, &at, &line, &len)) {
-		k++;
-		hash = collect_hash(collect_hash(hash, line, len), "\n", 1);
-		if (saved)
-			fwrite(line, 1, len + 1, saved);
-		int r = collect_feed(&col, line, len, &e);
-		if (r == -2)
-			goto fail;
-		if (r < 0) {
-			fprintf(stderr, "%s: %s: answer %llu of the batch sampled before is refused: %s\n", prog,
-			        cur->path, (unsigned long long)k, e.msg);
-			refused++;
-		}
-	}
-	if (answers_end(&saved, sv->responses, o, cur->path, "answers refused", refused, k, &e) < 0)
-		goto fail;
-	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
-	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
-		goto fail;
-	if (o->verbose)
-		fprintf(stderr, "%s: %s: published the %llu prompts from row %llu of %s that an earlier run sampled "
-		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
-		        (unsigned long long)from, g->prompts, (long long)co.step, held.n);
-	status = 0;
-fail:
-	return end_server_run(status, &e, saved, &held, &col);
-}
-
-/* The sampled answers, kept in the cursor before any is published. */
-static int keep_batch(struct cursor *cur, struct cursor_batch *b, const struct opts *o, uint64_t from, int n,
-		      uint64_t next, struct err *e)
-{
-	b->from = from;
-	b->prompts = (uint64_t)n;
-	b->next = next;
-	b->policy_version = b->step = o->step;
-	b->rank = o->rank;
-	b->max_groups = o->max_groups;
-	if (o->queue && !(b->output = strdup(o->queue)))
-		return err_set(e, "out of memory");
-	return cursor_save(cur, b, e);
-}
-
-/*
- * Sample G responses to each prompt through the server, feed the answers, in
- * prompt order, to the importer as the lines of one input, and publish them as
- * the importer publishes a file of those lines (the same names: --responses
- * saves that file). A prompt that fails for good is named and skipped, or
- * with -e fail publishes nothing. With --cursor the answers are kept in it
- * before anything is published, and a run that finds them there publishes
- * them rather than sampling.
- */
-static int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct collect_opts co,
-		 struct sfile_writer *w)
-{
-	struct err e = { "" };
-	struct tokenizer *tok = NULL;
-	struct rollout_prompt *ps = NULL;
-	struct server_prompt *sp = NULL;
-	struct server_result *res = NULL;
-	struct held held = { 0 };
-	struct collect col;
-	struct cursor cur = { 0 };
-	struct cursor_batch batch = { 0 };
-	char *model_id = NULL, *path = NULL;
-	FILE *saved = NULL;
-	int n = 0, status = 1, failed = 0, lock_fd = -1;
-	uint64_t rows, hash = COLLECT_HASH_INIT;
-	long long offset = g->offset;
-	int opened = g->cursor ? open_cursor(g, &cur, &offset, &lock_fd, &e) : 0;
-	if (opened == 0 && cur.pending && cur.batch.model) {
-		err_set(&e, "%s holds prompts started from %s and perhaps published in part: run the grpo-collect "
-			"--model command that started them again to finish them", g->cursor, cur.batch.model);
-		opened = -1;
-	}
-	if (opened != 0 || cur.pending) {
-		if (opened != 0)
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-		status = opened > 0 ? 75 : opened < 0 ? 1 : finish_batch(o, g, sv, co, w, &cur);
-		cursor_free(&cur);
-		if (lock_fd >= 0)
-			close(lock_fd);
-		return status;
-	}
-	collect_init(&col, &co, hold, &held);
-	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
-		goto fail;
-	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
-	                         co.vocab_size ? (uint32_t)co.vocab_size : INT32_MAX, ROLLOUT_KEEP_TEXT,
-	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
-		goto fail;
-	if (sv->so.api == SERVER_OPENAI)
-		for (int i = 0; i < n; i++)
-			if (!ps[i].tokens) {
-				err_set(&e, "%s:%llu: --api openai cannot send text: an OpenAI-style server gives no "
-				        "prompt token ids back; give prompt_tokens, or --tokenizer", g->prompts,
-				        (unsigned long long)ps[i].line);
-				goto fail;
-			}
-	/* the version it serves, from its model's path (.../step_K) */
-	if (server_model_info(&sv->so, &model_id, &path, &e) < 0)
-		goto fail;
-	if (!sv->so.model && sv->so.api != SERVER_SGLANG)
-		sv->so.model = model_id;
-	int64_t served = server_path_version(path), newest = trainer_newest(o->queue);
-	/* a link to the step served (examples/sync/vllm-reload.sh), where this
-	 * machine sees the server's file system */
-	char *real = served < 0 && path ? realpath(path, NULL) : NULL;
-	if (real)
-		served = server_path_version(real);
-	free(real);
-	if (sv->max_lag >= 0 && newest >= 0 && (served < 0 || served < newest - sv->max_lag)) {
-		if (served < 0)
-			err_set(&e, "%s serves %s, whose path names no step_K: its policy version is unknown, and "
-			        "--max-lag needs it; nothing sampled", sv->so.url, path ? path : "a model with no path");
-		else
-			err_set(&e, "%s serves policy version %lld (%s), older than the trainer's newest, %lld, by more "
-			        "than --max-lag %lld: nothing sampled (sync the server and run again)", sv->so.url,
-			        (long long)served, path, (long long)newest, sv->max_lag);
-		status = 3;
-		goto fail;
-	}
-	o->step = co.step = o->have_step ? o->step : served >= 0 ? served : newest >= 0 ? newest : 0;
-	collect_free(&col);
-	collect_init(&col, &co, hold, &held);
-	sp = calloc((size_t)n, sizeof *sp);
-	res = calloc((size_t)n, sizeof *res);
-	if (!sp || !res) {
-		err_set(&e, "out of memory");
-		goto fail;
-	}
-	for (int i = 0; i < n; i++)
-		sp[i] = (struct server_prompt){ ps[i].tokens, ps[i].n, ps[i].text, ps[i].answer, ps[i].place };
-	if (server_sample(&sv->so, sp, (size_t)n, res, &e) < 0)
-		goto fail;
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
-		goto fail;
-	}
-	for (int i = 0; i < n; i++) {
-		if (!res[i].line) {
-			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
-			        (unsigned long long)ps[i].line, res[i].error);
-			failed++;
-			continue;
-		}
-		/* as the importer hashes the line of a file, newline included */
-		hash = collect_hash(collect_hash(hash, res[i].line, res[i].len), "\n", 1);
-		if (saved)
-			fprintf(saved, "%s\n", res[i].line);
-		if (g->cursor && cursor_batch_add(&batch, res[i].line, res[i].len, &e) < 0)
-			goto fail;
-		int r = collect_feed(&col, res[i].line, res[i].len, &e);
-		if (r == -2)
-			goto fail;
-		if (r < 0) {
-			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
-			        (unsigned long long)ps[i].line, e.msg);
-			failed++;
-		}
-	}
-	if (answers_end(&saved, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
-	                (unsigned long long)n, &e) < 0)
-		goto fail;
-	uint64_t next = ((uint64_t)offset + (uint64_t)n) % rows;
-	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset % rows, n, next, &e) < 0)
-		goto fail;
-	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
-		goto fail;
-	if (failed)
-		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
-	if (o->verbose)
-		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",
-		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n,
-		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, g->samples);
-	status = 0;
-fail:
-	end_server_run(status, &e, saved, &held, &col);
-	cursor_batch_free(&batch);
-	cursor_free(&cur);
-	if (lock_fd >= 0)
-		close(lock_fd);
-	server_results_free(res, (size_t)n);
-	free(res);
-	free(sp);
-	free(model_id);
-	free(path);
-	rollout_prompts_free(ps, n);
-	tok_free(tok);
-	return status;
 }
 
 enum {

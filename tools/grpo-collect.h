@@ -1,0 +1,78 @@
+/*
+ * grpo-collect.h: what the parts of grpo-collect share, and nothing more:
+ * its options (parsed in grpo-collect.c's main), the groups held before they
+ * are published, the publishing itself and the --cursor lock (grpo-collect.c),
+ * and the two ways of sampling, from a model (collect-model.c) and through an
+ * inference server (collect-server.c), which main calls.
+ *
+ * It is the tool's own header, not a library's: what is declared here prints
+ * and exits as a tool does. Each function's comment is at its definition.
+ */
+#ifndef GRPO_TOOLS_GRPO_COLLECT_H
+#define GRPO_TOOLS_GRPO_COLLECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "collect/collect.h"
+#include "collect/cursor.h"
+#include "collect/server.h"
+#include "data/sfile.h"
+#include "model/chat.h"
+#include "model/model_gpu.h"
+
+/* The name in messages, cli_init's answer (grpo-collect.c). */
+extern const char *prog;
+
+/* The groups of the input being read, held until it validated. */
+struct held {
+	struct group *g;
+	size_t n, cap;
+};
+
+/* The options every way of collecting shares: where the groups are published
+ * (-o, --step, --rank, --max-groups), -v and -e. */
+struct opts {
+	const char *queue;
+	long long step;
+	int have_step, rank, verbose, skip;
+	long long max_groups;
+};
+
+/* Sampling from a model (--model): the options beyond the importer's. */
+struct gen_opts {
+	const char *model, *prompts, *cursor, *tokenizer;
+	long long samples, max_tokens, top_k, offset, count, batch;
+	int have_offset, have_chat;
+	double top_p;
+	float temperature;   /* -t: 0 samples greedily */
+	unsigned long long seed;
+	enum chat_format chat;
+	enum model_device device;   /* --device, resolved in generate() */
+	int fp32;                   /* --precision fp32 on the GPU */
+};
+
+/* Sampling through a server (--server): the options beyond --model's. */
+struct srv_opts {
+	struct server_opts so;
+	const char *responses;   /* --responses FILE, or NULL */
+	long long max_lag;       /* -1: no check */
+};
+
+/* grpo-collect.c: holding the groups (hold is collect_init's sink),
+ * publishing or writing them, the --cursor lock. */
+int hold(void *ctx, struct group *g, struct err *e);
+void held_free(struct held *h);
+int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char *name,
+		struct sfile_writer *w, struct err *e);
+int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, int *lock_fd, struct err *e);
+
+/* collect-model.c: --model; the exit status. */
+int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w);
+
+/* collect-server.c: --server; the exit status. */
+int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct collect_opts co,
+	  struct sfile_writer *w);
+
+#endif
