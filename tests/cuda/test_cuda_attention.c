@@ -23,27 +23,7 @@
 
 #define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
 #include "../xorshift.h"
-static double gauss(void)
-{
-	return sqrt(-2 * log(urand() + 1e-300)) * cos(6.283185307179586 * urand());
-}
-
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	u += 0x7fff + ((u >> 16) & 1);   /* round to nearest even; no NaNs here */
-	return (uint16_t)(u >> 16);
-}
-static float from_bf16(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static float round_bf16(float x) { return from_bf16(to_bf16(x)); }
+#include "kernel_check.h"
 
 /* out (T, NH*HS) and, with dout, dqkv laid out as qkv, in double */
 static void reference(const float *qkv, const float *dout, int T, const uint32_t *lens, int nseq, int NH, int NKV,
@@ -102,24 +82,6 @@ static void reference(const float *qkv, const float *dout, int T, const uint32_t
 				}
 			}
 	free(p);
-}
-
-/* Worst |got - want| and whether each is within abs + rel |want| (NaN fails). */
-struct cmp { double worst, mean, scale; size_t bad, first; };
-static struct cmp compare(const float *got, const double *want, size_t n, double abs, double rel, int of_max)
-{
-	struct cmp c = { 0, 0, 0, 0, 0 };
-	for (size_t i = 0; i < n; i++)
-		c.scale = fabs(want[i]) > c.scale ? fabs(want[i]) : c.scale;
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs(got[i] - want[i]);
-		double bound = of_max ? abs + rel * c.scale : abs + rel * fabs(want[i]);
-		if (!(d <= bound) && c.bad++ == 0)
-			c.first = i;
-		c.worst = d > c.worst || isnan(d) ? d : c.worst;
-		c.mean += d / n;
-	}
-	return c;
 }
 
 static const uint32_t long_lens[] = { 65, 1, 1000, 64, 63, 2, 129 };

@@ -25,20 +25,7 @@
 
 #define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
 #include "../xorshift.h"
-static double gauss(void)
-{
-	return sqrt(-2 * log(urand() + 1e-300)) * cos(6.283185307179586 * urand());
-}
-
-static float round_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	u += 0x7fff + ((u >> 16) & 1);   /* round to nearest even; no NaNs here */
-	u &= 0xffff0000u;
-	memcpy(&f, &u, 4);
-	return f;
-}
+#include "kernel_check.h"
 
 /* One test batch: B rows, each with its context; every array on the host. */
 struct batch {
@@ -118,24 +105,6 @@ static void reference(const struct batch *t, double *out)
 					o[i] += p[j] / sum * V[(size_t)j * kv + i];
 		}
 	free(p);
-}
-
-/* Worst |got - want| and the misses of abs + rel * (the largest |want|, or |want|); NaN misses. */
-struct cmp { double worst, mean, scale; size_t bad, first; };
-static struct cmp compare(const float *got, const double *want, size_t n, double abs, double rel, int of_max)
-{
-	struct cmp c = { 0, 0, 0, 0, 0 };
-	for (size_t i = 0; i < n; i++)
-		c.scale = fabs(want[i]) > c.scale ? fabs(want[i]) : c.scale;
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs(got[i] - want[i]);
-		double bound = of_max ? abs + rel * c.scale : abs + rel * fabs(want[i]);
-		if (!(d <= bound) && c.bad++ == 0)
-			c.first = i;
-		c.worst = d > c.worst || isnan(d) ? d : c.worst;
-		c.mean += d / n;
-	}
-	return c;
 }
 
 /* The reference itself on cases with known answers: one position gives its
