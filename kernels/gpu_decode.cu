@@ -11,8 +11,6 @@
 #include "paged.cuh"
 #include "sample.cuh"
 
-#define MAX_BATCH 1024
-
 // ---- two small kernels: copy cache blocks, gather rows ----
 
 // pairs (npairs, 2): block src's contents to block dst, in every layer's K and V
@@ -666,7 +664,7 @@ int gpu_generate(struct gpu_model *g, const int32_t *const *prompts, const int *
 	d.g = g, d.p = p, d.prompts = prompts, d.lens = lens, d.states = states, d.out = out, d.stats = stats;
 	d.V = g->s.V, d.C = g->s.C;
 	d.MB = blocks_for(g->max_pos);
-	d.Bmax = p->max_batch > 0 ? p->max_batch : MAX_BATCH;
+	d.Bmax = p->max_batch > 0 ? p->max_batch : GPU_DECODE_MAX_BATCH;
 	d.Bmax = d.Bmax < B ? d.Bmax : B;
 	d.Bmax = d.Bmax < g->maxT ? d.Bmax : g->maxT;
 	d.cap_groups = B + 16;

@@ -36,6 +36,9 @@
 
 #include "gpu_model.h"
 
+/* the most sequences the decoder keeps in flight (its per-row buffers) */
+#define GPU_DECODE_MAX_BATCH 1024
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,7 +50,7 @@ struct gpu_gen_params {
 	int max_tokens;           /* >= 1 */
 	const int32_t *stop_ids;  /* a stop token ends a sequence and is kept */
 	int n_stop;
-	int max_batch;            /* most sequences decoding at once; 0: up to 1024 */
+	int max_batch;            /* most sequences decoding at once; 0: GPU_DECODE_MAX_BATCH */
 	size_t cache_bytes;       /* the KV cache; 0: what all B need, within 90% of the free memory */
 	int no_graphs;            /* launch each step kernel by kernel (for comparison) */
 };

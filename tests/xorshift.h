@@ -5,6 +5,7 @@
  * by defining XORSHIFT_SEED (nonzero) before including it.
  *
  *   xorshift()   the next 64 bits
+ *   xorshift32() their high 32 bits (the better mixed half)
  *   urand()      uniform in [0, 1), 53 bits
  */
 #ifndef XORSHIFT_H
@@ -24,6 +25,11 @@ static inline uint64_t xorshift(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return rng;
+}
+
+static inline uint32_t xorshift32(void)
+{
+	return (uint32_t)(xorshift() >> 32);
 }
 
 static inline double urand(void)

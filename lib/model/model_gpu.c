@@ -76,7 +76,7 @@ int model_gpu_gen_knobs(struct model_gpu_gen_knobs *k, struct err *e)
 {
 	long long rows, graphs;
 	memset(k, 0, sizeof *k);
-	if (env_count("GRPO_CUDA_MAX_BATCH", GEN_GPU_MAX_BATCH, &rows, e) < 0 ||
+	if (env_count("GRPO_CUDA_MAX_BATCH", GPU_DECODE_MAX_BATCH, &rows, e) < 0 ||
 	    env_count("GRPO_CUDA_KV_MIB", 1LL << 24, &k->cache_mib, e) < 0)
 		return -1;
 	const char *v = getenv("GRPO_CUDA_GRAPHS");

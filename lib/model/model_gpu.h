@@ -160,12 +160,11 @@ int model_gpu_forward_mb(struct model_gpu *g, const struct microbatch *mb, float
  * fails, naming the variable, where one is malformed.
  */
 #define GEN_GPU_PACK 4096   /* tokens a prefill pass takes at most (more when a prompt and its response are longer) */
-#define GEN_GPU_MAX_BATCH 1024   /* sequences decoded at once at most (the decoder's own bound) */
 
 /*
  * The GPU sampler's knobs (grpo-collect(1), ENVIRONMENT), each 0 where its
  * variable is unset or empty, for the default: GRPO_CUDA_MAX_BATCH, the
- * most sequences decoded at once (1 to GEN_GPU_MAX_BATCH); GRPO_CUDA_KV_MIB,
+ * most sequences decoded at once (1 to the decoder's bound, 1024); GRPO_CUDA_KV_MIB,
  * the key/value cache's MiB (1 to 2^24); GRPO_CUDA_GRAPHS, 0 to launch each
  * decode step kernel by kernel, or 1. -1 with the variable, its value and
  * what it takes in e where one is anything else; a tool asks at start, so

@@ -32,11 +32,6 @@
 #define XORSHIFT_SEED 0x2545f4914f6cdd1dull
 #include "../xorshift.h"
 
-static uint32_t next(void)
-{
-	return (uint32_t)(xorshift() >> 32);
-}
-
 #define NP 8            /* prompts */
 #define MAXLEN 40
 
@@ -55,7 +50,7 @@ static void make_prompts(struct prompts *p, int V, int G)
 	p->B = 0;
 	for (int i = 0; i < NP; i++) {
 		for (int t = 0; t < lens[i]; t++)
-			p->store[i][t] = (int)(next() % (uint32_t)V);
+			p->store[i][t] = (int)(xorshift32() % (uint32_t)V);
 		for (int j = 0; j < G; j++) {
 			p->ids[p->B] = p->store[i];
 			p->lens[p->B] = lens[i];
@@ -195,7 +190,7 @@ static void check_model(const struct model *m, const char *name, int sharp)
 	struct prompts p;
 	struct gen_seq cpu[NP * 8], gpu[NP * 8], again[NP * 8], alone[NP * 8];
 	struct err e = { "" };
-	int stop = (int)(next() % (uint32_t)m->cfg.V), diffs = 0, stops[3] = { 0, 0, 0 };
+	int stop = (int)(xorshift32() % (uint32_t)m->cfg.V), diffs = 0, stops[3] = { 0, 0, 0 };
 	double scale = sharp ? 10 : 1;   /* the sharp model's logits are ten times the fixtures' */
 	make_prompts(&p, m->cfg.V, 3);
 

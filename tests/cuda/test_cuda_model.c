@@ -108,11 +108,6 @@ static void check_pack(struct model *m, const struct pack *p, const char *name, 
 #define XORSHIFT_SEED 0x2545f4914f6cdd1dull
 #include "../xorshift.h"
 
-static uint32_t next(void)
-{
-	return (uint32_t)(xorshift() >> 32);
-}
-
 
 /* The GPU's gradients of one forward and backward into got (lib/model's
  * layout), recomputing or not; bytes: what the GPU model held. */
@@ -160,8 +155,8 @@ static void check_grads(struct model *m, const struct pack *p, const char *name,
 	struct err e = { "" };
 	float *dlp = malloc(4 * sizeof(float) * p->T), *dent = dlp + p->T, *lp = dent + p->T, *ent = lp + p->T;
 	for (int t = 0; t < p->T; t++) {
-		dlp[t] = (float)((int)(next() % 2001) - 1000) * 1e-3f;
-		dent[t] = (float)((int)(next() % 2001) - 1000) * 5e-4f;
+		dlp[t] = (float)((int)(xorshift32() % 2001) - 1000) * 1e-3f;
+		dent[t] = (float)((int)(xorshift32() % 2001) - 1000) * 5e-4f;
 	}
 	if (!ok(model_acts_alloc(m, p->T, &e) == 0 && model_grads_alloc(m, &e) == 0 &&
 		model_forward(m, p->ids, p->T, p->lens, p->nseq, p->temps, lp, ent, &e) == 0 &&
@@ -279,7 +274,7 @@ static void make_pack(struct pack *p, const int *lens, int nseq, int V)
 	memcpy(p->lens, lens, nseq * sizeof *lens);
 	static const float taus[] = { 1.0f, 0.7f, 1.3f, 0.5f };
 	for (int t = 0; t < p->T; t++)
-		p->ids[t] = (int)(next() % (uint32_t)V);
+		p->ids[t] = (int)(xorshift32() % (uint32_t)V);
 	for (int s = 0, t = 0; s < nseq; s++)
 		for (int j = 0; j < lens[s]; j++)
 			p->temps[t++] = taus[s % 4];
@@ -339,7 +334,7 @@ static int random_model(struct model *m, const struct shape *s)
 			(size_t)c.L * c.C };
 	for (int k = 0; k < 4; k++)
 		for (size_t i = 0; bias[k] && i < nb[k]; i++)
-			bias[k][i] = ((int)(next() % 2001) - 1000) * 1e-4f;
+			bias[k][i] = ((int)(xorshift32() % 2001) - 1000) * 1e-4f;
 	return 0;
 }
 
