@@ -15,8 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zstd.h>
+
+#include "bench.h"
 
 #include "data/jsonview.h"
 #include "data/sfile.h"
@@ -31,13 +32,6 @@
 static double uniform(void)
 {
 	return ((xorshift() >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static double *zipf_cdf;

@@ -21,7 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench.h"
 
 #include "pack/pack.h"
 #include "data/sfile.h"
@@ -29,19 +30,6 @@
 static const char qwen3_4b[] =
 	"{\"hidden_size\":2560,\"intermediate_size\":9728,\"num_hidden_layers\":36,"
 	"\"num_attention_heads\":32,\"num_key_value_heads\":8,\"head_dim\":128,\"vocab_size\":151936}";
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 #define XORSHIFT_SEED 0x9e3779b97f4a7c15ull
 #include "../tests/xorshift.h"

@@ -13,16 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+
+#include "bench.h"
 
 #include "train/step.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* A micro-batch of nseq sequences filling T tokens, prompts a quarter of each. */
 static struct microbatch make_mb(int T, int nseq, int V, uint64_t *s)

@@ -34,7 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "../bench.h"
 
 #include "model/model.h"
 #include "model/model_gpu.h"
@@ -43,13 +44,6 @@
 
 /* dense bf16 peak of an H100 SXM, the usual MFU denominator */
 #define PEAK_FLOPS 989e12
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_desc(const void *a, const void *b)
 {
