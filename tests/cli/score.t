@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 73
+plan 76
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -156,6 +156,13 @@ ok $? "an infinite reward from a program: scored"
 grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = inf)' err
 ok $? "and said: $(cat err | head -1)"
 is "$(grep -o '"advantages":[-0-9.e]*' inf.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN: advantage 0"
+# NaN and Infinity as Python's json module writes them are the non-finite rewards above
+grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": NaN, \"s\": -Infinity}}"; done' -t "$TOK" in.zst 2> err |
+	grpo-cat > nan.jsonl
+ok $? "NaN and -Infinity from a program (Python's json): scored"
+grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = nan)' err
+ok $? "and said: $(cat err | head -1)"
+is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN advantage"
 group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
 grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
 grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
