@@ -207,6 +207,22 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 		return err_set(e, "out of memory");
 	double deadline = now() + c->timeout;
 
+	/* Output before the request is an answer to no request: the program
+	 * answers some requests with more than one line, and each later line
+	 * would be taken as the next sequence's answer. */
+	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
+		ssize_t n = read(c->from_fd, c->in.data, 65536);
+		c->in.len = n > 0 ? (size_t)n : 0;
+	}
+	if (c->in.len) {
+		char *nl = memchr(c->in.data, '\n', c->in.len);
+		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
+		char what[300];
+		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
+			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
+		return fail(c, q, e, what);
+	}
+
 	for (size_t at = 0; at < b->len;) {
 		ssize_t w = send(c->to_fd, b->data + at, b->len - at, MSG_NOSIGNAL);
 		if (w > 0) {

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 76
+plan 80
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -174,13 +174,16 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
-for kind in crash hang garbage; do
+printf '%s\n' 'while read -r x; do printf "%s\n%s\n" "{\"rewards\": {\"r\": 1}}" "{\"rewards\": {\"r\": 0}}"; done' > twice.sh
+for kind in crash hang garbage twice; do
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken
 	# for it on a busy machine
 	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
 	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
 	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
+	# two lines an answer: the second must not be taken as the next sequence's
+	twice) cmd='sh twice.sh'; to=60; want="wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 101 of group 1" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"
