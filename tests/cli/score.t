@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 80
+plan 81
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -163,6 +163,13 @@ ok $? "NaN and -Infinity from a program (Python's json): scored"
 grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = nan)' err
 ok $? "and said: $(cat err | head -1)"
 is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN advantage"
+# string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
+L=$(printf '%080d' 0)
+printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
+	"$L" "$R" "$L" | grpo-cat --from-json -o long.zst
+grpo-score -c "tee req.jsonl | while read -r l; do echo '{\"rewards\": {\"r\": 1}}'; done" -t "$TOK" long.zst > /dev/null 2>&1
+grep -qF "{\"sequence_id\": \"s-$L\", \"group_id\": \"g-$L\", \"prompt\": " req.jsonl
+ok $? "long string ids are sent whole: $(cut -c 1-200 req.jsonl)"
 group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
 grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
 grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
