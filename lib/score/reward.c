@@ -126,19 +126,36 @@ static size_t sep_at(const char *s, size_t n, size_t j)
 	return 0;
 }
 
+/* The length of a minus sign at s[j], '-' or U+2212 (which models write
+ * too), where no letter or digit precedes it, so "16-3" is 16 and 3; else 0. */
+static size_t minus_at(const char *s, size_t n, size_t j)
+{
+	if (j > 0 && isalnum((unsigned char)s[j - 1]))
+		return 0;
+	if (j < n && s[j] == '-')
+		return 1;
+	if (j + 3 <= n && memcmp(s + j, "\xe2\x88\x92", 3) == 0)
+		return 3;
+	return 0;
+}
+
 /*
- * A number starting at s[i]: an optional '-' (a sign only where no letter
- * or digit precedes it, so "16-3" is 16 and 3), digits with thousands
- * separators (sep_at), an optional decimal part. 1 with *v and *end; 0 when
- * none starts at i.
+ * A number starting at s[i]: an optional minus sign (minus_at), then a
+ * currency sign ("-$5", "-\$5"), digits with thousands separators
+ * (sep_at), an optional decimal part. 1 with *v and *end; 0 when none
+ * starts at i.
  */
 static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
 	char b[80];
 	size_t k = 0, j = i, m;
-	if (j < n && s[j] == '-' && (j == 0 || !isalnum((unsigned char)s[j - 1]))) {
+	if ((m = minus_at(s, n, j))) {
 		b[k++] = '-';
-		j++;
+		j += m;
+		if (j < n && s[j] == '$')
+			j++;
+		else if (j + 1 < n && s[j] == '\\' && s[j + 1] == '$')
+			j += 2;
 	}
 	if (!dig(s, n, j) && !(j < n && s[j] == '.' && dig(s, n, j + 1)))
 		return 0;
@@ -211,16 +228,18 @@ static int latex_frac_at(const char *s, size_t n, size_t i, double *v, size_t *e
 static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
 	double a, b;
-	size_t e, j;
-	if (latex_frac_at(s, n, i, v, end))
+	size_t e, j, m = minus_at(s, n, i);
+	if (latex_frac_at(s, n, i + m, v, end)) {   /* "-\frac{1}{2}" is -0.5 */
+		*v = m ? -*v : *v;
 		return 1;
+	}
 	if (!num_at(s, n, i, &a, &e))
 		return 0;
 	*v = a;
 	*end = e;
 	j = skip_blank(s, n, e);
 	if (latex_frac_at(s, n, j, &b, &j) && a == floor(a) && b >= 0) {   /* a whole part, of any size */
-		*v = a < 0 || (a == 0 && s[i] == '-') ? a - b : a + b;
+		*v = a < 0 || (a == 0 && m) ? a - b : a + b;
 		*end = j;
 	} else if (j < n && s[j] == '/' && dig(s, n, skip_blank(s, n, j + 1)) &&
 		   num_at(s, n, skip_blank(s, n, j + 1), &b, &j) && b != 0) {

@@ -138,13 +138,32 @@ static int wait_fd(int fd, short ev, double deadline)
 	}
 }
 
-/* A reply line: its rewards into out, in the order of the names. */
+/* Is x a reward: a number, or null where the line's NaN was (fixed)? */
+static int reward_value(const cJSON *x, int fixed, double *v)
+{
+	if (cJSON_IsNumber(x))
+		*v = x->valuedouble;
+	else if (fixed && cJSON_IsNull(x))
+		*v = NAN;
+	else
+		return 0;
+	return 1;
+}
+
+/* A reply line: its rewards into out, in the order of the names. NaN,
+ * Infinity and -Infinity, which Python's json writes, are read as those
+ * values, for the scorer to store as 0 (grpo-score(1)). */
 static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out)
 {
-	cJSON *j = cJSON_ParseWithLength(line, n);
+	char *fixed = NULL;
+	size_t fixed_n;
+	int f = json_fix_nonfinite(line, n, &fixed, &fixed_n);
+	cJSON *j = f == 1 ? cJSON_ParseWithLength(fixed, fixed_n) : cJSON_ParseWithLength(line, n);
+	free(fixed);
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
+	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && cJSON_IsNumber(x) && x->string;
+	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string;
 	if (ok && !c->names) {
 		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
 		c->names = calloc(K, sizeof *c->names);
@@ -162,9 +181,7 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 		ok = 0;
 	for (uint32_t k = 0; ok && k < c->n_names; k++) {
 		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
-		ok = x != NULL;
-		if (ok)
-			out[k] = x->valuedouble;
+		ok = x != NULL && reward_value(x, f == 1, &out[k]);
 	}
 	cJSON_Delete(j);
 	return ok ? 0 : -1;
@@ -189,6 +206,22 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 	if (r < 0)
 		return err_set(e, "out of memory");
 	double deadline = now() + c->timeout;
+
+	/* Output before the request is an answer to no request: the program
+	 * answers some requests with more than one line, and each later line
+	 * would be taken as the next sequence's answer. */
+	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
+		ssize_t n = read(c->from_fd, c->in.data, 65536);
+		c->in.len = n > 0 ? (size_t)n : 0;
+	}
+	if (c->in.len) {
+		char *nl = memchr(c->in.data, '\n', c->in.len);
+		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
+		char what[300];
+		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
+			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
+		return fail(c, q, e, what);
+	}
 
 	for (size_t at = 0; at < b->len;) {
 		ssize_t w = send(c->to_fd, b->data + at, b->len - at, MSG_NOSIGNAL);

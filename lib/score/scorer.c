@@ -61,10 +61,22 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 	for (uint32_t k = 0; k < o->n_rewards; k++)
 		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, text->len, t->answer, t->n_response);
 	if (o->cmd) {
-		struct rewardcmd_req q = { sid, gid, prompt->data ? (const char *)prompt->data : "", s, prompt->len,
+		/* the ids whole, as JSON: sid and gid are cut to size for messages */
+		struct buf sj = { 0 }, gj = { 0 };
+		if (json_print_id(&sj, &t->sequence_id) < 0 || buf_put_u8(&sj, 0) < 0 ||
+		    json_print_id(&gj, &g->group_id) < 0 || buf_put_u8(&gj, 0) < 0) {
+			buf_free(&sj);
+			buf_free(&gj);
+			return err_set(e, "out of memory");
+		}
+		struct rewardcmd_req q = { (const char *)sj.data, (const char *)gj.data,
+					   prompt->data ? (const char *)prompt->data : "", s, prompt->len,
 					   text->len, t->answer, t->finish_reason };
 		double v[REWARDCMD_MAX];
-		if (rewardcmd_ask(o->cmd, &q, v, e) < 0)
+		int r = rewardcmd_ask(o->cmd, &q, v, e);
+		buf_free(&sj);
+		buf_free(&gj);
+		if (r < 0)
 			return -1;
 		for (uint32_t k = 0; k < o->cmd->n_names; k++)
 			row[o->n_rewards + k] = v[k];

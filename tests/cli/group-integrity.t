@@ -2,7 +2,7 @@
 # Group integrity: groups of one member and a group_id split across inputs,
 # reported by grpo-collect and by grpo-cat --stats (counts always, ids with -v).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 9
 
 lone() { printf '{"group_id":%s,"prompt_tokens":[1],"response_tokens":[%s],"logprobs":[-1]}\n' "$1" "$2"; }
 { lone 5 2; lone 5 3; lone 9 3; lone 12 4; lone 12 5; } > "$T/a.jsonl"
@@ -31,3 +31,15 @@ grpo-cat --stats --json -v "$T/ab.zst" | grep -q '"single_member_groups":3,"spli
 is "$?" 0 "and --json says the same"
 grpo-cat --stats --json "$T/c.zst" "$T/c.zst" | grep -q '"single_member_groups":0,"split_groups":1}$'
 is "$?" 0 "the same group read twice is split too"
+
+# string ids, as an OpenAI server's "cmpl-..." are kept, listed as JSON strings;
+# the string "42" is not the integer 42 (grpo-cat(1))
+r='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]'
+for g in '"cmpl-8f3a"' 42 '"42"' '"a b"' '"a b"'; do
+	printf '{"group_id":%s,"trajectories":[{%s}]}\n' "$g" "$r"
+done | grpo-cat --from-json -o "$T/s.zst"
+is "$(grpo-cat --stats -v "$T/s.zst" | grep -e '^groups of one' -e '^split')" 'groups of one      5 (42 "42" "a b" "cmpl-8f3a")
+split group_ids    1 ("a b")' "grpo-cat --stats -v lists string ids as given, apart from the integer"
+is "$(grpo-cat --stats --json -v "$T/s.zst" | grep -o '"single_member_groups.*')" \
+	'"single_member_groups":5,"split_groups":1,"single_member_group_ids":[42,"42","a b","cmpl-8f3a"],"split_group_ids":["a b"]}' \
+	"and --json as JSON strings"

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 73
+plan 81
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -156,6 +156,20 @@ ok $? "an infinite reward from a program: scored"
 grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = inf)' err
 ok $? "and said: $(cat err | head -1)"
 is "$(grep -o '"advantages":[-0-9.e]*' inf.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN: advantage 0"
+# NaN and Infinity as Python's json module writes them are the non-finite rewards above
+grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": NaN, \"s\": -Infinity}}"; done' -t "$TOK" in.zst 2> err |
+	grpo-cat > nan.jsonl
+ok $? "NaN and -Infinity from a program (Python's json): scored"
+grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = nan)' err
+ok $? "and said: $(cat err | head -1)"
+is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN advantage"
+# string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
+L=$(printf '%080d' 0)
+printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
+	"$L" "$R" "$L" | grpo-cat --from-json -o long.zst
+grpo-score -c "tee req.jsonl | while read -r l; do echo '{\"rewards\": {\"r\": 1}}'; done" -t "$TOK" long.zst > /dev/null 2>&1
+grep -qF "{\"sequence_id\": \"s-$L\", \"group_id\": \"g-$L\", \"prompt\": " req.jsonl
+ok $? "long string ids are sent whole: $(cut -c 1-200 req.jsonl)"
 group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
 grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
 grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
@@ -167,13 +181,16 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
-for kind in crash hang garbage; do
+printf '%s\n' 'while read -r x; do printf "%s\n%s\n" "{\"rewards\": {\"r\": 1}}" "{\"rewards\": {\"r\": 0}}"; done' > twice.sh
+for kind in crash hang garbage twice; do
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken
 	# for it on a busy machine
 	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
 	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
 	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
+	# two lines an answer: the second must not be taken as the next sequence's
+	twice) cmd='sh twice.sh'; to=60; want="wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 101 of group 1" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"

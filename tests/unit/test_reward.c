@@ -68,6 +68,16 @@ static void gsm8k_cases(void)
 		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 18", 1 },
 		{ "The answer is 18 dollars, because 9 x 2 = 18.", "#### 9", 0 },
 		{ "The answer is 18\n9 = 9", "#### 18", 1 },
+		/* a sign before a dollar sign, a fraction, or written as U+2212 keeps the answer negative */
+		{ "The answer is -$5.", "#### -5", 1 },
+		{ "The answer is -$5.", "#### 5", 0 },
+		{ "She ends at -\\$1,200", "#### -1200", 1 },
+		{ "The answer is \xe2\x88\x92" "5.", "#### -5", 1 },
+		{ "The answer is \xe2\x88\x92" "5.", "#### 5", 0 },
+		{ "#### 7", "#### \xe2\x88\x92" "7", 0 },
+		{ "\\boxed{-\\frac{1}{2}}", "#### -0.5", 1 },
+		{ "\\boxed{-\\frac{1}{2}}", "#### 0.5", 0 },
+		{ "The answer is 10\xe2\x88\x92" "4 = 6", "#### 6", 1 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
 		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);
