@@ -84,12 +84,22 @@ void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t
 	snprintf(name, size, "stdin-%016" PRIx64 ".zst", h);
 }
 
+static uint64_t hash_tokens(uint64_t h, const int32_t *tok, uint32_t n)
+{
+	h = (h ^ n) * 1099511628211ull;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ (uint32_t)tok[i]) * 1099511628211ull;
+	return h;
+}
+
 uint64_t scoreio_hash(uint64_t h, const struct group *g)
 {
 	for (uint32_t j = 0; j < g->n; j++) {
+		const struct traj *t = &g->trajs[j];
 		h = (h ^ scored_group_key(g)) * 1099511628211ull;
-		h = (h ^ scored_seq_key(&g->trajs[j])) * 1099511628211ull;
-		h = (h ^ g->trajs[j].n_response) * 1099511628211ull;
+		h = (h ^ scored_seq_key(t)) * 1099511628211ull;
+		h = hash_tokens(h, t->prompt_tokens, t->n_prompt);
+		h = hash_tokens(h, t->response_tokens, t->n_response);
 	}
 	return h;
 }

@@ -53,8 +53,10 @@ int scoreio_write(struct sfile_writer *w, const struct group *gs, uint32_t n, co
 int scoreio_publish(const char *queue, int64_t step, int rank, const char *name, const struct group *gs,
 		    uint32_t n, const uint8_t *keep, struct err *e);
 
-/* FNV-1a of a group's ids and response lengths, continuing h: the hash
- * that names standard input's output. */
+/* FNV-1a of a group's ids and its sequences' tokens, continuing h: the
+ * hash that names standard input's output, so that a re-run of the same
+ * input finds its output published, and another input that only shares
+ * its ids (a second collector numbering from 0 too) does not. */
 uint64_t scoreio_hash(uint64_t h, const struct group *g);
 #define SCOREIO_HASH_INIT 1469598103934665603ull
 

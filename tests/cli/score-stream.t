@@ -4,7 +4,7 @@
 # apart), a producer on a pipe is consumed and answered before it ends, and
 # the output is the same as for the file, published under the same name.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 11
 cd "$T"
 
 # G groups of 4 sequences of L response tokens each, as JSON lines
@@ -62,4 +62,12 @@ is "$(ls q/step_1/rank_0)" "$(ls qb/step_1/rank_0)" "under the same stdin-HASH n
 grpo-score -v -r length -m 2000 -o q < small.zst 2> err
 grep -q "q/step_1/rank_0/stdin-.*: already published (a re-run); this copy dropped" err
 ok $? "a re-run's copy is dropped"
+
+# Another input that only shares the ids and response lengths (a second
+# collector numbering its groups from 0 as well) is not a re-run.
+gen 300 1000 | sed 's/"response_tokens":\[5,/"response_tokens":[7,/g' | grpo-cat --from-json -o other.zst
+grpo-score -v -r length -m 2000 -o q < other.zst 2> err2
+is "$(ls q/step_1/rank_0 | wc -l | tr -d ' ')" 2 "an input with the same ids and lengths and other tokens is published apart"
+! grep -q "already published" err2
+ok $? "and not dropped as a re-run"
 exit $_failed
