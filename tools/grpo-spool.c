@@ -336,6 +336,21 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	return bad;
 }
 
+/* --queue NAME without the slashes a shell's completion leaves after it */
+static size_t queue_len(const char *name)
+{
+	size_t n = strlen(name);
+	while (n > 1 && name[n - 1] == '/')
+		n--;
+	return n;
+}
+
+static int names_queue(const char *name, const char *queue)
+{
+	size_t n = queue_len(name);
+	return strncmp(name, queue, n) == 0 && queue[n] == 0;
+}
+
 static int cmd_gc(const char *spool, const struct opts *op)
 {
 	struct err e;
@@ -346,10 +361,27 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	int r = lock_spool(spool, &queues, &nq, &fd);
 	if (r != 0)
 		return r;
+	/* a --queue the spool lacks (a typo) would prune nothing in silence:
+	 * refuse the run before pruning any; "rollouts/" is rollouts */
+	for (int k = 0; k < op->nqueues; k++) {
+		size_t i = 0;
+		while (i < nq && !names_queue(op->queues[k], queues[i]))
+			i++;
+		if (i == nq) {
+			fprintf(stderr, "%s: %s/%.*s: no such queue\n", prog, spool, (int)queue_len(op->queues[k]),
+				op->queues[k]);
+			bad = 1;
+		}
+	}
+	if (bad) {
+		fsys_free_names(queues, nq);
+		close(fd);
+		return 1;
+	}
 	for (size_t i = 0; i < nq; i++) {
 		int chosen = op->nqueues == 0 && strcmp(queues[i], "policy") != 0;
 		for (int k = 0; k < op->nqueues; k++)
-			chosen |= strcmp(op->queues[k], queues[i]) == 0;
+			chosen |= names_queue(op->queues[k], queues[i]);
 		if (!chosen)
 			continue;
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
