@@ -109,11 +109,10 @@ static void count(struct stats *st, const struct record *rec)
 {
 	st->records++;
 	if (rec->kind == REC_GROUP) {
-		char id[32];
 		struct err e;
-		traj_id_text(&rec->group.group_id, id);
 		/* a spool file holds whole groups: every group record is an input of its own */
-		if (groupset_add(&st->gset, id, rec->group.n, st->records, &e) < 0 && !st->failed) {
+		if (groupset_add_id(&st->gset, &rec->group.group_id, rec->group.n, st->records, &e) < 0 &&
+		    !st->failed) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			st->failed = 1;
 		}

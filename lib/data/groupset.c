@@ -1,6 +1,7 @@
 /* groupset.c: see groupset.h. */
 #include "data/groupset.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,22 @@ int groupset_add(struct groupset *s, const char *id, uint32_t members, uint64_t 
 		s->single_records++;
 	}
 	return 0;
+}
+
+int groupset_add_id(struct groupset *s, const struct traj_id *id, uint32_t members, uint64_t input,
+		    struct err *e)
+{
+	char num[24];
+	const char *t = traj_id_text(id, num), *d = t + (*t == '-');
+	if (!id->str || !*d || strspn(d, "0123456789") != strlen(d))
+		return groupset_add(s, t, members, input, e);
+	char *q = malloc(strlen(t) + 3);
+	if (!q)
+		return err_set(e, "out of memory");
+	sprintf(q, "\"%s\"", t);
+	int r = groupset_add(s, q, members, input, e);
+	free(q);
+	return r;
 }
 
 /* integers by value, before other text, which sorts bytewise */
