@@ -109,21 +109,13 @@ static void count(struct stats *st, const struct record *rec)
 {
 	st->records++;
 	if (rec->kind == REC_GROUP) {
-		char num[24];
 		struct err e;
-		struct buf key = { 0 };
-		const struct traj_id *gid = &rec->group.group_id;
-		const char *id = traj_id_text(gid, num);
-		/* a string id by its JSON text, so that "42" is not 42 and the lists print as JSON */
-		if (gid->str)
-			id = json_print_string(&key, gid->str) < 0 || buf_put_u8(&key, 0) < 0 ? NULL : (char *)key.data;
 		/* a spool file holds whole groups: every group record is an input of its own */
-		int r = id ? groupset_add(&st->gset, id, rec->group.n, st->records, &e) : err_set(&e, "out of memory");
-		if (r < 0 && !st->failed) {
+		if (groupset_add_id(&st->gset, &rec->group.group_id, rec->group.n, st->records, &e) < 0 &&
+		    !st->failed) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			st->failed = 1;
 		}
-		buf_free(&key);
 		st->groups++;
 		for (uint32_t i = 0; i < rec->group.n; i++) {
 			st->sequences++;

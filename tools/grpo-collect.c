@@ -265,13 +265,13 @@ int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, i
 }
 
 /* Group integrity (groupset.h): groups of one member (no baseline: GRPO
- * learns nothing from them) and group_ids split across inputs (each part is
- * scored apart), counted always, the ids with -v. Neither is an error: n = 1
+ * learns nothing from them) and group_ids split across inputs or repeated
+ * within one (each part is scored apart), counted always, the ids with -v. Neither is an error: n = 1
  * is a legitimate request, and the scorer handles both. */
 static int report_groups(const struct groupset *s, int verbose)
 {
 	static const char *what[] = { "of one member (its advantage is always 0)",
-				      "split across inputs (each part is scored alone)" };
+				      "split across inputs or repeated (each part is scored alone)" };
 	uint64_t count[] = { s->single_records, s->split_ids };
 	for (int k = 0; k < 2; k++) {
 		const char **ids;
@@ -504,6 +504,7 @@ int main(int argc, char **argv)
 	}
 	struct held held = { 0 };
 	struct groupset groups = { 0 };
+	uint64_t records = 0;
 	struct collect col;
 	collect_init(&col, &co, hold, &held);
 	struct sfile_writer w;
@@ -597,10 +598,11 @@ int main(int argc, char **argv)
 			if (r == 0)
 				r = sfile_writer_flush(&w, &e);
 		}
-		for (size_t i = 0; i < held.n && r == 0; i++) {
-			char id[24];
-			r = groupset_add(&groups, traj_id_text(&held.g[i].group_id, id), held.g[i].n, (uint64_t)f, &e);
-		}
+		/* each group record apart, as grpo-cat --stats counts them: an id
+		 * repeated within one input is caught as well as one split across
+		 * inputs */
+		for (size_t i = 0; i < held.n && r == 0; i++)
+			r = groupset_add_id(&groups, &held.g[i].group_id, held.g[i].n, records++, &e);
 		if (r < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
 			status = 1;

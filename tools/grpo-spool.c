@@ -231,11 +231,37 @@ static void print_step(const char *queue, const struct queue_step *s)
 	}
 }
 
+/*
+ * A queue (or a step) given where the spool goes would read as a spool of
+ * queues named step_N (rank_X) with nothing in them, and recover or gc would
+ * do nothing in silence: 1, said, when a directory in it is named so.
+ */
+static int not_a_spool(const char *spool, char **names, size_t n)
+{
+	int64_t step;
+	int rank;
+	for (size_t i = 0; i < n; i++)
+		if (spool_parse_step(names[i], &step) == 0 || spool_parse_rank(names[i], &rank) == 0) {
+			fprintf(stderr, "%s: %s: a queue or a step, not a spool (it holds %s): give the spool above it\n",
+				prog, spool, names[i]);
+			return 1;
+		}
+	return 0;
+}
+
 /* The state queue_status returns, as a table or as JSON lines. */
 static int cmd_status(const char *spool, const struct opts *op)
 {
 	struct err e;
 	struct queue_status st;
+	char **names;
+	size_t nq;
+	if (queue_list(spool, &names, &nq, &e) == 0) {
+		int bad = not_a_spool(spool, names, nq);
+		fsys_free_names(names, nq);
+		if (bad)
+			return 1;
+	}
 	int r = queue_status(spool, op->lease, time(NULL), &st, &e);
 	if (r != 0) {
 		if (r == 1)
@@ -298,6 +324,10 @@ static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 			cli_warn("%s", e.msg);
 		return 1;
 	}
+	if (not_a_spool(spool, *queues, *nq)) {
+		fsys_free_names(*queues, *nq);
+		return 1;
+	}
 	r = queue_lock_spool(spool, fd, &e);
 	if (r == 0)
 		return 0;
@@ -336,6 +366,21 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	return bad;
 }
 
+/* --queue NAME without the slashes a shell's completion leaves after it */
+static size_t queue_len(const char *name)
+{
+	size_t n = strlen(name);
+	while (n > 1 && name[n - 1] == '/')
+		n--;
+	return n;
+}
+
+static int names_queue(const char *name, const char *queue)
+{
+	size_t n = queue_len(name);
+	return strncmp(name, queue, n) == 0 && queue[n] == 0;
+}
+
 static int cmd_gc(const char *spool, const struct opts *op)
 {
 	struct err e;
@@ -346,10 +391,27 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	int r = lock_spool(spool, &queues, &nq, &fd);
 	if (r != 0)
 		return r;
+	/* a --queue the spool lacks (a typo) would prune nothing in silence:
+	 * refuse the run before pruning any; "rollouts/" is rollouts */
+	for (int k = 0; k < op->nqueues; k++) {
+		size_t i = 0;
+		while (i < nq && !names_queue(op->queues[k], queues[i]))
+			i++;
+		if (i == nq) {
+			fprintf(stderr, "%s: %s/%.*s: no such queue\n", prog, spool, (int)queue_len(op->queues[k]),
+				op->queues[k]);
+			bad = 1;
+		}
+	}
+	if (bad) {
+		fsys_free_names(queues, nq);
+		close(fd);
+		return 1;
+	}
 	for (size_t i = 0; i < nq; i++) {
 		int chosen = op->nqueues == 0 && strcmp(queues[i], "policy") != 0;
 		for (int k = 0; k < op->nqueues; k++)
-			chosen |= strcmp(op->queues[k], queues[i]) == 0;
+			chosen |= names_queue(op->queues[k], queues[i]);
 		if (!chosen)
 			continue;
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/jsonview.h"
+
 static uint64_t hash(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -59,6 +61,20 @@ int groupset_add(struct groupset *s, const char *id, uint32_t members, uint64_t 
 		s->single_records++;
 	}
 	return 0;
+}
+
+int groupset_add_id(struct groupset *s, const struct traj_id *id, uint32_t members, uint64_t input,
+		    struct err *e)
+{
+	char num[24];
+	if (!id->str)
+		return groupset_add(s, traj_id_text(id, num), members, input, e);
+	struct buf key = { 0 };
+	int r = json_print_string(&key, id->str) < 0 || buf_put_u8(&key, 0) < 0 ?
+			err_set(e, "out of memory") :
+			groupset_add(s, (const char *)key.data, members, input, e);
+	buf_free(&key);
+	return r;
 }
 
 /* integers by value, before other text, which sorts bytewise */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/traj.h"
 
 struct groupset {
 	struct groupset_ent { char *id; uint64_t input; uint32_t inputs, singles; } *v;   /* (cap) open addressing */
@@ -31,6 +32,11 @@ struct groupset {
 /* One group record of input number `input` (inputs are fed in order): its
  * id's text and its member count. */
 int groupset_add(struct groupset *s, const char *id, uint32_t members, uint64_t input, struct err *e);
+/* The same for a group record's id as given: an integer by its decimal
+ * form, a string as a JSON string ("cmpl-7", quoted), so that the string
+ * "42" and the integer 42 stay two ids and a list of ids prints as JSON. */
+int groupset_add_id(struct groupset *s, const struct traj_id *id, uint32_t members, uint64_t input,
+		    struct err *e);
 
 /* The ids of groups of one member (which == GROUPSET_SINGLE) or of split ids
  * (GROUPSET_SPLIT), sorted (numbers by value, then text): *out is an array

@@ -303,10 +303,32 @@ static int has_config(const char *dir)
 	return snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0;
 }
 
+/* A model directory's own version: K when its name is step_K (a policy
+ * queue's checkpoint named directly, to pin it), else 0. */
+static int64_t dir_version(const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	size_t at = n;
+	while (at > 0 && dir[at - 1] != '/')
+		at--;
+	char name[32], *end;
+	if (n - at >= sizeof name)
+		return 0;
+	memcpy(name, dir + at, n - at);
+	name[n - at] = 0;
+	if (strncmp(name, "step_", 5) || !isdigit((unsigned char)name[5]))
+		return 0;
+	errno = 0;
+	long long k = strtoll(name + 5, &end, 10);
+	return *end || errno ? 0 : k;
+}
+
 int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e)
 {
 	if (has_config(dir)) {
-		*version = 0;
+		*version = dir_version(dir);
 		if (snprintf(out, outsz, "%s", dir) >= (int)outsz)
 			return err_set(e, "%s: path too long", dir);
 		return 0;
@@ -341,9 +363,9 @@ int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *versi
 int rollout_policy_at(const char *dir, int64_t version, char *out, size_t outsz, struct err *e)
 {
 	if (has_config(dir)) {
-		if (version != 0)
-			return err_set(e, "%s is a model directory (policy version 0), not a policy queue with a step_%lld",
-				       dir, (long long)version);
+		if (version != dir_version(dir))
+			return err_set(e, "%s is a model directory (policy version %lld), not a policy queue with a "
+				       "step_%lld", dir, (long long)dir_version(dir), (long long)version);
 		if (snprintf(out, outsz, "%s", dir) >= (int)outsz)
 			return err_set(e, "%s: path too long", dir);
 		return 0;

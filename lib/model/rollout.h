@@ -82,14 +82,16 @@ void rollout_prompts_free(struct rollout_prompt *p, int n);
 
 /*
  * The model directory to sample from: dir itself when it holds config.json
- * (version 0), else the newest step_K of the policy queue dir whose
- * config.json exists (version K). out gets the directory's path.
+ * (version K when it is named step_K, a checkpoint pinned, else 0), else the
+ * newest step_K of the policy queue dir whose config.json exists (version
+ * K). out gets the directory's path.
  */
 int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e);
 
 /*
  * The checkpoint of policy version K under dir, as rollout_policy_find would
- * have found it: dir itself when it holds config.json (K must be 0), else
+ * have found it: dir itself when it holds config.json (K must be its
+ * version), else
  * dir/step_K. 0 with out set, 1 when dir/step_K holds no config.json (gone,
  * or never there; out names it), -1 error.
  */

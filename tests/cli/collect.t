@@ -101,7 +101,9 @@ is "$?" 0 "--on-error skip: exit 0"
 is "$(cat "$T/err")" "grpo-collect: $T/mix.jsonl:2: not valid JSON (near byte 1)
 grpo-collect: $T/mix.jsonl:3: trajectory 0: logprobs[0] is 0.5, above 0
 grpo-collect: $T/mix.jsonl: skipped 2 of 4 lines
-grpo-collect: warning: 2 groups of one member (its advantage is always 0)" "each skipped line is named, then counted (blank lines are not lines)"
+grpo-collect: warning: 2 groups of one member (its advantage is always 0)
+grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)" \
+	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is named too"
 is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
 
 # --- publishing: names, re-runs, splitting ----------------------------------

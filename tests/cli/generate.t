@@ -3,7 +3,7 @@
 # walked round-robin with a cursor, from a model directory or the newest
 # checkpoint of a policy queue; deterministic and safe to re-run.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 13
+plan 14
 grpo-init --preset tiny --seed 3 -o "$T/m" || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' '{"prompt_tokens":[4,5]}' '' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
 shift_run() { m=$1; shift; grpo-collect --model "$m" --prompts "$T/p.jsonl" -n 2 --max-tokens 5 --seed 9 "$@"; }
@@ -35,6 +35,11 @@ mkdir -p "$T/s/policy/step_5"   # a checkpoint still being written: no config.js
 shift_run "$T/s/policy" --count 1 -o "$T/s/rollouts" 2> "$T/err"
 is "$?:$(grpo-cat "$T"/s/rollouts/step_2/rank_0/*.zst 2>&1 | grep -o '"policy_version":[0-9]*' | sort -u)" \
 	'0:"policy_version":2' "a policy queue: the newest complete step_K samples, into rollouts/step_K"
+# a checkpoint pinned by naming it (as SAMPLING FROM A MODEL advises) is
+# still policy version K, as a policy queue's newest would be, not 0
+shift_run "$T/s/policy/step_2" --count 1 -o "$T/pin/rollouts" 2> "$T/err"
+is "$?:$(cd "$T/pin/rollouts" && ls):$(grpo-cat "$T"/pin/rollouts/step_*/rank_0/*.zst 2>&1 | grep -o '"policy_version":[0-9]*' | sort -u)" \
+	'0:step_2:"policy_version":2' "a policy queue's step_K named directly: version K, into rollouts/step_K"
 
 printf '%s\n' '{"prompt_tokens":[1]}' '{"prompt_tokens":[99999]}' > "$T/bad.jsonl"
 grpo-collect --model "$T/m" --prompts "$T/bad.jsonl" -o "$T/s2/rollouts" 2> "$T/err"

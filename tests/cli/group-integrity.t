@@ -2,7 +2,7 @@
 # Group integrity: groups of one member and a group_id split across inputs,
 # reported by grpo-collect and by grpo-cat --stats (counts always, ids with -v).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 13
 
 lone() { printf '{"group_id":%s,"prompt_tokens":[1],"response_tokens":[%s],"logprobs":[-1]}\n' "$1" "$2"; }
 { lone 5 2; lone 5 3; lone 9 3; lone 12 4; lone 12 5; } > "$T/a.jsonl"
@@ -13,12 +13,12 @@ grpo-collect --step 0 "$T/c.jsonl" > "$T/c.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:" "whole groups of two: silent"
 grpo-collect --step 0 "$T/a.jsonl" "$T/b.jsonl" > "$T/ab.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:grpo-collect: warning: 3 groups of one member (its advantage is always 0)
-grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)" \
+grpo-collect: warning: 2 group_ids split across inputs or repeated (each part is scored alone)" \
 	"groups of one member and a group_id split across inputs are reported, by count"
 grpo-collect -v --step 0 "$T/a.jsonl" "$T/b.jsonl" 2>&1 > /dev/null | grep -v ' lines (' > "$T/err"
 is "$(cat "$T/err")" "grpo-collect: warning: 3 groups of one member (its advantage is always 0)
 grpo-collect: groups of one member: 5 9
-grpo-collect: warning: 2 group_ids split across inputs (each part is scored alone)
+grpo-collect: warning: 2 group_ids split across inputs or repeated (each part is scored alone)
 grpo-collect: split group_ids: 5 9" "-v: groups of one member too, and the ids of both"
 
 grpo-cat --stats "$T/ab.zst" | grep group > "$T/s"
@@ -43,3 +43,23 @@ split group_ids    1 ("a b")' "grpo-cat --stats -v lists string ids as given, ap
 is "$(grpo-cat --stats --json -v "$T/s.zst" | grep -o '"single_member_groups.*')" \
 	'"single_member_groups":5,"split_groups":1,"single_member_group_ids":[42,"42","a b","cmpl-8f3a"],"split_group_ids":["a b"]}' \
 	"and --json as JSON strings"
+
+# the same response twice in one input (a log concatenated with itself, a
+# rotated log that overlaps) is two groups under one id: counted as grpo-cat
+# --stats counts it in the output, not imported twice in silence
+v='{"id":"cmpl-7","choices":[{"finish_reason":"stop","logprobs":{"token_logprobs":[-0.5]},"token_ids":[4],"prompt_token_ids":[1,2]},{"finish_reason":"stop","logprobs":{"token_logprobs":[-0.25]},"token_ids":[5],"prompt_token_ids":[1,2]}]}'
+printf '%s\n%s\n' "$v" "$v" > "$T/twice.jsonl"
+grpo-collect -v --step 0 "$T/twice.jsonl" 2>&1 > "$T/twice.zst" | grep -v ' lines (' > "$T/err"
+is "$(cat "$T/err")" "grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)
+grpo-collect: split group_ids: \"cmpl-7\"" "a group repeated in one input is reported, with its id"
+is "$(grpo-cat --stats "$T/twice.zst" | grep '^split')" "split group_ids    1" "as grpo-cat --stats counts it"
+
+# string ids (every vLLM or SGLang import has them) are counted by their text,
+# and a string id that reads as a number is not the integer id
+str() { printf '{"group_id":%s,"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]}\n' "$1"; }
+{ str '"g1"'; str '"g1"'; str '"g2"'; str '"42"'; str 42; } > "$T/s.jsonl"
+grpo-collect --step 0 "$T/s.jsonl" 2> "$T/err" | grpo-cat --stats -v > "$T/s"
+is "$(cat "$T/err")" "grpo-collect: warning: 3 groups of one member (its advantage is always 0)" \
+	"string ids: one group of two, \"42\" and 42 apart, nothing split"
+is "$(grep -a -e '^groups of one' -e '^split' "$T/s")" "groups of one      3 (42 \"42\" \"g2\")
+split group_ids    0" "grpo-cat --stats counts string ids by their text"
