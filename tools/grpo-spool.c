@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
 		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
 		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n"
-		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [--metrics FILE]...\n");
+		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [-v] [--metrics FILE]...\n");
 }
 
 enum { O_JSON = 256, O_METRICS, O_TSV, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
@@ -65,6 +65,36 @@ static const struct option longopts[] = {
 	{ "watch", no_argument, NULL, O_WATCH },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The options each command takes, as its synopsis shows them: any other
+ * is a usage error, not ignored, so that `status --keep-last 3` or a
+ * recover given gc's --queue does not pass for what was meant. */
+static const struct {
+	const char *cmd, *takes;
+} command_options[] = {
+	{ "status", " json lease " },
+	{ "recover", " verbose lease tmp-age " },
+	{ "gc", " keep-last verbose archive queue " },
+	{ "consume", " verbose watch poll rescan from to lease " },
+	{ "quarantine", " verbose lease " },
+	{ "plot", " output tsv verbose metrics " },
+};
+
+/* 1 when command cmd (one of command_options) takes the option whose
+ * getopt value is ch. */
+static int takes_option(const char *cmd, int ch, const char **name)
+{
+	const struct option *o = longopts;
+	while (o->name && o->val != ch)
+		o++;
+	*name = o->name ? o->name : "?";
+	char word[32];
+	snprintf(word, sizeof word, " %s ", *name);
+	for (size_t i = 0; i < sizeof command_options / sizeof *command_options; i++)
+		if (!strcmp(command_options[i].cmd, cmd))
+			return strstr(command_options[i].takes, word) != NULL;
+	return 0;
+}
 
 struct opts {
 	int json, verbose;
@@ -661,6 +691,9 @@ int main(int argc, char **argv)
 	int ac = argc - 1, ch;
 	char **av = argv + 1;
 	while ((ch = getopt_long(ac, av, "hVvo:", longopts, NULL)) != -1) {
+		const char *name;
+		if (ch != 'h' && ch != 'V' && ch != '?' && !takes_option(sub, ch, &name))
+			cli_bad_usage("%s takes no --%s", sub, name);
 		switch (ch) {
 		case 'h':
 			usage(stdout);

@@ -36,6 +36,12 @@ ok $? "--help prints the usage on stdout"
 grpo-spool frobnicate x 2>/dev/null; ok $(( $? != 2 )) "an unknown command is a usage error (2)"
 grpo-spool gc "$T" 2>/dev/null; ok $(( $? != 2 )) "gc without --keep-last is a usage error"
 grpo-spool consume "$T/q" 2>/dev/null; ok $(( $? != 2 )) "consume without a command is a usage error"
+# an option of another command is refused, not ignored: a status or recover
+# given gc's options must not look as if it did what gc does
+grpo-spool status "$T" --keep-last 3 2>"$T/err"; ok $(( $? != 2 )) "status --keep-last is a usage error"
+grep -q '^grpo-spool: status takes no --keep-last$' "$T/err"; ok $? "naming the option"
+grpo-spool recover "$T" --queue rollouts 2>/dev/null; ok $(( $? != 2 )) "recover --queue is a usage error"
+grpo-spool plot "$T" --lease 5 2>/dev/null; ok $(( $? != 2 )) "plot --lease is a usage error"
 
 # ---- kill -9 while holding a claim ----
 S=$T/k9
