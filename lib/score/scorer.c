@@ -199,7 +199,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			uint8_t su[SCORER_MAX_REWARDS];
 			for (uint32_t k = 0; k < K; k++) {
 				double v = r[(size_t)i * K + k];
-				if (!isfinite(v) || !isfinite((float)v)) {
+				int finite = isfinite(v) && isfinite((float)v);
+				if (!finite) {
 					if (!st->nonfinite++) {
 						char sid[64], gid[64];
 						scored_seq_text(t, sid, sizeof sid);
@@ -210,7 +211,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 					v = 0;
 				}
 				fr[k] = (float)v;
-				su[k] = v >= o->success_threshold;
+				su[k] = finite && v >= o->success_threshold;   /* stored as 0, it solved nothing */
 				st->r_sum[k] += v;
 				st->r_sq[k] += v * v;
 				st->succ[k] += su[k];

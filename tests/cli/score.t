@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 81
+plan 82
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -163,6 +163,10 @@ ok $? "NaN and -Infinity from a program (Python's json): scored"
 grep -q 'non-finite rewards stored as 0, their sequences. advantage 0 (first: group 1, sequence 100, reward r = nan)' err
 ok $? "and said: $(cat err | head -1)"
 is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' "no NaN advantage"
+# a reward that is not a number solved nothing, whatever the threshold
+grpo-score -s -1 -c 'while read -r l; do echo "{\"rewards\": {\"r\": NaN}}"; done' -t "$TOK" in.zst 2> /dev/null |
+	grpo-cat | grep -o '"successes":\[[0-9]*\]' | sort -u > nan-succ
+is "$(cat nan-succ)" '"successes":[0]' "a NaN reward is no success, even at --success-threshold -1"
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
