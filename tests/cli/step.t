@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 41
+plan 43
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -97,6 +97,12 @@ pid=$!
 grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups2.zst" || exit 1   # step 3
 wait $pid; ok $? "--watch --steps 1 trains step 3 once its DONE is there"
 [ -s "$T/pa/step_3/optim.bin" ]; ok $? "and publishes it"
+# a re-run of --step 1 --steps 3 after a run that published steps 1 and 2 (and died): step 3 still comes
+cp -r "$T/pb" "$T/pe"
+grpo-step --batches "$T/b16" -o "$T/pe" --lr 1e-3 --save-dtype bfloat16 --step 1 --steps 3 2> /dev/null
+ok $? "--step 1 --steps 3 with steps 1 and 2 published"
+cmp -s "$T/pe/step_3/optim.bin" "$T/pa/step_3/optim.bin" && cmp -s "$T/pe/step_1/optim.bin" "$T/pb/step_1/optim.bin"
+ok $? "leaves steps 1 and 2 alone and trains step 3 as an uninterrupted run does"
 
 # 6. kill -9 during publish: step_1 intact, no step_2; a re-run completes it
 cp -r "$T/pb" "$T/pc"
