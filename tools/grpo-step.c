@@ -533,15 +533,18 @@ int main(int argc, char **argv)
 		a.dtype = ckpt_model_dtype(step0);
 	int64_t step = a.step < 0 ? newest + 1 : a.step;
 	/* the steps asked for that are published already are left alone, and
-	 * the rest trained: a re-run after a crash in --steps K goes on */
+	 * the rest trained: a re-run after a crash in --steps K goes on. A step
+	 * up to the newest was published, as each starts from the one before,
+	 * even when --keep has removed it since: training it again from step_0
+	 * would train its micro-batches twice. */
 	long long done = 0;
-	while (step <= newest && (a.steps == 0 || done < a.steps) && (r = ckpt_exists(a.policy, step, &e)) == 1) {
+	for (; step <= newest && (a.steps == 0 || done < a.steps); step++, done++) {
+		if ((r = ckpt_exists(a.policy, step, &e)) < 0)
+			cli_die(1, "%s", e.msg);
 		if (a.verbose)
-			fprintf(stderr, "%s: %s/step_%lld exists: left alone\n", prog, a.policy, (long long)step);
-		step++, done++;
+			fprintf(stderr, "%s: %s/step_%lld %s: left alone\n", prog, a.policy, (long long)step,
+			        r ? "exists" : "was published and has been removed since");
 	}
-	if (r < 0)
-		cli_die(1, "%s", e.msg);
 	if (a.steps > 0 && done == a.steps)
 		return 0;
 	if (a.steps > 0)

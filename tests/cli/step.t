@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 43
+plan 45
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -124,5 +124,10 @@ ok $? "completes step_2 as an uninterrupted run does"
 # 7. --keep 1 after step 3: step_0 and step_3 stay
 grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --keep 1 2> /dev/null
 is "$(ls "$T/pc" | tr '\n' ' ')" "step_0 step_3 " "--keep 1 leaves step_0 and the newest"
+# steps 1 and 2 were trained and removed by --keep: the same command again trains none of them again
+cp "$T/pc/step_3/optim.bin" "$T/optim3"
+grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --step 1 --steps 3 2> "$T/err"
+is "$?:$(ls "$T/pc" | tr '\n' ' ')" "0:step_0 step_3 " "--step 1 --steps 3 again: nothing trained, 0"
+cmp -s "$T/pc/step_3/optim.bin" "$T/optim3"; ok $? "step 3 left as it was"
 
 exit $_failed
