@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 45
+plan 47
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -49,6 +49,13 @@ grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg mean 2> /dev/null; is $? 2 "u
 grpo-pack -T 16 -W 1 -o "$T/bn" "$T/noref.zst" || exit 1
 grpo-step --model "$T/model" --batches "$T/bn" -o "$T/pn" --beta 0.1 2> "$T/err"; is $? 1 "beta without reference logprobs: 1"
 grep -q 'reference logprobs' "$T/err" && [ ! -d "$T/pn/step_1" ]; ok $? "says why, publishes nothing"
+# a token id the model does not have: the message says which micro-batch holds it
+cp -r "$T/b16" "$T/bv" && rm "$T/bv/step_1/rank_0/mb_0002.zst"
+grpo-cat --json "$T/b16/step_1/rank_0/mb_0002.zst" | sed 's/"input_ids":\[\([0-9]*\),[0-9]*,/"input_ids":[\1,9999,/' |
+	grpo-cat --from-json -o "$T/bv/step_1/rank_0/mb_0002.zst" || exit 1
+grpo-step --model "$T/model" --batches "$T/bv" -o "$T/pv" 2> "$T/err"; is $? 1 "a token id outside the vocabulary: 1"
+grep -q 'rank 0, index 2.*id 9999 outside the vocabulary' "$T/err" && [ ! -d "$T/pv/step_1" ]
+ok $? "names the micro-batch, publishes nothing: $(cat "$T/err")"
 
 # debug table: a row per sequence, a row per token, 18 columns each
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
