@@ -47,9 +47,11 @@ static int read_file(const char *path, struct microbatch **mbs, size_t *n, size_
 	int rc;
 	struct record rec;
 	while ((rc = sfile_read(&r, &rec, e)) > 0) {
-		if (rec.kind != REC_MICROBATCH) {
+		if (rec.kind != REC_MICROBATCH) {   /* scored groups in the wrong queue, say: not skipped unseen */
 			record_free(&rec);
-			continue;
+			rc = err_set(e, "%s: record %llu: a group of trajectories, not a micro-batch (is this "
+			             "grpo-pack's output?)", path, (unsigned long long)r.record_no);
+			break;
 		}
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 16;

@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 47
+plan 49
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -56,6 +56,11 @@ grpo-cat --json "$T/b16/step_1/rank_0/mb_0002.zst" | sed 's/"input_ids":\[\([0-9
 grpo-step --model "$T/model" --batches "$T/bv" -o "$T/pv" 2> "$T/err"; is $? 1 "a token id outside the vocabulary: 1"
 grep -q 'rank 0, index 2.*id 9999 outside the vocabulary' "$T/err" && [ ! -d "$T/pv/step_1" ]
 ok $? "names the micro-batch, publishes nothing: $(cat "$T/err")"
+# scored groups where a micro-batch belongs: refused naming the file, not skipped
+cp -r "$T/b16" "$T/bg" && cp "$T/groups.zst" "$T/bg/step_1/rank_0/mb_0006.zst"
+grpo-step --model "$T/model" --batches "$T/bg" -o "$T/pg" 2> "$T/err"; is $? 1 "groups among the micro-batches: 1"
+grep -q 'bg/step_1/rank_0/mb_0006.zst: record 1: a group' "$T/err" && [ ! -d "$T/pg/step_1" ]
+ok $? "names the file and record, publishes nothing: $(cat "$T/err")"
 
 # debug table: a row per sequence, a row per token, 18 columns each
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
