@@ -315,6 +315,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
+	else if (o->out && o->step_given && o->step == 0)   /* policy/step_0 is the initial model */
+		why = "--step 0 with -o: grpo-step trains steps from 1, and would never train step 0";
 	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
 		why = "--min-tokens, --timeout and --rescan go with --watch";
 	if (why)
