@@ -388,11 +388,14 @@ int main(int argc, char **argv)
 			goto fail_quiet;
 		}
 	}
-	if (o->out && !o->step_given && packstep_next_step(o->out, &o->step, &e) < 0)
+	/* From the newest manifest, whatever --step says: it alone holds what
+	 * was packed of the files left queued and of an unfinished job. */
+	int64_t next = 1;
+	if (o->out && packstep_next_step(o->out, &next, &e) < 0)
 		goto fail;
-	if (!o->out && !o->step_given)
-		o->step = 1;
-	if (o->out && packbuf_resume(&s.b, o->out, o->step, &e) < 0)
+	if (!o->step_given)
+		o->step = next;
+	if (o->out && packbuf_resume(&s.b, o->out, next, &e) < 0)
 		goto fail;
 	int nargs = argc - optind, queues = 0;
 	const char **qv = calloc((size_t)nargs + 1, sizeof *qv);

@@ -33,7 +33,7 @@ is "$?" 0 "the published files hold the same micro-batches"
 grep -q '"step":1,"ranks":2,"micro_batches_per_rank":1,"dummies":0,"sequences":3,"tokens":14,"pad_tokens":2,"dummy_tokens":0,"fill":0.875000' "$T/m.jsonl" &&
 	grep -q '"rank_tokens":\[8,8\]' "$T/m.jsonl"
 is "$?" 0 "a metrics line: micro-batches, pad tokens, fill, per-rank tokens"
-grpo-pack -T 8 -W 2 -P 4 --step 1 -o "$T/spool/batches" "$T/tiny.zst" 2> "$T/err"
+grpo-pack -T 8 -W 2 -P 4 --step 1 -o "$T/spool/batches" "$T/runs.zst" 2> "$T/err"
 is "$?" 1 "a step that has DONE is never rewritten"
 grep -q "step 1 is already published" "$T/err"
 is "$?" 0 "and says so: $(cat "$T/err")"
