@@ -315,6 +315,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
+	else if (o->out && o->step_given && o->step == 0)   /* policy/step_0 is the initial model */
+		why = "--step 0 with -o: grpo-step trains steps from 1, and would never train step 0";
 	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
 		why = "--min-tokens, --timeout and --rescan go with --watch";
 	if (why)
@@ -386,11 +388,14 @@ int main(int argc, char **argv)
 			goto fail_quiet;
 		}
 	}
-	if (o->out && !o->step_given && packstep_next_step(o->out, &o->step, &e) < 0)
+	/* From the newest manifest, whatever --step says: it alone holds what
+	 * was packed of the files left queued and of an unfinished job. */
+	int64_t next = 1;
+	if (o->out && packstep_next_step(o->out, &next, &e) < 0)
 		goto fail;
-	if (!o->out && !o->step_given)
-		o->step = 1;
-	if (o->out && packbuf_resume(&s.b, o->out, o->step, &e) < 0)
+	if (!o->step_given)
+		o->step = next;
+	if (o->out && packbuf_resume(&s.b, o->out, next, &e) < 0)
 		goto fail;
 	int nargs = argc - optind, queues = 0;
 	const char **qv = calloc((size_t)nargs + 1, sizeof *qv);

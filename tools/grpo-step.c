@@ -532,11 +532,23 @@ int main(int argc, char **argv)
 	if (!a.dtype_given)
 		a.dtype = ckpt_model_dtype(step0);
 	int64_t step = a.step < 0 ? newest + 1 : a.step;
-	if (step <= newest && ckpt_exists(a.policy, step, &e) == 1) {
+	/* the steps asked for that are published already are left alone, and
+	 * the rest trained: a re-run after a crash in --steps K goes on. A step
+	 * up to the newest was published, as each starts from the one before,
+	 * even when --keep has removed it since: training it again from step_0
+	 * would train its micro-batches twice. */
+	long long done = 0;
+	for (; step <= newest && (a.steps == 0 || done < a.steps); step++, done++) {
+		if ((r = ckpt_exists(a.policy, step, &e)) < 0)
+			cli_die(1, "%s", e.msg);
 		if (a.verbose)
-			fprintf(stderr, "%s: %s/step_%lld exists: nothing to do\n", prog, a.policy, (long long)step);
-		return 0;
+			fprintf(stderr, "%s: %s/step_%lld %s: left alone\n", prog, a.policy, (long long)step,
+			        r ? "exists" : "was published and has been removed since");
 	}
+	if (a.steps > 0 && done == a.steps)
+		return 0;
+	if (a.steps > 0)
+		a.steps -= done;
 	int64_t base;
 	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
 		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,

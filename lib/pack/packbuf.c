@@ -51,6 +51,7 @@ int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct er
 		return -1;
 	int r = done_load_job(queue, step - 1, &b->job.prev, e);
 	b->job.has_prev = r == 1;
+	b->job.prev_step = step - 1;
 	return r < 0 ? -1 : 0;
 }
 
@@ -703,7 +704,7 @@ int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct
 		return err_set(e, "steps %lld to %lld hold %u of the %u sequences of job %016llx, which is not "
 			       "finished: it was started with other input or options (or from files, where this "
 			       "run has none); nothing published: run that command again to finish it",
-			       (long long)pj->first_step, (long long)step - 1, pj->n_done, pj->sequences,
+			       (long long)pj->first_step, (long long)j->prev_step, pj->n_done, pj->sequences,
 			       (unsigned long long)pj->id);
 	if (j->next_ord == 0)
 		return 0;

@@ -93,6 +93,7 @@ struct packbuf_job {
 	uint64_t dropped[PACKSTEP_N_DROP];
 	struct done_job prev;           /* of the newest DONE (prev.done owned) */
 	int has_prev;
+	int64_t prev_step;              /* the newest DONE's step */
 	int64_t first_step;
 	struct done_job rec;            /* what the step being taken records */
 };

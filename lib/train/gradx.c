@@ -13,6 +13,7 @@
 
 #include "base/fsys.h"
 #include "base/tempfile.h"
+#include "spool/spool.h"
 #include "train/gradx.h"
 #include "train/step.h"
 
@@ -299,15 +300,10 @@ int gradx_reduce(void *ctx, int epoch, const float *g, float *sum, size_t n, str
 	return 0;
 }
 
-int gradx_finish(const struct gradx *x, int epochs, struct err *e)
+/* Remove the directory dir and the files in it. */
+static int remove_dir(const char *dir, struct err *e)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
-	for (int r = 1; r < x->ranks; r++)
-		if (file_of(x, "read", epochs - 1, r, path, sizeof path, e) < 0 ||
-		    wait_for(x, path, r, "acknowledgement", e) < 0)
-			return -1;
-	if (dir_of(x, dir, sizeof dir, e) < 0)
-		return -1;
+	char path[PATH_MAX];
 	char **names = NULL;
 	size_t nn = 0;
 	if (fsys_list_dir(dir, FSYS_FILES, &names, &nn, e) < 0)
@@ -318,9 +314,35 @@ int gradx_finish(const struct gradx *x, int epochs, struct err *e)
 		rc = fsys_unlink(path, e);
 	}
 	fsys_free_names(names, nn);
-	if (rc == 0)
-		rc = fsys_rmdir(dir, e);
-	snprintf(path, sizeof path, "%s/.grad", x->queue);
-	fsys_rmdir(path, NULL);   /* fails while another step's exchange is under way */
+	return rc == 0 ? fsys_rmdir(dir, e) : rc;
+}
+
+int gradx_finish(const struct gradx *x, int epochs, struct err *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	for (int r = 1; r < x->ranks; r++)
+		if (file_of(x, "read", epochs - 1, r, path, sizeof path, e) < 0 ||
+		    wait_for(x, path, r, "acknowledgement", e) < 0)
+			return -1;
+	if (dir_of(x, dir, sizeof dir, e) < 0)
+		return -1;
+	int rc = remove_dir(dir, e);
+	/* The exchanges of earlier steps that a rank 0 killed after publishing
+	 * left behind, each as large as the model: every rank has read them,
+	 * since each published its gradient of this step only after. */
+	char grad[PATH_MAX], **names = NULL;
+	size_t nn = 0;
+	snprintf(grad, sizeof grad, "%s/.grad", x->queue);
+	if (rc == 0 && fsys_list_dir(grad, FSYS_DIRS, &names, &nn, e) < 0)
+		rc = -1;
+	for (size_t i = 0; i < nn && rc == 0; i++) {
+		int64_t k;
+		if (spool_parse_step(names[i], &k) < 0 || k >= x->step)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", grad, names[i]);
+		rc = remove_dir(path, e);
+	}
+	fsys_free_names(names, nn);
+	fsys_rmdir(grad, NULL);   /* fails while another step's exchange is under way */
 	return rc;
 }

@@ -14,7 +14,8 @@
  * (train/step.h sums that way too), and takes the identical optimizer
  * step. A rank other than 0 then publishes eE.read_X; rank 0, which alone
  * publishes POLICY/step_N, waits for those of the last epoch after
- * publishing and removes the step's directory. A re-run of a rank replaces
+ * publishing and removes the step's directory, and those of earlier steps
+ * that a rank 0 killed after publishing left. A re-run of a rank replaces
  * its file (the same bits for the same start).
  *
  * A peer that never publishes (a crash) is waited for timeout seconds, and
@@ -88,7 +89,7 @@ int gradx_reduce(void *ctx, int epoch, const float *g, float *sum, size_t n, str
 
 /* Rank 0, once POLICY/step_N is published: wait for the other ranks to have
  * read the last epoch's gradients (epochs in all), then remove
- * POLICY/.grad/step_N. */
+ * POLICY/.grad/step_N, and the directories of earlier steps. */
 int gradx_finish(const struct gradx *x, int epochs, struct err *e);
 
 /* The bytes of one gradient file (h, the counts, st and g (h->n)), appended

@@ -47,9 +47,11 @@ static int read_file(const char *path, struct microbatch **mbs, size_t *n, size_
 	int rc;
 	struct record rec;
 	while ((rc = sfile_read(&r, &rec, e)) > 0) {
-		if (rec.kind != REC_MICROBATCH) {
+		if (rec.kind != REC_MICROBATCH) {   /* scored groups in the wrong queue, say: not skipped unseen */
 			record_free(&rec);
-			continue;
+			rc = err_set(e, "%s: record %llu: a group of trajectories, not a micro-batch (is this "
+			             "grpo-pack's output?)", path, (unsigned long long)r.record_no);
+			break;
 		}
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 16;
@@ -291,7 +293,7 @@ static int forward(struct mbctx *c, int ep, size_t i, const struct microbatch *m
 		return model_gpu_forward_mb(c->gpu, mb, c->lp, c->ent, e);
 	struct model_gpu_loss gl;
 	if (fused_inputs(c, ep, i, mb, &gl, e) < 0)
-		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
+		return -1;
 	return model_gpu_forward_train(c->gpu, mb, &gl, c->lp, c->ent, e);
 }
 
@@ -300,8 +302,8 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 {
 	int T = (int)mb->n_tokens;
 	double t0 = now();
-	if (forward(c, ep, i, mb, e) < 0)
-		return -1;
+	if (forward(c, ep, i, mb, e) < 0)   /* such as a token id the model does not have */
+		return err_prefix(e, "micro-batch %zu (rank %d, index %d)", i, mb->rank, mb->index);
 	double t1 = now();
 	if (ep == 0 && c->obs && c->obs->mb && c->obs->mb(c->obs->ctx, mb, c->lp, e) < 0)
 		return -1;

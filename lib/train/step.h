@@ -48,7 +48,8 @@
 #include "train/optim.h"
 
 /* The micro-batches of QUEUE/step_N: of every rank (rank -1) or of one
- * (*mbs malloc'ed, free with step_free_batches). */
+ * (*mbs malloc'ed, free with step_free_batches). A record that is not a
+ * micro-batch is refused, naming its file and number. */
 int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs, size_t *n, struct err *e);
 void step_free_batches(struct microbatch *mbs, size_t n);
 

@@ -5,7 +5,7 @@
 # "every input sequence in exactly one published step"; and a different
 # command against a partly published job refuses, saying what exists.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 10
 
 d="$GRPO_TOP/tests/cli/pack"
 # files of tiny.jsonl with sequence ids made distinct: 3 sequences each
@@ -130,3 +130,15 @@ grpo-spool recover "$T/h" > /dev/null 2>&1
 grpo-pack -T 16 -b 2 --flush -o "$T/h/batches" "$T/h/scored" 2>> "$T/err"
 is "$st:$?:$(published "$T/h/batches")" "0:0:$(echo "$want 910 911 920" | tr ' ' '\n' | grep . | sort -n | tr '\n' ' ')" \
 	"a packer killed holding files, a run before recover, then after: every sequence once"
+
+# 5. --step past the newest DONE: the newest manifest still says what was packed
+# of the files left queued, and what of an unfinished job
+rm -rf "$T/g" && mkdir -p "$T/g" && cp -r "$T/in" "$T/g/scored"
+grpo-pack -T 16 -b 4 -o "$T/g/batches" "$T/g/scored" 2> /dev/null
+grpo-pack -T 16 -b 4 --flush --step 9 -o "$T/g/batches" "$T/g/scored" 2> "$T/err"
+is "$?:$(published "$T/g/batches")" "0:$want" "a queue file half packed, then --step 9: every sequence in exactly one step"
+rm -rf "$T/q"
+GRPO_FSYS_CRASH_AT=$((calls / 2)) grpo-pack $job -o "$T/q" "$T/all.zst" 2> /dev/null
+before=$(published "$T/q")
+grpo-pack $job --step 9 -o "$T/q" "$T/in/step_0/rank_0/g1.zst" 2> /dev/null
+is "$?:$(published "$T/q")" "1:$before" "--step 9 with other input against an unfinished job: refused, nothing published"

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 72
+plan 73
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -33,7 +33,7 @@ is "$?" 0 "the published files hold the same micro-batches"
 grep -q '"step":1,"ranks":2,"micro_batches_per_rank":1,"dummies":0,"sequences":3,"tokens":14,"pad_tokens":2,"dummy_tokens":0,"fill":0.875000' "$T/m.jsonl" &&
 	grep -q '"rank_tokens":\[8,8\]' "$T/m.jsonl"
 is "$?" 0 "a metrics line: micro-batches, pad tokens, fill, per-rank tokens"
-grpo-pack -T 8 -W 2 -P 4 --step 1 -o "$T/spool/batches" "$T/tiny.zst" 2> "$T/err"
+grpo-pack -T 8 -W 2 -P 4 --step 1 -o "$T/spool/batches" "$T/runs.zst" 2> "$T/err"
 is "$?" 1 "a step that has DONE is never rewritten"
 grep -q "step 1 is already published" "$T/err"
 is "$?" 0 "and says so: $(cat "$T/err")"
@@ -42,6 +42,8 @@ grpo-pack -T 8 -W 2 -o "$T/spool/batches" "$T/tiny.zst"
 is "$?" 0 "without --step the next step after the newest DONE"
 grep -q '"sequences_total":6,"run_step":2' "$T/spool/batches/step_2/DONE"
 is "$?" 0 "run progress carries over from the previous manifest"
+grpo-pack -T 8 -W 2 --step 0 -o "$T/s0" "$T/tiny.zst" 2> "$T/err"
+is "$?:$(ls "$T/s0" 2> /dev/null)" "2:" "--step 0 into a queue, a step grpo-step never trains: a usage error, nothing published"
 
 # 3. steps by batch size, groups kept whole
 grpo-pack -T 16 -W 1 --batch-size 2 -o "$T/b" "$T/tiny.zst"

@@ -8,7 +8,7 @@
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 49
+plan 52
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -184,5 +184,26 @@ is "$(grep -c "^grpo-step: --on-publish is rank 0's (it alone publishes policy/s
 is "$(tr '\n' ';' < "$T/hook.r")" "0 1;0 2;" "only rank 0 ran --on-publish, after each step"
 is "$(ls "$T/r4" | tr '\n' ' ')" "step_0 step_1 step_2 " "rank 1 pruned nothing"
 is "$(grep -c "rank 0's" "$T/err0")" 0 "rank 0 has nothing to say of it"
+
+# 9. rank 0 killed after publishing step 1, before removing its gradients: the next step removes them
+mkdir "$T/r5" "$T/r6" && cp -r "$T/p/step_0" "$T/r5/" && cp -r "$T/p/step_0" "$T/r6/"
+grpo-step --batches "$T/b2" -o "$T/r6" --rank 1 2> /dev/null &
+pid1=$!
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/b2" -o "$T/r6" --rank 0 2> "$T/trace"
+wait $pid1
+n=$(grep 'rename_noreplace' "$T/trace" | tail -1 | awk '{print $2 + 1}')
+grpo-step --batches "$T/b2" -o "$T/r5" --rank 1 2> /dev/null &
+pid1=$!
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/b2" -o "$T/r5" --rank 0 2> /dev/null
+s0=$?
+wait $pid1
+is "$s0 $? $(ls "$T/r5/.grad")" "86 0 step_1" "rank 0 killed after publishing step 1 leaves its gradients"
+grpo-step --batches "$T/b2" -o "$T/r5" --rank 1 2> /dev/null &
+pid1=$!
+grpo-step --batches "$T/b2" -o "$T/r5" --rank 0 2> /dev/null
+s0=$?
+wait $pid1
+is "$s0 $?" "0 0" "step 2 in two processes"
+[ -f "$T/r5/step_2/optim.bin" ] && [ ! -e "$T/r5/.grad" ]; ok $? "and no gradient of step 1 or 2 is left"
 
 exit $_failed

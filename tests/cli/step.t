@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 41
+plan 49
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -49,6 +49,18 @@ grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg mean 2> /dev/null; is $? 2 "u
 grpo-pack -T 16 -W 1 -o "$T/bn" "$T/noref.zst" || exit 1
 grpo-step --model "$T/model" --batches "$T/bn" -o "$T/pn" --beta 0.1 2> "$T/err"; is $? 1 "beta without reference logprobs: 1"
 grep -q 'reference logprobs' "$T/err" && [ ! -d "$T/pn/step_1" ]; ok $? "says why, publishes nothing"
+# a token id the model does not have: the message says which micro-batch holds it
+cp -r "$T/b16" "$T/bv" && rm "$T/bv/step_1/rank_0/mb_0002.zst"
+grpo-cat --json "$T/b16/step_1/rank_0/mb_0002.zst" | sed 's/"input_ids":\[\([0-9]*\),[0-9]*,/"input_ids":[\1,9999,/' |
+	grpo-cat --from-json -o "$T/bv/step_1/rank_0/mb_0002.zst" || exit 1
+grpo-step --model "$T/model" --batches "$T/bv" -o "$T/pv" 2> "$T/err"; is $? 1 "a token id outside the vocabulary: 1"
+grep -q 'rank 0, index 2.*id 9999 outside the vocabulary' "$T/err" && [ ! -d "$T/pv/step_1" ]
+ok $? "names the micro-batch, publishes nothing: $(cat "$T/err")"
+# scored groups where a micro-batch belongs: refused naming the file, not skipped
+cp -r "$T/b16" "$T/bg" && cp "$T/groups.zst" "$T/bg/step_1/rank_0/mb_0006.zst"
+grpo-step --model "$T/model" --batches "$T/bg" -o "$T/pg" 2> "$T/err"; is $? 1 "groups among the micro-batches: 1"
+grep -q 'bg/step_1/rank_0/mb_0006.zst: record 1: a group' "$T/err" && [ ! -d "$T/pg/step_1" ]
+ok $? "names the file and record, publishes nothing: $(cat "$T/err")"
 
 # debug table: a row per sequence, a row per token, 18 columns each
 grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt" --debug-table "$T/t.tsv" --debug-tokens \
@@ -97,6 +109,12 @@ pid=$!
 grpo-pack -T 16 -W 1 -o "$T/b16" "$T/groups2.zst" || exit 1   # step 3
 wait $pid; ok $? "--watch --steps 1 trains step 3 once its DONE is there"
 [ -s "$T/pa/step_3/optim.bin" ]; ok $? "and publishes it"
+# a re-run of --step 1 --steps 3 after a run that published steps 1 and 2 (and died): step 3 still comes
+cp -r "$T/pb" "$T/pe"
+grpo-step --batches "$T/b16" -o "$T/pe" --lr 1e-3 --save-dtype bfloat16 --step 1 --steps 3 2> /dev/null
+ok $? "--step 1 --steps 3 with steps 1 and 2 published"
+cmp -s "$T/pe/step_3/optim.bin" "$T/pa/step_3/optim.bin" && cmp -s "$T/pe/step_1/optim.bin" "$T/pb/step_1/optim.bin"
+ok $? "leaves steps 1 and 2 alone and trains step 3 as an uninterrupted run does"
 
 # 6. kill -9 during publish: step_1 intact, no step_2; a re-run completes it
 cp -r "$T/pb" "$T/pc"
@@ -118,5 +136,10 @@ ok $? "completes step_2 as an uninterrupted run does"
 # 7. --keep 1 after step 3: step_0 and step_3 stay
 grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --keep 1 2> /dev/null
 is "$(ls "$T/pc" | tr '\n' ' ')" "step_0 step_3 " "--keep 1 leaves step_0 and the newest"
+# steps 1 and 2 were trained and removed by --keep: the same command again trains none of them again
+cp "$T/pc/step_3/optim.bin" "$T/optim3"
+grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --step 1 --steps 3 2> "$T/err"
+is "$?:$(ls "$T/pc" | tr '\n' ' ')" "0:step_0 step_3 " "--step 1 --steps 3 again: nothing trained, 0"
+cmp -s "$T/pc/step_3/optim.bin" "$T/optim3"; ok $? "step 3 left as it was"
 
 exit $_failed
