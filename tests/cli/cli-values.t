@@ -10,7 +10,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 
 # TOOL|OPTION|VALUE|what the option takes, or ok. grpo-spool's options
-# follow "status SPOOL".
+# follow the command that takes them and its operand.
 cat > "$T/values" <<'EOF'
 grpo-pack|--seq-len|8|ok
 grpo-pack|--seq-len|1073741824|ok
@@ -270,10 +270,16 @@ grpo-step|--kl|k1|ok
 EOF
 plan $(($(wc -l < "$T/values") + 18))
 
-run() { # run TOOL ARG...: the tool, with grpo-spool's subcommand and operand
+run() { # run TOOL ARG...: the tool, with the grpo-spool command that takes the option, and its operand
 	t=$1
 	shift
-	if [ "$t" = grpo-spool ]; then grpo-spool status "$T" "$@"; else "$t" "$@"; fi
+	[ "$t" = grpo-spool ] || { "$t" "$@"; return; }
+	case $1 in
+	--from | --to | --poll | --rescan) grpo-spool consume "$T" "$@" ;;
+	--keep-last) grpo-spool gc "$T" "$@" ;;
+	--tmp-age) grpo-spool recover "$T" "$@" ;;
+	*) grpo-spool status "$T" "$@" ;;
+	esac
 }
 
 while IFS='|' read -r tool opt val want; do
