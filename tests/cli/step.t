@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 41
+plan 43
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -118,5 +118,21 @@ ok $? "completes step_2 as an uninterrupted run does"
 # 7. --keep 1 after step 3: step_0 and step_3 stay
 grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --keep 1 2> /dev/null
 is "$(ls "$T/pc" | tr '\n' ' ')" "step_0 step_3 " "--keep 1 leaves step_0 and the newest"
+
+# 8. --epochs 3: the metrics line is the first epoch's, as grpo-step(1) says, the
+# optimizer's numbers included (warmup makes each epoch's learning rate differ)
+grpo-pack -T 16 -W 1 -o "$T/be" "$T/groups.zst" || exit 1
+for e in 1 3; do
+	grpo-step --model "$T/model" --batches "$T/be" -o "$T/pe$e" --lr 1e-3 --warmup-steps 4 --epochs $e \
+		--metrics "$T/me$e" 2> /dev/null || echo "# --epochs $e failed"
+done
+okk=0
+for k in loss grad_norm grad_clip lr; do
+	[ "$(field "$T/me1" $k)" = "$(field "$T/me3" $k)" ] ||
+		{ okk=1; echo "# $k: $(field "$T/me1" $k) with 1 epoch, $(field "$T/me3" $k) with 3"; }
+done
+ok $okk "--epochs 3 reports the first epoch's loss, grad norm, clip factor and lr (0.00025)"
+[ "$(field "$T/me3" last_epoch_loss)" != "" ] && [ "$(field "$T/me1" last_epoch_loss)" = "" ]
+ok $? "and the last epoch's loss as last_epoch_loss"
 
 exit $_failed
