@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 43
+plan 46
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -134,5 +134,18 @@ done
 ok $okk "--epochs 3 reports the first epoch's loss, grad norm, clip factor and lr (0.00025)"
 [ "$(field "$T/me3" last_epoch_loss)" != "" ] && [ "$(field "$T/me1" last_epoch_loss)" = "" ]
 ok $? "and the last epoch's loss as last_epoch_loss"
+
+# 9. the debug table's clipped column is the clip the loss applied, as the metrics
+# count it: to the sampler by default, to the policy's own logprobs under
+# --tis-cap (ratio 1 at the step's start: nothing clipped), per sequence with
+# --ratio sequence
+for o in "" "--tis-cap 2" "--ratio sequence --clip-low 0.05 --clip-high 0.05"; do
+	rm -rf "$T/pg" "$T/mg" "$T/tg"
+	grpo-step --model "$T/model" --batches "$T/be" -o "$T/pg" $o --metrics "$T/mg" --debug-table "$T/tg" \
+		--debug-tokens 2> /dev/null || echo "# $o failed"
+	got=$(awk -F'\t' '$1 == "tok" && $18 == 1 { n++; c += $17 } END { printf "%.4f", c / n }' "$T/tg")
+	want=$(awk -v a="$(field "$T/mg" clip_low)" -v b="$(field "$T/mg" clip_high)" 'BEGIN { printf "%.4f", a + b }')
+	is "$got" "$want" "debug table ${o:-default}: clipped tokens are the metrics' clip_low + clip_high"
+done
 
 exit $_failed
