@@ -169,8 +169,9 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	                f->diff_abs_sum / n);
 	if (r->epochs > 1)
 		x |= buf_printf(b, ",\"last_epoch_loss\":%.9g", l->loss);
-	x |= buf_printf(b, ",\"grad_norm\":%.9g,\"grad_clip\":%.9g,\"lr\":%.9g,\"epochs\":%d", r->opt.grad_norm,
-	                r->opt.clip, r->opt.lr, r->epochs);
+	/* the first epoch's, as the loss above: the gradient at the step's start */
+	x |= buf_printf(b, ",\"grad_norm\":%.9g,\"grad_clip\":%.9g,\"lr\":%.9g,\"epochs\":%d",
+	                r->first_opt.grad_norm, r->first_opt.clip, r->first_opt.lr, r->epochs);
 	x |= buf_printf(b, ",\"sequences\":%.0f,\"loss_tokens\":%.0f,\"micro_batches\":%.0f", r->totals.seqs,
 	                r->totals.tokens, r->totals.mbs);
 	x |= buf_printf(b, ",\"masked_truncated\":%.0f,\"masked_truncated_tokens\":%.0f,\"weights\":%s", cut->seqs,
@@ -642,7 +643,7 @@ int main(int argc, char **argv)
 		}
 		if (a.verbose)
 			fprintf(stderr, "%s: step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs\n",
-			        prog, (long long)step, res.first.loss, res.opt.grad_norm, res.opt.lr, res.totals.seqs,
+			        prog, (long long)step, res.first.loss, res.first_opt.grad_norm, res.first_opt.lr, res.totals.seqs,
 			        res.totals.tokens, te - ts);
 		health(step, &res);
 		buf_free(&b);

@@ -67,7 +67,7 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 	uint32_t start = 0;
 	for (uint32_t s = 0; s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
 		uint32_t len = mb->seq_lens[s], n = 0;
-		double sa = 0, re = 0, tr = 0;
+		double sa = 0, re = 0, tr = 0, logs = 0;
 		float adv = 0;
 		for (uint32_t t = start; t < start + len; t++)
 			if (mb->loss_mask[t]) {
@@ -75,12 +75,18 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 				sa += mb->inference_logprobs[t];
 				re += mb->ref_logprobs ? mb->ref_logprobs[t] : 0;
 				tr += logprob[t];
+				logs += (double)logprob[t] - mb->inference_logprobs[t];
 				adv = mb->advantages[t];
 			}
 		if (s >= mb->n_seqs && n == 0)
 			continue;   /* padding */
 		/* no sampler logprobs: empty cells, never the zeros that stand in for them */
 		int miss = mb->logprobs_missing && s < mb->n_seqs && mb->logprobs_missing[s];
+		/* the ratio the loss clips is to ℓ_old: the policy's own logprob (ratio 1)
+		 * under a TIS cap or without sampler logprobs, else the sampler's; with
+		 * --ratio sequence the sequence's, as loss.c forms it */
+		int own = miss || o->tis_cap > 0;
+		double sr = own || !n ? 1 : exp(loss_clampd(logs / n, -LOSS_LOGR_MAX, LOSS_LOGR_MAX));
 		x |= buf_printf(b, "seq\t%lld\t%d\t%d\t", (long long)step, mb->rank, mb->index);
 		x |= ids(b, mb, s);
 		x |= buf_printf(b, "\t\t%u\t%u\t\t\t%.6g\t", len, n, adv);
@@ -112,7 +118,8 @@ int dtable_mb(struct buf *b, int64_t step, const struct microbatch *mb, const fl
 			/* the ratio at the step's start; 1 without sampler logprobs (step.c) */
 			double r = miss ? 1.0 : exp((double)logprob[t] - mb->inference_logprobs[t]);
 			double A = mb->advantages[t];
-			int clipped = (r < 1.0 - o->clip_low && A < 0) || (r > 1.0 + o->clip_high && A > 0);
+			double rc = o->ratio == LOSS_RATIO_SEQUENCE ? sr : own ? 1.0 : r;
+			int clipped = (rc < 1.0 - o->clip_low && A < 0) || (rc > 1.0 + o->clip_high && A > 0);
 			if (miss)
 				x |= buf_printf(b, "\t");
 			else

@@ -8,8 +8,10 @@
  * one row per token of it (kind "tok"): position, token id, its text (when
  * a tokenizer is given: escaped as \\, \t, \n, \r and \xHH for the other
  * control bytes, so every row stays one line of one cell each), the three
- * logprobs, the ratio exp(trainer − sampler), whether PPO's clip cuts it
- * (as the clip_low/clip_high metrics count) and the loss mask. The trainer's
+ * logprobs, the ratio exp(trainer − sampler), whether the loss's clip cuts
+ * it (as the clip_low/clip_high metrics count: on the ratio to ℓ_old, which
+ * is 1 under a TIS cap, and on the sequence's ratio with --ratio sequence)
+ * and the loss mask. The trainer's
  * logprobs are those at the step's start. A missing value (no reference, a
  * prompt token, a sequence whose sampler gave no logprobs) is empty; such a
  * sequence's ratio is 1, as the step takes it (step.c).

@@ -444,7 +444,7 @@ int step_train(struct model *m, struct model_gpu *gpu, struct optim *op, const s
 		}
 		r->opt_s += now() - t2;
 		if (ep == 0)
-			r->first = st;
+			r->first = st, r->first_opt = r->opt;
 		r->last = st;
 		r->epochs = ep + 1;
 	}

@@ -79,6 +79,7 @@ int step_check(const char *done_path, const struct done_manifest *d, const struc
 struct step_result {
 	struct loss_stats first;       /* the first epoch's loss parts and statistics (at the step's start) */
 	struct loss_stats last;        /* the last epoch's */
+	struct optim_result first_opt; /* the first optimizer step's (the first epoch's) */
 	struct optim_result opt;       /* the last optimizer step's */
 	struct loss_totals totals;
 	double tokens;                 /* tokens forwarded (padding included), all epochs */

@@ -4,7 +4,7 @@
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 49
+plan 54
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -141,5 +141,34 @@ cp "$T/pc/step_3/optim.bin" "$T/optim3"
 grpo-step --batches "$T/b16" -o "$T/pc" --lr 1e-3 --step 1 --steps 3 2> "$T/err"
 is "$?:$(ls "$T/pc" | tr '\n' ' ')" "0:step_0 step_3 " "--step 1 --steps 3 again: nothing trained, 0"
 cmp -s "$T/pc/step_3/optim.bin" "$T/optim3"; ok $? "step 3 left as it was"
+
+# 8. --epochs 3: the metrics line is the first epoch's, as grpo-step(1) says, the
+# optimizer's numbers included (warmup makes each epoch's learning rate differ)
+grpo-pack -T 16 -W 1 -o "$T/be" "$T/groups.zst" || exit 1
+for e in 1 3; do
+	grpo-step --model "$T/model" --batches "$T/be" -o "$T/pe$e" --lr 1e-3 --warmup-steps 4 --epochs $e \
+		--metrics "$T/me$e" 2> /dev/null || echo "# --epochs $e failed"
+done
+okk=0
+for k in loss grad_norm grad_clip lr; do
+	[ "$(field "$T/me1" $k)" = "$(field "$T/me3" $k)" ] ||
+		{ okk=1; echo "# $k: $(field "$T/me1" $k) with 1 epoch, $(field "$T/me3" $k) with 3"; }
+done
+ok $okk "--epochs 3 reports the first epoch's loss, grad norm, clip factor and lr (0.00025)"
+[ "$(field "$T/me3" last_epoch_loss)" != "" ] && [ "$(field "$T/me1" last_epoch_loss)" = "" ]
+ok $? "and the last epoch's loss as last_epoch_loss"
+
+# 9. the debug table's clipped column is the clip the loss applied, as the metrics
+# count it: to the sampler by default, to the policy's own logprobs under
+# --tis-cap (ratio 1 at the step's start: nothing clipped), per sequence with
+# --ratio sequence
+for o in "" "--tis-cap 2" "--ratio sequence --clip-low 0.05 --clip-high 0.05"; do
+	rm -rf "$T/pg" "$T/mg" "$T/tg"
+	grpo-step --model "$T/model" --batches "$T/be" -o "$T/pg" $o --metrics "$T/mg" --debug-table "$T/tg" \
+		--debug-tokens 2> /dev/null || echo "# $o failed"
+	got=$(awk -F'\t' '$1 == "tok" && $18 == 1 { n++; c += $17 } END { printf "%.4f", c / n }' "$T/tg")
+	want=$(awk -v a="$(field "$T/mg" clip_low)" -v b="$(field "$T/mg" clip_high)" 'BEGIN { printf "%.4f", a + b }')
+	is "$got" "$want" "debug table ${o:-default}: clipped tokens are the metrics' clip_low + clip_high"
+done
 
 exit $_failed
