@@ -296,6 +296,29 @@ static int report_groups(const struct groupset *s, int verbose)
 	return 0;
 }
 
+/* Whether a line stops inside a JSON value: in a string, or with an object or
+ * array still open. A JSON line cut short always does, a whole one never,
+ * whether or not it is a good record. */
+static int cut_short(const char *s, size_t n)
+{
+	long depth = 0;
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_str = 0;
+		} else if (s[i] == '"')
+			in_str = 1;
+		else if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+	}
+	return in_str || depth > 0;
+}
+
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
 	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
@@ -536,7 +559,7 @@ int main(int argc, char **argv)
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
 		uint64_t groups0 = col.groups, trajs0 = col.trajs, tokens0 = col.tokens;
-		int failed = 0, got;
+		int failed = 0, incomplete = 0, got;
 		const char *line;
 		size_t len;
 		while ((got = lineio_next(&in, &line, &len, &e)) > 0) {
@@ -546,6 +569,17 @@ int main(int argc, char **argv)
 			if (r == -2) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				failed = fatal = 1;
+				break;
+			}
+			/* Only the last line can lack its newline. Cut short, it is
+			 * a file still being written (or a pipe that broke), not a
+			 * bad line: publishing the rest would name it from bytes the
+			 * whole file does not have, and publish it again then. */
+			if (r < 0 && line[len - 1] != '\n' && cut_short(line, len)) {
+				fprintf(stderr, "%s: %s:%llu: ends mid-record (its last line is cut short, without a "
+					"newline): nothing of it published; try again once it is complete\n", prog, name,
+					(unsigned long long)lineno);
+				failed = incomplete = 1;
 				break;
 			}
 			if (r < 0) {
@@ -571,7 +605,7 @@ int main(int argc, char **argv)
 		if (failed) {
 			collect_drop_input(&col);
 			held_clear(&held);
-			status = 1;
+			status = incomplete && status != 1 ? 75 : 1;   /* a failure for good outweighs "later" */
 			continue;
 		}
 		if (bad)
