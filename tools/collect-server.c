@@ -183,6 +183,12 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		return status;
 	}
 	collect_init(&col, &co, hold, &held);
+	/* before anything is sampled: a path that cannot be written must not
+	 * cost the whole run's answers */
+	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
 	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
@@ -233,10 +239,6 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		sp[i] = (struct server_prompt){ ps[i].tokens, ps[i].n, ps[i].text, ps[i].answer, ps[i].place };
 	if (server_sample(&sv->so, sp, (size_t)n, res, &e) < 0)
 		goto fail;
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
-		goto fail;
-	}
 	for (int i = 0; i < n; i++) {
 		if (!res[i].line) {
 			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
