@@ -264,6 +264,17 @@ int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, i
 	return 0;
 }
 
+/* A record whose server conditioned n sequences on other prompt ids than it
+ * was sent (a BOS added): the server's are stored, as its logprobs are of
+ * them, and the answer is kept, but a prompt changed must not pass unseen.
+ * where names the record ("FILE:LINE"). */
+void warn_prompt_differs(const char *where, uint64_t n)
+{
+	fprintf(stderr, "%s: %s: warning: the server's prompt ids differ from those sent in %llu sequence%s: "
+		"stored the server's, which its logprobs are of\n", prog, where, (unsigned long long)n,
+		n == 1 ? "" : "s");
+}
+
 /* Group integrity (groupset.h): groups of one member (no baseline: GRPO
  * learns nothing from them) and group_ids split across inputs or repeated
  * within one (each part is scored apart), counted always, the ids with -v. Neither is an error: n = 1
@@ -565,7 +576,13 @@ int main(int argc, char **argv)
 		while ((got = lineio_next(&in, &line, &len, &e)) > 0) {
 			lineno++;
 			hash = collect_hash(hash, line, len);
+			uint64_t differs0 = col.prompt_differs;
 			int r = collect_feed(&col, line, len, &e);
+			if (r == 0 && col.prompt_differs > differs0) {
+				char where[PATH_MAX + 32];
+				snprintf(where, sizeof where, "%s:%llu", name, (unsigned long long)lineno);
+				warn_prompt_differs(where, col.prompt_differs - differs0);
+			}
 			if (r == -2) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				failed = fatal = 1;
