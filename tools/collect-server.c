@@ -103,9 +103,16 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 		hash = collect_hash(collect_hash(hash, line, len), "\n", 1);
 		if (saved)
 			fwrite(line, 1, len + 1, saved);
+		uint64_t differs0 = col.prompt_differs;
 		int r = collect_feed(&col, line, len, &e);
 		if (r == -2)
 			goto fail;
+		if (r == 0 && col.prompt_differs > differs0) {
+			char where[PATH_MAX + 64];
+			snprintf(where, sizeof where, "%s: answer %llu of the batch sampled before", cur->path,
+			         (unsigned long long)k);
+			warn_prompt_differs(where, col.prompt_differs - differs0);
+		}
 		if (r < 0) {
 			fprintf(stderr, "%s: %s: answer %llu of the batch sampled before is refused: %s\n", prog,
 			        cur->path, (unsigned long long)k, e.msg);
@@ -183,6 +190,12 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		return status;
 	}
 	collect_init(&col, &co, hold, &held);
+	/* before anything is sampled: a path that cannot be written must not
+	 * cost the whole run's answers */
+	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
+		err_sys(&e, "%s", sv->responses);
+		goto fail;
+	}
 	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
@@ -233,10 +246,6 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		sp[i] = (struct server_prompt){ ps[i].tokens, ps[i].n, ps[i].text, ps[i].answer, ps[i].place };
 	if (server_sample(&sv->so, sp, (size_t)n, res, &e) < 0)
 		goto fail;
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
-		goto fail;
-	}
 	for (int i = 0; i < n; i++) {
 		if (!res[i].line) {
 			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
@@ -250,9 +259,15 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 			fprintf(saved, "%s\n", res[i].line);
 		if (g->cursor && cursor_batch_add(&batch, res[i].line, res[i].len, &e) < 0)
 			goto fail;
+		uint64_t differs0 = col.prompt_differs;
 		int r = collect_feed(&col, res[i].line, res[i].len, &e);
 		if (r == -2)
 			goto fail;
+		if (r == 0 && col.prompt_differs > differs0) {
+			char where[PATH_MAX + 32];
+			snprintf(where, sizeof where, "%s:%llu", g->prompts, (unsigned long long)ps[i].line);
+			warn_prompt_differs(where, col.prompt_differs - differs0);
+		}
 		if (r < 0) {
 			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
 			        (unsigned long long)ps[i].line, e.msg);

@@ -264,6 +264,17 @@ int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, i
 	return 0;
 }
 
+/* A record whose server conditioned n sequences on other prompt ids than it
+ * was sent (a BOS added): the server's are stored, as its logprobs are of
+ * them, and the answer is kept, but a prompt changed must not pass unseen.
+ * where names the record ("FILE:LINE"). */
+void warn_prompt_differs(const char *where, uint64_t n)
+{
+	fprintf(stderr, "%s: %s: warning: the server's prompt ids differ from those sent in %llu sequence%s: "
+		"stored the server's, which its logprobs are of\n", prog, where, (unsigned long long)n,
+		n == 1 ? "" : "s");
+}
+
 /* Group integrity (groupset.h): groups of one member (no baseline: GRPO
  * learns nothing from them) and group_ids split across inputs or repeated
  * within one (each part is scored apart), counted always, the ids with -v. Neither is an error: n = 1
@@ -294,6 +305,29 @@ static int report_groups(const struct groupset *s, int verbose)
 		free(ids);
 	}
 	return 0;
+}
+
+/* Whether a line stops inside a JSON value: in a string, or with an object or
+ * array still open. A JSON line cut short always does, a whole one never,
+ * whether or not it is a good record. */
+static int cut_short(const char *s, size_t n)
+{
+	long depth = 0;
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_str = 0;
+		} else if (s[i] == '"')
+			in_str = 1;
+		else if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+	}
+	return in_str || depth > 0;
 }
 
 enum {
@@ -536,16 +570,33 @@ int main(int argc, char **argv)
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
 		uint64_t groups0 = col.groups, trajs0 = col.trajs, tokens0 = col.tokens;
-		int failed = 0, got;
+		int failed = 0, incomplete = 0, got;
 		const char *line;
 		size_t len;
 		while ((got = lineio_next(&in, &line, &len, &e)) > 0) {
 			lineno++;
 			hash = collect_hash(hash, line, len);
+			uint64_t differs0 = col.prompt_differs;
 			int r = collect_feed(&col, line, len, &e);
+			if (r == 0 && col.prompt_differs > differs0) {
+				char where[PATH_MAX + 32];
+				snprintf(where, sizeof where, "%s:%llu", name, (unsigned long long)lineno);
+				warn_prompt_differs(where, col.prompt_differs - differs0);
+			}
 			if (r == -2) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
 				failed = fatal = 1;
+				break;
+			}
+			/* Only the last line can lack its newline. Cut short, it is
+			 * a file still being written (or a pipe that broke), not a
+			 * bad line: publishing the rest would name it from bytes the
+			 * whole file does not have, and publish it again then. */
+			if (r < 0 && line[len - 1] != '\n' && cut_short(line, len)) {
+				fprintf(stderr, "%s: %s:%llu: ends mid-record (its last line is cut short, without a "
+					"newline): nothing of it published; try again once it is complete\n", prog, name,
+					(unsigned long long)lineno);
+				failed = incomplete = 1;
 				break;
 			}
 			if (r < 0) {
@@ -571,7 +622,7 @@ int main(int argc, char **argv)
 		if (failed) {
 			collect_drop_input(&col);
 			held_clear(&held);
-			status = 1;
+			status = incomplete && status != 1 ? 75 : 1;   /* a failure for good outweighs "later" */
 			continue;
 		}
 		if (bad)

@@ -100,6 +100,21 @@ static int same_prompt(const struct traj *a, const struct traj *b)
 	       (a->n_prompt == 0 || memcmp(a->prompt_tokens, b->prompt_tokens, a->n_prompt * sizeof(int32_t)) == 0);
 }
 
+int collect_prompt_differs(const cJSON *req_ids, const struct traj *t)
+{
+	struct err e;
+	int32_t *ids = NULL;
+	uint32_t n = 0;
+	if (!jsonpick_is_array(req_ids) || json_get_i32_array(req_ids, "request prompt", &ids, &n, &e) < 0) {
+		free(ids);
+		return 0;
+	}
+	struct traj sent = { .prompt_tokens = ids, .n_prompt = n };
+	int differs = !same_prompt(&sent, t);
+	free(ids);
+	return differs;
+}
+
 struct traj *collect_trajs_new(uint32_t n, float temp)
 {
 	struct traj *t = calloc(n, sizeof *t);
@@ -801,6 +816,7 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 		return r < 0 ? -2 : 0;
 	}
 	c->next_index += L.n_groups;
+	c->prompt_differs += L.prompt_differs;
 	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
 		struct group *g = &L.groups[k];
 		c->groups++;

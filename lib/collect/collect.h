@@ -61,6 +61,7 @@ struct collect_line {
 	int lone;                    /* one native trajectory line: groups[0] has n == 1 */
 	char *id;                    /* the request's id, matched by --answers; NULL if none */
 	char *answer;                /* the wrapper's "answer"; NULL if none */
+	uint32_t prompt_differs;     /* trajectories whose response's prompt ids are not the request's */
 };
 void collect_line_free(struct collect_line *l);
 
@@ -92,6 +93,12 @@ struct group *collect_add_group(struct collect_line *out, uint32_t n, struct err
  * failed). */
 struct traj *collect_trajs_new(uint32_t n, float temp);
 void collect_trajs_free(struct traj *t, uint32_t n);
+/* Whether t's prompt ids, the response's, differ from the request's req_ids
+ * (an array of ids, or NULL): the server conditioned on other ids than it
+ * was sent (a BOS added). 0 where there is nothing to compare (no ids sent,
+ * or not readable as ids). A trajectory holds the response's ids whenever
+ * the response gives them. */
+int collect_prompt_differs(const struct cJSON *req_ids, const struct traj *t);
 /* Move t[0..n) into groups, one per run of consecutive trajectories with the
  * same prompt (the n choices of one prompt; a batched request holds several
  * prompts). Takes t's contents in every case; frees t itself. */
@@ -141,6 +148,7 @@ struct collect {
 	size_t n_pending, cap_pending;
 	/* counts for -v and the skip report */
 	uint64_t lines, groups, trajs, tokens, answered;
+	uint64_t prompt_differs;     /* trajectories taken whose server's prompt ids are not the request's */
 	unsigned formats;            /* bit (1 << format) for each format read */
 };
 

@@ -5,9 +5,10 @@
  * [logprob, token_id, text|null], which hold the matched EOS that "text" (and
  * on older versions "output_ids") leave out. The response carries the prompt
  * ids only as meta_info.input_token_logprobs, and only when it covers the
- * whole prompt (the request's logprob_start_len was 0); otherwise they come
- * from a wrapper's request "input_ids" (one list for all members, or one
- * list per prompt of a batch).
+ * whole prompt (the request's logprob_start_len was 0); those are the ids the
+ * server conditioned on, and are kept over the request's (counted where they
+ * differ); otherwise they come from a wrapper's request "input_ids" (one list
+ * for all members, or one list per prompt of a batch).
  *
  * The triples and the request's ids may be spans (data/jsonpick.h): they
  * are read through jsonpick's functions, never cJSON's.
@@ -86,7 +87,8 @@ static const cJSON *request_prompt(const cJSON *req, uint32_t k, uint32_t n, cJS
 	return jsonpick_at(ids, (int)(k / (n / np)), tmp);
 }
 
-static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n, struct traj *t, struct err *e)
+static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n, struct traj *t,
+			uint32_t *differs, struct err *e)
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m, "meta_info");
 	if (!cJSON_IsObject(meta))
@@ -100,11 +102,12 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	const cJSON *prompt = request_prompt(req, k, n, &tmp);
 	const cJSON *in = cJSON_GetObjectItemCaseSensitive(meta, "input_token_logprobs");
 	const cJSON *np = cJSON_GetObjectItemCaseSensitive(meta, "prompt_tokens");
-	if (prompt) {
-		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
-			return -1;
-	} else if (jsonpick_is_array(in) && cJSON_IsNumber(np) && (double)jsonpick_size(in) == np->valuedouble) {
+	if (jsonpick_is_array(in) && cJSON_IsNumber(np) && (double)jsonpick_size(in) == np->valuedouble) {
 		if (triples(in, "meta_info.input_token_logprobs", &t->prompt_tokens, NULL, &t->n_prompt, e) < 0)
+			return -1;
+		*differs += (uint32_t)collect_prompt_differs(prompt, t);
+	} else if (prompt) {
+		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 			return -1;
 	} else
 		return err_set(e, "no prompt token ids: SGLang returns them only with \"logprob_start_len\": 0; "
@@ -144,7 +147,7 @@ int collect_sglang(const cJSON *resp, const cJSON *req, struct collect_line *out
 		if (!cJSON_IsObject(m))
 			r = err_set(e, "expected an object");
 		else
-			r = parse_member(m, req, i, n, &ts[i], e);
+			r = parse_member(m, req, i, n, &ts[i], &out->prompt_differs, e);
 		if (r < 0 && arr)
 			err_prefix(e, "[%u]", i);
 	}

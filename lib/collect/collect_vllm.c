@@ -17,7 +17,10 @@
  * "token_id:N" token strings (return_tokens_as_token_ids); never from text,
  * which drops special tokens such as the final EOS. With both present they
  * must agree. With echo the logprob arrays cover prompt and completion; the
- * completion is their last len(token_ids) entries.
+ * completion is their last len(token_ids) entries. Prompt ids come from the
+ * response where it gives them (what the server conditioned on), else from
+ * a wrapper's request; where both are given and differ, the response's are
+ * kept and the trajectory counted (collect_line.prompt_differs).
  *
  * The arrays of token ids, logprobs and token strings may be spans
  * (data/jsonpick.h): they are read through jsonpick's functions, never
@@ -196,7 +199,7 @@ static int copy_ids(int32_t **out, uint32_t *n, const int32_t *src, uint32_t k, 
  * completion (or = prompt alone) where the completion's ids are given apart.
  */
 static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, uint32_t i, uint32_t n,
-			struct traj *t, struct err *e)
+			struct traj *t, uint32_t *differs, struct err *e)
 {
 	struct lps l = { 0 };
 	cJSON row, tmp;
@@ -206,7 +209,8 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(ch, "prompt_token_ids");
 	if (!jsonpick_is_array(prompt))
 		prompt = cJSON_GetObjectItemCaseSensitive(resp, "prompt_token_ids");
-	if (!jsonpick_is_array(prompt))
+	int from_resp = jsonpick_is_array(prompt);
+	if (!from_resp)
 		prompt = request_prompt(req, i, n, &row);
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
 	int echo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "echo"));
@@ -221,6 +225,8 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 	if (jsonpick_is_array(prompt) &&
 	    json_get_i32_array(prompt, "prompt_token_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 		goto out;
+	if (from_resp)
+		*differs += (uint32_t)collect_prompt_differs(request_prompt(req, i, n, &row), t);
 	const cJSON *lpobj = cJSON_GetObjectItemCaseSensitive(ch, "logprobs");
 	if (!cJSON_IsObject(lpobj)) {
 		err_set(e, "no logprobs: ask vLLM with \"logprobs\" (0 for completions, true for chat)");
@@ -400,9 +406,11 @@ static const cJSON *trl_request_prompts(const cJSON *req)
 }
 
 /* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
-static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint32_t n, struct err *e)
+static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint32_t n, uint32_t *differs,
+		     struct err *e)
 {
 	const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(resp, "prompt_ids");
+	const cJSON *sent = jsonpick_is_array(prompts) ? trl_request_prompts(req) : NULL;
 	const cJSON *comps = cJSON_GetObjectItemCaseSensitive(resp, "completion_ids");
 	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(resp, "logprobs");
 	const cJSON *lp_ids = cJSON_GetObjectItemCaseSensitive(resp, "logprob_token_ids");
@@ -435,6 +443,8 @@ static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint3
 		snprintf(what, sizeof what, "prompt_ids[%u]", i / (n / np));
 		if ((r = json_get_i32_array(p, what, &t->prompt_tokens, &t->n_prompt, e)) < 0)
 			break;
+		if (sent && (uint32_t)jsonpick_size(sent) == np)
+			*differs += (uint32_t)collect_prompt_differs(jsonpick_at(sent, (int)(i / (n / np)), &tmp), t);
 		snprintf(what, sizeof what, "completion_ids[%u]", i);
 		if ((r = json_get_i32_array(c, what, &t->response_tokens, &t->n_response, e)) < 0)
 			break;
@@ -495,7 +505,7 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		struct traj *ts = collect_trajs_new(n, request_temperature(req));
 		if (!ts)
 			return err_set(e, "out of memory");
-		if (parse_trl(resp, req, ts, n, e) < 0) {
+		if (parse_trl(resp, req, ts, n, &out->prompt_differs, e) < 0) {
 			collect_trajs_free(ts, n);
 			return -1;
 		}
@@ -528,7 +538,7 @@ int collect_vllm(const cJSON *resp, const cJSON *req, struct collect_line *out, 
 		const cJSON *ch;
 		uint32_t i = 0;
 		cJSON_ArrayForEach(ch, choices) {
-			if ((r = parse_choice(ch, resp, req, i, n, &ts[i], e)) < 0) {
+			if ((r = parse_choice(ch, resp, req, i, n, &ts[i], &out->prompt_differs, e)) < 0) {
 				err_prefix(e, "choices[%u]", i);
 				break;
 			}

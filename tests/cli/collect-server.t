@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 31
+plan 35
 
 S="$T/server"
 fake_server "$S"
@@ -142,6 +142,27 @@ echo "{\"model_path\": \"$T/h/policy/current\"}" > "$S/script.json"
 grpo-collect --server "$URL" --prompts "$T/p6.jsonl" | grpo-cat --json > "$T/out"
 is "$(grep -o '"policy_version":[0-9]*' "$T/out" | sort -u)" '"policy_version":3' \
 	"a served path that links to step_K (vllm-reload.sh) is followed"
+
+# --- --responses: a file that cannot be written fails the run before sampling ---
+echo '{}' > "$S/script.json"
+prompts "$T/pr.jsonl" "respA" "respB"
+grpo-collect --server "$URL" --prompts "$T/pr.jsonl" --responses "$T/nodir/r.jsonl" -o "$T/r/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(grep -c '"prompt": "resp' "$S/log")" \
+	"1:grpo-collect: $T/nodir/r.jsonl: No such file or directory:0" \
+	"--responses FILE that cannot be opened fails at once, before any prompt is sent"
+is "$(visible "$T/r" | wc -l | tr -d ' ')" 0 "and nothing is published"
+
+# --- a server that conditions on other prompt ids than those sent (a BOS added) ---
+echo '{"bos": 1}' > "$S/script.json"
+prompts "$T/pb.jsonl" "[21,22]" "bostext"
+grpo-collect --server "$URL" --prompts "$T/pb.jsonl" -n 2 -o "$T/bos/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"0:grpo-collect: $T/pb.jsonl:1: warning: the server's prompt ids differ from those sent in 2 sequences: stored the server's, which its logprobs are of" \
+	"a prompt sent as ids that the server changed is named with its sequences counted (text sent: nothing to compare)"
+grpo-cat --json $(visible "$T/bos") | grep '"prompt_tokens":\[1,21,22\]' > "$T/out"
+is "$(grep -o '"prompt_tokens":\[[0-9,]*\]\|"answer":"[0-9]"' "$T/out" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" \
+	' 2 "answer":"1"  2 "prompt_tokens":[1,21,22] ' \
+	"the trajectories hold the server's prompt, with the prompts file's answer"
 
 # --- OpenAI-style --------------------------------------------------------------
 echo '{}' > "$S/script.json"

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 69
+plan 71
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -105,6 +105,19 @@ grpo-collect: warning: 2 groups of one member (its advantage is always 0)
 grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)" \
 	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is named too"
 is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
+
+# --- a request and its response that disagree on the prompt ids ------------
+# the server conditioned on the response's (a BOS added): those are stored,
+# the line named with its sequences counted, for vLLM and SGLang alike
+sg='{"request":{"input_ids":[5,6]},"response":[{"meta_info":{"id":"s","prompt_tokens":3,"input_token_logprobs":[[null,1,null],[-1,5,null],[-1,6,null]],"output_token_logprobs":[[-1,7,null]]}},{"meta_info":{"id":"t","prompt_tokens":3,"input_token_logprobs":[[null,1,null],[-1,5,null],[-1,6,null]],"output_token_logprobs":[[-1,8,null]]}}]}'
+vl='{"request":{"prompt":[5,6]},"response":{"id":"v","choices":[{"token_ids":[7],"prompt_token_ids":[1,5,6],"logprobs":{"token_logprobs":[-1],"tokens":["x"]}}]}}'
+printf '%s\n' "$sg" "$vl" '{"request":{"prompt":[1,5,6]},"response":{"id":"w","choices":[{"token_ids":[7],"prompt_token_ids":[1,5,6],"logprobs":{"token_logprobs":[-1],"tokens":["x"]}}]}}' > "$T/differ.jsonl"
+grpo-collect --step 0 "$T/differ.jsonl" 2> "$T/err" | view - > "$T/differ.json"
+is "$(grep -v 'of one member' "$T/err")" "grpo-collect: $T/differ.jsonl:1: warning: the server's prompt ids differ from those sent in 2 sequences: stored the server's, which its logprobs are of
+grpo-collect: $T/differ.jsonl:2: warning: the server's prompt ids differ from those sent in 1 sequence: stored the server's, which its logprobs are of" \
+	"a response whose prompt ids differ from its request's is named, its sequences counted"
+is "$(grep -o '"prompt_tokens":\[[0-9,]*\]' "$T/differ.json" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" \
+	' 4 "prompt_tokens":[1,5,6] ' "and the server's prompt ids are stored (SGLang's and vLLM's)"
 
 # --- publishing: names, re-runs, splitting ----------------------------------
 rm -rf "$T/sp"

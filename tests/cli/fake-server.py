@@ -24,8 +24,10 @@ the attempt number. With "vocab": N in the script, every id (prompt and
 response) is taken modulo N, for a model whose tokenizer has N ids.
 
 SCRIPT, a JSON file read again at every request so a test may change it:
-  {"model_path": "/m/step_3", "tokens_as_ids": false, "vocab": 13,
+  {"model_path": "/m/step_3", "tokens_as_ids": false, "vocab": 13, "bos": 1,
    "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
+"bos": B puts B before every prompt's ids, as a server that adds a BOS token
+does: the answer's prompt ids then differ from a request's.
 KEY is the prompt text, or its token ids joined by commas. The n-th request for
 a prompt follows the plan's n-th action, the last one repeating:
   ok        answer well
@@ -160,6 +162,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ids, key = prompt_ids(req, is_sglang)
         if sc.get("vocab"):
             ids = [i % sc["vocab"] for i in ids]
+        if "bos" in sc:
+            ids = [sc["bos"]] + ids
         with lock:
             k = attempts[key] = attempts.get(key, 0) + 1
         plan = sc.get("plans", {}).get(key, ["ok"])

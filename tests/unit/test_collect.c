@@ -122,6 +122,40 @@ static void test_wrapper(void)
 	   "the generate endpoint's prompt ids and temperature come from the request");
 	if (r == 0)
 		collect_line_free(&L);
+
+	/* A server that conditioned on other prompt ids than the request's (a BOS
+	 * added): the trajectory holds the server's, whose logprobs they are,
+	 * for vLLM and SGLang alike. */
+	const char *sg = "{\"request\":{\"input_ids\":[5,6]},\"response\":{\"meta_info\":{\"id\":\"s\","
+			 "\"prompt_tokens\":3,\"input_token_logprobs\":[[null,1,null],[-1,5,null],[-1,6,null]],"
+			 "\"output_token_logprobs\":[[-1,7,null]]}}}";
+	r = parse(sg, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].n_prompt == 3 && L.groups[0].trajs[0].prompt_tokens[0] == 1 &&
+		   L.prompt_differs == 1,
+	   "sglang: the response's prompt ids are stored, not the request's, and counted (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	const char *vl = "{\"request\":{\"prompt\":[5,6]},\"response\":{\"id\":\"v\",\"choices\":[{\"token_ids\":[7],"
+			 "\"prompt_token_ids\":[1,5,6],\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"x\"]}}]}}";
+	r = parse(vl, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].n_prompt == 3 && L.groups[0].trajs[0].prompt_tokens[0] == 1 &&
+		   L.prompt_differs == 1,
+	   "vllm: the response's prompt ids are stored, not the request's, and counted (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	const char *trl = "{\"request\":{\"prompts\":[[5,6]]},\"response\":{\"prompt_ids\":[[1,5,6]],"
+			  "\"completion_ids\":[[7],[8]],\"logprobs\":[[-1],[-1]]}}";
+	r = parse(trl, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[1].n_prompt == 3 && L.prompt_differs == 2,
+	   "trl: likewise, each completion counted (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	const char *same = "{\"request\":{\"prompt\":[1,5,6]},\"response\":{\"id\":\"v\",\"choices\":[{\"token_ids\":[7],"
+			   "\"prompt_token_ids\":[1,5,6],\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"x\"]}}]}}";
+	r = parse(same, COLLECT_AUTO, &L, &e);
+	ok(r == 0 && L.prompt_differs == 0, "the same ids in request and response: nothing counted (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
 }
 
 static void test_detect(void)

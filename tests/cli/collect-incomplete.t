@@ -1,0 +1,56 @@
+#!/bin/sh
+# An input whose last line is cut short (a worker still writing the file, a
+# pipe ended mid-record) is incomplete, not a bad line: under -e skip its
+# other lines were published under a name hashed from the partial bytes, and
+# the complete file, imported later, published them again under another.
+# Now nothing of it is published and grpo-collect exits 75 (try again).
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 11
+view() { grpo-cat --json "$@"; }
+visible() { ls "$1" 2>/dev/null | grep -v '^\.'; }
+line() { printf '{"group_id":%s,"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}' "$1"; }
+{ line 1; echo; line 1; echo; line 2; echo; line 2; echo; } > "$T/whole.jsonl"
+head -c -20 "$T/whole.jsonl" > "$T/part.jsonl"   # the last line cut short, no newline
+
+for mode in skip fail; do
+	rm -rf "$T/sp"
+	grpo-collect -e $mode -o "$T/sp/rollouts" -s 1 "$T/part.jsonl" 2> "$T/err"
+	is "$?:$(cat "$T/err")" \
+		"75:grpo-collect: $T/part.jsonl:4: ends mid-record (its last line is cut short, without a newline): nothing of it published; try again once it is complete" \
+		"-e $mode: an input cut short mid-record exits 75, naming it"
+	is "$(visible "$T/sp/rollouts/step_1/rank_0")" "" "-e $mode: and nothing of it is published"
+done
+grpo-collect -e skip -o "$T/sp/rollouts" -s 1 "$T/whole.jsonl"
+is "$?:$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" "0:2" \
+	"the complete input, imported later, publishes each group once"
+
+# standard input ending mid-record: the same
+grpo-collect -e skip -s 1 < "$T/part.jsonl" > "$T/out.zst" 2> "$T/err"
+st=$?
+grep -q '^grpo-collect: <stdin>:4: ends mid-record' "$T/err"
+is "$st:$?" "75:0" "standard input ending mid-record exits 75: $(cat "$T/err")"
+view "$T/out.zst" > /dev/null 2>&1
+is "$?" 1 "and its spool file is left unended, so readers reject it"
+
+# with other inputs: each is published or not on its own, as for a bad line;
+# 75 where the cut one was the only trouble, 1 where another input failed
+rm -rf "$T/sp"
+{ line 7; echo; } > "$T/other.jsonl"
+grpo-collect -e skip -o "$T/sp/rollouts" -s 1 "$T/part.jsonl" "$T/other.jsonl" 2> /dev/null
+is "$?:$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" "75:1" \
+	"with several inputs the others are published, exit 75"
+echo 'not json' > "$T/bad.jsonl"
+grpo-collect -o "$T/sp/rollouts" -s 1 "$T/bad.jsonl" "$T/part.jsonl" 2> /dev/null
+is "$?" 1 "a failed input as well: exit 1"
+
+# a last line without a newline that is whole stays valid input; one that is
+# whole but bad is a bad line as any other
+rm -rf "$T/sp"
+head -c -1 "$T/whole.jsonl" > "$T/nonl.jsonl"
+grpo-collect -o "$T/sp/rollouts" -s 1 "$T/nonl.jsonl"
+is "$?:$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" "0:2" \
+	"a whole last line without a newline is imported"
+{ line 1; echo; printf '{"group_id":2,"prompt_tokens":[1],"response_tokens":[3],"logprobs":[0.5]}'; } > "$T/badlast.jsonl"
+grpo-collect -e skip -o "$T/sp/rollouts" -s 2 "$T/badlast.jsonl" 2> "$T/err"
+is "$?:$(tail -n +2 "$T/err" | head -1)" "0:grpo-collect: $T/badlast.jsonl: skipped 1 of 2 lines" \
+	"a whole but bad last line without a newline is skipped as a bad line"
