@@ -592,7 +592,7 @@ int main(int argc, char **argv)
 			 * a file still being written (or a pipe that broke), not a
 			 * bad line: publishing the rest would name it from bytes the
 			 * whole file does not have, and publish it again then. */
-			if (r < 0 && line[len - 1] != '\n' && cut_short(line, len)) {
+			if (r < 0 && len > 0 && line[len - 1] != '\n' && cut_short(line, len)) {
 				fprintf(stderr, "%s: %s:%llu: ends mid-record (its last line is cut short, without a "
 					"newline): nothing of it published; try again once it is complete\n", prog, name,
 					(unsigned long long)lineno);
