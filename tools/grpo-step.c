@@ -28,6 +28,8 @@
 #include "data/done.h"
 #include "model/tokenizer.h"
 #include "pack/packstep.h"
+#include "spool/queue.h"
+#include "spool/spool.h"
 #include "train/ckpt.h"
 #include "train/dtable.h"
 #include "train/gradx.h"
@@ -227,6 +229,36 @@ static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logp
 	if (fwrite(d->b.data, 1, d->b.len, d->f) != d->b.len)
 		return err_sys(e, "%s", d->path);
 	return 0;
+}
+
+/*
+ * A step's micro-batches are consumed by its checkpoint: once policy/step_N
+ * is published, batches/step_N's files are retired (claim.h), so that
+ * grpo-spool status shows them done, not waiting, and gc can remove the
+ * step. Rank 0 (or the one process) does it for every rank, whose files
+ * were all read before their gradients reached it. A failure leaves them
+ * waiting, said; retire_published finishes on the next run.
+ */
+static void retire_batches(const struct args *a, int64_t step)
+{
+	struct err e;
+	if (queue_retire_step(a->batches, step, NULL, &e) < 0)
+		fprintf(stderr, "%s: warning: %s/step_%lld was trained, but its files stay waiting: %s\n", prog,
+		        a->batches, (long long)step, e.msg);
+}
+
+/* The batches of published steps (up to newest) that a run killed between
+ * publishing and retiring left waiting. */
+static void retire_published(const struct args *a, int64_t newest)
+{
+	struct err e;
+	int64_t *steps;
+	size_t n;
+	if (newest < 1 || spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		retire_batches(a, steps[i]);
+	free(steps);
 }
 
 /* --keep and --on-publish act on what rank 0 alone publishes: said once on
@@ -528,6 +560,8 @@ int main(int argc, char **argv)
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
 	}
+	if (a.rank <= 0)
+		retire_published(&a, newest);
 	char step0[PATH_MAX];
 	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
 	if (!a.dtype_given)
@@ -627,6 +661,7 @@ int main(int argc, char **argv)
 				    (long long)step);
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
 				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+			retire_batches(&a, step);
 			int pruned = 0;
 			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
 				cli_die(1, "%s", e.msg);

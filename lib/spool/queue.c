@@ -502,8 +502,21 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 	if (spool_list_steps(queue, -1, -1, &steps, &ns, e) < 0)
 		return -1;
 	size_t old = keep < 0 ? 0 : ns > (size_t)keep ? ns - (size_t)keep : 0;
+	/* the newest step with a marker stays, whatever keep says: its producer
+	 * reads back from that manifest where it stopped (grpo-pack: its next
+	 * step, its half-packed inputs), and would start over without it */
+	int64_t newest_marked = -1;
+	for (size_t i = ns; need_marker && i-- > 0 && newest_marked < 0;) {
+		int m = has_marker(queue, steps[i], e);
+		if (m < 0)
+			goto fail;
+		if (m)
+			newest_marked = steps[i];
+	}
 	for (size_t i = 0; i < old; i++) {
 		long files, members = -1;
+		if (steps[i] == newest_marked)
+			continue;
 		int f = step_finished(queue, steps[i], need_marker, &files, e);
 		if (f < 0)
 			goto fail;
@@ -604,4 +617,37 @@ int queue_lock_spool(const char *spool, int *fd, struct err *e)
 	if (snprintf(p, sizeof p, "%s/.lock", spool) >= (int)sizeof p)
 		return err_set(e, "%s: path too long", spool);
 	return fsys_try_lock(p, 1, fd, e);
+}
+
+int queue_retire_step(const char *queue, int64_t step, long *retired, struct err *e)
+{
+	int *ranks;
+	size_t nr;
+	long n = 0;
+	int rc = 0;
+	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
+		return -1;
+	for (size_t i = 0; i < nr && rc == 0; i++) {
+		struct spool_rank_state rs;
+		if (spool_rank_state(queue, step, ranks[i], &rs, e) < 0) {
+			rc = -1;
+			break;
+		}
+		for (size_t k = 0; k < rs.nwaiting && rc == 0; k++) {
+			struct claim c;
+			int r = claim_take(&c, queue, step, ranks[i], rs.waiting[k], 0, e);
+			if (r == 0 && claim_retire(&c, e) < 0) {
+				claim_release(&c, NULL);
+				r = -1;
+			}
+			if (r < 0)
+				rc = -1;
+			n += r == 0;
+		}
+		spool_rank_state_free(&rs);
+	}
+	free(ranks);
+	if (retired)
+		*retired = n;
+	return rc;
 }

@@ -9,7 +9,8 @@
  * Finished: a step is finished when none of its files is waiting or
  * claimed and, in a queue that uses completion markers (any step of it has
  * step_N/DONE, as grpo-pack writes for batches), when it has its own
- * step_N/DONE. Only finished steps are removed.
+ * step_N/DONE. Only finished steps are removed, and never a marked queue's
+ * newest marked step, whose manifest its producer reads back.
  *
  * Removing a step is atomic for readers: the step directory is first
  * renamed to QUEUE/.tmp/gc.UNIQUE/step_N, checked again there (a producer
@@ -107,6 +108,17 @@ struct queue_gc_stats {
  */
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e);
+
+/*
+ * Retire every waiting file of QUEUE/step_N, each rank's: for a consumer
+ * that reads a whole step without claiming its files (grpo-step reads
+ * batches/step_N so), once the output made from the step is published, so
+ * that status shows them done and gc can remove the step. A file claimed
+ * by another consumer is left to it. *retired (may be NULL) counts the
+ * files retired. 0, or -1 (what was retired before the error stays so; a
+ * second call finishes).
+ */
+int queue_retire_step(const char *queue, int64_t step, long *retired, struct err *e);
 
 /*
  * Quarantine: move a published file that no consumer can read (corrupt,

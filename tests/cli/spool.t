@@ -249,13 +249,16 @@ ok $? "grpo-cat reads the archive"
 check "the same JSON as the originals, in the same order ($(lines $T/orig.jsonl) groups)" \
 	sh -c "test -s $T/orig.jsonl && cmp $T/orig.jsonl $T/arch.jsonl"
 
-# batches: a step is finished only with its DONE marker
-for s in 1 2 3; do publish $S/batches $s 0 b.zst b$s; done
+# batches: a step is finished only with its DONE marker, and the newest
+# step with one stays (grpo-pack reads back where it stopped from it)
+for s in 1 2 3 4; do publish $S/batches $s 0 b.zst b$s; done
 grpo-spool consume $S/batches -- true
 echo '{}' > $S/batches/step_1/DONE
+echo '{}' > $S/batches/step_3/DONE
 grpo-spool gc $S --keep-last 1 --queue batches
 check "a batches step with DONE is removed" test ! -e $S/batches/step_1
 check "one without DONE is kept" test -e $S/batches/step_2
+check "the newest with DONE is kept, beyond --keep-last" test -e $S/batches/step_3
 
 # ---- status --json: queues, steps, policy and lag ----
 grpo-spool status $S --json > $T/st.json

@@ -6,9 +6,10 @@
 # with --keep and resuming from a step without weights, and two --rank
 # processes exchanging gradients (the same bits as one process), with a
 # peer that never comes, and --keep and --on-publish, which a rank other
-# than 0 says it ignores.
+# than 0 says it ignores; a step's micro-batches retired once it is
+# published, after a crash in between too.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 52
+plan 57
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -185,15 +186,22 @@ is "$(tr '\n' ';' < "$T/hook.r")" "0 1;0 2;" "only rank 0 ran --on-publish, afte
 is "$(ls "$T/r4" | tr '\n' ' ')" "step_0 step_1 step_2 " "rank 1 pruned nothing"
 is "$(grep -c "rank 0's" "$T/err0")" 0 "rank 0 has nothing to say of it"
 
-# 9. rank 0 killed after publishing step 1, before removing its gradients: the next step removes them
+# 9. rank 0 killed after publishing step 1, before removing its gradients: the next step removes them.
+# Rank 1 goes first, and rank 0 only once rank 1's gradient is out, so that
+# rank 0 finds it at its first look: its calls up to publishing, which the
+# crash point counts, are then the same in every run (waiting would add some).
+rank1_first() { # rank1_first POLICY: rank 1 of step 1 in the background ($pid1), its gradient published
+	grpo-step --batches "$T/b2" -o "$1" --rank 1 2> /dev/null &
+	pid1=$!
+	w=0
+	while ! [ -e "$1/.grad/step_1/e0.rank_1" ] && [ $w -lt 1200 ]; do sleep 0.05; w=$((w + 1)); done
+}
 mkdir "$T/r5" "$T/r6" && cp -r "$T/p/step_0" "$T/r5/" && cp -r "$T/p/step_0" "$T/r6/"
-grpo-step --batches "$T/b2" -o "$T/r6" --rank 1 2> /dev/null &
-pid1=$!
+rank1_first "$T/r6"
 GRPO_FSYS_TRACE=1 grpo-step --batches "$T/b2" -o "$T/r6" --rank 0 2> "$T/trace"
 wait $pid1
 n=$(grep 'rename_noreplace' "$T/trace" | tail -1 | awk '{print $2 + 1}')
-grpo-step --batches "$T/b2" -o "$T/r5" --rank 1 2> /dev/null &
-pid1=$!
+rank1_first "$T/r5"
 GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/b2" -o "$T/r5" --rank 0 2> /dev/null
 s0=$?
 wait $pid1
@@ -205,5 +213,26 @@ s0=$?
 wait $pid1
 is "$s0 $?" "0 0" "step 2 in two processes"
 [ -f "$T/r5/step_2/optim.bin" ] && [ ! -e "$T/r5/.grad" ]; ok $? "and no gradient of step 1 or 2 is left"
+
+# 10. a published step's micro-batches are retired: grpo-spool shows them done,
+# not waiting, and gc can remove the step; a run killed between publishing and
+# retiring leaves them waiting, and the next run retires them
+mkdir -p "$T/sp/policy" && cp -r "$T/p/step_0" "$T/sp/policy/"
+grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups1.zst" ||
+	exit 1
+cp -r "$T/sp" "$T/sq"
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/sq/batches" -o "$T/sq/policy" 2> "$T/trace"
+n=$(grep -m1 'rename_noreplace' "$T/trace" | awk '{print $2 + 2}')   # the step published, its fsync_dir done
+waiting() { grpo-spool status --json "$1" | grep "\"queue\":\"batches\",\"step\":$2," | sed 's/.*"waiting":\([0-9]*\).*/\1/'; }
+is "$(waiting "$T/sq" 1)" 0 "a step trained: its micro-batches are not waiting"
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/sp/batches" -o "$T/sp/policy" 2> /dev/null
+is "$?:$(ls "$T/sp/policy" | tr '\n' ' '):$(waiting "$T/sp" 1)" "86:step_0 step_1 :$(ls "$T/sp/batches/step_1/rank_0" | wc -l | tr -d ' ')" \
+	"killed after publishing step 1: its micro-batches still wait"
+grpo-step --batches "$T/sp/batches" -o "$T/sp/policy" 2> /dev/null
+is "$?:$(waiting "$T/sp" 1):$(waiting "$T/sp" 2)" "0:0:0" "the next run retires them, and step 2's"
+grpo-spool gc "$T/sp" --keep-last 0 --queue batches 2> /dev/null
+is "$(ls "$T/sp/batches" | tr '\n' ' ')" "step_2 " "gc removes step 1, and keeps the newest step with DONE (grpo-pack reads it back)"
+grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups2.zst" && [ -f "$T/sp/batches/step_3/DONE" ]
+ok $? "grpo-pack goes on with step 3"
 
 exit $_failed
