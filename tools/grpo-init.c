@@ -270,18 +270,31 @@ int main(int argc, char **argv)
 	if (model_config_check(&c, &e) < 0)
 		cli_bad_usage("bad shape: %s", e.msg);
 
-	struct model m;
-	if (model_create(&m, &c, &e) < 0)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
-	if (model_init_random(&m, seed, &e) < 0)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
-
+	/* DIR's parents are made (-o SPOOL/policy/step_0 in a new spool), and
+	 * the temporary too, before the weights are drawn: a path that cannot
+	 * be written fails at once, not after minutes and gigabytes */
+	char parent[PATH_MAX];
+	if (snprintf(parent, sizeof parent, "%s", out) >= (int)sizeof parent)
+		cli_die(CLI_EXIT_FAILURE, "%s: path too long", out);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent && slash[1]) {   /* DIR/ is refused below, leaving nothing */
+		*slash = '\0';
+		if (fsys_mkdirs(parent, &e) < 0)
+			cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+	}
 	/* build in .DIR.tmp.UNIQUE beside DIR, then rename into place; a
 	 * registered temporary (tempfile.h), so cli_die(), SIGINT, SIGTERM and
 	 * SIGHUP remove it rather than leave hundreds of MB beside DIR */
 	struct tempfile *t = tempfile_mkdir(out, NULL, &e);
 	if (!t)
 		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+
+	struct model m;
+	if (model_create(&m, &c, &e) < 0)
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+	if (model_init_random(&m, seed, &e) < 0)
+		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+
 	char path[4200];
 	const char *tmp = tempfile_path(t);
 	int r = model_write_dir(&m, tmp, dtype, shard, &e);

@@ -60,6 +60,18 @@ grpo-init --family llama --hidden 32 --layers 1 --heads 2 --intermediate 48 --vo
 ok $? "index and shards written"
 grep -q '"BF16"' "$t/l/model-00001-of-"*.safetensors; ok $? "shards hold BF16"
 
+# grpo-init(1) and grpo(7) write -o policy/step_0 in a spool that has no
+# policy/ yet: the parents are made, as grpo-step makes its policy queue
+grpo-init --preset tiny --seed 7 -o "$t/new/policy/step_0" 2> "$t/err"
+[ $? -eq 0 ] && cmp -s "$t/a/model.safetensors" "$t/new/policy/step_0/model.safetensors"
+ok $? "-o DIR whose parents do not exist makes them: $(cat "$t/err")"
+# a path that cannot be made fails before the weights are drawn (this
+# shape takes seconds and 2 GB to draw), leaving nothing
+: > "$t/file"
+timeout 5 grpo-init --preset qwen2.5-0.5b -o "$t/file/step_0" 2> "$t/err"
+[ $? -eq 1 ] && grep -q "^grpo-init: $t/file" "$t/err" && [ "$(ls -A "$t" | grep -c tmp)" -eq 0 ]
+ok $? "-o under a regular file fails at once (exit 1), naming it: $(cat "$t/err")"
+
 grpo-init --family gpt2 -o "$t/x" 2>/dev/null; [ $? -eq 2 ]; ok $? "unknown family: exit 2"
 grpo-init --preset tiny 2>/dev/null; [ $? -eq 2 ]; ok $? "no -o: exit 2"
 grpo-init --family qwen2 --hidden 30 --layers 1 --heads 4 --intermediate 8 --vocab 16 -o "$t/y" 2>/dev/null
