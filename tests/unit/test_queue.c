@@ -187,17 +187,21 @@ static void test_gc_rules(void)
 	   "its archive holds its record (%s)", got);
 	claim_retire(&c, NULL);
 
-	/* A queue with markers: only steps with DONE are finished. */
-	for (int s = 0; s < 3; s++)
+	/* A queue with markers: only steps with DONE are finished, and the
+	 * newest of those stays (its producer reads it back). */
+	for (int s = 0; s < 4; s++)
 		bad |= done_file(b, s, 0, "m.zst", "M") != 0;
 	char mk[700];
-	snprintf(mk, sizeof mk, "%s/step_1/DONE", b);
-	FILE *f = fopen(mk, "w");
-	fputs("{\"files\":1}\n", f);
-	fclose(f);
+	for (int s = 1; s <= 2; s++) {
+		snprintf(mk, sizeof mk, "%s/step_%d/DONE", b, s);
+		FILE *f = fopen(mk, "w");
+		fputs("{\"files\":1}\n", f);
+		fclose(f);
+	}
 	memset(&st, 0, sizeof st);
 	is_int(queue_gc(b, 1, arch, &st, &e), 0, "gc of a queue with markers");
 	ok(exists("%s/step_0", b) && !exists("%s/step_1", b), "a step without DONE is kept, one with it removed");
+	ok(exists("%s/step_2", b) && exists("%s/step_3", b), "the newest with DONE is kept beyond --keep-last 1");
 	snprintf(ap, sizeof ap, "%s/batches-step_1.tar.zst", arch);
 	ok(read_archive(ap, got, sizeof got) == 0 &&
 	   !strcmp(got, "batches/step_1/DONE={\"files\":1}\n;batches/step_1/rank_0/m.zst=M;"),
