@@ -106,6 +106,21 @@ static int scan_uint(const char *s, unsigned long long *v)
 	return errno || *end ? -1 : 0;
 }
 
+/*
+ * Whether the number arg, held as held, was given nonzero but is held as 0
+ * (1e-400 in a double, 1e-50 in a float): 0 often means "off" (--tis-cap,
+ * --std-eps), which is not what was asked for.
+ */
+static int lost_to_zero(const char *arg, double held)
+{
+	if (held != 0)
+		return 0;
+	for (; *arg && *arg != 'e' && *arg != 'E'; arg++)
+		if (*arg >= '1' && *arg <= '9')
+			return 1;
+	return 0;
+}
+
 /* A finite number, the rest after it in *rest (NULL: nothing may follow). */
 static int scan_number(const char *s, double *v, const char **rest)
 {
@@ -114,7 +129,7 @@ static int scan_number(const char *s, double *v, const char **rest)
 	if (!starts_number(s) || strpbrk(s, "xX"))
 		return -1;
 	*v = strtod(s, &end);
-	if (!isfinite(*v))   /* overflow; an underflow is as near 0 as a double goes */
+	if (!isfinite(*v))   /* overflow; an underflow to 0 is the caller's to refuse (lost_to_zero) */
 		return -1;
 	if (rest)
 		*rest = end;
@@ -123,7 +138,7 @@ static int scan_number(const char *s, double *v, const char **rest)
 
 int cli_scan_number(const char *arg, double *v)
 {
-	return scan_number(arg, v, NULL);
+	return scan_number(arg, v, NULL) < 0 || lost_to_zero(arg, *v) ? -1 : 0;
 }
 
 /* A number and one of the unit letters in units (their values in scale), or none. */
@@ -229,24 +244,39 @@ static int in_range(double v, double min, double max, int open)
 	return (open & CLI_ABOVE_MIN ? v > min : v >= min) && (open & CLI_BELOW_MAX ? v < max : v <= max);
 }
 
+static void __attribute__((noreturn)) bad_number(const char *opt, const char *arg, double min, double max, int open,
+                                                 int lost)
+{
+	char w[160];
+	number_what(w, sizeof w, "a number", min, max, open);
+	if (lost)
+		snprintf(w + strlen(w), sizeof w - strlen(w), "%snot so small that it would be 0",
+		         strcmp(w, "a number") ? " and " : " ");
+	cli_bad_value(opt, w, arg);
+}
+
 double cli_number(const char *opt, const char *arg, double min, double max, int open)
 {
 	double v;
-	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open))
-		return v;
-	char w[128];
-	number_what(w, sizeof w, "a number", min, max, open);
-	cli_bad_value(opt, w, arg);
+	if (scan_number(arg, &v, NULL) < 0)
+		bad_number(opt, arg, min, max, open, 0);
+	if (lost_to_zero(arg, v))
+		bad_number(opt, arg, min, max, open, 1);
+	if (!in_range(v, min, max, open))
+		bad_number(opt, arg, min, max, open, 0);
+	return v;
 }
 
 float cli_float(const char *opt, const char *arg, double min, double max, int open)
 {
 	double v;
-	if (scan_number(arg, &v, NULL) == 0 && in_range(v, min, max, open) && fabs(v) <= FLT_MAX)
-		return (float)v;
-	char w[128];
-	number_what(w, sizeof w, "a number", min, max, open);
-	cli_bad_value(opt, w, arg);
+	if (scan_number(arg, &v, NULL) < 0)
+		bad_number(opt, arg, min, max, open, 0);
+	if (lost_to_zero(arg, (float)v))
+		bad_number(opt, arg, min, max, open, 1);
+	if (!in_range(v, min, max, open) || fabs(v) > FLT_MAX)
+		bad_number(opt, arg, min, max, open, 0);
+	return (float)v;
 }
 
 double cli_seconds(const char *opt, const char *arg, double max)

@@ -18,9 +18,10 @@
  * "Whole" means: nothing before the number (not even a blank), nothing
  * after it but the unit a duration or size allows, base 10 only, no
  * overflow, and a value inside the range the caller gives, which the
- * message states. Floating-point values are finite. The tool's usage is not
- * printed after a bad value: the line says all there is to fix, and a
- * screen of options would push it out of sight.
+ * message states. Floating-point values are finite, and one written nonzero
+ * is not taken as 0 (1e-50 in a float: "not so small that it would be 0").
+ * The tool's usage is not printed after a bad value: the line says all
+ * there is to fix, and a screen of options would push it out of sight.
  */
 #ifndef GRPO_TOOLS_CLI_H
 #define GRPO_TOOLS_CLI_H

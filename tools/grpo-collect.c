@@ -336,6 +336,55 @@ enum {
 	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES, OPT_DEVICE, OPT_PRECISION,
 };
 
+/* The three ways of collecting, and the options that only some of them use:
+ * given to another, such an option would do nothing, so it is refused
+ * rather than ignored. Every way takes the others (-o, -s, -r, -m, -t, -v). */
+enum { IMPORT = 1, MODEL = 2, SERVER = 4 };
+static const struct {
+	int ch;
+	unsigned ways;
+} mode_options[] = {
+	{ 'f', IMPORT | SERVER },   /* with --server, the answers' format, as an input's */
+	{ 'a', IMPORT },            /* sampling takes the answers from the prompts */
+	{ 'W', IMPORT | SERVER },   /* --model's vocabulary is its own */
+	{ 'L', IMPORT | SERVER },
+	{ 'e', IMPORT | SERVER },
+	{ 'n', MODEL | SERVER },
+	{ OPT_TOP_P, MODEL | SERVER },
+	{ OPT_TOP_K, MODEL | SERVER },
+	{ OPT_MAX_TOKENS, MODEL | SERVER },
+	{ OPT_SEED, MODEL | SERVER },
+	{ OPT_OFFSET, MODEL | SERVER },
+	{ OPT_COUNT, MODEL | SERVER },
+	{ OPT_CURSOR, MODEL | SERVER },
+	{ OPT_CHAT, MODEL | SERVER },
+	{ OPT_TOKENIZER, MODEL | SERVER },
+	{ OPT_BATCH, MODEL },
+	{ OPT_DEVICE, MODEL },
+	{ OPT_PRECISION, MODEL },
+	{ OPT_API, SERVER },
+	{ OPT_CONCURRENCY, SERVER },
+	{ OPT_TIMEOUT, SERVER },
+	{ OPT_RETRIES, SERVER },
+	{ OPT_SERVED_MODEL, SERVER },
+	{ OPT_MAX_LAG, SERVER },
+	{ OPT_RESPONSES, SERVER },
+};
+
+/* A usage error for the first option given (given[ch]) that way does not take. */
+static void check_mode_options(const struct option *longopts, const unsigned char *given, unsigned way)
+{
+	for (size_t i = 0; i < sizeof mode_options / sizeof *mode_options; i++) {
+		if (!given[mode_options[i].ch] || (mode_options[i].ways & way))
+			continue;
+		const struct option *o = longopts;
+		while (o->name && o->val != mode_options[i].ch)
+			o++;
+		cli_bad_usage("%s takes no --%s", way == IMPORT ? "importing files" : way == MODEL ?
+		              "sampling with --model" : "sampling through --server", o->name);
+	}
+}
+
 /* The words of the tool's own word option (cli_word); the others are lib's
  * (server_api_names, chat_format_names, collect_format_names). */
 static const char *const on_error_words[] = { "fail", "skip", NULL };   /* skip 0, 1 */
@@ -390,10 +439,13 @@ int main(int argc, char **argv)
 	struct collect_opts co = { .format = COLLECT_AUTO, .temperature = 1.0f };
 	struct gen_opts g = { .samples = 4, .max_tokens = 256, .top_p = 1, .batch = 16 };
 	const char *answers_path = NULL;
+	unsigned char given[OPT_PRECISION + 1] = { 0 };   /* by getopt value */
 	int c;
 	prog = cli_init(argv[0], usage);
 	g.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
+		if (c >= 0 && c < (int)sizeof given)
+			given[c] = 1;
 		switch (c) {
 		case OPT_MODEL: g.model = optarg; break;
 		case OPT_PROMPTS: g.prompts = optarg; break;
@@ -484,6 +536,7 @@ int main(int argc, char **argv)
 	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc)))
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
+	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
 	if (o.skip < 0)
 		o.skip = sv.so.url != NULL;
 	if (!g.model && co.temperature == 0)

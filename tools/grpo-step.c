@@ -456,7 +456,7 @@ int main(int argc, char **argv)
 		case O_CLIP_LOW: a.loss.clip_low = cli_float("--clip-low", optarg, 0, INFINITY, 0); break;
 		case O_CLIP_HIGH: a.loss.clip_high = cli_float("--clip-high", optarg, 0, INFINITY, 0); break;
 		case O_DUAL:
-			if (cli_scan_number(optarg, &d) < 0 || !(d == 0 || (d > 1 && d <= FLT_MAX)))
+			if (cli_scan_number(optarg, &d) < 0 || !(d == 0 || ((float)d > 1 && d <= FLT_MAX)))
 				cli_bad_value("--dual-clip", "a number > 1, or 0 for none", optarg);
 			a.loss.dual_clip = (float)d;
 			break;

@@ -65,12 +65,68 @@ static la_ssize_t src_read(struct archive *a, void *ctx, const void **out)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
+			s->read_failed = 1;
 			archive_set_error(a, errno, "%s", strerror(errno));
 			return -1;
 		}
 		*out = s->buf;
 		return k;
 	}
+}
+
+/*
+ * Input that no archive format took (libarchive's message for JSON lines,
+ * "Missing type keyword in mtree specification", names a format nobody
+ * meant): what its first bytes, decompressed as libarchive's filters would,
+ * look like, and what reads that.
+ */
+static int not_archive(const struct spoolin *s, struct archive *a, struct err *e)
+{
+	char text[512], filter[32] = "";
+	la_ssize_t n = -1;
+	struct archive *r = archive_read_new();
+	struct archive_entry *ent;
+	if (r) {
+		archive_read_support_filter_all(r);
+		archive_read_support_format_raw(r);
+		if (archive_read_open_memory(r, s->head, s->sniffed) == ARCHIVE_OK &&
+		    archive_read_next_header(r, &ent) == ARCHIVE_OK) {
+			n = archive_read_data(r, text, sizeof text);
+			if (archive_filter_code(r, 0) != ARCHIVE_FILTER_NONE)
+				snprintf(filter, sizeof filter, "%s-compressed",
+				         archive_filter_name(r, 0) ? archive_filter_name(r, 0) : "otherwise");
+		}
+		archive_read_free(r);
+	}
+	if (n <= 0)   /* not even its filter's: libarchive says why */
+		return err_set(e, "%s: %s", s->name, archive_error_string(a));
+	int is_text = 1;
+	for (la_ssize_t i = 0; i < n && is_text; i++) {
+		unsigned char c = (unsigned char)text[i];
+		is_text = (c >= 0x20 && c != 0x7f) || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+	}
+	la_ssize_t i = 0;
+	while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+		i++;
+	const char *what = "not a spool file or an archive of them";
+	if (is_text && i < n && (text[i] == '{' || text[i] == '['))
+		return err_set(e, "%s: %s (it looks like %s%sJSON text: grpo-cat --from-json reads that%s, grpo-collect "
+			       "imports a server's rollouts%s)", s->name, what, filter, *filter ? " " : "",
+			       *filter ? " once decompressed" : "", *filter ? " as they are" : "");
+	if (is_text)
+		return err_set(e, "%s: %s (it looks like %s%stext)", s->name, what, filter, *filter ? " " : "");
+	return err_set(e, "%s: %s (%s%sin no archive format libarchive knows)", s->name, what, filter,
+		       *filter ? ", " : "");
+}
+
+/* libarchive's error, or for input that no archive format took (no read
+ * failed, no member found), what it looks like. */
+static int archive_failed(const struct spoolin *s, struct archive *a, struct err *e)
+{
+	int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
+	if (!s->read_failed && !s->headers && (format == 0 || format == ARCHIVE_FORMAT_MTREE))
+		return not_archive(s, a, e);
+	return err_set(e, "%s: %s", s->name, archive_error_string(a));
 }
 
 int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
@@ -112,6 +168,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 		k = sniff(&z, s->head, n);
 	}
 	ZSTD_freeDCtx(z.d);
+	s->sniffed = n;
 	s->head_n = lseek(fd, -(off_t)n, SEEK_CUR) >= 0 ? 0 : n;
 	if (k != SNIFF_ARCHIVE) {
 		s->kind = SPOOLIN_STREAM;
@@ -131,7 +188,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	/* archives one after another (cat a.tar.zst a.2.tar.zst |) read as one, as tar -i does */
 	archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
 	if (archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK) {
-		err_set(e, "%s: %s", name, archive_error_string(a));
+		archive_failed(s, a, e);
 		archive_read_free(a);
 		free(s->buf);
 		free(s->head);
@@ -166,6 +223,7 @@ int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struc
 		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 		long long size = archive_entry_size(ent);
 		s->tar_end = archive_filter_bytes(a, 0) + (size > 0 ? (size + 511) / 512 * 512 : 0);
+		s->headers = 1;
 		if (archive_entry_filetype(ent) != AE_IFREG || has_dot_component(name) ||
 		    strcmp(base, "DONE") == 0)
 			continue;
@@ -184,7 +242,7 @@ int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struc
 		return 1;
 	}
 	if (st != ARCHIVE_EOF)
-		return err_set(e, "%s: %s", s->name, archive_error_string(a));
+		return archive_failed(s, a, e);
 	/* a tar cut at a block boundary ends where a header would begin, which
 	 * libarchive takes for the end; a whole one has its zero blocks there */
 	if ((archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR && s->tar_end > 0 &&

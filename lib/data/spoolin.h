@@ -41,15 +41,19 @@ struct spoolin {
 	enum spoolin_kind kind;
 	int fd;                   /* the input */
 	const char *name;         /* for messages; not owned */
-	unsigned char *head;      /* (head_n) read from a pipe while sniffing */
-	size_t head_n;            /* 0 when the input was rewound */
+	unsigned char *head;      /* (sniffed) the bytes read while sniffing */
+	size_t sniffed;
+	size_t head_n;            /* of them, those still to be read: 0 when the input was rewound */
 	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
 	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */
 	unsigned char *buf;       /* SPOOLIN_ARCHIVE: read buffer of the callback */
 	long long tar_end;        /* SPOOLIN_ARCHIVE: offset where the last member's data ends */
+	int headers;              /* SPOOLIN_ARCHIVE: whether a member's header was read */
+	int read_failed;          /* SPOOLIN_ARCHIVE: whether a read() of fd failed */
 };
 
-/* Sniff fd and make it ready to read. On failure nothing needs closing. */
+/* Sniff fd and make it ready to read. On failure nothing needs closing.
+ * Input in no archive format may fail here or at spoolin_next(), alike. */
 int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e);
 
 /*
@@ -60,6 +64,8 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e);
  * until the next call). 1: a member; 0: end; -1: error (*member unset).
  * A tar that ends without its end-of-archive blocks is an error
  * (truncated at a block boundary, which libarchive takes for the end).
+ * Input in no archive format is an error that says what it looks like
+ * (JSON text, other text, compressed or not), not libarchive's guess.
  */
 int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e);
 

@@ -4,6 +4,7 @@
  * number, and the text may hold NUL bytes.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,15 @@ static int parse_weight(const char *eq, struct reward_spec *r, struct err *e)
 	r->weight = 1;
 	if (!eq)
 		return 0;
+	const char *w = eq + 1;
 	char *end;
-	r->weight = strtod(eq + 1, &end);
-	if (end == eq + 1 || *end || !isfinite(r->weight))
-		return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, eq + 1);
+	errno = 0;
+	r->weight = strtod(w, &end);
+	/* base 10 and nothing around it, as the tools' option values */
+	if (end == w || *end || !isfinite(r->weight) || isspace((unsigned char)*w) || strpbrk(w, "xX"))
+		return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, w);
+	if (r->weight == 0 && errno == ERANGE)
+		return err_set(e, "reward %s: weight '%s' is so small that it would be 0", r->name, w);
 	return 0;
 }
 

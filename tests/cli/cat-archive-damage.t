@@ -3,9 +3,10 @@
 # error naming it (never a crash: run under check-san, AddressSanitizer
 # reports any use of freed memory here); a tar of a consumed spool skips the
 # claim records of .done/ and .claimed/; --stats says nothing about input it
-# rejects; an empty input is an error.
+# rejects; an empty input is an error, and one that is neither a spool file
+# nor an archive says what it looks like.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 16
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -86,3 +87,27 @@ is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>: empty (0 bytes): not a spool file 
 	"grpo-cat --from-json failing before its first record: the reader at the pipe's end fails too"
 grpo-cat --from-json < /dev/null | grpo-cat
 is "$?" 0 "a producer that succeeds with no records still writes a valid empty stream"
+
+# Neither a spool file nor an archive: what it looks like, and what reads it.
+nota="not a spool file or an archive of them"
+printf '{"group_id":"1"}\n' > "$T/g.jsonl"
+json="it looks like JSON text: grpo-cat --from-json reads that, grpo-collect imports a server's rollouts"
+grpo-cat "$T/g.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/g.jsonl: $nota ($json)" "JSON lines: said so"
+printf '\n  [1, 2]\n' | grpo-cat > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>: $nota ($json)" "JSON on standard input, after blank lines: likewise"
+zjson="it looks like zstd-compressed JSON text: grpo-cat --from-json reads that once decompressed, grpo-collect imports a server's rollouts as they are"
+zstd -q -c "$T/g.jsonl" > "$T/g.jsonl.zst"
+grpo-cat "$T/g.jsonl.zst" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/g.jsonl.zst: $nota (${zjson})" "zstd-compressed JSON: said so"
+gzip -c "$T/g.jsonl" | grpo-cat > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>: $nota ($(echo "$zjson" | sed 's/zstd/gzip/'))" \
+	"gzip-compressed JSON from a pipe: said so"
+printf 'step 3 done\n' > "$T/note.txt"
+grpo-cat "$T/note.txt" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/note.txt: $nota (it looks like text)" "other text: said so"
+head -c 3000 /dev/zero | tr '\0' '\1' > "$T/bin"
+grpo-cat "$T/bin" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/bin: $nota (in no archive format libarchive knows)" "other bytes: said so"
+grpo-cat "$T/arc.tar.zst" "$T/g.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/g.jsonl: $nota ($json)" "an archive first, then JSON: the archive read, the JSON named"

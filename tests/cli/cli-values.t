@@ -70,6 +70,7 @@ grpo-score|--overlong-buffer|-1|an integer from 0 to 1073741824
 grpo-score|--std-eps|1e-4|ok
 grpo-score|--std-eps|0|ok
 grpo-score|--std-eps|-1e-4|a number from 0 to 1e+06
+grpo-score|--std-eps|1e-400|a number from 0 to 1e+06 and not so small that it would be 0
 grpo-score|--ref-tokens|4096|ok
 grpo-score|--ref-tokens|16777217|a positive integer up to 16777216
 grpo-score|--poll|1|ok
@@ -90,6 +91,7 @@ grpo-collect|--temperature|0.7|ok
 grpo-collect|--temperature|0|ok
 grpo-collect|--temperature|-1|a number >= 0
 grpo-collect|--temperature|1e39|a number >= 0
+grpo-collect|--temperature|1e-50|a number >= 0 and not so small that it would be 0
 grpo-collect|--samples|16|ok
 grpo-collect|--samples|0|a positive integer up to 65536
 grpo-collect|--top-p|1|ok
@@ -137,19 +139,29 @@ grpo-step|--dual-clip|3|ok
 grpo-step|--dual-clip|0|ok
 grpo-step|--dual-clip|1|a number > 1, or 0 for none
 grpo-step|--dual-clip|-1|a number > 1, or 0 for none
+grpo-step|--dual-clip|1.00000001|a number > 1, or 0 for none
+grpo-step|--dual-clip|1e-50|a number > 1, or 0 for none
 grpo-step|--beta|0.05|ok
 grpo-step|--beta|-0.1|a number >= 0
 grpo-step|--entropy-coef|0.02|ok
 grpo-step|--entropy-coef|-0.01|ok
 grpo-step|--entropy-coef|nan|a number
+grpo-step|--entropy-coef|-1e-46|a number not so small that it would be 0
 grpo-step|--tis-cap|2|ok
 grpo-step|--tis-cap|-1|a number >= 0
+grpo-step|--tis-cap|1e-50|a number >= 0 and not so small that it would be 0
+grpo-step|--tis-cap|1e-45|ok
+grpo-step|--tis-cap|0.0e-50|ok
+grpo-step|--tis-cap|3.5e38|a number >= 0
 grpo-step|--max-len|512|ok
 grpo-step|--max-len|0|a positive integer up to 2147483647
 grpo-step|--lr|1e-6|ok
 grpo-step|--lr|0|ok
 grpo-step|--lr|-1e-6|a number >= 0
 grpo-step|--lr|1e-3x|a number >= 0
+grpo-step|--lr|1e-50|ok
+grpo-step|--lr|1e-400|a number >= 0 and not so small that it would be 0
+grpo-step|--lr|1e309|a number >= 0
 grpo-step|--warmup-steps|0|ok
 grpo-step|--warmup-steps|-1|an integer from 0 to 2147483647
 grpo-step|--total-steps|100|ok
@@ -201,6 +213,7 @@ grpo-init|--rope-theta|0|a number > 0
 grpo-init|--rope-theta|1e39|a number > 0
 grpo-init|--rms-eps|1e-6|ok
 grpo-init|--rms-eps|0|a number > 0
+grpo-init|--rms-eps|1e-50|a number > 0 and not so small that it would be 0
 grpo-init|--bos|1|ok
 grpo-init|--bos|-1|an integer from 0 to 2147483647
 grpo-init|--eos|2|ok

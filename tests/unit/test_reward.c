@@ -157,6 +157,12 @@ static void parse_cases(void)
 	ok(reward_parse("nope", &r, &e) < 0 && strstr(e.msg, "unknown reward 'nope'"), "unknown name: %s", e.msg);
 	ok(reward_parse("gsm8k=x", &r, &e) < 0 && strstr(e.msg, "weight 'x'"), "bad weight: %s", e.msg);
 	ok(reward_parse("gsm8k=nan", &r, &e) < 0, "NaN weight refused");
+	ok(reward_parse("gsm8k=1e-400", &r, &e) < 0 && strstr(e.msg, "would be 0"), "a weight too small for a double: %s",
+	   e.msg);
+	ok(reward_parse("gsm8k=0e-400", &r, &e) == 0 && r.weight == 0, "a weight of 0 written 0e-400");
+	ok(reward_parse("gsm8k=0x10", &r, &e) < 0, "a hexadecimal weight refused");
+	ok(reward_parse("gsm8k= 2", &r, &e) < 0, "a weight after a blank refused");
+	ok(reward_parse_program("pass=1e-400", &r, &e) < 0, "likewise a program's reward");
 }
 
 /* The reference solutions of the GSM8K test set score 1; with the final

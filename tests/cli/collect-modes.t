@@ -1,0 +1,94 @@
+#!/bin/sh
+# grpo-collect's three ways (importing files, sampling with --model, sampling
+# through --server) each take their own options: one that the way chosen
+# does not use is a usage error naming the option and the way, before
+# anything is read, sampled or published, rather than ignored.
+. "$GRPO_TOP/tests/cli/lib.sh"
+D="$GRPO_TOP/tests/data/collect"
+
+# WAY|OPTION ARGUMENT: the options each way refuses
+cat > "$T/refused" <<'EOF2'
+importing files|--samples 2
+importing files|--top-p 0.9
+importing files|--top-k 5
+importing files|--max-tokens 8
+importing files|--seed 1
+importing files|--offset 1
+importing files|--count 1
+importing files|--cursor CUR
+importing files|--batch 2
+importing files|--chat qwen
+importing files|--tokenizer TOK
+importing files|--device cpu
+importing files|--precision fp32
+importing files|--api sglang
+importing files|--concurrency 2
+importing files|--timeout 5
+importing files|--retries 1
+importing files|--served-model m
+importing files|--max-lag 1
+importing files|--responses RESP
+sampling with --model|--format vllm
+sampling with --model|--answers ANS
+sampling with --model|--vocab-size 100
+sampling with --model|--allow-missing-logprobs
+sampling with --model|--on-error skip
+sampling with --model|--api sglang
+sampling with --model|--concurrency 2
+sampling with --model|--timeout 5
+sampling with --model|--retries 1
+sampling with --model|--served-model m
+sampling with --model|--max-lag 1
+sampling with --model|--responses RESP
+sampling through --server|--answers ANS
+sampling through --server|--batch 2
+sampling through --server|--device cpu
+sampling through --server|--precision fp32
+EOF2
+plan $(($(wc -l < "$T/refused") + 10))
+
+grpo-init --preset tiny --seed 3 -o "$T/m" > /dev/null || exit 1
+printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' > "$T/p.jsonl"
+echo '{"index":0,"answer":"5"}' > "$T/ans.jsonl"
+# The server is never asked: a usage error comes first.
+URL=http://127.0.0.1:9
+way() { # way WAY OPTION...: grpo-collect in that way, publishing into $T/q
+	w=$1
+	shift
+	case $w in
+	importing*) grpo-collect -o "$T/q" -s 0 "$@" "$D/native.jsonl" ;;
+	*--model) grpo-collect --model "$T/m" --prompts "$T/p.jsonl" --max-tokens 2 -o "$T/q" "$@" ;;
+	*--server) grpo-collect --server "$URL" --prompts "$T/p.jsonl" -o "$T/q" "$@" ;;
+	esac
+}
+
+while IFS='|' read -r w opt; do
+	name=${opt%% *}
+	# shellcheck disable=SC2086 # the option and its argument, two words
+	way "$w" $(echo "$opt" | sed "s|CUR|$T/cur|; s|TOK|$T/m/tokenizer.json|; s|RESP|$T/resp|; s|ANS|$T/ans.jsonl|") \
+		> /dev/null 2> "$T/err"
+	is "$?:$(sed -n 1p "$T/err"):$(sed -n 2p "$T/err" | cut -d' ' -f1-2):$(ls "$T/q" "$T/cur" "$T/resp" 2>&1 | grep -vc 'No such')" \
+		"2:grpo-collect: $w takes no $name:usage: grpo-collect:0" "$w: $opt is refused, nothing done"
+done < "$T/refused"
+
+# A short option is named by its long name.
+way "sampling with --model" -a "$T/ans.jsonl" > /dev/null 2> "$T/err"
+is "$?:$(sed -n 1p "$T/err")" "2:grpo-collect: sampling with --model takes no --answers" "-a is named --answers"
+# The options each way shares are taken.
+way importing -r 1 -m 1 -t 0.7 -f native -a "$T/ans.jsonl" --vocab-size 100 --allow-missing-logprobs -e skip 2> /dev/null
+is "$?:$(ls "$T/q/step_0/rank_1" | wc -l | tr -d ' ')" "0:3" "importing: its options taken"
+rm -rf "$T/q"
+way "sampling with --model" -n 2 -t 0.5 --top-p 0.9 --top-k 5 --seed 1 --offset 0 --count 1 \
+	--cursor "$T/cur" --batch 1 --device cpu --precision fp32 -s 4 -r 1 -m 1 -v 2> /dev/null
+is "$?:$(ls "$T/q/step_4/rank_1" | wc -l | tr -d ' '):$(cat "$T/cur")" "0:1:0" "sampling with --model: its options taken"
+rm -rf "$T/q" "$T/cur"
+# --server: the options it shares with --model and with importing reach the
+# server's step (here, the refused connection), past the check.
+for opt in "-n 2" "--seed 1" "--count 1" "-f vllm" "--vocab-size 100" "--allow-missing-logprobs" "-e fail"; do
+	# shellcheck disable=SC2086
+	way "sampling through --server" --retries 0 --timeout 2 $opt > /dev/null 2> "$T/err"
+	[ $? -ne 2 ] && ! grep -q 'takes no' "$T/err"
+	ok $? "sampling through --server: $opt taken"
+done
+
+exit $_failed
