@@ -184,7 +184,9 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 		return err_set(e, "%s: out of memory", name);
 	}
 	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
+	/* tar alone: spool archives are tar, and other formats (mtree, for one,
+	 * which names files on this host to read) have no business here */
+	archive_read_support_format_tar(a);
 	/* archives one after another (cat a.tar.zst a.2.tar.zst |) read as one, as tar -i does */
 	archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
 	if (archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK) {

@@ -117,7 +117,7 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 		if (!a)
 			return err_set(e, "%s: out of memory", p);
 		archive_read_support_filter_all(a);
-		archive_read_support_format_all(a);
+		archive_read_support_format_tar(a);   /* what steparc writes (pax) */
 		int ar = archive_read_open_filename(a, p, 1 << 16);
 		while (ar == ARCHIVE_OK && (ar = archive_read_next_header(a, &ent)) == ARCHIVE_OK)
 			if (items_add(seen, NULL, archive_entry_pathname(ent), archive_entry_size(ent), e) < 0) {

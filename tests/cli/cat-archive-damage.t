@@ -6,7 +6,7 @@
 # rejects; an empty input is an error, and one that is neither a spool file
 # nor an archive says what it looks like.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 16
+plan 17
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -111,3 +111,8 @@ grpo-cat "$T/bin" > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: $T/bin: $nota (in no archive format libarchive knows)" "other bytes: said so"
 grpo-cat "$T/arc.tar.zst" "$T/g.jsonl" > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: $T/g.jsonl: $nota ($json)" "an archive first, then JSON: the archive read, the JSON named"
+# tar alone is read: an mtree spec, which libarchive reads by opening the
+# files it names on this host, is text like any other
+printf '#mtree\n./secret type=file contents=/etc/hostname\n' > "$T/m.mtree"
+grpo-cat "$T/m.mtree" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/m.mtree: $nota (it looks like text)" "an mtree spec is not read as an archive"
