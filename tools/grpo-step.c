@@ -20,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fsys.h"
 #include "data/done.h"
 #include "model/tokenizer.h"
 #include "pack/packstep.h"
@@ -43,6 +45,10 @@
 
 /* Exit status when --on-publish-fail stop stops training (grpo-step(1)). */
 #define EXIT_HOOK 3
+
+/* In policy/step_N once --on-publish has succeeded for it: a dot-file, which
+ * transformers and the samplers never look at, and which goes with the step. */
+#define HOOK_MARK ".on-publish-done"
 
 static const char *prog = "grpo-step";
 
@@ -338,6 +344,56 @@ static int on_publish(const struct args *a, int64_t step)
 	return -1;
 }
 
+/* 1 when --on-publish has succeeded for step (its marker is there). */
+static int hook_done(const struct args *a, int64_t step)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/step_%lld/" HOOK_MARK, a->policy, (long long)step);
+	return stat(p, &st) == 0;
+}
+
+/*
+ * --on-publish for step, then its marker: an empty file, whose creation is
+ * atomic. A crash before the marker is durable makes the next run run the
+ * command again (at least once, never lost). -1 when the command failed.
+ */
+static int run_hook(const struct args *a, int64_t step)
+{
+	if (on_publish(a, step) < 0)
+		return -1;
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct err e;
+	snprintf(dir, sizeof dir, "%s/step_%lld", a->policy, (long long)step);
+	snprintf(p, sizeof p, "%s/" HOOK_MARK, dir);
+	int fd = fsys_open_excl(p, &e);
+	if ((fd < 0 && errno != EEXIST) || (fd >= 0 && (fsys_close(fd, p, &e) < 0 || fsys_fsync_dir(dir, &e) < 0)))
+		fprintf(stderr, "%s: warning: step %lld: --on-publish succeeded, but not marked so (the next run "
+		        "runs it again): %s\n", prog, (long long)step, e.msg);
+	return 0;
+}
+
+/*
+ * At startup: the newest step with weights whose --on-publish never
+ * succeeded (a run killed between publishing it and running the command,
+ * or a command that failed) gets it now. Only the newest: the sampler wants
+ * it, and an older step's weights handed over after it would roll the
+ * sampler back. Step 0, the input model, has none. -1 when it failed.
+ */
+static int hook_catch_up(const struct args *a, int64_t newest)
+{
+	int64_t h = newest;
+	struct err e;
+	while (h > 0 && !ckpt_has_weights(a->policy, h))
+		if (ckpt_latest(a->policy, h - 1, &h, &e) != 0)
+			return 0;
+	if (h <= 0 || hook_done(a, h))
+		return 0;
+	fprintf(stderr, "%s: step %lld: running --on-publish, which has not succeeded for it yet\n", prog,
+	        (long long)h);
+	return run_hook(a, h);
+}
+
 /*
  * The micro-batches of this process for step (every rank's, or --rank's),
  * masked with --mask-truncated, and the step's totals: from DONE, checked
@@ -562,6 +618,10 @@ int main(int argc, char **argv)
 	}
 	if (a.rank <= 0)
 		retire_published(&a, newest);
+	if (a.on_publish && a.rank <= 0 && hook_catch_up(&a, newest) < 0 && a.hook_stop) {
+		fprintf(stderr, "%s: stopping before training (--on-publish-fail stop)\n", prog);
+		return EXIT_HOOK;
+	}
 	char step0[PATH_MAX];
 	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
 	if (!a.dtype_given)
@@ -685,7 +745,7 @@ int main(int argc, char **argv)
 		step_free_batches(mbs, n);
 		resumed = 1;
 		/* after the metrics, so a stop still leaves the step's line */
-		if (a.on_publish && weights && a.rank <= 0 && on_publish(&a, step) < 0 && a.hook_stop) {
+		if (a.on_publish && weights && a.rank <= 0 && run_hook(&a, step) < 0 && a.hook_stop) {
 			fprintf(stderr, "%s: stopping after step %lld (--on-publish-fail stop); it stays published\n",
 			        prog, (long long)step);
 			status = EXIT_HOOK;

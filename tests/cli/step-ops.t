@@ -7,9 +7,10 @@
 # processes exchanging gradients (the same bits as one process), with a
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores; a step's micro-batches retired once it is
-# published, after a crash in between too.
+# published, after a crash in between too; --on-publish run by the next run
+# for a step a crash (or a failure) left without its command's success.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 57
+plan 63
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -234,5 +235,31 @@ grpo-spool gc "$T/sp" --keep-last 0 --queue batches 2> /dev/null
 is "$(ls "$T/sp/batches" | tr '\n' ' ')" "step_2 " "gc removes step 1, and keeps the newest step with DONE (grpo-pack reads it back)"
 grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups2.zst" && [ -f "$T/sp/batches/step_3/DONE" ]
 ok $? "grpo-pack goes on with step 3"
+
+# 11. --on-publish at least once: a run killed between publishing step 1 and
+# running its command leaves it to the next run, which runs it for the newest
+# published step before training (and stops there with --on-publish-fail stop
+# when it fails); once it has succeeded, no run repeats it
+mkdir -p "$T/hp/policy" && cp -r "$T/model" "$T/hp/policy/step_0"
+grpo-pack -T 16 -W 1 -o "$T/hp/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/hp/batches" "$T/groups1.zst" ||
+	exit 1
+cp -r "$T/hp" "$T/hq"
+hk='echo "$GRPO_STEP" >> "$HOOK_LOG.h"'
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/hq/batches" -o "$T/hq/policy" --on-publish "$hk" 2> "$T/trace"
+rm -f "$HOOK_LOG.h"
+n=$(grep -m1 'rename_noreplace' "$T/trace" | awk '{print $2 + 2}')   # step 1 published, its fsync_dir done
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
+is "$?:$(ls "$T/hp/policy" | tr '\n' ' '):$(cat "$HOOK_LOG.h" 2> /dev/null)" "86:step_0 step_1 :" \
+	"killed after publishing step 1, before its --on-publish"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish 'exit 5' --on-publish-fail stop 2> "$T/err"
+is "$?:$(ls "$T/hp/policy" | tr '\n' ' ')" "3:step_0 step_1 " \
+	"the next run runs it for step 1 first; failing with --on-publish-fail stop: 3, nothing trained"
+grep -q "step 1: --on-publish 'exit 5' failed with exit status 5" "$T/err"; ok $? "naming the step and the status"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> "$T/err"
+is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "0:1 2 " "the next run runs it for step 1, then trains step 2 and runs it for step 2"
+[ -f "$T/hp/policy/step_1/.on-publish-done" ] && [ -f "$T/hp/policy/step_2/.on-publish-done" ]
+ok $? "each step's success is marked in the step's .on-publish-done"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
+is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "75:1 2 " "a run with nothing to train runs it for no step again"
 
 exit $_failed
