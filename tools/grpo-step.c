@@ -279,6 +279,55 @@ static void rank0_only(const struct args *a)
 		        "ignored on rank %d\n", prog, a->rank);
 }
 
+/*
+ * One process per policy queue and rank, for the whole run, as grpo-pack
+ * holds its queue: two would train the same step, and the second would
+ * find it published only at the end. The publisher (one process over
+ * every rank, or rank 0) holds POLICY/.lock, rank X > 0 POLICY/.lock.rank_X,
+ * so the ranks of a --rank run go on side by side. Another holder: exit 75
+ * at once, naming it (its pid and host, which it writes into the file).
+ * Returns the descriptor, which stays open (close-on-exec: not the
+ * --on-publish command's), or -1 when there is no queue yet and no --model
+ * to make it (the usage error after says so).
+ */
+static int lock_queue(const struct args *a)
+{
+	char p[PATH_MAX], host[256] = "";
+	struct err e;
+	int fd;
+	if (a->rank > 0)
+		snprintf(p, sizeof p, "%s/.lock.rank_%d", a->policy, a->rank);
+	else
+		snprintf(p, sizeof p, "%s/.lock", a->policy);
+	if (a->model && fsys_mkdirs(a->policy, &e) < 0)
+		cli_die(1, "%s", e.msg);
+	int r = fsys_try_lock(p, 1, &fd, &e);
+	if (r < 0 && errno == ENOENT && !a->model)
+		return -1;
+	if (r < 0)   /* also a file system without locks (NFS without a lock manager): not unguarded */
+		cli_die(1, "%s", e.msg);
+	if (r == 1) {
+		char who[300] = "";
+		int rfd = fsys_open_read(p, NULL);
+		if (rfd >= 0) {
+			ssize_t k = fsys_read(rfd, who, sizeof who - 1, p, NULL);
+			who[k > 0 ? k : 0] = 0;
+			who[strcspn(who, "\n")] = 0;
+			close(rfd);
+		}
+		fprintf(stderr, "%s: %s: another grpo-step (%s) is training into this policy queue%s (it holds %s); "
+		        "try again later\n", prog, a->policy, *who ? who : "its pid unknown",
+		        a->rank > 0 ? " as this rank" : "", p);
+		exit(75);
+	}
+	gethostname(host, sizeof host - 1);
+	char who[300];
+	int n = snprintf(who, sizeof who, "pid %ld on %s\n", (long)getpid(), *host ? host : "?");
+	if (ftruncate(fd, 0) < 0 || fsys_write_all(fd, who, (size_t)n, p, &e) < 0)
+		fprintf(stderr, "%s: warning: %s: cannot say who holds it: %s\n", prog, p, strerror(errno));
+	return fd;
+}
+
 /* Wait for BATCHES/step_N/DONE: 0 there, 1 not there (and not watching, or stopped). */
 static int wait_done(const struct args *a, int64_t step)
 {
@@ -594,6 +643,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
+	int lock_fd = lock_queue(&a);
+
 	/* what a crashed run left in policy/.tmp */
 	int swept = 0;
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
@@ -762,5 +813,7 @@ int main(int argc, char **argv)
 	model_gpu_close(gpu);
 	optim_free(&op);
 	model_free(&m);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	return status;
 }

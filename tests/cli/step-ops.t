@@ -8,9 +8,10 @@
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores; a step's micro-batches retired once it is
 # published, after a crash in between too; --on-publish run by the next run
-# for a step a crash (or a failure) left without its command's success.
+# for a step a crash (or a failure) left without its command's success; one
+# grpo-step per policy queue and rank, a second exiting 75 at once.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 63
+plan 66
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -261,5 +262,37 @@ is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "0:1 2 " "the next run runs it for step 1
 ok $? "each step's success is marked in the step's .on-publish-done"
 grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
 is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "75:1 2 " "a run with nothing to train runs it for no step again"
+
+# 12. one grpo-step per policy queue and rank: a second exits 75 at once,
+# naming the first, while --rank processes of other ranks run beside it
+mkdir -p "$T/lk/policy" && cp -r "$T/model" "$T/lk/policy/step_0"
+grpo-pack -T 16 -W 1 -o "$T/lk/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/lk/batches" "$T/groups1.zst" ||
+	exit 1
+# the first holds the queue while its --on-publish waits for $T/lk-go
+grpo-step --batches "$T/lk/batches" -o "$T/lk/policy" \
+	--on-publish "touch '$T/lk-in'; while [ ! -e '$T/lk-go' ]; do sleep 0.05; done" 2> /dev/null &
+pid=$!
+w=0
+while ! [ -e "$T/lk-in" ] && [ $w -lt 1200 ]; do sleep 0.05; w=$((w + 1)); done
+grpo-step --batches "$T/lk/batches" -o "$T/lk/policy" 2> "$T/err"
+s2=$?
+ls "$T/lk/policy" > "$T/lk-ls"
+touch "$T/lk-go"
+wait $pid
+is "$s2:$?:$(tr '\n' ' ' < "$T/lk-ls")" "75:0:step_0 step_1 " "a second grpo-step on the queue: 75, nothing trained"
+grep -q "another grpo-step (pid $pid on .*) is training into this policy queue" "$T/err"
+ok $? "naming the one that holds it: $(cat "$T/err")"
+# rank 1 waits for rank 0's gradient: a second rank 1 exits 75, rank 0 runs beside it
+mkdir "$T/r7" && cp -r "$T/p/step_0" "$T/r7/"
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 1 --step 1 2> /dev/null &
+pid1=$!
+w=0
+while ! [ -e "$T/r7/.grad/step_1/e0.rank_1" ] && [ $w -lt 1200 ]; do sleep 0.05; w=$((w + 1)); done
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 1 --step 1 --rank-timeout 5 2> "$T/err"
+s2=$?
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 0 --step 1 2> /dev/null
+s0=$?
+wait $pid1
+is "$s2:$s0:$?" "75:0:0" "a second rank 1: 75; rank 0 beside rank 1 trains the step"
 
 exit $_failed
