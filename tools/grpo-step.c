@@ -732,7 +732,8 @@ int main(int argc, char **argv)
 
 	int status = 0;
 	struct model_gpu *gpu = NULL;
-	for (long long k = 0; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
+	long long k = 0;
+	for (; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
 		double ts = now();
 		if (wait_done(&a, step)) {
 			if (stop)
@@ -803,6 +804,13 @@ int main(int argc, char **argv)
 			step++;
 			break;
 		}
+	}
+	/* 0 says every step asked for was published: a signal that stopped the
+	 * run short of --steps K says 75, as a re-run goes on from there */
+	if (status == 0 && stop && a.steps > 0 && k < a.steps) {
+		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld, %lld step%s asked for not trained\n",
+		        prog, strsignal(stop), (long long)step, a.steps - k, a.steps - k == 1 ? "" : "s");
+		status = 75;
 	}
 	if (mf && mf != stdout)
 		fclose(mf);

@@ -9,9 +9,10 @@
 # than 0 says it ignores; a step's micro-batches retired once it is
 # published, after a crash in between too; --on-publish run by the next run
 # for a step a crash (or a failure) left without its command's success; one
-# grpo-step per policy queue and rank, a second exiting 75 at once.
+# grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
+# before the last of --steps K: 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 66
+plan 69
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -294,5 +295,16 @@ grpo-step --batches "$T/b2" -o "$T/r7" --rank 0 --step 1 2> /dev/null
 s0=$?
 wait $pid1
 is "$s2:$s0:$?" "75:0:0" "a second rank 1: 75; rank 0 beside rank 1 trains the step"
+
+# 13. SIGTERM during --steps 2 (sent here by --on-publish after step 1): the
+# step in hand is finished, and the run exits 75, not 0, as a step asked for
+# is not published; under --watch without --steps it is how training ends: 0
+mkdir "$T/sg" "$T/sw" && cp -r "$T/model" "$T/sg/step_0" && cp -r "$T/model" "$T/sw/step_0"
+grpo-step --batches "$T/b" -o "$T/sg" --steps 2 --on-publish 'kill -TERM $PPID' 2> "$T/err"
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 " "SIGTERM after step 1 of --steps 2: 75, step 1 published"
+grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained' "$T/err"
+ok $? "and says so: $(cat "$T/err")"
+grpo-step --batches "$T/b" -o "$T/sw" --watch --on-publish 'kill -TERM $PPID' 2> /dev/null
+is "$?:$(ls "$T/sw" | tr '\n' ' ')" "0:step_0 step_1 " "SIGTERM ends --watch without --steps: 0"
 
 exit $_failed
