@@ -762,6 +762,12 @@ int main(int argc, char **argv)
 		progress_end(&pg);
 		if (trained < 0)
 			cli_die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+		/* AdamW keeps what an --lr or --weight-decay far too large makes of
+		 * finite gradients: no step whose weights or moments would be inf or
+		 * NaN is published, on every rank (they hold the same bits) */
+		if (ckpt_check_finite(&m, &op, &e) < 0)
+			cli_die(1, "%s/step_%lld not published: %s after the optimizer step", a.policy, (long long)step,
+			        e.msg);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;
 		if (a.rank <= 0) {
