@@ -20,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fsys.h"
 #include "data/done.h"
 #include "model/tokenizer.h"
 #include "pack/packstep.h"
@@ -43,6 +45,10 @@
 
 /* Exit status when --on-publish-fail stop stops training (grpo-step(1)). */
 #define EXIT_HOOK 3
+
+/* In policy/step_N once --on-publish has succeeded for it: a dot-file, which
+ * transformers and the samplers never look at, and which goes with the step. */
+#define HOOK_MARK ".on-publish-done"
 
 static const char *prog = "grpo-step";
 
@@ -273,6 +279,55 @@ static void rank0_only(const struct args *a)
 		        "ignored on rank %d\n", prog, a->rank);
 }
 
+/*
+ * One process per policy queue and rank, for the whole run, as grpo-pack
+ * holds its queue: two would train the same step, and the second would
+ * find it published only at the end. The publisher (one process over
+ * every rank, or rank 0) holds POLICY/.lock, rank X > 0 POLICY/.lock.rank_X,
+ * so the ranks of a --rank run go on side by side. Another holder: exit 75
+ * at once, naming it (its pid and host, which it writes into the file).
+ * Returns the descriptor, which stays open (close-on-exec: not the
+ * --on-publish command's), or -1 when there is no queue yet and no --model
+ * to make it (the usage error after says so).
+ */
+static int lock_queue(const struct args *a)
+{
+	char p[PATH_MAX], host[256] = "";
+	struct err e;
+	int fd;
+	if (a->rank > 0)
+		snprintf(p, sizeof p, "%s/.lock.rank_%d", a->policy, a->rank);
+	else
+		snprintf(p, sizeof p, "%s/.lock", a->policy);
+	if (a->model && fsys_mkdirs(a->policy, &e) < 0)
+		cli_die(1, "%s", e.msg);
+	int r = fsys_try_lock(p, 1, &fd, &e);
+	if (r < 0 && errno == ENOENT && !a->model)
+		return -1;
+	if (r < 0)   /* also a file system without locks (NFS without a lock manager): not unguarded */
+		cli_die(1, "%s", e.msg);
+	if (r == 1) {
+		char who[300] = "";
+		int rfd = fsys_open_read(p, NULL);
+		if (rfd >= 0) {
+			ssize_t k = fsys_read(rfd, who, sizeof who - 1, p, NULL);
+			who[k > 0 ? k : 0] = 0;
+			who[strcspn(who, "\n")] = 0;
+			close(rfd);
+		}
+		fprintf(stderr, "%s: %s: another grpo-step (%s) is training into this policy queue%s (it holds %s); "
+		        "try again later\n", prog, a->policy, *who ? who : "its pid unknown",
+		        a->rank > 0 ? " as this rank" : "", p);
+		exit(75);
+	}
+	gethostname(host, sizeof host - 1);
+	char who[300];
+	int n = snprintf(who, sizeof who, "pid %ld on %s\n", (long)getpid(), *host ? host : "?");
+	if (ftruncate(fd, 0) < 0 || fsys_write_all(fd, who, (size_t)n, p, &e) < 0)
+		fprintf(stderr, "%s: warning: %s: cannot say who holds it: %s\n", prog, p, strerror(errno));
+	return fd;
+}
+
 /* Wait for BATCHES/step_N/DONE: 0 there, 1 not there (and not watching, or stopped). */
 static int wait_done(const struct args *a, int64_t step)
 {
@@ -336,6 +391,56 @@ static int on_publish(const struct args *a, int64_t step)
 		fprintf(stderr, "%s: step %lld: --on-publish '%s' failed with exit status %d\n", prog,
 		        (long long)step, a->on_publish, WEXITSTATUS(st));
 	return -1;
+}
+
+/* 1 when --on-publish has succeeded for step (its marker is there). */
+static int hook_done(const struct args *a, int64_t step)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/step_%lld/" HOOK_MARK, a->policy, (long long)step);
+	return stat(p, &st) == 0;
+}
+
+/*
+ * --on-publish for step, then its marker: an empty file, whose creation is
+ * atomic. A crash before the marker is durable makes the next run run the
+ * command again (at least once, never lost). -1 when the command failed.
+ */
+static int run_hook(const struct args *a, int64_t step)
+{
+	if (on_publish(a, step) < 0)
+		return -1;
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct err e;
+	snprintf(dir, sizeof dir, "%s/step_%lld", a->policy, (long long)step);
+	snprintf(p, sizeof p, "%s/" HOOK_MARK, dir);
+	int fd = fsys_open_excl(p, &e);
+	if ((fd < 0 && errno != EEXIST) || (fd >= 0 && (fsys_close(fd, p, &e) < 0 || fsys_fsync_dir(dir, &e) < 0)))
+		fprintf(stderr, "%s: warning: step %lld: --on-publish succeeded, but not marked so (the next run "
+		        "runs it again): %s\n", prog, (long long)step, e.msg);
+	return 0;
+}
+
+/*
+ * At startup: the newest step with weights whose --on-publish never
+ * succeeded (a run killed between publishing it and running the command,
+ * or a command that failed) gets it now. Only the newest: the sampler wants
+ * it, and an older step's weights handed over after it would roll the
+ * sampler back. Step 0, the input model, has none. -1 when it failed.
+ */
+static int hook_catch_up(const struct args *a, int64_t newest)
+{
+	int64_t h = newest;
+	struct err e;
+	while (h > 0 && !ckpt_has_weights(a->policy, h))
+		if (ckpt_latest(a->policy, h - 1, &h, &e) != 0)
+			return 0;
+	if (h <= 0 || hook_done(a, h))
+		return 0;
+	fprintf(stderr, "%s: step %lld: running --on-publish, which has not succeeded for it yet\n", prog,
+	        (long long)h);
+	return run_hook(a, h);
 }
 
 /*
@@ -538,6 +643,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
+	int lock_fd = lock_queue(&a);
+
 	/* what a crashed run left in policy/.tmp */
 	int swept = 0;
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
@@ -562,6 +669,10 @@ int main(int argc, char **argv)
 	}
 	if (a.rank <= 0)
 		retire_published(&a, newest);
+	if (a.on_publish && a.rank <= 0 && hook_catch_up(&a, newest) < 0 && a.hook_stop) {
+		fprintf(stderr, "%s: stopping before training (--on-publish-fail stop)\n", prog);
+		return EXIT_HOOK;
+	}
 	char step0[PATH_MAX];
 	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
 	if (!a.dtype_given)
@@ -621,7 +732,8 @@ int main(int argc, char **argv)
 
 	int status = 0;
 	struct model_gpu *gpu = NULL;
-	for (long long k = 0; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
+	long long k = 0;
+	for (; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
 		double ts = now();
 		if (wait_done(&a, step)) {
 			if (stop)
@@ -650,6 +762,12 @@ int main(int argc, char **argv)
 		progress_end(&pg);
 		if (trained < 0)
 			cli_die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+		/* AdamW keeps what an --lr or --weight-decay far too large makes of
+		 * finite gradients: no step whose weights or moments would be inf or
+		 * NaN is published, on every rank (they hold the same bits) */
+		if (ckpt_check_finite(&m, &op, &e) < 0)
+			cli_die(1, "%s/step_%lld not published: %s after the optimizer step", a.policy, (long long)step,
+			        e.msg);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;
 		if (a.rank <= 0) {
@@ -685,13 +803,20 @@ int main(int argc, char **argv)
 		step_free_batches(mbs, n);
 		resumed = 1;
 		/* after the metrics, so a stop still leaves the step's line */
-		if (a.on_publish && weights && a.rank <= 0 && on_publish(&a, step) < 0 && a.hook_stop) {
+		if (a.on_publish && weights && a.rank <= 0 && run_hook(&a, step) < 0 && a.hook_stop) {
 			fprintf(stderr, "%s: stopping after step %lld (--on-publish-fail stop); it stays published\n",
 			        prog, (long long)step);
 			status = EXIT_HOOK;
 			step++;
 			break;
 		}
+	}
+	/* 0 says every step asked for was published: a signal that stopped the
+	 * run short of --steps K says 75, as a re-run goes on from there */
+	if (status == 0 && stop && a.steps > 0 && k < a.steps) {
+		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld, %lld step%s asked for not trained\n",
+		        prog, strsignal(stop), (long long)step, a.steps - k, a.steps - k == 1 ? "" : "s");
+		status = 75;
 	}
 	if (mf && mf != stdout)
 		fclose(mf);
@@ -702,5 +827,7 @@ int main(int argc, char **argv)
 	model_gpu_close(gpu);
 	optim_free(&op);
 	model_free(&m);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	return status;
 }

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +253,51 @@ static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return (x > y) - (x < y);
+}
+
+/* 1 when some float of p[0..n) is infinite or NaN: all exponent bits set,
+ * tested on the bits so that the loop vectorises. */
+static int any_nonfinite(const float *p, size_t n)
+{
+	uint32_t hit = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &p[i], sizeof u);
+		hit |= (u & 0x7f800000u) == 0x7f800000u;
+	}
+	return hit != 0;
+}
+
+int ckpt_check_finite(const struct model *m, const struct optim *op, struct err *e)
+{
+	const float *arr[3] = { m->w.mem, op ? op->m : NULL, op ? op->v : NULL };
+	static const char *const what[3] = { "", "the first moment of ", "the second moment of " };
+	size_t n = m->w.n;
+	for (int k = 0; k < 3; k++) {
+		if (!arr[k] || (k > 0 && op->n != n) || !any_nonfinite(arr[k], n))
+			continue;
+		size_t i = 0;
+		while (isfinite(arr[k][i]))
+			i++;
+		double x = arr[k][i];
+		/* the weights' tensor that holds index i (the moments share their layout) */
+		int nt = model_tensors(&m->cfg, &m->w, NULL);
+		struct model_tensor *ts = malloc((size_t)nt * sizeof *ts);
+		if (ts)
+			model_tensors(&m->cfg, &m->w, ts);
+		for (int j = 0; ts && j < nt; j++) {
+			size_t at = (size_t)(ts[j].data - m->w.mem);
+			size_t len = (size_t)ts[j].shape[0] * (size_t)(ts[j].ndim == 2 ? ts[j].shape[1] : 1);
+			if (ts[j].data && i >= at && i < at + len) {
+				err_set(e, "%s%s is not finite (element %zu: %g)", what[k], ts[j].name, i - at, x);
+				free(ts);
+				return -1;
+			}
+		}
+		free(ts);
+		return err_set(e, "%sweight %zu is not finite (%g)", what[k], i, x);
+	}
+	return 0;
 }
 
 int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)

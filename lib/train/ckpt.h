@@ -73,6 +73,13 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
 
 /*
+ * Before publishing: -1 naming the first weight of m, or of op's AdamW
+ * moments (op may be NULL), that is infinite or NaN, by its tensor's Hugging
+ * Face name; 0 when all are finite. One pass over the arrays.
+ */
+int ckpt_check_finite(const struct model *m, const struct optim *op, struct err *e);
+
+/*
  * --keep K: keep the newest K checkpoints that hold weights and every step
  * after the oldest of them (so the newest weights and the resume point
  * stay), and remove the steps before it (step_0 never), each first renamed

@@ -7,9 +7,12 @@
 # processes exchanging gradients (the same bits as one process), with a
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores; a step's micro-batches retired once it is
-# published, after a crash in between too.
+# published, after a crash in between too; --on-publish run by the next run
+# for a step a crash (or a failure) left without its command's success; one
+# grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
+# before the last of --steps K: 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 57
+plan 69
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -234,5 +237,74 @@ grpo-spool gc "$T/sp" --keep-last 0 --queue batches 2> /dev/null
 is "$(ls "$T/sp/batches" | tr '\n' ' ')" "step_2 " "gc removes step 1, and keeps the newest step with DONE (grpo-pack reads it back)"
 grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups2.zst" && [ -f "$T/sp/batches/step_3/DONE" ]
 ok $? "grpo-pack goes on with step 3"
+
+# 11. --on-publish at least once: a run killed between publishing step 1 and
+# running its command leaves it to the next run, which runs it for the newest
+# published step before training (and stops there with --on-publish-fail stop
+# when it fails); once it has succeeded, no run repeats it
+mkdir -p "$T/hp/policy" && cp -r "$T/model" "$T/hp/policy/step_0"
+grpo-pack -T 16 -W 1 -o "$T/hp/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/hp/batches" "$T/groups1.zst" ||
+	exit 1
+cp -r "$T/hp" "$T/hq"
+hk='echo "$GRPO_STEP" >> "$HOOK_LOG.h"'
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/hq/batches" -o "$T/hq/policy" --on-publish "$hk" 2> "$T/trace"
+rm -f "$HOOK_LOG.h"
+n=$(grep -m1 'rename_noreplace' "$T/trace" | awk '{print $2 + 2}')   # step 1 published, its fsync_dir done
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
+is "$?:$(ls "$T/hp/policy" | tr '\n' ' '):$(cat "$HOOK_LOG.h" 2> /dev/null)" "86:step_0 step_1 :" \
+	"killed after publishing step 1, before its --on-publish"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish 'exit 5' --on-publish-fail stop 2> "$T/err"
+is "$?:$(ls "$T/hp/policy" | tr '\n' ' ')" "3:step_0 step_1 " \
+	"the next run runs it for step 1 first; failing with --on-publish-fail stop: 3, nothing trained"
+grep -q "step 1: --on-publish 'exit 5' failed with exit status 5" "$T/err"; ok $? "naming the step and the status"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> "$T/err"
+is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "0:1 2 " "the next run runs it for step 1, then trains step 2 and runs it for step 2"
+[ -f "$T/hp/policy/step_1/.on-publish-done" ] && [ -f "$T/hp/policy/step_2/.on-publish-done" ]
+ok $? "each step's success is marked in the step's .on-publish-done"
+grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
+is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "75:1 2 " "a run with nothing to train runs it for no step again"
+
+# 12. one grpo-step per policy queue and rank: a second exits 75 at once,
+# naming the first, while --rank processes of other ranks run beside it
+mkdir -p "$T/lk/policy" && cp -r "$T/model" "$T/lk/policy/step_0"
+grpo-pack -T 16 -W 1 -o "$T/lk/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/lk/batches" "$T/groups1.zst" ||
+	exit 1
+# the first holds the queue while its --on-publish waits for $T/lk-go
+grpo-step --batches "$T/lk/batches" -o "$T/lk/policy" \
+	--on-publish "touch '$T/lk-in'; while [ ! -e '$T/lk-go' ]; do sleep 0.05; done" 2> /dev/null &
+pid=$!
+w=0
+while ! [ -e "$T/lk-in" ] && [ $w -lt 1200 ]; do sleep 0.05; w=$((w + 1)); done
+grpo-step --batches "$T/lk/batches" -o "$T/lk/policy" 2> "$T/err"
+s2=$?
+ls "$T/lk/policy" > "$T/lk-ls"
+touch "$T/lk-go"
+wait $pid
+is "$s2:$?:$(tr '\n' ' ' < "$T/lk-ls")" "75:0:step_0 step_1 " "a second grpo-step on the queue: 75, nothing trained"
+grep -q "another grpo-step (pid $pid on .*) is training into this policy queue" "$T/err"
+ok $? "naming the one that holds it: $(cat "$T/err")"
+# rank 1 waits for rank 0's gradient: a second rank 1 exits 75, rank 0 runs beside it
+mkdir "$T/r7" && cp -r "$T/p/step_0" "$T/r7/"
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 1 --step 1 2> /dev/null &
+pid1=$!
+w=0
+while ! [ -e "$T/r7/.grad/step_1/e0.rank_1" ] && [ $w -lt 1200 ]; do sleep 0.05; w=$((w + 1)); done
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 1 --step 1 --rank-timeout 5 2> "$T/err"
+s2=$?
+grpo-step --batches "$T/b2" -o "$T/r7" --rank 0 --step 1 2> /dev/null
+s0=$?
+wait $pid1
+is "$s2:$s0:$?" "75:0:0" "a second rank 1: 75; rank 0 beside rank 1 trains the step"
+
+# 13. SIGTERM during --steps 2 (sent here by --on-publish after step 1): the
+# step in hand is finished, and the run exits 75, not 0, as a step asked for
+# is not published; under --watch without --steps it is how training ends: 0
+mkdir "$T/sg" "$T/sw" && cp -r "$T/model" "$T/sg/step_0" && cp -r "$T/model" "$T/sw/step_0"
+grpo-step --batches "$T/b" -o "$T/sg" --steps 2 --on-publish 'kill -TERM $PPID' 2> "$T/err"
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 " "SIGTERM after step 1 of --steps 2: 75, step 1 published"
+grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained' "$T/err"
+ok $? "and says so: $(cat "$T/err")"
+grpo-step --batches "$T/b" -o "$T/sw" --watch --on-publish 'kill -TERM $PPID' 2> /dev/null
+is "$?:$(ls "$T/sw" | tr '\n' ' ')" "0:step_0 step_1 " "SIGTERM ends --watch without --steps: 0"
 
 exit $_failed

@@ -2,9 +2,10 @@
 # grpo-step: a step from grpo-pack's micro-batches to policy/step_1 (step_0
 # published first), metrics, exit statuses, the same update from other
 # packings, a run of two steps equal to two runs of one, and a crash during
-# publish that leaves the previous step intact for a re-run to complete.
+# publish that leaves the previous step intact for a re-run to complete;
+# weights or moments that are not finite are not published.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 54
+plan 61
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -170,5 +171,19 @@ for o in "" "--tis-cap 2" "--ratio sequence --clip-low 0.05 --clip-high 0.05"; d
 	want=$(awk -v a="$(field "$T/mg" clip_low)" -v b="$(field "$T/mg" clip_high)" 'BEGIN { printf "%.4f", a + b }')
 	is "$got" "$want" "debug table ${o:-default}: clipped tokens are the metrics' clip_low + clip_high"
 done
+
+# 10. an optimizer step that leaves weights or moments not finite publishes
+# nothing: 1, naming the step and the first such tensor, the queue as it was,
+# so that a re-run with sane options trains the step
+for o in "--lr 1e300" "--lr 1 --weight-decay 1e300" "--entropy-coef 1e30 --max-grad-norm 0"; do
+	rm -rf "$T/pi"
+	grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pi" $o 2> "$T/err"
+	is "$?:$(ls "$T/pi" | tr '\n' ' ')" "1:step_0 " "$o: 1, nothing published"
+	case $o in *entropy*) what="the second moment of model\.[a-z_.0-9]*";; *) what=model.embed_tokens.weight;; esac
+	grep -q "pi/step_1 not published: $what is not finite (element [0-9]*: [-a-z]*) after the optimizer step" "$T/err"
+	ok $? "$o: names the step and the tensor: $(tail -1 "$T/err")"
+done
+grpo-step --batches "$T/b16" -o "$T/pi" --lr 1e-3 2> /dev/null
+is "$?:$(ls "$T/pi" | tr '\n' ' ')" "0:step_0 step_1 " "a re-run with a sane --lr trains step 1"
 
 exit $_failed
