@@ -122,6 +122,12 @@ int main(void)
 {
 	char t1[512], t2[512], t3[512], q[512];
 	struct err e;
+	/* the signals under test start at their defaults, whatever this was
+	 * started with: a shell's background job ignores SIGINT and SIGQUIT,
+	 * and an ignored signal stays ignored, so the children would never die */
+	int tested[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
+	for (size_t i = 0; i < sizeof tested / sizeof *tested; i++)
+		signal(tested[i], SIG_DFL);
 	snprintf(top, sizeof top, "%s/test_tempfile.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(top)) {
 		printf("Bail out! mkdtemp\n");
