@@ -171,8 +171,10 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	x |= buf_printf(b, ",\"kl\":%.9g,\"entropy\":%.9g", f->kl_sum / n, f->ent_sum / n);
 	x |= buf_printf(b, ",\"clip_low\":%.6g,\"clip_high\":%.6g,\"dual_clipped\":%.6g,\"tis_capped\":%.6g",
 	                f->clip_low / n, f->clip_high / n, f->dual_clipped / n, f->tis_capped / n);
+	/* a step that trained no token has no ratio: 1, the ratio at a step's start, for all three */
+	int any = f->tokens > 0;
 	x |= buf_printf(b, ",\"ratio_mean\":%.9g,\"ratio_min\":%.9g,\"ratio_max\":%.9g",
-	                f->ratio_sum / n, f->tokens > 0 ? f->ratio_min : 1, f->tokens > 0 ? f->ratio_max : 1);
+	                any ? f->ratio_sum / n : 1, any ? f->ratio_min : 1, any ? f->ratio_max : 1);
 	x |= buf_printf(b, ",\"align_diff_mean\":%.9g,\"align_diff_abs_mean\":%.9g", f->diff_sum / n,
 	                f->diff_abs_sum / n);
 	if (r->epochs > 1)

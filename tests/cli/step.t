@@ -5,7 +5,7 @@
 # publish that leaves the previous step intact for a re-run to complete;
 # weights or moments that are not finite are not published.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 61
+plan 62
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -185,5 +185,18 @@ for o in "--lr 1e300" "--lr 1 --weight-decay 1e300" "--entropy-coef 1e30 --max-g
 done
 grpo-step --batches "$T/b16" -o "$T/pi" --lr 1e-3 2> /dev/null
 is "$?:$(ls "$T/pi" | tr '\n' ' ')" "0:step_0 step_1 " "a re-run with a sane --lr trains step 1"
+
+# 11. a step that trains no token (every response masked) reports ratio 1, its
+# ratio at a step's start, in all three of ratio_mean, ratio_min and ratio_max
+python3 -c 'import json, sys
+for l in sys.stdin:
+    g = json.loads(l)
+    for t in g["trajectories"]:
+        t["response_mask"] = [0] * len(t["response_tokens"])
+    print(json.dumps(g))' < "$d/groups.jsonl" | grpo-cat --from-json -o "$T/masked.zst" &&
+	grpo-pack -T 16 -W 1 -o "$T/bm" "$T/masked.zst" &&
+	grpo-step --model "$T/model" --batches "$T/bm" -o "$T/pm" --metrics "$T/mm" 2> /dev/null
+is "$(field "$T/mm" loss) $(field "$T/mm" ratio_mean) $(field "$T/mm" ratio_min) $(field "$T/mm" ratio_max)" \
+	"0 1 1 1" "no trained token: loss 0, and every ratio 1"
 
 exit $_failed
