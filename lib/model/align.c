@@ -69,6 +69,9 @@ static int align_pack(struct model *m, const struct group *g, uint32_t first, ui
 		for (uint32_t k = 0; t->logprobs && k < t->n_response; k++) {
 			if (t->response_mask && !t->response_mask[k])
 				continue;
+			/* without a prompt nothing predicts the first token: the packer never trains it */
+			if (k == 0 && t->n_prompt == 0)
+				continue;
 			double d = (double)a->model_logprobs[k] - (double)t->logprobs[k];
 			sum += d;
 			abs_sum += fabs(d);

@@ -24,7 +24,9 @@
 /* The differences are taken over trained tokens only: a token whose
  * response_mask is 0 (tool output in a multi-turn response) was not sampled
  * and is stored with logprob 0, so comparing it would measure nothing but
- * the model's logprob of the tool's text. */
+ * the model's logprob of the tool's text; and the first response token of a
+ * trajectory without prompt tokens is predicted by nothing (its model
+ * logprob is 0) and never trained. */
 struct align_traj {
 	float *model_logprobs;   /* (n_response) */
 	float *model_entropy;    /* (n_response) */
