@@ -77,6 +77,21 @@ static double request_seed(const struct server_opts *o, const struct server_prom
 	return (double)((o->seed + p->place) & ((1ull << 53) - 1));
 }
 
+/*
+ * top_k (-1: off), and no repetition penalty and no min-p, always sent: a
+ * server left to its defaults takes them from the model's
+ * generation_config.json (vLLM's --generation-config auto, SGLang's
+ * --sampling-defaults model), which instruct models fill with a top_k and
+ * a repetition_penalty: the tokens would be drawn otherwise than asked, and
+ * processed logprobs taken after those.
+ */
+static void add_neutral(cJSON *params, int top_k)
+{
+	cJSON_AddNumberToObject(params, "top_k", top_k > 0 ? top_k : -1);
+	cJSON_AddNumberToObject(params, "repetition_penalty", 1);
+	cJSON_AddNumberToObject(params, "min_p", 0);
+}
+
 static char *request_body(const struct server_opts *o, const struct server_prompt *p)
 {
 	cJSON *r = cJSON_CreateObject(), *prompt, *params = r;
@@ -92,8 +107,7 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		cJSON_AddNumberToObject(params, "n", o->samples);
 		cJSON_AddNumberToObject(params, "temperature", o->temperature);
 		cJSON_AddNumberToObject(params, "top_p", o->top_p);
-		if (o->top_k > 0)
-			cJSON_AddNumberToObject(params, "top_k", o->top_k);
+		add_neutral(params, o->top_k);
 		cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
 		if (o->have_seed)
 			cJSON_AddNumberToObject(params, "sampling_seed", request_seed(o, p));
@@ -107,8 +121,8 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		cJSON_AddNumberToObject(r, "n", o->samples);
 		cJSON_AddNumberToObject(r, "temperature", o->temperature);
 		cJSON_AddNumberToObject(r, "top_p", o->top_p);
-		if (o->top_k > 0 && o->api == SERVER_VLLM)
-			cJSON_AddNumberToObject(r, "top_k", o->top_k);
+		if (o->api == SERVER_VLLM)
+			add_neutral(r, o->top_k);
 		cJSON_AddNumberToObject(r, "max_tokens", o->max_tokens);
 		cJSON_AddNumberToObject(r, "logprobs", 0);
 		if (o->api == SERVER_VLLM)

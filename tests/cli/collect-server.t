@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 35
+plan 37
 
 S="$T/server"
 fake_server "$S"
@@ -47,6 +47,11 @@ for want in '"prompt": \[5, 6, 7\]' '"n": 2' '"logprobs": 0' '"return_token_ids"
 	grep -q "$want" "$T/req" || echo "$want" >> "$T/missing"
 done
 is "$(cat "$T/missing" 2> /dev/null)" "" "vllm: /v1/completions with n, logprobs 0, return_token_ids, the prompt's ids"
+# without --top-k, top-k off and no penalty said outright: a server left to
+# its defaults takes the model's generation_config.json ones (vLLM's
+# --generation-config auto), drawing otherwise than asked
+is "$(grep -o '"top_k": -1\|"repetition_penalty": 1[,}]\|"min_p": 0[,}]' "$T/req" | tr -d ',}' | tr '\n' ' ')" \
+	'"top_k": -1 "repetition_penalty": 1 "min_p": 0 ' "vllm: top_k -1, repetition_penalty 1 and min_p 0 sent"
 is "$(grpo-cat --json "$(visible "$T/a" | head -n 1)" | grep -o '"temperature":[0-9.]*' | sort -u)" \
 	'"temperature":0.7' "the stored temperature is the one asked for"
 is "$(grpo-cat --json "$(visible "$T/a" | head -n 1)" | head -n 1 | sed 's/^{"group_id":"\([^"]*\)".*/\1/')" \
@@ -65,6 +70,8 @@ is "$?:$(cat "$T/err"):$(groups "$T/c"):$(grpo-cat --json $(visible "$T/c") | cm
 grep '"path": "/generate"' "$S/log" > "$T/req"
 is "$(grep -c '"text": "2+2=".*"logprob_start_len": 0' "$T/req"):$(grep -c '"input_ids": \[8, 9\].*"logprob_start_len": -1' "$T/req"):$(grep -c '"sampling_params": {"n": 3, "temperature": 0.5' "$T/req")" \
 	"1:1:2" "sglang: /generate with sampling_params.n, return_logprob, logprob_start_len 0 for text"
+is "$(grep -c '"sampling_params": {[^}]*"top_k": -1, "repetition_penalty": 1, "min_p": 0' "$T/req")" 2 \
+	"sglang: top_k -1, repetition_penalty 1 and min_p 0 in sampling_params"
 
 # --seed: each prompt's own seed, vLLM's "seed" and SGLang's "sampling_params.sampling_seed"
 prompts "$T/ps.jsonl" "seedA" "seedB"
