@@ -147,6 +147,10 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	}
 	if (model_load(&m, dir, &e) < 0)
 		goto fail;
+	/* an instruct model lists its end-of-turn tokens in generation_config.json */
+	int stop[MODEL_MAX_STOP], n_stop;
+	if (model_stop_ids_load(dir, &m.cfg, stop, &n_stop, &e) < 0)
+		goto fail;
 	const char *tfile = g->tokenizer;
 	if (!tfile && snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir) < (int)sizeof tpath &&
 	    access(tpath, R_OK) == 0)
@@ -161,8 +165,8 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		goto fail;
 	}
 	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
-	                         .max_tokens = (int)g->max_tokens, .stop_ids = m.cfg.eos_ids,
-	                         .n_stop = m.cfg.n_eos, .seed = g->seed };
+	                         .max_tokens = (int)g->max_tokens, .stop_ids = stop,
+	                         .n_stop = n_stop, .seed = g->seed };
 	uint64_t hash = collect_hash(COLLECT_HASH_INIT, "generate", 8);
 	long long knobs[] = { version, g->samples, g->max_tokens, g->top_k };
 	double reals[] = { g->temperature, g->top_p };

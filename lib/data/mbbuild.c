@@ -94,7 +94,10 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 		mb->rewards[j] = traj_reward(t);
 		if (!t->logprobs)
 			mb->logprobs_missing[j] = 1;
-		if (t->finish_reason && !(mb->finish_reasons[j] = strdup(t->finish_reason))) {
+		/* a cut took the response's end (its EOS): it did not finish, as
+		 * if the sampler had stopped at the length limit */
+		const char *fin = len < full ? "length" : t->finish_reason;
+		if (fin && !(mb->finish_reasons[j] = strdup(fin))) {
 			mb_free(mb);
 			return err_set(e, "micro-batch: out of memory");
 		}

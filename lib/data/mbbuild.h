@@ -32,7 +32,7 @@
  *                       sampler logprobs
  *
  * A sequence may be used shortened (truncation to the capacity): use[j] < its
- * length keeps that prefix. With no sequence the result is a dummy: one
+ * length keeps that prefix, and its finish reason is then "length". With no sequence the result is a dummy: one
  * padding span of pad_multiple tokens (1 without), every mask 0.
  */
 #ifndef GRPO_MBBUILD_H

@@ -2,11 +2,13 @@
 #include "model/model_config.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/path.h"
 
@@ -209,6 +211,27 @@ static int parse_rope(const cJSON *r, struct model_config *c, const char *name, 
 	return 0;
 }
 
+/* eos_token_id: an integer, a list of at most MODEL_MAX_EOS, null or absent; appended to ids[*n]. */
+static int parse_eos(const cJSON *eos, int *ids, int *n, const char *name, struct err *e)
+{
+	if (cJSON_IsNumber(eos)) {
+		if (int_of(eos, &ids[(*n)++]) < 0)
+			return err_set(e, "%s: eos_token_id %g is not a token id", name, eos->valuedouble);
+	} else if (cJSON_IsArray(eos)) {
+		const cJSON *x;
+		int k = 0;
+		cJSON_ArrayForEach(x, eos) {
+			if (!cJSON_IsNumber(x) || k++ == MODEL_MAX_EOS)
+				return err_set(e, "%s: eos_token_id: expected at most %d integers", name, MODEL_MAX_EOS);
+			if (int_of(x, &ids[(*n)++]) < 0)
+				return err_set(e, "%s: eos_token_id %g is not a token id", name, x->valuedouble);
+		}
+	} else if (eos && !cJSON_IsNull(eos)) {
+		return err_set(e, "%s: eos_token_id must be an integer or a list", name);
+	}
+	return 0;
+}
+
 int model_config_parse(const char *json, size_t len, const char *name, struct model_config *c,
                        struct err *e)
 {
@@ -307,28 +330,8 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	int none = -1;
 	if (get_int(j, "bos_token_id", &none, &c->bos_id, name, e) < 0)
 		goto out;
-	const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
-	if (cJSON_IsNumber(eos)) {
-		if (int_of(eos, &c->eos_ids[c->n_eos++]) < 0) {
-			err_set(e, "%s: eos_token_id %g is not a token id", name, eos->valuedouble);
-			goto out;
-		}
-	} else if (cJSON_IsArray(eos)) {
-		const cJSON *x;
-		cJSON_ArrayForEach(x, eos) {
-			if (!cJSON_IsNumber(x) || c->n_eos == MODEL_MAX_EOS) {
-				err_set(e, "%s: eos_token_id: expected at most %d integers", name, MODEL_MAX_EOS);
-				goto out;
-			}
-			if (int_of(x, &c->eos_ids[c->n_eos++]) < 0) {
-				err_set(e, "%s: eos_token_id %g is not a token id", name, x->valuedouble);
-				goto out;
-			}
-		}
-	} else if (eos && !cJSON_IsNull(eos)) {
-		err_set(e, "%s: eos_token_id must be an integer or a list", name);
+	if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), c->eos_ids, &c->n_eos, name, e) < 0)
 		goto out;
-	}
 	if (model_config_check(c, e) < 0) {
 		err_prefix(e, "%s", name);
 		goto out;
@@ -349,6 +352,41 @@ int model_config_load(const char *dir, struct model_config *c, struct err *e)
 	if (r == 0)
 		r = model_config_parse((const char *)b.data, b.len, path, c, e);
 	buf_free(&b);
+	return r;
+}
+
+int model_stop_ids_load(const char *dir, const struct model_config *c, int *ids, int *n, struct err *e)
+{
+	*n = 0;
+	for (int i = 0; i < c->n_eos; i++)
+		ids[(*n)++] = c->eos_ids[i];
+	char path[4096];
+	if (path_join(path, sizeof path, dir, "generation_config.json", e) < 0)
+		return -1;
+	struct stat st;
+	if (stat(path, &st) != 0 && errno == ENOENT)
+		return 0;
+	struct buf b = { 0 };
+	if (buf_read_file(&b, path, e) < 0)
+		return -1;
+	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	int g[MODEL_MAX_EOS], ng = 0, r = -1;
+	if (!cJSON_IsObject(j))
+		err_set(e, "%s: not a JSON object", path);
+	else if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), g, &ng, path, e) == 0)
+		r = 0;
+	cJSON_Delete(j);
+	for (int i = 0; r == 0 && i < ng; i++) {
+		if (g[i] < 0 || g[i] >= c->V)
+			return err_set(e, "%s: eos_token_id %d is not in the vocabulary (vocab_size %d)", path, g[i],
+			               c->V);
+		int k = 0;
+		while (k < *n && ids[k] != g[i])
+			k++;
+		if (k == *n)
+			ids[(*n)++] = g[i];
+	}
 	return r;
 }
 

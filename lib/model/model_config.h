@@ -59,6 +59,17 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 /* Read DIR/config.json. */
 int model_config_load(const char *dir, struct model_config *c, struct err *e);
 
+/*
+ * The token ids that end a sampled response from the model in dir: c's
+ * eos ids (config.json's) and, when dir/generation_config.json exists, its
+ * eos_token_id (an integer or a list), as transformers' generate() stops at
+ * those; each once, into ids (room for MODEL_MAX_STOP). A
+ * generation_config.json that is not a JSON object, or whose eos_token_id
+ * is malformed or outside the vocabulary, is an error naming it.
+ */
+#define MODEL_MAX_STOP (2 * MODEL_MAX_EOS)
+int model_stop_ids_load(const char *dir, const struct model_config *c, int *ids, int *n, struct err *e);
+
 /* Check the shape is consistent (positive sizes, NH % NKV, even HS). */
 int model_config_check(const struct model_config *c, struct err *e);
 

@@ -238,6 +238,15 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 		snprintf(p, sizeof p, "%s/%s", tmp, tok_files[i]);
 		r = link_or_copy(a, p, e);
 	}
+	/* step_0's generation_config.json (its stop ids, its sampling defaults)
+	 * in place of the one written from config.json, so that every step
+	 * samples as step_0 does */
+	char g[PATH_MAX];
+	snprintf(g, sizeof g, "%s/generation_config.json", tok_dir ? tok_dir : "");
+	if (r == 0 && weights && tok_dir && access(g, F_OK) == 0) {
+		snprintf(p, sizeof p, "%s/generation_config.json", tmp);
+		r = fsys_unlink(p, e) < 0 ? -1 : link_or_copy(g, p, e);
+	}
 	if (r == 0) {
 		snprintf(p, sizeof p, "%s/%s", tmp, CKPT_OPTIM_FILE);
 		r = optim_save(op, m->w.mem, p, e);

@@ -3,8 +3,9 @@
  *
  * policy/step_N is the model after optimizer step N; step_0 is the input
  * model, published on the first run. A checkpoint directory holds
- * config.json, generation_config.json, model.safetensors (or shards with an
- * index), the input model's tokenizer files when it has them, and, for
+ * config.json, generation_config.json (the input model's when it has one),
+ * model.safetensors (or shards with an index), the input model's tokenizer
+ * files when it has them, and, for
  * N > 0, optim.bin: the optimizer state with the fp32 master weights
  * (optim.h), from which a resumed run takes its weights, so a bf16
  * checkpoint loses nothing for the next step. A step saved without weights
@@ -64,9 +65,10 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 
 /*
  * Publish QUEUE/step_N: when weights is set, m's weights in dtype (ST_F32
- * or ST_BF16), sharded above shard_bytes (0: never), and the tokenizer
- * files of tok_dir when present (NULL: none); always op's state with m's
- * fp32 weights. Returns 0, 1 when step_N already exists (nothing
+ * or ST_BF16), sharded above shard_bytes (0: never), tok_dir's tokenizer
+ * files when present and its generation_config.json in place of the one
+ * written from m's config (tok_dir NULL: neither); always op's state with
+ * m's fp32 weights. Returns 0, 1 when step_N already exists (nothing
  * published), -1 on error.
  */
 int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
