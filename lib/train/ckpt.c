@@ -230,6 +230,16 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	if (make_tmp(queue, step, tmp, sizeof tmp, e) < 0)
 		return -1;
 	r = weights ? model_write_dir(m, tmp, dtype, shard_bytes, e) : 0;
+	/* the input model's generation_config.json (all its eos ids, its sampling
+	 * defaults) replaces the one made from config.json, as save_pretrained
+	 * keeps a model's own */
+	if (r == 0 && weights && tok_dir) {
+		char a[PATH_MAX];
+		snprintf(a, sizeof a, "%s/generation_config.json", tok_dir);
+		snprintf(p, sizeof p, "%s/generation_config.json", tmp);
+		if (access(a, F_OK) == 0)
+			r = unlink(p) < 0 ? err_sys(e, "%s", p) : link_or_copy(a, p, e);
+	}
 	for (size_t i = 0; r == 0 && weights && tok_dir && i < sizeof tok_files / sizeof tok_files[0]; i++) {
 		char a[PATH_MAX];
 		snprintf(a, sizeof a, "%s/%s", tok_dir, tok_files[i]);

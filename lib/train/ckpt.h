@@ -3,11 +3,12 @@
  *
  * policy/step_N is the model after optimizer step N; step_0 is the input
  * model, published on the first run. A checkpoint directory holds
- * config.json, generation_config.json, model.safetensors (or shards with an
- * index), the input model's tokenizer files when it has them, and, for
- * N > 0, optim.bin: the optimizer state with the fp32 master weights
- * (optim.h), from which a resumed run takes its weights, so a bf16
- * checkpoint loses nothing for the next step. A step saved without weights
+ * config.json, generation_config.json (the input model's own when it has
+ * one), model.safetensors (or shards with an index), the input model's
+ * tokenizer files when it has them, and, for N > 0, optim.bin: the
+ * optimizer state with the fp32 master weights (optim.h), from which a
+ * resumed run takes its weights, so a bf16 checkpoint loses nothing for
+ * the next step. A step saved without weights
  * (grpo-step --save-every) holds optim.bin alone: it is a resume point,
  * and has no config.json, which is how samplers looking for the newest
  * policy pass over it (model/rollout.h).
@@ -65,9 +66,10 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 /*
  * Publish QUEUE/step_N: when weights is set, m's weights in dtype (ST_F32
  * or ST_BF16), sharded above shard_bytes (0: never), and the tokenizer
- * files of tok_dir when present (NULL: none); always op's state with m's
- * fp32 weights. Returns 0, 1 when step_N already exists (nothing
- * published), -1 on error.
+ * files and generation_config.json of tok_dir when present (else a
+ * generation_config.json made from m's config; tok_dir NULL: none);
+ * always op's state with m's fp32 weights. Returns 0, 1 when step_N
+ * already exists (nothing published), -1 on error.
  */
 int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
