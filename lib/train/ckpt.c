@@ -84,10 +84,12 @@ static int copy_file(const char *src, const char *dst, struct err *e)
 	return r;
 }
 
-/* Hard link, or copy where linking is not possible (another file system, no links). */
+/* Hard link, or copy where linking is not possible (another file system, no links).
+ * A symlink is followed (a hub cache snapshot's files are relative links into
+ * ../../blobs, which would dangle in the queue). */
 static int link_or_copy(const char *src, const char *dst, struct err *e)
 {
-	if (link(src, dst) == 0)
+	if (linkat(AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	return copy_file(src, dst, e);
 }
