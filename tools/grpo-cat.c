@@ -495,8 +495,16 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 	/* cJSON ends its strings at a NUL, so "\u0000" would be cut short, silently */
 	if (!m->decode && memmem(line, n, "\\u0000", 6))
 		return err_set(e, "a NUL character (\\u0000) is not supported");
+	/* cJSON stops after the first value: a quote left unescaped would end a
+	 * string early, and the rest of the line be dropped silently */
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(line, n, &end, 0);
+	for (const char *p = j ? end : line + n; p < line + n; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+			cJSON_Delete(j);
+			return err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - line) + 1);
+		}
 	if (m->decode) {
-		cJSON *j = cJSON_ParseWithLength(line, n);
 		int32_t *v = NULL;
 		uint32_t k = 0;
 		r = cJSON_IsArray(j) ? json_get_i32_array(j, "ids", &v, &k, e)
@@ -511,6 +519,7 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 	}
 	if (m->chat) {
 		struct chat_msgs cm;
+		cJSON_Delete(j);
 		if (chat_parse_json(line, n, &cm, e) < 0)
 			return -1;
 		int flags = cm.has_flags ? cm.flags : m->chat_flags;
@@ -520,7 +529,6 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 		if (r == 0 && !m->encode && (json_print_string_n(out, (const char *)text->data, text->len) | buf_put_u8(out, '\n')))
 			r = err_set(e, "out of memory");
 	} else {
-		cJSON *j = cJSON_ParseWithLength(line, n);
 		r = cJSON_IsString(j) ? tok_encode(m->tok, j->valuestring, strlen(j->valuestring), &ids, e)
 				      : err_set(e, "expected a JSON string");
 		cJSON_Delete(j);

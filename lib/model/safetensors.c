@@ -148,6 +148,49 @@ static int parse_entry(const cJSON *v, const char *path, size_t data_len, const 
 	return 0;
 }
 
+static int cmp_span(const void *x, const void *y)
+{
+	const struct st_tensor *a = *(const struct st_tensor *const *)x, *b = *(const struct st_tensor *const *)y;
+	if (a->data != b->data)
+		return a->data < b->data ? -1 : 1;
+	return (a->nbytes > b->nbytes) - (a->nbytes < b->nbytes);
+}
+
+/*
+ * The tensors m->tensors[first..] of one file must hold its data_len bytes
+ * of data exactly, each byte once, as the reference reader requires: a
+ * header whose offsets overlap, skip bytes or stop short of the end is
+ * corrupt, and would otherwise load some weights from another tensor's
+ * bytes.
+ */
+static int check_spans(const struct st_model *m, int first, const unsigned char *data, size_t data_len,
+                       const char *path, struct err *e)
+{
+	int n = m->ntensors - first;
+	const struct st_tensor **o = malloc((size_t)(n ? n : 1) * sizeof *o);
+	if (!o)
+		return err_set(e, "%s: out of memory", path);
+	for (int i = 0; i < n; i++)
+		o[i] = &m->tensors[first + i];
+	qsort(o, (size_t)n, sizeof *o, cmp_span);
+	size_t at = 0;
+	int r = 0;
+	for (int i = 0; i < n && r == 0; i++) {
+		size_t b = (size_t)(o[i]->data - data);
+		if (b < at)
+			r = err_set(e, "%s: tensor %s: data_offsets [%zu, %zu) overlap another tensor's", path,
+			            o[i]->name, b, b + o[i]->nbytes);
+		else if (b > at)
+			r = err_set(e, "%s: tensor %s: data_offsets [%zu, %zu) leave bytes [%zu, %zu) that no tensor holds",
+			            path, o[i]->name, b, b + o[i]->nbytes, at, b);
+		at = b + o[i]->nbytes;
+	}
+	if (r == 0 && at != data_len)
+		r = err_set(e, "%s: %zu bytes after the last tensor's data (which ends at %zu)", path, data_len - at, at);
+	free(o);
+	return r;
+}
+
 /* Add the tensors of the safetensors bytes p[0..size) of file fi to m. */
 static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t size, const char *path,
                       struct err *e)
@@ -166,6 +209,7 @@ static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t
 	}
 	const unsigned char *data = p + 8 + n;
 	size_t data_len = size - 8 - (size_t)n;
+	int first = m->ntensors;
 	const cJSON *v;
 	cJSON_ArrayForEach(v, h) {
 		if (strcmp(v->string, "__metadata__") == 0)
@@ -189,7 +233,7 @@ static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t
 		}
 	}
 	cJSON_Delete(h);
-	return 0;
+	return check_spans(m, first, data, data_len, path, e);
 }
 
 /* Append a file entry (map may be NULL for a caller's buffer); returns its index or -1. */

@@ -11,8 +11,10 @@
  * st_read_f32() converts one tensor (F32, F16 or BF16) into a caller's float
  * array after checking its shape, so the caller owns the only copy it keeps.
  * Every header is validated when the file is opened (offsets inside the
- * file, sizes agreeing with dtype and shape), so a truncated or malformed
- * file fails at st_open() with a message naming the file and the tensor.
+ * file, sizes agreeing with dtype and shape, the tensors holding every
+ * data byte once, as the reference reader demands), so a truncated or
+ * malformed file fails at st_open() with a message naming the file and the
+ * tensor.
  *
  * Writing takes a list of named float arrays and writes them as F32 or BF16
  * (rounded to nearest even), in one file or in shards with an index when the

@@ -84,10 +84,12 @@ static int copy_file(const char *src, const char *dst, struct err *e)
 	return r;
 }
 
-/* Hard link, or copy where linking is not possible (another file system, no links). */
+/* Hard link, or copy where linking is not possible (another file system, no links).
+ * A symlink is followed (a hub cache snapshot's files are relative links into
+ * ../../blobs, which would dangle in the queue). */
 static int link_or_copy(const char *src, const char *dst, struct err *e)
 {
-	if (link(src, dst) == 0)
+	if (linkat(AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	return copy_file(src, dst, e);
 }
@@ -240,7 +242,7 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	}
 	/* step_0's generation_config.json (its stop ids, its sampling defaults)
 	 * in place of the one written from config.json, so that every step
-	 * samples as step_0 does */
+	 * samples as step_0 does (save_pretrained keeps a model's own too) */
 	char g[PATH_MAX];
 	snprintf(g, sizeof g, "%s/generation_config.json", tok_dir ? tok_dir : "");
 	if (r == 0 && weights && tok_dir && access(g, F_OK) == 0) {

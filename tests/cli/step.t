@@ -5,7 +5,7 @@
 # publish that leaves the previous step intact for a re-run to complete;
 # weights or moments that are not finite are not published.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 62
+plan 65
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -27,6 +27,24 @@ for f in config.json generation_config.json model.safetensors optim.bin; do
 	[ -s "$T/policy/step_1/$f" ]; ok $? "step_1 has $f"
 done
 ! cmp -s "$T/model/model.safetensors" "$T/policy/step_1/model.safetensors"; ok $? "the weights moved"
+# a model's own generation_config.json (Qwen's: two eos ids, sampling defaults) is what samplers read, so
+# every step keeps it, as save_pretrained does; one made from config.json would lose all but config's eos
+cp -r "$T/model" "$T/mgen"
+printf '{\n  "do_sample": true,\n  "eos_token_id": [5, 3],\n  "temperature": 0.7,\n  "top_p": 0.8\n}\n' \
+	> "$T/mgen/generation_config.json"
+grpo-step --model "$T/mgen" --batches "$T/b16" -o "$T/pgen" --lr 1e-3 2> /dev/null &&
+	cmp "$T/mgen/generation_config.json" "$T/pgen/step_1/generation_config.json"
+ok $? "step_1 keeps the input model's generation_config.json"
+# a Hugging Face hub cache snapshot: every file a relative symlink into ../../blobs
+mkdir -p "$T/hub/blobs" "$T/hub/snapshots/abc"
+for f in config.json generation_config.json model.safetensors; do
+	cp "$T/model/$f" "$T/hub/blobs/$f.blob" && ln -s "../../blobs/$f.blob" "$T/hub/snapshots/abc/$f"
+done
+grpo-step --model "$T/hub/snapshots/abc" --batches "$T/b16" -o "$T/phub" --lr 1e-3 2> "$T/hub.err"
+ok $? "a model whose files are symlinks (a hub cache snapshot) trains: $(cat "$T/hub.err")"
+[ -f "$T/phub/step_0/model.safetensors" ] && [ ! -L "$T/phub/step_0/model.safetensors" ] &&
+	cmp -s "$T/model/model.safetensors" "$T/phub/step_0/model.safetensors"
+ok $? "step_0 holds the files the links point to, not links that dangle there"
 is "$(wc -l < "$T/m.jsonl" | tr -d ' ')" 1 "one metrics line"
 for k in '"step":1' '"loss":' '"policy_loss":' '"kl":' '"entropy":' '"clip_low":' '"ratio_mean":' \
 	'"grad_norm":' '"lr":0.001' '"sequences":12' '"align_diff_abs_mean":' '"time":{"read":'; do

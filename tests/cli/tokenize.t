@@ -7,7 +7,7 @@ data="$GRPO_SHARED/data"
 fix="$data/fixtures/tokenizer_ids.json"
 [ -f "$fix" ] && [ -f "$data/gsm8k/train.jsonl" ] || skip_all "no shared data at $data (fixtures, gsm8k)"
 command -v jq > /dev/null || skip_all "jq is not installed"
-plan 24
+plan 30
 
 n=$(jq '.gsm8k_train_first' "$fix")
 head -n "$n" "$data/gsm8k/train.jsonl" | jq -c '.question' > "$T/q.jsonl"
@@ -54,6 +54,14 @@ grpo-cat --tokenizer "$q3" --encode "$T/bad.jsonl" > "$T/out" 2> "$T/err"
 is "$?" 1 "a line that is not a JSON string exits 1"
 grep -q "bad.jsonl:3: expected a JSON string" "$T/err"
 is "$?" 0 "naming file and line (blank lines count): $(cat "$T/err")"
+# a quote left unescaped ends the string early: the rest of the line is not JSON, not to be dropped
+for mode in "--tokenizer $q3 --encode" "--chat qwen3" "--tokenizer $q3 --decode"; do
+	case $mode in *decode) line='[9707,11] ,1879]' ;; *) line='"He said "hi" to me"' ;; esac
+	echo "$line" | grpo-cat $mode > "$T/out" 2> "$T/err"
+	is "$?:$(cat "$T/out")" 1: "${mode#--tokenizer $q3 }: text after the line's JSON value exits 1, printing nothing"
+	grep -q '<stdin>:1: .*after' "$T/err"
+	is "$?" 0 "and names the line: $(cat "$T/err")"
+done
 echo '[1,999999]' | grpo-cat --tokenizer "$q3" --decode > /dev/null 2> "$T/err"
 grep -q '<stdin>:1: .*999999' "$T/err"
 is "$?" 0 "an id the tokenizer lacks is an error: $(cat "$T/err")"

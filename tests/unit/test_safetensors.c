@@ -268,6 +268,24 @@ int main(void)
 	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1 && st.tensors[0].nbytes == 0,
 	   "an empty tensor and space padding are legal");
 	st_close(&st);
+	/* offsets that lie: the data must be the tensors' bytes, each once, in
+	 * some order, as the reference reader demands (else weights load wrong) */
+	write_raw(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+	          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: tensor b") && strstr(e.msg, "overlap"),
+	   "two tensors sharing bytes: %s", e.msg);
+	write_raw(path, "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+	          "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 12);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "tensor b") && strstr(e.msg, "[4, 8)"),
+	   "bytes no tensor holds between two: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors") && strstr(e.msg, "4 bytes after"),
+	   "bytes after the last tensor: %s", e.msg);
+	write_raw(path, "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+	          "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+	          "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8);
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 3, "tensors in any order, an empty one among them");
+	st_close(&st);
 	write_raw(path, "{\"w\":", 0);
 	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "not a JSON object"), "malformed header: %s", e.msg);
 
