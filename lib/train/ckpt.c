@@ -68,19 +68,26 @@ int ckpt_latest(const char *queue, int64_t below, int64_t *step, struct err *e)
 	return found ? 0 : 1;
 }
 
-/* Copy src to the new file dst (fsynced). */
+/* Copy src to the new file dst (fsynced), a MiB at a time: src may be a
+ * model's weights, gigabytes that need not be in memory at once. */
 static int copy_file(const char *src, const char *dst, struct err *e)
 {
-	struct buf b = { 0 };
-	if (buf_read_file(&b, src, e) < 0)
-		return -1;
-	int fd = fsys_open_excl(dst, e);
-	int r = fd < 0 ? -1 : 0;
-	if (r == 0 && (fsys_write_all(fd, b.data, b.len, dst, e) < 0 || fsys_fsync(fd, dst, e) < 0))
+	enum { CHUNK = 1 << 20 };
+	char *b = malloc(CHUNK);
+	if (!b)
+		return err_set(e, "out of memory copying %s", src);
+	int in = fsys_open_read(src, e), out = in < 0 ? -1 : fsys_open_excl(dst, e);
+	int r = out < 0 ? -1 : 0;
+	ssize_t n;
+	while (r == 0 && (n = fsys_read(in, b, CHUNK, src, e)) != 0)
+		r = n < 0 || fsys_write_all(out, b, (size_t)n, dst, e) < 0 ? -1 : 0;
+	if (r == 0 && fsys_fsync(out, dst, e) < 0)
 		r = -1;
-	if (fd >= 0 && fsys_close(fd, dst, r < 0 ? NULL : e) < 0)
+	if (out >= 0 && fsys_close(out, dst, r < 0 ? NULL : e) < 0)
 		r = -1;
-	buf_free(&b);
+	if (in >= 0)
+		close(in);
+	free(b);
 	return r;
 }
 
@@ -162,7 +169,10 @@ int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
 	r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char a[PATH_MAX], b[PATH_MAX];
-		if (names[i][0] == '.')
+		/* the model alone: a run's optimizer state (an old run's policy
+		 * step given as the model) would make the new run resume that run's
+		 * AdamW moments and step count, where it starts afresh */
+		if (names[i][0] == '.' || !strcmp(names[i], CKPT_OPTIM_FILE))
 			continue;
 		snprintf(a, sizeof a, "%s/%s", src, names[i]);
 		snprintf(b, sizeof b, "%s/%s", tmp, names[i]);

@@ -5,7 +5,7 @@
 # publish that leaves the previous step intact for a re-run to complete;
 # weights or moments that are not finite are not published.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 65
+plan 68
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -216,5 +216,23 @@ for l in sys.stdin:
 	grpo-step --model "$T/model" --batches "$T/bm" -o "$T/pm" --metrics "$T/mm" 2> /dev/null
 is "$(field "$T/mm" loss) $(field "$T/mm" ratio_mean) $(field "$T/mm" ratio_min) $(field "$T/mm" ratio_max)" \
 	"0 1 1 1" "no trained token: loss 0, and every ratio 1"
+
+# 12. an old run's policy step given as --model starts a new run: step_0 takes
+# the model, not that run's optimizer state, so step 1 starts AdamW afresh
+mkdir "$T/old" && cp "$T/model/"* "$T/old/" && cp "$T/pc/step_3/optim.bin" "$T/old/"
+grpo-step --model "$T/old" --batches "$T/b16" -o "$T/pn" --lr 1e-3 --metrics "$T/mn" 2> /dev/null
+is "$?:$(ls "$T/pn/step_0" | tr '\n' ' ')" "0:config.json generation_config.json model.safetensors " \
+	"step_0 from a directory with an optim.bin: the model alone"
+grep -q '"resumed_optimizer":false' "$T/mn"; ok $? "and step 1 does not resume that optimizer"
+# a model on another file system is copied, not linked: the same bytes
+if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" != "$(stat -f -c %T "$T")" ]; then
+	m=$(mktemp -d /dev/shm/grpo-step-t.XXXXXX) && cp "$T/model/"* "$m/"
+	grpo-step --model "$m" --batches "$T/b16" -o "$T/px" --lr 1e-3 2> /dev/null
+	cmp -s "$m/model.safetensors" "$T/px/step_0/model.safetensors" && [ "$(stat -c %h "$T/px/step_0/model.safetensors")" = 1 ]
+	ok $? "a model on another file system (/dev/shm) is copied whole"
+	rm -rf "$m"
+else
+	ok 0 "# SKIP no /dev/shm on another file system than $T"
+fi
 
 exit $_failed
