@@ -31,8 +31,9 @@ struct held {
 	size_t n, cap;
 };
 
-/* The options every way of collecting shares: where the groups are published
- * (-o, --step, --rank, --max-groups), -v and -e. */
+/* The options the ways of collecting share: where the groups are published
+ * (-o, --step, --rank, --max-groups), -v, and -e where there are lines
+ * that may be bad (importing, --server; --model refuses it). */
 struct opts {
 	const char *queue;
 	long long step;
