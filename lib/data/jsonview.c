@@ -1053,13 +1053,21 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 		return NULL;
 	}
 	/* cJSON stops at the end of the first value: anything after it but
-	 * blanks is a second value or garbage, never to be dropped silently;
-	 * the text after the last array cut out is the line's own */
+	 * blanks is a second value or garbage, never to be dropped silently */
 	for (const char *p = end; p < parsed + len; p++)
 		if (!isspace((unsigned char)*p)) {
 			cJSON_Delete(o);
 			l->after = 1;
-			*bad_at = n - (size_t)(parsed + len - p) + 1;
+			/* the byte in the line as given: add back what each array
+			 * cut out before p took beyond its marker (arrays after the
+			 * value are cut out too) */
+			ptrdiff_t at = p - parsed, shift = 0;   /* a marker may be longer than its array */
+			for (uint32_t k = 0; cut && k < la->n; k++) {
+				if (la->a[k].at - src - shift >= at)
+					break;
+				shift += (ptrdiff_t)la->a[k].len - snprintf(NULL, 0, "\"\\u0001%u\"", k);
+			}
+			*bad_at = (size_t)(at + shift) + 1;
 			return NULL;
 		}
 	return o;

@@ -256,6 +256,16 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		        "Qwen3ForCausalLM)", name, what);
 		goto out;
 	}
+	/* quantized weights would fail later, at a tensor name or dtype the
+	 * loader does not know: say why here (a null is no quantization) */
+	const cJSON *q = cJSON_GetObjectItemCaseSensitive(j, "quantization_config");
+	if (q && !cJSON_IsNull(q)) {
+		const cJSON *qm = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+		err_set(e, "%s: a quantized model (quantization_config%s%s): grpo-tools loads fp32, bf16 and fp16 "
+		        "weights only", name, cJSON_IsString(qm) ? ", quant_method " : "",
+		        cJSON_IsString(qm) ? qm->valuestring : "");
+		goto out;
+	}
 	model_config_defaults(c, (enum model_family)fam);
 
 	if (get_int(j, "hidden_size", NULL, &c->C, name, e) < 0 ||

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 21
+plan 22
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -77,6 +77,10 @@ is "$?:$(cat "$T/err"):$(ls "$T" | grep -c after.*zst)" \
 	"1:grpo-cat: $T/after.jsonl:2: not valid JSON (text after the value, near byte 98)
 grpo-cat: $T/after2.jsonl:1: not valid JSON (text after the value, near byte 92):0" \
 	"--from-json refuses a line with text after its value, naming file, line and byte (blanks after it are fine)"
+printf '%s {"response_tokens":[1,2,3,4,5,6,7,8],"logprobs":[0]}\n' "$g" > "$T/after3.jsonl"
+grpo-cat --from-json -o "$T/after3.zst" "$T/after3.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/after3.jsonl:1: not valid JSON (text after the value, near byte 98)" \
+	"the byte named is the line's own when the text after the value holds per-token arrays"
 
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"

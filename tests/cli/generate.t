@@ -3,7 +3,7 @@
 # walked round-robin with a cursor, from a model directory or the newest
 # checkpoint of a policy queue; deterministic and safe to re-run.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 14
+plan 15
 grpo-init --preset tiny --seed 3 -o "$T/m" || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' '{"prompt_tokens":[4,5]}' '' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
 shift_run() { m=$1; shift; grpo-collect --model "$m" --prompts "$T/p.jsonl" -n 2 --max-tokens 5 --seed 9 "$@"; }
@@ -52,6 +52,12 @@ grpo-collect --model "$T/m" --prompts "$T/nul.jsonl" -o "$T/s3/rollouts" 2> "$T/
 is "$?:$(cat "$T/err"):$(ls "$T/s3" 2> /dev/null)" \
 	"1:grpo-collect: $T/nul.jsonl:2: a NUL character (\\u0000) in a string is not supported (it would be cut there):" \
 	"a prompt whose answer holds a \\u0000 is refused, not cut short"
+
+printf '%s\n' '{"prompt_tokens":[1]}' '{"prompt_tokens":[2]} {"prompt_tokens":[3]}' > "$T/two.jsonl"
+grpo-collect --model "$T/m" --prompts "$T/two.jsonl" -o "$T/s4/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/s4" 2> /dev/null)" \
+	"1:grpo-collect: $T/two.jsonl:2: not valid JSON (text after the value, near byte 23):" \
+	"a prompts line holding two objects is refused, naming file and line, not read as its first"
 
 grpo-collect --model "$T/m" -o "$T/s/rollouts" 2> /dev/null
 is "$?" 2 "--model without --prompts is a usage error"

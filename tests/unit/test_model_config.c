@@ -125,6 +125,17 @@ int main(void)
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"num_key_value_heads\": 4}", &c, &e) < 0 &&
 	   strstr(e.msg, "multiple"), "%s", e.msg);
 	ok(parse("[1, 2]", &c, &e) < 0 && strstr(e.msg, "not a JSON object"), "%s", e.msg);
+	/* quantized weights (AWQ, GPTQ, FP8, bitsandbytes) are refused with config.json, not later at a tensor */
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"quantization_config\": {\"bits\": 4, "
+	         "\"group_size\": 128, \"quant_method\": \"awq\", \"version\": \"gemm\"}}", &c, &e) < 0 &&
+	   !strcmp(e.msg, "config.json: a quantized model (quantization_config, quant_method awq): grpo-tools loads "
+	           "fp32, bf16 and fp16 weights only"), "an AWQ model is refused, naming the method: %s", e.msg);
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"quantization_config\": "
+	         "{\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\"}}", &c, &e) < 0 &&
+	   !strcmp(e.msg, "config.json: a quantized model (quantization_config): grpo-tools loads fp32, bf16 and fp16 "
+	           "weights only"), "a quantization_config without quant_method is refused too: %s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"quantization_config\": null}", &c, &e) == 0,
+	   "a null quantization_config is none (%s)", e.msg);
 
 	/* the writer's output parses back to the same config, for each family */
 	for (int f = 0; f < 3; f++) {

@@ -44,6 +44,8 @@ static void test_parse(void)
 		const char *line, *want;
 	} bad[] = {
 		{ "[1, 2]", "not a JSON object" },
+		{ "{\"prompt_tokens\": [1]} {\"prompt_tokens\": [2]}", "not valid JSON (text after the value, near byte 24)" },
+		{ "{\"prompt_tokens\": [1]} x", "not valid JSON (text after the value, near byte 24)" },
 		{ "{\"prompt_tokens\": [1, 32]}", "prompt_tokens[1]: expected a token id in [0, 32)" },
 		{ "{\"prompt_tokens\": [1.5]}", "prompt_tokens[0]: expected a token id in [0, 32)" },
 		{ "{\"prompt_tokens\": []}", "prompt_tokens: empty" },
