@@ -527,7 +527,11 @@ int collect_answers_load(struct collect_answers *a, const char *path, struct err
 			r = err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
 			break;
 		}
-		cJSON *o = cJSON_ParseWithLength(line, n);
+		cJSON *o = json_parse_one(line, n, e);   /* a second answer on the line is refused, not dropped */
+		if (!o) {
+			r = err_prefix(e, "%s:%llu", path, (unsigned long long)lineno);
+			break;
+		}
 		const cJSON *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
 		const cJSON *idx = cJSON_GetObjectItemCaseSensitive(o, "index");
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");

@@ -1073,6 +1073,23 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 	return o;
 }
 
+struct cJSON *json_parse_one(const char *text, size_t n, struct err *e)
+{
+	const char *end = NULL;
+	cJSON *o = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+	if (!o) {
+		err_set(e, "not valid JSON (near byte %zu)", (end && end >= text ? (size_t)(end - text) : 0) + 1);
+		return NULL;
+	}
+	for (const char *p = end; p < text + n; p++)
+		if (!isspace((unsigned char)*p)) {
+			cJSON_Delete(o);
+			err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - text) + 1);
+			return NULL;
+		}
+	return o;
+}
+
 void json_line_free(struct json_line *l)
 {
 	if (l->arrays)

@@ -88,6 +88,13 @@ struct json_line {
 struct cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_line *l);
 void json_line_free(struct json_line *l);
 
+/* A plain cJSON tree of text, which must hold one value and blanks around
+ * it: NULL with the message in e (the byte, from 1, near which cJSON
+ * stopped, or the first byte after the value) otherwise. For small lines
+ * (prompts, answers, a reward program's replies) that json_parse_line's
+ * view of token arrays does not fit. */
+struct cJSON *json_parse_one(const char *text, size_t n, struct err *e);
+
 /* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
 int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e);
 

@@ -77,21 +77,11 @@ static int prompt_parse(const char *line, size_t n, const struct tokenizer *tok,
 	p->place = place;
 	if (json_check_text(line, n, e) < 0)
 		return -1;
-	/* cJSON stops after the first value, so a second object on the line
-	 * would be dropped silently: json_parse_line refuses text after the
-	 * value. Its tree keeps token arrays as text and reads NaN, which the
-	 * fields below do not expect, so the line is then parsed plainly. */
-	size_t at;
-	struct json_line jl;
-	cJSON *o = json_parse_line(line, n, &at, &jl);
-	int after = jl.after;
-	cJSON_Delete(o);
-	json_line_free(&jl);
-	if (!o && !at)
-		return err_set(e, "out of memory");
-	if (!o && after)
-		return err_set(e, "not valid JSON (text after the value, near byte %zu)", at);
-	o = cJSON_ParseWithLength(line, n);
+	/* one value alone: cJSON stops after the first, and a second object on
+	 * the line would be dropped silently */
+	cJSON *o = json_parse_one(line, n, e);
+	if (!o)
+		return -1;
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return err_set(e, "not a JSON object");

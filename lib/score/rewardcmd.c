@@ -158,7 +158,8 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	char *fixed = NULL;
 	size_t fixed_n;
 	int f = json_fix_nonfinite(line, n, &fixed, &fixed_n);
-	cJSON *j = f == 1 ? cJSON_ParseWithLength(fixed, fixed_n) : cJSON_ParseWithLength(line, n);
+	/* one value alone: a second object on the line would be dropped silently */
+	cJSON *j = f == 1 ? json_parse_one(fixed, fixed_n, NULL) : json_parse_one(line, n, NULL);
 	free(fixed);
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 71
+plan 72
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -50,6 +50,10 @@ is "$(grpo-collect --step 0 --answers "$T/gsm8k.jsonl" "$D/vllm-completions.json
 printf '%s\n' '{"index":1,"answer":"a"}' '{"index":1,"answer":"b"}' > "$T/dup.jsonl"
 grpo-collect --step 0 --answers "$T/dup.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
 is "$?:$(cat "$T/err")" "1:grpo-collect: $T/dup.jsonl: two answers for index 1" "two answers for one prompt are refused"
+printf '%s\n' '{"index":0,"answer":"5"} {"index":1,"answer":"6"}' > "$T/two.jsonl"
+grpo-collect --step 0 --answers "$T/two.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/two.jsonl:1: not valid JSON (text after the value, near byte 26)" \
+	"two answers on one line are refused, not the second dropped"
 
 # --- bad input: FILE:LINE: reason, exit 1, nothing published -----------------
 good='{"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}'

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 82
+plan 86
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -186,7 +186,7 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
 printf '%s\n' 'while read -r x; do printf "%s\n%s\n" "{\"rewards\": {\"r\": 1}}" "{\"rewards\": {\"r\": 0}}"; done' > twice.sh
-for kind in crash hang garbage twice; do
+for kind in crash hang garbage twice oneline; do
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken
 	# for it on a busy machine
@@ -195,6 +195,9 @@ for kind in crash hang garbage twice; do
 	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
 	# two lines an answer: the second must not be taken as the next sequence's
 	twice) cmd='sh twice.sh'; to=60; want="wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 101 of group 1" ;;
+	# two answers on one line: not the first taken and the second dropped
+	oneline) cmd='read x; echo "{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}"; sleep 30'; to=60
+		want="answered '{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}', not" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"
