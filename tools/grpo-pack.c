@@ -185,7 +185,7 @@ static int finish_input(struct state *s, struct err *e)
 		if (b->n > 0 && pack_step(s, 0, e) < 0)
 			return -1;
 	} else {
-		while (b->n > 0 && packbuf_ready(b))
+		while (b->n > 0 && packbuf_ready(b, s->o.step))
 			if (pack_step(s, 0, e) < 0)
 				return -1;
 	}
@@ -237,7 +237,7 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 			break;
 		/* the claims held across steps are renewed by watch_next while it
 		 * waits, and here between the steps packed without waiting */
-		while (follow && packbuf_ready(&s->b))
+		while (follow && packbuf_ready(&s->b, s->o.step))
 			if ((r = watch_renew(w, e)) < 0 || (r = pack_step(s, 0, e)) < 0)
 				goto done;
 	}

@@ -360,13 +360,23 @@ uint64_t packbuf_tokens(const struct packbuf *b)
 	return t;
 }
 
-int packbuf_ready(const struct packbuf *b)
+/* Too old for step under --max-lag; without a policy version never. */
+static int is_stale(const struct packbuf *b, const struct packbuf_entry *en, int64_t step)
 {
-	if (b->n == 0)
+	return b->o.max_lag >= 0 && en->t.policy_version >= 0 && en->t.policy_version < step - 1 - b->o.max_lag;
+}
+
+int packbuf_ready(const struct packbuf *b, int64_t step)
+{
+	/* what take will drop as stale does not make a step full */
+	uint64_t n = 0, t = 0;
+	for (size_t i = 0; i < b->n; i++)
+		if (!is_stale(b, &b->ent[i], step))
+			n++, t += b->ent[i].use;
+	if (n == 0)
 		return 0;
 	if (b->o.batch_size)
-		return b->n >= b->o.batch_size;
-	uint64_t t = packbuf_tokens(b);
+		return n >= b->o.batch_size;
 	if (b->o.batch_tokens)
 		return t >= b->o.batch_tokens;
 	return t >= b->o.min_tokens;
@@ -376,11 +386,10 @@ int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e)
 {
 	if (b->o.max_lag < 0)
 		return 0;
-	int64_t oldest = step - 1 - b->o.max_lag;
 	size_t k = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		struct packbuf_entry *en = &b->ent[i];
-		if (en->t.policy_version >= 0 && en->t.policy_version < oldest) {
+		if (is_stale(b, en, step)) {
 			struct packbuf_source *so = en->src >= 0 ? &b->src[en->src] : NULL;
 			if (so)
 				so->pending--;

@@ -168,9 +168,10 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e);
 
 /* Sequences and tokens buffered. */
 uint64_t packbuf_tokens(const struct packbuf *b);
-/* 1 when a full step is buffered: batch_size sequences, batch_tokens
- * tokens, or without either min_tokens tokens. */
-int packbuf_ready(const struct packbuf *b);
+/* 1 when a full step `step` is buffered: batch_size sequences,
+ * batch_tokens tokens, or without either min_tokens tokens, none of them
+ * stale at that step. */
+int packbuf_ready(const struct packbuf *b, int64_t step);
 
 /* Drop the buffered trajectories too old for step (--max-lag), counting them. */
 int packbuf_drop_stale(struct packbuf *b, int64_t step, struct err *e);

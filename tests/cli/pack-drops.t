@@ -3,7 +3,7 @@
 # once, in the step that publishes, even when earlier runs published
 # nothing and left its file queued.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 10
 
 d="$GRPO_TOP/tests/cli/pack"
 q="$T/s/scored"
@@ -30,3 +30,20 @@ is "$?" 0 "nor recorded again"
 ids=$(cat "$T/s/batches"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
 	grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
 is "$ids" "10 20 510 520 " "every kept sequence packed exactly once"
+
+# --max-lag: a step is full only with B sequences that are not stale. tiny
+# at step 2, --max-lag 0: two of policy_version 0 (stale), one of 1.
+q="$T/l/scored"
+mkdir -p "$q/step_0/rank_0"
+grpo-cat --from-json -o "$q/step_0/rank_0/g1.zst" "$d/tiny.jsonl"
+lag() { grpo-pack -T 8 -b 2 --max-lag 0 -o "$T/l/batches" "$@" "$q"; }
+lag --step 2 2> "$T/err5"
+[ ! -e "$T/l/batches/step_2" ] && [ ! -e "$q/step_0/rank_0/.done/g1.zst" ] && [ ! -s "$T/err5" ]
+is "$?" 0 "-b 2 with one fresh and two stale sequences queued: no short step, the file waits"
+sed -n 's/"sequence_id":20/"sequence_id":520/p' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
+lag --step 2 2> "$T/err6"
+is "$(ls "$T/l/batches" | tr '\n' ' ')|$(cat "$T/err6")" "step_2 |grpo-pack: step 2: dropped 2 stale (policy_version below 1, --max-lag 0)" \
+	"with one more of policy_version 1: a full step, the stale reported once"
+grep -q '"sequences":2,.*"dropped":{"stale":2,' "$T/l/batches/step_2/DONE" &&
+	[ -e "$q/step_0/rank_0/.done/g1.zst" ] && [ -e "$q/step_0/rank_0/.done/g2.zst" ]
+is "$?" 0 "of 2 sequences, both files retired"

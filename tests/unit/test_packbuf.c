@@ -84,18 +84,18 @@ static void readiness(void)
 	o.batch_size = 3;
 	packbuf_init(&b, &o);
 	add(&b, two, 2, 10, NULL, 0);
-	ok(!packbuf_ready(&b), "-b 3: two sequences buffered are not a step");
+	ok(!packbuf_ready(&b, 1), "-b 3: two sequences buffered are not a step");
 	add(&b, &one, 1, 20, NULL, 0);
-	ok(packbuf_ready(&b), "-b 3: three are");
+	ok(packbuf_ready(&b, 1), "-b 3: three are");
 	packbuf_free(&b);
 
 	o = opt(8);
 	o.batch_tokens = 10;
 	packbuf_init(&b, &o);
 	add(&b, two, 2, 10, NULL, 0);
-	ok(!packbuf_ready(&b), "-k 10: 6 tokens are not a step");
+	ok(!packbuf_ready(&b, 1), "-k 10: 6 tokens are not a step");
 	add(&b, &one, 1, 20, NULL, 0);
-	ok(packbuf_ready(&b) && packbuf_tokens(&b) == 10, "-k 10: 10 tokens are");
+	ok(packbuf_ready(&b, 1) && packbuf_tokens(&b) == 10, "-k 10: 10 tokens are");
 	packbuf_free(&b);
 
 	o = opt(8);
@@ -103,7 +103,17 @@ static void readiness(void)
 	packbuf_init(&b, &o);
 	add(&b, two, 2, 10, NULL, 0);
 	add(&b, &one, 1, 20, NULL, 0);
-	ok(!packbuf_ready(&b), "no limit: 10 tokens short of --min-tokens 16");
+	ok(!packbuf_ready(&b, 1), "no limit: 10 tokens short of --min-tokens 16");
+	packbuf_free(&b);
+
+	o = opt(8);
+	o.batch_size = 2;
+	o.max_lag = 0;
+	packbuf_init(&b, &o);
+	add(&b, two, 2, 10, NULL, 0);
+	add(&b, &one, 1, 20, NULL, 1);
+	ok(packbuf_ready(&b, 1), "-b 2 --max-lag 0: three of versions 0, 0, 1 are step 1");
+	ok(!packbuf_ready(&b, 2), "but not step 2, where the two of version 0 are stale");
 	packbuf_free(&b);
 }
 
