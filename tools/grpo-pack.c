@@ -130,6 +130,31 @@ static void report_drops(struct state *s, int packed)
 	packbuf_drops_reported(&s->b);
 }
 
+/*
+ * Sequences from a queue sampled from a policy after N-1, packed into step
+ * N: a scored queue ahead of the batches queue (a --step set too low, a
+ * batches queue started afresh), which trains a policy on another's
+ * future. Packed, as nothing says which step was meant, but never unsaid.
+ * Plain files are left alone: their versions are whatever an import gave.
+ */
+static void warn_future(const struct state *s, const struct packbuf_step *t)
+{
+	if (t->n_in == 0)
+		return;
+	uint32_t n = 0;
+	int64_t newest = -1;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->seq[i].t->policy_version > s->o.step - 1) {
+			n++;
+			if (t->seq[i].t->policy_version > newest)
+				newest = t->seq[i].t->policy_version;
+		}
+	if (n)
+		fprintf(stderr, "%s: step %lld: warning: %u sequences sampled from policy versions after %lld (up to "
+			"%lld): is the batches queue behind the scored one (--step)?\n", prog, (long long)s->o.step,
+			n, (long long)s->o.step - 1, (long long)newest);
+}
+
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
  * flush: the whole selection goes, whatever --fill-target says. */
 static int pack_step(struct state *s, int flush, struct err *e)
@@ -158,6 +183,7 @@ static int pack_step(struct state *s, int flush, struct err *e)
 	buf_free(&m);
 	packstep_stats_free(&st);
 	report_drops(s, 1);
+	warn_future(s, &t);
 	/* the step is published: forget its sequences, retire finished inputs */
 	packbuf_commit(b, &t);
 	s->o.step++;

@@ -3,7 +3,7 @@
 # once, in the step that publishes, even when earlier runs published
 # nothing and left its file queued.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 10
+plan 12
 
 d="$GRPO_TOP/tests/cli/pack"
 q="$T/s/scored"
@@ -19,8 +19,9 @@ is "$(cat "$T/err1" "$T/err2")" "" "two runs without a full step: nothing publis
 is "$?" 0 "the file waits in the queue"
 sed 's/"sequence_id":\([0-9]*\)/"sequence_id":5\1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
 pack 2> "$T/err3"
-is "$(cat "$T/err3")" "grpo-pack: step 1: dropped 2 overlong (longer than --seq-len 5)" \
-	"with a full step: both files' drops reported once"
+is "$(cat "$T/err3")" "grpo-pack: step 1: dropped 2 overlong (longer than --seq-len 5)
+grpo-pack: step 1: warning: 1 sequences sampled from policy versions after 0 (up to 1): is the batches queue \
+behind the scored one (--step)?" "with a full step: both files' drops reported once (and tiny's version 1, early)"
 grep -q '"dropped":{"stale":0,"overlong":2,"empty":0}' "$T/s/batches/step_1/DONE"
 is "$?" 0 "and recorded in its manifest"
 pack --flush 2> "$T/err4"
@@ -47,3 +48,14 @@ is "$(ls "$T/l/batches" | tr '\n' ' ')|$(cat "$T/err6")" "step_2 |grpo-pack: ste
 grep -q '"sequences":2,.*"dropped":{"stale":2,' "$T/l/batches/step_2/DONE" &&
 	[ -e "$q/step_0/rank_0/.done/g1.zst" ] && [ -e "$q/step_0/rank_0/.done/g2.zst" ]
 is "$?" 0 "of 2 sequences, both files retired"
+
+# sequences from a queue sampled after the step's policy (a batches queue
+# behind the scored one): packed, and said, each step that packs them; a
+# plain file's versions are an import's, and nothing is said of them
+mkdir -p "$T/fq/scored/step_1/rank_0"
+grpo-cat --from-json -o "$T/fq/scored/step_1/rank_0/t.zst" "$d/tiny.jsonl"
+grpo-pack -T 16 -b 3 -o "$T/fq/batches" "$T/fq/scored" 2> "$T/err7"
+is "$?:$(cat "$T/err7")" "0:grpo-pack: step 1: warning: 1 sequences sampled from policy versions after 0 (up to 1): \
+is the batches queue behind the scored one (--step)?" "a queued sequence of policy_version 1 in step 1: a warning"
+grpo-pack -T 16 "$T/fq/scored/step_1/rank_0/t.zst" > /dev/null 2> "$T/err8"
+is "$?:$(cat "$T/err8")" "0:" "the same file named: nothing said"
