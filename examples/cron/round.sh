@@ -5,14 +5,15 @@
 #   grpo-spool recover   returns the claims of a run that died
 #   grpo-collect         samples a round from the newest policy (the initial
 #                        model before the first step), walking the prompts
-#                        file with a cursor kept in the spool
+#                        file with a cursor kept in the spool;
+#                        nothing new while a killed round is unfinished
 #   grpo-score           scores everything waiting in rollouts/
 #   grpo-pack --flush    packs everything waiting in scored/ as the next step
 #   grpo-step            trains it and publishes policy/step_N, keeping the
 #                        newest K checkpoints (and step_0)
 #   grpo-spool gc        removes the finished steps of each queue but the
-#                        newest K (batches/ keeps every step: grpo-step reads
-#                        its files without claiming them, so none finishes)
+#                        newest K (a step of batches/ is finished once
+#                        grpo-step has trained it, which retires its files)
 #
 # Silent on success, so that cron mails only trouble. Runs that overlap (a
 # round slower than the crontab's period) do not: the later one finds the
