@@ -58,8 +58,10 @@ while [ "$k" -le "$steps" ]; do
 			-o "$spool/rollouts"
 		grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" -o "$spool/scored" \
 			"$spool/rollouts"
-		grpo-pack --seq-len 512 --step "$k" --flush -o "$spool/batches" "$spool/scored"
 	fi
+	# run again after a kill that came once the step was packed, it publishes
+	# nothing and retires the inputs the killed run packed (else left waiting)
+	grpo-pack --seq-len 512 --step "$k" --flush -o "$spool/batches" "$spool/scored"
 	grpo-step --model "$spool/init" --batches "$spool/batches" --step "$k" -o "$spool/policy" \
 		--lr 0.01 --entropy-coef 0.02 --metrics "$spool/step.jsonl"
 	reward=$(field mean "$spool/score.jsonl")

@@ -2,7 +2,7 @@
 # examples/cron/: round.sh run twice as cron runs it (no terminal, a bare
 # environment), then while another round holds the spool.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 6
+plan 10
 command -v flock > /dev/null || skip_all "no flock(1) (util-linux)"
 round() {
 	env -i HOME="$T" PATH=/usr/bin:/bin GRPO_BIN="$GRPO_BIN" GRPO_CRON_PROMPTS=4 GRPO_CRON_SAMPLES=4 \
@@ -23,3 +23,31 @@ flock "$T/s/.round.lock" env -i PATH=/usr/bin:/bin GRPO_BIN="$GRPO_BIN" \
 	sh "$GRPO_TOP/examples/cron/round.sh" "$T/s" > "$T/out" 2>&1
 is "$?:$(cat "$T/out"):$(ls -d "$T"/s/policy/step_* | wc -l | tr -d ' ')" "0::2" \
 	"a round that finds another running exits 0 at once and trains nothing"
+
+# A round killed half way (grpo-score or grpo-step at its first file-system
+# call) is finished by the next, which samples nothing new: the policy it
+# trains is the one two rounds never stopped train, and no extra step is
+# packed behind it.
+mkdir -p "$T/bin"
+for t in grpo-collect grpo-score grpo-pack grpo-step grpo-spool grpo-init; do
+	printf '#!/bin/sh\n[ "$CRASH_TOOL" = %s ] && export GRPO_FSYS_CRASH_AT=1\nexec "%s/%s" "$@"\n' \
+		"$t" "$GRPO_BIN" "$t" > "$T/bin/$t"
+	chmod +x "$T/bin/$t"
+done
+rounds() { # rounds SPOOL CRASH-TOOL...: one round per argument, that tool crashing in it (- none)
+	_s=$1
+	shift
+	for _t; do
+		env -i HOME="$T" PATH=/usr/bin:/bin GRPO_BIN="$T/bin" CRASH_TOOL="$_t" GRPO_CRON_PROMPTS=4 \
+			GRPO_CRON_SAMPLES=4 sh "$GRPO_TOP/examples/cron/round.sh" "$_s" < /dev/null > /dev/null 2>&1
+	done
+}
+rounds "$T/ref" - -
+for t in grpo-score grpo-step; do
+	rounds "$T/$t" - "$t" -
+	cmp -s "$T/ref/policy/step_2/model.safetensors" "$T/$t/policy/step_2/model.safetensors"
+	is "$?:$(head -n 1 "$T/$t/cursor"):$(ls "$T/$t/batches" | tr '\n' ' ')" "0:8:step_1 step_2 " \
+		"$t killed in round 2: round 3 finishes it, policy/step_2 as without the kill, nothing more sampled or packed"
+	grpo-spool status --json "$T/$t" | grep -v '"waiting":0,"claimed":0' | grep -c '"queue"' > "$T/left"
+	is "$(cat "$T/left")" 0 "nothing waiting or claimed after it"
+done
