@@ -2,6 +2,7 @@
 #include "collect/cursor.h"
 
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -303,6 +304,31 @@ int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch,
 					 : "another --batch");
 }
 
+/*
+ * The temporaries a holder killed while writing the cursor left beside it
+ * (".CURSOR.tmp.UNIQUE", tempfile.h): only the lock's holder writes the
+ * cursor, and the lock is ours now, so each is a dead holder's. Best
+ * effort, and outside fsys (as an abandoned temporary's removal is, see
+ * fsys.h): a crash before or after it leaves the same cursor.
+ */
+static void sweep_dead_writes(const char *path)
+{
+	char dir[PATH_MAX], prefix[PATH_MAX], p[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	size_t n = (size_t)snprintf(prefix, sizeof prefix, ".%s.tmp.", base);
+	DIR *d = n < sizeof prefix ? opendir(dir) : NULL;
+	for (struct dirent *de; d && (de = readdir(d));)
+		if (!strncmp(de->d_name, prefix, n) && snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p)
+			unlink(p);
+	if (d)
+		closedir(d);
+}
+
 int cursor_lock(const char *path, int *fd, long *holder, struct err *e)
 {
 	char p[PATH_MAX], pid[32];
@@ -331,6 +357,7 @@ int cursor_lock(const char *path, int *fd, long *holder, struct err *e)
 		*fd = -1;
 		return -1;
 	}
+	sweep_dead_writes(path);
 	return 0;
 }
 

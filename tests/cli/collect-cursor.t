@@ -8,7 +8,7 @@
 # id "cmpl-HASH-k", so a prompt sampled twice shows as two groups.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 17
+plan 18
 
 S="$T/server"
 fake_server "$S"
@@ -145,8 +145,10 @@ kept=$(sed -n 2p "$T/o.cursor" | grep -c '"sampled"')
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" > "$T/o2.zst"
 is "$kept:$?:$(cat "$T/o.cursor"):$(grpo-cat --json "$T/o2.zst" | grep -c '"group_id":"cmpl-')" "1:0:2:2" \
 	"to standard output: the kept answers are written, the cursor moves on"
+touch "$T/.o.cursor.tmp.deadhost.99999.1"   # what a run killed while writing the cursor leaves
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" -o "$T/o/rollouts" 2> /dev/null
 is "$?" 0 "and the next run goes on from there"
+is "$(ls -a "$T" | grep -c '^\.o\.cursor\.tmp\.')" 0 "removing the cursor temporary a killed run left"
 
 # a cursor that is not one
 echo "row 3" > "$T/bad.cursor"
