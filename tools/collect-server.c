@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/path.h"
 #include "collect/collect.h"
 #include "collect/cursor.h"
 #include "collect/server.h"
@@ -215,12 +216,12 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	if (!sv->so.model && sv->so.api != SERVER_SGLANG)
 		sv->so.model = model_id;
-	int64_t served = server_path_version(path), newest = trainer_newest(o->queue);
+	int64_t served = path ? path_step(path) : -1, newest = trainer_newest(o->queue);
 	/* a link to the step served (examples/sync/vllm-reload.sh), where this
 	 * machine sees the server's file system */
 	char *real = served < 0 && path ? realpath(path, NULL) : NULL;
 	if (real)
-		served = server_path_version(real);
+		served = path_step(real);
 	free(real);
 	if (sv->max_lag >= 0 && newest >= 0 && (served < 0 || served < newest - sv->max_lag)) {
 		if (served < 0)

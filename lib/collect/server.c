@@ -23,29 +23,6 @@ int server_api_parse(const char *s, enum server_api *api)
 	return -1;
 }
 
-int64_t server_path_version(const char *path)
-{
-	if (!path)
-		return -1;
-	size_t n = strlen(path);
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	size_t at = n;
-	while (at > 0 && path[at - 1] != '/')
-		at--;
-	const char *s = path + at;
-	size_t len = n - at, digits = len > 5 ? len - 5 : 0;
-	if (len < 6 || strncmp(s, "step_", 5) != 0 || digits > 15 || (digits > 1 && s[5] == '0'))
-		return -1;
-	int64_t k = 0;
-	for (size_t i = 5; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -1;
-		k = k * 10 + (s[i] - '0');
-	}
-	return k;
-}
-
 static long long now_ms(void)
 {
 	struct timespec ts;

@@ -95,8 +95,5 @@ void server_results_free(struct server_result *r, size_t n);
  */
 int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e);
 
-/* The policy version a model path names: K when its last component is
- * step_K (a trailing '/' allowed); -1 when it names none. */
-int64_t server_path_version(const char *path);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/lineio.h"
+#include "base/path.h"
 #include "data/jsonview.h"
 
 void rollout_prompt_free(struct rollout_prompt *p)
@@ -311,22 +312,8 @@ static int has_config(const char *dir)
  * queue's checkpoint named directly, to pin it), else 0. */
 static int64_t dir_version(const char *dir)
 {
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	size_t at = n;
-	while (at > 0 && dir[at - 1] != '/')
-		at--;
-	char name[32], *end;
-	if (n - at >= sizeof name)
-		return 0;
-	memcpy(name, dir + at, n - at);
-	name[n - at] = 0;
-	if (strncmp(name, "step_", 5) || !isdigit((unsigned char)name[5]))
-		return 0;
-	errno = 0;
-	long long k = strtoll(name + 5, &end, 10);
-	return *end || errno ? 0 : k;
+	int64_t k = path_step(dir);
+	return k < 0 ? 0 : k;
 }
 
 int rollout_policy_find(const char *dir, char *out, size_t outsz, int64_t *version, struct err *e)

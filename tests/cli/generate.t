@@ -3,7 +3,7 @@
 # walked round-robin with a cursor, from a model directory or the newest
 # checkpoint of a policy queue; deterministic and safe to re-run.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 15
+plan 16
 grpo-init --preset tiny --seed 3 -o "$T/m" || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' '{"prompt_tokens":[4,5]}' '' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
 shift_run() { m=$1; shift; grpo-collect --model "$m" --prompts "$T/p.jsonl" -n 2 --max-tokens 5 --seed 9 "$@"; }
@@ -40,6 +40,11 @@ is "$?:$(grpo-cat "$T"/s/rollouts/step_2/rank_0/*.zst 2>&1 | grep -o '"policy_ve
 shift_run "$T/s/policy/step_2" --count 1 -o "$T/pin/rollouts" 2> "$T/err"
 is "$?:$(cd "$T/pin/rollouts" && ls):$(grpo-cat "$T"/pin/rollouts/step_*/rank_0/*.zst 2>&1 | grep -o '"policy_version":[0-9]*' | sort -u)" \
 	'0:step_2:"policy_version":2' "a policy queue's step_K named directly: version K, into rollouts/step_K"
+# a directory named so that the spool would never name a step (step_007) is
+# a model of its own, version 0, as the server's path would be
+mkdir -p "$T/odd/step_007" && cp "$T"/m/* "$T/odd/step_007/"
+shift_run "$T/odd/step_007" --count 1 -o "$T/odd/rollouts" 2> "$T/err"
+is "$?:$(cd "$T/odd/rollouts" && ls)" "0:step_0" "step_007 is not step 7: version 0"
 
 printf '%s\n' '{"prompt_tokens":[1]}' '{"prompt_tokens":[99999]}' > "$T/bad.jsonl"
 grpo-collect --model "$T/m" --prompts "$T/bad.jsonl" -o "$T/s2/rollouts" 2> "$T/err"
