@@ -10,30 +10,66 @@
 
 #define THREADS 256
 
-// ---- column sums: out (N) += the sum of in's R rows, in row order ----
+// ---- column sums: out (N) += the sum of in's R rows ----
+//
+// In passes, each summing COLSUM_ROWS rows per column in row order, into
+// the scratch buffer's next level (ceil(R / COLSUM_ROWS) rows), until one
+// row is left; the order is fixed, so the sum is the same bits every run,
+// and thousands of blocks share the reads where one thread per column
+// walking all R rows left the GPU idle.
 
+#define COLSUM_ROWS 64
+
+// One pass: chunk y of in's rows to row y of part, or, with add, the only
+// chunk to out.
 template <typename T>
-__global__ void colsum_kernel(float *out, const T *in, int R, int N)
+__global__ void colsum_kernel(float *part, const T *in, int R, int N, int add)
 {
 	int c = blockIdx.x * blockDim.x + threadIdx.x;
 	if (c >= N)
 		return;
-	float s = 0;
-	for (int r = 0; r < R; r++)
-		s += to_f(in[(size_t)r * N + c]);
-	out[c] += s;
+	for (int y = blockIdx.y; y * COLSUM_ROWS < R; y += gridDim.y) {
+		int r1 = min(R, (y + 1) * COLSUM_ROWS);
+		float s = 0;
+		for (int r = y * COLSUM_ROWS; r < r1; r++)
+			s += to_f(in[(size_t)r * N + c]);
+		if (add)
+			part[c] += s;
+		else
+			part[(size_t)y * N + c] = s;
+	}
 }
 
-cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, cudaStream_t s)
+size_t colsum_scratch_floats(size_t R, size_t N)
+{
+	size_t n = 0;
+	for (; R > COLSUM_ROWS; R = (R + COLSUM_ROWS - 1) / COLSUM_ROWS)
+		n += (R + COLSUM_ROWS - 1) / COLSUM_ROWS * N;
+	return n;
+}
+
+cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, float *scratch, cudaStream_t s)
 {
 	if (R == 0 || N == 0)
 		return cudaSuccess;
-	int blocks = (N + THREADS - 1) / THREADS;
-	if (in_bf16)
-		colsum_kernel<bf16><<<blocks, THREADS, 0, s>>>(out, (const bf16 *)in, R, N);
-	else
-		colsum_kernel<float><<<blocks, THREADS, 0, s>>>(out, (const float *)in, R, N);
-	return cudaGetLastError();
+	int threads = N < THREADS ? (N + 31) / 32 * 32 : THREADS;
+	int cols = (N + threads - 1) / threads;
+	for (;;) {
+		int chunks = (R + COLSUM_ROWS - 1) / COLSUM_ROWS, last = chunks == 1;
+		dim3 grid(cols, chunks < 65535 ? chunks : 65535);
+		float *to = last ? out : scratch;
+		if (in_bf16)
+			colsum_kernel<bf16><<<grid, threads, 0, s>>>(to, (const bf16 *)in, R, N, last);
+		else
+			colsum_kernel<float><<<grid, threads, 0, s>>>(to, (const float *)in, R, N, last);
+		cudaError_t err = cudaGetLastError();
+		if (err != cudaSuccess || last)
+			return err;
+		in = scratch;
+		in_bf16 = 0;
+		scratch += (size_t)chunks * N;
+		R = chunks;
+	}
 }
 
 // ---- RMSNorm backward ----
@@ -71,29 +107,38 @@ __global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, c
 		partial[(size_t)blockIdx.x * C + c] = dw[c];
 }
 
-cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, const float *dy, const float *x,
-				    const float *w, int T, int C, float eps, cudaStream_t s)
+cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
+				    const float *x, const float *w, int T, int C, float eps, cudaStream_t s)
 {
 	if (T == 0)
 		return cudaSuccess;
 	int blocks = (T + RMS_ROWS - 1) / RMS_ROWS;
 	rmsnorm_bwd_kernel<<<blocks, THREADS, (size_t)C * sizeof(float), s>>>(dx, partial, dy, x, w, T, C, eps);
 	cudaError_t err = cudaGetLastError();
-	return err != cudaSuccess ? err : launch_colsum(dw, partial, 0, blocks, C, s);
+	return err != cudaSuccess ? err : launch_colsum(dw, partial, 0, blocks, C, scratch, s);
 }
 
 // ---- SwiGLU backward: dgu (T, 2I) = d/d(gate | up) of silu(gate) * up ----
 
+// Eight elements a thread, as the forward's swiglu_kernel.
 template <typename T>
-__global__ void swiglu_bwd_kernel(T *dgu, const float *dact, const T *gu, int I)
+__global__ void swiglu_bwd_kernel(T *dgu, const float *dact, const T *gu, int I, size_t n8)
 {
-	const T *gate = gu + (size_t)blockIdx.x * 2 * I, *up = gate + I;
-	const float *d = dact + (size_t)blockIdx.x * I;
-	T *dg = dgu + (size_t)blockIdx.x * 2 * I, *du = dg + I;
-	for (int i = threadIdx.x; i < I; i += blockDim.x) {
-		float g = to_f(gate[i]), sg = 1.0f / (1.0f + expf(-g));
-		du[i] = from_f<T>(d[i] * g * sg);
-		dg[i] = from_f<T>(d[i] * to_f(up[i]) * sg * (1.0f + g * (1.0f - sg)));
+	size_t step = (size_t)gridDim.x * blockDim.x;
+	for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n8; e += step) {
+		size_t t = e / (I / 8), i = e % (I / 8) * 8;
+		float g[8], u[8], d[8], dg[8], du[8];
+		load8(gu + t * 2 * I + i, g);
+		load8(gu + t * 2 * I + I + i, u);
+		load8(dact + t * I + i, d);
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			float sg = 1.0f / (1.0f + expf(-g[k]));
+			du[k] = d[k] * g[k] * sg;
+			dg[k] = d[k] * u[k] * sg * (1.0f + g[k] * (1.0f - sg));
+		}
+		store8(dgu + t * 2 * I + i, dg);
+		store8(dgu + t * 2 * I + I + i, du);
 	}
 }
 
@@ -102,10 +147,12 @@ cudaError_t launch_swiglu_backward(void *dgu, const float *dact, const void *gu,
 {
 	if (T == 0)
 		return cudaSuccess;
+	size_t n8 = (size_t)T * I / 8;
 	if (bf16flag)
-		swiglu_bwd_kernel<bf16><<<T, THREADS, 0, s>>>((bf16 *)dgu, dact, (const bf16 *)gu, I);
+		swiglu_bwd_kernel<bf16><<<elementwise_blocks(n8), THREADS, 0, s>>>((bf16 *)dgu, dact, (const bf16 *)gu, I, n8);
 	else
-		swiglu_bwd_kernel<float><<<T, THREADS, 0, s>>>((float *)dgu, dact, (const float *)gu, I);
+		swiglu_bwd_kernel<float><<<elementwise_blocks(n8), THREADS, 0, s>>>((float *)dgu, dact, (const float *)gu, I,
+										 n8);
 	return cudaGetLastError();
 }
 

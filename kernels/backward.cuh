@@ -12,12 +12,17 @@
 // Rows per block of the RMSNorm backward: partial holds ceil(T / RMS_ROWS) x C floats.
 #define RMS_ROWS 32
 
-// out (N) += column sums of in (R, N), fp32 or bf16, summed in row order
-cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, cudaStream_t s);
+// out (N) += column sums of in (R, N), fp32 or bf16, summed in a fixed
+// order (chunks of rows, then the chunks' sums) through scratch, which
+// holds colsum_scratch_floats(R, N) floats
+cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, float *scratch, cudaStream_t s);
+size_t colsum_scratch_floats(size_t R, size_t N);
 
-// dx (T, C) += RMSNorm's input gradient from dy; dw (C) += its weight gradient
-cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, const float *dy, const float *x,
-				    const float *w, int T, int C, float eps, cudaStream_t s);
+// dx (T, C) += RMSNorm's input gradient from dy; dw (C) += its weight
+// gradient, through partial (ceil(T / RMS_ROWS) x C floats) and colsum's
+// scratch for ceil(T / RMS_ROWS) rows of C
+cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
+				    const float *x, const float *w, int T, int C, float eps, cudaStream_t s);
 
 // dgu (T, 2I) act, gate | up, from dact (T, I) fp32 and the forward's gu
 cudaError_t launch_swiglu_backward(void *dgu, const float *dact, const void *gu, int T, int I, int bf16,

@@ -34,6 +34,47 @@ template <typename T> static __device__ __forceinline__ void store4(T *p, float4
 	p[3] = from_f<T>(v.w);
 }
 
+// Eight consecutive values as fp32 (p 16-byte aligned), and stored back,
+// rounded as from_f rounds each.
+static __device__ __forceinline__ void load8(const bf16 *p, float v[8])
+{
+	uint4 u = *(const uint4 *)p;
+	const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		float2 f = __bfloat1622float2(h[k]);
+		v[2 * k] = f.x;
+		v[2 * k + 1] = f.y;
+	}
+}
+static __device__ __forceinline__ void load8(const float *p, float v[8])
+{
+	float4 a = load4(p), b = load4(p + 4);
+	v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+static __device__ __forceinline__ void store8(bf16 *p, const float v[8])
+{
+	uint4 u;
+	__nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+#pragma unroll
+	for (int k = 0; k < 4; k++)
+		h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+	*(uint4 *)p = u;
+}
+static __device__ __forceinline__ void store8(float *p, const float v[8])
+{
+	*(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+	*(float4 *)(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+// Blocks of 256 threads for n items of an elementwise kernel that strides
+// over the rest: enough to fill the GPU.
+static inline unsigned elementwise_blocks(size_t n)
+{
+	size_t b = (n + 255) / 256;
+	return (unsigned)(b < 65536 ? b : 65536);
+}
+
 static __device__ __forceinline__ float dot4(float4 a, float4 b)
 {
 	return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;

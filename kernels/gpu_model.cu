@@ -175,6 +175,8 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 	if (s->V <= 0 || s->C <= 0 || s->L <= 0 || s->NH <= 0 || s->NKV <= 0 || s->I <= 0 || s->NH % s->NKV)
 		return gpu_fail(msg, msglen, "unsupported shape (V %d, C %d, L %d, heads %d/%d, I %d)", s->V, s->C, s->L,
 			    s->NH, s->NKV, s->I);
+	if (s->I % 8)   // the SwiGLU kernels take eight elements at a time
+		return gpu_fail(msg, msglen, "intermediate size %d: the CUDA path takes a multiple of 8", s->I);
 	if (!attention_head_size_ok(s->HS))
 		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", s->HS, ATT_HEAD_SIZES);
 	if (maxT <= 0 || w->max_pos < maxT)

@@ -82,7 +82,7 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 
 /*
  * A training forward with the LM head's backward fused in (a model created
- * for training; GRPO_CUDA_FUSED_HEAD=1 in grpo-step): for each chunk of
+ * for training; grpo-step's default, GRPO_CUDA_FUSED_HEAD=0 turns it off): for each chunk of
  * rows, after the logits' statistics, the loss's per-token gradient is
  * formed on the device by lib/train/loss_token.h's maths (the one the
  * host's loss uses), then dlogits, the final norm's input gradient and the

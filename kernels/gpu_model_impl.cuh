@@ -62,6 +62,7 @@ struct gpu_model {
 	void *gmem;
 	size_t gbytes;
 	float *dres, *dln, *dact, *dsum, *nq, *nk, *partial, *dlp, *dent;
+	float *colsum_tmp;              // launch_colsum's levels of partial sums
 	void *dres_act, *dgu, *datt, *dqkv, *dz;
 	int32_t *order, *seg, *seg_id;  // the embedding's rows by token id
 	float *g_embed, *g_lm_head, *g_wqkv, *g_wo, *g_wgu, *g_wdown, *g_ln1, *g_ln2, *g_norm;

@@ -44,6 +44,12 @@ static void layout(struct gpu_model *g, struct carve *c)
 	g->nq = (float *)carve(c, T * QD * 4);
 	g->nk = (float *)carve(c, T * KD * 4);
 	g->partial = (float *)carve(c, (T + RMS_ROWS - 1) / RMS_ROWS * C * 4);
+	size_t sums[] = { colsum_scratch_floats(T, QKV), colsum_scratch_floats(T, C),
+			  colsum_scratch_floats(T * s->NH, HS), colsum_scratch_floats(T * s->NKV, HS),
+			  colsum_scratch_floats((T + RMS_ROWS - 1) / RMS_ROWS, C) }, most = 0;
+	for (size_t k = 0; k < sizeof sums / sizeof *sums; k++)
+		most = sums[k] > most ? sums[k] : most;
+	g->colsum_tmp = (float *)carve(c, most * 4);
 	g->dlp = (float *)carve(c, T * 4);
 	g->dent = (float *)carve(c, T * 4);
 	g->dres_act = carve(c, T * C * es);
@@ -218,7 +224,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		}
 	}
 	CUDA_TRY(cudaMemsetAsync(g->dres, 0, TC * 4, st));
-	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->dln, xL, g->norm, T, C, s->eps, st));
+	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->colsum_tmp, g->dln, xL, g->norm, T, C, s->eps, st));
 	prof_mark(g, "bwd: rmsnorm", 0);
 
 	for (l = s->L - 1; l >= 0; l--) {
@@ -266,7 +272,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		if (matmul_dx(&g->mm, g->dln, 1, g->dgu, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: gate|up dx matmul", 2 * TT * 2 * I * C);
-		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln2 + (size_t)l * C, g->partial, g->dln, r2,
+		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln2 + (size_t)l * C, g->partial, g->colsum_tmp, g->dln, r2,
 					       g->ln2 + (size_t)l * C, T, C, s->eps, st));
 		prof_mark(g, "bwd: rmsnorm", 0);
 
@@ -280,7 +286,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 			return -1;
 		prof_mark(g, "bwd: o_proj dx matmul", 2 * TT * C * QD);
 		if (g->bo) {
-			LAUNCH(launch_colsum(g->g_bo + (size_t)l * C, g->dres, 0, T, C, st));
+			LAUNCH(launch_colsum(g->g_bo + (size_t)l * C, g->dres, 0, T, C, g->colsum_tmp, st));
 			prof_mark(g, "bwd: bias gradients", 0);
 		}
 		if (g->attention_mma)
@@ -297,10 +303,10 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 						s->eps, bf, st));
 		prof_mark(g, "bwd: q/k/v bias, norm, RoPE", 0);
 		if (g->bq)
-			LAUNCH(launch_colsum(g->g_bqkv + (size_t)l * QKV, g->dqkv, bf, T, QKV, st));
+			LAUNCH(launch_colsum(g->g_bqkv + (size_t)l * QKV, g->dqkv, bf, T, QKV, g->colsum_tmp, st));
 		if (g->qnorm) {
-			LAUNCH(launch_colsum(g->g_qnorm + lh, g->nq, 0, T * NH, HS, st));
-			LAUNCH(launch_colsum(g->g_knorm + lh, g->nk, 0, T * NKV, HS, st));
+			LAUNCH(launch_colsum(g->g_qnorm + lh, g->nq, 0, T * NH, HS, g->colsum_tmp, st));
+			LAUNCH(launch_colsum(g->g_knorm + lh, g->nk, 0, T * NKV, HS, g->colsum_tmp, st));
 		}
 		if (g->bq || g->qnorm)
 			prof_mark(g, "bwd: bias gradients", 0);
@@ -312,7 +318,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		if (matmul_dx(&g->mm, g->dln, 1, g->dqkv, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: q/k/v dx matmul", 2 * TT * QKV * C);
-		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln1 + (size_t)l * C, g->partial, g->dln, x,
+		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln1 + (size_t)l * C, g->partial, g->colsum_tmp, g->dln, x,
 					       g->ln1 + (size_t)l * C, T, C, s->eps, st));
 		prof_mark(g, "bwd: rmsnorm", 0);
 	}
