@@ -17,8 +17,8 @@
  * could; put_s: the put of all three; GRPO_CUDA_PIN=0 leaves them pageable).
  * -R, with -b or -t, keeps only the layers' inputs and recomputes each
  * layer's activations for its backward (grpo-step --recompute).
- * GRPO_CUDA_FUSED_HEAD=1, with -b or -t, takes grpo-step's fused path
- * (model_gpu_forward_train): the forward forms a token-ratio GRPO loss's
+ * With -b or -t, grpo-step's fused path (model_gpu_forward_train) is taken
+ * unless GRPO_CUDA_FUSED_HEAD=0: the forward forms a token-ratio GRPO loss's
  * gradient (default options, every token a loss token) and the LM head's
  * backward, which the backward then skips (fused=1 in the output).
  *

@@ -53,7 +53,7 @@ const char *model_device_name(enum model_device d)
 int model_gpu_fused_head(void)
 {
 	const char *v = getenv("GRPO_CUDA_FUSED_HEAD");
-	return v && strcmp(v, "1") == 0;
+	return !v || strcmp(v, "0") != 0;
 }
 
 /* An environment variable's whole number in 1..max; 0 where it is unset or empty. */

@@ -70,8 +70,9 @@ int model_gpu_open_train(struct model_gpu **out, const struct model *m, int maxT
  * be this forward's own ℓ (the flags), exactly. opts is a struct loss_opts
  * (lib/train/loss_token.h), which only the kernels read.
  *
- * Used where model_gpu_fused_head() says: GRPO_CUDA_FUSED_HEAD=1 in the
- * environment (off by default until measured). With GRPO_CUDA_FUSED_CHECK=1
+ * Used where model_gpu_fused_head() says: by default, unless
+ * GRPO_CUDA_FUSED_HEAD=0 in the environment asks for the two phases
+ * (measured on an H200: 4.6% faster a step). With GRPO_CUDA_FUSED_CHECK=1
  * the next model_gpu_backward compares the host loss's dlogprob and
  * dentropy with the GPU's and fails on a difference beyond float rounding.
  */
@@ -88,7 +89,7 @@ struct model_gpu_loss {
 };
 int model_gpu_forward_train(struct model_gpu *g, const struct microbatch *mb, const struct model_gpu_loss *loss,
 			    float *logprob, float *entropy, struct err *e);
-/* 1 when GRPO_CUDA_FUSED_HEAD=1 asks for model_gpu_forward_train. */
+/* 1 unless GRPO_CUDA_FUSED_HEAD=0 turns model_gpu_forward_train off. */
 int model_gpu_fused_head(void);
 
 /* As model_backward(): ADD the last forward's weight gradients into the

@@ -8,7 +8,7 @@
 # (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked;
 # --recompute gives the same checkpoint byte for byte from a GPU model that
 # holds fewer bytes (and the CPU ignores it); the LM head fused with the
-# loss (GRPO_CUDA_FUSED_HEAD=1, each token's gradient checked against the
+# loss (the default; GRPO_CUDA_FUSED_HEAD=0 gives the two phases; each token's gradient checked against the
 # host's) gives the two phases' loss and gradient norm, and with --recompute
 # its own checkpoint byte for byte.
 . "$GRPO_TOP/tests/cli/lib.sh"
