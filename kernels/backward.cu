@@ -76,35 +76,64 @@ cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N,
 //
 // For each row, with r = 1/sqrt(mean(x^2) + eps) recomputed:
 //   dx += dy w r - x r^3 sum(dy w x) / C,   dw += dy x r.
-// A block takes RMS_ROWS rows; its share of dw goes to partial[block] (in
-// shared memory first, each thread owning its columns), which colsum then
-// adds up in block order.
+// A block takes RMS_ROWS rows, each thread NV groups of four columns (C a
+// multiple of 4, which gpu_model_create asks), so that a row's x and dy
+// stay in registers between its two sums and its update, and its share of
+// dw too; that share goes to partial[block], which colsum then adds up in
+// block order.
 
+template <int NV>
 __global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, const float *x, const float *w,
 				   int T, int C, float eps)
 {
-	extern __shared__ float dw[];
-	for (int c = threadIdx.x; c < C; c += blockDim.x)
-		dw[c] = 0;
+	float4 wv[NV], dw[NV];
+	const float4 zero = make_float4(0, 0, 0, 0);
+#pragma unroll
+	for (int k = 0; k < NV; k++) {
+		int c = 4 * (threadIdx.x + k * blockDim.x);
+		wv[k] = c < C ? load4(w + c) : zero;
+		dw[k] = zero;
+	}
 	int r0 = blockIdx.x * RMS_ROWS, r1 = min(T, r0 + RMS_ROWS);
 	for (int t = r0; t < r1; t++) {
 		const float *xr = x + (size_t)t * C, *g = dy + (size_t)t * C;
-		float ss = 0, dot = 0;
-		for (int c = threadIdx.x; c < C; c += blockDim.x) {
-			ss += xr[c] * xr[c];
-			dot += g[c] * w[c] * xr[c];
+		float4 xv[NV], gv[NV];
+		float2 sums = make_float2(0, 0);   // sum x^2, sum dy w x
+#pragma unroll
+		for (int k = 0; k < NV; k++) {
+			int c = 4 * (threadIdx.x + k * blockDim.x);
+			xv[k] = c < C ? load4(xr + c) : zero;
+			gv[k] = c < C ? load4(g + c) : zero;
+			sums.x += dot4(xv[k], xv[k]);
+			sums.y += gv[k].x * wv[k].x * xv[k].x + gv[k].y * wv[k].y * xv[k].y +
+				  gv[k].z * wv[k].z * xv[k].z + gv[k].w * wv[k].w * xv[k].w;
 		}
-		ss = block_sum(ss);
-		dot = block_sum(dot);
-		float r = rsqrtf(ss / C + eps), k = dot * r * r * r / C;
+		sums = block_sum2(sums);
+		float r = rsqrtf(sums.x / C + eps), q = sums.y * r * r * r / C;
 		float *out = dx + (size_t)t * C;
-		for (int c = threadIdx.x; c < C; c += blockDim.x) {
-			out[c] += g[c] * w[c] * r - xr[c] * k;
-			dw[c] += g[c] * xr[c] * r;
+#pragma unroll
+		for (int k = 0; k < NV; k++) {
+			int c = 4 * (threadIdx.x + k * blockDim.x);
+			if (c >= C)
+				continue;
+			float4 o = load4(out + c), a = gv[k], b = xv[k], m = wv[k];
+			o.x += a.x * m.x * r - b.x * q;
+			o.y += a.y * m.y * r - b.y * q;
+			o.z += a.z * m.z * r - b.z * q;
+			o.w += a.w * m.w * r - b.w * q;
+			*(float4 *)(out + c) = o;
+			dw[k].x += a.x * b.x * r;
+			dw[k].y += a.y * b.y * r;
+			dw[k].z += a.z * b.z * r;
+			dw[k].w += a.w * b.w * r;
 		}
 	}
-	for (int c = threadIdx.x; c < C; c += blockDim.x)
-		partial[(size_t)blockIdx.x * C + c] = dw[c];
+#pragma unroll
+	for (int k = 0; k < NV; k++) {
+		int c = 4 * (threadIdx.x + k * blockDim.x);
+		if (c < C)
+			*(float4 *)(partial + (size_t)blockIdx.x * C + c) = dw[k];
+	}
 }
 
 cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
@@ -112,8 +141,18 @@ cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float 
 {
 	if (T == 0)
 		return cudaSuccess;
-	int blocks = (T + RMS_ROWS - 1) / RMS_ROWS;
-	rmsnorm_bwd_kernel<<<blocks, THREADS, (size_t)C * sizeof(float), s>>>(dx, partial, dy, x, w, T, C, eps);
+	int C4 = C / 4, blocks = (T + RMS_ROWS - 1) / RMS_ROWS;
+	// groups of four per thread: the fewest that keep a block within 256 threads
+	int nv = C4 <= 256 ? 1 : C4 <= 512 ? 2 : C4 <= 1024 ? 4 : 8;
+	int threads = ((C4 + nv - 1) / nv + 31) / 32 * 32;
+	if (C % 4 || C4 > 8 * 256)
+		return cudaErrorInvalidValue;
+	switch (nv) {
+	case 1: rmsnorm_bwd_kernel<1><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
+	case 2: rmsnorm_bwd_kernel<2><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
+	case 4: rmsnorm_bwd_kernel<4><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
+	default: rmsnorm_bwd_kernel<8><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
+	}
 	cudaError_t err = cudaGetLastError();
 	return err != cudaSuccess ? err : launch_colsum(dw, partial, 0, blocks, C, scratch, s);
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 // Rows per block of the RMSNorm backward: partial holds ceil(T / RMS_ROWS) x C floats.
-#define RMS_ROWS 32
+#define RMS_ROWS 16
 
 // out (N) += column sums of in (R, N), fp32 or bf16, summed in a fixed
 // order (chunks of rows, then the chunks' sums) through scratch, which

@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -39,7 +40,8 @@ template <typename T> static __device__ __forceinline__ void store4(T *p, float4
 static __device__ __forceinline__ void load8(const bf16 *p, float v[8])
 {
 	uint4 u = *(const uint4 *)p;
-	const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+	__nv_bfloat162 h[4];
+	memcpy(h, &u, sizeof h);   // not a pointer cast: the compiler may assume those never alias
 #pragma unroll
 	for (int k = 0; k < 4; k++) {
 		float2 f = __bfloat1622float2(h[k]);
@@ -54,11 +56,12 @@ static __device__ __forceinline__ void load8(const float *p, float v[8])
 }
 static __device__ __forceinline__ void store8(bf16 *p, const float v[8])
 {
-	uint4 u;
-	__nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+	__nv_bfloat162 h[4];
 #pragma unroll
 	for (int k = 0; k < 4; k++)
 		h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+	uint4 u;
+	memcpy(&u, h, sizeof u);
 	*(uint4 *)p = u;
 }
 static __device__ __forceinline__ void store8(float *p, const float v[8])
@@ -96,20 +99,21 @@ static __device__ __forceinline__ float warp_sum(float v)
 	return v;
 }
 
-// The sum of v over the block (blockDim.x a multiple of 32, at most 1024);
-// every thread gets it. Safe to call again at once: part[] is reused only
-// after every thread has read it.
-static __device__ float block_sum(float v)
+// The sums of v.x and v.y over the block (blockDim.x a multiple of 32, at
+// most 1024); every thread gets them. Safe to call again at once: part[]
+// is reused only after every thread has read it.
+static __device__ float2 block_sum2(float2 v)
 {
-	__shared__ float part[32];
+	__shared__ float2 part[32];
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-	v = warp_sum(v);
+	v.x = warp_sum(v.x);
+	v.y = warp_sum(v.y);
 	__syncthreads();
 	if (lane == 0)
 		part[warp] = v;
 	__syncthreads();
-	v = lane < nwarps ? part[lane] : 0.0f;
-	return warp_sum(v);
+	v = lane < nwarps ? part[lane] : make_float2(0.0f, 0.0f);
+	return make_float2(warp_sum(v.x), warp_sum(v.y));
 }
 
 // CUDA-core attention: keys (or queries) per shared-memory tile, and threads

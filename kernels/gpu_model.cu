@@ -177,6 +177,8 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 			    s->NH, s->NKV, s->I);
 	if (s->I % 8)   // the SwiGLU kernels take eight elements at a time
 		return gpu_fail(msg, msglen, "intermediate size %d: the CUDA path takes a multiple of 8", s->I);
+	if (s->C % 4 || s->C > 8192)   // the norms take four columns at a time, the backward's up to 8 a thread
+		return gpu_fail(msg, msglen, "hidden size %d: the CUDA path takes a multiple of 4 up to 8192", s->C);
 	if (!attention_head_size_ok(s->HS))
 		return gpu_fail(msg, msglen, "head size %d: the CUDA attention takes %s", s->HS, ATT_HEAD_SIZES);
 	if (maxT <= 0 || w->max_pos < maxT)

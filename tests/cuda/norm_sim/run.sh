@@ -1,0 +1,14 @@
+#!/bin/sh
+# Build norm_sim (sim.cc) over copies of kernels/'s RMSNorm (forward and
+# backward), column-sum and SwiGLU kernels and launchers (extract.py) and
+# run it on the CPU; exits non-zero if any case fails. It checks their
+# indexing, barriers, vector loads and reductions against double-precision
+# sums; nothing of timing, or races the CPU's scheduling hides. A few
+# seconds to a minute; no GPU.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 "$here/extract.py" "$tmp"
+${CXX:-g++} -std=c++20 -O2 -ffp-contract=off -pthread -w -I"$tmp" -I"$here" "$here/sim.cc" -o "$tmp/sim"
+"$tmp/sim"
