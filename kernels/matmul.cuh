@@ -18,11 +18,29 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
+// A product's shape, its cuBLASLt descriptors and the algorithm the
+// heuristic chose for it: made once and kept, since asking the heuristic
+// for every call held the GPU idle for a few hundred microseconds behind
+// the short products (q/k/v, o_proj) of every layer.
+struct matmul_plan {
+	int transa, transb, m, n, k, lda, ldb, ldd;
+	cudaDataType_t tin, tout;
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t la, lb, lc;
+	cublasLtMatmulAlgo_t algo;
+};
+
+// Plans kept: a pack's shapes (about 15: each T is a pack's token count)
+// for a few packs; the oldest makes way.
+#define MATMUL_PLANS 64
+
 struct matmul_ctx {
 	cublasLtHandle_t lt;
 	void *workspace;     // device
 	size_t workspace_bytes;
 	cudaStream_t stream;
+	struct matmul_plan plan[MATMUL_PLANS];
+	int nplans, oldest;
 };
 
 // 0, or -1 with the failing call in msg.
