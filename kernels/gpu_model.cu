@@ -452,11 +452,7 @@ int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struc
 		LAUNCH(launch_attention(att, att_lse, qkv, g->tiles, ntiles, s->NH, s->NKV, s->HS, bf, st));
 	// (query, key) pairs times two products of HS per query head
 	prof_mark(g, "attention", kv ? 0 : 4 * g->att_pairs * QD);
-	if (r2 != x) {
-		CUDA_TRY(cudaMemcpyAsync(r2, x, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
-		prof_mark(g, "activation copies", 0);
-	}
-	if (matmul(&g->mm, r2, 1, att, wo, bf, T, C, QD, 1.0f, msg, msglen) < 0)
+	if (matmul_residual(&g->mm, r2, x, att, wo, bf, T, C, QD, msg, msglen) < 0)   // training keeps x apart
 		return -1;
 	prof_mark(g, "o_proj matmul", 2 * TT * C * QD);
 	if (g->bo) {
@@ -474,11 +470,7 @@ int gpu_forward_layer(struct gpu_model *g, int l, int T, int ntiles, const struc
 		return 0;
 	LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
 	prof_mark(g, "SwiGLU", 0);
-	if (xout != r2) {
-		CUDA_TRY(cudaMemcpyAsync(xout, r2, (size_t)T * C * 4, cudaMemcpyDeviceToDevice, st));
-		prof_mark(g, "activation copies", 0);
-	}
-	if (matmul(&g->mm, xout, 1, g->act, wdown, bf, T, C, I, 1.0f, msg, msglen) < 0)
+	if (matmul_residual(&g->mm, xout, r2, g->act, wdown, bf, T, C, I, msg, msglen) < 0)
 		return -1;
 	prof_mark(g, "down matmul", 2 * TT * C * I);
 	return 0;

@@ -120,12 +120,13 @@ static struct matmul_plan *plan_for(struct matmul_ctx *mc, const struct matmul_p
 	return NULL;
 }
 
-// D (m, n) = op(A) op(B) + beta D, column-major, as cuBLASLt sees it: A is
+// D (m, n) = op(A) op(B) + beta C, column-major, as cuBLASLt sees it: A is
 // stored (m, k) or, transposed, (k, m) with leading dimension lda; B (k, n)
-// or (n, k) with ldb; D (m, n) with ldd.
+// or (n, k) with ldb; C, laid out as D (m, n) with ldd, is D itself or
+// another array.
 static int lt_gemm(struct matmul_ctx *mc, int transa, int transb, int m, int n, int k, const void *A, int lda,
-		   const void *B, int ldb, void *D, int ldd, cudaDataType_t tin, cudaDataType_t tout, float beta,
-		   char *msg, size_t msglen)
+		   const void *B, int ldb, const void *C, void *D, int ldd, cudaDataType_t tin, cudaDataType_t tout,
+		   float beta, char *msg, size_t msglen)
 {
 	struct matmul_plan key;
 	memset(&key, 0, sizeof key);
@@ -136,7 +137,7 @@ static int lt_gemm(struct matmul_ctx *mc, int transa, int transb, int m, int n, 
 	struct matmul_plan *p = plan_for(mc, &key, &st, &what);
 	if (p) {
 		float alpha = 1.0f;
-		st = cublasLtMatmul(mc->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, D, p->lc, D, p->lc, &p->algo,
+		st = cublasLtMatmul(mc->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, C, p->lc, D, p->lc, &p->algo,
 				    mc->workspace, mc->workspace_bytes, mc->stream);
 	}
 	if (st != CUBLAS_STATUS_SUCCESS) {
@@ -157,7 +158,16 @@ int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const v
 	if (T == 0)
 		return 0;
 	cudaDataType_t tin = type_in(in_bf16);
-	return lt_gemm(mc, 1, 0, N, T, K, w, K, x, K, out, N, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
+	return lt_gemm(mc, 1, 0, N, T, K, w, K, x, K, out, out, N, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
+}
+
+// out^T (N, T) fp32 = in^T + w^T x^T: matmul with beta 1 from another array
+int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const void *x, const void *w, int in_bf16,
+		    int T, int N, int K, char *msg, size_t msglen)
+{
+	if (T == 0)
+		return 0;
+	return lt_gemm(mc, 1, 0, N, T, K, w, K, x, K, in, out, N, type_in(in_bf16), CUDA_R_32F, 1.0f, msg, msglen);
 }
 
 // dx^T (K, T) = w^T (stored (K, N) as is) dy^T (N, T)
@@ -167,7 +177,7 @@ int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, cons
 	if (T == 0)
 		return 0;
 	cudaDataType_t tin = type_in(in_bf16);
-	return lt_gemm(mc, 0, 0, K, T, N, w, K, dy, N, dx, K, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
+	return lt_gemm(mc, 0, 0, K, T, N, w, K, dy, N, dx, dx, K, tin, out_f32 ? CUDA_R_32F : tin, beta, msg, msglen);
 }
 
 // dw^T (K, N) += x^T (K, T) dy (T, N: dy^T stored (N, T), transposed)
@@ -176,5 +186,5 @@ int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, i
 {
 	if (T == 0)
 		return 0;
-	return lt_gemm(mc, 0, 1, K, N, T, x, K, dy, N, dw, K, type_in(in_bf16), CUDA_R_32F, 1.0f, msg, msglen);
+	return lt_gemm(mc, 0, 1, K, N, T, x, K, dy, N, dw, dw, K, type_in(in_bf16), CUDA_R_32F, 1.0f, msg, msglen);
 }

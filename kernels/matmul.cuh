@@ -51,6 +51,11 @@ void matmul_free(struct matmul_ctx *mc);
 int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const void *w, int in_bf16, int T,
 	   int N, int K, float beta, char *msg, size_t msglen);
 
+// out (T, N) fp32 = in (T, N) fp32 + x (T, K) @ w (N, K)^T: a residual add
+// without copying the stream first (in may be out).
+int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const void *x, const void *w, int in_bf16,
+		    int T, int N, int K, char *msg, size_t msglen);
+
 // The backward of matmul: dx (T, K) = beta dx + dy (T, N) @ w (N, K), and
 // dw (N, K) fp32 += dy (T, N)^T @ x (T, K), dy and x in the input type.
 int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, const void *w, int in_bf16, int T,
