@@ -269,6 +269,8 @@ cudaError_t launch_qkv_prep_backward(void *dqkv, float *nq, float *nk, const voi
 // With x = z / temp, p = softmax(x), lp_j = x_j - lse, H the entropy:
 //   dx_j = g ([j == target] - p_j) - e p_j (lp_j + H),   dz_j = dx_j / temp.
 
+// Eight logits a thread at a time where rows are 32-byte aligned (V a
+// multiple of 8, as every real vocabulary is), one otherwise.
 template <typename T>
 __global__ void lmhead_bwd_kernel(T *dz, const float *z, const int32_t *targets, const float *temps,
 				  const float *dlp, const float *dent, const float *lse, const float *ent, int V)
@@ -277,18 +279,36 @@ __global__ void lmhead_bwd_kernel(T *dz, const float *z, const int32_t *targets,
 	const float *zr = z + row * V;
 	T *out = dz + row * V;
 	float g = dlp[row], e = dent[row];
+	int vec = V % 8 == 0;
 	if (g == 0 && e == 0) {   // predicts nothing, or a token the loss ignores
-		for (int j = threadIdx.x; j < V; j += blockDim.x)
-			out[j] = from_f<T>(0.0f);
+		const float zero[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+		if (vec)
+			for (int j = 8 * threadIdx.x; j < V; j += 8 * blockDim.x)
+				store8(out + j, zero);
+		else
+			for (int j = threadIdx.x; j < V; j += blockDim.x)
+				out[j] = from_f<T>(0.0f);
 		return;
 	}
 	float inv = 1.0f / temps[row], L = lse[row], H = ent[row];
 	int y = targets[row];
-	for (int j = threadIdx.x; j < V; j += blockDim.x) {
-		float lp = zr[j] * inv - L, p = expf(lp);
-		float d = -g * p - e * p * (lp + H) + (j == y ? g : 0.0f);
-		out[j] = from_f<T>(d * inv);
-	}
+	if (vec)
+		for (int j = 8 * threadIdx.x; j < V; j += 8 * blockDim.x) {
+			float d[8];
+			load8(zr + j, d);
+#pragma unroll
+			for (int k = 0; k < 8; k++) {
+				float lp = d[k] * inv - L, p = expf(lp);
+				d[k] = (-g * p - e * p * (lp + H) + (j + k == y ? g : 0.0f)) * inv;
+			}
+			store8(out + j, d);
+		}
+	else
+		for (int j = threadIdx.x; j < V; j += blockDim.x) {
+			float lp = zr[j] * inv - L, p = expf(lp);
+			float d = -g * p - e * p * (lp + H) + (j == y ? g : 0.0f);
+			out[j] = from_f<T>(d * inv);
+		}
 }
 
 cudaError_t launch_lmhead_backward(void *dz, const float *z, const int32_t *targets, const float *temps,

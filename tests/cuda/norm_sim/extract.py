@@ -1,5 +1,5 @@
 # Writes kern.inc into the directory given: device.cuh's helpers, then the
-# norm, column-sum and SwiGLU kernels and their launchers, copied from
+# norm, column-sum, SwiGLU and LM-head-gradient kernels and their launchers, copied from
 # kernels/ unchanged except that each <<<grid, block, smem, stream>>>
 # launch becomes a call of shim.h's launch().
 import re
@@ -33,7 +33,8 @@ for f, head in (("layers.cu", "__global__ void rmsnorm_kernel"), ("layers.cu", "
                 ("backward.cu", "__global__ void colsum_kernel"), ("backward.cu", "size_t colsum_scratch_floats"),
                 ("backward.cu", "cudaError_t launch_colsum("), ("backward.cu", "__global__ void rmsnorm_bwd_kernel"),
                 ("backward.cu", "cudaError_t launch_rmsnorm_backward("),
-                ("backward.cu", "__global__ void swiglu_bwd_kernel"), ("backward.cu", "cudaError_t launch_swiglu_backward(")):
+                ("backward.cu", "__global__ void swiglu_bwd_kernel"), ("backward.cu", "cudaError_t launch_swiglu_backward("),
+                ("backward.cu", "__global__ void lmhead_bwd_kernel"), ("backward.cu", "cudaError_t launch_lmhead_backward(")):
     out.append(re.sub(r"(\w+(?:<[^<>]*>)?)<<<(.*?), ([^,]+), [^,]+, \w+>>>\((.*?)\);", as_call,
                       function(src[f], head), flags=re.S))
 open(sys.argv[1] + "/kern.inc", "w").write("\n".join(out) + "\n")

@@ -1,10 +1,12 @@
-// norm_sim: kernels/'s RMSNorm forward and backward, column sums and
-// SwiGLU forward and backward, their code and launchers unchanged
-// (extract.py), run on the CPU (shim.h) and compared with double-precision
-// sums: C from 64 to 8192 (one to eight groups of four columns a thread,
+// norm_sim: kernels/'s RMSNorm forward and backward, column sums, SwiGLU
+// forward and backward and the LM head's dlogits, their code and launchers
+// unchanged (extract.py), run on the CPU (shim.h) and compared with
+// double-precision sums: C from 64 to 8192 (one to eight groups of four columns a thread,
 // blocks of one warp to 256 threads), column sums of one to three passes,
-// fp32 and bf16. Run by run.sh beside it.
+// V 777 (one logit a thread) and multiples of 8, fp32 and bf16. Run by
+// run.sh beside it.
 #include "kern.inc"
+#include <algorithm>
 #include <random>
 static std::mt19937 gen(7);
 static int fails;
@@ -101,6 +103,35 @@ template <typename T> static void swiglu_case(int T_, int I)
 	char name[100]; snprintf(name, 100, "swiglu T %d I %d %s", T_, I, bf ? "bf16" : "fp32"); report(name, bad);
 }
 
+// dlogits of n rows: row 0 predicts nothing (g = e = 0), the others a target
+template <typename T> static void lmhead_case(int n, int V)
+{
+	int bf = sizeof(T) == 2;
+	std::vector<float> z((size_t)n * V), temps(n), dlp(n), dent(n), lse(n), ent(n);
+	std::vector<int32_t> y(n);
+	std::vector<T> dz((size_t)n * V, ft<T>(42));
+	for (int r = 0; r < n; r++) {
+		temps[r] = r % 2 ? 0.7f : 1.3f;
+		dlp[r] = r ? rnd() : 0, dent[r] = r ? 0.1f * rnd() : 0;
+		y[r] = (int)(gen() % V);
+		double m = -1e30, s = 0, h = 0;
+		for (int j = 0; j < V; j++) z[(size_t)r * V + j] = 3 * rnd(), m = std::max(m, (double)z[(size_t)r * V + j] / temps[r]);
+		for (int j = 0; j < V; j++) s += exp(z[(size_t)r * V + j] / temps[r] - m);
+		lse[r] = (float)(m + log(s));
+		for (int j = 0; j < V; j++) { double lp = z[(size_t)r * V + j] / temps[r] - lse[r]; h -= exp(lp) * lp; }
+		ent[r] = (float)h;
+	}
+	launch_lmhead_backward(dz.data(), z.data(), y.data(), temps.data(), dlp.data(), dent.data(), lse.data(), ent.data(), n, V, bf, 0);
+	int bad = 0;
+	for (int r = 0; r < n; r++)
+		for (int j = 0; j < V; j++) {
+			double lp = z[(size_t)r * V + j] / temps[r] - lse[r], p = exp(lp);
+			double d = (dlp[r] * ((j == y[r]) - p) - dent[r] * p * (lp + ent[r])) / temps[r];
+			expect("dlogits", tf(dz[(size_t)r * V + j]), d, bf ? 8e-3 : 1e-5, &bad);
+		}
+	char name[100]; snprintf(name, 100, "LM head dlogits n %d V %d %s", n, V, bf ? "bf16" : "fp32"); report(name, bad);
+}
+
 int main()
 {
 	int shapes[][2] = { { 37, 64 }, { 20, 96 }, { 33, 896 }, { 17, 1536 }, { 9, 2052 }, { 5, 4096 }, { 3, 8192 }, { 1, 448 } };
@@ -109,6 +140,7 @@ int main()
 	for (auto &s : cs) { colsum_case(s[0], s[1], 0); colsum_case(s[0], s[1], 1); }
 	swiglu_case<float>(3, 8); swiglu_case<bf16>(3, 8); swiglu_case<float>(5, 4864); swiglu_case<bf16>(7, 4864);
 	swiglu_case<bf16>(2000, 136);
+	lmhead_case<float>(3, 777); lmhead_case<bf16>(3, 777); lmhead_case<float>(4, 3000); lmhead_case<bf16>(3, 151936);
 	printf("%s\n", fails ? "FAILED" : "all passed");
 	return fails != 0;
 }
