@@ -3,12 +3,14 @@
 # (bench/cuda/carry.sh): unpack it, put on the library path the libraries
 # this machine lacks, and run what needs the GPU, logs under ${OUT:-out}:
 #   tests   the CUDA tests and the tools' GPU cases (tests.txt)
-#   bench   make bench-cuda's run.sh with the peer (bench/)
+#   bench   make bench-cuda's run.sh with the peer (bench/; BENCH_QUICK=1: the
+#           figures the issue asks for alone)
 #   quick   ours alone, once: generation, the training step with and without
 #           --recompute (quick.txt)
 #   profile the reference forward and the training step with and without
 #           --recompute under GRPO_CUDA_PROFILE=1: each phase's time, share
-#           and TFLOP/s (profile.txt)
+#           and TFLOP/s (profile.txt; PROFILE_PASSES picks: forward train
+#           recompute)
 #   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
 #   san     compute-sanitizer memcheck on the CUDA tests (san.txt)
 #   race    compute-sanitizer racecheck, one kernel of a test at a time
@@ -74,7 +76,12 @@ for what; do
 	profile)   # where the time goes: one timed run each, the phase table on stderr
 		[ -f "$out/lengths.txt" ] || lengths > "$out/lengths.txt"
 		{
-			for mode in "" "-t" "-t -R"; do
+			for pass in ${PROFILE_PASSES:-forward train recompute}; do
+				case $pass in
+				forward) mode= ;;
+				train) mode=-t ;;
+				*) mode="-t -R" ;;
+				esac
 				echo "=== bench_cuda_model -d bf16 -r 1 $mode"
 				GRPO_CUDA_PROFILE=1 timeout 120 cuda-run/bench/cuda/bench_cuda_model -d bf16 -r 1 $mode \
 					"$out/lengths.txt"
@@ -112,7 +119,12 @@ for what; do
 			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-120}" "$2" --tool racecheck --kernel-name "kns=$k" \
 				--error-exitcode 3 "$t" > "$log.txt" 2>&1
 			rc=$?
-			{ echo "=== racecheck $k in $t"; echo "=== exit $rc (3: hazards; 124: out of time)"; tail -n 3 "$log.txt"; } > "$log.sum"
+			{
+				echo "=== racecheck $k in $t"
+				echo "=== exit $rc (3: hazards; 124: out of time)"
+				[ $rc = 0 ] || grep -E "not ok|[Hh]azard|Race|rror" "$log.txt" | head -n 30
+				tail -n 3 "$log.txt"
+			} > "$log.sum"
 		' sh "$tmp" "$san"
 		cat "$tmp"/*.sum >> "$out/race.txt"
 		rm -rf "$tmp"

@@ -7,7 +7,9 @@
 # Qwen2.5-1.5B shape's, which the peer cannot fit) against the peer's step,
 # each also with the layers' activations recomputed (-R, grpo-step
 # --recompute) for its time and memory.
-# Prints the figures and their ratios; asserts nothing.
+# Prints the figures and their ratios; asserts nothing. BENCH_QUICK=1
+# measures only what the ratios need (the forward, the step with and
+# without -R, the 1.5B step and the peer), for a short GPU lease.
 #
 # Needs a GPU; the peer needs python3 with torch and transformers, and its
 # script, peer_torch_grpo.py, in $GRPO_SHARED/bench (default ../shared).
@@ -33,12 +35,12 @@ PY
 
 bench="$top/$BUILD/bench/cuda/bench_cuda_model"
 "$bench" -d bf16 "$out/lengths.txt" | tee "$out/ours-bf16.txt"
-if [ -z "$BENCH_QUICK" ]; then   # the CUDA-core attention and fp32, for comparison
+if [ -z "$BENCH_QUICK" ]; then   # the CUDA-core attention, fp32, Qwen3 and the forward+backward alone, for comparison
 	GRPO_CUDA_ATTENTION=simple "$bench" -d bf16 "$out/lengths.txt"
 	"$bench" -d fp32 "$out/lengths.txt"
+	"$bench" -d bf16 -s qwen3-0.6b "$out/lengths.txt"
+	"$bench" -d bf16 -b "$out/lengths.txt"
 fi
-"$bench" -d bf16 -s qwen3-0.6b "$out/lengths.txt"
-"$bench" -d bf16 -b "$out/lengths.txt"
 # grpo-step's whole step on the GPU: forward, backward, gradient norm, AdamW, the copy back
 "$bench" -d bf16 -t "$out/lengths.txt" | tee "$out/ours-train.txt"
 [ -n "$BENCH_QUICK" ] || GRPO_CUDA_PIN=0 "$bench" -d bf16 -t "$out/lengths.txt"   # the copy back through pageable memory
@@ -46,7 +48,8 @@ fi
 "$bench" -d bf16 -t -R "$out/lengths.txt" | tee "$out/ours-train-recompute.txt"
 # the Qwen2.5-1.5B shape, where the peer runs out of memory on an 80 GB GPU
 "$bench" -d bf16 -t -r 1 -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step failed" >&2
-"$bench" -d bf16 -t -r 1 -R -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step with -R failed" >&2
+[ -n "$BENCH_QUICK" ] ||
+	"$bench" -d bf16 -t -r 1 -R -s qwen2.5-1.5b "$out/lengths.txt" || echo "bench-cuda: the 1.5B step with -R failed" >&2
 
 peer="$shared/bench/peer_torch_grpo.py"
 if [ ! -f "$peer" ]; then
