@@ -159,9 +159,11 @@ cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float 
 
 // ---- SwiGLU backward: dgu (T, 2I) = d/d(gate | up) of silu(gate) * up ----
 
-// Eight elements a thread, as the forward's swiglu_kernel.
+// Eight elements a thread, as the forward's swiglu_kernel; with act, the
+// forward's output again too (its expression, so its bits), for down_proj's
+// weight gradient, while gate and up are at hand.
 template <typename T>
-__global__ void swiglu_bwd_kernel(T *dgu, const float *dact, const T *gu, int I, size_t n8)
+__global__ void swiglu_bwd_kernel(T *dgu, T *act, const float *dact, const T *gu, int I, size_t n8)
 {
 	size_t step = (size_t)gridDim.x * blockDim.x;
 	for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n8; e += step) {
@@ -178,20 +180,27 @@ __global__ void swiglu_bwd_kernel(T *dgu, const float *dact, const T *gu, int I,
 		}
 		store8(dgu + t * 2 * I + i, dg);
 		store8(dgu + t * 2 * I + I + i, du);
+		if (act) {
+#pragma unroll
+			for (int k = 0; k < 8; k++)
+				d[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
+			store8(act + t * I + i, d);
+		}
 	}
 }
 
-cudaError_t launch_swiglu_backward(void *dgu, const float *dact, const void *gu, int T, int I, int bf16flag,
-				   cudaStream_t s)
+cudaError_t launch_swiglu_backward(void *dgu, void *act, const float *dact, const void *gu, int T, int I,
+				   int bf16flag, cudaStream_t s)
 {
 	if (T == 0)
 		return cudaSuccess;
 	size_t n8 = (size_t)T * I / 8;
+	unsigned blocks = elementwise_blocks(n8);
 	if (bf16flag)
-		swiglu_bwd_kernel<bf16><<<elementwise_blocks(n8), THREADS, 0, s>>>((bf16 *)dgu, dact, (const bf16 *)gu, I, n8);
+		swiglu_bwd_kernel<bf16><<<blocks, THREADS, 0, s>>>((bf16 *)dgu, (bf16 *)act, dact, (const bf16 *)gu, I, n8);
 	else
-		swiglu_bwd_kernel<float><<<elementwise_blocks(n8), THREADS, 0, s>>>((float *)dgu, dact, (const float *)gu, I,
-										 n8);
+		swiglu_bwd_kernel<float><<<blocks, THREADS, 0, s>>>((float *)dgu, (float *)act, dact, (const float *)gu, I,
+								    n8);
 	return cudaGetLastError();
 }
 

@@ -24,8 +24,9 @@ size_t colsum_scratch_floats(size_t R, size_t N);
 cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
 				    const float *x, const float *w, int T, int C, float eps, cudaStream_t s);
 
-// dgu (T, 2I) act, gate | up, from dact (T, I) fp32 and the forward's gu
-cudaError_t launch_swiglu_backward(void *dgu, const float *dact, const void *gu, int T, int I, int bf16,
+// dgu (T, 2I) act, gate | up, from dact (T, I) fp32 and the forward's gu;
+// and, where act is not NULL, act (T, I) = the forward's output again
+cudaError_t launch_swiglu_backward(void *dgu, void *act, const float *dact, const void *gu, int T, int I, int bf16,
 				   cudaStream_t s);
 
 // In place on dqkv (T, (NH + 2 NKV) HS) act: from the gradient after RoPE

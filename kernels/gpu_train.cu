@@ -251,19 +251,19 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		const float *att_lse = g->att_lse + layer_off(g, l, NH);
 		size_t lq = (size_t)l * QD, lk = (size_t)l * KD, lh = (size_t)l * HS;
 
-		// MLP: dres flows into down_proj, SwiGLU, gate|up and the second norm
-		LAUNCH(launch_swiglu(g->act, gu, T, I, bf, st));
-		prof_mark(g, "bwd: SwiGLU (again)", 0);
+		// MLP: dres flows into down_proj, SwiGLU, gate|up and the second
+		// norm; SwiGLU's backward makes its forward's output again for
+		// down_proj's weight gradient, which therefore comes after it
 		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
 		prof_mark(g, "bwd: residual gradient to bf16", 0);
-		if (matmul_dw(&g->mm, g->g_wdown + (size_t)l * C * I, g->dres_act, g->act, bf, T, C, I, msg, msglen) < 0)
-			return -1;
-		prof_mark(g, "bwd: down dW matmul", 2 * TT * C * I);
 		if (matmul_dx(&g->mm, g->dact, 1, g->dres_act, wdown, bf, T, C, I, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: down dx matmul", 2 * TT * C * I);
-		LAUNCH(launch_swiglu_backward(g->dgu, g->dact, gu, T, I, bf, st));
+		LAUNCH(launch_swiglu_backward(g->dgu, g->act, g->dact, gu, T, I, bf, st));
 		prof_mark(g, "bwd: SwiGLU", 0);
+		if (matmul_dw(&g->mm, g->g_wdown + (size_t)l * C * I, g->dres_act, g->act, bf, T, C, I, msg, msglen) < 0)
+			return -1;
+		prof_mark(g, "bwd: down dW matmul", 2 * TT * C * I);
 		LAUNCH(launch_rmsnorm(g->ln, r2, g->ln2 + (size_t)l * C, T, C, s->eps, bf, st));
 		prof_mark(g, "bwd: rmsnorm (again)", 0);
 		if (matmul_dw(&g->mm, g->g_wgu + (size_t)l * 2 * I * C, g->dgu, g->ln, bf, T, 2 * I, C, msg, msglen) < 0)

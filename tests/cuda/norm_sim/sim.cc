@@ -90,7 +90,9 @@ template <typename T> static void swiglu_case(int T_, int I)
 	std::vector<float> dact((size_t)T_ * I);
 	for (auto &v : gu) v = ft<T>(rnd() * 2); for (auto &v : dact) v = rnd();
 	launch_swiglu(act.data(), gu.data(), T_, I, bf, 0);
-	launch_swiglu_backward(dgu.data(), dact.data(), gu.data(), T_, I, bf, 0);
+	std::vector<T> act2((size_t)T_ * I);
+	launch_swiglu_backward(dgu.data(), act2.data(), dact.data(), gu.data(), T_, I, bf, 0);
+	int same = memcmp(act.data(), act2.data(), act.size() * sizeof(T)) == 0;
 	int bad = 0; double tol = bf ? 8e-3 : 2e-6;
 	for (int t = 0; t < T_; t++)
 		for (int i = 0; i < I; i++) {
@@ -100,6 +102,7 @@ template <typename T> static void swiglu_case(int T_, int I)
 			expect("swiglu dup", tf(dgu[(size_t)t * 2 * I + I + i]), d * g * sg, tol, &bad);
 			expect("swiglu dgate", tf(dgu[(size_t)t * 2 * I + i]), d * u * sg * (1 + g * (1 - sg)), tol, &bad);
 		}
+	if (!same) printf("  the backward's output differs from the forward's\n"), bad++;
 	char name[100]; snprintf(name, 100, "swiglu T %d I %d %s", T_, I, bf ? "bf16" : "fp32"); report(name, bad);
 }
 
