@@ -80,10 +80,11 @@ cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N,
 // multiple of 4, which gpu_model_create asks), so that a row's x and dy
 // stay in registers between its two sums and its update, and its share of
 // dw too; that share goes to partial[block], which colsum then adds up in
-// block order.
+// block order. With dxa, the updated dx also goes there in the activation
+// type, for the matrix products that take it next.
 
-template <int NV>
-__global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, const float *x, const float *w,
+template <int NV, typename A>
+__global__ void rmsnorm_bwd_kernel(float *dx, A *dxa, float *partial, const float *dy, const float *x, const float *w,
 				   int T, int C, float eps)
 {
 	float4 wv[NV], dw[NV];
@@ -122,6 +123,8 @@ __global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, c
 			o.z += a.z * m.z * r - b.z * q;
 			o.w += a.w * m.w * r - b.w * q;
 			*(float4 *)(out + c) = o;
+			if (dxa)
+				store4(dxa + (size_t)t * C + c, o);
 			dw[k].x += a.x * b.x * r;
 			dw[k].y += a.y * b.y * r;
 			dw[k].z += a.z * b.z * r;
@@ -136,8 +139,21 @@ __global__ void rmsnorm_bwd_kernel(float *dx, float *partial, const float *dy, c
 	}
 }
 
-cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
-				    const float *x, const float *w, int T, int C, float eps, cudaStream_t s)
+template <typename A>
+static void rmsnorm_bwd(int nv, int blocks, int threads, cudaStream_t s, float *dx, A *dxa, float *partial,
+			const float *dy, const float *x, const float *w, int T, int C, float eps)
+{
+	switch (nv) {
+	case 1: rmsnorm_bwd_kernel<1, A><<<blocks, threads, 0, s>>>(dx, dxa, partial, dy, x, w, T, C, eps); break;
+	case 2: rmsnorm_bwd_kernel<2, A><<<blocks, threads, 0, s>>>(dx, dxa, partial, dy, x, w, T, C, eps); break;
+	case 4: rmsnorm_bwd_kernel<4, A><<<blocks, threads, 0, s>>>(dx, dxa, partial, dy, x, w, T, C, eps); break;
+	default: rmsnorm_bwd_kernel<8, A><<<blocks, threads, 0, s>>>(dx, dxa, partial, dy, x, w, T, C, eps); break;
+	}
+}
+
+cudaError_t launch_rmsnorm_backward(float *dx, void *dx_act, int bf16flag, float *dw, float *partial, float *scratch,
+				    const float *dy, const float *x, const float *w, int T, int C, float eps,
+				    cudaStream_t s)
 {
 	if (T == 0)
 		return cudaSuccess;
@@ -147,12 +163,10 @@ cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float 
 	int threads = ((C4 + nv - 1) / nv + 31) / 32 * 32;
 	if (C % 4 || C4 > 8 * 256)
 		return cudaErrorInvalidValue;
-	switch (nv) {
-	case 1: rmsnorm_bwd_kernel<1><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
-	case 2: rmsnorm_bwd_kernel<2><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
-	case 4: rmsnorm_bwd_kernel<4><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
-	default: rmsnorm_bwd_kernel<8><<<blocks, threads, 0, s>>>(dx, partial, dy, x, w, T, C, eps); break;
-	}
+	if (bf16flag)
+		rmsnorm_bwd(nv, blocks, threads, s, dx, (bf16 *)dx_act, partial, dy, x, w, T, C, eps);
+	else
+		rmsnorm_bwd(nv, blocks, threads, s, dx, (float *)dx_act, partial, dy, x, w, T, C, eps);
 	cudaError_t err = cudaGetLastError();
 	return err != cudaSuccess ? err : launch_colsum(dw, partial, 0, blocks, C, scratch, s);
 }
@@ -354,25 +368,5 @@ cudaError_t launch_embed_backward(float *dembed, const float *dres, const int32_
 	if (nseg == 0)
 		return cudaSuccess;
 	embed_bwd_kernel<<<nseg, THREADS, 0, s>>>(dembed, dres, order, seg, seg_id, C);
-	return cudaGetLastError();
-}
-
-// ---- fp32 to the activation type (a gradient into a matrix product) ----
-
-template <typename T>
-__global__ void convert_kernel(T *dst, const float *src, size_t n)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		dst[i] = from_f<T>(src[i]);
-}
-
-cudaError_t launch_to_act(void *dst, const float *src, size_t n, int bf16flag, cudaStream_t s)
-{
-	if (n == 0)
-		return cudaSuccess;
-	if (!bf16flag)
-		return cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice, s);
-	int blocks = (int)((n + THREADS - 1) / THREADS < 65536 ? (n + THREADS - 1) / THREADS : 65536);
-	convert_kernel<bf16><<<blocks, THREADS, 0, s>>>((bf16 *)dst, src, n);
 	return cudaGetLastError();
 }

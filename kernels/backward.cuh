@@ -18,11 +18,13 @@
 cudaError_t launch_colsum(float *out, const void *in, int in_bf16, int R, int N, float *scratch, cudaStream_t s);
 size_t colsum_scratch_floats(size_t R, size_t N);
 
-// dx (T, C) += RMSNorm's input gradient from dy; dw (C) += its weight
-// gradient, through partial (ceil(T / RMS_ROWS) x C floats) and colsum's
-// scratch for ceil(T / RMS_ROWS) rows of C
-cudaError_t launch_rmsnorm_backward(float *dx, float *dw, float *partial, float *scratch, const float *dy,
-				    const float *x, const float *w, int T, int C, float eps, cudaStream_t s);
+// dx (T, C) += RMSNorm's input gradient from dy, and dx_act (T, C), unless
+// NULL, = the new dx in the activation type (bf16 or fp32); dw (C) += its
+// weight gradient, through partial (ceil(T / RMS_ROWS) x C floats) and
+// colsum's scratch for ceil(T / RMS_ROWS) rows of C
+cudaError_t launch_rmsnorm_backward(float *dx, void *dx_act, int bf16, float *dw, float *partial, float *scratch,
+				    const float *dy, const float *x, const float *w, int T, int C, float eps,
+				    cudaStream_t s);
 
 // dgu (T, 2I) act, gate | up, from dact (T, I) fp32 and the forward's gu;
 // and, where act is not NULL, act (T, I) = the forward's output again
@@ -49,8 +51,5 @@ cudaError_t launch_lmhead_backward(void *dz, const float *z, const int32_t *targ
 // dembed[seg_id[u]] += sum of dres rows order[seg[u] .. seg[u+1]-1], for u < nseg
 cudaError_t launch_embed_backward(float *dembed, const float *dres, const int32_t *order, const int32_t *seg,
 				  const int32_t *seg_id, int nseg, int C, cudaStream_t s);
-
-// dst (n) act = src (n) fp32
-cudaError_t launch_to_act(void *dst, const float *src, size_t n, int bf16, cudaStream_t s);
 
 #endif

@@ -224,7 +224,8 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		}
 	}
 	CUDA_TRY(cudaMemsetAsync(g->dres, 0, TC * 4, st));
-	LAUNCH(launch_rmsnorm_backward(g->dres, g->g_norm, g->partial, g->colsum_tmp, g->dln, xL, g->norm, T, C, s->eps, st));
+	LAUNCH(launch_rmsnorm_backward(g->dres, g->dres_act, bf, g->g_norm, g->partial, g->colsum_tmp, g->dln, xL,
+				       g->norm, T, C, s->eps, st));
 	prof_mark(g, "bwd: rmsnorm", 0);
 
 	for (l = s->L - 1; l >= 0; l--) {
@@ -254,8 +255,6 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		// MLP: dres flows into down_proj, SwiGLU, gate|up and the second
 		// norm; SwiGLU's backward makes its forward's output again for
 		// down_proj's weight gradient, which therefore comes after it
-		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
-		prof_mark(g, "bwd: residual gradient to bf16", 0);
 		if (matmul_dx(&g->mm, g->dact, 1, g->dres_act, wdown, bf, T, C, I, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: down dx matmul", 2 * TT * C * I);
@@ -272,13 +271,12 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		if (matmul_dx(&g->mm, g->dln, 1, g->dgu, wgu, bf, T, 2 * I, C, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: gate|up dx matmul", 2 * TT * 2 * I * C);
-		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln2 + (size_t)l * C, g->partial, g->colsum_tmp, g->dln, r2,
+		LAUNCH(launch_rmsnorm_backward(g->dres, g->dres_act, bf, g->g_ln2 + (size_t)l * C, g->partial,
+					       g->colsum_tmp, g->dln, r2,
 					       g->ln2 + (size_t)l * C, T, C, s->eps, st));
 		prof_mark(g, "bwd: rmsnorm", 0);
 
 		// attention: o_proj, attention, the q/k/v preparation, their projection, the first norm
-		LAUNCH(launch_to_act(g->dres_act, g->dres, TC, bf, st));
-		prof_mark(g, "bwd: residual gradient to bf16", 0);
 		if (matmul_dw(&g->mm, g->g_wo + (size_t)l * C * QD, g->dres_act, att, bf, T, C, QD, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: o_proj dW matmul", 2 * TT * C * QD);
@@ -318,7 +316,9 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		if (matmul_dx(&g->mm, g->dln, 1, g->dqkv, wqkv, bf, T, QKV, C, 0.0f, msg, msglen) < 0)
 			return -1;
 		prof_mark(g, "bwd: q/k/v dx matmul", 2 * TT * QKV * C);
-		LAUNCH(launch_rmsnorm_backward(g->dres, g->g_ln1 + (size_t)l * C, g->partial, g->colsum_tmp, g->dln, x,
+		// (layer 0's dx goes to the embedding alone, in fp32)
+		LAUNCH(launch_rmsnorm_backward(g->dres, l ? g->dres_act : NULL, bf, g->g_ln1 + (size_t)l * C, g->partial,
+					       g->colsum_tmp, g->dln, x,
 					       g->ln1 + (size_t)l * C, T, C, s->eps, st));
 		prof_mark(g, "bwd: rmsnorm", 0);
 	}

@@ -32,7 +32,7 @@ for f, head in (("layers.cu", "__global__ void rmsnorm_kernel"), ("layers.cu", "
                 ("layers.cu", "__global__ void swiglu_kernel"), ("layers.cu", "cudaError_t launch_swiglu("),
                 ("backward.cu", "__global__ void colsum_kernel"), ("backward.cu", "size_t colsum_scratch_floats"),
                 ("backward.cu", "cudaError_t launch_colsum("), ("backward.cu", "__global__ void rmsnorm_bwd_kernel"),
-                ("backward.cu", "cudaError_t launch_rmsnorm_backward("),
+                ("backward.cu", "static void rmsnorm_bwd("), ("backward.cu", "cudaError_t launch_rmsnorm_backward("),
                 ("backward.cu", "__global__ void swiglu_bwd_kernel"), ("backward.cu", "cudaError_t launch_swiglu_backward("),
                 ("backward.cu", "__global__ void lmhead_bwd_kernel"), ("backward.cu", "cudaError_t launch_lmhead_backward(")):
     out.append(re.sub(r"(\w+(?:<[^<>]*>)?)<<<(.*?), ([^,]+), [^,]+, \w+>>>\((.*?)\);", as_call,

@@ -46,8 +46,19 @@ static void norm_case(int N, int C, int bf)
 	// backward
 	int blocks = (N + RMS_ROWS - 1) / RMS_ROWS;
 	std::vector<float> partial((size_t)blocks * C, 42), scratch(colsum_scratch_floats(blocks, C) + 1, 42);
-	int rc = launch_rmsnorm_backward(dx.data(), dw.data(), partial.data(), scratch.data(), dy.data(), x.data(), w.data(), N, C, eps, 0);
+	// the new dx also in bf16 (C not a multiple of 128), in fp32 (the others), or not at all (C 448)
+	std::vector<bf16> dxb(N * C); std::vector<float> dxf(N * C, 42);
+	int act_bf = C % 128 != 0, act_none = C == 448;
+	void *dxa = act_none ? NULL : act_bf ? (void *)dxb.data() : (void *)dxf.data();
+	int rc = launch_rmsnorm_backward(dx.data(), dxa, act_bf, dw.data(), partial.data(), scratch.data(), dy.data(),
+					 x.data(), w.data(), N, C, eps, 0);
 	bad = rc != 0;
+	for (int i = 0; i < N * C && !act_none; i++)
+		if (act_bf ? memcmp(&dxb[i], &(const bf16 &)__float2bfloat16_rn(dx[i]), 2) != 0 : dxf[i] != dx[i]) {
+			printf("  dx in the activation type differs at %d\n", i);
+			bad++;
+			break;
+		}
 	std::vector<double> dwr(C, 0);
 	for (int t = 0; t < N; t++) {
 		double dot = 0; for (int c = 0; c < C; c++) dot += (double)dy[t * C + c] * w[c] * x[t * C + c];
