@@ -479,6 +479,8 @@ int model_init_random(struct model *m, uint64_t seed, struct err *e)
 	if (!ts)
 		return err_set(e, "random weights: out of memory for the list of %d tensors", n);
 	model_tensors(&m->cfg, &m->w, ts);
+	/* each tensor draws from its own stream: the same values on any number of threads */
+#pragma omp parallel for schedule(dynamic, 1)
 	for (int i = 0; i < n; i++) {
 		struct model_tensor *t = &ts[i];
 		size_t count = (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1);
