@@ -3,15 +3,16 @@
 # (bench/cuda/carry.sh): unpack it, put on the library path the libraries
 # this machine lacks, and run what needs the GPU, logs under ${OUT:-out}:
 #   tests   the CUDA tests and the tools' GPU cases (tests.txt)
-#   bench   make bench-cuda's run.sh with the peer (bench/; BENCH_QUICK=1: the
-#           figures the issue asks for alone)
+#   unpack  nothing more (run it first when the others start side by side)
+#   bench   make bench-cuda's run.sh with the peer (bench.txt; BENCH_QUICK=1:
+#           the figures the issue asks for alone)
 #   quick   ours alone, once: generation, the training step with and without
 #           --recompute (quick.txt)
 #   profile the reference forward and the training step with and without
 #           --recompute under GRPO_CUDA_PROFILE=1: each phase's time, share
 #           and TFLOP/s (profile.txt; PROFILE_PASSES picks: forward train
 #           recompute)
-#   gen     make bench-cuda's run_generate.sh with the peer (bench/, gen.txt)
+#   gen     make bench-cuda's run_generate.sh with the peer (gen.txt)
 #   san     compute-sanitizer memcheck on the CUDA tests (san.txt)
 #   race    compute-sanitizer racecheck, one kernel of a test at a time
 #           (RACE_PAIRS: test:kernel-name-part ...; race.txt)
@@ -49,6 +50,7 @@ for p in [int(x) for x in torch.randint(64, 512, (16,), generator=g)]:
 [ $# -gt 0 ] || set -- tests bench
 for what; do
 	case $what in
+	unpack) ;;   # done above: before jobs that start at once
 	tests)
 		nvidia-smi -L > "$out/tests.txt" 2>&1
 		for t in ${TESTS:-cuda-run/tests/*}; do
@@ -61,7 +63,8 @@ for what; do
 		grep -E '^(===|not ok|Result)' "$out/tests.txt"
 		;;
 	bench)
-		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 550 sh bench/cuda/run.sh > "$out/bench.txt" 2>&1
+		# its files stay here (bench.txt has their lines): $OUT brings back 8 files at most
+		BUILD=cuda-run BENCH_OUT=/tmp/bench timeout 550 sh bench/cuda/run.sh > "$out/bench.txt" 2>&1
 		tail -n 12 "$out/bench.txt"
 		;;
 	quick)   # ours alone, once each: generation at 128 sequences, the training step with and without -R
@@ -90,7 +93,7 @@ for what; do
 		cat "$out/profile.txt"
 		;;
 	gen)
-		BUILD=cuda-run BENCH_OUT="$out/bench" timeout 400 sh bench/cuda/run_generate.sh > "$out/gen.txt" 2>&1
+		BUILD=cuda-run BENCH_OUT=/tmp/bench timeout 400 sh bench/cuda/run_generate.sh > "$out/gen.txt" 2>&1
 		tail -n 8 "$out/gen.txt"
 		;;
 	wide)
@@ -101,7 +104,10 @@ for what; do
 	san)
 		for t in ${SAN_TESTS:-cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step}; do
 			echo "=== memcheck $t" >> "$out/san.txt"
-			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool memcheck "$t" 2>&1 | tail -n 5 >> "$out/san.txt"
+			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool memcheck "$t" > /tmp/san-one.txt 2>&1
+			echo "=== exit $? (124: out of time)" >> "$out/san.txt"
+			grep -E "not ok|Invalid|rror" /tmp/san-one.txt | head -n 30 >> "$out/san.txt"
+			tail -n 3 /tmp/san-one.txt >> "$out/san.txt"
 		done
 		cat "$out/san.txt"
 		;;
@@ -147,6 +153,6 @@ for what; do
 		done
 		grep -E '^(===|not ok|Result|shape=)' "$out/fused.txt"
 		;;
-	*) echo "on-device.sh: $what: tests, bench, quick, profile, gen, san, race, wide or fused" >&2; exit 2 ;;
+	*) echo "on-device.sh: $what: unpack, tests, bench, quick, profile, gen, san, race, wide or fused" >&2; exit 2 ;;
 	esac
 done
