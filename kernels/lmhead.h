@@ -10,15 +10,17 @@
  * exactly what lib/model/softmax_stats.h computes for the C model, so the
  * CUDA training path can take logprobs and entropies without ever holding
  * (T, V) probabilities. The C loop sums in double; the kernel works in fp32
- * but never subtracts two large numbers: it finds the row's maximum m, sums
- * e_j = exp(x_j - m) over the entries below m with Kahan compensation
- * (the c entries equal to m contribute 1 each and are counted, not summed),
+ * but never subtracts two large numbers: in one pass over the row it keeps
+ * the maximum m so far and sums e_j = exp(x_j - m) over the entries below m
+ * with Kahan compensation, rescaling the sums when m grows (the c entries
+ * equal to m contribute 1 each and are counted, not summed),
  * and forms lse = m + log c + log1p(r / c) and entropy = log s + sum e_j d_j / s
  * with d_j = m - x_j >= 0. So a peaked row's tiny entropy and a sure token's
  * logprob near 0 keep their relative accuracy.
  *
  * All pointers are device pointers; stream is a cudaStream_t (NULL: the
- * default stream). A target outside [0, V) gives a NaN logprob. The call
+ * default stream). A target outside [0, V) gives a NaN logprob; a logit of
+ * -inf has probability 0 (and adds 0, not NaN, to the entropy). The call
  * only queues the kernel; it returns 0, or a cudaError_t value that
  * grpo_cuda_strerror() describes. This header is plain C (the library is
  * built by nvcc with C linkage), so C tools and tests include it as is.
