@@ -288,8 +288,7 @@ attention_bwd_mma_dkdv_kernel(bf16 *dqkv, const bf16 *qkv, const bf16 *dout, con
 
 template <int HS>
 static cudaError_t backward_mma_hs(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
-				   const struct att_tile *tiles, int ntiles, int NH, int NKV, cudaStream_t s,
-				   cudaStream_t s_dkdv)
+				   const struct att_tile *tiles, int ntiles, int NH, int NKV, cudaStream_t s)
 {
 	constexpr int B = HS == 64 ? 64 : 32;   // BK of the dQ kernel, BQ of the dK/dV kernel
 	float scale = 1.0f / sqrtf((float)HS), sl2 = scale * LOG2E;
@@ -299,19 +298,16 @@ static cudaError_t backward_mma_hs(bf16 *dqkv, const bf16 *dout, const bf16 *qkv
 					       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 	if (err != cudaSuccess)
 		return err;
-	// the dK/dV kernel first: its NKV blocks a tile walk the group's heads in
-	// turn, the longest work of the two
-	attention_bwd_mma_dkdv_kernel<HS, B><<<dim3(ntiles, NKV), 128, smem, s_dkdv>>>(dqkv, qkv, dout, lse, D, tiles,
-										  NH, NKV, sl2, scale);
 	attention_bwd_mma_dq_kernel<HS, B><<<dim3(ntiles, NH), 128, 0, s>>>(dqkv, qkv, dout, lse, D, tiles, NH, NKV,
 									       sl2, scale);
+	attention_bwd_mma_dkdv_kernel<HS, B><<<dim3(ntiles, NKV), 128, smem, s>>>(dqkv, qkv, dout, lse, D, tiles, NH,
+										     NKV, sl2, scale);
 	return cudaGetLastError();
 }
 
 cudaError_t launch_attention_backward_mma(void *dqkv, const void *dout, const void *out, const void *qkv,
 					  const float *lse, float *D, const struct att_tile *tiles, int ntiles, int T,
-					  int NH, int NKV, int HS, cudaStream_t s, cudaStream_t side, cudaEvent_t fork,
-					  cudaEvent_t join)
+					  int NH, int NKV, int HS, cudaStream_t s)
 {
 	if (ntiles == 0 || T == 0)
 		return cudaSuccess;
@@ -320,24 +316,9 @@ cudaError_t launch_attention_backward_mma(void *dqkv, const void *dout, const vo
 	int rows = T * NH;
 	attention_bwd_mma_dot_kernel<<<(rows + 7) / 8, 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, rows,
 								     HS);
-	cudaError_t err = cudaSuccess;
-	if (side && ((err = cudaEventRecord(fork, s)) != cudaSuccess ||
-		     (err = cudaStreamWaitEvent(side, fork, 0)) != cudaSuccess))
-		return err;
-	cudaStream_t s_dkdv = side ? side : s;
 	if (HS == 64)
-		err = backward_mma_hs<64>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, tiles, ntiles, NH,
-					  NKV, s, s_dkdv);
-	else
-		err = backward_mma_hs<128>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, tiles, ntiles, NH,
-					   NKV, s, s_dkdv);
-	// s waits for the side stream even after a failed launch, so that nothing is left behind it
-	if (side) {
-		cudaError_t e2 = cudaEventRecord(join, side);
-		if (e2 == cudaSuccess)
-			e2 = cudaStreamWaitEvent(s, join, 0);
-		if (err == cudaSuccess)
-			err = e2;
-	}
-	return err;
+		return backward_mma_hs<64>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, tiles, ntiles, NH,
+					   NKV, s);
+	return backward_mma_hs<128>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, tiles, ntiles, NH, NKV,
+				    s);
 }

@@ -238,12 +238,6 @@ int gpu_model_create(struct gpu_model **out, const struct gpu_model_shape *shape
 		g->stream = NULL;
 		goto out;
 	}
-	if (g->train && ((err = cudaStreamCreate(&g->side)) != cudaSuccess ||
-			 (err = cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming)) != cudaSuccess ||
-			 (err = cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming)) != cudaSuccess)) {
-		gpu_fail(msg, msglen, "a second stream and its events: %s", cudaGetErrorString(err));
-		goto out;
-	}
 	if ((err = cudaMalloc(&g->wmem, g->wbytes)) != cudaSuccess) {
 		gpu_fail(msg, msglen, "cudaMalloc of %.1f MiB of weights: %s", g->wbytes / 1048576.0, cudaGetErrorString(err));
 		g->wmem = NULL;
@@ -322,12 +316,6 @@ void gpu_model_free(struct gpu_model *g)
 	free(g->h_lflags);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
-	if (g->side)
-		cudaStreamDestroy(g->side);
-	if (g->fork)
-		cudaEventDestroy(g->fork);
-	if (g->join)
-		cudaEventDestroy(g->join);
 	free(g->h_pos);
 	free(g->h_temps);
 	free(g->h_tiles);
@@ -672,8 +660,6 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	struct att_tile *tiles = (struct att_tile *)malloc((size_t)T * sizeof *tiles);
 	void *din = NULL, *dres = NULL, *dg = NULL, *dgrad = NULL, *dtiles = NULL;
 	float *lse = NULL, *D = NULL;
-	cudaStream_t side = NULL;
-	cudaEvent_t fork = NULL, join = NULL;
 	int nt = 0, t = 0, rc = -1;
 	cudaError_t err = cudaSuccess;
 	if (!tiles) {
@@ -695,18 +681,13 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 	    (lse_out && (err = cudaMemcpy(lse_out, lse, (size_t)T * NH * 4, cudaMemcpyDeviceToHost)) != cudaSuccess))
 		goto cuda_failed;
 	if (dout) {
-		// the tensor-core backward as training runs it: dK/dV on a second stream beside dQ
-		if (mma && ((err = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking)) != cudaSuccess ||
-			    (err = cudaEventCreateWithFlags(&fork, cudaEventDisableTiming)) != cudaSuccess ||
-			    (err = cudaEventCreateWithFlags(&join, cudaEventDisableTiming)) != cudaSuccess))
-			goto cuda_failed;
 		if ((err = cudaMalloc(&dg, nout * es)) != cudaSuccess || (err = cudaMalloc(&dgrad, nin * es)) != cudaSuccess ||
 		    (err = cudaMalloc((void **)&D, (size_t)T * NH * 4)) != cudaSuccess ||
 		    (err = act_put(dg, dout, nout, bf16)) != cudaSuccess ||
 		    (err = cudaMemset(dgrad, 0xff, nin * es)) != cudaSuccess)
 			goto cuda_failed;
 		err = mma ? launch_attention_backward_mma(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T,
-							  NH, NKV, HS, 0, side, fork, join)
+							  NH, NKV, HS, 0)
 			  : launch_attention_backward(dgrad, dg, dres, din, lse, D, (struct att_tile *)dtiles, nt, T, NH,
 						      NKV, HS, bf16, 0);
 		if (err != cudaSuccess || (err = act_get(dqkv, dgrad, nin, bf16)) != cudaSuccess)
@@ -717,12 +698,6 @@ int gpu_attention_test(const float *qkv, const float *dout, int T, const uint32_
 cuda_failed:
 	gpu_fail(msg, msglen, "attention kernels: %s", cudaGetErrorString(err));
 out:
-	if (side)
-		cudaStreamDestroy(side);
-	if (fork)
-		cudaEventDestroy(fork);
-	if (join)
-		cudaEventDestroy(join);
 	cudaFree(din);
 	cudaFree(dres);
 	cudaFree(dg);

@@ -29,10 +29,6 @@ struct gpu_model {
 	int attention_mma;   // bf16 attention on tensor cores, forward and backward (else the CUDA-core kernels)
 	size_t esize;        // bytes of one weight or activation element
 	cudaStream_t stream;
-	// training: a second stream for the attention backward's dK/dV kernel,
-	// which runs beside the dQ kernel (each writes its own part of dqkv)
-	cudaStream_t side;
-	cudaEvent_t fork, join;
 	struct matmul_ctx mm;
 
 	void *wmem;

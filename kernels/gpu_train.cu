@@ -289,7 +289,7 @@ int gpu_model_backward(struct gpu_model *g, const float *dlogprob, const float *
 		}
 		if (g->attention_mma)
 			LAUNCH(launch_attention_backward_mma(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles,
-							     g->ntiles, T, NH, NKV, HS, st, g->side, g->fork, g->join));
+							     g->ntiles, T, NH, NKV, HS, st));
 		else
 			LAUNCH(launch_attention_backward(g->dqkv, g->datt, att, qkv, att_lse, g->dsum, g->tiles, g->ntiles,
 							 T, NH, NKV, HS, bf, st));

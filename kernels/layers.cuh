@@ -66,12 +66,9 @@ cudaError_t launch_attention_backward(void *dqkv, const void *dout, const void *
 				      int NH, int NKV, int HS, int bf16, cudaStream_t s);
 
 // The same in bf16 on tensor cores (attention_bwd_mma.cu), for head sizes 64
-// and 128: the backward of launch_attention_mma. With side (and two events
-// to fork and join it), the dK/dV kernel runs there, beside the dQ kernel
-// on s; s waits for it at the end.
+// and 128: the backward of launch_attention_mma.
 cudaError_t launch_attention_backward_mma(void *dqkv, const void *dout, const void *out, const void *qkv,
 					  const float *lse, float *D, const struct att_tile *tiles, int ntiles, int T,
-					  int NH, int NKV, int HS, cudaStream_t s, cudaStream_t side, cudaEvent_t fork,
-					  cudaEvent_t join);
+					  int NH, int NKV, int HS, cudaStream_t s);
 
 #endif
