@@ -19,9 +19,12 @@
 #include <stddef.h>
 
 // A product's shape, its cuBLASLt descriptors and the algorithm the
-// heuristic chose for it: made once and kept, since asking the heuristic
-// for every call held the GPU idle for a few hundred microseconds behind
-// the short products (q/k/v, o_proj) of every layer.
+// heuristic chose for it: made on the shape's first call and kept, so that
+// each product costs the host a lookup, not four descriptors and a
+// heuristic query. (On an H200 this left the forward's q/k/v and o_proj
+// products as slow as before, 100-150 TFLOP/s where the backward's of the
+// same sizes run at 400-570: the heuristic's first choice for them is the
+// slow part, which timing its other candidates here could fix.)
 struct matmul_plan {
 	int transa, transb, m, n, k, lda, ldb, ldd;
 	cudaDataType_t tin, tout;
