@@ -83,7 +83,7 @@ CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_SO) $(CUDA_A) $(CUDA_TESTS) $(CUDA_
 $(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += -I. $(if $(CUDA_ALL),-DGRPO_CUDA)
 LINK_CUDA_A = -Wl,--undefined=grpo_cuda_ops $(CUDA_A) $(CUDA_LDLIBS)
 
-.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda test-units man-lint fuzz fuzz-short bench \
+.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda check-sim test-units man-lint fuzz fuzz-short bench \
 	bench-cuda \
 	install uninstall clean
 
@@ -174,11 +174,12 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
-# make check: the plain build's tests, the same tests under ASan+UBSan, the
-# threaded ones under ThreadSanitizer, a bounded fuzz run from the committed
-# corpus, and mandoc -Tlint.
+# make check: the plain build's tests, the kernels' CPU simulations, the
+# same tests under ASan+UBSan, the threaded ones under ThreadSanitizer, a
+# bounded fuzz run from the committed corpus, and mandoc -Tlint.
 check: all
 	BUILD=$(BUILD) sh tests/run.sh
+	$(MAKE) check-sim
 	$(MAKE) check-san
 	$(MAKE) check-tsan
 	$(MAKE) fuzz-short
@@ -211,6 +212,14 @@ check-tsan:
 	BUILD=build/tsan GRPO_SANITIZED=1 OMP_TOOL_LIBRARIES=$(ARCHER) \
 		TSAN_OPTIONS='halt_on_error=1 exitcode=66 second_deadlock_stack=1 ignore_noninstrumented_modules=1' \
 		sh tests/run.sh $(TSAN_UNITS:%=build/tsan/tests/%) $(TSAN_CLI:%=tests/cli/%)
+
+# CUDA kernels run on the CPU (tests/cuda/*_sim: their code copied
+# unchanged, a thread per CUDA thread) against double-precision sums: the
+# norms, column sums, SwiGLU and the LM head's gradient and statistics, for
+# the machines without a GPU, CI's among them. About a minute.
+check-sim:
+	sh tests/cuda/norm_sim/run.sh
+	sh tests/cuda/lmhead_sim/run.sh
 
 # Only the CUDA kernels and their tests: needs nvcc and the CUDA libraries,
 # nothing else. On a machine without a GPU the tests skip, saying so.
