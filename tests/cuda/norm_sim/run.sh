@@ -11,5 +11,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$here/extract.py" "$tmp"
-${CXX:-g++} -std=c++20 -O2 -ffp-contract=off -pthread -w -I"$tmp" -I"$here" "$here/sim.cc" -o "$tmp/sim"
+${CXX:-g++} -std=c++20 -O2 -ffp-contract=off -pthread -w -I"$tmp" -I"$here" -I"$here/.." "$here/sim.cc" -o "$tmp/sim"
 "$tmp/sim"
