@@ -180,6 +180,9 @@ static int print_extra(struct buf *out, const struct traj *t, uint32_t i, void *
 /* A record in the JSON view; groups carry the model's view and the text when asked. */
 static int print_record(struct opts *o, const struct record *rec, struct err *e)
 {
+	if ((o->model || o->tok) && rec->kind == REC_MICROBATCH)   /* printed without what was asked, before */
+		return err_set(e, "a micro-batch: --model and --tokenizer read groups (grpo-collect's and "
+			       "grpo-score's files), not grpo-pack's");
 	if ((!o->model && !o->tok) || rec->kind != REC_GROUP)
 		return o->stats ? 0 : json_print_record(&o->out, rec) < 0 ? err_set(e, "out of memory") : 0;
 	const struct group *g = &rec->group;
