@@ -1073,6 +1073,19 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 	return o;
 }
 
+int json_duplicate_key(const cJSON *o, struct err *e)
+{
+	for (const cJSON *c = o->child; c; c = c->next) {
+		if (cJSON_IsObject(o))
+			for (const cJSON *d = o->child; d != c; d = d->next)
+				if (strcmp(d->string, c->string) == 0)
+					return err_set(e, "the key \"%s\" appears twice in one object", c->string);
+		if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && json_duplicate_key(c, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct cJSON *json_parse_one(const char *text, size_t n, struct err *e)
 {
 	const char *end = NULL;
@@ -1087,6 +1100,10 @@ struct cJSON *json_parse_one(const char *text, size_t n, struct err *e)
 			err_set(e, "not valid JSON (text after the value, near byte %zu)", (size_t)(p - text) + 1);
 			return NULL;
 		}
+	if (json_duplicate_key(o, e) < 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -1115,6 +1132,8 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	int r;
 	if (!cJSON_IsObject(o))
 		r = err_set(e, "expected a JSON object");
+	else if (json_duplicate_key(o, e) < 0)
+		r = -1;
 	else if (cJSON_GetObjectItemCaseSensitive(o, "trajectories")) {
 		rec->kind = REC_GROUP;
 		r = parse_group(o, &rec->group, e);

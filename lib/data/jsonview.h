@@ -89,11 +89,18 @@ struct cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct
 void json_line_free(struct json_line *l);
 
 /* A plain cJSON tree of text, which must hold one value and blanks around
- * it: NULL with the message in e (the byte, from 1, near which cJSON
- * stopped, or the first byte after the value) otherwise. For small lines
+ * it, and no key twice in an object: NULL with the message in e (the byte,
+ * from 1, near which cJSON stopped, or the first byte after the value, or
+ * the key) otherwise. For small lines
  * (prompts, answers, a reward program's replies) that json_parse_line's
  * view of token arrays does not fit. */
 struct cJSON *json_parse_one(const char *text, size_t n, struct err *e);
+
+/* -1 with the key in e where one object of o, at any depth, holds a key
+ * twice: readers disagree on which counts (cJSON's lookup the first,
+ * Python's json and jq the last), so every parser of input lines here
+ * refuses it. */
+int json_duplicate_key(const struct cJSON *o, struct err *e);
 
 /* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
 int json_parse_record(const char *text, size_t n, struct record *rec, struct err *e);
