@@ -389,10 +389,6 @@ static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, stru
 			cJSON_Delete(v);
 			return NULL;
 		}
-	if (json_duplicate_key(v, e) < 0) {
-		cJSON_Delete(v);
-		return NULL;
-	}
 	return v;
 }
 

@@ -98,8 +98,9 @@ struct cJSON *json_parse_one(const char *text, size_t n, struct err *e);
 
 /* -1 with the key in e where one object of o, at any depth, holds a key
  * twice: readers disagree on which counts (cJSON's lookup the first,
- * Python's json and jq the last), so every parser of input lines here
- * refuses it. */
+ * Python's json and jq the last), so json_parse_one and json_parse_record
+ * refuse it. (grpo-collect's importers do not: their fast path never sees
+ * the keys it skips, and must agree with the tree of every key.) */
 int json_duplicate_key(const struct cJSON *o, struct err *e);
 
 /* Parse one line of the JSON view into rec (REC_GROUP, REC_MICROBATCH or REC_TRAJ). */
