@@ -756,6 +756,10 @@ int pack_cost_from_config(const char *json, size_t len, const char *name, struct
 		NKV = NH;
 	if (HS < 0)
 		HS = C / NH;
+	if (HS < 1) {   /* attention would cost nothing, and cost(n) would lose its n^2 */
+		err_set(e, "%s: hidden_size %ld over %ld attention heads leaves no head size", name, C, NH);
+		goto out;
+	}
 	/* Mixture of experts: a token goes through topk experts (and the shared
 	 * ones) in the sparse layers; some layers may stay dense. */
 	long topk, Ie, Ish, nsh, kdense, sstep;

@@ -129,6 +129,12 @@ static void flops(void)
 	const char *bad = "{\"hidden_size\":16}";
 	ok(pack_cost_from_config(bad, strlen(bad), "cfg.json", &c, &e) < 0 &&
 	   strstr(e.msg, "cfg.json: no intermediate_size"), "a missing field is named: %s", e.msg);
+	/* fuzz_pack's find: hidden 1 over 2 heads made a head size of 0, and a
+	 * cost with no quadratic term */
+	const char *narrow = "{\"hidden_size\":1,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			     "\"num_attention_heads\":2,\"vocab_size\":32}";
+	ok(pack_cost_from_config(narrow, strlen(narrow), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "cfg.json: hidden_size 1 over 2 attention heads"), "a head size of 0 is refused: %s", e.msg);
 }
 
 static void selection(void)
