@@ -1,30 +1,22 @@
-// matmul.cu: see matmul.cuh. Each shape's descriptors and algorithm are
-// made on its first call and kept (struct matmul_plan).
+// matmul.cu: see matmul.cuh. The descriptors are made per call and the
+// heuristic asked each time, as llm.c does; a forward makes about a hundred
+// calls, so this costs well under a millisecond a pass. (On an H200 the
+// forward's q/k/v and o_proj products run at 100-150 TFLOP/s where the
+// backward's of the same sizes run at 400-570; keeping each shape's
+// descriptors and algorithm changed nothing, so the time is in the kernel
+// the heuristic picks first for them, not on the host: timing its other
+// candidates is what is left to try.)
 #include <stdio.h>
-#include <string.h>
 
 #include "matmul.cuh"
 
 // 32 MiB: what Hopper's kernels want (4 MiB would do elsewhere).
 #define WORKSPACE_BYTES ((size_t)32 << 20)
 
-static void plan_free(struct matmul_plan *p)
-{
-	if (p->lc)
-		cublasLtMatrixLayoutDestroy(p->lc);
-	if (p->lb)
-		cublasLtMatrixLayoutDestroy(p->lb);
-	if (p->la)
-		cublasLtMatrixLayoutDestroy(p->la);
-	if (p->op)
-		cublasLtMatmulDescDestroy(p->op);
-	memset(p, 0, sizeof *p);
-}
-
 int matmul_init(struct matmul_ctx *mc, cudaStream_t stream, char *msg, size_t msglen)
 {
-	memset(mc, 0, sizeof *mc);
 	mc->stream = stream;
+	mc->workspace = NULL;
 	mc->workspace_bytes = WORKSPACE_BYTES;
 	cublasStatus_t st = cublasLtCreate(&mc->lt);
 	if (st != CUBLAS_STATUS_SUCCESS) {
@@ -42,82 +34,8 @@ int matmul_init(struct matmul_ctx *mc, cudaStream_t stream, char *msg, size_t ms
 
 void matmul_free(struct matmul_ctx *mc)
 {
-	for (int i = 0; i < mc->nplans; i++)
-		plan_free(&mc->plan[i]);
-	mc->nplans = 0;
 	cudaFree(mc->workspace);
 	cublasLtDestroy(mc->lt);
-}
-
-// The descriptors of p's shape (its key fields set) and the heuristic's
-// algorithm; on failure, the failing call's name in *what.
-static cublasStatus_t plan_make(struct matmul_ctx *mc, struct matmul_plan *p, const char **what)
-{
-	cublasLtMatmulPreference_t pref = NULL;
-	cublasLtMatmulHeuristicResult_t heur;
-	cublasOperation_t opa = p->transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = p->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	int found = 0, m = p->m, n = p->n, k = p->k;
-	*what = "cublasLtMatmulDescCreate";
-	cublasStatus_t st = cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-	if (st == CUBLAS_STATUS_SUCCESS) {
-		*what = "cublasLtMatmulDescSetAttribute";
-		st = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
-	}
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
-	if (st == CUBLAS_STATUS_SUCCESS) {
-		*what = "cublasLtMatrixLayoutCreate";
-		st = cublasLtMatrixLayoutCreate(&p->la, p->tin, p->transa ? k : m, p->transa ? m : k, p->lda);
-	}
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatrixLayoutCreate(&p->lb, p->tin, p->transb ? n : k, p->transb ? k : n, p->ldb);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatrixLayoutCreate(&p->lc, p->tout, m, n, p->ldd);
-	if (st == CUBLAS_STATUS_SUCCESS) {
-		*what = "cublasLtMatmulPreferenceCreate";
-		st = cublasLtMatmulPreferenceCreate(&pref);
-	}
-	if (st == CUBLAS_STATUS_SUCCESS)
-		st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-							  &mc->workspace_bytes, sizeof mc->workspace_bytes);
-	if (st == CUBLAS_STATUS_SUCCESS) {
-		*what = "cublasLtMatmulAlgoGetHeuristic";
-		st = cublasLtMatmulAlgoGetHeuristic(mc->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &heur, &found);
-		if (st == CUBLAS_STATUS_SUCCESS && found == 0)
-			st = CUBLAS_STATUS_NOT_SUPPORTED;
-	}
-	if (pref)
-		cublasLtMatmulPreferenceDestroy(pref);
-	if (st == CUBLAS_STATUS_SUCCESS)
-		p->algo = heur.algo;
-	return st;
-}
-
-// The plan for a shape: the one kept, or a new one in the oldest's place.
-static struct matmul_plan *plan_for(struct matmul_ctx *mc, const struct matmul_plan *key, cublasStatus_t *st,
-				    const char **what)
-{
-	for (int i = 0; i < mc->nplans; i++) {
-		struct matmul_plan *p = &mc->plan[i];
-		if (p->transa == key->transa && p->transb == key->transb && p->m == key->m && p->n == key->n &&
-		    p->k == key->k && p->lda == key->lda && p->ldb == key->ldb && p->ldd == key->ldd &&
-		    p->tin == key->tin && p->tout == key->tout)
-			return p;
-	}
-	struct matmul_plan *p;
-	if (mc->nplans < MATMUL_PLANS)
-		p = &mc->plan[mc->nplans++];
-	else {
-		p = &mc->plan[mc->oldest];
-		mc->oldest = (mc->oldest + 1) % MATMUL_PLANS;
-		plan_free(p);
-	}
-	*p = *key;
-	*st = plan_make(mc, p, what);
-	if (*st == CUBLAS_STATUS_SUCCESS)
-		return p;
-	plan_free(p);   // an empty plan matches no shape (m, n, k >= 1)
-	return NULL;
 }
 
 // D (m, n) = op(A) op(B) + beta C, column-major, as cuBLASLt sees it: A is
@@ -128,18 +46,57 @@ static int lt_gemm(struct matmul_ctx *mc, int transa, int transb, int m, int n, 
 		   const void *B, int ldb, const void *C, void *D, int ldd, cudaDataType_t tin, cudaDataType_t tout,
 		   float beta, char *msg, size_t msglen)
 {
-	struct matmul_plan key;
-	memset(&key, 0, sizeof key);
-	key.transa = transa, key.transb = transb, key.m = m, key.n = n, key.k = k;
-	key.lda = lda, key.ldb = ldb, key.ldd = ldd, key.tin = tin, key.tout = tout;
-	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-	const char *what = "cublasLtMatmul";
-	struct matmul_plan *p = plan_for(mc, &key, &st, &what);
-	if (p) {
-		float alpha = 1.0f;
-		st = cublasLtMatmul(mc->lt, p->op, &alpha, A, p->la, B, p->lb, &beta, C, p->lc, D, p->lc, &p->algo,
-				    mc->workspace, mc->workspace_bytes, mc->stream);
+	cublasLtMatmulDesc_t op = NULL;
+	cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+	cublasLtMatmulPreference_t pref = NULL;
+	cublasLtMatmulHeuristicResult_t heur;
+	cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	int found = 0;
+	const char *what = "cublasLtMatmulDescCreate";
+	cublasStatus_t st = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		what = "cublasLtMatmulDescSetAttribute";
+		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
 	}
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		what = "cublasLtMatrixLayoutCreate";
+		st = cublasLtMatrixLayoutCreate(&la, tin, transa ? k : m, transa ? m : k, lda);
+	}
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasLtMatrixLayoutCreate(&lb, tin, transb ? n : k, transb ? k : n, ldb);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasLtMatrixLayoutCreate(&lc, tout, m, n, ldd);
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		what = "cublasLtMatmulPreferenceCreate";
+		st = cublasLtMatmulPreferenceCreate(&pref);
+	}
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+							  &mc->workspace_bytes, sizeof mc->workspace_bytes);
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		what = "cublasLtMatmulAlgoGetHeuristic";
+		st = cublasLtMatmulAlgoGetHeuristic(mc->lt, op, la, lb, lc, lc, pref, 1, &heur, &found);
+		if (st == CUBLAS_STATUS_SUCCESS && found == 0)
+			st = CUBLAS_STATUS_NOT_SUPPORTED;
+	}
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		what = "cublasLtMatmul";
+		float alpha = 1.0f;
+		st = cublasLtMatmul(mc->lt, op, &alpha, A, la, B, lb, &beta, C, lc, D, lc, &heur.algo, mc->workspace,
+				    mc->workspace_bytes, mc->stream);
+	}
+	if (pref)
+		cublasLtMatmulPreferenceDestroy(pref);
+	if (lc)
+		cublasLtMatrixLayoutDestroy(lc);
+	if (lb)
+		cublasLtMatrixLayoutDestroy(lb);
+	if (la)
+		cublasLtMatrixLayoutDestroy(la);
+	if (op)
+		cublasLtMatmulDescDestroy(op);
 	if (st != CUBLAS_STATUS_SUCCESS) {
 		snprintf(msg, msglen, "%s (%s in, %s out, m %d, n %d, k %d%s%s): %s", what,
 			 tin == CUDA_R_16BF ? "bf16" : "fp32", tout == CUDA_R_16BF ? "bf16" : "fp32", m, n, k,

@@ -18,32 +18,11 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
-// A product's shape, its cuBLASLt descriptors and the algorithm the
-// heuristic chose for it: made on the shape's first call and kept, so that
-// each product costs the host a lookup, not four descriptors and a
-// heuristic query. (On an H200 this left the forward's q/k/v and o_proj
-// products as slow as before, 100-150 TFLOP/s where the backward's of the
-// same sizes run at 400-570: the heuristic's first choice for them is the
-// slow part, which timing its other candidates here could fix.)
-struct matmul_plan {
-	int transa, transb, m, n, k, lda, ldb, ldd;
-	cudaDataType_t tin, tout;
-	cublasLtMatmulDesc_t op;
-	cublasLtMatrixLayout_t la, lb, lc;
-	cublasLtMatmulAlgo_t algo;
-};
-
-// Plans kept: a pack's shapes (about 15: each T is a pack's token count)
-// for a few packs; the oldest makes way.
-#define MATMUL_PLANS 64
-
 struct matmul_ctx {
 	cublasLtHandle_t lt;
 	void *workspace;     // device
 	size_t workspace_bytes;
 	cudaStream_t stream;
-	struct matmul_plan plan[MATMUL_PLANS];
-	int nplans, oldest;
 };
 
 // 0, or -1 with the failing call in msg.
