@@ -82,18 +82,18 @@ int gpu_model_forward(struct gpu_model *g, const int32_t *ids, int T, const uint
 
 /*
  * A training forward with the LM head's backward fused in (a model created
- * for training; grpo-step's default, GRPO_CUDA_FUSED_HEAD=0 turns it off): for each chunk of
- * rows, after the logits' statistics, the loss's per-token gradient is
- * formed on the device by lib/train/loss_token.h's maths (the one the
- * host's loss uses), then dlogits, the final norm's input gradient and the
- * LM head's weight gradient (ADDED, as the backward adds), while the
+ * for training; grpo-step's default, GRPO_CUDA_FUSED_HEAD=0 turns it off):
+ * for each chunk of rows, after the logits' statistics, the loss's per-token
+ * gradient is formed on the device by lib/train/loss_token.h's maths (the
+ * one the host's loss uses), then dlogits, the final norm's input gradient
+ * and the LM head's weight gradient (ADDED, as the backward adds), while the
  * chunk's logits are at hand: gpu_model_backward then starts at the final
  * norm, and no logit is made twice. The token ratio only (GSPO's needs the
  * whole sequence's logprobs first). loss's arrays are host arrays aligned
  * with ids (T); a token's ℓ_old, or ℓ_behav, may be this very forward's ℓ
- * (GPU_LOSS_OLD_OWN, GPU_LOSS_BEHAV_OWN: the first epoch's old logprobs,
- * and a sequence without sampler logprobs), exactly as the host then reads
- * it from logprob. Writes logprob and entropy as gpu_model_forward does.
+ * (GPU_LOSS_OLD_OWN, GPU_LOSS_BEHAV_OWN: the first epoch's old logprobs, and
+ * a sequence without sampler logprobs), exactly as the host then reads it
+ * from logprob. Writes logprob and entropy as gpu_model_forward does.
  */
 struct loss_opts;                 /* lib/train/loss_token.h */
 #define GPU_LOSS_TOKEN 1          /* a loss token */

@@ -95,5 +95,4 @@ void server_results_free(struct server_result *r, size_t n);
  */
 int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e);
 
-
 #endif
