@@ -16,6 +16,8 @@
 #include "base/buf.h"
 #include "base/fsys.h"
 #include "base/path.h"
+#include "base/unicode.h"
+#include "data/jsonview.h"
 
 /* The reference implementation's limit; a larger header is a corrupt file. */
 #define ST_MAX_HEADER 100000000u
@@ -191,6 +193,20 @@ static int check_spans(const struct st_model *m, int first, const unsigned char 
 	return r;
 }
 
+/* __metadata__, where present, maps names to strings (or is null). */
+static int check_metadata(const cJSON *md, const char *path, struct err *e)
+{
+	if (!md || cJSON_IsNull(md))
+		return 0;
+	if (!cJSON_IsObject(md))
+		return err_set(e, "%s: __metadata__ is not an object of strings", path);
+	const cJSON *v;
+	cJSON_ArrayForEach(v, md)
+		if (!cJSON_IsString(v))
+			return err_set(e, "%s: __metadata__: the value of \"%s\" is not a string", path, v->string);
+	return 0;
+}
+
 /* Add the tensors of the safetensors bytes p[0..size) of file fi to m. */
 static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t size, const char *path,
                       struct err *e)
@@ -202,10 +218,21 @@ static int parse_file(struct st_model *m, int fi, const unsigned char *p, size_t
 		n = n << 8 | p[i];
 	if (n > ST_MAX_HEADER || n > size - 8)
 		return err_set(e, "%s: header length %" PRIu64 " out of range for a %zu-byte file", path, n, size);
-	cJSON *h = cJSON_ParseWithLength((const char *)p + 8, (size_t)n);
-	if (!cJSON_IsObject(h)) {
+	/* the reference reader's rules: UTF-8 text that opens with '{', one
+	 * object with blanks after it, metadata of strings; a file it refuses
+	 * would load here and nowhere else */
+	const char *text = (const char *)p + 8;
+	if (n == 0 || text[0] != '{')
+		return err_set(e, "%s: header does not start with '{'", path);
+	size_t bad = uni_utf8_check((const unsigned char *)text, (size_t)n);
+	if (bad < n)
+		return err_set(e, "%s: header is not UTF-8 (byte %zu)", path, bad + 1);
+	cJSON *h = json_parse_one(text, (size_t)n, e);
+	if (!h)
+		return err_prefix(e, "%s: header", path);
+	if (check_metadata(cJSON_GetObjectItemCaseSensitive(h, "__metadata__"), path, e) < 0) {
 		cJSON_Delete(h);
-		return err_set(e, "%s: header is not a JSON object", path);
+		return -1;
 	}
 	const unsigned char *data = p + 8 + n;
 	size_t data_len = size - 8 - (size_t)n;

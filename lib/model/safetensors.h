@@ -10,9 +10,10 @@
  * Reading maps every file read-only and never copies a tensor until asked:
  * st_read_f32() converts one tensor (F32, F16 or BF16) into a caller's float
  * array after checking its shape, so the caller owns the only copy it keeps.
- * Every header is validated when the file is opened (offsets inside the
- * file, sizes agreeing with dtype and shape, the tensors holding every
- * data byte once, as the reference reader demands), so a truncated or
+ * Every header is validated when the file is opened as the reference reader
+ * does (UTF-8 JSON opening with '{', blanks only after the object, no key
+ * twice, string metadata, offsets inside the file, sizes agreeing with dtype
+ * and shape, the tensors holding every data byte once), so a truncated or
  * malformed file fails at st_open() with a message naming the file and the
  * tensor.
  *

@@ -287,7 +287,33 @@ int main(void)
 	ok(st_open(&st, path, &e) == 0 && st.ntensors == 3, "tensors in any order, an empty one among them");
 	st_close(&st);
 	write_raw(path, "{\"w\":", 0);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "not a JSON object"), "malformed header: %s", e.msg);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header") && strstr(e.msg, "not valid JSON"),
+	   "malformed header: %s", e.msg);
+	/* the reference reader's rules for the header text: what it refuses,
+	 * a checkpoint made elsewhere would not load there either */
+	write_raw(path, " {\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header does not start with '{'"),
+	   "a header opening with a blank: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header") && strstr(e.msg, "after the value"),
+	   "text after the header's object: %s", e.msg);
+	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+	          "\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header") && strstr(e.msg, "\"w\" appears twice"),
+	   "a tensor named twice: %s", e.msg);
+	write_raw(path, "{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header is not UTF-8 (byte 4)"),
+	   "a name that is not UTF-8: %s", e.msg);
+	write_raw(path, "{\"__metadata__\":{\"format\":\"pt\",\"epochs\":3},"
+	          "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: __metadata__") && strstr(e.msg, "epochs"),
+	   "metadata that is not text: %s", e.msg);
+	write_raw(path, "{\"__metadata__\":[\"pt\"],\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: __metadata__"), "metadata that is no object: %s",
+	   e.msg);
+	write_raw(path, "{\"__metadata__\":null,\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}\n\t ", 4);
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1, "null metadata and blanks after the object are legal");
+	st_close(&st);
 
 	rmrf(dir);
 	return tap_done();
