@@ -792,10 +792,10 @@ int main(int argc, char **argv)
 		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, gpu,
 		                 (tr - ts) + (k == 0 ? ts - t0 : 0), te - tw, te - ts) < 0)
 			cli_die(1, "out of memory");
-		if (mf) {
-			fwrite(b.data, 1, b.len, mf);
-			fflush(mf);
-		}
+		/* the step is published whatever becomes of its line: say so, as grpo-score and grpo-pack do */
+		if (mf && (fwrite(b.data, 1, b.len, mf) != b.len || fflush(mf) != 0))
+			fprintf(stderr, "%s: %s: step %lld's metrics line not written: %s\n", prog, a.metrics,
+			        (long long)step, strerror(errno));
 		if (a.verbose)
 			fprintf(stderr, "%s: step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs\n",
 			        prog, (long long)step, res.first.loss, res.first_opt.grad_norm, res.first_opt.lr, res.totals.seqs,
