@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Usage: metrics-doc.py PAGE START METRICS.jsonl [both]
+"""Usage: metrics-doc.py PAGE START LINES.jsonl [both]
 
-Holds a metrics line to the man page that documents it: every key of the
-line, and of the objects in it, must be named (.Va or .Li) in the page's
-block that begins with the line START (up to the next .It, .Ss or .Sh at
-its level); with "both", every name there must also be a key. The keys of
-"rewards" are reward functions' names, so only their members count.
+Holds metrics lines (or a manifest) to the man page that documents them:
+every key of the lines, and of the objects in them, must be named in the
+page's block that begins with the line START, up to the next .It, .Ss or
+.Sh at its level: by .Va or .Li, or, in a file's entry (.It Pa), as a
+"key": of its literal display. With "both", every name there must also be
+a key. The keys of "rewards" are reward functions' names, so only their
+members count.
 """
 import json
 import re
@@ -17,11 +19,18 @@ def documented(page, start):
     i = lines.index(start)
     stop = (".It", ".Ss", ".Sh") if start.startswith(".It") else (".Ss", ".Sh")
     names = set()
+    literal = False  # in a .Bd -literal display: its "quoted" keys count
     for line in lines[i + 1:]:
         if line.startswith(stop):
             break
-        if not line.startswith("."):
+        if line.startswith(".Bd -literal") or line.startswith(".Ed"):
+            literal = line.startswith(".Bd")
             continue
+        if literal:
+            names.update(re.findall(r'"([a-z][a-z_]*)":', line))
+            continue
+        if not line.startswith(".") or start.startswith(".It Pa"):
+            continue  # a file's entry (.It Pa) shows its keys in the display alone
         naming = False  # inside a .Va or .Li on this line, until another macro
         for w in line[1:].split():
             if re.fullmatch(r"[A-Z][a-z]{1,2}", w):

@@ -1,10 +1,11 @@
 #!/bin/sh
 # The metrics lines are what scripts and dashboards read: every key that
 # grpo-score, grpo-pack and grpo-step write is named in its man page, and
-# grpo-step(1)'s Metrics list names no key that is not written.
+# grpo-step(1)'s Metrics list names no key that is not written; grpo-pack(1)'s
+# DONE manifest is a real one's keys.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to read the JSON lines"
-plan 4
+plan 5
 man="$GRPO_TOP/man"
 check() { python3 "$GRPO_TOP/tests/cli/metrics-doc.py" "$@" 2>&1; }
 
@@ -23,6 +24,12 @@ grpo-pack -T 16 -W 2 --overlong skip --flush -o "$T/b" --metrics "$T/pack.jsonl"
 out=$(check "$man/grpo-pack.1" ".It Fl x , Fl -metrics Ar file" "$T/pack.jsonl") &&
 	grep -q '^{"step":2,"sequences":0,"dropped":{[^}]*"overlong":1' "$T/pack.jsonl"
 ok $? "grpo-pack's, a full step's and a step of drops alone: $out"
+
+# a manifest of named files (with "job"), and one of a queue whose file is packed in part
+grpo-pack -T 16 -W 2 --batch-size 6 -o "$T/bq" "$T/scored" 2> /dev/null || exit 1
+cat "$T/b/step_1/DONE" "$T/bq/step_1/DONE" > "$T/done.jsonl"
+out=$(check "$man/grpo-pack.1" ".It Pa SPOOL/batches/step_N/DONE" "$T/done.jsonl" both)
+ok $? "grpo-pack(1)'s DONE manifest has the keys of real ones, no more, no fewer: $out"
 
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/policy" --lr 1e-3 --epochs 2 --steps 1 \
 	--metrics "$T/step.jsonl" 2> /dev/null || exit 1
