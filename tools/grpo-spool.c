@@ -641,6 +641,12 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		cli_warn("%s", e.msg);
 		bad = 1;
 	}
+	/* a pass cut short may leave files waiting: exit 0 would say they were consumed */
+	if (r == 0 && !op->w.follow && watch_stopped(w)) {
+		fprintf(stderr, "%s: %s: stopped by %s before the end of the pass; what is left waits\n", prog,
+			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
+		bad = 1;
+	}
 	if (op->verbose) {
 		struct watch_stats s;
 		watch_stats(w, &s);
