@@ -139,24 +139,33 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
  * The files of the step itself (DONE, and a checkpoint's files in policy,
  * which has no rank directories), with their member names; *extra counts
  * those but DONE. A directory other than rank_X would be removed unarchived:
- * refused.
+ * refused (no_other_dirs), as is one in a rank directory.
  */
+/* -1, said, when dir holds a directory (not a dot name; rank_X where ranks) that no archive would hold. */
+static int no_other_dirs(const char *dir, int ranks, struct err *e)
+{
+	char **v;
+	size_t n;
+	int rank, r = 0;
+	if (fsys_list_dir(dir, FSYS_DIRS, &v, &n, e) < 0)
+		return -1;
+	for (size_t k = 0; k < n && r == 0; k++)
+		if (v[k][0] != '.' && (!ranks || spool_parse_rank(v[k], &rank) < 0))
+			r = err_set(e, "%s/%s: a directory%s; not archived, so the step is kept", dir, v[k],
+				    ranks ? " that is not a rank's" : " in a rank");
+	fsys_free_names(v, n);
+	return r;
+}
+
 static int list_step_top(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
 			 struct err *e)
 {
 	char sdir[PATH_MAX], p[PATH_MAX + 300], m[PATH_MAX + 300], **v;
 	size_t n;
 	struct stat st;
-	int rank, r = 0;
+	int r = 0;
 	snprintf(sdir, sizeof sdir, "%s/step_%lld", queue, (long long)step);
-	if (fsys_list_dir(sdir, FSYS_DIRS, &v, &n, e) < 0)
-		return -1;
-	for (size_t k = 0; k < n && r == 0; k++)
-		if (v[k][0] != '.' && spool_parse_rank(v[k], &rank) < 0)
-			r = err_set(e, "%s/%s: a directory that is not a rank's; not archived, so the step is kept",
-				    sdir, v[k]);
-	fsys_free_names(v, n);
-	if (r < 0 || fsys_list_dir(sdir, FSYS_FILES, &v, &n, e) < 0)
+	if (no_other_dirs(sdir, 1, e) < 0 || fsys_list_dir(sdir, FSYS_FILES, &v, &n, e) < 0)
 		return -1;
 	for (size_t k = 0; k < n && r == 0; k++) {
 		if (v[k][0] == '.')
@@ -187,8 +196,11 @@ static int list_step(const char *queue, const char *qname, int64_t step, struct 
 	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
 		return -1;
 	for (size_t i = 0; i < nr; i++) {
-		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 ||
-		    fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 || no_other_dirs(dir, 0, e) < 0) {
+			free(ranks);
+			return -1;
+		}
+		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
 			free(ranks);
 			return err_set(e, "%s: cannot list", dir);
 		}

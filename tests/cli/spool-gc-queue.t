@@ -5,7 +5,7 @@
 # disk in silence. --queue policy --archive archives the checkpoints it
 # removes, which are files of the step itself, not of rank directories.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 9
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 S=$T/spool
@@ -42,3 +42,8 @@ mkdir -p "$S/policy/step_3/sub" && echo x > "$S/policy/step_3/sub/f" && mkdir -p
 grpo-spool gc "$S" --keep-last 1 --queue policy --archive "$T/arch" 2> "$T/err"
 is "$?:$(ls "$S/policy" | tr '\n' ' ')" "1:step_3 step_4 " \
 	"a step holding a directory that is not a rank's is kept, not removed unarchived: $(cat "$T/err")"
+rm -rf "$S/policy/step_3/sub"
+mkdir -p "$S/rollouts/step_5/rank_0/sub" "$S/rollouts/step_6" && echo x > "$S/rollouts/step_5/rank_0/sub/f"
+grpo-spool gc "$S" --keep-last 1 --queue rollouts --archive "$T/arch" 2> "$T/err"
+is "$?:$(ls "$S/rollouts" | tr '\n' ' ')" "1:step_5 step_6 " \
+	"so is one holding a directory in a rank directory: $(cat "$T/err")"
