@@ -570,8 +570,8 @@ static int text_input(void *ctx, const struct cli_input *ci, struct err *e)
 		} else if (ti->out.len >= (1 << 16) || ci->is_stdin) {
 			/* from a pipe, answer each line as it comes (a co-process may wait for it) */
 			if (fwrite(ti->out.data, 1, ti->out.len, stdout) != ti->out.len || fflush(stdout) != 0) {
-				e->msg[0] = 0;
-				rc = -1;
+				e->msg[0] = 0;   /* a closed pipe: the reader has gone, nothing to say */
+				rc = errno == EPIPE ? -1 : err_sys(e, "standard output");
 			}
 			ti->out.len = 0;
 		}
@@ -586,8 +586,11 @@ static int text_mode(const struct textmode *m, char **files, int nfiles)
 {
 	struct text_in ti = { m, { 0 }, { 0 } };
 	int rc = cli_inputs(files, nfiles, NULL, 0, text_input, &ti);
-	if (ti.out.len && (fwrite(ti.out.data, 1, ti.out.len, stdout) != ti.out.len || fflush(stdout) != 0))
+	if (ti.out.len && (fwrite(ti.out.data, 1, ti.out.len, stdout) != ti.out.len || fflush(stdout) != 0)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
 		rc = 1;
+	}
 	buf_free(&ti.out);
 	buf_free(&ti.text);
 	return rc;
@@ -716,8 +719,15 @@ int main(int argc, char **argv)
 		rc = -1;
 	buf_free(&o.out);
 	buf_free(&o.text);
-	if (o.stats && rc == 0)   /* no summary of input that was refused */
+	if (o.stats && rc == 0) {   /* no summary of input that was refused */
 		print_stats(&o.st, o.json_stats);
+		/* stdio kept any write error until now: a full disk is not a summary written */
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			if (errno != EPIPE)
+				fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+			rc = -1;
+		}
+	}
 	if (o.st.failed)
 		rc = -1;
 	groupset_free(&o.st.gset);

@@ -333,6 +333,12 @@ static int cmd_status(const char *spool, const struct opts *op)
 	for (size_t i = 0; i < st.n_errors; i++)
 		cli_warn("%s", st.errors[i].msg);
 	int bad = st.n_errors != 0;
+	/* stdio kept any write error until now: a report that was not written is no success */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno != EPIPE)
+			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+		bad = 1;
+	}
 	queue_status_free(&st);
 	return bad;
 }
@@ -639,6 +645,12 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	}
 	if (r < 0) {
 		cli_warn("%s", e.msg);
+		bad = 1;
+	}
+	/* a pass cut short may leave files waiting: exit 0 would say they were consumed */
+	if (r == 0 && !op->w.follow && watch_stopped(w)) {
+		fprintf(stderr, "%s: %s: stopped by %s before the end of the pass; what is left waits\n", prog,
+			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
 		bad = 1;
 	}
 	if (op->verbose) {

@@ -196,6 +196,10 @@ int spool_queue_of(const char *path, char *queue, size_t size)
 	}
 	if (spool_parse_step(st, &step) < 0)
 		return 0;
+	/* a dot name is no queue (QUEUE/.quarantine, QUEUE/.tmp): "." and ".." are directories given relatively */
+	const char *base = strrchr(q, '/') ? strrchr(q, '/') + 1 : q;
+	if (base[0] == '.' && strcmp(base, ".") != 0 && strcmp(base, "..") != 0)
+		return 0;
 	return snprintf(queue, size, "%s", q) < (int)size;
 }
 

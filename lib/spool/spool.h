@@ -81,7 +81,8 @@ void spool_unique_name(char *out, size_t size);
 
 /*
  * 1 when path names a file in a rank directory, QUEUE/step_N/rank_X/NAME,
- * with QUEUE (its path as written, "." when none) in queue; 0 otherwise.
+ * with QUEUE (its path as written, "." when none) in queue; 0 otherwise,
+ * and when QUEUE's last component is a dot name (QUEUE/.quarantine/...).
  * A writer publishing there keeps its temporary in QUEUE/.tmp.
  */
 int spool_queue_of(const char *path, char *queue, size_t size);

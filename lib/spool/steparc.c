@@ -135,25 +135,72 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 	}
 }
 
-/* The step's marker and files, with their member names. */
-static int list_step(const char *queue, const char *qname, int64_t step, struct items *out, struct err *e)
+/*
+ * The files of the step itself (DONE, and a checkpoint's files in policy,
+ * which has no rank directories), with their member names; *extra counts
+ * those but DONE. A directory other than rank_X would be removed unarchived:
+ * refused (no_other_dirs), as is one in a rank directory.
+ */
+/* -1, said, when dir holds a directory (not a dot name; rank_X where ranks) that no archive would hold. */
+static int no_other_dirs(const char *dir, int ranks, struct err *e)
+{
+	char **v;
+	size_t n;
+	int rank, r = 0;
+	if (fsys_list_dir(dir, FSYS_DIRS, &v, &n, e) < 0)
+		return -1;
+	for (size_t k = 0; k < n && r == 0; k++)
+		if (v[k][0] != '.' && (!ranks || spool_parse_rank(v[k], &rank) < 0))
+			r = err_set(e, "%s/%s: a directory%s; not archived, so the step is kept", dir, v[k],
+				    ranks ? " that is not a rank's" : " in a rank");
+	fsys_free_names(v, n);
+	return r;
+}
+
+static int list_step_top(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
+			 struct err *e)
+{
+	char sdir[PATH_MAX], p[PATH_MAX + 300], m[PATH_MAX + 300], **v;
+	size_t n;
+	struct stat st;
+	int r = 0;
+	snprintf(sdir, sizeof sdir, "%s/step_%lld", queue, (long long)step);
+	if (no_other_dirs(sdir, 1, e) < 0 || fsys_list_dir(sdir, FSYS_FILES, &v, &n, e) < 0)
+		return -1;
+	for (size_t k = 0; k < n && r == 0; k++) {
+		if (v[k][0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/%s", sdir, v[k]);
+		snprintf(m, sizeof m, "%s/step_%lld/%s", qname, (long long)step, v[k]);
+		int gone = fsys_stat(p, &st, e);
+		if (gone < 0 || (gone == 0 && items_add(out, p, m, st.st_size, e) < 0))
+			r = -1;
+		else if (gone == 0 && strcmp(v[k], "DONE") != 0)
+			(*extra)++;
+	}
+	fsys_free_names(v, n);
+	return r;
+}
+
+/* The step's own files (list_step_top) and its published files, with their member names. */
+static int list_step(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
+		     struct err *e)
 {
 	char p[PATH_MAX + 300], m[PATH_MAX + 300], dir[PATH_MAX], **v;
 	int *ranks;
 	size_t nr, n;
 	struct stat st;
-	snprintf(p, sizeof p, "%s/step_%lld/DONE", queue, (long long)step);
-	int r = fsys_stat(p, &st, e);
-	if (r < 0)
-		return -1;
-	snprintf(m, sizeof m, "%s/step_%lld/DONE", qname, (long long)step);
-	if (r == 0 && items_add(out, p, m, st.st_size, e) < 0)
+	int r;
+	if (list_step_top(queue, qname, step, out, extra, e) < 0)
 		return -1;
 	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
 		return -1;
 	for (size_t i = 0; i < nr; i++) {
-		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 ||
-		    fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 || no_other_dirs(dir, 0, e) < 0) {
+			free(ranks);
+			return -1;
+		}
+		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
 			free(ranks);
 			return err_set(e, "%s: cannot list", dir);
 		}
@@ -267,14 +314,15 @@ int steparc_write(const char *queue, int64_t step, const char *dir, long *files,
 	const char *qname = steparc_queue_name(queue, qbuf, sizeof qbuf);
 	struct items seen = { 0 }, cur = { 0 };
 	int next = 1, rc = -1;
+	long extra = 0;
 	*files = *written = 0;
 	if (fsys_mkdirs(dir, e) < 0 || read_existing(dir, qname, step, &seen, &next, e) < 0 ||
-	    list_step(queue, qname, step, &cur, e) < 0)
+	    list_step(queue, qname, step, &cur, &extra, e) < 0)
 		goto out;
 	size_t fresh = 0;
 	for (size_t i = 0; i < cur.n; i++)
 		fresh += !items_has(&seen, cur.v[i].member, cur.v[i].size);
-	*files = (long)cur.n;
+	*files = (long)cur.n - extra;
 	rc = 0;
 	if (fresh > 0 && (arc_path(path, sizeof path, dir, qname, step, next, e) < 0 ||
 			  write_archive(path, &cur, &seen, written, e) < 0))

@@ -4,8 +4,9 @@
  *
  * A step's archives are DIR/NAME-step_N.tar.zst, then NAME-step_N.2.tar.zst,
  * NAME-step_N.3.tar.zst, ... (NAME: the queue's last path component): zstd-
- * compressed pax archives whose members are NAME/step_N/rank_X/FILE and
- * NAME/step_N/DONE. An archive is never replaced. A step archived again (a
+ * compressed pax archives whose members are NAME/step_N/rank_X/FILE,
+ * NAME/step_N/DONE and any other file of the step itself (a checkpoint's, in
+ * policy); a step holding a directory other than rank_X is refused. An archive is never replaced. A step archived again (a
  * file published late into a step already removed, which made the step
  * anew; or a gc interrupted after archiving, before removing) gets the next
  * number and holds only the files that no earlier archive of the step holds
@@ -27,7 +28,8 @@
 
 /*
  * Archive what step holds that no archive of it holds yet. *files: the
- * step's files and marker that the step's archives now hold (all of them);
+ * step's published files and marker that the step's archives now hold (all
+ * of them; the step's other files are archived but not counted);
  * *written: members of the new archive (0: none was needed). 0 or -1.
  */
 int steparc_write(const char *queue, int64_t step, const char *dir, long *files, long *written,

@@ -1,9 +1,10 @@
 #!/bin/sh
 # grpo-spool consume: a mistyped queue is an error, never an empty queue nor
 # (with --watch) a new directory; a Ctrl-C at the terminal stops grpo-spool
-# after the command in hand, without killing the command.
+# after the command in hand, without killing the command; a single pass so
+# stopped says it did not finish (exit 1), leaving the rest waiting.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 9
 
 # wait_for SECONDS COMMAND...: until the command succeeds, 1 if it never does.
 wait_for() {
@@ -55,3 +56,20 @@ st=$?
 is "$st:$(cat "$T/cmd.log" 2>/dev/null)" "0:finished" \
 	"SIGINT to grpo-spool's process group: the command finishes, grpo-spool exits 0"
 is "$(ls -A "$S/scored/step_0/rank_0/.done")" "a.zst" "and the file is retired, not left waiting"
+
+# One pass (no --watch) stopped by SIGTERM, as from cron or timeout(1): the
+# command in hand finishes and is retired, the rest waits, and the exit status
+# must not say that the queue was consumed.
+publish "$S/once" 0 0 a.zst a && publish "$S/once" 0 0 b.zst b
+grpo-spool consume "$S/once" -- \
+	sh -c 'touch "$0.started"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$T/once" 2> "$T/err" &
+pid=$!
+wait_for 10 test -e "$T/once.started"
+kill -TERM $pid
+touch "$T/once.go"
+wait $pid
+st=$?
+is "$st:$(ls -A "$S/once/step_0/rank_0/.done")" "1:a.zst" \
+	"one pass stopped by SIGTERM: the file in hand is retired, and it exits 1, not 0"
+grep -q "stopped by SIGTERM" "$T/err"
+is "$?" 0 "saying it was stopped: $(cat "$T/err")"

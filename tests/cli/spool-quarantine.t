@@ -2,7 +2,7 @@
 # grpo-spool quarantine: a corrupt file that stops every grpo-pack run is
 # moved aside to QUEUE/.quarantine/, and the packer goes on with the rest.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 9
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 S=$T/spool
@@ -32,3 +32,10 @@ is "$?:$(cat "$T/err")" "1:grpo-spool: $T/b.orig: not a published spool file (QU
 	"nor a file outside a spool"
 grpo-spool quarantine 2> /dev/null
 is "$?" 2 "no operand is a usage error"
+# A quarantined file given again (a glob over QUEUE/*/step_0/...): .quarantine
+# is not a queue, and nothing may nest a .quarantine/.quarantine in it.
+q=$S/scored/.quarantine/step_0/rank_0/b.zst
+grpo-spool quarantine "$q" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls -A "$S/scored/.quarantine" | tr '\n' ' ')" \
+	"1:grpo-spool: $q: not a published spool file (QUEUE/step_N/rank_X/NAME):step_0 " \
+	"a file in .quarantine is not quarantined again"
