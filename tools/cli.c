@@ -57,6 +57,15 @@ void cli_die(int status, const char *fmt, ...)
 	exit(status);
 }
 
+int cli_stdout_flushed(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	if (errno != EPIPE)
+		cli_warn("standard output: %s", strerror(errno));
+	return -1;
+}
+
 void cli_bad_usage(const char *fmt, ...)
 {
 	va_list ap;

@@ -50,6 +50,11 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_warn(), then exit with status (one that the tool's man page documents). */
 void cli_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
+/* Flush standard output at the end of a report: -1, said (but for a closed
+ * pipe, whose reader has gone), when stdio could not write all of it, for
+ * a full disk must not pass for a report written. */
+int cli_stdout_flushed(void);
+
 /* A usage error: "prog: message", the tool's usage, exit CLI_EXIT_USAGE. */
 void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

@@ -586,11 +586,10 @@ static int text_mode(const struct textmode *m, char **files, int nfiles)
 {
 	struct text_in ti = { m, { 0 }, { 0 } };
 	int rc = cli_inputs(files, nfiles, NULL, 0, text_input, &ti);
-	if (ti.out.len && (fwrite(ti.out.data, 1, ti.out.len, stdout) != ti.out.len || fflush(stdout) != 0)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+	if (ti.out.len)
+		fwrite(ti.out.data, 1, ti.out.len, stdout);   /* a failure stays in ferror(stdout) */
+	if (rc == 0 && cli_stdout_flushed() < 0)   /* (else its message is out already) */
 		rc = 1;
-	}
 	buf_free(&ti.out);
 	buf_free(&ti.text);
 	return rc;
@@ -721,12 +720,8 @@ int main(int argc, char **argv)
 	buf_free(&o.text);
 	if (o.stats && rc == 0) {   /* no summary of input that was refused */
 		print_stats(&o.st, o.json_stats);
-		/* stdio kept any write error until now: a full disk is not a summary written */
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			if (errno != EPIPE)
-				fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+		if (cli_stdout_flushed() < 0)
 			rc = -1;
-		}
 	}
 	if (o.st.failed)
 		rc = -1;

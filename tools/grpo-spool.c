@@ -333,12 +333,8 @@ static int cmd_status(const char *spool, const struct opts *op)
 	for (size_t i = 0; i < st.n_errors; i++)
 		cli_warn("%s", st.errors[i].msg);
 	int bad = st.n_errors != 0;
-	/* stdio kept any write error until now: a report that was not written is no success */
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+	if (cli_stdout_flushed() < 0)
 		bad = 1;
-	}
 	queue_status_free(&st);
 	return bad;
 }

@@ -135,12 +135,6 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 	}
 }
 
-/*
- * The files of the step itself (DONE, and a checkpoint's files in policy,
- * which has no rank directories), with their member names; *extra counts
- * those but DONE. A directory other than rank_X would be removed unarchived:
- * refused (no_other_dirs), as is one in a rank directory.
- */
 /* -1, said, when dir holds a directory (not a dot name; rank_X where ranks) that no archive would hold. */
 static int no_other_dirs(const char *dir, int ranks, struct err *e)
 {
@@ -157,6 +151,12 @@ static int no_other_dirs(const char *dir, int ranks, struct err *e)
 	return r;
 }
 
+/*
+ * The files of the step itself (DONE, and a checkpoint's files in policy,
+ * which has no rank directories), with their member names; *extra counts
+ * those but DONE. A directory other than rank_X would be removed unarchived:
+ * refused (no_other_dirs), as is one in a rank directory.
+ */
 static int list_step_top(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
 			 struct err *e)
 {

@@ -6,10 +6,11 @@
  * NAME-step_N.3.tar.zst, ... (NAME: the queue's last path component): zstd-
  * compressed pax archives whose members are NAME/step_N/rank_X/FILE,
  * NAME/step_N/DONE and any other file of the step itself (a checkpoint's, in
- * policy); a step holding a directory other than rank_X is refused. An archive is never replaced. A step archived again (a
- * file published late into a step already removed, which made the step
- * anew; or a gc interrupted after archiving, before removing) gets the next
- * number and holds only the files that no earlier archive of the step holds
+ * policy); a step holding a directory other than rank_X is refused. An
+ * archive is never replaced. A step archived again (a file published late
+ * into a step already removed, which made the step anew; or a gc
+ * interrupted after archiving, before removing) gets the next number and
+ * holds only the files that no earlier archive of the step holds
  * under the same member name and size, and no archive at all when there are
  * none; so the archives of a step together hold every file it ever had,
  * each once, and reading them all (grpo-cat takes them all) reads the step.
