@@ -109,6 +109,10 @@ static int not_archive(const struct spoolin *s, struct archive *a, struct err *e
 	while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
 		i++;
 	const char *what = "not a spool file or an archive of them";
+	static const char manifest[] = "{\"step\":";   /* how grpo-pack's DONE begins */
+	if (is_text && !*filter && n - i >= (la_ssize_t)strlen(manifest) && !memcmp(text + i, manifest, strlen(manifest)))
+		return err_set(e, "%s: %s (it looks like a step's DONE manifest, JSON text: cat or jq reads that)", s->name,
+			       what);
 	if (is_text && i < n && (text[i] == '{' || text[i] == '['))
 		return err_set(e, "%s: %s (it looks like %s%sJSON text: grpo-cat --from-json reads that%s, grpo-collect "
 			       "imports a server's rollouts%s)", s->name, what, filter, *filter ? " " : "",

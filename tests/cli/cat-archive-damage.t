@@ -6,7 +6,7 @@
 # rejects; an empty input is an error, and one that is neither a spool file
 # nor an archive says what it looks like.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 18
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -103,6 +103,11 @@ is "$?:$(cat "$T/err")" "1:grpo-cat: $T/g.jsonl.zst: $nota (${zjson})" "zstd-com
 gzip -c "$T/g.jsonl" | grpo-cat > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>: $nota ($(echo "$zjson" | sed 's/zstd/gzip/'))" \
 	"gzip-compressed JSON from a pipe: said so"
+# a step's DONE manifest is JSON that --from-json refuses: the manifest is named, and what reads it
+printf '{"step":1,"ranks":1,"micro_batches_per_rank":1,"sequences":3}\n' > "$T/DONE"
+grpo-cat "$T/DONE" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/DONE: $nota (it looks like a step's DONE manifest, JSON text: cat or jq reads that)" \
+	"a DONE manifest: said so"
 printf 'step 3 done\n' > "$T/note.txt"
 grpo-cat "$T/note.txt" > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: $T/note.txt: $nota (it looks like text)" "other text: said so"
