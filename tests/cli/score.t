@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 86
+plan 88
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -167,6 +167,14 @@ is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"adv
 grpo-score -s -1 -c 'while read -r l; do echo "{\"rewards\": {\"r\": NaN}}"; done' -t "$TOK" in.zst 2> /dev/null |
 	grpo-cat | grep -o '"successes":\[[0-9]*\]' | sort -u > nan-succ
 is "$(cat nan-succ)" '"successes":[0]' "a NaN reward is no success, even at --success-threshold -1"
+# a reward that fits a double but not a float is stored as 0 like a non-finite one, so it
+# must be left out of the advantages as one is: not 1.5 for a stored 0 and -0.5 for the rest
+grpo-score -c 'while read -r l; do case $l in *"\"sequence_id\": 100,"*) r=1e39 ;; *) r=0 ;; esac
+	echo "{\"rewards\": {\"r\": $r}}"; done' -t "$TOK" -x big-m.jsonl in.zst 2> err | grpo-cat > big.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' \
+	"a reward too large for a float: left out of the advantages, the rest of its group flat"
+grep -q '"zero_std_groups": 3' big-m.jsonl
+ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
