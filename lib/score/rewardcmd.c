@@ -188,6 +188,26 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	return ok ? 0 : -1;
 }
 
+/* Output before the request is an answer to no request: the program
+ * answers some requests with more than one line, and each later line
+ * would be taken as the next sequence's answer. */
+int rewardcmd_check(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e)
+{
+	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
+		ssize_t n = read(c->from_fd, c->in.data, 65536);
+		c->in.len = n > 0 ? (size_t)n : 0;
+	}
+	if (c->in.len) {
+		char *nl = memchr(c->in.data, '\n', c->in.len);
+		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
+		char what[300];
+		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
+			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
+		return fail(c, q, e, what);
+	}
+	return 0;
+}
+
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
 {
 	if (c->pid <= 0)
@@ -207,22 +227,8 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 	if (r < 0)
 		return err_set(e, "out of memory");
 	double deadline = now() + c->timeout;
-
-	/* Output before the request is an answer to no request: the program
-	 * answers some requests with more than one line, and each later line
-	 * would be taken as the next sequence's answer. */
-	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
-		ssize_t n = read(c->from_fd, c->in.data, 65536);
-		c->in.len = n > 0 ? (size_t)n : 0;
-	}
-	if (c->in.len) {
-		char *nl = memchr(c->in.data, '\n', c->in.len);
-		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
-		char what[300];
-		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
-			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
-		return fail(c, q, e, what);
-	}
+	if (rewardcmd_check(c, q, e) < 0)
+		return -1;
 
 	for (size_t at = 0; at < b->len;) {
 		ssize_t w = send(c->to_fd, b->data + at, b->len - at, MSG_NOSIGNAL);

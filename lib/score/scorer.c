@@ -42,8 +42,8 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 }
 
 /* The rewards of one trajectory into row (K). */
-static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
-		       struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
+static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, int last,
+		       double *row, struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
 {
 	char sid[64], gid[64];
 	scored_seq_text(t, sid, sizeof sid);
@@ -74,6 +74,9 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 					   text->len, t->answer, t->finish_reason };
 		double v[REWARDCMD_MAX];
 		int r = rewardcmd_ask(o->cmd, &q, v, e);
+		/* a second answer to the input's last request fails this input */
+		if (r == 0 && last)
+			r = rewardcmd_check(o->cmd, &q, e);
 		buf_free(&sj);
 		buf_free(&gj);
 		if (r < 0)
@@ -138,7 +141,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	/* rewards, row-major with stride K0 until the program's names are known */
 	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
 		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++)
-			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &prompt, st, e);
+			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], g + 1 == n && j + 1 == gs[g].n,
+					 r + (size_t)i * K0, &text, &prompt, st, e);
 		if (rc == 0 && o->between)
 			rc = o->between(o->ctx, e);
 		progress_show(o->progress, g + 1, n, "groups rewarded");

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 88
+plan 90
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -175,6 +175,14 @@ is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"adv
 	"a reward too large for a float: left out of the advantages, the rest of its group flat"
 grep -q '"zero_std_groups": 3' big-m.jsonl
 ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
+# two lines for the input's last request: no later request finds the second, so the
+# input itself must fail, not be published as if the program had kept to one line
+printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) a="{\"rewards\": {\"r\": 0}}
+" ;; *) a= ;; esac; printf "%s\n%s" "{\"rewards\": {\"r\": 1}}" "$a"; done' > lasttwice.sh
+grpo-score -c 'sh lasttwice.sh' -t "$TOK" in.zst 2> err > lasttwice.zst
+is "$?:$(wc -c < lasttwice.zst | tr -d ' ')" "1:0" "two answers to the last request: exit status 1, nothing written"
+grep -qF "wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 300 of group 3" err
+ok $? "naming that sequence: $(cat err)"
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
