@@ -164,7 +164,8 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string;
+	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string &&
+				     strlen(x->string) <= REWARDCMD_NAME_MAX;
 	if (ok && !c->names) {
 		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
 		c->names = calloc(K, sizeof *c->names);
@@ -259,9 +260,13 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 			c->in.len -= n + 1;
 			if (ok)
 				return 0;
-			char what[300];
+			char what[300], names[64];
+			if (c->names)
+				snprintf(names, sizeof names, " with the names of its first answer");
+			else   /* a longer name would be stored cut, perhaps to another's */
+				snprintf(names, sizeof names, " with names of at most %d bytes", REWARDCMD_NAME_MAX);
 			snprintf(what, sizeof what, "answered '%s%s', not {\"rewards\": {NAME: number, ...}}%s", shown,
-				 n > 80 ? "..." : "", c->names ? " with the names of its first answer" : "");
+				 n > 80 ? "..." : "", names);
 			return fail(c, q, e, what);
 		}
 		if (c->in.len > LINE_MAX_BYTES)

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 90
+plan 92
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -183,6 +183,14 @@ grpo-score -c 'sh lasttwice.sh' -t "$TOK" in.zst 2> err > lasttwice.zst
 is "$?:$(wc -c < lasttwice.zst | tr -d ' ')" "1:0" "two answers to the last request: exit status 1, nothing written"
 grep -qF "wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 300 of group 3" err
 ok $? "naming that sequence: $(cat err)"
+# reward names are stored whole or not at all: two names of 70 bytes that differ only at
+# the end must not be published cut to the same 63 bytes
+L=$(printf '%070d' 0)
+grpo-score -c "while read -r l; do echo '{\"rewards\": {\"${L}x\": 1, \"${L}y\": 0}}'; done" -t "$TOK" in.zst \
+	2> err > longname.zst
+is "$?:$(wc -c < longname.zst | tr -d ' ')" "1:0" "reward names over 63 bytes: exit status 1, nothing written"
+grep -q "names of at most 63 bytes" err
+ok $? "saying why: $(cut -c 1-300 err)"
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
