@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,7 @@ static size_t minus_at(const char *s, size_t n, size_t j)
 static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
 	char b[80];
-	size_t k = 0, j = i, m;
+	size_t k = 0, j = i, m, lost = 0;   /* lost: whole digits past b, each a factor of 10 */
 	if ((m = minus_at(s, n, j))) {
 		b[k++] = '-';
 		j += m;
@@ -169,6 +170,8 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		if (dig(s, n, j)) {
 			if (k < sizeof b - 2)
 				b[k++] = s[j];
+			else
+				lost++;
 			j++;
 		} else if (j > i && dig(s, n, j - 1) && (m = sep_at(s, n, j))) {
 			j += m;
@@ -177,14 +180,20 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		}
 	}
 	if (j < n && s[j] == '.' && dig(s, n, j + 1)) {
-		if (k < sizeof b - 2)
+		/* without room for the point, its digits are below what b holds */
+		int point = !lost && k < sizeof b - 2;
+		if (point)
 			b[k++] = '.';
 		for (j++; dig(s, n, j); j++)
-			if (k < sizeof b - 1)
+			if (point && k < sizeof b - 1)
 				b[k++] = s[j];
 	}
 	b[k] = '\0';
 	*v = strtod(b, NULL);
+	/* past a double's range the largest double, so that the number still
+	 * ends where it is written rather than a scan finding its last digits */
+	if (lost)
+		*v = copysign(fmin(fabs(*v) * pow(10, (double)lost), DBL_MAX), *v);
 	*end = j;
 	return isfinite(*v);
 }

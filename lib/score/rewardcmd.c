@@ -164,7 +164,8 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string;
+	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string &&
+				     strlen(x->string) <= REWARDCMD_NAME_MAX;
 	if (ok && !c->names) {
 		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
 		c->names = calloc(K, sizeof *c->names);
@@ -188,6 +189,26 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	return ok ? 0 : -1;
 }
 
+/* Output before the request is an answer to no request: the program
+ * answers some requests with more than one line, and each later line
+ * would be taken as the next sequence's answer. */
+int rewardcmd_check(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e)
+{
+	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
+		ssize_t n = read(c->from_fd, c->in.data, 65536);
+		c->in.len = n > 0 ? (size_t)n : 0;
+	}
+	if (c->in.len) {
+		char *nl = memchr(c->in.data, '\n', c->in.len);
+		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
+		char what[300];
+		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
+			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
+		return fail(c, q, e, what);
+	}
+	return 0;
+}
+
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
 {
 	if (c->pid <= 0)
@@ -207,22 +228,8 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 	if (r < 0)
 		return err_set(e, "out of memory");
 	double deadline = now() + c->timeout;
-
-	/* Output before the request is an answer to no request: the program
-	 * answers some requests with more than one line, and each later line
-	 * would be taken as the next sequence's answer. */
-	if (!c->in.len && buf_reserve(&c->in, 65536) == 0) {
-		ssize_t n = read(c->from_fd, c->in.data, 65536);
-		c->in.len = n > 0 ? (size_t)n : 0;
-	}
-	if (c->in.len) {
-		char *nl = memchr(c->in.data, '\n', c->in.len);
-		size_t n = nl ? (size_t)(nl - (char *)c->in.data) : c->in.len;
-		char what[300];
-		snprintf(what, sizeof what, "wrote '%.*s%s' before it was asked (one line per request)",
-			 (int)(n < 80 ? n : 80), (const char *)c->in.data, n > 80 ? "..." : "");
-		return fail(c, q, e, what);
-	}
+	if (rewardcmd_check(c, q, e) < 0)
+		return -1;
 
 	for (size_t at = 0; at < b->len;) {
 		ssize_t w = send(c->to_fd, b->data + at, b->len - at, MSG_NOSIGNAL);
@@ -253,9 +260,13 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 			c->in.len -= n + 1;
 			if (ok)
 				return 0;
-			char what[300];
+			char what[300], names[64];
+			if (c->names)
+				snprintf(names, sizeof names, " with the names of its first answer");
+			else   /* a longer name would be stored cut, perhaps to another's */
+				snprintf(names, sizeof names, " with names of at most %d bytes", REWARDCMD_NAME_MAX);
 			snprintf(what, sizeof what, "answered '%s%s', not {\"rewards\": {NAME: number, ...}}%s", shown,
-				 n > 80 ? "..." : "", c->names ? " with the names of its first answer" : "");
+				 n > 80 ? "..." : "", names);
 			return fail(c, q, e, what);
 		}
 		if (c->in.len > LINE_MAX_BYTES)

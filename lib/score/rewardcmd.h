@@ -53,7 +53,14 @@ int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct
 /* One sequence's rewards into out (n_names values; on the first call the
  * names are learnt, so size out after a first call, or give REWARDCMD_MAX values). */
 #define REWARDCMD_MAX 64
+/* The longest reward name a program may answer, in bytes: the scorer
+ * stores names whole, never cut to the same prefix. */
+#define REWARDCMD_NAME_MAX 63
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
+/* No output waiting that no request asked for: after the last answer of
+ * an input, so that a second line to it fails that input (q: the last
+ * request, for the message) rather than the next one, or none. */
+int rewardcmd_check(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e);
 /* Close its input and wait for it (killed after the timeout): 0 when it
  * exited with status 0, else -1 with e saying how it ended. Frees all. */
 int rewardcmd_stop(struct rewardcmd *c, struct err *e);

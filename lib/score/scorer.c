@@ -42,8 +42,8 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 }
 
 /* The rewards of one trajectory into row (K). */
-static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
-		       struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
+static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, int last,
+		       double *row, struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
 {
 	char sid[64], gid[64];
 	scored_seq_text(t, sid, sizeof sid);
@@ -74,6 +74,9 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 					   text->len, t->answer, t->finish_reason };
 		double v[REWARDCMD_MAX];
 		int r = rewardcmd_ask(o->cmd, &q, v, e);
+		/* a second answer to the input's last request fails this input */
+		if (r == 0 && last)
+			r = rewardcmd_check(o->cmd, &q, e);
 		buf_free(&sj);
 		buf_free(&gj);
 		if (r < 0)
@@ -124,7 +127,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	uint32_t N = 0, K0 = o->n_rewards + (o->cmd ? REWARDCMD_MAX : 0);
 	for (uint32_t g = 0; g < n; g++)
 		N += gs[g].n;
-	double *r = malloc(((size_t)N * K0 + 1) * sizeof *r);
+	double *r = malloc(((size_t)N * K0 + 1) * sizeof *r), *ar = NULL;
 	float *adv = malloc(((size_t)N + 1) * sizeof *adv);
 	uint8_t *zs = malloc((size_t)n + 1), *ex = malloc((size_t)N + 1);
 	uint32_t *size = malloc(((size_t)n + 1) * sizeof *size);
@@ -138,7 +141,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	/* rewards, row-major with stride K0 until the program's names are known */
 	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
 		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++)
-			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &prompt, st, e);
+			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], g + 1 == n && j + 1 == gs[g].n,
+					 r + (size_t)i * K0, &text, &prompt, st, e);
 		if (rc == 0 && o->between)
 			rc = o->between(o->ctx, e);
 		progress_show(o->progress, g + 1, n, "groups rewarded");
@@ -155,7 +159,22 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		goto out;
 	for (uint32_t g = 0; g < n; g++)
 		size[g] = gs[g].n;
-	struct adv_batch b = { n, size, K, r, w };
+	/* A reward beyond a float's range is stored as 0, as a non-finite one
+	 * is (below): leave it out of the advantages as adv_compute leaves
+	 * those, in a copy, so that the message below still quotes its value. */
+	for (size_t i = 0; i < (size_t)N * K; i++) {
+		if (!isfinite(r[i]) || isfinite((float)r[i]))
+			continue;
+		if (!ar) {
+			if (!(ar = malloc((size_t)N * K * sizeof *ar))) {
+				rc = err_set(e, "out of memory scoring %u sequences", N);
+				goto out;
+			}
+			memcpy(ar, r, (size_t)N * K * sizeof *ar);
+		}
+		ar[i] = NAN;
+	}
+	struct adv_batch b = { n, size, K, ar ? ar : r, w };
 	if (K == 0) {
 		memset(adv, 0, N * sizeof *adv);
 		memset(zs, 1, n);
@@ -234,6 +253,7 @@ out:
 	buf_free(&text);
 	buf_free(&prompt);
 	free(r);
+	free(ar);
 	free(adv);
 	free(zs);
 	free(ex);

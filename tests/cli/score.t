@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 86
+plan 92
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -167,6 +167,30 @@ is "$(grep -o '"advantages":[-0-9.e]*' nan.jsonl | sort -u | tr '\n' ' ')" '"adv
 grpo-score -s -1 -c 'while read -r l; do echo "{\"rewards\": {\"r\": NaN}}"; done' -t "$TOK" in.zst 2> /dev/null |
 	grpo-cat | grep -o '"successes":\[[0-9]*\]' | sort -u > nan-succ
 is "$(cat nan-succ)" '"successes":[0]' "a NaN reward is no success, even at --success-threshold -1"
+# a reward that fits a double but not a float is stored as 0 like a non-finite one, so it
+# must be left out of the advantages as one is: not 1.5 for a stored 0 and -0.5 for the rest
+grpo-score -c 'while read -r l; do case $l in *"\"sequence_id\": 100,"*) r=1e39 ;; *) r=0 ;; esac
+	echo "{\"rewards\": {\"r\": $r}}"; done' -t "$TOK" -x big-m.jsonl in.zst 2> err | grpo-cat > big.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' \
+	"a reward too large for a float: left out of the advantages, the rest of its group flat"
+grep -q '"zero_std_groups": 3' big-m.jsonl
+ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
+# two lines for the input's last request: no later request finds the second, so the
+# input itself must fail, not be published as if the program had kept to one line
+printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) a="{\"rewards\": {\"r\": 0}}
+" ;; *) a= ;; esac; printf "%s\n%s" "{\"rewards\": {\"r\": 1}}" "$a"; done' > lasttwice.sh
+grpo-score -c 'sh lasttwice.sh' -t "$TOK" in.zst 2> err > lasttwice.zst
+is "$?:$(wc -c < lasttwice.zst | tr -d ' ')" "1:0" "two answers to the last request: exit status 1, nothing written"
+grep -qF "wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 300 of group 3" err
+ok $? "naming that sequence: $(cat err)"
+# reward names are stored whole or not at all: two names of 70 bytes that differ only at
+# the end must not be published cut to the same 63 bytes
+L=$(printf '%070d' 0)
+grpo-score -c "while read -r l; do echo '{\"rewards\": {\"${L}x\": 1, \"${L}y\": 0}}'; done" -t "$TOK" in.zst \
+	2> err > longname.zst
+is "$?:$(wc -c < longname.zst | tr -d ' ')" "1:0" "reward names over 63 bytes: exit status 1, nothing written"
+grep -q "names of at most 63 bytes" err
+ok $? "saying why: $(cut -c 1-300 err)"
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \

@@ -4,6 +4,8 @@
  * 0 once its final number is changed).
  */
 #include <cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,21 @@ static void gsm8k_cases(void)
 	ok(reward_gsm8k_extract("\\boxed{7} then 9", 16, &v) && v == 7, "boxed wins over the last number");
 	ok(reward_gsm8k_extract("The answer is 4, not 9", 22, &v) && v == 4, "'The answer is' wins over the last");
 	ok(reward_gsm8k_extract("1,000,000", 9, &v) && v == 1e6, "two separators");
+	/* digits past any buffer still count: 1 and 100 zeros is 1e100, not the
+	 * same number as 1 and 80 zeros (a reward for a wrong answer) */
+	char big[160], big2[160];
+	snprintf(big, sizeof big, "#### 1%0100d", 0);
+	snprintf(big2, sizeof big2, "#### 1%080d", 0);
+	int got = reward_gsm8k_extract(big, strlen(big), &v);
+	ok(got && fabs(v / 1e100 - 1) < 1e-12, "1 and 100 zeros: %g", v);
+	is_float(rw(REWARD_GSM8K, big, big2), 0, 0, "1 and 100 zeros is not 1 and 80 zeros");
+	snprintf(big, sizeof big, "#### 1%077d.5", 0);
+	got = reward_gsm8k_extract(big, strlen(big), &v);
+	ok(got && fabs(v / 1e77 - 1) < 1e-12, "78 digits and a decimal part: %g", v);
+	char huge[480];
+	snprintf(huge, sizeof huge, "#### -1%0400d", 0);
+	got = reward_gsm8k_extract(huge, strlen(huge), &v);
+	ok(got && v == -DBL_MAX, "past a double: the largest negative double, not its last digits: %g", v);
 	/* NUL bytes inside the text do not end it */
 	ok(reward_gsm8k_extract("a\0b 5", 5, &v) && v == 5, "text with a NUL byte");
 }
