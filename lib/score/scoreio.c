@@ -59,6 +59,7 @@ void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t
 	char *base = strrchr(buf, '/');
 	*step = n && gs[0].n && gs[0].trajs[0].policy_version >= 0 ? gs[0].trajs[0].policy_version : 0;
 	*rank = 0;
+	int queued = 0;
 	if (base) {
 		*base = '\0';
 		char *rk = strrchr(buf, '/');
@@ -68,20 +69,26 @@ void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t
 			*rk = '\0';
 			char *sp = strrchr(buf, '/');
 			if (spool_parse_step(sp ? sp + 1 : buf, &st) == 0)
-				*step = st, *rank = r;
+				*step = st, *rank = r, queued = 1;
 		}
 		base++;
 	} else {
 		base = buf;
 	}
-	if (path && *base && *base != '.') {
+	if (queued && *base && *base != '.') {   /* a queue's names are unique there already */
 		snprintf(name, size, "%s", path + (base - buf));
 		return;
 	}
+	/* Elsewhere a name says little (day1/rollouts.zst, day2/rollouts.zst):
+	 * what the input holds tells a re-run from another input. */
 	uint64_t h = SCOREIO_HASH_INIT;
 	for (uint32_t g = 0; g < n; g++)
 		h = scoreio_hash(h, &gs[g]);
-	snprintf(name, size, "stdin-%016" PRIx64 ".zst", h);
+	const char *stem = path && *base && *base != '.' ? path + (base - buf) : "stdin";
+	int len = (int)strlen(stem);
+	if (len > 4 && strcmp(stem + len - 4, ".zst") == 0)
+		len -= 4;
+	snprintf(name, size, "%.*s-%016" PRIx64 ".zst", len, stem, h);
 }
 
 static uint64_t hash_tokens(uint64_t h, const int32_t *tok, uint32_t n)

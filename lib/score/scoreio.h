@@ -7,10 +7,11 @@
  *   scoreio_place     where an input's output goes: the input's own
  *                     step_N/rank_X/NAME when its path has that shape, else
  *                     the step of its first trajectory's policy_version,
- *                     rank 0 and its base name; standard input (path NULL)
- *                     a name made from the ids it holds, "stdin-HASH.zst",
- *                     the same for the same input, so a re-run's copy is
- *                     dropped
+ *                     rank 0 and a name made from its base name (standard
+ *                     input, path NULL: "stdin") and a hash of the ids and
+ *                     tokens it holds, "BASE-HASH.zst", the same for the
+ *                     same input and for it alone, so a re-run's copy is
+ *                     dropped and another input of the same name is not
  *   scoreio_publish   the groups kept, as one spool file, published whole
  *                     (spool.h): 0 published, 1 the name existed (a re-run)
  *   scoreio_seen_add  remember a run's group ids: 1 when seen before (a

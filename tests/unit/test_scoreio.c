@@ -51,7 +51,9 @@ int main(void)
 	scoreio_place("sp/rollouts/step_3/rank_1/x.zst", gs, 2, &step, &rank, name, sizeof name);
 	ok(step == 3 && rank == 1 && strcmp(name, "x.zst") == 0, "a spool path keeps its step, rank and name");
 	scoreio_place("dir/x.zst", gs, 2, &step, &rank, name, sizeof name);
-	ok(step == 7 && rank == 0 && strcmp(name, "x.zst") == 0, "another path: policy_version, rank 0, base name");
+	scoreio_place(NULL, gs, 2, &step, &rank, name2, sizeof name2);
+	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0 && strcmp(name + 1, name2 + 5) == 0,
+	   "another path: policy_version, rank 0, base name and the hash standard input gets (%s)", name);
 	scoreio_place("step_4/rank_2/y.zst", gs, 2, &step, &rank, name, sizeof name);
 	ok(step == 4 && rank == 2 && strcmp(name, "y.zst") == 0, "a relative step_N/rank_X path");
 	scoreio_place(NULL, gs, 2, &step, &rank, name, sizeof name);
