@@ -52,10 +52,14 @@
 
 enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT };
 
+/* The longest reward name, in bytes, a built-in's or a reward program's:
+ * names are stored whole, never cut to another's prefix. */
+#define REWARD_NAME_MAX 63
+
 /* One reward function as given on the command line: NAME or NAME=WEIGHT. */
 struct reward_spec {
 	enum reward_kind kind;
-	char name[32];
+	char name[REWARD_NAME_MAX + 1];
 	double weight;            /* default 1 */
 };
 

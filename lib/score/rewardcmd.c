@@ -165,7 +165,7 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
 	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string &&
-				     strlen(x->string) <= REWARDCMD_NAME_MAX;
+				     strlen(x->string) <= REWARD_NAME_MAX;
 	if (ok && !c->names) {
 		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
 		c->names = calloc(K, sizeof *c->names);
@@ -264,7 +264,7 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 			if (c->names)
 				snprintf(names, sizeof names, " with the names of its first answer");
 			else   /* a longer name would be stored cut, perhaps to another's */
-				snprintf(names, sizeof names, " with names of at most %d bytes", REWARDCMD_NAME_MAX);
+				snprintf(names, sizeof names, " with names of at most %d bytes", REWARD_NAME_MAX);
 			snprintf(what, sizeof what, "answered '%s%s', not {\"rewards\": {NAME: number, ...}}%s", shown,
 				 n > 80 ? "..." : "", names);
 			return fail(c, q, e, what);

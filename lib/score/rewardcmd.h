@@ -29,6 +29,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "score/reward.h"
 
 struct rewardcmd {
 	const char *cmd;          /* not owned */
@@ -53,9 +54,6 @@ int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct
 /* One sequence's rewards into out (n_names values; on the first call the
  * names are learnt, so size out after a first call, or give REWARDCMD_MAX values). */
 #define REWARDCMD_MAX 64
-/* The longest reward name a program may answer, in bytes: the scorer
- * stores names whole, never cut to the same prefix. */
-#define REWARDCMD_NAME_MAX 63
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
 /* No output waiting that no request asked for: after the last answer of
  * an input, so that a second line to it fails that input (q: the last

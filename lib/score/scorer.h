@@ -64,7 +64,7 @@ struct scorer_stats {
 	uint32_t groups, seqs, dropped, zero_std, singletons, nonfinite;
 	uint32_t min_size, max_size;
 	uint32_t K;                          /* reward functions */
-	char names[SCORER_MAX_REWARDS][REWARDCMD_NAME_MAX + 1];
+	char names[SCORER_MAX_REWARDS][REWARD_NAME_MAX + 1];
 	double r_sum[SCORER_MAX_REWARDS], r_sq[SCORER_MAX_REWARDS];
 	uint32_t succ[SCORER_MAX_REWARDS];
 	uint64_t resp_len_sum;

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 92
+plan 93
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -150,6 +150,11 @@ grep -qF "in.zst: --reward wrong: the reward program 'sh good.sh' answers no rew
 ok $? "naming it and the program's rewards: $(cat err)"
 grpo-score -r wrong=2 -r length -m 9 in.zst 2> err > /dev/null
 is $? 2 "a reward neither built in nor a program's: usage error"
+long=correct_final_answer_under_the_strict_grader_v2_abcdefghijk   # 59 bytes
+grpo-score -c "while read -r l; do echo '{\"rewards\": {\"$long\": 1}}'; done" -r gsm8k=0 -r "$long=0" -t "$TOK" \
+	in.zst 2> err | grpo-cat > long.jsonl
+is "$?:$(grep -o '"advantages":[-0-9.e]*' long.jsonl | sort -u | tr '\n' ' ')" '0:"advantages":0 ' \
+	"a program's reward of a 59-byte name can be weighted (by 0: advantages 0): $(cat err)"
 
 grpo-score -c 'while read -r l; do echo "{\"rewards\": {\"r\": 1e999}}"; done' -t "$TOK" in.zst 2> err | grpo-cat > inf.jsonl
 ok $? "an infinite reward from a program: scored"
