@@ -3,9 +3,10 @@
 # published first), metrics, exit statuses, the same update from other
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete;
-# weights or moments that are not finite are not published.
+# weights or moments that are not finite are not published; a full disk
+# under --metrics or --debug-table is an error.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 68
+plan 71
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -233,6 +234,19 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" != "$(sta
 	rm -rf "$m"
 else
 	ok 0 "# SKIP no /dev/shm on another file system than $T"
+fi
+
+# 13. a full disk under --metrics or --debug-table is an error naming the file,
+# not a line lost without a word; the debug table's before the step is published
+if [ -c /dev/full ]; then
+	grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pf" --lr 1e-3 --metrics /dev/full 2> "$T/err"
+	is "$?:$(grep -c '/dev/full' "$T/err")" "1:1" "metrics to a full disk: 1, naming the file"
+	[ -d "$T/pf/step_1" ]; ok $? "the step it ran stays published"
+	grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pg2" --lr 1e-3 --debug-table /dev/full 2> "$T/err"
+	is "$?:$(grep -c '/dev/full' "$T/err"):$(ls "$T/pg2")" "1:1:step_0" \
+		"a debug table on a full disk: 1, naming the file, nothing published"
+else
+	for i in 1 2 3; do ok 0 "# SKIP no /dev/full"; done
 fi
 
 exit $_failed
