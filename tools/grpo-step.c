@@ -770,6 +770,10 @@ int main(int argc, char **argv)
 		if (ckpt_check_finite(&m, &op, &e) < 0)
 			cli_die(1, "%s/step_%lld not published: %s after the optimizer step", a.policy, (long long)step,
 			        e.msg);
+		/* the step's debug rows reach the file before the step is published:
+		 * a full disk then fails the step, not the run after publishing it */
+		if (dt.f && fflush(dt.f) != 0)
+			cli_die(1, "%s: %s: step %lld not published", a.dtable, strerror(errno), (long long)step);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0;
 		if (a.rank <= 0) {
@@ -820,8 +824,8 @@ int main(int argc, char **argv)
 		        prog, strsignal(stop), (long long)step, a.steps - k, a.steps - k == 1 ? "" : "s");
 		status = 75;
 	}
-	if (mf && mf != stdout)
-		fclose(mf);
+	if (mf && mf != stdout && fclose(mf) != 0)
+		fprintf(stderr, "%s: %s: %s\n", prog, a.metrics, strerror(errno));
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
 		cli_die(1, "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);

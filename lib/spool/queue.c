@@ -633,9 +633,26 @@ int queue_retire_step(const char *queue, int64_t step, long *retired, struct err
 			rc = -1;
 			break;
 		}
-		for (size_t k = 0; k < rs.nwaiting && rc == 0; k++) {
+		/* the claimed too: a stale claim is the caller's own, killed while
+		 * retiring (or a dead consumer's), returned as recover would */
+		for (size_t k = 0; k < rs.nwaiting + rs.nclaimed && rc == 0; k++) {
+			const char *name = k < rs.nwaiting ? rs.waiting[k] : rs.claimed[k - rs.nwaiting];
 			struct claim c;
-			int r = claim_take(&c, queue, step, ranks[i], rs.waiting[k], 0, e);
+			int r = 0;
+			if (k >= rs.nwaiting) {
+				char dir[PATH_MAX], p[PATH_MAX + 300];
+				struct claim_id id;
+				long long age;
+				spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+				snprintf(p, sizeof p, "%s/.claimed/%s", dir, name);
+				r = claim_check(p, 0, time(NULL), &id, &age, e);
+				if (r == 1)
+					r = fsys_unlink(p, e) < 0 ? -1 : 0;
+				else if (r >= 0)
+					r = 1;   /* live, or gone: its holder's */
+			}
+			if (r == 0)
+				r = claim_take(&c, queue, step, ranks[i], name, 0, e);
 			if (r == 0 && claim_retire(&c, e) < 0) {
 				claim_release(&c, NULL);
 				r = -1;

@@ -114,9 +114,10 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
  * that reads a whole step without claiming its files (grpo-step reads
  * batches/step_N so), once the output made from the step is published, so
  * that status shows them done and gc can remove the step. A file claimed
- * by another consumer is left to it. *retired (may be NULL) counts the
- * files retired. 0, or -1 (what was retired before the error stays so; a
- * second call finishes).
+ * by a live consumer is left to it; a stale claim (the caller killed while
+ * retiring, say) is returned and the file retired. *retired (may be NULL)
+ * counts the files retired. 0, or -1 (what was retired before the error
+ * stays so; a second call finishes).
  */
 int queue_retire_step(const char *queue, int64_t step, long *retired, struct err *e);
 

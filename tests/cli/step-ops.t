@@ -7,12 +7,12 @@
 # processes exchanging gradients (the same bits as one process), with a
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores; a step's micro-batches retired once it is
-# published, after a crash in between too; --on-publish run by the next run
+# published, after a crash in between or while retiring too; --on-publish run by the next run
 # for a step a crash (or a failure) left without its command's success; one
 # grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
 # before the last of --steps K: 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 69
+plan 71
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -219,11 +219,12 @@ is "$s0 $?" "0 0" "step 2 in two processes"
 
 # 10. a published step's micro-batches are retired: grpo-spool shows them done,
 # not waiting, and gc can remove the step; a run killed between publishing and
-# retiring leaves them waiting, and the next run retires them
+# retiring leaves them waiting, and the next run retires them, a micro-batch
+# that a crash left claimed too
 mkdir -p "$T/sp/policy" && cp -r "$T/p/step_0" "$T/sp/policy/"
 grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups1.zst" ||
 	exit 1
-cp -r "$T/sp" "$T/sq"
+cp -r "$T/sp" "$T/sq" && cp -r "$T/sp" "$T/sr"
 GRPO_FSYS_TRACE=1 grpo-step --batches "$T/sq/batches" -o "$T/sq/policy" 2> "$T/trace"
 n=$(grep -m1 'rename_noreplace' "$T/trace" | awk '{print $2 + 2}')   # the step published, its fsync_dir done
 waiting() { grpo-spool status --json "$1" | grep "\"queue\":\"batches\",\"step\":$2," | sed 's/.*"waiting":\([0-9]*\).*/\1/'; }
@@ -233,6 +234,15 @@ is "$?:$(ls "$T/sp/policy" | tr '\n' ' '):$(waiting "$T/sp" 1)" "86:step_0 step_
 	"killed after publishing step 1: its micro-batches still wait"
 grpo-step --batches "$T/sp/batches" -o "$T/sp/policy" 2> /dev/null
 is "$?:$(waiting "$T/sp" 1):$(waiting "$T/sp" 2)" "0:0:0" "the next run retires them, and step 2's"
+# killed while retiring: right after claiming a micro-batch (the claim's rename, its .claimed/
+# made first), before moving its record to .done
+n=$(awk '/create_locked/ { c = 1 } c && r && / stat$/ { print $2; exit } { r = c && / rename_noreplace$/ }' "$T/trace")
+GRPO_FSYS_CRASH_AT=$n grpo-step --batches "$T/sr/batches" -o "$T/sr/policy" 2> /dev/null
+is "$?:$(grpo-spool status --json "$T/sr" | grep -c '"step":1,.*"claimed":1,')" "86:1" \
+	"killed while retiring step 1: a micro-batch is left claimed by the dead run"
+grpo-step --batches "$T/sr/batches" -o "$T/sr/policy" 2> /dev/null
+is "$?:$(grpo-spool status --json "$T/sr" | grep -c '"step":[12],.*"waiting":0,"claimed":0,"done":6,')" "0:2" \
+	"the next run retires it too, with the rest of step 1 and step 2"
 grpo-spool gc "$T/sp" --keep-last 0 --queue batches 2> /dev/null
 is "$(ls "$T/sp/batches" | tr '\n' ' ')" "step_2 " "gc removes step 1, and keeps the newest step with DONE (grpo-pack reads it back)"
 grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups2.zst" && [ -f "$T/sp/batches/step_3/DONE" ]

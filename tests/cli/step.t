@@ -3,9 +3,10 @@
 # published first), metrics, exit statuses, the same update from other
 # packings, a run of two steps equal to two runs of one, and a crash during
 # publish that leaves the previous step intact for a re-run to complete;
-# weights or moments that are not finite are not published.
+# weights or moments that are not finite are not published, nor is a step
+# whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 68
+plan 69
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -233,6 +234,16 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" != "$(sta
 	rm -rf "$m"
 else
 	ok 0 "# SKIP no /dev/shm on another file system than $T"
+fi
+
+# 13. a debug table on a full disk fails the step before it is published (a
+# metrics line that cannot be written is only said: metrics-full.t)
+if [ -c /dev/full ]; then
+	grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pg2" --lr 1e-3 --debug-table /dev/full 2> "$T/err"
+	is "$?:$(grep -c '/dev/full' "$T/err"):$(ls "$T/pg2")" "1:1:step_0" \
+		"a debug table on a full disk: 1, naming the file, nothing published"
+else
+	ok 0 "# SKIP no /dev/full"
 fi
 
 exit $_failed
