@@ -7,10 +7,10 @@
 # processes exchanging gradients (the same bits as one process), with a
 # peer that never comes, and --keep and --on-publish, which a rank other
 # than 0 says it ignores; a step's micro-batches retired once it is
-# published, after a crash in between or while retiring too; --on-publish run by the next run
-# for a step a crash (or a failure) left without its command's success; one
-# grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
-# before the last of --steps K: 75.
+# published, after a crash in between or while retiring too; --on-publish
+# run by the next run for a step a crash (or a failure) left without its
+# command's success; one grpo-step per policy queue and rank, a second
+# exiting 75 at once; SIGTERM before the last of --steps K: 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 71
 
