@@ -113,7 +113,7 @@ int adv_compute(const struct adv_opt *o, const struct adv_batch *b, float *adv, 
 	for (uint32_t i = 0; i < n; i++) {
 		excluded[i] = 0;
 		for (uint32_t k = 0; k < K; k++)
-			excluded[i] |= !isfinite(b->rewards[(size_t)i * K + k]);
+			excluded[i] |= !isfinite((float)b->rewards[(size_t)i * K + k]);
 	}
 	double *acc = calloc((size_t)n + 1, sizeof *acc);
 	if (!acc) {

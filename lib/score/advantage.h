@@ -18,8 +18,9 @@
  *                        then the advantages summed with the weights.
  *
  * Edge cases, each with one fixed answer so no advantage is ever NaN:
- *   - a sequence with a non-finite reward (NaN, inf) is left out of its
- *     group's statistics and of the batch std, and gets advantage 0
+ *   - a sequence with a non-finite reward (NaN, inf, or beyond a float's
+ *     range, which a spool file cannot hold) is left out of its group's
+ *     statistics and of the batch std, and gets advantage 0
  *     (excluded[i] = 1);
  *   - a group whose values are all equal, or that has fewer than two
  *     valid members (a group of one has no baseline), has zero std:

@@ -127,7 +127,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	uint32_t N = 0, K0 = o->n_rewards + (o->cmd ? REWARDCMD_MAX : 0);
 	for (uint32_t g = 0; g < n; g++)
 		N += gs[g].n;
-	double *r = malloc(((size_t)N * K0 + 1) * sizeof *r), *ar = NULL;
+	double *r = malloc(((size_t)N * K0 + 1) * sizeof *r);
 	float *adv = malloc(((size_t)N + 1) * sizeof *adv);
 	uint8_t *zs = malloc((size_t)n + 1), *ex = malloc((size_t)N + 1);
 	uint32_t *size = malloc(((size_t)n + 1) * sizeof *size);
@@ -159,22 +159,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		goto out;
 	for (uint32_t g = 0; g < n; g++)
 		size[g] = gs[g].n;
-	/* A reward beyond a float's range is stored as 0, as a non-finite one
-	 * is (below): leave it out of the advantages as adv_compute leaves
-	 * those, in a copy, so that the message below still quotes its value. */
-	for (size_t i = 0; i < (size_t)N * K; i++) {
-		if (!isfinite(r[i]) || isfinite((float)r[i]))
-			continue;
-		if (!ar) {
-			if (!(ar = malloc((size_t)N * K * sizeof *ar))) {
-				rc = err_set(e, "out of memory scoring %u sequences", N);
-				goto out;
-			}
-			memcpy(ar, r, (size_t)N * K * sizeof *ar);
-		}
-		ar[i] = NAN;
-	}
-	struct adv_batch b = { n, size, K, ar ? ar : r, w };
+	struct adv_batch b = { n, size, K, r, w };
 	if (K == 0) {
 		memset(adv, 0, N * sizeof *adv);
 		memset(zs, 1, n);
@@ -253,7 +238,6 @@ out:
 	buf_free(&text);
 	buf_free(&prompt);
 	free(r);
-	free(ar);
 	free(adv);
 	free(zs);
 	free(ex);
