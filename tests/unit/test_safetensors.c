@@ -291,27 +291,27 @@ int main(void)
 	   "malformed header: %s", e.msg);
 	/* the reference reader's rules for the header text: what it refuses,
 	 * a checkpoint made elsewhere would not load there either */
-	write_raw(path, " {\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header does not start with '{'"),
-	   "a header opening with a blank: %s", e.msg);
-	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header") && strstr(e.msg, "after the value"),
-	   "text after the header's object: %s", e.msg);
-	write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-	          "\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header") && strstr(e.msg, "\"w\" appears twice"),
-	   "a tensor named twice: %s", e.msg);
-	write_raw(path, "{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: header is not UTF-8 (byte 4)"),
-	   "a name that is not UTF-8: %s", e.msg);
-	write_raw(path, "{\"__metadata__\":{\"format\":\"pt\",\"epochs\":3},"
-	          "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: __metadata__") && strstr(e.msg, "epochs"),
-	   "metadata that is not text: %s", e.msg);
-	write_raw(path, "{\"__metadata__\":[\"pt\"],\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
-	ok(st_open(&st, path, &e) < 0 && strstr(e.msg, "bad.safetensors: __metadata__"), "metadata that is no object: %s",
-	   e.msg);
-	write_raw(path, "{\"__metadata__\":null,\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}\n\t ", 4);
+#define W4 "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}"
+	static const struct { const char *header, *says, *what; } refused[] = {
+		{ " {" W4 "}", "header does not start with '{'", "a header opening with a blank" },
+		{ "{" W4 "} x", "header: not valid JSON (text after the value, near byte 56)",
+		  "text after the header's object" },
+		{ "{" W4 ",\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
+		  "header: the key \"w\" appears twice in one object", "a tensor named twice" },
+		{ "{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "header is not UTF-8 (byte 4)",
+		  "a name that is not UTF-8" },
+		{ "{\"__metadata__\":{\"format\":\"pt\",\"epochs\":3}," W4 "}",
+		  "__metadata__: the value of \"epochs\" is not a string", "metadata that is not text" },
+		{ "{\"__metadata__\":[\"pt\"]," W4 "}", "__metadata__ is not an object of strings",
+		  "metadata that is no object" },
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		char want[256];
+		snprintf(want, sizeof want, "bad.safetensors: %s", refused[i].says);
+		write_raw(path, refused[i].header, 4);
+		ok(st_open(&st, path, &e) < 0 && strstr(e.msg, want), "%s: %s", refused[i].what, e.msg);
+	}
+	write_raw(path, "{\"__metadata__\":null," W4 "}\n\t ", 4);
 	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1, "null metadata and blanks after the object are legal");
 	st_close(&st);
 
