@@ -360,12 +360,14 @@ static void print_stats(const struct stats *st, int json)
 static struct tempfile *output_tmp(const char *output, int *in_spool, struct err *e)
 {
 	char queue[PATH_MAX], tmpdir[PATH_MAX + 8];
-	*in_spool = spool_queue_of(output, queue, sizeof queue);
+	*in_spool = spool_queue_of_real(output, queue, sizeof queue);
 	if (*in_spool) {
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof dir, "%s", output);
-		*strrchr(dir, '/') = 0;
-		if (fsys_mkdirs(dir, e) < 0)
+		char *slash = strrchr(dir, '/');   /* none: "NAME" in the rank directory itself */
+		if (slash)
+			*slash = 0;
+		if (slash && *dir && fsys_mkdirs(dir, e) < 0)
 			return NULL;
 		snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
 	}

@@ -203,6 +203,21 @@ int spool_queue_of(const char *path, char *queue, size_t size)
 	return snprintf(queue, size, "%s", q) < (int)size;
 }
 
+int spool_queue_of_real(const char *path, char *queue, size_t size)
+{
+	if (spool_queue_of(path, queue, size))
+		return 1;
+	char dir[PATH_MAX], real[PATH_MAX], full[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	if (!*name || snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+			       slash ? path : ".") >= (int)sizeof dir)
+		return 0;
+	if (!realpath(*dir ? dir : "/", real) ||
+	    snprintf(full, sizeof full, "%s/%s", strcmp(real, "/") ? real : "", name) >= (int)sizeof full)
+		return 0;   /* a directory that does not exist holds no published file */
+	return spool_queue_of(full, queue, size);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -87,6 +87,14 @@ void spool_unique_name(char *out, size_t size);
  */
 int spool_queue_of(const char *path, char *queue, size_t size);
 
+/*
+ * spool_queue_of, and when the path as written names no rank directory
+ * ("g.zst" given inside QUEUE/step_N/rank_X, or a link to one), the same
+ * test on its directory's real path, with QUEUE then absolute. For a writer
+ * that must not replace a published file however its path was spelled.
+ */
+int spool_queue_of_real(const char *path, char *queue, size_t size);
+
 /* "step_N" / "rank_X" with N, X decimal without leading zeros: 0 and the number, or -1. */
 int spool_parse_step(const char *name, int64_t *step);
 int spool_parse_rank(const char *name, int *rank);

@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 12
+plan 15
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -17,6 +17,21 @@ is "$?:$(cat "$T/err")" "1:grpo-cat: $out: already published; a spool file is ne
 	"a spool file is published once, as everywhere in a spool"
 grpo-cat --from-json -o "$T/plain.zst" "$ex" && grpo-cat --from-json -o "$T/plain.zst" "$ex"
 is "$?" 0 "outside a spool, -o replaces its output"
+
+# The spool is known by where the file is, not by how its path is spelled:
+# a bare name given inside the rank directory, or a path through a link.
+before=$(cksum < "$out")
+head -n 1 "$ex" > "$T/one.jsonl"
+(cd "$q/step_0/rank_0" && grpo-cat --from-json -o g.zst "$T/one.jsonl") 2> "$T/err"
+is "$?:$(cksum < "$out"):$(cat "$T/err")" "1:$before:grpo-cat: g.zst: already published; a spool file is never replaced" \
+	"a bare name inside a rank directory does not replace the published file"
+ln -s "$q/step_0/rank_0" "$T/here"
+grpo-cat --from-json -o "$T/here/g.zst" "$T/one.jsonl" 2> /dev/null
+is "$?:$(cksum < "$out")" "1:$before" "nor does a path through a link to it"
+(cd "$q/step_0/rank_0" && grpo-cat --from-json -o new.zst "$ex")
+is "$?:$(ls -A "$q/step_0/rank_0" | tr '\n' ' ')" "0:g.zst new.zst " \
+	"a new name there is published, its temporary kept in the queue's .tmp"
+rm -f "$q/step_0/rank_0/new.zst" "$T/here"
 
 # Crash (kill -9) at each file system call: a leftover only ever in QUEUE/.tmp.
 calls=$(GRPO_FSYS_TRACE=1 grpo-cat --from-json -o "$q/step_1/rank_0/g.zst" "$ex" 2>&1 | grep -c '^fsys ')
