@@ -69,6 +69,26 @@ static int start_batch(struct cursor *cur, const struct opts *o, const char *dir
 }
 
 /*
+ * A prompt with its --max-tokens must fit the positions the model was
+ * trained for: RoPE past them gives a model out of its range, and a sample
+ * that reads well but means nothing. Refused before anything is sampled, as
+ * an inference server refuses such a request.
+ */
+static int check_positions(const struct gen_opts *g, const struct model *m, const char *dir,
+			   const struct rollout_prompt *ps, int n, struct err *e)
+{
+	long long max_pos = m->cfg.max_pos;
+	for (int i = 0; i < n; i++)
+		if ((long long)ps[i].n + g->max_tokens > max_pos)
+			return err_set(e, "%s:%llu: a prompt of %u tokens and --max-tokens %lld need %lld positions, "
+				       "beyond the %lld of %s/config.json (max_position_embeddings); shorten the "
+				       "prompt or lower --max-tokens", g->prompts, (unsigned long long)ps[i].line,
+				       ps[i].n, (long long)g->max_tokens, (long long)ps[i].n + g->max_tokens, max_pos,
+				       dir);
+	return 0;
+}
+
+/*
  * The GPU sampler --device asks for, in *gpu, or NULL for the C model:
  * auto means the GPU where there is one that can take the model, else the
  * C model (saying why when a GPU was there); cuda that cannot be had is -1
@@ -159,6 +179,8 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
 	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
+		goto fail;
+	if (check_positions(g, &m, dir, ps, n, &e) < 0)
 		goto fail;
 	if (open_sampler(g, &m, ps, n, o->verbose, &gpu, &e) < 0) {
 		status = 69;

@@ -3,7 +3,7 @@
 # walked round-robin with a cursor, from a model directory or the newest
 # checkpoint of a policy queue; deterministic and safe to re-run.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 16
+plan 18
 grpo-init --preset tiny --seed 3 -o "$T/m" || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' '{"prompt_tokens":[4,5]}' '' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
 shift_run() { m=$1; shift; grpo-collect --model "$m" --prompts "$T/p.jsonl" -n 2 --max-tokens 5 --seed 9 "$@"; }
@@ -66,6 +66,16 @@ is "$?:$(cat "$T/err"):$(ls "$T/s4" 2> /dev/null)" \
 
 grpo-collect --model "$T/m" -o "$T/s/rollouts" 2> /dev/null
 is "$?" 2 "--model without --prompts is a usage error"
+
+# A prompt and its --max-tokens must fit the model's positions.
+cp -r "$T/m" "$T/short"
+sed 's/"max_position_embeddings": [0-9]*/"max_position_embeddings": 7/' "$T/m/config.json" > "$T/short/config.json"
+grpo-collect --model "$T/short" --prompts "$T/p.jsonl" --count 3 -n 2 --max-tokens 5 -o "$T/s5/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/s5" 2> /dev/null)" \
+	"1:grpo-collect: $T/p.jsonl:1: a prompt of 3 tokens and --max-tokens 5 need 8 positions, beyond the 7 of $T/short/config.json (max_position_embeddings); shorten the prompt or lower --max-tokens:" \
+	"a prompt that would run past max_position_embeddings is refused before anything is sampled, naming its line"
+grpo-collect --model "$T/short" --prompts "$T/p.jsonl" --count 3 -n 2 --max-tokens 4 -o "$T/s5/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T"/s5/rollouts/step_0/rank_0 | wc -l | tr -d ' ')" "0::1" "one that fits exactly is sampled"
 
 A="$GRPO_TOP/examples/addition"
 grpo-init --preset tiny --vocab 13 --eos 12 --tokenizer "$A/tokenizer.json" -o "$T/add" || exit 1
