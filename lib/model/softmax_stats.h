@@ -25,7 +25,8 @@ static inline void softmax_stats(const float *z, int V, int target, double temp,
 	for (int j = 0; j < V; j++) {
 		double e = exp(z[j] * inv - mx);
 		sum += e;
-		sz += e * (z[j] * inv);
+		if (e > 0)   /* a -inf logit: p log p -> 0, not 0 * -inf = NaN */
+			sz += e * (z[j] * inv);
 	}
 	double l = mx + log(sum);
 	*logprob = (float)(z[target] * inv - l);
