@@ -464,7 +464,7 @@ int main(int argc, char **argv)
 			sv.so.retries = (int)cli_uint("--retries", optarg, 100);
 			break;
 		case OPT_MAX_LAG:
-			sv.max_lag = (long long)cli_uint("--max-lag", optarg, 1ull << 53);
+			sv.max_lag = (long long)cli_uint("--max-lag", optarg, TRAJ_INT_MAX);
 			break;
 		case OPT_TIMEOUT: {
 			double t = cli_seconds("--timeout", optarg, 86400);
@@ -504,7 +504,7 @@ int main(int argc, char **argv)
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
 		case 'o': o.queue = optarg; break;
 		case 's':
-			o.step = (long long)cli_uint("--step", optarg, 1ull << 53);
+			o.step = (long long)cli_uint("--step", optarg, TRAJ_INT_MAX);
 			o.have_step = 1;
 			break;
 		case 'r':

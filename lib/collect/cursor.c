@@ -14,6 +14,7 @@
 
 #include "base/fsys.h"
 #include "base/tempfile.h"
+#include "data/traj.h"
 
 /* The whole file into b (with a NUL after it): 0, 1 when it does not exist, -1. */
 static int read_all(const char *path, struct buf *b, struct err *e)
@@ -58,7 +59,7 @@ static int parse_row(const char *s, size_t n, uint64_t *row)
 static int get_u64(const cJSON *o, const char *key, uint64_t *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)TRAJ_INT_MAX ||
 	    v->valuedouble != floor(v->valuedouble))
 		return -1;
 	*out = (uint64_t)v->valuedouble;

@@ -50,13 +50,11 @@ static int check_bits(const uint8_t *a, uint32_t n, const char *field, struct er
 	return 0;
 }
 
-/* 2^53: past it a JSON number (a double) no longer holds every integer, and the JSON view could not give back what a spool file holds. */
-#define JSON_EXACT_INT 9007199254740992ll
-
 static int check_exact(int64_t v, const char *field, struct err *e)
 {
-	if (v > JSON_EXACT_INT)
-		return err_set(e, "%s is %" PRId64 ", past 2^53, the largest integer JSON numbers hold exactly", field, v);
+	if (v > TRAJ_INT_MAX)
+		return err_set(e, "%s is %" PRId64 ", past 2^53 - 1, the largest integer JSON numbers hold exactly",
+			       field, v);
 	return 0;
 }
 

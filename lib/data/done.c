@@ -97,7 +97,7 @@ static int get_string(const cJSON *x, char **out, const char *name, const char *
 }
 
 #define U32 4294967295.0
-#define I53 9007199254740992.0   /* JSON numbers hold integers exactly up to 2^53 */
+#define I53 ((double)TRAJ_INT_MAX)   /* JSON numbers hold every integer up to 2^53 - 1 */
 
 static int parse_runs(const cJSON *arr, struct done_manifest *m, const char *name, struct err *e)
 {

@@ -541,7 +541,7 @@ int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
 	if (!cJSON_IsNumber(v))
 		return err_set(e, "%s: expected an integer", what);
 	double d = v->valuedouble;
-	if (d != floor(d) || fabs(d) > 9007199254740992.0)
+	if (d != floor(d) || fabs(d) > (double)TRAJ_INT_MAX)   /* 2^53 may be 2^53 + 1 rounded */
 		return err_set(e, "%s: %.17g is not an integer that JSON numbers hold exactly", what, d);
 	*out = (int64_t)d;
 	return 0;

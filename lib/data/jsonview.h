@@ -15,7 +15,8 @@
  * Parsing accepts a group, a micro-batch or a lone trajectory object. In a
  * trajectory only prompt_tokens, response_tokens and logprobs are required;
  * the defaults of the rest are those of traj_init() (grpo-spool(5)).
- * Integers above 2^53 do not survive (cJSON keeps numbers as doubles).
+ * Integers beyond 2^53 - 1 (TRAJ_INT_MAX) are refused, not rounded (cJSON
+ * keeps numbers as doubles).
  * NaN, Infinity and -Infinity read as those floats, null in a float array as
  * NaN; the spool writer then refuses them with the record and field named.
  */

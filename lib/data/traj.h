@@ -27,6 +27,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The largest integer of a record (an id, a policy version): 2^53 - 1, the
+ * last below which a JSON number (a double) holds every integer. From 2^53
+ * on, two integers read as one (9007199254740993 as 9007199254740992), so
+ * the JSON view could not give back what a spool file holds, nor tell a
+ * changed id from a given one.
+ */
+#define TRAJ_INT_MAX 9007199254740991ll
+
 /* A sequence or group id as given. str set: a string id (owned, no NUL
  * byte); str NULL: the integer num, where -1 means "none given". */
 struct traj_id {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 22
+plan 24
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -81,6 +81,16 @@ printf '%s {"response_tokens":[1,2,3,4,5,6,7,8],"logprobs":[0]}\n' "$g" > "$T/af
 grpo-cat --from-json -o "$T/after3.zst" "$T/after3.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: $T/after3.jsonl:1: not valid JSON (text after the value, near byte 98)" \
 	"the byte named is the line's own when the text after the value holds per-token arrays"
+
+# Integers stop at 2^53 - 1: beyond it JSON numbers round, and 2^53 + 1 would read as 2^53.
+big() { printf '{"group_id":%s,"trajectories":[{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]}]}\n' "$1"; }
+big 9007199254740991 | grpo-cat --from-json | grpo-cat > "$T/big.json"
+is "$?:$(grep -o '"group_id":[0-9]*' "$T/big.json" | sort -u)" '0:"group_id":9007199254740991' \
+	"an id of 2^53 - 1 goes through the JSON view unchanged"
+for v in 9007199254740992 9007199254740993; do big $v; done | grpo-cat --from-json > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" \
+	"1:grpo-cat: <stdin>:1: group_id: 9007199254740992 is not an integer that JSON numbers hold exactly" \
+	"an id of 2^53 or 2^53 + 1 (which reads as 2^53) is refused, naming the line, not changed"
 
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"

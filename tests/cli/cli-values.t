@@ -80,7 +80,7 @@ grpo-score|--lease|1h|ok
 grpo-score|--lease|1.5|a whole number of seconds from 1 to 1000000000 (or with s, m, h or d)
 grpo-score|--lease|1y|a whole number of seconds from 1 to 1000000000 (or with s, m, h or d)
 grpo-collect|--step|7|ok
-grpo-collect|--step|-1|an integer from 0 to 9007199254740992
+grpo-collect|--step|-1|an integer from 0 to 9007199254740991
 grpo-collect|--rank|3|ok
 grpo-collect|--rank|2147483648|an integer from 0 to 2147483647
 grpo-collect|--max-groups|0|ok
@@ -118,7 +118,7 @@ grpo-collect|--timeout|2d|a duration > 0 and <= 1d (seconds, or with s, m, h or 
 grpo-collect|--retries|0|ok
 grpo-collect|--retries|101|an integer from 0 to 100
 grpo-collect|--max-lag|0|ok
-grpo-collect|--max-lag|-2|an integer from 0 to 9007199254740992
+grpo-collect|--max-lag|-2|an integer from 0 to 9007199254740991
 grpo-cat|--head|0|ok
 grpo-cat|--head|10|ok
 grpo-cat|--head||a non-negative integer
