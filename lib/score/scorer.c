@@ -278,38 +278,38 @@ static int num(struct buf *out, const char *key, double v)
 {
 	char f[32];
 	json_format_float(f, (float)v);
-	return buf_printf(out, ", \"%s\": %s", key, isfinite(v) ? f : "null");
+	return buf_printf(out, ",\"%s\":%s", key, isfinite(v) ? f : "null");
 }
 
 int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st)
 {
 	double N = st->seqs ? st->seqs : 1;
-	int r = buf_printf(out, "{\"input\": ");
+	int r = buf_printf(out, "{\"input\":");
 	r = r < 0 ? r : json_print_string(out, input);
-	r = r < 0 ? r : buf_printf(out, ", \"groups\": %u, \"sequences\": %u, \"dropped_groups\": %u, "
-				   "\"zero_std_groups\": %u, \"singleton_groups\": %u, \"nonfinite_rewards\": %u",
+	r = r < 0 ? r : buf_printf(out, ",\"groups\":%u,\"sequences\":%u,\"dropped_groups\":%u,"
+				   "\"zero_std_groups\":%u,\"singleton_groups\":%u,\"nonfinite_rewards\":%u",
 				   st->groups, st->seqs, st->dropped, st->zero_std, st->singletons, st->nonfinite);
 	r = r < 0 ? r : num(out, "zero_std_fraction", st->groups ? (double)st->zero_std / st->groups : 0);
-	r = r < 0 ? r : buf_printf(out, ", \"rewards\": {");
+	r = r < 0 ? r : buf_printf(out, ",\"rewards\":{");
 	for (uint32_t k = 0; k < st->K && r >= 0; k++) {
 		double mean = st->r_sum[k] / N, var = st->r_sq[k] / N - mean * mean;
-		r = buf_printf(out, "%s", k ? ", " : "");
+		r = buf_printf(out, "%s", k ? "," : "");
 		r = r < 0 ? r : json_print_string(out, st->names[k]);
 		char f[32];
 		json_format_float(f, (float)mean);
-		r = r < 0 ? r : buf_printf(out, ": {\"mean\": %s", f);
+		r = r < 0 ? r : buf_printf(out, ":{\"mean\":%s", f);
 		r = r < 0 ? r : num(out, "std", sqrt(var > 0 ? var : 0));
 		r = r < 0 ? r : num(out, "success_rate", st->succ[k] / N);
 		r = r < 0 ? r : buf_printf(out, "}");
 	}
 	r = r < 0 ? r : buf_printf(out, "}");
 	r = r < 0 ? r : num(out, "response_len_mean", st->resp_len_sum / N);
-	r = r < 0 ? r : buf_printf(out, ", \"response_len_max\": %u", st->resp_len_max);
+	r = r < 0 ? r : buf_printf(out, ",\"response_len_max\":%u", st->resp_len_max);
 	r = r < 0 ? r : num(out, "truncated_fraction", st->truncated / N);
 	r = r < 0 ? r : num(out, "decode_s", st->t_decode);
 	r = r < 0 ? r : num(out, "reward_s", st->t_reward);
 	r = r < 0 ? r : num(out, "ref_s", st->t_ref);
-	r = r < 0 ? r : buf_printf(out, ", \"ref_tokens\": %llu", (unsigned long long)st->ref_tokens);
+	r = r < 0 ? r : buf_printf(out, ",\"ref_tokens\":%llu", (unsigned long long)st->ref_tokens);
 	r = r < 0 ? r : num(out, "ref_tokens_per_s", st->t_ref > 0 ? st->ref_tokens / st->t_ref : 0);
 	r = r < 0 ? r : buf_printf(out, "}\n");
 	return r < 0 ? -1 : 0;

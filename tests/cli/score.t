@@ -43,9 +43,9 @@ grep -q 'group 3' err || grep -q '1 groups of one member' err
 ok $? "a group of one is reported: $(head -1 err)"
 grep -q 'group sizes differ (1 to 4)' err
 ok $? "unequal sizes are reported"
-grep -q '"groups": 3, "sequences": 7, "dropped_groups": 0, "zero_std_groups": 2, "singleton_groups": 1' m.jsonl
+grep -q '"groups":3,"sequences":7,"dropped_groups":0,"zero_std_groups":2,"singleton_groups":1' m.jsonl
 ok $? "metrics line"
-grep -q '"gsm8k": {"mean": 0.571428' m.jsonl
+grep -q '"gsm8k":{"mean":0.571428' m.jsonl
 ok $? "metrics: reward mean per function"
 
 grpo-score -r gsm8k -t "$TOK" -a rloo < in.zst 2>/dev/null | grpo-cat > rloo.jsonl
@@ -53,7 +53,7 @@ is "$(grep -o '"advantages":[-0-9.e]*' rloo.jsonl | head -2 | tr '\n' ' ')" \
    '"advantages":0.6666667 "advantages":-0.6666667 ' "--advantage rloo from standard input"
 grpo-score -r gsm8k -t "$TOK" -a dr_grpo --drop-zero-std -x m2.jsonl in.zst 2>/dev/null | grpo-cat > drop.jsonl
 is "$(wc -l < drop.jsonl | tr -d ' ')" 1 "--drop-zero-std drops the flat group and the group of one"
-grep -q '"dropped_groups": 2' m2.jsonl
+grep -q '"dropped_groups":2' m2.jsonl
 ok $? "dropped groups counted"
 is "$(grep -o '"advantages":[-0-9.e]*' drop.jsonl | head -1)" '"advantages":0.5' "dr_grpo: r - mean"
 
@@ -178,7 +178,7 @@ grpo-score -c 'while read -r l; do case $l in *"\"sequence_id\": 100,"*) r=1e39 
 	echo "{\"rewards\": {\"r\": $r}}"; done' -t "$TOK" -x big-m.jsonl in.zst 2> err | grpo-cat > big.jsonl
 is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' \
 	"a reward too large for a float: left out of the advantages, the rest of its group flat"
-grep -q '"zero_std_groups": 3' big-m.jsonl
+grep -q '"zero_std_groups":3' big-m.jsonl
 ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
 # two lines for the input's last request: no later request finds the second, so the
 # input itself must fail, not be published as if the program had kept to one line
