@@ -48,11 +48,29 @@ static void moments(const double *x, const uint8_t *bad, uint32_t n, int biased,
 		}
 	*m = c;
 	*mean = c ? s / c : 0;
+	if (isinf(*mean)) {   /* a sum past 1e308, of weighted rewards: the sum of the values / c */
+		*mean = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (!bad[i])
+				*mean += x[i] / c;
+	}
+	/*
+	 * Deviations are taken relative to the largest, so that weighted rewards
+	 * past 1e154, whose squares overflow, still give their std (an inf std
+	 * made every advantage 0). The scale is a power of two: exact.
+	 */
+	double big = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (!bad[i])
-			ss += (x[i] - *mean) * (x[i] - *mean);
+			big = fmax(big, fabs(x[i] - *mean));
+	int ex;
+	frexp(big, &ex);
+	double scale = big > 1e150 ? ldexp(1.0, -ex) : 1;
+	for (uint32_t i = 0; i < n; i++)
+		if (!bad[i])
+			ss += (x[i] - *mean) * scale * ((x[i] - *mean) * scale);
 	uint32_t d = biased ? c : c - 1;
-	*sd = c >= 2 ? sqrt(ss / d) : 0;
+	*sd = c >= 2 ? sqrt(ss / d) / scale : 0;
 }
 
 /*

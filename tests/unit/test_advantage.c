@@ -128,6 +128,19 @@ int main(void)
 	struct err e;
 	ok(adv_compute(&o, &bb, adv, zs, ex, &e) < 0 && strstr(e.msg, "group 0, member 0"), "overflow: %s", e.msg);
 
+	/* a weight so large that the weighted rewards' squares overflow a double:
+	 * grpo is scale-free, so the advantages are those of weight 1 (eps aside) */
+	static const double whuge[] = { 1e200 };
+	o = (struct adv_opt)ADV_OPT_INIT;
+	o.std_eps = 0;
+	ok(run(o, 1, s4, 1, r4, whuge) == 0 && !zs[0], "grpo, weight 1e200: runs, group not flat");
+	is_float(adv[0], 0.5 / sqrt(1.0 / 3), 1e-6, "grpo, weight 1e200: + as with weight 1");
+	is_float(adv[1], -0.5 / sqrt(1.0 / 3), 1e-6, "grpo, weight 1e200: -");
+	o.kind = ADV_BATCH;
+	run(o, 1, s4, 1, r4, whuge);
+	is_float(adv[0], 0.5 / sqrt(1.0 / 3), 1e-6, "batch, weight 1e200: the batch std too");
+	o = (struct adv_opt)ADV_OPT_INIT;
+
 	/* property: never NaN, whatever the rewards */
 	srand(7);
 	int nan_seen = 0;
