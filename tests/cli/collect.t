@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 72
+plan 73
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -153,6 +153,13 @@ is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' '):$(grep -c 'a
 grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
 is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "0:6" "the same split again publishes nothing new"
 
+# A re-run under another --step (the cron line of grpo-collect(1) reads the
+# step anew each minute) would publish every group of the input again, in
+# another step directory: it is refused, naming where the input went.
+grpo-collect -o "$T/sp/rollouts" --step 8 --max-groups 2 "$D/vllm-completions.jsonl" 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_8/rank_0" | wc -l | tr -d ' '):$(grep -c 'published already under step_4 (another --step)' "$T/err")" \
+	"1:0:1" "a re-run with another --step refuses and publishes no group twice: $(cat "$T/err")"
+
 gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
 grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
 is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" \
@@ -172,8 +179,8 @@ is "$?" 2 "an unknown format is a usage error"
 grpo-collect --on-error ignore "$D/native.jsonl" 2> /dev/null
 is "$?" 2 "an unknown --on-error mode is a usage error"
 is "$(grpo-collect --help | head -1 | cut -c1-20)" "usage: grpo-collect " "--help prints the usage to standard output"
-grpo-collect -o "$T/sp/rollouts" --step 5 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
-is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_0" | wc -l | tr -d ' ')" \
+grpo-collect -o "$T/sp/rollouts" --step 5 --rank 1 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_1" | wc -l | tr -d ' ')" \
 	"1:grpo-collect: $T/absent.jsonl: No such file or directory
 grpo-collect: warning: 1 group of one member (its advantage is always 0):1" "a missing input is named; the others are published"
 
