@@ -761,6 +761,39 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 	return 0;
 }
 
+/*
+ * A lone trajectory line refused (-e skip goes on): its group's prompt index
+ * stays what it would have been, so that the groups after it keep theirs
+ * (and their --answers). Without a group_id it was a group of its own: one
+ * index. With one already pending, none. With a new one, the index is taken
+ * by an empty pending group, which the group's later lines join and which
+ * is dropped at the end of the input if none does. -2 out of memory.
+ */
+static int skip_lone(struct collect *c, const struct traj_id *gid)
+{
+	if (!traj_id_given(gid)) {
+		c->next_index++;
+		return -1;
+	}
+	if (pending_find(c, gid))
+		return -1;
+	if (c->n_pending == c->cap_pending) {
+		size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
+		void *v = realloc(c->pending, cap * sizeof *c->pending);
+		if (!v)
+			return -2;
+		c->pending = v;
+		c->cap_pending = cap;
+	}
+	struct collect_pending *p = &c->pending[c->n_pending];
+	memset(p, 0, sizeof *p);
+	if (traj_id_copy(&p->g.group_id, gid) < 0)
+		return -2;
+	c->n_pending++;
+	p->index = c->next_index++;
+	return -1;
+}
+
 int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 {
 	while (n && isspace((unsigned char)text[n - 1]))
@@ -809,9 +842,12 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			err_prefix(e, "group %u", k);
 	}
 	if (r < 0) {
-		c->next_index += L.lone ? 1 : L.n_groups;
+		if (L.lone)
+			r = skip_lone(c, &L.groups[0].trajs[0].group_id);
+		else
+			c->next_index += L.n_groups;
 		collect_line_free(&L);
-		return -1;
+		return r == -2 ? err_set(e, "out of memory"), -2 : -1;
 	}
 	if (L.lone) {
 		r = add_lone(c, &L, text, n, e);
@@ -838,6 +874,8 @@ int collect_end_input(struct collect *c, struct err *e)
 	int r = 0;
 	for (size_t i = 0; i < c->n_pending && r == 0; i++) {
 		struct group *g = &c->pending[i].g;
+		if (g->n == 0)
+			continue;   /* an index kept for lines that were all skipped */
 		c->groups++;
 		for (uint32_t k = 0; k < g->n; k++)
 			c->tokens += g->trajs[k].n_response;

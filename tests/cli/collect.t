@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 73
+plan 74
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -109,6 +109,19 @@ grpo-collect: warning: 2 groups of one member (its advantage is always 0)
 grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)" \
 	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is named too"
 is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
+# Lone trajectories gathered by group_id take the prompt index of their
+# group's first line; a skipped one must not move the groups after it onto
+# other --answers (nor its own group, when it was the first line).
+printf '%s\n' '{"answer":"A0"}' '{"answer":"A1"}' '{"answer":"A2"}' > "$T/idx.jsonl"
+lone() { printf '{"prompt_tokens":[1],"response_tokens":[3],"logprobs":[%s],"group_id":"%s"}\n' "$2" "$1"; }
+{ lone x -0.5; lone x 0.5; lone y -0.5; lone x 0.5; lone z -0.5; } > "$T/lone-mid.jsonl"
+{ lone x 0.5; lone x -0.5; lone y -0.5; } > "$T/lone-first.jsonl"
+for f in lone-mid lone-first; do
+	grpo-collect -e skip --step 0 --answers "$T/idx.jsonl" "$T/$f.jsonl" 2> /dev/null | view - |
+		sed 's/^{"group_id":"\([a-z]\)".*"answer":"\(A[0-9]\)".*/\1=\2/' | tr '\n' ' ' > "$T/$f.got"
+done
+is "$(cat "$T/lone-mid.got")/$(cat "$T/lone-first.got")" "x=A0 y=A1 z=A2 /x=A0 y=A1 " \
+	"-e skip: a skipped lone trajectory keeps the prompt indices of its group and the groups after it"
 
 # --- a request and its response that disagree on the prompt ids ------------
 # the server conditioned on the response's (a BOS added): those are stored,
