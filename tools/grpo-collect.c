@@ -576,6 +576,9 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
 	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
+	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
+		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
+		              given['r'] ? "--rank" : "--max-groups");
 	if (o.skip < 0)
 		o.skip = sv.so.url != NULL;
 	if (!g.model && co.temperature == 0)
