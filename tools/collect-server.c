@@ -125,6 +125,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
 		goto fail;
+	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s: published the %llu prompts from row %llu of %s that an earlier run sampled "
 		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
@@ -285,6 +286,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	if (failed)
 		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
+	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",
 		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n,

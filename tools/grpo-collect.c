@@ -346,6 +346,22 @@ static int report_groups(const struct groupset *s, int verbose)
 	return 0;
 }
 
+/* The group integrity of the groups a run through a server published, warned
+ * of as for an imported file: they are the lines of one input. */
+void report_held(const struct held *h, int verbose)
+{
+	struct groupset s = { 0 };
+	struct err e;
+	int r = 0;
+	for (size_t i = 0; i < h->n && r == 0; i++)
+		r = groupset_add_id(&s, &h->g[i].group_id, h->g[i].n, i, &e);
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	else
+		report_groups(&s, verbose);
+	groupset_free(&s);
+}
+
 /* Whether a line stops inside a JSON value: in a string, or with an object or
  * array still open. A JSON line cut short always does, a whole one never,
  * whether or not it is a good record. */

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 37
+plan 38
 
 S="$T/server"
 fake_server "$S"
@@ -118,6 +118,14 @@ is "$?:$(visible "$T/f" | wc -l | tr -d ' '):$(tail -n 1 "$T/err")" \
 prompts "$T/p5.jsonl" "fewer"
 grpo-collect --server "$URL" --prompts "$T/p5.jsonl" -n 2 --retries 0 -o "$T/g/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/g" | wc -l | tr -d ' ')" "1:0" "every prompt failed: exit 1, nothing published"
+
+# --- group integrity, counted as for an imported file ---------------------------
+# -n 1: each prompt a group of one member, which GRPO learns nothing from
+prompts "$T/p1m.jsonl" "oneA" "oneB"
+grpo-collect --server "$URL" --prompts "$T/p1m.jsonl" -n 1 --responses "$T/r1m.jsonl" -o "$T/one/rollouts" 2> "$T/err"
+grpo-collect --step 0 "$T/r1m.jsonl" 2> "$T/err.imported" > /dev/null
+is "$?:$(cat "$T/err"):$(groups "$T/one")" "0:$(cat "$T/err.imported"):2" \
+	"-n 1: the groups of one member are counted, as importing the saved answers counts them"
 
 # --- the server's version, --max-lag, --policy-version ---------------------------
 echo '{"model_path": "/models/policy/step_4"}' > "$S/script.json"
