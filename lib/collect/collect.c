@@ -245,6 +245,15 @@ int collect_native(const cJSON *v, struct collect_line *out, struct err *e)
 
 /* ---- one line ---- */
 
+/* An answer or a request id, a string or a number, as text. A number as
+ * cJSON prints it, the fewest digits that read back as the same double,
+ * as a prompt's answer is kept by --model and --server (model/rollout.c):
+ * 0.3 as written, not as "0.29999999999999999". */
+static char *answer_text(const cJSON *v)
+{
+	return cJSON_IsString(v) ? strdup(v->valuestring) : cJSON_PrintUnformatted(v);
+}
+
 static enum collect_format detect(const cJSON *v)
 {
 	if (cJSON_IsArray(v)) {
@@ -283,19 +292,10 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
 			return err_set(e, "request: expected an object");
 		const cJSON *a = cJSON_GetObjectItemCaseSensitive(v, "answer");
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-		char num[32];
-		if (cJSON_IsString(a) || cJSON_IsNumber(a)) {
-			if (cJSON_IsNumber(a))
-				snprintf(num, sizeof num, "%.17g", a->valuedouble);
-			if (!(out->answer = strdup(cJSON_IsString(a) ? a->valuestring : num)))
-				return err_set(e, "out of memory");
-		}
-		if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
-			if (cJSON_IsNumber(id))
-				snprintf(num, sizeof num, "%.17g", id->valuedouble);
-			if (!(out->id = strdup(cJSON_IsString(id) ? id->valuestring : num)))
-				return err_set(e, "out of memory");
-		}
+		if ((cJSON_IsString(a) || cJSON_IsNumber(a)) && !(out->answer = answer_text(a)))
+			return err_set(e, "out of memory");
+		if ((cJSON_IsString(id) || cJSON_IsNumber(id)) && !(out->id = answer_text(id)))
+			return err_set(e, "out of memory");
 	}
 	if (fmt == COLLECT_AUTO) {
 		fmt = detect(resp);
@@ -496,14 +496,6 @@ static int answer_cmp(const void *a, const void *b)
 }
 
 /* Keys: "#N" for a prompt index, "=ID" for a request id, so the two never meet. */
-static char *answer_text(const cJSON *v)
-{
-	char num[32];
-	if (cJSON_IsString(v))
-		return strdup(v->valuestring);
-	snprintf(num, sizeof num, "%.17g", v->valuedouble);
-	return strdup(num);
-}
 
 int collect_answers_load(struct collect_answers *a, const char *path, struct err *e)
 {

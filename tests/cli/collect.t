@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 74
+plan 75
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -47,6 +47,16 @@ printf '%s\n' '{"question":"2+2?","answer":"2+2 = <<2+2=4>>4\n#### 4"}' '{"quest
 is "$(grpo-collect --step 0 --answers "$T/gsm8k.jsonl" "$D/vllm-completions.jsonl" | view - |
 	sed 's/.*"answer":\("[^"]*"\).*/\1/; t; s/.*/-/' | tr '\n' ' ')" '"2+2 = <<2+2=4>>4\n#### 4" "#### 6" - ' \
 	"--answers: a prompts file without keys answers by line number"
+# an answer given as a JSON number is stored as written (as --model and
+# --server store a prompt's), not as 17 digits: "0.3", not "0.29999999999999999"
+printf '%s\n' '{"answer":0.3}' '{"id":2.5,"answer":-7.1}' > "$T/num.jsonl"
+printf '%s\n' "$(sed -n 1p "$D/native.jsonl")" \
+	'{"request":{"prompt":[1]},"response":{"choices":[{"token_ids":[7],"prompt_token_ids":[1],"logprobs":{"token_logprobs":[-1]}}]},"id":2.5}' \
+	'{"request":{"prompt":[1]},"response":{"choices":[{"token_ids":[8],"prompt_token_ids":[1],"logprobs":{"token_logprobs":[-1]}}]},"answer":1.1}' \
+	> "$T/num-in.jsonl"
+is "$(grpo-collect --step 0 --answers "$T/num.jsonl" "$T/num-in.jsonl" 2> /dev/null | view - |
+	sed 's/.*"answer":\("[^"]*"\).*/\1/' | tr '\n' ' ')" '"0.3" "-7.1" "1.1" ' \
+	"--answers and a wrapper's answer given as numbers are stored as written, and matched by a numeric id"
 printf '%s\n' '{"index":1,"answer":"a"}' '{"index":1,"answer":"b"}' > "$T/dup.jsonl"
 grpo-collect --step 0 --answers "$T/dup.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
 is "$?:$(cat "$T/err")" "1:grpo-collect: $T/dup.jsonl: two answers for index 1" "two answers for one prompt are refused"
