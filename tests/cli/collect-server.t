@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 38
+plan 39
 
 S="$T/server"
 fake_server "$S"
@@ -166,6 +166,11 @@ is "$?:$(cat "$T/err"):$(grep -c '"prompt": "resp' "$S/log")" \
 	"1:grpo-collect: $T/nodir/r.jsonl: No such file or directory:0" \
 	"--responses FILE that cannot be opened fails at once, before any prompt is sent"
 is "$(visible "$T/r" | wc -l | tr -d ' ')" 0 "and nothing is published"
+cp "$T/pr.jsonl" "$T/pr2.jsonl"
+grpo-collect --server "$URL" --prompts "$T/pr2.jsonl" --responses "$T/pr2.jsonl" -o "$T/r/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(cmp "$T/pr.jsonl" "$T/pr2.jsonl" 2>&1):$(visible "$T/r" | wc -l | tr -d ' ')" \
+	"1:grpo-collect: --responses $T/pr2.jsonl is the prompts file, which it would empty: nothing done::0" \
+	"--responses naming the prompts file is refused, the prompts left as they were"
 
 # --- a server that conditions on other prompt ids than those sent (a BOS added) ---
 echo '{"bos": 1}' > "$S/script.json"
