@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -38,6 +39,22 @@ static int64_t trainer_newest(const char *queue)
 	if (!queue || snprintf(dir, sizeof dir, "%.*spolicy", (int)n, queue) >= (int)sizeof dir)
 		return -1;
 	return rollout_policy_find(dir, found, sizeof found, &v, &e) < 0 ? -1 : v;
+}
+
+/* --responses, created or emptied before anything is sampled: never the
+ * prompts file (a slip of the shell), which it would empty before it is
+ * read. NULL with e filled. */
+static FILE *open_responses(const char *responses, const char *prompts, struct err *e)
+{
+	struct stat a, b;
+	if (stat(responses, &a) == 0 && stat(prompts, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		err_set(e, "--responses %s is the prompts file, which it would empty: nothing done", responses);
+		return NULL;
+	}
+	FILE *f = fopen(responses, "w");
+	if (!f)
+		err_sys(e, "%s", responses);
+	return f;
 }
 
 /*
@@ -95,10 +112,8 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	}
 	o->step = co.step = b->policy_version;
 	collect_init(&col, &co, hold, &held);
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
+	if (sv->responses && !(saved = open_responses(sv->responses, g->prompts, &e)))
 		goto fail;
-	}
 	while (cursor_batch_next(b, &at, &line, &len)) {
 		k++;
 		hash = collect_hash(collect_hash(hash, line, len), "\n", 1);
@@ -125,6 +140,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
 		goto fail;
+	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s: published the %llu prompts from row %llu of %s that an earlier run sampled "
 		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
@@ -193,10 +209,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	collect_init(&col, &co, hold, &held);
 	/* before anything is sampled: a path that cannot be written must not
 	 * cost the whole run's answers */
-	if (sv->responses && !(saved = fopen(sv->responses, "w"))) {
-		err_sys(&e, "%s", sv->responses);
+	if (sv->responses && !(saved = open_responses(sv->responses, g->prompts, &e)))
 		goto fail;
-	}
 	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
 		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
@@ -285,6 +299,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	if (failed)
 		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
+	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",
 		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n,

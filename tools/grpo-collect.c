@@ -176,6 +176,43 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 	return r < 0 ? -1 : 0;
 }
 
+/*
+ * Before any rename as well: parts of this input in the same rank of another
+ * step of the queue. A re-run under another --step (a cron line that reads
+ * the current step anew) would otherwise publish every group a second time,
+ * there, so nothing is published.
+ */
+static int check_other_steps(const struct opts *o, uint64_t hash, struct err *e)
+{
+	char prefix[64], dir[PATH_MAX], **names;
+	int64_t *steps;
+	size_t ns, n;
+	int r = 0;
+	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
+	if (spool_list_steps(o->queue, -1, -1, &steps, &ns, e) < 0)
+		return -1;
+	for (size_t i = 0; i < ns && r == 0; i++) {
+		if (steps[i] == o->step)
+			continue;
+		if (spool_step_dir(dir, sizeof dir, o->queue, steps[i], o->rank) < 0) {
+			r = err_set(e, "%s: path too long", o->queue);
+			break;
+		}
+		if (fsys_list_dir(dir, FSYS_FILES, &names, &n, e) < 0) {
+			r = -1;
+			break;
+		}
+		for (size_t k = 0; k < n && r == 0; k++)
+			if (strncmp(names[k], prefix, strlen(prefix)) == 0)
+				r = err_set(e, "%s/%s: this input was published already under step_%lld (another --step); "
+					    "nothing published, as that would publish its groups twice (re-run with "
+					    "--step %lld)", dir, names[k], (long long)steps[i], (long long)steps[i]);
+		fsys_free_names(names, n);
+	}
+	free(steps);
+	return r;
+}
+
 /* Publish the held groups as files of at most max_groups groups, named
  * collect-<hash of the input>-<part>.zst: every part is written and flushed
  * first, checked against the parts of this input already published, then
@@ -210,6 +247,8 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 	}
 	if (r == 0 && made > 0)
 		r = check_existing(so, made, hash, e);
+	if (r == 0 && made > 0)
+		r = check_other_steps(o, hash, e);
 	for (; done < made && r == 0; done++) {
 		r = spool_commit(&so[done], e);
 		if (r >= 0 && o->verbose)
@@ -305,6 +344,22 @@ static int report_groups(const struct groupset *s, int verbose)
 		free(ids);
 	}
 	return 0;
+}
+
+/* The group integrity of the groups a run through a server published, warned
+ * of as for an imported file: they are the lines of one input. */
+void report_held(const struct held *h, int verbose)
+{
+	struct groupset s = { 0 };
+	struct err e;
+	int r = 0;
+	for (size_t i = 0; i < h->n && r == 0; i++)
+		r = groupset_add_id(&s, &h->g[i].group_id, h->g[i].n, i, &e);
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	else
+		report_groups(&s, verbose);
+	groupset_free(&s);
 }
 
 /* Whether a line stops inside a JSON value: in a string, or with an object or
@@ -537,6 +592,9 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
 	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
+	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
+		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
+		              given['r'] ? "--rank" : "--max-groups");
 	if (o.skip < 0)
 		o.skip = sv.so.url != NULL;
 	if (!g.model && co.temperature == 0)

@@ -245,6 +245,15 @@ int collect_native(const cJSON *v, struct collect_line *out, struct err *e)
 
 /* ---- one line ---- */
 
+/* An answer or a request id, a string or a number, as text. A number as
+ * cJSON prints it, the fewest digits that read back as the same double,
+ * as a prompt's answer is kept by --model and --server (model/rollout.c):
+ * 0.3 as written, not as "0.29999999999999999". */
+static char *answer_text(const cJSON *v)
+{
+	return cJSON_IsString(v) ? strdup(v->valuestring) : cJSON_PrintUnformatted(v);
+}
+
 static enum collect_format detect(const cJSON *v)
 {
 	if (cJSON_IsArray(v)) {
@@ -283,19 +292,10 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
 			return err_set(e, "request: expected an object");
 		const cJSON *a = cJSON_GetObjectItemCaseSensitive(v, "answer");
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-		char num[32];
-		if (cJSON_IsString(a) || cJSON_IsNumber(a)) {
-			if (cJSON_IsNumber(a))
-				snprintf(num, sizeof num, "%.17g", a->valuedouble);
-			if (!(out->answer = strdup(cJSON_IsString(a) ? a->valuestring : num)))
-				return err_set(e, "out of memory");
-		}
-		if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
-			if (cJSON_IsNumber(id))
-				snprintf(num, sizeof num, "%.17g", id->valuedouble);
-			if (!(out->id = strdup(cJSON_IsString(id) ? id->valuestring : num)))
-				return err_set(e, "out of memory");
-		}
+		if ((cJSON_IsString(a) || cJSON_IsNumber(a)) && !(out->answer = answer_text(a)))
+			return err_set(e, "out of memory");
+		if ((cJSON_IsString(id) || cJSON_IsNumber(id)) && !(out->id = answer_text(id)))
+			return err_set(e, "out of memory");
 	}
 	if (fmt == COLLECT_AUTO) {
 		fmt = detect(resp);
@@ -496,14 +496,6 @@ static int answer_cmp(const void *a, const void *b)
 }
 
 /* Keys: "#N" for a prompt index, "=ID" for a request id, so the two never meet. */
-static char *answer_text(const cJSON *v)
-{
-	char num[32];
-	if (cJSON_IsString(v))
-		return strdup(v->valuestring);
-	snprintf(num, sizeof num, "%.17g", v->valuedouble);
-	return strdup(num);
-}
 
 int collect_answers_load(struct collect_answers *a, const char *path, struct err *e)
 {
@@ -761,6 +753,39 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 	return 0;
 }
 
+/*
+ * A lone trajectory line refused (-e skip goes on): its group's prompt index
+ * stays what it would have been, so that the groups after it keep theirs
+ * (and their --answers). Without a group_id it was a group of its own: one
+ * index. With one already pending, none. With a new one, the index is taken
+ * by an empty pending group, which the group's later lines join and which
+ * is dropped at the end of the input if none does. -2 out of memory.
+ */
+static int skip_lone(struct collect *c, const struct traj_id *gid)
+{
+	if (!traj_id_given(gid)) {
+		c->next_index++;
+		return -1;
+	}
+	if (pending_find(c, gid))
+		return -1;
+	if (c->n_pending == c->cap_pending) {
+		size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
+		void *v = realloc(c->pending, cap * sizeof *c->pending);
+		if (!v)
+			return -2;
+		c->pending = v;
+		c->cap_pending = cap;
+	}
+	struct collect_pending *p = &c->pending[c->n_pending];
+	memset(p, 0, sizeof *p);
+	if (traj_id_copy(&p->g.group_id, gid) < 0)
+		return -2;
+	c->n_pending++;
+	p->index = c->next_index++;
+	return -1;
+}
+
 int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 {
 	while (n && isspace((unsigned char)text[n - 1]))
@@ -809,9 +834,12 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			err_prefix(e, "group %u", k);
 	}
 	if (r < 0) {
-		c->next_index += L.lone ? 1 : L.n_groups;
+		if (L.lone)
+			r = skip_lone(c, &L.groups[0].trajs[0].group_id);
+		else
+			c->next_index += L.n_groups;
 		collect_line_free(&L);
-		return -1;
+		return r == -2 ? err_set(e, "out of memory"), -2 : -1;
 	}
 	if (L.lone) {
 		r = add_lone(c, &L, text, n, e);
@@ -838,6 +866,8 @@ int collect_end_input(struct collect *c, struct err *e)
 	int r = 0;
 	for (size_t i = 0; i < c->n_pending && r == 0; i++) {
 		struct group *g = &c->pending[i].g;
+		if (g->n == 0)
+			continue;   /* an index kept for lines that were all skipped */
 		c->groups++;
 		for (uint32_t k = 0; k < g->n; k++)
 			c->tokens += g->trajs[k].n_response;

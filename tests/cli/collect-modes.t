@@ -45,7 +45,7 @@ sampling through --server|--batch 2
 sampling through --server|--device cpu
 sampling through --server|--precision fp32
 EOF2
-plan $(($(wc -l < "$T/refused") + 10))
+plan $(($(wc -l < "$T/refused") + 12))
 
 grpo-init --preset tiny --seed 3 -o "$T/m" > /dev/null || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' > "$T/p.jsonl"
@@ -74,6 +74,14 @@ done < "$T/refused"
 # A short option is named by its long name.
 way "sampling with --model" -a "$T/ans.jsonl" > /dev/null 2> "$T/err"
 is "$?:$(sed -n 1p "$T/err")" "2:grpo-collect: sampling with --model takes no --answers" "-a is named --answers"
+# -r and -m say how -o publishes: without -o they would do nothing.
+for opt in "-r 1|--rank" "-m 1|--max-groups"; do
+	# shellcheck disable=SC2086 # the option and its argument, two words
+	grpo-collect -s 0 ${opt%|*} "$D/native.jsonl" > "$T/out" 2> "$T/err"
+	is "$?:$(sed -n 1p "$T/err"):$(wc -c < "$T/out" | tr -d ' ')" \
+		"2:grpo-collect: without -o, ${opt#*|} would do nothing (it says how -o publishes):0" \
+		"${opt%|*} without -o is refused, nothing written"
+done
 # The options each way shares are taken.
 way importing -r 1 -m 1 -t 0.7 -f native -a "$T/ans.jsonl" --vocab-size 100 --allow-missing-logprobs -e skip 2> /dev/null
 is "$?:$(ls "$T/q/step_0/rank_1" | wc -l | tr -d ' ')" "0:3" "importing: its options taken"

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 37
+plan 39
 
 S="$T/server"
 fake_server "$S"
@@ -119,6 +119,14 @@ prompts "$T/p5.jsonl" "fewer"
 grpo-collect --server "$URL" --prompts "$T/p5.jsonl" -n 2 --retries 0 -o "$T/g/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/g" | wc -l | tr -d ' ')" "1:0" "every prompt failed: exit 1, nothing published"
 
+# --- group integrity, counted as for an imported file ---------------------------
+# -n 1: each prompt a group of one member, which GRPO learns nothing from
+prompts "$T/p1m.jsonl" "oneA" "oneB"
+grpo-collect --server "$URL" --prompts "$T/p1m.jsonl" -n 1 --responses "$T/r1m.jsonl" -o "$T/one/rollouts" 2> "$T/err"
+grpo-collect --step 0 "$T/r1m.jsonl" 2> "$T/err.imported" > /dev/null
+is "$?:$(cat "$T/err"):$(groups "$T/one")" "0:$(cat "$T/err.imported"):2" \
+	"-n 1: the groups of one member are counted, as importing the saved answers counts them"
+
 # --- the server's version, --max-lag, --policy-version ---------------------------
 echo '{"model_path": "/models/policy/step_4"}' > "$S/script.json"
 mkdir -p "$T/h/policy/step_9" "$T/h/policy/step_3"
@@ -158,6 +166,11 @@ is "$?:$(cat "$T/err"):$(grep -c '"prompt": "resp' "$S/log")" \
 	"1:grpo-collect: $T/nodir/r.jsonl: No such file or directory:0" \
 	"--responses FILE that cannot be opened fails at once, before any prompt is sent"
 is "$(visible "$T/r" | wc -l | tr -d ' ')" 0 "and nothing is published"
+cp "$T/pr.jsonl" "$T/pr2.jsonl"
+grpo-collect --server "$URL" --prompts "$T/pr2.jsonl" --responses "$T/pr2.jsonl" -o "$T/r/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(cmp "$T/pr.jsonl" "$T/pr2.jsonl" 2>&1):$(visible "$T/r" | wc -l | tr -d ' ')" \
+	"1:grpo-collect: --responses $T/pr2.jsonl is the prompts file, which it would empty: nothing done::0" \
+	"--responses naming the prompts file is refused, the prompts left as they were"
 
 # --- a server that conditions on other prompt ids than those sent (a BOS added) ---
 echo '{"bos": 1}' > "$S/script.json"

@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 72
+plan 75
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -47,6 +47,16 @@ printf '%s\n' '{"question":"2+2?","answer":"2+2 = <<2+2=4>>4\n#### 4"}' '{"quest
 is "$(grpo-collect --step 0 --answers "$T/gsm8k.jsonl" "$D/vllm-completions.jsonl" | view - |
 	sed 's/.*"answer":\("[^"]*"\).*/\1/; t; s/.*/-/' | tr '\n' ' ')" '"2+2 = <<2+2=4>>4\n#### 4" "#### 6" - ' \
 	"--answers: a prompts file without keys answers by line number"
+# an answer given as a JSON number is stored as written (as --model and
+# --server store a prompt's), not as 17 digits: "0.3", not "0.29999999999999999"
+printf '%s\n' '{"answer":0.3}' '{"id":2.5,"answer":-7.1}' > "$T/num.jsonl"
+printf '%s\n' "$(sed -n 1p "$D/native.jsonl")" \
+	'{"request":{"prompt":[1]},"response":{"choices":[{"token_ids":[7],"prompt_token_ids":[1],"logprobs":{"token_logprobs":[-1]}}]},"id":2.5}' \
+	'{"request":{"prompt":[1]},"response":{"choices":[{"token_ids":[8],"prompt_token_ids":[1],"logprobs":{"token_logprobs":[-1]}}]},"answer":1.1}' \
+	> "$T/num-in.jsonl"
+is "$(grpo-collect --step 0 --answers "$T/num.jsonl" "$T/num-in.jsonl" 2> /dev/null | view - |
+	sed 's/.*"answer":\("[^"]*"\).*/\1/' | tr '\n' ' ')" '"0.3" "-7.1" "1.1" ' \
+	"--answers and a wrapper's answer given as numbers are stored as written, and matched by a numeric id"
 printf '%s\n' '{"index":1,"answer":"a"}' '{"index":1,"answer":"b"}' > "$T/dup.jsonl"
 grpo-collect --step 0 --answers "$T/dup.jsonl" "$D/native.jsonl" 2> "$T/err" > /dev/null
 is "$?:$(cat "$T/err")" "1:grpo-collect: $T/dup.jsonl: two answers for index 1" "two answers for one prompt are refused"
@@ -109,6 +119,19 @@ grpo-collect: warning: 2 groups of one member (its advantage is always 0)
 grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)" \
 	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is named too"
 is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
+# Lone trajectories gathered by group_id take the prompt index of their
+# group's first line; a skipped one must not move the groups after it onto
+# other --answers (nor its own group, when it was the first line).
+printf '%s\n' '{"answer":"A0"}' '{"answer":"A1"}' '{"answer":"A2"}' > "$T/idx.jsonl"
+lone() { printf '{"prompt_tokens":[1],"response_tokens":[3],"logprobs":[%s],"group_id":"%s"}\n' "$2" "$1"; }
+{ lone x -0.5; lone x 0.5; lone y -0.5; lone x 0.5; lone z -0.5; } > "$T/lone-mid.jsonl"
+{ lone x 0.5; lone x -0.5; lone y -0.5; } > "$T/lone-first.jsonl"
+for f in lone-mid lone-first; do
+	grpo-collect -e skip --step 0 --answers "$T/idx.jsonl" "$T/$f.jsonl" 2> /dev/null | view - |
+		sed 's/^{"group_id":"\([a-z]\)".*"answer":"\(A[0-9]\)".*/\1=\2/' | tr '\n' ' ' > "$T/$f.got"
+done
+is "$(cat "$T/lone-mid.got")/$(cat "$T/lone-first.got")" "x=A0 y=A1 z=A2 /x=A0 y=A1 " \
+	"-e skip: a skipped lone trajectory keeps the prompt indices of its group and the groups after it"
 
 # --- a request and its response that disagree on the prompt ids ------------
 # the server conditioned on the response's (a BOS added): those are stored,
@@ -153,6 +176,13 @@ is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' '):$(grep -c 'a
 grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
 is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "0:6" "the same split again publishes nothing new"
 
+# A re-run under another --step (the cron line of grpo-collect(1) reads the
+# step anew each minute) would publish every group of the input again, in
+# another step directory: it is refused, naming where the input went.
+grpo-collect -o "$T/sp/rollouts" --step 8 --max-groups 2 "$D/vllm-completions.jsonl" 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_8/rank_0" | wc -l | tr -d ' '):$(grep -c 'published already under step_4 (another --step)' "$T/err")" \
+	"1:0:1" "a re-run with another --step refuses and publishes no group twice: $(cat "$T/err")"
+
 gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
 grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
 is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" \
@@ -172,8 +202,8 @@ is "$?" 2 "an unknown format is a usage error"
 grpo-collect --on-error ignore "$D/native.jsonl" 2> /dev/null
 is "$?" 2 "an unknown --on-error mode is a usage error"
 is "$(grpo-collect --help | head -1 | cut -c1-20)" "usage: grpo-collect " "--help prints the usage to standard output"
-grpo-collect -o "$T/sp/rollouts" --step 5 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
-is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_0" | wc -l | tr -d ' ')" \
+grpo-collect -o "$T/sp/rollouts" --step 5 --rank 1 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_1" | wc -l | tr -d ' ')" \
 	"1:grpo-collect: $T/absent.jsonl: No such file or directory
 grpo-collect: warning: 1 group of one member (its advantage is always 0):1" "a missing input is named; the others are published"
 
