@@ -712,6 +712,23 @@ static struct collect_pending *pending_find(struct collect *c, const struct traj
 	return NULL;
 }
 
+/* A new pending group, empty, with the next prompt index; NULL out of memory. */
+static struct collect_pending *pending_new(struct collect *c)
+{
+	if (c->n_pending == c->cap_pending) {
+		size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
+		void *v = realloc(c->pending, cap * sizeof *c->pending);
+		if (!v)
+			return NULL;
+		c->pending = v;
+		c->cap_pending = cap;
+	}
+	struct collect_pending *p = &c->pending[c->n_pending++];
+	memset(p, 0, sizeof *p);
+	p->index = c->next_index++;
+	return p;
+}
+
 static int add_lone(struct collect *c, struct collect_line *L, const char *text, size_t n, struct err *e)
 {
 	struct traj *t = &L->groups[0].trajs[0];
@@ -721,20 +738,11 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 		return err_set(e, "out of memory");
 	struct collect_pending *p = explicit_gid ? pending_find(c, &gid) : NULL;
 	if (!p) {
-		if (c->n_pending == c->cap_pending) {
-			size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
-			void *v = realloc(c->pending, cap * sizeof *c->pending);
-			if (!v) {
-				traj_id_free(&gid);
-				return err_set(e, "out of memory");
-			}
-			c->pending = v;
-			c->cap_pending = cap;
+		if (!(p = pending_new(c))) {
+			traj_id_free(&gid);
+			return err_set(e, "out of memory");
 		}
-		p = &c->pending[c->n_pending++];
-		memset(p, 0, sizeof *p);
 		p->g.group_id = gid;   /* the pending group takes it over */
-		p->index = c->next_index++;
 	} else
 		traj_id_free(&gid);
 	void *grown = p->g.trajs;
@@ -759,31 +767,18 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
  * (and their --answers). Without a group_id it was a group of its own: one
  * index. With one already pending, none. With a new one, the index is taken
  * by an empty pending group, which the group's later lines join and which
- * is dropped at the end of the input if none does. -2 out of memory.
+ * is dropped at the end of the input if none does. 0, or -1 out of memory.
  */
 static int skip_lone(struct collect *c, const struct traj_id *gid)
 {
 	if (!traj_id_given(gid)) {
 		c->next_index++;
-		return -1;
+		return 0;
 	}
 	if (pending_find(c, gid))
-		return -1;
-	if (c->n_pending == c->cap_pending) {
-		size_t cap = c->cap_pending ? 2 * c->cap_pending : 16;
-		void *v = realloc(c->pending, cap * sizeof *c->pending);
-		if (!v)
-			return -2;
-		c->pending = v;
-		c->cap_pending = cap;
-	}
-	struct collect_pending *p = &c->pending[c->n_pending];
-	memset(p, 0, sizeof *p);
-	if (traj_id_copy(&p->g.group_id, gid) < 0)
-		return -2;
-	c->n_pending++;
-	p->index = c->next_index++;
-	return -1;
+		return 0;
+	struct collect_pending *p = pending_new(c);
+	return p && traj_id_copy(&p->g.group_id, gid) == 0 ? 0 : -1;
 }
 
 int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
@@ -834,12 +829,17 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 			err_prefix(e, "group %u", k);
 	}
 	if (r < 0) {
+		int kept = 0;
 		if (L.lone)
-			r = skip_lone(c, &L.groups[0].trajs[0].group_id);
+			kept = skip_lone(c, &L.groups[0].trajs[0].group_id);
 		else
 			c->next_index += L.n_groups;
 		collect_line_free(&L);
-		return r == -2 ? err_set(e, "out of memory"), -2 : -1;
+		if (kept < 0) {
+			err_set(e, "out of memory");
+			return -2;
+		}
+		return -1;
 	}
 	if (L.lone) {
 		r = add_lone(c, &L, text, n, e);
