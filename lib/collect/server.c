@@ -169,6 +169,7 @@ struct job {
 	char *req;                /* the request body, made once */
 	int state;
 	long long due;            /* WAITING: not before this time */
+	long long retry_after_ms; /* the server's Retry-After on the last failure, 0 when none */
 	char why[256];            /* the last failure */
 };
 
@@ -192,11 +193,14 @@ static int url_of(const char *base, const char *path, char *out, size_t sz)
 	return snprintf(out, sz, "%.*s%s", (int)n, base, path) < (int)sz ? 0 : -1;
 }
 
-/* A finished transfer: 1 success, 0 transient failure (why filled), -1 for
- * good (why filled), -2 out of memory. */
-static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char *why, size_t wsz)
+/* A finished transfer: 1 success, 0 transient failure (why filled, and
+ * *retry_after_ms the wait a 429 or 503 asked for), -1 for good (why
+ * filled). */
+static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char *why, size_t wsz,
+		 long long *retry_after_ms)
 {
 	long code = 0;
+	*retry_after_ms = 0;
 	if (rc != CURLE_OK) {
 		snprintf(why, wsz, "%s", *s->curl_err ? s->curl_err : curl_easy_strerror(rc));
 		return 0;
@@ -208,6 +212,10 @@ static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char 
 		for (char *c = why; *c; c++)
 			if (*c == '\n' || *c == '\r')
 				*c = ' ';
+		curl_off_t after = 0;   /* seconds, from a number or an HTTP date */
+		if ((code == 429 || code == 503) && curl_easy_getinfo(s->h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
+		    after > 0)
+			*retry_after_ms = after < 86400 ? (long long)after * 1000 : 86400000ll;
 		return code == 408 || code == 429 || code >= 500 ? 0 : -1;
 	}
 	const char *end = NULL;
@@ -231,6 +239,25 @@ static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char 
 		return 0;
 	}
 	return 1;
+}
+
+/*
+ * The wait before retry k (attempts = k): backoff * 2^(k-1), at most
+ * RETRY_MAX_MS, or longer where the server asked for it with Retry-After (a
+ * rate limit), but never past --timeout: a server asking for hours is as
+ * good as down, and the run should say so rather than sleep.
+ */
+#define RETRY_MAX_MS 120000ll
+static long long retry_delay(const struct server_opts *o, int attempts, long long retry_after_ms)
+{
+	long long d = o->backoff_ms;
+	for (int k = 1; k < attempts && d < RETRY_MAX_MS; k++)
+		d *= 2;
+	if (d > RETRY_MAX_MS)
+		d = RETRY_MAX_MS;
+	if (retry_after_ms > d)
+		d = retry_after_ms < o->timeout_ms ? retry_after_ms : o->timeout_ms;
+	return d;
 }
 
 static int start(const struct server_opts *o, struct slot *s, size_t j, struct job *job, CURLM *m, const char *url,
@@ -320,7 +347,7 @@ int server_sample(const struct server_opts *o, const struct server_prompt *p, si
 			curl_multi_remove_handle(m, s->h);
 			size_t j = s->job;
 			struct job *job = &jobs[j];
-			int v = judge(o, s, rc, job->why, sizeof job->why);
+			int v = judge(o, s, rc, job->why, sizeof job->why, &job->retry_after_ms);
 			s->job = (size_t)-1;
 			if (v == 1) {
 				if (make_line(job->req, s->body.data, s->body.len, p[j].answer, &out[j]) < 0) {
@@ -331,7 +358,7 @@ int server_sample(const struct server_opts *o, const struct server_prompt *p, si
 				left--;
 			} else if (v == 0 && out[j].attempts <= o->retries) {
 				job->state = WAITING;
-				job->due = now_ms() + (o->backoff_ms << (out[j].attempts - 1 < 20 ? out[j].attempts - 1 : 20));
+				job->due = now_ms() + retry_delay(o, out[j].attempts, job->retry_after_ms);
 			} else {
 				size_t sz = strlen(job->why) + 64;
 				if (!(out[j].error = malloc(sz))) {

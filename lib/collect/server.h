@@ -27,7 +27,9 @@
  * (refused or dropped connection, a timeout), an HTTP 408, 429 or 5xx, or a
  * 200 whose body is not one whole JSON value or holds another number of
  * samples than n; it is retried up to `retries` more times, the k-th retry
- * after backoff_ms * 2^(k-1). Any other HTTP status fails the prompt at once
+ * after backoff_ms * 2^(k-1) (at most two minutes), or after the Retry-After
+ * of a 429 or 503 when that is longer (at most timeout_ms). Any other HTTP
+ * status fails the prompt at once
  * (the request itself is wrong: retrying cannot help). Results are per
  * prompt, in prompt order, whatever order the answers came in.
  */

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 39
+plan 41
 
 S="$T/server"
 fake_server "$S"
@@ -93,6 +93,20 @@ is "$(grep -c '"prompt": "r500"' "$S/log"):$(grep -c '"prompt": "rslow"' "$S/log
 	"3:2:3" "each retried until it succeeded, no more"
 is "$(grpo-cat --json $(visible "$T/d") | sed 's/"group_id":"\([^"]*\)".*/\1/' | sort | uniq -d)" "" \
 	"no group published twice"
+
+# A rate limit's Retry-After is waited for, longer than the backoff (0.25 s),
+# but never past --timeout.
+prompts "$T/p9.jsonl" "rlimit" "rhours"
+cat > "$S/script.json" <<'EOF'
+{"plans": {"rlimit": ["429:2", "ok"], "rhours": ["429:36000", "ok"]}}
+EOF
+grpo-collect --server "$URL" --prompts "$T/p9.jsonl" --timeout 3 --retries 1 -o "$T/d9/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(groups "$T/d9")" "0::2" "rate-limited prompts are retried and published"
+# gap P LO HI: whether P's two requests were between LO and HI seconds apart
+gap() { grep "\"prompt\": \"$1\"" "$S/log" | sed 's/.*"t": \([0-9.]*\).*/\1/' |
+	awk -v lo="$2" -v hi="$3" 'NR==1{a=$1} END{d=$1-a; printf "%s", ((d >= lo && d < hi) ? "ok" : "gap " d)}'; }
+is "$(gap rlimit 2 15):$(gap rhours 3 15)" "ok:ok" \
+	"the retry waits the 2 s Retry-After asks, and 3 s (--timeout), not 10 hours, for one asking that"
 
 # --- failures for good ---------------------------------------------------------
 prompts "$T/p4.jsonl" "fine" "fewer" "bad" "notok"

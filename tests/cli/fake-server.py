@@ -5,7 +5,8 @@ usage: fake-server.py PORTFILE LOGFILE [SCRIPT]
 
 Listens on 127.0.0.1 on a port the OS picks and writes that port to PORTFILE
 (by rename, so a reader never sees half a number). Every request is appended
-to LOGFILE as one JSON line {"method", "path", "body"}.
+to LOGFILE as one JSON line {"method", "path", "body", "t"}, t its time in
+seconds.
 
 It answers, in the shapes the real servers use (tests/data/collect/SOURCES):
   GET  /v1/models            vLLM's model list; "root" is the script's model_path
@@ -32,6 +33,7 @@ KEY is the prompt text, or its token ids joined by commas. The n-th request for
 a prompt follows the plan's n-th action, the last one repeating:
   ok        answer well
   500, 400  that HTTP status
+  429:S     HTTP 429 with Retry-After: S
   slow      answer well after slow_s seconds (past the client's --timeout)
   drop      close the connection without answering
   truncate  a 200 whose JSON body is cut in half
@@ -122,9 +124,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
-    def send(self, code, obj=None, raw=None):
+    def send(self, code, obj=None, raw=None, headers=()):
         body = raw if raw is not None else json.dumps(obj).encode()
         self.send_response(code)
+        for h in headers:
+            self.send_header(*h)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -132,7 +136,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def record(self, body):
         with lock, open(LOGFILE, "a") as f:
-            f.write(json.dumps({"method": self.command, "path": self.path, "body": body}) + "\n")
+            f.write(json.dumps({"method": self.command, "path": self.path, "body": body,
+                                "t": round(time.time(), 3)}) + "\n")
 
     def do_GET(self):
         self.record(None)
@@ -172,6 +177,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rid = "%s-%d" % (hashlib.sha1(key.encode()).hexdigest()[:12], k)
         if action in ("500", "400"):
             self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
+            return
+        if action.startswith("429:"):   # a rate limit asking for that many seconds
+            self.send(429, {"object": "error", "message": "rate limited", "code": 429},
+                      headers=[("Retry-After", action[4:])])
             return
         if action == "drop":
             self.close_connection = True
