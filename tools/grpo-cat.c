@@ -497,9 +497,11 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 	struct tok_ids ids = { 0 };
 	int r = 0;
 	buf_reset(text);
-	/* cJSON ends its strings at a NUL, so "\u0000" would be cut short, silently */
-	if (!m->decode && memmem(line, n, "\\u0000", 6))
-		return err_set(e, "a NUL character (\\u0000) is not supported");
+	/* cJSON ends its strings at a NUL (raw or \u0000) and keeps bytes that are
+	 * not UTF-8 raw: text cut short silently, or printed back as no JSON.
+	 * (A search for "\u0000" took the text \\u0000, backslash escaped, for one.) */
+	if (!m->decode && json_check_text(line, n, e) < 0)
+		return -1;
 	/* cJSON stops after the first value: a quote left unescaped would end a
 	 * string early, and the rest of the line be dropped silently */
 	const char *end = NULL;

@@ -252,6 +252,37 @@ static uint32_t compose(uint32_t a, uint32_t b)
 	return 0;
 }
 
+/* Sort a run of non-starters by combining class, stably. Insertion for the
+ * usual few; a long run (text of nothing but marks) by counting, since
+ * insertion is quadratic there. -1 when memory runs out. */
+static int sort_run(uint32_t *v, size_t n)
+{
+	if (n <= 16) {
+		for (size_t j = 1; j < n; j++) {
+			uint32_t c = v[j];
+			unsigned cc = uni_ccc(c);
+			size_t m = j;
+			for (; m > 0 && uni_ccc(v[m - 1]) > cc; m--)
+				v[m] = v[m - 1];
+			v[m] = c;
+		}
+		return 0;
+	}
+	uint32_t *tmp = malloc(n * sizeof *tmp);
+	if (!tmp)
+		return -1;
+	size_t at[257] = { 0 };
+	for (size_t j = 0; j < n; j++)
+		at[uni_ccc(v[j]) + 1]++;
+	for (unsigned c = 1; c <= 256; c++)
+		at[c] += at[c - 1];
+	for (size_t j = 0; j < n; j++)
+		tmp[at[uni_ccc(v[j])]++] = v[j];
+	memcpy(v, tmp, n * sizeof *tmp);
+	free(tmp);
+	return 0;
+}
+
 int uni_nfc(struct buf *out, const unsigned char *s, size_t n)
 {
 	/* Quick check: below U+0300 every character is a starter that NFC
@@ -279,20 +310,13 @@ int uni_nfc(struct buf *out, const unsigned char *s, size_t n)
 
 	/* 2. Canonical ordering: a stable sort by combining class of every run
 	 * of non-starters. */
-	for (size_t j = 1; j < d.n; j++) {
-		uint32_t c = d.v[j];
-		unsigned cc = uni_ccc(c);
-		if (cc == 0)
-			continue;
-		size_t m = j;
-		while (m > 0) {
-			unsigned pc = uni_ccc(d.v[m - 1]);
-			if (pc <= cc)
-				break;
-			d.v[m] = d.v[m - 1];
-			m--;
-		}
-		d.v[m] = c;
+	for (size_t j = 0; j < d.n;) {
+		size_t k = j;
+		while (k < d.n && uni_ccc(d.v[k]) != 0)
+			k++;
+		if (k - j > 1 && sort_run(d.v + j, k - j) < 0)
+			goto done;
+		j = k + 1;
 	}
 
 	/* 3. Canonical composition: each character joins the last starter

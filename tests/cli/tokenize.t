@@ -7,7 +7,7 @@ data="$GRPO_SHARED/data"
 fix="$data/fixtures/tokenizer_ids.json"
 [ -f "$fix" ] && [ -f "$data/gsm8k/train.jsonl" ] || skip_all "no shared data at $data (fixtures, gsm8k)"
 command -v jq > /dev/null || skip_all "jq is not installed"
-plan 30
+plan 35
 
 n=$(jq '.gsm8k_train_first' "$fix")
 head -n "$n" "$data/gsm8k/train.jsonl" | jq -c '.question' > "$T/q.jsonl"
@@ -70,6 +70,20 @@ is "$?" 0 "an id the tokenizer lacks is an error: $(cat "$T/err")"
 is "$(echo '[32,188,33]' | grpo-cat --tokenizer "$q3" --decode)" '"A\u0000B"' "a decoded NUL byte prints as \\u0000"
 echo '"A\u0000B"' | grpo-cat --tokenizer "$q3" --encode > /dev/null 2> "$T/err"
 is "$?" 1 "text holding a NUL is refused, not cut short: $(cat "$T/err")"
+# an escaped backslash before u0000 is the text \u0000, which code is full of
+# (ids from tokenizers 0.23.2, Node binding: encode('a\\u0000b'))
+is "$(printf '%s\n' '"a\\u0000b"' | grpo-cat --tokenizer "$q3" --encode 2>&1)" '[64,3770,15,15,15,15,65]' \
+	"the text \\u0000 (an escaped backslash) is encoded, not taken for a NUL"
+is "$(printf '%s\n' '"a\\u0000b"' | grpo-cat --chat qwen3 2>&1)" '"<|im_start|>user\na\\u0000b<|im_end|>\n<|im_start|>assistant\n"' \
+	"and --chat prints it"
+# a raw NUL or bytes that are not UTF-8 inside the string: refused, never cut
+# short or printed raw into the JSON output
+for mode in "--tokenizer $q3 --encode" "--chat qwen3"; do
+	printf '"ab\000c"\n' | grpo-cat $mode > "$T/out" 2> "$T/err"
+	is "$?:$(cat "$T/out")" 1: "${mode#--tokenizer $q3 }: a raw NUL in the string is refused: $(cat "$T/err")"
+done
+printf '"ab\377c"\n' | grpo-cat --chat qwen3 > "$T/out" 2> "$T/err"
+is "$?:$(cat "$T/out")" 1: "--chat: a byte that is not UTF-8 is refused, not printed raw: $(cat "$T/err")"
 
 # the JSON view with a tokenizer, taken from --tokenizer or from --model DIR
 grpo-cat --from-json -o "$T/g.zst" "$GRPO_TOP/examples/gsm8k-groups.jsonl"
