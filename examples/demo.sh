@@ -18,7 +18,8 @@
 # where installed) and leaves the spool to look at.
 #
 # Usage: sh examples/demo.sh [SPOOL]   (default: a new temporary directory)
-# Run again on the same SPOOL, it goes on after the newest policy step.
+# Run again on the same SPOOL, it goes on after the newest policy step,
+# stopped or killed at any point (a stage's claims are recovered first).
 # Environment: GRPO_DEMO_STEPS (most steps, 150), GRPO_DEMO_TARGET (the mean
 # reward at which to stop early, 0.8).
 # Exit status: 0 when the steps ran (whether or not the target was reached),
@@ -40,6 +41,10 @@ fi
 [ -f "$spool/progress.tsv" ] || printf 'step\treward\tkl\tseconds\n' > "$spool/progress.tsv"
 echo "grpo-tools demo: a random model learns a+b= (55 prompts, $G samples each) in $spool"
 printf '%4s  %6s  %8s  %7s\n' step reward kl seconds
+
+# The claims of a stage that died (a kill, ^C) go back to their queues:
+# else the next run's stage passes over its input and the step never comes.
+grpo-spool recover "$spool"
 
 # The last value of a numeric field in a JSON line.
 field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | tail -1; }
