@@ -6,7 +6,7 @@
 # the same policy, the same progress rows (the reward of step 2's own round,
 # not step 1's), nothing left claimed.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 11
 task="$GRPO_TOP/examples/addition"
 demo() { GRPO_DEMO_STEPS=$1 GRPO_DEMO_TARGET=2 sh "$GRPO_TOP/examples/demo.sh" "$2" > "$2.out" 2> "$2.err"; }
 demo 2 "$T/ref" || exit 1
@@ -48,3 +48,21 @@ for c in "score 1 holding the rollouts it claimed" "score 2 after publishing its
 		"demo.sh run again trains step 2 as a run never stopped, its progress row that of step 2, nothing claimed"
 	is "$(grep -c '^   2 ' "$T/$st$n.out")" 1 "and prints step 2's line"
 done
+
+# stopped (^C) once grpo-step had published step 2 and written its metrics
+# line, before the demo wrote step 2's progress row: the next run writes
+# it, from the metrics files, before going on
+s=$T/row
+demo 1 "$s" || exit 1
+grpo-collect --model "$s/policy" --prompts "$task/prompts.jsonl" -n 16 --max-tokens 2 --seed 2 \
+	-o "$s/rollouts" &&
+	grpo-score --reward gsm8k --ref "$s/init" --metrics "$s/score.jsonl" -o "$s/scored" "$s/rollouts" &&
+	grpo-pack --seq-len 512 --step 2 --flush -o "$s/batches" "$s/scored" &&
+	grpo-step --model "$s/init" --batches "$s/batches" --step 2 -o "$s/policy" --lr 0.01 \
+		--entropy-coef 0.02 --metrics "$s/step.jsonl" || exit 1
+demo 3 "$s"
+is "$?:$(cat "$s.err"):$(cut -f1 "$s/progress.tsv" | tr '\n' ' ')" "0::step 1 2 3 " "run again, it writes step 2's row, then trains step 3"
+demo 3 "$T/ref3" || exit 1
+cut -f1-3 "$T/ref3/progress.tsv" > "$T/ref3.rows"
+cut -f1-3 "$s/progress.tsv" | cmp -s - "$T/ref3.rows"
+is "$?:$(grep -c '^   2 ' "$s.out")" "0:1" "its rows are a run never stopped's, step 2's printed too"
