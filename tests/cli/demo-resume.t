@@ -6,7 +6,7 @@
 # the same policy, the same progress rows (the reward of step 2's own round,
 # not step 1's), nothing left claimed.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 11
+plan 13
 task="$GRPO_TOP/examples/addition"
 demo() { GRPO_DEMO_STEPS=$1 GRPO_DEMO_TARGET=2 sh "$GRPO_TOP/examples/demo.sh" "$2" > "$2.out" 2> "$2.err"; }
 demo 2 "$T/ref" || exit 1
@@ -66,3 +66,23 @@ demo 3 "$T/ref3" || exit 1
 cut -f1-3 "$T/ref3/progress.tsv" > "$T/ref3.rows"
 cut -f1-3 "$s/progress.tsv" | cmp -s - "$T/ref3.rows"
 is "$?:$(grep -c '^   2 ' "$s.out")" "0:1" "its rows are a run never stopped's, step 2's printed too"
+
+# grpo-step killed once it had published step 2, while it retired the
+# step's micro-batches (at its last rename): the step's metrics line is
+# written by then, and the next run's rows are a run never stopped's
+s=$T/retire
+demo 1 "$s" || exit 1
+grpo-collect --model "$s/policy" --prompts "$task/prompts.jsonl" -n 16 --max-tokens 2 --seed 2 \
+	-o "$s/rollouts" &&
+	grpo-score --reward gsm8k --ref "$s/init" --metrics "$s/score.jsonl" -o "$s/scored" "$s/rollouts" &&
+	grpo-pack --seq-len 512 --step 2 --flush -o "$s/batches" "$s/scored" || exit 1
+train() { grpo-step --model "$1/init" --batches "$1/batches" --step 2 -o "$1/policy" --lr 0.01 \
+	--entropy-coef 0.02 --metrics "$1/step.jsonl"; }
+rm -rf "$T/trace" && cp -R "$s" "$T/trace"
+at=$(GRPO_FSYS_TRACE=1 train "$T/trace" 2>&1 | awk '$1 == "fsys" && $3 == "rename_noreplace" { n = $2 } END { print n }')
+GRPO_FSYS_CRASH_AT=$at train "$s" 2> /dev/null
+is "$?:$(ls "$s/policy" | tr '\n' ' '):$(grep -c '"step":2,' "$s/step.jsonl")" "86:step_0 step_1 step_2 :1" \
+	"grpo-step killed retiring step 2's micro-batches: step 2 published, its metrics line written"
+demo 3 "$s"
+cut -f1-3 "$s/progress.tsv" | cmp -s - "$T/ref3.rows"
+is "$?:$(cat "$s.err")" "0:" "run again, the demo's rows are a run never stopped's"
