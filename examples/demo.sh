@@ -18,7 +18,9 @@
 # where installed) and leaves the spool to look at.
 #
 # Usage: sh examples/demo.sh [SPOOL]   (default: a new temporary directory)
-# Run again on the same SPOOL, it goes on after the newest policy step.
+# Run again on the same SPOOL, it goes on after the newest policy step,
+# stopped or killed at any point (a stage's claims are recovered first, and
+# the rows of steps trained but not yet written are written).
 # Environment: GRPO_DEMO_STEPS (most steps, 150), GRPO_DEMO_TARGET (the mean
 # reward at which to stop early, 0.8).
 # Exit status: 0 when the steps ran (whether or not the target was reached),
@@ -41,12 +43,29 @@ fi
 echo "grpo-tools demo: a random model learns a+b= (55 prompts, $G samples each) in $spool"
 printf '%4s  %6s  %8s  %7s\n' step reward kl seconds
 
+# The claims of a stage that died (a kill, ^C) go back to their queues:
+# else the next run's stage passes over its input and the step never comes.
+grpo-spool recover "$spool"
+
 # The last value of a numeric field in a JSON line.
 field() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | tail -1; }
 
 # After the newest policy step, when the spool has one (a run stopped early).
 k=$(ls "$spool/policy" 2> /dev/null | sed -n 's/^step_\([0-9][0-9]*\)$/\1/p' | sort -n | tail -1)
 k=$((${k:-0} + 1))
+# The rows of steps published by a run stopped before it wrote them (^C
+# while grpo-step published), from the metrics files as grpo-spool plot
+# reads them; the seconds are not known.
+last=$(tail -n 1 "$spool/progress.tsv" | cut -f1)
+[ "$last" != step ] || last=0
+if [ "$last" -lt $((k - 1)) ]; then
+	grpo-spool plot --tsv "$spool" | awk -F '\t' -v a="$last" -v b=$((k - 1)) \
+		'NR > 1 && $1 > a && $1 <= b && $2 != "-" && $3 != "-" { print $1 "\t" $2 "\t" $3 }' |
+		while IFS='	' read -r n reward kl; do
+			printf '%s\t%s\t%s\t-\n' "$n" "$reward" "$kl" >> "$spool/progress.tsv"
+			printf '%4d  %6.3f  %8.5f  %7s\n' "$n" "$reward" "$kl" -
+		done
+fi
 reached=
 while [ "$k" -le "$steps" ]; do
 	start=$(date +%s.%N)

@@ -10,7 +10,9 @@
 #      ("return_token_ids", "logprobs"), each response wrapped with its
 #      request and answer ({"request": ..., "response": ..., "answer": ...},
 #      grpo-collect(1) FORMATS) so the groups carry the answer to the scorer
-#   3. curl ... | grpo-collect -o SPOOL/rollouts --step STEP
+#   3. once every request has been answered (SPOOL/responses.jsonl),
+#      grpo-collect -o SPOOL/rollouts --step STEP < SPOOL/responses.jsonl;
+#      a request that fails fails the import, and nothing is published
 #
 # An SGLang server works the same through its OpenAI-style /v1/completions;
 # its native /generate responses are read too (grpo-collect --format sglang),
@@ -61,6 +63,10 @@ perl -MJSON::PP -ne '
 		response=$($curl -sS --fail -H 'Content-Type: application/json' -d "$request" \
 			"$server/v1/completions")
 		printf '{"request":%s,"response":%s,"answer":%s}\n' "$request" "$response" "$answer"
-	done |
-	# 3. the groups, published whole once every response read
-	grpo-collect -o "$spool/rollouts" --step "$step"
+	done > "$spool/responses.jsonl.tmp"
+# (kept whole before the import: piped, the responses before a request that
+# failed would end the input at a line, look complete, and be published)
+mv "$spool/responses.jsonl.tmp" "$spool/responses.jsonl"
+
+# 3. the groups, published whole once every response read
+grpo-collect -o "$spool/rollouts" --step "$step" < "$spool/responses.jsonl"

@@ -12,7 +12,8 @@
 # so the step stops there (and set -e stops the loop).
 #
 # Usage: sh examples/pipeline.sh [SPOOL]   (default: a new temporary directory)
-# Environment: GRPO_PIPELINE_STEPS (steps, 10), GRPO_PIPELINE_PROMPTS
+# Run again on the same SPOOL, it goes on after the newest policy step.
+# Environment: GRPO_PIPELINE_STEPS (steps to train, 10), GRPO_PIPELINE_PROMPTS
 # (prompts per step, 16), GRPO_PIPELINE_SAMPLES (responses per prompt, 8).
 # Prints the mean reward of each step's round; exit status 0, or 1 when a
 # stage failed.
@@ -31,15 +32,21 @@ if [ ! -d "$spool/init" ]; then
 		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
 
-k=1
-while [ "$k" -le "$steps" ]; do
+# after the newest policy step, when the spool has one (run again)
+k=$(ls "$spool/policy" 2> /dev/null | sed -n 's/^step_\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n 1)
+k=$((${k:-0} + 1))
+last=$((k + steps - 1))
+while [ "$k" -le "$last" ]; do
 	# before the first step there is no policy queue yet: sample from the initial model
 	model="$spool/policy"
 	[ -d "$spool/policy/step_0" ] || model="$spool/init"
-	grpo-collect --model "$model" --prompts "$task/prompts.jsonl" --cursor "$spool/cursor" \
-		--count "$prompts" -n "$G" --max-tokens 2 --seed "$k" |
-		grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" |
-		grpo-pack --seq-len 512 --step "$k" -o "$spool/batches"
+	# a step packed by a run stopped before training it is trained as it is
+	if [ ! -f "$spool/batches/step_$k/DONE" ]; then
+		grpo-collect --model "$model" --prompts "$task/prompts.jsonl" --cursor "$spool/cursor" \
+			--count "$prompts" -n "$G" --max-tokens 2 --seed "$k" |
+			grpo-score --reward gsm8k --ref "$spool/init" --metrics "$spool/score.jsonl" |
+			grpo-pack --seq-len 512 --step "$k" -o "$spool/batches"
+	fi
 	grpo-step --model "$spool/init" --batches "$spool/batches" --step "$k" -o "$spool/policy" \
 		--lr 0.01 --entropy-coef 0.02 --metrics "$spool/step.jsonl"
 	echo "step $k: mean reward $(sed -n 's/.*"mean": *\([-0-9.e+]*\).*/\1/p' "$spool/score.jsonl" | tail -1)"

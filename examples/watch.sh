@@ -16,6 +16,7 @@
 # `grpo-spool status SPOOL` shows nothing claimed afterwards.
 #
 # Usage: sh examples/watch.sh [SPOOL]   (default: a new temporary directory)
+# Run again on the same SPOOL, it goes on after the newest policy step.
 # Environment: GRPO_WATCH_STEPS (steps to train, then stop; 0, the default:
 # until a signal), GRPO_WATCH_PROMPTS (prompts per round, 16),
 # GRPO_WATCH_SAMPLES (responses per prompt, 8).
@@ -36,6 +37,21 @@ if [ ! -d "$spool/init" ]; then
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
 		--vocab 13 --eos 12 --tokenizer "$task/tokenizer.json" --seed 1 -o "$spool/init"
 fi
+
+# the claims of a process that died (kill -9) go back to their queues: the
+# watchers pass over a claim held by another, and the round would never come
+grpo-spool recover "$spool"
+
+# Run again on the spool, it goes on where it stopped: round K is sampled
+# from policy/step_K, so the first round is that of the newest step (P),
+# unless that round was sampled before the stop (and its batch finished:
+# a cursor holding a batch cut short is finished by the collector first);
+# the trainer then trains STEPS more, on rounds up to P + STEPS - 1.
+newest=$(ls "$spool/policy" 2> /dev/null | sed -n 's/^step_\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n 1)
+newest=${newest:-0}
+k=$newest
+[ -d "$spool/rollouts/step_$k" ] && [ -z "$(sed -n 2p "$spool/cursor" 2> /dev/null)" ] && k=$((k + 1))
+end=$((newest + steps))
 
 pids=
 stop() { # stop STATUS: SIGTERM to every watcher, wait for them, exit
@@ -70,8 +86,7 @@ wait_policy() {
 	done
 }
 
-k=0
-while [ "$steps" -eq 0 ] || [ "$k" -lt "$steps" ]; do
+while [ "$steps" -eq 0 ] || [ "$k" -lt "$end" ]; do
 	if ! wait_policy "$k"; then
 		echo "watch.sh: a watcher exited before policy/step_$k appeared" >&2
 		stop 1

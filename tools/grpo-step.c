@@ -783,14 +783,7 @@ int main(int argc, char **argv)
 			if (r == 1)
 				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
-			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
-				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
-			retire_batches(&a, step);
-			int pruned = 0;
-			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-				cli_die(1, "%s", e.msg);
 		}
-		done_free(&dm);
 		double te = now();
 		struct buf b = { 0 };
 		if (metrics_line(&b, step, &res, resumed, &cut, weights && a.rank <= 0, gpu,
@@ -800,6 +793,18 @@ int main(int argc, char **argv)
 		if (mf && (fwrite(b.data, 1, b.len, mf) != b.len || fflush(mf) != 0))
 			fprintf(stderr, "%s: %s: step %lld's metrics line not written: %s\n", prog, a.metrics,
 			        (long long)step, strerror(errno));
+		/* after the line, so that a kill while the peers acknowledge, the
+		 * micro-batches are retired or old steps pruned loses no line (a
+		 * re-run retires what is left: retire_published) */
+		if (a.rank <= 0) {
+			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
+				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+			retire_batches(&a, step);
+			int pruned = 0;
+			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
+				cli_die(1, "%s", e.msg);
+		}
+		done_free(&dm);
 		if (a.verbose)
 			fprintf(stderr, "%s: step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs\n",
 			        prog, (long long)step, res.first.loss, res.first_opt.grad_norm, res.first_opt.lr, res.totals.seqs,

@@ -269,7 +269,12 @@ int scoreio_seen_add(struct scoreio_seen *s, const struct group *g)
 {
 	if ((s->n + 1) * 2 > s->cap && seen_grow(s) < 0)
 		return -1;
-	uint64_t k = scored_group_key(g) | 1;   /* never 0, the empty mark */
+	/* with the policy version: a prompts walk gives a prompt the same group
+	 * id in every pass, and the groups of other rounds are other groups */
+	uint64_t k = scored_group_key(g);
+	if (g->n)
+		k ^= (uint64_t)g->trajs[0].policy_version * 0x9e3779b97f4a7c15ull;
+	k |= 1;   /* never 0, the empty mark */
 	size_t j = k & (s->cap - 1);
 	while (s->key[j] && s->key[j] != k)
 		j = (j + 1) & (s->cap - 1);

@@ -14,8 +14,9 @@
  *                     dropped and another input of the same name is not
  *   scoreio_publish   the groups kept, as one spool file, published whole
  *                     (spool.h): 0 published, 1 the name existed (a re-run)
- *   scoreio_seen_add  remember a run's group ids: 1 when seen before (a
- *                     group split across inputs)
+ *   scoreio_seen_add  remember a run's group ids, each with the policy
+ *                     version of its first trajectory: 1 when seen before
+ *                     (a group split across inputs)
  *
  * Standard input, which may be longer than memory and come from a producer
  * that is still running, is read as a stream instead (unless a score needs

@@ -3,7 +3,7 @@
 # responses into grpo-collect, with recorded responses
 # (examples/vllm-completions.jsonl) standing in for the server.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 4
+plan 5
 G8K="$GRPO_SHARED/data/gsm8k"
 [ -f "$G8K/train.jsonl" ] || skip_all "no GSM8K data in $G8K"
 perl -MJSON::PP -e 1 2> /dev/null || skip_all "no perl with JSON::PP"
@@ -26,3 +26,18 @@ is "$(sort -u "$T/urls"):$(grep -c '"n":2,.*"return_token_ids":true' "$T/request
 grpo-cat "$T"/s/rollouts/step_3/rank_0/*.zst > "$T/groups" 2> "$T/err"
 is "$?:$(grep -o '"answer":"[0-9]*"' "$T/groups" | sort -u | tr '\n' ' '):$(grep -c '"policy_version":3' "$T/groups")" \
 	'0:"answer":"10" "answer":"72" :2' "two groups published in rollouts/step_3, carrying GSM8K's answers"
+
+# the server fails the second request (curl --fail exits 22): the import
+# fails and publishes nothing, rather than the first group as if it were all
+cat > "$T/curl" <<'EOS'
+#!/bin/sh
+while [ $# -gt 1 ]; do [ "$1" = -d ] && printf '%s\n' "$2" >> "$T/requests2"; shift; done
+n=$(wc -l < "$T/requests2")
+[ "$n" -eq 2 ] && { echo "curl: (22) The requested URL returned error: 500" >&2; exit 22; }
+sed -n "${n}p" "$GRPO_TOP/examples/vllm-completions.jsonl"
+EOS
+T="$T" CURL="$T/curl" GRPO_GSM8K="$G8K" GRPO_IMPORT_PROMPTS=3 GRPO_IMPORT_SAMPLES=2 \
+	GRPO_SERVER=http://gpu1:8000 sh "$GRPO_TOP/examples/import-server.sh" "$T/f" > "$T/out" 2> "$T/err"
+st=$?
+is "$([ $st -ne 0 ] && echo failed):$(find "$T/f/rollouts" -name '*.zst' 2> /dev/null | wc -l | tr -d ' ')" "failed:0" \
+	"a request that fails fails the import, nothing published ($st: $(cat "$T/err"))"
