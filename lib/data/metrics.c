@@ -129,7 +129,9 @@ int metrics_read(struct metrics_table *t, const char *path, struct err *e)
 			double step = num(o, "step");
 			if (cJSON_IsString(in) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "rewards")))
 				rc = add_score(t, o, in->valuestring, path, line, e);
-			else if (isfinite(step) && step >= 0 && isfinite(num(o, "grad_norm")))
+			else if (isfinite(step) && isfinite(num(o, "grad_norm")) && (step < 0 || step != floor(step)))
+				rc = err_set(e, "%s:%llu: a trainer's line with step %.17g, not a step number", path, line, step);
+			else if (isfinite(step) && isfinite(num(o, "grad_norm")))
 				rc = add_step(t, o, (int64_t)step, e);
 		}
 		cJSON_Delete(o);

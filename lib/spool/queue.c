@@ -528,7 +528,7 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 			long written;
 			if (steparc_write(queue, steps[i], archive_dir, &members, &written, e) < 0)
 				goto fail;
-			st->archived++;
+			st->archived += written > 0;   /* an empty step needs no archive */
 			/* the DONE marker is archived too, but not a published file */
 			members -= has_marker(queue, steps[i], NULL) == 1;
 		}

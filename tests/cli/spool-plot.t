@@ -2,7 +2,7 @@
 # grpo-spool plot: the metrics lines of grpo-score and grpo-step as one
 # table per step (--tsv), drawn as a PNG by gnuplot.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 9
 S="$T/spool"
 mkdir -p "$S"
 # two scored inputs of policy 0 (4 and 12 sequences), one of policy 1, and a
@@ -36,6 +36,10 @@ is "$(cat "$T/got")" "step,kl,entropy 1,0.5,2 2,0.25,1.5 " "--metrics names the 
 printf '{"step":1,"kl":0.5,"grad_norm":1}\nnot json\n' > "$T/bad.jsonl"
 grpo-spool plot "$S" --metrics "$T/bad.jsonl" --tsv > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-spool: $T/bad.jsonl:2: not a JSON object" "a line that is not JSON is an error naming its file and line"
+printf '{"step":1,"kl":0.5,"grad_norm":1}\n{"step":1.5,"kl":0.5,"grad_norm":1}\n' > "$T/half.jsonl"
+grpo-spool plot "$S" --metrics "$T/half.jsonl" --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/half.jsonl:2: a trainer's line with step 1.5, not a step number" \
+	"a trainer's line whose step is no whole number is an error, not step 1"
 mkdir "$T/empty"
 grpo-spool plot "$T/empty" --tsv > /dev/null 2> "$T/err"
 is "$?:$(grep -c 'no score.jsonl or step.jsonl' "$T/err")" "1:1" "a spool without metrics files says so"

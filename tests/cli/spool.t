@@ -218,9 +218,11 @@ mkdir -p $S/policy/step_5
 cp -R $S/rollouts $T/orig
 grpo-spool consume $S/rollouts --to 4 -- true
 publish $S/rollouts 2 1 late.zst late      # step 2 now has a waiting file
+mkdir -p $S/rollouts/step_0/rank_0         # an empty step: removed, nothing to archive
 grpo-spool gc $S --keep-last 2 --archive $T/arch -v 2>$T/gc.err
 ok $? "gc runs"
-check "gc reports what it did" grep -q '2 steps removed, 2 archived, 1 old steps not finished' $T/gc.err
+check "gc reports what it did: the empty step removed, not counted as archived" \
+	grep -q '3 steps removed, 2 archived, 1 old steps not finished' $T/gc.err
 check "finished old steps are gone" test ! -e $S/rollouts/step_1 -a ! -e $S/rollouts/step_3
 check "an unfinished old step is kept" test -e $S/rollouts/step_2/rank_1/late.zst
 check "the newest 2 steps are kept" test -e $S/rollouts/step_4 -a -e $S/rollouts/step_5
