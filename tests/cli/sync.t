@@ -13,7 +13,7 @@ S="$T/server"
 mkdir -p "$T/spool/policy/step_3"
 fake_server "$S"
 P="$T/spool/policy"
-last() { tail -n 1 "$S/log"; }
+last() { tail -n 1 "$S/log" | sed 's/, "t": [0-9.]*}$/}/'; }   # the last request, without its time
 
 for f in vllm-restart vllm-reload vllm-lora sglang-update; do sh -n "$X/$f.sh" || echo "$f" >> "$T/bad"; done
 sh -n "$GRPO_TOP/examples/vllm-loop.sh" || echo vllm-loop >> "$T/bad"
