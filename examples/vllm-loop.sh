@@ -8,9 +8,10 @@
 #   MODEL    the initial model directory (Hugging Face: config.json,
 #            safetensors, tokenizer.json), also the reference for the KL
 #   PROMPTS  JSON lines with "prompt" (or "prompt_tokens") and "answer"
-#   SPOOL    the spool (default: a new temporary directory)
+#   SPOOL    the spool (default: a new temporary directory); run again on
+#            the same SPOOL, the loop goes on after its newest policy step
 # Environment:
-#   STEPS (10), G (8 samples a prompt), PROMPTS_PER_STEP (32), MAX_TOKENS (512),
+#   STEPS (10, the steps this run trains), G (8 samples a prompt), PROMPTS_PER_STEP (32), MAX_TOKENS (512),
 #   TEMPERATURE (1), REWARD (gsm8k), LR (1e-6), SEQ_LEN (4096, the packed length)
 #   SYNC     the hook after each step (default examples/sync/vllm-restart.sh;
 #            vllm-reload.sh for a server started on SPOOL/policy/current)
@@ -40,12 +41,23 @@ export VLLM_PORT="$port" VLLM_PID_FILE="$spool/vllm.pid" VLLM_LOG="$spool/vllm.l
 export VLLM_ARGS="${VLLM_ARGS---logprobs-mode processed_logprobs}"
 export VLLM_URL="${GRPO_SERVER:-http://127.0.0.1:$port}"
 mkdir -p "$spool/policy"
+# a run killed while a stage held a file left its claim: hand it back
+grpo-spool recover "$spool"
 
-# The server: started here on the initial model, and stopped on exit.
+# Run again on the same spool: after the newest policy step, sampling from it.
+newest=$(ls "$spool/policy" | sed -n 's/^step_\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n 1)
+weights=$model
+[ -n "$newest" ] && weights="$spool/policy/step_$newest"
+
+# The server: started here on the newest weights, and stopped on exit. One
+# already running is synced to them, as a run killed between publishing a
+# step and its sync left it on the weights before.
 if [ -z "${GRPO_SERVER:-}" ]; then
 	trap '[ -s "$VLLM_PID_FILE" ] && kill -TERM "-$(cat "$VLLM_PID_FILE")" 2> /dev/null || true' EXIT
-	GRPO_POLICY_DIR=$model sh "$top/examples/sync/vllm-restart.sh"
-	echo "vllm-loop: vLLM on $model at $VLLM_URL (log: $VLLM_LOG)"
+	GRPO_POLICY_DIR=$weights sh "$top/examples/sync/vllm-restart.sh"
+	echo "vllm-loop: vLLM on $weights at $VLLM_URL (log: $VLLM_LOG)"
+elif [ -n "$newest" ]; then
+	GRPO_POLICY_DIR=$weights GRPO_STEP=$newest GRPO_POLICY_QUEUE="$spool/policy" sh "$sync"
 fi
 
 # grpo-step runs the hook itself where it has --on-publish; else it runs here
@@ -53,15 +65,19 @@ fi
 on_publish=
 grpo-step --help 2>&1 | grep -q -- '--on-publish' && on_publish=1
 
-k=1
-while [ "$k" -le "$steps" ]; do
-	# --max-lag 0: never sample from weights older than the newest published
-	grpo-collect --server "$VLLM_URL" --api vllm --prompts "$prompts" -n "$G" \
-		--max-tokens "${MAX_TOKENS:-512}" --temperature "${TEMPERATURE:-1}" --count "$per_step" \
-		--cursor "$spool/cursor" --max-lag 0 -o "$spool/rollouts"
-	grpo-score --reward "${REWARD:-gsm8k}" --ref "$model" --metrics "$spool/score.jsonl" \
-		-o "$spool/scored" "$spool/rollouts"
-	grpo-pack --seq-len "${SEQ_LEN:-4096}" --step "$k" --flush -o "$spool/batches" "$spool/scored"
+k=$((${newest:-0} + 1))
+last=$((k + steps - 1))
+while [ "$k" -le "$last" ]; do
+	# a step packed by a run stopped before training it is trained as it is
+	if [ ! -f "$spool/batches/step_$k/DONE" ]; then
+		# --max-lag 0: never sample from weights older than the newest published
+		grpo-collect --server "$VLLM_URL" --api vllm --prompts "$prompts" -n "$G" \
+			--max-tokens "${MAX_TOKENS:-512}" --temperature "${TEMPERATURE:-1}" --count "$per_step" \
+			--cursor "$spool/cursor" --max-lag 0 -o "$spool/rollouts"
+		grpo-score --reward "${REWARD:-gsm8k}" --ref "$model" --metrics "$spool/score.jsonl" \
+			-o "$spool/scored" "$spool/rollouts"
+		grpo-pack --seq-len "${SEQ_LEN:-4096}" --step "$k" --flush -o "$spool/batches" "$spool/scored"
+	fi
 	if [ -n "$on_publish" ]; then
 		grpo-step --model "$model" --batches "$spool/batches" --step "$k" -o "$spool/policy" \
 			--lr "${LR:-1e-6}" --metrics "$spool/step.jsonl" --on-publish "sh $sync"

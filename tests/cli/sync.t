@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
 command -v curl > /dev/null || skip_all "no curl, which the sync scripts use"
-plan 12
+plan 14
 X="$GRPO_TOP/examples/sync"
 
 S="$T/server"
@@ -94,3 +94,10 @@ is "$?:$(readlink "$T/loop/policy/current" | sed 's,.*/,,')" "0:step_1" \
 	"vllm-loop.sh: one step end to end (collect through the server, score, pack, train, sync)"
 is "$(grep -c '"path": "/collective_rpc"' "$S3/log"):$(grep -c '"path": "/v1/completions"' "$S3/log")" "1:4" \
 	"the loop sampled through the server and synced it after the step"
+GRPO_SERVER="http://127.0.0.1:$(cat "$S3/port")" SYNC="$X/vllm-reload.sh" STEPS=1 G=4 PROMPTS_PER_STEP=4 \
+	MAX_TOKENS=4 SEQ_LEN=256 LR=0.01 PATH="$T/nobin:$PATH" \
+	sh "$GRPO_TOP/examples/vllm-loop.sh" "$T/init" "$T/prompts.jsonl" "$T/loop" > "$T/out" 2> "$T/err"
+is "$?:$(readlink "$T/loop/policy/current" | sed 's,.*/,,')" "0:step_2" \
+	"vllm-loop.sh run again on its spool goes on with step 2"
+is "$(grep -c '"path": "/collective_rpc"' "$S3/log"):$(grep -c '"path": "/v1/completions"' "$S3/log")" "3:8" \
+	"the server is synced to step 1 before sampling again, and to step 2 after it"
