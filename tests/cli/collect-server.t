@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 41
+plan 46
 
 S="$T/server"
 fake_server "$S"
@@ -132,6 +132,32 @@ is "$?:$(visible "$T/f" | wc -l | tr -d ' '):$(tail -n 1 "$T/err")" \
 prompts "$T/p5.jsonl" "fewer"
 grpo-collect --server "$URL" --prompts "$T/p5.jsonl" -n 2 --retries 0 -o "$T/g/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/g" | wc -l | tr -d ' ')" "1:0" "every prompt failed: exit 1, nothing published"
+
+# --- an answer longer than --max-tokens asked for --------------------------------
+# The server went past the limit: storing it would hand the trainer sequences
+# longer than the user allowed, so the answer is refused as a malformed one is,
+# naming the prompt and the group, and not retried (the server is wrong, not busy).
+prompts "$T/pl.jsonl" "shortA" "overlong" "[31,32]"
+cat > "$S/script.json" <<'EOF2'
+{"plans": {"overlong": ["long"], "31,32": ["long"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pl.jsonl" -n 2 --max-tokens 2 --responses "$T/rl.jsonl" \
+	-o "$T/long/rollouts" 2> "$T/err"
+is "$?:$(groups "$T/long"):$(grpo-cat --json $(visible "$T/long") | grep -c '"response_tokens":\[[0-9]*,[0-9]*,')" "0:1:0" \
+	"-e skip: the answers holding responses past --max-tokens are dropped, the others published"
+is "$(sed -n 1p "$T/err" | sed 's/group cmpl-[0-9a-f]*-1,/group ID,/')" \
+	"grpo-collect: $T/pl.jsonl:2: the server's answer is refused: group ID, trajectory 0: 3 response tokens, more than the request's max_tokens, 2" \
+	"an answer past --max-tokens names the prompt's line, the group and the limit"
+is "$(grep -c '"prompt": "overlong"' "$S/log"):$(tail -n 1 "$T/err")" "1:grpo-collect: $T/pl.jsonl: skipped 2 of 3 prompts" \
+	"not retried, and counted as skipped"
+grpo-collect --server "$URL" --api sglang --prompts "$T/pl.jsonl" -n 2 --max-tokens 2 -e fail -o "$T/long2/rollouts" \
+	2> "$T/err"
+is "$?:$(visible "$T/long2" | wc -l | tr -d ' '):$(grep -c "more than the request's max_new_tokens, 2" "$T/err")" "1:0:2" \
+	"sglang, -e fail: max_new_tokens is checked too, and nothing is published"
+grpo-collect --step 0 "$T/rl.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(sed 's/group cmpl-[0-9a-f]*-1,/group ID,/' "$T/err")" \
+	"1:grpo-collect: $T/rl.jsonl:2: group ID, trajectory 0: 3 response tokens, more than the request's max_tokens, 2" \
+	"importing the saved answers refuses the same line"
 
 # --- group integrity, counted as for an imported file ---------------------------
 # -n 1: each prompt a group of one member, which GRPO learns nothing from

@@ -39,6 +39,7 @@ a prompt follows the plan's n-th action, the last one repeating:
   truncate  a 200 whose JSON body is cut in half
   choices   one sample too few
   notokens  vLLM: no token ids in the answer
+  long      every sample one token longer than max_tokens (max_new_tokens) allows
 """
 import hashlib
 import http.server
@@ -70,9 +71,9 @@ def prompt_ids(req, sglang):
     return list(p), ",".join(str(x) for x in p)
 
 
-def sample(ids, j, max_tokens, vocab=None):
-    """Sample j of a prompt: 1 to 3 tokens, binary-exact logprobs."""
-    length = min(1 + (sum(ids) + j) % 3, max_tokens)
+def sample(ids, j, max_tokens, vocab=None, over=False):
+    """Sample j of a prompt: 1 to 3 tokens (max_tokens + 1 when over), binary-exact logprobs."""
+    length = max_tokens + 1 if over else min(1 + (sum(ids) + j) % 3, max_tokens)
     toks = [10 + (sum(ids) * 7 + j * 13 + k) % 90 for k in range(length)]
     if vocab:
         toks = [t % vocab for t in toks]
@@ -84,7 +85,7 @@ def sample(ids, j, max_tokens, vocab=None):
 def vllm(req, ids, rid, n, sc, action):
     choices = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"))
+        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"), action == "long")
         strs = ["token_id:%d" % t if sc.get("tokens_as_ids") else chr(t) for t in toks]
         c = {"index": j, "text": "".join(chr(t) for t in toks),
              "logprobs": {"text_offset": list(range(len(toks))), "token_logprobs": lps,
@@ -101,11 +102,11 @@ def vllm(req, ids, rid, n, sc, action):
             "usage": {"prompt_tokens": len(ids), "total_tokens": len(ids) + done, "completion_tokens": done}}
 
 
-def sglang(req, ids, rid, n, sc):
+def sglang(req, ids, rid, n, sc, action):
     sp = req.get("sampling_params", {})
     out = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"))
+        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"), action == "long")
         meta = {"id": "%s-%d" % (rid, j),
                 "finish_reason": {"type": "stop", "matched": 2} if finish == "stop"
                 else {"type": "length", "length": len(toks)},
@@ -189,7 +190,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if action == "slow":
             time.sleep(sc.get("slow_s", 3))
         m = n - 1 if action == "choices" else n
-        obj = sglang(req, ids, rid, m, sc) if is_sglang else vllm(req, ids, rid, m, sc, action)
+        obj = sglang(req, ids, rid, m, sc, action) if is_sglang else vllm(req, ids, rid, m, sc, action)
         if is_sglang and action == "choices" and m == 1:
             obj = [obj]
         body = json.dumps(obj).encode()
