@@ -29,8 +29,9 @@ SCRIPT, a JSON file read again at every request so a test may change it:
    "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
 "bos": B puts B before every prompt's ids, as a server that adds a BOS token
 does: the answer's prompt ids then differ from a request's.
-KEY is the prompt text, or its token ids joined by commas. The n-th request for
-a prompt follows the plan's n-th action, the last one repeating:
+KEY is the prompt text, or its token ids joined by commas, or for a GET its
+path ("/v1/models": 500, 503, 404, 429:S, 503:S, drop and ok). The n-th
+request for a prompt follows the plan's n-th action, the last one repeating:
   ok        answer well
   500, 400  that HTTP status
   429:S     HTTP 429 with Retry-After: S
@@ -144,6 +145,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record(None)
         sc = script()
         path = sc.get("model_path", "/models/fake")
+        # a plan keyed by the path ("/v1/models"): a server being restarted
+        with lock:
+            k = attempts[self.path] = attempts.get(self.path, 0) + 1
+        plan = sc.get("plans", {}).get(self.path, ["ok"])
+        action = plan[min(k, len(plan)) - 1]
+        if action in ("500", "503", "404"):
+            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
+            return
+        if action.startswith("429:") or action.startswith("503:"):
+            self.send(int(action[:3]), {"object": "error", "message": "scripted failure"},
+                      headers=[("Retry-After", action[4:])])
+            return
+        if action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         if self.path == "/v1/models":
             self.send(200, {"object": "list", "data": [
                 {"id": "fake-model", "object": "model", "created": 0, "owned_by": "vllm",
