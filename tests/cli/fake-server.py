@@ -41,6 +41,8 @@ request for a prompt follows the plan's n-th action, the last one repeating:
   choices   one sample too few
   notokens  vLLM: no token ids in the answer
   long      every sample one token longer than max_tokens (max_new_tokens) allows
+  zeropad   vLLM: the first response token id written with a leading zero (05),
+            which JSON forbids
 """
 import hashlib
 import http.server
@@ -213,6 +215,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = json.dumps(obj).encode()
         if action == "truncate":
             body = body[: len(body) // 2]
+        if action == "zeropad":
+            body = body.replace(b'"token_ids": [', b'"token_ids": [0', 1)
         try:
             self.send(200, raw=body)
         except OSError:
