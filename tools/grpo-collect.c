@@ -402,6 +402,10 @@ static int cut_short(const char *s, size_t n)
 	return in_str || depth > 0;
 }
 
+/* After libarchive's "truncated gzip input" and the like. */
+static const char cut_stream[] = ": the input ends before its compressed stream does (still being written?): "
+				 "nothing of it published; try again once it is complete";
+
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
 	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
@@ -690,10 +694,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (lineio_open(&in, fd, name, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
 			if (!is_stdin)
 				close(fd);
-			status = 1;
+			status = in.truncated && status != 1 ? 75 : 1;
 			continue;
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
@@ -736,9 +740,13 @@ int main(int argc, char **argv)
 				}
 			}
 		}
+		/* A compressed input that ends before its stream does is one still
+		 * being written (or cut short), as a last line cut mid-record is,
+		 * even where the cut falls between two lines: try again later. */
 		if (!failed && got < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
 			failed = 1;
+			incomplete = in.truncated;
 		}
 		lineio_close(&in);
 		if (!is_stdin)

@@ -205,7 +205,8 @@ is "$(cmp "$T/z.json" "$D/atropos.expected" 2>&1)" "" "so does a zstd-compressed
 head -c 300 "$T/copy.jsonl.gz" > "$T/trunc.jsonl.gz"
 grpo-collect -o "$T/sp/rollouts" --step 6 "$T/trunc.jsonl.gz" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_6/rank_0")" \
-	"1:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input:" "a truncated compressed input fails whole"
+	"75:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input: the input ends before its compressed stream does (still being written?): nothing of it published; try again once it is complete:" \
+	"a truncated compressed input publishes nothing, exit 75 (collect-incomplete.t)"
 
 # --- usage -----------------------------------------------------------------
 grpo-collect -o "$T/sp/rollouts" "$D/native.jsonl" 2> /dev/null
