@@ -177,37 +177,54 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 }
 
 /*
- * Before any rename as well: parts of this input in the same rank of another
+ * Before any rename as well: parts of this input in another rank or another
  * step of the queue. A re-run under another --step (a cron line that reads
- * the current step anew) would otherwise publish every group a second time,
- * there, so nothing is published.
+ * the current step anew) or another --rank (two workers given the same
+ * file) would otherwise publish every group a second time, there, so
+ * nothing is published.
  */
 static int check_other_steps(const struct opts *o, uint64_t hash, struct err *e)
 {
 	char prefix[64], dir[PATH_MAX], **names;
 	int64_t *steps;
-	size_t ns, n;
+	int *ranks = NULL;
+	size_t ns, nr = 0, n;
 	int r = 0;
 	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
 	if (spool_list_steps(o->queue, -1, -1, &steps, &ns, e) < 0)
 		return -1;
 	for (size_t i = 0; i < ns && r == 0; i++) {
-		if (steps[i] == o->step)
-			continue;
-		if (spool_step_dir(dir, sizeof dir, o->queue, steps[i], o->rank) < 0) {
-			r = err_set(e, "%s: path too long", o->queue);
+		if ((r = spool_list_ranks(o->queue, steps[i], &ranks, &nr, e)) < 0)
 			break;
+		for (size_t j = 0; j < nr && r == 0; j++) {
+			if (steps[i] == o->step && ranks[j] == o->rank)
+				continue;
+			if (spool_step_dir(dir, sizeof dir, o->queue, steps[i], ranks[j]) < 0) {
+				r = err_set(e, "%s: path too long", o->queue);
+				break;
+			}
+			if (fsys_list_dir(dir, FSYS_FILES, &names, &n, e) < 0) {
+				r = -1;
+				break;
+			}
+			for (size_t k = 0; k < n && r == 0; k++) {
+				if (strncmp(names[k], prefix, strlen(prefix)) != 0)
+					continue;
+				if (ranks[j] == o->rank)
+					r = err_set(e, "%s/%s: this input was published already under step_%lld (another "
+						    "--step); nothing published, as that would publish its groups twice (re-run "
+						    "with --step %lld)", dir, names[k], (long long)steps[i], (long long)steps[i]);
+				else
+					r = err_set(e, "%s/%s: this input was published already under step_%lld, rank_%d "
+						    "(another --rank%s); nothing published, as that would publish its groups "
+						    "twice (re-run with --step %lld --rank %d)", dir, names[k],
+						    (long long)steps[i], ranks[j], steps[i] == o->step ? "" : " and --step",
+						    (long long)steps[i], ranks[j]);
+			}
+			fsys_free_names(names, n);
 		}
-		if (fsys_list_dir(dir, FSYS_FILES, &names, &n, e) < 0) {
-			r = -1;
-			break;
-		}
-		for (size_t k = 0; k < n && r == 0; k++)
-			if (strncmp(names[k], prefix, strlen(prefix)) == 0)
-				r = err_set(e, "%s/%s: this input was published already under step_%lld (another --step); "
-					    "nothing published, as that would publish its groups twice (re-run with "
-					    "--step %lld)", dir, names[k], (long long)steps[i], (long long)steps[i]);
-		fsys_free_names(names, n);
+		free(ranks);
+		ranks = NULL;
 	}
 	free(steps);
 	return r;
@@ -384,6 +401,10 @@ static int cut_short(const char *s, size_t n)
 	}
 	return in_str || depth > 0;
 }
+
+/* After libarchive's "truncated gzip input" and the like. */
+static const char cut_stream[] = ": the input ends before its compressed stream does (still being written?): "
+				 "nothing of it published; try again once it is complete";
 
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
@@ -673,10 +694,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (lineio_open(&in, fd, name, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
 			if (!is_stdin)
 				close(fd);
-			status = 1;
+			status = in.truncated && status != 1 ? 75 : 1;
 			continue;
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
@@ -719,9 +740,13 @@ int main(int argc, char **argv)
 				}
 			}
 		}
+		/* A compressed input that ends before its stream does is one still
+		 * being written (or cut short), as a last line cut mid-record is,
+		 * even where the cut falls between two lines: try again later. */
 		if (!failed && got < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
 			failed = 1;
+			incomplete = in.truncated;
 		}
 		lineio_close(&in);
 		if (!is_stdin)

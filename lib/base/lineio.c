@@ -5,13 +5,36 @@
 #include <archive_entry.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define CHUNK (1 << 16)
 
-/* libarchive's message with the system's reason, in place of "Error reading fd 3" alone. */
-static int lio_err(struct err *e, const char *name, struct archive *a)
+/*
+ * Whether a read error is the compressed stream ending before its end, as
+ * libarchive's filters say it: "truncated gzip input" (and bzip2's, lz4's,
+ * zstd's "Truncated"), liblzma's "No progress is possible" (xz, lzma: the
+ * input ran out), and gzip's trailer cut short, for which it says nothing.
+ * Corrupt data says otherwise ("Corrupted input data", "Data corruption
+ * detected").
+ */
+static int stream_cut(struct archive *a, int fd)
 {
-	const char *msg = archive_error_string(a) ? archive_error_string(a) : "cannot read";
+	const char *msg = archive_error_string(a);
+	unsigned char magic[2];
+	if (msg)
+		return strstr(msg, "truncated") || strstr(msg, "Truncated") || strstr(msg, "No progress is possible");
+	if (archive_filter_count(a) > 0)
+		return archive_filter_code(a, 0) == ARCHIVE_FILTER_GZIP;
+	/* failed while opening (a small file is read whole then), its filters
+	 * gone: gzip's magic, where the file can be read again */
+	return fd >= 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+/* libarchive's message with the system's reason, in place of "Error reading fd 3" alone. */
+static int lio_err(struct err *e, const char *name, struct archive *a, int cut)
+{
+	const char *msg = archive_error_string(a) ? archive_error_string(a)
+			  : cut ? "truncated gzip input (in its trailer)" : "cannot read";
 	int en = archive_errno(a);
 	if (en > 0 && !strstr(msg, strerror(en)))
 		return err_set(e, "%s: %s: %s", name, msg, strerror(en));
@@ -34,7 +57,8 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 	archive_read_support_format_empty(a);
 	struct archive_entry *ent;
 	if (archive_read_open_fd(a, fd, CHUNK) != ARCHIVE_OK) {
-		lio_err(e, name, a);
+		li->truncated = stream_cut(a, fd);
+		lio_err(e, name, a, li->truncated);
 		archive_read_free(a);
 		return -1;
 	}
@@ -42,7 +66,8 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 	if (r == ARCHIVE_EOF)
 		li->eof = 1;
 	else if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-		lio_err(e, name, a);
+		li->truncated = stream_cut(a, fd);
+		lio_err(e, name, a, li->truncated);
 		archive_read_free(a);
 		return -1;
 	}
@@ -77,8 +102,10 @@ int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 		if (buf_reserve(&li->b, CHUNK) < 0)
 			return err_set(e, "%s: out of memory", li->name);
 		la_ssize_t r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK);
-		if (r < 0)
-			return lio_err(e, li->name, li->a);
+		if (r < 0) {
+			li->truncated = stream_cut(li->a, -1);
+			return lio_err(e, li->name, li->a, li->truncated);
+		}
 		if (r == 0)
 			li->eof = 1;
 		li->b.len += (size_t)r;

@@ -27,10 +27,13 @@ struct lineio {
 	size_t pos;
 	size_t scanned;             /* bytes from pos on known to hold no newline */
 	int eof;
+	int truncated;              /* after an error: the compressed stream ends before its end (cut short) */
 };
 
 int lineio_open(struct lineio *li, int fd, const char *name, struct err *e);
-/* 1: a line in *line (n bytes, valid until the next call); 0: end; -1: error. */
+/* 1: a line in *line (n bytes, valid until the next call); 0: end; -1: error,
+ * with li->truncated set when the input is compressed and ends before its
+ * compressed stream does: a file still being written, or cut short. */
 int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e);
 void lineio_close(struct lineio *li);
 

@@ -281,6 +281,50 @@ static enum collect_format detect(const cJSON *v)
 	return COLLECT_AUTO;
 }
 
+/* The most tokens a wrapper's request let the server generate per response,
+ * and the key that says so: "max_completion_tokens" (OpenAI's chat, which
+ * vLLM takes over "max_tokens"), "max_tokens", or in "sampling_params"
+ * SGLang's "max_new_tokens" or vLLM's generate endpoint's "max_tokens";
+ * -1 when the request sets none. */
+static int64_t request_max_tokens(const cJSON *req, const char **key)
+{
+	static const char *const keys[] = { "max_completion_tokens", "max_tokens", "max_new_tokens" };
+	const cJSON *params[] = { req, cJSON_GetObjectItemCaseSensitive(req, "sampling_params") };
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < 3; k++) {
+			const cJSON *m = cJSON_IsObject(params[p]) ? cJSON_GetObjectItemCaseSensitive(params[p], keys[k]) : NULL;
+			if (cJSON_IsNumber(m) && m->valuedouble >= 0) {
+				*key = keys[k];
+				return m->valuedouble < 1e18 ? (int64_t)m->valuedouble : INT64_MAX;
+			}
+		}
+	return -1;
+}
+
+/* A response longer than its request allowed is refused: the server did not
+ * sample what was asked for, and the trainer and the length accounting
+ * would take a sequence past the limit the user set. */
+static int check_max_tokens(const cJSON *req, const struct collect_line *out, struct err *e)
+{
+	const char *key = NULL;
+	int64_t max = request_max_tokens(req, &key);
+	char idbuf[24];
+	for (uint32_t k = 0; max >= 0 && k < out->n_groups; k++)
+		for (uint32_t i = 0; i < out->groups[k].n; i++) {
+			const struct traj *t = &out->groups[k].trajs[i];
+			const struct traj_id *gid = traj_id_given(&out->groups[k].group_id) ? &out->groups[k].group_id
+							  : traj_id_given(&t->group_id) ? &t->group_id : NULL;
+			if ((int64_t)t->n_response <= max)
+				continue;
+			if (gid)
+				return err_set(e, "group %s, trajectory %u: %u response tokens, more than the request's "
+					       "%s, %lld", traj_id_text(gid, idbuf), i, t->n_response, key, (long long)max);
+			return err_set(e, "group %u, trajectory %u: %u response tokens, more than the request's %s, %lld",
+				       k, i, t->n_response, key, (long long)max);
+		}
+	return 0;
+}
+
 static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_line *out, struct err *e)
 {
 	const cJSON *resp = v, *req = NULL;
@@ -310,9 +354,9 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
 			return err_set(e, "a native line is never wrapped in a request/response pair");
 		return collect_native(resp, out, e);
 	case COLLECT_VLLM:
-		return collect_vllm(resp, req, out, e);
+		return collect_vllm(resp, req, out, e) < 0 ? -1 : check_max_tokens(req, out, e);
 	case COLLECT_SGLANG:
-		return collect_sglang(resp, req, out, e);
+		return collect_sglang(resp, req, out, e) < 0 ? -1 : check_max_tokens(req, out, e);
 	case COLLECT_ATROPOS:
 		return collect_atropos(resp, out, e);
 	default:
@@ -331,12 +375,12 @@ static const char *const keep_keys[] = {
 	"advantages", "answer", "batch", "choices", "completion_ids", "content", "delta", "echo",
 	"finish_reason", "finish_reasons", "generation_params", "group_id", "group_overrides", "id",
 	"inference_logprobs", "input_ids", "input_token_logprobs", "logprob", "logprob_token_ids", "logprobs",
-	"masks", "max_tokens", "meta_info", "object", "output_token_logprobs", "overrides", "policy_version",
-	"prompt", "prompt_ids", "prompt_token_ids", "prompt_tokens", "prompts", "ref_logprobs", "request",
-	"request_id", "response", "response_mask", "response_tokens", "reward_names", "rewards", "run",
-	"sampling_params", "scores", "sequence_id", "set_advantage_to_zero", "stream", "successes",
-	"temperature", "token", "token_ids", "token_logprobs", "tokens", "trajectories", "type", "usage",
-	"weight_version",
+	"masks", "max_completion_tokens", "max_new_tokens", "max_tokens", "meta_info", "object",
+	"output_token_logprobs", "overrides", "policy_version", "prompt", "prompt_ids", "prompt_token_ids",
+	"prompt_tokens", "prompts", "ref_logprobs", "request", "request_id", "response", "response_mask",
+	"response_tokens", "reward_names", "rewards", "run", "sampling_params", "scores", "sequence_id",
+	"set_advantage_to_zero", "stream", "successes", "temperature", "token", "token_ids", "token_logprobs",
+	"tokens", "trajectories", "type", "usage", "weight_version",
 };
 /* The arrays the importers read through jsonpick's functions and the
  * json_get_*_array getters (never by cJSON's): kept as their text. */
@@ -353,13 +397,14 @@ static const struct jsonpick_keys pick = {
  * *fixed, which the tree's spans point into): through jsonpick, or (ref)
  * through cJSON alone, a node per value. A line that either would change
  * silently (json_check_text: a \u0000 in a string, bytes not UTF-8) is
- * refused. NULL with e filled. */
+ * refused, and so is a number JSON forbids (json_check_numbers: a token id
+ * "05" read as 5). NULL with e filled. */
 static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, struct err *e)
 {
 	const char *end = NULL;
 	size_t at = 0, fixed_n = 0;
 	cJSON *v;
-	if (json_check_text(text, n, e) < 0)
+	if (json_check_text(text, n, e) < 0 || json_check_numbers(text, n, e) < 0)
 		return NULL;
 	int r = json_fix_nonfinite(text, n, fixed, &fixed_n);
 	if (r < 0) {

@@ -37,18 +37,30 @@
 #include "data/jsonpick.h"
 #include "data/jsonview.h"
 
-/* "token_id:N" -> N; 0 when s is not in that form. */
+/* s as a 32-bit integer written as JSON writes one (no '+', blank or
+ * leading zero, which strtol would take): 1 with *out, else 0. */
+static int json_int(const char *s, int32_t *out)
+{
+	const char *d = s + (*s == '-');
+	if (*d < '0' || *d > '9' || (*d == '0' && d[1]))
+		return 0;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (*end || errno || v < INT32_MIN || v > INT32_MAX)
+		return 0;
+	*out = (int32_t)v;
+	return 1;
+}
+
+/* "token_id:N" -> N (1); 0 when s is not in that form; -1 when it is but N
+ * is not an integer as JSON writes one ("+5", " 5", "05", "5.0"): a token
+ * id read leniently might not be the one the server meant. */
 static int token_id_str(const char *s, int32_t *out)
 {
 	if (!s || strncmp(s, "token_id:", 9) != 0)
 		return 0;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s + 9, &end, 10);
-	if (end == s + 9 || *end || errno || v < INT32_MIN || v > INT32_MAX)
-		return 0;
-	*out = (int32_t)v;
-	return 1;
+	return json_int(s + 9, out) ? 1 : -1;
 }
 
 static float lp_value(const cJSON *v, int *ok)
@@ -142,7 +154,11 @@ static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
 			l->lp[k] = x ? lp_value(x, &ok) : -9999.0f;
 			if (!ok)
 				return err_set(e, "logprobs.content[%u].logprob: expected a number", k);
-			l->has_id[k] = (uint8_t)token_id_str(collect_str(v, "token"), &l->tid[k]);
+			int id = token_id_str(collect_str(v, "token"), &l->tid[k]);
+			if (id < 0)
+				return err_set(e, "logprobs.content[%u].token: \"%.40s\" is not token_id:N with N an integer", k,
+					       collect_str(v, "token"));
+			l->has_id[k] = (uint8_t)id;
 			k++;
 		}
 		return 0;
@@ -162,8 +178,12 @@ static int read_lps(const cJSON *lpobj, struct lps *l, struct err *e)
 		if ((uint32_t)jsonpick_size(toks) != l->n)
 			return err_set(e, "logprobs: %d tokens for %u token_logprobs", jsonpick_size(toks), l->n);
 		k = 0;
-		for (v = jsonpick_iter_start(&it, toks); v; v = jsonpick_iter_next(&it)) {
-			l->has_id[k] = (uint8_t)token_id_str(cJSON_IsString(v) ? v->valuestring : NULL, &l->tid[k]);
+		for (v = jsonpick_iter_start(&it, toks); v && r == 0; v = jsonpick_iter_next(&it)) {
+			int id = token_id_str(cJSON_IsString(v) ? v->valuestring : NULL, &l->tid[k]);
+			if (id < 0)
+				r = err_set(e, "logprobs.tokens[%u]: \"%.40s\" is not token_id:N with N an integer", k,
+					    v->valuestring);
+			l->has_id[k] = (uint8_t)(id > 0);
 			k++;
 		}
 		jsonpick_iter_end(&it);
@@ -344,9 +364,8 @@ static int parse_demo(const cJSON *resp, struct traj *ts, uint32_t n, struct err
 			const cJSON *d = cJSON_IsArray(pos) ? pos->child : pos;
 			const cJSON *kv = cJSON_IsObject(d) ? d->child : NULL;
 			int ok = 1;
-			char *end = NULL;
-			long id = kv && kv->string ? strtol(kv->string, &end, 10) : -1;
-			if (!kv || !end || *end || id != t->response_tokens[k]) {
+			int32_t id;
+			if (!kv || !kv->string || !json_int(kv->string, &id) || id != t->response_tokens[k]) {
 				r = err_set(e, "logprobs[%u][%u]: expected [{\"%d\": logprob}]", c, k,
 					    t->response_tokens[k]);
 				break;

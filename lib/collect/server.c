@@ -424,20 +424,33 @@ static char *dup_str(const cJSON *v)
 	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 }
 
-int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e)
+/* Sleep ms milliseconds, a signal's wake-up included. */
+static void sleep_ms(long long ms)
 {
-	char url[2048];
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/*
+ * One GET of what the server serves: 1 a 200 holding JSON, parsed into *v;
+ * 0 a transient failure as judge() counts one (a refused or dropped
+ * connection, a timeout, HTTP 408, 429 or 5xx, a body that is not JSON: cut
+ * short), with *retry_after_ms what a 429 or 503 asked for; -1 for good
+ * (another HTTP status). why says what went wrong.
+ */
+static int probe(const struct server_opts *o, const char *url, cJSON **v, char *why, size_t wsz,
+		 long long *retry_after_ms)
+{
 	struct buf body = { 0 };
 	char cerr[CURL_ERROR_SIZE] = "";
-	*id = *path = NULL;
-	if (init_curl(e) < 0)
-		return -1;
-	const char *what = o->api == SERVER_SGLANG ? "/get_model_info" : "/v1/models";
-	if (url_of(o->url, what, url, sizeof url) < 0)
-		return err_set(e, "%s: URL too long", o->url);
+	*v = NULL;
+	*retry_after_ms = 0;
 	CURL *h = curl_easy_init();
-	if (!h)
-		return err_set(e, "libcurl: cannot make a handle");
+	if (!h) {
+		snprintf(why, wsz, "libcurl: cannot make a handle");
+		return -1;
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
@@ -446,16 +459,55 @@ int server_model_info(const struct server_opts *o, char **id, char **path, struc
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	CURLcode rc = curl_easy_perform(h);
 	long code = 0;
+	curl_off_t after = 0;   /* seconds, from a number or an HTTP date */
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	int r = 1;
+	if (rc != CURLE_OK) {
+		snprintf(why, wsz, "%s", *cerr ? cerr : curl_easy_strerror(rc));
+		r = 0;
+	} else if (code != 200) {
+		snprintf(why, wsz, "HTTP %ld", code);
+		if ((code == 429 || code == 503) && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
+		    after > 0)
+			*retry_after_ms = after < 86400 ? (long long)after * 1000 : 86400000ll;
+		r = code == 408 || code == 429 || code >= 500 ? 0 : -1;
+	} else if (!(*v = cJSON_ParseWithLength((const char *)body.data, body.len))) {
+		snprintf(why, wsz, "the answer is not JSON");
+		r = 0;
+	}
 	curl_easy_cleanup(h);
-	int r = 0;
+	buf_free(&body);
+	return r;
+}
+
+/*
+ * Asked first, before any prompt: a server being restarted (a sync by
+ * examples/sync/vllm-restart.sh) refuses connections or answers 503 for a
+ * while, so a transient failure is retried as a prompt's request is, with
+ * the same backoff, Retry-After and --timeout bound.
+ */
+int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e)
+{
+	char url[2048], why[CURL_ERROR_SIZE + 64];
+	*id = *path = NULL;
+	if (init_curl(e) < 0)
+		return -1;
+	const char *what = o->api == SERVER_SGLANG ? "/get_model_info" : "/v1/models";
+	if (url_of(o->url, what, url, sizeof url) < 0)
+		return err_set(e, "%s: URL too long", o->url);
 	cJSON *v = NULL;
-	if (rc != CURLE_OK)
-		r = err_set(e, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
-	else if (code != 200)
-		r = err_set(e, "%s: HTTP %ld", url, code);
-	else if (!(v = cJSON_ParseWithLength((const char *)body.data, body.len)))
-		r = err_set(e, "%s: the answer is not JSON", url);
+	long long after = 0;
+	int attempts = 0, got;
+	do {
+		if (attempts > 0)
+			sleep_ms(retry_delay(o, attempts, after));
+		got = probe(o, url, &v, why, sizeof why, &after);
+		attempts++;
+	} while (got == 0 && attempts <= o->retries);
+	int r = 0;
+	if (got < 1)
+		r = attempts > 1 ? err_set(e, "%s: %s (after %d attempts)", url, why, attempts)
+				 : err_set(e, "%s: %s", url, why);
 	else if (o->api == SERVER_SGLANG)
 		*path = dup_str(cJSON_GetObjectItemCaseSensitive(v, "model_path"));
 	else {
@@ -474,6 +526,5 @@ int server_model_info(const struct server_opts *o, char **id, char **path, struc
 		}
 	}
 	cJSON_Delete(v);
-	buf_free(&body);
 	return r;
 }

@@ -90,7 +90,8 @@ int server_sample(const struct server_opts *o, const struct server_prompt *p, si
 void server_results_free(struct server_result *r, size_t n);
 
 /*
- * What the server serves: GET /v1/models (vllm, openai: the entry named
+ * What the server serves, asked with the retries, backoff and Retry-After of
+ * server_sample (a server mid-restart is waited for): GET /v1/models (vllm, openai: the entry named
  * o->model, else the first; *id its "id", *path its "root") or GET
  * /get_model_info (sglang: *path its "model_path", *id NULL). Either may be
  * NULL where the server does not say. Free both.

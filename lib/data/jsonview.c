@@ -1153,6 +1153,69 @@ int json_parse_record(const char *text, size_t n, struct record *rec, struct err
 	return r;
 }
 
+/* Whether [p, p + n) is a number as JSON's grammar writes one. */
+static int json_number_ok(const char *p, size_t n)
+{
+	size_t k = p[0] == '-';
+	if (k >= n || !isdigit((unsigned char)p[k]))
+		return 0;
+	if (p[k] == '0')
+		k++;
+	else
+		while (k < n && isdigit((unsigned char)p[k]))
+			k++;
+	if (k < n && p[k] == '.') {
+		if (++k >= n || !isdigit((unsigned char)p[k]))
+			return 0;
+		while (k < n && isdigit((unsigned char)p[k]))
+			k++;
+	}
+	if (k < n && (p[k] == 'e' || p[k] == 'E')) {
+		k++;
+		if (k < n && (p[k] == '+' || p[k] == '-'))
+			k++;
+		if (k >= n || !isdigit((unsigned char)p[k]))
+			return 0;
+		while (k < n && isdigit((unsigned char)p[k]))
+			k++;
+	}
+	return k == n;
+}
+
+int json_check_numbers(const char *line, size_t n, struct err *e)
+{
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = line[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (c == '"') {
+			in_str = 1;
+			continue;
+		}
+		/* outside strings only numbers hold these (true, false, null, NaN
+		 * and Infinity none of them) */
+		if (c != '-' && c != '+' && c != '.' && !isdigit((unsigned char)c))
+			continue;
+		size_t j = i + 1;
+		while (j < n && (isdigit((unsigned char)line[j]) || line[j] == '+' || line[j] == '-' || line[j] == '.' ||
+				 line[j] == 'e' || line[j] == 'E'))
+			j++;
+		if (c == '-' && j == i + 1)
+			continue;   /* -Infinity (Python's), or not JSON at all: the parser's to say */
+		if (!json_number_ok(line + i, j - i))
+			return err_set(e, "not valid JSON (near byte %zu: %.*s%s is not a number as JSON writes one)", i + 1,
+				       (int)(j - i > 24 ? 24 : j - i), line + i, j - i > 24 ? "..." : "");
+		i = j - 1;
+	}
+	return 0;
+}
+
 int json_check_text(const char *line, size_t n, struct err *e)
 {
 	size_t bad = uni_utf8_check((const unsigned char *)line, n);

@@ -67,6 +67,12 @@ int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
  * its string there, and bytes that are not UTF-8 would be stored raw. Both
  * are refused (the caller names the line): 0, or -1 with the message in e. */
 int json_check_text(const char *line, size_t n, struct err *e);
+/* Numbers that cJSON reads but JSON forbids, outside strings: a leading
+ * zero ("05", read as 5), a '.' or an exponent without digits after it
+ * ("5.", "1e"), a '+' ("[1,+5]": cJSON stops there, but a long array's
+ * reader of this file would take it). A writer making them is not writing
+ * JSON, so what it meant is unknown: refused, naming the byte. 0 or -1. */
+int json_check_numbers(const char *line, size_t n, struct err *e);
 
 /*
  * Parse one line as cJSON_ParseWithLengthOpts does (NULL on failure, with

@@ -5,7 +5,7 @@
 # the complete file, imported later, published them again under another.
 # Now nothing of it is published and grpo-collect exits 75 (try again).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 11
+plan 17
 view() { grpo-cat --json "$@"; }
 visible() { ls "$1" 2>/dev/null | grep -v '^\.'; }
 line() { printf '{"group_id":%s,"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}' "$1"; }
@@ -54,3 +54,39 @@ is "$?:$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" "0:2" \
 grpo-collect -e skip -o "$T/sp/rollouts" -s 2 "$T/badlast.jsonl" 2> "$T/err"
 is "$?:$(tail -n +2 "$T/err" | head -1)" "0:grpo-collect: $T/badlast.jsonl: skipped 1 of 2 lines" \
 	"a whole but bad last line without a newline is skipped as a bad line"
+
+# A compressed input cut short (a worker's gzip still writing it, a copy
+# interrupted) is the same: exit 75, nothing of it published, where it once
+# failed for good (exit 1) like a corrupt file. The cut may fall anywhere,
+# in the trailer too, after every line is whole.
+rm -rf "$T/sp"
+i=0
+while [ $i -lt 300 ]; do line $i; echo; i=$((i + 1)); done > "$T/big.jsonl"
+gzip -c "$T/big.jsonl" > "$T/big.jsonl.gz"
+size=$(wc -c < "$T/big.jsonl.gz")
+for cut in $((size / 2)) $((size - 4)); do
+	head -c $cut "$T/big.jsonl.gz" > "$T/cut.jsonl.gz"
+	for mode in skip fail; do
+		grpo-collect -e $mode -o "$T/sp/rollouts" -s 1 "$T/cut.jsonl.gz" 2> "$T/err"
+		echo "$cut $mode $?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')" >> "$T/got"
+	done
+done
+is "$(cat "$T/got")" "$((size / 2)) skip 75:0
+$((size / 2)) fail 75:0
+$((size - 4)) skip 75:0
+$((size - 4)) fail 75:0" "a .gz cut mid-stream or in its trailer: exit 75, nothing published"
+is "$(cat "$T/err")" \
+	"grpo-collect: $T/cut.jsonl.gz: truncated gzip input (in its trailer): the input ends before its compressed stream does (still being written?): nothing of it published; try again once it is complete" \
+	"the message names the input and says to try again"
+grpo-collect -e skip -o "$T/sp/rollouts" -s 1 "$T/cut.jsonl.gz" "$T/other.jsonl" 2> /dev/null
+is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')" "75:1" "the other inputs are published, exit 75"
+grpo-collect -s 1 < "$T/cut.jsonl.gz" > /dev/null 2> "$T/err"
+is "$?:$(grep -c '^grpo-collect: <stdin>: truncated gzip input' "$T/err")" "75:1" "so is a pipe that ends mid-stream"
+grpo-collect -o "$T/sp/rollouts" -s 1 "$T/big.jsonl.gz"
+is "$?:$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" "0:301" \
+	"the complete file, imported later, publishes each group once"
+# corrupt data is not a file still being written
+xz -c "$T/big.jsonl" > "$T/bad.jsonl.xz"
+printf '\377\377\377\377' | dd of="$T/bad.jsonl.xz" bs=1 seek=300 conv=notrunc 2> /dev/null
+grpo-collect -o "$T/sp/rollouts" -s 2 "$T/bad.jsonl.xz" 2> "$T/err"
+is "$?:$(grep -c 'try again' "$T/err")" "1:0" "a corrupt .xz still fails for good (exit 1)"

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 41
+plan 50
 
 S="$T/server"
 fake_server "$S"
@@ -133,6 +133,32 @@ prompts "$T/p5.jsonl" "fewer"
 grpo-collect --server "$URL" --prompts "$T/p5.jsonl" -n 2 --retries 0 -o "$T/g/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/g" | wc -l | tr -d ' ')" "1:0" "every prompt failed: exit 1, nothing published"
 
+# --- an answer longer than --max-tokens asked for --------------------------------
+# The server went past the limit: storing it would hand the trainer sequences
+# longer than the user allowed, so the answer is refused as a malformed one is,
+# naming the prompt and the group, and not retried (the server is wrong, not busy).
+prompts "$T/pl.jsonl" "shortA" "overlong" "[31,32]"
+cat > "$S/script.json" <<'EOF2'
+{"plans": {"overlong": ["long"], "31,32": ["long"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pl.jsonl" -n 2 --max-tokens 2 --responses "$T/rl.jsonl" \
+	-o "$T/long/rollouts" 2> "$T/err"
+is "$?:$(groups "$T/long"):$(grpo-cat --json $(visible "$T/long") | grep -c '"response_tokens":\[[0-9]*,[0-9]*,')" "0:1:0" \
+	"-e skip: the answers holding responses past --max-tokens are dropped, the others published"
+is "$(sed -n 1p "$T/err" | sed 's/group cmpl-[0-9a-f]*-1,/group ID,/')" \
+	"grpo-collect: $T/pl.jsonl:2: the server's answer is refused: group ID, trajectory 0: 3 response tokens, more than the request's max_tokens, 2" \
+	"an answer past --max-tokens names the prompt's line, the group and the limit"
+is "$(grep -c '"prompt": "overlong"' "$S/log"):$(tail -n 1 "$T/err")" "1:grpo-collect: $T/pl.jsonl: skipped 2 of 3 prompts" \
+	"not retried, and counted as skipped"
+grpo-collect --server "$URL" --api sglang --prompts "$T/pl.jsonl" -n 2 --max-tokens 2 -e fail -o "$T/long2/rollouts" \
+	2> "$T/err"
+is "$?:$(visible "$T/long2" | wc -l | tr -d ' '):$(grep -c "more than the request's max_new_tokens, 2" "$T/err")" "1:0:2" \
+	"sglang, -e fail: max_new_tokens is checked too, and nothing is published"
+grpo-collect --step 0 "$T/rl.jsonl" 2> "$T/err" > /dev/null
+is "$?:$(sed 's/group cmpl-[0-9a-f]*-1,/group ID,/' "$T/err")" \
+	"1:grpo-collect: $T/rl.jsonl:2: group ID, trajectory 0: 3 response tokens, more than the request's max_tokens, 2" \
+	"importing the saved answers refuses the same line"
+
 # --- group integrity, counted as for an imported file ---------------------------
 # -n 1: each prompt a group of one member, which GRPO learns nothing from
 prompts "$T/p1m.jsonl" "oneA" "oneB"
@@ -223,3 +249,35 @@ grpo-collect --server "$URL" "$T/r1.jsonl" 2> "$T/err"
 # a usage error: the message, then the usage
 is "$?:$(sed -n 1p "$T/err"):$(sed -n 2p "$T/err" | cut -d' ' -f1-2)" \
 	"2:grpo-collect: --server and --prompts go together, without FILEs:usage: grpo-collect" "--server needs --prompts"
+
+# --- the first question, what the server serves, retried as the prompts are -----
+# A server being restarted (a sync) refuses connections or answers 503 for a
+# while: the run waits for it as for a prompt's request rather than fail at
+# once. A fresh server, so that its per-path counts start here.
+S2="$T/server2"
+fake_server "$S2"
+gets() { grep -c '"method": "GET"' "$S2/log"; }
+prompts "$T/pq.jsonl" "probeA"
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"/v1/models": ["drop", "503:2", "500", "ok"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pq.jsonl" -n 2 --retries 3 -o "$T/pq/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(groups "$T/pq"):$(gets)" "0::1:4" \
+	"GET /v1/models: a dropped connection, a 503 and a 500 are retried, then the prompts sampled"
+grep '"method": "GET"' "$S2/log" | sed 's/.*"t": \([0-9.]*\).*/\1/' > "$T/t"
+is "$(awk 'NR==2{a=$1} NR==3{d=$1-a; print (d >= 2 && d < 15) ? "ok" : "gap " d}' "$T/t")" ok \
+	"the 503's Retry-After (2 s) is waited for"
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"/get_model_info": ["500"]}}
+EOF2
+grpo-collect --server "$URL" --api sglang --prompts "$T/pq.jsonl" --retries 1 -o "$T/pq2/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(grep -c '"method": "POST"' "$S2/log")" \
+	"1:grpo-collect: $URL/get_model_info: HTTP 500 (after 2 attempts):1" \
+	"a server still failing after --retries: exit 1, the attempts counted, no prompt sent"
+n=$(gets)
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"/v1/models": ["404"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pq.jsonl" --retries 3 -o "$T/pq3/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(($(gets) - n))" "1:grpo-collect: $URL/v1/models: HTTP 404:1" \
+	"an HTTP 404 is not retried (nothing is served there)"

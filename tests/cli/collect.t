@@ -2,7 +2,7 @@
 # grpo-collect: exact imports of every input format, bad input with file and
 # line, --on-error, answers, re-runs, and crashes during a publish.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 75
+plan 77
 D="$GRPO_TOP/tests/data/collect"
 view() { grpo-cat --json "$@"; }
 # visible FILES of a step directory (what a consumer would see)
@@ -158,6 +158,9 @@ grpo-collect -v -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl" 2> "$T/err
 is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" "re-running the same input publishes nothing twice"
 grep -q "already published: $T/sp/rollouts/step_3/rank_2/$name" "$T/err"
 is "$?" 0 "and -v says so"
+# (the runs below publish the same input into rank_0: they start from a queue
+# without step_3/rank_2, where it would make them refuse as another --rank)
+rm -rf "$T/sp/rollouts/step_3"
 grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$D/vllm-completions.jsonl" "$D/native.jsonl"
 is "$(visible "$T/sp/rollouts/step_4/rank_0" | sed 's/collect-[0-9a-f]*-//' | sort | tr '\n' ' ')" \
 	"0000.zst 0000.zst 0001.zst 0001.zst " "--max-groups 2 splits each input into files of at most 2 groups"
@@ -182,17 +185,28 @@ is "$?:$(view "$T"/sp/rollouts/step_4/rank_0/* | wc -l | tr -d ' ')" "0:6" "the 
 grpo-collect -o "$T/sp/rollouts" --step 8 --max-groups 2 "$D/vllm-completions.jsonl" 2> "$T/err"
 is "$?:$(visible "$T/sp/rollouts/step_8/rank_0" | wc -l | tr -d ' '):$(grep -c 'published already under step_4 (another --step)' "$T/err")" \
 	"1:0:1" "a re-run with another --step refuses and publishes no group twice: $(cat "$T/err")"
+# The same input given to a second worker, another --rank of the same step or
+# of another, would publish every group twice as well.
+grpo-collect -o "$T/sp/rollouts" --step 4 --rank 1 --max-groups 2 "$D/vllm-completions.jsonl" 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_4/rank_1" | wc -l | tr -d ' '):$(sed 's/collect-[0-9a-f]*-0000/NAME/' "$T/err")" \
+	"1:0:grpo-collect: $D/vllm-completions.jsonl: $T/sp/rollouts/step_4/rank_0/NAME.zst: this input was published already under step_4, rank_0 (another --rank); nothing published, as that would publish its groups twice (re-run with --step 4 --rank 0)" \
+	"another --rank of the same step refuses, naming where the input went"
+grpo-collect -o "$T/sp/rollouts" --step 9 --rank 3 --max-groups 2 "$D/vllm-completions.jsonl" 2> "$T/err"
+is "$?:$(visible "$T/sp/rollouts/step_9/rank_3" | wc -l | tr -d ' '):$(grep -c 'published already under step_4, rank_0 (another --rank and --step)' "$T/err")" \
+	"1:0:1" "so does another --rank of another step: $(cat "$T/err")"
 
 gzip -c "$D/vllm-completions.jsonl" > "$T/copy.jsonl.gz"
-grpo-collect -o "$T/sp/rollouts" --step 3 --rank 2 "$T/copy.jsonl.gz"
-is "$?:$(visible "$T/sp/rollouts/step_3/rank_2")" "0:$name" \
-	"a gzip-compressed input reads as its text: the same groups, the same name, nothing new published"
+before=$(visible "$T/sp/rollouts/step_4/rank_0")
+grpo-collect -o "$T/sp/rollouts" --step 4 --max-groups 2 "$T/copy.jsonl.gz"
+is "$?:$(visible "$T/sp/rollouts/step_4/rank_0")" "0:$before" \
+	"a gzip-compressed input reads as its text: the same groups, the same names, nothing new published"
 zstd -q -c "$D/atropos.jsonl" | grpo-collect --step 3 | view - > "$T/z.json"
 is "$(cmp "$T/z.json" "$D/atropos.expected" 2>&1)" "" "so does a zstd-compressed pipe"
 head -c 300 "$T/copy.jsonl.gz" > "$T/trunc.jsonl.gz"
 grpo-collect -o "$T/sp/rollouts" --step 6 "$T/trunc.jsonl.gz" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_6/rank_0")" \
-	"1:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input:" "a truncated compressed input fails whole"
+	"75:grpo-collect: $T/trunc.jsonl.gz: truncated gzip input: the input ends before its compressed stream does (still being written?): nothing of it published; try again once it is complete:" \
+	"a truncated compressed input publishes nothing, exit 75 (collect-incomplete.t)"
 
 # --- usage -----------------------------------------------------------------
 grpo-collect -o "$T/sp/rollouts" "$D/native.jsonl" 2> /dev/null
@@ -202,8 +216,8 @@ is "$?" 2 "an unknown format is a usage error"
 grpo-collect --on-error ignore "$D/native.jsonl" 2> /dev/null
 is "$?" 2 "an unknown --on-error mode is a usage error"
 is "$(grpo-collect --help | head -1 | cut -c1-20)" "usage: grpo-collect " "--help prints the usage to standard output"
-grpo-collect -o "$T/sp/rollouts" --step 5 --rank 1 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
-is "$?:$(cat "$T/err"):$(visible "$T/sp/rollouts/step_5/rank_1" | wc -l | tr -d ' ')" \
+grpo-collect -o "$T/sp5/rollouts" --step 5 --rank 1 "$T/absent.jsonl" "$D/native.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(visible "$T/sp5/rollouts/step_5/rank_1" | wc -l | tr -d ' ')" \
 	"1:grpo-collect: $T/absent.jsonl: No such file or directory
 grpo-collect: warning: 1 group of one member (its advantage is always 0):1" "a missing input is named; the others are published"
 

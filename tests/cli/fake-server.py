@@ -29,8 +29,9 @@ SCRIPT, a JSON file read again at every request so a test may change it:
    "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
 "bos": B puts B before every prompt's ids, as a server that adds a BOS token
 does: the answer's prompt ids then differ from a request's.
-KEY is the prompt text, or its token ids joined by commas. The n-th request for
-a prompt follows the plan's n-th action, the last one repeating:
+KEY is the prompt text, or its token ids joined by commas, or for a GET its
+path ("/v1/models": 500, 503, 404, 429:S, 503:S, drop and ok). The n-th
+request for a prompt follows the plan's n-th action, the last one repeating:
   ok        answer well
   500, 400  that HTTP status
   429:S     HTTP 429 with Retry-After: S
@@ -39,6 +40,9 @@ a prompt follows the plan's n-th action, the last one repeating:
   truncate  a 200 whose JSON body is cut in half
   choices   one sample too few
   notokens  vLLM: no token ids in the answer
+  long      every sample one token longer than max_tokens (max_new_tokens) allows
+  zeropad   vLLM: the first response token id written with a leading zero (05),
+            which JSON forbids
 """
 import hashlib
 import http.server
@@ -70,9 +74,9 @@ def prompt_ids(req, sglang):
     return list(p), ",".join(str(x) for x in p)
 
 
-def sample(ids, j, max_tokens, vocab=None):
-    """Sample j of a prompt: 1 to 3 tokens, binary-exact logprobs."""
-    length = min(1 + (sum(ids) + j) % 3, max_tokens)
+def sample(ids, j, max_tokens, vocab=None, over=False):
+    """Sample j of a prompt: 1 to 3 tokens (max_tokens + 1 when over), binary-exact logprobs."""
+    length = max_tokens + 1 if over else min(1 + (sum(ids) + j) % 3, max_tokens)
     toks = [10 + (sum(ids) * 7 + j * 13 + k) % 90 for k in range(length)]
     if vocab:
         toks = [t % vocab for t in toks]
@@ -84,7 +88,7 @@ def sample(ids, j, max_tokens, vocab=None):
 def vllm(req, ids, rid, n, sc, action):
     choices = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"))
+        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"), action == "long")
         strs = ["token_id:%d" % t if sc.get("tokens_as_ids") else chr(t) for t in toks]
         c = {"index": j, "text": "".join(chr(t) for t in toks),
              "logprobs": {"text_offset": list(range(len(toks))), "token_logprobs": lps,
@@ -101,11 +105,11 @@ def vllm(req, ids, rid, n, sc, action):
             "usage": {"prompt_tokens": len(ids), "total_tokens": len(ids) + done, "completion_tokens": done}}
 
 
-def sglang(req, ids, rid, n, sc):
+def sglang(req, ids, rid, n, sc, action):
     sp = req.get("sampling_params", {})
     out = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"))
+        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"), action == "long")
         meta = {"id": "%s-%d" % (rid, j),
                 "finish_reason": {"type": "stop", "matched": 2} if finish == "stop"
                 else {"type": "length", "length": len(toks)},
@@ -143,6 +147,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record(None)
         sc = script()
         path = sc.get("model_path", "/models/fake")
+        # a plan keyed by the path ("/v1/models"): a server being restarted
+        with lock:
+            k = attempts[self.path] = attempts.get(self.path, 0) + 1
+        plan = sc.get("plans", {}).get(self.path, ["ok"])
+        action = plan[min(k, len(plan)) - 1]
+        if action in ("500", "503", "404"):
+            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
+            return
+        if action.startswith("429:") or action.startswith("503:"):
+            self.send(int(action[:3]), {"object": "error", "message": "scripted failure"},
+                      headers=[("Retry-After", action[4:])])
+            return
+        if action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         if self.path == "/v1/models":
             self.send(200, {"object": "list", "data": [
                 {"id": "fake-model", "object": "model", "created": 0, "owned_by": "vllm",
@@ -189,12 +209,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if action == "slow":
             time.sleep(sc.get("slow_s", 3))
         m = n - 1 if action == "choices" else n
-        obj = sglang(req, ids, rid, m, sc) if is_sglang else vllm(req, ids, rid, m, sc, action)
+        obj = sglang(req, ids, rid, m, sc, action) if is_sglang else vllm(req, ids, rid, m, sc, action)
         if is_sglang and action == "choices" and m == 1:
             obj = [obj]
         body = json.dumps(obj).encode()
         if action == "truncate":
             body = body[: len(body) // 2]
+        if action == "zeropad":
+            body = body.replace(b'"token_ids": [', b'"token_ids": [0', 1)
         try:
             self.send(200, raw=body)
         except OSError:
