@@ -22,7 +22,7 @@ BUILD     ?= build
 OPT       ?= -O2
 SAN       ?=
 
-DEPS      := libzstd libarchive libcjson openblas libcurl
+DEPS      := libzstd libarchive zlib libcjson openblas libcurl
 DEPS_MISSING := $(strip $(foreach d,$(DEPS),$(if $(shell $(PKG_CONFIG) --exists $(d) 2>/dev/null && echo y),,$(d))))
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS) 2>/dev/null)
 DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)

@@ -4,7 +4,7 @@
 # missing, and touches the network only then. CUDA is optional and never
 # installed here: `make` builds the kernels where it finds nvcc and cuBLAS.
 set -e
-pkgs="build-essential pkg-config libzstd-dev zstd libarchive-dev libcjson-dev libopenblas-dev
+pkgs="build-essential pkg-config libzstd-dev zstd libarchive-dev zlib1g-dev libcjson-dev libopenblas-dev
       libcurl4-openssl-dev mandoc clang perl gnuplot-nox"
 updated=
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }

@@ -3,42 +3,153 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define CHUNK (1 << 16)
 
+/* The gzip reader: zlib's inflate over one member after another (`cat a.gz
+ * b.gz` is one gzip file), checking each member's CRC-32 and length. */
+struct gz {
+	z_stream z;
+	unsigned char in[CHUNK];
+	int in_eof;                 /* the descriptor is at its end */
+	int member;                 /* inside a member: its trailer not yet read */
+	int padded;                 /* zeros after a member (gzip ignores them): nothing else may follow */
+};
+
+/* Up to n bytes of the input: the head bytes first, then the descriptor's.
+ * 0 at its end, -1 with errno. */
+static ssize_t raw_read(struct lineio *li, unsigned char *p, size_t n)
+{
+	if (li->head_given < li->head_n) {
+		size_t k = li->head_n - li->head_given;
+		memcpy(p, li->head + li->head_given, k < n ? k : n);
+		li->head_given += k < n ? k : n;
+		return (ssize_t)(k < n ? k : n);
+	}
+	ssize_t r;
+	do
+		r = read(li->fd, p, n);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* libarchive's read callback. */
+static la_ssize_t archive_feed(struct archive *a, void *data, const void **buf)
+{
+	struct lineio *li = data;
+	ssize_t r = raw_read(li, li->chunk, CHUNK);
+	if (r < 0)
+		archive_set_error(a, errno, "%s", strerror(errno));
+	*buf = li->chunk;
+	return r;
+}
+
 /*
- * Whether a read error is the compressed stream ending before its end, as
- * libarchive's filters say it: "truncated gzip input" (and bzip2's, lz4's,
- * zstd's "Truncated"), liblzma's "No progress is possible" (xz, lzma: the
- * input ran out), and gzip's trailer cut short, for which it says nothing.
- * Corrupt data says otherwise ("Corrupted input data", "Data corruption
- * detected").
+ * Whether a libarchive read error is the compressed stream ending before its
+ * end, as its filters say it: "truncated ... input" (bzip2's, lz4's, zstd's
+ * "Truncated"), liblzma's "No progress is possible" (xz, lzma: the input ran
+ * out). Corrupt data says otherwise ("Corrupted input data", "Data
+ * corruption detected").
  */
-static int stream_cut(struct archive *a, int fd)
+static int stream_cut(struct archive *a)
 {
 	const char *msg = archive_error_string(a);
-	unsigned char magic[2];
-	if (msg)
-		return strstr(msg, "truncated") || strstr(msg, "Truncated") || strstr(msg, "No progress is possible");
-	if (archive_filter_count(a) > 0)
-		return archive_filter_code(a, 0) == ARCHIVE_FILTER_GZIP;
-	/* failed while opening (a small file is read whole then), its filters
-	 * gone: gzip's magic, where the file can be read again */
-	return fd >= 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+	return msg && (strstr(msg, "truncated") || strstr(msg, "Truncated") || strstr(msg, "No progress is possible"));
 }
 
 /* libarchive's message with the system's reason, in place of "Error reading fd 3" alone. */
-static int lio_err(struct err *e, const char *name, struct archive *a, int cut)
+static int lio_err(struct err *e, const char *name, struct archive *a)
 {
-	const char *msg = archive_error_string(a) ? archive_error_string(a)
-			  : cut ? "truncated gzip input (in its trailer)" : "cannot read";
+	const char *msg = archive_error_string(a) ? archive_error_string(a) : "cannot read";
 	int en = archive_errno(a);
 	if (en > 0 && !strstr(msg, strerror(en)))
 		return err_set(e, "%s: %s: %s", name, msg, strerror(en));
 	return err_set(e, "%s: %s", name, msg);
+}
+
+/* Up to cap decompressed bytes into out: how many, 0 at the end of the last
+ * member, or -1 (li->truncated where the input ends inside a member). */
+static ssize_t gz_read(struct lineio *li, unsigned char *out, size_t cap, struct err *e)
+{
+	struct gz *g = li->gz;
+	g->z.next_out = out;
+	g->z.avail_out = (uInt)cap;
+	while (g->z.avail_out == cap) {
+		if (g->z.avail_in == 0 && !g->in_eof) {
+			ssize_t r = raw_read(li, g->in, sizeof g->in);
+			if (r < 0)
+				return err_set(e, "%s: %s", li->name, strerror(errno));
+			g->in_eof = r == 0;
+			g->z.next_in = g->in;
+			g->z.avail_in = (uInt)r;
+		}
+		if (!g->member) {
+			while (g->z.avail_in && *g->z.next_in == 0) {
+				g->z.next_in++;
+				g->z.avail_in--;
+				g->padded = 1;
+			}
+			if (g->z.avail_in == 0) {
+				if (g->in_eof)
+					break;
+				continue;
+			}
+			if (g->padded || *g->z.next_in != 0x1f)
+				return err_set(e, "%s: data after the end of its gzip stream", li->name);
+			inflateReset(&g->z);
+			g->member = 1;
+		}
+		uInt before = g->z.avail_out;
+		int r = inflate(&g->z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END)
+			g->member = 0;
+		else if (r == Z_MEM_ERROR)
+			return err_set(e, "%s: out of memory", li->name);
+		else if (r != Z_OK && r != Z_BUF_ERROR)
+			return err_set(e, "%s: corrupt gzip data: %s", li->name, g->z.msg ? g->z.msg : "inflate failed");
+		else if (g->z.avail_in == 0 && g->in_eof && g->z.avail_out == before) {
+			li->truncated = 1;
+			return err_set(e, "%s: truncated gzip input", li->name);
+		}
+	}
+	return (ssize_t)(cap - g->z.avail_out);
+}
+
+static int open_archive(struct lineio *li, struct err *e)
+{
+	struct archive *a = archive_read_new();
+	if (!a || !(li->chunk = malloc(CHUNK))) {
+		if (a)
+			archive_read_free(a);
+		return err_set(e, "%s: out of memory", li->name);
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_raw(a);
+	/* an empty input is no error: it has no lines */
+	archive_read_support_format_empty(a);
+	struct archive_entry *ent;
+	int r = archive_read_open(a, li, NULL, archive_feed, NULL);
+	if (r == ARCHIVE_OK) {
+		r = archive_read_next_header(a, &ent);
+		if (r == ARCHIVE_EOF)
+			li->eof = 1;
+	}
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) {
+		li->truncated = stream_cut(a);
+		lio_err(e, li->name, a);
+		archive_read_free(a);
+		free(li->chunk);
+		li->chunk = NULL;
+		return -1;
+	}
+	li->a = a;
+	return 0;
 }
 
 int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
@@ -46,32 +157,29 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 	struct stat st;
 	memset(li, 0, sizeof *li);
 	li->name = name;
+	li->fd = fd;
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
 		return err_set(e, "%s: is a directory, not a file of lines", name);
-	struct archive *a = archive_read_new();
-	if (!a)
+	/* gzip's magic number, read here since a pipe cannot be read twice */
+	while (li->head_n < sizeof li->head) {
+		ssize_t r = read(fd, li->head + li->head_n, sizeof li->head - li->head_n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return err_set(e, "%s: %s", name, strerror(errno));
+		if (r == 0)
+			break;
+		li->head_n += (size_t)r;
+	}
+	if (li->head_n < 2 || li->head[0] != 0x1f || li->head[1] != 0x8b)
+		return open_archive(li, e);
+	struct gz *g = calloc(1, sizeof *g);
+	/* 15 + 16: the largest window, and a gzip header and trailer around it */
+	if (!g || inflateInit2(&g->z, 15 + 16) != Z_OK) {
+		free(g);
 		return err_set(e, "%s: out of memory", name);
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	/* an empty input is no error: it has no lines */
-	archive_read_support_format_empty(a);
-	struct archive_entry *ent;
-	if (archive_read_open_fd(a, fd, CHUNK) != ARCHIVE_OK) {
-		li->truncated = stream_cut(a, fd);
-		lio_err(e, name, a, li->truncated);
-		archive_read_free(a);
-		return -1;
 	}
-	int r = archive_read_next_header(a, &ent);
-	if (r == ARCHIVE_EOF)
-		li->eof = 1;
-	else if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-		li->truncated = stream_cut(a, fd);
-		lio_err(e, name, a, li->truncated);
-		archive_read_free(a);
-		return -1;
-	}
-	li->a = a;
+	li->gz = g;
 	return 0;
 }
 
@@ -101,11 +209,15 @@ int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 		}
 		if (buf_reserve(&li->b, CHUNK) < 0)
 			return err_set(e, "%s: out of memory", li->name);
-		la_ssize_t r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK);
-		if (r < 0) {
-			li->truncated = stream_cut(li->a, -1);
-			return lio_err(e, li->name, li->a, li->truncated);
+		ssize_t r;
+		if (li->gz)
+			r = gz_read(li, li->b.data + li->b.len, CHUNK, e);
+		else if ((r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK)) < 0) {
+			li->truncated = stream_cut(li->a);
+			return lio_err(e, li->name, li->a);
 		}
+		if (r < 0)
+			return -1;
 		if (r == 0)
 			li->eof = 1;
 		li->b.len += (size_t)r;
@@ -116,6 +228,11 @@ void lineio_close(struct lineio *li)
 {
 	if (li->a)
 		archive_read_free(li->a);
+	free(li->chunk);
+	if (li->gz) {
+		inflateEnd(&((struct gz *)li->gz)->z);
+		free(li->gz);
+	}
 	buf_free(&li->b);
 	memset(li, 0, sizeof *li);
 }

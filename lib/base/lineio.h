@@ -2,10 +2,13 @@
  * lineio.h: reading text lines from a file or a pipe that may be compressed.
  *
  * Server logs are often rotated into .gz, .zst or .xz files; grpo-collect
- * reads them as they are. libarchive's filters undo any compression it knows
- * (detected from the bytes, not the name), and its raw format passes the
- * result through; plain text passes unchanged. Lines are returned with their
- * newline, if any, as they were in the decompressed text.
+ * reads them as they are. The compression is detected from the bytes, not
+ * the name. gzip goes through zlib, which checks each member's CRC-32 and
+ * length (libarchive's gzip filter checks neither, so a flipped bit would
+ * pass as other text); any other compression libarchive knows goes through
+ * its filters, and its raw format passes the result through; plain text
+ * passes unchanged. Lines are returned with their newline, if any, as they
+ * were in the decompressed text.
  *
  *   struct lineio li;
  *   lineio_open(&li, fd, "name", &e);
@@ -21,7 +24,12 @@
 #include "base/err.h"
 
 struct lineio {
-	void *a;                    /* struct archive */
+	void *a;                    /* struct archive, or NULL */
+	unsigned char *chunk;       /* what libarchive reads from fd into */
+	void *gz;                   /* the gzip reader (lineio.c), or NULL */
+	int fd;
+	unsigned char head[2];      /* the first bytes, read to detect gzip, handed on first */
+	size_t head_n, head_given;
 	const char *name;           /* for messages; not owned */
 	struct buf b;               /* decompressed bytes, from pos on not yet returned */
 	size_t pos;

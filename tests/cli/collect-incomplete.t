@@ -5,7 +5,7 @@
 # the complete file, imported later, published them again under another.
 # Now nothing of it is published and grpo-collect exits 75 (try again).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 22
 view() { grpo-cat --json "$@"; }
 visible() { ls "$1" 2>/dev/null | grep -v '^\.'; }
 line() { printf '{"group_id":%s,"prompt_tokens":[1,2],"response_tokens":[3],"logprobs":[-0.5]}' "$1"; }
@@ -76,7 +76,7 @@ $((size / 2)) fail 75:0
 $((size - 4)) skip 75:0
 $((size - 4)) fail 75:0" "a .gz cut mid-stream or in its trailer: exit 75, nothing published"
 is "$(cat "$T/err")" \
-	"grpo-collect: $T/cut.jsonl.gz: truncated gzip input (in its trailer): the input ends before its compressed stream does (still being written?): nothing of it published; try again once it is complete" \
+	"grpo-collect: $T/cut.jsonl.gz: truncated gzip input: the input ends before its compressed stream does (still being written?): nothing of it published; try again once it is complete" \
 	"the message names the input and says to try again"
 grpo-collect -e skip -o "$T/sp/rollouts" -s 1 "$T/cut.jsonl.gz" "$T/other.jsonl" 2> /dev/null
 is "$?:$(visible "$T/sp/rollouts/step_1/rank_0" | wc -l | tr -d ' ')" "75:1" "the other inputs are published, exit 75"
@@ -90,3 +90,32 @@ xz -c "$T/big.jsonl" > "$T/bad.jsonl.xz"
 printf '\377\377\377\377' | dd of="$T/bad.jsonl.xz" bs=1 seek=300 conv=notrunc 2> /dev/null
 grpo-collect -o "$T/sp/rollouts" -s 2 "$T/bad.jsonl.xz" 2> "$T/err"
 is "$?:$(grep -c 'try again' "$T/err")" "1:0" "a corrupt .xz still fails for good (exit 1)"
+
+# Through a real pipe, and cut within its header: the same
+head -c $((size - 4)) "$T/big.jsonl.gz" | grpo-collect -s 1 > /dev/null 2> "$T/err"
+st=$?
+head -c 6 "$T/big.jsonl.gz" | grpo-collect -s 1 > /dev/null 2>> "$T/err"
+is "$st:$?:$(grep -c '^grpo-collect: <stdin>: truncated gzip input' "$T/err")" "75:75:2" \
+	"a pipe cut in the gzip trailer, or in its header, is incomplete too (exit 75)"
+
+# gzip's CRC-32 and length are checked (libarchive's gzip reader checks
+# neither): a flipped bit that leaves the text well-formed is corrupt data
+cp "$T/big.jsonl.gz" "$T/crc.jsonl.gz"
+printf '\377' | dd of="$T/crc.jsonl.gz" bs=1 seek=$((size - 8)) conv=notrunc 2> /dev/null
+grpo-collect -o "$T/sp/rollouts" -s 3 "$T/crc.jsonl.gz" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/sp/rollouts/step_3" 2> /dev/null | wc -l | tr -d ' ')" \
+	"1:grpo-collect: $T/crc.jsonl.gz: corrupt gzip data: incorrect data check:0" "a .gz whose CRC-32 does not match: refused, nothing published"
+# the text changed inside the stream, the trailer of the original kept
+sed 's/"group_id":17,/"group_id":71,/' "$T/big.jsonl" | gzip -c | head -c -8 > "$T/swap.jsonl.gz"
+tail -c 8 "$T/big.jsonl.gz" >> "$T/swap.jsonl.gz"
+grpo-collect -s 3 "$T/swap.jsonl.gz" > /dev/null 2> "$T/err"
+is "$?:$(grep -c 'incorrect data check' "$T/err")" "1:1" "a group id changed inside the stream (the trailer kept): refused"
+
+# members one after another are one gzip file (cat a.gz b.gz); zeros after
+# the last are padding, anything else is refused
+{ head -n 150 "$T/big.jsonl" | gzip -c; tail -n +151 "$T/big.jsonl" | gzip -c; head -c 512 /dev/zero; } > "$T/two.jsonl.gz"
+grpo-collect -s 1 "$T/two.jsonl.gz" | grpo-cat | wc -l > "$T/n"
+is "$(cat "$T/n")" "300" "two gzip members, then zero padding: every line of both"
+{ cat "$T/big.jsonl.gz"; echo junk; } > "$T/junk.jsonl.gz"
+grpo-collect -s 1 "$T/junk.jsonl.gz" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/junk.jsonl.gz: data after the end of its gzip stream" "bytes after the gzip stream: refused"
