@@ -186,7 +186,8 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)
 int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 {
 	for (;;) {
-		unsigned char *start = li->b.data + li->pos;
+		/* no buffer before the first read (an empty input never has one) */
+		unsigned char *start = li->b.data ? li->b.data + li->pos : NULL;
 		size_t left = li->b.len - li->pos;
 		/* only the bytes not yet looked at: a long line comes in many reads */
 		unsigned char *nl = left > li->scanned ? memchr(start + li->scanned, '\n', left - li->scanned) : NULL;
