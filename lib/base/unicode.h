@@ -8,16 +8,13 @@
  *
  * Character classes (letters \p{L}, numbers \p{N}, White_Space \s, word
  * characters \w) and NFC come from tables generated at development time from
- * the Unicode Character Database (tools/gen-unicode-tables.py, committed as
- * lib/base/unicode_tables.inc); uni_version() names the UCD version. Hugging Face
- * tokenizers takes its classes from Oniguruma and its NFC from the
- * unicode-normalization-alignments crate, each with its own Unicode version.
- * NFC here is that crate's, Unicode 9.0: the NFC tables hold the characters
- * of 9.0 only (a later mark is a starter, as there). The classes are the
- * UCD's; tokenizers 0.23's Oniguruma has Unicode 16.0, so letters and digits
- * assigned in 15.1 and 16.0 (CJK Extension I, Egyptian Hieroglyphs
- * Extended-A, ...) are not letters or digits here, and text holding them
- * pre-tokenizes differently.
+ * Unicode data (tools/gen-unicode-tables.py, committed as
+ * lib/base/unicode_tables.inc); uni_version() names the classes' version.
+ * Hugging Face tokenizers takes its classes from Oniguruma and its NFC from
+ * the unicode-normalization-alignments crate, each with its own Unicode
+ * version. NFC here is that crate's, Unicode 9.0: the NFC tables hold the
+ * characters of 9.0 only (a later mark is a starter, as there). The classes
+ * are Unicode 16.0's, as tokenizers 0.23's Oniguruma has them.
  */
 #ifndef GRPO_UNICODE_H
 #define GRPO_UNICODE_H

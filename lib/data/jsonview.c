@@ -1216,6 +1216,22 @@ int json_check_numbers(const char *line, size_t n, struct err *e)
 	return 0;
 }
 
+/* The code unit of the \\uXXXX escape at p (end - p >= 6), or -1. */
+static long u_escape(const char *p)
+{
+	if (p[0] != '\\' || p[1] != 'u')
+		return -1;
+	long v = 0;
+	for (int i = 2; i < 6; i++) {
+		int c = (unsigned char)p[i], d = c >= '0' && c <= '9' ? c - '0'
+					       : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
 int json_check_text(const char *line, size_t n, struct err *e)
 {
 	size_t bad = uni_utf8_check((const unsigned char *)line, n);
@@ -1226,6 +1242,16 @@ int json_check_text(const char *line, size_t n, struct err *e)
 	for (const char *p = line, *end = line + n; (p = memchr(p, '\\', (size_t)(end - p))); p += 2) {
 		if (end - p >= 6 && memcmp(p + 1, "u0000", 5) == 0)
 			return err_set(e, "a NUL character (\\u0000) in a string is not supported (it would be cut there)");
+		/* JSON's grammar allows half a UTF-16 pair, which is no character
+		 * and has no UTF-8: cJSON fails with no reason given. */
+		long u = end - p >= 6 ? u_escape(p) : -1;
+		if (u >= 0xD800 && u <= 0xDFFF) {
+			long lo = u < 0xDC00 && end - p >= 12 ? u_escape(p + 6) : -1;
+			if (lo < 0xDC00 || lo > 0xDFFF)
+				return err_set(e, "a lone surrogate \\%.5s at byte %zu (half of a UTF-16 pair, not a character)",
+					       p + 1, (size_t)(p - line) + 1);
+			p += 6;   /* the pair's second half is not a lone one */
+		}
 		if (p + 1 >= end)
 			break;
 	}

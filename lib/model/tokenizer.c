@@ -38,9 +38,11 @@ struct added {
 	int32_t id;
 	uint8_t first;              /* first byte of the content */
 	uint8_t special, lstrip, rstrip, single_word;
+	const unsigned char *p;     /* the content, t->pool + off (set once the pool is final) */
 };
 
-/* One set of added tokens to split on: sorted by first byte, then longest first. */
+/* One set of added tokens to split on: sorted by content, a token before the
+ * tokens it is a prefix of, equal ones by id. */
 struct added_set {
 	struct added *a;            /* (n) */
 	size_t n;
@@ -414,15 +416,18 @@ done:
 static int cmp_added(const void *x, const void *y)
 {
 	const struct added *a = x, *b = y;
-	if (a->first != b->first)
-		return a->first < b->first ? -1 : 1;
+	int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+	if (c)
+		return c;
 	if (a->len != b->len)
-		return a->len > b->len ? -1 : 1;
+		return a->len < b->len ? -1 : 1;
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static void index_set(struct added_set *s)
+static void index_set(struct added_set *s, const unsigned char *pool)
 {
+	for (size_t k = 0; k < s->n; k++)
+		s->a[k].p = pool + s->a[k].off;
 	qsort(s->a, s->n, sizeof *s->a, cmp_added);
 	size_t k = 0;
 	for (unsigned c = 0; c <= 256; c++) {
@@ -502,8 +507,8 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 		s->a[s->n++] = a;
 	}
 	buf_free(&nb);
-	index_set(&t->raw);
-	index_set(&t->norm);
+	index_set(&t->raw, t->pool);
+	index_set(&t->norm, t->pool);
 	return 0;
 }
 
@@ -942,25 +947,54 @@ static size_t space_before(const unsigned char *s, size_t i)
 	return i;
 }
 
+/* The first of a[lo..hi) whose byte d is at least c (above c when above),
+ * for a run of tokens that are all longer than d and sorted by content. */
+static size_t byte_bound(const struct added *a, size_t lo, size_t hi, size_t d, unsigned c, int above)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a[mid].p[d] < c || (above && a[mid].p[d] == c))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The longest added token of set that s[i..n) begins with (the lowest id of
+ * equal ones), or NULL. The tokens that begin with the d bytes s[i..i+d) are
+ * a run of the sorted set, the one that is those bytes first; each next byte
+ * narrows it by binary search, so the cost does not grow with the number of
+ * tokens (Llama 3's 256 all begin with "<|"). */
+static const struct added *longest_at(const struct added_set *set, const unsigned char *s, size_t n, size_t i)
+{
+	const struct added *a = set->a, *best = NULL;
+	size_t lo = set->first[s[i]], hi = set->first[s[i] + 1];
+	for (size_t d = 1; lo < hi; d++) {
+		if (a[lo].len == d) {
+			best = &a[lo];
+			while (lo < hi && a[lo].len == d)
+				lo++;
+		}
+		if (lo == hi || i + d >= n)
+			break;
+		lo = byte_bound(a, lo, hi, d, s[i + d], 0);
+		hi = byte_bound(a, lo, hi, d, s[i + d], 1);
+	}
+	return best;
+}
+
 /* Find the next added token of set in s[from..n): leftmost, then longest,
  * as tokenizers' Aho-Corasick LeftmostLongest; single_word, lstrip and
  * rstrip as its AddedVocabulary::find_matches. Sets *start, *stop (the
  * span it replaces, stripped white space included) and *id; 0 if none. */
-static int next_added(const struct tokenizer *t, const struct added_set *set, const unsigned char *s, size_t n,
+static int next_added(const struct added_set *set, const unsigned char *s, size_t n,
 		      size_t from, size_t *start, size_t *stop, int32_t *id)
 {
 	if (set->n == 0)
 		return 0;
 	for (size_t i = from; i < n;) {
-		unsigned c = s[i];
-		const struct added *hit = NULL;
-		for (uint32_t k = set->first[c]; k < set->first[c + 1]; k++) {
-			const struct added *a = &set->a[k];
-			if (a->len <= n - i && memcmp(s + i, t->pool + a->off, a->len) == 0) {
-				hit = a;
-				break;
-			}
-		}
+		const struct added *hit = longest_at(set, s, n, i);
 		if (!hit) {
 			i++;
 			continue;
@@ -1004,7 +1038,7 @@ static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t
 	}
 	size_t at = 0, b, e;
 	int32_t id;
-	while (next_added(t, &t->norm, s, n, at, &b, &e, &id)) {
+	while (next_added(&t->norm, s, n, at, &b, &e, &id)) {
 		int rc = encode_words(t, s + at, b - at, sc, out);
 		if (rc < 0)
 			return rc;
@@ -1025,7 +1059,7 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	size_t at = 0, b, stop;
 	int32_t id;
 	int rc = 0;
-	while (rc == 0 && next_added(t, &t->raw, s, n, at, &b, &stop, &id)) {
+	while (rc == 0 && next_added(&t->raw, s, n, at, &b, &stop, &id)) {
 		if (b > at)
 			rc = encode_text(t, s + at, b - at, &sc, out);
 		if (rc == 0)

@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 15
+plan 16
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -99,6 +99,11 @@ printf '{"group_id":1,"trajectories":[{%s,"answer":"a\377b"}]}\n' "$tr" > "$T/ba
 grpo-cat --from-json -o "$T/bad.zst" "$T/bad.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-cat: $T/bad.jsonl:1: byte 101 is not UTF-8 (JSON text is UTF-8; it would be stored raw)" \
 	"invalid UTF-8 is refused (it was stored raw)"
+printf '{"group_id":1,"trajectories":[{%s,"answer":"a\\udfffb"}]}\n' "$tr" > "$T/sur.jsonl"
+grpo-cat --from-json -o "$T/sur.zst" "$T/sur.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/sur.zst" 2>&1 | grep -c 'No such')" \
+	"1:grpo-cat: $T/sur.jsonl:1: a lone surrogate \\udfff at byte 101 (half of a UTF-16 pair, not a character):1" \
+	"a lone surrogate is refused as such (it was 'not JSON'), no output written"
 printf '{"group_id":1,"trajectories":[{%s,"answer":"a\\\\u0000b \303\251"}]}\n' "$tr" > "$T/ok.jsonl"
 pat=$(printf '"answer":"a\\\\u0000b \303\251"')
 grpo-cat --from-json "$T/ok.jsonl" | grpo-cat | grep -qF "$pat"

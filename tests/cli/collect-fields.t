@@ -34,13 +34,15 @@ t0='"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1]'
 printf '%s\n' "{\"group_id\":\"a\\u0000b\",\"trajectories\":[{$t0}]}" \
 	"{\"group_id\":\"a\\u0000c\",\"trajectories\":[{$t0}]}" \
 	"{\"group_id\":\"d\",\"trajectories\":[{$t0,\"answer\":\"x$(printf '\377')y\"}]}" \
-	"{\"group_id\":\"a\\\\u0000b \\u00e9\",\"trajectories\":[{$t0}]}" > "$T/text.jsonl"
+	"{\"group_id\":\"a\\\\u0000b \\u00e9\",\"trajectories\":[{$t0}]}" \
+	"{\"group_id\":\"e\",\"trajectories\":[{$t0,\"answer\":\"\\ud800\"}]}" > "$T/text.jsonl"
 grpo-collect -e skip --step 0 "$T/text.jsonl" > "$T/out.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:grpo-collect: $T/text.jsonl:1: a NUL character (\\u0000) in a string is not supported (it would be cut there)
 grpo-collect: $T/text.jsonl:2: a NUL character (\\u0000) in a string is not supported (it would be cut there)
 grpo-collect: $T/text.jsonl:3: byte 103 is not UTF-8 (JSON text is UTF-8; it would be stored raw)
-grpo-collect: $T/text.jsonl: skipped 3 of 4 lines
-grpo-collect: warning: 1 group of one member (its advantage is always 0)" "a \\u0000 in a string and bytes that are not UTF-8 are refused at their line"
+grpo-collect: $T/text.jsonl:5: a lone surrogate \\ud800 at byte 102 (half of a UTF-16 pair, not a character)
+grpo-collect: $T/text.jsonl: skipped 4 of 5 lines
+grpo-collect: warning: 1 group of one member (its advantage is always 0)" "a \\u0000 in a string, bytes that are not UTF-8 and a lone surrogate are refused at their line"
 pat=$(printf '"group_id":"a\\\\u0000b \303\251"')
 grpo-cat "$T/out.zst" | grep -qF "$pat"
 is "$?" 0 "an escaped backslash before u0000, and UTF-8 text, kept exactly"

@@ -7,7 +7,7 @@ data="$GRPO_SHARED/data"
 fix="$data/fixtures/tokenizer_ids.json"
 [ -f "$fix" ] && [ -f "$data/gsm8k/train.jsonl" ] || skip_all "no shared data at $data (fixtures, gsm8k)"
 command -v jq > /dev/null || skip_all "jq is not installed"
-plan 35
+plan 42
 
 n=$(jq '.gsm8k_train_first' "$fix")
 head -n "$n" "$data/gsm8k/train.jsonl" | jq -c '.question' > "$T/q.jsonl"
@@ -84,6 +84,25 @@ for mode in "--tokenizer $q3 --encode" "--chat qwen3"; do
 done
 printf '"ab\377c"\n' | grpo-cat --chat qwen3 > "$T/out" 2> "$T/err"
 is "$?:$(cat "$T/out")" 1: "--chat: a byte that is not UTF-8 is refused, not printed raw: $(cat "$T/err")"
+# a lone surrogate escape is half a UTF-16 pair, no character: refused, and
+# said so (it was "expected a JSON string"); Python's json reads it into a
+# str that tokenizers cannot take ("surrogates not allowed")
+printf '%s\n' '"ok"' '"a\ud800b"' | grpo-cat --tokenizer "$q3" --encode > "$T/out" 2> "$T/err"
+is "$?:$(cat "$T/out"):$(cat "$T/err")" \
+	"1:[562]:grpo-cat: <stdin>:2: a lone surrogate \\ud800 at byte 3 (half of a UTF-16 pair, not a character)" \
+	"--encode: a lone high surrogate is refused, naming the line and the escape"
+for bad in '"\uDC00x"' '"\ud83d\u0041"' '"\ud83d"' '"\ude00\ud83d"'; do
+	echo "$bad" | grpo-cat --tokenizer "$q3" --encode > /dev/null 2> "$T/err"
+	is "$?:$(grep -c 'a lone surrogate' "$T/err")" 1:1 "--encode: $bad is refused as a lone surrogate: $(cat "$T/err")"
+done
+echo '{"messages":[{"role":"user","content":"hi \udbff"}]}' | grpo-cat --chat qwen3 > "$T/out" 2> "$T/err"
+is "$?:$(cat "$T/out"):$(cat "$T/err")" \
+	"1::grpo-cat: <stdin>:1: a lone surrogate \\udbff at byte 43 (half of a UTF-16 pair, not a character)" \
+	"--chat: and so is one in a message"
+# a pair, in either case, is one character (ids from tokenizers 0.23.2, Node
+# binding: encode('a\u{1F600}b'))
+is "$(printf '%s\n' '"a\ud83d\ude00b"' '"a\uD83D\uDE00b"' | grpo-cat --tokenizer "$q3" --encode 2>&1)" \
+	"$(printf '[64,141334,65]\n[64,141334,65]')" "a surrogate pair is encoded as its character"
 
 # the JSON view with a tokenizer, taken from --tokenizer or from --model DIR
 grpo-cat --from-json -o "$T/g.zst" "$GRPO_TOP/examples/gsm8k-groups.jsonl"

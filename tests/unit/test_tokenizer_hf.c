@@ -189,6 +189,43 @@ int main(void)
 			is_int(good, (int)(sizeof nfc / sizeof nfc[0]),
 			       "%s: combining marks of Unicode 10 to 15 normalized as Hugging Face's Unicode 9.0 NFC", names[m]);
 		}
+		{
+			/* Letters and digits first assigned in Unicode 15.1 and 16.0:
+			 * tokenizers 0.23's regex engine (Oniguruma) knows them, so
+			 * the pre-tokenizer splits a contraction off a new letter and
+			 * a space off a new digit. Ids from tokenizers 0.23.2 (its
+			 * Node binding): encode(text, add_special_tokens=false). */
+			static const struct { const char *text; int32_t ids[2][24]; } u16[] = {
+				/* U+2EBF0 (CJK Extension I, 15.1) 's */
+				{ "\xf0\xae\xaf\xb0's", { { 172, 106, 107, 108, 594, -1 }, { 172, 106, 107, 108, 596, -1 } } },
+				/* U+13460 (Egyptian Hieroglyphs Extended-A, 16.0) 's */
+				{ "\xf0\x93\x91\xa0's", { { 124373, 239, 254, 594, -1 }, { 172, 241, 239, 254, 596, -1 } } },
+				/* I U+105C0 (Todhri, 16.0) 'll */
+				{ "I\xf0\x90\x97\x80'll",
+				  { { 40, 123934, 245, 222, 3278, -1 }, { 40, 172, 238, 245, 222, 3358, -1 } } },
+				/* x, space, U+1CCF0..U+1CCF3 (outlined digits, 16.0), space, ! */
+				{ "x \xf0\x9c\xb3\xb0\xf0\x9c\xb3\xb1\xf0\x9c\xb3\xb2\xf0\x9c\xb3\xb3 !",
+				  { { 87, 220, 172, 250, 111, 108, 172, 250, 111, 109, 172, 250, 111, 110, 172, 250, 111, 111,
+				      753, -1 },
+				    { 87, 220, 172, 250, 111, 108, 172, 250, 111, 109, 172, 250, 111, 110, 172, 250, 111, 111,
+				      758, -1 } } },
+				/* Garay, space, U+10D40 U+10D41 (Garay digits, 16.0) ? */
+				{ "Garay \xf0\x90\xb5\x80\xf0\x90\xb5\x81?",
+				  { { 43930, 352, 220, 123934, 113, 222, 123934, 113, 223, 30, -1 },
+				    { 45030, 352, 220, 172, 238, 113, 222, 172, 238, 113, 223, 30, -1 } } },
+			};
+			good = 0;
+			for (size_t i = 0; i < sizeof u16 / sizeof u16[0]; i++) {
+				cJSON *want = cJSON_CreateArray();
+				for (int k = 0; u16[i].ids[m][k] >= 0; k++)
+					cJSON_AddItemToArray(want, cJSON_CreateNumber(u16[i].ids[m][k]));
+				snprintf(what, sizeof what, "%s unicode16[%zu]", names[m], i);
+				good += same_ids(t, u16[i].text, want, what);
+				cJSON_Delete(want);
+			}
+			is_int(good, (int)(sizeof u16 / sizeof u16[0]),
+			       "%s: letters and digits of Unicode 15.1 and 16.0 pre-tokenized as Hugging Face's", names[m]);
+		}
 		tok_free(t);
 	}
 	for (int i = 0; i < ngsm; i++) {

@@ -3,7 +3,9 @@
  * loader refuses and how it says so (test_tokenizer_hf has the real ones).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../tap.h"
 #include "model/tokenizer.h"
@@ -15,7 +17,6 @@
  * map) with ids 0 to 255, then extra entries. */
 static struct tokenizer *load(const char *extra, const char *added, struct err *e)
 {
-	static char json[16384];
 	char vocab[8192];
 	size_t n = 0;
 	for (int b = 0, k = 0; b < 256; b++) {
@@ -28,12 +29,18 @@ static struct tokenizer *load(const char *extra, const char *added, struct err *
 			snprintf(ch, sizeof ch, "%c%c", (char)(0xC0 | cp >> 6), (char)(0x80 | (cp & 0x3F)));
 		n += (size_t)snprintf(vocab + n, sizeof vocab - n, "%s\"%s\": %d", b ? ", " : "", ch, b);
 	}
-	snprintf(json, sizeof json,
+	size_t cap = strlen(PRE) + strlen(added) + n + strlen(extra) + 256;
+	char *json = malloc(cap);
+	if (!json)
+		return NULL;
+	snprintf(json, cap,
 		 "{\"normalizer\": null, \"pre_tokenizer\": %s, "
 		 "\"decoder\": {\"type\": \"ByteLevel\"}, \"added_tokens\": [%s], "
 		 "\"model\": {\"type\": \"BPE\", \"vocab\": {%s%s%s}, \"merges\": []}}", PRE, added, vocab,
 		 *extra ? ", " : "", extra);
-	return tok_load_mem(json, strlen(json), "tokenizer.json", e);
+	struct tokenizer *t = tok_load_mem(json, strlen(json), "tokenizer.json", e);
+	free(json);
+	return t;
 }
 
 int main(void)
@@ -80,6 +87,48 @@ int main(void)
 
 	t = load("\"ab\": 2.5", "", &e);
 	ok(!t && strstr(e.msg, "model.vocab[\"ab\"]: expected an id"), "a fractional id is not an id: %s", e.msg);
+	tok_free(t);
+
+	/* Added tokens that are prefixes of one another: leftmost, then
+	 * longest. The ids are those of tokenizers 0.23.2 (its Node binding)
+	 * for this tokenizer.json. */
+	t = load("", "{\"id\": 256, \"content\": \"<<\"}, {\"id\": 257, \"content\": \"<a\"}, "
+		 "{\"id\": 258, \"content\": \"<ab\"}, {\"id\": 259, \"content\": \"<abc>\"}, "
+		 "{\"id\": 260, \"content\": \"<b\"}, {\"id\": 261, \"content\": \"<|x|>\"}, "
+		 "{\"id\": 262, \"content\": \"<|x\"}", &e);
+	static const char pfx[] = "<<<ab<abc<abc><b<|x|<|x|><a<";
+	static const int32_t pfx_ids[] = { 256, 258, 258, 99, 259, 260, 262, 124, 261, 257, 60 };
+	size_t np = sizeof pfx_ids / sizeof pfx_ids[0];
+	ok(t && tok_encode(t, pfx, strlen(pfx), &ids, &e) == 0 && ids.n == np &&
+	   memcmp(ids.v, pfx_ids, sizeof pfx_ids) == 0, "added tokens that prefix one another match leftmost-longest");
+	ids.n = 0;
+	tok_free(t);
+
+	/* Matching does not try every added token at each position: with
+	 * 65536 beginning "<|t", 32 KiB of '<' took some 10 s of CPU time
+	 * (one comparison per token and position), now some 5 ms. */
+	struct buf many = { 0 };
+	char one[96];
+	for (int k = 0; k < 65536; k++) {
+		int l = snprintf(one, sizeof one, "%s{\"id\": %d, \"content\": \"<|t%05d|>\"}", k ? ", " : "", 256 + k, k);
+		buf_append(&many, one, (size_t)l);
+	}
+	buf_put_u8(&many, 0);
+	t = load("", (const char *)many.data, &e);
+	buf_free(&many);
+	if (!ok(t != NULL, "a tokenizer with 65536 added tokens loads"))
+		diag("%s", e.msg);
+	size_t nlt = 32768;
+	char *lt = malloc(nlt + 10);
+	memset(lt, '<', nlt);
+	memcpy(lt + nlt, "<|t01234|>", 10);
+	clock_t c0 = clock();
+	int rc = t ? tok_encode(t, lt, nlt + 10, &ids, &e) : -1;
+	double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+	ok(rc == 0 && ids.n == nlt + 1 && ids.v[nlt] == 256 + 1234 && secs < 2,
+	   "32 KiB of '<' then one of them encodes in %.3f s of CPU time", secs);
+	free(lt);
+	tok_ids_free(&ids);
 	tok_free(t);
 	return tap_done();
 }
