@@ -396,15 +396,15 @@ static const struct jsonpick_keys pick = {
 /* One line into a tree, Python's NaN and Infinity rewritten first (into
  * *fixed, which the tree's spans point into): through jsonpick, or (ref)
  * through cJSON alone, a node per value. A line that either would change
- * silently (json_check_text: a \u0000 in a string, bytes not UTF-8) is
- * refused, and so is a number JSON forbids (json_check_numbers: a token id
- * "05" read as 5). NULL with e filled. */
+ * silently (json_check_text: a \u0000 in a string, bytes not UTF-8, a
+ * number JSON forbids such as a token id "05" read as 5) is refused. NULL
+ * with e filled. */
 static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, struct err *e)
 {
 	const char *end = NULL;
 	size_t at = 0, fixed_n = 0;
 	cJSON *v;
-	if (json_check_text(text, n, e) < 0 || json_check_numbers(text, n, e) < 0)
+	if (json_check_text(text, n, e) < 0)
 		return NULL;
 	int r = json_fix_nonfinite(text, n, fixed, &fixed_n);
 	if (r < 0) {

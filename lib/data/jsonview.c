@@ -1255,5 +1255,5 @@ int json_check_text(const char *line, size_t n, struct err *e)
 		if (p + 1 >= end)
 			break;
 	}
-	return 0;
+	return json_check_numbers(line, n, e);
 }

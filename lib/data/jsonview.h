@@ -64,9 +64,10 @@ int json_print_string_n(struct buf *out, const char *s, size_t n);
 int json_fix_nonfinite(const char *text, size_t n, char **out, size_t *out_n);
 
 /* What cJSON would change silently in a line: a NUL, raw or as \u0000, cuts
- * its string there, and bytes that are not UTF-8 would be stored raw. Both
- * are refused (the caller names the line), and so is a lone surrogate
- * escape, which cJSON refuses with no reason: 0, or -1 with the message in e. */
+ * its string there, bytes that are not UTF-8 would be stored raw, and a
+ * number JSON forbids is read as some other (json_check_numbers). All are
+ * refused (the caller names the line), and so is a lone surrogate escape,
+ * which cJSON refuses with no reason: 0, or -1 with the message in e. */
 int json_check_text(const char *line, size_t n, struct err *e);
 /* Numbers that cJSON reads but JSON forbids, outside strings: a leading
  * zero ("05", read as 5), a '.' or an exponent without digits after it

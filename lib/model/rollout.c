@@ -76,7 +76,7 @@ static int prompt_parse(const char *line, size_t n, const struct tokenizer *tok,
 {
 	memset(p, 0, sizeof *p);
 	p->place = place;
-	if (json_check_text(line, n, e) < 0 || json_check_numbers(line, n, e) < 0)
+	if (json_check_text(line, n, e) < 0)
 		return -1;
 	/* one value alone: cJSON stops after the first, and a second object on
 	 * the line would be dropped silently */

@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 16
+plan 17
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -104,6 +104,11 @@ grpo-cat --from-json -o "$T/sur.zst" "$T/sur.jsonl" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(ls "$T/sur.zst" 2>&1 | grep -c 'No such')" \
 	"1:grpo-cat: $T/sur.jsonl:1: a lone surrogate \\udfff at byte 101 (half of a UTF-16 pair, not a character):1" \
 	"a lone surrogate is refused as such (it was 'not JSON'), no output written"
+printf '{"group_id":1,"trajectories":[{"prompt_tokens":[1],"response_tokens":[02],"logprobs":[-1]}]}\n' > "$T/zero.jsonl"
+grpo-cat --from-json -o "$T/zero.zst" "$T/zero.jsonl" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/zero.zst" 2>&1 | grep -c 'No such')" \
+	"1:grpo-cat: $T/zero.jsonl:1: not valid JSON (near byte 71: 02 is not a number as JSON writes one):1" \
+	"a token id written 02 is refused (it was read as 2), no output written"
 printf '{"group_id":1,"trajectories":[{%s,"answer":"a\\\\u0000b \303\251"}]}\n' "$tr" > "$T/ok.jsonl"
 pat=$(printf '"answer":"a\\\\u0000b \303\251"')
 grpo-cat --from-json "$T/ok.jsonl" | grpo-cat | grep -qF "$pat"
