@@ -265,7 +265,10 @@ static void test_many_lone(void)
 	collect_free(&c);
 	ok(r == 0 && k.groups == N && k.trajs == 2 * N && !k.bad, "%d groups of two lone trajectories gathered (%s)", N,
 	   e.msg);
-	ok(sec < 15, "in %.2f s of CPU (a loose bound)", sec);
+	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
+		skip("a sanitized build: no bound on time");
+	else
+		ok(sec < 15, "in %.2f s of CPU (a loose bound)", sec);
 }
 
 /* What an importer made of a line, printed: its result, message and groups. */

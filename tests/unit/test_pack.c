@@ -555,7 +555,10 @@ static void large(void)
 	double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
 	ok(rc == 0 && r.n_items == N && r.bin_start[r.k] == N && r.k >= r.lower_bound,
 	   "%u sequences packed, into %u micro-batches", N, r.k);
-	ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
+	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
+		skip("a sanitized build: no bound on time");
+	else
+		ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
 	pack_result_free(&r);
 	free(it);
 }
