@@ -54,8 +54,8 @@ if command -v gnuplot > /dev/null; then
 	grpo-spool plot "$S" -o "$T/one.png" --metrics "$S/step.jsonl" 2> "$T/err"
 	is "$?:$(cat "$T/err"):$(head -c 4 "$T/one.png" | od -An -tx1 | tr -d ' \n')" "0::89504e47" "-o names the PNG"
 else
-	echo "ok 7 # SKIP no gnuplot"
-	echo "ok 8 # SKIP no gnuplot"
+	skip "no gnuplot"
+	skip "no gnuplot"
 fi
 
 # A long run: 150,000 steps of trainer lines and of scorer lines. Each line
