@@ -748,12 +748,44 @@ static int64_t line_gid(const char *text, size_t n, uint32_t k)
 	return (int64_t)(h >> 12);
 }
 
+static uint64_t id_hash(const struct traj_id *id)
+{
+	return id->str ? collect_hash(COLLECT_HASH_INIT, id->str, strlen(id->str)) : mix64((uint64_t)id->num);
+}
+
+/* Put pending[i] in the index by its group_id, in place of an older one of
+ * the same id, so that a lookup finds the newest, as a scan from the end
+ * did. An input of 80,000 groups of lone trajectories scanned them all for
+ * every line. 0, or -1 out of memory. */
+static int pending_index(struct collect *c, size_t i)
+{
+	if (2 * c->n_pending > c->cap_ix) {
+		size_t cap = c->cap_ix ? 2 * c->cap_ix : 64;
+		size_t *t = calloc(cap, sizeof *t);
+		if (!t)
+			return -1;
+		free(c->pending_ix);
+		c->pending_ix = t;
+		c->cap_ix = cap;
+		for (size_t k = 0; k < c->n_pending; k++)
+			if (k != i && pending_index(c, k) < 0)
+				return -1;
+	}
+	size_t j = id_hash(&c->pending[i].g.group_id) & (c->cap_ix - 1);
+	while (c->pending_ix[j] && !traj_id_eq(&c->pending[c->pending_ix[j] - 1].g.group_id, &c->pending[i].g.group_id))
+		j = (j + 1) & (c->cap_ix - 1);
+	c->pending_ix[j] = i + 1;
+	return 0;
+}
+
 static struct collect_pending *pending_find(struct collect *c, const struct traj_id *gid)
 {
-	/* newest first: lone trajectories of one group usually come together */
-	for (size_t i = c->n_pending; i-- > 0;)
-		if (traj_id_eq(&c->pending[i].g.group_id, gid))
-			return &c->pending[i];
+	if (!c->cap_ix)
+		return NULL;
+	size_t j = id_hash(gid) & (c->cap_ix - 1);
+	for (; c->pending_ix[j]; j = (j + 1) & (c->cap_ix - 1))
+		if (traj_id_eq(&c->pending[c->pending_ix[j] - 1].g.group_id, gid))
+			return &c->pending[c->pending_ix[j] - 1];
 	return NULL;
 }
 
@@ -788,6 +820,8 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 			return err_set(e, "out of memory");
 		}
 		p->g.group_id = gid;   /* the pending group takes it over */
+		if (pending_index(c, (size_t)(p - c->pending)) < 0)
+			return err_set(e, "out of memory");
 	} else
 		traj_id_free(&gid);
 	void *grown = p->g.trajs;
@@ -823,7 +857,9 @@ static int skip_lone(struct collect *c, const struct traj_id *gid)
 	if (pending_find(c, gid))
 		return 0;
 	struct collect_pending *p = pending_new(c);
-	return p && traj_id_copy(&p->g.group_id, gid) == 0 ? 0 : -1;
+	if (!p || traj_id_copy(&p->g.group_id, gid) < 0)
+		return -1;
+	return pending_index(c, (size_t)(p - c->pending));
 }
 
 int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
@@ -927,6 +963,11 @@ void collect_drop_input(struct collect *c)
 	for (size_t i = 0; i < c->n_pending; i++)
 		group_free(&c->pending[i].g);
 	c->n_pending = 0;
+	/* made again for the next input: clearing it whole for each of many
+	 * small inputs after a big one would cost more */
+	free(c->pending_ix);
+	c->pending_ix = NULL;
+	c->cap_ix = 0;
 }
 
 void collect_free(struct collect *c)

@@ -146,6 +146,7 @@ struct collect {
 	/* lone native trajectories of this input, grouped by group_id */
 	struct collect_pending { struct group g; uint64_t index; } *pending;
 	size_t n_pending, cap_pending;
+	size_t *pending_ix, cap_ix;  /* hash of their group_ids: position + 1, 0 empty */
 	/* counts for -v and the skip report */
 	uint64_t lines, groups, trajs, tokens, answered;
 	uint64_t prompt_differs;     /* trajectories taken whose server's prompt ids are not the request's */

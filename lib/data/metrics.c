@@ -13,9 +13,16 @@
 /* The row of step, made (with every value missing) where there is none. */
 static struct metrics_row *row_at(struct metrics_table *t, int64_t step)
 {
-	size_t i = 0;
-	while (i < t->n && t->rows[i].step < step)
-		i++;
+	/* the first row not before step, by bisection: a scan from the first
+	 * row for every line made a long run's plot quadratic (80,000 lines, 15 s) */
+	size_t i = 0, hi = t->n;
+	while (i < hi) {
+		size_t mid = i + (hi - i) / 2;
+		if (t->rows[mid].step < step)
+			i = mid + 1;
+		else
+			hi = mid;
+	}
 	if (i < t->n && t->rows[i].step == step)
 		return &t->rows[i];
 	if (t->n == t->cap) {

@@ -147,16 +147,59 @@ static int place_lpt(struct work *w, const uint32_t *order, uint32_t ni, const u
 	return 0;
 }
 
-static int place_ffd(struct work *w, const uint32_t *order, uint32_t ni, const uint32_t *bins,
-		     uint32_t nb)
+/*
+ * First fit in O(log nb) rather than a scan of every bin: a max-tree over
+ * the bins' free room (leaves at P + j, P a power of two), so that FFD over
+ * a step of a million sequences does not take minutes.
+ */
+/* The inner nodes, once the leaves are set. */
+static void room_build(uint32_t *t, uint32_t P)
 {
+	for (uint32_t v = P; v-- > 1;)
+		t[v] = t[2 * v] > t[2 * v + 1] ? t[2 * v] : t[2 * v + 1];
+}
+
+static void room_set(uint32_t *t, uint32_t P, uint32_t j, uint32_t room)
+{
+	uint32_t v = P + j;
+	t[v] = room;
+	for (v /= 2; v >= 1; v /= 2)
+		t[v] = t[2 * v] > t[2 * v + 1] ? t[2 * v] : t[2 * v + 1];
+}
+
+/* The first bin with at least len free, or NO_CLASS. */
+static uint32_t room_first(const uint32_t *t, uint32_t P, uint32_t len)
+{
+	if (t[1] < len)
+		return NO_CLASS;
+	uint32_t v = 1;
+	while (v < P)
+		v = t[2 * v] >= len ? 2 * v : 2 * v + 1;
+	return v - P;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t P = 1;
+	while (P < n)
+		P *= 2;
+	return P;
+}
+
+/* tree: (2 * pow2_at_least(nb)). */
+static int place_ffd(struct work *w, const uint32_t *order, uint32_t ni, const uint32_t *bins,
+		     uint32_t nb, uint32_t *tree)
+{
+	uint32_t P = pow2_at_least(nb);
+	for (uint32_t j = 0; j < P; j++)
+		tree[P + j] = j < nb ? w->cap - w->bin_len[bins[j]] : 0;
+	room_build(tree, P);
 	for (uint32_t x = 0; x < ni; x++) {
-		uint32_t i = order[x], j = 0;
-		while (j < nb && w->bin_len[bins[j]] + w->it[i].len > w->cap)
-			j++;
-		if (j == nb)
+		uint32_t i = order[x], j = room_first(tree, P, w->it[i].len);
+		if (j == NO_CLASS)
 			return -1;
 		put(w, i, bins[j]);
+		room_set(tree, P, j, w->cap - w->bin_len[bins[j]]);
 	}
 	/* FFD may leave bins empty that could hold an item: an empty bin would
 	 * become a dummy, so give each one the cheapest item of the costliest
@@ -194,24 +237,27 @@ static void reset_bins(struct work *w, uint32_t from, uint32_t to, uint32_t cls)
 	}
 }
 
-/* Bins FFD opens for a class's items (longest first). room: (ni). */
-static uint32_t ffd_count(const struct work *w, const uint32_t *order, uint32_t ni, uint32_t *room)
+/* Bins FFD opens for a class's items (longest first): every item fits an
+ * unopened bin, so the first fit over ni bins of full room opens them in
+ * FFD's order. tree: (2 * pow2_at_least(ni)). */
+static uint32_t ffd_count(const struct work *w, const uint32_t *order, uint32_t ni, uint32_t *tree)
 {
-	uint32_t nb = 0;
+	uint32_t nb = 0, P = pow2_at_least(ni);
+	for (uint32_t j = 0; j < P; j++)
+		tree[P + j] = j < ni ? w->cap : 0;
+	room_build(tree, P);
 	for (uint32_t x = 0; x < ni; x++) {
-		uint32_t len = w->it[order[x]].len, b = 0;
-		while (b < nb && room[b] < len)
-			b++;
-		if (b == nb)
-			room[nb++] = w->cap;
-		room[b] -= len;
+		uint32_t len = w->it[order[x]].len, b = room_first(tree, P, len);
+		if (b + 1 > nb)
+			nb = b + 1;
+		room_set(tree, P, b, tree[P + b] - len);
 	}
 	return nb;
 }
 
 /* A class into m bins: LPT, else FFD when FFD is known to fit. */
 static int try_class(struct work *w, uint32_t c, const uint32_t *order, uint32_t ni,
-		     const uint32_t *bins, uint32_t m, uint32_t ffdn, uint32_t *scratch)
+		     const uint32_t *bins, uint32_t m, uint32_t ffdn, uint32_t *scratch, uint32_t *tree)
 {
 	if (ni == 0)
 		return 0;
@@ -221,7 +267,7 @@ static int try_class(struct work *w, uint32_t c, const uint32_t *order, uint32_t
 	if (ffdn > m)
 		return -1;
 	reset_bins(w, bins[0], bins[0] + m, c);
-	return place_ffd(w, order, ni, bins, m);
+	return place_ffd(w, order, ni, bins, m, tree);
 }
 
 /* The comparators take their keys through qsort_r's argument, never a
@@ -261,6 +307,49 @@ static int bins_by_cost(const void *pa, const void *pb, void *arg)
 	return a < b ? -1 : a > b;
 }
 
+static double kk_spread(const double *sum, uint32_t W)
+{
+	double lo = sum[0], hi = sum[0];
+	for (uint32_t j = 1; j < W; j++) {
+		lo = sum[j] < lo ? sum[j] : lo;
+		hi = sum[j] > hi ? sum[j] : hi;
+	}
+	return hi - lo;
+}
+
+/* a before b in the heap: the larger spread, else the lower index */
+static int kk_before(uint32_t a, uint32_t b, const double *spread)
+{
+	return spread[a] != spread[b] ? spread[a] > spread[b] : a < b;
+}
+
+static void kk_down(uint32_t *h, uint32_t n, uint32_t i, const double *spread)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, t = i;
+		if (l < n && kk_before(h[l], h[t], spread))
+			t = l;
+		if (r < n && kk_before(h[r], h[t], spread))
+			t = r;
+		if (t == i)
+			return;
+		uint32_t x = h[i];
+		h[i] = h[t];
+		h[t] = x;
+		i = t;
+	}
+}
+
+static void kk_up(uint32_t *h, uint32_t i, const double *spread)
+{
+	while (i > 0 && kk_before(h[i], h[(i - 1) / 2], spread)) {
+		uint32_t p = (i - 1) / 2, x = h[i];
+		h[i] = h[p];
+		h[p] = x;
+		i = p;
+	}
+}
+
 static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *rank_of)
 {
 	if (W == 1) {
@@ -276,8 +365,11 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 	uint32_t *ia = malloc(W * sizeof *ia), *ib = malloc(W * sizeof *ib);
 	double *ns = malloc(W * sizeof *ns);
 	uint32_t *nh = malloc(W * sizeof *nh), *nt = malloc(W * sizeof *nt);
+	uint32_t *heap = malloc((m ? m : 1) * sizeof *heap);
+	double *spread = malloc((m ? m : 1) * sizeof *spread);
 	int rc = -1;
-	if (!sorted || !sum || !head || !tail || !next || !alive || !ia || !ib || !ns || !nh || !nt)
+	if (!sorted || !sum || !head || !tail || !next || !alive || !ia || !ib || !ns || !nh || !nt || !heap ||
+	    !spread)
 		goto out;
 	for (uint32_t b = 0; b < k; b++)
 		sorted[b] = b;
@@ -291,27 +383,21 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 			next[b] = NO_CLASS;
 		}
 	}
+	/* the states in a max-heap by spread (ties: lower index), so that
+	 * finding the two to merge is not a scan of every state each time */
+	for (uint32_t s = 0; s < m; s++) {
+		spread[s] = kk_spread(sum + (size_t)s * W, W);
+		heap[s] = s;
+	}
+	for (uint32_t x = m / 2; x-- > 0;)
+		kk_down(heap, m, x, spread);
 	for (uint32_t left = m; left > 1; left--) {
-		/* the two alive states with the largest spread (ties: lower index) */
-		uint32_t a = NO_CLASS, c = NO_CLASS;
-		double sa = -1, sc = -1;
-		for (uint32_t s = 0; s < m; s++) {
-			if (!alive[s])
-				continue;
-			double lo = sum[s * W], hi = sum[s * W];
-			for (uint32_t j = 1; j < W; j++) {
-				double v = sum[s * W + j];
-				lo = v < lo ? v : lo;
-				hi = v > hi ? v : hi;
-			}
-			double sp = hi - lo;
-			if (sp > sa) {
-				c = a, sc = sa;
-				a = s, sa = sp;
-			} else if (sp > sc) {
-				c = s, sc = sp;
-			}
-		}
+		uint32_t a = heap[0], hn = left;
+		heap[0] = heap[--hn];
+		kk_down(heap, hn, 0, spread);
+		uint32_t c = heap[0];
+		heap[0] = heap[--hn];
+		kk_down(heap, hn, 0, spread);
 		for (uint32_t j = 0; j < W; j++)
 			ia[j] = ib[j] = j;
 		qsort_r(ia, W, sizeof *ia, kk_desc, sum + (size_t)a * W);
@@ -329,6 +415,9 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 			tail[a * W + j] = nt[j];
 		}
 		alive[c] = 0;
+		spread[a] = kk_spread(sum + (size_t)a * W, W);
+		heap[hn] = a;
+		kk_up(heap, hn, spread);
 	}
 	for (uint32_t s = 0; s < m; s++) {
 		if (!alive[s])
@@ -340,7 +429,7 @@ static int kk_partition(const double *cost, uint32_t k, uint32_t W, uint32_t *ra
 	rc = 0;
 out:
 	free(sorted), free(sum), free(head), free(tail), free(next), free(alive);
-	free(ia), free(ib), free(ns), free(nh), free(nt);
+	free(ia), free(ib), free(ns), free(nh), free(nt), free(heap), free(spread);
 	return rc;
 }
 
@@ -478,7 +567,7 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 	uint64_t *tok = calloc(ncls, sizeof *tok);
 	uint32_t *cnt = calloc(ncls, sizeof *cnt), *want = calloc(ncls, sizeof *want);
 	uint32_t *order = malloc((n ? n : 1) * sizeof *order), *cstart = calloc(ncls + 1, sizeof *cstart);
-	uint32_t *bins = NULL, *scratch = NULL, *rank_of = NULL, *ffdn = NULL;
+	uint32_t *bins = NULL, *scratch = NULL, *rank_of = NULL, *ffdn = NULL, *tree = NULL;
 	w.bin_of = malloc((n ? n : 1) * sizeof *w.bin_of);
 	int rc = -1;
 	if (!tok || !cnt || !want || !order || !cstart || !w.bin_of)
@@ -518,14 +607,15 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 	bins = malloc(kmax * sizeof *bins);
 	scratch = malloc(2 * (size_t)kmax * sizeof *scratch);
 	ffdn = malloc(ncls * sizeof *ffdn);
-	if (grow_bins(&w, kmax) < 0 || !bins || !scratch || !ffdn)
+	tree = malloc(2 * (size_t)pow2_at_least(kmax) * sizeof *tree);   /* kmax >= n: every class's items */
+	if (grow_bins(&w, kmax) < 0 || !bins || !scratch || !ffdn || !tree)
 		goto oom;
 	w.k = k;
 	for (uint32_t b = 0; b < kmax; b++)
 		bins[b] = b;
 	/* FFD into m bins succeeds exactly when m >= FFD's own bin count */
 	for (uint32_t c = 0; c < ncls; c++)
-		ffdn[c] = ffd_count(&w, order + cstart[c], cnt[c], scratch);
+		ffdn[c] = ffd_count(&w, order + cstart[c], cnt[c], tree);
 
 	for (;;) {
 		/* Spare bins go one at a time to the class with the most tokens
@@ -551,7 +641,7 @@ int pack_items(const struct pack_item *it, uint32_t n, const struct pack_opt *o,
 		uint32_t b0 = 0, grew = 0;
 		for (uint32_t c = 0; c < ncls && !grew; c++) {
 			const uint32_t *ord = order + cstart[c];
-			if (try_class(&w, c, ord, cnt[c], bins + b0, want[c], ffdn[c], scratch) < 0) {
+			if (try_class(&w, c, ord, cnt[c], bins + b0, want[c], ffdn[c], scratch, tree) < 0) {
 				/* the fewest bins that work: LPT's success is nearly
 				 * monotonic in the bin count, FFD's exactly */
 				uint32_t lo = want[c] + 1, hi = ffdn[c];
@@ -650,7 +740,7 @@ oom:
 	err_set(e, "pack: out of memory");
 	pack_result_free(r);
 out:
-	free(tok), free(cnt), free(want), free(order), free(cstart), free(bins), free(scratch), free(ffdn);
+	free(tok), free(cnt), free(want), free(order), free(cstart), free(bins), free(scratch), free(ffdn), free(tree);
 	free(rank_of), free(w.bin_of), free(w.bin_len), free(w.bin_cnt), free(w.bin_cls), free(w.bin_cost);
 	return rc;
 }

@@ -678,6 +678,29 @@ int packbuf_retire(struct packbuf *b, struct err *e)
 		if (so->c.state == CLAIM_HELD && so->pending == 0 && claim_retire(&so->c, e) < 0)
 			return -1;
 	}
+	/* Forget the sources given up: kept, a --watch run grew by some 9 KiB
+	 * a file and went through them all at every step. No entry names one
+	 * (none pending), so only the entries' indices of the rest move. */
+	int32_t *to = malloc((b->nsrc ? b->nsrc : 1) * sizeof *to);
+	if (!to)
+		return 0;   /* they stay: only memory and time */
+	size_t k = 0;
+	for (size_t i = 0; i < b->nsrc; i++) {
+		struct packbuf_source *so = &b->src[i];
+		to[i] = -1;
+		if (so->c.state != CLAIM_HELD && so->pending == 0) {
+			free(so->done);
+			continue;
+		}
+		to[i] = (int32_t)k;
+		b->src[k++] = *so;
+	}
+	if (k < b->nsrc)
+		for (size_t j = 0; j < b->n; j++)
+			if (b->ent[j].src >= 0)
+				b->ent[j].src = to[b->ent[j].src];
+	b->nsrc = k;
+	free(to);
 	return 0;
 }
 

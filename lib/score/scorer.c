@@ -18,23 +18,37 @@ static double now(void)
 
 int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 {
+	/* the groups kept so far by the hash of their id (position + 1, 0
+	 * empty): a scan of them all for every record made an input of
+	 * 160,000 groups take 53 s */
+	size_t cap = 16;
+	while (cap < 2 * (size_t)*n)
+		cap *= 2;
+	uint32_t *at = calloc(cap, sizeof *at);
+	if (!at)
+		return err_set(e, "out of memory merging groups");
 	uint32_t out = 0;
 	for (uint32_t i = 0; i < *n; i++) {
-		uint32_t j = 0;
-		while (j < out && !scored_same_group(&gs[j], &gs[i]))
-			j++;
+		size_t h = scored_group_key(&gs[i]) & (cap - 1);
+		while (at[h] && !scored_same_group(&gs[at[h] - 1], &gs[i]))
+			h = (h + 1) & (cap - 1);
+		uint32_t j = at[h] ? at[h] - 1 : out;
 		if (j == out) {
+			at[h] = out + 1;
 			gs[out++] = gs[i];
 			continue;
 		}
 		struct traj *t = realloc(gs[j].trajs, (size_t)(gs[j].n + gs[i].n) * sizeof *t);
-		if (!t)
+		if (!t) {
+			free(at);
 			return err_set(e, "out of memory merging groups");
+		}
 		memcpy(t + gs[j].n, gs[i].trajs, gs[i].n * sizeof *t);
 		gs[j].trajs = t;
 		gs[j].n += gs[i].n;
 		free(gs[i].trajs);
 	}
+	free(at);
 	for (uint32_t i = out; i < *n; i++)
 		memset(&gs[i], 0, sizeof gs[i]);
 	*n = out;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collect/collect.h"
 #include "data/jsonview.h"
@@ -225,6 +226,51 @@ static void test_collector(void)
 	collect_free(&c);
 }
 
+struct count {
+	uint64_t groups, trajs;
+	int bad;
+};
+
+static int count(void *ctx, struct group *g, struct err *e)
+{
+	struct count *k = ctx;
+	k->bad |= g->n != 2 || g->group_id.num != (int64_t)k->groups;
+	k->groups++;
+	k->trajs += g->n;
+	return 0;
+}
+
+/* Lone trajectories of 100,000 groups, members apart (a server's
+ * completion order): every line looked through all the groups of the input
+ * so far for its own, some 10^10 comparisons; they must take seconds. */
+static void test_many_lone(void)
+{
+	enum { N = 100000 };
+	struct collect_opts o = { .format = COLLECT_AUTO, .temperature = 1.0f };
+	struct count k = { 0 };
+	struct collect c;
+	struct err e = { "" };
+	char line[160];
+	int r = 0;
+	clock_t t0 = clock();
+	collect_init(&c, &o, count, &k);
+	for (int pass = 0; pass < 2 && r == 0; pass++)
+		for (int g = 0; g < N && r == 0; g++) {
+			snprintf(line, sizeof line, "{\"prompt_tokens\":[1],\"response_tokens\":[%d],\"logprobs\":[-1],"
+				 "\"group_id\":%d}", pass + 2, g);
+			r = collect_feed(&c, line, strlen(line), &e);
+		}
+	r = r == 0 ? collect_end_input(&c, &e) : r;
+	double sec = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	collect_free(&c);
+	ok(r == 0 && k.groups == N && k.trajs == 2 * N && !k.bad, "%d groups of two lone trajectories gathered (%s)", N,
+	   e.msg);
+	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
+		skip("a sanitized build: no bound on time");
+	else
+		ok(sec < 15, "in %.2f s of CPU (a loose bound)", sec);
+}
+
 /* What an importer made of a line, printed: its result, message and groups. */
 static char *describe(const char *s, size_t n, enum collect_format f, int ref)
 {
@@ -313,5 +359,6 @@ int main(void)
 	test_wrapper();
 	test_detect();
 	test_collector();
+	test_many_lone();
 	return tap_done();
 }

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "data/mbbuild.h"
 #include "pack/pack.h"
@@ -531,6 +532,37 @@ static void threads(void)
 	   "two threads packing different inputs at once get what each gets alone");
 }
 
+/* A step of 400,000 sequences into about 200,000 micro-batches for 8
+ * ranks: first fit scanned every open bin for every sequence, and the
+ * ranks' partition every partial one for every merge (half a minute and
+ * more on a fast machine); it must take a few seconds at most. */
+static void large(void)
+{
+	enum { N = 400000, T = 256 };
+	struct pack_item *it = malloc(N * sizeof *it);
+	struct pack_result r = { 0 };
+	struct err e;
+	int rc = -1;
+	clock_t t0 = clock();
+	if (it) {
+		for (uint32_t i = 0; i < N; i++) {
+			uint32_t len = 1 + rnd(T);
+			it[i] = (struct pack_item){ len, 0, len };
+		}
+		struct pack_opt o = { T, 8, 0, 1 };
+		rc = pack_items(it, N, &o, &r, &e);
+	}
+	double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	ok(rc == 0 && r.n_items == N && r.bin_start[r.k] == N && r.k >= r.lower_bound,
+	   "%u sequences packed, into %u micro-batches", N, r.k);
+	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
+		skip("a sanitized build: no bound on time");
+	else
+		ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
+	pack_result_free(&r);
+	free(it);
+}
+
 int main(void)
 {
 	worked_examples();
@@ -545,5 +577,6 @@ int main(void)
 	is_int(failed, 0, "%u random cases: each sequence once, intact and aligned, T respected, "
 		       "ranks equal, positions restart, seq_lens sum, fill >= FFD, deterministic", cases);
 	threads();
+	large();
 	return tap_done();
 }

@@ -4,10 +4,15 @@
  * and truncation counted once and in words, carrying for --fill-target,
  * and the fair turn with units carried across two runs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "data/sfile.h"
 #include "pack/packbuf.h"
+#include "spool/claim.h"
+#include "spool/spool.h"
 #include "tap.h"
 
 #define is_str(got, want, ...) do { \
@@ -246,6 +251,70 @@ static void fair_carry(void)
 	packbuf_free(&b);
 }
 
+static int to_spool(void *ctx, const void *p, size_t n, struct err *e)
+{
+	return spool_write(ctx, p, n, e);
+}
+
+/* A --watch run: a queue file a step, each claimed, packed and retired.
+ * The buffer kept every source it ever read (some 9 KiB each, and walked
+ * at every step): it must hold only those it still has sequences of. */
+static void many_sources(void)
+{
+	enum { FILES = 200 };
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	struct packbuf_opt o = opt(8);
+	o.batch_size = 2;
+	struct packbuf b;
+	packbuf_init(&b, &o);
+	struct packstep_opt po = popt(8);
+	struct err e = { "" };
+	size_t most = 0;
+	int r = 0, steps = 0;
+	for (int i = 0; i < FILES && r == 0; i++) {
+		struct traj t[2];
+		struct group g = { traj_id_num(i), 2, t };
+		struct spool_out so;
+		struct sfile_writer w;
+		struct claim c;
+		mk_traj(&t[0], 2 * i, 4, NULL, 0);
+		mk_traj(&t[1], 2 * i + 1, 5, NULL, 0);
+		r = spool_open(&so, queue, i, 0, "f.zst", &e);
+		if (r == 0) {
+			so.no_fsync = 1;
+			r = sfile_writer_init(&w, to_spool, &so, 1, &e);
+			r = r < 0 ? r : sfile_write_group(&w, &g, &e);
+			r = r < 0 ? r : sfile_writer_finish(&w, &e);
+			sfile_writer_free(&w);
+			r = r < 0 ? (spool_abort(&so), r) : spool_commit(&so, &e);
+		}
+		traj_free(&t[0]);
+		traj_free(&t[1]);
+		r = r < 0 ? r : claim_take(&c, queue, i, 0, "f.zst", 0, &e) != 0 ? -1 : 0;
+		r = r < 0 ? r : packbuf_read_claim(&b, &c, &e);
+		most = b.nsrc > most ? b.nsrc : most;
+		struct packbuf_step st;
+		while (r == 0 && packbuf_ready(&b, steps + 1) && (r = packbuf_take(&b, ++steps, 0, &po, &st, &e)) > 0) {
+			packbuf_commit(&b, &st);
+			r = packbuf_retire(&b, &e);
+		}
+	}
+	ok(r == 0 && steps == FILES, "%d files claimed, packed a step each and retired", steps);
+	if (r != 0)
+		diag("%s", e.msg);
+	ok(most == 1 && b.nsrc == 0, "the buffer held at most %zu sources, %zu at the end", most, b.nsrc);
+	packbuf_free(&b);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		diag("could not remove %s", top);
+}
+
 int main(void)
 {
 	readiness();
@@ -253,5 +322,6 @@ int main(void)
 	drops();
 	carry();
 	fair_carry();
+	many_sources();
 	return tap_done();
 }

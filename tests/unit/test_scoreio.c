@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -38,6 +39,35 @@ static void one_group(struct group *g, int64_t id, uint32_t n, int64_t seq0)
 		g->trajs[i].sequence_id = traj_id_num(seq0 + i);
 		g->trajs[i].policy_version = 7;
 	}
+}
+
+/* One input of 150,000 groups, each in two records, the second half of
+ * them after all the first: every record was compared with every group
+ * kept before it (10^10 comparisons, most of a minute). */
+static void merge_many(void)
+{
+	enum { N = 150000 };
+	struct group *gs = calloc(2 * N, sizeof *gs);
+	uint32_t n = 2 * N;
+	struct err e = { "" };
+	int r = -1, bad = 0;
+	clock_t t0 = clock();
+	if (gs) {
+		for (uint32_t i = 0; i < 2 * N; i++)
+			one_group(&gs[i], i % N, 1, i);
+		r = scorer_merge(gs, &n, &e);
+	}
+	double sec = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	for (uint32_t i = 0; r == 0 && i < n; i++)
+		bad |= gs[i].group_id.num != i || gs[i].n != 2 || gs[i].trajs[1].sequence_id.num != i + N;
+	ok(r == 0 && n == N && !bad, "merge: %d records, %d groups of two, in order", 2 * N, N);
+	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
+		skip("a sanitized build: no bound on time");
+	else
+		ok(sec < 10, "in %.2f s of CPU (a loose bound)", sec);
+	for (uint32_t i = 0; gs && i < n; i++)
+		group_free(&gs[i]);
+	free(gs);
 }
 
 int main(void)
@@ -153,5 +183,6 @@ int main(void)
 	for (uint32_t i = 0; i < ng; i++)
 		group_free(&got[i]);
 	buf_free(&b);
+	merge_many();
 	return tap_done();
 }
