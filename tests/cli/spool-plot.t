@@ -60,7 +60,7 @@ fi
 
 # A long run: 150,000 steps of trainer lines and of scorer lines. Each line
 # looked for its row from the first, which took about a minute; seconds now.
-if [ -n "$GRPO_SANITIZED" ]; then
+if [ -n "${GRPO_SANITIZED:-}" ]; then
 	skip "a sanitized build: no bound on time"
 else
 	awk 'BEGIN { for (i = 1; i <= 150000; i++) printf "{\"step\":%d,\"kl\":0.5,\"grad_norm\":1}\n", i }' > "$T/long-step.jsonl"
