@@ -151,17 +151,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             k = attempts[self.path] = attempts.get(self.path, 0) + 1
         plan = sc.get("plans", {}).get(self.path, ["ok"])
-        action = plan[min(k, len(plan)) - 1]
-        if action in ("500", "503", "404"):
-            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
-            return
-        if action.startswith("429:") or action.startswith("503:"):
-            self.send(int(action[:3]), {"object": "error", "message": "scripted failure"},
-                      headers=[("Retry-After", action[4:])])
-            return
-        if action == "drop":
-            self.close_connection = True
-            self.connection.shutdown(2)
+        if self.scripted_failure(plan[min(k, len(plan)) - 1], ("500", "503", "404")):
             return
         if self.path == "/v1/models":
             self.send(200, {"object": "list", "data": [
@@ -171,6 +161,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send(200, {"model_path": path, "tokenizer_path": path, "is_generation": True})
         else:
             self.send(404, {"detail": "Not Found"})
+
+    def scripted_failure(self, action, codes):
+        """Answer a planned failure: an HTTP status of codes, a 429 or 503
+        asking to wait ("429:S"), or a dropped connection. True if it did."""
+        if action in codes:
+            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
+        elif action[:4] in ("429:", "503:"):
+            self.send(int(action[:3]), {"object": "error", "message": "scripted failure", "code": int(action[:3])},
+                      headers=[("Retry-After", action[4:])])
+        elif action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(2)
+        else:
+            return False
+        return True
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -195,16 +200,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         action = plan[min(k, len(plan)) - 1]
         n = (req.get("sampling_params", {}) if is_sglang else req).get("n", 1)
         rid = "%s-%d" % (hashlib.sha1(key.encode()).hexdigest()[:12], k)
-        if action in ("500", "400"):
-            self.send(int(action), {"object": "error", "message": "scripted failure", "code": int(action)})
-            return
-        if action.startswith("429:"):   # a rate limit asking for that many seconds
-            self.send(429, {"object": "error", "message": "rate limited", "code": 429},
-                      headers=[("Retry-After", action[4:])])
-            return
-        if action == "drop":
-            self.close_connection = True
-            self.connection.shutdown(2)
+        if self.scripted_failure(action, ("500", "400")):
             return
         if action == "slow":
             time.sleep(sc.get("slow_s", 3))

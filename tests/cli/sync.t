@@ -87,16 +87,18 @@ head -n 4 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
 mkdir -p "$T/nobin"
 printf '#!/bin/sh\necho "the loop must not start vllm with GRPO_SERVER set" >&2\nexit 1\n' > "$T/nobin/vllm"
 chmod +x "$T/nobin/vllm"
-GRPO_SERVER="http://127.0.0.1:$(cat "$S3/port")" SYNC="$X/vllm-reload.sh" STEPS=1 G=4 PROMPTS_PER_STEP=4 \
-	MAX_TOKENS=4 SEQ_LEN=256 LR=0.01 PATH="$T/nobin:$PATH" \
-	sh "$GRPO_TOP/examples/vllm-loop.sh" "$T/init" "$T/prompts.jsonl" "$T/loop" > "$T/out" 2> "$T/err"
+# one step of the loop on $T/loop, the fake server standing in for vLLM
+loop_step() {
+	GRPO_SERVER="http://127.0.0.1:$(cat "$S3/port")" SYNC="$X/vllm-reload.sh" STEPS=1 G=4 PROMPTS_PER_STEP=4 \
+		MAX_TOKENS=4 SEQ_LEN=256 LR=0.01 PATH="$T/nobin:$PATH" \
+		sh "$GRPO_TOP/examples/vllm-loop.sh" "$T/init" "$T/prompts.jsonl" "$T/loop" > "$T/out" 2> "$T/err"
+}
+loop_step
 is "$?:$(readlink "$T/loop/policy/current" | sed 's,.*/,,')" "0:step_1" \
 	"vllm-loop.sh: one step end to end (collect through the server, score, pack, train, sync)"
 is "$(grep -c '"path": "/collective_rpc"' "$S3/log"):$(grep -c '"path": "/v1/completions"' "$S3/log")" "1:4" \
 	"the loop sampled through the server and synced it after the step"
-GRPO_SERVER="http://127.0.0.1:$(cat "$S3/port")" SYNC="$X/vllm-reload.sh" STEPS=1 G=4 PROMPTS_PER_STEP=4 \
-	MAX_TOKENS=4 SEQ_LEN=256 LR=0.01 PATH="$T/nobin:$PATH" \
-	sh "$GRPO_TOP/examples/vllm-loop.sh" "$T/init" "$T/prompts.jsonl" "$T/loop" > "$T/out" 2> "$T/err"
+loop_step
 is "$?:$(readlink "$T/loop/policy/current" | sed 's,.*/,,')" "0:step_2" \
 	"vllm-loop.sh run again on its spool goes on with step 2"
 is "$(grep -c '"path": "/collective_rpc"' "$S3/log"):$(grep -c '"path": "/v1/completions"' "$S3/log")" "3:8" \
