@@ -196,6 +196,16 @@ static int url_of(const char *base, const char *path, char *out, size_t sz)
 /* A finished transfer: 1 success, 0 transient failure (why filled, and
  * *retry_after_ms the wait a 429 or 503 asked for), -1 for good (why
  * filled). */
+/* After an HTTP status other than 200: 0 where a retry may help (408, 429,
+ * 5xx), with *retry_after_ms what a 429 or 503 asked for, else -1. */
+static int status_transient(CURL *h, long code, long long *retry_after_ms)
+{
+	curl_off_t after = 0;   /* seconds, from a number or an HTTP date */
+	if ((code == 429 || code == 503) && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+		*retry_after_ms = after < 86400 ? (long long)after * 1000 : 86400000ll;
+	return code == 408 || code == 429 || code >= 500 ? 0 : -1;
+}
+
 static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char *why, size_t wsz,
 		 long long *retry_after_ms)
 {
@@ -212,11 +222,7 @@ static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char 
 		for (char *c = why; *c; c++)
 			if (*c == '\n' || *c == '\r')
 				*c = ' ';
-		curl_off_t after = 0;   /* seconds, from a number or an HTTP date */
-		if ((code == 429 || code == 503) && curl_easy_getinfo(s->h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
-		    after > 0)
-			*retry_after_ms = after < 86400 ? (long long)after * 1000 : 86400000ll;
-		return code == 408 || code == 429 || code >= 500 ? 0 : -1;
+		return status_transient(s->h, code, retry_after_ms);
 	}
 	const char *end = NULL;
 	cJSON *v = cJSON_ParseWithLengthOpts((const char *)s->body.data, s->body.len, &end, 0);
@@ -459,7 +465,6 @@ static int probe(const struct server_opts *o, const char *url, cJSON **v, char *
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	CURLcode rc = curl_easy_perform(h);
 	long code = 0;
-	curl_off_t after = 0;   /* seconds, from a number or an HTTP date */
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	int r = 1;
 	if (rc != CURLE_OK) {
@@ -467,10 +472,7 @@ static int probe(const struct server_opts *o, const char *url, cJSON **v, char *
 		r = 0;
 	} else if (code != 200) {
 		snprintf(why, wsz, "HTTP %ld", code);
-		if ((code == 429 || code == 503) && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK &&
-		    after > 0)
-			*retry_after_ms = after < 86400 ? (long long)after * 1000 : 86400000ll;
-		r = code == 408 || code == 429 || code >= 500 ? 0 : -1;
+		r = status_transient(h, code, retry_after_ms);
 	} else if (!(*v = cJSON_ParseWithLength((const char *)body.data, body.len))) {
 		snprintf(why, wsz, "the answer is not JSON");
 		r = 0;
