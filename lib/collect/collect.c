@@ -312,15 +312,18 @@ static int check_max_tokens(const cJSON *req, const struct collect_line *out, st
 	for (uint32_t k = 0; max >= 0 && k < out->n_groups; k++)
 		for (uint32_t i = 0; i < out->groups[k].n; i++) {
 			const struct traj *t = &out->groups[k].trajs[i];
-			const struct traj_id *gid = traj_id_given(&out->groups[k].group_id) ? &out->groups[k].group_id
-							  : traj_id_given(&t->group_id) ? &t->group_id : NULL;
 			if ((int64_t)t->n_response <= max)
 				continue;
+			/* the group's id where the answer gives one, else its place */
+			const struct traj_id *gid = traj_id_given(&out->groups[k].group_id) ? &out->groups[k].group_id
+							  : traj_id_given(&t->group_id) ? &t->group_id : NULL;
+			const char *group = idbuf;
 			if (gid)
-				return err_set(e, "group %s, trajectory %u: %u response tokens, more than the request's "
-					       "%s, %lld", traj_id_text(gid, idbuf), i, t->n_response, key, (long long)max);
-			return err_set(e, "group %u, trajectory %u: %u response tokens, more than the request's %s, %lld",
-				       k, i, t->n_response, key, (long long)max);
+				group = traj_id_text(gid, idbuf);
+			else
+				snprintf(idbuf, sizeof idbuf, "%u", k);
+			return err_set(e, "group %s, trajectory %u: %u response tokens, more than the request's %s, %lld",
+				       group, i, t->n_response, key, (long long)max);
 		}
 	return 0;
 }
