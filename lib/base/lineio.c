@@ -28,9 +28,11 @@ static ssize_t raw_read(struct lineio *li, unsigned char *p, size_t n)
 {
 	if (li->head_given < li->head_n) {
 		size_t k = li->head_n - li->head_given;
-		memcpy(p, li->head + li->head_given, k < n ? k : n);
-		li->head_given += k < n ? k : n;
-		return (ssize_t)(k < n ? k : n);
+		if (k > n)
+			k = n;
+		memcpy(p, li->head + li->head_given, k);
+		li->head_given += k;
+		return (ssize_t)k;
 	}
 	ssize_t r;
 	do

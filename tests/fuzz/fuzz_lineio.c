@@ -1,8 +1,7 @@
 /* libFuzzer target: bytes on a pipe as grpo-collect reads an input, plain
  * text or compressed (gzip through zlib, member after member; the other
- * filters through libarchive). Lines or a clean error, never a crash; the
- * lines returned hold every byte once, in order, so they never outgrow what
- * a decoder can make of the input. */
+ * filters through libarchive). Lines or an error that says why, never a
+ * crash; a line holds one newline at most, at its end. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
