@@ -155,6 +155,8 @@ static int reward_value(const cJSON *x, int fixed, double *v)
  * values, for the scorer to store as 0 (grpo-score(1)). */
 static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out)
 {
+	if (json_check_numbers(line, n, NULL) < 0)
+		return -1;   /* 05 or 5.: what the program meant is unknown */
 	char *fixed = NULL;
 	size_t fixed_n;
 	int f = json_fix_nonfinite(line, n, &fixed, &fixed_n);

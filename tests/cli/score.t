@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 93
+plan 97
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -215,7 +215,7 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
 printf '%s\n' 'while read -r x; do printf "%s\n%s\n" "{\"rewards\": {\"r\": 1}}" "{\"rewards\": {\"r\": 0}}"; done' > twice.sh
-for kind in crash hang garbage twice oneline; do
+for kind in crash hang garbage twice oneline zero; do
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken
 	# for it on a busy machine
@@ -227,6 +227,9 @@ for kind in crash hang garbage twice oneline; do
 	# two answers on one line: not the first taken and the second dropped
 	oneline) cmd='read x; echo "{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}"; sleep 30'; to=60
 		want="answered '{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}', not" ;;
+	# a number JSON forbids: 05 is not known to mean 5
+	zero) cmd='read x; echo "{\"rewards\": {\"r\": 05}}"; sleep 30'; to=60
+		want="answered '{\"rewards\": {\"r\": 05}}', not" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"
