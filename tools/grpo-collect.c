@@ -151,10 +151,12 @@ static int sink_spool(void *ctx, const void *p, size_t n, struct err *e)
  */
 static int check_existing(struct spool_out *so, size_t made, uint64_t hash, struct err *e)
 {
-	char prefix[64], **names;
+	char prefix[64], dir[PATH_MAX], fin[PATH_MAX], **names;
 	size_t n;
 	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
-	int r = fsys_list_dir(so[0].dir, FSYS_FILES, &names, &n, e);
+	if (spool_step_dir(dir, sizeof dir, so[0].queue, so[0].step, so[0].rank) < 0)
+		return err_set(e, "%s: path too long", so[0].queue);
+	int r = fsys_list_dir(dir, FSYS_FILES, &names, &n, e);
 	if (r < 0)
 		return -1;
 	for (size_t i = 0; i < n && r >= 0; i++) {
@@ -164,17 +166,17 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 		 * search every part for it (a re-run of 20,000 parts took 12 s) */
 		char *end;
 		size_t k = strtoul(names[i] + strlen(prefix), &end, 10);
-		if (end == names[i] + strlen(prefix) || k >= made ||
-		    strcmp(strrchr(so[k].final_path, '/') + 1, names[i]) != 0)
+		if (end == names[i] + strlen(prefix) || k >= made || strcmp(so[k].name, names[i]) != 0)
 			k = made;
-		int same = k < made ? spool_same_file(tempfile_path(so[k].tmp), so[k].final_path, e) : 0;
+		int same = 0;
+		if (k < made)
+			same = spool_same_file(tempfile_path(so[k].tmp), spool_out_path(&so[k], fin, sizeof fin), e);
 		if (same < 0)
 			r = -1;
 		else if (!same)
 			r = err_set(e, "%s/%s: this input was published already, split otherwise (another "
 				    "--max-groups) or made otherwise (another -t or -a); nothing published, as that "
-				    "would publish groups twice (re-run with the first run's options)", so[0].dir,
-				    names[i]);
+				    "would publish groups twice (re-run with the first run's options)", dir, names[i]);
 	}
 	fsys_free_names(names, n);
 	return r < 0 ? -1 : 0;
@@ -272,9 +274,10 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		r = check_other_steps(o, hash, e);
 	for (; done < made && r == 0; done++) {
 		r = spool_commit(&so[done], e);
+		char fin[PATH_MAX];
 		if (r >= 0 && o->verbose)
 			fprintf(stderr, "%s: %s: %s %s\n", prog, name, r == 1 ? "already published:" : "published",
-				so[done].final_path);
+				spool_out_path(&so[done], fin, sizeof fin));
 		if (r > 0)
 			r = 0;
 		else if (r < 0 && done > 0)

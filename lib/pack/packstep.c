@@ -295,12 +295,14 @@ static int do_bin(struct bins_ctx *c, uint32_t b, const struct traj **seqs, uint
 	if (r == 1) {
 		/* Published before: a re-run after a crash makes the same bytes;
 		 * anything else is someone else's step, not ours to complete. */
-		int same = same_bytes(so.final_path, enc->data, enc->len, e);
+		char path[PATH_MAX];
+		spool_out_path(&so, path, sizeof path);
+		int same = same_bytes(path, enc->data, enc->len, e);
 		if (same < 0)
 			goto done;
 		if (!same) {
 			err_set(e, "%s: already published with different contents (another packer, or "
-				"other input or options, wrote this step)", so.final_path);
+				"other input or options, wrote this step)", path);
 			goto done;
 		}
 	}

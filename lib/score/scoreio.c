@@ -246,47 +246,98 @@ void scoreio_pub_abort(struct scoreio_pub *p)
 	spool_abort(&p->so);
 }
 
-static int seen_grow(struct scoreio_seen *s)
+/* The key of a group: its id with the policy version of its first
+ * trajectory, as a prompts walk gives a prompt the same group id in every
+ * pass, and the groups of other rounds are other groups. Never 0. */
+static uint64_t seen_key(const struct group *g)
 {
-	size_t cap = s->cap ? s->cap * 2 : 256;
-	uint64_t *t = calloc(cap, sizeof *t);
+	uint64_t k = scored_group_key(g);
+	if (g->n)
+		k ^= (uint64_t)g->trajs[0].policy_version * 0x9e3779b97f4a7c15ull;
+	return k | 1;
+}
+
+static size_t seen_window(const struct scoreio_seen *s)
+{
+	return s->window ? s->window : SCOREIO_SEEN_WINDOW;
+}
+
+/* Where key k sits in the index, or the empty entry that ends its probe. */
+static size_t seen_find(const struct scoreio_seen *s, uint64_t k)
+{
+	size_t mask = s->cap - 1, j = (size_t)(k >> 1) & mask;
+	while (s->slot[j] && s->ring[s->slot[j] - 1] != k)
+		j = (j + 1) & mask;
+	return j;
+}
+
+/* Empty index entry j, moving later entries of its probe run back into
+ * the gap (linear probing's deletion, which needs no tombstones). */
+static void seen_unlink(struct scoreio_seen *s, size_t j)
+{
+	size_t mask = s->cap - 1;
+	for (size_t i = (j + 1) & mask; s->slot[i]; i = (i + 1) & mask) {
+		size_t home = (size_t)(s->ring[s->slot[i] - 1] >> 1) & mask;
+		/* entry i may move to j when its home is not in (j, i], cyclically */
+		if (((i - home) & mask) >= ((i - j) & mask)) {
+			s->slot[j] = s->slot[i];
+			j = i;
+		}
+	}
+	s->slot[j] = 0;
+	s->n--;
+}
+
+/* Room for one more key: the ring grows (doubling, up to the window)
+ * until it wraps, the index so that it stays at most half full. */
+static int seen_reserve(struct scoreio_seen *s)
+{
+	size_t w = seen_window(s);
+	if (s->added < w && s->added == s->ring_cap) {
+		size_t rc = s->ring_cap ? s->ring_cap * 2 : 256;
+		uint64_t *r = realloc(s->ring, (rc < w ? rc : w) * sizeof *r);
+		if (!r)
+			return -1;
+		s->ring = r;
+		s->ring_cap = rc < w ? rc : w;
+	}
+	if ((s->n + 1) * 2 <= s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap * 2 : 512;
+	uint32_t *t = calloc(cap, sizeof *t), *old = s->slot;
 	if (!t)
 		return -1;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->key[i])
-			for (size_t j = s->key[i] & (cap - 1);; j = (j + 1) & (cap - 1))
-				if (!t[j]) {
-					t[j] = s->key[i];
-					break;
-				}
-	free(s->key);
-	s->key = t;
+	size_t oldcap = s->cap;
+	s->slot = t;
 	s->cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			s->slot[seen_find(s, s->ring[old[i] - 1])] = old[i];
+	free(old);
 	return 0;
 }
 
 int scoreio_seen_add(struct scoreio_seen *s, const struct group *g)
 {
-	if ((s->n + 1) * 2 > s->cap && seen_grow(s) < 0)
+	uint64_t k = seen_key(g);
+	size_t w = seen_window(s), at = (size_t)(s->added % w), j;
+	int seen = s->cap && s->slot[seen_find(s, k)] != 0;
+	/* the oldest of the window makes room, unless it came again since */
+	if (s->added >= w && s->slot[j = seen_find(s, s->ring[at])] == at + 1)
+		seen_unlink(s, j);
+	if (seen_reserve(s) < 0)
 		return -1;
-	/* with the policy version: a prompts walk gives a prompt the same group
-	 * id in every pass, and the groups of other rounds are other groups */
-	uint64_t k = scored_group_key(g);
-	if (g->n)
-		k ^= (uint64_t)g->trajs[0].policy_version * 0x9e3779b97f4a7c15ull;
-	k |= 1;   /* never 0, the empty mark */
-	size_t j = k & (s->cap - 1);
-	while (s->key[j] && s->key[j] != k)
-		j = (j + 1) & (s->cap - 1);
-	if (s->key[j])
-		return 1;
-	s->key[j] = k;
-	s->n++;
-	return 0;
+	s->ring[at] = k;
+	if (!s->slot[j = seen_find(s, k)])
+		s->n++;
+	s->slot[j] = (uint32_t)at + 1;
+	s->added++;
+	return seen;
 }
 
 void scoreio_seen_free(struct scoreio_seen *s)
 {
-	free(s->key);
+	free(s->ring);
+	free(s->slot);
 	memset(s, 0, sizeof *s);
 }

@@ -14,9 +14,10 @@
  *                     dropped and another input of the same name is not
  *   scoreio_publish   the groups kept, as one spool file, published whole
  *                     (spool.h): 0 published, 1 the name existed (a re-run)
- *   scoreio_seen_add  remember a run's group ids, each with the policy
- *                     version of its first trajectory: 1 when seen before
- *                     (a group split across inputs)
+ *   scoreio_seen_add  remember the run's recent group ids, each with the
+ *                     policy version of its first trajectory: 1 when seen
+ *                     among the last SCOREIO_SEEN_WINDOW groups (a group
+ *                     split across inputs)
  *
  * Standard input, which may be longer than memory and come from a producer
  * that is still running, is read as a stream instead (unless a score needs
@@ -91,11 +92,24 @@ int scoreio_pub_commit(struct scoreio_pub *p, char *name, size_t size, struct er
 /* Publish nothing; after an error, or instead of commit. */
 void scoreio_pub_abort(struct scoreio_pub *p);
 
+/*
+ * The group ids of the run's recent groups: the last `window` added, each
+ * with the policy version of its first trajectory, in a ring in the order
+ * added (a group that comes again takes its new place) with an index of
+ * open addressing into it. Memory stays at most 16 bytes a group of the
+ * window (16 MiB for the default) however long the run.
+ */
+#define SCOREIO_SEEN_WINDOW ((size_t)1 << 20)
 struct scoreio_seen {
-	uint64_t *key;    /* (cap) open addressing, 0 = empty */
-	size_t n, cap;
+	size_t window;       /* groups remembered; 0: SCOREIO_SEEN_WINDOW; set before the first add */
+	uint64_t *ring;      /* (ring_cap) keys, entry added % window the newest */
+	uint32_t *slot;      /* (cap) 1 + the ring entry of a key; 0: empty */
+	size_t ring_cap, cap;
+	size_t n;            /* keys in the index: distinct groups of the window */
+	uint64_t added;      /* groups added, ever */
 };
-/* 1: seen before; 0: added; -1: out of memory (not added). */
+/* 1: the group came among the window's groups added before it; 0: it did
+ * not (now added); -1: out of memory (not added). */
 int scoreio_seen_add(struct scoreio_seen *s, const struct group *g);
 void scoreio_seen_free(struct scoreio_seen *s);
 

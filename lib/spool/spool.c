@@ -22,50 +22,72 @@ void spool_unique_name(char *out, size_t size)
 	tempfile_unique_name(out, size);
 }
 
+/* QUEUE/step_N/rank_X/NAME into fin (PATH_MAX bytes), name checked: 0 or -1. */
+static int final_path(char *fin, const char *queue, int64_t step, int rank, const char *name, struct err *e)
+{
+	char dir[PATH_MAX];
+	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0' || strlen(name) > NAME_MAX)
+		return err_set(e, "%s: not a valid spool file name", name);
+	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
+	    snprintf(fin, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX)
+		return err_set(e, "%s: path too long", queue);
+	return 0;
+}
+
+static void set_place(struct spool_out *o, const char *queue, int64_t step, int rank, const char *name)
+{
+	o->queue = queue;
+	o->step = step;
+	o->rank = rank;
+	snprintf(o->name, sizeof o->name, "%s", name);
+}
+
+const char *spool_out_path(const struct spool_out *o, char *out, size_t size)
+{
+	char dir[PATH_MAX];
+	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0)
+		snprintf(dir, sizeof dir, "%s", o->queue);
+	snprintf(out, size, "%s/%s", dir, o->name);
+	return out;
+}
+
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	       const char *name, struct err *e)
 {
-	char tmpdir[PATH_MAX];
+	char tmpdir[PATH_MAX], fin[PATH_MAX];
 	memset(o, 0, sizeof *o);
-	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
-		return err_set(e, "%s: not a valid spool file name", name);
-	if (spool_step_dir(o->dir, sizeof o->dir, queue, step, rank) < 0 ||
-	    snprintf(o->final_path, sizeof o->final_path, "%s/%s", o->dir, name) >= (int)sizeof o->final_path ||
-	    snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir)
+	if (final_path(fin, queue, step, rank, name, e) < 0)
+		return -1;
+	if (snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue) >= (int)sizeof tmpdir)
 		return err_set(e, "%s: path too long", queue);
-	o->tmp = tempfile_create(o->final_path, tmpdir, e);
+	set_place(o, queue, step, rank, name);
+	o->tmp = tempfile_create(fin, tmpdir, e);
 	return o->tmp ? 0 : -1;
 }
 
 int spool_rename(struct spool_out *o, const char *queue, int64_t step, int rank, const char *name,
 		 struct err *e)
 {
-	char dir[PATH_MAX], fin[PATH_MAX];
+	char fin[PATH_MAX];
 	if (!o->tmp)
-		return err_set(e, "%s: renamed after commit or abort", o->final_path);
-	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0')
-		return err_set(e, "%s: not a valid spool file name", name);
-	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
-	    snprintf(fin, sizeof fin, "%s/%s", dir, name) >= (int)sizeof fin)
-		return err_set(e, "%s: path too long", queue);
-	if (tempfile_retarget(o->tmp, fin, e) < 0)
+		return err_set(e, "%s: renamed after commit or abort", o->name);
+	if (final_path(fin, queue, step, rank, name, e) < 0 || tempfile_retarget(o->tmp, fin, e) < 0)
 		return -1;
-	memcpy(o->dir, dir, sizeof dir);
-	memcpy(o->final_path, fin, sizeof fin);
+	set_place(o, queue, step, rank, name);
 	return 0;
 }
 
 int spool_write(struct spool_out *o, const void *p, size_t n, struct err *e)
 {
 	if (!o->tmp)
-		return err_set(e, "%s: written after commit or abort", o->final_path);
+		return err_set(e, "%s: written after commit or abort", o->name);
 	return fsys_write_all(tempfile_fd(o->tmp), p, n, tempfile_path(o->tmp), e);
 }
 
 int spool_finish_write(struct spool_out *o, struct err *e)
 {
 	if (!o->tmp)
-		return err_set(e, "%s: finished after commit or abort", o->final_path);
+		return err_set(e, "%s: finished after commit or abort", o->name);
 	if (tempfile_close(o->tmp, o->no_fsync ? TEMPFILE_NO_FSYNC : 0, e) < 0) {
 		spool_abort(o);
 		return -1;
@@ -75,7 +97,13 @@ int spool_finish_write(struct spool_out *o, struct err *e)
 
 int spool_commit(struct spool_out *o, struct err *e)
 {
-	if (spool_finish_write(o, e) < 0 || fsys_mkdirs(o->dir, e) < 0) {
+	char dir[PATH_MAX];
+	if (spool_finish_write(o, e) < 0)
+		return -1;
+	int r = spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0
+		? err_set(e, "%s: path too long", o->queue)   /* never: spool_open checked it fits */
+		: fsys_mkdirs(dir, e);
+	if (r < 0) {
 		spool_abort(o);
 		return -1;
 	}

@@ -48,12 +48,20 @@
 
 struct tempfile;
 
+/* Where it goes is kept as its parts, not as paths of PATH_MAX: a writer
+ * of a set holds one a file (grpo-collect -m 1: 20,000 of them). */
 struct spool_out {
 	struct tempfile *tmp;      /* in QUEUE/.tmp, registered (tempfile.h); NULL once done */
 	int no_fsync;              /* for scratch spools on tmpfs */
-	char dir[PATH_MAX];        /* QUEUE/step_N/rank_X */
-	char final_path[PATH_MAX];
+	const char *queue;         /* the caller's, which outlives o */
+	int64_t step;
+	int rank;
+	char name[NAME_MAX + 1];
 };
+
+/* QUEUE/step_N/rank_X/NAME, where o publishes (or published), into out
+ * (size bytes, PATH_MAX is ample: spool_open checked it fits); returns out. */
+const char *spool_out_path(const struct spool_out *o, char *out, size_t size);
 
 /* QUEUE/step_N/rank_X into out; -1 if it does not fit. */
 int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank);

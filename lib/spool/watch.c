@@ -43,6 +43,7 @@ struct watch {
 	int need_scan, test_overflow;
 	struct wdir *dirs;
 	size_t ndirs, capdirs;
+	int64_t newest;                /* the newest step listed or notified; -1: none yet */
 	struct cand *cands;            /* sorted from head on, unless dirty */
 	size_t ncands, capcands, head;
 	int dirty;
@@ -182,17 +183,43 @@ static int add_watch(struct watch *w, const char *path, int kind, int64_t step, 
 	return 0;
 }
 
+/* Steps older than the newest WATCH_STEPS are listed by the scans but not
+ * watched, so that the watches stay bounded however many steps a queue
+ * keeps. */
+static int followed(const struct watch *w, int64_t step)
+{
+	return step > w->newest - WATCH_STEPS;
+}
+
+/* The newest step is now step: stop watching the steps it leaves behind
+ * (their IN_IGNORED finds no entry and is passed over). */
+static void note_newest(struct watch *w, int64_t step)
+{
+	if (step <= w->newest)
+		return;
+	w->newest = step;
+	for (size_t i = 0; i < w->ndirs;)
+		if (w->dirs[i].kind != W_QUEUE && !followed(w, w->dirs[i].step)) {
+			inotify_rm_watch(w->ifd, w->dirs[i].wd);
+			w->dirs[i] = w->dirs[--w->ndirs];
+		} else {
+			i++;
+		}
+}
+
 static int scan_rank(struct watch *w, int64_t step, int rank, struct err *e)
 {
 	char dir[PATH_MAX], sub[PATH_MAX + 16];
 	if (spool_step_dir(dir, sizeof dir, w->queue, step, rank) < 0)
 		return err_set(e, "%s: path too long", w->queue);
-	int r = add_watch(w, dir, W_RANK, step, rank, e);
-	if (r != 0)
-		return r < 0 ? -1 : 0;
-	snprintf(sub, sizeof sub, "%s/.claimed", dir);
-	if (add_watch(w, sub, W_CLAIMED, step, rank, e) < 0)
-		return -1;
+	if (followed(w, step)) {
+		int r = add_watch(w, dir, W_RANK, step, rank, e);
+		if (r != 0)
+			return r < 0 ? -1 : 0;
+		snprintf(sub, sizeof sub, "%s/.claimed", dir);
+		if (add_watch(w, sub, W_CLAIMED, step, rank, e) < 0)
+			return -1;
+	}
 	struct spool_rank_state s;
 	if (spool_rank_state(w->queue, step, rank, &s, e) < 0)
 		return -1;
@@ -212,7 +239,7 @@ static int scan_step(struct watch *w, int64_t step, struct err *e)
 	size_t n;
 	if (snprintf(dir, sizeof dir, "%s/step_%lld", w->queue, (long long)step) >= (int)sizeof dir)
 		return err_set(e, "%s: path too long", w->queue);
-	int r = add_watch(w, dir, W_STEP, step, 0, e);
+	int r = followed(w, step) ? add_watch(w, dir, W_STEP, step, 0, e) : 0;
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 	if (spool_list_ranks(w->queue, step, &ranks, &n, e) < 0)
@@ -236,6 +263,10 @@ static int scan_all(struct watch *w, struct err *e)
 		return -1;
 	if (spool_list_steps(w->queue, w->o.from, w->o.to, &steps, &n, e) < 0)
 		return -1;
+	int64_t newest = -1;
+	for (size_t i = 0; i < n; i++)
+		newest = steps[i] > newest ? steps[i] : newest;
+	note_newest(w, newest);
 	for (size_t i = 0; i < n; i++)
 		if (scan_step(w, steps[i], e) < 0) {
 			free(steps);
@@ -299,9 +330,10 @@ static int handle_event(struct watch *w, const struct inotify_event *ev, struct 
 	char sub[PATH_MAX];
 	switch (here.kind) {
 	case W_QUEUE:
-		if (isdir && spool_parse_step(ev->name, &step) == 0 && in_range(w, step))
-			return scan_step(w, step, e);
-		return 0;
+		if (!isdir || spool_parse_step(ev->name, &step) < 0 || !in_range(w, step))
+			return 0;
+		note_newest(w, step);
+		return scan_step(w, step, e);
 	case W_STEP:
 		if (isdir && spool_parse_rank(ev->name, &rank) == 0)
 			return scan_rank(w, here.step, rank, e);
@@ -401,6 +433,7 @@ struct watch *watch_open(const char *queue, const struct watch_opt *o, struct er
 	}
 	w->ifd = -1;
 	w->cur.fd = -1;
+	w->newest = -1;
 	w->o = *o;
 	if (snprintf(w->queue, sizeof w->queue, "%s", queue) >= (int)sizeof w->queue) {
 		err_set(e, "%s: path too long", queue);
@@ -574,6 +607,7 @@ void watch_stats(const struct watch *w, struct watch_stats *s)
 {
 	*s = w->st;
 	s->interval = w->interval;
+	s->watches = (long)w->ndirs;
 }
 
 void watch_test_overflow(struct watch *w)

@@ -23,10 +23,15 @@
  *  - inotify: a watch on the queue, on each step_N and rank_X directory
  *    (for IN_MOVED_TO and IN_CREATE: rename- and link-published files, new
  *    directories) and on each rank_X/.claimed (IN_DELETE: a released or
- *    recovered claim). A directory is watched before it is listed, so a
- *    file published meanwhile shows up in the listing or as an event.
+ *    recovered claim), of the newest WATCH_STEPS steps only: as a newer
+ *    step appears, the watches of the step it leaves behind are removed,
+ *    so that a queue that keeps every step (no gc) does not pile up
+ *    watches, 1 + 2 x ranks a step, until the limit turns the loop to
+ *    polling. A directory is watched before it is listed, so a file
+ *    published meanwhile shows up in the listing or as an event.
  *    IN_Q_OVERFLOW, and every `rescan` seconds anyway, the whole queue is
- *    listed again, watches re-added.
+ *    listed again, watches re-added; a file that comes into an older step
+ *    is found by that listing.
  *  - polling: the queue is listed every `poll` seconds. Chosen when asked
  *    for, when the queue is on a remote file system (fsys_is_remote: NFS,
  *    SMB, Lustre, ...; inotify sees no other client's changes there), when
@@ -65,6 +70,7 @@
 
 #define WATCH_RESCAN_DEFAULT 300.0  /* seconds between full rescans with inotify */
 #define WATCH_POLL_DEFAULT 5.0      /* seconds between scans when polling is chosen for us */
+#define WATCH_STEPS 64              /* the newest steps watched with inotify */
 
 struct watch_opt {
 	int64_t from, to;   /* steps to consume; -1: unbounded */
@@ -81,6 +87,7 @@ struct watch_stats {
 	long overflows;    /* IN_Q_OVERFLOW (or the test hook) */
 	long events;       /* inotify events handled */
 	long claimed;      /* files handed out */
+	long watches;      /* inotify watches held now */
 	int polling;       /* 1 when polling rather than inotify */
 	double interval;   /* the poll or rescan interval in effect, seconds */
 };

@@ -1,6 +1,7 @@
 /*
  * test_scoreio: where an input's output goes (scoreio_place), the run's
- * set of group ids over a thousand groups, and records of one group merged
+ * set of group ids over a thousand groups and, bounded to a window, over
+ * hundreds of thousands, and records of one group merged
  * (scorer_merge) in order; standard input streamed group by group, its
  * consecutive records merged, and published under the name it gets when
  * read whole.
@@ -70,6 +71,63 @@ static void merge_many(void)
 	free(gs);
 }
 
+static int seen_id(struct scoreio_seen *s, int64_t id, int64_t version)
+{
+	struct traj t;
+	traj_init(&t);
+	t.policy_version = version;
+	struct group g = { .group_id = traj_id_num(id), .trajs = &t, .n = 1 };
+	return scoreio_seen_add(s, &g);
+}
+
+/* A window of 1,000 groups over 200,000 random ones among 3,000 ids: a
+ * group is recognised exactly when it came among the 1,000 added before
+ * it (a plain table of where each id came last says), and the set never
+ * holds more than the window, however many pass. */
+static void seen_window(void)
+{
+	enum { W = 1000, IDS = 3000, N = 200000 };
+	static int64_t last[IDS];
+	struct scoreio_seen s = { .window = W };
+	uint64_t x = 88172645463325252ull;
+	int wrong = 0, hits = 0, misses = 0, over = 0;
+	for (int i = 0; i < IDS; i++)
+		last[i] = -1;
+	for (int64_t i = 0; i < N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int id = (int)(x % IDS);
+		int want = last[id] >= 0 && i - last[id] <= W;
+		int r = seen_id(&s, id, 3);
+		wrong += r != want;
+		hits += r == 1, misses += r == 0;
+		over += s.n > W || s.ring_cap > W || s.cap > 2048;   /* twice W, to a power of two */
+		last[id] = i;
+	}
+	ok(!wrong && hits > 10000 && misses > 10000,
+	   "window of %d: %d recognised, %d not, as a table of each id's last place says (%d wrong)", W, hits,
+	   misses, wrong);
+	ok(!over, "the set never held more than the window (%zu ids now, an index of %zu entries, a ring of %zu)",
+	   s.n, s.cap, s.ring_cap);
+	ok(seen_id(&s, 7, 4) == 0, "another policy version is another group");
+	scoreio_seen_free(&s);
+
+	/* the default window: 2^20 groups, then as many again */
+	struct scoreio_seen d = { 0 };
+	size_t w = SCOREIO_SEEN_WINDOW;
+	int fresh = 0;
+	for (int64_t i = 0; i < (int64_t)w; i++)
+		fresh += seen_id(&d, i, 0) == 0;
+	size_t n1 = d.n, cap1 = d.cap;
+	ok(fresh == (int)w && seen_id(&d, 0, 0) == 1, "%zu groups remembered: the first of them is recognised", w);
+	for (int64_t i = (int64_t)w; i < 2 * (int64_t)w; i++)
+		fresh += seen_id(&d, i, 0) == 0;
+	ok(fresh == 2 * (int)w && d.n == n1 && d.cap == cap1 && d.ring_cap == w,
+	   "%zu more: the set stays at %zu groups, its index at %zu entries (%zu, %zu)", w, n1, cap1, d.n, d.cap);
+	ok(seen_id(&d, 1, 0) == 0 && seen_id(&d, (int64_t)w + 5, 0) == 1,
+	   "a group 2 x %zu groups back is forgotten, a recent one recognised", w);
+	scoreio_seen_free(&d);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -105,6 +163,7 @@ int main(void)
 		}
 	ok(fresh == 1000 && again == 1000, "1000 group ids: each new once, then seen (%d, %d)", fresh, again);
 	scoreio_seen_free(&seen);
+	seen_window();
 
 	one_group(&gs[2], 1, 3, 30);
 	one_group(&gs[3], 3, 1, 40);

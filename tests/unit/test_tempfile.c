@@ -2,7 +2,8 @@
  * test_tempfile: temporaries are published by rename or removed, never left
  * behind: at commit, delete, exit, and when SIGTERM, SIGINT or SIGHUP kills
  * the process; an ignored signal stays ignored; a forked child does not
- * remove its parent's temporaries; a set is published all together.
+ * remove its parent's temporaries; a set is published all together. Tens
+ * of thousands held at once take little memory each.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -14,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include "base/tempfile.h"
+#include "spool/spool.h"
 #include "../tap.h"
 
 static char top[256];
@@ -55,6 +59,14 @@ static double user_seconds(void)
 	return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6;
 }
 
+/* Bytes allocated (glibc's heap and its mmap'ed blocks); 0 where malloc
+ * is not glibc's (a sanitizer's). */
+static size_t heap_used(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return m.uordblks + m.hblkhd;
+}
+
 /* 30,000 temporaries alive at once (the micro-batches of a big step, or
  * the parts of a big import, all written before any is published), twice:
  * each new one looked at every registered entry for a free one, 10^9
@@ -67,6 +79,7 @@ static void many(const char *dir)
 	struct err e;
 	char target[600];
 	int made = 0;
+	size_t heap0 = heap_used(), held = 0;
 	double t0 = user_seconds();
 	for (int round = 0; round < 2; round++) {
 		int n = 0;
@@ -75,16 +88,56 @@ static void many(const char *dir)
 			if (!(t[n] = tempfile_create(target, dir, &e)) || tempfile_close(t[n], TEMPFILE_NO_FSYNC, &e) < 0)
 				break;
 		}
+		if (round == 0)
+			held = heap_used() - heap0;
 		made += n;
 		for (int i = 0; i < n; i++)
 			tempfile_delete(t[i]);
 	}
 	double sec = user_seconds() - t0;
 	ok(made == 2 * N && strlen(ls(dir)) == 0, "%d temporaries made and removed, twice", N);
+	/* each held two paths of PATH_MAX: 30,000 took 240 MB */
+	if (!heap0)
+		skip("no glibc heap to count (a sanitizer's allocator)");
+	else
+		ok(held < (size_t)N * 512, "%d held at once take %zu bytes of heap, %zu each", N, held, held / N);
 	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
 		skip("a sanitized build: no bound on time");
 	else
 		ok(sec < 4, "in %.2f s of user CPU (a loose bound)", sec);
+}
+
+/* A set of 20,000 spool files written before any is published (grpo-collect
+ * -m 1): each spool_out and its temporary held 4 paths of PATH_MAX, 18 KB a
+ * file, 340 MB for the set. */
+static void spool_set(const char *queue)
+{
+	enum { N = 20000 };
+	size_t heap0 = heap_used(), held = 0;
+	struct spool_out *so = calloc(N, sizeof *so);
+	struct err e;
+	int n = 0, published = 0;
+	for (; so && n < N; n++) {
+		char name[32];
+		snprintf(name, sizeof name, "part-%05d.zst", n);
+		if (spool_open(&so[n], queue, 3, 1, name, &e) < 0)
+			break;
+		so[n].no_fsync = 1;
+		if (spool_write(&so[n], name, strlen(name), &e) < 0 || spool_finish_write(&so[n], &e) < 0)
+			break;
+	}
+	held = heap_used() - heap0;
+	for (int i = 0; i < n; i++)
+		published += spool_commit(&so[i], &e) == 0;
+	char last[PATH_MAX], want[PATH_MAX];
+	snprintf(want, sizeof want, "%s/step_3/rank_1/part-%05d.zst", queue, N - 1);
+	ok(n == N && published == N && !strcmp(so ? spool_out_path(&so[N - 1], last, sizeof last) : "", want),
+	   "%d spool files written, then published (the last %s)", published, so ? last : "");
+	if (!heap0)
+		skip("no glibc heap to count (a sanitizer's allocator)");
+	else
+		ok(held < (size_t)N * 1024, "a set of %d held %zu bytes of heap, %zu a file", N, held, held / N);
+	free(so);
 }
 
 static void path(char *out, const char *name)
@@ -271,6 +324,8 @@ int main(void)
 
 	path(q, "many");
 	many(q);
+	path(q, "queue");
+	spool_set(q);
 
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);

@@ -5,7 +5,8 @@
  * handed out, through inotify events, through the overflow rescan alone
  * (the test hook), or by polling; a signal stops the loop after the file
  * in hand with nothing claimed (SIGTERM or SIGINT). The periodic rescan
- * alone finds a file no event announces; a queue on a remote file system
+ * alone finds a file no event announces; only the newest WATCH_STEPS steps
+ * are watched, however many the queue keeps; a queue on a remote file system
  * (the GRPO_FSYS_REMOTE hook) is polled without being asked; claims in
  * hand, detached or waited over are renewed every lease/3. alarm() turns a
  * hang into a failure.
@@ -185,6 +186,52 @@ static void test_rescan(void)
 	watch_close(w);
 }
 
+/* A queue that keeps every step: only the newest WATCH_STEPS are watched,
+ * 3 watches each here (step_N, rank_0, its .claimed) and the queue's, so
+ * the watches stay flat as steps come; a file published into an older
+ * step is found by the periodic rescan. (A .claimed is watched once the
+ * event of its making is read, so at first there may be fewer.) */
+static void test_many_steps(void)
+{
+	enum { STEPS = WATCH_STEPS + 40 };
+	char q[512], got[300];
+	struct err e;
+	snprintf(q, sizeof q, "%s/steps", top);
+	for (int s = 0; s < STEPS; s++)
+		publish(q, s, 0, "f.zst");
+	struct watch_opt o = WATCH_OPT_INIT;
+	o.follow = 1;
+	o.rescan = 0.3;
+	struct watch *w = watch_open(q, &o, &e);
+	int n = 0;
+	while (w && n < STEPS && next(w, got, sizeof got) == 1)
+		n++;
+	struct watch_stats s;
+	if (w)
+		watch_stats(w, &s);
+	ok(w && n == STEPS && s.watches > 0 && s.watches <= 1 + 3 * WATCH_STEPS,
+	   "[steps] %d steps consumed, %ld watches held (at most %d)", n, w ? s.watches : -1L, 1 + 3 * WATCH_STEPS);
+	if (!w)
+		return;
+	long scans = s.scans;
+	char want[64];
+	publish(q, STEPS, 0, "new.zst");
+	snprintf(want, sizeof want, "%d/0/new.zst", STEPS);
+	ok(next(w, got, sizeof got) == 1 && strcmp(got, want) == 0, "[steps] a new step's file (%s)", got);
+	publish(q, STEPS - 1, 0, "late.zst");
+	snprintf(want, sizeof want, "%d/0/late.zst", STEPS - 1);
+	ok(next(w, got, sizeof got) == 1 && strcmp(got, want) == 0, "[steps] a late file in a recent step (%s)", got);
+	watch_stats(w, &s);
+	ok(s.watches <= 1 + 3 * WATCH_STEPS && s.scans == scans,
+	   "[steps] both by events; still %ld watches, the oldest step left behind", s.watches);
+	publish(q, 1, 0, "old.zst");
+	watch_deadline(w, 10);
+	ok(next(w, got, sizeof got) == 1 && strcmp(got, "1/0/old.zst") == 0, "[steps] a file in an old step (%s)", got);
+	watch_stats(w, &s);
+	ok(s.scans > scans, "[steps] found by the periodic rescan (%ld scans)", s.scans);
+	watch_close(w);
+}
+
 /* GRPO_FSYS_REMOTE=1: the queue counts as remote, and --watch polls. */
 static void test_remote(void)
 {
@@ -294,6 +341,7 @@ int main(void)
 	for (int mode = 0; mode < 3; mode++)
 		test_follow(mode);
 	test_rescan();
+	test_many_steps();
 	test_remote();
 	test_renew();
 	sh("rm -rf %s", top);
