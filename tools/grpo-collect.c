@@ -236,6 +236,23 @@ static int check_other_steps(const struct opts *o, uint64_t hash, struct err *e)
 	return r;
 }
 
+/*
+ * The checks above and the renames are made under QUEUE/.lock, waiting for
+ * its holder: two runs given the same input under other steps or ranks at
+ * once would otherwise both find nothing of it published and both publish
+ * it. Held for those moments only, so runs importing other inputs into the
+ * queue go on side by side. Where the file system has no locks the checks
+ * run unlocked, as they did before the lock.
+ */
+static int lock_publishing(const struct opts *o, int *fd, struct err *e)
+{
+	char p[PATH_MAX];
+	*fd = -1;
+	if (snprintf(p, sizeof p, "%s/.lock", o->queue) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", o->queue);
+	return fsys_lock_wait(p, fd, e) < 0 ? -1 : 0;
+}
+
 /* Publish the held groups as files of at most max_groups groups, named
  * collect-<hash of the input>-<part>.zst: every part is written and flushed
  * first, checked against the parts of this input already published, then
@@ -251,7 +268,7 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 	struct spool_out *so = calloc(parts ? parts : 1, sizeof *so);
 	if (!so)
 		return err_set(e, "out of memory for %zu parts", parts);
-	int r = 0;
+	int r = 0, lock_fd = -1;
 	for (; made < parts && r == 0; made++) {
 		char fname[64];
 		struct sfile_writer w;
@@ -269,6 +286,8 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 			r = spool_finish_write(&so[made], e);
 	}
 	if (r == 0 && made > 0)
+		r = lock_publishing(o, &lock_fd, e);
+	if (r == 0 && made > 0)
 		r = check_existing(so, made, hash, e);
 	if (r == 0 && made > 0)
 		r = check_other_steps(o, hash, e);
@@ -284,6 +303,8 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 			err_prefix(e, "%zu of %zu parts published, the rest not (run again to publish them)", done,
 				   parts);
 	}
+	if (lock_fd >= 0)
+		close(lock_fd);
 	for (size_t i = done; i < made; i++)
 		spool_abort(&so[i]);
 	free(so);

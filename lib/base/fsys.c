@@ -58,8 +58,11 @@ void fsys_step(const char *what)
 		fprintf(stderr, "fsys %ld %s\n", n, what);
 	long at = atomic_load(&crash_at);
 	if (at > 0 && n == at) {
-		if (atomic_load(&crash_signal) > 0)
-			raise(atomic_load(&crash_signal));   /* as a kill(1) would; exits if it kills */
+		int sig = atomic_load(&crash_signal);
+		if (sig > 0)
+			raise(sig);   /* as a kill(1) would; exits if it kills */
+		if (sig == SIGSTOP)
+			return;   /* held here until SIGCONT, then on as if never stopped */
 		_exit(GRPO_FSYS_CRASH_STATUS);
 	}
 }
@@ -372,6 +375,25 @@ int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 	if (errno == EWOULDBLOCK)
 		return 1;
 	return err_sys(e, "%s: cannot lock", path);
+}
+
+int fsys_lock_wait(const char *path, int *fd, struct err *e)
+{
+	fsys_step("lock_wait");
+	*fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+	if (*fd < 0)
+		return err_sys(e, "%s: cannot open", path);
+	int r;
+	while ((r = flock(*fd, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 0;
+	if (errno == ENOLCK || errno == EOPNOTSUPP)
+		return 1;
+	err_sys(e, "%s: cannot lock", path);
+	close(*fd);
+	*fd = -1;
+	return -1;
 }
 
 int fsys_is_remote(const char *dir)

@@ -8,7 +8,9 @@
  * (counting from 1) calls _exit(GRPO_FSYS_CRASH_STATUS) before doing
  * anything, as a power cut or kill -9 would (with GRPO_FSYS_CRASH_SIGNAL=S
  * as well, it raises signal S there instead, as kill -S would, so a test can
- * see what a process's handlers leave behind); GRPO_FSYS_TRACE=1 prints each
+ * see what a process's handlers leave behind; with SIGSTOP the process is
+ * held there and goes on, doing the call, once continued, so a test can run
+ * another process at that point); GRPO_FSYS_TRACE=1 prints each
  * call's number and name on standard error, so a test can count them.
  * fsys_test_crash_at() does the same from inside a test process (after a
  * fork, say), restarting the count.
@@ -96,9 +98,13 @@ void fsys_drop_hidden(char **names, size_t *n);
  * system has locks (ENOLCK: left unlocked); fd or -1.
  * fsys_try_lock: lock an existing file without waiting (creating it when
  * create is set): 0 locked (fd in *fd), 1 someone holds it, 2 absent, -1 error.
+ * fsys_lock_wait: lock the file (created when absent), waiting for its
+ * holder: 0 locked, 1 left unlocked because the file system has no locks
+ * (ENOLCK), -1 error; the lock goes with close(*fd).
  */
 int fsys_create_locked(const char *path, struct err *e);
 int fsys_try_lock(const char *path, int create, int *fd, struct err *e);
+int fsys_lock_wait(const char *path, int *fd, struct err *e);
 
 /*
  * 1 when dir is on a file system whose changes inotify may not see: NFS,
