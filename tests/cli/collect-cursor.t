@@ -71,7 +71,7 @@ crashed=143
 k=1
 while [ $k -le "$calls" ]; do
 	trial 2 $k GRPO_FSYS_CRASH_SIGNAL=15 >> "$T/bad"
-	find "$T/q" -name '.*' ! -name .tmp >> "$T/left"
+	find "$T/q" -name '.*' ! -name .tmp ! -path "$T/q/rollouts/.lock" >> "$T/left"   # the queue's lock stays
 	ls -A "$T/q/rollouts/.tmp" 2> /dev/null >> "$T/left"
 	k=$((k + 1))
 done
