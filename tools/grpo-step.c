@@ -262,8 +262,13 @@ static void retire_published(const struct args *a, int64_t newest)
 	struct err e;
 	int64_t *steps;
 	size_t n;
-	if (newest < 1 || spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0)
+	if (newest < 1)
 		return;
+	if (spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0) {
+		fprintf(stderr, "%s: warning: the trained steps' files in %s stay waiting: %s\n", prog, a->batches,
+		        e.msg);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		retire_batches(a, steps[i]);
 	free(steps);
@@ -698,7 +703,9 @@ int main(int argc, char **argv)
 	if (a.steps > 0)
 		a.steps -= done;
 	int64_t base;
-	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
+	if ((r = ckpt_latest(a.policy, step - 1, &base, &e)) < 0)
+		cli_die(1, "%s", e.msg);
+	if (r != 0 || base != step - 1)
 		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
 		    (long long)step, (long long)step - 1, (long long)newest);
 

@@ -10,7 +10,7 @@
 # again ends with the spool as a run that never failed left it, byte for
 # byte, as chaos.t compares it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 5
+plan 6
 . "$GRPO_TOP/tests/cli/loop.sh"
 HOOK=GRPO_FSYS_FAIL_AT
 init_model "$T/ref/init" 2> "$T/err"
@@ -34,7 +34,7 @@ faulted() { # faulted SPOOL RC WHY: what is wrong after a stage failed with RC; 
 	round "$1" 2 || echo "the run again failed: $(cat "$T/err")"
 	grpo-spool recover --tmp-age 0 "$1" && digest "$1" | cmp -s - "$T/ref.d" || echo "not as never failed"
 }
-for st in collect score pack; do
+for st in collect score pack step; do
 	rm -rf "$T/w" && cp -R "$T/one" "$T/w"
 	round "$T/w" 2 $st trace
 	grep "^fsys [0-9]" "$T/err" | cut -d' ' -f3 > "$T/calls"
