@@ -274,6 +274,20 @@ static void retire_published(const struct args *a, int64_t newest)
 	free(steps);
 }
 
+/*
+ * --keep, after each step is published, and at the start of a run: a
+ * removal that failed (a full disk, an I/O error) leaves the published step
+ * as it is, said as a warning, and the next run finishes it.
+ */
+static void prune(const struct args *a)
+{
+	struct err e;
+	int pruned = 0;
+	if (a->keep > 0 && ckpt_prune(a->policy, a->keep, &pruned, &e) < 0)
+		fprintf(stderr, "%s: warning: %s: the steps before the newest %d with weights stay: %s\n", prog,
+		        a->policy, a->keep, e.msg);
+}
+
 /* --keep and --on-publish act on what rank 0 alone publishes: said once on
  * another rank, which does neither, rather than ignored without a word. */
 static void rank0_only(const struct args *a)
@@ -674,8 +688,10 @@ int main(int argc, char **argv)
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
 	}
-	if (a.rank <= 0)
+	if (a.rank <= 0) {
 		retire_published(&a, newest);
+		prune(&a);
+	}
 	if (a.on_publish && a.rank <= 0 && hook_catch_up(&a, newest) < 0 && a.hook_stop) {
 		fprintf(stderr, "%s: stopping before training (--on-publish-fail stop)\n", prog);
 		return EXIT_HOOK;
@@ -807,9 +823,7 @@ int main(int argc, char **argv)
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
 				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 			retire_batches(&a, step);
-			int pruned = 0;
-			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-				cli_die(1, "%s", e.msg);
+			prune(&a);
 		}
 		done_free(&dm);
 		if (a.verbose)

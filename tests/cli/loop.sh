@@ -3,7 +3,8 @@
 # fault hook of fsys.h, and what they compare. Sourced after lib.sh.
 head -n 6 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
 HOOK=GRPO_FSYS_CRASH_AT   # the hook that round's STAGE runs under (fsys.h)
-round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE under $HOOK=N (trace: GRPO_FSYS_TRACE)
+round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE under $HOOK=N (trace: GRPO_FSYS_TRACE);
+	# with UNTIL=pack, all but its training
 	_s=$1 _k=$2 _cs=${3:-} _cn=${4:-}
 	_m="$_s/policy"
 	[ -d "$_s/policy/step_0" ] || _m="$_s/init"
@@ -13,6 +14,7 @@ round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE under $HOOK=N (tra
 		stage score grpo-score --reward gsm8k --ref "$_s/init" -o "$_s/scored" "$_s/rollouts" || return
 	fi
 	stage pack grpo-pack --seq-len 64 --step "$_k" --flush -o "$_s/batches" "$_s/scored" || return
+	[ "${UNTIL:-}" != pack ] || return 0
 	stage step grpo-step --model "$_s/init" --batches "$_s/batches" --step "$_k" -o "$_s/policy" \
 		--lr 0.01 --entropy-coef 0.02
 }
