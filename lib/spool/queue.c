@@ -471,8 +471,15 @@ int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
 	for (size_t k = 0; k < n; k++) {
 		struct stat sb;
 		snprintf(p, sizeof p, "%s/%s", tmpdir, v[k]);
-		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4) || fsys_stat(p, &sb, e) != 0)
-			continue; /* gc leftovers were handled above; gone meanwhile */
+		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4))
+			continue; /* gc leftovers were handled above */
+		int gone = fsys_stat(p, &sb, e);
+		if (gone < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+		if (gone)
+			continue; /* removed meanwhile */
 		if (tmp_age > 0 && (long long)now - (long long)sb.st_mtime < tmp_age)
 			continue;
 		if ((S_ISDIR(sb.st_mode) ? remove_tree(p, e) : fsys_unlink(p, e)) < 0) {
@@ -530,7 +537,10 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 				goto fail;
 			st->archived += written > 0;   /* an empty step needs no archive */
 			/* the DONE marker is archived too, but not a published file */
-			members -= has_marker(queue, steps[i], NULL) == 1;
+			int marker = has_marker(queue, steps[i], e);
+			if (marker < 0)
+				goto fail;
+			members -= marker;
 		}
 		int r = isolate_and_remove(queue, steps[i], need_marker, members, e);
 		if (r < 0)

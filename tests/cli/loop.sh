@@ -26,10 +26,12 @@ stage() { # stage NAME CMD...: CMD, under the hook when NAME is the stage round 
 	else env "$HOOK=$_cn" "$@"; fi 2>> "$T/err"
 }
 digest() { # what must match: every published file's bytes (claim records hold pids and
-	# times, lock files pids: names only), the directories, and what status says
+	# times, lock files pids: names only; archives the times of their members: their records), the
+	# directories, and what status says
 	(cd "$1" && find . -path ./init -prune -o -type f -print | LC_ALL=C sort | while read -r _f; do
 		case $_f in
 		*/.done/* | */.claimed/* | *.lock) echo "$_f" ;;
+		*.tar.zst) echo "$_f $(grpo-cat "$_f" | cksum)" ;;
 		*) echo "$_f $(cksum < "$_f")" ;;
 		esac
 	done
