@@ -8,9 +8,10 @@
 # with at most a warning; it leaves no temporary, no claim, no step of
 # micro-batches without its DONE; and once the fault is gone the round run
 # again ends with the spool as a run that never failed left it, byte for
-# byte, as chaos.t compares it.
+# byte, as chaos.t compares it. The same for grpo-step --keep and grpo-spool
+# gc --archive; and each --watch consumer on the full tmpfs stops, exit 1.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 9
 . "$GRPO_TOP/tests/cli/loop.sh"
 HOOK=GRPO_FSYS_FAIL_AT
 init_model "$T/ref/init" 2> "$T/err"
@@ -86,20 +87,24 @@ keep() { trained grpo-step --model "$1/init" --batches "$1/batches" --step 2 -o 
 	--entropy-coef 0.02 --keep 1; }
 attempt() { h=$1 keep "$T/w"; }
 again() { h= keep "$1"; }
-cp -R "$T/one" "$T/packed" && UNTIL=pack round "$T/packed" 2 && rm -rf "$T/w" && cp -R "$T/packed" "$T/w" && again "$T/w" && grpo-spool recover --tmp-age 0 "$T/w" && digest "$T/w" > "$T/ref.d"
+cp -R "$T/one" "$T/packed" && UNTIL=pack round "$T/packed" 2 && rm -rf "$T/w" && cp -R "$T/packed" "$T/w" &&
+	again "$T/w" && grpo-spool recover --tmp-age 0 "$T/w" && digest "$T/w" > "$T/ref.d"
 walk "$T/packed" rename_noreplace
 is "$(ls "$T/w/policy" | tr '\n' ' '):${bad:- none}" "step_0 step_2 : none" \
 	"grpo-step --keep 1 failing at $tried of its calls from publishing on: said, run again as never failed"
 attempt() { h=$1 trained grpo-spool gc "$T/w" --keep-last 1 --archive "$T/w/arch" --queue batches; }
 again() { h= trained grpo-spool gc "$1" --keep-last 1 --archive "$1/arch" --queue batches; }
-rm -rf "$T/w" && cp -R "$T/ref" "$T/w" && again "$T/w" && grpo-spool recover "$T/w" && digest "$T/w" > "$T/ref.d"
+rm -rf "$T/w" && cp -R "$T/ref" "$T/w" && again "$T/w" && grpo-spool recover "$T/w" &&
+	digest "$T/w" > "$T/ref.d"
 walk "$T/ref"
 is "$(ls "$T/w/arch"):${bad:- none}" "batches-step_1.tar.zst: none" \
-	"grpo-spool gc --archive of batches failing at $tried of its $calls calls: said, or done; run again as never failed"
+	"grpo-spool gc --archive of batches failing at $tried of its $calls calls: said, or done; run again as never \
+failed"
 # the same on a real file system that fills: a tmpfs with the round's spool and K pages free
 mkdir "$T/mnt"
 if ! mount -t tmpfs -o size=4m tmpfs "$T/mnt" 2> "$T/mount.err"; then
 	skip "a full tmpfs: cannot mount one here ($(cat "$T/mount.err"))"
+	skip "--watch on a full tmpfs: cannot mount one here"
 	exit
 fi
 trap 'umount "$T/mnt"; rm -rf "$T"' EXIT
@@ -122,3 +127,37 @@ while [ $k -le "$need" ]; do
 	tried=$((tried + 1)) k=$((k + 1 + need / 40))
 done
 is "${bad:- none}" " none" "round 2 with 0 to $need of the $need pages it needs free ($tried tries): as above"
+# Each --watch consumer on that tmpfs, its input waiting, 0 pages free (its claim fails) or 1 (its
+# output fails; not grpo-spool consume, whose command writes nothing): it stops, exit 1, saying which
+# file and why, its claim released and nothing half published, neither retrying nor waiting for ever
+# (the timeout only guards against a hang)
+cp -R "$T/one" "$T/collected" && UNTIL=collect round "$T/collected" 2 &&
+	cp -R "$T/one" "$T/scored" && UNTIL=score round "$T/scored" 2
+bad=
+for k in 0 1; do
+	for w in score pack step $([ $k = 0 ] && echo consume); do
+		case $w in
+		score | consume) base=collected ;;
+		pack) base=scored ;;
+		step) base=packed ;;
+		esac
+		rm -rf "$T/mnt/w" && cp -R "$T/$base" "$T/mnt/w"
+		fallocate -l $((($(free_pages) - k) * 4096)) "$T/mnt/fill"
+		s=$T/mnt/w
+		case $w in
+		score) timeout 30 grpo-score --watch --reward gsm8k --ref "$s/init" -o "$s/scored" "$s/rollouts" ;;
+		pack) timeout 30 grpo-pack --watch --seq-len 64 --batch-size 24 -o "$s/batches" "$s/scored" ;;
+		step) timeout 30 grpo-step --watch --model "$s/init" --batches "$s/batches" -o "$s/policy" ;;
+		consume) timeout 30 grpo-spool consume --watch "$s/rollouts" -- cat ;;
+		esac > /dev/null 2> "$T/err"
+		rc=$?
+		rm "$T/mnt/fill"
+		wrong=$(case $rc in 1) ;; *) echo "exit $rc" ;; esac
+			grep -q "^grpo-[a-z]*: .*$s/.*: No space left on device$" "$T/err" || echo "message '$(cat "$T/err")'"
+			unfinished "$s"
+			grpo-spool status "$s" | grep claimed)
+		[ -z "$wrong" ] || bad="$bad $w/$k($wrong)"
+	done
+done
+is "${bad:- none}" " none" \
+	"score, pack, step and consume --watch on a full disk: exit 1, saying why, nothing claimed or half published"

@@ -4,14 +4,16 @@
 head -n 6 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
 HOOK=GRPO_FSYS_CRASH_AT   # the hook that round's STAGE runs under (fsys.h)
 round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE under $HOOK=N (trace: GRPO_FSYS_TRACE);
-	# with UNTIL=pack, all but its training
+	# with UNTIL=collect, score or pack, only up to that stage
 	_s=$1 _k=$2 _cs=${3:-} _cn=${4:-}
 	_m="$_s/policy"
 	[ -d "$_s/policy/step_0" ] || _m="$_s/init"
 	if [ ! -f "$_s/batches/step_$_k/DONE" ]; then
 		stage collect grpo-collect --model "$_m" --prompts "$T/prompts.jsonl" -n 4 --max-tokens 2 \
 			--seed "$_k" -o "$_s/rollouts" || return
+		[ "${UNTIL:-}" != collect ] || return 0
 		stage score grpo-score --reward gsm8k --ref "$_s/init" -o "$_s/scored" "$_s/rollouts" || return
+		[ "${UNTIL:-}" != score ] || return 0
 	fi
 	stage pack grpo-pack --seq-len 64 --step "$_k" --flush -o "$_s/batches" "$_s/scored" || return
 	[ "${UNTIL:-}" != pack ] || return 0
