@@ -68,7 +68,7 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 	FILE *f = *saved;
 	*saved = NULL;
 	if (f && fclose(f) != 0)
-		return err_sys(e, "%s", responses);
+		return err_sys(e, "%s: write failed", responses);
 	if (bad && (!o->skip || bad == total))
 		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
 		               o->skip ? "" : " (-e fail)");

@@ -175,8 +175,8 @@ static int pack_step(struct state *s, int flush, struct err *e)
 		return -1;
 	}
 	if (st.rolled_back)
-		fprintf(stderr, "%s: step %lld: rolled back the %u files that a packer which died publishing it "
-			"had left without DONE\n", prog, (long long)s->o.step, st.rolled_back);
+		fprintf(stderr, "%s: step %lld: rolled back the %u files that a packer which died or failed "
+			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back);
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);

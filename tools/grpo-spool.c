@@ -479,7 +479,8 @@ static int cmd_quarantine(char **files, int n, const struct opts *op)
 			if (rc == 0)
 				rc = 75;
 		} else if (op->verbose) {
-			fprintf(stderr, "%s: %s: quarantined as %s\n", prog, files[i], dest);
+			fprintf(stderr, "%s: %s: quarantined %sas %s\n", prog, files[i], r == 2 ? "already " : "",
+			        dest);
 		}
 	}
 	return rc;

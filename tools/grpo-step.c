@@ -262,11 +262,30 @@ static void retire_published(const struct args *a, int64_t newest)
 	struct err e;
 	int64_t *steps;
 	size_t n;
-	if (newest < 1 || spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0)
+	if (newest < 1)
 		return;
+	if (spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0) {
+		fprintf(stderr, "%s: warning: the trained steps' files in %s stay waiting: %s\n", prog, a->batches,
+		        e.msg);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		retire_batches(a, steps[i]);
 	free(steps);
+}
+
+/*
+ * --keep, after each step is published, and at the start of a run: a
+ * removal that failed (a full disk, an I/O error) leaves the published step
+ * as it is, said as a warning, and the next run finishes it.
+ */
+static void prune(const struct args *a)
+{
+	struct err e;
+	int pruned = 0;
+	if (a->keep > 0 && ckpt_prune(a->policy, a->keep, &pruned, &e) < 0)
+		fprintf(stderr, "%s: warning: %s: the steps before the newest %d with weights stay: %s\n", prog,
+		        a->policy, a->keep, e.msg);
 }
 
 /* --keep and --on-publish act on what rank 0 alone publishes: said once on
@@ -669,8 +688,10 @@ int main(int argc, char **argv)
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
 	}
-	if (a.rank <= 0)
+	if (a.rank <= 0) {
 		retire_published(&a, newest);
+		prune(&a);
+	}
 	if (a.on_publish && a.rank <= 0 && hook_catch_up(&a, newest) < 0 && a.hook_stop) {
 		fprintf(stderr, "%s: stopping before training (--on-publish-fail stop)\n", prog);
 		return EXIT_HOOK;
@@ -698,7 +719,9 @@ int main(int argc, char **argv)
 	if (a.steps > 0)
 		a.steps -= done;
 	int64_t base;
-	if (ckpt_latest(a.policy, step - 1, &base, &e) != 0 || base != step - 1)
+	if ((r = ckpt_latest(a.policy, step - 1, &base, &e)) < 0)
+		cli_die(1, "%s", e.msg);
+	if (r != 0 || base != step - 1)
 		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
 		    (long long)step, (long long)step - 1, (long long)newest);
 
@@ -800,9 +823,7 @@ int main(int argc, char **argv)
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
 				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 			retire_batches(&a, step);
-			int pruned = 0;
-			if (a.keep > 0 && ckpt_prune(a.policy, a.keep, &pruned, &e) < 0)
-				cli_die(1, "%s", e.msg);
+			prune(&a);
 		}
 		done_free(&dm);
 		if (a.verbose)

@@ -22,6 +22,8 @@
  */
 static atomic_long fsys_calls;
 static atomic_long crash_at;
+static atomic_long fail_at;
+static atomic_int fail_errno;
 static atomic_int trace;
 static atomic_int crash_signal;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -34,6 +36,10 @@ static void read_env(void)
 	atomic_store(&trace, s && *s && *s != '0');
 	s = getenv("GRPO_FSYS_CRASH_SIGNAL");
 	atomic_store(&crash_signal, s ? atoi(s) : 0);
+	s = getenv("GRPO_FSYS_FAIL_AT");
+	atomic_store(&fail_at, s ? atol(s) : 0);
+	const char *colon = s ? strchr(s, ':') : NULL;
+	atomic_store(&fail_errno, colon && strcmp(colon + 1, "EIO") == 0 ? EIO : ENOSPC);
 }
 
 void fsys_test_crash_at(long n)
@@ -48,11 +54,20 @@ long fsys_calls_made(void)
 	return atomic_load(&fsys_calls);
 }
 
-void fsys_step(const char *what)
+void fsys_test_fail_at(long n, int errnum)
+{
+	pthread_once(&env_once, read_env);
+	atomic_store(&fail_at, n);
+	atomic_store(&fail_errno, errnum);
+	atomic_store(&fsys_calls, 0);
+}
+
+/* The call's number: where the crash hook stops the process. */
+static long count_call(const char *what)
 {
 	pthread_once(&env_once, read_env);
 	if (!what)
-		return;
+		return 0;
 	long n = atomic_fetch_add(&fsys_calls, 1) + 1;
 	if (atomic_load(&trace))
 		fprintf(stderr, "fsys %ld %s\n", n, what);
@@ -62,15 +77,34 @@ void fsys_step(const char *what)
 		if (sig > 0)
 			raise(sig);   /* as a kill(1) would; exits if it kills */
 		if (sig == SIGSTOP)
-			return;   /* held here until SIGCONT, then on as if never stopped */
+			return n;   /* held here until SIGCONT, then on as if never stopped */
 		_exit(GRPO_FSYS_CRASH_STATUS);
 	}
+	return n;
+}
+
+void fsys_step(const char *what)
+{
+	count_call(what);
+}
+
+/*
+ * Every wrapper begins here: -1 with errno set when the fault hook fails
+ * this call, so the wrapper takes its own error path as if the system had.
+ */
+static int step(const char *what)
+{
+	long n = count_call(what);
+	if (n > 0 && n == atomic_load(&fail_at)) {
+		errno = atomic_load(&fail_errno);
+		return -1;
+	}
+	return 0;
 }
 
 int fsys_open_excl(const char *path, struct err *e)
 {
-	fsys_step("open_excl");
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = step("open_excl") < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot create", path);
 	return fd;
@@ -78,8 +112,7 @@ int fsys_open_excl(const char *path, struct err *e)
 
 int fsys_open_read(const char *path, struct err *e)
 {
-	fsys_step("open_read");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = step("open_read") < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_sys(e, "%s", path);
 	return fd;
@@ -87,7 +120,8 @@ int fsys_open_read(const char *path, struct err *e)
 
 int fsys_write_all(int fd, const void *p, size_t n, const char *path, struct err *e)
 {
-	fsys_step("write");
+	if (step("write") < 0)
+		return err_sys(e, "%s: write failed", path);
 	const char *c = p;
 	while (n > 0) {
 		ssize_t w = write(fd, c, n);
@@ -103,29 +137,32 @@ int fsys_write_all(int fd, const void *p, size_t n, const char *path, struct err
 
 int fsys_fsync(int fd, const char *path, struct err *e)
 {
-	fsys_step("fsync");
 	/* EINVAL: the file is a pipe or a special file, which cannot be synced. */
-	if (fsync(fd) < 0 && errno != EINVAL)
+	if ((step("fsync") < 0 || fsync(fd) < 0) && errno != EINVAL)
 		return err_sys(e, "%s: fsync failed", path);
 	return 0;
 }
 
 int fsys_close(int fd, const char *path, struct err *e)
 {
-	fsys_step("close");
-	/* NFS reports write errors at close, so its result matters. */
-	if (close(fd) < 0)
+	/* NFS reports write errors at close, so its result matters; the
+	 * descriptor is released whatever close(2) says. */
+	int injected = step("close") < 0 ? errno : 0;
+	if (close(fd) < 0 || injected) {
+		if (injected)
+			errno = injected;
 		return err_sys(e, "%s: close failed", path);
+	}
 	return 0;
 }
 
 int fsys_fsync_dir(const char *dir, struct err *e)
 {
-	fsys_step("fsync_dir");
+	int injected = step("fsync_dir") < 0 ? errno : 0;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot open directory", dir);
-	int r = fsync(fd);
+	int r = injected ? (errno = injected, -1) : fsync(fd);
 	int saved = errno;
 	close(fd);
 	errno = saved;
@@ -151,8 +188,7 @@ int fsys_mkdirs(const char *dir, struct err *e)
 			return -1;
 		*slash = '/';
 	}
-	fsys_step("mkdir");
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if ((step("mkdir") < 0 || mkdir(dir, 0755) < 0) && errno != EEXIST)
 		return err_sys(e, "%s: cannot create directory", dir);
 	if (slash && slash != path) {
 		*slash = '\0';
@@ -163,7 +199,8 @@ int fsys_mkdirs(const char *dir, struct err *e)
 
 int fsys_rename_noreplace(const char *from, const char *to, struct err *e)
 {
-	fsys_step("rename_noreplace");
+	if (step("rename_noreplace") < 0)
+		return err_sys(e, "%s: cannot rename to %s", from, to);
 	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno == EEXIST)
@@ -183,32 +220,28 @@ int fsys_rename_noreplace(const char *from, const char *to, struct err *e)
 
 int fsys_rename(const char *from, const char *to, struct err *e)
 {
-	fsys_step("rename");
-	if (rename(from, to) < 0)
+	if (step("rename") < 0 || rename(from, to) < 0)
 		return err_sys(e, "%s: cannot rename to %s", from, to);
 	return 0;
 }
 
 int fsys_unlink(const char *path, struct err *e)
 {
-	fsys_step("unlink");
-	if (unlink(path) < 0 && errno != ENOENT)
+	if ((step("unlink") < 0 || unlink(path) < 0) && errno != ENOENT)
 		return err_sys(e, "%s: cannot remove", path);
 	return 0;
 }
 
 int fsys_rmdir(const char *path, struct err *e)
 {
-	fsys_step("rmdir");
-	if (rmdir(path) < 0 && errno != ENOENT)
+	if ((step("rmdir") < 0 || rmdir(path) < 0) && errno != ENOENT)
 		return err_sys(e, "%s: cannot remove directory", path);
 	return 0;
 }
 
 int fsys_mkdir(const char *path, struct err *e)
 {
-	fsys_step("mkdir");
-	if (mkdir(path, 0755) == 0)
+	if (step("mkdir") == 0 && mkdir(path, 0755) == 0)
 		return 0;
 	if (errno == EEXIST)
 		return 1;
@@ -217,8 +250,7 @@ int fsys_mkdir(const char *path, struct err *e)
 
 int fsys_stat(const char *path, struct stat *st, struct err *e)
 {
-	fsys_step("stat");
-	if (stat(path, st) == 0)
+	if (step("stat") == 0 && stat(path, st) == 0)
 		return 0;
 	if (errno == ENOENT || errno == ENOTDIR)
 		return 1;
@@ -227,15 +259,15 @@ int fsys_stat(const char *path, struct stat *st, struct err *e)
 
 int fsys_fstat(int fd, struct stat *st, const char *path, struct err *e)
 {
-	fsys_step("fstat");
-	if (fstat(fd, st) < 0)
+	if (step("fstat") < 0 || fstat(fd, st) < 0)
 		return err_sys(e, "%s", path);
 	return 0;
 }
 
 ssize_t fsys_read(int fd, void *p, size_t n, const char *path, struct err *e)
 {
-	fsys_step("read");
+	if (step("read") < 0)
+		return err_sys(e, "%s: read failed", path);
 	for (;;) {
 		ssize_t r = read(fd, p, n);
 		if (r >= 0)
@@ -247,8 +279,7 @@ ssize_t fsys_read(int fd, void *p, size_t n, const char *path, struct err *e)
 
 int fsys_touch(int fd, const char *path, struct err *e)
 {
-	fsys_step("touch");
-	if (futimens(fd, NULL) < 0)
+	if (step("touch") < 0 || futimens(fd, NULL) < 0)
 		return err_sys(e, "%s: cannot set times", path);
 	return 0;
 }
@@ -281,8 +312,7 @@ int fsys_list_dir(const char *dir, int kind, char ***names, size_t *n, struct er
 {
 	*names = NULL;
 	*n = 0;
-	fsys_step("list_dir");
-	DIR *d = opendir(dir);
+	DIR *d = step("list_dir") < 0 ? NULL : opendir(dir);
 	if (!d) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 1;
@@ -342,8 +372,7 @@ nomem:
 
 int fsys_create_locked(const char *path, struct err *e)
 {
-	fsys_step("create_locked");
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = step("create_locked") < 0 ? -1 : open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot create", path);
 	/* No locks on this file system (NFS mounted nolock): the file stays
@@ -359,8 +388,7 @@ int fsys_create_locked(const char *path, struct err *e)
 
 int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 {
-	fsys_step("try_lock");
-	*fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	*fd = step("try_lock") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
 	if (*fd < 0) {
 		if (errno == ENOENT && !create)
 			return 2;
@@ -379,8 +407,7 @@ int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 
 int fsys_lock_wait(const char *path, int *fd, struct err *e)
 {
-	fsys_step("lock_wait");
-	*fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+	*fd = step("lock_wait") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
 	if (*fd < 0)
 		return err_sys(e, "%s: cannot open", path);
 	int r;

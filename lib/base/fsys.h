@@ -14,6 +14,11 @@
  * call's number and name on standard error, so a test can count them.
  * fsys_test_crash_at() does the same from inside a test process (after a
  * fork, say), restarting the count.
+ * With GRPO_FSYS_FAIL_AT=N[:ENOSPC|:EIO], the Nth call does nothing and
+ * fails with that errno (ENOSPC when not named), as a full disk or a bad
+ * disk would fail it, and every other call runs: so a test can walk a
+ * tool's error paths one call at a time, then run it again as an operator
+ * would once space is freed. fsys_test_fail_at() is its in-process twin.
  * The count is the process's, kept atomically, so threads may call the
  * wrappers at once; which call is the Nth then depends on their timing, so
  * a tool run with GRPO_FSYS_CRASH_AT or GRPO_FSYS_TRACE set does its file
@@ -119,6 +124,8 @@ int fsys_is_remote(const char *dir);
 void fsys_step(const char *what);
 /* Crash at call n (0: never) counting from now; for tests that fork. */
 void fsys_test_crash_at(long n);
+/* Fail call n (0: never) with errnum, counting from now; for tests. */
+void fsys_test_fail_at(long n, int errnum);
 /* Calls made so far (since start or the last fsys_test_crash_at). */
 long fsys_calls_made(void);
 

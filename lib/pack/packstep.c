@@ -216,6 +216,22 @@ static int rollback(const char *queue, int64_t step, uint32_t *files, struct err
 	return r;
 }
 
+/*
+ * A step this run began to publish and could not finish (a full disk, an
+ * I/O error): its files are taken back at once, as the next run would
+ * take them, so the queue is left as before rather than holding a step
+ * without DONE that grpo-spool status counts as waiting. Not once DONE is
+ * in: the step is whole then, and the error only says it may not be
+ * durable. Best effort: what a second failure leaves, the next run rolls
+ * back.
+ */
+static void abandon(const char *queue, int64_t step)
+{
+	uint32_t files = 0;
+	if (packstep_done_exists(queue, step, NULL) == 0)
+		rollback(queue, step, &files, NULL);
+}
+
 struct bin_out {
 	uint32_t n_tokens;
 	double cost;          /* of every span, padding included */
@@ -357,14 +373,16 @@ static void *bin_worker(void *arg)
  * thread. Publishing into a queue spends most of its time waiting on fsync,
  * one file after another, so it runs on PACK_THREADS threads, which also
  * share the compression; names and contents do not depend on the order.
- * With GRPO_FSYS_CRASH_AT or GRPO_FSYS_TRACE set (crash tests count system
- * calls, and need the same sequence every time) one thread.
+ * With GRPO_FSYS_CRASH_AT, GRPO_FSYS_FAIL_AT or GRPO_FSYS_TRACE set (crash
+ * and fault tests count system calls, and need the same sequence every
+ * time) one thread.
  */
 #define PACK_THREADS 8
 static int write_bins(struct bins_ctx *c, struct err *e)
 {
 	uint32_t nt = c->o->queue ? PACK_THREADS : 1;
-	if (getenv("GRPO_FSYS_CRASH_AT") || getenv("GRPO_FSYS_TRACE") || c->pr->k < 2)
+	if (getenv("GRPO_FSYS_CRASH_AT") || getenv("GRPO_FSYS_FAIL_AT") || getenv("GRPO_FSYS_TRACE") ||
+	    c->pr->k < 2)
 		nt = 1;
 	if (nt > c->pr->k)
 		nt = c->pr->k;
@@ -514,6 +532,8 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	}
 	if (write_bins(&bc, e) < 0) {
 		free(bc.out);
+		if (o->queue)
+			abandon(o->queue, step);
 		goto out;
 	}
 	/* totals in bin order, so that sums of floats come out the same every time */
@@ -558,8 +578,10 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 			err_set(e, "out of memory");
 			goto out;
 		}
-		if (publish_done(o, step, &man, e) < 0)
+		if (publish_done(o, step, &man, e) < 0) {
+			abandon(o->queue, step);
 			goto out;
+		}
 	} else {
 		if (sfile_writer_flush(o->writer, e) < 0)
 			goto out;

@@ -22,7 +22,9 @@
  * left: no reader has taken it (readers wait for DONE), and the packer
  * holding the lock is the only one, so packstep_run rolls it back (moves it
  * into QUEUE/.tmp and removes it there) before publishing the step anew,
- * whatever inputs the new step holds.
+ * whatever inputs the new step holds. A packstep_run that fails before its
+ * DONE is in (a full disk, an I/O error) rolls back what it published of
+ * the step itself; only a second failure there leaves it to the next run.
  *
  * The manifest, one JSON object:
  *   {"step":N,"ranks":W,"micro_batches_per_rank":K,"sequences":S,

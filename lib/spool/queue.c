@@ -471,8 +471,15 @@ int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
 	for (size_t k = 0; k < n; k++) {
 		struct stat sb;
 		snprintf(p, sizeof p, "%s/%s", tmpdir, v[k]);
-		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4) || fsys_stat(p, &sb, e) != 0)
-			continue; /* gc leftovers were handled above; gone meanwhile */
+		if (!strncmp(v[k], "gc.", 3) || !strncmp(v[k], "del.", 4))
+			continue; /* gc leftovers were handled above */
+		int gone = fsys_stat(p, &sb, e);
+		if (gone < 0) {
+			fsys_free_names(v, n);
+			return -1;
+		}
+		if (gone)
+			continue; /* removed meanwhile */
 		if (tmp_age > 0 && (long long)now - (long long)sb.st_mtime < tmp_age)
 			continue;
 		if ((S_ISDIR(sb.st_mode) ? remove_tree(p, e) : fsys_unlink(p, e)) < 0) {
@@ -530,7 +537,10 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 				goto fail;
 			st->archived += written > 0;   /* an empty step needs no archive */
 			/* the DONE marker is archived too, but not a published file */
-			members -= has_marker(queue, steps[i], NULL) == 1;
+			int marker = has_marker(queue, steps[i], e);
+			if (marker < 0)
+				goto fail;
+			members -= marker;
 		}
 		int r = isolate_and_remove(queue, steps[i], need_marker, members, e);
 		if (r < 0)
@@ -566,7 +576,12 @@ int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_
 	char *s = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
 	if (spool_parse_step(s, &step) < 0 || spool_parse_rank(r, &rank) < 0 || name[0] == '.')
 		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	int n = snprintf(dir, sizeof dir, "%s/.quarantine/step_%lld/rank_%d", queue, (long long)step, rank);
+	if (n < 0 || (size_t)n >= sizeof dir || snprintf(dest, size, "%s/%s", dir, name) >= (int)size)
+		return err_set(e, "%s: path too long", queue);
 	int k = fsys_stat(path, &st, e);
+	if (k == 1 && (k = fsys_stat(dest, &st, e)) == 0)
+		return 2;   /* a run before this one moved it, and failed after (a full disk) */
 	if (k != 0)
 		return k < 0 ? -1 : err_set(e, "%s: no such file", path);
 	if (!S_ISREG(st.st_mode))
@@ -592,23 +607,22 @@ int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_
 	if (k < 0)
 		return -1;
 	/* ours now: move it aside, then drop our claim */
-	int n = snprintf(dir, sizeof dir, "%s/.quarantine/step_%lld/rank_%d", queue, (long long)step, rank);
-	if (n < 0 || (size_t)n >= sizeof dir || snprintf(dest, size, "%s/%s", dir, name) >= (int)size) {
-		claim_release(&c, NULL);
-		return err_set(e, "%s: path too long", queue);
-	}
 	if (fsys_mkdirs(dir, e) < 0 || (k = fsys_rename_noreplace(path, dest, e)) < 0 ||
-	    (k == 1 && err_set(e, "%s: quarantined once already; move %s away first", path, dest)) ||
-	    fsys_fsync_dir(dir, e) < 0) {
+	    (k == 1 && err_set(e, "%s: quarantined once already; move %s away first", path, dest))) {
 		claim_release(&c, NULL);
 		return -1;
 	}
-	spool_step_dir(dir, sizeof dir, queue, step, rank);
-	if (fsys_fsync_dir(dir, e) < 0) {
+	/* moved: what fails now is said as such, and a run again finds it done */
+	char rank_dir[PATH_MAX];
+	spool_step_dir(rank_dir, sizeof rank_dir, queue, step, rank);
+	if (fsys_fsync_dir(dir, e) < 0 || fsys_fsync_dir(rank_dir, e) < 0) {
 		claim_release(&c, NULL);
-		return -1;
+		return err_prefix(e, "%s: quarantined as %s, but not flushed to disk", path, dest);
 	}
-	return claim_release(&c, e);
+	if (claim_release(&c, e) < 0)
+		return err_prefix(e, "%s: quarantined as %s, but its claim stays until grpo-spool recover", path,
+				  dest);
+	return 0;
 }
 
 int queue_lock_spool(const char *spool, int *fd, struct err *e)

@@ -130,7 +130,10 @@ int queue_retire_step(const char *queue, int64_t step, long *retired, struct err
  * claim (its holder died on the file, say) is returned first, as recover
  * would. The name is then free: a producer may publish a good copy.
  * 0 moved (dest filled); 1 a live consumer holds it (nothing done, try
- * again later; who in *holder); -1 error (a consumed file, say).
+ * again later; who in *holder); 2 moved already (the file is gone from
+ * the queue and dest holds it: a call that failed after the move, on a
+ * full disk say, run again); -1 error (a consumed file, say; one that
+ * fails after the move says so).
  */
 int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
 		     struct claim_id *holder, struct err *e);

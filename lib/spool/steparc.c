@@ -202,7 +202,7 @@ static int list_step(const char *queue, const char *qname, int64_t step, struct 
 		}
 		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
 			free(ranks);
-			return err_set(e, "%s: cannot list", dir);
+			return -1;
 		}
 		for (size_t k = 0; k < n; k++) {
 			if (v[k][0] == '.')

@@ -122,20 +122,24 @@ static int make_tmp(const char *queue, int64_t step, char *tmp, size_t size, str
 	return fsys_mkdir(tmp, e) < 0 ? -1 : 0;
 }
 
-/* Remove the temporary directory tmp and what it holds (an abandoned publish). */
-static void remove_tmp(const char *tmp)
+/* Remove the temporary directory tmp and what it holds (an abandoned
+ * publish, a pruned step): 0, or -1 when some of it stays (e may be NULL). */
+static int remove_tmp(const char *tmp, struct err *e)
 {
 	char **names = NULL;
 	size_t n = 0;
-	if (fsys_list_dir(tmp, FSYS_FILES, &names, &n, NULL) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			char p[PATH_MAX];
-			snprintf(p, sizeof p, "%s/%s", tmp, names[i]);
-			unlink(p);
-		}
-		fsys_free_names(names, n);
+	int r = fsys_list_dir(tmp, FSYS_FILES, &names, &n, e);
+	if (r < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", tmp, names[i]);
+		unlink(p);
 	}
-	rmdir(tmp);
+	fsys_free_names(names, n);
+	if (rmdir(tmp) < 0 && errno != ENOENT)
+		return err_sys(e, "%s: cannot remove directory", tmp);
+	return 0;
 }
 
 /* fsync tmp, rename it to QUEUE/step_N without replacing, fsync QUEUE. */
@@ -163,7 +167,7 @@ int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
 	char **names = NULL;
 	size_t n = 0;
 	if (fsys_list_dir(src, FSYS_FILES, &names, &n, e) < 0) {
-		remove_tmp(tmp);
+		remove_tmp(tmp, NULL);
 		return -1;
 	}
 	r = 0;
@@ -182,7 +186,7 @@ int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
 	if (r == 0)
 		r = finish(queue, 0, tmp, e);
 	if (r != 0)
-		remove_tmp(tmp);
+		remove_tmp(tmp, NULL);
 	return r;
 }
 
@@ -266,7 +270,7 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	if (r == 0)
 		r = finish(queue, step, tmp, e);
 	if (r != 0)
-		remove_tmp(tmp);
+		remove_tmp(tmp, NULL);
 	return r;
 }
 
@@ -356,8 +360,11 @@ int ckpt_prune(const char *queue, int keep, int *removed, struct err *e)
 			rc = -1;
 			break;
 		}
-		remove_tmp(tmp);
 		(*removed)++;
+		if (remove_tmp(tmp, e) < 0) {   /* out of sight: the next run's sweep removes the rest */
+			rc = -1;
+			break;
+		}
 	}
 	free(steps);
 	return rc;
@@ -391,7 +398,7 @@ int ckpt_sweep(const char *queue, int *removed, struct err *e)
 			continue;
 		char p[PATH_MAX];
 		snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-		remove_tmp(p);
+		remove_tmp(p, NULL);
 		(*removed)++;
 	}
 	fsys_free_names(names, n);

@@ -7,40 +7,8 @@
 # policy steps, nothing waiting or claimed, no temporaries).
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 5
-head -n 6 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
-round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE crashing at its Nth call
-	_s=$1 _k=$2 _cs=${3:-} _cn=${4:-}
-	_m="$_s/policy"
-	[ -d "$_s/policy/step_0" ] || _m="$_s/init"
-	if [ ! -f "$_s/batches/step_$_k/DONE" ]; then
-		stage collect grpo-collect --model "$_m" --prompts "$T/prompts.jsonl" -n 4 --max-tokens 2 \
-			--seed "$_k" -o "$_s/rollouts" || return
-		stage score grpo-score --reward gsm8k --ref "$_s/init" -o "$_s/scored" "$_s/rollouts" || return
-	fi
-	stage pack grpo-pack --seq-len 64 --step "$_k" --flush -o "$_s/batches" "$_s/scored" || return
-	stage step grpo-step --model "$_s/init" --batches "$_s/batches" --step "$_k" -o "$_s/policy" \
-		--lr 0.01 --entropy-coef 0.02
-}
-stage() { # stage NAME CMD...: CMD, with the crash point when NAME is the stage to crash
-	_st=$1
-	shift
-	if [ "$_st" != "$_cs" ]; then "$@"
-	elif [ "$_cn" = trace ]; then GRPO_FSYS_TRACE=1 "$@"
-	else GRPO_FSYS_CRASH_AT=$_cn "$@"; fi 2>> "$T/err"
-}
-digest() { # what must match: every published file's bytes (claim records hold pids and
-	# times, lock files pids: names only), the directories, and what status says
-	(cd "$1" && find . -path ./init -prune -o -type f -print | LC_ALL=C sort | while read -r _f; do
-		case $_f in
-		*/.done/* | */.claimed/* | *.lock) echo "$_f" ;;
-		*) echo "$_f $(cksum < "$_f")" ;;
-		esac
-	done
-	find . -path ./init -prune -o -type d -print | LC_ALL=C sort)
-	grpo-spool status "$1"
-}
-grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 --vocab 13 \
-	--eos 12 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$T/ref/init" 2> "$T/err"
+. "$GRPO_TOP/tests/cli/loop.sh"
+init_model "$T/ref/init" 2> "$T/err"
 round "$T/ref" 1 && cp -R "$T/ref" "$T/one" && round "$T/ref" 2 && grpo-spool recover --tmp-age 0 "$T/ref"
 is "$?:$(cat "$T/err")" "0:" "two rounds, never killed"
 digest "$T/ref" > "$T/ref.d"

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 50
+plan 51
 
 S="$T/server"
 fake_server "$S"
@@ -211,6 +211,15 @@ grpo-collect --server "$URL" --prompts "$T/pr2.jsonl" --responses "$T/pr2.jsonl"
 is "$?:$(cat "$T/err"):$(cmp "$T/pr.jsonl" "$T/pr2.jsonl" 2>&1):$(visible "$T/r" | wc -l | tr -d ' ')" \
 	"1:grpo-collect: --responses $T/pr2.jsonl is the prompts file, which it would empty: nothing done::0" \
 	"--responses naming the prompts file is refused, the prompts left as they were"
+# a full disk under the saved answers (/dev/full: every write fails with ENOSPC)
+if [ -w /dev/full ]; then
+	grpo-collect --server "$URL" --prompts "$T/pr.jsonl" --responses /dev/full -o "$T/r/rollouts" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(visible "$T/r" | wc -l | tr -d ' ')" \
+		"1:grpo-collect: /dev/full: write failed: No space left on device:0" \
+		"--responses on a full disk: the run fails saying so, and nothing is published"
+else
+	skip "no /dev/full to fill the disk under --responses"
+fi
 
 # --- a server that conditions on other prompt ids than those sent (a BOS added) ---
 echo '{"bos": 1}' > "$S/script.json"

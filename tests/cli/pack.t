@@ -210,7 +210,7 @@ cp "$T/l/batches/step_1/rank_1/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000
 grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" 2> "$T/err"
 is "$?:$(cat "$T"/l2/batches/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp - "$d/tiny-T8-W2-P4.expected" 2>&1)" "0:" \
 	"a step left without DONE, holding other bytes, is rolled back and published whole"
-is "$(cat "$T/err")" "grpo-pack: step 1: rolled back the 1 files that a packer which died publishing it had left without DONE" \
+is "$(cat "$T/err")" "grpo-pack: step 1: rolled back the 1 files that a packer which died or failed publishing it had left without DONE" \
 	"saying so"
 rm -rf "$T/l2" && mkdir -p "$T/l2/batches/step_1/rank_0"
 cp "$T/l/batches/step_1/rank_0/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"

@@ -3,13 +3,16 @@
  * finished steps beyond the newest K, its archives read back byte for byte,
  * and a crash at any spool system call of gc --archive, followed by gc
  * again, ends with every old step archived whole and removed and nothing
- * else touched. Likewise a crash at any call of recover, followed by
- * recover again, loses nothing: stale claims returned, live ones and done
- * files kept, old temporaries and gc leftovers dealt with. A spool's
- * status (what grpo-spool status prints) counts every step of every queue.
+ * else touched; a call that fails instead (EIO, ENOSPC) is said, and gc
+ * again finishes. Likewise a crash (or a failure) at any call of recover,
+ * followed by recover again, loses nothing: stale claims returned, live
+ * ones and done files kept, old temporaries and gc leftovers dealt with. A
+ * spool's status (what grpo-spool status prints) counts every step of
+ * every queue.
  */
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,9 +110,64 @@ static int do_gc(const char *spool, const char *arch, struct err *e)
 	return queue_gc(q, 1, arch, &st, e);
 }
 
+/* 1 unless make_spool's spool was gc'd with one step kept: step 1 archived whole (its
+ * members in got) and removed, step 2 kept, no temporaries. */
+static int gc_not_done(const char *spool, const char *arch, char *got, size_t size)
+{
+	char ap[700], q[700];
+	snprintf(ap, sizeof ap, "%s/rollouts-step_1.tar.zst", arch);
+	snprintf(q, sizeof q, "%s/rollouts/.tmp", spool);
+	int bad = exists("%s/rollouts/step_1", spool);
+	bad |= !exists("%s/rollouts/step_2/rank_1/f1.zst", spool) ||
+	       !exists("%s/rollouts/step_2/rank_1/.done/f1.zst", spool);
+	bad |= entries(q) != 0 || entries(arch) != 1;
+	bad |= read_archive(ap, got, size) < 0 ||
+	       strcmp(got, "rollouts/step_1/rank_0/f0.zst=g 1 0;rollouts/step_1/rank_1/f1.zst=g 1 1;");
+	return bad;
+}
+
+/*
+ * gc --archive with each of its spool system calls failing in turn, EIO
+ * (a bad disk) or ENOSPC (a full one): either it fails saying why, or it
+ * succeeds and has done all of its work; then gc again, with the disk
+ * well, does it all.
+ */
+static void test_gc_fault(int errnum)
+{
+	char spool[600], arch[600], got[1024];
+	struct err e;
+	long n;
+	snprintf(spool, sizeof spool, "%s/gcf/%d/count", top, errnum);
+	snprintf(arch, sizeof arch, "%s/gcf/%d/arch.count", top, errnum);
+	make_spool(spool);
+	fsys_test_fail_at(0, 0);
+	do_gc(spool, arch, &e);
+	n = fsys_calls_made();
+	const char *bad_at = NULL;
+	long k;
+	for (k = 1; k <= n && !bad_at; k++) {
+		snprintf(spool, sizeof spool, "%s/gcf/%d/%ld", top, errnum, k);
+		snprintf(arch, sizeof arch, "%s/gcf/%d/arch%ld", top, errnum, k);
+		make_spool(spool);
+		fsys_test_fail_at(k, errnum);
+		int r = do_gc(spool, arch, &e);
+		fsys_test_fail_at(0, 0);
+		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+			bad_at = e.msg;
+		else if (r == 0 && gc_not_done(spool, arch, got, sizeof got))
+			bad_at = "it succeeded with its work undone";
+		else if (r < 0 && (do_gc(spool, arch, &e) < 0 || gc_not_done(spool, arch, got, sizeof got)))
+			bad_at = "gc again did not finish the work";
+	}
+	ok(n > 10 && !bad_at, "gc --archive with each of its %ld calls failing with %s: said, or done; then "
+	   "gc again finishes%s%s", n, strerror(errnum), bad_at ? ": " : "", bad_at ? bad_at : "");
+	if (bad_at)
+		diag("at call %ld", k - 1);
+}
+
 static void test_gc_crash(void)
 {
-	char spool[600], arch[600], ap[700], q[700];
+	char spool[600], arch[600];
 	struct err e;
 	long n = -1, checked = 0;
 	int failed = 0;
@@ -142,14 +200,7 @@ static void test_gc_crash(void)
 		if (bad)
 			diag("gc after crash at %ld: %s", k, e.msg);
 		char got[1024];
-		snprintf(ap, sizeof ap, "%s/rollouts-step_1.tar.zst", arch);
-		snprintf(q, sizeof q, "%s/rollouts/.tmp", spool);
-		bad |= exists("%s/rollouts/step_1", spool);
-		bad |= !exists("%s/rollouts/step_2/rank_1/f1.zst", spool) ||
-		       !exists("%s/rollouts/step_2/rank_1/.done/f1.zst", spool);
-		bad |= entries(q) != 0 || entries(arch) != 1;
-		bad |= read_archive(ap, got, sizeof got) < 0 ||
-		       strcmp(got, "rollouts/step_1/rank_0/f0.zst=g 1 0;rollouts/step_1/rank_1/f1.zst=g 1 1;");
+		bad |= gc_not_done(spool, arch, got, sizeof got);
 		if (bad) {
 			ok(0, "after a crash at call %ld and gc again: step 1 archived whole and removed, "
 			   "step 2 kept, no temporaries (archive: %s)", k, got);
@@ -361,6 +412,52 @@ static void test_recover_crash(void)
 }
 
 /*
+ * recover with each of its spool system calls failing in turn (EIO, or
+ * ENOSPC): either it fails saying why, or it succeeds having done all of
+ * its work; then recover again, the disk well, does it all.
+ */
+static void test_recover_fault(int errnum)
+{
+	char q[600];
+	struct err e;
+	struct queue_recover_stats rs;
+	struct claim live;
+	snprintf(q, sizeof q, "%s/recf/%d/count/rollouts", top, errnum);
+	if (make_recover_queue(q, &live) < 0) {
+		ok(0, "a queue to recover");
+		return;
+	}
+	fsys_test_fail_at(0, 0);
+	queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e);
+	long n = fsys_calls_made(), k;
+	claim_release(&live, NULL);
+	const char *why = NULL;
+	for (k = 1; k <= n && !why; k++) {
+		snprintf(q, sizeof q, "%s/recf/%d/%ld/rollouts", top, errnum, k);
+		if (make_recover_queue(q, &live) < 0) {
+			ok(0, "a queue to recover (failing at %ld)", k);
+			return;
+		}
+		memset(&rs, 0, sizeof rs);
+		fsys_test_fail_at(k, errnum);
+		int r = queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e);
+		fsys_test_fail_at(0, 0);
+		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+			why = e.msg;
+		else if (r == 0 && recovered(q))
+			why = "it succeeded with its work undone";
+		else if (r < 0 && (queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e) < 0 ||
+				   recovered(q)))
+			why = "recover again did not finish the work";
+		claim_release(&live, NULL);
+	}
+	ok(n > 10 && !why, "recover with each of its %ld calls failing with %s: said, or done; then recover "
+	   "again finishes%s%s", n, strerror(errnum), why ? ": " : "", why ? why : "");
+	if (why)
+		diag("at call %ld", k - 1);
+}
+
+/*
  * A file published late into a step gc already archived and removed makes
  * the step anew; gc then archives it again. The first archive is never
  * replaced: the late file goes into rollouts-step_0.2.tar.zst, alone.
@@ -486,11 +583,15 @@ int main(void)
 	sh("mkdir -p %s", top);
 	test_gc_rules();
 	test_gc_crash();
+	test_gc_fault(EIO);
+	test_gc_fault(ENOSPC);
 	test_gc_late();
 	test_quarantine();
 	test_status();
 	test_leftover();
 	test_recover_crash();
+	test_recover_fault(EIO);
+	test_recover_fault(ENOSPC);
 	sh("rm -rf %s", top);
 	return tap_done();
 }

@@ -2,10 +2,12 @@
  * test_tempfile: temporaries are published by rename or removed, never left
  * behind: at commit, delete, exit, and when SIGTERM, SIGINT or SIGHUP kills
  * the process; an ignored signal stays ignored; a forked child does not
- * remove its parent's temporaries; a set is published all together. Tens
- * of thousands held at once take little memory each.
+ * remove its parent's temporaries; a set is published all together; a
+ * commit that a full disk fails (fsys's fault hook) leaves no temporary.
+ * Tens of thousands held at once take little memory each.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #include <malloc.h>
 
+#include "base/fsys.h"
 #include "base/tempfile.h"
 #include "spool/spool.h"
 #include "../tap.h"
@@ -211,6 +214,33 @@ static void signal_case(int sig, const char *name)
 	is_int(strlen(ls(q)), 0, "%s: .tmp is empty", name);
 }
 
+/*
+ * A commit whose every call in turn fails as on a full disk (fsys's fault
+ * hook): it says which file and what failed, leaves no temporary, and
+ * publishes nothing unless the failure came after the rename.
+ */
+static void full_disk(void)
+{
+	char dir[512], target[600];
+	struct err e;
+	path(dir, "full");
+	mkdir(dir, 0755);
+	snprintf(target, sizeof target, "%s/x.zst", dir);
+	const char *fails[] = { "fsync failed", "close failed", "cannot rename to", "fsync failed" };
+	for (long k = 1; k <= 4; k++) {
+		struct tempfile *t = file_with(target, NULL, "x");
+		fsys_test_fail_at(k, ENOSPC);
+		int r = tempfile_commit(t, 0, &e);
+		fsys_test_fail_at(0, 0);
+		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) &&
+		   strstr(e.msg, strerror(ENOSPC)),
+		   "commit's call %ld failing with ENOSPC: -1 with the file and the failure: %s", k, e.msg);
+		is_int(strcmp(ls(dir), k < 4 ? "" : "x.zst"), 0,
+		       "no temporary left; published only when it failed after the rename: '%s'", ls(dir));
+		unlink(target);
+	}
+}
+
 int main(void)
 {
 	char t1[512], t2[512], t3[512], q[512];
@@ -326,6 +356,8 @@ int main(void)
 	many(q);
 	path(q, "queue");
 	spool_set(q);
+
+	full_disk();
 
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
