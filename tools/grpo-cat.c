@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -374,10 +375,41 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }
 
+/*
+ * -o a named pipe, a device or a socket (/dev/null, /dev/stdout, a FIFO)
+ * is written as it is: a temporary renamed over it would replace it with a
+ * file (as root, /dev/null for the whole machine). Its descriptor, -1 when
+ * output is not one (a file, a directory, nothing yet), or -2 with the
+ * message in e.
+ */
+static int open_special(const char *output, struct err *e)
+{
+	struct stat st;
+	if (stat(output, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		return -1;
+	int fd = open(output, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_sys(e, "%s", output);
+		return -2;
+	}
+	return fd;
+}
+
+/* The writer's sink: a failed write names the output. */
+struct out_sink {
+	int fd;
+	const char *name;
+};
+
+static int sink_output(void *ctx, const void *p, size_t n, struct err *e)
+{
+	const struct out_sink *o = ctx;
+	return fsys_write_all(o->fd, p, n, o->name, e);
+}
+
 /* --from-json's reading of one input (cli_inputs): its lines to the writer. */
 struct json_in {
 	struct sfile_writer *w;
-	const char *output;         /* for messages */
 	char *line;                 /* getline's, kept across inputs */
 	size_t cap;
 };
@@ -412,7 +444,7 @@ static int json_input(void *ctx, const struct cli_input *ci, struct err *e)
 			rc = err_set(e, "%s:%ld: a lone trajectory; grpo-cat writes groups and micro-batches "
 				     "(grpo-collect groups trajectories)", ci->name, lineno);
 		else if (sfile_write_record(ji->w, &rec, e) < 0)
-			rc = err_prefix(e, "%s", ji->output);
+			rc = err_prefix(e, "%s:%ld", ci->name, lineno);   /* a write error names the output too */
 		record_free(&rec);
 	}
 	/* a read error (a directory, EIO) is not the end of the input */
@@ -430,36 +462,51 @@ static int from_json(char **files, int nfiles, const char *output)
 	struct sfile_writer w;
 	struct err e;
 	int rc = 0, in_spool = 0;
-	int out_fd = STDOUT_FILENO;
+	struct out_sink out = { STDOUT_FILENO, "standard output" };
 	struct tempfile *tmp = NULL;
+	char real[PATH_MAX];
 	if (output && strcmp(output, "-") != 0) {
-		if (!(tmp = output_tmp(output, &in_spool, &e))) {
+		struct stat st;
+		out.name = output;
+		/* through a link its target is published, and the link stays */
+		if (lstat(output, &st) == 0 && S_ISLNK(st.st_mode) && realpath(output, real))
+			output = real;
+		if ((out.fd = open_special(output, &e)) == -2) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			return 1;
 		}
-		out_fd = tempfile_fd(tmp);
-	} else {
-		output = NULL;
-		if (isatty(STDOUT_FILENO)) {
-			fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "
-					"(use -o FILE or a pipe)\n", prog);
-			return 2;
+		if (out.fd < 0 && !(tmp = output_tmp(output, &in_spool, &e))) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			return 1;
 		}
+		if (tmp)
+			out.fd = tempfile_fd(tmp);
 	}
-	if (sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)out_fd, 3, &e) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
+	if (!tmp && isatty(out.fd)) {
+		fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "
+				"(use -o FILE or a pipe)\n", prog);
+		if (out.fd != STDOUT_FILENO)
+			close(out.fd);
+		return 2;
+	}
+	if (sfile_writer_init(&w, sink_output, &out, 3, &e) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out.name, e.msg);
 		sfile_writer_free(&w);
 		tempfile_delete(tmp);
 		return 1;
 	}
-	struct json_in ji = { &w, output ? output : "standard output", NULL, 0 };
+	struct json_in ji = { &w, NULL, 0 };
 	rc = cli_inputs(files, nfiles, NULL, 0, json_input, &ji);
 	free(ji.line);
 	if (rc == 0 && sfile_writer_finish(&w, &e) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, output ? output : "standard output", e.msg);
+		fprintf(stderr, "%s: %s\n", prog, e.msg);   /* the sink's message names the output */
 		rc = 1;
 	}
 	sfile_writer_free(&w);
+	if (!tmp && out.fd != STDOUT_FILENO && close(out.fd) < 0 && rc == 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, out.name, strerror(errno));
+		rc = 1;
+	}
 	if (tmp && rc != 0) {
 		tempfile_delete(tmp);
 	} else if (tmp) {

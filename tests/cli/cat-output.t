@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 20
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -32,6 +32,30 @@ is "$?:$(cksum < "$out")" "1:$before" "nor does a path through a link to it"
 is "$?:$(ls -A "$q/step_0/rank_0" | tr '\n' ' ')" "0:g.zst new.zst " \
 	"a new name there is published, its temporary kept in the queue's .tmp"
 rm -f "$q/step_0/rank_0/new.zst" "$T/here"
+
+# -o names what it writes, not a place to rename a temporary over: a named
+# pipe, a device or a link stays what it is (as root, a rename over
+# /dev/null would replace the device with a file for the whole machine).
+mkfifo "$T/fifo"
+timeout 60 cat "$T/fifo" > "$T/from-fifo" &   # bounded: were the pipe renamed over, no writer would come
+reader=$!
+grpo-cat --from-json -o "$T/fifo" "$ex" 2> "$T/err"
+st=$?
+wait $reader
+is "$st:$([ -p "$T/fifo" ] && echo fifo):$(grpo-cat "$T/from-fifo" | cmp -s - "$ex" && echo same):$(cat "$T/err")" \
+	"0:fifo:same:" "-o a named pipe writes into the pipe, which stays one"
+grpo-cat --from-json -o "$T/plain.zst" "$T/one.jsonl"
+ln -s plain.zst "$T/link.zst"
+grpo-cat --from-json -o "$T/link.zst" "$ex"
+is "$?:$([ -L "$T/link.zst" ] && echo link):$(grpo-cat "$T/plain.zst" | cmp -s - "$ex" && echo same)" "0:link:same" \
+	"-o a link publishes its target, and the link stays"
+if mknod "$T/full" c 1 7 2> /dev/null; then   # /dev/full's device, where we may make one
+	grpo-cat --from-json -o "$T/full" "$ex" 2> "$T/err"
+	is "$?:$([ -c "$T/full" ] && echo device):$(cat "$T/err")" \
+		"1:device:grpo-cat: $T/full: write failed: No space left on device" "-o a device writes to it, and says when that fails"
+else
+	skip "mknod is not permitted here (not root): no device to write to"
+fi
 
 # Crash (kill -9) at each file system call: a leftover only ever in QUEUE/.tmp.
 calls=$(GRPO_FSYS_TRACE=1 grpo-cat --from-json -o "$q/step_1/rank_0/g.zst" "$ex" 2>&1 | grep -c '^fsys ')
