@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fsys.h"
@@ -330,10 +331,30 @@ static void sweep_dead_writes(const char *path)
 		closedir(d);
 }
 
+/* The cursor is rewritten by renaming a new file over it, which would
+ * replace a link, or a device (as root, --cursor /dev/null would take the
+ * machine's /dev/null): only a regular file, or none yet, will do. */
+static int check_replaceable(const char *path, struct err *e)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : err_sys(e, "%s", path);
+	if (S_ISLNK(st.st_mode))
+		return err_set(e, "%s: a symbolic link: the cursor is rewritten by a rename, which would replace the "
+			       "link; give the file itself", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(e, "%s: not a regular file: the cursor is rewritten by a rename, which would replace it",
+			       path);
+	return 0;
+}
+
 int cursor_lock(const char *path, int *fd, long *holder, struct err *e)
 {
 	char p[PATH_MAX], pid[32];
 	*holder = 0;
+	*fd = -1;
+	if (check_replaceable(path, e) < 0)
+		return -1;
 	if (snprintf(p, sizeof p, "%s.lock", path) >= (int)sizeof p)
 		return err_set(e, "%s: path too long", path);
 	int r = fsys_try_lock(p, 1, fd, e);

@@ -134,7 +134,9 @@ int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch,
 /* Lock path.lock (created beside the cursor) for the run, without waiting:
  * 0 held (*fd holds it: keep it open, close it to unlock), 1 another
  * process holds it (*holder its pid, 0 when it has not written it yet),
- * -1 error (also where the file system has no locks). */
+ * -1 error (also where the file system has no locks, and where path is a
+ * link or other than a regular file, which the cursor's rename would
+ * replace). */
 int cursor_lock(const char *path, int *fd, long *holder, struct err *e);
 
 void cursor_free(struct cursor *c);

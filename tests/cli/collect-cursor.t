@@ -8,7 +8,7 @@
 # id "cmpl-HASH-k", so a prompt sampled twice shows as two groups.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 18
+plan 20
 
 S="$T/server"
 fake_server "$S"
@@ -161,4 +161,16 @@ grpo-collect --server "$URL" --prompts "$T/p.jsonl" --cursor "$T/cut.cursor" > /
 is "$?:$(cat "$T/err")" \
 	"1:grpo-collect: $T/cut.cursor: the sampled batch counts 2 answers, but 1 lines follow it: the file was changed by hand, or not written as grpo-collect writes it (whole, by rename)" \
 	"a batch that lacks answers is refused"
+
+# The cursor is rewritten by a rename, which would replace a link with a file
+# (the file it names no longer walked) and a pipe or device with one (as
+# root, --cursor /dev/null would take the machine's /dev/null): refused.
+mkfifo "$T/fifo.cursor"
+echo 0 > "$T/real.cursor" && ln -s real.cursor "$T/link.cursor"
+for c in fifo link; do
+	grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/$c.cursor" -o "$T/$c/rollouts" \
+		2> "$T/err"
+	is "$?:$([ -p "$T/fifo.cursor" ] && [ -L "$T/link.cursor" ] && echo kept):$(ls "$T/$c" 2> /dev/null | wc -l | tr -d ' ')" \
+		"1:kept:0" "a cursor that is a $c is refused and left as it is, nothing sampled: $(cat "$T/err")"
+done
 exit $_failed
