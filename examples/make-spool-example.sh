@@ -19,7 +19,15 @@
 # must stay readable) and match what this script makes. Run from anywhere
 # after `make`; takes the directory to write (default: the source tree's
 # spool.example, replaced).
+#
+# The same bits on every x86-64 processor with AVX2: OpenBLAS picks its
+# matrix kernels for the processor, and an AVX-512 one's differ in the last
+# bits, which change what is sampled; the committed example is what its
+# Haswell kernels make (OPENBLAS_CORETYPE).
 set -e
+if grep -qw avx2 /proc/cpuinfo 2> /dev/null; then
+	export OPENBLAS_CORETYPE=Haswell
+fi
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 out=${1:-$top/spool.example}
