@@ -42,6 +42,7 @@ struct stats {
 	uint64_t records, groups, microbatches, sequences;
 	uint64_t prompt_tokens, response_tokens, batch_tokens, loss_tokens, pad_tokens;
 	uint64_t bytes_on_disk, bytes_raw;
+	int disk_unknown;               /* --head stopped inside an input: its bytes on disk are not the records' */
 	uint64_t aligned_tokens;        /* with --model: trained response tokens compared */
 	double diff_sum, abs_diff_sum, abs_diff_max;
 	struct groupset gset;           /* groups of one, split group_ids */
@@ -218,6 +219,21 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 	return rc;
 }
 
+/*
+ * Whether a reader that --head stopped has read its input to the end, so
+ * that its bytes on disk are those of the records counted: the decoder
+ * reads a block ahead, and bytes of a block cannot be told to a record.
+ */
+static int reader_drained(const struct sfile_reader *r)
+{
+	struct stat st;
+	if (r->in_pos < r->in_len || r->out_pos < r->out.len || r->in_frame)
+		return 0;
+	if (r->eof || r->fd < 0)
+		return r->eof || r->mem_pos == r->mem_len;
+	return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == r->bytes_in;
+}
+
 /* Read every record of one stream; 0 ok or head reached, -1 error (e's
  * message empty when flush_out has said what went wrong). */
 static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
@@ -238,17 +254,26 @@ static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
 		if (o->head > 0)
 			o->head--;
 	}
-	o->st.bytes_on_disk += r->bytes_in;
-	o->st.bytes_raw += r->bytes_out;
+	/* the bytes parsed, not those decompressed ahead of the records counted */
+	o->st.bytes_raw += r->bytes_out - (r->out.len - r->out_pos);
+	if (k > 0 && !reader_drained(r))
+		o->st.disk_unknown = 1;
+	else
+		o->st.bytes_on_disk += r->bytes_in;
 	return o->head != 0 && k < 0 ? -1 : 0;
 }
 
 /* One input, a spool stream or an archive of spool files (spoolin.h), for
- * cli_inputs: 0, 1 once --head has printed enough, -1. */
+ * cli_inputs: 0 or -1. Once --head has printed enough, the inputs left are
+ * opened and not read, so that one that is missing is still said. */
 static int cat_input(void *ctx, const struct cli_input *ci, struct err *e)
 {
 	struct opts *o = ctx;
 	struct spoolin in;
+	struct stat st;
+	if (o->head == 0)
+		return fstat(ci->fd, &st) == 0 && S_ISDIR(st.st_mode) ? err_set(e, "%s: %s", ci->name, strerror(EISDIR))
+								       : 0;
 	if (spoolin_open(&in, ci->fd, ci->name, e) < 0)
 		return -1;
 	int rc = 0;
@@ -280,7 +305,7 @@ static int cat_input(void *ctx, const struct cli_input *ci, struct err *e)
 		buf_free(&data);
 	}
 	spoolin_close(&in);
-	return rc == 0 && o->head == 0 ? 1 : rc;
+	return rc;
 }
 
 static void print_stats(const struct stats *st, int json)
@@ -292,14 +317,19 @@ static void print_stats(const struct stats *st, int json)
 		printf("{\"records\":%llu,\"groups\":%llu,\"microbatches\":%llu,\"sequences\":%llu,"
 		       "\"tokens\":%llu,\"prompt_tokens\":%llu,\"response_tokens\":%llu,"
 		       "\"batch_tokens\":%llu,\"loss_tokens\":%llu,\"pad_tokens\":%llu,"
-		       "\"bytes_on_disk\":%llu,\"bytes_uncompressed\":%llu,\"compression_ratio\":%.3f,"
-		       "\"bytes_per_response_token\":%.3f",
+		       "\"bytes_on_disk\":",
 		       (unsigned long long)st->records, (unsigned long long)st->groups,
 		       (unsigned long long)st->microbatches, (unsigned long long)st->sequences,
 		       (unsigned long long)tokens, (unsigned long long)st->prompt_tokens,
 		       (unsigned long long)st->response_tokens, (unsigned long long)st->batch_tokens,
-		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens,
-		       (unsigned long long)st->bytes_on_disk, (unsigned long long)st->bytes_raw, ratio, per_resp);
+		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens);
+		if (st->disk_unknown)
+			printf("null,\"bytes_uncompressed\":%llu,\"compression_ratio\":null,"
+			       "\"bytes_per_response_token\":null", (unsigned long long)st->bytes_raw);
+		else
+			printf("%llu,\"bytes_uncompressed\":%llu,\"compression_ratio\":%.3f,"
+			       "\"bytes_per_response_token\":%.3f", (unsigned long long)st->bytes_on_disk,
+			       (unsigned long long)st->bytes_raw, ratio, per_resp);
 		if (st->aligned_tokens)
 			printf(",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
 			       "\"model_logprob_abs_diff_max\":%.6g,\"aligned_tokens\":%llu",
@@ -329,10 +359,14 @@ static void print_stats(const struct stats *st, int json)
 	       (unsigned long long)tokens, (unsigned long long)st->prompt_tokens,
 	       (unsigned long long)st->response_tokens, (unsigned long long)st->batch_tokens,
 	       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens);
-	printf("bytes on disk      %llu\n", (unsigned long long)st->bytes_on_disk);
+	if (st->disk_unknown)
+		printf("bytes on disk      - (--head stopped inside an input)\n");
+	else
+		printf("bytes on disk      %llu\n", (unsigned long long)st->bytes_on_disk);
 	printf("bytes uncompressed %llu\n", (unsigned long long)st->bytes_raw);
-	printf("compression ratio  %.3f\n", ratio);
-	if (st->response_tokens)
+	if (!st->disk_unknown)
+		printf("compression ratio  %.3f\n", ratio);
+	if (st->response_tokens && !st->disk_unknown)
 		printf("bytes/response tok %.3f\n", per_resp);
 	for (int k = 0; k < 2; k++) {
 		uint64_t c = k ? st->gset.split_ids : st->gset.single_records;
@@ -764,7 +798,7 @@ int main(int argc, char **argv)
 		}
 		o.model = &model;
 	}
-	int rc = o.head != 0 ? cli_inputs(argv + optind, argc - optind, NULL, CLI_INPUTS_ALL, cat_input, &o) : 0;
+	int rc = cli_inputs(argv + optind, argc - optind, NULL, CLI_INPUTS_ALL, cat_input, &o);
 	if (flush_out(&o, 1) < 0)
 		rc = -1;
 	buf_free(&o.out);

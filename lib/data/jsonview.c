@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -536,15 +537,25 @@ static void elems_end(struct elems *it)
 	jsonpick_iter_end(&it->it);
 }
 
-int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
+/* The integer of a JSON number; hint ends the message of one too large. */
+static int get_i64(const cJSON *v, const char *what, const char *hint, int64_t *out, struct err *e)
 {
 	if (!cJSON_IsNumber(v))
 		return err_set(e, "%s: expected an integer", what);
 	double d = v->valuedouble;
-	if (d != floor(d) || fabs(d) > (double)TRAJ_INT_MAX)   /* 2^53 may be 2^53 + 1 rounded */
-		return err_set(e, "%s: %.17g is not an integer that JSON numbers hold exactly", what, d);
+	if (d != floor(d))
+		return err_set(e, "%s: %.17g is not an integer", what, d);
+	/* the number read need not be the one written: 2^53 + 1 reads as 2^53 */
+	if (fabs(d) > (double)TRAJ_INT_MAX)
+		return err_set(e, "%s: an integer beyond +-%" PRId64 " (2^53 - 1), which JSON numbers do not hold "
+			       "exactly (it reads as %.16g)%s", what, (int64_t)TRAJ_INT_MAX, d, hint);
 	*out = (int64_t)d;
 	return 0;
+}
+
+int json_get_i64(const cJSON *v, const char *what, int64_t *out, struct err *e)
+{
+	return get_i64(v, what, "", out, e);
 }
 
 int json_get_id(const cJSON *v, const char *what, struct traj_id *out, struct err *e)
@@ -557,7 +568,7 @@ int json_get_id(const cJSON *v, const char *what, struct traj_id *out, struct er
 	if (!cJSON_IsNumber(v))
 		return err_set(e, "%s: expected a string or an integer", what);
 	int64_t x;
-	if (json_get_i64(v, what, &x, e) < 0)
+	if (get_i64(v, what, "; give it as a string", &x, e) < 0)
 		return -1;
 	traj_id_free(out);
 	out->num = x;

@@ -557,16 +557,17 @@ fail:
 	return -1;
 }
 
-int queue_quarantine(const char *path, long lease, time_t now, char *dest, size_t size,
+int queue_quarantine(const char *given, long lease, time_t now, char *dest, size_t size,
 		     struct claim_id *holder, struct err *e)
 {
-	char queue[PATH_MAX], dir[PATH_MAX], buf[PATH_MAX];
+	char queue[PATH_MAX], dir[PATH_MAX], buf[PATH_MAX], path[PATH_MAX];
 	int64_t step;
 	int rank;
 	struct stat st;
 	struct claim c;
-	if (!spool_queue_of(path, queue, sizeof queue))
-		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", path);
+	/* known by where it is: "g.zst" inside a rank directory, or through a link to one */
+	if (!spool_locate(given, queue, sizeof queue, path, sizeof path))
+		return err_set(e, "%s: not a published spool file (QUEUE/step_N/rank_X/NAME)", given);
 	/* step_N and rank_X of the path: spool_queue_of checked they parse */
 	snprintf(buf, sizeof buf, "%s", path);
 	char *name = strrchr(buf, '/');

@@ -231,19 +231,34 @@ int spool_queue_of(const char *path, char *queue, size_t size)
 	return snprintf(queue, size, "%s", q) < (int)size;
 }
 
-int spool_queue_of_real(const char *path, char *queue, size_t size)
+/* path with its directory's real path: 0 with it in full, -1 when that
+ * directory does not exist (and so holds no published file). */
+static int real_dir_path(const char *path, char *full, size_t size)
 {
-	if (spool_queue_of(path, queue, size))
-		return 1;
-	char dir[PATH_MAX], real[PATH_MAX], full[PATH_MAX];
+	char dir[PATH_MAX], real[PATH_MAX];
 	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
 	if (!*name || snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
 			       slash ? path : ".") >= (int)sizeof dir)
-		return 0;
+		return -1;
 	if (!realpath(*dir ? dir : "/", real) ||
-	    snprintf(full, sizeof full, "%s/%s", strcmp(real, "/") ? real : "", name) >= (int)sizeof full)
-		return 0;   /* a directory that does not exist holds no published file */
-	return spool_queue_of(full, queue, size);
+	    snprintf(full, size, "%s/%s", strcmp(real, "/") ? real : "", name) >= (int)size)
+		return -1;
+	return 0;
+}
+
+int spool_locate(const char *path, char *queue, size_t qsize, char *file, size_t fsize)
+{
+	char full[PATH_MAX];
+	if (spool_queue_of(path, queue, qsize))
+		return snprintf(file, fsize, "%s", path) < (int)fsize;
+	return real_dir_path(path, full, sizeof full) == 0 && spool_queue_of(full, queue, qsize) &&
+	       snprintf(file, fsize, "%s", full) < (int)fsize;
+}
+
+int spool_queue_of_real(const char *path, char *queue, size_t size)
+{
+	char file[PATH_MAX];
+	return spool_locate(path, queue, size, file, sizeof file);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -103,6 +103,10 @@ int spool_queue_of(const char *path, char *queue, size_t size);
  */
 int spool_queue_of_real(const char *path, char *queue, size_t size);
 
+/* spool_queue_of_real, with file the path that was judged: path as
+ * written, or its directory's real path and its name. */
+int spool_locate(const char *path, char *queue, size_t qsize, char *file, size_t fsize);
+
 /* "step_N" / "rank_X" with N, X decimal without leading zeros: 0 and the number, or -1. */
 int spool_parse_step(const char *name, int64_t *step);
 int spool_parse_rank(const char *name, int *rank);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 24
+plan 25
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -87,10 +87,16 @@ big() { printf '{"group_id":%s,"trajectories":[{"prompt_tokens":[1],"response_to
 big 9007199254740991 | grpo-cat --from-json | grpo-cat > "$T/big.json"
 is "$?:$(grep -o '"group_id":[0-9]*' "$T/big.json" | sort -u)" '0:"group_id":9007199254740991' \
 	"an id of 2^53 - 1 goes through the JSON view unchanged"
-for v in 9007199254740992 9007199254740993; do big $v; done | grpo-cat --from-json > /dev/null 2> "$T/err"
-is "$?:$(cat "$T/err")" \
-	"1:grpo-cat: <stdin>:1: group_id: 9007199254740992 is not an integer that JSON numbers hold exactly" \
-	"an id of 2^53 or 2^53 + 1 (which reads as 2^53) is refused, naming the line, not changed"
+: > "$T/err"
+for v in 9007199254740992 9007199254740993; do big $v | grpo-cat --from-json > /dev/null 2>> "$T/err"; echo $? >> "$T/err"; done
+is "$(cat "$T/err")" \
+"grpo-cat: <stdin>:1: group_id: an integer beyond +-9007199254740991 (2^53 - 1), which JSON numbers do not hold exactly (it reads as 9007199254740992); give it as a string
+1
+grpo-cat: <stdin>:1: group_id: an integer beyond +-9007199254740991 (2^53 - 1), which JSON numbers do not hold exactly (it reads as 9007199254740992); give it as a string
+1" \
+	"an id of 2^53 or 2^53 + 1 is refused, naming the line, and 2^53 + 1 is not called 2^53 (it reads as that)"
+big 1.5 | grpo-cat --from-json > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>:1: group_id: 1.5 is not an integer" "an id of 1.5: not an integer"
 
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"

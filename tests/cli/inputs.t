@@ -23,7 +23,8 @@ grpo-cat nosuch tiny.zst > out 2> err
 is "$?:$(cat err):$(wc -l < out)" "1:grpo-cat: nosuch: No such file or directory:$(wc -l < a)" \
 	"grpo-cat names a missing file and goes on to the next"
 grpo-cat --head 1 tiny.zst nosuch > out 2> err
-is "$?:$(cat err):$(wc -l < out)" "0::1" "grpo-cat --head stops reading once it has printed enough"
+is "$?:$(cat err):$(wc -l < out)" "1:grpo-cat: nosuch: No such file or directory:1" \
+	"grpo-cat --head stops reading once it has printed enough, and still names a missing file"
 grpo-cat --from-json nosuch "$d/tiny.jsonl" > out 2> err
 is "$?:$(cat err):$(wc -c < out)" "1:grpo-cat: nosuch: No such file or directory:0" \
 	"grpo-cat --from-json stops at a missing file"

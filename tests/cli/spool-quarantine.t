@@ -2,7 +2,7 @@
 # grpo-spool quarantine: a corrupt file that stops every grpo-pack run is
 # moved aside to QUEUE/.quarantine/, and the packer goes on with the rest.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 13
+plan 16
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 S=$T/spool
@@ -57,3 +57,17 @@ is "$?:$(cat "$T/err")" "0:grpo-spool: $r/d.zst: quarantined already as $d/d.zst
 grpo-spool: $r/e.zst: quarantined already as $d/e.zst" "run again, both are found in quarantine"
 grpo-spool recover "$S" && grpo-spool status --json "$S" | grep '"queue":"scored"' | grep -q '"claimed":0'
 is "$?:$(ls "$d" | tr '\n' ' ')" "0:b.zst d.zst e.zst " "recover returns the claim left; the files are kept aside"
+
+# A file is known by where it is, not by its path's text: given from inside
+# its rank directory or through a link to one it was 'not a published spool file'.
+r3=$T/s3/scored/step_0/rank_0
+grpo-cat --from-json -o "$r3/f.zst" "$ex" && grpo-cat --from-json -o "$r3/g.zst" "$ex" && ln -s "$r3" "$T/link" || exit 1
+(cd "$r3" && grpo-spool quarantine f.zst) 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/s3/scored/.quarantine/step_0/rank_0")" "0::f.zst" \
+	"a file named from inside its rank directory is quarantined"
+grpo-spool quarantine "$T/link/g.zst" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/s3/scored/.quarantine/step_0/rank_0" | tr '\n' ' '):$(ls "$r3")" "0::f.zst g.zst :" \
+	"and one named through a link to it"
+(cd "$T/s3/scored/.quarantine/step_0/rank_0" && grpo-spool quarantine f.zst) 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: f.zst: not a published spool file (QUEUE/step_N/rank_X/NAME)" \
+	"a quarantined file named from inside .quarantine is still no spool file"
