@@ -219,21 +219,6 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 	return rc;
 }
 
-/*
- * Whether a reader that --head stopped has read its input to the end, so
- * that its bytes on disk are those of the records counted: the decoder
- * reads a block ahead, and bytes of a block cannot be told to a record.
- */
-static int reader_drained(const struct sfile_reader *r)
-{
-	struct stat st;
-	if (r->in_pos < r->in_len || r->out_pos < r->out.len || r->in_frame)
-		return 0;
-	if (r->eof || r->fd < 0)
-		return r->eof || r->mem_pos == r->mem_len;
-	return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == r->bytes_in;
-}
-
 /* Read every record of one stream; 0 ok or head reached, -1 error (e's
  * message empty when flush_out has said what went wrong). */
 static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
@@ -256,7 +241,7 @@ static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
 	}
 	/* the bytes parsed, not those decompressed ahead of the records counted */
 	o->st.bytes_raw += r->bytes_out - (r->out.len - r->out_pos);
-	if (k > 0 && !reader_drained(r))
+	if (k > 0 && !sfile_reader_drained(r))
 		o->st.disk_unknown = 1;
 	else
 		o->st.bytes_on_disk += r->bytes_in;

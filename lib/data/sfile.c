@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -1123,4 +1124,14 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 		r->record_no++;
 		return 1;
 	}
+}
+
+int sfile_reader_drained(const struct sfile_reader *r)
+{
+	struct stat st;
+	if (r->in_pos < r->in_len || r->out_pos < r->out.len || r->in_frame)
+		return 0;
+	if (r->eof || r->fd < 0)
+		return r->eof || r->mem_pos == r->mem_len;
+	return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == r->bytes_in;
 }

@@ -107,5 +107,11 @@ int sfile_reader_open_mem(struct sfile_reader *r, const void *p, size_t n, const
 /* 1: a record in *rec (free it with record_free); 0: end of input; -1: error. */
 int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e);
 void sfile_reader_close(struct sfile_reader *r);   /* does not close fd */
+/*
+ * Whether a reader stopped between records (grpo-cat --head) has read its
+ * input to the end, so that bytes_in are those of the records read: the
+ * decoder reads a block ahead, and a block's bytes cannot be told to a record.
+ */
+int sfile_reader_drained(const struct sfile_reader *r);
 
 #endif
