@@ -288,6 +288,22 @@ static void prune(const struct args *a)
 		        a->policy, a->keep, e.msg);
 }
 
+/* --model names the initial model of a new queue; one given to a queue that
+ * has another step_0 is not trained from, which the user had better know. */
+static void warn_other_model(const struct args *a)
+{
+	char why[PATH_MAX + 64];
+	struct err e;
+	int r = ckpt_initial_differs(a->policy, a->model, why, sizeof why, &e);
+	if (r < 0)
+		fprintf(stderr, "%s: warning: could not compare --model with %s/step_0: %s\n", prog, a->policy,
+		        e.msg);
+	else if (r == 1)
+		fprintf(stderr, "%s: warning: --model %s is not the initial model of %s (%s): training goes on "
+		        "from the queue's own steps, which began at its step_0; give another queue (-o) to "
+		        "start from %s\n", prog, a->model, a->policy, why, a->model);
+}
+
 /* --keep and --on-publish act on what rank 0 alone publishes: said once on
  * another rank, which does neither, rather than ignored without a word. */
 static void rank0_only(const struct args *a)
@@ -687,6 +703,8 @@ int main(int argc, char **argv)
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
+	} else if (a.model && a.rank <= 0) {
+		warn_other_model(&a);
 	}
 	if (a.rank <= 0) {
 		retire_published(&a, newest);

@@ -41,6 +41,14 @@
 int ckpt_publish_initial(const char *queue, const char *src, struct err *e);
 
 /*
+ * Whether the model directory src is evidently not QUEUE/step_0, for a run
+ * given an initial model when the queue has its own: 1 with why saying
+ * which file differs, 0 when every file ckpt_publish_initial would take is
+ * step_0's (the same inode, or the same size, first and last MiB), -1 on error.
+ */
+int ckpt_initial_differs(const char *queue, const char *src, char *why, size_t size, struct err *e);
+
+/*
  * The newest step K of QUEUE (step_K directories) at most `below`. Returns 0
  * with *step = K, 1 when there is none, -1 on error.
  */

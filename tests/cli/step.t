@@ -6,7 +6,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 69
+plan 73
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -235,6 +235,19 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" != "$(sta
 else
 	ok 0 "# SKIP no /dev/shm on another file system than $T"
 fi
+
+# 14. --model is the initial model of a new queue; given to a queue whose
+# step_0 is another model it is not trained from, and grpo-step says so
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pw" --lr 1e-3 2> /dev/null || exit 1
+mkdir "$T/mcopy" && cp "$T/model/"* "$T/mcopy/" && grpo-init --preset tiny --seed 8 -o "$T/m8" || exit 1
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pw" --step 1 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "the queue's own initial model again: nothing said"
+grpo-step --model "$T/mcopy" --batches "$T/b16" -o "$T/pw" --step 1 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:" "a copy of it, byte for byte: nothing said"
+grpo-step --model "$T/m8" --batches "$T/b16" -o "$T/pw" --step 1 2> "$T/err"
+is "$?:$(grep -c "warning: --model $T/m8 is not the initial model of $T/pw (its model.safetensors is not step_0's)" "$T/err")" \
+	"0:1" "another model: a warning naming the queue and the file that differs"
+cmp -s "$T/model/model.safetensors" "$T/pw/step_0/model.safetensors"; ok $? "and step_0 stays the queue's own"
 
 # 13. a debug table on a full disk fails the step before it is published (a
 # metrics line that cannot be written is only said: metrics-full.t)
