@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 97
+plan 100
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -150,6 +150,21 @@ grep -qF "in.zst: --reward wrong: the reward program 'sh good.sh' answers no rew
 ok $? "naming it and the program's rewards: $(cat err)"
 grpo-score -r wrong=2 -r length -m 9 in.zst 2> err > /dev/null
 is $? 2 "a reward neither built in nor a program's: usage error"
+# three rewards of weight W, sequence 100 alone answering c: x = 3W there, 2W in the rest
+# of group 1. At 1e308 both sums overflowed to inf, so the group looked flat and
+# every advantage was 0 without a word; weights are now at most 1e38
+cat > three.sh <<'EOF'
+while read -r l; do case $l in *'"sequence_id": 100,'*) c=1 ;; *) c=0 ;; esac
+	echo "{\"rewards\": {\"a\": 1, \"b\": 1, \"c\": $c}}"; done
+EOF
+grpo-score -c 'sh three.sh' -r a=1e38 -r b=1e38 -r c=1e38 -t "$TOK" in.zst 2>/dev/null | grpo-cat > heavy.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' heavy.jsonl | head -4 | tr '\n' ' ')" \
+   '"advantages":1.5 "advantages":-0.5 "advantages":-0.5 "advantages":-0.5 ' \
+   "weights of 1e38: the advantages of weights of 1, less the std's 1e-4"
+grpo-score -c 'sh three.sh' -r a=1e308 -r b=1e308 -r c=1e308 -t "$TOK" in.zst 2> err > heavy.zst
+is $? 2 "a weight past 1e38: usage error, not advantages of 0"
+grep -qF "weight '1e308' is beyond 1e+38" err
+ok $? "saying so: $(cat err)"
 long=correct_final_answer_under_the_strict_grader_v2_abcdefghijk   # 59 bytes
 grpo-score -c "while read -r l; do echo '{\"rewards\": {\"$long\": 1}}'; done" -r gsm8k=0 -r "$long=0" -t "$TOK" \
 	in.zst 2> err | grpo-cat > long.jsonl
@@ -179,7 +194,7 @@ grpo-score -c 'while read -r l; do case $l in *"\"sequence_id\": 100,"*) r=1e39 
 is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' \
 	"a reward too large for a float: left out of the advantages, the rest of its group flat"
 grep -q '"zero_std_groups":3' big-m.jsonl
-ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
+ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups":[0-9]*' big-m.jsonl)"
 # two lines for the input's last request: no later request finds the second, so the
 # input itself must fail, not be published as if the program had kept to one line
 printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) a="{\"rewards\": {\"r\": 0}}
