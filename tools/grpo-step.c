@@ -464,15 +464,23 @@ static int run_hook(const struct args *a, int64_t step)
  * succeeded (a run killed between publishing it and running the command,
  * or a command that failed) gets it now. Only the newest: the sampler wants
  * it, and an older step's weights handed over after it would roll the
- * sampler back. Step 0, the input model, has none. -1 when it failed.
+ * sampler back. Step 0, the input model, has none. -1 when it failed, or
+ * when listing the queue for that step failed.
  */
 static int hook_catch_up(const struct args *a, int64_t newest)
 {
 	int64_t h = newest;
 	struct err e;
+	int r;
 	while (h > 0 && !ckpt_has_weights(a->policy, h))
-		if (ckpt_latest(a->policy, h - 1, &h, &e) != 0)
-			return 0;
+		if ((r = ckpt_latest(a->policy, h - 1, &h, &e)) != 0) {
+			/* not knowing which step is owed the command is its failure:
+			 * under stop, the sampler may lack the newest weights */
+			if (r < 0)
+				fprintf(stderr, "%s: warning: cannot find the newest step with weights to run "
+				        "--on-publish for, if it has not succeeded yet: %s\n", prog, e.msg);
+			return r < 0 ? -1 : 0;
+		}
 	if (h <= 0 || hook_done(a, h))
 		return 0;
 	fprintf(stderr, "%s: step %lld: running --on-publish, which has not succeeded for it yet\n", prog,

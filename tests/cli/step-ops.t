@@ -9,10 +9,11 @@
 # than 0 says it ignores; a step's micro-batches retired once it is
 # published, after a crash in between or while retiring too; --on-publish
 # run by the next run for a step a crash (or a failure) left without its
-# command's success; one grpo-step per policy queue and rank, a second
+# command's success (a warning when the queue cannot be listed for it); one
+# grpo-step per policy queue and rank, a second
 # exiting 75 at once; SIGTERM before the last of --steps K: 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 71
+plan 74
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -273,6 +274,20 @@ is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "0:1 2 " "the next run runs it for step 1
 ok $? "each step's success is marked in the step's .on-publish-done"
 grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
 is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "75:1 2 " "a run with nothing to train runs it for no step again"
+# the newest step (3, of --save-every 2) has no weights, so the run lists the queue for
+# the one before with weights (2); that listing failing skipped the command silently
+cp -r "$T/s" "$T/sh" && rm -f "$T/sh/step_2/.on-publish-done"
+cp -r "$T/sh" "$T/sh0"
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/b" -o "$T/sh0" --on-publish true 2> "$T/trace"
+n=$(sed -n '/running --on-publish/q;s/^fsys \([0-9]*\) list_dir$/\1/p' "$T/trace" | tail -1)
+HOOK_LOG=$T/hsh GRPO_FSYS_FAIL_AT=$n:EIO grpo-step --batches "$T/b" -o "$T/sh" --on-publish "$hk" \
+	--on-publish-fail stop 2> "$T/err"
+is "$?:$(cat "$T/hsh.h" 2> /dev/null)" "3:" \
+	"the queue unreadable looking for the step with weights: the command's failure, stop: 3"
+grep -q "warning: cannot find the newest step with weights to run --on-publish for.*: $T/sh: .*Input/output error" "$T/err"
+ok $? "a warning naming the queue and the error: $(head -1 "$T/err")"
+HOOK_LOG=$T/hsh grpo-step --batches "$T/b" -o "$T/sh" --on-publish "$hk" 2> /dev/null
+is "$?:$(cat "$T/hsh.h")" "75:2" "the next run runs it for step 2"
 
 # 12. one grpo-step per policy queue and rank: a second exits 75 at once,
 # naming the first, while --rank processes of other ranks run beside it
