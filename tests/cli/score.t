@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 100
+plan 106
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -337,4 +337,29 @@ ok $? "re-run"
 cat k/scored/step_0/rank_0/*.zst | grpo-cat | grep -o '"group_id":[0-9]*,"trajectories"' | sort > kids
 is "$(wc -l < kids | tr -d ' '),$(sort -u kids | wc -l | tr -d ' ')" "6,6" "nothing lost, nothing duplicated"
 is "$(ls k/rollouts/step_0/rank_0/.done | wc -l | tr -d ' ')" 6 "every input retired"
+
+# ---- killed after publishing, before retiring the input: one metrics line ----
+# The re-run drops its copy of the output. It appended a line for the input
+# again, so one killed after writing its line left two (a step's reward mean
+# counted the input twice); one killed before must still get its line.
+mkdir -p dm0/rollouts/step_3/rank_1 && cp in.zst dm0/rollouts/step_3/rank_1/a.zst
+GRPO_FSYS_TRACE=1 grpo-score -r gsm8k -t "$TOK" -o dm0/scored dm0/rollouts 2> trace
+n=$(awk '$1 == "fsys" { if (prev == "rename_noreplace" && $3 == "fsync_dir") n = $2; prev = $3 } END { print n }' trace)
+for c in "$n before" "$((n + 1)) after"; do
+	set -- $c
+	mkdir -p dm$1/rollouts/step_3/rank_1 && cp in.zst dm$1/rollouts/step_3/rank_1/a.zst
+	echo '{"input":"other/rollouts/step_3/rank_1/a.zst","groups":1}' > dm$1.jsonl
+	GRPO_FSYS_CRASH_AT=$1 grpo-score -r gsm8k -t "$TOK" -o dm$1/scored -x dm$1.jsonl dm$1/rollouts 2> /dev/null
+	is "$?:$(ls dm$1/scored/step_3/rank_1):$(grep -c '^{"input":"dm' dm$1.jsonl)" "86:a.zst:$([ $2 = after ] && echo 1 || echo 0)" \
+		"killed after publishing, $2 the metrics line, the input still claimed"
+	grpo-spool recover dm$1 && grpo-score -r gsm8k -t "$TOK" -o dm$1/scored -x dm$1.jsonl dm$1/rollouts 2> /dev/null
+	is "$?:$(ls dm$1/rollouts/step_3/rank_1/.done):$(grep -c "^{\"input\":\"dm$1/rollouts/step_3/rank_1/a.zst\"," dm$1.jsonl)" \
+		"0:a.zst:1" "recovered and re-run: the input retired, with one metrics line"
+done
+grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null &&
+	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null
+is "$?:$(wc -l < dmf.jsonl | tr -d ' ')" "0:1" "a named file scored twice into -o: one line"
+grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null &&
+	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null
+is "$?:$(wc -l < dms.jsonl | tr -d ' ')" "0:1" "standard input scored twice into -o: one line, the published copy's"
 exit $_failed
