@@ -10,10 +10,11 @@
 # published, after a crash in between or while retiring too; --on-publish
 # run by the next run for a step a crash (or a failure) left without its
 # command's success (a warning when the queue cannot be listed for it); one
-# grpo-step per policy queue and rank, a second
-# exiting 75 at once; SIGTERM before the last of --steps K: 75.
+# grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
+# before the last of --steps K, or no DONE for it: 75, naming the --step and
+# --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 74
+plan 77
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -327,8 +328,14 @@ is "$s2:$s0:$?" "75:0:0" "a second rank 1: 75; rank 0 beside rank 1 trains the s
 mkdir "$T/sg" "$T/sw" && cp -r "$T/model" "$T/sg/step_0" && cp -r "$T/model" "$T/sw/step_0"
 grpo-step --batches "$T/b" -o "$T/sg" --steps 2 --on-publish 'kill -TERM $PPID' 2> "$T/err"
 is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 " "SIGTERM after step 1 of --steps 2: 75, step 1 published"
-grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained' "$T/err"
-ok $? "and says so: $(cat "$T/err")"
+grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained (--step 2 --steps 1 trains it and no more)$' "$T/err"
+ok $? "and says so, with what trains the step left (the same command would train 2 after step 1): $(cat "$T/err")"
+grpo-step --batches "$T/b" -o "$T/sg" --step 2 --steps 1 2> /dev/null
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "0:step_0 step_1 step_2 " "which trains step 2 and no more"
+grpo-step --batches "$T/b" -o "$T/sg" --steps 3 2> "$T/err"
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 step_2 step_3 " "--steps 3 with DONE for one: step 3, then 75"
+grep -q "$T/b/step_4: no DONE yet, 2 steps asked for not trained (--step 4 --steps 2 trains them and no more)\$" "$T/err"
+ok $? "naming what trains the two left: $(grep DONE "$T/err")"
 grpo-step --batches "$T/b" -o "$T/sw" --watch --on-publish 'kill -TERM $PPID' 2> /dev/null
 is "$?:$(ls "$T/sw" | tr '\n' ' ')" "0:step_0 step_1 " "SIGTERM ends --watch without --steps: 0"
 
