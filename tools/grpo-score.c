@@ -212,7 +212,7 @@ static int publish(struct state *s, const char *path, const struct claim *c, con
 	if (r == 1 && s->o.verbose)
 		fprintf(stderr, "%s: %s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped\n", prog,
 			s->o.out, (long long)step, rank, name);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 /* A group seen in an earlier input (or, streamed, earlier in this one) is scored in parts: say so. */
@@ -230,8 +230,27 @@ static void note_seen(struct state *s, const char *name, const struct group *g, 
 			"over its own members\n", prog, name, gid);
 }
 
-/* What an input's scoring found, once it is all published: notes and the metrics line. */
-static void report(struct state *s, const char *name, const struct scorer_stats *st)
+/*
+ * Whether an input whose copy was dropped, its output published by an
+ * earlier run, gets a metrics line: only where that run died before
+ * writing it, so that no input is counted twice (a crash between
+ * publishing and retiring the input gave two lines). Standard input's
+ * lines share one name, so the file cannot say: it gets none.
+ */
+static int line_owed(struct state *s, const char *name, int is_stdin)
+{
+	struct err e;
+	if (!s->metrics || is_stdin)
+		return 0;
+	int r = scorer_metrics_has(s->o.metrics, name, &e);
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	return r != 1;
+}
+
+/* What an input's scoring found, once it is all published: notes and the
+ * metrics line (for a dropped copy, only where line_owed says so). */
+static void report(struct state *s, const char *name, const struct scorer_stats *st, int dropped, int is_stdin)
 {
 	if (st->nonfinite)
 		fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
@@ -243,7 +262,7 @@ static void report(struct state *s, const char *name, const struct scorer_stats 
 		fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
 			"members\n", prog, name, st->min_size, st->max_size);
 	struct buf m = { 0 };
-	if (scorer_metrics(&m, name, st) == 0) {
+	if ((!dropped || line_owed(s, name, is_stdin)) && scorer_metrics(&m, name, st) == 0) {
 		if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
 			fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
 		if (s->o.verbose)
@@ -262,19 +281,22 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 	if (r == 0 && !(keep = malloc(n + 1)))
 		r = err_set(e, "out of memory");
 	struct scorer_stats st;
+	int dropped = 0;
 	if (r == 0 && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
 		err_prefix(e, "%s", name);
 	progress_end(&s->pg);
 	if (r == 0) {
 		for (uint32_t g = 0; g < n; g++)
 			note_seen(s, name, &gs[g], 0);
-		if (s->o.out)
-			r = publish(s, path, c, gs, n, keep, e);
-		else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0)
+		if (s->o.out) {
+			dropped = (r = publish(s, path, c, gs, n, keep, e)) == 1;
+			r = r < 0 ? -1 : 0;
+		} else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0) {
 			r = sfile_writer_flush(&s->w, e);
+		}
 	}
 	if (r == 0)
-		report(s, name, &st);
+		report(s, name, &st, dropped, !path);
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
 	free(gs);
@@ -296,7 +318,7 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 	struct scorer_stats sum, st;
 	struct group g;
 	uint8_t keep;
-	int r;
+	int r, dropped = 0;
 	memset(&sum, 0, sizeof sum);
 	if (scoreio_stream_open(&in, fd, name, e) < 0)
 		return -1;
@@ -327,10 +349,11 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		if ((r = scoreio_pub_commit(&pub, out, sizeof out, e)) == 1 && s->o.verbose)
 			fprintf(stderr, "%s: %s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped\n",
 				prog, s->o.out, (long long)pub.step, out);
+		dropped = r == 1;
 		r = r < 0 ? -1 : 0;
 	}
 	if (r == 0)
-		report(s, name, &sum);
+		report(s, name, &sum, dropped, 1);
 	return r;
 }
 

@@ -460,19 +460,40 @@ static int run_hook(const struct args *a, int64_t step)
 }
 
 /*
+ * After "stopped before step S" (a signal, or no DONE yet), of a run of
+ * --steps K that trained some of them: the steps left, and what trains
+ * them and no more. The same command again would train K steps after the
+ * newest (--steps counts from there), which no run can tell from a new
+ * run asking for K more; --step S --steps LEFT is right either way.
+ */
+static void say_untrained(int64_t step, long long left)
+{
+	fprintf(stderr, ", %lld step%s asked for not trained (--step %lld --steps %lld trains %s and no more)", left,
+	        left == 1 ? "" : "s", (long long)step, left, left == 1 ? "it" : "them");
+}
+
+/*
  * At startup: the newest step with weights whose --on-publish never
  * succeeded (a run killed between publishing it and running the command,
  * or a command that failed) gets it now. Only the newest: the sampler wants
  * it, and an older step's weights handed over after it would roll the
- * sampler back. Step 0, the input model, has none. -1 when it failed.
+ * sampler back. Step 0, the input model, has none. -1 when it failed, or
+ * when listing the queue for that step failed.
  */
 static int hook_catch_up(const struct args *a, int64_t newest)
 {
 	int64_t h = newest;
 	struct err e;
+	int r;
 	while (h > 0 && !ckpt_has_weights(a->policy, h))
-		if (ckpt_latest(a->policy, h - 1, &h, &e) != 0)
-			return 0;
+		if ((r = ckpt_latest(a->policy, h - 1, &h, &e)) != 0) {
+			/* not knowing which step is owed the command is its failure:
+			 * under stop, the sampler may lack the newest weights */
+			if (r < 0)
+				fprintf(stderr, "%s: warning: cannot find the newest step with weights to run "
+				        "--on-publish for, if it has not succeeded yet: %s\n", prog, e.msg);
+			return r < 0 ? -1 : 0;
+		}
 	if (h <= 0 || hook_done(a, h))
 		return 0;
 	fprintf(stderr, "%s: step %lld: running --on-publish, which has not succeeded for it yet\n", prog,
@@ -781,7 +802,10 @@ int main(int argc, char **argv)
 		if (wait_done(&a, step)) {
 			if (stop)
 				break;
-			fprintf(stderr, "%s: %s/step_%lld: no DONE yet\n", prog, a.batches, (long long)step);
+			fprintf(stderr, "%s: %s/step_%lld: no DONE yet", prog, a.batches, (long long)step);
+			if (k > 0 && a.steps > 0)   /* run again as it was, it would start after step - 1 */
+				say_untrained(step, a.steps - k);
+			fputc('\n', stderr);
 			status = 75;
 			break;
 		}
@@ -864,8 +888,9 @@ int main(int argc, char **argv)
 	/* 0 says every step asked for was published: a signal that stopped the
 	 * run short of --steps K says 75, as a re-run goes on from there */
 	if (status == 0 && stop && a.steps > 0 && k < a.steps) {
-		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld, %lld step%s asked for not trained\n",
-		        prog, strsignal(stop), (long long)step, a.steps - k, a.steps - k == 1 ? "" : "s");
+		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld", prog, strsignal(stop), (long long)step);
+		say_untrained(step, a.steps - k);
+		fputc('\n', stderr);
 		status = 75;
 	}
 	if (mf && mf != stdout && fclose(mf) != 0)

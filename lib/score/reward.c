@@ -35,6 +35,9 @@ static int parse_weight(const char *eq, struct reward_spec *r, struct err *e)
 		return err_set(e, "reward %s: weight '%s' is not a finite number", r->name, w);
 	if (r->weight == 0 && errno == ERANGE)
 		return err_set(e, "reward %s: weight '%s' is so small that it would be 0", r->name, w);
+	if (fabs(r->weight) > REWARD_WEIGHT_MAX)
+		return err_set(e, "reward %s: weight '%s' is beyond %g (at most a float's range, as rewards)", r->name,
+			       w, REWARD_WEIGHT_MAX);
 	return 0;
 }
 

@@ -60,15 +60,21 @@ enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWAR
 struct reward_spec {
 	enum reward_kind kind;
 	char name[REWARD_NAME_MAX + 1];
-	double weight;            /* default 1 */
+	double weight;            /* default 1; |weight| <= REWARD_WEIGHT_MAX */
 };
+
+/* The largest weight: about a float's range, the rewards' own, so that
+ * every weighted sum of rewards (at most 3.4e38 each) stays far inside a
+ * double's; a weighted sum past 1.8e308 became inf and could make a group
+ * look flat, every advantage 0, without a word. */
+#define REWARD_WEIGHT_MAX 1e38
 
 struct reward_opt {
 	uint32_t max_len;         /* length: Lmax in tokens; 0 = not given */
 	uint32_t overlong_buffer; /* length: C in tokens */
 };
 
-/* Parse "NAME[=WEIGHT]" (a built-in name, a finite weight). */
+/* Parse "NAME[=WEIGHT]" (a built-in name, a weight of -1e38 to 1e38). */
 int reward_parse(const char *arg, struct reward_spec *r, struct err *e);
 /* 1 when the NAME of NAME[=WEIGHT] is a built-in's. */
 int reward_is_builtin(const char *arg);

@@ -1,4 +1,5 @@
 /* scorer.c: see scorer.h. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,12 +296,41 @@ static int num(struct buf *out, const char *key, double v)
 	return buf_printf(out, ",\"%s\":%s", key, isfinite(v) ? f : "null");
 }
 
+/* {"input":INPUT, : how each of an input's lines begins. */
+static int metrics_head(struct buf *out, const char *input)
+{
+	int r = buf_printf(out, "{\"input\":");
+	r = r < 0 ? r : json_print_string(out, input);
+	return r < 0 ? r : buf_printf(out, ",");
+}
+
+int scorer_metrics_has(const char *path, const char *input, struct err *e)
+{
+	struct buf head = { 0 };
+	if (metrics_head(&head, input) < 0)
+		return err_set(e, "out of memory");
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		buf_free(&head);
+		return errno == ENOENT ? 0 : err_sys(e, "%s", path);
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	while (!found && getline(&line, &cap, f) >= 0)
+		found = strncmp(line, (const char *)head.data, head.len) == 0;
+	int r = !found && ferror(f) ? err_sys(e, "%s", path) : found;
+	free(line);
+	fclose(f);
+	buf_free(&head);
+	return r;
+}
+
 int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st)
 {
 	double N = st->seqs ? st->seqs : 1;
-	int r = buf_printf(out, "{\"input\":");
-	r = r < 0 ? r : json_print_string(out, input);
-	r = r < 0 ? r : buf_printf(out, ",\"groups\":%u,\"sequences\":%u,\"dropped_groups\":%u,"
+	int r = metrics_head(out, input);
+	r = r < 0 ? r : buf_printf(out, "\"groups\":%u,\"sequences\":%u,\"dropped_groups\":%u,"
 				   "\"zero_std_groups\":%u,\"singleton_groups\":%u,\"nonfinite_rewards\":%u",
 				   st->groups, st->seqs, st->dropped, st->zero_std, st->singletons, st->nonfinite);
 	r = r < 0 ? r : num(out, "zero_std_fraction", st->groups ? (double)st->zero_std / st->groups : 0);

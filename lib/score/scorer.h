@@ -92,4 +92,11 @@ void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st);
 /* One JSON line (with its newline) of metrics for an input. */
 int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st);
 
+/* 1 when the metrics file at path holds a line of scorer_metrics for
+ * input (one that begins {"input":INPUT,), 0 when not or when there is no
+ * such file, -1 when it cannot be read. A re-run that finds an input's
+ * output published asks it, so that the input gets its line once: again
+ * if the run that published it died first, not if that run wrote it. */
+int scorer_metrics_has(const char *path, const char *input, struct err *e);
+
 #endif

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 97
+plan 106
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -150,6 +150,21 @@ grep -qF "in.zst: --reward wrong: the reward program 'sh good.sh' answers no rew
 ok $? "naming it and the program's rewards: $(cat err)"
 grpo-score -r wrong=2 -r length -m 9 in.zst 2> err > /dev/null
 is $? 2 "a reward neither built in nor a program's: usage error"
+# three rewards of weight W, sequence 100 alone answering c: x = 3W there, 2W in the rest
+# of group 1. At 1e308 both sums overflowed to inf, so the group looked flat and
+# every advantage was 0 without a word; weights are now at most 1e38
+cat > three.sh <<'EOF'
+while read -r l; do case $l in *'"sequence_id": 100,'*) c=1 ;; *) c=0 ;; esac
+	echo "{\"rewards\": {\"a\": 1, \"b\": 1, \"c\": $c}}"; done
+EOF
+grpo-score -c 'sh three.sh' -r a=1e38 -r b=1e38 -r c=1e38 -t "$TOK" in.zst 2>/dev/null | grpo-cat > heavy.jsonl
+is "$(grep -o '"advantages":[-0-9.e]*' heavy.jsonl | head -4 | tr '\n' ' ')" \
+   '"advantages":1.5 "advantages":-0.5 "advantages":-0.5 "advantages":-0.5 ' \
+   "weights of 1e38: the advantages of weights of 1, less the std's 1e-4"
+grpo-score -c 'sh three.sh' -r a=1e308 -r b=1e308 -r c=1e308 -t "$TOK" in.zst 2> err > heavy.zst
+is $? 2 "a weight past 1e38: usage error, not advantages of 0"
+grep -qF "weight '1e308' is beyond 1e+38" err
+ok $? "saying so: $(cat err)"
 long=correct_final_answer_under_the_strict_grader_v2_abcdefghijk   # 59 bytes
 grpo-score -c "while read -r l; do echo '{\"rewards\": {\"$long\": 1}}'; done" -r gsm8k=0 -r "$long=0" -t "$TOK" \
 	in.zst 2> err | grpo-cat > long.jsonl
@@ -179,7 +194,7 @@ grpo-score -c 'while read -r l; do case $l in *"\"sequence_id\": 100,"*) r=1e39 
 is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"advantages":0 ' \
 	"a reward too large for a float: left out of the advantages, the rest of its group flat"
 grep -q '"zero_std_groups":3' big-m.jsonl
-ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups": [0-9]*' big-m.jsonl)"
+ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups":[0-9]*' big-m.jsonl)"
 # two lines for the input's last request: no later request finds the second, so the
 # input itself must fail, not be published as if the program had kept to one line
 printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) a="{\"rewards\": {\"r\": 0}}
@@ -322,4 +337,29 @@ ok $? "re-run"
 cat k/scored/step_0/rank_0/*.zst | grpo-cat | grep -o '"group_id":[0-9]*,"trajectories"' | sort > kids
 is "$(wc -l < kids | tr -d ' '),$(sort -u kids | wc -l | tr -d ' ')" "6,6" "nothing lost, nothing duplicated"
 is "$(ls k/rollouts/step_0/rank_0/.done | wc -l | tr -d ' ')" 6 "every input retired"
+
+# ---- killed after publishing, before retiring the input: one metrics line ----
+# The re-run drops its copy of the output. It appended a line for the input
+# again, so one killed after writing its line left two (a step's reward mean
+# counted the input twice); one killed before must still get its line.
+mkdir -p dm0/rollouts/step_3/rank_1 && cp in.zst dm0/rollouts/step_3/rank_1/a.zst
+GRPO_FSYS_TRACE=1 grpo-score -r gsm8k -t "$TOK" -o dm0/scored dm0/rollouts 2> trace
+n=$(awk '$1 == "fsys" { if (prev == "rename_noreplace" && $3 == "fsync_dir") n = $2; prev = $3 } END { print n }' trace)
+for c in "$n before" "$((n + 1)) after"; do
+	set -- $c
+	mkdir -p dm$1/rollouts/step_3/rank_1 && cp in.zst dm$1/rollouts/step_3/rank_1/a.zst
+	echo '{"input":"other/rollouts/step_3/rank_1/a.zst","groups":1}' > dm$1.jsonl
+	GRPO_FSYS_CRASH_AT=$1 grpo-score -r gsm8k -t "$TOK" -o dm$1/scored -x dm$1.jsonl dm$1/rollouts 2> /dev/null
+	is "$?:$(ls dm$1/scored/step_3/rank_1):$(grep -c '^{"input":"dm' dm$1.jsonl)" "86:a.zst:$([ $2 = after ] && echo 1 || echo 0)" \
+		"killed after publishing, $2 the metrics line, the input still claimed"
+	grpo-spool recover dm$1 && grpo-score -r gsm8k -t "$TOK" -o dm$1/scored -x dm$1.jsonl dm$1/rollouts 2> /dev/null
+	is "$?:$(ls dm$1/rollouts/step_3/rank_1/.done):$(grep -c "^{\"input\":\"dm$1/rollouts/step_3/rank_1/a.zst\"," dm$1.jsonl)" \
+		"0:a.zst:1" "recovered and re-run: the input retired, with one metrics line"
+done
+grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null &&
+	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null
+is "$?:$(wc -l < dmf.jsonl | tr -d ' ')" "0:1" "a named file scored twice into -o: one line"
+grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null &&
+	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null
+is "$?:$(wc -l < dms.jsonl | tr -d ' ')" "0:1" "standard input scored twice into -o: one line, the published copy's"
 exit $_failed

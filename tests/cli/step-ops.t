@@ -9,10 +9,12 @@
 # than 0 says it ignores; a step's micro-batches retired once it is
 # published, after a crash in between or while retiring too; --on-publish
 # run by the next run for a step a crash (or a failure) left without its
-# command's success; one grpo-step per policy queue and rank, a second
-# exiting 75 at once; SIGTERM before the last of --steps K: 75.
+# command's success (a warning when the queue cannot be listed for it); one
+# grpo-step per policy queue and rank, a second exiting 75 at once; SIGTERM
+# before the last of --steps K, or no DONE for it: 75, naming the --step and
+# --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 71
+plan 77
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -273,6 +275,20 @@ is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "0:1 2 " "the next run runs it for step 1
 ok $? "each step's success is marked in the step's .on-publish-done"
 grpo-step --batches "$T/hp/batches" -o "$T/hp/policy" --on-publish "$hk" 2> /dev/null
 is "$?:$(tr '\n' ' ' < "$HOOK_LOG.h")" "75:1 2 " "a run with nothing to train runs it for no step again"
+# the newest step (3, of --save-every 2) has no weights, so the run lists the queue for
+# the one before with weights (2); that listing failing skipped the command silently
+cp -r "$T/s" "$T/sh" && rm -f "$T/sh/step_2/.on-publish-done"
+cp -r "$T/sh" "$T/sh0"
+GRPO_FSYS_TRACE=1 grpo-step --batches "$T/b" -o "$T/sh0" --on-publish true 2> "$T/trace"
+n=$(sed -n '/running --on-publish/q;s/^fsys \([0-9]*\) list_dir$/\1/p' "$T/trace" | tail -1)
+HOOK_LOG=$T/hsh GRPO_FSYS_FAIL_AT=$n:EIO grpo-step --batches "$T/b" -o "$T/sh" --on-publish "$hk" \
+	--on-publish-fail stop 2> "$T/err"
+is "$?:$(cat "$T/hsh.h" 2> /dev/null)" "3:" \
+	"the queue unreadable looking for the step with weights: the command's failure, stop: 3"
+grep -q "warning: cannot find the newest step with weights to run --on-publish for.*: $T/sh: .*Input/output error" "$T/err"
+ok $? "a warning naming the queue and the error: $(head -1 "$T/err")"
+HOOK_LOG=$T/hsh grpo-step --batches "$T/b" -o "$T/sh" --on-publish "$hk" 2> /dev/null
+is "$?:$(cat "$T/hsh.h")" "75:2" "the next run runs it for step 2"
 
 # 12. one grpo-step per policy queue and rank: a second exits 75 at once,
 # naming the first, while --rank processes of other ranks run beside it
@@ -312,8 +328,14 @@ is "$s2:$s0:$?" "75:0:0" "a second rank 1: 75; rank 0 beside rank 1 trains the s
 mkdir "$T/sg" "$T/sw" && cp -r "$T/model" "$T/sg/step_0" && cp -r "$T/model" "$T/sw/step_0"
 grpo-step --batches "$T/b" -o "$T/sg" --steps 2 --on-publish 'kill -TERM $PPID' 2> "$T/err"
 is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 " "SIGTERM after step 1 of --steps 2: 75, step 1 published"
-grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained' "$T/err"
-ok $? "and says so: $(cat "$T/err")"
+grep -q 'stopped by a signal (Terminated) before step 2, 1 step asked for not trained (--step 2 --steps 1 trains it and no more)$' "$T/err"
+ok $? "and says so, with what trains the step left (the same command would train 2 after step 1): $(cat "$T/err")"
+grpo-step --batches "$T/b" -o "$T/sg" --step 2 --steps 1 2> /dev/null
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "0:step_0 step_1 step_2 " "which trains step 2 and no more"
+grpo-step --batches "$T/b" -o "$T/sg" --steps 3 2> "$T/err"
+is "$?:$(ls "$T/sg" | tr '\n' ' ')" "75:step_0 step_1 step_2 step_3 " "--steps 3 with DONE for one: step 3, then 75"
+grep -q "$T/b/step_4: no DONE yet, 2 steps asked for not trained (--step 4 --steps 2 trains them and no more)\$" "$T/err"
+ok $? "naming what trains the two left: $(grep DONE "$T/err")"
 grpo-step --batches "$T/b" -o "$T/sw" --watch --on-publish 'kill -TERM $PPID' 2> /dev/null
 is "$?:$(ls "$T/sw" | tr '\n' ' ')" "0:step_0 step_1 " "SIGTERM ends --watch without --steps: 0"
 

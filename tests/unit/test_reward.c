@@ -180,6 +180,13 @@ static void parse_cases(void)
 	ok(reward_parse("gsm8k=0x10", &r, &e) < 0, "a hexadecimal weight refused");
 	ok(reward_parse("gsm8k= 2", &r, &e) < 0, "a weight after a blank refused");
 	ok(reward_parse_program("pass=1e-400", &r, &e) < 0, "likewise a program's reward");
+	/* beyond 1e38 a weighted sum of rewards could overflow a double */
+	ok(reward_parse("gsm8k=1e38", &r, &e) == 0 && r.weight == 1e38, "a weight of 1e38 taken");
+	ok(reward_parse("gsm8k=-1e38", &r, &e) == 0 && r.weight == -1e38, "and of -1e38");
+	ok(reward_parse("gsm8k=1.0000001e38", &r, &e) < 0 && strstr(e.msg, "beyond 1e+38"),
+	   "a weight past 1e38 refused: %s", e.msg);
+	ok(reward_parse_program("pass=-1e308", &r, &e) < 0 && strstr(e.msg, "weight '-1e308' is beyond"),
+	   "likewise a program's reward, negative: %s", e.msg);
 }
 
 /* The reference solutions of the GSM8K test set score 1; with the final
