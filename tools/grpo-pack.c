@@ -421,6 +421,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (!o->step_given)
 		o->step = next;
+	s.po.newest_done = next - 1;
 	if (o->out && packbuf_resume(&s.b, o->out, next, &e) < 0)
 		goto fail;
 	int nargs = argc - optind, queues = 0;

@@ -491,6 +491,12 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 		if (r == 1)
 			return err_set(e, "%s/step_%lld/DONE: step %lld is already published", o->queue,
 				       (long long)step, (long long)step);
+		if (step < o->newest_done)
+			return err_set(e, "%s: step %lld comes before step %lld, the newest published: the next "
+				       "run reads what was packed from the newest manifest only, and would pack "
+				       "this step's sequences again; give --step %lld or more, or no --step",
+				       o->queue, (long long)step, (long long)o->newest_done,
+				       (long long)o->newest_done + 1);
 		if (rollback(o->queue, step, &st->rolled_back, e) < 0)
 			return -1;
 	}

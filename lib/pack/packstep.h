@@ -80,6 +80,7 @@ struct packstep_opt {
 	struct pack_cost cost;
 	int separate_runs;
 	const char *queue;         /* output queue, or NULL for writer */
+	int64_t newest_done;       /* the queue's newest step with DONE as the run began (0: none) */
 	struct sfile_writer *writer;
 	int level;                 /* zstd level of published files */
 	int no_fsync;              /* scratch output (tests, tmpfs) */

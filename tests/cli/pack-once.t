@@ -5,7 +5,7 @@
 # "every input sequence in exactly one published step"; and a different
 # command against a partly published job refuses, saying what exists.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 10
+plan 13
 
 d="$GRPO_TOP/tests/cli/pack"
 # files of tiny.jsonl with sequence ids made distinct: 3 sequences each
@@ -142,3 +142,19 @@ GRPO_FSYS_CRASH_AT=$((calls / 2)) grpo-pack $job -o "$T/q" "$T/all.zst" 2> /dev/
 before=$(published "$T/q")
 grpo-pack $job --step 9 -o "$T/q" "$T/in/step_0/rank_0/g1.zst" 2> /dev/null
 is "$?:$(published "$T/q")" "1:$before" "--step 9 with other input against an unfinished job: refused, nothing published"
+
+# 6. --step below the newest DONE: the next run reads what was packed from
+# the newest manifest only, so a step published below it would be lost to
+# it, and its sequences of a half-consumed file packed twice. Refused.
+rm -rf "$T/b6" && mkdir -p "$T/b6/scored/step_0/rank_0"
+cp "$T/in/step_0/rank_0/g1.zst" "$T/b6/scored/step_0/rank_0/"
+grpo-pack -T 16 -b 2 --step 5 -o "$T/b6/batches" "$T/b6/scored" 2> /dev/null
+cp "$T/in/step_0/rank_0/g2.zst" "$T/b6/scored/step_0/rank_0/"
+grpo-pack -T 16 -b 3 --step 2 -o "$T/b6/batches" "$T/b6/scored" 2> "$T/err"
+st=$?
+is "$st:$(ls "$T/b6/batches" | tr '\n' ' '):$(ls "$T/b6/scored/step_0/rank_0/.claimed" | wc -l | tr -d ' ')" "1:step_5 :0" \
+	"--step 2 with step 5 published: exit 1, nothing published, no claim left"
+grep -q "step 2 comes before step 5, the newest published" "$T/err"
+is "$?" 0 "saying why: $(cat "$T/err")"
+grpo-pack -T 16 -b 3 --flush -o "$T/b6/batches" "$T/b6/scored" 2> /dev/null
+is "$?:$(published "$T/b6/batches")" "0:110 111 120 210 211 220 " "the next run packs every sequence exactly once"

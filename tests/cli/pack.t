@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 73
+plan 74
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -54,6 +54,11 @@ grpo-pack -T 16 -W 1 --batch-size 1 --keep-groups "$T/tiny.zst" | grpo-cat --jso
 is "$(sed -n 1p "$T/kg" | grep -o '"sequence_ids":\[[0-9,]*\]')" '"sequence_ids":[10,11]' \
 	"--keep-groups: a group of 2 stays in one step even with --batch-size 1"
 is "$(grep -o '"step":[0-9]*' "$T/kg" | tr '\n' ' ')" '"step":1 "step":2 ' "then the next group in step 2"
+grpo-pack -T 8 --batch-tokens 10 -x "$T/bt" "$T/tiny.zst" > /dev/null
+grpo-pack -T 8 --batch-tokens 4 -x "$T/bt" "$T/tiny.zst" > /dev/null
+is "$(grep -o '"dummies":0,"sequences":[0-9]*,"tokens":[0-9]*' "$T/bt" | cut -d, -f2-3 | tr '\n' ' ')" \
+	'"sequences":1,"tokens":5 "sequences":2,"tokens":9 "sequences":1,"tokens":5 "sequences":1,"tokens":6 "sequences":1,"tokens":3 ' \
+	"--batch-tokens 10 over 5, 6 and 3 tokens: steps of 5 and 9; --batch-tokens 4: a step per sequence"
 
 # 4. runs
 grpo-pack -T 8 -W 1 --separate-runs "$T/runs.zst" | grpo-cat --json > "$T/r"
