@@ -155,6 +155,22 @@ static void warn_future(const struct state *s, const struct packbuf_step *t)
 			n, (long long)s->o.step - 1, (long long)newest);
 }
 
+/*
+ * Sequences scored without a reference model packed beside ones scored
+ * with it: their micro-batches carry no ref_logprobs (mb_build), so that
+ * grpo-step --beta refuses them rather than take 0 for the reference.
+ */
+static void warn_mixed_ref(const struct state *s, const struct packbuf_step *t)
+{
+	uint32_t without = 0;
+	for (uint32_t i = 0; i < t->n; i++)
+		without += t->seq[i].t->ref_logprobs == NULL;
+	if (without > 0 && without < t->n)
+		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences have no reference logprobs: the "
+			"micro-batches holding them carry none, and grpo-step --beta will refuse them; score every "
+			"sequence against the same reference, or none\n", prog, (long long)s->o.step, without, t->n);
+}
+
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
  * flush: the whole selection goes, whatever --fill-target says. */
 static int pack_step(struct state *s, int flush, struct err *e)
@@ -184,6 +200,7 @@ static int pack_step(struct state *s, int flush, struct err *e)
 	packstep_stats_free(&st);
 	report_drops(s, 1);
 	warn_future(s, &t);
+	warn_mixed_ref(s, &t);
 	/* the step is published: forget its sequences, retire finished inputs */
 	packbuf_commit(b, &t);
 	s->o.step++;

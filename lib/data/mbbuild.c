@@ -23,11 +23,14 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	memset(mb, 0, sizeof *mb);
 	uint32_t P = o->pad_multiple > 1 ? o->pad_multiple : 1;
 	uint64_t L = 0;
-	int any_ref = 0, any_missing = 0;
+	/* reference logprobs only where every sequence has them: a 0 standing
+	 * for one that was never taken would pass for the reference's own
+	 * logprob in the KL (grpo-step --beta refuses a micro-batch without) */
+	int all_ref = n > 0, any_missing = 0;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t full = seqs[j]->n_prompt + seqs[j]->n_response;
 		L += use && use[j] < full ? use[j] : full;
-		any_ref |= seqs[j]->ref_logprobs != NULL;
+		all_ref &= seqs[j]->ref_logprobs != NULL;
 		any_missing |= seqs[j]->logprobs == NULL;
 	}
 	if (L > o->cap)
@@ -44,7 +47,7 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	mb->loss_mask = calloc(T, 1);
 	mb->advantages = calloc(T, sizeof(float));
 	mb->inference_logprobs = calloc(T, sizeof(float));
-	mb->ref_logprobs = any_ref ? calloc(T, sizeof(float)) : NULL;
+	mb->ref_logprobs = all_ref ? calloc(T, sizeof(float)) : NULL;
 	mb->temperatures = malloc(T * sizeof(float));
 	mb->n_seqs = n;
 	mb->n_seq_lens = n + (pad > 0);
@@ -57,7 +60,7 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 	mb->finish_reasons = calloc(n ? n : 1, sizeof(char *));
 	mb->logprobs_missing = any_missing ? calloc(n, 1) : NULL;
 	if (!mb->input_ids || !mb->position_ids || !mb->loss_mask || !mb->advantages ||
-	    !mb->inference_logprobs || (any_ref && !mb->ref_logprobs) || !mb->temperatures ||
+	    !mb->inference_logprobs || (all_ref && !mb->ref_logprobs) || !mb->temperatures ||
 	    !mb->seq_lens || !mb->sequence_ids || !mb->group_ids || !mb->prompt_lens ||
 	    !mb->policy_versions || !mb->rewards || !mb->finish_reasons || (any_missing && !mb->logprobs_missing)) {
 		mb_free(mb);
@@ -84,7 +87,7 @@ int mb_build(struct microbatch *mb, const struct traj *const *seqs, const uint32
 			uint32_t i = at + np + x;
 			if (t->logprobs)
 				mb->inference_logprobs[i] = t->logprobs[x];
-			if (t->ref_logprobs)
+			if (all_ref)
 				mb->ref_logprobs[i] = t->ref_logprobs[x];
 			mb->loss_mask[i] = (np + x > 0) && (!t->response_mask || t->response_mask[x]);
 		}

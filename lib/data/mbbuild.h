@@ -15,8 +15,9 @@
  *   inference_logprobs  the sampler's logprob of a response token, 0 on
  *                       prompt tokens and padding, and 0 on a sequence whose
  *                       sampler gave none, which logprobs_missing marks
- *   ref_logprobs        likewise from the scorer; NULL when no sequence has
- *                       them, 0 for a sequence without them
+ *   ref_logprobs        likewise from the scorer, 0 on prompt and padding;
+ *                       NULL unless every sequence has them (a 0 for one
+ *                       never taken would pass for the reference's logprob)
  *   advantages          the sequence's scalar advantage on every one of its
  *                       tokens (prompt included: the loss reads it only where
  *                       loss_mask is 1, and any token then tells the

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 74
+plan 78
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -346,3 +346,19 @@ grpo-pack -T 8 --fill-target 0.9 -o "$T/f2/batches" "$q"
 is "$?" 0 "from a queue the carried sequence stays queued, the manifest naming the two packed"
 grpo-pack -T 8 --fill-target 0.9 --flush -o "$T/f2/batches" "$q"
 is "$(ids "$T/f2/batches/step_2")" "11 " "and a later run with --flush packs it exactly once"
+
+# 21. a sequence scored without a reference beside ones scored with it: its
+# micro-batch carries no ref_logprobs (0 there would pass for the reference's
+# logprob in grpo-step's KL), the others keep theirs, and grpo-pack says so
+sed 's/"ref_logprobs":\[-0.75,-0.5\],//' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/mixed.zst" || exit 1
+grpo-pack -T 16 -W 1 -o "$T/mx1" "$T/mixed.zst" 2> "$T/err"
+is "$?:$(cat "$T/err")" "0:grpo-pack: step 1: warning: 1 of its 3 sequences have no reference logprobs: the micro-batches holding them carry none, and grpo-step --beta will refuse them; score every sequence against the same reference, or none" \
+	"one micro-batch of all three: packed, with a warning"
+is "$(grpo-cat --json "$T"/mx1/step_1/rank_0/mb_*.zst | grep -c '"ref_logprobs"')" 0 \
+	"and no ref_logprobs in it (they were 0 for sequence 10 before)"
+grpo-pack -T 8 -W 2 -P 4 "$T/mixed.zst" 2> /dev/null | grpo-cat --json | grep -o '"ref_logprobs":[^]]*]' > "$T/refs"
+is "$(cat "$T/refs")" '"ref_logprobs":[0,0,0,-1.5,-2.5,-3.5,0,0]' \
+	"sequence 11 alone in its micro-batch keeps its reference logprobs, aligned; 10 and 20's has none"
+grpo-init --preset tiny --seed 1 -o "$T/mxmodel" > /dev/null &&
+	grpo-step --model "$T/mxmodel" --batches "$T/mx1" -o "$T/mxp" --beta 0.1 2> "$T/err"
+is "$?:$(grep -c 'needs reference logprobs' "$T/err")" "1:1" "grpo-step --beta refuses that step, saying why"
