@@ -770,6 +770,13 @@ int main(int argc, char **argv)
 	double t0 = now();
 	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
 		cli_die(1, "%s", e.msg);
+	/* every step grpo-step publishes after step_0 has optim.bin: one without
+	 * it (lost, or a checkpoint put there by hand) restarts AdamW, which a
+	 * user resuming a run had better know */
+	if (!resumed && base > 0)
+		fprintf(stderr, "%s: warning: %s/step_%lld has no optim.bin: AdamW starts afresh from its weights "
+		        "(moments 0, optimizer step 1, so --warmup-steps and --lr-schedule start again), not as "
+		        "the run that published it would have gone on\n", prog, a.policy, (long long)base);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		cli_die(1, "%s: %s", a.metrics, strerror(errno));
