@@ -7,7 +7,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 75
+plan 76
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -92,6 +92,9 @@ is "$(head -1 "$T/t.tsv" | cut -f1,5,13-18 | tr '\t' ' ')" \
 is "$(grep -c '^seq' "$T/t.tsv")" 12 "one row per sequence"
 is "$(awk -F'\t' '$1 == "tok" && $18 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
 	"$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/mt")" "one trained token row per loss token"
+# rows appended through standard output (>>) to a table that has its header: no second header
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt2" --debug-table - 2> /dev/null >> "$T/t.tsv"
+is "$(grep -c '^kind' "$T/t.tsv"):$(grep -c '^seq' "$T/t.tsv")" 1:24 "--debug-table - >> TABLE: the rows, one header"
 
 # 3. the same data packed differently: same loss and grad norm (fp32 tolerance)
 grpo-pack -T 32 -W 2 -o "$T/b32" "$T/groups.zst" || exit 1
