@@ -228,6 +228,15 @@ struct dtable_ctx {
 	struct buf b;
 };
 
+/* Whether the debug table has no rows yet, so that its header goes first:
+ * a regular file by its size, as standard output appended to (>>) stands
+ * at offset 0 however much it holds; a pipe or a terminal is a new stream. */
+static int file_empty(FILE *f)
+{
+	struct stat st;
+	return fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0;
+}
+
 static int dtable_rows(void *ctx, const struct microbatch *mb, const float *logprob, struct err *e)
 {
 	struct dtable_ctx *d = ctx;
@@ -770,6 +779,13 @@ int main(int argc, char **argv)
 	double t0 = now();
 	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
 		cli_die(1, "%s", e.msg);
+	/* every step grpo-step publishes after step_0 has optim.bin: one without
+	 * it (lost, or a checkpoint put there by hand) restarts AdamW, which a
+	 * user resuming a run had better know */
+	if (!resumed && base > 0)
+		fprintf(stderr, "%s: warning: %s/step_%lld has no optim.bin: AdamW starts afresh from its weights "
+		        "(moments 0, optimizer step 1, so --warmup-steps and --lr-schedule start again), not as "
+		        "the run that published it would have gone on\n", prog, a.policy, (long long)base);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		cli_die(1, "%s: %s", a.metrics, strerror(errno));
@@ -788,7 +804,7 @@ int main(int argc, char **argv)
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
 			cli_die(1, "%s: %s", a.dtable, strerror(errno));
-		if (ftell(dt.f) <= 0) {
+		if (file_empty(dt.f)) {
 			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
 				cli_die(1, "%s: cannot write", a.dtable);
 		}

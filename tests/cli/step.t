@@ -2,11 +2,12 @@
 # grpo-step: a step from grpo-pack's micro-batches to policy/step_1 (step_0
 # published first), metrics, exit statuses, the same update from other
 # packings, a run of two steps equal to two runs of one, and a crash during
-# publish that leaves the previous step intact for a re-run to complete;
+# publish that leaves the previous step intact for a re-run to complete (a
+# step without optim.bin to resume from is said to restart AdamW);
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 73
+plan 76
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -91,6 +92,9 @@ is "$(head -1 "$T/t.tsv" | cut -f1,5,13-18 | tr '\t' ' ')" \
 is "$(grep -c '^seq' "$T/t.tsv")" 12 "one row per sequence"
 is "$(awk -F'\t' '$1 == "tok" && $18 == 1' "$T/t.tsv" | wc -l | tr -d ' ')" \
 	"$(sed -n 's/.*"loss_tokens":\([0-9]*\).*/\1/p' "$T/mt")" "one trained token row per loss token"
+# rows appended through standard output (>>) to a table that has its header: no second header
+grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pt2" --debug-table - 2> /dev/null >> "$T/t.tsv"
+is "$(grep -c '^kind' "$T/t.tsv"):$(grep -c '^seq' "$T/t.tsv")" 1:24 "--debug-table - >> TABLE: the rows, one header"
 
 # 3. the same data packed differently: same loss and grad norm (fp32 tolerance)
 grpo-pack -T 32 -W 2 -o "$T/b32" "$T/groups.zst" || exit 1
@@ -122,6 +126,15 @@ cmp -s "$T/pa/step_2/optim.bin" "$T/pb/step_2/optim.bin" &&
 	cmp -s "$T/pa/step_2/model.safetensors" "$T/pb/step_2/model.safetensors"
 ok $? "resuming is bit-identical (weights and optimizer state)"
 grep -q '"torch_dtype": "bfloat16"' "$T/pb/step_2/config.json"; ok $? "--save-dtype bfloat16 in config.json"
+# a step without optim.bin (lost, or put there by hand) restarts AdamW and its
+# warmup: said, naming the step, rather than a resume that silently is not one
+mkdir "$T/po" && cp -r "$T/pb/step_0" "$T/pb/step_1" "$T/po/" && rm "$T/po/step_1/optim.bin"
+grpo-step --batches "$T/b16" -o "$T/po" --lr 1e-3 --warmup-steps 4 --metrics "$T/mo" 2> "$T/err"
+is "$?:$(grep -c "warning: $T/po/step_1 has no optim.bin: AdamW starts afresh" "$T/err"):$(field "$T/mo" lr)" \
+	"0:1:0.00025" "step_1 without optim.bin: step 2 trains at the warmup's first lr, and says why"
+mkdir "$T/pq" && cp -r "$T/pb/step_0" "$T/pb/step_1" "$T/pq/"
+grpo-step --batches "$T/b16" -o "$T/pq" --lr 1e-3 --warmup-steps 4 --metrics "$T/mq" 2> "$T/err"
+is "$?:$(grep -c 'optim.bin' "$T/err"):$(field "$T/mq" lr)" "0:0:0.0005" "with it: resumed at the second lr, nothing said"
 
 # 5. --watch: waits for step 3's DONE (or finds it) and trains it
 grpo-step --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --watch --steps 1 2> /dev/null &
