@@ -85,7 +85,7 @@ static void usage(FILE *f)
 		"  -F, --flush             queues without --watch: pack the rest as a last short step\n"
 		"                          (default: only full steps, the rest stays queued)\n"
 		"  -r, --separate-runs     no micro-batch mixes runs\n"
-		"  -w, --watch             keep consuming the input queues, pack each step when ready\n"
+		"  -w, --watch             keep consuming the input queue, pack each step when ready\n"
 		"  -M, --min-tokens M      with --watch and no batch size: tokens that make a step (W*T)\n"
 		"  -t, --timeout S         with --watch: pack what is buffered after S idle seconds\n"
 		"  -p, --poll S            list the queue every S seconds instead of inotify (implies -w)\n"
@@ -362,6 +362,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--step 0 with -o: grpo-step trains steps from 1, and would never train step 0";
 	else if (!o->watch && (o->min_tokens || o->timeout > 0 || o->rescan > 0))
 		why = "--min-tokens, --timeout and --rescan go with --watch";
+	else if (o->min_tokens && (o->batch_size || o->batch_tokens))
+		why = "--min-tokens goes with neither --batch-size nor --batch-tokens, which say when a step is ready";
 	if (why)
 		cli_bad_usage("%s", why);
 	return 0;

@@ -3,7 +3,7 @@
 # manifest, steps by batch size, runs, overlong and stale sequences, queue
 # input with claims, --watch, and usage errors.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 78
+plan 80
 
 d="$GRPO_TOP/tests/cli/pack"
 grpo-cat --from-json -o "$T/tiny.zst" "$d/tiny.jsonl"
@@ -134,6 +134,10 @@ grpo-pack --ranks 2 < /dev/null > /dev/null 2>&1
 is "$?" 2 "--seq-len is required (exit 2)"
 grpo-pack -T 8 --batch-size 2 --batch-tokens 9 < /dev/null > /dev/null 2>&1
 is "$?" 2 "--batch-size and --batch-tokens exclude each other"
+for b in "-b 2" "-k 9"; do
+	grpo-pack -T 8 $b --watch --min-tokens 10 -o "$T/nothing" "$T/nothing" 2> "$T/err"
+	is "$?:$(grep -c 'min-tokens goes with neither' "$T/err")" "2:1" "--min-tokens with $b, which it would not change: usage, 2"
+done
 
 # 10. --watch --timeout: a short step after idle seconds
 q="$T/s4/scored"
