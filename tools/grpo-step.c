@@ -386,6 +386,12 @@ static int wait_done(const struct args *a, int64_t step)
 			return 0;
 		if (!a->watch || stop)
 			return 1;
+		static int said;   /* a typo in --batches would otherwise wait without a word */
+		if (!said && access(a->batches, F_OK) != 0) {
+			fprintf(stderr, "%s: %s: %s: waiting for it (is it the queue grpo-pack -o writes?)\n", prog,
+			        a->batches, strerror(errno));
+			said = 1;
+		}
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
@@ -819,6 +825,9 @@ int main(int argc, char **argv)
 			if (stop)
 				break;
 			fprintf(stderr, "%s: %s/step_%lld: no DONE yet", prog, a.batches, (long long)step);
+			if (access(a.batches, F_OK) != 0)   /* before grpo-pack's first run, or a typo */
+				fprintf(stderr, " (%s: %s: is it the queue grpo-pack -o writes?)", a.batches,
+				        strerror(errno));
 			if (k > 0 && a.steps > 0)   /* run again as it was, it would start after step - 1 */
 				say_untrained(step, a.steps - k);
 			fputc('\n', stderr);

@@ -7,7 +7,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 76
+plan 78
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -62,6 +62,12 @@ is $? "$want" "the alignment warning comes exactly when mean |trainer - sampler|
 grpo-step --batches "$T/b16" -o "$T/policy" --step 1; ok $? "a step already published: nothing to do, 0"
 grpo-step --batches "$T/b16" -o "$T/policy" 2> "$T/err"; is $? 75 "no DONE for step 2 yet: 75"
 grep -q 'step_2: no DONE yet' "$T/err"; ok $? "and says so"
+grpo-step --batches "$T/b16x" -o "$T/policy" 2> "$T/err"
+is "$?:$(grep -c "no DONE yet ($T/b16x: No such file or directory: is it the queue grpo-pack -o writes?)" "$T/err")" \
+	"75:1" "a batches queue that does not exist (a typo?): 75, naming it"
+timeout 1 grpo-step --watch --batches "$T/b16x" -o "$T/policy" 2> "$T/err"
+is "$?:$(grep -c "$T/b16x: No such file or directory: waiting for it" "$T/err")" "124:1" \
+	"--watch on one: said once, then waits"
 grpo-step --batches "$T/b16" -o "$T/policy" --step 5 2> "$T/err"; is $? 1 "step 5 without step_4: 1"
 grpo-step -o "$T/policy" 2> /dev/null; is $? 2 "no --batches: usage, 2"
 grpo-step --batches "$T/b16" -o "$T/p2" --loss-agg dr_grpo --model "$T/model" 2> /dev/null
