@@ -743,8 +743,8 @@ int main(int argc, char **argv)
 		bad = "--chat goes with --encode, not --decode";
 	else if (text && (o.stats || o.head >= 0 || json))
 		bad = "--encode, --decode and --chat take none of --stats, --head, --json";
-	else if ((tm.chat_flags & CHAT_NO_THINKING) && !tm.chat)
-		bad = "--no-thinking goes with --chat";
+	else if ((tm.chat_flags & CHAT_NO_THINKING) && (!tm.chat || tm.fmt != CHAT_QWEN3))
+		bad = "--no-thinking goes with --chat qwen3 (no other format has a think block)";
 	else if ((tm.encode || tm.decode) && !tok_file && !model_dir)
 		bad = "--encode and --decode need --tokenizer FILE (or --model DIR holding tokenizer.json)";
 	if (bad)

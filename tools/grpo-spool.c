@@ -20,6 +20,7 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "base/tempfile.h"
 #include "data/metrics.h"
 #include "spool/claim.h"
 #include "spool/queue.h"
@@ -125,6 +126,100 @@ static int in_path(const char *name)
 	return 0;
 }
 
+/*
+ * Does the file at fd end in PNG's IEND chunk? gnuplot exits 0 even when
+ * its writes failed (a full disk), leaving the image cut short.
+ */
+static int png_complete(int fd)
+{
+	static const unsigned char iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+	unsigned char tail[12];
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_size >= 20 &&
+	       pread(fd, tail, sizeof tail, st.st_size - (off_t)sizeof tail) == (ssize_t)sizeof tail &&
+	       memcmp(tail, iend, sizeof iend) == 0;
+}
+
+/* Copy the drawn image to a pipe or a device (-o /dev/stdout): 0, or -1 with e set. */
+static int copy_to_special(int from, const char *to, struct err *e)
+{
+	unsigned char chunk[65536];
+	ssize_t n;
+	int fd = open(to, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_sys(e, "%s", to);
+	off_t at = 0;
+	int r = 0;
+	while (r == 0 && (n = pread(from, chunk, sizeof chunk, at)) > 0) {
+		r = fsys_write_all(fd, chunk, (size_t)n, to, e);
+		at += n;
+	}
+	if (r == 0 && n < 0)
+		r = err_sys(e, "%s: reading back the image", to);
+	if (close(fd) < 0 && r == 0)
+		r = err_sys(e, "%s", to);
+	return r;
+}
+
+/*
+ * Draw the table into png with gnuplot, all or nothing: gnuplot writes a
+ * temporary (beside png, or in $TMPDIR when png is a pipe or a device,
+ * which a rename would replace), which is checked whole and then renamed
+ * over png or copied into it. gnuplot's standard output is not ours: where
+ * it cannot open its output it writes the image there. 0, or -1 said.
+ */
+static int draw_png(const struct metrics_table *t, const char *png, struct buf *b)
+{
+	struct err e;
+	struct stat st;
+	char real[PATH_MAX];
+	const char *target = png, *tmpdir = getenv("TMPDIR");
+	/* through a link its target is drawn, and the link stays */
+	if (lstat(png, &st) == 0 && S_ISLNK(st.st_mode) && realpath(png, real))
+		target = real;
+	int special = stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	struct tempfile *tmp = tempfile_create(target, special ? tmpdir && *tmpdir ? tmpdir : "/tmp" : NULL, &e);
+	if (!tmp) {
+		cli_warn("%s", e.msg);
+		return -1;
+	}
+	if (metrics_gnuplot(t, tempfile_path(tmp), b) < 0) {
+		tempfile_delete(tmp);
+		cli_warn("out of memory");
+		return -1;
+	}
+	FILE *g = popen("exec gnuplot >/dev/null", "w");
+	if (!g) {
+		fprintf(stderr, "%s: gnuplot: %s\n", prog, strerror(errno));
+		tempfile_delete(tmp);
+		return -1;
+	}
+	fwrite(b->data, 1, b->len, g);
+	int ws = pclose(g);
+	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+		fprintf(stderr, "%s: gnuplot failed drawing %s\n", prog, png);
+		tempfile_delete(tmp);
+		return -1;
+	}
+	int fd = fsys_open_read(tempfile_path(tmp), &e), r = -1;
+	if (fd < 0)
+		cli_warn("%s", e.msg);
+	else if (!png_complete(fd))
+		fprintf(stderr, "%s: %s: the image gnuplot drew was cut short (a full disk?); not written\n", prog,
+		        png);
+	else if ((r = special ? copy_to_special(fd, target, &e) : 0) < 0)
+		cli_warn("%s", e.msg);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0 || special) {
+		tempfile_delete(tmp);
+		return r;
+	}
+	if ((r = tempfile_commit(tmp, TEMPFILE_REPLACE, &e)) < 0)
+		cli_warn("%s", e.msg);
+	return r < 0 ? -1 : 0;
+}
+
 #define EXIT_NO_GNUPLOT 69   /* sysexits.h's EX_UNAVAILABLE */
 
 static int cmd_plot(const char *spool, const struct opts *op)
@@ -176,21 +271,8 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	snprintf(png, sizeof png, "%s", op->output ? op->output : "");
 	if (!op->output)
 		snprintf(png, sizeof png, "%s/metrics.png", spool);
-	if (metrics_gnuplot(&t, png, &b) < 0) {
-		cli_warn("out of memory");
+	if (draw_png(&t, png, &b) < 0)
 		goto out;
-	}
-	FILE *g = popen("gnuplot", "w");
-	if (!g) {
-		fprintf(stderr, "%s: gnuplot: %s\n", prog, strerror(errno));
-		goto out;
-	}
-	fwrite(b.data, 1, b.len, g);
-	int ws = pclose(g);
-	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-		fprintf(stderr, "%s: gnuplot failed drawing %s\n", prog, png);
-		goto out;
-	}
 	if (op->verbose)
 		fprintf(stderr, "%s: %s: %zu steps\n", prog, png, t.n);
 	status = 0;

@@ -500,7 +500,8 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 {
 	int64_t *steps;
 	size_t ns;
-	long leftovers = 0;
+	long leftovers = 0, refused = 0;
+	struct err first_refused;
 	int need_marker = queue_uses_markers(queue, e);
 	if (need_marker < 0 || finish_leftovers(queue, need_marker, &leftovers, e) < 0)
 		return -1;
@@ -533,8 +534,14 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 		}
 		if (archive_dir) {
 			long written;
-			if (steparc_write(queue, steps[i], archive_dir, &members, &written, e) < 0)
+			int k = steparc_write(queue, steps[i], archive_dir, &members, &written, e);
+			if (k < 0)
 				goto fail;
+			if (k == 1) {   /* this step is kept, said; the others are still pruned */
+				if (!refused++)
+					first_refused = *e;
+				continue;
+			}
 			st->archived += written > 0;   /* an empty step needs no archive */
 			/* the DONE marker is archived too, but not a published file */
 			int marker = has_marker(queue, steps[i], e);
@@ -551,7 +558,11 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 			st->unfinished++;
 	}
 	free(steps);
-	return 0;
+	if (refused == 0)
+		return 0;
+	*e = first_refused;
+	return refused > 1 ? err_prefix(e, "%s: %ld steps kept unarchived; the first", queue, refused)
+			   : -1;
 fail:
 	free(steps);
 	return -1;

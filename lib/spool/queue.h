@@ -104,7 +104,9 @@ struct queue_gc_stats {
  * Remove the finished steps of a queue beyond the newest keep; with
  * archive_dir, first archive each (steparc.h: archive_dir/NAME-step_N.tar.zst,
  * or the next NAME-step_N.K.tar.zst for what a step archived before did
- * not hold; an archive is never replaced).
+ * not hold; an archive is never replaced). A step that cannot be archived
+ * whole (steparc_write: 1) is kept and the rest still pruned; -1 then
+ * names it (the first of them, and how many).
  */
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e);

@@ -135,7 +135,7 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 	}
 }
 
-/* -1, said, when dir holds a directory (not a dot name; rank_X where ranks) that no archive would hold. */
+/* 1, said, when dir holds a directory (not a dot name; rank_X where ranks) that no archive would hold; 0, or -1. */
 static int no_other_dirs(const char *dir, int ranks, struct err *e)
 {
 	char **v;
@@ -144,9 +144,11 @@ static int no_other_dirs(const char *dir, int ranks, struct err *e)
 	if (fsys_list_dir(dir, FSYS_DIRS, &v, &n, e) < 0)
 		return -1;
 	for (size_t k = 0; k < n && r == 0; k++)
-		if (v[k][0] != '.' && (!ranks || spool_parse_rank(v[k], &rank) < 0))
-			r = err_set(e, "%s/%s: a directory%s; not archived, so the step is kept", dir, v[k],
-				    ranks ? " that is not a rank's" : " in a rank");
+		if (v[k][0] != '.' && (!ranks || spool_parse_rank(v[k], &rank) < 0)) {
+			err_set(e, "%s/%s: a directory%s; not archived, so the step is kept", dir, v[k],
+				ranks ? " that is not a rank's" : " in a rank");
+			r = 1;
+		}
 	fsys_free_names(v, n);
 	return r;
 }
@@ -155,7 +157,7 @@ static int no_other_dirs(const char *dir, int ranks, struct err *e)
  * The files of the step itself (DONE, and a checkpoint's files in policy,
  * which has no rank directories), with their member names; *extra counts
  * those but DONE. A directory other than rank_X would be removed unarchived:
- * refused (no_other_dirs), as is one in a rank directory.
+ * refused (no_other_dirs: 1), as is one in a rank directory. 0, 1 or -1.
  */
 static int list_step_top(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
 			 struct err *e)
@@ -165,7 +167,9 @@ static int list_step_top(const char *queue, const char *qname, int64_t step, str
 	struct stat st;
 	int r = 0;
 	snprintf(sdir, sizeof sdir, "%s/step_%lld", queue, (long long)step);
-	if (no_other_dirs(sdir, 1, e) < 0 || fsys_list_dir(sdir, FSYS_FILES, &v, &n, e) < 0)
+	if ((r = no_other_dirs(sdir, 1, e)) != 0)
+		return r;
+	if (fsys_list_dir(sdir, FSYS_FILES, &v, &n, e) < 0)
 		return -1;
 	for (size_t k = 0; k < n && r == 0; k++) {
 		if (v[k][0] == '.')
@@ -182,7 +186,7 @@ static int list_step_top(const char *queue, const char *qname, int64_t step, str
 	return r;
 }
 
-/* The step's own files (list_step_top) and its published files, with their member names. */
+/* The step's own files (list_step_top) and its published files, with their member names: 0, 1 or -1 as list_step_top. */
 static int list_step(const char *queue, const char *qname, int64_t step, struct items *out, long *extra,
 		     struct err *e)
 {
@@ -191,14 +195,14 @@ static int list_step(const char *queue, const char *qname, int64_t step, struct 
 	size_t nr, n;
 	struct stat st;
 	int r;
-	if (list_step_top(queue, qname, step, out, extra, e) < 0)
-		return -1;
+	if ((r = list_step_top(queue, qname, step, out, extra, e)) != 0)
+		return r;
 	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
 		return -1;
 	for (size_t i = 0; i < nr; i++) {
-		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 || no_other_dirs(dir, 0, e) < 0) {
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 || (r = no_other_dirs(dir, 0, e)) != 0) {
 			free(ranks);
-			return -1;
+			return r ? r : -1;
 		}
 		if (fsys_list_dir(dir, FSYS_FILES, &v, &n, e) < 0) {
 			free(ranks);
@@ -317,7 +321,7 @@ int steparc_write(const char *queue, int64_t step, const char *dir, long *files,
 	long extra = 0;
 	*files = *written = 0;
 	if (fsys_mkdirs(dir, e) < 0 || read_existing(dir, qname, step, &seen, &next, e) < 0 ||
-	    list_step(queue, qname, step, &cur, &extra, e) < 0)
+	    (rc = list_step(queue, qname, step, &cur, &extra, e)) != 0)
 		goto out;
 	size_t fresh = 0;
 	for (size_t i = 0; i < cur.n; i++)

@@ -31,7 +31,10 @@
  * Archive what step holds that no archive of it holds yet. *files: the
  * step's published files and marker that the step's archives now hold (all
  * of them; the step's other files are archived but not counted);
- * *written: members of the new archive (0: none was needed). 0 or -1.
+ * *written: members of the new archive (0: none was needed). 0; 1 when
+ * the step holds a directory that no archive would hold (other than rank_X,
+ * or in a rank directory), which e names: nothing written, the step is to
+ * be kept; or -1.
  */
 int steparc_write(const char *queue, int64_t step, const char *dir, long *files, long *written,
 		  struct err *e);

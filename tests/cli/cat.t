@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 25
+plan 27
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -100,3 +100,10 @@ is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>:1: group_id: 1.5 is not an integer"
 
 grpo-cat --bogus > /dev/null 2>&1
 is "$?" 2 "an unknown option exits 2"
+
+# --no-thinking is Qwen3's: with another format it would change nothing, and
+# a Qwen3 model given --chat qwen would think after all
+echo '"hi"' | grpo-cat --chat qwen --no-thinking > "$T/out" 2> "$T/err"
+is "$?:$(cat "$T/out")" "2:" "--chat qwen --no-thinking is a usage error, not a prompt without the think block ($(head -n 1 "$T/err"))"
+is "$?:$(echo '"hi"' | grpo-cat --chat qwen3 --no-thinking)" \
+	'0:"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"' "--chat qwen3 --no-thinking ends in the empty think block"

@@ -4,7 +4,7 @@
 # after the command in hand, without killing the command; a single pass so
 # stopped says it did not finish (exit 1), leaving the rest waiting.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 10
 
 # wait_for SECONDS COMMAND...: until the command succeeds, 1 if it never does.
 wait_for() {
@@ -73,3 +73,15 @@ is "$st:$(ls -A "$S/once/step_0/rank_0/.done")" "1:a.zst" \
 	"one pass stopped by SIGTERM: the file in hand is retired, and it exits 1, not 0"
 grep -q "stopped by SIGTERM" "$T/err"
 is "$?" 0 "saying it was stopped: $(cat "$T/err")"
+
+# grpo-spool(1) --rescan: a file whose command failed waits for the next
+# rescan, with --poll too, and is not run again at every poll
+publish "$S/fails" 0 0 a.zst a
+grpo-spool consume "$S/fails" --poll 0.05 --rescan 1000 -v -- sh -c 'echo run >> "$0.log"; exit 3' "$T/fails" \
+	2> "$T/err" &
+pid=$!
+scans() { [ "$(sed -n 's/.* \([0-9]*\) scans,.*/\1/p' "$T/err")" -ge 3 ] 2>/dev/null; }
+wait_for 10 test -s "$T/fails.log" && sleep 0.5
+kill -TERM $pid; wait $pid
+is "$?:$(wc -l < "$T/fails.log" | tr -d ' '):$(scans && echo polled)" "1:1:polled" \
+	"--poll: a failed file is not retried at every poll, only at --rescan ($(tail -n 1 "$T/err"))"
