@@ -336,10 +336,13 @@ static void print_step(const char *queue, const struct queue_step *s)
 	       s->ranks, s->waiting, s->claimed, s->done, s->marker ? "yes" : "-");
 	for (long k = 0; k < s->claimed; k++) {
 		const struct queue_claim *c = &s->claims[k];
-		printf("  claimed step_%lld/rank_%d/%s by %s pid %ld, %llds ago%s\n",
-		       (long long)s->step, c->rank, c->name,
-		       c->id.host[0] ? c->id.host : "(unreadable record)", c->id.pid,
-		       c->age, c->stale ? " (stale)" : "");
+		char by[sizeof c->id.host + 32];
+		if (c->id.host[0])
+			snprintf(by, sizeof by, "%s pid %ld", c->id.host, c->id.pid);
+		else   /* no holder known: its age alone says whether it is stale */
+			snprintf(by, sizeof by, "(unreadable record)");
+		printf("  claimed step_%lld/rank_%d/%s by %s, %llds ago%s\n", (long long)s->step, c->rank,
+		       c->name, by, c->age, c->stale ? " (stale)" : "");
 	}
 }
 
