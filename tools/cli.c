@@ -446,6 +446,27 @@ int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int fla
 	return failed ? CLI_EXIT_FAILURE : 0;
 }
 
+int cli_output_dir(const char *target, struct err *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(target, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (snprintf(dir, sizeof dir, "%.*s", slash == target ? 1 : (int)(slash - target), target) >=
+		 (int)sizeof dir)
+		return err_set(e, "%s: path too long", target);
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return err_sys(e, "%s: cannot create", target);
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return err_sys(e, "%s: cannot create", target);
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return err_sys(e, "%s: cannot create", target);
+	return 0;
+}
+
 int cli_is_queue(const char *operand)
 {
 	struct stat sb;

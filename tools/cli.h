@@ -153,6 +153,14 @@ enum { CLI_INPUTS_ALL = 1 };
 int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int flags,
 	       int (*fn)(void *ctx, const struct cli_input *in, struct err *e), void *ctx);
 
+/*
+ * Whether the directory that a file to publish at target goes into exists
+ * and can be written, where the temporary beside it (tempfile.h) is made:
+ * 0, or -1 with a message that names target rather than that temporary
+ * ("nodir/x.png: cannot create: No such file or directory").
+ */
+int cli_output_dir(const char *target, struct err *e);
+
 /* Whether an operand names a directory (a queue), rather than a file or "-". */
 int cli_is_queue(const char *operand);
 

@@ -390,6 +390,8 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 		if (slash && *dir && fsys_mkdirs(dir, e) < 0)
 			return NULL;
 		snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	} else if (cli_output_dir(output, e) < 0) {   /* named, not the temporary beside it */
+		return NULL;
 	}
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }

@@ -178,6 +178,10 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	if (lstat(png, &st) == 0 && S_ISLNK(st.st_mode) && realpath(png, real))
 		target = real;
 	int special = stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (!special && cli_output_dir(target, &e) < 0) {   /* named, not the temporary beside it */
+		cli_warn("%s", e.msg);
+		return -1;
+	}
 	struct tempfile *tmp = tempfile_create(target, special ? tmpdir && *tmpdir ? tmpdir : "/tmp" : NULL, &e);
 	if (!tmp) {
 		cli_warn("%s", e.msg);
