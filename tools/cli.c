@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -75,6 +76,34 @@ void cli_bad_usage(const char *fmt, ...)
 	if (usage_fn)
 		usage_fn(stderr);
 	exit(CLI_EXIT_USAGE);
+}
+
+/* The names of the modes in the set, "a, b, c". */
+static void mode_list(char *out, size_t size, unsigned modes, const char *const *mode_names)
+{
+	size_t len = 0;
+	out[0] = 0;
+	for (unsigned k = 0; modes >> k && len < size; k++)
+		if (modes >> k & 1)
+			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? ", " : "", mode_names[k]);
+}
+
+void cli_mode_options(const struct option *longopts, const struct cli_mode_option *table, size_t n,
+		      const unsigned char *given, unsigned mode, const char *const *mode_names)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!given[table[i].ch] || (table[i].modes & mode))
+			continue;
+		const struct option *o = longopts;
+		while (o->name && o->val != table[i].ch)
+			o++;
+		unsigned k = 0;
+		while (mode >> k > 1)
+			k++;
+		char with[256];
+		mode_list(with, sizeof with, table[i].modes, mode_names);
+		cli_bad_usage("%s takes no --%s (it goes with %s)", mode_names[k], o->name ? o->name : "?", with);
+	}
 }
 
 void cli_bad_value(const char *opt, const char *expected, const char *arg)
@@ -415,6 +444,27 @@ int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int fla
 			break;
 	}
 	return failed ? CLI_EXIT_FAILURE : 0;
+}
+
+int cli_output_dir(const char *target, struct err *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(target, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (snprintf(dir, sizeof dir, "%.*s", slash == target ? 1 : (int)(slash - target), target) >=
+		 (int)sizeof dir)
+		return err_set(e, "%s: path too long", target);
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return err_sys(e, "%s: cannot create", target);
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return err_sys(e, "%s: cannot create", target);
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return err_sys(e, "%s: cannot create", target);
+	return 0;
 }
 
 int cli_is_queue(const char *operand)

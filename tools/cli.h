@@ -59,6 +59,26 @@ int cli_stdout_flushed(void);
 void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /*
+ * Options that only some of a tool's modes use (grpo-cat's --stats or
+ * --encode, grpo-collect's ways of collecting): given to another mode such
+ * an option would do nothing, so it is refused rather than ignored. table
+ * lists each by its getopt value (ch) with the modes that take it, one bit
+ * a mode, mode_names[k] naming the mode of bit k; given[ch] is nonzero for
+ * an option on the command line. The first given that mode does not take
+ * is a usage error naming the mode, the option (its long name in longopts)
+ * and the modes it goes with:
+ *
+ *	grpo-cat: --stats takes no --tokenizer (it goes with printing records, --encode, --decode)
+ */
+struct option;
+struct cli_mode_option {
+	int ch;
+	unsigned modes;
+};
+void cli_mode_options(const struct option *longopts, const struct cli_mode_option *table, size_t n,
+		      const unsigned char *given, unsigned mode, const char *const *mode_names);
+
+/*
  * An argument that is not what option takes, in the parsers' form, for the
  * checks a tool makes itself: cli_bad_value("--betas", "B1,B2", "0.9")
  * prints "prog: --betas: expected B1,B2, got '0.9'" and exits CLI_EXIT_USAGE.
@@ -132,6 +152,14 @@ struct cli_input {
 enum { CLI_INPUTS_ALL = 1 };
 int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int flags,
 	       int (*fn)(void *ctx, const struct cli_input *in, struct err *e), void *ctx);
+
+/*
+ * Whether the directory that a file to publish at target goes into exists
+ * and can be written, where the temporary beside it (tempfile.h) is made:
+ * 0, or -1 with a message that names target rather than that temporary
+ * ("nodir/x.png: cannot create: No such file or directory").
+ */
+int cli_output_dir(const char *target, struct err *e);
 
 /* Whether an operand names a directory (a queue), rather than a file or "-". */
 int cli_is_queue(const char *operand);

@@ -64,13 +64,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: grpo-cat [--json] [--head N] [--model DIR] [--tokenizer FILE] [FILE...]\n"
-		"       grpo-cat --stats [--json] [-v] [--model DIR] [FILE...]\n"
+		"       grpo-cat --stats [--json] [-v] [--head N] [--model DIR] [FILE...]\n"
 		"       grpo-cat --from-json [-o FILE] [FILE...]\n"
-		"       grpo-cat --tokenizer FILE --encode | --decode [FILE...]\n"
-		"       grpo-cat --chat FORMAT [--no-thinking] [--encode --tokenizer FILE] [FILE...]\n"
+		"       grpo-cat --tokenizer FILE | --model DIR --encode | --decode [FILE...]\n"
+		"       grpo-cat --chat FORMAT [--no-thinking] [--encode --tokenizer FILE | --model DIR] [FILE...]\n"
 		"Print spool files (or tar archives of them) as JSON lines, summarize them,\n"
 		"write JSON lines back into a spool file, or turn text into token ids and back.\n"
-		"FILE '-' or none: standard input.\n"
+		"Each form takes only the options it shows. FILE '-' or none: standard input.\n"
 		"  -j, --json         JSON lines (the default view; with --stats, a JSON object)\n"
 		"  -n, --head N       stop after N records\n"
 		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio,\n"
@@ -390,6 +390,8 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 		if (slash && *dir && fsys_mkdirs(dir, e) < 0)
 			return NULL;
 		snprintf(tmpdir, sizeof tmpdir, "%s/.tmp", queue);
+	} else if (cli_output_dir(output, e) < 0) {   /* named, not the temporary beside it */
+		return NULL;
 	}
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }
@@ -687,9 +689,58 @@ static struct tokenizer *load_tokenizer(const char *file, const char *model_dir,
 	return t;
 }
 
+/* The modes, one a command line, and the options that only some of them
+ * use: given to another, such an option would do nothing (a tokenizer not
+ * loaded, -v with nothing to list), so it is a usage error. */
+enum { PRINT = 1, STATS = 2, FROM_JSON = 4, ENCODE = 8, DECODE = 16, CHAT = 32, CHAT_ENCODE = 64 };
+static const char *const mode_names[] = {   /* by bit, PRINT's first */
+	"printing records", "--stats", "--from-json", "--encode", "--decode", "--chat without --encode",
+	"--chat --encode",
+};
+enum { O_NOTHINK = 256 };
+static const struct cli_mode_option mode_options[] = {
+	{ 'j', PRINT | STATS },
+	{ 'n', PRINT | STATS },
+	{ 'v', STATS },
+	{ 'm', PRINT | STATS | ENCODE | DECODE | CHAT_ENCODE },   /* the text modes: DIR/tokenizer.json */
+	{ 't', PRINT | ENCODE | DECODE | CHAT_ENCODE },
+	{ O_NOTHINK, CHAT | CHAT_ENCODE },
+	{ 'o', FROM_JSON },
+};
+
+/* The mode the options that choose one give, or a usage error for two
+ * (--chat --encode is one). */
+static unsigned cat_mode(const struct option *longopts, const unsigned char *given)
+{
+	static const struct {
+		int ch;
+		unsigned mode;
+	} choose[] = { { 'f', FROM_JSON }, { 's', STATS }, { 'e', ENCODE }, { 'd', DECODE }, { 'c', CHAT } };
+	unsigned mode = PRINT;
+	int first = 0;
+	for (size_t i = 0; i < sizeof choose / sizeof *choose; i++) {
+		if (!given[choose[i].ch])
+			continue;
+		if (mode == ENCODE && choose[i].mode == CHAT) {
+			mode = CHAT_ENCODE;
+			continue;
+		}
+		if (mode != PRINT) {
+			const char *a = NULL, *b = NULL;
+			for (const struct option *o = longopts; o->name; o++) {
+				a = o->val == first && !a ? o->name : a;
+				b = o->val == choose[i].ch && !b ? o->name : b;
+			}
+			cli_bad_usage("--%s and --%s exclude each other", a, b);
+		}
+		mode = choose[i].mode;
+		first = choose[i].ch;
+	}
+	return mode;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_NOTHINK = 1000 };
 	static const struct option longopts[] = {
 		{ "chat", required_argument, NULL, 'c' },    { "decode", no_argument, NULL, 'd' },
 		{ "encode", no_argument, NULL, 'e' },        { "from-json", no_argument, NULL, 'f' },
@@ -705,8 +756,11 @@ int main(int argc, char **argv)
 	struct textmode tm = { 0 };
 	int c, json = 0, fromjson = 0;
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
+	unsigned char given[O_NOTHINK + 1] = { 0 };   /* by getopt value */
 	prog = cli_init(argv[0], usage);
 	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:vV", longopts, NULL)) != -1) {
+		if (c >= 0 && c <= O_NOTHINK)
+			given[c] = 1;
 		switch (c) {
 		case 'c':
 			if (chat_format_parse(optarg, &tm.fmt) < 0) {
@@ -733,17 +787,9 @@ int main(int argc, char **argv)
 	}
 	int text = tm.encode || tm.decode || tm.chat;
 	const char *bad = NULL;
-	if (output && !fromjson)
-		bad = "--output goes with --from-json";
-	else if (fromjson && (o.stats || o.head >= 0 || text || tok_file))
-		bad = "--from-json takes none of --stats, --head, --tokenizer, --encode, --decode, --chat";
-	else if (tm.encode && tm.decode)
-		bad = "--encode and --decode exclude each other";
-	else if (tm.decode && tm.chat)
-		bad = "--chat goes with --encode, not --decode";
-	else if (text && (o.stats || o.head >= 0 || json))
-		bad = "--encode, --decode and --chat take none of --stats, --head, --json";
-	else if ((tm.chat_flags & CHAT_NO_THINKING) && (!tm.chat || tm.fmt != CHAT_QWEN3))
+	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,
+			 cat_mode(longopts, given), mode_names);
+	if ((tm.chat_flags & CHAT_NO_THINKING) && tm.fmt != CHAT_QWEN3)
 		bad = "--no-thinking goes with --chat qwen3 (no other format has a think block)";
 	else if ((tm.encode || tm.decode) && !tok_file && !model_dir)
 		bad = "--encode and --decode need --tokenizer FILE (or --model DIR holding tokenizer.json)";

@@ -178,6 +178,10 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	if (lstat(png, &st) == 0 && S_ISLNK(st.st_mode) && realpath(png, real))
 		target = real;
 	int special = stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (!special && cli_output_dir(target, &e) < 0) {   /* named, not the temporary beside it */
+		cli_warn("%s", e.msg);
+		return -1;
+	}
 	struct tempfile *tmp = tempfile_create(target, special ? tmpdir && *tmpdir ? tmpdir : "/tmp" : NULL, &e);
 	if (!tmp) {
 		cli_warn("%s", e.msg);
@@ -336,10 +340,13 @@ static void print_step(const char *queue, const struct queue_step *s)
 	       s->ranks, s->waiting, s->claimed, s->done, s->marker ? "yes" : "-");
 	for (long k = 0; k < s->claimed; k++) {
 		const struct queue_claim *c = &s->claims[k];
-		printf("  claimed step_%lld/rank_%d/%s by %s pid %ld, %llds ago%s\n",
-		       (long long)s->step, c->rank, c->name,
-		       c->id.host[0] ? c->id.host : "(unreadable record)", c->id.pid,
-		       c->age, c->stale ? " (stale)" : "");
+		char by[sizeof c->id.host + 32];
+		if (c->id.host[0])
+			snprintf(by, sizeof by, "%s pid %ld", c->id.host, c->id.pid);
+		else   /* no holder known: its age alone says whether it is stale */
+			snprintf(by, sizeof by, "(unreadable record)");
+		printf("  claimed step_%lld/rank_%d/%s by %s, %llds ago%s\n", (long long)s->step, c->rank,
+		       c->name, by, c->age, c->stale ? " (stale)" : "");
 	}
 }
 
@@ -361,6 +368,27 @@ static int not_a_spool(const char *spool, char **names, size_t n)
 	return 0;
 }
 
+/*
+ * Say which directories of queue are named like a step or a rank but not
+ * as the spool names them (step_01): no tool reads them, so what they hold
+ * would wait unseen. 0 when there are none, 1 when there are (said), -1.
+ */
+static int warn_misnamed(const char *queue)
+{
+	struct err e;
+	char **paths;
+	size_t n;
+	if (spool_misnamed(queue, &paths, &n, &e) < 0) {
+		cli_warn("%s", e.msg);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		cli_warn("%s/%s: not part of the spool, and no tool reads it: steps and ranks are step_N and "
+			 "rank_X, N and X in decimal without leading zeros", queue, paths[i]);
+	fsys_free_names(paths, n);
+	return n != 0;
+}
+
 /* The state queue_status returns, as a table or as JSON lines. */
 static int cmd_status(const char *spool, const struct opts *op)
 {
@@ -368,8 +396,14 @@ static int cmd_status(const char *spool, const struct opts *op)
 	struct queue_status st;
 	char **names;
 	size_t nq;
+	int list_failed = 0;
 	if (queue_list(spool, &names, &nq, &e) == 0) {
 		int bad = not_a_spool(spool, names, nq);
+		for (size_t i = 0; i < nq && !bad; i++) {
+			char queue[PATH_MAX];
+			snprintf(queue, sizeof queue, "%s/%s", spool, names[i]);
+			list_failed |= warn_misnamed(queue) < 0;
+		}
 		fsys_free_names(names, nq);
 		if (bad)
 			return 1;
@@ -414,7 +448,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 	}
 	for (size_t i = 0; i < st.n_errors; i++)
 		cli_warn("%s", st.errors[i].msg);
-	int bad = st.n_errors != 0;
+	int bad = st.n_errors != 0 || list_failed;
 	if (cli_stdout_flushed() < 0)
 		bad = 1;
 	queue_status_free(&st);
@@ -697,6 +731,8 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	if (check_queue(queue, op->w.follow) < 0)
 		return 1;
 	signal(SIGCHLD, SIG_DFL); /* ignored, children would be reaped unseen */
+	if (op->verbose)
+		warn_misnamed(queue);
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
 		cli_warn("%s", e.msg);

@@ -1,6 +1,7 @@
 /* spool.c: see spool.h. */
 #include "spool/spool.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,6 +323,58 @@ int spool_list_ranks(const char *queue, int64_t step, int **ranks, size_t *n, st
 	*ranks = v;
 	*n = k;
 	return 0;
+}
+
+/* Append "dir/name" (or name when dir is NULL) to *v: 0 or -1. */
+static int add_path(char ***v, size_t *n, const char *dir, const char *name, struct err *e)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return err_set(e, "out of memory");
+	*v = nv;
+	size_t len = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
+	if (!(nv[*n] = malloc(len)))
+		return err_set(e, "out of memory");
+	snprintf(nv[(*n)++], len, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+	return 0;
+}
+
+int spool_misnamed(const char *queue, char ***paths, size_t *n, struct err *e)
+{
+	char **steps = NULL, **ranks = NULL, dir[PATH_MAX];
+	size_t ns = 0, nr = 0;
+	int64_t step;
+	int rank, rc = 0;
+	*paths = NULL;
+	*n = 0;
+	if (fsys_list_dir(queue, FSYS_DIRS, &steps, &ns, e) < 0)
+		return -1;
+	for (size_t i = 0; rc == 0 && i < ns; i++) {
+		if (strncmp(steps[i], "step_", 5) != 0)
+			continue;
+		if (spool_parse_step(steps[i], &step) < 0) {
+			rc = add_path(paths, n, NULL, steps[i], e);
+			continue;
+		}
+		if (snprintf(dir, sizeof dir, "%s/%s", queue, steps[i]) >= (int)sizeof dir) {
+			rc = err_set(e, "%s: path too long", queue);
+			break;
+		}
+		rc = fsys_list_dir(dir, FSYS_DIRS, &ranks, &nr, e) < 0 ? -1 : 0;
+		for (size_t j = 0; rc == 0 && j < nr; j++)
+			if (strncmp(ranks[j], "rank_", 5) == 0 && spool_parse_rank(ranks[j], &rank) < 0)
+				rc = add_path(paths, n, steps[i], ranks[j], e);
+		fsys_free_names(ranks, nr);
+		ranks = NULL;
+		nr = 0;
+	}
+	fsys_free_names(steps, ns);
+	if (rc < 0) {
+		fsys_free_names(*paths, *n);
+		*paths = NULL;
+		*n = 0;
+	}
+	return rc;
 }
 
 static int in_sorted(char **v, size_t n, const char *name)

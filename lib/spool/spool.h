@@ -120,6 +120,15 @@ int spool_list_steps(const char *queue, int64_t from, int64_t to, int64_t **step
 		     struct err *e);
 int spool_list_ranks(const char *queue, int64_t step, int **ranks, size_t *n, struct err *e);
 
+/*
+ * The directories of queue named like a step or a rank but not as the
+ * spool names them (step_01, step_1/rank_00, step_1x): no reader lists
+ * them, so their files would wait unseen for ever. Paths relative to
+ * queue ("step_01", "step_1/rank_00"), sorted by strcmp; the caller frees
+ * them with fsys_free_names. 0 (none when queue does not exist), or -1.
+ */
+int spool_misnamed(const char *queue, char ***paths, size_t *n, struct err *e);
+
 /* What one rank directory holds; every list sorted by strcmp. */
 struct spool_rank_state {
 	char **waiting;   /* published, neither claimed nor done */

@@ -3,7 +3,7 @@
 # name (in QUEUE/.tmp inside a spool, a dot name elsewhere), and a signal at
 # any point removes it.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 20
+plan 21
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 q="$T/spool/scored"
@@ -32,6 +32,9 @@ is "$?:$(cksum < "$out")" "1:$before" "nor does a path through a link to it"
 is "$?:$(ls -A "$q/step_0/rank_0" | tr '\n' ' ')" "0:g.zst new.zst " \
 	"a new name there is published, its temporary kept in the queue's .tmp"
 rm -f "$q/step_0/rank_0/new.zst" "$T/here"
+grpo-cat --from-json -o "$T/nodir/x.zst" "$ex" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: $T/nodir/x.zst: cannot create: No such file or directory" \
+	"-o in a missing directory names the output asked for, not its temporary"
 
 # -o names what it writes, not a place to rename a temporary over: a named
 # pipe, a device or a link stays what it is (as root, a rename over

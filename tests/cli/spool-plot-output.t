@@ -4,7 +4,7 @@
 # its standard output. A stand-in gnuplot (stub/gnuplot) plays the full disk;
 # the real one, where installed, the missing directory.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 8
 S="$T/spool"
 mkdir -p "$S" "$T/stub"
 echo '{"step":1,"kl":0.5,"grad_norm":3}' > "$S/step.jsonl"
@@ -36,6 +36,10 @@ is "$(cat "$T/got"):$(cat "$T/err")" "89504e470d0a1a0a0000000049454e44ae426082:"
 ln -s run.png "$T/link.png"
 stub grpo-spool plot "$S" -o "$T/link.png" && [ -L "$T/link.png" ]
 ok $? "-o a link draws its target, and the link stays"
+
+stub grpo-spool plot "$S" -o "$T/nodir/run.png" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/nodir/run.png: cannot create: No such file or directory" \
+	"-o in a missing directory names the image asked for, not its temporary"
 
 if command -v gnuplot > /dev/null; then
 	grpo-spool plot "$S" -o "$T/no/such/dir/run.png" > "$T/out" 2> "$T/err"
