@@ -69,7 +69,7 @@ static int check_version(int64_t v, const char *field, struct err *e)
 static int check_id(const struct traj_id *id, const char *field, struct err *e)
 {
 	if (!id->str && id->num < -1)
-		return err_set(e, "%s is %" PRId64 ", but an integer id is at least 0", field, id->num);
+		return err_set(e, "%s is %" PRId64 ", but an integer id is at least 0, or -1 for none", field, id->num);
 	return id->str ? 0 : check_exact(id->num, field, e);
 }
 

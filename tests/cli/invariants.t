@@ -3,7 +3,7 @@
 # records of issue 9 are refused by grpo-cat --from-json, naming the line,
 # the trajectory or position, and the field.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 11
+plan 12
 
 g='"prompt_tokens":[1,2],"response_tokens":[3,4],"logprobs":[-0.5,-0.25]'
 refuse() { # refuse JSON WANT-MESSAGE DESCRIPTION
@@ -21,8 +21,11 @@ refuse "{\"group_id\":1,\"trajectories\":[{$g,\"temperature\":-2}]}" \
 	"trajectory 0: temperature is -2, not above 0" \
 	"a temperature of -2"
 refuse "{\"group_id\":\"g\",\"trajectories\":[{$g,\"sequence_id\":-3}]}" \
-	"trajectory 0: sequence_id is -3, but an integer id is at least 0" \
-	"a negative integer id"
+	"trajectory 0: sequence_id is -3, but an integer id is at least 0, or -1 for none" \
+	"a negative integer id: the message says what is taken"
+printf '{"group_id":-1,"trajectories":[{%s,"sequence_id":-1}]}\n' "$g" | grpo-cat --from-json | grpo-cat > "$T/none.json"
+is "$?:$(cat "$T/none.json")" '0:{"group_id":-1,"trajectories":[{"prompt_tokens":[1,2],"response_tokens":[3,4],"logprobs":[-0.5,-0.25],"sequence_id":-1,"group_id":-1,"policy_version":-1,"temperature":1}]}' \
+	"and -1, no id given, is taken as the message says"
 
 m='"input_ids":[1,2,3,4],"seq_lens":[2,2],"advantages":[0,0,0,0],"inference_logprobs":[0,0,0,0],"sequence_ids":[1,2],"group_ids":[1,1]'
 refuse "{$m,\"position_ids\":[7,7,7,7],\"loss_mask\":[0,1,0,1],\"temperatures\":[1,1,1,1]}" \
