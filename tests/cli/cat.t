@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 27
+plan 28
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -107,3 +107,8 @@ echo '"hi"' | grpo-cat --chat qwen --no-thinking > "$T/out" 2> "$T/err"
 is "$?:$(cat "$T/out")" "2:" "--chat qwen --no-thinking is a usage error, not a prompt without the think block ($(head -n 1 "$T/err"))"
 is "$?:$(echo '"hi"' | grpo-cat --chat qwen3 --no-thinking)" \
 	'0:"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"' "--chat qwen3 --no-thinking ends in the empty think block"
+# a conversation's tools, which the template writes into the prompt, were dropped silently
+printf '"hi"\n{"messages":[{"role":"user","content":"What is 6*7?"}],"tools":[{"type":"function","function":{"name":"mul"}}]}\n' > "$T/tools.jsonl"
+grpo-cat --chat qwen3 "$T/tools.jsonl" > "$T/out" 2> "$T/err"
+is "$?:$(wc -l < "$T/out"):$(cat "$T/err")" "1:1:grpo-cat: $T/tools.jsonl:2: tools is not supported (the chat template would write the tool definitions into the prompt)" \
+	"--chat refuses a line with tools, naming it, rather than prompting without them"
