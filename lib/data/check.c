@@ -4,6 +4,9 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "base/unicode.h"
 
 static const char *nonfinite_name(float f)
 {
@@ -66,11 +69,35 @@ static int check_version(int64_t v, const char *field, struct err *e)
 	return check_exact(v, field, e);
 }
 
+/* A string field (NULL: absent) must be UTF-8, as the JSON view's strings
+ * are: printed raw, other bytes would make its lines no JSON. */
+static int check_text(const char *s, const char *field, struct err *e)
+{
+	size_t n = s ? strlen(s) : 0, bad = s ? uni_utf8_check((const unsigned char *)s, n) : 0;
+	if (bad < n)
+		return err_set(e, "%s is not UTF-8 (its byte %zu, 0x%02x, begins no valid character)", field, bad + 1,
+			       (unsigned char)s[bad]);
+	return 0;
+}
+
+static int check_texts(char *const *s, uint32_t n, const char *field, struct err *e)
+{
+	for (uint32_t k = 0; s && k < n; k++) {
+		char f[48];
+		snprintf(f, sizeof f, "%s[%u]", field, k);
+		if (check_text(s[k], f, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int check_id(const struct traj_id *id, const char *field, struct err *e)
 {
-	if (!id->str && id->num < -1)
-		return err_set(e, "%s is %" PRId64 ", but an integer id is at least 0", field, id->num);
-	return id->str ? 0 : check_exact(id->num, field, e);
+	if (id->str)
+		return check_text(id->str, field, e);
+	if (id->num < -1)
+		return err_set(e, "%s is %" PRId64 ", but an integer id is at least 0, or -1 for none", field, id->num);
+	return check_exact(id->num, field, e);
 }
 
 int traj_check(const struct traj *t, struct err *e)
@@ -81,9 +108,12 @@ int traj_check(const struct traj *t, struct err *e)
 	    check_bits(t->response_mask, t->n_response, "response_mask", e) < 0 ||
 	    check_temperature(t->temperature, "temperature", e) < 0 ||
 	    check_id(&t->sequence_id, "sequence_id", e) < 0 || check_id(&t->group_id, "group_id", e) < 0 ||
-	    check_version(t->policy_version, "policy_version", e) < 0)
+	    check_version(t->policy_version, "policy_version", e) < 0 ||
+	    check_text(t->answer, "answer", e) < 0 || check_text(t->run, "run", e) < 0 ||
+	    check_text(t->finish_reason, "finish_reason", e) < 0)
 		return -1;
 	if (t->scored && (check_floats(t->ref_logprobs, t->n_response, 0, 1, "ref_logprobs", e) < 0 ||
+			  check_texts(t->reward_names, t->n_rewards, "reward_names", e) < 0 ||
 			  check_floats(t->rewards, t->n_rewards, 0, 0, "rewards", e) < 0 ||
 			  check_floats(&t->advantage, 1, 1, 0, "advantages", e) < 0 ||
 			  check_floats(t->successes, t->n_rewards, 0, 0, "successes", e) < 0))
@@ -156,7 +186,8 @@ int mb_check(const struct microbatch *mb, struct err *e)
 		if (check_temperature(mb->temperatures[i], f, e) < 0)
 			return -1;
 	}
-	if (check_version(mb->step, "step", e) < 0)
+	if (check_version(mb->step, "step", e) < 0 || check_text(mb->run, "run", e) < 0 ||
+	    check_texts(mb->finish_reasons, mb->n_seqs, "finish_reasons", e) < 0)
 		return -1;
 	for (uint32_t j = 0; j < mb->n_seqs; j++) {
 		char f[32];

@@ -10,6 +10,10 @@
  *               where present; temperature finite and > 0; response_mask
  *               only 0 or 1; rewards, successes and advantages finite; an
  *               integer sequence_id or group_id >= 0 (or -1: none)
+ *   strings     every string UTF-8: answer, run, finish_reason, string
+ *               ids, reward_names; a micro-batch's run, finish_reasons
+ *               and string ids (the JSON view prints them as they are,
+ *               and JSON text is UTF-8)
  *   micro-batch seq_lens positive and summing to its tokens, at most one
  *               padding span, after the sequences; input_ids >= 0;
  *               position_ids 0, 1, ... restarting at every span;

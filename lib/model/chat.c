@@ -218,6 +218,14 @@ int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct er
 		chat_msgs_free(out);
 		return err_set(e, "expected a JSON string (the user's turn) or an object with a \"messages\" list");
 	}
+	/* apply_chat_template(tools=...) writes the tool definitions into the
+	 * prompt (Qwen's templates in a <tools> system block): dropping them
+	 * would prompt a model without the tools it was meant to call */
+	if (cJSON_GetObjectItemCaseSensitive(j, "tools")) {
+		chat_msgs_free(out);
+		return err_set(e, "tools is not supported (the chat template would write the tool definitions "
+		                  "into the prompt)");
+	}
 	const cJSON *th = cJSON_GetObjectItemCaseSensitive(j, "enable_thinking");
 	if (th && !cJSON_IsBool(th)) {
 		chat_msgs_free(out);

@@ -29,8 +29,8 @@
  *
  * Roles are system, user and assistant, in any order, as the templates
  * take them (a system message after the first is one more turn); tool calls,
- * tool messages and Qwen3's reasoning_content field are refused, not
- * approximated.
+ * tool messages, a conversation's list of tools and Qwen3's
+ * reasoning_content field are refused, not approximated.
  */
 #ifndef GRPO_CHAT_H
 #define GRPO_CHAT_H
@@ -79,7 +79,8 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
 /*
  * One JSON value as a conversation: a string is a lone user turn; an object
  * {"messages": [{"role": R, "content": C}, ...]} a list, optionally with
- * "enable_thinking": true|false. Messages name the field and index.
+ * "enable_thinking": true|false; one with "tools" is refused. Messages name
+ * the field and index.
  */
 int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct err *e);
 void chat_msgs_free(struct chat_msgs *m);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat: JSON view, --from-json round trip, --stats, --head, archives, bad input.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 27
+plan 29
 
 ex="$GRPO_TOP/examples/gsm8k-groups.jsonl"
 grpo-cat --from-json -o "$T/a.zst" "$ex"
@@ -107,3 +107,21 @@ echo '"hi"' | grpo-cat --chat qwen --no-thinking > "$T/out" 2> "$T/err"
 is "$?:$(cat "$T/out")" "2:" "--chat qwen --no-thinking is a usage error, not a prompt without the think block ($(head -n 1 "$T/err"))"
 is "$?:$(echo '"hi"' | grpo-cat --chat qwen3 --no-thinking)" \
 	'0:"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"' "--chat qwen3 --no-thinking ends in the empty think block"
+# a conversation's tools, which the template writes into the prompt, were dropped silently
+printf '"hi"\n{"messages":[{"role":"user","content":"What is 6*7?"}],"tools":[{"type":"function","function":{"name":"mul"}}]}\n' > "$T/tools.jsonl"
+grpo-cat --chat qwen3 "$T/tools.jsonl" > "$T/out" 2> "$T/err"
+is "$?:$(wc -l < "$T/out"):$(cat "$T/err")" "1:1:grpo-cat: $T/tools.jsonl:2: tools is not supported (the chat template would write the tool definitions into the prompt)" \
+	"--chat refuses a line with tools, naming it, rather than prompting without them"
+
+# decoded text: tokens that end inside a character (a response cut by its
+# length) decode to U+FFFD as Hugging Face's decode does, never to raw bytes
+# that would make the line no JSON (U+1D11E is ids 124596 and 252 in Qwen3's)
+q3="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
+if [ -f "$q3" ]; then
+	echo '{"group_id":1,"trajectories":[{"prompt_tokens":[124596],"response_tokens":[124596,252,124596],"logprobs":[-1,-1,-1]}]}' |
+		grpo-cat --from-json | grpo-cat --tokenizer "$q3" | sed 's/.*"prompt_text"/"prompt_text"/' > "$T/dec"
+	is "$(cat "$T/dec")" "$(printf '"prompt_text":"\357\277\275","response_text":"\360\235\204\236\357\277\275"}]}')" \
+		"--tokenizer: a character cut between tokens prints as U+FFFD, the line still UTF-8"
+else
+	skip "no Qwen3 tokenizer at $q3"
+fi

@@ -115,6 +115,10 @@ int main(void)
 	ok(chat_parse_json(j3, strlen(j3), &cm, &e) < 0 && strstr(e.msg, "messages[0]"), "bad message: %s", e.msg);
 	const char *j4 = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[]}]}";
 	ok(chat_parse_json(j4, strlen(j4), &cm, &e) < 0 && strstr(e.msg, "tool_calls"), "tool_calls refused: %s", e.msg);
+	const char *j5 = "{\"messages\":[{\"role\":\"user\",\"content\":\"u\"}],"
+	                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"add\"}}]}";
+	ok(chat_parse_json(j5, strlen(j5), &cm, &e) < 0 && strstr(e.msg, "tools is not supported"),
+	   "a conversation's tools are refused, not dropped from the prompt: %s", e.msg);
 	ok(chat_parse_json("[1]", 3, &cm, &e) < 0 && strstr(e.msg, "\"messages\""), "bad line: %s", e.msg);
 
 	/* ids with the real tokenizers: markers are single ids */

@@ -458,6 +458,113 @@ static void nonfinite_tests(void)
 	}
 }
 
+/* Replace the first byte of the first occurrence of mark in raw with 0xff; 1 if found. */
+static int patch_text(struct buf *raw, const char *mark)
+{
+	unsigned char *at = memmem(raw->data, raw->len, mark, strlen(mark));
+	if (at)
+		*at = 0xff;
+	return at != NULL;
+}
+
+/* A one-trajectory scored group whose strings hold distinct markers; slot
+ * f (the order of utf8_tests' fields) is returned in *s. */
+static void text_group(struct group *g, int f, char **s)
+{
+	make_group(g, 0, 1, 1, 0);
+	struct traj *t = &g->trajs[0];
+	traj_id_free(&g->group_id);
+	traj_id_free(&t->group_id);
+	traj_id_set_str(&g->group_id, "#grp", 4);
+	traj_id_set_str(&t->group_id, "#grp", 4);
+	traj_id_set_str(&t->sequence_id, "#seq", 4);
+	free(t->answer), free(t->run);
+	t->answer = strdup("#ans");
+	t->run = strdup("#run");
+	traj_set_finish(t, "#fin");
+	free(t->reward_names[1]);
+	t->reward_names[1] = strdup("#rwd");
+	char *slot[] = { t->answer, t->run, t->finish_reason, t->sequence_id.str, t->reward_names[1] };
+	*s = slot[f];
+}
+
+/* Strings that are not UTF-8, which the JSON view would print raw (no
+ * JSON), are refused by the writer and by the reader, field named. */
+static void utf8_tests(void)
+{
+	static const char *field[] = { "answer", "run", "finish_reason", "sequence_id", "reward_names[1]" };
+	static const char *mark[] = { "#ans", "#run", "#fin", "#seq", "#rwd" };
+	struct err e = { "" };
+	struct record recs[4];
+	int writer_ok = 1, reader_ok = 1;
+	for (int f = 0; f < 5; f++) {
+		struct group g;
+		char *s;
+		text_group(&g, f, &s);
+		struct buf file = { 0 }, raw = { 0 }, out = { 0 };
+		write_file(&file, &g, 1, NULL);
+		s[0] = (char)0xff;
+		struct sfile_writer w;
+		sfile_writer_init(&w, sfile_sink_buf, &out, 3, &e);
+		int rc = sfile_write_group(&w, &g, &e);
+		sfile_writer_free(&w);
+		char want[128];
+		snprintf(want, sizeof want, "record 1 (group #grp): trajectory 0: %s is not UTF-8 (its byte 1, 0xff,",
+			 field[f]);
+		if (rc == 0 || !strstr(e.msg, want)) {
+			diag("writer, %s: %s", field[f], rc ? e.msg : "written");
+			writer_ok = 0;
+		}
+		unzstd(&file, &raw);
+		int found = patch_text(&raw, mark[f]);
+		rezstd(&raw, &file);
+		int n = read_all(&file, recs, 4, &e);
+		snprintf(want, sizeof want, "mem.zst: record 1: trajectory 0: %s is not UTF-8", field[f]);
+		if (!found || n >= 0 || !strstr(e.msg, want)) {
+			diag("reader, %s: %s", field[f], n < 0 ? e.msg : "read");
+			reader_ok = 0;
+		}
+		for (int i = 0; i < n; i++)
+			record_free(&recs[i]);
+		group_free(&g);
+		buf_free(&file);
+		buf_free(&raw);
+		buf_free(&out);
+	}
+	ok(writer_ok, "writer: a byte that is not UTF-8 in answer, run, finish_reason, a string id, a reward name is refused");
+	ok(reader_ok, "reader: the same in a file from another writer, file, record and field named");
+
+	/* a group's own id, and a micro-batch's strings */
+	struct group g;
+	char *s;
+	text_group(&g, 0, &s);
+	g.group_id.str[1] = (char)0xc3;   /* a lead byte with no continuation after it */
+	ok(group_check(&g, &e) < 0 && strstr(e.msg, "group_id is not UTF-8 (its byte 2, 0xc3,"),
+	   "a group_id cut inside a character is refused: %s", e.msg);
+	group_free(&g);
+	struct microbatch mb;
+	int mb_ok = 1;
+	static const char *mfield[] = { "sequence_ids[0]", "finish_reasons[0]", "run" };
+	for (int f = 0; f < 3; f++) {
+		make_mb(&mb);
+		mb.run = strdup("run-a");
+		char *ms[] = { mb.sequence_ids[0].str, mb.finish_reasons[0], mb.run };
+		ms[f][2] = (char)0x80;   /* a continuation byte with no lead */
+		char want[80];
+		snprintf(want, sizeof want, "%s is not UTF-8 (its byte 3, 0x80,", mfield[f]);
+		if (mb_check(&mb, &e) == 0 || !strstr(e.msg, want)) {
+			diag("micro-batch %s: %s", mfield[f], e.msg);
+			mb_ok = 0;
+		}
+		mb_free(&mb);
+	}
+	ok(mb_ok, "micro-batch: a string id, a finish reason or the run that is not UTF-8 is refused");
+	make_mb(&mb);
+	mb.finish_reasons[1] = strdup("stop \xe2\x9c\x93 \xf0\x9f\x98\x80");
+	ok(mb_check(&mb, &e) == 0, "and UTF-8 of 2 to 4 bytes is taken (%s)", e.msg);
+	mb_free(&mb);
+}
+
 /* A file as a newer minor version might write it: minor + 1, a header
  * extension, a record kind and field tags (of known and unknown types, in a
  * group, a trajectory and a micro-batch) that this reader does not know. */
@@ -705,6 +812,7 @@ int main(void)
 	ok(strtof(s, NULL) == -1.0f / 3.0f, "-1/3 prints with enough digits (%s)", s);
 
 	nonfinite_tests();
+	utf8_tests();
 	forward_compat_tests();
 
 	for (int i = 0; i < 6; i++)
