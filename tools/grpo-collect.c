@@ -842,6 +842,12 @@ int main(int argc, char **argv)
 	if (o.verbose && answers_path)
 		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
 			answers_path);
+	/* keyed otherwise than the groups (a data set's own "id"), the answers
+	 * would all be dropped, and every reward then scored without one */
+	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
+		fprintf(stderr, "%s: warning: %s: none of its %zu answer%s matched a group of the %llu imported "
+			"(a line is keyed by its \"index\", else its \"id\", else its line number)\n", prog,
+			answers_path, answers.n, answers.n == 1 ? "" : "s", (unsigned long long)col.groups);
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)
