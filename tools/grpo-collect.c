@@ -642,6 +642,9 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
 	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
+	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
+		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
+		              "the server is sent the text without a chat format");
 	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
 		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
 		              given['r'] ? "--rank" : "--max-groups");
