@@ -41,7 +41,7 @@ static int started_batch(struct opts *o, const struct gen_opts *g, const struct 
 	if (r < 0)
 		return -1;
 	if (r > 0)
-		return err_set(e, "%s holds %llu prompts from row %llu, started from %s (policy version %lld) and "
+		return err_set(e, "%s holds %llu prompts from place %llu, started from %s (policy version %lld) and "
 			       "perhaps published in part, but %s is gone (no config.json): they cannot be sampled again "
 			       "as they were; bring the checkpoint back and run again, or write %llu alone into %s to pass "
 			       "over those not yet published", cur->path, (unsigned long long)b->prompts,
@@ -201,7 +201,9 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		hash = collect_hash(hash, &ps[i].place, sizeof ps[i].place);
 		hash = collect_hash(hash, ps[i].tokens, ps[i].n * sizeof *ps[i].tokens);
 	}
-	uint64_t from = (uint64_t)offset % rows, next = ((uint64_t)offset + (uint64_t)n) % rows;
+	/* the cursor keeps places, not rows: a second pass over the file has new
+	 * places, so new samples and ids, rather than the first pass's again */
+	uint64_t from = (uint64_t)offset, next = (uint64_t)offset + (uint64_t)n;
 	int finishing = cur.pending;
 	if (finishing && cursor_check_sampling(&cur, hash, g->batch, &e) < 0)
 		goto fail;
@@ -229,7 +231,7 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		goto fail;
 	if (o->verbose)
 		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld%s\n",
-		        prog, dir, (long long)version, n, (unsigned long long)from, g->prompts, n, g->samples,
+		        prog, dir, (long long)version, n, (unsigned long long)(from % rows), g->prompts, n, g->samples,
 		        finishing ? ", the batch an earlier run started" : "");
 	status = 0;
 fail:

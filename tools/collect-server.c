@@ -142,7 +142,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 		goto fail;
 	report_held(&held, o->verbose);
 	if (o->verbose)
-		fprintf(stderr, "%s: %s: published the %llu prompts from row %llu of %s that an earlier run sampled "
+		fprintf(stderr, "%s: %s: published the %llu prompts from place %llu of %s that an earlier run sampled "
 		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
 		        (unsigned long long)from, g->prompts, (long long)co.step, held.n);
 	status = 0;
@@ -292,8 +292,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	if (answers_end(&saved, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
 	                (unsigned long long)n, &e) < 0)
 		goto fail;
-	uint64_t next = ((uint64_t)offset + (uint64_t)n) % rows;
-	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset % rows, n, next, &e) < 0)
+	uint64_t next = (uint64_t)offset + (uint64_t)n;   /* a place, as a model's cursor keeps */
+	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset, n, next, &e) < 0)
 		goto fail;
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;

@@ -84,7 +84,8 @@ static void usage(FILE *f)
 		"      --top-p P, --top-k K  nucleus and top-k sampling (default 1 and 0: off)\n"
 		"      --max-tokens M     most tokens per response (default 256)\n"
 		"      --seed S           random seed (default 0)\n"
-		"      --offset N         first row of --prompts (default 0, or what --cursor holds)\n"
+		"      --offset N         first place of the walk over --prompts, its row N modulo the rows\n"
+		"                         (default 0, or what --cursor holds)\n"
 		"      --count N          prompts this run, wrapping round the file (default: all rows)\n"
 		"      --cursor FILE      read the offset from FILE, write the next one after publishing\n"
 		"      --batch B          prompts sampled together (default 16)\n"
@@ -641,6 +642,9 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
 	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
+	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
+		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
+		              "the server is sent the text without a chat format");
 	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
 		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
 		              given['r'] ? "--rank" : "--max-groups");
@@ -841,6 +845,12 @@ int main(int argc, char **argv)
 	if (o.verbose && answers_path)
 		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
 			answers_path);
+	/* keyed otherwise than the groups (a data set's own "id"), the answers
+	 * would all be dropped, and every reward then scored without one */
+	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
+		fprintf(stderr, "%s: warning: %s: none of its %zu answer%s matched a group of the %llu imported "
+			"(a line is keyed by its \"index\", else its \"id\", else its line number)\n", prog,
+			answers_path, answers.n, answers.n == 1 ? "" : "s", (unsigned long long)col.groups);
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)

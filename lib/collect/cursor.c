@@ -142,7 +142,7 @@ int cursor_load(struct cursor *c, const char *path, struct err *e)
 	while (l1 > s && (l1[-1] == ' ' || l1[-1] == '\r'))
 		l1--;
 	if (parse_row(s, (size_t)(l1 - s), &c->row) < 0) {
-		err_set(e, "%s:1: expected the next row of the prompts, a number, not '%.*s'", path,
+		err_set(e, "%s:1: expected the next place in the prompts, a number, not '%.*s'", path,
 			(int)(l1 - s > 40 ? 40 : l1 - s), s);
 		goto fail;
 	}
@@ -284,7 +284,7 @@ int cursor_check_target(const struct cursor *c, const char *output, int rank, in
 	if (same_out && rank == b->rank && max_groups == b->max_groups &&
 	    (!policy_version || *policy_version == b->step))
 		return 0;
-	return err_set(e, "%s holds %llu prompts from row %llu, sampled at policy version %lld for %s%s (rank %d, "
+	return err_set(e, "%s holds %llu prompts from place %llu, sampled at policy version %lld for %s%s (rank %d, "
 		       "--max-groups %lld) and perhaps published in part: publishing them elsewhere would publish "
 		       "some twice; run the command that sampled them again to finish them", c->path,
 		       (unsigned long long)b->prompts, (unsigned long long)b->from, (long long)b->policy_version,
@@ -297,7 +297,7 @@ int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch,
 	const struct cursor_batch *b = &c->batch;
 	if (names == b->names && batch == b->batch)
 		return 0;
-	return err_set(e, "%s holds %llu prompts from row %llu, started from %s (policy version %lld) and perhaps "
+	return err_set(e, "%s holds %llu prompts from place %llu, started from %s (policy version %lld) and perhaps "
 		       "published in part, but this command samples them otherwise (%s): nothing published; run "
 		       "the command that started them again to finish them", c->path, (unsigned long long)b->prompts,
 		       (unsigned long long)b->from, b->model, (long long)b->policy_version,

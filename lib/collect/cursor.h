@@ -8,8 +8,10 @@
  * a re-run may not sample again what a killed run may have published: the
  * answers are kept in the cursor file before anything is published, and a
  * re-run publishes those, under the same names, instead of asking again.
- * The file is text. Its first line is the next row of the prompts file to
- * sample, which is all it holds between runs, as it always did:
+ * The file is text. Its first line is the next place in the walk over the
+ * prompts file (rollout.h: its row is the place modulo the file's rows, and
+ * a second pass has new places, so new samples and ids), which is all it
+ * holds between runs, as it always did:
  *
  *   12
  *
@@ -52,7 +54,7 @@
  * rename (written beside it under a dot name, flushed, renamed, the
  * directory flushed: base/tempfile.h), so a crash leaves one of them:
  *
- *   ROW                 cursor_load: nothing pending; sample from ROW
+ *   ROW                 cursor_load: nothing pending; sample from place ROW
  *   ROW + batch         cursor_save: sampled (a model's: started), perhaps
  *                       partly published
  *   NEXT                cursor_advance: published
@@ -78,9 +80,9 @@
 
 /* A batch sampled (from a model: started) and not known to be published. */
 struct cursor_batch {
-	uint64_t from;            /* the first row sampled */
-	uint64_t prompts;         /* rows from `from` on, wrapping round the file */
-	uint64_t next;            /* the row after them, where the next run starts */
+	uint64_t from;            /* the place of the first prompt sampled */
+	uint64_t prompts;         /* places from `from` on, wrapping round the file */
+	uint64_t next;            /* the place after them, where the next run starts */
 	int64_t policy_version;   /* the version the groups are tagged and published under */
 	char *output;             /* the queue published into; NULL: standard output */
 	int rank;
@@ -96,7 +98,7 @@ struct cursor_batch {
 
 struct cursor {
 	char *path;
-	uint64_t row;             /* the next row to sample (the file's first line) */
+	uint64_t row;             /* the next place to sample (the file's first line) */
 	int pending;              /* batch holds a batch sampled and not known published */
 	struct cursor_batch batch;
 };

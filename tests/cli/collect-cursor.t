@@ -35,10 +35,10 @@ want="2 2 2 2 2 2"
 rm -rf "$T/c" && mkdir "$T/c"
 calls1=$(collect "$T/c" GRPO_FSYS_TRACE=1 2>&1 | grep -c '^fsys')
 calls=$(collect "$T/c" GRPO_FSYS_TRACE=1 2>&1 | grep -c '^fsys')
-is "$(per_prompt "$T/c"):$(cat "$T/c/cursor")" "$want:0" "two runs: each prompt once, the cursor back at row 0"
+is "$(per_prompt "$T/c"):$(cat "$T/c/cursor")" "$want:6" "two runs: each prompt once, the cursor at place 6 (row 0 of the second pass)"
 
 # run N (1 or 2) stopped at call k, then the same command again until the
-# file is walked once (the cursor back at row 0; a run stopped after its
+# file is walked once (the cursor at place 6, row 0; a run stopped after its
 # last rename had finished)
 trial() { # trial N K [ENV...]: prints what went wrong, nothing when all is well
 	first=$1 k=$2
@@ -49,12 +49,12 @@ trial() { # trial N K [ENV...]: prints what went wrong, nothing when all is well
 	st=$?
 	st2=0 runs=0
 	: > "$T/err"
-	while [ "$(cat "$T/q/cursor" 2> /dev/null)" != 0 ] && [ $runs -lt 3 ]; do
+	while [ "$(cat "$T/q/cursor" 2> /dev/null)" != 6 ] && [ $runs -lt 3 ]; do
 		collect "$T/q" 2> "$T/err" || st2=$?
 		runs=$((runs + 1))
 	done
 	got=$(per_prompt "$T/q")
-	[ "$st" = "${crashed:-86}" ] && [ "$st2" = 0 ] && [ "$got" = "$want" ] && [ "$(cat "$T/q/cursor")" = 0 ] ||
+	[ "$st" = "${crashed:-86}" ] && [ "$st2" = 0 ] && [ "$got" = "$want" ] && [ "$(cat "$T/q/cursor")" = 6 ] ||
 		echo "run $first, call $k: status $st, re-runs $st2 ($(cat "$T/err")), trajectories per prompt '$got', cursor $(head -n 1 "$T/q/cursor")"
 }
 : > "$T/bad"
@@ -85,18 +85,18 @@ collect "$T/q"
 collect "$T/q" GRPO_FSYS_CRASH_AT=$((calls - 6)) 2> /dev/null
 n0=$(posts)
 head -n 1 "$T/q/cursor" > "$T/row"
-is "$(cat "$T/row"):$(sed -n 2p "$T/q/cursor" | grep -o '"from":3,"prompts":3,"next":0')" '3:"from":3,"prompts":3,"next":0' \
-	"killed after keeping its answers: the cursor holds its row and the batch of rows 3 to 5"
+is "$(cat "$T/row"):$(sed -n 2p "$T/q/cursor" | grep -o '"from":3,"prompts":3,"next":6')" '3:"from":3,"prompts":3,"next":6' \
+	"killed after keeping its answers: the cursor holds its row and the batch of places 3 to 5, the next 6"
 env grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/q/cursor" -m 2 \
 	-o "$T/q/rollouts" 2> "$T/err"
 is "$?:$(cat "$T/err")" \
-	"1:grpo-collect: $T/q/cursor holds 3 prompts from row 3, sampled at policy version 0 for $T/q/rollouts (rank 0, --max-groups 1) and perhaps published in part: publishing them elsewhere would publish some twice; run the command that sampled them again to finish them" \
+	"1:grpo-collect: $T/q/cursor holds 3 prompts from place 3, sampled at policy version 0 for $T/q/rollouts (rank 0, --max-groups 1) and perhaps published in part: publishing them elsewhere would publish some twice; run the command that sampled them again to finish them" \
 	"another command (another -m) against the kept batch refuses, saying what the cursor holds"
 env grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/q/cursor" -m 1 \
 	-o "$T/other/rollouts" 2> /dev/null
 is "$?:$(visible "$T/other" | wc -l | tr -d ' ')" "1:0" "and so does another queue, publishing nothing"
 collect "$T/q" 2> "$T/err"
-is "$?:$(cat "$T/err"):$(($(posts) - n0)):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::0:$want:0" \
+is "$?:$(cat "$T/err"):$(($(posts) - n0)):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::0:$want:6" \
 	"the same command publishes the kept answers, asking the server nothing, and the cursor moves on"
 
 # kill -9 while the requests are in flight: nothing kept, the re-run asks again
@@ -114,7 +114,7 @@ st=$?
 echo '{}' > "$S/script.json"
 is "$st:$(cat "$T/q/cursor")" "137:3" "killed in flight: the cursor still at row 3"
 collect "$T/q" 2> "$T/err"
-is "$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::$want:0" "the re-run samples them: each prompt once"
+is "$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::$want:6" "the re-run samples them: each prompt once"
 
 # two runs on one cursor at once: the second is turned away at once (75),
 # naming the first, which publishes its prompts once
@@ -134,7 +134,7 @@ wait $pid
 st=$?
 echo '{}' > "$S/script.json"
 collect "$T/q" 2> "$T/err"
-is "$st:$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0:0::$want:0" \
+is "$st:$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0:0::$want:6" \
 	"the first publishes its prompts, the next run the rest: each prompt once"
 
 # standard output: a killed run's kept answers go to standard output again
@@ -153,7 +153,7 @@ is "$(ls -a "$T" | grep -c '^\.o\.cursor\.tmp\.')" 0 "removing the cursor tempor
 # a cursor that is not one
 echo "row 3" > "$T/bad.cursor"
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" --cursor "$T/bad.cursor" -o "$T/x/rollouts" 2> "$T/err"
-is "$?:$(cat "$T/err")" "1:grpo-collect: $T/bad.cursor:1: expected the next row of the prompts, a number, not 'row 3'" \
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/bad.cursor:1: expected the next place in the prompts, a number, not 'row 3'" \
 	"a cursor that holds no row number is named, with its line"
 printf '3\n{"sampled": {"from": 3, "prompts": 3, "next": 0, "policy_version": 0, "output": null, "rank": 0, "max_groups": 256, "answers": 2}}\n{}\n' \
 	> "$T/cut.cursor"

@@ -45,7 +45,7 @@ sampling through --server|--batch 2
 sampling through --server|--device cpu
 sampling through --server|--precision fp32
 EOF2
-plan $(($(wc -l < "$T/refused") + 12))
+plan $(($(wc -l < "$T/refused") + 14))
 
 grpo-init --preset tiny --seed 3 -o "$T/m" > /dev/null || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' > "$T/p.jsonl"
@@ -82,13 +82,24 @@ for opt in "-r 1|--rank" "-m 1|--max-groups"; do
 		"2:grpo-collect: without -o, ${opt#*|} would do nothing (it says how -o publishes):0" \
 		"${opt%|*} without -o is refused, nothing written"
 done
+# --server sends a text prompt as text unless --tokenizer encodes it here:
+# --chat alone would do nothing (the server was sent "p" without the template)
+printf '%s\n' '{"prompt":"p"}' > "$T/text.jsonl"
+grpo-collect --server "$URL" --prompts "$T/text.jsonl" --chat qwen -o "$T/q" > /dev/null 2> "$T/err"
+is "$?:$(sed -n 1p "$T/err"):$(ls "$T/q" 2>&1 | grep -vc 'No such')" \
+	"2:grpo-collect: --chat with --server needs --tokenizer, which encodes the prompts here: without it the server is sent the text without a chat format:0" \
+	"--server --chat without --tokenizer is refused, nothing done"
+grpo-collect --server "$URL" --prompts "$T/text.jsonl" --chat qwen --tokenizer "$T/m/tokenizer.json" --retries 0 \
+	--timeout 2 -o "$T/q" > /dev/null 2> "$T/err"
+[ $? -ne 2 ] && ! grep -q 'needs --tokenizer' "$T/err"
+ok $? "--server --chat with --tokenizer is taken"
 # The options each way shares are taken.
 way importing -r 1 -m 1 -t 0.7 -f native -a "$T/ans.jsonl" --vocab-size 100 --allow-missing-logprobs -e skip 2> /dev/null
 is "$?:$(ls "$T/q/step_0/rank_1" | wc -l | tr -d ' ')" "0:3" "importing: its options taken"
 rm -rf "$T/q"
 way "sampling with --model" -n 2 -t 0.5 --top-p 0.9 --top-k 5 --seed 1 --offset 0 --count 1 \
 	--cursor "$T/cur" --batch 1 --device cpu --precision fp32 -s 4 -r 1 -m 1 -v 2> /dev/null
-is "$?:$(ls "$T/q/step_4/rank_1" | wc -l | tr -d ' '):$(cat "$T/cur")" "0:1:0" "sampling with --model: its options taken"
+is "$?:$(ls "$T/q/step_4/rank_1" | wc -l | tr -d ' '):$(cat "$T/cur")" "0:1:1" "sampling with --model: its options taken"
 rm -rf "$T/q" "$T/cur"
 # --server: the options it shares with --model and with importing reach the
 # server's step (here, the refused connection), past the check.

@@ -94,19 +94,19 @@ cp -r "$T/m3" "$T/q/policy/step_3"
 grpo-collect --model "$T/q/policy" --prompts "$T/p.jsonl" -n 2 --max-tokens 4 --count 3 --seed 5 \
 	--cursor "$T/q/cursor" -m 1 -o "$T/q/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(cat "$T/err")" \
-	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from row 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but this command samples them otherwise (other prompts, or another --samples, --temperature, --top-p, --top-k, --max-tokens or --seed): nothing published; run the command that started them again to finish them" \
+	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from place 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but this command samples them otherwise (other prompts, or another --samples, --temperature, --top-p, --top-k, --max-tokens or --seed): nothing published; run the command that started them again to finish them" \
 	"another --seed against the started batch is refused, publishing nothing"
 grpo-collect --model "$T/q/policy" --prompts "$T/p.jsonl" -n 2 --max-tokens 4 --count 3 \
 	--cursor "$T/q/cursor" -m 2 -o "$T/q/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(cat "$T/err")" \
-	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from row 0, sampled at policy version 2 for $T/q/rollouts (rank 0, --max-groups 1) and perhaps published in part: publishing them elsewhere would publish some twice; run the command that sampled them again to finish them" \
+	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from place 0, sampled at policy version 2 for $T/q/rollouts (rank 0, --max-groups 1) and perhaps published in part: publishing them elsewhere would publish some twice; run the command that sampled them again to finish them" \
 	"and so is another -m"
 
 # the checkpoint it was started with is gone: refused, naming it
 mv "$T/q/policy/step_2" "$T/step_2.away"
 collect "$T/q" 2> "$T/err"
 is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(head -n 1 "$T/q/cursor"):$(cat "$T/err")" \
-	"1:1:0:grpo-collect: $T/q/cursor holds 3 prompts from row 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but $T/q/policy/step_2 is gone (no config.json): they cannot be sampled again as they were; bring the checkpoint back and run again, or write 3 alone into $T/q/cursor to pass over those not yet published" \
+	"1:1:0:grpo-collect: $T/q/cursor holds 3 prompts from place 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but $T/q/policy/step_2 is gone (no config.json): they cannot be sampled again as they were; bring the checkpoint back and run again, or write 3 alone into $T/q/cursor to pass over those not yet published" \
 	"the checkpoint gone: refused, naming it and what to do, publishing nothing"
 mv "$T/step_2.away" "$T/q/policy/step_2"
 collect "$T/q" 2> "$T/err"

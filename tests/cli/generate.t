@@ -13,7 +13,7 @@ is "$?:$(cat "$T/err")" "0:" "4 prompts sampled and published, silently"
 grpo-cat "$T"/s/rollouts/step_0/rank_0/*.zst > "$T/out.json"
 is "$(grep -c '"group_id"' "$T/out.json"):$(grep -o '"sequence_id":[0-9]*' "$T/out.json" | tr -d '\n' | tr -dc '0-9')" \
 	"4:01234567" "4 groups of 2, group by group, sequence ids place * G + j"
-is "$(cat "$T/cur")" "1" "the cursor holds the next row: 4 prompts from 3 rows wrap round to row 1"
+is "$(cat "$T/cur")" "4" "the cursor holds the next place: 4 prompts from 3 rows, the next run from place 4 (row 1)"
 is "$(grep -o '"prompt_tokens":\[[0-9,]*\]' "$T/out.json" | uniq | tr '\n' ' ')" \
 	'"prompt_tokens":[1,2,3] "prompt_tokens":[4,5] "prompt_tokens":[7] "prompt_tokens":[1,2,3] ' \
 	"the fourth prompt is the first row again"
