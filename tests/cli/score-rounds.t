@@ -1,11 +1,11 @@
 #!/bin/sh
-# grpo-score over a queue that holds several rounds: a prompts walk gives a
-# prompt the same group id in every pass (grpo-collect --cursor), so round
-# K's group 0 and round K+1's are different groups, sampled by different
-# policies. A scorer that sees both (a --watch scorer once the walk comes
-# round again, as in examples/watch.sh, or a run after a backlog) must not
-# report them as one group split across inputs; a group split within one
-# round still is.
+# grpo-score over a queue that holds several rounds: rounds sampled from the
+# same offset (examples/demo.sh samples every round from the first prompt;
+# a --cursor walk gets new places, so new ids, in each pass) give a prompt
+# the same group id in every round, so round K's group 0 and round K+1's
+# are different groups, sampled by different policies. A scorer that sees
+# both (a --watch scorer, or a run after a backlog) must not report them as
+# one group split across inputs; a group split within one round still is.
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 4
 TOK="$GRPO_TOP/examples/addition/tokenizer.json"
