@@ -445,10 +445,8 @@ enum {
  * given to another, such an option would do nothing, so it is refused
  * rather than ignored. Every way takes the others (-o, -s, -r, -m, -t, -v). */
 enum { IMPORT = 1, MODEL = 2, SERVER = 4 };
-static const struct {
-	int ch;
-	unsigned ways;
-} mode_options[] = {
+static const char *const way_names[] = { "importing files", "sampling with --model", "sampling through --server" };
+static const struct cli_mode_option mode_options[] = {
 	{ 'f', IMPORT | SERVER },   /* with --server, the answers' format, as an input's */
 	{ 'a', IMPORT },            /* sampling takes the answers from the prompts */
 	{ 'W', IMPORT | SERVER },   /* --model's vocabulary is its own */
@@ -475,20 +473,6 @@ static const struct {
 	{ OPT_MAX_LAG, SERVER },
 	{ OPT_RESPONSES, SERVER },
 };
-
-/* A usage error for the first option given (given[ch]) that way does not take. */
-static void check_mode_options(const struct option *longopts, const unsigned char *given, unsigned way)
-{
-	for (size_t i = 0; i < sizeof mode_options / sizeof *mode_options; i++) {
-		if (!given[mode_options[i].ch] || (mode_options[i].ways & way))
-			continue;
-		const struct option *o = longopts;
-		while (o->name && o->val != mode_options[i].ch)
-			o++;
-		cli_bad_usage("%s takes no --%s", way == IMPORT ? "importing files" : way == MODEL ?
-		              "sampling with --model" : "sampling through --server", o->name);
-	}
-}
 
 /* The words of the tool's own word option (cli_word); the others are lib's
  * (server_api_names, chat_format_names, collect_format_names). */
@@ -641,7 +625,8 @@ int main(int argc, char **argv)
 	if (!sv.so.url && (!g.model != !g.prompts || (g.model && optind < argc)))
 		cli_bad_usage("%s", g.model || g.prompts ? "--model (or --server) and --prompts go together, without FILEs"
 		                                         : "--model needs --prompts");
-	check_mode_options(longopts, given, sv.so.url ? SERVER : g.model ? MODEL : IMPORT);
+	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,
+	                 sv.so.url ? SERVER : g.model ? MODEL : IMPORT, way_names);
 	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
 		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
 		              "the server is sent the text without a chat format");

@@ -67,13 +67,14 @@ while IFS='|' read -r w opt; do
 	# shellcheck disable=SC2086 # the option and its argument, two words
 	way "$w" $(echo "$opt" | sed "s|CUR|$T/cur|; s|TOK|$T/m/tokenizer.json|; s|RESP|$T/resp|; s|ANS|$T/ans.jsonl|") \
 		> /dev/null 2> "$T/err"
-	is "$?:$(sed -n 1p "$T/err"):$(sed -n 2p "$T/err" | cut -d' ' -f1-2):$(ls "$T/q" "$T/cur" "$T/resp" 2>&1 | grep -vc 'No such')" \
+	is "$?:$(sed -n 1p "$T/err" | sed 's/ (it goes with [^)]*)$//'):$(sed -n 2p "$T/err" | cut -d' ' -f1-2):$(ls "$T/q" "$T/cur" "$T/resp" 2>&1 | grep -vc 'No such')" \
 		"2:grpo-collect: $w takes no $name:usage: grpo-collect:0" "$w: $opt is refused, nothing done"
 done < "$T/refused"
 
 # A short option is named by its long name.
 way "sampling with --model" -a "$T/ans.jsonl" > /dev/null 2> "$T/err"
-is "$?:$(sed -n 1p "$T/err")" "2:grpo-collect: sampling with --model takes no --answers" "-a is named --answers"
+is "$?:$(sed -n 1p "$T/err")" "2:grpo-collect: sampling with --model takes no --answers (it goes with importing files)" \
+	"-a is named --answers, and the way that takes it"
 # -r and -m say how -o publishes: without -o they would do nothing.
 for opt in "-r 1|--rank" "-m 1|--max-groups"; do
 	# shellcheck disable=SC2086 # the option and its argument, two words
