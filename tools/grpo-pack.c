@@ -397,6 +397,10 @@ int main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	struct opts *o = &s.o;
 	int status = 1, lock_fd = -1;
+	const char *same = cli_input_is_output(argv + optind, argc - optind, o->out);
+	if (same)
+		cli_bad_usage("%s: the input queue is the output queue (-o %s): its micro-batches would be read "
+			      "back as input; -o names the next queue (SPOOL/batches)", same, o->out);
 
 	/* Each micro-batch's length is padded to a multiple of P within T, so
 	 * the usable capacity is T rounded down to a multiple of P. */

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Exactly once against an operator's mix-ups: a stage whose output queue
+# is its input queue (named the same or another way), and plain files
+# packed again into a queue that holds them already.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 4
+
+d="$GRPO_TOP/tests/cli/pack"
+# unscored rollouts of tiny.jsonl
+sed 's/,"ref_logprobs":\[[^]]*\]//g; s/,"advantages":[-0-9.]*//g' "$d/tiny.jsonl" > "$T/r.jsonl"
+
+# 1. -o naming the input queue, through a link: the scored file took the
+# input's name, was dropped as published already, and the input was
+# retired: consumed, nothing scored anywhere. Refused, nothing consumed.
+mkdir -p "$T/s/rollouts/step_0/rank_0"
+grpo-cat --from-json -o "$T/s/rollouts/step_0/rank_0/g1.zst" "$T/r.jsonl"
+ln -s "$T/s/rollouts" "$T/link"
+grpo-score --reward length --max-len 8 --ref none -o "$T/link" "$T/s/rollouts" > /dev/null 2> "$T/err"
+is "$?:$(ls -A "$T/s/rollouts/step_0/rank_0" | tr '\n' ' ')" "2:g1.zst " \
+	"grpo-score -o the input queue through a link: usage error, the input still waiting"
+grep -q "s/rollouts: the input queue is the output queue (-o $T/link)" "$T/err"
+is "$?" 0 "saying so: $(head -n 1 "$T/err")"
+
+# 2. grpo-pack likewise, the queue named relative and absolute
+mkdir -p "$T/p/scored/step_0/rank_0"
+grpo-cat --from-json -o "$T/p/scored/step_0/rank_0/g1.zst" "$d/tiny.jsonl"
+(cd "$T/p" && grpo-pack -T 16 -o scored/ "$T/p/scored") > /dev/null 2> "$T/err"
+is "$?:$(ls "$T/p/scored" | tr '\n' ' '):$(ls -A "$T/p/scored/step_0/rank_0" | tr '\n' ' ')" "2:step_0 :g1.zst " \
+	"grpo-pack -o the input queue: usage error, nothing published into it, nothing claimed"
+grep -q "the input queue is the output queue (-o scored/)" "$T/err"
+is "$?" 0 "saying so: $(head -n 1 "$T/err")"
