@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 4
+plan 7
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -29,3 +29,17 @@ is "$?:$(ls "$T/p/scored" | tr '\n' ' '):$(ls -A "$T/p/scored/step_0/rank_0" | t
 	"grpo-pack -o the input queue: usage error, nothing published into it, nothing claimed"
 grep -q "the input queue is the output queue (-o scored/)" "$T/err"
 is "$?" 0 "saying so: $(head -n 1 "$T/err")"
+
+# 3. plain files: a.zst, then b.zst, then a.zst again. Only the newest
+# manifest's job was known, so a was packed (and trained) twice. Now every
+# manifest of the queue is read: the same command publishes nothing, and
+# the same input with other options is refused, naming the steps.
+grpo-cat --from-json -o "$T/a.zst" "$d/tiny.jsonl"
+sed 's/"advantages":1}/"advantages":2}/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst"
+grpo-pack -T 16 -o "$T/q" "$T/a.zst" && grpo-pack -T 16 -o "$T/q" "$T/b.zst" &&
+	grpo-pack -T 16 -o "$T/q" "$T/a.zst" 2> "$T/err"
+is "$?:$(ls "$T/q" | tr '\n' ' ')" "0:step_1 step_2 " "a file packed again after another job: nothing published"
+grpo-pack -T 16 -W 2 -o "$T/q" "$T/a.zst" 2> "$T/err"
+is "$?:$(ls "$T/q" | tr '\n' ' ')" "1:step_1 step_2 " "and with other options (-W 2): refused, nothing published"
+grep -q "step 1 holds these 3 sequences already, packed with other options" "$T/err"
+is "$?" 0 "saying which step holds them: $(cat "$T/err")"
