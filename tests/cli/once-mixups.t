@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 9
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -43,3 +43,17 @@ grpo-pack -T 16 -W 2 -o "$T/q" "$T/a.zst" 2> "$T/err"
 is "$?:$(ls "$T/q" | tr '\n' ' ')" "1:step_1 step_2 " "and with other options (-W 2): refused, nothing published"
 grep -q "step 1 holds these 3 sequences already, packed with other options" "$T/err"
 is "$?" 0 "saying which step holds them: $(cat "$T/err")"
+
+# 4. a micro-batch of step 1 put by hand in place of one of step 2: the
+# step's totals agree (the same sequences sampled by the next policy), so
+# step 2 trained on step 1's data. Refused, naming the file; nothing trained.
+grpo-init --preset tiny --seed 7 -o "$T/model" > /dev/null || exit 1
+sed 's/"policy_version":[0-9]/"policy_version":1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/v1.zst"
+grpo-pack -T 16 -o "$T/m/batches" "$T/a.zst" && grpo-pack -T 16 -o "$T/m/batches" "$T/v1.zst" &&
+	grpo-step --model "$T/model" --batches "$T/m/batches" -o "$T/m/policy" 2> /dev/null
+cp "$T/m/batches/step_1/rank_0/mb_0000.zst" "$T/m/mb.zst"
+mv -f "$T/m/mb.zst" "$T/m/batches/step_2/rank_0/mb_0000.zst"
+grpo-step --model "$T/model" --batches "$T/m/batches" -o "$T/m/policy" 2> "$T/err"
+is "$?:$(ls "$T/m/policy" | tr '\n' ' ')" "1:step_0 step_1 " "a step-1 micro-batch in step 2: exit 1, step 2 not trained"
+grep -q "step_2/rank_0/mb_0000.zst: record 1: a micro-batch that grpo-pack made for step 1, rank 0, found in step 2, rank 0" "$T/err"
+is "$?" 0 "naming it: $(cat "$T/err")"
