@@ -472,3 +472,15 @@ int cli_is_queue(const char *operand)
 	struct stat sb;
 	return strcmp(operand, "-") != 0 && stat(operand, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
+
+const char *cli_input_is_output(char **operands, int n, const char *out)
+{
+	struct stat so, si;
+	if (!out || stat(out, &so) < 0)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (cli_is_queue(operands[i]) && stat(operands[i], &si) == 0 && si.st_dev == so.st_dev &&
+		    si.st_ino == so.st_ino)
+			return operands[i];
+	return NULL;
+}

@@ -164,4 +164,13 @@ int cli_output_dir(const char *target, struct err *e);
 /* Whether an operand names a directory (a queue), rather than a file or "-". */
 int cli_is_queue(const char *operand);
 
+/*
+ * The first of the n operands that is a queue and the same directory as
+ * out (however named: relative, absolute, through a link, a bind mount),
+ * or NULL. A stage whose output queue is one of its input queues would
+ * drop each output as published already (its name is the input's) and
+ * retire the input: consumed, nothing new published.
+ */
+const char *cli_input_is_output(char **operands, int n, const char *out);
+
 #endif

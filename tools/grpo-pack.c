@@ -397,6 +397,10 @@ int main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	struct opts *o = &s.o;
 	int status = 1, lock_fd = -1;
+	const char *same = cli_input_is_output(argv + optind, argc - optind, o->out);
+	if (same)
+		cli_bad_usage("%s: the input queue is the output queue (-o %s): its micro-batches would be read "
+			      "back as input; -o names the next queue (SPOOL/batches)", same, o->out);
 
 	/* Each micro-batch's length is padded to a multiple of P within T, so
 	 * the usable capacity is T rounded down to a multiple of P. */
@@ -492,7 +496,7 @@ int main(int argc, char **argv)
 	}
 	char jo[256];
 	job_opts(&s, jo, sizeof jo);
-	int settled = packbuf_job_settle(&s.b, jo, o->step, &e);
+	int settled = packbuf_job_settle(&s.b, o->out, jo, o->step, &e);
 	if (settled < 0) {
 		fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
 		goto fail_quiet;
@@ -500,7 +504,7 @@ int main(int argc, char **argv)
 	if (settled == 1 && o->verbose)
 		fprintf(stderr, "%s: %s: this input, with these options, is published already (job %016llx, "
 			"from step %lld); nothing of it is packed again\n", prog, o->out,
-			(unsigned long long)s.b.job.hash, (long long)s.b.job.prev.first_step);
+			(unsigned long long)s.b.job.hash, (long long)s.b.job.published_from);
 	for (int i = 0; i < nargs; i++)
 		if (cli_is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;

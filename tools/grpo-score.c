@@ -485,6 +485,11 @@ int main(int argc, char **argv)
 		cli_bad_usage("--watch needs exactly one queue directory");
 	if (!o->out && isatty(1))
 		cli_bad_usage("standard output is a terminal; use -o QUEUE or a pipe");
+	const char *same = cli_input_is_output(argv + optind, nargs, o->out);
+	if (same)
+		cli_bad_usage("%s: the input queue is the output queue (-o %s): each scored file would be dropped as "
+			      "published already, and its input retired; -o names the next queue (SPOOL/scored)",
+			      same, o->out);
 	if (setup(&s, &e) < 0)
 		goto fail;
 	if (!o->out) {

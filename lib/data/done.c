@@ -45,8 +45,11 @@ int done_format(struct buf *b, const struct done_manifest *m)
 	if (m->has_job) {
 		const struct done_job *j = &m->job;
 		r |= buf_printf(b, ",\"job\":{\"id\":\"%016" PRIx64 "\",\"first_step\":%" PRId64
-				",\"sequences\":%u,\"finished\":%s,\"done\":[", j->id, j->first_step, j->sequences,
+				",\"sequences\":%u,\"finished\":%s", j->id, j->first_step, j->sequences,
 				j->finished ? "true" : "false");
+		if (j->data)
+			r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
+		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
 			r |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
 		r |= buf_printf(b, "]}");
@@ -179,6 +182,10 @@ static int parse_job(const cJSON *job, struct done_manifest *m, const char *name
 	j->first_step = (int64_t)fs;
 	j->sequences = (uint32_t)sq;
 	j->finished = cJSON_IsTrue(fin);
+	const cJSON *data = cJSON_GetObjectItemCaseSensitive(job, "data");
+	if (data && (!cJSON_IsString(data) || strlen(data->valuestring) != 16 ||
+		     (j->data = strtoull(data->valuestring, &end, 16), *end)))
+		return err_set(e, "%s: job: data is not 16 hexadecimal digits", name);
 	m->has_job = 1;
 	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
 		return err_set(e, "out of memory");

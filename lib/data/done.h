@@ -53,7 +53,9 @@ struct done_partial {
 /* The plain inputs' job: id hashes their trajectories and the options
  * that shape the steps; sequences counts the trajectories read; done lists
  * the ordinals (0-based, across the plain inputs in order, each below
- * sequences) packed or dropped so far, empty once finished. */
+ * sequences) packed or dropped so far, empty once finished; data hashes
+ * the trajectories alone, so that the same input packed with other
+ * options is known (0: not recorded, a manifest from before it was). */
 struct done_job {
 	uint64_t id;
 	int64_t first_step;
@@ -61,6 +63,7 @@ struct done_job {
 	int finished;
 	uint32_t *done;        /* (n_done) */
 	uint32_t n_done;
+	uint64_t data;
 };
 
 struct done_manifest {

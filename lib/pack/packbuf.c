@@ -16,6 +16,7 @@
 #include "data/mbbuild.h"
 #include "pack/pack.h"
 #include "data/sfile.h"
+#include "spool/spool.h"
 
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o)
 {
@@ -579,7 +580,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 	if (b->job.next_ord > 0) {
 		struct packbuf_job *j = &b->job;
 		j->rec = (struct done_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
-						j->done, j->n_done };
+						j->done, j->n_done, j->data };
 		st->job = &j->rec;
 	}
 	return 0;
@@ -726,7 +727,40 @@ void packbuf_hold(struct packbuf *b)
 
 /* ---- the plain inputs' job ---- */
 
-int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct err *e)
+/* The manifests of queue other than the newest (which the caller has
+ * read) that hold the job id finished, or the same trajectories (data)
+ * under other options: 1 and 2, with the job's first step and the step of
+ * the manifest, 0 when none does, -1. A re-run of a command after other
+ * jobs finds its own job only here. */
+static int find_job(const char *queue, int64_t newest, uint64_t id, uint64_t data, int64_t *from, int64_t *at,
+		    struct err *e)
+{
+	int64_t *steps = NULL;
+	size_t n = 0;
+	int found = 0;
+	if (newest < 1)
+		return 0;
+	if (spool_list_steps(queue, -1, newest - 1, &steps, &n, e) < 0)
+		return -1;
+	for (size_t i = n; i-- > 0 && found != 1;) {
+		struct done_job dj;
+		int r = done_load_job(queue, steps[i], &dj, e);
+		if (r < 0) {
+			free(steps);
+			return -1;
+		}
+		if (r == 1 && ((dj.id == id && dj.finished) || (!found && dj.data == data))) {
+			found = dj.id == id && dj.finished ? 1 : 2;
+			*from = dj.first_step;
+			*at = steps[i];
+		}
+		free(dj.done);
+	}
+	free(steps);
+	return found;
+}
+
+int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e)
 {
 	struct packbuf_job *j = &b->job;
 	const struct done_job *pj = &j->prev;
@@ -740,13 +774,28 @@ int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct
 			       (unsigned long long)pj->id);
 	if (j->next_ord == 0)
 		return 0;
+	j->data = j->hash;
 	j->hash = id;
 	if (j->has_prev && !pj->finished) {
 		j->first_step = pj->first_step;
 		return 0;
 	}
-	if (!(j->has_prev && pj->finished && pj->id == id))
-		return 0;
+	j->published_from = pj->first_step;
+	if (!(j->has_prev && pj->finished && pj->id == id)) {
+		int64_t at = 0;
+		int r = queue ? find_job(queue, j->prev_step, id, j->data, &j->published_from, &at, e) : 0;
+		if (r < 0)
+			return -1;
+		if (r == 2 || (r == 0 && j->has_prev && pj->data == j->data && (at = j->prev_step)))
+			return err_set(e, "step%s %lld%s%.0lld hold%s these %u sequences already, packed with other "
+				       "options (job %016llx is this input with these); nothing published: packing "
+				       "them again would train them twice", at > j->published_from ? "s" : "",
+				       (long long)j->published_from, at > j->published_from ? " to " : "",
+				       at > j->published_from ? (long long)at : 0, at > j->published_from ? "" : "s",
+				       j->next_ord, (unsigned long long)id);
+		if (r == 0)
+			return 0;
+	}
 	/* all of it is in steps already: forget it, and what reading it dropped */
 	size_t k = 0;
 	for (size_t i = 0; i < b->n; i++) {

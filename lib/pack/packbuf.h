@@ -85,7 +85,9 @@ struct packbuf_source {
 
 /* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h. */
 struct packbuf_job {
-	uint64_t hash;                      /* FNV-1a of their trajectories so far */
+	uint64_t hash;                      /* FNV-1a of their trajectories so far; once settled, with the options */
+	uint64_t data;                      /* once settled, of the trajectories alone */
+	int64_t published_from;             /* settled as published: the job's first step */
 	uint32_t next_ord;                  /* trajectories read */
 	uint32_t pending;                   /* of them, in the buffer */
 	uint32_t taking;                    /* of those, in the step being taken */
@@ -148,11 +150,13 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
  * job (see struct done_job, data/done.h), opts being the options that shape the steps, as
  * text. Returns 0 to go on (a new job, or the rest of the same one, whose
  * packed trajectories were skipped while reading), 1 when the same job was
- * finished already (its trajectories are dropped from the buffer; nothing
- * of them is published), or -1 when the newest manifest holds an
- * unfinished job of another command, saying so in e.
+ * finished already, in the newest manifest or any other of queue (its
+ * trajectories are dropped from the buffer; nothing of them is published),
+ * or -1 when the newest manifest holds an unfinished job of another
+ * command, or a manifest of queue the same trajectories packed with other
+ * options, saying so in e.
  */
-int packbuf_job_settle(struct packbuf *b, const char *opts, int64_t step, struct err *e);
+int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e);
 
 /* Take a group's trajectories into the buffer (the group is left empty),
  * dropping or truncating as the options say. src: a source index, or -1;

@@ -33,8 +33,12 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Append every micro-batch of the spool file path to *mbs. */
-static int read_file(const char *path, struct microbatch **mbs, size_t *n, size_t *cap, struct err *e)
+/* Append every micro-batch of the spool file path, in step_N/rank_X, to
+ * *mbs. One that grpo-pack made for another step or rank (a step of 0: a
+ * record that names none) was moved or copied there by hand, and would be
+ * trained twice, or in place of the step's own: refused. */
+static int read_file(const char *path, int64_t step, int rank, struct microbatch **mbs, size_t *n, size_t *cap,
+		     struct err *e)
 {
 	int fd = fsys_open_read(path, e);
 	if (fd < 0)
@@ -51,6 +55,14 @@ static int read_file(const char *path, struct microbatch **mbs, size_t *n, size_
 			record_free(&rec);
 			rc = err_set(e, "%s: record %llu: a group of trajectories, not a micro-batch (is this "
 			             "grpo-pack's output?)", path, (unsigned long long)r.record_no);
+			break;
+		}
+		if (rec.mb.step != 0 && (rec.mb.step != step || rec.mb.rank != rank)) {
+			rc = err_set(e, "%s: record %llu: a micro-batch that grpo-pack made for step %lld, rank %d, "
+				     "found in step %lld, rank %d (moved or copied by hand?); nothing is trained",
+				     path, (unsigned long long)r.record_no, (long long)rec.mb.step, rec.mb.rank,
+				     (long long)step, rank);
+			record_free(&rec);
 			break;
 		}
 		if (*n == *cap) {
@@ -98,7 +110,7 @@ int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs
 				continue;
 			char path[PATH_MAX];
 			snprintf(path, sizeof path, "%s/%s", dir, names[j]);
-			rc = read_file(path, mbs, n, &cap, e);
+			rc = read_file(path, step, ranks[i], mbs, n, &cap, e);
 		}
 		fsys_free_names(names, nn);
 	}

@@ -85,17 +85,18 @@ int main(void)
 	/* the plain inputs' job, which grpo-pack reads back to resume */
 	uint32_t jd[] = { 1, 3 };
 	m.has_job = 1;
-	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2 };
+	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2, 0x0123456789abcdefull };
 	buf_reset(&a);
 	buf_reset(&b);
 	const char *tail = "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"done\":[0,2,5]}],\"job\":{\"id\":"
-			   "\"00ab00cd00ef0012\",\"first_step\":5,\"sequences\":4,\"finished\":false,\"done\":[1,3]}}\n";
+			   "\"00ab00cd00ef0012\",\"first_step\":5,\"sequences\":4,\"finished\":false,"
+			   "\"data\":\"0123456789abcdef\",\"done\":[1,3]}}\n";
 	ok(done_format(&a, &m) == 0 && a.len > strlen(tail) &&
 	   memcmp(a.data + a.len - strlen(tail), tail, strlen(tail)) == 0,
 	   "the job goes last");
 	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.has_job && r.job.id == 0x00ab00cd00ef0012ull &&
 	   r.job.first_step == 5 && r.job.sequences == 4 && !r.job.finished && r.job.n_done == 2 &&
-	   r.job.done[1] == 3, "and reads back (%s)", e.msg);
+	   r.job.done[1] == 3 && r.job.data == 0x0123456789abcdefull, "and reads back (%s)", e.msg);
 	done_format(&b, &r);
 	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
 	done_free(&r);

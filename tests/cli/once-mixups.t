@@ -1,0 +1,59 @@
+#!/bin/sh
+# Exactly once against an operator's mix-ups: a stage whose output queue
+# is its input queue (named the same or another way), and plain files
+# packed again into a queue that holds them already.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 9
+
+d="$GRPO_TOP/tests/cli/pack"
+# unscored rollouts of tiny.jsonl
+sed 's/,"ref_logprobs":\[[^]]*\]//g; s/,"advantages":[-0-9.]*//g' "$d/tiny.jsonl" > "$T/r.jsonl"
+
+# 1. -o naming the input queue, through a link: the scored file took the
+# input's name, was dropped as published already, and the input was
+# retired: consumed, nothing scored anywhere. Refused, nothing consumed.
+mkdir -p "$T/s/rollouts/step_0/rank_0"
+grpo-cat --from-json -o "$T/s/rollouts/step_0/rank_0/g1.zst" "$T/r.jsonl"
+ln -s "$T/s/rollouts" "$T/link"
+grpo-score --reward length --max-len 8 --ref none -o "$T/link" "$T/s/rollouts" > /dev/null 2> "$T/err"
+is "$?:$(ls -A "$T/s/rollouts/step_0/rank_0" | tr '\n' ' ')" "2:g1.zst " \
+	"grpo-score -o the input queue through a link: usage error, the input still waiting"
+grep -q "s/rollouts: the input queue is the output queue (-o $T/link)" "$T/err"
+is "$?" 0 "saying so: $(head -n 1 "$T/err")"
+
+# 2. grpo-pack likewise, the queue named relative and absolute
+mkdir -p "$T/p/scored/step_0/rank_0"
+grpo-cat --from-json -o "$T/p/scored/step_0/rank_0/g1.zst" "$d/tiny.jsonl"
+(cd "$T/p" && grpo-pack -T 16 -o scored/ "$T/p/scored") > /dev/null 2> "$T/err"
+is "$?:$(ls "$T/p/scored" | tr '\n' ' '):$(ls -A "$T/p/scored/step_0/rank_0" | tr '\n' ' ')" "2:step_0 :g1.zst " \
+	"grpo-pack -o the input queue: usage error, nothing published into it, nothing claimed"
+grep -q "the input queue is the output queue (-o scored/)" "$T/err"
+is "$?" 0 "saying so: $(head -n 1 "$T/err")"
+
+# 3. plain files: a.zst, then b.zst, then a.zst again. Only the newest
+# manifest's job was known, so a was packed (and trained) twice. Now every
+# manifest of the queue is read: the same command publishes nothing, and
+# the same input with other options is refused, naming the steps.
+grpo-cat --from-json -o "$T/a.zst" "$d/tiny.jsonl"
+sed 's/"advantages":1}/"advantages":2}/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst"
+grpo-pack -T 16 -o "$T/q" "$T/a.zst" && grpo-pack -T 16 -o "$T/q" "$T/b.zst" &&
+	grpo-pack -T 16 -o "$T/q" "$T/a.zst" 2> "$T/err"
+is "$?:$(ls "$T/q" | tr '\n' ' ')" "0:step_1 step_2 " "a file packed again after another job: nothing published"
+grpo-pack -T 16 -W 2 -o "$T/q" "$T/a.zst" 2> "$T/err"
+is "$?:$(ls "$T/q" | tr '\n' ' ')" "1:step_1 step_2 " "and with other options (-W 2): refused, nothing published"
+grep -q "step 1 holds these 3 sequences already, packed with other options" "$T/err"
+is "$?" 0 "saying which step holds them: $(cat "$T/err")"
+
+# 4. a micro-batch of step 1 put by hand in place of one of step 2: the
+# step's totals agree (the same sequences sampled by the next policy), so
+# step 2 trained on step 1's data. Refused, naming the file; nothing trained.
+grpo-init --preset tiny --seed 7 -o "$T/model" > /dev/null || exit 1
+sed 's/"policy_version":[0-9]/"policy_version":1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/v1.zst"
+grpo-pack -T 16 -o "$T/m/batches" "$T/a.zst" && grpo-pack -T 16 -o "$T/m/batches" "$T/v1.zst" &&
+	grpo-step --model "$T/model" --batches "$T/m/batches" -o "$T/m/policy" 2> /dev/null
+cp "$T/m/batches/step_1/rank_0/mb_0000.zst" "$T/m/mb.zst"
+mv -f "$T/m/mb.zst" "$T/m/batches/step_2/rank_0/mb_0000.zst"
+grpo-step --model "$T/model" --batches "$T/m/batches" -o "$T/m/policy" 2> "$T/err"
+is "$?:$(ls "$T/m/policy" | tr '\n' ' ')" "1:step_0 step_1 " "a step-1 micro-batch in step 2: exit 1, step 2 not trained"
+grep -q "step_2/rank_0/mb_0000.zst: record 1: a micro-batch that grpo-pack made for step 1, rank 0, found in step 2, rank 0" "$T/err"
+is "$?" 0 "naming it: $(cat "$T/err")"
