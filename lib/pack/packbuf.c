@@ -760,6 +760,20 @@ static int find_job(const char *queue, int64_t newest, uint64_t id, uint64_t dat
 	return found;
 }
 
+/* The job's trajectories are in steps published_from to at already, under
+ * other options: packed again, they would be trained twice. Returns -1. */
+static int refuse_repack(const struct packbuf_job *j, int64_t at, struct err *e)
+{
+	char steps[64];
+	if (at > j->published_from)
+		snprintf(steps, sizeof steps, "steps %lld to %lld hold", (long long)j->published_from, (long long)at);
+	else
+		snprintf(steps, sizeof steps, "step %lld holds", (long long)j->published_from);
+	return err_set(e, "%s these %u sequences already, packed with other options (job %016llx is this input "
+		       "with these); nothing published: packing them again would train them twice", steps, j->next_ord,
+		       (unsigned long long)j->hash);
+}
+
 int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e)
 {
 	struct packbuf_job *j = &b->job;
@@ -786,13 +800,12 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 		int r = queue ? find_job(queue, j->prev_step, id, j->data, &j->published_from, &at, e) : 0;
 		if (r < 0)
 			return -1;
-		if (r == 2 || (r == 0 && j->has_prev && pj->data == j->data && (at = j->prev_step)))
-			return err_set(e, "step%s %lld%s%.0lld hold%s these %u sequences already, packed with other "
-				       "options (job %016llx is this input with these); nothing published: packing "
-				       "them again would train them twice", at > j->published_from ? "s" : "",
-				       (long long)j->published_from, at > j->published_from ? " to " : "",
-				       at > j->published_from ? (long long)at : 0, at > j->published_from ? "" : "s",
-				       j->next_ord, (unsigned long long)id);
+		if (r == 0 && j->has_prev && pj->data == j->data) {   /* the newest manifest's, under other options */
+			r = 2;
+			at = j->prev_step;
+		}
+		if (r == 2)
+			return refuse_repack(j, at, e);
 		if (r == 0)
 			return 0;
 	}
