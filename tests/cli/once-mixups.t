@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 16
+plan 18
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -94,3 +94,18 @@ cp "$T/a.zst" "$T/x/scored/step_0/rank_0/g.zst"
 grpo-spool quarantine "$T/x/scored/step_0/rank_0/g.zst" > /dev/null &&
 	grpo-pack -T 16 "$T/x/scored/.quarantine/step_0/rank_0/g.zst" | grpo-cat --stats > /dev/null
 is "$?" 0 "a quarantined file is read as a plain input"
+
+# 6. two --rank processes given different options (rank 1 --lr 1e-5): their
+# gradients were summed, and each took its own optimizer step, rank 1's not
+# the one rank 0 published. Both refuse, naming the rank; nothing published.
+grpo-pack -T 16 -W 2 -o "$T/x2" "$T/a.zst" || exit 1
+mkdir "$T/rp" && cp -r "$T/m/policy/step_0" "$T/rp/"
+grpo-step --batches "$T/x2" -o "$T/rp" --rank 1 --lr 1e-5 --rank-timeout 60 2> "$T/err1" &
+pid1=$!
+grpo-step --batches "$T/x2" -o "$T/rp" --rank 0 --rank-timeout 60 2> "$T/err0"
+s0=$?
+wait $pid1
+is "$s0:$?:$(ls "$T/rp" | tr '\n' ' ')" "1:1:step_0 " "--rank 0 and --rank 1 with another --lr: both exit 1, step 1 not published"
+grep -q "e0.rank_1: rank 1's options differ from this rank's (options hash [0-9a-f]*, here [0-9a-f]*)" "$T/err0" &&
+	grep -q "e0.rank_0: rank 0's options differ from this rank's" "$T/err1"
+is "$?" 0 "each names the other rank: $(cat "$T/err0")"
