@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "spool/claim.h"
+#include "spool/spool.h"
 
 static const char *prog = "grpo";
 static void (*usage_fn)(FILE *);
@@ -483,4 +485,27 @@ const char *cli_input_is_output(char **operands, int n, const char *out)
 		    si.st_ino == so.st_ino)
 			return operands[i];
 	return NULL;
+}
+
+/* The descriptor of the claim grpo-spool consume handed this process, or -1. */
+static int inherited_claim_fd(void)
+{
+	const char *v = getenv("GRPO_CLAIM_FD");
+	char *end;
+	long fd = v && *v ? strtol(v, &end, 10) : -1;
+	return fd >= 0 && fd <= INT_MAX && !*end ? (int)fd : -1;
+}
+
+void cli_refuse_queue_files(char **operands, int n)
+{
+	char queue[PATH_MAX];
+	struct stat st;
+	for (int i = 0; i < n; i++) {
+		const char *a = operands[i];
+		if (strcmp(a, "-") != 0 && stat(a, &st) == 0 && S_ISREG(st.st_mode) &&
+		    spool_queue_of_real(a, queue, sizeof queue) && !claim_held_by(a, inherited_claim_fd()))
+			cli_bad_usage("%s: a file of the queue %s, which a run over that queue would take again: "
+				      "name the queue (%s), or run this on the file under grpo-spool consume",
+				      a, queue, queue);
+	}
 }

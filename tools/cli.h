@@ -173,4 +173,14 @@ int cli_is_queue(const char *operand);
  */
 const char *cli_input_is_output(char **operands, int n, const char *out);
 
+/*
+ * A stage's usage error (exit 2, before anything is read) when one of the n
+ * operands is a file published in a queue, QUEUE/step_N/rank_X/NAME,
+ * however its path is spelled (spool_locate): read as a plain input it is
+ * not claimed, so a later run over its queue would take it again. The file
+ * whose claim this process inherited from grpo-spool consume (GRPO_CLAIM_FD)
+ * is read: consume retires it once the stage exits 0.
+ */
+void cli_refuse_queue_files(char **operands, int n);
+
 #endif

@@ -818,6 +818,8 @@ int main(int argc, char **argv)
 
 	int status = 0;
 	struct model_gpu *gpu = NULL;
+	/* what every rank must share, checked on each gradient exchange (gradx.h) */
+	const uint64_t opts_hash = gradx_opts_hash(&a.loss, &a.opt, a.epochs, a.mask_truncated);
 	long long k = 0;
 	for (; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
 		double ts = now();
@@ -838,7 +840,7 @@ int main(int argc, char **argv)
 		size_t n;
 		struct done_manifest dm;
 		struct loss_totals tot, cut;
-		struct gradx x = { a.policy, step, a.rank, 0, a.rank_timeout, &stop, { 0, 0, 0 }, &dm, NULL };
+		struct gradx x = { a.policy, step, a.rank, 0, a.rank_timeout, &stop, { 0, 0, 0 }, &dm, NULL, opts_hash };
 		read_step(&a, step, &dm, &mbs, &n, &tot, &cut, &x);
 		char done_path[PATH_MAX];
 		snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a.batches, (long long)step);

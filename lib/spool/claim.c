@@ -207,6 +207,21 @@ fail:
 	return -1;
 }
 
+int claim_held_by(const char *path, int fd)
+{
+	char queue[PATH_MAX], file[PATH_MAX], record[PATH_MAX];
+	struct stat held, st;
+	if (fd < 0 || !spool_locate(path, queue, sizeof queue, file, sizeof file))
+		return 0;
+	const char *name = strrchr(file, '/') + 1;   /* spool_locate: at least step_N/rank_X/NAME */
+	if (snprintf(record, sizeof record, "%.*s/.claimed/%s", (int)(name - 1 - file), file, name) >=
+	    (int)sizeof record)
+		return 0;
+	/* a plain stat: a question, not a step of the spool's protocol (no crash hook) */
+	return fstat(fd, &held) == 0 && stat(record, &st) == 0 && held.st_dev == st.st_dev &&
+	       held.st_ino == st.st_ino;
+}
+
 /* 1 if the record at c->claim_path is still the one c holds (not recovered and retaken). */
 static int still_ours(struct claim *c, struct err *e)
 {

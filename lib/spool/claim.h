@@ -97,6 +97,14 @@ int claim_renew(struct claim *c, struct err *e);
 int claim_renew_record(const char *claim_path, unsigned long long dev, unsigned long long ino,
 		       struct err *e);
 
+/*
+ * 1 when fd is the record of the claim on the published file at path
+ * (QUEUE/step_N/rank_X/NAME, however spelled), so that whoever holds fd
+ * holds that file's claim: a command that grpo-spool consume runs on the
+ * file it claimed inherits the record as GRPO_CLAIM_FD. 0 otherwise.
+ */
+int claim_held_by(const char *path, int fd);
+
 /* This process's identity, as a claim would record it. */
 void claim_self(struct claim_id *id, long lease);
 /* A record's text, "host=H pid=P pstart=S time=T lease=L\n", into out

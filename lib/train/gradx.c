@@ -88,6 +88,22 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 	return h;
 }
 
+uint64_t gradx_opts_hash(const struct loss_opts *lo, const struct optim_opts *oo, int epochs,
+                         int mask_truncated)
+{
+	char text[1024];
+	int len = snprintf(text, sizeof text,
+	                   "ratio=%s clip=%.9g,%.9g dual=%.9g cispo=%d kl=%s beta=%.9g entropy=%.9g tis=%.9g "
+	                   "agg=%s max_len=%d epochs=%d mask_truncated=%d optim=%d lr=%.17g warmup=%d "
+	                   "schedule=%s total=%d wd=%.17g betas=%.17g,%.17g eps=%.17g max_grad_norm=%.17g",
+	                   loss_ratio_names[lo->ratio], lo->clip_low, lo->clip_high, lo->dual_clip, lo->cispo,
+	                   loss_kl_names[lo->kl], lo->beta, lo->entropy_coef, lo->tis_cap, loss_agg_name(lo->agg),
+	                   lo->agg == LOSS_AGG_DR_GRPO ? lo->max_len : 0, epochs, mask_truncated, (int)oo->kind,
+	                   oo->lr, oo->warmup_steps, lr_schedule_name(oo->schedule), oo->total_steps,
+	                   oo->weight_decay, oo->beta1, oo->beta2, oo->eps, oo->max_grad_norm);
+	return fnv1a((const unsigned char *)text, len < (int)sizeof text ? (size_t)len : sizeof text - 1);
+}
+
 static size_t file_size(uint64_t n)
 {
 	return GRADX_HEAD + 8 * (size_t)GRADX_NSTAT + 4 * (size_t)n;
@@ -109,6 +125,7 @@ int gradx_encode(struct buf *b, const struct gradx_head *h, const struct loss_to
 	put32(p + 24, (uint32_t)h->epoch);
 	put32(p + 28, GRADX_NSTAT);
 	put64(p + 32, h->n);
+	put64(p + 40, h->opts);
 	put_f64(q, counts->seqs), put_f64(q + 8, counts->tokens), put_f64(q + 16, counts->mbs);
 	q += 24;
 	struct loss_stats s = *st;
@@ -119,7 +136,7 @@ int gradx_encode(struct buf *b, const struct gradx_head *h, const struct loss_to
 		memcpy(&u, &g[k], 4);
 		put32(q, u);
 	}
-	put64(p + 40, fnv1a(p + GRADX_HEAD, size - GRADX_HEAD));
+	put64(p + 48, fnv1a(p + GRADX_HEAD, size - GRADX_HEAD));
 	b->len += size;
 	return 0;
 }
@@ -138,10 +155,15 @@ int gradx_decode(const unsigned char *data, size_t len, const char *path, const 
 	if (len < GRADX_HEAD)
 		return err_set(e, "%s: short file: %zu bytes, less than a header (%d)", path, len, GRADX_HEAD);
 	uint32_t rank = get32(data + 12), epoch = get32(data + 24), nstat = get32(data + 28);
-	uint64_t step = get64(data + 16), n = get64(data + 32);
+	uint64_t step = get64(data + 16), n = get64(data + 32), opts = get64(data + 40);
 	if (rank != (uint32_t)want->rank || step != (uint64_t)want->step || epoch != (uint32_t)want->epoch)
 		return err_set(e, "%s: holds rank %u, step %lld, epoch %u; expected rank %d, step %lld, epoch %d", path,
 		               rank, (long long)step, epoch, want->rank, (long long)want->step, want->epoch);
+	if (opts != want->opts)
+		return err_set(e, "%s: rank %u's options differ from this rank's (options hash %016llx, here "
+		               "%016llx): its gradient is of another loss or optimizer step; give every rank "
+		               "the same --epochs, loss and optimizer options (grpo-step(1), --rank)", path, rank,
+		               (unsigned long long)opts, (unsigned long long)want->opts);
 	if (n != want->n || nstat != GRADX_NSTAT)
 		return err_set(e, "%s: wrong count: a gradient of %llu elements and %u statistics, expected %llu "
 		               "and %d: do the ranks train the same model?", path, (unsigned long long)n, nstat,
@@ -151,7 +173,7 @@ int gradx_decode(const unsigned char *data, size_t len, const char *path, const 
 		return err_set(e, "%s: short file: %zu bytes, expected %zu", path, len, size);
 	if (len > size)
 		return err_set(e, "%s: %zu bytes, expected %zu: trailing bytes", path, len, size);
-	uint64_t sum = fnv1a(data + GRADX_HEAD, size - GRADX_HEAD), said = get64(data + 40);
+	uint64_t sum = fnv1a(data + GRADX_HEAD, size - GRADX_HEAD), said = get64(data + 48);
 	if (sum != said)
 		return err_set(e, "%s: checksum mismatch: the payload hashes to %016llx, the header says %016llx",
 		               path, (unsigned long long)sum, (unsigned long long)said);
@@ -223,7 +245,7 @@ static int publish(const struct gradx *x, int epoch, const float *g, size_t n, c
 	    fsys_mkdirs(dir, e) < 0)
 		return -1;
 	struct buf b = { 0 };
-	struct gradx_head h = { x->rank, epoch, x->step, n };
+	struct gradx_head h = { x->rank, epoch, x->step, n, x->opts };
 	if (gradx_encode(&b, &h, &x->local, st, g) < 0) {
 		buf_free(&b);
 		return err_set(e, "%s: out of memory", path);
@@ -249,7 +271,7 @@ static int load(const struct gradx *x, int epoch, int rank, float *sum, size_t n
 	buf_reset(b);
 	if (file_of(x, "rank", epoch, rank, path, sizeof path, e) < 0 || buf_read_file(b, path, e) < 0)
 		return -1;
-	struct gradx_head want = { rank, epoch, x->step, n };
+	struct gradx_head want = { rank, epoch, x->step, n, x->opts };
 	struct loss_totals c;
 	struct loss_stats st;
 	if (gradx_decode(b->data, b->len, path, &want, &c, &st, sum, e) < 0)

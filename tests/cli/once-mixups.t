@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 18
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -57,3 +57,55 @@ grpo-step --model "$T/model" --batches "$T/m/batches" -o "$T/m/policy" 2> "$T/er
 is "$?:$(ls "$T/m/policy" | tr '\n' ' ')" "1:step_0 step_1 " "a step-1 micro-batch in step 2: exit 1, step 2 not trained"
 grep -q "step_2/rank_0/mb_0000.zst: record 1: a micro-batch that grpo-pack made for step 1, rank 0, found in step 2, rank 0" "$T/err"
 is "$?" 0 "naming it: $(cat "$T/err")"
+
+# 5. a file of a queue named as a plain input was read without a claim, so
+# the run over its queue packed it again: two steps, trained twice. Refused
+# before anything is read, however the file is named; the queue packs it once.
+mkdir -p "$T/f/scored/step_0/rank_0"
+cp "$T/a.zst" "$T/f/scored/step_0/rank_0/g.zst"
+grpo-pack -T 16 -o "$T/f/batches" "$T/f/scored/step_0/rank_0/g.zst" 2> "$T/err"
+is "$?:$(ls "$T/f" | tr '\n' ' ')" "2:scored " "grpo-pack on a file of the queue scored: usage error, nothing published"
+grep -q "^grpo-pack: $T/f/scored/step_0/rank_0/g.zst: a file of the queue $T/f/scored, which a run over that queue would take again: name the queue ($T/f/scored)" "$T/err"
+is "$?" 0 "naming the queue to give: $(head -n 1 "$T/err")"
+(cd "$T/f/scored/step_0/rank_0" && grpo-pack -T 16 -o "$T/f/batches" g.zst 2> /dev/null)
+st=$?
+grpo-pack -T 16 --flush -o "$T/f/batches" "$T/f/scored"
+is "$st:$(ls "$T/f/batches" | tr '\n' ' ')" "2:step_1 " "named from its own directory: refused too; the queue packs it in one step"
+
+# grpo-score likewise: the file stayed waiting, scored again by the queue's run
+mkdir -p "$T/r/rollouts/step_0/rank_0"
+grpo-cat --from-json -o "$T/r/rollouts/step_0/rank_0/g.zst" "$T/r.jsonl"
+ln -s "$T/r/rollouts/step_0/rank_0" "$T/rank"
+grpo-score --reward length --max-len 8 --ref none -o "$T/r/scored" "$T/rank/g.zst" 2> "$T/err"
+is "$?:$(ls "$T/r" | tr '\n' ' ')" "2:rollouts " "grpo-score on a file of the queue rollouts, through a link: usage error, nothing scored"
+grep -q "g.zst: a file of the queue .*/r/rollouts, which a run over that queue would take again" "$T/err"
+is "$?" 0 "saying so: $(head -n 1 "$T/err")"
+
+# the way to run a stage on each file: grpo-spool consume hands it the claim
+grpo-spool consume "$T/r/rollouts" -- grpo-score --reward length --max-len 8 --ref none -o "$T/r/scored" &&
+	grpo-spool consume "$T/r/scored" -- grpo-pack -T 16 -o "$T/r/batches"
+is "$?:$(ls "$T/r/rollouts/step_0/rank_0/.done"):$(ls "$T/r/scored/step_0/rank_0/.done"):$(ls "$T/r/batches")" \
+	"0:g.zst:g.zst:step_1" \
+	"under grpo-spool consume each stage reads the file it claimed, and consume retires it"
+
+# a file moved out of its queue is a plain input
+mkdir -p "$T/x/scored/step_0/rank_0"
+cp "$T/a.zst" "$T/x/scored/step_0/rank_0/g.zst"
+grpo-spool quarantine "$T/x/scored/step_0/rank_0/g.zst" > /dev/null &&
+	grpo-pack -T 16 "$T/x/scored/.quarantine/step_0/rank_0/g.zst" | grpo-cat --stats > /dev/null
+is "$?" 0 "a quarantined file is read as a plain input"
+
+# 6. two --rank processes given different options (rank 1 --lr 1e-5): their
+# gradients were summed, and each took its own optimizer step, rank 1's not
+# the one rank 0 published. Both refuse, naming the rank; nothing published.
+grpo-pack -T 16 -W 2 -o "$T/x2" "$T/a.zst" || exit 1
+mkdir "$T/rp" && cp -r "$T/m/policy/step_0" "$T/rp/"
+grpo-step --batches "$T/x2" -o "$T/rp" --rank 1 --lr 1e-5 --rank-timeout 60 2> "$T/err1" &
+pid1=$!
+grpo-step --batches "$T/x2" -o "$T/rp" --rank 0 --rank-timeout 60 2> "$T/err0"
+s0=$?
+wait $pid1
+is "$s0:$?:$(ls "$T/rp" | tr '\n' ' ')" "1:1:step_0 " "--rank 0 and --rank 1 with another --lr: both exit 1, step 1 not published"
+grep -q "e0.rank_1: rank 1's options differ from this rank's (options hash [0-9a-f]*, here [0-9a-f]*)" "$T/err0" &&
+	grep -q "e0.rank_0: rank 0's options differ from this rank's" "$T/err1"
+is "$?" 0 "each names the other rank: $(cat "$T/err0")"

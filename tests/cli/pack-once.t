@@ -28,6 +28,7 @@ rnd() { seed=$(( ($1 * 1103515245 + 12345) % 2147483648 )); r=$(( seed / 65536 %
 
 mkdir -p "$T/in/step_0/rank_0" "$T/more"
 make_inputs "$T/in/step_0/rank_0" 1 6
+cp "$T/in/step_0/rank_0/g1.zst" "$T/g1.zst"   # other input, outside any queue
 make_inputs "$T/more" 7 15
 want=$(cat "$T"/in/step_0/rank_0/g*.zst | grpo-cat --json |
 	grep -o '"sequence_id":[0-9]*' | grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' ')
@@ -65,7 +66,7 @@ st=$?
 is "$st:$(published "$T/q")" "1:$before" "another --batch-size on a partly published job: refused, nothing published"
 grep -q "hold [0-9]* of the 18 sequences of job [0-9a-f]*, which is not finished: it was started with other input or options" "$T/err"
 is "$?" 0 "saying what exists: $(cat "$T/err")"
-grpo-pack $job -o "$T/q" "$T/in/step_0/rank_0/g1.zst" 2> /dev/null
+grpo-pack $job -o "$T/q" "$T/g1.zst" 2> /dev/null
 is "$?:$(published "$T/q")" "1:$before" "and so is other input"
 grpo-pack $job -o "$T/q" "$T/all.zst"
 is "$?:$(published "$T/q")" "0:$want" "the first command finishes the job"
@@ -140,7 +141,7 @@ is "$?:$(published "$T/g/batches")" "0:$want" "a queue file half packed, then --
 rm -rf "$T/q"
 GRPO_FSYS_CRASH_AT=$((calls / 2)) grpo-pack $job -o "$T/q" "$T/all.zst" 2> /dev/null
 before=$(published "$T/q")
-grpo-pack $job --step 9 -o "$T/q" "$T/in/step_0/rank_0/g1.zst" 2> /dev/null
+grpo-pack $job --step 9 -o "$T/q" "$T/g1.zst" 2> /dev/null
 is "$?:$(published "$T/q")" "1:$before" "--step 9 with other input against an unfinished job: refused, nothing published"
 
 # 6. --step below the newest DONE: the next run reads what was packed from

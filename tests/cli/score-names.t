@@ -26,6 +26,6 @@ ok $? "and -v says so"
 
 mkdir -p q/rollouts/step_4/rank_2
 cp d1/rollouts.zst q/rollouts/step_4/rank_2/g.zst
-grpo-score -r length -m 9 -o out q/rollouts/step_4/rank_2/g.zst
+grpo-spool consume q/rollouts -- grpo-score -r length -m 9 -o out
 [ -f out/step_4/rank_2/g.zst ]
-ok $? "a file of a queue keeps its step, rank and name"
+ok $? "a file of a queue, handed over by grpo-spool consume, keeps its step, rank and name"

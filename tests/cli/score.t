@@ -93,9 +93,10 @@ ok $? "scores a queue into -o"
 ok $? "published in the same step_3/rank_1 under the same name; the input retired"
 cmp -s out.zst sp/scored/step_3/rank_1/a.zst || [ "$(grpo-cat sp/scored/step_3/rank_1/a.zst)" = "$(cat out.jsonl)" ]
 ok $? "the same groups as on standard output"
-grpo-score -r gsm8k -t "$TOK" -o sp2/scored sp/rollouts/step_3/rank_1/a.zst 2>/dev/null
+mkdir -p sp3/rollouts/step_3/rank_1 && cp in.zst sp3/rollouts/step_3/rank_1/a.zst
+grpo-spool consume sp3/rollouts -- grpo-score -r gsm8k -t "$TOK" -o sp2/scored 2>/dev/null
 [ -f sp2/scored/step_3/rank_1/a.zst ]
-ok $? "a file named by path keeps its step and rank too"
+ok $? "a file named by path (grpo-spool consume's) keeps its step and rank too"
 
 # ---- a pipeline ----
 grpo-collect --step 0 "$GRPO_TOP/examples/vllm-completions.jsonl" | grpo-score -r length -m 64 2> /dev/null |

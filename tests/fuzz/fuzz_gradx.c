@@ -1,6 +1,6 @@
 /* libFuzzer target: bytes as a gradient file of grpo-step --rank
- * (train/gradx.h), read as the header says it is (rank, step, epoch, up to
- * 4096 elements). A file that is accepted encodes back to the same bytes,
+ * (train/gradx.h), read as the header says it is (rank, step, epoch,
+ * options, up to 4096 elements). A file that is accepted encodes back to the same bytes,
  * save the gradient's NaNs, which the reader's sum may quiet: then it
  * decodes again to the same values. */
 #include <math.h>
@@ -23,10 +23,10 @@ static uint64_t le(const uint8_t *p, int bytes)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static float g[MAX_N], again[MAX_N];
-	struct gradx_head h = { 0, 0, 0, 0 };
+	struct gradx_head h = { 0, 0, 0, 0, 0 };
 	if (size >= GRADX_HEAD) {
 		h.rank = (int)le(data + 12, 4), h.step = (int64_t)le(data + 16, 8), h.epoch = (int)le(data + 24, 4);
-		h.n = le(data + 32, 8);
+		h.n = le(data + 32, 8), h.opts = le(data + 40, 8);
 	}
 	if (h.n > MAX_N)
 		h.n = MAX_N;   /* refused as a wrong count */

@@ -1,10 +1,12 @@
-/* The gradient file of grpo-step --rank (train/gradx.h, version 2): what
+/* The gradient file of grpo-step --rank (train/gradx.h, version 3): what
  * gradx_encode writes gradx_decode reads back bit for bit; the bytes are
  * the documented little-endian layout, checked against bytes written out by
  * hand (checksum by Python's FNV-1a); every damage is refused naming the
  * file and what is wrong: a bad magic, another version, every truncation,
- * trailing bytes, another rank, step, epoch or count, and every changed
- * byte; and gradx_reduce sums two ranks through real files. */
+ * trailing bytes, another rank, step, epoch, options or count, and every
+ * changed byte; the options' hash changes with every option that shapes
+ * the gradient or the update; and gradx_reduce sums two ranks through real
+ * files, refusing a peer trained with other options. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,13 @@
 /* The file of the layout test: rank 1, step 0x0102030405, epoch 3, two elements. */
 static const unsigned char by_hand[] = {
 	'G', 'R', 'P', 'O', 'G', 'R', 'D', '1',          /* magic */
-	0x02, 0x00, 0x00, 0x00,                          /* version 2 */
+	0x03, 0x00, 0x00, 0x00,                          /* version 3 */
 	0x01, 0x00, 0x00, 0x00,                          /* rank 1 */
 	0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00,  /* step 0x0102030405 */
 	0x03, 0x00, 0x00, 0x00,                          /* epoch 3 */
 	0x14, 0x00, 0x00, 0x00,                          /* 20 statistics */
 	0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  /* n = 2 */
+	0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  /* options hash 0x1122334455667788 */
 	0x54, 0xa4, 0xec, 0x6f, 0xf6, 0xb8, 0xb6, 0x23,  /* FNV-1a of the payload */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x40,  /* sequences 3.0 */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x44, 0x40,  /* loss tokens 40.0 */
@@ -84,7 +87,7 @@ static int refused(const unsigned char *data, size_t len, const struct gradx_hea
 
 static void layout(void)
 {
-	struct gradx_head h = { 1, 3, 0x0102030405ll, 2 };
+	struct gradx_head h = { 1, 3, 0x0102030405ll, 2, 0x1122334455667788ull };
 	struct loss_totals c = { 3, 40, 2 };
 	struct loss_stats st;
 	memset(&st, 0, sizeof st);
@@ -92,7 +95,7 @@ static void layout(void)
 	float g[2] = { 1, -2 };
 	struct buf b = { 0 };
 	ok(gradx_encode(&b, &h, &c, &st, g) == 0, "encode a file of 2 elements");
-	is_int(b.len, sizeof by_hand, "%zu bytes: a 48-byte header, 20 doubles, 2 floats", sizeof by_hand);
+	is_int(b.len, sizeof by_hand, "%zu bytes: a 56-byte header, 20 doubles, 2 floats", sizeof by_hand);
 	size_t at = 0;
 	while (at < b.len && at < sizeof by_hand && b.data[at] == by_hand[at])
 		at++;
@@ -120,7 +123,7 @@ static void round_trip(void)
 	sample(&c, &st, g, N, 5);
 	g[1] = -0.0f, g[2] = 1e-45f, g[3] = INFINITY, g[4] = NAN;   /* every float's bits travel */
 	st.ratio_min = INFINITY;
-	struct gradx_head h = { 3, 1, 42, N };
+	struct gradx_head h = { 3, 1, 42, N, 99 };
 	struct buf b = { 0 };
 	struct err e = { "" };
 	ok(gradx_encode(&b, &h, &c, &st, g) == 0, "encode %d elements", N);
@@ -151,7 +154,7 @@ static void refusals(void)
 	struct loss_totals c;
 	struct loss_stats st;
 	sample(&c, &st, g, N, 1);
-	struct gradx_head h = { 1, 0, 7, N };
+	struct gradx_head h = { 1, 0, 7, N, 0xfeedull };
 	struct buf b = { 0 };
 	gradx_encode(&b, &h, &c, &st, g);
 	size_t n = b.len;
@@ -162,15 +165,20 @@ static void refusals(void)
 	ok(refused(f, n, &h, "not a gradient file of grpo-step --rank (bad magic)"), "a bad magic");
 	memcpy(f, b.data, n);
 	f[8] = 1;
-	ok(refused(f, n, &h, "a gradient file of version 1, and this grpo-step reads version 2"), "version 1");
-	f[8] = 3;
-	ok(refused(f, n, &h, "version 3"), "version 3");
+	ok(refused(f, n, &h, "a gradient file of version 1, and this grpo-step reads version 3"), "version 1");
+	f[8] = 4;
+	ok(refused(f, n, &h, "version 4"), "version 4");
 	memcpy(f, b.data, n);
 	/* version 1 as it was written: host order, its own layout */
 	unsigned char v1[40 + 8 * GRADX_NSTAT + 4 * N + 8] = "GRPOGRD1";
 	uint32_t one = 1;
 	memcpy(v1 + 8, &one, 4);
-	ok(refused(v1, sizeof v1, &h, "version 1"), "a file of version 1 (what the previous grpo-step wrote)");
+	ok(refused(v1, sizeof v1, &h, "version 1"), "a file of version 1");
+	/* version 2 as it was written: little-endian, a 48-byte header without the options */
+	unsigned char v2[48 + 8 * GRADX_NSTAT + 4 * N] = "GRPOGRD1";
+	v2[8] = 2;
+	ok(refused(v2, sizeof v2, &h, "a gradient file of version 2, and this grpo-step reads version 3"),
+	   "a file of version 2 (what the previous grpo-step wrote)");
 
 	struct gradx_head w = h;
 	w.rank = 2;
@@ -179,6 +187,9 @@ static void refusals(void)
 	ok(refused(f, n, &w, "expected rank 1, step 8, epoch 0"), "another step");
 	w = h, w.epoch = 1;
 	ok(refused(f, n, &w, "expected rank 1, step 7, epoch 1"), "another epoch");
+	w = h, w.opts = 0xfeefull;
+	ok(refused(f, n, &w, "rank 1's options differ from this rank's (options hash 000000000000feed, here "
+	                     "000000000000feef)"), "other options");
 	w = h, w.n = N + 1;
 	ok(refused(f, n, &w, "wrong count: a gradient of 3 elements and 20 statistics, expected 4 and 20"),
 	   "another element count");
@@ -187,7 +198,7 @@ static void refusals(void)
 	   "another statistics count");
 	memcpy(f, b.data, n);
 	f[n] = 0;
-	ok(refused(f, n + 1, &h, "221 bytes, expected 220: trailing bytes"), "a byte too many");
+	ok(refused(f, n + 1, &h, "229 bytes, expected 228: trailing bytes"), "a byte too many");
 	f[60] ^= 0x10;
 	ok(refused(f, n, &h, "checksum mismatch: the payload hashes to"), "a changed byte of the payload");
 
@@ -217,11 +228,11 @@ static void refusals(void)
 
 /* Write rank's file of epoch 0 as its process would. */
 static void put_file(const char *q, int rank, const struct loss_totals *c, const struct loss_stats *st,
-                     const float *g, size_t n)
+                     const float *g, size_t n, uint64_t opts)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/.grad/step_7/e0.rank_%d", q, rank);
-	struct gradx_head h = { rank, 0, 7, n };
+	struct gradx_head h = { rank, 0, 7, n, opts };
 	struct buf b = { 0 };
 	gradx_encode(&b, &h, c, st, g);
 	FILE *f = fopen(path, "wb");
@@ -232,6 +243,7 @@ static void put_file(const char *q, int rank, const struct loss_totals *c, const
 static void reduce(void)
 {
 	enum { N = 50 };
+	const uint64_t OPTS = 0x0123456789abcdefull;
 	const char *tmp = getenv("TMPDIR");
 	char q[512], dir[600], cmd[700];
 	snprintf(q, sizeof q, "%s/test_gradx.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -247,9 +259,9 @@ static void reduce(void)
 	struct loss_stats s0, s1;
 	sample(&c0, &s0, g0, N, 0);
 	sample(&c1, &s1, g1, N, 1);
-	put_file(q, 1, &c1, &s1, g1, N);
+	put_file(q, 1, &c1, &s1, g1, N, OPTS);
 	struct err e = { "" };
-	struct gradx x = { q, 7, 0, 2, 5, NULL, c0, NULL, NULL };
+	struct gradx x = { q, 7, 0, 2, 5, NULL, c0, NULL, NULL, OPTS };
 	struct loss_stats st = s0, want = s0;
 	ok(gradx_reduce(&x, 0, g0, sum, N, &st, &e) == 0, "rank 0 of 2 reduces (%s)", e.msg);
 	int same = 1;
@@ -264,14 +276,14 @@ static void reduce(void)
 	float back[N] = { 0 };
 	struct loss_totals rc;
 	struct loss_stats rs;
-	struct gradx_head h0 = { 0, 0, 7, N };
+	struct gradx_head h0 = { 0, 0, 7, N, OPTS };
 	ok(buf_read_file(&b, path, &e) == 0 && gradx_decode(b.data, b.len, path, &h0, &rc, &rs, back, &e) == 0 &&
 	   memcmp(back, g0, sizeof g0) == 0 && memcmp(&rs, &s0, sizeof rs) == 0 && rc.tokens == c0.tokens,
-	   "rank 0 published its own gradient as a version 2 file (%s)", e.msg);
+	   "rank 0 published its own gradient as a version 3 file (%s)", e.msg);
 	buf_free(&b);
 
 	/* rank 1 reads rank 0's file and acknowledges; then rank 0 finishes */
-	struct gradx x1 = { q, 7, 1, 2, 5, NULL, c1, NULL, NULL };
+	struct gradx x1 = { q, 7, 1, 2, 5, NULL, c1, NULL, NULL, OPTS };
 	st = s1;
 	float sum1[N];
 	ok(gradx_reduce(&x1, 0, g1, sum1, N, &st, &e) == 0 && memcmp(sum, sum1, sizeof sum) == 0 &&
@@ -284,7 +296,7 @@ static void reduce(void)
 	if (system(cmd) != 0)
 		return;
 	g1[N - 1] = 5;
-	put_file(q, 1, &c1, &s1, g1, N);
+	put_file(q, 1, &c1, &s1, g1, N, OPTS);
 	snprintf(path, sizeof path, "%s/e0.rank_1", dir);
 	snprintf(cmd, sizeof cmd, "printf x | dd of='%s' bs=1 seek=100 conv=notrunc 2>/dev/null", path);
 	st = s0;
@@ -294,9 +306,67 @@ static void reduce(void)
 	ok(system(cmd) == 0 && gradx_reduce(&x, 0, g0, sum, N, &st, &e) == -1 &&
 	   strstr(e.msg, "e0.rank_1: short file: 47 bytes"), "a cut one too: %s", e.msg);
 
+	/* a peer given another --lr: its gradient is not summed */
+	put_file(q, 1, &c1, &s1, g1, N, OPTS + 1);
+	st = s0;
+	ok(gradx_reduce(&x, 0, g0, sum, N, &st, &e) == -1 && strstr(e.msg, path) == e.msg &&
+	   strstr(e.msg, "rank 1's options differ from this rank's"), "a peer of other options is refused: %s",
+	   e.msg);
+
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", q);
 	if (system(cmd) != 0)
 		diag("could not remove %s", q);
+}
+
+/* Every option that shapes the gradient or the update changes the hash;
+ * dr_grpo's --max-len only under dr_grpo. */
+static void opts_hash(void)
+{
+	struct loss_opts l0, l;
+	struct optim_opts o0, o;
+	loss_opts_default(&l0);
+	optim_opts_default(&o0);
+	uint64_t h0 = gradx_opts_hash(&l0, &o0, 1, 0);
+	ok(h0 == gradx_opts_hash(&l0, &o0, 1, 0) && h0 != 0, "the same options: the same hash %016llx",
+	   (unsigned long long)h0);
+	int differ = 0, k = 0;
+#define CHANGED(stmt, epochs, mask)                                                  \
+	do {                                                                         \
+		l = l0, o = o0;                                                      \
+		stmt;                                                                \
+		k++;                                                                 \
+		if (gradx_opts_hash(&l, &o, epochs, mask) != h0)                     \
+			differ++;                                                    \
+		else                                                                 \
+			diag("  %s: the same hash", #stmt);                          \
+	} while (0)
+	CHANGED(l.ratio = LOSS_RATIO_SEQUENCE, 1, 0);
+	CHANGED(l.clip_low = 0.21f, 1, 0);
+	CHANGED(l.clip_high = 0.28f, 1, 0);
+	CHANGED(l.dual_clip = 3, 1, 0);
+	CHANGED(l.cispo = 1, 1, 0);
+	CHANGED(l.kl = LOSS_KL_K1, 1, 0);
+	CHANGED(l.beta = 0.04f, 1, 0);
+	CHANGED(l.entropy_coef = 0.001f, 1, 0);
+	CHANGED(l.tis_cap = 2, 1, 0);
+	CHANGED(l.agg = LOSS_AGG_DAPO, 1, 0);
+	CHANGED((void)0, 2, 0);
+	CHANGED((void)0, 1, 1);
+	CHANGED(o.lr = 2e-6, 1, 0);
+	CHANGED(o.warmup_steps = 10, 1, 0);
+	CHANGED((o.schedule = LR_COSINE, o.total_steps = 100), 1, 0);
+	CHANGED(o.total_steps = 100, 1, 0);
+	CHANGED(o.weight_decay = 0.1, 1, 0);
+	CHANGED(o.beta1 = 0.8, 1, 0);
+	CHANGED(o.beta2 = 0.99, 1, 0);
+	CHANGED(o.eps = 1e-6, 1, 0);
+	CHANGED(o.max_grad_norm = 0.5, 1, 0);
+#undef CHANGED
+	is_int(differ, k, "each of %d options changed alone changes the hash", k);
+	l = l0, l.max_len = 512;
+	ok(gradx_opts_hash(&l, &o0, 1, 0) == h0, "--max-len without dr_grpo, which does not read it: the same");
+	l0.agg = l.agg = LOSS_AGG_DR_GRPO, l0.max_len = 256;
+	ok(gradx_opts_hash(&l, &o0, 1, 0) != gradx_opts_hash(&l0, &o0, 1, 0), "--max-len under dr_grpo: another");
 }
 
 int main(void)
@@ -304,6 +374,7 @@ int main(void)
 	layout();
 	round_trip();
 	refusals();
+	opts_hash();
 	reduce();
 	return tap_done();
 }
