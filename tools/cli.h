@@ -179,7 +179,8 @@ const char *cli_input_is_output(char **operands, int n, const char *out);
  * however its path is spelled (spool_locate): read as a plain input it is
  * not claimed, so a later run over its queue would take it again. The file
  * whose claim this process inherited from grpo-spool consume (GRPO_CLAIM_FD)
- * is read: consume retires it once the stage exits 0.
+ * is read: consume retires it once the stage exits 0. For a stage that
+ * publishes (-o): one writing standard output is a look at the file.
  */
 void cli_refuse_queue_files(char **operands, int n);
 

@@ -401,7 +401,8 @@ int main(int argc, char **argv)
 	if (same)
 		cli_bad_usage("%s: the input queue is the output queue (-o %s): its micro-batches would be read "
 			      "back as input; -o names the next queue (SPOOL/batches)", same, o->out);
-	cli_refuse_queue_files(argv + optind, argc - optind);
+	if (o->out)   /* standard output is a look, which consumes nothing */
+		cli_refuse_queue_files(argv + optind, argc - optind);
 
 	/* Each micro-batch's length is padded to a multiple of P within T, so
 	 * the usable capacity is T rounded down to a multiple of P. */

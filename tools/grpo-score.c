@@ -490,7 +490,8 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s: the input queue is the output queue (-o %s): each scored file would be dropped as "
 			      "published already, and its input retired; -o names the next queue (SPOOL/scored)",
 			      same, o->out);
-	cli_refuse_queue_files(argv + optind, nargs);
+	if (o->out)   /* standard output is a look, which consumes nothing */
+		cli_refuse_queue_files(argv + optind, nargs);
 	if (setup(&s, &e) < 0)
 		goto fail;
 	if (!o->out) {

@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 18
+plan 19
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -71,6 +71,13 @@ is "$?" 0 "naming the queue to give: $(head -n 1 "$T/err")"
 st=$?
 grpo-pack -T 16 --flush -o "$T/f/batches" "$T/f/scored"
 is "$st:$(ls "$T/f/batches" | tr '\n' ' ')" "2:step_1 " "named from its own directory: refused too; the queue packs it in one step"
+
+# without -o a stage writes standard output: a look at the file, which
+# consumes nothing and leaves it waiting for the queue's run
+mkdir -p "$T/l/scored/step_0/rank_0" && cp "$T/a.zst" "$T/l/scored/step_0/rank_0/g.zst"
+n=$(grpo-pack -T 16 "$T/l/scored/step_0/rank_0/g.zst" | grpo-cat --stats --json | grep -o '"sequences":[0-9]*')
+is "$n:$(ls "$T/l/scored/step_0/rank_0")" '"sequences":3:g.zst' \
+	"grpo-pack on a queue's file to standard output: read, the file left waiting"
 
 # grpo-score likewise: the file stayed waiting, scored again by the queue's run
 mkdir -p "$T/r/rollouts/step_0/rank_0"
