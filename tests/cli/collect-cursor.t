@@ -102,15 +102,17 @@ is "$?:$(cat "$T/err"):$(($(posts) - n0)):$(per_prompt "$T/q"):$(cat "$T/q/curso
 # kill -9 while the requests are in flight: nothing kept, the re-run asks again
 rm -rf "$T/q" && mkdir "$T/q"
 collect "$T/q"
-echo '{"slow_s": 3, "plans": {"p5": ["slow", "ok"]}}' > "$S/script.json"
+# p5's answer is held until the run is killed: in flight however slow the machine
+echo "{\"release\": \"$T/go5\", \"plans\": {\"p5\": [\"slow\", \"ok\"]}}" > "$S/script.json"
 env grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/q/cursor" -m 1 \
 	-o "$T/q/rollouts" 2> /dev/null &
 pid=$!
-i=0
-while [ "$(grep -c '"prompt": "p5"' "$S/log")" -lt 1 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+asked() { [ "$(grep -c "\"prompt\": \"$1\"" "$S/log")" -gt "$2" ]; } # asked PROMPT N: more than N requests for it
+wait_for 120 asked p5 0
 kill -9 $pid
 { wait $pid; } 2> /dev/null
 st=$?
+touch "$T/go5"
 echo '{}' > "$S/script.json"
 is "$st:$(cat "$T/q/cursor")" "137:3" "killed in flight: the cursor still at row 3"
 collect "$T/q" 2> "$T/err"
@@ -119,17 +121,18 @@ is "$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0::$want:6" "
 # two runs on one cursor at once: the second is turned away at once (75),
 # naming the first, which publishes its prompts once
 rm -rf "$T/q" && mkdir "$T/q"
-echo '{"slow_s": 2, "plans": {"p2": ["slow"]}}' > "$S/script.json"
+# the first's request for p2 is held until the second has been turned away
+echo "{\"release\": \"$T/go2\", \"plans\": {\"p2\": [\"slow\"]}}" > "$S/script.json"
 n0=$(grep -c '"prompt": "p2"' "$S/log")
 env grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/q/cursor" -m 1 \
 	-o "$T/q/rollouts" 2> /dev/null &
 pid=$!
-i=0
-while [ "$(grep -c '"prompt": "p2"' "$S/log")" -le "$n0" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+wait_for 120 asked p2 "$n0"
 collect "$T/q" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(visible "$T/q" | wc -l | tr -d ' ')" \
 	"75:grpo-collect: $T/q/cursor: another grpo-collect (pid $pid) is running with this cursor (it holds $T/q/cursor.lock): nothing done; try again later:0" \
 	"a second run on a cursor in use is turned away (exit 75), naming the first's pid"
+touch "$T/go2"
 wait $pid
 st=$?
 echo '{}' > "$S/script.json"

@@ -26,7 +26,7 @@ response) is taken modulo N, for a model whose tokenizer has N ids.
 
 SCRIPT, a JSON file read again at every request so a test may change it:
   {"model_path": "/m/step_3", "tokens_as_ids": false, "vocab": 13, "bos": 1,
-   "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3}
+   "plans": {"KEY": ["500", "ok"], ...}, "slow_s": 3, "release": "/t/go"}
 "bos": B puts B before every prompt's ids, as a server that adds a BOS token
 does: the answer's prompt ids then differ from a request's.
 KEY is the prompt text, or its token ids joined by commas, or for a GET its
@@ -35,7 +35,9 @@ request for a prompt follows the plan's n-th action, the last one repeating:
   ok        answer well
   500, 400  that HTTP status
   429:S     HTTP 429 with Retry-After: S
-  slow      answer well after slow_s seconds (past the client's --timeout)
+  slow      answer well after slow_s seconds (past the client's --timeout),
+            or with "release": PATH once PATH exists (a test's signal, at most
+            after 120 s), so a test holding a request in flight needs no timing
   drop      close the connection without answering
   truncate  a 200 whose JSON body is cut in half
   choices   one sample too few
@@ -51,6 +53,17 @@ import os
 import sys
 import threading
 import time
+
+def hold(sc):
+    """A slow answer's wait: until the release file exists, or slow_s seconds."""
+    release = sc.get("release")
+    if not release:
+        time.sleep(sc.get("slow_s", 3))
+        return
+    end = time.time() + 120
+    while not os.path.exists(release) and time.time() < end:
+        time.sleep(0.05)
+
 
 PORTFILE, LOGFILE = sys.argv[1], sys.argv[2]
 SCRIPT = sys.argv[3] if len(sys.argv) > 3 else None
@@ -203,7 +216,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.scripted_failure(action, ("500", "400")):
             return
         if action == "slow":
-            time.sleep(sc.get("slow_s", 3))
+            hold(sc)
         m = n - 1 if action == "choices" else n
         obj = sglang(req, ids, rid, m, sc, action) if is_sglang else vllm(req, ids, rid, m, sc, action)
         if is_sglang and action == "choices" and m == 1:

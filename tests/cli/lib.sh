@@ -14,6 +14,19 @@ is() { # is GOT WANT DESCRIPTION
 	if [ "$1" = "$2" ]; then echo "ok $_n - $3"
 	else echo "not ok $_n - $3"; echo "#   got '$1', want '$2'"; _failed=$((_failed + 1)); fi
 }
+# wait_for SECONDS COMMAND...: poll until the command succeeds, 1 if it never does.
+# The bound only stops a hang: a loaded machine may take far longer than an idle one.
+wait_for() {
+	_wlimit=$(( $1 * 20 )); shift; _wi=0
+	while ! "$@" > /dev/null 2>&1; do
+		_wi=$((_wi + 1)); [ $_wi -ge $_wlimit ] && return 1; sleep 0.05
+	done
+}
+watches_dir() { # watches_dir PID DIR: 0 once PID has an inotify watch on DIR (Linux /proc),
+	# so a change made in DIR now is an event it sees
+	_ino=$(stat -c %i "$2" 2> /dev/null) &&
+		cat "/proc/$1/fdinfo/"* 2> /dev/null | grep -q "^inotify wd:[0-9]* ino:$(printf %x "$_ino") "
+}
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 servers=
 fake_server() { # fake_server DIR: tests/cli/fake-server.py on a free port, scripted by DIR/script.json

@@ -6,13 +6,6 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 10
 
-# wait_for SECONDS COMMAND...: until the command succeeds, 1 if it never does.
-wait_for() {
-	limit=$(( $1 * 20 )); shift; i=0
-	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.05
-	done
-}
 publish() {
 	mkdir -p "$1/.tmp" "$1/step_$2/rank_$3" &&
 	printf '%s\n' "$5" > "$1/.tmp/$4.$$" && mv "$1/.tmp/$4.$$" "$1/step_$2/rank_$3/$4"

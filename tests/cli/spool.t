@@ -5,20 +5,13 @@
 # back by grpo-cat), on a fresh spool under $TMPDIR.
 # Every wait is bounded (wait_for), so a hang fails instead of hanging.
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/grpo-spool-t.XXXXXX") || exit 1
+. "$GRPO_TOP/tests/cli/lib.sh"   # $T, wait_for, watches_dir; the counting below is this test's own
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT
 PIDS=
 n=0
 fails=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails + 1)); fi; }
 check() { desc=$1; shift; "$@" >/dev/null 2>&1; ok $? "$desc"; }
-# wait_for SECONDS COMMAND...: until the command succeeds, 1 if it never does.
-wait_for() {
-	limit=$(( $1 * 20 )); shift; i=0
-	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.05
-	done
-}
 # publish QUEUE STEP RANK NAME TEXT: as lib/spool does it, by rename from .tmp.
 publish() {
 	mkdir -p "$1/.tmp" "$1/step_$2/rank_$3" &&
@@ -80,12 +73,17 @@ check "a further run processes nothing" test "$(lines $S/c.log)" = 2
 # that host); the consumer renews every lease/3, so the claim stays live.
 S=$T/lease
 publish $S/q 0 0 long.zst L
-grpo-spool consume $S/q --lease 3 -- sh -c 'touch "$0.go"; sleep 7; echo "$GRPO_NAME" >> "$0.log"' $S/c &
+# The command runs until the test is done with it (a fixed run time could end
+# before a slow recover looks); the 4 s are the lease's 3 passing.
+grpo-spool consume $S/q --lease 3 -- sh -c 'touch "$0.go"; i=0
+	while [ ! -e "$0.end" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "$GRPO_NAME" >> "$0.log"' $S/c &
 CPID=$!; PIDS="$PIDS $CPID"
-wait_for 10 test -e $S/c.go
+wait_for 60 test -e $S/c.go
 sleep 4
 GRPO_CLAIM_HOST=elsewhere.example grpo-spool recover $S -v 2>$S/rec
 check "recover on another host, past the lease, leaves the claim alone" grep -q '0 claims returned, 1 live' $S/rec
+touch $S/c.end
 wait $CPID; ok $? "the consumer finishes"
 check "the file was processed once" test "$(cat $S/c.log)" = long.zst
 check "and is done" test -f $S/q/step_0/rank_0/.done/long.zst
@@ -166,7 +164,9 @@ grpo-spool consume $S/q -- true
 for k in 1 2; do
 	grpo-spool consume $S/q --watch --rescan 1000 -v -- true 2>$S/w$k.err & PIDS="$PIDS $!"; eval W$k=$!
 done
-sleep 0.3
+# both watching .claimed (so their signal handlers are in place too) before the records come and go
+wait_for 60 watches_dir $W1 $S/q/step_0/rank_0/.claimed && wait_for 60 watches_dir $W2 $S/q/step_0/rank_0/.claimed
+ok $? "both watchers watch the queue's claims"
 for i in 1 2 3; do touch $S/q/step_0/rank_0/.claimed/d.zst; rm $S/q/step_0/rank_0/.claimed/d.zst; done
 sleep 0.5
 kill -TERM $W1 $W2; wait $W1 $W2

@@ -65,8 +65,15 @@ grep -q 'step_2: no DONE yet' "$T/err"; ok $? "and says so"
 grpo-step --batches "$T/b16x" -o "$T/policy" 2> "$T/err"
 is "$?:$(grep -c "no DONE yet ($T/b16x: No such file or directory: is it the queue grpo-pack -o writes?)" "$T/err")" \
 	"75:1" "a batches queue that does not exist (a typo?): 75, naming it"
-timeout 1 grpo-step --watch --batches "$T/b16x" -o "$T/policy" 2> "$T/err"
-is "$?:$(grep -c "$T/b16x: No such file or directory: waiting for it" "$T/err")" "124:1" \
+# said once however late it starts: a second of waiting is timed from the message
+grpo-step --watch --batches "$T/b16x" -o "$T/policy" 2> "$T/err" &
+pid=$!
+said() { grep -q "$T/b16x: No such file or directory: waiting for it" "$T/err"; }
+wait_for 120 said && sleep 1
+kill -0 $pid 2> /dev/null
+waiting=$?
+kill -TERM $pid 2> /dev/null; wait $pid
+is "$waiting:$(grep -c "$T/b16x: No such file or directory: waiting for it" "$T/err")" "0:1" \
 	"--watch on one: said once, then waits"
 grpo-step --batches "$T/b16" -o "$T/policy" --step 5 2> "$T/err"; is $? 1 "step 5 without step_4: 1"
 grpo-step -o "$T/policy" 2> /dev/null; is $? 2 "no --batches: usage, 2"

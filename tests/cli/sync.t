@@ -70,8 +70,10 @@ GRPO_POLICY_DIR="$P/step_4" PATH="$T/bin:$PATH" VLLM_PID_FILE="$T/vllm.pid" VLLM
 st=$?
 kill -0 "$first" 2> /dev/null
 is "$st:$?" "$st:1" "vllm-restart.sh stops the running server (its whole session)"
-i=0
-while [ ! -s "$S/port2" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+# its 1 s start wait may end before the stand-in has even begun (the old
+# port2 still there): wait for the new server's port file itself
+new_server() { grep -q step_4 "$S/script2.json" && [ -s "$S/port2" ]; }
+wait_for 60 new_server
 second=$(cat "$T/vllm.pid" 2> /dev/null)
 is "$(cat "$S/script2.json")" "{\"model_path\": \"$P/step_4\"}" "and starts a new one on GRPO_POLICY_DIR"
 [ -n "$second" ] && kill -TERM "-$second" 2> /dev/null
