@@ -469,6 +469,14 @@ int cli_output_dir(const char *target, struct err *e)
 	return 0;
 }
 
+int cli_output_target(const char **path, char *real)
+{
+	struct stat st;
+	if (lstat(*path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(*path, real))
+		*path = real;
+	return stat(*path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int cli_is_queue(const char *operand)
 {
 	struct stat sb;

@@ -161,6 +161,15 @@ int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int fla
  */
 int cli_output_dir(const char *target, struct err *e);
 
+/*
+ * What -o names, as every tool publishes it: through a symbolic link its
+ * target (*path then points at it, in real; the link stays). 1 when that
+ * is a named pipe, a device or a socket, to be written as it is: a
+ * temporary renamed over it would replace it with a file (as root,
+ * /dev/null for the whole machine). 0 for a file, a directory or nothing yet.
+ */
+int cli_output_target(const char **path, char *real);
+
 /* Whether an operand names a directory (a queue), rather than a file or "-". */
 int cli_is_queue(const char *operand);
 

@@ -396,26 +396,6 @@ static struct tempfile *output_tmp(const char *output, int *in_spool, struct err
 	return tempfile_create(output, *in_spool ? tmpdir : NULL, e);
 }
 
-/*
- * -o a named pipe, a device or a socket (/dev/null, /dev/stdout, a FIFO)
- * is written as it is: a temporary renamed over it would replace it with a
- * file (as root, /dev/null for the whole machine). Its descriptor, -1 when
- * output is not one (a file, a directory, nothing yet), or -2 with the
- * message in e.
- */
-static int open_special(const char *output, struct err *e)
-{
-	struct stat st;
-	if (stat(output, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
-		return -1;
-	int fd = open(output, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err_sys(e, "%s", output);
-		return -2;
-	}
-	return fd;
-}
-
 /* The writer's sink: a failed write names the output. */
 struct out_sink {
 	int fd;
@@ -487,21 +467,18 @@ static int from_json(char **files, int nfiles, const char *output)
 	struct tempfile *tmp = NULL;
 	char real[PATH_MAX];
 	if (output && strcmp(output, "-") != 0) {
-		struct stat st;
 		out.name = output;
-		/* through a link its target is published, and the link stays */
-		if (lstat(output, &st) == 0 && S_ISLNK(st.st_mode) && realpath(output, real))
-			output = real;
-		if ((out.fd = open_special(output, &e)) == -2) {
+		if (cli_output_target(&output, real)) {   /* a pipe or a device: written as it is */
+			if ((out.fd = open(output, O_WRONLY | O_CLOEXEC)) < 0) {
+				fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
+				return 1;
+			}
+		} else if (!(tmp = output_tmp(output, &in_spool, &e))) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
 			return 1;
-		}
-		if (out.fd < 0 && !(tmp = output_tmp(output, &in_spool, &e))) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			return 1;
-		}
-		if (tmp)
+		} else {
 			out.fd = tempfile_fd(tmp);
+		}
 	}
 	if (!tmp && isatty(out.fd)) {
 		fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "

@@ -171,13 +171,9 @@ static int copy_to_special(int from, const char *to, struct err *e)
 static int draw_png(const struct metrics_table *t, const char *png, struct buf *b)
 {
 	struct err e;
-	struct stat st;
 	char real[PATH_MAX];
 	const char *target = png, *tmpdir = getenv("TMPDIR");
-	/* through a link its target is drawn, and the link stays */
-	if (lstat(png, &st) == 0 && S_ISLNK(st.st_mode) && realpath(png, real))
-		target = real;
-	int special = stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	int special = cli_output_target(&target, real);   /* a link: its target is drawn */
 	if (!special && cli_output_dir(target, &e) < 0) {   /* named, not the temporary beside it */
 		cli_warn("%s", e.msg);
 		return -1;
