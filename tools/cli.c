@@ -517,3 +517,24 @@ void cli_refuse_queue_files(char **operands, int n)
 				      a, queue, queue);
 	}
 }
+
+/*
+ * Say which directories of queue are named like a step or a rank but not
+ * as the spool names them (step_01): no tool reads them, so what they hold
+ * would wait unseen. 0 when there are none, 1 when there are (said), -1.
+ */
+int cli_warn_misnamed(const char *queue)
+{
+	struct err e;
+	char **paths;
+	size_t n;
+	if (spool_misnamed(queue, &paths, &n, &e) < 0) {
+		cli_warn("%s", e.msg);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		cli_warn("%s/%s: not part of the spool, and no tool reads it: steps and ranks are step_N and "
+			 "rank_X, N and X in decimal without leading zeros", queue, paths[i]);
+	fsys_free_names(paths, n);
+	return n != 0;
+}

@@ -193,4 +193,12 @@ const char *cli_input_is_output(char **operands, int n, const char *out);
  */
 void cli_refuse_queue_files(char **operands, int n);
 
+/*
+ * Warn of each directory of queue named like a step or a rank but not as
+ * the spool names them (step_01, rank_00): no tool reads them, so what
+ * they hold would wait unseen. 0 when there are none, 1 when there are
+ * (warned), -1 when the queue could not be listed (warned).
+ */
+int cli_warn_misnamed(const char *queue);
+
 #endif

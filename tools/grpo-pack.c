@@ -250,6 +250,8 @@ static int finish_input(struct state *s, struct err *e)
 
 static int consume_queue(struct state *s, const char *queue, int follow, struct err *e)
 {
+	if (s->o.verbose)
+		cli_warn_misnamed(queue);
 	struct watch_opt wo = WATCH_OPT_INIT;
 	wo.follow = follow;
 	wo.signals = follow;

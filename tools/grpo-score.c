@@ -364,6 +364,8 @@ static int renew(void *w, struct err *e)
 
 static int score_queue(struct state *s, const char *queue, struct err *e)
 {
+	if (s->o.verbose)
+		cli_warn_misnamed(queue);
 	struct watch_opt wo = WATCH_OPT_INIT;
 	wo.follow = s->o.watch;
 	wo.signals = s->o.watch;

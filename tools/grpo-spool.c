@@ -364,27 +364,6 @@ static int not_a_spool(const char *spool, char **names, size_t n)
 	return 0;
 }
 
-/*
- * Say which directories of queue are named like a step or a rank but not
- * as the spool names them (step_01): no tool reads them, so what they hold
- * would wait unseen. 0 when there are none, 1 when there are (said), -1.
- */
-static int warn_misnamed(const char *queue)
-{
-	struct err e;
-	char **paths;
-	size_t n;
-	if (spool_misnamed(queue, &paths, &n, &e) < 0) {
-		cli_warn("%s", e.msg);
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++)
-		cli_warn("%s/%s: not part of the spool, and no tool reads it: steps and ranks are step_N and "
-			 "rank_X, N and X in decimal without leading zeros", queue, paths[i]);
-	fsys_free_names(paths, n);
-	return n != 0;
-}
-
 /* The state queue_status returns, as a table or as JSON lines. */
 static int cmd_status(const char *spool, const struct opts *op)
 {
@@ -398,7 +377,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 		for (size_t i = 0; i < nq && !bad; i++) {
 			char queue[PATH_MAX];
 			snprintf(queue, sizeof queue, "%s/%s", spool, names[i]);
-			list_failed |= warn_misnamed(queue) < 0;
+			list_failed |= cli_warn_misnamed(queue) < 0;
 		}
 		fsys_free_names(names, nq);
 		if (bad)
@@ -728,7 +707,7 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		return 1;
 	signal(SIGCHLD, SIG_DFL); /* ignored, children would be reaped unseen */
 	if (op->verbose)
-		warn_misnamed(queue);
+		cli_warn_misnamed(queue);
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
 		cli_warn("%s", e.msg);

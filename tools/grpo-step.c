@@ -742,6 +742,8 @@ int main(int argc, char **argv)
 	} else if (a.model && a.rank <= 0) {
 		warn_other_model(&a);
 	}
+	if (a.verbose && access(a.batches, F_OK) == 0)
+		cli_warn_misnamed(a.batches);
 	if (a.rank <= 0) {
 		retire_published(&a, newest);
 		prune(&a);

@@ -2,7 +2,7 @@
 # grpo-spool status: what it says of claims whose record cannot be read, and
 # of directories named like steps or ranks that no tool reads (step_01).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 6
+plan 9
 
 S=$T/spool
 mkdir -p $S/q/step_0/rank_0/.claimed
@@ -31,3 +31,13 @@ grpo-spool consume -v $S/q -- true 2> "$T/err"
 is "$?:$(grep -c 'not part of the spool' "$T/err")" "0:2" "consume -v says it passed over both"
 grpo-spool consume $S/q -- true 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:" "consume without -v stays silent"
+# the stages that consume a queue say the same with -v (and nothing without)
+grpo-pack -v --seq-len 512 -o $S/batches $S/q 2> "$T/err"
+is "$?:$(grep -c 'not part of the spool' "$T/err")" "0:2" "grpo-pack -v warns of both"
+mkdir -p $S/r/step_01/rank_0 $S/r/step_0/rank_0
+cp $S/q/step_1/rank_00/a.zst $S/r/step_01/rank_0/
+grpo-score -v --reward length --max-len 64 -o $S/scored $S/r 2> "$T/err"
+is "$?:$(grep -c 'not part of the spool' "$T/err")" "0:1" "grpo-score -v warns of step_01"
+mkdir -p $S/batches/step_07
+grpo-step -v --model "$GRPO_TOP/spool.example/policy/step_1" --batches $S/batches -o $S/policy 2> "$T/err"
+is "$(grep -c 'step_07: not part of the spool' "$T/err")" "1" "grpo-step -v warns of a step_07 in --batches"
