@@ -498,12 +498,21 @@ const cJSON *jsonpick_iter_next(struct jsonpick_iter *it)
 	uint32_t count;
 	if (s >= it->end || *s == ']')
 		return NULL;
-	if (*s == '[') {   /* checked when the span was cut out */
+	if (*s == '[') {
 		q = span_end(s, it->end, 1, &count);
 		memset(&it->el, 0, sizeof it->el);
-		set_span(&it->el, s, q, count);
+		if (q)
+			set_span(&it->el, s, q, count);
 	} else
 		q = scalar(s, it->end, &it->el, &it->str);
+	if (!q) {
+		/* checked when the span was cut out: only memory ran out (a
+		 * number of many digits), and no reader takes the element */
+		memset(&it->el, 0, sizeof it->el);
+		it->el.type = cJSON_Invalid;
+		it->p = it->end;
+		return &it->el;
+	}
 	s = ws(q, it->end);
 	it->p = s < it->end && *s == ',' ? s + 1 : s;
 	return &it->el;

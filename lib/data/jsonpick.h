@@ -63,7 +63,8 @@ int jsonpick_size(const struct cJSON *v);
  * The elements of an array, parsed or a span. A parsed array's are its
  * nodes; a span's come one at a time in el, valid until the next call: a
  * number, string, null, true or false node as cJSON would have made it, or
- * for a row of a span, a span node of the row. Free with jsonpick_iter_end.
+ * for a row of a span, a span node of the row; where memory ran out for
+ * one, a cJSON_Invalid node, the last. Free with jsonpick_iter_end.
  *
  *   struct jsonpick_iter it;
  *   for (v = jsonpick_iter_start(&it, arr); v; v = jsonpick_iter_next(&it)) ...

@@ -80,7 +80,8 @@ int scored_set(struct traj *t, uint32_t K, const float *rewards, const char *con
 		return -1;
 	}
 	memcpy(r, rewards, K * sizeof *r);
-	for (uint32_t k = 0; k < t->n_rewards; k++)
+	/* an earlier scoring's rewards may have come without names */
+	for (uint32_t k = 0; t->reward_names && k < t->n_rewards; k++)
 		free(t->reward_names[k]);
 	free(t->reward_names);
 	free(t->rewards);
