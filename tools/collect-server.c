@@ -67,8 +67,11 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 {
 	FILE *f = *saved;
 	*saved = NULL;
-	if (f && fclose(f) != 0)
-		return err_sys(e, "%s: write failed", responses);
+	/* a write that failed early (a full disk) sets the error flag, which a
+	 * later flush that succeeds does not clear, and fclose does not report */
+	int failed = f && ferror(f);
+	if (f && (fclose(f) != 0 || failed))
+		return failed ? err_set(e, "%s: write failed", responses) : err_sys(e, "%s: write failed", responses);
 	if (bad && (!o->skip || bad == total))
 		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
 		               o->skip ? "" : " (-e fail)");
