@@ -39,7 +39,7 @@ void packbuf_free(struct packbuf *b)
 	packstep_inputs_free(b->prev, b->n_prev);
 	free(b->carry);
 	free(b->job.done);
-	free(b->job.prev.done);
+	done_job_free(&b->job.prev);
 	memset(b, 0, sizeof *b);
 }
 
@@ -580,7 +580,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 	if (b->job.next_ord > 0) {
 		struct packbuf_job *j = &b->job;
 		j->rec = (struct done_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
-						j->done, j->n_done, j->data };
+						j->done, j->n_done, j->data, NULL, 0 };
 		st->job = &j->rec;
 	}
 	return 0;
@@ -754,7 +754,7 @@ static int find_job(const char *queue, int64_t newest, uint64_t id, uint64_t dat
 			*from = dj.first_step;
 			*at = steps[i];
 		}
-		free(dj.done);
+		done_job_free(&dj);
 	}
 	free(steps);
 	return found;
