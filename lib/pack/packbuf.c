@@ -800,9 +800,11 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 		int r = queue ? find_job(queue, j->prev_step, id, j->data, &j->published_from, &at, e) : 0;
 		if (r < 0)
 			return -1;
-		if (r == 0 && j->has_prev && pj->data == j->data) {   /* the newest manifest's, under other options */
+		if ((r == 0 || r == 2) && j->has_prev && pj->data == j->data) {
+			/* the newest manifest's, under other options: its steps run to the newest */
 			r = 2;
 			at = j->prev_step;
+			j->published_from = pj->first_step;
 		}
 		if (r == 2)
 			return refuse_repack(j, at, e);
