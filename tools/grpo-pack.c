@@ -502,7 +502,10 @@ int main(int argc, char **argv)
 	job_opts(&s, jo, sizeof jo);
 	int settled = packbuf_job_settle(&s.b, o->out, jo, o->step, &e);
 	if (settled < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
+		if (o->out)
+			fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
+		else
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
 		goto fail_quiet;
 	}
 	if (settled == 1 && o->verbose)

@@ -2,6 +2,7 @@
 #include "data/done.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -49,6 +50,11 @@ int done_format(struct buf *b, const struct done_manifest *m)
 				j->finished ? "true" : "false");
 		if (j->data)
 			r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
+		if (j->n_inputs_data)
+			r |= buf_printf(b, ",\"inputs_data\":[");
+		for (uint32_t x = 0; x < j->n_inputs_data; x++)
+			r |= buf_printf(b, "%s\"%016" PRIx64 "\"%s", x ? "," : "", j->inputs_data[x],
+					x + 1 == j->n_inputs_data ? "]" : "");
 		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
 			r |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
@@ -71,8 +77,15 @@ void done_free(struct done_manifest *m)
 		free(m->partial[q].done);
 	}
 	free(m->partial);
-	free(m->job.done);
+	done_job_free(&m->job);
 	memset(m, 0, sizeof *m);
+}
+
+void done_job_free(struct done_job *j)
+{
+	free(j->done);
+	free(j->inputs_data);
+	memset(j, 0, sizeof *j);
 }
 
 /* A whole number in [lo, hi] under key k of o; absent: *v untouched when
@@ -165,16 +178,42 @@ static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest
 	return 0;
 }
 
+/* A hash as the manifest writes it: a string of 16 hexadecimal digits. */
+static int parse_hash(const cJSON *x, uint64_t *h)
+{
+	char *end = NULL;
+	if (!cJSON_IsString(x) || strlen(x->valuestring) != 16 || !isxdigit((unsigned char)x->valuestring[0]))
+		return -1;
+	*h = strtoull(x->valuestring, &end, 16);
+	return *end ? -1 : 0;
+}
+
+/* job.inputs_data, absent in a manifest from before it existed. */
+static int parse_inputs_data(const cJSON *arr, struct done_job *j, const char *name, struct err *e)
+{
+	const cJSON *v;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "%s: job: inputs_data: expected an array", name);
+	if (!(j->inputs_data = malloc(((size_t)cJSON_GetArraySize(arr) + 1) * sizeof *j->inputs_data)))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(v, arr) {
+		if (parse_hash(v, &j->inputs_data[j->n_inputs_data]) < 0)
+			return err_set(e, "%s: job.inputs_data[%u]: not 16 hexadecimal digits", name, j->n_inputs_data);
+		j->n_inputs_data++;
+	}
+	return 0;
+}
+
 static int parse_job(const cJSON *job, struct done_manifest *m, const char *name, struct err *e)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(job, "finished");
 	const cJSON *dn = cJSON_GetObjectItemCaseSensitive(job, "done"), *v;
 	struct done_job *j = &m->job;
-	char *end = NULL;
 	double fs, sq;
-	if (!cJSON_IsObject(job) || !cJSON_IsString(id) || strlen(id->valuestring) != 16 ||
-	    (j->id = strtoull(id->valuestring, &end, 16), *end) || !cJSON_IsBool(fin) || !cJSON_IsArray(dn))
+	if (!cJSON_IsObject(job) || parse_hash(id, &j->id) < 0 || !cJSON_IsBool(fin) || !cJSON_IsArray(dn))
 		return err_set(e, "%s: job: expected id, first_step, sequences, finished and done", name);
 	if (get_num(job, "first_step", -I53, I53, 0, &fs, name, e) < 0 ||
 	    get_num(job, "sequences", 0, U32, 0, &sq, name, e) < 0)
@@ -183,10 +222,11 @@ static int parse_job(const cJSON *job, struct done_manifest *m, const char *name
 	j->sequences = (uint32_t)sq;
 	j->finished = cJSON_IsTrue(fin);
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(job, "data");
-	if (data && (!cJSON_IsString(data) || strlen(data->valuestring) != 16 ||
-		     (j->data = strtoull(data->valuestring, &end, 16), *end)))
+	if (data && parse_hash(data, &j->data) < 0)
 		return err_set(e, "%s: job: data is not 16 hexadecimal digits", name);
 	m->has_job = 1;
+	if (parse_inputs_data(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), j, name, e) < 0)
+		return -1;
 	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
 		return err_set(e, "out of memory");
 	cJSON_ArrayForEach(v, dn) {
@@ -274,6 +314,7 @@ int done_load_job(const char *queue, int64_t step, struct done_job *j, struct er
 	if (has) {
 		*j = m.job;   /* taken over */
 		m.job.done = NULL;
+		m.job.inputs_data = NULL;
 	}
 	done_free(&m);
 	return has;

@@ -15,7 +15,8 @@
  *    "inputs":["step_K/rank_X/NAME", ...],
  *    "partial":[{"file":"step_K/rank_X/NAME","done":[ordinals]}, ...],
  *    "job":{"id":"16 hex digits","first_step":F,"sequences":S,
- *           "finished":b,"done":[ordinals]}}
+ *           "finished":b,"data":"16 hex digits",
+ *           "inputs_data":["16 hex digits", ...],"done":[ordinals]}}
  *
  * sequences and loss_tokens (tokens whose loss_mask is 1) are over all
  * ranks: a token-mean loss over the whole step divides by loss_tokens,
@@ -55,7 +56,11 @@ struct done_partial {
  * the ordinals (0-based, across the plain inputs in order, each below
  * sequences) packed or dropped so far, empty once finished; data hashes
  * the trajectories alone, so that the same input packed with other
- * options is known (0: not recorded, a manifest from before it was). */
+ * options is known (0: not recorded, a manifest from before it was);
+ * inputs_data hashes each input's alone, in order, by data's function, so
+ * that an input packed before among others is known (none in a manifest
+ * from before it was: there a job of one input has its data as its
+ * input's). */
 struct done_job {
 	uint64_t id;
 	int64_t first_step;
@@ -64,6 +69,8 @@ struct done_job {
 	uint32_t *done;        /* (n_done) */
 	uint32_t n_done;
 	uint64_t data;
+	uint64_t *inputs_data; /* (n_inputs_data) */
+	uint32_t n_inputs_data;
 };
 
 struct done_manifest {
@@ -90,10 +97,13 @@ int done_format(struct buf *out, const struct done_manifest *m);
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e);
 /* Read QUEUE/step_N/DONE: 1 read, 0 no such file (m zeroed), -1 error. */
 int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e);
-/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done), 0 when
+/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done and
+ * j->inputs_data, or done_job_free), 0 when
  * the manifest has none or there is no manifest (j zeroed), -1. */
 int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
 /* Free what done_parse or done_load allocated, and zero m. */
 void done_free(struct done_manifest *m);
+/* Free what done_load_job allocated in j, and zero it. */
+void done_job_free(struct done_job *j);
 
 #endif

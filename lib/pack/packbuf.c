@@ -18,11 +18,13 @@
 #include "data/sfile.h"
 #include "spool/spool.h"
 
+#define FNV_BASIS 0xcbf29ce484222325ULL   /* FNV-1a's offset basis */
+
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o)
 {
 	memset(b, 0, sizeof *b);
 	b->o = *o;
-	b->job.hash = 0xcbf29ce484222325ULL;   /* FNV-1a's offset basis */
+	b->job.hash = FNV_BASIS;
 }
 
 void packbuf_free(struct packbuf *b)
@@ -39,7 +41,12 @@ void packbuf_free(struct packbuf *b)
 	packstep_inputs_free(b->prev, b->n_prev);
 	free(b->carry);
 	free(b->job.done);
-	free(b->job.prev.done);
+	for (uint32_t i = 0; i < b->job.n_in; i++)
+		free(b->job.in_name[i]);
+	free(b->job.in_name);
+	free(b->job.in_data);
+	free(b->job.in_seqs);
+	done_job_free(&b->job.prev);
 	memset(b, 0, sizeof *b);
 }
 
@@ -104,6 +111,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 static uint64_t traj_hash(uint64_t h, const struct traj *t)
 {
+	/* the same for every input: what is hashed goes into manifests */
 	h = fnv(h, &t->n_prompt, sizeof t->n_prompt);
 	h = fnv(h, &t->n_response, sizeof t->n_response);
 	h = fnv(h, t->prompt_tokens, t->n_prompt * sizeof *t->prompt_tokens);
@@ -114,6 +122,39 @@ static uint64_t traj_hash(uint64_t h, const struct traj *t)
 	h = fnv(h, &t->policy_version, sizeof t->policy_version);
 	h = fnv(h, &t->temperature, sizeof t->temperature);
 	return t->run ? fnv(h, t->run, strlen(t->run) + 1) : h;
+}
+
+/* h and trajectory x of group g: a group's size goes in before its first.
+ * The job's data and each input's are this over their trajectories, so a
+ * job of one input has that input's. */
+static uint64_t job_hash_add(uint64_t h, const struct group *g, uint32_t x)
+{
+	return traj_hash(x ? h : fnv(h, &g->n, sizeof g->n), &g->trajs[x]);
+}
+
+/* A new plain input, named name, whose trajectories come next. */
+static int job_input_begin(struct packbuf_job *j, const char *name, struct err *e)
+{
+	if (j->n_in == j->cap_in) {
+		uint32_t nc = j->cap_in ? 2 * j->cap_in : 8;
+		char **nn = realloc(j->in_name, nc * sizeof *nn);
+		if (nn)
+			j->in_name = nn;
+		uint64_t *nd = realloc(j->in_data, nc * sizeof *nd);
+		if (nd)
+			j->in_data = nd;
+		uint32_t *ns = realloc(j->in_seqs, nc * sizeof *ns);
+		if (ns)
+			j->in_seqs = ns;
+		if (!nn || !nd || !ns)
+			return err_set(e, "out of memory");
+		j->cap_in = nc;
+	}
+	if (!(j->in_name[j->n_in] = strdup(name)))
+		return err_set(e, "out of memory");
+	j->in_data[j->n_in] = FNV_BASIS;
+	j->in_seqs[j->n_in++] = 0;
+	return 0;
 }
 
 /* ---- reading ---- */
@@ -219,6 +260,8 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 {
 	uint64_t gi = b->groups++;
 	struct packbuf_source *so = src >= 0 ? &b->src[src] : NULL;
+	if (!so && b->job.n_in == 0 && job_input_begin(&b->job, name, e) < 0)
+		return -1;
 	for (uint32_t j = 0; j < g->n; j++) {
 		struct traj *t = &g->trajs[j];
 		uint32_t ord = so ? so->next_ord++ : b->job.next_ord++;
@@ -231,7 +274,10 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 			/* an unfinished job's packed part is skipped now; the job's
 			 * identity, known once all is read, decides (packbuf_job_settle) */
 			const struct done_job *pj = &b->job.prev;
-			b->job.hash = traj_hash(j ? b->job.hash : fnv(b->job.hash, &g->n, sizeof g->n), t);
+			uint32_t in = b->job.n_in - 1;
+			b->job.hash = job_hash_add(b->job.hash, g, j);
+			b->job.in_data[in] = job_hash_add(b->job.in_data[in], g, j);
+			b->job.in_seqs[in]++;
 			if (b->job.has_prev && !pj->finished && in_list(pj->done, pj->n_done, ord)) {
 				if (note_job_done(&b->job, ord) < 0)
 					return err_set(e, "out of memory");
@@ -272,6 +318,8 @@ int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, st
 	struct sfile_reader r;
 	struct record rec;
 	int rc;
+	if (src < 0 && job_input_begin(&b->job, name, e) < 0)
+		return -1;
 	if (sfile_reader_open_fd(&r, fd, name, e) < 0)
 		return -1;
 	while ((rc = sfile_read(&r, &rec, e)) > 0) {
@@ -580,7 +628,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 	if (b->job.next_ord > 0) {
 		struct packbuf_job *j = &b->job;
 		j->rec = (struct done_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
-						j->done, j->n_done, j->data };
+					    j->done, j->n_done, j->data, j->in_data, j->n_in };
 		st->job = &j->rec;
 	}
 	return 0;
@@ -727,20 +775,44 @@ void packbuf_hold(struct packbuf *b)
 
 /* ---- the plain inputs' job ---- */
 
+/* Where an earlier job holds one of this run's inputs: steps from to at,
+ * of job id; at -1: none found. */
+struct job_held {
+	int64_t from, at;
+	uint64_t id;
+};
+
+/* Note which of the run's inputs the earlier job dj, in the manifest of
+ * step at, holds: one of its inputs_data, or its data (all of a job from
+ * before inputs_data, of one input; or an input that is a whole job's
+ * files in one). Manifests come newest first, so the first found is kept.
+ * An input with no trajectories trains nothing, and is never held. */
+static void note_held(const struct packbuf_job *j, const struct done_job *dj, int64_t at, struct job_held *held)
+{
+	for (uint32_t i = 0; i < j->n_in; i++) {
+		int hit = dj->data == j->in_data[i];
+		for (uint32_t x = 0; x < dj->n_inputs_data && !hit; x++)
+			hit = dj->inputs_data[x] == j->in_data[i];
+		if (hit && j->in_seqs[i] > 0 && held[i].at < 0)
+			held[i] = (struct job_held){ dj->first_step, at, dj->id };
+	}
+}
+
 /* The manifests of queue other than the newest (which the caller has
  * read) that hold the job id finished, or the same trajectories (data)
  * under other options: 1 and 2, with the job's first step and the step of
  * the manifest, 0 when none does, -1. A re-run of a command after other
- * jobs finds its own job only here. */
-static int find_job(const char *queue, int64_t newest, uint64_t id, uint64_t data, int64_t *from, int64_t *at,
-		    struct err *e)
+ * jobs finds its own job only here. Every manifest read notes which of the
+ * job's inputs it holds (note_held), for a new job's check. */
+static int find_job(const char *queue, const struct packbuf_job *j, uint64_t id, struct job_held *held,
+		    int64_t *from, int64_t *at, struct err *e)
 {
 	int64_t *steps = NULL;
 	size_t n = 0;
 	int found = 0;
-	if (newest < 1)
+	if (j->prev_step < 1)
 		return 0;
-	if (spool_list_steps(queue, -1, newest - 1, &steps, &n, e) < 0)
+	if (spool_list_steps(queue, -1, j->prev_step - 1, &steps, &n, e) < 0)
 		return -1;
 	for (size_t i = n; i-- > 0 && found != 1;) {
 		struct done_job dj;
@@ -749,12 +821,14 @@ static int find_job(const char *queue, int64_t newest, uint64_t id, uint64_t dat
 			free(steps);
 			return -1;
 		}
-		if (r == 1 && ((dj.id == id && dj.finished) || (!found && dj.data == data))) {
+		if (r == 1 && ((dj.id == id && dj.finished) || (!found && dj.data == j->data))) {
 			found = dj.id == id && dj.finished ? 1 : 2;
 			*from = dj.first_step;
 			*at = steps[i];
 		}
-		free(dj.done);
+		if (r == 1)
+			note_held(j, &dj, steps[i], held);
+		done_job_free(&dj);
 	}
 	free(steps);
 	return found;
@@ -772,6 +846,59 @@ static int refuse_repack(const struct packbuf_job *j, int64_t at, struct err *e)
 	return err_set(e, "%s these %u sequences already, packed with other options (job %016llx is this input "
 		       "with these); nothing published: packing them again would train them twice", steps, j->next_ord,
 		       (unsigned long long)j->hash);
+}
+
+/*
+ * A new job's inputs, each to be packed once: -1 when two of them hold the
+ * same trajectories (a file named twice, a glob overlap, a copy), or when
+ * an earlier job holds one (held), naming the inputs and the steps; else 0.
+ * The same trajectories are the same hash: FNV-1a's 64 bits make a chance
+ * match between different inputs negligible.
+ */
+static int refuse_twice(const struct packbuf_job *j, const struct job_held *held, struct err *e)
+{
+	for (uint32_t i = 0; i < j->n_in; i++)
+		for (uint32_t k = i + 1; k < j->n_in && j->in_seqs[i] > 0; k++)
+			if (j->in_data[k] == j->in_data[i])
+				return err_set(e, "%s (input %u) and %s (input %u) hold the same %u sequences; nothing "
+					       "published: packing both would train them twice", j->in_name[i], i + 1,
+					       j->in_name[k], k + 1, j->in_seqs[i]);
+	uint32_t first = j->n_in, more = 0;
+	for (uint32_t i = 0; i < j->n_in; i++)
+		if (held[i].at >= 0)
+			first < j->n_in ? more++ : (first = i);
+	if (first == j->n_in)
+		return 0;
+	const struct job_held *h = &held[first];
+	char steps[64], also[64] = "";
+	if (h->at > h->from)
+		snprintf(steps, sizeof steps, "steps %lld to %lld hold", (long long)h->from, (long long)h->at);
+	else
+		snprintf(steps, sizeof steps, "step %lld holds", (long long)h->at);
+	if (more)
+		snprintf(also, sizeof also, " (so would %u more of these inputs)", more);
+	return err_set(e, "%s: %s its %u sequences already (job %016llx); nothing published: packing it again "
+		       "would train it twice%s", j->in_name[first], steps, j->in_seqs[first], (unsigned long long)h->id,
+		       also);
+}
+
+/* All of the job is in steps already: forget it, and what reading it dropped. */
+static int forget_job(struct packbuf *b)
+{
+	struct packbuf_job *j = &b->job;
+	size_t k = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->ent[i].src < 0)
+			traj_free(&b->ent[i].t);
+		else
+			b->ent[k++] = b->ent[i];
+	}
+	b->n = k;
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		b->drops.n[r] -= j->dropped[r];
+	memset(j->dropped, 0, sizeof j->dropped);
+	j->next_ord = j->pending = 0;
+	return 1;
 }
 
 int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e)
@@ -795,32 +922,29 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 		return 0;
 	}
 	j->published_from = pj->first_step;
-	if (!(j->has_prev && pj->finished && pj->id == id)) {
-		int64_t at = 0;
-		int r = queue ? find_job(queue, j->prev_step, id, j->data, &j->published_from, &at, e) : 0;
-		if (r < 0)
-			return -1;
-		if (r == 0 && j->has_prev && pj->data == j->data) {   /* the newest manifest's, under other options */
-			r = 2;
-			at = j->prev_step;
-		}
-		if (r == 2)
-			return refuse_repack(j, at, e);
-		if (r == 0)
-			return 0;
+	if (j->has_prev && pj->finished && pj->id == id)
+		return forget_job(b);   /* the newest settles it: no other manifest is read */
+	struct job_held *held = malloc((j->n_in + 1) * sizeof *held);
+	if (!held)
+		return err_set(e, "out of memory");
+	for (uint32_t i = 0; i < j->n_in; i++)
+		held[i].at = -1;
+	if (j->has_prev)
+		note_held(j, pj, j->prev_step, held);
+	int64_t at = 0;
+	int r = queue ? find_job(queue, j, id, held, &j->published_from, &at, e) : 0;
+	if ((r == 0 || r == 2) && j->has_prev && pj->data == j->data) {
+		/* the newest manifest's, under other options: its steps run to the newest */
+		r = 2;
+		at = j->prev_step;
+		j->published_from = pj->first_step;
 	}
-	/* all of it is in steps already: forget it, and what reading it dropped */
-	size_t k = 0;
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->ent[i].src < 0)
-			traj_free(&b->ent[i].t);
-		else
-			b->ent[k++] = b->ent[i];
-	}
-	b->n = k;
-	for (int r = 0; r < PACKSTEP_N_DROP; r++)
-		b->drops.n[r] -= j->dropped[r];
-	memset(j->dropped, 0, sizeof j->dropped);
-	j->next_ord = j->pending = 0;
-	return 1;
+	if (r == 1)
+		r = forget_job(b);
+	else if (r == 2)
+		r = refuse_repack(j, at, e);
+	else if (r == 0)
+		r = refuse_twice(j, held, e);
+	free(held);
+	return r;
 }

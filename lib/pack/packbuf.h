@@ -83,17 +83,23 @@ struct packbuf_source {
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
 };
 
-/* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h. */
+/* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h.
+ * Each input is also hashed alone (in_data, by data's function), so that
+ * one packed before, by this job or another, is known by itself. */
 struct packbuf_job {
 	uint64_t hash;                      /* FNV-1a of their trajectories so far; once settled, with the options */
 	uint64_t data;                      /* once settled, of the trajectories alone */
+	char **in_name;                     /* (n_in) each input's name, for messages */
+	uint64_t *in_data;                  /* (n_in) each input's trajectories' hash */
+	uint32_t *in_seqs;                  /* (n_in) each input's trajectories */
+	uint32_t n_in, cap_in;
 	int64_t published_from;             /* settled as published: the job's first step */
 	uint32_t next_ord;                  /* trajectories read */
 	uint32_t pending;                   /* of them, in the buffer */
 	uint32_t taking;                    /* of those, in the step being taken */
 	uint32_t *done, n_done, cap_done;   /* ordinals packed or dropped */
 	uint64_t dropped[PACKSTEP_N_DROP];
-	struct done_job prev;           /* of the newest DONE (prev.done owned) */
+	struct done_job prev;           /* of the newest DONE (owned: done_job_free) */
 	int has_prev;
 	int64_t prev_step;              /* the newest DONE's step */
 	int64_t first_step;
@@ -152,18 +158,24 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
  * packed trajectories were skipped while reading), 1 when the same job was
  * finished already, in the newest manifest or any other of queue (its
  * trajectories are dropped from the buffer; nothing of them is published),
- * or -1 when the newest manifest holds an unfinished job of another
- * command, or a manifest of queue the same trajectories packed with other
- * options, saying so in e.
+ * or -1, saying why in e, when the newest manifest holds an unfinished job
+ * of another command, when a manifest of queue holds the same trajectories
+ * packed with other options, or, for a new job, when two of its inputs
+ * hold the same trajectories or a manifest of queue holds one of its
+ * inputs already (in a job of its own or among other inputs). The
+ * manifests other than the newest are read only when the newest does not
+ * settle it. queue NULL: there are none.
  */
 int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e);
 
 /* Take a group's trajectories into the buffer (the group is left empty),
- * dropping or truncating as the options say. src: a source index, or -1;
- * name and rec for messages. */
+ * dropping or truncating as the options say. src: a source index, or -1
+ * (a plain input: the current one, begun by packbuf_read_fd, else the
+ * first, named name); name and rec for messages. */
 int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const char *name, uint64_t rec,
 		      struct err *e);
-/* Every group of the spool file open on fd (the caller closes fd). */
+/* Every group of the spool file open on fd (the caller closes fd); with
+ * src -1, one plain input, named name in messages. */
 int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, struct err *e);
 /* A claimed queue file: the buffer takes over the claim (*c is copied, and
  * released on failure) and reads the file, skipping what the previous

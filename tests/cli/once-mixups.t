@@ -3,7 +3,7 @@
 # is its input queue (named the same or another way), and plain files
 # packed again into a queue that holds them already.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 19
+plan 20
 
 d="$GRPO_TOP/tests/cli/pack"
 # unscored rollouts of tiny.jsonl
@@ -43,6 +43,11 @@ grpo-pack -T 16 -W 2 -o "$T/q" "$T/a.zst" 2> "$T/err"
 is "$?:$(ls "$T/q" | tr '\n' ' ')" "1:step_1 step_2 " "and with other options (-W 2): refused, nothing published"
 grep -q "step 1 holds these 3 sequences already, packed with other options" "$T/err"
 is "$?" 0 "saying which step holds them: $(cat "$T/err")"
+# a job of three steps, the newest: the steps named ran to the one before
+grpo-pack -T 16 -b 2 -o "$T/q3" "$T/a.zst" "$T/b.zst" && grpo-pack -T 16 -o "$T/q3" "$T/a.zst" "$T/b.zst" 2> "$T/err"
+st=$?
+grep -q "steps 1 to 3 hold these 6 sequences already, packed with other options" "$T/err"
+is "$st:$?:$(ls "$T/q3" | tr '\n' ' ')" "1:0:step_1 step_2 step_3 " "a job of steps 1 to 3, other options: refused, naming all three: $(cat "$T/err")"
 
 # 4. a micro-batch of step 1 put by hand in place of one of step 2: the
 # step's totals agree (the same sequences sampled by the next policy), so

@@ -1,7 +1,8 @@
 /* The DONE manifest: what done_format writes done_parse reads back the same,
  * a manifest from before loss_tokens reads with it unknown, and a damaged
  * one is refused naming the file and field; done_load_job reads a step's
- * job from the queue (grpo-pack's resume). */
+ * job from the queue (grpo-pack's resume), with each plain input's data
+ * where the manifest has it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,15 @@ static void test_load_job(void)
 	ok(!bad, "a queue with a job in step 5's DONE, none in step 6's, a damaged one in step 8's");
 	ok(done_load_job(q, 5, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.sequences == 3 &&
 	   !j.finished && j.n_done == 2 && j.done[0] == 0 && j.done[1] == 2, "done_load_job reads step 5's job");
-	free(j.done);
+	ok(j.n_inputs_data == 0 && !j.inputs_data && j.data == 0,
+	   "a job from before data and inputs_data: none of either");
+	done_job_free(&j);
+	bad = put_done(q, 9, "{\"step\":9,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":9,"
+		       "\"sequences\":3,\"finished\":true,\"data\":\"00000000000000aa\","
+		       "\"inputs_data\":[\"00000000000000bb\",\"00000000000000cc\"],\"done\":[]}}\n");
+	ok(!bad && done_load_job(q, 9, &j, &e) == 1 && j.data == 0xaa && j.n_inputs_data == 2 &&
+	   j.inputs_data[0] == 0xbb && j.inputs_data[1] == 0xcc, "done_load_job hands over inputs_data");
+	done_job_free(&j);
 	ok(done_load_job(q, 6, &j, &e) == 0 && j.id == 0 && !j.done, "a manifest with no job: 0, zeroed");
 	ok(done_load_job(q, 7, &j, &e) == 0 && j.id == 0 && !j.done, "no manifest: 0, zeroed");
 	ok(done_load_job(q, 8, &j, &e) < 0 && strstr(e.msg, "/step_8/DONE: job"), "a damaged job: %s", e.msg);
@@ -85,7 +94,7 @@ int main(void)
 	/* the plain inputs' job, which grpo-pack reads back to resume */
 	uint32_t jd[] = { 1, 3 };
 	m.has_job = 1;
-	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2, 0x0123456789abcdefull };
+	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2, 0x0123456789abcdefull, NULL, 0 };
 	buf_reset(&a);
 	buf_reset(&b);
 	const char *tail = "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"done\":[0,2,5]}],\"job\":{\"id\":"
@@ -97,6 +106,25 @@ int main(void)
 	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.has_job && r.job.id == 0x00ab00cd00ef0012ull &&
 	   r.job.first_step == 5 && r.job.sequences == 4 && !r.job.finished && r.job.n_done == 2 &&
 	   r.job.done[1] == 3 && r.job.data == 0x0123456789abcdefull, "and reads back (%s)", e.msg);
+	done_format(&b, &r);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_free(&r);
+
+	/* each plain input's data, which tells an input packed before among others */
+	uint64_t ind[] = { 0xfedcba9876543210ull, 0x0000000000000001ull };
+	m.job.inputs_data = ind;
+	m.job.n_inputs_data = 2;
+	m.job.finished = 1;
+	buf_reset(&a);
+	buf_reset(&b);
+	tail = "\"finished\":true,\"data\":\"0123456789abcdef\",\"inputs_data\":[\"fedcba9876543210\","
+	       "\"0000000000000001\"],\"done\":[]}}\n";
+	ok(done_format(&a, &m) == 0 && a.len > strlen(tail) &&
+	   memcmp(a.data + a.len - strlen(tail), tail, strlen(tail)) == 0,
+	   "inputs_data, one hash per input, after data");
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.has_job && r.job.n_inputs_data == 2 &&
+	   r.job.inputs_data[0] == ind[0] && r.job.inputs_data[1] == ind[1] && r.job.data == 0x0123456789abcdefull,
+	   "and reads back (%s)", e.msg);
 	done_format(&b, &r);
 	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
 	done_free(&r);
@@ -121,6 +149,12 @@ int main(void)
 		  "\"sequences\":2,\"finished\":false,\"done\":[2]}}", "x/DONE: job.done[0]: not an ordinal" },
 		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
 		  "\"sequences\":-2,\"finished\":false,\"done\":[]}}", "x/DONE: sequences: expected a whole" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":2,\"finished\":true,\"inputs_data\":\"00000000000000ff\",\"done\":[]}}",
+		  "x/DONE: job: inputs_data: expected an array" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":2,\"finished\":true,\"inputs_data\":[\"00000000000000ff\",\"-0000000000000ff\"],"
+		  "\"done\":[]}}", "x/DONE: job.inputs_data[1]: not 16 hexadecimal digits" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
