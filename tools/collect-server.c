@@ -123,14 +123,19 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 		if (saved)
 			fwrite(line, 1, len + 1, saved);
 		uint64_t differs0 = col.prompt_differs;
+		col.at = (struct recordset_at){ 0, k };
 		int r = collect_feed(&col, line, len, &e);
 		if (r == -2)
 			goto fail;
-		if (r == 0 && col.prompt_differs > differs0) {
-			char where[PATH_MAX + 64];
-			snprintf(where, sizeof where, "%s: answer %llu of the batch sampled before", cur->path,
-			         (unsigned long long)k);
+		char where[PATH_MAX + 64];
+		snprintf(where, sizeof where, "%s: answer %llu of the batch sampled before", cur->path,
+		         (unsigned long long)k);
+		if (r == 0 && col.prompt_differs > differs0)
 			warn_prompt_differs(where, col.prompt_differs - differs0);
+		for (size_t i = 0; r == 0 && o->verbose && i < col.n_line_repeats; i++) {
+			char first[32];
+			snprintf(first, sizeof first, "answer %llu", (unsigned long long)col.line_repeats[i].first.line);
+			say_repeat(where, col.line_repeats[i].what, first);
 		}
 		if (r < 0) {
 			fprintf(stderr, "%s: %s: answer %llu of the batch sampled before is refused: %s\n", prog,
@@ -143,6 +148,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
 		goto fail;
+	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s: published the %llu prompts from place %llu of %s that an earlier run sampled "
@@ -278,13 +284,19 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		if (g->cursor && cursor_batch_add(&batch, res[i].line, res[i].len, &e) < 0)
 			goto fail;
 		uint64_t differs0 = col.prompt_differs;
+		col.at = (struct recordset_at){ 0, ps[i].line };
 		int r = collect_feed(&col, res[i].line, res[i].len, &e);
 		if (r == -2)
 			goto fail;
-		if (r == 0 && col.prompt_differs > differs0) {
-			char where[PATH_MAX + 32];
-			snprintf(where, sizeof where, "%s:%llu", g->prompts, (unsigned long long)ps[i].line);
+		char where[PATH_MAX + 32];
+		snprintf(where, sizeof where, "%s:%llu", g->prompts, (unsigned long long)ps[i].line);
+		if (r == 0 && col.prompt_differs > differs0)
 			warn_prompt_differs(where, col.prompt_differs - differs0);
+		for (size_t j = 0; r == 0 && o->verbose && j < col.n_line_repeats; j++) {
+			char first[PATH_MAX + 32];
+			snprintf(first, sizeof first, "%s:%llu", g->prompts,
+			         (unsigned long long)col.line_repeats[j].first.line);
+			say_repeat(where, col.line_repeats[j].what, first);
 		}
 		if (r < 0) {
 			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
@@ -302,6 +314,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	if (failed)
 		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
+	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
 		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",

@@ -360,6 +360,27 @@ void warn_prompt_differs(const char *where, uint64_t n)
 		n == 1 ? "" : "s");
 }
 
+/* -v: record `what` of the line at `where` dropped as an exact repeat of
+ * the record at `first` (collect.h). */
+void say_repeat(const char *where, const char *what, const char *first)
+{
+	fprintf(stderr, "%s: %s: %s repeats %s exactly: dropped\n", prog, where, what, first);
+}
+
+/* Records dropped as exact repeats, said always: a log read twice is worth
+ * knowing of, though nothing is lost (only the copies are dropped). */
+void warn_repeats(uint64_t n)
+{
+	if (n)
+		fprintf(stderr, "%s: warning: %llu record%s repeated an earlier one exactly: dropped\n", prog,
+			(unsigned long long)n, n == 1 ? "" : "s");
+}
+
+static const char *input_name(const char *file)
+{
+	return strcmp(file, "-") == 0 ? "<stdin>" : file;
+}
+
 /* Group integrity (groupset.h): groups of one member (no baseline: GRPO
  * learns nothing from them) and group_ids split across inputs or repeated
  * within one (each part is scored apart), counted always, the ids with -v. Neither is an error: n = 1
@@ -702,7 +723,7 @@ int main(int argc, char **argv)
 	int nfiles = optind < argc ? argc - optind : 1;
 	for (int f = 0; f < nfiles && !fatal; f++) {
 		int is_stdin = strcmp(files[f], "-") == 0;
-		const char *name = is_stdin ? "<stdin>" : files[f];
+		const char *name = input_name(files[f]);
 		int fd = is_stdin ? STDIN_FILENO : open(files[f], O_RDONLY | O_CLOEXEC);
 		struct lineio in;
 		if (fd < 0) {
@@ -726,11 +747,18 @@ int main(int argc, char **argv)
 			lineno++;
 			hash = collect_hash(hash, line, len);
 			uint64_t differs0 = col.prompt_differs;
+			col.at = (struct recordset_at){ (uint64_t)f, lineno };
 			int r = collect_feed(&col, line, len, &e);
-			if (r == 0 && col.prompt_differs > differs0) {
-				char where[PATH_MAX + 32];
-				snprintf(where, sizeof where, "%s:%llu", name, (unsigned long long)lineno);
+			char where[PATH_MAX + 32];
+			snprintf(where, sizeof where, "%s:%llu", name, (unsigned long long)lineno);
+			if (r == 0 && col.prompt_differs > differs0)
 				warn_prompt_differs(where, col.prompt_differs - differs0);
+			for (size_t i = 0; r == 0 && o.verbose && i < col.n_line_repeats; i++) {
+				const struct collect_repeat *x = &col.line_repeats[i];
+				char first[PATH_MAX + 32];
+				snprintf(first, sizeof first, "%s:%llu", input_name(files[x->first.input]),
+					 (unsigned long long)x->first.line);
+				say_repeat(where, x->what, first);
 			}
 			if (r == -2) {
 				fprintf(stderr, "%s: %s\n", prog, e.msg);
@@ -824,6 +852,7 @@ int main(int argc, char **argv)
 			sfile_writer_flush(&w, &e);
 		sfile_writer_free(&w);
 	}
+	warn_repeats(col.repeats);
 	if (report_groups(&groups, o.verbose) < 0)
 		status = 1;
 	groupset_free(&groups);

@@ -70,6 +70,8 @@ int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char 
 int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, int *lock_fd, struct err *e);
 void warn_prompt_differs(const char *where, uint64_t n);
 void report_held(const struct held *h, int verbose);
+void say_repeat(const char *where, const char *what, const char *first);
+void warn_repeats(uint64_t n);
 
 /* collect-model.c: --model; the exit status. */
 int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w);

@@ -248,6 +248,18 @@ static int line_owed(struct state *s, const char *name, int is_stdin)
 	return r != 1;
 }
 
+/* Members dropped as copies of one before them in their group (a group
+ * read twice, its records merged): said always, as grpo-collect says the
+ * records it drops, since a file that holds a group twice is worth knowing
+ * of, though only the copies are lost. */
+static void warn_copies(const char *name, uint64_t n)
+{
+	if (n)
+		fprintf(stderr, "%s: %s: warning: %llu sequence%s repeated one before %s in %s group exactly: dropped\n",
+			prog, name, (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+			n == 1 ? "its" : "their");
+}
+
 /* What an input's scoring found, once it is all published: notes and the
  * metrics line (for a dropped copy, only where line_owed says so). */
 static void report(struct state *s, const char *name, const struct scorer_stats *st, int dropped, int is_stdin)
@@ -277,7 +289,8 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 	struct group *gs = NULL;
 	uint32_t n = 0;
 	uint8_t *keep = NULL;
-	int r = scoreio_read(fd, name, &gs, &n, e);
+	uint64_t copies = 0;
+	int r = scoreio_read(fd, name, &gs, &n, &copies, e);
 	if (r == 0 && !(keep = malloc(n + 1)))
 		r = err_set(e, "out of memory");
 	struct scorer_stats st;
@@ -295,8 +308,10 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 			r = sfile_writer_flush(&s->w, e);
 		}
 	}
-	if (r == 0)
+	if (r == 0) {
+		warn_copies(name, copies);
 		report(s, name, &st, dropped, !path);
+	}
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
 	free(gs);
@@ -341,6 +356,7 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		if (r < 0)
 			break;
 	}
+	uint64_t copies = in.copies;
 	scoreio_stream_close(&in);
 	if (s->o.out && r < 0)
 		scoreio_pub_abort(&pub);
@@ -352,8 +368,10 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		dropped = r == 1;
 		r = r < 0 ? -1 : 0;
 	}
-	if (r == 0)
+	if (r == 0) {
+		warn_copies(name, copies);
 		report(s, name, &sum, dropped, 1);
+	}
 	return r;
 }
 

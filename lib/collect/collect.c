@@ -756,6 +756,75 @@ static uint64_t id_hash(const struct traj_id *id)
 	return id->str ? collect_hash(COLLECT_HASH_INIT, id->str, strlen(id->str)) : mix64((uint64_t)id->num);
 }
 
+/* ---- exact repeats (collect.h) ---- */
+
+static int put_id(struct buf *b, const char *name, const struct traj_id *id)
+{
+	char num[24];
+	if (buf_printf(b, "%s", name) < 0)
+		return -1;
+	return id->str ? json_print_string(b, id->str) : buf_printf(b, "%s", traj_id_text(id, num));
+}
+
+/* Count a record dropped, and keep what names it for the caller: the group,
+ * and the member when sid is not NULL. 0, or -1 out of memory. */
+static int note_repeat(struct collect *c, const struct traj_id *gid, const struct traj_id *sid,
+		       struct recordset_at first, struct err *e)
+{
+	void *v = c->line_repeats;
+	if (buf_grow_array(&v, c->n_line_repeats, sizeof *c->line_repeats) < 0)
+		return err_set(e, "out of memory");
+	c->line_repeats = v;
+	struct collect_repeat *x = &c->line_repeats[c->n_line_repeats];
+	struct buf b = { 0 };
+	int r = put_id(&b, "group_id ", gid) < 0 || (sid && put_id(&b, ", sequence_id ", sid) < 0) ||
+		buf_put_u8(&b, 0) < 0;
+	if (!r)
+		snprintf(x->what, sizeof x->what, "%s", (const char *)b.data);
+	buf_free(&b);
+	if (r)
+		return err_set(e, "out of memory");
+	x->first = first;
+	c->n_line_repeats++;
+	c->repeats++;
+	return 0;
+}
+
+struct copy_ctx {
+	struct collect *c;
+	const struct traj_id *gid;
+	struct err *e;
+};
+
+static int copy_dropped(void *ctx, const struct traj *copy)
+{
+	struct copy_ctx *x = ctx;
+	return note_repeat(x->c, x->gid, &copy->sequence_id, x->c->at, x->e);
+}
+
+/* A member that repeats one before it in its group is dropped as a record
+ * repeated. 0, or -1 out of memory. */
+static int drop_copies(struct collect *c, struct group *g, struct err *e)
+{
+	struct copy_ctx x = { c, &g->group_id, e };
+	return recordset_drop_copies(g, copy_dropped, &x) < 0 ? -1 : 0;
+}
+
+/* Take the record of group_id gid and members t[0..n) (sid: the one
+ * member's id to name, for a lone line): 0 taken, 1 an exact repeat,
+ * dropped, -1 out of memory. */
+static int take_record(struct collect *c, const struct traj_id *gid, const struct traj *t, uint32_t n,
+		       const struct traj_id *sid, struct err *e)
+{
+	uint64_t id, members;
+	struct recordset_at first;
+	recordset_hash(gid, t, n, &id, &members);
+	int r = recordset_take(&c->taken, id, members, c->at, &first, e);
+	if (r == 1 && note_repeat(c, gid, sid, first, e) < 0)
+		return -1;
+	return r;
+}
+
 /* Put pending[i] in the index by its group_id, in place of an older one of
  * the same id, so that a lookup finds the newest, as a scan from the end
  * did. An input of 80,000 groups of lone trajectories scanned them all for
@@ -809,6 +878,7 @@ static struct collect_pending *pending_new(struct collect *c)
 	return p;
 }
 
+/* 0 taken, 1 an exact repeat, dropped, -1 out of memory. */
 static int add_lone(struct collect *c, struct collect_line *L, const char *text, size_t n, struct err *e)
 {
 	struct traj *t = &L->groups[0].trajs[0];
@@ -837,6 +907,9 @@ static int add_lone(struct collect *c, struct collect_line *L, const char *text,
 				    &from_answers);
 	if (fill(c, t, &p->g.group_id, p->g.n, a, from_answers, e) < 0)
 		return -1;
+	int r = take_record(c, &p->g.group_id, t, 1, &t->sequence_id, e);
+	if (r != 0)
+		return r;   /* a repeat leaves its group as it was, empty if new */
 	/* move, not copy: the line's group gives up its only trajectory */
 	ts[p->g.n++] = *t;
 	traj_init(t);
@@ -875,6 +948,7 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 	if (lead == n)
 		return 0;
 	c->lines++;
+	c->n_line_repeats = 0;
 	struct collect_line L;
 	if (collect_parse_line(text, n, c->o.format, &L, e) < 0) {
 		c->next_index++;   /* a line that could not be read counts as one prompt */
@@ -927,23 +1001,33 @@ int collect_feed(struct collect *c, const char *text, size_t n, struct err *e)
 	}
 	if (L.lone) {
 		r = add_lone(c, &L, text, n, e);
-		c->trajs++;
+		c->trajs += r == 0;
 		collect_line_free(&L);
 		return r < 0 ? -2 : 0;
 	}
 	c->next_index += L.n_groups;
-	c->prompt_differs += L.prompt_differs;
+	uint64_t repeats0 = c->repeats;
 	for (uint32_t k = 0; k < L.n_groups && r == 0; k++) {
 		struct group *g = &L.groups[k];
+		if ((r = drop_copies(c, g, e)) < 0 || (r = take_record(c, &g->group_id, g->trajs, g->n, NULL, e)) < 0)
+			break;
+		if (r == 1) {
+			r = 0;
+			continue;
+		}
 		c->groups++;
 		c->trajs += g->n;
 		for (uint32_t i = 0; i < g->n; i++)
 			c->tokens += g->trajs[i].n_response;
 		r = c->emit(c->ctx, g, e);
 	}
+	if (c->repeats == repeats0)   /* a copy's prompt ids were warned of with the line it repeats */
+		c->prompt_differs += L.prompt_differs;
 	collect_line_free(&L);
 	return r < 0 ? -2 : 0;
 }
+
+static void drop_pending(struct collect *c);
 
 int collect_end_input(struct collect *c, struct err *e)
 {
@@ -957,11 +1041,19 @@ int collect_end_input(struct collect *c, struct err *e)
 			c->tokens += g->trajs[k].n_response;
 		r = c->emit(c->ctx, g, e);
 	}
-	collect_drop_input(c);
+	drop_pending(c);
+	if (r == 0)
+		recordset_keep(&c->taken);
 	return r;
 }
 
 void collect_drop_input(struct collect *c)
+{
+	drop_pending(c);
+	recordset_forget(&c->taken);
+}
+
+static void drop_pending(struct collect *c)
 {
 	for (size_t i = 0; i < c->n_pending; i++)
 		group_free(&c->pending[i].g);
@@ -976,6 +1068,10 @@ void collect_drop_input(struct collect *c)
 void collect_free(struct collect *c)
 {
 	collect_drop_input(c);
+	recordset_free(&c->taken);
+	free(c->line_repeats);
+	c->line_repeats = NULL;
+	c->n_line_repeats = 0;
 	free(c->pending);
 	c->pending = NULL;
 	c->cap_pending = 0;

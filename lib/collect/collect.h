@@ -34,6 +34,17 @@
  * of the line's bytes and the group's index within the line; a trajectory
  * without sequence_id gets the top 52 bits of a mix of its group_id and its
  * index in the group. 52 bits, so JSON numbers hold them exactly.
+ *
+ * Exact repeats: a record (a line's group, or a lone trajectory line) that
+ * repeats one taken before in the run, ids assigned (data/groupset.h's
+ * recordset), is dropped, as is a member of a group that repeats one before
+ * it in the same group: a log appended to twice must not train its samples
+ * twice. Derived ids take part, so a sequence without a sequence_id is told
+ * apart by its place in its group: two samples alike are both kept, as an
+ * easy prompt's answers often are; repeated lone lines of one input without
+ * sequence_id that join one group_id are therefore kept too. A record of an
+ * input dropped (collect_drop_input) is forgotten, since nothing of it was
+ * published.
  */
 #ifndef GRPO_COLLECT_H
 #define GRPO_COLLECT_H
@@ -42,6 +53,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "data/groupset.h"
 #include "data/traj.h"
 
 struct cJSON;
@@ -151,6 +163,16 @@ struct collect {
 	uint64_t lines, groups, trajs, tokens, answered;
 	uint64_t prompt_differs;     /* trajectories taken whose server's prompt ids are not the request's */
 	unsigned formats;            /* bit (1 << format) for each format read */
+	/* exact repeats: the records taken; where the line about to be fed is,
+	 * which the caller sets (its input's number, its line number), kept
+	 * with each record; the records dropped, in all and on the last line fed
+	 * (what: "group_id G" or "group_id G, sequence_id S", first: where the
+	 * record it repeats came from) */
+	struct recordset taken;
+	struct recordset_at at;
+	uint64_t repeats;
+	struct collect_repeat { char what[160]; struct recordset_at first; } *line_repeats;   /* (n_line_repeats) */
+	size_t n_line_repeats;
 };
 
 void collect_init(struct collect *c, const struct collect_opts *o, collect_emit emit, void *ctx);

@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/groupset.h"
 #include "score/scored.h"
 #include "score/scoreio.h"
 #include "score/scorer.h"
 #include "spool/spool.h"
 
-int scoreio_read(int fd, const char *name, struct group **out, uint32_t *out_n, struct err *e)
+int scoreio_read(int fd, const char *name, struct group **out, uint32_t *out_n, uint64_t *copies, struct err *e)
 {
 	struct sfile_reader rd;
 	struct group *gs = NULL;
@@ -40,6 +41,9 @@ int scoreio_read(int fd, const char *name, struct group **out, uint32_t *out_n, 
 	sfile_reader_close(&rd);
 	if (r == 0)
 		r = scorer_merge(gs, &n, e);
+	*copies = 0;
+	for (uint32_t g = 0; g < n && r == 0; g++)
+		*copies += (uint64_t)recordset_drop_copies(&gs[g], NULL, NULL);
 	if (r < 0) {
 		for (uint32_t g = 0; g < n; g++)
 			group_free(&gs[g]);
@@ -165,6 +169,7 @@ int scoreio_stream_next(struct scoreio_stream *s, struct group *g, struct err *e
 				return 0;
 			*g = s->next;
 			s->has_next = 0;
+			s->copies += (uint64_t)recordset_drop_copies(g, NULL, NULL);
 			return 1;
 		}
 		s->records++;
@@ -181,6 +186,7 @@ int scoreio_stream_next(struct scoreio_stream *s, struct group *g, struct err *e
 		if (!scored_same_group(&s->next, &rec.group)) {
 			*g = s->next;
 			s->next = rec.group;
+			s->copies += (uint64_t)recordset_drop_copies(g, NULL, NULL);
 			return 1;
 		}
 		struct group two[2] = { s->next, rec.group };

@@ -3,7 +3,11 @@
  * options and loops.
  *
  *   scoreio_read      every group of a spool stream, records of one group
- *                     merged (scorer_merge); anything but a group is an error
+ *                     merged (scorer_merge), then each member that is the
+ *                     same sample as one before it in its group dropped
+ *                     and counted (a group read twice: its copies would
+ *                     be scored as members, data/groupset.h); anything but
+ *                     a group is an error
  *   scoreio_place     where an input's output goes: the input's own
  *                     step_N/rank_X/NAME when its path has that shape, else
  *                     the step of its first trajectory's policy_version,
@@ -28,7 +32,9 @@
  *                     group is handed out when the next record (another
  *                     group's) or the end of the input shows it complete;
  *                     a group whose records come apart is handed out in
- *                     parts, each a group of its own
+ *                     parts, each a group of its own; copies are dropped
+ *                     and counted as scoreio_read drops them, within what
+ *                     is merged
  *   scoreio_pub_*     the groups kept, written into QUEUE/.tmp as they are
  *                     scored and published at the end as one file, named
  *                     as scoreio_place names standard input (so the same
@@ -49,7 +55,8 @@
 #include "data/traj.h"
 #include "spool/spool.h"
 
-int scoreio_read(int fd, const char *name, struct group **gs, uint32_t *n, struct err *e);
+/* *copies: the members dropped as copies. */
+int scoreio_read(int fd, const char *name, struct group **gs, uint32_t *n, uint64_t *copies, struct err *e);
 void scoreio_place(const char *path, const struct group *gs, uint32_t n, int64_t *step, int *rank, char *name,
 		   size_t size);
 int scoreio_write(struct sfile_writer *w, const struct group *gs, uint32_t n, const uint8_t *keep, struct err *e);
@@ -68,6 +75,7 @@ struct scoreio_stream {
 	struct group next;        /* read, not yet handed out */
 	int has_next, at_end;
 	uint64_t records;         /* read so far */
+	uint64_t copies;          /* members dropped as copies so far */
 };
 int scoreio_stream_open(struct scoreio_stream *s, int fd, const char *name, struct err *e);
 /* The next group into *g (the caller frees it): 1, 0 at the end, -1. */

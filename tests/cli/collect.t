@@ -115,10 +115,10 @@ is "$?" 0 "--on-error skip: exit 0"
 is "$(cat "$T/err")" "grpo-collect: $T/mix.jsonl:2: not valid JSON (near byte 1)
 grpo-collect: $T/mix.jsonl:3: trajectory 0: logprobs[0] is 0.5, above 0
 grpo-collect: $T/mix.jsonl: skipped 2 of 4 lines
-grpo-collect: warning: 2 groups of one member (its advantage is always 0)
-grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)" \
-	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is named too"
-is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 2 "the good lines are published"
+grpo-collect: warning: 1 record repeated an earlier one exactly: dropped
+grpo-collect: warning: 1 group of one member (its advantage is always 0)" \
+	"each skipped line is named, then counted (blank lines are not lines); the good line given twice is dropped once"
+is "$(view "$T"/sp/rollouts/step_1/rank_0/* | wc -l | tr -d ' ')" 1 "the good line is published once"
 # Lone trajectories gathered by group_id take the prompt index of their
 # group's first line; a skipped one must not move the groups after it onto
 # other --answers (nor its own group, when it was the first line).

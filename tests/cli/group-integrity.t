@@ -45,14 +45,14 @@ is "$(grpo-cat --stats --json -v "$T/s.zst" | grep -o '"single_member_groups.*')
 	"and --json as JSON strings"
 
 # the same response twice in one input (a log concatenated with itself, a
-# rotated log that overlaps) is two groups under one id: counted as grpo-cat
-# --stats counts it in the output, not imported twice in silence
+# rotated log that overlaps): the copy is dropped (collect-repeats.t), so no
+# group_id is split
 v='{"id":"cmpl-7","choices":[{"finish_reason":"stop","logprobs":{"token_logprobs":[-0.5]},"token_ids":[4],"prompt_token_ids":[1,2]},{"finish_reason":"stop","logprobs":{"token_logprobs":[-0.25]},"token_ids":[5],"prompt_token_ids":[1,2]}]}'
 printf '%s\n%s\n' "$v" "$v" > "$T/twice.jsonl"
 grpo-collect -v --step 0 "$T/twice.jsonl" 2>&1 > "$T/twice.zst" | grep -v ' lines (' > "$T/err"
-is "$(cat "$T/err")" "grpo-collect: warning: 1 group_id split across inputs or repeated (each part is scored alone)
-grpo-collect: split group_ids: \"cmpl-7\"" "a group repeated in one input is reported, with its id"
-is "$(grpo-cat --stats "$T/twice.zst" | grep '^split')" "split group_ids    1" "as grpo-cat --stats counts it"
+is "$(cat "$T/err")" "grpo-collect: $T/twice.jsonl:2: group_id \"cmpl-7\" repeats $T/twice.jsonl:1 exactly: dropped
+grpo-collect: warning: 1 record repeated an earlier one exactly: dropped" "a group repeated in one input is dropped, named"
+is "$(grpo-cat --stats "$T/twice.zst" | grep '^split')" "split group_ids    0" "grpo-cat --stats finds nothing split"
 
 # string ids (every vLLM or SGLang import has them) are counted by their text,
 # and a string id that reads as a number is not the integer id

@@ -223,7 +223,10 @@ group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
 grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
 grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
 ok $? "a group split across inputs is reported"
-{ group 7 "$R" "$W"; group 7 "$W" "$W"; } | grpo-cat --from-json | grpo-score -r gsm8k -t "$TOK" -a dr_grpo | grpo-cat > merged.jsonl
+# (the second record's sequences under ids of their own: sequence 701 twice,
+# the same, would be a copy, dropped: score-repeats.t)
+{ group 7 "$R" "$W"; group 7 "$W" "$W" | sed 's/"sequence_id":70/"sequence_id":71/g'; } |
+	grpo-cat --from-json | grpo-score -r gsm8k -t "$TOK" -a dr_grpo | grpo-cat > merged.jsonl
 is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merged.jsonl | tr '\n' ' ')" \
    '1,"advantages":0.75 "advantages":-0.25 "advantages":-0.25 "advantages":-0.25 ' \
    "records of one group in one input are merged and scored together"

@@ -1,8 +1,12 @@
 /*
  * test_groupset: group integrity counts against hand-counted cases, and a
  * property over random streams of group records: the counts and id lists
- * agree with a brute-force recount, through the table's growth.
+ * agree with a brute-force recount, through the table's growth. Exact
+ * repeats (recordset): every field a repeat must share changes the hash,
+ * and a random stream of records drawn from a small pool finds exactly the
+ * repeats a brute-force comparison finds, through growth and forgetting.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,127 @@ static int has(const char **ids, size_t n, const char *id)
 		if (strcmp(ids[i], id) == 0)
 			return 1;
 	return 0;
+}
+
+/* a one-member record: group_id gid, sequence_id sid, prompt [1 2], response [tok], logprob lp */
+struct rec {
+	struct traj_id gid;
+	struct traj t;
+	int32_t p[2], r[1];
+	float lp[1];
+};
+
+static void rec_make(struct rec *x, int64_t gid, int64_t sid, int32_t tok, float lp)
+{
+	memset(x, 0, sizeof *x);
+	x->gid = traj_id_num(gid);
+	x->t.sequence_id = traj_id_num(sid);
+	x->p[0] = 1;
+	x->p[1] = 2;
+	x->r[0] = tok;
+	x->lp[0] = lp;
+	x->t.prompt_tokens = x->p;
+	x->t.response_tokens = x->r;
+	x->t.logprobs = x->lp;
+	x->t.n_prompt = 2;
+	x->t.n_response = 1;
+}
+
+static int same_hash(const struct rec *a, const struct rec *b)
+{
+	uint64_t ia, ma, ib, mb;
+	recordset_hash(&a->gid, &a->t, 1, &ia, &ma);
+	recordset_hash(&b->gid, &b->t, 1, &ib, &mb);
+	return ia == ib && ma == mb;
+}
+
+static void test_repeats(void)
+{
+	struct rec a, b;
+	rec_make(&a, 5, 1, 7, -0.5f);
+	rec_make(&b, 5, 1, 7, -0.5f);
+	ok(same_hash(&a, &b) && recordset_same_member(&a.t, &b.t), "the same record: the same hashes, the same member");
+	b.gid = traj_id_num(6);
+	ok(!same_hash(&a, &b), "another group_id: another record");
+	rec_make(&b, 5, 2, 7, -0.5f);
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "another sequence_id");
+	rec_make(&b, 5, 1, 8, -0.5f);
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "another response token");
+	rec_make(&b, 5, 1, 7, -0.5f);
+	b.p[1] = 3;
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "another prompt token");
+	rec_make(&b, 5, 1, 7, nextafterf(-0.5f, 0));
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "a logprob one ulp away");
+	rec_make(&a, 5, 1, 7, 0.0f);
+	rec_make(&b, 5, 1, 7, -0.0f);
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "logprobs compared bitwise: -0 is not 0");
+	b.lp[0] = 0.0f;
+	b.t.logprobs = NULL;
+	ok(!same_hash(&a, &b) && !recordset_same_member(&a.t, &b.t), "no logprobs is not logprobs 0");
+	rec_make(&b, 5, 1, 7, 0.0f);
+	b.t.n_prompt = 1;
+	ok(!same_hash(&a, &b), "a shorter prompt");
+	rec_make(&b, 5, 1, 7, 0.0f);
+	char five[] = "5";
+	b.gid.str = five;   /* the string "5" is not the integer 5 */
+	ok(!same_hash(&a, &b), "a string group_id is not the integer of its text");
+
+	/* two members: their order matters, their count too */
+	struct rec c, d;
+	rec_make(&c, 5, 1, 7, -0.5f);
+	rec_make(&d, 5, 2, 8, -0.25f);
+	struct traj cd[2] = { c.t, d.t }, dc[2] = { d.t, c.t };
+	uint64_t i1, m1, i2, m2, i3, m3;
+	recordset_hash(&c.gid, cd, 2, &i1, &m1);
+	recordset_hash(&c.gid, dc, 2, &i2, &m2);
+	recordset_hash(&c.gid, cd, 1, &i3, &m3);
+	ok(i1 == i2 && m1 != m2 && m1 != m3, "members in another order, or fewer: another record");
+
+	/* take, repeat, where from, keep and forget */
+	struct recordset s = { 0 };
+	struct recordset_at first = { 0 };
+	struct err e;
+	recordset_hash(&c.gid, cd, 2, &i1, &m1);
+	ok(recordset_take(&s, i1, m1, (struct recordset_at){ 0, 3 }, &first, &e) == 0, "a record taken");
+	ok(recordset_take(&s, i1, m1, (struct recordset_at){ 1, 9 }, &first, &e) == 1 && first.input == 0 &&
+	   first.line == 3, "its repeat found, with where the first came from");
+	recordset_keep(&s);
+	ok(recordset_take(&s, i2, m2, (struct recordset_at){ 1, 10 }, &first, &e) == 0, "another taken");
+	recordset_forget(&s);
+	ok(recordset_take(&s, i2, m2, (struct recordset_at){ 2, 1 }, &first, &e) == 0,
+	   "forgotten (its input failed): taken again, not a repeat");
+	ok(recordset_take(&s, i1, m1, (struct recordset_at){ 2, 2 }, &first, &e) == 1 && first.line == 3,
+	   "what was kept stays");
+	recordset_free(&s);
+
+	/* property: 30,000 records drawn from a pool of 8,000, 6 inputs, every
+	 * third input forgotten: repeats found exactly as a brute-force scan */
+	enum { POOL = 8000, DRAWS = 30000, INPUTS = 6 };
+	static unsigned char taken[POOL], kept[POOL];
+	int good = 1, found = 0;
+	srand(11);
+	for (int in = 0; in < INPUTS; in++) {
+		for (int k = 0; k < DRAWS / INPUTS; k++) {
+			int x = rand() % POOL;
+			struct rec r;
+			rec_make(&r, x / 4, x % 4, x, -1.0f);   /* four records under each group_id */
+			uint64_t id, m;
+			recordset_hash(&r.gid, &r.t, 1, &id, &m);
+			int got = recordset_take(&s, id, m, (struct recordset_at){ (uint64_t)in, (uint64_t)k }, &first, &e);
+			good &= got == (taken[x] != 0);
+			found += got == 1;
+			taken[x] = 1;
+		}
+		if (in % 3 == 2) {
+			recordset_forget(&s);
+			memcpy(taken, kept, sizeof taken);
+		} else {
+			recordset_keep(&s);
+			memcpy(kept, taken, sizeof kept);
+		}
+	}
+	ok(good && found > 0, "property: %d repeats, each found, no other record taken for one", found);
+	recordset_free(&s);
 }
 
 int main(void)
@@ -78,5 +203,6 @@ int main(void)
 	ok(good, "property: the split list is sorted and holds exactly the split ids");
 	free(ids);
 	groupset_free(&s);
+	test_repeats();
 	return tap_done();
 }

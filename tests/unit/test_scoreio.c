@@ -225,8 +225,9 @@ int main(void)
 	int pfd = open(p, O_RDONLY);
 	struct group *back = NULL;
 	uint32_t nb = 0;
-	ok(pfd >= 0 && scoreio_read(pfd, p, &back, &nb, &e) == 0 && nb == 1 && back[0].n == 4,
-	   "holding the groups kept, group 1's parts merged on reading (%u, %s)", nb, e.msg);
+	uint64_t copies = 1;
+	ok(pfd >= 0 && scoreio_read(pfd, p, &back, &nb, &copies, &e) == 0 && nb == 1 && back[0].n == 4 && copies == 0,
+	   "holding the groups kept, group 1's parts merged on reading, no copies (%u, %s)", nb, e.msg);
 	for (uint32_t i = 0; i < nb; i++)
 		group_free(&back[i]);
 	free(back);
