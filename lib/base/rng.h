@@ -9,12 +9,18 @@
 
 #include <stdint.h>
 
-static inline uint64_t splitmix64(uint64_t *s)
+/* splitmix64's finalizer: every bit of x moves every bit of the result
+ * (also a hash of a word, as the importers' ids and records use it). */
+static inline uint64_t splitmix64_mix(uint64_t z)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+static inline uint64_t splitmix64(uint64_t *s)
+{
+	return splitmix64_mix(*s += 0x9e3779b97f4a7c15ull);
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/rng.h"
 #include "data/jsonpick.h"
 #include "data/jsonview.h"
 #include "data/sfile.h"
@@ -43,16 +44,6 @@ uint64_t collect_hash(uint64_t h, const void *p, size_t n)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-/* splitmix64's finalizer: spreads group_id and index over all 64 bits. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
 }
 
 /* ---- small helpers shared by the format parsers ---- */
@@ -719,7 +710,7 @@ static int fill(struct collect *c, struct traj *t, const struct traj_id *gid, ui
 			t->sequence_id.str = s;
 		} else
 			t->sequence_id.num =
-				(int64_t)(mix64((uint64_t)gid->num * 0x9e3779b97f4a7c15ull + pos) >> 12);
+				(int64_t)(splitmix64_mix((uint64_t)gid->num * 0x9e3779b97f4a7c15ull + pos) >> 12);
 	}
 	if (t->policy_version < 0)
 		t->policy_version = c->o.step;
@@ -753,7 +744,7 @@ static int64_t line_gid(const char *text, size_t n, uint32_t k)
 
 static uint64_t id_hash(const struct traj_id *id)
 {
-	return id->str ? collect_hash(COLLECT_HASH_INIT, id->str, strlen(id->str)) : mix64((uint64_t)id->num);
+	return id->str ? collect_hash(COLLECT_HASH_INIT, id->str, strlen(id->str)) : splitmix64_mix((uint64_t)id->num);
 }
 
 /* ---- exact repeats (collect.h) ---- */

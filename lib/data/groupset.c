@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "data/jsonview.h"
 
 static uint64_t hash(const char *s)
@@ -118,19 +119,9 @@ void groupset_free(struct groupset *s)
 
 /* ---- exact repeats ---- */
 
-/* splitmix64's finalizer: every bit of x moves every bit of the result */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t hash_word(uint64_t h, uint64_t w)
 {
-	return mix64(h + w);
+	return splitmix64_mix(h + w);
 }
 
 /* n bytes at p, 8 at a time, after their count, so that no two arrays of
@@ -182,7 +173,7 @@ void recordset_hash(const struct traj_id *gid, const struct traj *t, uint32_t n,
 
 static size_t *rec_slot(const struct recordset *s, uint64_t id, uint64_t members)
 {
-	size_t j = (size_t)mix64(id ^ members) & (s->cap_ix - 1);
+	size_t j = (size_t)splitmix64_mix(id ^ members) & (s->cap_ix - 1);
 	while (s->ix[j] && (s->v[s->ix[j] - 1].id != id || s->v[s->ix[j] - 1].members != members))
 		j = (j + 1) & (s->cap_ix - 1);
 	return &s->ix[j];
