@@ -11,7 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tempfile.h"
 #include "data/jsonview.h"
+
+/* The job as one JSON object; with_done: with its done ordinals, as a
+ * manifest records them (a .jobs record has none). */
+static int format_job(struct buf *b, const struct done_job *j, int with_done)
+{
+	int r = buf_printf(b, "{\"id\":\"%016" PRIx64 "\",\"first_step\":%" PRId64 ",\"sequences\":%u,"
+			   "\"finished\":%s", j->id, j->first_step, j->sequences, j->finished ? "true" : "false");
+	if (j->data)
+		r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
+	if (j->n_inputs_data)
+		r |= buf_printf(b, ",\"inputs_data\":[");
+	for (uint32_t x = 0; x < j->n_inputs_data; x++)
+		r |= buf_printf(b, "%s\"%016" PRIx64 "\"%s", x ? "," : "", j->inputs_data[x],
+				x + 1 == j->n_inputs_data ? "]" : "");
+	if (with_done) {
+		r |= buf_printf(b, ",\"done\":[");
+		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
+			r |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
+		r |= buf_printf(b, "]");
+	}
+	return r | buf_printf(b, "}");
+}
 
 int done_format(struct buf *b, const struct done_manifest *m)
 {
@@ -43,24 +66,15 @@ int done_format(struct buf *b, const struct done_manifest *m)
 		r |= buf_printf(b, "]}");
 	}
 	r |= buf_printf(b, "]");
-	if (m->has_job) {
-		const struct done_job *j = &m->job;
-		r |= buf_printf(b, ",\"job\":{\"id\":\"%016" PRIx64 "\",\"first_step\":%" PRId64
-				",\"sequences\":%u,\"finished\":%s", j->id, j->first_step, j->sequences,
-				j->finished ? "true" : "false");
-		if (j->data)
-			r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
-		if (j->n_inputs_data)
-			r |= buf_printf(b, ",\"inputs_data\":[");
-		for (uint32_t x = 0; x < j->n_inputs_data; x++)
-			r |= buf_printf(b, "%s\"%016" PRIx64 "\"%s", x ? "," : "", j->inputs_data[x],
-					x + 1 == j->n_inputs_data ? "]" : "");
-		r |= buf_printf(b, ",\"done\":[");
-		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
-			r |= buf_printf(b, "%s%u", x ? "," : "", j->done[x]);
-		r |= buf_printf(b, "]}");
-	}
+	if (m->has_job)
+		r |= buf_printf(b, ",\"job\":") | format_job(b, &m->job, 1);
 	return r | buf_printf(b, "}\n");
+}
+
+int done_jobrec_format(struct buf *b, const struct done_jobrec *r)
+{
+	return buf_printf(b, "{\"step\":%" PRId64 ",\"job\":", r->step) | format_job(b, &r->job, 0) |
+	       buf_printf(b, "}\n");
 }
 
 void done_free(struct done_manifest *m)
@@ -206,15 +220,18 @@ static int parse_inputs_data(const cJSON *arr, struct done_job *j, const char *n
 	return 0;
 }
 
-static int parse_job(const cJSON *job, struct done_manifest *m, const char *name, struct err *e)
+/* A job object into j; need_done: a manifest's, whose done is required
+ * (a .jobs record has none). j is left for the caller to free. */
+static int parse_job_obj(const cJSON *job, struct done_job *j, int need_done, const char *name, struct err *e)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(job, "id");
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(job, "finished");
 	const cJSON *dn = cJSON_GetObjectItemCaseSensitive(job, "done"), *v;
-	struct done_job *j = &m->job;
 	double fs, sq;
-	if (!cJSON_IsObject(job) || parse_hash(id, &j->id) < 0 || !cJSON_IsBool(fin) || !cJSON_IsArray(dn))
-		return err_set(e, "%s: job: expected id, first_step, sequences, finished and done", name);
+	if (!cJSON_IsObject(job) || parse_hash(id, &j->id) < 0 || !cJSON_IsBool(fin) ||
+	    (need_done ? !cJSON_IsArray(dn) : dn && !cJSON_IsArray(dn)))
+		return err_set(e, "%s: job: expected id, first_step, sequences%s", name,
+			       need_done ? ", finished and done" : " and finished");
 	if (get_num(job, "first_step", -I53, I53, 0, &fs, name, e) < 0 ||
 	    get_num(job, "sequences", 0, U32, 0, &sq, name, e) < 0)
 		return -1;
@@ -224,9 +241,10 @@ static int parse_job(const cJSON *job, struct done_manifest *m, const char *name
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(job, "data");
 	if (data && parse_hash(data, &j->data) < 0)
 		return err_set(e, "%s: job: data is not 16 hexadecimal digits", name);
-	m->has_job = 1;
 	if (parse_inputs_data(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), j, name, e) < 0)
 		return -1;
+	if (!dn)
+		return 0;
 	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
 		return err_set(e, "out of memory");
 	cJSON_ArrayForEach(v, dn) {
@@ -237,6 +255,12 @@ static int parse_job(const cJSON *job, struct done_manifest *m, const char *name
 		j->done[j->n_done++] = (uint32_t)v->valuedouble;
 	}
 	return 0;
+}
+
+static int parse_job(const cJSON *job, struct done_manifest *m, const char *name, struct err *e)
+{
+	m->has_job = 1;
+	return parse_job_obj(job, &m->job, 1, name, e);
 }
 
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e)
@@ -318,4 +342,160 @@ int done_load_job(const char *queue, int64_t step, struct done_job *j, struct er
 	}
 	done_free(&m);
 	return has;
+}
+
+int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e)
+{
+	char p[PATH_MAX];
+	memset(j, 0, sizeof *j);
+	if (snprintf(p, sizeof p, "%s/step_%" PRId64 "/DONE", queue, step) >= (int)sizeof p)
+		return err_set(e, "%s: path too long", queue);
+	struct buf b = { 0 };
+	if (buf_read_file(&b, p, e) < 0)
+		return errno == ENOENT ? 0 : -1;
+	size_t at = 0;
+	while (at < b.len && isspace(b.data[at]))
+		at++;
+	/* a marker of another producer holds anything; grpo-pack's is an object */
+	if (at == b.len || b.data[at] != '{') {
+		buf_free(&b);
+		return 0;
+	}
+	cJSON *o = cJSON_ParseWithLength((const char *)b.data, b.len);
+	buf_free(&b);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return err_set(e, "%s: not a JSON object, so its job (if any) cannot be read", p);
+	}
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+	int rc = job ? parse_job_obj(job, j, 1, p, e) : 0;
+	cJSON_Delete(o);
+	if (rc < 0)
+		done_job_free(j);
+	return rc < 0 ? -1 : job != NULL;
+}
+
+int done_jobrec_parse(const char *text, size_t n, const char *name, struct done_jobrec *r, struct err *e)
+{
+	memset(r, 0, sizeof *r);
+	cJSON *o = cJSON_ParseWithLength(text, n);
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+	double step;
+	int rc;
+	if (!cJSON_IsObject(o) || !job)
+		rc = err_set(e, "%s: not a job record ({\"step\":N,\"job\":{...}})", name);
+	else if ((rc = get_num(o, "step", -I53, I53, 0, &step, name, e)) == 0)
+		rc = parse_job_obj(job, &r->job, 0, name, e);
+	cJSON_Delete(o);
+	if (rc < 0)
+		done_job_free(&r->job);
+	else
+		r->step = (int64_t)step;
+	return rc;
+}
+
+void done_jobrecs_free(struct done_jobrec *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		done_job_free(&v[i].job);
+	free(v);
+}
+
+static int jobs_path(char *p, size_t size, const char *queue, struct err *e)
+{
+	if (snprintf(p, size, "%s/.jobs", queue) >= (int)size)
+		return err_set(e, "%s: path too long", queue);
+	return 0;
+}
+
+int done_jobs_load(const char *queue, struct done_jobrec **v, size_t *n, struct err *e)
+{
+	char p[PATH_MAX], name[PATH_MAX + 32];
+	struct buf b = { 0 };
+	*v = NULL;
+	*n = 0;
+	if (jobs_path(p, sizeof p, queue, e) < 0)
+		return -1;
+	if (buf_read_file(&b, p, e) < 0)
+		return errno == ENOENT ? 0 : -1;
+	size_t lines = 1;
+	for (size_t i = 0; i < b.len; i++)
+		lines += b.data[i] == '\n';
+	if (!(*v = calloc(lines, sizeof **v))) {
+		buf_free(&b);
+		return err_set(e, "out of memory");
+	}
+	const char *at = (const char *)b.data, *end = at + b.len;
+	for (size_t line = 1; at < end; line++) {
+		const char *nl = memchr(at, '\n', (size_t)(end - at));
+		size_t len = nl ? (size_t)(nl - at) : (size_t)(end - at);
+		snprintf(name, sizeof name, "%s: line %zu", p, line);
+		struct err why;
+		if (len > 0 && done_jobrec_parse(at, len, name, &(*v)[*n], &why) == 0)
+			(*n)++;
+		else if (len > 0 && nl) {   /* a whole line that is no record: damage, said */
+			*e = why;
+			buf_free(&b);
+			done_jobrecs_free(*v, *n);
+			*v = NULL, *n = 0;
+			return -1;
+		}
+		/* else a last line cut short (no newline): a record never whole, passed over */
+		at += len + (nl != NULL);
+	}
+	buf_free(&b);
+	return 0;
+}
+
+/* Put r into the list out (n, room for all): in place of its job's record
+ * of an earlier step, else at the end; 1 when that changes the list. */
+static int merge_rec(const struct done_jobrec **out, size_t *n, const struct done_jobrec *r)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (out[i]->job.id != r->job.id || out[i]->job.first_step != r->job.first_step)
+			continue;
+		if (r->step <= out[i]->step)
+			return 0;
+		out[i] = r;
+		return 1;
+	}
+	out[(*n)++] = r;
+	return 1;
+}
+
+int done_jobs_add(const char *queue, const struct done_jobrec *add, size_t n_add, struct err *e)
+{
+	struct done_jobrec *old;
+	size_t n_old, n = 0;
+	char p[PATH_MAX], tmp[PATH_MAX];
+	if (n_add == 0)
+		return 0;
+	if (jobs_path(p, sizeof p, queue, e) < 0 || done_jobs_load(queue, &old, &n_old, e) < 0)
+		return -1;
+	const struct done_jobrec **out = malloc((n_old + n_add) * sizeof *out);
+	struct buf b = { 0 };
+	int changed = 0, rc = -1;
+	if (!out) {
+		err_set(e, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n_old; i++)
+		merge_rec(out, &n, &old[i]);
+	for (size_t i = 0; i < n_add; i++)
+		changed |= merge_rec(out, &n, &add[i]);
+	rc = 0;
+	if (!changed)
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		if (done_jobrec_format(&b, out[i]) < 0) {
+			rc = err_set(e, "out of memory");
+			goto done;
+		}
+	snprintf(tmp, sizeof tmp, "%s/.tmp", queue);
+	rc = tempfile_write(p, tmp, b.data, b.len, TEMPFILE_REPLACE, e) < 0 ? -1 : 0;
+done:
+	buf_free(&b);
+	free(out);
+	done_jobrecs_free(old, n_old);
+	return rc;
 }

@@ -26,6 +26,21 @@
  * present only in the steps that hold any of them (see packbuf.h). This module is the one writer
  * (done_format) and the one reader (done_parse, done_load); a manifest
  * written before loss_tokens existed reads with loss_tokens -1 (unknown).
+ *
+ * QUEUE/.jobs keeps the jobs of the steps grpo-spool gc removed, so that
+ * grpo-pack still knows the inputs they packed: one record a line, the
+ * manifest's step and its job without done (what was packed of an
+ * unfinished job is read from the newest manifest only, which gc keeps):
+ *
+ *   {"step":N,"job":{"id":"16 hex digits","first_step":F,"sequences":S,
+ *    "finished":b,"data":"16 hex digits","inputs_data":[...]}}
+ *
+ * One line per job: a record of the same job (id and first_step) and a
+ * later step replaces the earlier one. done_jobs_add rewrites the file
+ * whole (temporary in QUEUE/.tmp, flushed, renamed over it), so a crash
+ * leaves the old file or the new one; done_jobs_load passes over a last
+ * line cut short (no newline, not a record: a copy cut short) and reads
+ * duplicates as they come.
  */
 #ifndef GRPO_DONE_H
 #define GRPO_DONE_H
@@ -101,6 +116,31 @@ int done_load(const char *queue, int64_t step, struct done_manifest *m, struct e
  * j->inputs_data, or done_job_free), 0 when
  * the manifest has none or there is no manifest (j zeroed), -1. */
 int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
+/* The job of QUEUE/step_N/DONE read as gc reads it, whatever else the
+ * marker holds: 1 with *j filled, 0 when there is no marker or it holds no
+ * job (empty, not JSON, {}: another producer's marker), -1 when the
+ * marker cannot be read, or is a JSON object whose job is damaged. */
+int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
+
+/* A record of QUEUE/.jobs: a removed step and its job. */
+struct done_jobrec {
+	int64_t step;
+	struct done_job job;   /* done unused: n_done 0 */
+};
+
+/* Append the record as one line; -1 only when memory runs out. */
+int done_jobrec_format(struct buf *out, const struct done_jobrec *r);
+/* Parse one line (name for messages, "QUEUE/.jobs: line 3"); r is freed on failure. */
+int done_jobrec_parse(const char *text, size_t n, const char *name, struct done_jobrec *r, struct err *e);
+/* Read QUEUE/.jobs into *v (n records, in file order; none when there is
+ * no such file); free with done_jobrecs_free. 0 or -1. */
+int done_jobs_load(const char *queue, struct done_jobrec **v, size_t *n, struct err *e);
+/* Add records (borrowed) to QUEUE/.jobs, each replacing the record of
+ * its job of an earlier step; the file is rewritten, durably, only when
+ * that changes it. 0 or -1 (the file as it was). */
+int done_jobs_add(const char *queue, const struct done_jobrec *add, size_t n_add, struct err *e);
+void done_jobrecs_free(struct done_jobrec *v, size_t n);
+
 /* Free what done_parse or done_load allocated, and zero m. */
 void done_free(struct done_manifest *m);
 /* Free what done_load_job allocated in j, and zero it. */

@@ -776,76 +776,125 @@ void packbuf_hold(struct packbuf *b)
 /* ---- the plain inputs' job ---- */
 
 /* Where an earlier job holds one of this run's inputs: steps from to at,
- * of job id; at -1: none found. */
+ * of job id, removed by gc when removed (known from QUEUE/.jobs); at -1:
+ * none found. */
 struct job_held {
 	int64_t from, at;
 	uint64_t id;
+	int removed;
 };
 
-/* Note which of the run's inputs the earlier job dj, in the manifest of
- * step at, holds: one of its inputs_data, or its data (all of a job from
- * before inputs_data, of one input; or an input that is a whole job's
- * files in one). Manifests come newest first, so the first found is kept.
- * An input with no trajectories trains nothing, and is never held. */
-static void note_held(const struct packbuf_job *j, const struct done_job *dj, int64_t at, struct job_held *held)
+/* Note which of the run's inputs the earlier job dj, of the manifest of
+ * step at (or its record in .jobs, removed), holds: one of its
+ * inputs_data, or its data (all of a job from before inputs_data, of one
+ * input; or an input that is a whole job's files in one). Jobs come newest
+ * first, so the first found is kept. An input with no trajectories trains
+ * nothing, and is never held. */
+static void note_held(const struct packbuf_job *j, const struct done_job *dj, int64_t at, int removed,
+		      struct job_held *held)
 {
 	for (uint32_t i = 0; i < j->n_in; i++) {
 		int hit = dj->data == j->in_data[i];
 		for (uint32_t x = 0; x < dj->n_inputs_data && !hit; x++)
 			hit = dj->inputs_data[x] == j->in_data[i];
 		if (hit && j->in_seqs[i] > 0 && held[i].at < 0)
-			held[i] = (struct job_held){ dj->first_step, at, dj->id };
+			held[i] = (struct job_held){ dj->first_step, at, dj->id, removed };
 	}
 }
 
+/* What find_job found: 1 the job id finished, 2 the same trajectories
+ * under other options, 0 neither yet; its first step and the step of
+ * its manifest (or record), and whether gc removed that. */
+struct job_found {
+	int kind;
+	int64_t from, at;
+	int removed;
+};
+
+/* One earlier job, dj at step at, in the search of find_job. */
+static void consider_job(const struct packbuf_job *j, uint64_t id, const struct done_job *dj, int64_t at,
+			 int removed, struct job_held *held, struct job_found *f)
+{
+	if (f->kind == 1)
+		return;
+	if ((dj->id == id && dj->finished) || (!f->kind && dj->data == j->data))
+		*f = (struct job_found){ dj->id == id && dj->finished ? 1 : 2, dj->first_step, at, removed };
+	note_held(j, dj, at, removed, held);
+}
+
+static int by_step_down(const void *a, const void *b)
+{
+	int64_t x = ((const struct done_jobrec *)a)->step, y = ((const struct done_jobrec *)b)->step;
+	return (x < y) - (x > y);
+}
+
+/* The jobs of the steps gc removed, QUEUE/.jobs, newest first, after the
+ * manifests: gc writes a step's record before it removes the step, so
+ * what a manifest read before was removed since is here. */
+static int find_removed_job(const char *queue, const struct packbuf_job *j, uint64_t id, struct job_held *held,
+			    struct job_found *f, struct err *e)
+{
+	struct done_jobrec *v;
+	size_t n;
+	if (done_jobs_load(queue, &v, &n, e) < 0)
+		return -1;
+	if (n > 1)   /* v is NULL when there is no .jobs */
+		qsort(v, n, sizeof *v, by_step_down);
+	for (size_t i = 0; i < n && f->kind != 1; i++)
+		consider_job(j, id, &v[i].job, v[i].step, 1, held, f);
+	done_jobrecs_free(v, n);
+	return 0;
+}
+
 /* The manifests of queue other than the newest (which the caller has
- * read) that hold the job id finished, or the same trajectories (data)
- * under other options: 1 and 2, with the job's first step and the step of
- * the manifest, 0 when none does, -1. A re-run of a command after other
- * jobs finds its own job only here. Every manifest read notes which of the
- * job's inputs it holds (note_held), for a new job's check. */
+ * read), then the records of the steps gc removed, that hold the job id
+ * finished, or the same trajectories (data) under other options (f). A
+ * re-run of a command after other jobs finds its own job only here.
+ * Every job read notes which of the job's inputs it holds (note_held),
+ * for a new job's check. 0 or -1. */
 static int find_job(const char *queue, const struct packbuf_job *j, uint64_t id, struct job_held *held,
-		    int64_t *from, int64_t *at, struct err *e)
+		    struct job_found *f, struct err *e)
 {
 	int64_t *steps = NULL;
 	size_t n = 0;
-	int found = 0;
-	if (j->prev_step < 1)
-		return 0;
-	if (spool_list_steps(queue, -1, j->prev_step - 1, &steps, &n, e) < 0)
+	if (j->prev_step >= 1 && spool_list_steps(queue, -1, j->prev_step - 1, &steps, &n, e) < 0)
 		return -1;
-	for (size_t i = n; i-- > 0 && found != 1;) {
+	for (size_t i = n; i-- > 0 && f->kind != 1;) {
 		struct done_job dj;
 		int r = done_load_job(queue, steps[i], &dj, e);
 		if (r < 0) {
 			free(steps);
 			return -1;
 		}
-		if (r == 1 && ((dj.id == id && dj.finished) || (!found && dj.data == j->data))) {
-			found = dj.id == id && dj.finished ? 1 : 2;
-			*from = dj.first_step;
-			*at = steps[i];
-		}
 		if (r == 1)
-			note_held(j, &dj, steps[i], held);
+			consider_job(j, id, &dj, steps[i], 0, held, f);
 		done_job_free(&dj);
 	}
 	free(steps);
-	return found;
+	return f->kind == 1 ? 0 : find_removed_job(queue, j, id, held, f, e);
 }
 
-/* The job's trajectories are in steps published_from to at already, under
- * other options: packed again, they would be trained twice. Returns -1. */
-static int refuse_repack(const struct packbuf_job *j, int64_t at, struct err *e)
+/* "steps F to A hold" (held, of steps gc removed), or with one step "step A holds". */
+static void steps_text(char *out, size_t size, int64_t from, int64_t at, int removed)
 {
-	char steps[64];
-	if (at > j->published_from)
-		snprintf(steps, sizeof steps, "steps %lld to %lld hold", (long long)j->published_from, (long long)at);
+	if (at > from)
+		snprintf(out, size, "steps %lld to %lld %s", (long long)from, (long long)at, removed ? "held" : "hold");
 	else
-		snprintf(steps, sizeof steps, "step %lld holds", (long long)j->published_from);
-	return err_set(e, "%s these %u sequences already, packed with other options (job %016llx is this input "
+		snprintf(out, size, "step %lld %s", (long long)at, removed ? "held" : "holds");
+}
+
+/* The job's trajectories are in the steps of f already, under other
+ * options: packed again, they would be trained twice. Returns -1. */
+static int refuse_repack(const struct packbuf_job *j, const char *queue, const struct job_found *f,
+			 struct err *e)
+{
+	char steps[64], gone[PATH_MAX + 64] = "";
+	steps_text(steps, sizeof steps, j->published_from, f->at, f->removed);
+	if (f->removed)
+		snprintf(gone, sizeof gone, " (removed by grpo-spool gc, recorded in %s/.jobs)", queue);
+	return err_set(e, "%s these %u sequences%s%s, packed with other options (job %016llx is this input "
 		       "with these); nothing published: packing them again would train them twice", steps, j->next_ord,
-		       (unsigned long long)j->hash);
+		       f->removed ? "" : " already", gone, (unsigned long long)j->hash);
 }
 
 /*
@@ -855,7 +904,8 @@ static int refuse_repack(const struct packbuf_job *j, int64_t at, struct err *e)
  * The same trajectories are the same hash: FNV-1a's 64 bits make a chance
  * match between different inputs negligible.
  */
-static int refuse_twice(const struct packbuf_job *j, const struct job_held *held, struct err *e)
+static int refuse_twice(const struct packbuf_job *j, const char *queue, const struct job_held *held,
+			struct err *e)
 {
 	for (uint32_t i = 0; i < j->n_in; i++)
 		for (uint32_t k = i + 1; k < j->n_in && j->in_seqs[i] > 0; k++)
@@ -870,16 +920,15 @@ static int refuse_twice(const struct packbuf_job *j, const struct job_held *held
 	if (first == j->n_in)
 		return 0;
 	const struct job_held *h = &held[first];
-	char steps[64], also[64] = "";
-	if (h->at > h->from)
-		snprintf(steps, sizeof steps, "steps %lld to %lld hold", (long long)h->from, (long long)h->at);
-	else
-		snprintf(steps, sizeof steps, "step %lld holds", (long long)h->at);
+	char steps[64], also[64] = "", gone[PATH_MAX + 64] = "";
+	steps_text(steps, sizeof steps, h->from, h->at, h->removed);
 	if (more)
 		snprintf(also, sizeof also, " (so would %u more of these inputs)", more);
-	return err_set(e, "%s: %s its %u sequences already (job %016llx); nothing published: packing it again "
-		       "would train it twice%s", j->in_name[first], steps, j->in_seqs[first], (unsigned long long)h->id,
-		       also);
+	if (h->removed)
+		snprintf(gone, sizeof gone, "; removed by grpo-spool gc, recorded in %s/.jobs", queue);
+	return err_set(e, "%s: %s its %u sequences%s (job %016llx%s); nothing published: packing it again "
+		       "would train it twice%s", j->in_name[first], steps, j->in_seqs[first],
+		       h->removed ? "" : " already", (unsigned long long)h->id, gone, also);
 }
 
 /* All of the job is in steps already: forget it, and what reading it dropped. */
@@ -930,21 +979,20 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 	for (uint32_t i = 0; i < j->n_in; i++)
 		held[i].at = -1;
 	if (j->has_prev)
-		note_held(j, pj, j->prev_step, held);
-	int64_t at = 0;
-	int r = queue ? find_job(queue, j, id, held, &j->published_from, &at, e) : 0;
-	if ((r == 0 || r == 2) && j->has_prev && pj->data == j->data) {
+		note_held(j, pj, j->prev_step, 0, held);
+	struct job_found f = { 0, 0, 0, 0 };
+	int r = queue ? find_job(queue, j, id, held, &f, e) : 0;
+	if (r == 0 && f.kind != 1 && j->has_prev && pj->data == j->data)
 		/* the newest manifest's, under other options: its steps run to the newest */
-		r = 2;
-		at = j->prev_step;
-		j->published_from = pj->first_step;
-	}
-	if (r == 1)
+		f = (struct job_found){ 2, pj->first_step, j->prev_step, 0 };
+	if (f.kind)
+		j->published_from = f.from;
+	if (r == 0 && f.kind == 1)
 		r = forget_job(b);
-	else if (r == 2)
-		r = refuse_repack(j, at, e);
+	else if (r == 0 && f.kind == 2)
+		r = refuse_repack(j, queue, &f, e);
 	else if (r == 0)
-		r = refuse_twice(j, held, e);
+		r = refuse_twice(j, queue, held, e);
 	free(held);
 	return r;
 }

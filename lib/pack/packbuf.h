@@ -163,8 +163,10 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
  * packed with other options, or, for a new job, when two of its inputs
  * hold the same trajectories or a manifest of queue holds one of its
  * inputs already (in a job of its own or among other inputs). The
- * manifests other than the newest are read only when the newest does not
- * settle it. queue NULL: there are none.
+ * manifests other than the newest, then QUEUE/.jobs, where grpo-spool gc
+ * keeps the jobs of the steps it removed (data/done.h), are read only
+ * when the newest does not settle it; a job found there counts as one
+ * still in a manifest. queue NULL: there are none.
  */
 int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, int64_t step, struct err *e);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "data/done.h"
 #include "spool/spool.h"
 #include "spool/steparc.h"
 
@@ -495,6 +496,48 @@ fail:
 	return -1;
 }
 
+/*
+ * Before any of the old steps goes, the jobs their manifests record go to
+ * QUEUE/.jobs (data/done.h), written whole and flushed: grpo-pack knows
+ * the plain inputs it packed by those jobs, and would pack them again
+ * once the steps are gone. A crash after this leaves records of steps
+ * still there, which say what their manifests say. All the old steps'
+ * jobs are recorded at once, the newest marked step's aside (it stays),
+ * whether or not a step turns out finished: one rewrite of the file per
+ * gc, not one per step.
+ *
+ * What gc moves here is every job's last word but an unfinished job's:
+ * gc removes only finished steps, never the newest with a DONE, and an
+ * unfinished job is always the newest DONE's (grpo-pack refuses any other
+ * command into the queue until it is finished), so a record with
+ * finished false is of an earlier step of a job whose newest step is in
+ * the queue, or of a job that went on to a later record.
+ */
+static int record_jobs(const char *queue, const int64_t *steps, size_t old, int64_t newest_marked,
+		       struct err *e)
+{
+	struct done_jobrec *v = calloc(old + 1, sizeof *v);
+	size_t n = 0;
+	int rc = 0;
+	if (!v)
+		return err_set(e, "out of memory");
+	for (size_t i = 0; i < old && rc == 0; i++) {
+		if (steps[i] == newest_marked)
+			continue;
+		int r = done_step_job(queue, steps[i], &v[n].job, e);
+		if (r < 0) {
+			struct err why = *e;
+			rc = err_set(e, "%s; nothing removed from %s: gc records the job of each step it removes "
+				     "first", why.msg, queue);
+		} else if (r == 1)
+			v[n++].step = steps[i];
+	}
+	if (rc == 0)
+		rc = done_jobs_add(queue, v, n, e);
+	done_jobrecs_free(v, n);
+	return rc;
+}
+
 int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue_gc_stats *st,
 	     struct err *e)
 {
@@ -521,6 +564,8 @@ int queue_gc(const char *queue, long keep, const char *archive_dir, struct queue
 		if (m)
 			newest_marked = steps[i];
 	}
+	if (need_marker && record_jobs(queue, steps, old, newest_marked, e) < 0)
+		goto fail;
 	for (size_t i = 0; i < old; i++) {
 		long files, members = -1;
 		if (steps[i] == newest_marked)

@@ -2,7 +2,9 @@
  * a manifest from before loss_tokens reads with it unknown, and a damaged
  * one is refused naming the file and field; done_load_job reads a step's
  * job from the queue (grpo-pack's resume), with each plain input's data
- * where the manifest has it. */
+ * where the manifest has it; and QUEUE/.jobs, where grpo-spool gc keeps
+ * the jobs of the steps it removes: its record's line, its reader and its
+ * writer, and the job gc reads from any step's marker. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,142 @@ static void test_load_job(void)
 	ok(done_load_job(q, 6, &j, &e) == 0 && j.id == 0 && !j.done, "a manifest with no job: 0, zeroed");
 	ok(done_load_job(q, 7, &j, &e) == 0 && j.id == 0 && !j.done, "no manifest: 0, zeroed");
 	ok(done_load_job(q, 8, &j, &e) < 0 && strstr(e.msg, "/step_8/DONE: job"), "a damaged job: %s", e.msg);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", q);
+	if (system(cmd) != 0)
+		ok(0, "%s", cmd);
+}
+
+/* QUEUE/.jobs holding text (NULL: none). */
+static int put_jobs(const char *queue, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/.jobs", queue);
+	if (!text)
+		return unlink(p) < 0 ? -1 : 0;
+	FILE *f = fopen(p, "w");
+	int bad = !f || fputs(text, f) < 0;
+	return (f && fclose(f) != 0) || bad ? -1 : 0;
+}
+
+static int jobs_text_is(const char *queue, const char *want)
+{
+	char p[512], got[2048];
+	snprintf(p, sizeof p, "%s/.jobs", queue);
+	FILE *f = fopen(p, "r");
+	size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+	if (f)
+		fclose(f);
+	got[n] = 0;
+	if (strcmp(got, want) != 0)
+		diag("got  %s", got);
+	return strcmp(got, want) == 0;
+}
+
+/* The records of QUEUE/.jobs: their line, what the reader passes over
+ * (a last line cut short) and refuses (a whole line that is no record),
+ * and the writer's one line per job. */
+static void test_jobs(void)
+{
+	char q[] = "/tmp/grpo-test-jobs.XXXXXX";
+	struct err e = { "" };
+	struct done_jobrec *v;
+	size_t n;
+	if (!mkdtemp(q)) {
+		ok(0, "a temporary queue");
+		return;
+	}
+	uint64_t ind[] = { 0xfedcba9876543210ull, 0x0000000000000001ull };
+	struct done_jobrec r = { 3, { 0x00ab00cd00ef0012ull, 1, 6, 1, NULL, 0, 0x0123456789abcdefull, ind, 2 } };
+	struct buf a = { 0 }, b = { 0 };
+	const char *want = "{\"step\":3,\"job\":{\"id\":\"00ab00cd00ef0012\",\"first_step\":1,\"sequences\":6,"
+			   "\"finished\":true,\"data\":\"0123456789abcdef\",\"inputs_data\":[\"fedcba9876543210\","
+			   "\"0000000000000001\"]}}\n";
+	ok(done_jobrec_format(&a, &r) == 0 && a.len == strlen(want) && memcmp(a.data, want, a.len) == 0,
+	   "a record: the documented line, the manifest's job without done");
+	struct done_jobrec back;
+	ok(done_jobrec_parse((char *)a.data, a.len, "J", &back, &e) == 0 && back.step == 3 &&
+	   back.job.id == r.job.id && back.job.first_step == 1 && back.job.sequences == 6 && back.job.finished &&
+	   back.job.data == r.job.data && back.job.n_inputs_data == 2 && back.job.inputs_data[1] == 1,
+	   "and reads back (%s)", e.msg);
+	done_jobrec_format(&b, &back);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_job_free(&back.job);
+	const char *bad[][2] = {
+		{ "{\"step\":3}", "J: not a job record" },
+		{ "[1]", "J: not a job record" },
+		{ "{\"step\":\"3\",\"job\":{}}", "J: step: expected a whole number" },
+		{ "{\"step\":3,\"job\":7}", "J: job: expected id, first_step, sequences and finished" },
+		{ "{\"step\":3,\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,\"sequences\":2,"
+		  "\"finished\":true,\"data\":\"xyz\"}}", "J: job: data is not 16 hexadecimal digits" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ok(done_jobrec_parse(bad[i][0], strlen(bad[i][0]), "J", &back, &e) < 0 && strstr(e.msg, bad[i][1]),
+		   "a record refused: %s", e.msg);
+
+	ok(done_jobs_load(q, &v, &n, &e) == 0 && n == 0, "no .jobs: no records");
+	done_jobrecs_free(v, n);
+	/* two records, a duplicate of the first, and a last line cut short */
+	struct buf f = { 0 };
+	struct done_jobrec r2 = r;
+	r2.step = 5;
+	r2.job.id = 0x77;
+	r2.job.first_step = 4;
+	done_jobrec_format(&f, &r);
+	done_jobrec_format(&f, &r2);
+	done_jobrec_format(&f, &r);
+	buf_append(&f, a.data, a.len - 9);
+	buf_put_u8(&f, 0);
+	ok(put_jobs(q, (char *)f.data) == 0 && done_jobs_load(q, &v, &n, &e) == 0 && n == 3 && v[0].step == 3 &&
+	   v[1].job.id == 0x77 && v[2].job.id == r.job.id, "a duplicate read as it comes, a torn last line passed over (%s)",
+	   e.msg);
+	done_jobrecs_free(v, n);
+	/* the writer: one line per job, the later step's; the torn line and the duplicate dropped */
+	struct done_jobrec later = r;
+	later.step = 4;
+	later.job.finished = 0;
+	buf_reset(&b);
+	done_jobrec_format(&b, &later);
+	done_jobrec_format(&b, &r2);
+	buf_put_u8(&b, 0);
+	ok(done_jobs_add(q, &later, 1, &e) == 0 && jobs_text_is(q, (char *)b.data),
+	   "add: a later step's record of a job replaces the earlier (%s)", e.msg);
+	ok(done_jobs_add(q, &r, 1, &e) == 0 && jobs_text_is(q, (char *)b.data),
+	   "an earlier step's changes nothing");
+	struct done_jobrec r3 = r;
+	r3.job.first_step = 9;
+	r3.step = 9;
+	buf_reset(&f);
+	done_jobrec_format(&f, &later);
+	done_jobrec_format(&f, &r2);
+	done_jobrec_format(&f, &r3);
+	buf_put_u8(&f, 0);
+	ok(done_jobs_add(q, &r3, 1, &e) == 0 && jobs_text_is(q, (char *)f.data),
+	   "a job of another first step is another job: a line of its own");
+	ok(put_jobs(q, "{\"step\":3}\n") == 0 && done_jobs_load(q, &v, &n, &e) < 0 &&
+	   strstr(e.msg, "/.jobs: line 1: not a job record"), "a whole line that is no record: refused: %s", e.msg);
+	ok(done_jobs_add(q, &r3, 1, &e) < 0 && jobs_text_is(q, "{\"step\":3}\n"), "and add leaves it as it is");
+	put_jobs(q, NULL);
+
+	/* what gc reads of a step's marker */
+	struct done_job j;
+	int made = put_done(q, 1, "") || put_done(q, 2, "{}\n") || put_done(q, 3, "done\n") ||
+		   put_done(q, 4, "{\"step\":4,\"job\":{\"id\":\"00000000000000ff\",\"first_step\":4,"
+				  "\"sequences\":2,\"finished\":true,\"done\":[]}}\n") ||
+		   put_done(q, 5, "{\"step\":5,\"job\":{\"id\":\"ff\"}}\n") || put_done(q, 6, "{\"step\":");
+	ok(!made, "markers: empty, {}, text, a job, a damaged job, a torn object");
+	int none = 1;
+	for (int s = 1; s <= 3; s++)
+		none &= done_step_job(q, s, &j, &e) == 0 && j.id == 0;
+	ok(none && done_step_job(q, 7, &j, &e) == 0, "done_step_job: another producer's marker, or none: no job");
+	ok(done_step_job(q, 4, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.finished, "a manifest's job");
+	done_job_free(&j);
+	ok(done_step_job(q, 5, &j, &e) < 0 && strstr(e.msg, "/step_5/DONE: job: expected"), "a damaged job: %s", e.msg);
+	ok(done_step_job(q, 6, &j, &e) < 0 && strstr(e.msg, "/step_6/DONE: not a JSON object"), "a torn object: %s",
+	   e.msg);
+	buf_free(&a);
+	buf_free(&b);
+	buf_free(&f);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", q);
 	if (system(cmd) != 0)
@@ -162,5 +300,6 @@ int main(void)
 	buf_free(&a);
 	buf_free(&b);
 	test_load_job();
+	test_jobs();
 	return tap_done();
 }
