@@ -29,6 +29,7 @@ set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 spool=${1:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-demo.XXXXXX")}
+case $spool in -*) spool=./$spool ;; esac   # not an option to the commands below
 steps=${GRPO_DEMO_STEPS:-150}
 target=${GRPO_DEMO_TARGET:-0.8}
 task="$top/examples/addition"
@@ -124,6 +125,10 @@ else
 	echo "The mean reward did not reach $target in $steps steps (GRPO_DEMO_STEPS=N for more)."
 fi
 echo "Plot: $plot"
-echo "Look at the spool: grpo-spool status $spool"
-echo "                   grpo-cat --head 1 $spool/scored/step_0/rank_0/*.zst"
-echo "                   cat $spool/policy/step_$k/config.json"
+# the spool as one shell word, so that the commands can be copied as they are
+# whatever its name holds (TMPDIR="/tmp/a b")
+q=$spool
+case $q in *[!A-Za-z0-9_./+:@%=,-]*) q="'$(printf '%s' "$q" | sed "s/'/'\\\\''/g")'" ;; esac
+echo "Look at the spool: grpo-spool status $q"
+echo "                   grpo-cat --head 1 $q/scored/step_0/rank_0/*.zst"
+echo "                   cat $q/policy/step_$k/config.json"
