@@ -4,13 +4,23 @@
 # Figures only; the target is pack + publish within 10x of decompression.
 # Wall clock is the best of 5; CPU (user + system, one run) is printed too,
 # since on a shared machine the wall clock mostly measures the neighbours.
+# Usage: sh bench/pack.sh [INPUT.zst]   (default: issue 4's workload, made
+# by bench_pack)
+# The figures are ours, printed with a '.' whatever the user's locale (in
+# de_DE awk read 0.5 as 0 and printf wrote 0,000).
+LC_ALL=C
+export LC_ALL
 BUILD=${BUILD:-build}
 top=${GRPO_TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 PATH="$top/$BUILD/bin:$PATH"
 command -v zstd >/dev/null || { echo "pack.sh: zstd not installed, skipped"; exit 0; }
 t=$(mktemp -d "${TMPDIR:-/tmp}/bench-pack.XXXXXX")
 trap 'rm -rf "$t"' EXIT
-"$top/$BUILD/bench/bench_pack" --make-input "$t/in.zst" || exit 1
+if [ $# -gt 0 ]; then
+	cp "$1" "$t/in.zst" || exit 1
+else
+	"$top/$BUILD/bench/bench_pack" --make-input "$t/in.zst" || exit 1
+fi
 now() { date +%s.%N; }
 best() { # best of 5 wall-clock seconds of "$@"
 	b=

@@ -29,10 +29,14 @@ set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 PATH="${GRPO_BIN:-$top/build/bin}:$PATH"
 spool=${1:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-demo.XXXXXX")}
+case $spool in -*) spool=./$spool ;; esac   # not an option to the commands below
 steps=${GRPO_DEMO_STEPS:-150}
 target=${GRPO_DEMO_TARGET:-0.8}
 task="$top/examples/addition"
 G=16
+# Numbers are written and compared in the C locale: in de_DE, bash's printf
+# rejects 0.041 and awk writes 0,4. The rest keeps the user's locale.
+num() { LC_ALL=C "$@"; }
 
 mkdir -p "$spool"
 if [ ! -d "$spool/init" ]; then
@@ -59,11 +63,11 @@ k=$((${k:-0} + 1))
 last=$(tail -n 1 "$spool/progress.tsv" | cut -f1)
 [ "$last" != step ] || last=0
 if [ "$last" -lt $((k - 1)) ]; then
-	grpo-spool plot --tsv "$spool" | awk -F '\t' -v a="$last" -v b=$((k - 1)) \
+	grpo-spool plot --tsv "$spool" | num awk -F '\t' -v a="$last" -v b=$((k - 1)) \
 		'NR > 1 && $1 > a && $1 <= b && $2 != "-" && $3 != "-" { print $1 "\t" $2 "\t" $3 }' |
 		while IFS='	' read -r n reward kl; do
 			printf '%s\t%s\t%s\t-\n' "$n" "$reward" "$kl" >> "$spool/progress.tsv"
-			printf '%4d  %6.3f  %8.5f  %7s\n' "$n" "$reward" "$kl" -
+			num printf '%4d  %6.3f  %8.5f  %7s\n' "$n" "$reward" "$kl" -
 		done
 fi
 reached=
@@ -85,10 +89,10 @@ while [ "$k" -le "$steps" ]; do
 		--lr 0.01 --entropy-coef 0.02 --metrics "$spool/step.jsonl"
 	reward=$(field mean "$spool/score.jsonl")
 	kl=$(field kl "$spool/step.jsonl")
-	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	secs=$(num awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	printf '%s\t%s\t%s\t%s\n' "$k" "$reward" "$kl" "$secs" >> "$spool/progress.tsv"
-	printf '%4d  %6.3f  %8.5f  %7s\n' "$k" "$reward" "$kl" "$secs"
-	if awk -v r="$reward" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+	num printf '%4d  %6.3f  %8.5f  %7s\n' "$k" "$reward" "$kl" "$secs"
+	if num awk -v r="$reward" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
 		reached=1
 		break
 	fi
@@ -121,6 +125,10 @@ else
 	echo "The mean reward did not reach $target in $steps steps (GRPO_DEMO_STEPS=N for more)."
 fi
 echo "Plot: $plot"
-echo "Look at the spool: grpo-spool status $spool"
-echo "                   grpo-cat --head 1 $spool/scored/step_0/rank_0/*.zst"
-echo "                   cat $spool/policy/step_$k/config.json"
+# the spool as one shell word, so that the commands can be copied as they are
+# whatever its name holds (TMPDIR="/tmp/a b")
+q=$spool
+case $q in *[!A-Za-z0-9_./+:@%=,-]*) q="'$(printf '%s' "$q" | sed "s/'/'\\\\''/g")'" ;; esac
+echo "Look at the spool: grpo-spool status $q"
+echo "                   grpo-cat --head 1 $q/scored/step_0/rank_0/*.zst"
+echo "                   cat $q/policy/step_$k/config.json"

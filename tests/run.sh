@@ -13,6 +13,11 @@ export PATH="$GRPO_BIN:$PATH"
 # the CPU unless a test asks for the GPU (--device cuda): the tests' expected
 # values are the C model's, and a GPU machine would otherwise take bf16
 export GRPO_DEVICE="${GRPO_DEVICE:-cpu}"
+# The C locale, whatever the user's: the tests read what ls, sort and awk
+# print (de_DE's ls says "Datei oder Verzeichnis nicht gefunden", its awk
+# reads 2.5 as 2 and its sort puts .tmp after step_0). The tests of how the
+# examples fare in a user's locale set LC_ALL themselves (demo-locale.t).
+export LC_ALL=C
 if [ $# -gt 0 ]; then
 	for t; do
 		shift

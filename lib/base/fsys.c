@@ -17,6 +17,15 @@
 #include <unistd.h>
 
 /*
+ * Files and directories are created as cp and mkdir create them, with all
+ * the permissions the umask leaves: with umask 002 a group shares a spool
+ * (another member's consumer claims by rename in its directories and takes
+ * its locks), with 077 it is private.
+ */
+#define NEW_FILE_MODE 0666
+#define NEW_DIR_MODE 0777
+
+/*
  * The count is shared by every thread of the process (grpo-pack publishes
  * from several), so it is atomic, and the environment is read once.
  */
@@ -104,7 +113,7 @@ static int step(const char *what)
 
 int fsys_open_excl(const char *path, struct err *e)
 {
-	int fd = step("open_excl") < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = step("open_excl") < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, NEW_FILE_MODE);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot create", path);
 	return fd;
@@ -188,7 +197,7 @@ int fsys_mkdirs(const char *dir, struct err *e)
 			return -1;
 		*slash = '/';
 	}
-	if ((step("mkdir") < 0 || mkdir(dir, 0755) < 0) && errno != EEXIST)
+	if ((step("mkdir") < 0 || mkdir(dir, NEW_DIR_MODE) < 0) && errno != EEXIST)
 		return err_sys(e, "%s: cannot create directory", dir);
 	if (slash && slash != path) {
 		*slash = '\0';
@@ -241,7 +250,7 @@ int fsys_rmdir(const char *path, struct err *e)
 
 int fsys_mkdir(const char *path, struct err *e)
 {
-	if (step("mkdir") == 0 && mkdir(path, 0755) == 0)
+	if (step("mkdir") == 0 && mkdir(path, NEW_DIR_MODE) == 0)
 		return 0;
 	if (errno == EEXIST)
 		return 1;
@@ -372,7 +381,7 @@ nomem:
 
 int fsys_create_locked(const char *path, struct err *e)
 {
-	int fd = step("create_locked") < 0 ? -1 : open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = step("create_locked") < 0 ? -1 : open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, NEW_FILE_MODE);
 	if (fd < 0)
 		return err_sys(e, "%s: cannot create", path);
 	/* No locks on this file system (NFS mounted nolock): the file stays
@@ -388,7 +397,7 @@ int fsys_create_locked(const char *path, struct err *e)
 
 int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 {
-	*fd = step("try_lock") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+	*fd = step("try_lock") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), NEW_FILE_MODE);
 	if (*fd < 0) {
 		if (errno == ENOENT && !create)
 			return 2;
@@ -407,7 +416,7 @@ int fsys_try_lock(const char *path, int create, int *fd, struct err *e)
 
 int fsys_lock_wait(const char *path, int *fd, struct err *e)
 {
-	*fd = step("lock_wait") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+	*fd = step("lock_wait") < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC | O_CREAT, NEW_FILE_MODE);
 	if (*fd < 0)
 		return err_sys(e, "%s: cannot open", path);
 	int r;

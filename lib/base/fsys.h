@@ -61,7 +61,7 @@
 
 #define GRPO_FSYS_CRASH_STATUS 86
 
-int fsys_open_excl(const char *path, struct err *e);             /* new file, 0644; fd or -1 */
+int fsys_open_excl(const char *path, struct err *e);             /* new file, 0666 less the umask; fd or -1 */
 int fsys_open_read(const char *path, struct err *e);             /* fd or -1 */
 int fsys_write_all(int fd, const void *p, size_t n, const char *path, struct err *e);
 int fsys_fsync(int fd, const char *path, struct err *e);

@@ -60,7 +60,7 @@ enum {
  * name. NULL on error.
  */
 struct tempfile *tempfile_create(const char *target, const char *tmpdir, struct err *e);
-/* The same for a directory (mode 0755 less the umask), into which the caller writes files. */
+/* The same for a directory (mode 0777 less the umask), into which the caller writes files. */
 struct tempfile *tempfile_mkdir(const char *target, const char *tmpdir, struct err *e);
 
 /*

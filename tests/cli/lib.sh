@@ -53,3 +53,12 @@ fake_cuda_driver() { # fake_cuda_driver DIR: tests/cli/fake-libcuda.c built as D
 cublas_loaded() { # cublas_loaded LOG: 0 where a run logged with LD_DEBUG=files LD_DEBUG_OUTPUT=LOG loaded cuBLAS
 	cat "$1".* 2> /dev/null | grep -q 'file=libcublasLt'
 }
+use_locale() { # use_locale NAME (de_DE.UTF-8): 0 once LC_ALL=NAME works, compiled into $T/loc
+	# (LOCPATH, exported) where the system lacks it; 1 where it cannot be had
+	if [ -n "$(LC_ALL=$1 locale 2>&1 > /dev/null)" ]; then
+		mkdir -p "$T/loc" && localedef -i "${1%%.*}" -f "${1#*.}" "$T/loc/$1" > /dev/null 2>&1
+		LOCPATH=$T/loc
+		export LOCPATH
+	fi
+	[ -z "$(LC_ALL=$1 locale 2>&1 > /dev/null)" ]
+}

@@ -197,9 +197,12 @@ is "$(grep -o '"advantages":[-0-9.e]*' big.jsonl | sort -u | tr '\n' ' ')" '"adv
 grep -q '"zero_std_groups":3' big-m.jsonl
 ok $? "and its group counted as zero std: $(grep -o '"zero_std_groups":[0-9]*' big-m.jsonl)"
 # two lines for the input's last request: no later request finds the second, so the
-# input itself must fail, not be published as if the program had kept to one line
-printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) a="{\"rewards\": {\"r\": 0}}
-" ;; *) a= ;; esac; printf "%s\n%s" "{\"rewards\": {\"r\": 1}}" "$a"; done' > lasttwice.sh
+# input itself must fail, not be published as if the program had kept to one line.
+# Two lines in one write (cat's, whatever the shell: bash's printf writes each line
+# apart), as a line that comes after the next request is sent is read as its answer
+printf '%s\n' '{"rewards": {"r": 1}}' '{"rewards": {"r": 0}}' > two.jsonl
+printf '%s\n' 'while read -r x; do case $x in *"\"sequence_id\": 300,"*) cat two.jsonl ;;
+*) echo "{\"rewards\": {\"r\": 1}}" ;; esac; done' > lasttwice.sh
 grpo-score -c 'sh lasttwice.sh' -t "$TOK" in.zst 2> err > lasttwice.zst
 is "$?:$(wc -c < lasttwice.zst | tr -d ' ')" "1:0" "two answers to the last request: exit status 1, nothing written"
 grep -qF "wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 300 of group 3" err
@@ -233,7 +236,7 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
-printf '%s\n' 'while read -r x; do printf "%s\n%s\n" "{\"rewards\": {\"r\": 1}}" "{\"rewards\": {\"r\": 0}}"; done' > twice.sh
+printf '%s\n' 'while read -r x; do cat two.jsonl; done' > twice.sh
 for kind in crash hang garbage twice oneline zero; do
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken

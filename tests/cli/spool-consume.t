@@ -4,7 +4,7 @@
 # after the command in hand, without killing the command; a single pass so
 # stopped says it did not finish (exit 1), leaving the rest waiting.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 10
+plan 11
 
 publish() {
 	mkdir -p "$1/.tmp" "$1/step_$2/rank_$3" &&
@@ -78,3 +78,9 @@ wait_for 10 test -s "$T/fails.log" && sleep 0.5
 kill -TERM $pid; wait $pid
 is "$?:$(wc -l < "$T/fails.log" | tr -d ' '):$(scans && echo polled)" "1:1:polled" \
 	"--poll: a failed file is not retried at every poll, only at --rescan ($(tail -n 1 "$T/err"))"
+# the command is run without a shell (grpo-spool(1)): a queue whose path has
+# a space, a quote and a leading '-' in a name reaches it as one argument
+Q="$T/a b'c/-scored"
+publish "$Q" 2 0 "x y.zst" q
+grpo-spool consume "$Q" -- sh -c 'printf "%s|%s\n" "$#" "$1"' sh > "$T/args" 2> "$T/err"
+is "$?:$(cat "$T/args")" "0:1|$Q/step_2/rank_0/x y.zst" "a path with a space and a quote arrives as one argument"

@@ -297,7 +297,7 @@ int main(void)
 	stat(d, &st);
 	mode_t mask = umask(0);
 	umask(mask);
-	is_int(st.st_mode & 0777, 0755 & ~mask, "mode 0755 less the umask");
+	is_int(st.st_mode & 0777, 0777 & ~mask, "mode 0777 less the umask");
 	t = tempfile_mkdir(d, NULL, &e);
 	is_int(tempfile_commit(t, TEMPFILE_REPLACE, &e), 1, "a directory never replaces one");
 
