@@ -34,7 +34,7 @@ WERROR    ?=
 # GCC's -Wformat-truncation, off (snprintf's cuts are checked where they
 # matter): asked only of a compiler that has it, as clang, which has not,
 # fails on an unknown -Wno- option under -Werror.
-NO_TRUNC  := $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null 2>/dev/null && \
+NO_TRUNC  := $(shell $(CC) -Werror -Wno-format-truncation -x c -fsyntax-only /dev/null 2>/dev/null && \
                echo -Wno-format-truncation)
 WARN      := -Wall -Wextra $(WERROR) -Wno-unused-parameter $(NO_TRUNC)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DGRPO_VERSION='"$(VERSION)"' $(WARN) $(OPT) -g \
