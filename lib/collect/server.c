@@ -136,9 +136,9 @@ static int make_line(const char *req, const unsigned char *body, size_t n, const
 		if (!a)
 			return -1;
 	}
-	while (n && isspace(body[n - 1]))
+	while (n && isspace((unsigned char)body[n - 1]))
 		n--;
-	while (n && isspace(*body)) {
+	while (n && isspace((unsigned char)*body)) {
 		body++;
 		n--;
 	}
