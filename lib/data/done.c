@@ -313,15 +313,24 @@ int done_parse(const char *text, size_t n, const char *name, struct done_manifes
 	return rc;
 }
 
+/* QUEUE/step_N/DONE into b, its path into p: 1, 0 when there is none, -1. */
+static int read_marker(const char *queue, int64_t step, char p[PATH_MAX], struct buf *b, struct err *e)
+{
+	if (snprintf(p, PATH_MAX, "%s/step_%" PRId64 "/DONE", queue, step) >= PATH_MAX)
+		return err_set(e, "%s: path too long", queue);
+	if (buf_read_file(b, p, e) < 0)
+		return errno == ENOENT ? 0 : -1;
+	return 1;
+}
+
 int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e)
 {
 	char p[PATH_MAX];
 	memset(m, 0, sizeof *m);
-	if (snprintf(p, sizeof p, "%s/step_%" PRId64 "/DONE", queue, step) >= (int)sizeof p)
-		return err_set(e, "%s: path too long", queue);
 	struct buf b = { 0 };
-	if (buf_read_file(&b, p, e) < 0)
-		return errno == ENOENT ? 0 : -1;
+	int got = read_marker(queue, step, p, &b, e);
+	if (got <= 0)
+		return got;
 	int rc = done_parse((const char *)b.data, b.len, p, m, e);
 	buf_free(&b);
 	return rc < 0 ? -1 : 1;
@@ -348,11 +357,10 @@ int done_step_job(const char *queue, int64_t step, struct done_job *j, struct er
 {
 	char p[PATH_MAX];
 	memset(j, 0, sizeof *j);
-	if (snprintf(p, sizeof p, "%s/step_%" PRId64 "/DONE", queue, step) >= (int)sizeof p)
-		return err_set(e, "%s: path too long", queue);
 	struct buf b = { 0 };
-	if (buf_read_file(&b, p, e) < 0)
-		return errno == ENOENT ? 0 : -1;
+	int got = read_marker(queue, step, p, &b, e);
+	if (got <= 0)
+		return got;
 	size_t at = 0;
 	while (at < b.len && isspace(b.data[at]))
 		at++;
