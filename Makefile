@@ -309,20 +309,21 @@ bench: all
 CUDA_INSTALL := $(filter $(CUDA_SO),$(CUDA_ALL))
 PKGLIBDIR = $(PREFIX)/lib/grpo-tools
 
+# DESTDIR and PREFIX are quoted: a packager's staging directory may hold a space.
 install: deps-ok $(TOOLS) $(CUDA_INSTALL)
-	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANPREFIX)/man1 $(DESTDIR)$(MANPREFIX)/man5 $(DESTDIR)$(MANPREFIX)/man7
-	cp $(TOOLS) $(DESTDIR)$(BINDIR)/
+	mkdir -p "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANPREFIX)/man1" "$(DESTDIR)$(MANPREFIX)/man5" "$(DESTDIR)$(MANPREFIX)/man7"
+	cp $(TOOLS) "$(DESTDIR)$(BINDIR)/"
 ifneq ($(CUDA_INSTALL),)
-	mkdir -p $(DESTDIR)$(PKGLIBDIR)
-	cp $(CUDA_INSTALL) $(DESTDIR)$(PKGLIBDIR)/
+	mkdir -p "$(DESTDIR)$(PKGLIBDIR)"
+	cp $(CUDA_INSTALL) "$(DESTDIR)$(PKGLIBDIR)/"
 endif
-	for m in $(MANS); do s=$${m##*.}; cp $$m $(DESTDIR)$(MANPREFIX)/man$$s/; done
+	for m in $(MANS); do s=$${m##*.}; cp $$m "$(DESTDIR)$(MANPREFIX)/man$$s/"; done
 
 uninstall:
-	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$(basename $$t); done
-	rm -f $(DESTDIR)$(PKGLIBDIR)/libgrpo-cuda.so
-	rmdir $(DESTDIR)$(PKGLIBDIR) 2>/dev/null || true
-	for m in $(MANS); do s=$${m##*.}; rm -f $(DESTDIR)$(MANPREFIX)/man$$s/$$(basename $$m); done
+	for t in $(TOOLS); do rm -f "$(DESTDIR)$(BINDIR)/$$(basename $$t)"; done
+	rm -f "$(DESTDIR)$(PKGLIBDIR)/libgrpo-cuda.so"
+	rmdir "$(DESTDIR)$(PKGLIBDIR)" 2>/dev/null || true
+	for m in $(MANS); do s=$${m##*.}; rm -f "$(DESTDIR)$(MANPREFIX)/man$$s/$$(basename $$m)"; done
 
 clean:
 	rm -rf build

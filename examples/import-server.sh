@@ -24,7 +24,9 @@
 # GRPO_GSM8K (the directory of train.jsonl, ../shared/data/gsm8k from the
 # source tree), GRPO_IMPORT_PROMPTS (questions, 8), GRPO_IMPORT_SAMPLES
 # (responses per question, 8), GRPO_IMPORT_STEP (the policy version the
-# server runs, 0), CURL (the command that posts a request, curl).
+# server runs, 0), CURL (the command that posts a request, curl; split at
+# blanks, so it may carry options, CURL='curl --max-time 600', and a curl
+# whose path holds a blank is named by its directory on PATH instead).
 # Needs perl (its core JSON::PP) to make the JSON.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +62,7 @@ perl -MJSON::PP -ne '
 	      "\t", $j->encode($p->{answer}), "\n";
 ' "$served" "$G" < "$spool/gsm8k-prompts.jsonl" |
 	while IFS="	" read -r request answer; do
+		# shellcheck disable=SC2086 # CURL: a command and its options
 		response=$($curl -sS --fail -H 'Content-Type: application/json' -d "$request" \
 			"$server/v1/completions")
 		printf '{"request":%s,"response":%s,"answer":%s}\n' "$request" "$response" "$answer"

@@ -18,7 +18,7 @@ for i in 1 2 3 4 5 6; do printf '{"prompt":"p%d","answer":"%d"}\n' $i $i; done >
 visible() { find "$1" -name '*.zst' 2> /dev/null | grep -v '/\.' | sort; }
 # how many trajectories of each prompt (by its answer) were published: 2 each, once
 per_prompt() {
-	for f in $(visible "$1"); do grpo-cat --json "$f"; done | grep -o '"answer":"[0-9]*"' | sort | uniq -c |
+	visible "$1" | while IFS= read -r f; do grpo-cat --json "$f"; done | grep -o '"answer":"[0-9]*"' | sort | uniq -c |
 		awk '{ printf "%s%s", s, $1; s = " " }'
 }
 posts() { grep -c '"path": "/v1/completions"' "$S/log"; }

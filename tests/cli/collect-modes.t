@@ -64,9 +64,15 @@ way() { # way WAY OPTION...: grpo-collect in that way, publishing into $T/q
 
 while IFS='|' read -r w opt; do
 	name=${opt%% *}
-	# shellcheck disable=SC2086 # the option and its argument, two words
-	way "$w" $(echo "$opt" | sed "s|CUR|$T/cur|; s|TOK|$T/m/tokenizer.json|; s|RESP|$T/resp|; s|ANS|$T/ans.jsonl|") \
-		> /dev/null 2> "$T/err"
+	arg=${opt#"$name"}
+	arg=${arg# }
+	case $arg in # the placeholders for paths, which may hold spaces ($TMPDIR)
+	CUR) arg=$T/cur ;;
+	TOK) arg=$T/m/tokenizer.json ;;
+	RESP) arg=$T/resp ;;
+	ANS) arg=$T/ans.jsonl ;;
+	esac
+	way "$w" "$name" ${arg:+"$arg"} > /dev/null 2> "$T/err"
 	is "$?:$(sed -n 1p "$T/err" | sed 's/ (it goes with [^)]*)$//'):$(sed -n 2p "$T/err" | cut -d' ' -f1-2):$(ls "$T/q" "$T/cur" "$T/resp" 2>&1 | grep -vc 'No such')" \
 		"2:grpo-collect: $w takes no $name:usage: grpo-collect:0" "$w: $opt is refused, nothing done"
 done < "$T/refused"

@@ -15,11 +15,11 @@ grpo-init --preset tiny --seed 4 -o "$T/m3" > /dev/null || exit 1
 for i in 1 2 3 4 5 6; do printf '{"prompt_tokens":[%d,%d],"answer":"%d"}\n' $i $((i + 1)) $i; done > "$T/p.jsonl"
 visible() { find "$1" -name '*.zst' 2> /dev/null | grep -v '/\.' | sort; }
 # the published files, each by its path under the queue and its checksum
-listing() { for f in $(visible "$1/rollouts"); do echo "${f#"$1"/} $(cksum < "$f")"; done; }
+listing() { visible "$1/rollouts" | while IFS= read -r f; do echo "${f#"$1"/} $(cksum < "$f")"; done; }
 # how often each group id (place) was published, with its policy version:
 # "1:0 v2" is group 0, once, from step_2
 groups() {
-	for f in $(visible "$1/rollouts"); do grpo-cat --json "$f"; done |
+	visible "$1/rollouts" | while IFS= read -r f; do grpo-cat --json "$f"; done |
 		sed 's/^{"group_id":\([0-9]*\),.*"policy_version":\([0-9]*\),.*/\1 v\2/' | sort | uniq -c |
 		awk '{ printf "%s%s:%s v%s", s, $1, $2, substr($3, 2); s = ", " }'
 }

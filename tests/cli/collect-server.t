@@ -25,7 +25,9 @@ prompts() { # prompts FILE TEXT...: one prompt a line, answers 1, 2, ...
 	done
 }
 visible() { find "$1" -name '*.zst' 2> /dev/null | grep -v '/\.' | sort; }
-groups() { for f in $(visible "$1"); do grpo-cat --json "$f"; done | wc -l | tr -d ' '; }
+# the groups published under DIR, as JSON lines (paths read a line at a time: $TMPDIR may hold spaces)
+json_of() { visible "$1" | while IFS= read -r f; do grpo-cat --json "$f"; done; }
+groups() { json_of "$1" | wc -l | tr -d ' '; }
 posts() { grep -c "\"path\": \"$1\"" "$S/log"; }
 
 # --- vLLM: the request, the store, and the import of the saved answers ------
@@ -65,7 +67,7 @@ prompts "$T/p2.jsonl" "2+2=" "[8,9]"
 grpo-collect --server "$URL" --api sglang --prompts "$T/p2.jsonl" -n 3 -t 0.5 --responses "$T/r2.jsonl" \
 	-o "$T/c/rollouts" 2> "$T/err"
 grpo-collect --step 0 "$T/r2.jsonl" | grpo-cat --json > "$T/imported"
-is "$?:$(cat "$T/err"):$(groups "$T/c"):$(grpo-cat --json $(visible "$T/c") | cmp - "$T/imported" 2>&1)" "0::2:" \
+is "$?:$(cat "$T/err"):$(groups "$T/c"):$(json_of "$T/c" | cmp - "$T/imported" 2>&1)" "0::2:" \
 	"sglang: 2 groups of 3, the same as importing the saved answers"
 grep '"path": "/generate"' "$S/log" > "$T/req"
 is "$(grep -c '"text": "2+2=".*"logprob_start_len": 0' "$T/req"):$(grep -c '"input_ids": \[8, 9\].*"logprob_start_len": -1' "$T/req"):$(grep -c '"sampling_params": {"n": 3, "temperature": 0.5' "$T/req")" \
@@ -91,7 +93,7 @@ is "$?:$(cat "$T/err"):$(groups "$T/d")" "0::3" \
 	"500s, a timeout, a dropped connection and cut JSON are retried: every prompt once"
 is "$(grep -c '"prompt": "r500"' "$S/log"):$(grep -c '"prompt": "rslow"' "$S/log"):$(grep -c '"prompt": "rmix"' "$S/log")" \
 	"3:2:3" "each retried until it succeeded, no more"
-is "$(grpo-cat --json $(visible "$T/d") | sed 's/"group_id":"\([^"]*\)".*/\1/' | sort | uniq -d)" "" \
+is "$(json_of "$T/d" | sed 's/"group_id":"\([^"]*\)".*/\1/' | sort | uniq -d)" "" \
 	"no group published twice"
 
 # A rate limit's Retry-After is waited for, longer than the backoff (0.25 s),
@@ -143,7 +145,7 @@ cat > "$S/script.json" <<'EOF2'
 EOF2
 grpo-collect --server "$URL" --prompts "$T/pl.jsonl" -n 2 --max-tokens 2 --responses "$T/rl.jsonl" \
 	-o "$T/long/rollouts" 2> "$T/err"
-is "$?:$(groups "$T/long"):$(grpo-cat --json $(visible "$T/long") | grep -c '"response_tokens":\[[0-9]*,[0-9]*,')" "0:1:0" \
+is "$?:$(groups "$T/long"):$(json_of "$T/long" | grep -c '"response_tokens":\[[0-9]*,[0-9]*,')" "0:1:0" \
 	"-e skip: the answers holding responses past --max-tokens are dropped, the others published"
 is "$(sed -n 1p "$T/err" | sed 's/group cmpl-[0-9a-f]*-1,/group ID,/')" \
 	"grpo-collect: $T/pl.jsonl:2: the server's answer is refused: group ID, trajectory 0: 3 response tokens, more than the request's max_tokens, 2" \
@@ -179,7 +181,7 @@ is "$?:$(cat "$T/err"):$(visible "$T/h" | wc -l | tr -d ' '):$(($(posts /v1/comp
 	"3:grpo-collect: $URL serves policy version 4 (/models/policy/step_4), older than the trainer's newest, 9, by more than --max-lag 4: nothing sampled (sync the server and run again):0:0" \
 	"--max-lag refuses a server older than the newest policy/step_K minus L (exit 3), asking nothing"
 grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --max-lag 5 -o "$T/h/rollouts" 2> "$T/err"
-is "$?:$(visible "$T/h" | sed 's,.*/rollouts/\(step_[0-9]*\)/.*,\1,'):$(grpo-cat --json $(visible "$T/h") | grep -o '"policy_version":[0-9]*' | sort -u)" \
+is "$?:$(visible "$T/h" | sed 's,.*/rollouts/\(step_[0-9]*\)/.*,\1,'):$(json_of "$T/h" | grep -o '"policy_version":[0-9]*' | sort -u)" \
 	'0:step_4:"policy_version":4' "within the lag: sampled, tagged with the server's version (its model path's step_K)"
 echo '{"model_path": "/models/base"}' > "$S/script.json"
 grpo-collect --server "$URL" --prompts "$T/p6.jsonl" --max-lag 5 -o "$T/h/rollouts" 2> "$T/err"
@@ -228,7 +230,7 @@ grpo-collect --server "$URL" --prompts "$T/pb.jsonl" -n 2 -o "$T/bos/rollouts" 2
 is "$?:$(cat "$T/err")" \
 	"0:grpo-collect: $T/pb.jsonl:1: warning: the server's prompt ids differ from those sent in 2 sequences: stored the server's, which its logprobs are of" \
 	"a prompt sent as ids that the server changed is named with its sequences counted (text sent: nothing to compare)"
-grpo-cat --json $(visible "$T/bos") | grep '"prompt_tokens":\[1,21,22\]' > "$T/out"
+json_of "$T/bos" | grep '"prompt_tokens":\[1,21,22\]' > "$T/out"
 is "$(grep -o '"prompt_tokens":\[[0-9,]*\]\|"answer":"[0-9]"' "$T/out" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" \
 	' 2 "answer":"1"  2 "prompt_tokens":[1,21,22] ' \
 	"the trajectories hold the server's prompt, with the prompts file's answer"

@@ -69,4 +69,4 @@ grpo-collect --server "$URL" --prompts "$T/pz.jsonl" -n 2 -o "$T/z/rollouts" 2> 
 is "$?:$(sed -n 1p "$T/err" | sed 's/near byte [0-9]*: 0[0-9]*/near byte N: 0ID/')" \
 	"0:grpo-collect: $T/pz.jsonl:2: the server's answer is refused: not valid JSON (near byte N: 0ID is not a number as JSON writes one)" \
 	"a server's answer with an id 0N is refused, naming the prompt; the other published"
-is "$(find "$T/z" -name '*.zst' | grep -v '/\.' | xargs grpo-cat --json | grep -c .)" 1 "one group published"
+is "$(find "$T/z" -name '*.zst' | grep -v '/\.' | while IFS= read -r f; do grpo-cat --json "$f"; done | grep -c .)" 1 "one group published"

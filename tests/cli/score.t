@@ -323,7 +323,7 @@ cat > slow.sh <<EOF
 n=0
 while IFS= read -r line; do
 	n=\$((n + 1))
-	if [ \$n -eq 5 ] && [ -e $T/hang ]; then echo \$\$ > $T/rpid; exec sleep 300; fi
+	if [ \$n -eq 5 ] && [ -e "$T/hang" ]; then echo \$\$ > "$T/rpid"; exec sleep 300; fi
 	echo '{"rewards": {"r": 1}}'
 done
 EOF

@@ -33,25 +33,27 @@ field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a; exit !(d <= 1e-5 * m + 1e-9) }'; }
 
 # 1. --on-publish: the command sees the step's directory, number and queue
+# (logged between bars: the paths under $T may hold spaces)
 cat > "$T/hook" << 'EOF'
 #!/bin/sh
-echo "$GRPO_STEP $GRPO_POLICY_DIR $GRPO_POLICY_QUEUE $(cat "$GRPO_POLICY_DIR/config.json" | wc -c)" >> "$HOOK_LOG"
+echo "$GRPO_STEP|$GRPO_POLICY_DIR|$GRPO_POLICY_QUEUE|$(cat "$GRPO_POLICY_DIR/config.json" | wc -c)" >> "$HOOK_LOG"
 exit "${HOOK_EXIT:-0}"
 EOF
 chmod +x "$T/hook"
+hook="'$T/hook'" # --on-publish runs its command through sh -c, and $T may hold a space
 export HOOK_LOG="$T/hook.log"
-grpo-step --model "$T/model" --batches "$T/b" -o "$T/p" --steps 2 --on-publish "$T/hook" 2> "$T/err"
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/p" --steps 2 --on-publish "$hook" 2> "$T/err"
 ok $? "two steps with --on-publish"
 p=$(cd "$T/p" && pwd -P)
-is "$(cut -d' ' -f1-3 "$HOOK_LOG" | tr '\n' ';')" "1 $p/step_1 $p;2 $p/step_2 $p;" \
+is "$(cut -d'|' -f1-3 "$HOOK_LOG" | tr '\n' ';')" "1|$p/step_1|$p;2|$p/step_2|$p;" \
 	"run after each step with GRPO_STEP, GRPO_POLICY_DIR and GRPO_POLICY_QUEUE (absolute)"
-[ "$(cut -d' ' -f4 "$HOOK_LOG" | sort -u)" -gt 0 ]; ok $? "the step's directory is whole when it runs"
-HOOK_EXIT=3 grpo-step --batches "$T/b" -o "$T/p" --on-publish "$T/hook" 2> "$T/err"
+[ "$(cut -d'|' -f4 "$HOOK_LOG" | sort -u)" -gt 0 ]; ok $? "the step's directory is whole when it runs"
+HOOK_EXIT=3 grpo-step --batches "$T/b" -o "$T/p" --on-publish "$hook" 2> "$T/err"
 ok $? "a failing command only warns by default"
-grep -q "step 3: --on-publish '$T/hook' failed with exit status 3" "$T/err"; ok $? "naming the command and its status"
+grep -q "step 3: --on-publish '$hook' failed with exit status 3" "$T/err"; ok $? "naming the command and its status"
 [ -f "$T/p/step_3/config.json" ]; ok $? "and step 3 is published"
 cp -r "$T/p" "$T/q" && rm -rf "$T/q/step_2" "$T/q/step_3"
-HOOK_EXIT=4 grpo-step --batches "$T/b" -o "$T/q" --steps 2 --on-publish "$T/hook" --on-publish-fail stop 2> "$T/err"
+HOOK_EXIT=4 grpo-step --batches "$T/b" -o "$T/q" --steps 2 --on-publish "$hook" --on-publish-fail stop 2> "$T/err"
 is $? 3 "--on-publish-fail stop: exit status 3"
 [ -f "$T/q/step_2/config.json" ] && [ ! -e "$T/q/step_3" ]; ok $? "after publishing the step, before the next"
 grep -q 'stopping after step 2' "$T/err"; ok $? "and says so"

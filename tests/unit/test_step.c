@@ -205,7 +205,9 @@ static int write_text(const char *path, const char *text)
 
 static void checkpoints(void)
 {
-	char root[] = "/tmp/test_step.XXXXXX", src[128], queue[128], p[256];
+	const char *tmp = getenv("TMPDIR");
+	char root[512], src[600], queue[600], p[700];
+	snprintf(root, sizeof root, "%s/test_step.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(root)) {
 		ok(0, "mkdtemp");
 		return;
@@ -303,7 +305,7 @@ static void checkpoints(void)
 	optim_free(&ob);
 	model_free(&a);
 	model_free(&b);
-	char cmd[200];
+	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		diag("could not remove %s", root);
