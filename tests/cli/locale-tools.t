@@ -7,10 +7,6 @@
 # change the bytes below.
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 5
-# libp11-kit (under libcurl) calls newlocale(3) from its constructor, which
-# with LOCPATH set leaks glibc's copy of it: not ours, and not for
-# LeakSanitizer to fail these runs on
-[ -z "$GRPO_SANITIZED" ] || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 grpo-cat --from-json -o "$T/in.zst" "$GRPO_TOP/tests/cli/pack/runs.jsonl" || exit 1
 run() { # run LOCALE: score with a weighted built-in and a program's fractional reward, print it
 	LC_ALL=$1 grpo-score -r length=0.5 -m 1 -c 'while read -r l; do echo "{\"rewards\": {\"r\": 0.25}}"; done' \
