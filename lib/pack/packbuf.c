@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/fsys.h"
 #include "data/done.h"
 #include "data/mbbuild.h"
@@ -135,21 +136,15 @@ static uint64_t job_hash_add(uint64_t h, const struct group *g, uint32_t x)
 /* A new plain input, named name, whose trajectories come next. */
 static int job_input_begin(struct packbuf_job *j, const char *name, struct err *e)
 {
-	if (j->n_in == j->cap_in) {
-		uint32_t nc = j->cap_in ? 2 * j->cap_in : 8;
-		char **nn = realloc(j->in_name, nc * sizeof *nn);
-		if (nn)
-			j->in_name = nn;
-		uint64_t *nd = realloc(j->in_data, nc * sizeof *nd);
-		if (nd)
-			j->in_data = nd;
-		uint32_t *ns = realloc(j->in_seqs, nc * sizeof *ns);
-		if (ns)
-			j->in_seqs = ns;
-		if (!nn || !nd || !ns)
-			return err_set(e, "out of memory");
-		j->cap_in = nc;
-	}
+	void *nn = j->in_name, *nd = j->in_data, *ns = j->in_seqs;
+	int grown = buf_grow_array(&nn, j->n_in, sizeof *j->in_name) == 0;
+	j->in_name = nn;
+	grown = grown && buf_grow_array(&nd, j->n_in, sizeof *j->in_data) == 0;
+	j->in_data = nd;
+	grown = grown && buf_grow_array(&ns, j->n_in, sizeof *j->in_seqs) == 0;
+	j->in_seqs = ns;
+	if (!grown)
+		return err_set(e, "out of memory");
 	if (!(j->in_name[j->n_in] = strdup(name)))
 		return err_set(e, "out of memory");
 	j->in_data[j->n_in] = FNV_BASIS;

@@ -92,7 +92,7 @@ struct packbuf_job {
 	char **in_name;                     /* (n_in) each input's name, for messages */
 	uint64_t *in_data;                  /* (n_in) each input's trajectories' hash */
 	uint32_t *in_seqs;                  /* (n_in) each input's trajectories */
-	uint32_t n_in, cap_in;
+	uint32_t n_in;
 	int64_t published_from;             /* settled as published: the job's first step */
 	uint32_t next_ord;                  /* trajectories read */
 	uint32_t pending;                   /* of them, in the buffer */
