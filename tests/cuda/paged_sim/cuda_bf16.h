@@ -21,3 +21,4 @@ static inline float __bfloat162float(__nv_bfloat16 b)
 	return f;
 }
 static inline float2 __bfloat1622float2(__nv_bfloat162 v) { return { __bfloat162float(v.x), __bfloat162float(v.y) }; }
+static inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return { __float2bfloat16_rn(a), __float2bfloat16_rn(b) }; }

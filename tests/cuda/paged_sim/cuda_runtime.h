@@ -27,6 +27,8 @@ extern dim3 blockDim, gridDim;
 struct float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(8) uint2 { uint32_t x, y; };
+struct alignas(16) uint4 { uint32_t x, y, z, w; };
+static inline float2 make_float2(float a, float b) { return { a, b }; }
 static inline float4 make_float4(float a, float b, float c, float d) { return { a, b, c, d }; }
 void __syncthreads();
 float __shfl_xor_sync(unsigned mask, float v, int o);
