@@ -1,5 +1,5 @@
 // lmhead_sim: kernels/lmhead.cu's kernel, its code unchanged, run on the CPU
-// (shim.h) and compared with the statistics computed in double, two passes,
+// (tests/cuda/sim) and compared with the statistics computed in double, two passes,
 // in the same cancellation-free form (lse = m/T + log c + log1p(r/c),
 // entropy = log s + sum e_j d_j / s), so the reference's own error (~1e-15)
 // stays far below the kernel's. Rows: V 1 to 151936, temperatures 0.3, 1
@@ -15,22 +15,7 @@
 static void run_kernel(const float *z, const int32_t *tg, const float *temps, int n, int V, float *lp, float *ent,
 		       float *lse)
 {
-	for (int b = 0; b < n; b++) {
-		blockIdx.x = b;
-		std::barrier<> bb(THREADS);
-		bbar = &bb;
-		std::vector<std::unique_ptr<std::barrier<>>> wb;
-		for (int w = 0; w < THREADS / 32; w++)
-			wb.emplace_back(new std::barrier<>(32)), wbar[w] = wb.back().get();
-		std::vector<std::thread> th;
-		for (int t = 0; t < THREADS; t++)
-			th.emplace_back([=] {
-				threadIdx.x = t;
-				lmhead_stats_kernel(z, tg, temps, V, lp, ent, lse);
-			});
-		for (auto &x : th)
-			x.join();
-	}
+	launch(dim3(n), dim3(THREADS), [&] { lmhead_stats_kernel(z, tg, temps, V, lp, ent, lse); });
 }
 
 // the reference: entries of -inf add nothing (exp(-inf) = 0, and 0 * inf is taken as 0)

@@ -1,19 +1,19 @@
 #!/bin/sh
 # Build mma_sim (sim.cc) over copies of the tensor-core attention kernels and
-# run it on four shapes; exits non-zero if any fails.
+# run it on four shapes; exits non-zero if any fails. SIM_TSAN=1 builds it
+# with ThreadSanitizer (../sim/cuda_runtime.h).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../sim/sim.sh"
 k=$here/../../../kernels
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$here/layers.cuh" "$here/mma.cuh" "$here/sim.cc" "$tmp/"
+cp "$k/layers.cuh" "$here/mma.cuh" "$here/sim.cc" "$tmp/"
 # the kernels without their launchers (which use <<< >>>), dynamic shared memory as a global array
-sed -n '1,/^int attention_mma_head_size_ok/p' "$k/attention_mma.cu" | sed '$d' |
-	sed 's/#include <cuda_bf16.h>//' >"$tmp/fwd.inc"
+sed -n '1,/^int attention_mma_head_size_ok/p' "$k/attention_mma.cu" | sed '$d' >"$tmp/fwd.inc"
 sed -n '1,/^template <int HS>$/p' "$k/attention_bwd_mma.cu" | sed '$d' |
-	sed 's/#include <cuda_bf16.h>//; s/extern __shared__ __align__(16) unsigned char smem\[\];/unsigned char *smem = g_smem;/' \
-		>"$tmp/bwd.inc"
-${CXX:-g++} -std=c++20 -O2 -pthread -w -I"$tmp" "$tmp/sim.cc" -o "$tmp/sim"
+	sed 's/extern __shared__ __align__(16) unsigned char smem\[\];/unsigned char *smem = g_smem;/' >"$tmp/bwd.inc"
+$sim_cxx -I"$tmp" "$tmp/sim.cc" -o "$tmp/sim"
 rc=0
 for shape in 0 1 2 3; do
 	"$tmp/sim" $shape || rc=1

@@ -1,13 +1,12 @@
 // mma_sim: the tensor-core attention kernels (kernels/attention_mma.cu,
-// kernels/attention_bwd_mma.cu), their code unchanged, run on the CPU: a
-// std::thread per CUDA thread, barriers for __syncthreads, and mma.sync and
-// __shfl_xor_sync emulated across a warp by the fragment layout PTX gives
-// (the one kernels/mma.cuh describes). It checks the indexing, masking and
-// fragment layouts of the kernels against attention computed in double, on
-// sequences of 1, 2, 63, 64, 65 and more tokens, groups 1, 2, 3 and 7, head
-// sizes 64 and 128; the forward, tested on GPUs, checks the emulation. It
-// says nothing about timing, races or the hardware's rounding. Run by
-// run.sh beside it (seconds to a minute per shape; no GPU needed).
+// kernels/attention_bwd_mma.cu), their code unchanged, run on the CPU
+// (tests/cuda/sim), with mma.sync emulated across a warp by the fragment
+// layout PTX gives (the one kernels/mma.cuh describes). It checks the
+// indexing, masking and fragment layouts of the kernels against attention
+// computed in double, on sequences of 1, 2, 63, 64, 65 and more tokens,
+// groups 1, 2, 3 and 7, head sizes 64 and 128; the forward, tested on GPUs,
+// checks the emulation. It says nothing about timing or the hardware's
+// rounding. Run by run.sh beside it (seconds per shape; no GPU needed).
 #include "fwd.inc"
 #include "bwd.inc"
 #include <cstdio>
@@ -15,24 +14,12 @@
 #include <vector>
 #include <random>
 
-thread_local dim3s threadIdx, blockIdx;
-dim3s blockDim;
 alignas(16) unsigned char g_smem[96 * 1024];
-static std::barrier<> *bbar;
-static std::vector<std::unique_ptr<std::barrier<>>> wbar;
-struct slot { uint32_t a[4], b0, b1; float c[4]; float v; };
-static slot slots[32][32];
+struct slot { uint32_t a[4], b0, b1; float c[4]; };
+static slot slots[32][32];   // [warp][lane]: the fragments crossing an mma.sync
 int attention_mma_head_size_ok(int HS) { return HS == 64 || HS == 128; }
-void __syncthreads() { bbar->arrive_and_wait(); }
-float __shfl_xor_sync(unsigned, float v, int o)
-{
-	int w = threadIdx.x / 32, l = threadIdx.x % 32;
-	slots[w][l].v = v;
-	wbar[w]->arrive_and_wait();
-	float r = slots[w][l ^ o].v;
-	wbar[w]->arrive_and_wait();
-	return r;
-}
+static __nv_bfloat16 f2bf(float f) { return __float2bfloat16_rn(f); }
+static float bf2f(__nv_bfloat16 b) { return __bfloat162float(b); }
 static float bfh(uint32_t reg, int hi) { __nv_bfloat16 b = { (uint16_t)(hi ? reg >> 16 : reg & 0xffff) }; return bf2f(b); }
 static float Aget(slot *s, int r, int k)
 {
@@ -52,7 +39,7 @@ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 	memcpy(s[l].a, a, 16);
 	s[l].b0 = b0;
 	s[l].b1 = b1;
-	wbar[w]->arrive_and_wait();
+	sim::warp_barrier[w]->arrive_and_wait();
 	for (int i = 0; i < 4; i++) {
 		int r = gid + (i >= 2) * 8, n = tig * 2 + i % 2;
 		float acc = c[i];
@@ -60,26 +47,8 @@ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 			acc += Aget(s, r, k) * Bget(s, k, n);
 		c[i] = acc;
 	}
-	wbar[w]->arrive_and_wait();
+	sim::warp_barrier[w]->arrive_and_wait();
 }
-template <class F> static void launch(unsigned gx, unsigned gy, unsigned threads, F body)
-{
-	blockDim = { threads, 1, 1 };
-	for (unsigned by = 0; by < gy; by++)
-		for (unsigned bx = 0; bx < gx; bx++) {
-			std::barrier<> b(threads);
-			bbar = &b;
-			wbar.clear();
-			for (unsigned w = 0; w < threads / 32; w++)
-				wbar.emplace_back(new std::barrier<>(32));
-			std::vector<std::thread> ts;
-			for (unsigned t = 0; t < threads; t++)
-				ts.emplace_back([=] { threadIdx = { t, 0, 0 }; blockIdx = { bx, by, 0 }; body(); });
-			for (auto &t : ts)
-				t.join();
-		}
-}
-
 static std::mt19937_64 rng(12345);
 static float gauss() { std::normal_distribution<double> d; return (float)d(rng); }
 
@@ -99,11 +68,11 @@ template <int HS> static int run(int NH, int NKV, std::vector<int> lens)
 	int nt = tiles.size();
 	float scale = 1.0f / sqrtf((float)HS), sl2 = scale * LOG2E;
 	constexpr int B = HS == 64 ? 64 : 32;
-	launch(nt, NH, 128, [&] { attention_mma_kernel<HS>(out.data(), lse.data(), qkv.data(), tiles.data(), NH, NKV, sl2); });
+	launch(dim3(nt, NH), dim3(128), [&] { attention_mma_kernel<HS>(out.data(), lse.data(), qkv.data(), tiles.data(), NH, NKV, sl2); });
 	int rows = T * NH;
-	launch((rows + 7) / 8, 1, 256, [&] { attention_bwd_mma_dot_kernel(D.data(), dout.data(), out.data(), rows, HS); });
-	launch(nt, NH, 128, [&] { attention_bwd_mma_dq_kernel<HS, B>(dqkv.data(), qkv.data(), dout.data(), lse.data(), D.data(), tiles.data(), NH, NKV, sl2, scale); });
-	launch(nt, NKV, 128, [&] { attention_bwd_mma_dkdv_kernel<HS, B>(dqkv.data(), qkv.data(), dout.data(), lse.data(), D.data(), tiles.data(), NH, NKV, sl2, scale); });
+	launch(dim3((rows + 7) / 8), dim3(256), [&] { attention_bwd_mma_dot_kernel(D.data(), dout.data(), out.data(), rows, HS); });
+	launch(dim3(nt, NH), dim3(128), [&] { attention_bwd_mma_dq_kernel<HS, B>(dqkv.data(), qkv.data(), dout.data(), lse.data(), D.data(), tiles.data(), NH, NKV, sl2, scale); });
+	launch(dim3(nt, NKV), dim3(128), [&] { attention_bwd_mma_dkdv_kernel<HS, B>(dqkv.data(), qkv.data(), dout.data(), lse.data(), D.data(), tiles.data(), NH, NKV, sl2, scale); });
 
 	// reference in double
 	std::vector<double> ro((size_t)T * NH * HS), rl((size_t)T * NH), rd((size_t)T * stride, 0.0), p(T);

@@ -1,7 +1,7 @@
 # Writes kern.inc into the directory given: device.cuh's helpers, then the
 # norm, column-sum, SwiGLU and LM-head-gradient kernels and their launchers, copied from
 # kernels/ unchanged except that each <<<grid, block, smem, stream>>>
-# launch becomes a call of shim.h's launch().
+# launch becomes a call of launch() (tests/cuda/sim/cuda_runtime.h).
 import re
 import sys
 
@@ -24,8 +24,8 @@ def as_call(m):
     return "launch(dim3(%s), dim3(%s), [&] { %s(%s); });" % (m.group(2), m.group(3), m.group(1), m.group(4))
 
 
-device = src["device.cuh"].replace("#include <cuda_bf16.h>", '#include "cuda_bf16.h"')
-out = ['#include "shim.h"', device.split("// CUDA-core attention")[0] + "#endif\n",
+device = src["device.cuh"]
+out = ["#include <cuda_runtime.h>", device.split("// CUDA-core attention")[0] + "#endif\n",
        define("backward.cuh", "RMS_ROWS"), define("backward.cu", "THREADS"), define("layers.cu", "NORM_WARPS"),
        define("backward.cu", "COLSUM_ROWS")]
 for f, head in (("layers.cu", "__global__ void rmsnorm_kernel"), ("layers.cu", "cudaError_t launch_rmsnorm("),

@@ -1,6 +1,6 @@
 // norm_sim: kernels/'s RMSNorm forward and backward, column sums, SwiGLU
 // forward and backward and the LM head's dlogits, their code and launchers
-// unchanged (extract.py), run on the CPU (shim.h) and compared with
+// unchanged (extract.py), run on the CPU (tests/cuda/sim) and compared with
 // double-precision sums: C from 64 to 8192 (one to eight groups of four columns a thread,
 // blocks of one warp to 256 threads), column sums of one to three passes,
 // V 777 (one logit a thread) and multiples of 8, fp32 and bf16. Run by

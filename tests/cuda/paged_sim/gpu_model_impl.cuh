@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "cuda_bf16.h"
+#include <cuda_bf16.h>
 
 static inline int gpu_fail(char *msg, size_t msglen, const char *fmt, ...)
 {

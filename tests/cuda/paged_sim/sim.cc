@@ -1,11 +1,10 @@
 // paged_sim: kernels/paged_attention.cu, its kernels and its test entry
-// unchanged, run on the CPU: a std::thread per CUDA thread, barriers for
-// __syncthreads and __shfl_xor_sync, host memory for the device's, and the
-// launchers (which use <<< >>>) copied here with their grids. Linked with
+// unchanged, run on the CPU (tests/cuda/sim), with the launchers (which
+// use <<< >>>) copied here with their grids. Linked with
 // tests/cuda/test_cuda_paged.c, whose main then runs its whole plan against
 // the emulated kernels; with -DSIM_EXTRA, its own main checks what the test
 // cannot reach (a context past max_ctx). It checks the indexing, masking,
-// partitioning and the test itself; it says nothing about timing, races,
+// partitioning and the test itself; it says nothing about timing,
 // alignment faults or the hardware's rounding (expf here, not __expf).
 // Run by run.sh beside it; no GPU needed.
 #include "paged.inc"
@@ -16,67 +15,6 @@
 #include <thread>
 #include <vector>
 
-thread_local dim3 threadIdx, blockIdx;
-dim3 blockDim, gridDim;
-static std::barrier<> *bbar;
-static std::vector<std::unique_ptr<std::barrier<>>> wbar;
-static float lanes[32][32];   // [warp][lane]: values crossing a shuffle
-
-void __syncthreads()
-{
-	if (!bbar)
-		abort();   // a kernel launched as barrier-free used one
-	bbar->arrive_and_wait();
-}
-
-float __shfl_xor_sync(unsigned, float v, int o)
-{
-	if (!bbar)
-		abort();
-	int w = threadIdx.x / 32, l = threadIdx.x % 32;
-	lanes[w][l] = v;
-	wbar[w]->arrive_and_wait();
-	float r = lanes[w][l ^ o];
-	wbar[w]->arrive_and_wait();
-	return r;
-}
-
-// Every block of grid in turn; threads as std::threads where the kernel
-// synchronises, else one after another.
-template <class F> static void launch(dim3 grid, unsigned threads, bool sync, F body)
-{
-	gridDim = grid;
-	blockDim = dim3(threads);
-	for (unsigned bz = 0; bz < grid.z; bz++)
-		for (unsigned by = 0; by < grid.y; by++)
-			for (unsigned bx = 0; bx < grid.x; bx++) {
-				if (!sync) {
-					bbar = nullptr;
-					for (unsigned t = 0; t < threads; t++) {
-						threadIdx = dim3(t);
-						blockIdx = dim3(bx, by, bz);
-						body();
-					}
-					continue;
-				}
-				std::barrier<> b(threads);
-				bbar = &b;
-				wbar.clear();
-				for (unsigned w = 0; w < threads / 32; w++)
-					wbar.emplace_back(new std::barrier<>(32));
-				std::vector<std::thread> ts;
-				for (unsigned t = 0; t < threads; t++)
-					ts.emplace_back([=] {
-						threadIdx = dim3(t);
-						blockIdx = dim3(bx, by, bz);
-						body();
-					});
-				for (auto &t : ts)
-					t.join();
-				bbar = nullptr;
-			}
-}
-
 // ---- the launchers of paged_attention.cu, their checks and grids copied ----
 
 cudaError_t launch_kv_write(void *kc, void *vc, const void *qkv, const int32_t *slots, int T, int NH, int NKV,
@@ -84,7 +22,7 @@ cudaError_t launch_kv_write(void *kc, void *vc, const void *qkv, const int32_t *
 {
 	if (HS <= 0 || HS % 4 || NH < 0 || NKV <= 0)
 		return cudaErrorInvalidValue;
-	launch(dim3(T), 128, false, [&] {
+	launch(dim3(T), dim3(128), [&] {
 		if (bf16flag)
 			kv_write_kernel<bf16>((bf16 *)kc, (bf16 *)vc, (const bf16 *)qkv, slots, NH, NKV, HS);
 		else
@@ -101,7 +39,7 @@ static void sim_attention(void *out, const void *qkv, const void *kc, const void
 	int chunks = (NH / NKV + PAGED_QMAX - 1) / PAGED_QMAX;
 	dim3 grid(B, NKV * chunks, paged_splits(max_ctx));
 	float scale = 1.0f / sqrtf((float)HS);
-	launch(grid, 32 * PAGED_WARPS, true, [&] {
+	launch(grid, dim3(32 * PAGED_WARPS), [&] {
 		if (bf16flag)
 			paged_attention_kernel<HS, bf16>((bf16 *)out, work, (const bf16 *)qkv, (const bf16 *)kc,
 							 (const bf16 *)vc, table, table_stride, ctx_lens, max_ctx, NH,
@@ -132,7 +70,7 @@ cudaError_t launch_paged_attention(void *out, const void *qkv, const void *kc, c
 	}
 	if (S == 1)
 		return cudaSuccess;
-	launch(dim3(B, NH), 32, false, [&] {
+	launch(dim3(B, NH), dim3(32), [&] {
 		if (bf16flag)
 			paged_combine_kernel<bf16>((bf16 *)out, work, ctx_lens, max_ctx, NH, HS, S);
 		else
@@ -155,7 +93,6 @@ extern "C" cudaError_t cudaGetDeviceCount(int *n)
 }
 extern "C" const char *cudaGetErrorString(cudaError_t err) { return err ? "emulated error" : "no error"; }
 extern "C" int gpu_count(char *, size_t) { return 1; }
-cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaMalloc(void **p, size_t n)
 {
 	*p = aligned_alloc(256, (n + 255) / 256 * 256);
@@ -207,7 +144,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t) { return cudaSuccess; }
 int main()
 {
 	const int NH = 2, NKV = 1, HS = 16, nb = 40;
-	std::vector<float> kc((size_t)nb * KV_BLOCK * HS, 0.5f), vc(kc.size(), 1.0f), qkv(4 * HS, 0.25f);
+	std::vector<float> kc((size_t)nb * KV_BLOCK * HS, 0.5f), vc(kc.size(), 1.0f), qkv(2 * (NH + 2 * NKV) * HS, 0.25f);
 	std::vector<int32_t> table(2 * nb);
 	for (int i = 0; i < 2 * nb; i++)
 		table[i] = i % nb;

@@ -1,12 +1,13 @@
 // sample_sim: kernels/sample.cu's kernel, its code unchanged, run on the
-// CPU (shim.h) and compared row by row with sample_twin.h, the algorithm
-// on the host, which test_cuda_sample checks against generate.c's rules:
-// the same token and logprob, at V 1, 7, 999 to 2500 (chunks of one to
+// CPU (tests/cuda/sim) and compared row by row with sample_twin.h, the
+// algorithm on the host, which test_cuda_sample checks against generate.c's
+// rules: the same token and logprob, at V 1, 7, 999 to 2500 (chunks of one to
 // three ids, threads without any), 151936 and, with an argument, 1.1M
 // (chunks longer than the block), greedy and sampling, top-k, top-p and
-// ties split at either, padding rows. It checks the kernel's indexing,
-// barriers and reductions; nothing of timing, races the CPU's scheduling
-// hides, or the GPU's exp. Run by run.sh beside it (minutes; no GPU).
+// ties split at either, padding rows; with the argument "race", four cases
+// of three rows (for ThreadSanitizer). It checks the kernel's indexing,
+// barriers and reductions; nothing of timing or the GPU's exp. Run by
+// run.sh beside it (a minute; no GPU).
 #include "kern.inc"
 extern "C" {
 #include "sample_twin.h"
@@ -16,22 +17,7 @@ extern "C" {
 static void run_kernel(int32_t *tok, float *lp, const float *z, int B, int V, float T, float top_p, int top_k,
 		       const uint64_t *S, const int32_t *n)
 {
-	for (int b = 0; b < B; b++) {
-		blockIdx.x = b;
-		std::barrier<> bb(THREADS);
-		bbar = &bb;
-		std::vector<std::unique_ptr<std::barrier<>>> wb;
-		for (int w = 0; w < 32; w++)
-			wb.emplace_back(new std::barrier<>(32)), wbar[w] = wb.back().get();
-		std::vector<std::thread> th;
-		for (int t = 0; t < THREADS; t++)
-			th.emplace_back([=] {
-				threadIdx.x = t;
-				sample_kernel(tok, lp, z, V, T, top_p, top_k, S, n);
-			});
-		for (auto &x : th)
-			x.join();
-	}
+	launch(dim3(B), dim3(THREADS), [&] { sample_kernel(tok, lp, z, V, T, top_p, top_k, S, n); });
 }
 
 static std::mt19937_64 gen(42);
@@ -72,7 +58,15 @@ static void check(const char *name, int V, int B, int kind, float spread, float 
 
 int main(int argc, char **argv)
 {
-	int big = argc > 1;
+	int big = argc > 1 && strcmp(argv[1], "race") != 0;
+	if (argc > 1 && !big) {   // for ThreadSanitizer: each path of the kernel once, on three rows
+		check("greedy ties", 999, 3, 2, 0, 0, 0.5f, 3);
+		check("top-k 3", 7, 3, 0, 2, 1, 1, 3);
+		check("levels top-k 250 top-p 0.5", 1000, 3, 1, 0, 1, 0.5f, 250);
+		check("top-p 0.9", 1025, 3, 0, 2, 1, 0.9f, 0);
+		printf("%d of %d cases failed\n", fails, cases);
+		return fails != 0;
+	}
 	check("greedy", 7, 6, 0, 2, 0, 1, 0);
 	check("greedy ties", 999, 4, 2, 0, 0, 0.5f, 3);
 	check("plain", 7, 8, 0, 2, 1, 1, 0);

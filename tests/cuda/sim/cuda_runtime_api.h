@@ -1,7 +1,7 @@
-/* cuda_runtime_api.h for paged_sim (see sim.cc): the little of the CUDA
- * runtime's C API that tests/cuda/cuda_skip.h uses. Plain C. */
-#ifndef PAGED_SIM_CUDA_RUNTIME_API_H
-#define PAGED_SIM_CUDA_RUNTIME_API_H
+/* cuda_runtime_api.h for the CPU simulations (see cuda_runtime.h): the
+ * little of the CUDA runtime's C API that tests/cuda/cuda_skip.h uses. Plain C. */
+#ifndef GRPO_SIM_CUDA_RUNTIME_API_H
+#define GRPO_SIM_CUDA_RUNTIME_API_H
 typedef enum {
 	cudaSuccess = 0,
 	cudaErrorInvalidValue = 1,

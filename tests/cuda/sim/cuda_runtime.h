@@ -1,0 +1,175 @@
+// cuda_runtime.h for the CPU simulations of the kernels (tests/cuda/*_sim):
+// the part of CUDA that kernels/ uses, on the CPU, so that a kernel's code
+// compiles unchanged as C++ (g++ -I tests/cuda/sim, which also stands in for
+// cuda_bf16.h).
+//
+// launch() runs a grid's blocks one after another, each with a std::thread
+// per CUDA thread, so a __shared__ array can be a function static.
+// __syncthreads is a barrier of the block's threads, a shuffle two barriers
+// of its warp's, and a thread that returns leaves both, as on the GPU.
+// Intrinsics are the plain operations they round like (build with
+// -ffp-contract=off); memory is host memory.
+//
+// Built with -fsanitize=thread (each run.sh's SIM_TSAN=1), ThreadSanitizer
+// sees these barriers as the only order between a block's threads, so it
+// reports two threads touching the same memory with no barrier between them:
+// the shared-memory hazards compute-sanitizer's racecheck looks for. Blocks
+// run one at a time here, so races between blocks go unseen.
+#pragma once
+#include "cuda_runtime_api.h"
+#include <algorithm>
+#include <barrier>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+using std::max;
+using std::min;
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+struct dim3 {
+	unsigned x, y, z;
+	constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+struct float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { uint32_t x, y; };
+struct alignas(16) uint4 { uint32_t x, y, z, w; };
+static inline float2 make_float2(float a, float b) { return { a, b }; }
+static inline float4 make_float4(float a, float b, float c, float d) { return { a, b, c, d }; }
+static inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return { a, b, c, d }; }
+
+// ---- a block's threads ----
+
+namespace sim {
+inline std::barrier<> *block_barrier;
+inline std::barrier<> *warp_barrier[32];
+inline uint64_t lanes[32][32];   // [warp][lane]: a value crossing a shuffle
+}
+
+static inline void __syncthreads() { sim::block_barrier->arrive_and_wait(); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { sim::warp_barrier[threadIdx.x / 32]->arrive_and_wait(); }
+
+// v from lane `from` of this thread's warp: every lane posts its own, then reads
+template <typename T> static inline T sim_shuffle(T v, unsigned from)
+{
+	static_assert(sizeof(T) <= sizeof(uint64_t));
+	unsigned w = threadIdx.x / 32, l = threadIdx.x % 32;
+	memcpy(&sim::lanes[w][l], &v, sizeof v);
+	sim::warp_barrier[w]->arrive_and_wait();
+	T r;
+	memcpy(&r, &sim::lanes[w][from % 32], sizeof r);
+	sim::warp_barrier[w]->arrive_and_wait();
+	return r;
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return sim_shuffle(v, threadIdx.x % 32 ^ o); }
+template <typename T> static inline T __shfl_sync(unsigned, T v, int src) { return sim_shuffle(v, (unsigned)src); }
+template <typename T> static inline T __shfl_up_sync(unsigned, T v, unsigned d)
+{
+	unsigned l = threadIdx.x % 32;
+	return sim_shuffle(v, l < d ? l : l - d);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, unsigned d)
+{
+	unsigned l = threadIdx.x % 32;
+	return sim_shuffle(v, l + d < 32 ? l + d : l);
+}
+
+// body() as every thread of every block of the grid (blocks of one
+// dimension, at most 1024 threads). The block's barriers are made anew for
+// each block, once all its threads are done with the last one's.
+template <class F> static void launch(dim3 grid, dim3 block, F body)
+{
+	unsigned n = block.x, warps = (n + 31) / 32;
+	if (block.y != 1 || block.z != 1 || n == 0 || n > 1024) {
+		fprintf(stderr, "sim: launch of a %ux%ux%u block\n", block.x, block.y, block.z);
+		abort();
+	}
+	gridDim = grid;
+	blockDim = block;
+	std::unique_ptr<std::barrier<>> bar, warp[32];
+	auto fresh = [&]() noexcept {
+		bar.reset(new std::barrier<>(n));
+		sim::block_barrier = bar.get();
+		for (unsigned w = 0; w < warps; w++) {
+			warp[w].reset(new std::barrier<>(std::min(32u, n - 32 * w)));
+			sim::warp_barrier[w] = warp[w].get();
+		}
+	};
+	fresh();
+	std::barrier<decltype(fresh)> done(n, fresh);
+	std::vector<std::thread> threads;
+	for (unsigned t = 0; t < n; t++)
+		threads.emplace_back([&, t] {
+			for (unsigned z = 0; z < grid.z; z++)
+				for (unsigned y = 0; y < grid.y; y++)
+					for (unsigned x = 0; x < grid.x; x++) {
+						threadIdx = dim3(t, 0, 0);
+						blockIdx = dim3(x, y, z);
+						body();
+						bar->arrive_and_drop();
+						warp[t / 32]->arrive_and_drop();
+						done.arrive_and_wait();
+					}
+		});
+	for (auto &th : threads)
+		th.join();
+	sim::block_barrier = nullptr;
+}
+
+// ---- intrinsics, as the operations they round like ----
+
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float sim_expf(float x) { return expf(x); }
+#define __expf sim_expf   // glibc declares an __expf of its own
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __double2float_rn(double x) { return (float)x; }
+static inline unsigned long long __double2ull_rz(double x) { return (unsigned long long)x; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+template <typename T> static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+// ---- the runtime: host memory, one stream, graphs that run at once ----
+
+typedef struct sim_stream *cudaStream_t;
+typedef struct sim_graph *cudaGraph_t;
+typedef struct sim_graph *cudaGraphExec_t;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal };
+#define cudaStreamNonBlocking 1
+static inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemset(void *p, int v, size_t n);
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode m);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
