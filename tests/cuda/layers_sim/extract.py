@@ -3,8 +3,8 @@
 # q/k/v preparation and embedding backward, loss.cu's loss rows, each with
 # its launcher, and gpu_optim.cu's gradient norm, AdamW and weight
 # conversion kernels, copied from kernels/ unchanged except that each
-# <<<grid, block, smem, stream>>> launch becomes a call of shim.h's
-# sim_launch(), serial where the kernel never synchronises. gpu_optim.cu's
+# <<<grid, block, smem, stream>>> launch becomes a call of launch(), or of
+# launch_serial() where the kernel never synchronises (tests/cuda/sim). gpu_optim.cu's
 # launchers take struct gpu_model, so sim_sumsq, sim_adamw and sim_convert
 # stand in for them, with the grid and block read from their launches.
 # LAYERS_SIM_KERNELS names another kernels directory to copy from.
@@ -35,13 +35,17 @@ def defines(f, *names):
 
 def serial(kernel):
     """Whether kernel (its name) never synchronises its threads."""
-    return "false" if SYNC.search(kernels_seen[kernel]) else "true"
+    return not SYNC.search(kernels_seen[kernel])
+
+
+def launcher(kernel):
+    return "launch_serial" if serial(kernel) else "launch"
 
 
 def as_call(m):
     name = m.group(1).split("<")[0]
-    return "sim_launch(dim3(%s), dim3(%s), [&] { %s(%s); }, %s);" % (m.group(2), m.group(3), m.group(1),
-                                                                     m.group(4), serial(name))
+    return "%s(dim3(%s), dim3(%s), [&] { %s(%s); });" % (launcher(name), m.group(2), m.group(3), m.group(1),
+                                                         m.group(4))
 
 
 LAUNCH = re.compile(r"(\w+(?:<\w+>)?)<<<(.*?), (.*?), [^,]+, [\w>-]+>>>\((.*?)\);", re.S)
@@ -65,8 +69,8 @@ def grid(f, launcher, kernel):
     return (blocks.group(1) + "\n\t" if blocks else ""), m.group(1), m.group(2)
 
 
-device = src["device.cuh"].replace("#include <cuda_bf16.h>", '#include "cuda_bf16.h"')
-out = ['#include "shim.h"', device.split("// CUDA-core attention")[0] + "#endif\n"]
+device = src["device.cuh"]
+out = ["#include <cuda_runtime.h>", device.split("// CUDA-core attention")[0] + "#endif\n"]
 
 out.append(defines("layers.cu", "PREP_WARPS", "PREP_MAX_HS"))
 for head in ("__global__ void embed_kernel", "cudaError_t launch_embed(", "__global__ void qkv_prep_kernel",
@@ -88,19 +92,19 @@ for head in ("__global__ void sumsq_kernel", "__global__ void adamw_kernel", "__
 b, g, t = grid("gpu_optim.cu", "int gpu_model_grad_norm(", "sumsq_kernel")
 out.append("""static void sim_sumsq(double *partial, const float *x, size_t n)
 {
-	%ssim_launch(dim3(%s), dim3(%s), [&] { sumsq_kernel(partial, x, n); }, %s);
+	%s%s(dim3(%s), dim3(%s), [&] { sumsq_kernel(partial, x, n); });
 }
-""" % (b, g, t, serial("sumsq_kernel")))
+""" % (b, launcher("sumsq_kernel"), g, t))
 b, g, t = grid("gpu_optim.cu", "int gpu_model_adamw(", "adamw_kernel")
 out.append("""static void sim_adamw(float *w, float *m, float *v, const float *grad, size_t n, struct gpu_adamw p)
 {
-	%ssim_launch(dim3(%s), dim3(%s), [&] { adamw_kernel(w, m, v, grad, n, p); }, %s);
+	%s%s(dim3(%s), dim3(%s), [&] { adamw_kernel(w, m, v, grad, n, p); });
 }
-""" % (b, g, t, serial("adamw_kernel")))
+""" % (b, launcher("adamw_kernel"), g, t))
 b, g, t = grid("gpu_optim.cu", "static cudaError_t to_weights(", "convert_kernel")
 out.append("""template <typename T> static void sim_convert(T *dst, const float *src, size_t n)
 {
-	%ssim_launch(dim3(%s), dim3(%s), [&] { convert_kernel<T>(dst, src, n); }, %s);
+	%s%s(dim3(%s), dim3(%s), [&] { convert_kernel<T>(dst, src, n); });
 }
-""" % (b, g, t, serial("convert_kernel")))
+""" % (b, launcher("convert_kernel"), g, t))
 open(sys.argv[1] + "/kern.inc", "w").write("\n".join(out) + "\n")

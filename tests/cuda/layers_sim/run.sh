@@ -4,29 +4,23 @@
 # (extract.py), with lib/train/loss.c as the loss's reference, and run it
 # on the CPU; exits non-zero if any case fails. It checks their indexing,
 # barriers and arithmetic against double-precision references; nothing of
-# timing. SIM_TSAN=1 builds it with ThreadSanitizer and runs smaller shapes,
-# to find two threads of a block touching the same memory with no barrier
-# between them; a report fails the run (exit status 66). About 20 seconds
-# on two cores (10 with SIM_TSAN=1); no GPU. LAYERS_SIM_KERNELS names
-# another kernels directory to copy from (e.g. a copy with a barrier
-# removed, to see TSan find it).
+# timing. SIM_TSAN=1 builds it with ThreadSanitizer and runs smaller shapes
+# (../sim/cuda_runtime.h). About 20 seconds on two cores; no GPU.
+# LAYERS_SIM_KERNELS names another kernels directory to copy from (e.g. a
+# copy with a barrier removed, to see TSan find it).
 set -eu
 command -v python3 > /dev/null || { echo "layers_sim: skipped: no python3 to copy the kernels out" >&2; exit 0; }
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../sim/sim.sh"
 root=$here/../../..
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$here/extract.py" "$tmp"
-opt=-O2 size=
-if [ "${SIM_TSAN:-0}" = 1 ]; then
-	opt="-fsanitize=thread -O1 -g" size=small
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
-	export TSAN_OPTIONS
-fi
+size=
+[ "${SIM_TSAN:-0}" = 1 ] && size=small
 # the loss's reference, lib/train/loss.c, as C by the same compiler (one sanitizer runtime)
 for f in train/loss base/err; do
-	${CXX:-g++} -x c -std=c11 $opt -ffp-contract=off -w -I"$root/lib" -c "$root/lib/$f.c" -o "$tmp/${f#*/}.o"
+	${CXX:-g++} -x c -std=c11 $sim_opt -ffp-contract=off -w -I"$root/lib" -c "$root/lib/$f.c" -o "$tmp/${f#*/}.o"
 done
-${CXX:-g++} -std=c++20 $opt -ffp-contract=off -pthread -w -I"$tmp" -I"$here" -I"$here/../norm_sim" -I"$here/.." -I"$root/kernels" \
-	-I"$root/lib" "$here/sim.cc" "$tmp/loss.o" "$tmp/err.o" -lm -o "$tmp/sim"
+$sim_cxx -I"$tmp" -I"$here/.." -I"$root/kernels" -I"$root/lib" "$here/sim.cc" "$tmp/loss.o" "$tmp/err.o" -lm -o "$tmp/sim"
 "$tmp/sim" $size

@@ -1,9 +1,9 @@
 // layers_sim: kernels/'s embedding, q/k/v preparation (bias, Qwen3's q/k
 // norm, RoPE) and bias kernels, their backward, the loss's per-row
 // gradient, and the optimizer's gradient norm, AdamW and weight conversion,
-// their code unchanged (extract.py), run on the CPU (shim.h) and compared
-// with references written from lib/model/model.c and lib/train/optim.c in
-// double, and with lib/train/loss.c's loss_mb itself: packs of several
+// their code unchanged (extract.py), run on the CPU (tests/cuda/sim) and
+// compared with references written from lib/model/model.c and
+// lib/train/optim.c in double, and with lib/train/loss.c's loss_mb itself: packs of several
 // sequences with one-token ones among them (positions restart), head sizes
 // 24, 64, 80, 96, 128 and 256, grouped-query heads, fp32 and bf16, token ids at
 // the vocabulary's ends and repeated, and lengths past the grid strides.

@@ -31,6 +31,17 @@
 using std::max;
 using std::min;
 
+#if defined(__SANITIZE_THREAD__)   // gcc's way of saying so
+#define SIM_TSAN 1
+#elif defined(__has_feature)       // clang's
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+#ifndef SIM_TSAN
+#define SIM_TSAN 0
+#endif
+
 #define __global__
 #define __device__
 #define __host__
@@ -63,13 +74,30 @@ inline std::barrier<> *warp_barrier[32];
 inline uint64_t lanes[32][32];   // [warp][lane]: a value crossing a shuffle
 }
 
-static inline void __syncthreads() { sim::block_barrier->arrive_and_wait(); }
-static inline void __syncwarp(unsigned = 0xffffffffu) { sim::warp_barrier[threadIdx.x / 32]->arrive_and_wait(); }
+static inline void sim_no_barrier(const char *what)
+{
+	fprintf(stderr, "sim: %s in a kernel launched by launch_serial\n", what);
+	abort();
+}
+static inline void __syncthreads()
+{
+	if (!sim::block_barrier)
+		sim_no_barrier("__syncthreads");
+	sim::block_barrier->arrive_and_wait();
+}
+static inline void __syncwarp(unsigned = 0xffffffffu)
+{
+	if (!sim::block_barrier)
+		sim_no_barrier("__syncwarp");
+	sim::warp_barrier[threadIdx.x / 32]->arrive_and_wait();
+}
 
 // v from lane `from` of this thread's warp: every lane posts its own, then reads
 template <typename T> static inline T sim_shuffle(T v, unsigned from)
 {
 	static_assert(sizeof(T) <= sizeof(uint64_t));
+	if (!sim::block_barrier)
+		sim_no_barrier("a shuffle");
 	unsigned w = threadIdx.x / 32, l = threadIdx.x % 32;
 	memcpy(&sim::lanes[w][l], &v, sizeof v);
 	sim::warp_barrier[w]->arrive_and_wait();
@@ -91,18 +119,33 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T v, unsigned d
 	return sim_shuffle(v, l + d < 32 ? l + d : l);
 }
 
-// body() as every thread of every block of the grid (blocks of one
-// dimension, at most 1024 threads). The block's barriers are made anew for
-// each block, once all its threads are done with the last one's.
-template <class F> static void launch(dim3 grid, dim3 block, F body)
+// A grid's blocks past this many are not run (0: all run): ThreadSanitizer's
+// races lie within a block, and some grids are fixed at thousands of blocks.
+inline unsigned sim_block_limit;
+
+static inline unsigned sim_grid(dim3 grid, dim3 block)
 {
-	unsigned n = block.x, warps = (n + 31) / 32;
-	if (block.y != 1 || block.z != 1 || n == 0 || n > 1024) {
+	if (block.y != 1 || block.z != 1 || block.x == 0 || block.x > 1024) {
 		fprintf(stderr, "sim: launch of a %ux%ux%u block\n", block.x, block.y, block.z);
 		abort();
 	}
 	gridDim = grid;
 	blockDim = block;
+	unsigned blocks = grid.x * grid.y * grid.z;
+	return sim_block_limit && blocks > sim_block_limit ? sim_block_limit : blocks;
+}
+static inline void sim_enter(unsigned t, unsigned k)
+{
+	threadIdx = dim3(t, 0, 0);
+	blockIdx = dim3(k % gridDim.x, k / gridDim.x % gridDim.y, k / gridDim.x / gridDim.y);
+}
+
+// body() as every thread of every block of the grid (blocks of one
+// dimension, at most 1024 threads). The block's barriers are made anew for
+// each block, once all its threads are done with the last one's.
+template <class F> static void launch(dim3 grid, dim3 block, F body)
+{
+	unsigned blocks = sim_grid(grid, block), n = block.x, warps = (n + 31) / 32;
 	std::unique_ptr<std::barrier<>> bar, warp[32];
 	auto fresh = [&]() noexcept {
 		bar.reset(new std::barrier<>(n));
@@ -117,20 +160,35 @@ template <class F> static void launch(dim3 grid, dim3 block, F body)
 	std::vector<std::thread> threads;
 	for (unsigned t = 0; t < n; t++)
 		threads.emplace_back([&, t] {
-			for (unsigned z = 0; z < grid.z; z++)
-				for (unsigned y = 0; y < grid.y; y++)
-					for (unsigned x = 0; x < grid.x; x++) {
-						threadIdx = dim3(t, 0, 0);
-						blockIdx = dim3(x, y, z);
-						body();
-						bar->arrive_and_drop();
-						warp[t / 32]->arrive_and_drop();
-						done.arrive_and_wait();
-					}
+			for (unsigned k = 0; k < blocks; k++) {
+				sim_enter(t, k);
+				body();
+				bar->arrive_and_drop();
+				warp[t / 32]->arrive_and_drop();
+				done.arrive_and_wait();
+			}
 		});
 	for (auto &th : threads)
 		th.join();
 	sim::block_barrier = nullptr;
+}
+
+// The same for a kernel that never synchronises its threads: here they run
+// one after another on this thread (much faster; a barrier or shuffle
+// aborts), but as launch() under ThreadSanitizer, which is to see them.
+template <class F> static void launch_serial(dim3 grid, dim3 block, F body)
+{
+#if SIM_TSAN
+	launch(grid, block, body);
+#else
+	unsigned blocks = sim_grid(grid, block);
+	sim::block_barrier = nullptr;
+	for (unsigned k = 0; k < blocks; k++)
+		for (unsigned t = 0; t < block.x; t++) {
+			sim_enter(t, k);
+			body();
+		}
+#endif
 }
 
 // ---- intrinsics, as the operations they round like ----
