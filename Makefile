@@ -88,7 +88,7 @@ CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_SO) $(CUDA_A) $(CUDA_TESTS) $(CUDA_
 $(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += -I. $(if $(CUDA_ALL),-DGRPO_CUDA)
 LINK_CUDA_A = -Wl,--undefined=grpo_cuda_ops $(CUDA_A) $(CUDA_LDLIBS)
 
-.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda check-sim test-units man-lint fuzz fuzz-short bench \
+.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda check-sim check-sim-race test-units man-lint fuzz fuzz-short bench \
 	bench-cuda \
 	install uninstall clean
 
@@ -179,12 +179,13 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB_A)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(LIB_A) $(ALL_LDLIBS) -o $@
 
-# make check: the plain build's tests, the kernels' CPU simulations, the
-# same tests under ASan+UBSan, the threaded ones under ThreadSanitizer, a
+# make check: the plain build's tests, the kernels' CPU simulations (and
+# again under ThreadSanitizer), the same tests under ASan+UBSan, the threaded ones under ThreadSanitizer, a
 # bounded fuzz run from the committed corpus, and mandoc -Tlint.
 check: all
 	BUILD=$(BUILD) sh tests/run.sh
 	$(MAKE) check-sim
+	$(MAKE) check-sim-race
 	$(MAKE) check-san
 	$(MAKE) check-tsan
 	$(MAKE) fuzz-short
@@ -218,13 +219,20 @@ check-tsan:
 		TSAN_OPTIONS='halt_on_error=1 exitcode=66 second_deadlock_stack=1 ignore_noninstrumented_modules=1' \
 		sh tests/run.sh $(TSAN_UNITS:%=build/tsan/tests/%) $(TSAN_CLI:%=tests/cli/%)
 
-# CUDA kernels run on the CPU (tests/cuda/*_sim: their code copied
-# unchanged, a thread per CUDA thread) against double-precision sums: the
-# norms, column sums, SwiGLU and the LM head's gradient and statistics, for
-# the machines without a GPU, CI's among them. About a minute.
+# CUDA kernels run on the CPU (tests/cuda/*_sim over tests/cuda/sim: their
+# code copied unchanged, a thread per CUDA thread) against double-precision
+# sums, for the machines without a GPU, CI's among them: every kernel but
+# the CUDA-core attention and the decoder's copies (the matrix products are
+# cuBLAS's). check-sim-race runs them again built with ThreadSanitizer, which
+# reports two threads of a block touching the same memory with no barrier
+# between them, as compute-sanitizer's racecheck does on a GPU. Every sim
+# runs, and the target fails if any failed. About two minutes, and six.
+SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
 check-sim:
-	sh tests/cuda/norm_sim/run.sh
-	sh tests/cuda/lmhead_sim/run.sh
+	@rc=0; for s in $(SIMS); do echo "== $$s"; GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
+
+check-sim-race:
+	@rc=0; for s in $(SIMS); do echo "== $$s (ThreadSanitizer)"; SIM_TSAN=1 GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
 
 # Only the CUDA kernels and their tests: needs nvcc and the CUDA libraries,
 # nothing else. On a machine without a GPU the tests skip, saying so.
