@@ -14,7 +14,9 @@
 // sees these barriers as the only order between a block's threads, so it
 // reports two threads touching the same memory with no barrier between them:
 // the shared-memory hazards compute-sanitizer's racecheck looks for. Blocks
-// run one at a time here, so races between blocks go unseen.
+// run one at a time here, so races between blocks go unseen, as do races
+// between the lanes of a warp across a shuffle, which orders them here as a
+// __syncwarp would.
 #pragma once
 #include "cuda_runtime_api.h"
 #include <algorithm>
