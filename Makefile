@@ -221,12 +221,12 @@ check-tsan:
 
 # CUDA kernels run on the CPU (tests/cuda/*_sim over tests/cuda/sim: their
 # code copied unchanged, a thread per CUDA thread) against double-precision
-# sums, for the machines without a GPU, CI's among them: every kernel but
-# the CUDA-core attention and the decoder's copies (the matrix products are
-# cuBLAS's). check-sim-race runs them again built with ThreadSanitizer, which
-# reports two threads of a block touching the same memory with no barrier
-# between them, as compute-sanitizer's racecheck does on a GPU. Every sim
-# runs, and the target fails if any failed. About two minutes, and six.
+# sums, for the machines without a GPU, CI's among them: every kernel of
+# kernels/ (the matrix products are cuBLAS's). check-sim-race runs them
+# again built with ThreadSanitizer, which reports two threads of a block
+# touching the same memory with no barrier between them, as
+# compute-sanitizer's racecheck does on a GPU. Every sim runs, and the
+# target fails if any failed. About three minutes, and seven.
 SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
 check-sim:
 	@rc=0; for s in $(SIMS); do echo "== $$s"; GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
