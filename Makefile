@@ -88,7 +88,7 @@ CUDA_ALL   := $(if $(CUDA_WHY)$(SAN),,$(CUDA_SO) $(CUDA_A) $(CUDA_TESTS) $(CUDA_
 $(BUILD)/lib/model/model_gpu.o: ALL_CFLAGS += -I. $(if $(CUDA_ALL),-DGRPO_CUDA)
 LINK_CUDA_A = -Wl,--undefined=grpo_cuda_ops $(CUDA_A) $(CUDA_LDLIBS)
 
-.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda check-sim check-sim-race test-units man-lint fuzz fuzz-short bench \
+.PHONY: all deps-ok cuda-note check check-fast check-san check-tsan check-cuda check-sim check-sim-race check-sim-mem test-units man-lint fuzz fuzz-short bench \
 	bench-cuda \
 	install uninstall clean
 
@@ -225,14 +225,19 @@ check-tsan:
 # kernels/ (the matrix products are cuBLAS's). check-sim-race runs them
 # again built with ThreadSanitizer, which reports two threads of a block
 # touching the same memory with no barrier between them, as
-# compute-sanitizer's racecheck does on a GPU. Every sim runs, and the
-# target fails if any failed. About three minutes, and seven.
+# compute-sanitizer's racecheck does on a GPU; check-sim-mem, not in make
+# check, with AddressSanitizer and UBSan, as its memcheck does. Every sim
+# runs, and the target fails if any failed. About three minutes, seven and
+# five.
 SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
 check-sim:
 	@rc=0; for s in $(SIMS); do echo "== $$s"; GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
 
 check-sim-race:
 	@rc=0; for s in $(SIMS); do echo "== $$s (ThreadSanitizer)"; SIM_TSAN=1 GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
+
+check-sim-mem:
+	@rc=0; for s in $(SIMS); do echo "== $$s (AddressSanitizer)"; SIM_ASAN=1 GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
 
 # Only the CUDA kernels and their tests: needs nvcc and the CUDA libraries,
 # nothing else. On a machine without a GPU the tests skip, saying so.

@@ -15,7 +15,7 @@ sed '/^\/\/ ---- launchers ----/,/^\/\/ ---- the kernels alone/{/^\/\/ ---- the 
 # the stand-ins here (gpu_model_impl.cuh) before kernels/
 inc="-g -fno-strict-aliasing -I$tmp -I$here -I$top/kernels -I$top/tests -I$top/tests/cuda"
 $sim_cxx $inc -c "$here/sim.cc" -o "$tmp/sim.o"
-${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -I"$sim_dir" $inc -c "$top/tests/cuda/test_cuda_paged.c" -o "$tmp/test.o"
+${CC:-cc} -std=c11 -D_GNU_SOURCE $sim_opt -I"$sim_dir" $inc -c "$top/tests/cuda/test_cuda_paged.c" -o "$tmp/test.o"
 $sim_cxx "$tmp/sim.o" "$tmp/test.o" -lm -o "$tmp/sim"
 $sim_cxx $inc -DSIM_EXTRA "$here/sim.cc" -o "$tmp/extra"
 rc=0
