@@ -10,12 +10,11 @@
 #include "fwd.inc"
 #include "bwd.inc"
 #include <cstdio>
-#include <thread>
 #include <vector>
 #include <random>
 
 alignas(16) unsigned char g_smem[96 * 1024];
-struct slot { uint32_t a[4], b0, b1; float c[4]; };
+struct slot { uint32_t a[4], b0, b1; };
 static slot slots[32][32];   // [warp][lane]: the fragments crossing an mma.sync
 int attention_mma_head_size_ok(int HS) { return HS == 64 || HS == 128; }
 static __nv_bfloat16 f2bf(float f) { return __float2bfloat16_rn(f); }

@@ -8,11 +8,8 @@
 // alignment faults or the hardware's rounding (expf here, not __expf).
 // Run by run.sh beside it; no GPU needed.
 #include "paged.inc"
-#include <barrier>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
-#include <thread>
 #include <vector>
 
 // ---- the launchers of paged_attention.cu, their checks and grids copied ----
@@ -22,7 +19,7 @@ cudaError_t launch_kv_write(void *kc, void *vc, const void *qkv, const int32_t *
 {
 	if (HS <= 0 || HS % 4 || NH < 0 || NKV <= 0)
 		return cudaErrorInvalidValue;
-	launch(dim3(T), dim3(128), [&] {
+	launch_serial(dim3(T), dim3(128), [&] {
 		if (bf16flag)
 			kv_write_kernel<bf16>((bf16 *)kc, (bf16 *)vc, (const bf16 *)qkv, slots, NH, NKV, HS);
 		else
@@ -70,7 +67,7 @@ cudaError_t launch_paged_attention(void *out, const void *qkv, const void *kc, c
 	}
 	if (S == 1)
 		return cudaSuccess;
-	launch(dim3(B, NH), dim3(32), [&] {
+	launch_serial(dim3(B, NH), dim3(32), [&] {
 		if (bf16flag)
 			paged_combine_kernel<bf16>((bf16 *)out, work, ctx_lens, max_ctx, NH, HS, S);
 		else
