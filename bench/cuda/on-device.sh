@@ -116,16 +116,17 @@ for what; do
 		# test_cuda_step's first bf16 step stops racecheck ("Internal Sanitizer Error: failed to
 		# handle a hardware exception") whichever kernel it instruments, and the rest of the
 		# test fails after it (memcheck and plain runs pass): GRPO_TEST_FP32=1 leaves those out.
+		# sample_kernel takes about 200 s there (SAN_TIMEOUT, default 300).
 		tmp=$(mktemp -d)
 		for pair in ${RACE_PAIRS:-attention:attention_mma_kernel attention:attention_bwd_mma_dq \
 				attention:attention_bwd_mma_dkdv attention:attention_kernel attention:attention_bwd_dq \
 				attention:attention_bwd_dkdv step:rmsnorm step:lmhead step:colsum step:sumsq \
-				sample:sample_kernel}; do
+				step:swiglu sample:sample_kernel}; do
 			echo "$pair"
 		done | xargs -P "${RACE_JOBS:-4}" -I PAIR sh -c '
 			pair=PAIR; t=cuda-run/tests/test_cuda_${pair%%:*} k=${pair#*:}
 			log=$1/$(echo "$pair" | tr : _)
-			GRPO_TEST_SMALL=1 GRPO_TEST_FP32=1 timeout "${SAN_TIMEOUT:-120}" "$2" --tool racecheck --kernel-name "kns=$k" \
+			GRPO_TEST_SMALL=1 GRPO_TEST_FP32=1 timeout "${SAN_TIMEOUT:-300}" "$2" --tool racecheck --kernel-name "kns=$k" \
 				--error-exitcode 3 "$t" > "$log.txt" 2>&1
 			rc=$?
 			{
