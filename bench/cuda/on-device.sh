@@ -13,7 +13,8 @@
 #           and TFLOP/s (profile.txt; PROFILE_PASSES picks: forward train
 #           recompute)
 #   gen     make bench-cuda's run_generate.sh with the peer (gen.txt)
-#   san     compute-sanitizer memcheck on the CUDA tests (san.txt)
+#   san     compute-sanitizer memcheck on the CUDA tests, SAN_JOBS at once
+#           (san.txt)
 #   race    compute-sanitizer racecheck, one kernel of a test at a time
 #           (RACE_PAIRS: test:kernel-name-part ...; race.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
@@ -23,7 +24,7 @@
 #           (GRPO_CUDA_FUSED_CHECK=1), then the quick training step with and
 #           without it, -R too (fused.txt)
 # Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
-# test binaries to run (default: every CUDA test; attention and step).
+# test binaries to run (default: every CUDA test).
 top=$(pwd)
 out=${OUT:-$top/out}
 mkdir -p "$out"
@@ -101,14 +102,24 @@ for what; do
 			python3 tests/data/hf/make_wide_expected.py /tmp/wide "$out/wide-expected.json" >> "$out/wide.txt" 2>&1
 		tail -n 3 "$out/wide.txt"
 		;;
-	san)
-		for t in ${SAN_TESTS:-cuda-run/tests/test_cuda_attention cuda-run/tests/test_cuda_step}; do
-			echo "=== memcheck $t" >> "$out/san.txt"
-			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-200}" "$san" --tool memcheck "$t" > /tmp/san-one.txt 2>&1
-			echo "=== exit $? (124: out of time)" >> "$out/san.txt"
-			grep -E "not ok|Invalid|rror" /tmp/san-one.txt | head -n 30 >> "$out/san.txt"
-			tail -n 3 /tmp/san-one.txt >> "$out/san.txt"
-		done
+	san)   # memcheck, SAN_JOBS tests at once (default 4), each its own process
+		tmp=$(mktemp -d)
+		for t in ${SAN_TESTS:-cuda-run/tests/*}; do
+			echo "$t"
+		done | xargs -P "${SAN_JOBS:-4}" -I TEST sh -c '
+			t=TEST log=$1/${t##*/}
+			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-300}" "$2" --tool memcheck --error-exitcode 3 "$t" \
+				> "$log.txt" 2>&1
+			rc=$?
+			{
+				echo "=== memcheck $t"
+				echo "=== exit $rc (3: errors; 124: out of time)"
+				[ $rc = 0 ] || grep -E "not ok|Invalid|rror" "$log.txt" | head -n 30
+				tail -n 3 "$log.txt"
+			} > "$log.sum"
+		' sh "$tmp" "$san"
+		cat "$tmp"/*.sum >> "$out/san.txt"
+		rm -rf "$tmp"
 		cat "$out/san.txt"
 		;;
 	race)   # racecheck one kernel at a time (the rest run uninstrumented), so that each run ends;
@@ -118,10 +129,15 @@ for what; do
 		# test fails after it (memcheck and plain runs pass): GRPO_TEST_FP32=1 leaves those out.
 		# sample_kernel takes about 200 s there (SAN_TIMEOUT, default 300).
 		tmp=$(mktemp -d)
+		# The default names every kernel of kernels/ (a part matches each
+		# kernel whose name holds it), in a test that launches it.
 		for pair in ${RACE_PAIRS:-attention:attention_mma_kernel attention:attention_bwd_mma_dq \
-				attention:attention_bwd_mma_dkdv attention:attention_kernel attention:attention_bwd_dq \
-				attention:attention_bwd_dkdv step:rmsnorm step:lmhead step:colsum step:sumsq \
-				step:swiglu sample:sample_kernel}; do
+				attention:attention_bwd_mma_dkdv attention:attention_bwd_mma_dot \
+				attention:attention_kernel attention:attention_bwd_dq attention:attention_bwd_dkdv \
+				attention:attention_bwd_dot step:rmsnorm step:lmhead step:colsum step:sumsq \
+				step:swiglu step:qkv_prep step:embed step:loss_rows step:add_bias step:adamw \
+				step:convert sample:sample_kernel paged:kv_write paged:paged_attention \
+				paged:paged_combine generate:copy_blocks generate:gather_rows}; do
 			echo "$pair"
 		done | xargs -P "${RACE_JOBS:-4}" -I PAIR sh -c '
 			pair=PAIR; t=cuda-run/tests/test_cuda_${pair%%:*} k=${pair#*:}
