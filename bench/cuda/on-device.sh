@@ -106,8 +106,8 @@ for what; do
 		tmp=$(mktemp -d)
 		for t in ${SAN_TESTS:-cuda-run/tests/*}; do
 			echo "$t"
-		done | xargs -P "${SAN_JOBS:-4}" -I TEST sh -c '
-			t=TEST log=$1/${t##*/}
+		done | xargs -P "${SAN_JOBS:-4}" -n 1 sh -c '
+			t=$3 log=$1/${t##*/}
 			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-300}" "$2" --tool memcheck --error-exitcode 3 "$t" \
 				> "$log.txt" 2>&1
 			rc=$?
