@@ -52,7 +52,7 @@ static void check(const char *name, int V, int B, int kind, float spread, float 
 	cases++;
 	fails += bad > 0;
 	printf("%s %s: V %d, %d rows, T %g top_p %g top_k %d (tokens %d %d %d ...)\n", bad ? "FAIL" : "ok  ", name, V, B, T,
-	       top_p, top_k, tok[0], tok[B > 2 ? 2 : 0], tok[B - 1]);
+	       top_p, top_k, tok[0], tok[B / 2], tok[B - 1]);
 	fflush(stdout);
 }
 
