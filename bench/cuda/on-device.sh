@@ -14,9 +14,10 @@
 #           recompute)
 #   gen     make bench-cuda's run_generate.sh with the peer (gen.txt)
 #   san     compute-sanitizer memcheck on the CUDA tests, SAN_JOBS at once
-#           (san.txt)
-#   race    compute-sanitizer racecheck, one kernel of a test at a time
-#           (RACE_PAIRS: test:kernel-name-part ...; race.txt)
+#           (default 4; san.txt)
+#   race    compute-sanitizer racecheck, one kernel of a test at a time,
+#           RACE_JOBS at once (default 4; RACE_PAIRS: test:kernel-name-part
+#           ...; race.txt)
 #   wide    tests/data/hf/make_wide*: transformers' values for test_model_wide
 #           (wide-expected.json)
 #   fused   the LM head fused with the loss (GRPO_CUDA_FUSED_HEAD=1): test_cuda_step
@@ -41,6 +42,32 @@ done
 export LD_LIBRARY_PATH="$top/cuda-run/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GRPO_TOP="$top" GRPO_SHARED="$top/cuda-run/shared"
 san=/usr/local/cuda/bin/compute-sanitizer
+# sanitize TOOL JOBS ITEM...: compute-sanitizer's TOOL over each ITEM, a
+# test binary, or BINARY:PART to instrument only the kernels whose names
+# hold PART; JOBS at once, each its own process, each SAN_TIMEOUT seconds at
+# most (default 300), with GRPO_TEST_SMALL=1. Prints each one's exit and,
+# where it failed, the lines that say why.
+sanitize() {
+	tool=$1 jobs=$2
+	shift 2
+	tmp=$(mktemp -d)
+	for item; do echo "$item"; done | xargs -P "$jobs" -n 1 sh -c '
+		tool=$1 item=$4 t=${4%%:*} only=
+		[ "$t" = "$item" ] || only="--kernel-name kns=${item#*:}"
+		log=$2/$(echo "${item##*/}" | tr : _)
+		GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-300}" "$3" --tool "$tool" $only --error-exitcode 3 "$t" \
+			> "$log.txt" 2>&1
+		rc=$?
+		{
+			echo "=== $tool $item"
+			echo "=== exit $rc (3: errors or hazards; 124: out of time)"
+			[ $rc = 0 ] || grep -E "not ok|Invalid|[Hh]azard|Race|rror" "$log.txt" | head -n 30
+			tail -n 3 "$log.txt"
+		} > "$log.sum"
+	' sh "$tool" "$tmp" "$san"
+	cat "$tmp"/*.sum
+	rm -rf "$tmp"
+}
 # the peer's batch (bench/cuda/run.sh draws the same): "PROMPT RESPONSE" a line
 lengths() {
 	python3 -c 'import torch
@@ -102,57 +129,25 @@ for what; do
 			python3 tests/data/hf/make_wide_expected.py /tmp/wide "$out/wide-expected.json" >> "$out/wide.txt" 2>&1
 		tail -n 3 "$out/wide.txt"
 		;;
-	san)   # memcheck, SAN_JOBS tests at once (default 4), each its own process
-		tmp=$(mktemp -d)
-		for t in ${SAN_TESTS:-cuda-run/tests/*}; do
-			echo "$t"
-		done | xargs -P "${SAN_JOBS:-4}" -n 1 sh -c '
-			t=$3 log=$1/${t##*/}
-			GRPO_TEST_SMALL=1 timeout "${SAN_TIMEOUT:-300}" "$2" --tool memcheck --error-exitcode 3 "$t" \
-				> "$log.txt" 2>&1
-			rc=$?
-			{
-				echo "=== memcheck $t"
-				echo "=== exit $rc (3: errors; 124: out of time)"
-				[ $rc = 0 ] || grep -E "not ok|Invalid|rror" "$log.txt" | head -n 30
-				tail -n 3 "$log.txt"
-			} > "$log.sum"
-		' sh "$tmp" "$san"
-		cat "$tmp"/*.sum >> "$out/san.txt"
-		rm -rf "$tmp"
+	san)   # memcheck over whole tests
+		sanitize memcheck "${SAN_JOBS:-4}" ${SAN_TESTS:-cuda-run/tests/*} > "$out/san.txt"
 		cat "$out/san.txt"
 		;;
-	race)   # racecheck one kernel at a time (the rest run uninstrumented), so that each run ends;
-		# RACE_JOBS of them at once (default 4), each its own process. On the H200 with CUDA 13,
-		# test_cuda_step's first bf16 step stops racecheck ("Internal Sanitizer Error: failed to
-		# handle a hardware exception") whichever kernel it instruments, and the rest of the
-		# test fails after it (memcheck and plain runs pass): GRPO_TEST_FP32=1 leaves those out.
-		# sample_kernel takes about 200 s there (SAN_TIMEOUT, default 300).
-		tmp=$(mktemp -d)
+	race)   # racecheck one kernel at a time (the rest run uninstrumented), so that each run ends.
+		# On the H200 with CUDA 13, test_cuda_step's first bf16 step stops racecheck ("Internal
+		# Sanitizer Error: failed to handle a hardware exception") whichever kernel it
+		# instruments, and the rest of the test fails after it (memcheck and plain runs pass):
+		# GRPO_TEST_FP32=1 leaves those out. sample_kernel takes about 200 s there.
 		# racecheck sees hazards in shared memory alone: the default names every
 		# kernel of kernels/ that uses it (a part matches each kernel whose name
 		# holds it: rmsnorm's backward, lmhead's statistics, qkv_prep forward
 		# and backward), in a test that launches it.
-		for pair in ${RACE_PAIRS:-attention:attention_mma_kernel attention:attention_bwd_mma_dq \
-				attention:attention_bwd_mma_dkdv attention:attention_kernel attention:attention_bwd_dq \
-				attention:attention_bwd_dkdv step:rmsnorm step:lmhead step:sumsq step:qkv_prep \
-				sample:sample_kernel paged:paged_attention}; do
-			echo "$pair"
-		done | xargs -P "${RACE_JOBS:-4}" -I PAIR sh -c '
-			pair=PAIR; t=cuda-run/tests/test_cuda_${pair%%:*} k=${pair#*:}
-			log=$1/$(echo "$pair" | tr : _)
-			GRPO_TEST_SMALL=1 GRPO_TEST_FP32=1 timeout "${SAN_TIMEOUT:-300}" "$2" --tool racecheck --kernel-name "kns=$k" \
-				--error-exitcode 3 "$t" > "$log.txt" 2>&1
-			rc=$?
-			{
-				echo "=== racecheck $k in $t"
-				echo "=== exit $rc (3: hazards; 124: out of time)"
-				[ $rc = 0 ] || grep -E "not ok|[Hh]azard|Race|rror" "$log.txt" | head -n 30
-				tail -n 3 "$log.txt"
-			} > "$log.sum"
-		' sh "$tmp" "$san"
-		cat "$tmp"/*.sum >> "$out/race.txt"
-		rm -rf "$tmp"
+		pairs=${RACE_PAIRS:-attention:attention_mma_kernel attention:attention_bwd_mma_dq \
+			attention:attention_bwd_mma_dkdv attention:attention_kernel attention:attention_bwd_dq \
+			attention:attention_bwd_dkdv step:rmsnorm step:lmhead step:sumsq step:qkv_prep \
+			sample:sample_kernel paged:paged_attention}
+		(export GRPO_TEST_FP32=1; sanitize racecheck "${RACE_JOBS:-4}" \
+			$(for pair in $pairs; do echo "cuda-run/tests/test_cuda_$pair"; done)) > "$out/race.txt"
 		cat "$out/race.txt"
 		;;
 	fused)
