@@ -25,7 +25,8 @@
 #           (GRPO_CUDA_FUSED_CHECK=1), then the quick training step with and
 #           without it, -R too (fused.txt)
 # Arguments pick them (default: tests bench). TESTS and SAN_TESTS name the
-# test binaries to run (default: every CUDA test).
+# test binaries to run (default: every CUDA test); COMPUTE_SANITIZER the
+# sanitizer (default /usr/local/cuda/bin/compute-sanitizer).
 top=$(pwd)
 out=${OUT:-$top/out}
 mkdir -p "$out"
@@ -36,12 +37,13 @@ if [ ! -f cuda-run/.unpacked ]; then
 fi
 mkdir -p cuda-run/lib
 for lib in cuda-run/lib-all/*; do
+	[ -e "$lib" ] || continue
 	name=${lib##*/}
 	ldconfig -p | grep -qF "$name " || ln -sf "../lib-all/$name" "cuda-run/lib/$name"
 done
 export LD_LIBRARY_PATH="$top/cuda-run/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GRPO_TOP="$top" GRPO_SHARED="$top/cuda-run/shared"
-san=/usr/local/cuda/bin/compute-sanitizer
+san=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 # sanitize TOOL JOBS ITEM...: compute-sanitizer's TOOL over each ITEM, a
 # test binary, or BINARY:PART to instrument only the kernels whose names
 # hold PART; JOBS at once, each its own process, each SAN_TIMEOUT seconds at
