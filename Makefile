@@ -222,7 +222,10 @@ check-tsan:
 # CUDA kernels run on the CPU (tests/cuda/*_sim over tests/cuda/sim: their
 # code copied unchanged, a thread per CUDA thread) against double-precision
 # sums, for the machines without a GPU, CI's among them: every kernel of
-# kernels/ (the matrix products are cuBLAS's). check-sim-race runs them
+# kernels/ (the matrix products are cuBLAS's). Threads of a block that wait
+# at different barriers (__syncthreads, __syncwarp, shuffles: file and line)
+# fail the sim, as compute-sanitizer's synccheck reports divergent threads.
+# check-sim-race runs them
 # again built with ThreadSanitizer, which reports two threads of a block
 # touching the same memory with no barrier between them, as
 # compute-sanitizer's racecheck does on a GPU; check-sim-mem, not in make

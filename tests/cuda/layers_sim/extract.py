@@ -25,7 +25,7 @@ def grid(f, launcher, kernel):
     return (blocks.group(1) + "\n\t" if blocks else ""), m.group(1), m.group(2)
 
 
-out = ["#include <cuda_runtime.h>", k.src["device.cuh"].split("// CUDA-core attention")[0] + "#endif\n"]
+out = ["#include <cuda_runtime.h>", k.head("device.cuh", "// CUDA-core attention") + "#endif\n"]
 
 out.append(k.defines("layers.cu", "PREP_WARPS", "PREP_MAX_HS"))
 for head in ("__global__ void embed_kernel", "cudaError_t launch_embed(", "__global__ void qkv_prep_kernel",

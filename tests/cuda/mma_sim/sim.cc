@@ -38,7 +38,7 @@ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 	memcpy(s[l].a, a, 16);
 	s[l].b0 = b0;
 	s[l].b1 = b1;
-	sim::warp_barrier[w]->arrive_and_wait();
+	sim::warp_wait("mma16816");
 	for (int i = 0; i < 4; i++) {
 		int r = gid + (i >= 2) * 8, n = tig * 2 + i % 2;
 		float acc = c[i];
@@ -46,7 +46,7 @@ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 			acc += Aget(s, r, k) * Bget(s, k, n);
 		c[i] = acc;
 	}
-	sim::warp_barrier[w]->arrive_and_wait();
+	sim::warp_wait("mma16816");
 }
 static std::mt19937_64 rng(12345);
 static float gauss() { std::normal_distribution<double> d; return (float)d(rng); }

@@ -8,7 +8,7 @@ sys.path.insert(0, sys.path[0] + "/../sim")
 from kernsrc import Kernels
 
 k = Kernels(("device.cuh", "layers.cu", "backward.cu", "backward.cuh"), "NORM_SIM_KERNELS")
-out = ["#include <cuda_runtime.h>", k.src["device.cuh"].split("// CUDA-core attention")[0] + "#endif\n",
+out = ["#include <cuda_runtime.h>", k.head("device.cuh", "// CUDA-core attention") + "#endif\n",
        k.defines("backward.cuh", "RMS_ROWS"), k.defines("backward.cu", "THREADS"),
        k.defines("layers.cu", "NORM_WARPS"), k.defines("backward.cu", "COLSUM_ROWS")]
 for f, head in (("layers.cu", "__global__ void rmsnorm_kernel"), ("layers.cu", "cudaError_t launch_rmsnorm("),

@@ -7,11 +7,13 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
-top=$here/../../..
+top=$(cd "$here/../../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed '/^\/\/ ---- launchers ----/,/^\/\/ ---- the kernels alone/{/^\/\/ ---- the kernels alone/!d}' \
-	"$top/kernels/paged_attention.cu" >"$tmp/paged.inc"
+# the launchers' lines blanked, not deleted, so that the #line holds
+{ echo "#line 1 \"$top/kernels/paged_attention.cu\""
+  sed '/^\/\/ ---- launchers ----/,/^\/\/ ---- the kernels alone/{/^\/\/ ---- the kernels alone/!s/.*//}' \
+	"$top/kernels/paged_attention.cu"; } >"$tmp/paged.inc"
 # the stand-ins here (gpu_model_impl.cuh) before kernels/
 inc="-g -fno-strict-aliasing -I$tmp -I$here -I$top/kernels -I$top/tests -I$top/tests/cuda"
 $sim_cxx $inc -c "$here/sim.cc" -o "$tmp/sim.o"

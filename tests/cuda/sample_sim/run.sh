@@ -6,11 +6,15 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
-k=$here/../../../kernels
+k=$(cd "$here/../../../kernels" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # the kernel without its launchers (which use <<< >>>)
-{ echo '#include <cuda_runtime.h>'; sed -n '/^#define THREADS/,/^cudaError_t launch_sample/p' "$k/sample.cu" | sed '$d'; } >"$tmp/kern.inc"
+{
+	echo '#include <cuda_runtime.h>'
+	echo "#line $(grep -n '^#define THREADS' "$k/sample.cu" | cut -d: -f1) \"$k/sample.cu\""
+	sed -n '/^#define THREADS/,/^cudaError_t launch_sample/p' "$k/sample.cu" | sed '$d'
+} >"$tmp/kern.inc"
 $sim_cxx -I"$tmp" -I"$here/.." -I"$here/../.." "$here/sim.cc" -o "$tmp/sim"
 if [ "${SIM_TSAN:-0}" = 1 ] && [ $# = 0 ]; then set -- race; fi
 "$tmp/sim" "$@"

@@ -6,7 +6,8 @@
 // launch() runs a grid's blocks one after another, each with a std::thread
 // per CUDA thread, so a __shared__ array can be a function static.
 // __syncthreads is a barrier of the block's threads, a shuffle two barriers
-// of its warp's, and a thread that returns leaves both, as on the GPU.
+// of its warp's, and a thread that returns leaves both, as on the GPU. The
+// threads at a barrier must all have reached it from the same line (below).
 // Intrinsics are the plain operations they round like (build with
 // -ffp-contract=off); memory is host memory.
 //
@@ -70,56 +71,96 @@ static inline uint4 make_uint4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
 
 // ---- a block's threads ----
 
-namespace sim {
-inline std::barrier<> *block_barrier;
-inline std::barrier<> *warp_barrier[32];
-inline uint64_t lanes[32][32];   // [warp][lane]: a value crossing a shuffle
-}
+// Each thread notes where it waits (file:line) before it arrives at a
+// barrier; when a barrier's phase completes, every thread of it that has not
+// returned must wait at the same place, as compute-sanitizer's synccheck
+// asks ("divergent threads"): two threads at different __syncthreads (or a
+// __syncwarp and a shuffle) would each count as the other's arrival here,
+// silently, where on the GPU the result is undefined.
+#define SIM_STR2(x) #x
+#define SIM_STR(x) SIM_STR2(x)
+#define SIM_SITE (__FILE__ ":" SIM_STR(__LINE__))
 
-static inline void sim_no_barrier(const char *what)
+namespace sim {
+inline const char *site[1024];   // [thread]: the barrier it waits at, null once it returned
+struct same_site {                // a barrier's completion: threads [first, first + n) agree
+	unsigned first, n;
+	void operator()() noexcept
+	{
+		const char *at = nullptr;
+		unsigned who = 0;
+		for (unsigned t = first; t < first + n; t++) {
+			if (!site[t])
+				continue;
+			if (at && strcmp(site[t], at) != 0) {
+				fprintf(stderr, "sim: block %u: thread %u waits at %s, thread %u at %s\n", blockIdx.x, who,
+					at, t, site[t]);
+				abort();
+			}
+			at = site[t], who = t;
+		}
+	}
+};
+typedef std::barrier<same_site> barrier;
+inline barrier *block_barrier;
+inline barrier *warp_barrier[32];
+inline uint64_t lanes[32][32];   // [warp][lane]: a value crossing a shuffle
+
+static inline void no_barrier(const char *what)
 {
 	fprintf(stderr, "sim: %s in a kernel launched by launch_serial\n", what);
 	abort();
 }
-static inline void __syncthreads()
+static inline void block_wait(const char *at)
 {
-	if (!sim::block_barrier)
-		sim_no_barrier("__syncthreads");
-	sim::block_barrier->arrive_and_wait();
+	if (!block_barrier)
+		no_barrier("__syncthreads");
+	site[threadIdx.x] = at;
+	block_barrier->arrive_and_wait();
 }
-static inline void __syncwarp(unsigned = 0xffffffffu)
+static inline void warp_wait(const char *at)
 {
-	if (!sim::block_barrier)
-		sim_no_barrier("__syncwarp");
-	sim::warp_barrier[threadIdx.x / 32]->arrive_and_wait();
+	if (!block_barrier)
+		no_barrier("__syncwarp or a shuffle");
+	site[threadIdx.x] = at;
+	warp_barrier[threadIdx.x / 32]->arrive_and_wait();
 }
 
 // v from lane `from` of this thread's warp: every lane posts its own, then reads
-template <typename T> static inline T sim_shuffle(T v, unsigned from)
+template <typename T> static inline T shuffle(const char *at, T v, unsigned from)
 {
 	static_assert(sizeof(T) <= sizeof(uint64_t));
-	if (!sim::block_barrier)
-		sim_no_barrier("a shuffle");
 	unsigned w = threadIdx.x / 32, l = threadIdx.x % 32;
-	memcpy(&sim::lanes[w][l], &v, sizeof v);
-	sim::warp_barrier[w]->arrive_and_wait();
+	memcpy(&lanes[w][l], &v, sizeof v);
+	warp_wait(at);
 	T r;
-	memcpy(&r, &sim::lanes[w][from % 32], sizeof r);
-	sim::warp_barrier[w]->arrive_and_wait();
+	memcpy(&r, &lanes[w][from % 32], sizeof r);
+	warp_wait(at);
 	return r;
 }
-template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return sim_shuffle(v, threadIdx.x % 32 ^ o); }
-template <typename T> static inline T __shfl_sync(unsigned, T v, int src) { return sim_shuffle(v, (unsigned)src); }
-template <typename T> static inline T __shfl_up_sync(unsigned, T v, unsigned d)
+template <typename T> static inline T shfl_xor(const char *at, unsigned, T v, int o)
+{
+	return shuffle(at, v, threadIdx.x % 32 ^ o);
+}
+template <typename T> static inline T shfl(const char *at, unsigned, T v, int src) { return shuffle(at, v, (unsigned)src); }
+template <typename T> static inline T shfl_up(const char *at, unsigned, T v, unsigned d)
 {
 	unsigned l = threadIdx.x % 32;
-	return sim_shuffle(v, l < d ? l : l - d);
+	return shuffle(at, v, l < d ? l : l - d);
 }
-template <typename T> static inline T __shfl_down_sync(unsigned, T v, unsigned d)
+template <typename T> static inline T shfl_down(const char *at, unsigned, T v, unsigned d)
 {
 	unsigned l = threadIdx.x % 32;
-	return sim_shuffle(v, l + d < 32 ? l + d : l);
+	return shuffle(at, v, l + d < 32 ? l + d : l);
 }
+} // namespace sim
+
+#define __syncthreads() sim::block_wait(SIM_SITE)
+#define __syncwarp(...) sim::warp_wait(SIM_SITE)
+#define __shfl_xor_sync(...) sim::shfl_xor(SIM_SITE, __VA_ARGS__)
+#define __shfl_sync(...) sim::shfl(SIM_SITE, __VA_ARGS__)
+#define __shfl_up_sync(...) sim::shfl_up(SIM_SITE, __VA_ARGS__)
+#define __shfl_down_sync(...) sim::shfl_down(SIM_SITE, __VA_ARGS__)
 
 // A grid's blocks past this many are not run (0: all run): ThreadSanitizer's
 // races lie within a block, and some grids are fixed at thousands of blocks.
@@ -148,12 +189,13 @@ static inline void sim_enter(unsigned t, unsigned k)
 template <class F> static void launch(dim3 grid, dim3 block, F body)
 {
 	unsigned blocks = sim_grid(grid, block), n = block.x, warps = (n + 31) / 32;
-	std::unique_ptr<std::barrier<>> bar, warp[32];
+	std::unique_ptr<sim::barrier> bar, warp[32];
 	auto fresh = [&]() noexcept {
-		bar.reset(new std::barrier<>(n));
+		bar.reset(new sim::barrier(n, sim::same_site{ 0, n }));
 		sim::block_barrier = bar.get();
 		for (unsigned w = 0; w < warps; w++) {
-			warp[w].reset(new std::barrier<>(std::min(32u, n - 32 * w)));
+			unsigned lanes = std::min(32u, n - 32 * w);
+			warp[w].reset(new sim::barrier(lanes, sim::same_site{ 32 * w, lanes }));
 			sim::warp_barrier[w] = warp[w].get();
 		}
 	};
@@ -165,6 +207,7 @@ template <class F> static void launch(dim3 grid, dim3 block, F body)
 			for (unsigned k = 0; k < blocks; k++) {
 				sim_enter(t, k);
 				body();
+				sim::site[t] = nullptr;   // returned: it leaves the barriers
 				bar->arrive_and_drop();
 				warp[t / 32]->arrive_and_drop();
 				done.arrive_and_wait();

@@ -16,14 +16,26 @@ class Kernels:
         """files of kernels/, or of the directory the environment variable env names."""
         here = os.path.dirname(os.path.abspath(__file__))
         root = os.environ.get(env) or here + "/../../../kernels"
-        self.src = {f: open(root + "/" + f).read() for f in files}
+        self.path = {f: os.path.normpath(root + "/" + f) for f in files}
+        self.src = {f: open(self.path[f]).read() for f in files}
         self.kernels = {}   # name: definition, of those copied so far
+
+    def piece(self, f, start, end):
+        """f's text from start to end, under a #line naming where it stands
+        there: a compiler's message, and the simulation's about a barrier,
+        then name kernels/'s file and line."""
+        line = self.src[f].count("\n", 0, start) + 1
+        return '#line %d "%s"\n%s' % (line, self.path[f], self.src[f][start:end])
+
+    def head(self, f, marker):
+        """f's text before marker."""
+        return self.piece(f, 0, self.src[f].index(marker))
 
     def function(self, f, head):
         """The definition containing head: from the blank line before it to its closing brace."""
         text = self.src[f]
         i = text.index(head)
-        return text[text.rfind("\n\n", 0, i) + 2:text.index("\n}\n", i) + 3]
+        return self.piece(f, text.rfind("\n\n", 0, i) + 2, text.index("\n}\n", i) + 3)
 
     def defines(self, f, *names):
         """f's values of names, each #undef'd first: two files may define one name."""
@@ -38,9 +50,10 @@ class Kernels:
 
     def calls(self, text):
         """text with its launches made calls."""
-        def call(m):
-            return "%s(dim3(%s), dim3(%s), [&] { %s(%s); });" % (self.launcher(m.group(1).split("<")[0]),
-                                                                 m.group(2), m.group(3), m.group(1), m.group(4))
+        def call(m):   # on as many lines as the launch, so that the #line above holds
+            c = "%s(dim3(%s), dim3(%s), [&] { %s(%s); });" % (self.launcher(m.group(1).split("<")[0]),
+                                                              m.group(2), m.group(3), m.group(1), m.group(4))
+            return c + "\n" * (m.group(0).count("\n") - c.count("\n"))
         return LAUNCH.sub(call, text)
 
     def copy(self, f, head):
