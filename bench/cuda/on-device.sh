@@ -15,6 +15,7 @@
 #   gen     make bench-cuda's run_generate.sh with the peer (gen.txt)
 #   san     compute-sanitizer memcheck on the CUDA tests, SAN_JOBS at once
 #           (default 4; san.txt)
+#   sync    compute-sanitizer synccheck on the CUDA tests, likewise (sync.txt)
 #   race    compute-sanitizer racecheck, one kernel of a test at a time,
 #           RACE_JOBS at once (default 4; RACE_PAIRS: test:kernel-name-part
 #           ...; race.txt)
@@ -62,7 +63,7 @@ sanitize() {
 		rc=$?
 		{
 			echo "=== $tool $item"
-			echo "=== exit $rc (3: errors or hazards; 124: out of time)"
+			echo "=== exit $rc (3: what the tool reports; 124: out of time)"
 			[ $rc = 0 ] || grep -E "not ok|Invalid|[Hh]azard|Race|rror" "$log.txt" | head -n 30
 			tail -n 3 "$log.txt"
 		} > "$log.sum"
@@ -135,6 +136,10 @@ for what; do
 		sanitize memcheck "${SAN_JOBS:-4}" ${SAN_TESTS:-cuda-run/tests/*} > "$out/san.txt"
 		cat "$out/san.txt"
 		;;
+	sync)   # synccheck (barriers reached by some of a block's threads) over whole tests
+		sanitize synccheck "${SAN_JOBS:-4}" ${SAN_TESTS:-cuda-run/tests/*} > "$out/sync.txt"
+		cat "$out/sync.txt"
+		;;
 	race)   # racecheck one kernel at a time (the rest run uninstrumented), so that each run ends.
 		# On the H200 with CUDA 13, test_cuda_step's first bf16 step stops racecheck ("Internal
 		# Sanitizer Error: failed to handle a hardware exception") whichever kernel it
@@ -169,6 +174,6 @@ for what; do
 		done
 		grep -E '^(===|not ok|Result|shape=)' "$out/fused.txt"
 		;;
-	*) echo "on-device.sh: $what: unpack, tests, bench, quick, profile, gen, san, race, wide or fused" >&2; exit 2 ;;
+	*) echo "on-device.sh: $what: unpack, tests, bench, quick, profile, gen, san, sync, race, wide or fused" >&2; exit 2 ;;
 	esac
 done

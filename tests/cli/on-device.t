@@ -4,7 +4,7 @@
 # each test or kernel run once, with the environment it needs, its exit and
 # failing lines in the summary, and nothing of one mode leaking into the next.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 10
 command -v xargs > /dev/null || skip_all "no xargs"
 top=$T/top
 mkdir -p "$top/cuda-run/tests" "$top/cuda-run/lib-all" "$top/bench/cuda"
@@ -45,7 +45,7 @@ is "$?" 0 "race then san: the script ends (what failed is in its files)"
 r=$T/out1/race.txt s=$T/out1/san.txt
 is "$(grep -c '^=== racecheck' "$r"):$(grep -c '^=== memcheck' "$s")" "2:2" "one summary per kernel and per test"
 is "$(sed -n '/racecheck cuda-run\/tests\/test_cuda_step:rmsnorm/,/^=== exit/p' "$r" | tail -n 1)" \
-	"=== exit 0 (3: errors or hazards; 124: out of time)" "a clean kernel: exit 0"
+	"=== exit 0 (3: what the tool reports; 124: out of time)" "a clean kernel: exit 0"
 grep -q '^ok 1 - step ran with SMALL=1 FP32=1$' "$r"
 ok $? "racecheck runs the test with GRPO_TEST_SMALL=1 and GRPO_TEST_FP32=1"
 sed -n '/test_cuda_paged:racy/,$p' "$r" > "$T/racy"
@@ -58,6 +58,10 @@ grep -q '^=== exit 1 ' "$T/broken" && grep -q '^not ok 2 - broken: wrong' "$T/br
 ok $? "a failing test: its exit and its not-ok line"
 grep -q 'sanitizer memcheck kernel=$' "$s" && ! grep -q 'sanitizer memcheck kernel=.' "$s"
 ok $? "memcheck instruments whole tests"
+
+OUT=$T/out3 SAN_TESTS=cuda-run/tests/test_cuda_step sh bench/cuda/on-device.sh sync > /dev/null 2>&1
+grep -q '^sanitizer synccheck kernel=$' "$T/out3/sync.txt" && grep -q '^=== exit 0 ' "$T/out3/sync.txt"
+ok $? "sync: synccheck over whole tests"
 
 OUT=$T/out2 sh bench/cuda/on-device.sh nonsense > /dev/null 2> "$T/err"
 is "$?:$(grep -c 'nonsense: unpack, tests' "$T/err")" "2:1" "an unknown mode: exit 2, naming the modes"
