@@ -225,22 +225,23 @@ check-tsan:
 # kernels/ (the matrix products are cuBLAS's). Threads of a block that wait
 # at different barriers (__syncthreads, __syncwarp, shuffles: file and line)
 # fail the sim, as compute-sanitizer's synccheck reports divergent threads.
-# check-sim-race runs them
-# again built with ThreadSanitizer, which reports two threads of a block
-# touching the same memory with no barrier between them, as
-# compute-sanitizer's racecheck does on a GPU; check-sim-mem, not in make
-# check, with AddressSanitizer and UBSan, as its memcheck does. Every sim
-# runs, and the target fails if any failed. About three minutes, seven and
-# five.
+# check-sim-race runs them again built with ThreadSanitizer, which reports
+# two threads of a block touching the same memory with no barrier between
+# them, as compute-sanitizer's racecheck does on a GPU; check-sim-mem, not
+# in make check, with AddressSanitizer and UBSan, as its memcheck does.
+# Every sim runs, and the target fails if any failed. About three minutes,
+# seven and five.
 SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
+# run_sims LABEL,ENV: every sim with ENV set
+run_sims = @rc=0; for s in $(SIMS); do echo "== $$s$(1)"; $(2) GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
 check-sim:
-	@rc=0; for s in $(SIMS); do echo "== $$s"; GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
+	$(call run_sims,,)
 
 check-sim-race:
-	@rc=0; for s in $(SIMS); do echo "== $$s (ThreadSanitizer)"; SIM_TSAN=1 GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
+	$(call run_sims, (ThreadSanitizer),SIM_TSAN=1)
 
 check-sim-mem:
-	@rc=0; for s in $(SIMS); do echo "== $$s (AddressSanitizer)"; SIM_ASAN=1 GRPO_TEST_SMALL=1 sh $$s || rc=1; done; exit $$rc
+	$(call run_sims, (AddressSanitizer),SIM_ASAN=1)
 
 # Only the CUDA kernels and their tests: needs nvcc and the CUDA libraries,
 # nothing else. On a machine without a GPU the tests skip, saying so.

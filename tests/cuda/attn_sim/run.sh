@@ -9,12 +9,9 @@
 # SIM_TSAN=1; no GPU. ATTN_SIM_KERNELS names another kernels directory to
 # copy from (e.g. a copy with a barrier removed, to see TSan find it).
 set -eu
-command -v python3 > /dev/null || { echo "attn_sim: skipped: no python3 to copy the kernels out" >&2; exit 0; }
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-python3 "$here/extract.py" "$tmp"
+sim_extract attn_sim
 size=
 [ "${SIM_TSAN:-0}" = 1 ] && size=small
 $sim_cxx -I"$tmp" -I"${ATTN_SIM_KERNELS:-$here/../../../kernels}" "$here/sim.cc" -o "$tmp/sim"

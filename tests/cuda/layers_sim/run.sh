@@ -9,13 +9,10 @@
 # LAYERS_SIM_KERNELS names another kernels directory to copy from (e.g. a
 # copy with a barrier removed, to see TSan find it).
 set -eu
-command -v python3 > /dev/null || { echo "layers_sim: skipped: no python3 to copy the kernels out" >&2; exit 0; }
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
 root=$here/../../..
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-python3 "$here/extract.py" "$tmp"
+sim_extract layers_sim
 size=
 [ "${SIM_TSAN:-0}" = 1 ] && size=small
 # the loss's reference, lib/train/loss.c, as C by the same compiler (one sanitizer runtime)

@@ -8,8 +8,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
 src=${LMHEAD_SIM_KERNEL:-$here/../../../kernels/lmhead.cu}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # the kernel without its launchers (which use <<< >>>)
 { echo '#include <cuda_runtime.h>'; sed -n '/^#define THREADS/,/^extern "C" int grpo_cuda_lmhead_stats/p' "$src" | sed '$d'; } >"$tmp/kern.inc"
 $sim_cxx -I"$tmp" -I"$here/.." "$here/sim.cc" -o "$tmp/sim"

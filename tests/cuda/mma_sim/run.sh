@@ -7,8 +7,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
 k=$(cd "$here/../../../kernels" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cp "$k/layers.cuh" "$here/mma.cuh" "$here/sim.cc" "$tmp/"
 # the kernels without their launchers (which use <<< >>>), dynamic shared memory as a global array,
 # under a #line naming kernels/'s file (for the compiler's messages, and the sim's about a barrier)

@@ -8,8 +8,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
 top=$(cd "$here/../../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # the launchers' lines blanked, not deleted, so that the #line holds
 { echo "#line 1 \"$top/kernels/paged_attention.cu\""
   sed '/^\/\/ ---- launchers ----/,/^\/\/ ---- the kernels alone/{/^\/\/ ---- the kernels alone/!s/.*//}' \

@@ -10,8 +10,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
 k=$(cd "$here/../../../kernels" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # the kernel without its launchers (which use <<< >>>)
 {
 	echo '#include <cuda_runtime.h>'
