@@ -2,6 +2,7 @@
  * metrics.c: the per-step table of a run's metrics lines (metrics.h).
  */
 #include "data/metrics.h"
+#include "data/traj.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -48,7 +49,8 @@ static double num(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* K of ".../step_K/rank_X/NAME", or -1. */
+/* K of ".../step_K/rank_X/NAME", or -1; -2 where K is past TRAJ_INT_MAX,
+ * which no tool writes (and K + 1 could overflow). */
 static int64_t input_step(const char *path)
 {
 	const char *s = path, *p;
@@ -57,8 +59,8 @@ static int64_t input_step(const char *path)
 		char *end;
 		errno = 0;
 		long long k = strtoll(p + 5, &end, 10);
-		if (end > p + 5 && !errno && k >= 0 && strncmp(end, "/rank_", 6) == 0 && (p == path || p[-1] == '/'))
-			found = k;
+		if (end > p + 5 && k >= 0 && strncmp(end, "/rank_", 6) == 0 && (p == path || p[-1] == '/'))
+			found = errno || k > TRAJ_INT_MAX ? -2 : k;
 		s = p + 5;
 	}
 	return found;
@@ -79,6 +81,8 @@ static int add_score(struct metrics_table *t, const cJSON *o, const char *input,
                      unsigned long long line, struct err *e)
 {
 	int64_t k = input_step(input);
+	if (k == -2)
+		return err_set(e, "%s:%llu: input %s: a step past %lld", path, line, input, TRAJ_INT_MAX);
 	int64_t step = k >= 0 ? k + 1 : t->next_unplaced;
 	t->next_unplaced = step + 1;
 	struct metrics_row *r = row_at(t, step);
@@ -136,7 +140,8 @@ int metrics_read(struct metrics_table *t, const char *path, struct err *e)
 			double step = num(o, "step");
 			if (cJSON_IsString(in) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "rewards")))
 				rc = add_score(t, o, in->valuestring, path, line, e);
-			else if (isfinite(step) && isfinite(num(o, "grad_norm")) && (step < 0 || step != floor(step)))
+			else if (isfinite(step) && isfinite(num(o, "grad_norm")) &&
+				 (step < 0 || step > TRAJ_INT_MAX || step != floor(step)))
 				rc = err_set(e, "%s:%llu: a trainer's line with step %.17g, not a step number", path, line, step);
 			else if (isfinite(step) && isfinite(num(o, "grad_norm")))
 				rc = add_step(t, o, (int64_t)step, e);

@@ -2,7 +2,7 @@
 # grpo-spool plot: the metrics lines of grpo-score and grpo-step as one
 # table per step (--tsv), drawn as a PNG by gnuplot.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 10
+plan 13
 S="$T/spool"
 mkdir -p "$S"
 # two scored inputs of policy 0 (4 and 12 sequences), one of policy 1, and a
@@ -40,6 +40,17 @@ printf '{"step":1,"kl":0.5,"grad_norm":1}\n{"step":1.5,"kl":0.5,"grad_norm":1}\n
 grpo-spool plot "$S" --metrics "$T/half.jsonl" --tsv > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" "1:grpo-spool: $T/half.jsonl:2: a trainer's line with step 1.5, not a step number" \
 	"a trainer's line whose step is no whole number is an error, not step 1"
+printf '{"step":1e20,"grad_norm":1}\n' > "$T/huge.jsonl"
+grpo-spool plot "$S" --metrics "$T/huge.jsonl" --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/huge.jsonl:1: a trainer's line with step 1e+20, not a step number" \
+	"a trainer's step past the spool's largest is an error, not a wrapped-around step"
+printf '{"input":"s/rollouts/step_9007199254740992/rank_0/a.zst","sequences":4,"rewards":{"r":{"mean":0.5}}}\n' > "$T/far.jsonl"
+grpo-spool plot "$S" --metrics "$T/far.jsonl" --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/far.jsonl:1: input s/rollouts/step_9007199254740992/rank_0/a.zst: a step past 9007199254740991" \
+	"a scorer's input in a step past the largest is an error too"
+printf '{"input":"s/rollouts/step_9007199254740991/rank_0/a.zst","sequences":4,"rewards":{"r":{"mean":0.5}}}\n' > "$T/last.jsonl"
+is "$(grpo-spool plot "$S" --metrics "$T/last.jsonl" --tsv | sed -n 2p | cut -f1)" "9007199254740992" \
+	"the largest step's input is plotted at the step after it"
 mkdir "$T/empty"
 grpo-spool plot "$T/empty" --tsv > /dev/null 2> "$T/err"
 is "$?:$(grep -c 'no score.jsonl or step.jsonl' "$T/err")" "1:1" "a spool without metrics files says so"
