@@ -293,11 +293,24 @@ static int cat_input(void *ctx, const struct cli_input *ci, struct err *e)
 	return rc;
 }
 
+/* v to 3 places, or what stands for a value not known */
+static void print_ratio(int known, double v, const char *unknown)
+{
+	if (known)
+		printf("%.3f", v);
+	else
+		fputs(unknown, stdout);
+}
+
 static void print_stats(const struct stats *st, int json)
 {
-	double ratio = st->bytes_on_disk ? (double)st->bytes_raw / (double)st->bytes_on_disk : 0.0;
+	/* the ratios where they mean something: the bytes on disk known (not
+	 * --head inside an input), none of them zero; else - (null) */
+	int ratio_known = !st->disk_unknown && st->bytes_on_disk > 0;
+	int per_resp_known = !st->disk_unknown && st->response_tokens > 0;
+	double ratio = ratio_known ? (double)st->bytes_raw / (double)st->bytes_on_disk : 0.0;
+	double per_resp = per_resp_known ? (double)st->bytes_on_disk / (double)st->response_tokens : 0.0;
 	uint64_t tokens = st->prompt_tokens + st->response_tokens + st->batch_tokens;
-	double per_resp = st->response_tokens ? (double)st->bytes_on_disk / (double)st->response_tokens : 0.0;
 	if (json) {
 		printf("{\"records\":%llu,\"groups\":%llu,\"microbatches\":%llu,\"sequences\":%llu,"
 		       "\"tokens\":%llu,\"prompt_tokens\":%llu,\"response_tokens\":%llu,"
@@ -309,12 +322,13 @@ static void print_stats(const struct stats *st, int json)
 		       (unsigned long long)st->response_tokens, (unsigned long long)st->batch_tokens,
 		       (unsigned long long)st->loss_tokens, (unsigned long long)st->pad_tokens);
 		if (st->disk_unknown)
-			printf("null,\"bytes_uncompressed\":%llu,\"compression_ratio\":null,"
-			       "\"bytes_per_response_token\":null", (unsigned long long)st->bytes_raw);
+			printf("null");
 		else
-			printf("%llu,\"bytes_uncompressed\":%llu,\"compression_ratio\":%.3f,"
-			       "\"bytes_per_response_token\":%.3f", (unsigned long long)st->bytes_on_disk,
-			       (unsigned long long)st->bytes_raw, ratio, per_resp);
+			printf("%llu", (unsigned long long)st->bytes_on_disk);
+		printf(",\"bytes_uncompressed\":%llu,\"compression_ratio\":", (unsigned long long)st->bytes_raw);
+		print_ratio(ratio_known, ratio, "null");
+		printf(",\"bytes_per_response_token\":");
+		print_ratio(per_resp_known, per_resp, "null");
 		if (st->aligned_tokens)
 			printf(",\"model_logprob_diff_mean\":%.6g,\"model_logprob_abs_diff_mean\":%.6g,"
 			       "\"model_logprob_abs_diff_max\":%.6g,\"aligned_tokens\":%llu",
@@ -349,10 +363,11 @@ static void print_stats(const struct stats *st, int json)
 	else
 		printf("bytes on disk      %llu\n", (unsigned long long)st->bytes_on_disk);
 	printf("bytes uncompressed %llu\n", (unsigned long long)st->bytes_raw);
-	if (!st->disk_unknown)
-		printf("compression ratio  %.3f\n", ratio);
-	if (st->response_tokens && !st->disk_unknown)
-		printf("bytes/response tok %.3f\n", per_resp);
+	printf("compression ratio  ");
+	print_ratio(ratio_known, ratio, "-");
+	printf("\nbytes/response tok ");
+	print_ratio(per_resp_known, per_resp, "-");
+	printf("\n");
 	for (int k = 0; k < 2; k++) {
 		uint64_t c = k ? st->gset.split_ids : st->gset.single_records;
 		const char **ids = NULL;
