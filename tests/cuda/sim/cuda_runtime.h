@@ -17,7 +17,9 @@
 // the shared-memory hazards compute-sanitizer's racecheck looks for. Blocks
 // run one at a time here, so races between blocks go unseen, as do races
 // between the lanes of a warp across a shuffle, which orders them here as a
-// __syncwarp would.
+// __syncwarp would. What a race between blocks does, a block reading what
+// another block of the same launch writes, shows as other results when the
+// blocks run in another order: SIM_BLOCK_ORDER=reverse or shuffle (below).
 #pragma once
 #include "cuda_runtime_api.h"
 #include <algorithm>
@@ -166,6 +168,38 @@ template <typename T> static inline T shfl_down(const char *at, unsigned, T v, u
 // races lie within a block, and some grids are fixed at thousands of blocks.
 inline unsigned sim_block_limit;
 
+// The order the blocks that run run in, from the environment's
+// SIM_BLOCK_ORDER: forward (unset), reverse, or shuffle (a permutation of
+// its own for each launch, the same in every run). The GPU promises no
+// order, and kernels/'s reductions have no atomics, so a kernel gives the
+// same bits in any order unless its blocks depend on each other.
+static inline std::vector<unsigned> sim_block_order(unsigned blocks)
+{
+	static const char *how = getenv("SIM_BLOCK_ORDER");
+	static uint64_t launches;
+	std::vector<unsigned> order(blocks);
+	for (unsigned k = 0; k < blocks; k++)
+		order[k] = k;
+	if (!how || !*how || strcmp(how, "forward") == 0)
+		return order;
+	if (strcmp(how, "reverse") == 0) {
+		std::reverse(order.begin(), order.end());
+		return order;
+	}
+	if (strcmp(how, "shuffle") != 0) {
+		fprintf(stderr, "sim: SIM_BLOCK_ORDER=%s: not forward, reverse or shuffle\n", how);
+		exit(2);
+	}
+	uint64_t z = ++launches * 0x9e3779b97f4a7c15ull;   // splitmix64, for Fisher-Yates
+	for (unsigned k = blocks; k > 1; k--) {
+		z += 0x9e3779b97f4a7c15ull;
+		uint64_t r = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		r = (r ^ (r >> 27)) * 0x94d049bb133111ebull;
+		std::swap(order[k - 1], order[(r ^ (r >> 31)) % k]);
+	}
+	return order;
+}
+
 static inline unsigned sim_grid(dim3 grid, dim3 block)
 {
 	if (block.y != 1 || block.z != 1 || block.x == 0 || block.x > 1024) {
@@ -189,6 +223,7 @@ static inline void sim_enter(unsigned t, unsigned k)
 template <class F> static void launch(dim3 grid, dim3 block, F body)
 {
 	unsigned blocks = sim_grid(grid, block), n = block.x, warps = (n + 31) / 32;
+	std::vector<unsigned> order = sim_block_order(blocks);
 	std::unique_ptr<sim::barrier> bar, warp[32];
 	auto fresh = [&]() noexcept {
 		bar.reset(new sim::barrier(n, sim::same_site{ 0, n }));
@@ -205,7 +240,7 @@ template <class F> static void launch(dim3 grid, dim3 block, F body)
 	for (unsigned t = 0; t < n; t++)
 		threads.emplace_back([&, t] {
 			for (unsigned k = 0; k < blocks; k++) {
-				sim_enter(t, k);
+				sim_enter(t, order[k]);
 				body();
 				sim::site[t] = nullptr;   // returned: it leaves the barriers
 				bar->arrive_and_drop();
@@ -228,7 +263,7 @@ template <class F> static void launch_serial(dim3 grid, dim3 block, F body)
 #else
 	unsigned blocks = sim_grid(grid, block);
 	sim::block_barrier = nullptr;
-	for (unsigned k = 0; k < blocks; k++)
+	for (unsigned k : sim_block_order(blocks))
 		for (unsigned t = 0; t < block.x; t++) {
 			sim_enter(t, k);
 			body();

@@ -6,7 +6,8 @@
 # SIM_TSAN=1 they build with ThreadSanitizer, which then fails the run
 # (exit 66) at the first race between the threads of a block; with
 # SIM_ASAN=1, with AddressSanitizer and UBSan, which fail it at the first
-# access out of bounds or undefined operation.
+# access out of bounds or undefined operation. SIM_BLOCK_ORDER=reverse or
+# shuffle runs each grid's blocks in that order (cuda_runtime.h).
 sim_dir=$(cd "$(dirname "$0")/../sim" && pwd)
 if [ "${SIM_TSAN:-0}" = 1 ]; then
 	sim_opt="-O1 -g -fsanitize=thread"
