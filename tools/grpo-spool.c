@@ -231,7 +231,14 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	const char *defaults[2] = { paths[0], paths[1] }, **files = op->metrics;
 	int n = op->nmetrics, status = 1;
 	if (n == 0) {
-		/* what examples/demo.sh and the examples leave in the spool */
+		/* what examples/demo.sh and the examples leave in the spool,
+		 * which must be there to hold them */
+		struct stat st;
+		int bad = stat(spool, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+		if (bad) {
+			cli_warn("%s: %s", spool, strerror(bad));
+			return 1;
+		}
 		snprintf(paths[0], sizeof paths[0], "%s/score.jsonl", spool);
 		snprintf(paths[1], sizeof paths[1], "%s/step.jsonl", spool);
 		for (int i = 0; i < 2; i++)

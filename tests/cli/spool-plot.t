@@ -2,7 +2,7 @@
 # grpo-spool plot: the metrics lines of grpo-score and grpo-step as one
 # table per step (--tsv), drawn as a PNG by gnuplot.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 13
+plan 14
 S="$T/spool"
 mkdir -p "$S"
 # two scored inputs of policy 0 (4 and 12 sequences), one of policy 1, and a
@@ -51,6 +51,9 @@ is "$?:$(cat "$T/err")" "1:grpo-spool: $T/far.jsonl:1: input s/rollouts/step_900
 printf '{"input":"s/rollouts/step_9007199254740991/rank_0/a.zst","sequences":4,"rewards":{"r":{"mean":0.5}}}\n' > "$T/last.jsonl"
 is "$(grpo-spool plot "$S" --metrics "$T/last.jsonl" --tsv | sed -n 2p | cut -f1)" "9007199254740992" \
 	"the largest step's input is plotted at the step after it"
+grpo-spool plot "$T/nonexistent" --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $T/nonexistent: No such file or directory" \
+	"a spool that is not there is said to be missing, not to lack metrics files"
 mkdir "$T/empty"
 grpo-spool plot "$T/empty" --tsv > /dev/null 2> "$T/err"
 is "$?:$(grep -c 'no score.jsonl or step.jsonl' "$T/err")" "1:1" "a spool without metrics files says so"
