@@ -133,6 +133,10 @@ static void tw_kept_set(const struct tw_row *r, float top_p, int top_k, uint32_t
 	if (top_p < 1) {
 		uint64_t goal = 0;
 		if (topk) {
+			/* ceil, as the kernel; floor would differ only below 2^52
+			 * (a kept mass under 2^-10 / top_p: doubles from 2^52 up
+			 * are whole), and then only for a prefix whose mass is
+			 * floor's goal to the last 2^-62, so no test tells them apart */
 			double g = ceil((double)top_p * (double)kept);
 			goal = g >= 1 ? (uint64_t)g : 1;
 		}
