@@ -290,14 +290,57 @@ static inline long long min(long long a, long long b) { return a < b ? a : b; }
 template <typename T> static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 
 // ---- the runtime: host memory, one stream, graphs that run at once ----
+//
+// Each sim defines the functions it uses (paged_sim/sim.cc the few it
+// needs; model_sim/runtime.cc all of those declared here, with streams,
+// graph capture and replay, events and device properties).
 
 typedef struct sim_stream *cudaStream_t;
 typedef struct sim_graph *cudaGraph_t;
 typedef struct sim_graph *cudaGraphExec_t;
-enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
-enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal };
+typedef struct sim_event *cudaEvent_t;
+enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
+		      cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone, cudaStreamCaptureStatusActive, cudaStreamCaptureStatusInvalidated };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 #define cudaStreamNonBlocking 1
-static inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+#define cudaHostAllocDefault 0
+#define cudaHostRegisterDefault 0
+// What a launch that the GPU would refuse leaves for cudaGetLastError (model_sim's launches set it).
+inline cudaError_t sim_last_error = cudaSuccess;
+static inline cudaError_t cudaGetLastError() { cudaError_t e = sim_last_error; sim_last_error = cudaSuccess; return e; }
+static inline cudaError_t cudaPeekAtLastError() { return sim_last_error; }
+struct cudaDeviceProp {
+	char name[256];
+	size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin;
+	int warpSize, maxThreadsPerBlock, multiProcessorCount, major, minor;
+};
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st = 0);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st = 0);
+cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height,
+			      cudaMemcpyKind k, cudaStream_t st = 0);
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags);
+cudaError_t cudaHostUnregister(void *p);
+cudaError_t cudaGetDevice(int *d);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaStreamCreate(cudaStream_t *s);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+cudaError_t sim_func_set_attribute(const void *f, cudaFuncAttribute a, int v);
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F *f, cudaFuncAttribute a, int v)
+{
+	return sim_func_set_attribute((const void *)f, a, v);
+}
 cudaError_t cudaMalloc(void **p, size_t n);
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMemset(void *p, int v, size_t n);

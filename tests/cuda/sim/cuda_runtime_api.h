@@ -6,7 +6,12 @@ typedef enum {
 	cudaSuccess = 0,
 	cudaErrorInvalidValue = 1,
 	cudaErrorMemoryAllocation = 2,
+	cudaErrorInvalidConfiguration = 9,
+	cudaErrorInvalidDevicePointer = 17,
+	cudaErrorInsufficientDriver = 35,
 	cudaErrorNoDevice = 100,
+	cudaErrorStreamCaptureUnsupported = 900,
+	cudaErrorStreamCaptureInvalidated = 901,
 } cudaError_t;
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Build model_sim: the whole CUDA path, every kernels/*.cu's kernels and
+# host code unchanged (extract.py: launches made calls, dynamic shared
+# memory a buffer per launch, mma.sync emulated), but cuBLASLt's products
+# (matmul.cc: on the CPU) and the profiler (prof.cc: nothing), over the CUDA
+# runtime of runtime.cc and ../sim; link it with tests/cuda/test_cuda_model.c
+# and test_cuda_step.c, which compare it with the C model (lib/), and run
+# them on the CPU; exits non-zero if any test fails. It checks the host
+# code's buffer sizes, offsets and launches (each copy within one
+# allocation; SIM_ASAN=1: every access, with AddressSanitizer), on the
+# tests' own shapes; nothing of timing or of the hardware's rounding.
+# MODEL_SIM_TESTS picks the tests ("model step" by default). Needs
+# build/libgrpo.a (made here with make CUDA=0 when missing or stale) and
+# python3 (skipped without). Minutes on two cores; no GPU.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../sim/sim.sh"
+top=$(cd "$here/../../.." && pwd)
+sim_extract model_sim
+make -s -C "$top" CUDA=0 build/libgrpo.a
+deps="libzstd libarchive zlib libcjson openblas libcurl"
+dcflags=$(pkg-config --cflags $deps 2>/dev/null || true)
+dlibs=$(pkg-config --libs $deps 2>/dev/null || true)
+cxx="$sim_cxx -g -fno-strict-aliasing -include $here/sim_launch.h -I$tmp -I$here -I$top/lib"
+cc="${CC:-cc} -std=c11 -D_GNU_SOURCE -g $sim_opt -fopenmp -I$sim_dir -I$top/kernels -I$top/lib -I$top/tests -I$top $dcflags"
+# the kernels' copies and the stand-ins, two at a time
+objs=
+for f in "$tmp"/*.cc "$here/runtime.cc" "$here/matmul.cc" "$here/prof.cc"; do
+	objs="$objs $tmp/obj/$(basename "$f" .cc).o"
+done
+mkdir -p "$tmp/obj"
+ls "$tmp"/*.cc "$here/runtime.cc" "$here/matmul.cc" "$here/prof.cc" |
+	xargs -P "${SIM_JOBS:-2}" -I{} sh -c "$cxx -c {} -o $tmp/obj/\$(basename {} .cc).o || exit 255"
+# lib/model/model_gpu.c as the Makefile builds it where CUDA is found (GRPO_CUDA: the linked table)
+$cc -DGRPO_CUDA -c "$top/lib/model/model_gpu.c" -o "$tmp/model_gpu.o"
+# the driver that model_gpu.c asks for a device
+${CC:-cc} -shared -fPIC "$here/libcuda.c" -o "$tmp/libcuda.so.1"
+rc=0
+for t in ${MODEL_SIM_TESTS:-model step}; do
+	$cc -c "$top/tests/cuda/test_cuda_$t.c" -o "$tmp/test_$t.o"
+	$sim_cxx -fopenmp "$tmp/test_$t.o" "$tmp/model_gpu.o" $objs "$top/build/libgrpo.a" $dlibs -lm -ldl -o "$tmp/test_$t"
+	echo "== test_cuda_$t"
+	start=$(date +%s)
+	(cd "$top" && GRPO_TOP="$top" LD_LIBRARY_PATH="$tmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/test_$t") || rc=1
+	echo "== test_cuda_$t: $(($(date +%s) - start)) s"
+done
+exit $rc
