@@ -420,3 +420,215 @@ void sim_mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 	}
 	sim::warp_wait("mma16816");
 }
+
+// ---- a block's threads as fibers ----
+//
+// Each CUDA thread of the block runs on a stack of its own (ucontext) on
+// this one thread, until it waits at a barrier or returns; once every
+// thread has, the barriers whose threads are all there (each warp's whose
+// lanes that have not returned all wait at a __syncwarp or shuffle, else
+// the block's, all at a __syncthreads) let them go on, after checking that
+// they wait at the same place, as cuda_runtime.h's barriers do. Threads
+// waiting where none can be let go (some of a warp at its barrier, others
+// at the block's) abort the run: the GPU would hang or be undefined there.
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+// On x86-64, a switch of stacks of its own: swapcontext's two system calls
+// (the signal mask) a switch were nine tenths of the run. Elsewhere ucontext.
+#if defined(__x86_64__)
+#define SIM_OWN_SWITCH 1
+// *from = the stack here, then on to the stack at to (both as left by this call)
+extern "C" void sim_switch(void **from, void *to);
+asm(".text\n.globl sim_switch\n.type sim_switch,@function\nsim_switch:\n"
+    "\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
+    "\tmovq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n"
+    "\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret\n"
+    ".size sim_switch,.-sim_switch\n");
+#else
+#define SIM_OWN_SWITCH 0
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_FIBER_ASAN 1
+#include <sanitizer/common_interface_defs.h>
+#else
+#define SIM_FIBER_ASAN 0
+#endif
+
+bool sim_os_threads()
+{
+	static bool on = [] { const char *v = getenv("SIM_OS_THREADS"); return v && strcmp(v, "1") == 0; }();
+	return on;
+}
+
+namespace {
+enum { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
+#define FIBER_STACK ((size_t)256 << 10)
+struct fibers {
+	ucontext_t main, ctx[1024];
+	void *main_sp, *sp[1024];
+	int state[1024];
+	unsigned cur, n;
+	char *stacks;
+	void (*body)(void *);
+	void *arg;
+	void *main_fake;   // ASan's fake stack of the scheduler
+};
+fibers F;
+
+void switch_to(unsigned t)
+{
+	F.cur = t;
+	threadIdx = dim3(t, 0, 0);
+#if SIM_FIBER_ASAN
+	__sanitizer_start_switch_fiber(&F.main_fake, F.stacks + (size_t)t * FIBER_STACK, FIBER_STACK);
+#endif
+#if SIM_OWN_SWITCH
+	sim_switch(&F.main_sp, F.sp[t]);
+#else
+	swapcontext(&F.main, &F.ctx[t]);
+#endif
+#if SIM_FIBER_ASAN
+	__sanitizer_finish_switch_fiber(F.main_fake, nullptr, nullptr);
+#endif
+}
+
+void to_main()
+{
+#if SIM_FIBER_ASAN
+	void *fake = nullptr;
+	__sanitizer_start_switch_fiber(F.state[F.cur] == DONE ? nullptr : &fake, nullptr, 0);
+#endif
+#if SIM_OWN_SWITCH
+	sim_switch(&F.sp[F.cur], F.main_sp);
+#else
+	swapcontext(&F.ctx[F.cur], &F.main);
+#endif
+#if SIM_FIBER_ASAN
+	__sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+}
+
+void fiber_wait(int warp)
+{
+	F.state[F.cur] = warp ? WAIT_WARP : WAIT_BLOCK;
+	to_main();
+}
+
+void fiber_main()
+{
+#if SIM_FIBER_ASAN
+	__sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+	F.body(F.arg);
+	sim::site[F.cur] = nullptr;
+	F.state[F.cur] = DONE;
+	to_main();
+}
+
+// threads [first, first + n) that wait at state `at`: all at one site
+void same_site(unsigned first, unsigned n)
+{
+	const char *at = nullptr;
+	unsigned who = 0;
+	for (unsigned t = first; t < first + n; t++) {
+		if (F.state[t] == DONE)
+			continue;
+		if (at && strcmp(sim::site[t], at) != 0) {
+			fprintf(stderr, "sim: block %u: thread %u waits at %s, thread %u at %s\n", blockIdx.x, who, at, t,
+				sim::site[t]);
+			abort();
+		}
+		at = sim::site[t], who = t;
+	}
+}
+
+void run_block()
+{
+	unsigned n = F.n, warps = (n + 31) / 32;
+	for (unsigned t = 0; t < n; t++) {
+#if SIM_OWN_SWITCH
+		// as sim_switch leaves a stack: six registers, then where it returns to (fiber_main, as if
+		// called: its entry sees the stack 8 bytes off 16)
+		void **sp = (void **)(F.stacks + (size_t)(t + 1) * FIBER_STACK) - 8;
+		memset(sp, 0, 8 * sizeof *sp);
+		sp[6] = (void *)fiber_main;
+		F.sp[t] = sp;
+		F.state[t] = RUN;
+		sim::site[t] = nullptr;
+		continue;
+#endif
+		getcontext(&F.ctx[t]);
+		F.ctx[t].uc_stack.ss_sp = F.stacks + (size_t)t * FIBER_STACK;
+		F.ctx[t].uc_stack.ss_size = FIBER_STACK;
+		F.ctx[t].uc_link = nullptr;
+		makecontext(&F.ctx[t], fiber_main, 0);
+		F.state[t] = RUN;
+		sim::site[t] = nullptr;
+	}
+	for (;;) {
+		for (unsigned t = 0; t < n; t++)
+			if (F.state[t] == RUN)
+				switch_to(t);
+		// every thread waits or is done: let go whom a barrier lets go
+		bool go = false, all_block = true, any = false;
+		for (unsigned w = 0; w < warps; w++) {
+			unsigned first = 32 * w, lanes = std::min(32u, n - first), at_warp = 0, alive = 0;
+			for (unsigned t = first; t < first + lanes; t++) {
+				alive += F.state[t] != DONE;
+				at_warp += F.state[t] == WAIT_WARP;
+			}
+			if (alive && at_warp == alive) {
+				same_site(first, lanes);
+				for (unsigned t = first; t < first + lanes; t++)
+					if (F.state[t] == WAIT_WARP)
+						F.state[t] = RUN;
+				go = true;
+			}
+			if (at_warp)
+				all_block = false;
+			any |= alive > 0;
+		}
+		if (!any)
+			return;
+		if (go)
+			continue;
+		if (!all_block) {
+			fprintf(stderr, "sim: block %u: threads wait at a warp's barrier that others of the warp never reach "
+				"(they wait at the block's, or returned)\n", blockIdx.x);
+			for (unsigned t = 0; t < n; t++)
+				if (F.state[t] != DONE)
+					fprintf(stderr, "sim:   thread %u: %s at %s\n", t,
+						F.state[t] == WAIT_WARP ? "warp" : "block", sim::site[t]);
+			abort();
+		}
+		same_site(0, n);
+		for (unsigned t = 0; t < n; t++)
+			if (F.state[t] == WAIT_BLOCK)
+				F.state[t] = RUN;
+	}
+}
+} // namespace
+
+void sim_fiber_launch(dim3 grid, dim3 block, void (*body)(void *), void *arg)
+{
+	unsigned blocks = sim_grid(grid, block);
+	if (!F.stacks) {
+		F.stacks = (char *)mmap(nullptr, 1024 * FIBER_STACK, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (F.stacks == MAP_FAILED) {
+			perror("sim: mmap of the fibers' stacks");
+			abort();
+		}
+	}
+	F.n = block.x;
+	F.body = body;
+	F.arg = arg;
+	sim::wait_hook = fiber_wait;
+	for (unsigned k : sim_block_order(blocks)) {
+		sim_enter(0, k);
+		run_block();
+	}
+	sim::wait_hook = nullptr;
+}

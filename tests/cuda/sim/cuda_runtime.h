@@ -113,8 +113,17 @@ static inline void no_barrier(const char *what)
 	fprintf(stderr, "sim: %s in a kernel launched by launch_serial\n", what);
 	abort();
 }
+// A launcher of its own (model_sim's, which runs a block's threads as
+// fibers on one thread) sets this: a thread's wait at a barrier, 0 of its
+// block's, 1 of its warp's, once it has noted where it waits.
+inline void (*wait_hook)(int warp);
+
 static inline void block_wait(const char *at)
 {
+	if (wait_hook) {
+		site[threadIdx.x] = at;
+		return wait_hook(0);
+	}
 	if (!block_barrier)
 		no_barrier("__syncthreads");
 	site[threadIdx.x] = at;
@@ -122,6 +131,10 @@ static inline void block_wait(const char *at)
 }
 static inline void warp_wait(const char *at)
 {
+	if (wait_hook) {
+		site[threadIdx.x] = at;
+		return wait_hook(1);
+	}
 	if (!block_barrier)
 		no_barrier("__syncwarp or a shuffle");
 	site[threadIdx.x] = at;
