@@ -1,8 +1,9 @@
 // matmul.cc for model_sim (see run.sh): kernels/matmul.cuh's functions on
 // the CPU, in place of matmul.cu's cuBLASLt calls: each product's sums in
 // double over the inputs as stored (bf16 read as its value), the result
-// rounded once to the output's type (fp32, or bf16 to nearest even), as a
-// GPU's fp32 accumulation rounds, more closely. Each array is read and
+// rounded once to the output's type (fp32, or bf16 to nearest even): more
+// closely than a GPU's fp32 accumulation (SIM_MATMUL_F32=1: in fp32, four
+// partial sums of products exact in double, nearer a GPU). Each array is read and
 // written exactly where cuBLASLt would, by the same leading dimensions, so
 // that AddressSanitizer (SIM_ASAN=1) checks the host code's sizes.
 #include "matmul.cuh"
@@ -53,6 +54,7 @@ static void gemm(int transa, int transb, int m, int n, int k, const void *A, int
 		for (int kk = 0; kk < k; kk++)
 			b[(size_t)j * k + kk] = get(B, transb ? (size_t)kk * ldb + j : (size_t)j * ldb + kk, in_bf16);
 	std::vector<double> d((size_t)m * n);
+	static const bool f32 = [] { const char *v = getenv("SIM_MATMUL_F32"); return v && strcmp(v, "1") == 0; }();
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			const double *x = &a[(size_t)i * k], *y = &b[(size_t)j * k];
@@ -63,6 +65,15 @@ static void gemm(int transa, int transb, int m, int n, int k, const void *A, int
 					s3 += x[kk + 3] * y[kk + 3];
 			for (; kk < k; kk++)
 				s0 += x[kk] * y[kk];
+			if (f32) {   // SIM_MATMUL_F32=1: in fp32, four partial sums, as a GPU's might
+				float f0 = 0, f1 = 0, f2 = 0, f3 = 0;
+				for (kk = 0; kk + 4 <= k; kk += 4)
+					f0 += (float)(x[kk] * y[kk]), f1 += (float)(x[kk + 1] * y[kk + 1]),
+						f2 += (float)(x[kk + 2] * y[kk + 2]), f3 += (float)(x[kk + 3] * y[kk + 3]);
+				for (; kk < k; kk++)
+					f0 += (float)(x[kk] * y[kk]);
+				s0 = (f0 + f1) + (f2 + f3), s1 = s2 = s3 = 0;
+			}
 			d[(size_t)j * m + i] = (s0 + s1) + (s2 + s3);
 		}
 	for (int j = 0; j < n; j++)
