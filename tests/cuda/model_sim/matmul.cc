@@ -14,7 +14,8 @@
 int matmul_init(struct matmul_ctx *mc, cudaStream_t stream, char *msg, size_t msglen)
 {
 	mc->stream = stream;
-	mc->lt = nullptr;
+	static int handle;
+	mc->lt = (cublasLtHandle_t)&handle;   // not NULL: gpu_model_free calls matmul_free only where it is set
 	mc->workspace = nullptr;
 	mc->workspace_bytes = WORKSPACE_BYTES;
 	cudaError_t ce = cudaMalloc(&mc->workspace, mc->workspace_bytes);

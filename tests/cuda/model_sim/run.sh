@@ -11,7 +11,12 @@
 # tests' own shapes; nothing of timing or of the hardware's rounding.
 # MODEL_SIM_TESTS picks the tests ("model step" by default). Needs
 # build/libgrpo.a (made here with make CUDA=0 when missing or stale) and
-# python3 (skipped without). Minutes on two cores; no GPU.
+# python3 (skipped without). On two cores: about 30 s to build, then
+# test_cuda_model 130 s and test_cuda_step 60 s; with SIM_ASAN=1 about 10
+# minutes for test_cuda_model. A block's threads run as fibers
+# (runtime.cc); SIM_OS_THREADS=1 runs them as cuda_runtime.h's launch does,
+# a thread each (far slower); SIM_MATMUL_F32=1 sums products in fp32;
+# SIM_GPU_MIB sizes the device (4096). No GPU.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../sim/sim.sh"
@@ -21,7 +26,7 @@ make -s -C "$top" CUDA=0 build/libgrpo.a
 deps="libzstd libarchive zlib libcjson openblas libcurl"
 dcflags=$(pkg-config --cflags $deps 2>/dev/null || true)
 dlibs=$(pkg-config --libs $deps 2>/dev/null || true)
-cxx="$sim_cxx -g -fno-strict-aliasing -include $here/sim_launch.h -I$tmp -I$here -I$top/lib"
+cxx="$sim_cxx -g -fno-omit-frame-pointer -fno-strict-aliasing -include $here/sim_launch.h -I$tmp -I$here -I$top/lib"
 cc="${CC:-cc} -std=c11 -D_GNU_SOURCE -g $sim_opt -fopenmp -I$sim_dir -I$top/kernels -I$top/lib -I$top/tests -I$top $dcflags"
 # the kernels' copies and the stand-ins, two at a time
 objs=
