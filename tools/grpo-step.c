@@ -734,8 +734,11 @@ int main(int argc, char **argv)
 	if (r == 1) {
 		if (!a.model)
 			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
-		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
+		r = ckpt_publish_initial(a.policy, a.model, &e);
+		if (r < 0)
 			cli_die(1, "%s", e.msg);
+		if (r == CKPT_UNFLUSHED)
+			cli_die(1, "%s/step_0 is published, but %s", a.policy, e.msg);
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
@@ -869,7 +872,7 @@ int main(int argc, char **argv)
 		if (dt.f && fflush(dt.f) != 0)
 			cli_die(1, "%s: %s: step %lld not published", a.dtable, strerror(errno), (long long)step);
 		double tw = now();
-		int weights = a.save_every == 0 || step % a.save_every == 0;
+		int weights = a.save_every == 0 || step % a.save_every == 0, unflushed = 0;
 		if (a.rank <= 0) {
 			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
 			if (r < 0)
@@ -877,6 +880,7 @@ int main(int argc, char **argv)
 			if (r == 1)
 				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
+			unflushed = r == CKPT_UNFLUSHED;
 		}
 		double te = now();
 		struct buf b = { 0 };
@@ -887,6 +891,10 @@ int main(int argc, char **argv)
 		if (mf && (fwrite(b.data, 1, b.len, mf) != b.len || fflush(mf) != 0))
 			fprintf(stderr, "%s: %s: step %lld's metrics line not written: %s\n", prog, a.metrics,
 			        (long long)step, strerror(errno));
+		/* published, so no re-run writes the line: it is written first (a
+		 * re-run retires the micro-batches, as after a kill here) */
+		if (unflushed)
+			cli_die(1, "%s/step_%lld is published, but %s", a.policy, (long long)step, e.msg);
 		/* after the line, so that a kill while the peers acknowledge, the
 		 * micro-batches are retired or old steps pruned loses no line (a
 		 * re-run retires what is left: retire_published) */
