@@ -44,6 +44,18 @@ enum {
  */
 const char *cli_init(const char *argv0, void (*usage)(FILE *));
 
+/*
+ * getopt_long(3), its own messages off: an unknown option, a missing
+ * argument or one given to an option that takes none is a usage error in
+ * the tools' form (cli_bad_usage), named by the program's name rather than
+ * the path it was run by, which is what getopt would print:
+ *
+ *	grpo-pack: invalid option -- 'Z'
+ *	grpo-step: option '--output' requires an argument
+ */
+struct option;
+int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts);
+
 /* "prog: message" on standard error (message formatted as by printf). */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -70,7 +82,6 @@ void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), no
  *
  *	grpo-cat: --stats takes no --tokenizer (it goes with printing records, --encode, --decode)
  */
-struct option;
 struct cli_mode_option {
 	int ch;
 	unsigned modes;

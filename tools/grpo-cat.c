@@ -735,7 +735,7 @@ int main(int argc, char **argv)
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
 	unsigned char given[O_NOTHINK + 1] = { 0 };   /* by getopt value */
 	prog = cli_init(argv[0], usage);
-	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:vV", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "c:defhjm:n:o:st:vV", longopts)) != -1) {
 		if (c >= 0 && c <= O_NOTHINK)
 			given[c] = 1;
 		switch (c) {

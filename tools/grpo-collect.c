@@ -553,7 +553,7 @@ int main(int argc, char **argv)
 	int c;
 	prog = cli_init(argv[0], usage);
 	g.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
-	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts)) != -1) {
 		if (c >= 0 && c < (int)sizeof given)
 			given[c] = 1;
 		switch (c) {

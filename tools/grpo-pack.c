@@ -319,7 +319,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
-	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo)) != -1) {
 		switch (c) {
 		case 'T': o->seq_len = (uint32_t)cli_positive("--seq-len", optarg, 1u << 30); break;
 		case 'W': o->ranks = (uint32_t)cli_positive("--ranks", optarg, 65536); break;

@@ -128,7 +128,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
 	o->ref_tokens = 4096;
-	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo)) != -1) {
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {

@@ -40,7 +40,25 @@ static void usage(FILE *f)
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
 		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
 		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n"
-		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [-v] [--metrics FILE]...\n");
+		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [-v] [--metrics FILE]...\n"
+		"Look after a spool: its state, what crashed processes left, old steps, consumers, a plot.\n"
+		"      --archive DIR      gc: archive each step before removing it\n"
+		"      --from STEP, --to STEP  consume: only the steps in this range (inclusive)\n"
+		"      --json             status: JSON lines instead of a table\n"
+		"      --keep-last K      gc: keep the newest K steps of each queue (required)\n"
+		"      --metrics FILE     plot: a metrics file to read instead of the spool's (repeatable)\n"
+		"  -o, --output FILE.png  plot: where to draw (default: SPOOL/metrics.png)\n"
+		"      --lease SECONDS    status, recover, quarantine: judge other hosts' claims by this lease;\n"
+		"                         consume: the lease recorded in claims (3600)\n"
+		"      --poll SECONDS     consume: list the queue this often instead of inotify (implies --watch)\n"
+		"      --queue NAME       gc: prune only this queue (repeatable; policy only so)\n"
+		"      --rescan SECONDS   consume: with inotify, list the whole queue this often too (300)\n"
+		"      --tsv              plot: print the table as tab-separated values instead\n"
+		"      --tmp-age SECONDS  recover: remove temporaries at least this old (129600)\n"
+		"      --watch            consume: keep waiting for new files until SIGINT or SIGTERM\n"
+		"  -v, --verbose          report what was done on standard error\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          the version\n");
 }
 
 enum { O_JSON = 256, O_METRICS, O_TSV, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
@@ -792,7 +810,7 @@ int main(int argc, char **argv)
 	/* Options may follow the operand; "--" ends them (consume's COMMAND). */
 	int ac = argc - 1, ch;
 	char **av = argv + 1;
-	while ((ch = getopt_long(ac, av, "hVvo:", longopts, NULL)) != -1) {
+	while ((ch = cli_getopt(ac, av, "hVvo:", longopts)) != -1) {
 		const char *name;
 		if (ch != 'h' && ch != 'V' && ch != '?' && !takes_option(sub, ch, &name))
 			cli_bad_usage("%s takes no --%s", sub, name);
