@@ -400,6 +400,23 @@ long long cli_whole_seconds(const char *opt, const char *arg, long long min, lon
 	cli_bad_value(opt, w, arg);
 }
 
+const char *cli_path(const char *opt, const char *arg)
+{
+	if (!*arg)
+		cli_bad_value(opt, "a path", arg);
+	return arg;
+}
+
+void cli_path_operands(char *const *operands, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!*operands[i]) {
+			char opt[32];
+			snprintf(opt, sizeof opt, "operand %d", i + 1);
+			cli_path(opt, operands[i]);
+		}
+}
+
 int cli_word(const char *opt, const char *arg, const char *const *words)
 {
 	for (int i = 0; words[i]; i++)

@@ -97,6 +97,16 @@ void cli_mode_options(const struct option *longopts, const struct cli_mode_optio
 void cli_bad_value(const char *opt, const char *expected, const char *arg) __attribute__((noreturn));
 
 /*
+ * An option's argument that names a file or directory, returned as it is,
+ * but an empty one refused in the parsers' form ("prog: --output: expected
+ * a path, got ''"): no file has that name, and joined into a path ("/step_1")
+ * it would be the root. cli_path_operands refuses an empty operand alike,
+ * naming it by its place ("operand 2").
+ */
+const char *cli_path(const char *opt, const char *arg);
+void cli_path_operands(char *const *operands, int n);
+
+/*
  * One of a fixed set of words (a NULL-terminated list), as its index:
  * cli_word("--std", "n", (const char *const[]){ "unbiased", "biased", NULL })
  * prints "prog: --std: expected one of unbiased, biased, got 'n'" and exits

@@ -752,16 +752,17 @@ int main(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		case 'j': json = 1; break;
 		case 'n': o.head = (long long)cli_uint("--head", optarg, LLONG_MAX); break;
-		case 'm': model_dir = optarg; break;
-		case 'o': output = optarg; break;
+		case 'm': model_dir = cli_path("--model", optarg); break;
+		case 'o': output = cli_path("--output", optarg); break;
 		case 's': o.stats = 1; break;
 		case 'v': o.st.verbose = 1; break;
-		case 't': tok_file = optarg; break;
+		case 't': tok_file = cli_path("--tokenizer", optarg); break;
 		case O_NOTHINK: tm.chat_flags |= CHAT_NO_THINKING; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	int text = tm.encode || tm.decode || tm.chat;
 	const char *bad = NULL;
 	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,

@@ -557,13 +557,13 @@ int main(int argc, char **argv)
 		if (c >= 0 && c < (int)sizeof given)
 			given[c] = 1;
 		switch (c) {
-		case OPT_MODEL: g.model = optarg; break;
-		case OPT_PROMPTS: g.prompts = optarg; break;
-		case OPT_CURSOR: g.cursor = optarg; break;
-		case OPT_TOKENIZER: g.tokenizer = optarg; break;
+		case OPT_MODEL: g.model = cli_path("--model", optarg); break;
+		case OPT_PROMPTS: g.prompts = cli_path("--prompts", optarg); break;
+		case OPT_CURSOR: g.cursor = cli_path("--cursor", optarg); break;
+		case OPT_TOKENIZER: g.tokenizer = cli_path("--tokenizer", optarg); break;
 		case OPT_SERVER: sv.so.url = optarg; break;
 		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
-		case OPT_RESPONSES: sv.responses = optarg; break;
+		case OPT_RESPONSES: sv.responses = cli_path("--responses", optarg); break;
 		case OPT_DEVICE: g.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case OPT_PRECISION: g.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, server_api_names); break;
@@ -612,7 +612,7 @@ int main(int argc, char **argv)
 			g.have_chat = 1;
 			break;
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
-		case 'o': o.queue = optarg; break;
+		case 'o': o.queue = cli_path("--output", optarg); break;
 		case 's':
 			o.step = (long long)cli_uint("--step", optarg, TRAJ_INT_MAX);
 			o.have_step = 1;
@@ -631,7 +631,7 @@ int main(int argc, char **argv)
 			co.temperature = cli_float("--temperature", optarg, 0, INFINITY, 0);
 			temp_arg = strtod(optarg, NULL);   /* for a server: 0.7 as given, not the float nearest it */
 			break;
-		case 'a': answers_path = optarg; break;
+		case 'a': answers_path = cli_path("--answers", optarg); break;
 		case 'e': o.skip = cli_word("--on-error", optarg, on_error_words); break;
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -639,6 +639,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	if (g.model && sv.so.url)
 		cli_bad_usage("--model samples here, --server through a server: give one of them");
 	if (sv.so.url && (!g.prompts || optind < argc))

@@ -229,13 +229,13 @@ int main(int argc, char **argv)
 				cli_bad_usage("too many --eos: %s", optarg);
 			eos[n_eos++] = (int)cli_uint("--eos", optarg, INT_MAX);
 			break;
-		case O_TOK: tok = optarg; break;
+		case O_TOK: tok = cli_path("--tokenizer", optarg); break;
 		case O_SEED: seed = cli_uint("--seed", optarg, UINT64_MAX); break;
 		case O_DTYPE:
 			dtype = cli_word("--dtype", optarg, (const char *const[]){ "float32", "bfloat16", NULL }) ? ST_BF16 : ST_F32;
 			break;
 		case O_SHARD: shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
-		case 'o': out = optarg; break;
+		case 'o': out = cli_path("--output", optarg); break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;

@@ -328,7 +328,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->batch_size = cli_positive("--batch-size", optarg, UINT64_MAX); break;
 		case 'k': o->batch_tokens = cli_positive("--batch-tokens", optarg, UINT64_MAX); break;
 		case 'c': o->flops = cli_word("--cost", optarg, (const char *const[]){ "tokens", "flops", NULL }); break;
-		case 'm': o->model = optarg; break;
+		case 'm': o->model = cli_path("--model", optarg); break;
 		case 'l': o->max_lag = (long)cli_uint("--max-lag", optarg, 1u << 30); break;
 		case 'O': o->overlong = (enum packbuf_overlong)cli_word("--overlong", optarg, overlong_words); break;
 		case 'g': o->keep_groups = 1; break;
@@ -341,14 +341,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'f': o->fill_target = cli_number("--fill-target", optarg, 0, 1, CLI_ABOVE_MIN); break;
 		case 'R': o->rescan = cli_seconds("--rescan", optarg, 1e7); break;
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX); break;
-		case 'x': o->metrics = optarg; break;
+		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = optarg; break;
+		case 'o': o->out = cli_path("--output", optarg); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (!o->seq_len)
 		why = "--seq-len is required";

@@ -162,15 +162,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
 		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, adv_combine_names); break;
 		case 'z': o->drop_zero_std = 1; break;
-		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
+		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : cli_path("--ref", optarg); break;
 		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
-		case 't': o->tokenizer = optarg; break;
+		case 't': o->tokenizer = cli_path("--tokenizer", optarg); break;
 		case 'w': o->watch = 1; break;
 		case 'p': o->poll = cli_seconds("--poll", optarg, 1e7); o->watch = 1; break;
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, 1000000000); break;
-		case 'x': o->metrics = optarg; break;
+		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = optarg; break;
+		case 'o': o->out = cli_path("--output", optarg); break;
 		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'h': usage(stdout); exit(0);
@@ -178,6 +178,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
 		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "

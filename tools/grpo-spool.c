@@ -829,7 +829,7 @@ int main(int argc, char **argv)
 			op.verbose = 1;
 			break;
 		case O_ARCHIVE:
-			op.archive = optarg;
+			op.archive = cli_path("--archive", optarg);
 			break;
 		case O_FROM:
 			op.w.from = (int64_t)cli_uint("--from", optarg, INT64_MAX);
@@ -838,10 +838,10 @@ int main(int argc, char **argv)
 			op.json = 1;
 			break;
 		case O_METRICS:
-			op.metrics[op.nmetrics++] = optarg;
+			op.metrics[op.nmetrics++] = cli_path("--metrics", optarg);
 			break;
 		case 'o':
-			op.output = optarg;
+			op.output = cli_path("--output", optarg);
 			break;
 		case O_TSV:
 			op.tsv = 1;
@@ -857,7 +857,7 @@ int main(int argc, char **argv)
 			op.w.follow = 1;
 			break;
 		case O_QUEUE:
-			op.queues[op.nqueues++] = optarg;
+			op.queues[op.nqueues++] = cli_path("--queue", optarg);
 			break;
 		case O_RESCAN:
 			op.w.rescan = cli_seconds("--rescan", optarg, 1e7);
@@ -880,6 +880,8 @@ int main(int argc, char **argv)
 	int nrest = ac - optind;
 	if (nrest < 1)
 		cli_bad_usage("%s: missing operand", sub);
+	/* consume's operands after its queue are the command's */
+	cli_path_operands(rest, strcmp(sub, "consume") ? nrest : 1);
 	if (op.w.from >= 0 && op.w.to >= 0 && op.w.from > op.w.to)
 		cli_bad_usage("%s: --from is after --to", sub);
 	int r;

@@ -668,9 +668,9 @@ int main(int argc, char **argv)
 	a.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = cli_getopt(argc, argv, "o:vhV", longopts)) != -1) {
 		switch (c) {
-		case O_BATCHES: a.batches = optarg; break;
-		case O_MODEL: a.model = optarg; break;
-		case 'o': a.policy = optarg; break;
+		case O_BATCHES: a.batches = cli_path("--batches", optarg); break;
+		case O_MODEL: a.model = cli_path("--model", optarg); break;
+		case 'o': a.policy = cli_path("--output", optarg); break;
 		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, INT64_MAX); break;
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
@@ -714,8 +714,8 @@ int main(int argc, char **argv)
 			break;
 		case O_SHARD: a.shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
 		case O_THREADS: threads = (int)cli_positive("--threads", optarg, INT_MAX); break;
-		case O_METRICS: a.metrics = optarg; break;
-		case O_DTABLE: a.dtable = optarg; break;
+		case O_METRICS: a.metrics = cli_path("--metrics", optarg); break;
+		case O_DTABLE: a.dtable = cli_path("--debug-table", optarg); break;
 		case O_DTOKENS: a.dtokens = 1; break;
 		case O_KEEP: a.keep = (int)cli_positive("--keep", optarg, INT_MAX); break;
 		case O_SAVE_EVERY: a.save_every = (int)cli_positive("--save-every", optarg, INT_MAX); break;
