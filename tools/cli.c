@@ -407,6 +407,13 @@ const char *cli_path(const char *opt, const char *arg)
 	return arg;
 }
 
+const char *cli_dir(const char *opt, const char *arg)
+{
+	if (strcmp(arg, "-") == 0)
+		cli_bad_value(opt, "a directory, which standard output ('-') cannot be", arg);
+	return cli_path(opt, arg);
+}
+
 void cli_path_operands(char *const *operands, int n)
 {
 	for (int i = 0; i < n; i++)

@@ -104,6 +104,9 @@ void cli_bad_value(const char *opt, const char *expected, const char *arg) __att
  * naming it by its place ("operand 2").
  */
 const char *cli_path(const char *opt, const char *arg);
+/* The same for a directory to make or publish into (-o QUEUE), where "-"
+ * is refused too: standard output cannot hold one. */
+const char *cli_dir(const char *opt, const char *arg);
 void cli_path_operands(char *const *operands, int n);
 
 /*

@@ -91,7 +91,7 @@ static void usage(FILE *f)
 		"  -p, --poll S            list the queue every S seconds instead of inotify (implies -w)\n"
 		"  -R, --rescan S          with --watch and inotify: list the whole queue every S s (300)\n"
 		"  -L, --lease S           the lease recorded in input claims (3600)\n"
-		"  -x, --metrics FILE      append one JSON line of metrics per step\n"
+		"  -x, --metrics FILE      append one JSON line of metrics per step ('-': stdout, with -o)\n"
 		"  -v, --verbose           metrics lines on standard error too\n"
 		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
 		"  -h, --help              this text\n"
@@ -343,7 +343,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX); break;
 		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = cli_path("--output", optarg); break;
+		case 'o': o->out = cli_dir("--output", optarg); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
@@ -359,6 +359,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--cost flops needs --model DIR";
 	else if (o->model && !o->flops)
 		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
+	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
+		why = "--metrics -: without -o standard output carries the micro-batches; give -o QUEUE or --metrics FILE";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
 	else if (o->out && o->step_given && o->step == 0)   /* policy/step_0 is the initial model */
@@ -466,7 +468,7 @@ int main(int argc, char **argv)
 	queues = 0;
 	if (carried < 0)
 		goto fail;
-	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
+	if (o->metrics && !(s.metrics = strcmp(o->metrics, "-") ? fopen(o->metrics, "a") : stdout)) {
 		err_sys(&e, "%s", o->metrics);
 		goto fail;
 	}
@@ -531,7 +533,7 @@ done:
 		close(lock_fd);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
-	if (s.metrics)
+	if (s.metrics && s.metrics != stdout)
 		fclose(s.metrics);
 	packbuf_free(&s.b);
 	return status;

@@ -98,7 +98,7 @@ static void usage(FILE *f)
 		"  -w, --watch                keep consuming the input queue\n"
 		"  -p, --poll S               list the queue every S seconds instead of inotify (implies -w)\n"
 		"  -L, --lease S              the lease recorded in input claims (3600)\n"
-		"  -x, --metrics FILE         append one JSON line of metrics per input\n"
+		"  -x, --metrics FILE         append one JSON line of metrics per input ('-': stdout, with -o)\n"
 		"  -v, --verbose              metrics lines on standard error too\n"
 		"  -o, --output QUEUE         publish into QUEUE (SPOOL/scored) instead of standard output\n"
 		"  -h, --help                 this text\n"
@@ -170,7 +170,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, 1000000000); break;
 		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = cli_path("--output", optarg); break;
+		case 'o': o->out = cli_dir("--output", optarg); break;
 		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
 		case 'h': usage(stdout); exit(0);
@@ -192,6 +192,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--max-len and --overlong-buffer go with --reward length";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
+	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
+		why = "--metrics -: without -o standard output carries the scored groups; give -o QUEUE or --metrics FILE";
 	if (why)
 		cli_bad_usage("%s", why);
 	return 0;
@@ -241,7 +243,7 @@ static void note_seen(struct state *s, const char *name, const struct group *g, 
 static int line_owed(struct state *s, const char *name, int is_stdin)
 {
 	struct err e;
-	if (!s->metrics || is_stdin)
+	if (!s->metrics || s->metrics == stdout || is_stdin)   /* no file to look in */
 		return 0;
 	int r = scorer_metrics_has(s->o.metrics, name, &e);
 	if (r < 0)
@@ -479,7 +481,7 @@ static int setup(struct state *s, struct err *e)
 	s->so.adv = o->adv;
 	s->so.success_threshold = o->success_threshold;
 	s->so.drop_zero_std = o->drop_zero_std;
-	if (o->metrics && !(s->metrics = fopen(o->metrics, "a")))
+	if (o->metrics && !(s->metrics = strcmp(o->metrics, "-") ? fopen(o->metrics, "a") : stdout))
 		return err_sys(e, "%s", o->metrics);
 	return 0;
 }
@@ -538,7 +540,7 @@ done:
 		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
-	if (s.metrics)
+	if (s.metrics && s.metrics != stdout)
 		fclose(s.metrics);
 	if (s.so.ref)
 		reflp_close(&s.ref);

@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"      --json             status: JSON lines instead of a table\n"
 		"      --keep-last K      gc: keep the newest K steps of each queue (required)\n"
 		"      --metrics FILE     plot: a metrics file to read instead of the spool's (repeatable)\n"
-		"  -o, --output FILE.png  plot: where to draw (default: SPOOL/metrics.png)\n"
+		"  -o, --output FILE.png  plot: where to draw (SPOOL/metrics.png; '-': standard output)\n"
 		"      --lease SECONDS    status, recover, quarantine: judge other hosts' claims by this lease;\n"
 		"                         consume: the lease recorded in claims (3600)\n"
 		"      --poll SECONDS     consume: list the queue this often instead of inotify (implies --watch)\n"
@@ -158,12 +158,16 @@ static int png_complete(int fd)
 	       memcmp(tail, iend, sizeof iend) == 0;
 }
 
-/* Copy the drawn image to a pipe or a device (-o /dev/stdout): 0, or -1 with e set. */
+/* Copy the drawn image to a pipe or a device (-o /dev/stdout), or to
+ * standard output as it is (-o -): 0, or -1 with e set. */
 static int copy_to_special(int from, const char *to, struct err *e)
 {
 	unsigned char chunk[65536];
 	ssize_t n;
-	int fd = open(to, O_WRONLY | O_CLOEXEC);
+	int out = strcmp(to, "-") == 0;
+	int fd = out ? STDOUT_FILENO : open(to, O_WRONLY | O_CLOEXEC);
+	if (out)
+		to = "standard output";
 	if (fd < 0)
 		return err_sys(e, "%s", to);
 	off_t at = 0;
@@ -174,7 +178,7 @@ static int copy_to_special(int from, const char *to, struct err *e)
 	}
 	if (r == 0 && n < 0)
 		r = err_sys(e, "%s: reading back the image", to);
-	if (close(fd) < 0 && r == 0)
+	if (!out && close(fd) < 0 && r == 0)
 		r = err_sys(e, "%s", to);
 	return r;
 }
@@ -191,7 +195,8 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	struct err e;
 	char real[PATH_MAX];
 	const char *target = png, *tmpdir = getenv("TMPDIR");
-	int special = cli_output_target(&target, real);   /* a link: its target is drawn */
+	/* "-", a pipe or a device is written as it is; a link: its target is drawn */
+	int special = strcmp(png, "-") == 0 || cli_output_target(&target, real);
 	if (!special && cli_output_dir(target, &e) < 0) {   /* named, not the temporary beside it */
 		cli_warn("%s", e.msg);
 		return -1;
@@ -829,7 +834,7 @@ int main(int argc, char **argv)
 			op.verbose = 1;
 			break;
 		case O_ARCHIVE:
-			op.archive = cli_path("--archive", optarg);
+			op.archive = cli_dir("--archive", optarg);
 			break;
 		case O_FROM:
 			op.w.from = (int64_t)cli_uint("--from", optarg, INT64_MAX);
@@ -899,6 +904,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(sub, "plot")) {
 			if (op.tsv && op.output)
 				cli_bad_usage("%s: -o draws a PNG, --tsv prints the table: one or the other", sub);
+			if (op.output && !strcmp(op.output, "-") && isatty(STDOUT_FILENO))
+				cli_bad_usage("%s: -o -: standard output is a terminal; pipe it, or give -o FILE.png", sub);
 			r = cmd_plot(rest[0], &op);
 		} else if (!strcmp(sub, "recover")) {
 			r = cmd_recover(rest[0], &op);

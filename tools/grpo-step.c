@@ -670,7 +670,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case O_BATCHES: a.batches = cli_path("--batches", optarg); break;
 		case O_MODEL: a.model = cli_path("--model", optarg); break;
-		case 'o': a.policy = cli_path("--output", optarg); break;
+		case 'o': a.policy = cli_dir("--output", optarg); break;
 		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, INT64_MAX); break;
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
@@ -739,6 +739,8 @@ int main(int argc, char **argv)
 		cli_bad_usage("--batches and -o are required");
 	if (a.loss.agg == LOSS_AGG_DR_GRPO && a.loss.max_len <= 0)
 		cli_bad_usage("--loss-agg dr_grpo needs --max-len");
+	if (a.metrics && a.dtable && !strcmp(a.metrics, "-") && !strcmp(a.dtable, "-"))
+		cli_bad_usage("--metrics - and --debug-table - would mix on standard output: give one a FILE");
 	if (a.dtokens && !a.dtable)
 		cli_bad_usage("--debug-tokens goes with --debug-table");
 	if (a.watch && !steps_given)
