@@ -652,6 +652,8 @@ int main(int argc, char **argv)
 	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
 		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
 		              "the server is sent the text without a chat format");
+	if (!o.queue && given[OPT_MAX_LAG])   /* the trainer's newest step is that of -o's SPOOL/policy */
+		cli_bad_usage("--max-lag goes with -o: the trainer's newest step is that of the spool's policy queue");
 	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
 		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
 		              given['r'] ? "--rank" : "--max-groups");

@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0;
+	int c, len_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
@@ -153,7 +153,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
-		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); break;
+		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); timeout_given = 1; break;
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
@@ -163,7 +163,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, adv_combine_names); break;
 		case 'z': o->drop_zero_std = 1; break;
 		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : cli_path("--ref", optarg); break;
-		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
+		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); ref_tokens_given = 1; break;
 		case 't': o->tokenizer = cli_path("--tokenizer", optarg); break;
 		case 'w': o->watch = 1; break;
 		case 'p': o->poll = cli_seconds("--poll", optarg, 1e7); o->watch = 1; break;
@@ -172,7 +172,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = cli_dir("--output", optarg); break;
 		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
-		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
+		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); precision_given = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
@@ -192,6 +192,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--max-len and --overlong-buffer go with --reward length";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
+	/* what these set is used by what the other starts, and nothing else */
+	else if (timeout_given && !o->reward_cmd)
+		why = "--reward-timeout goes with --reward-cmd";
+	else if (ref_tokens_given && !o->ref)
+		why = "--ref-tokens goes with --ref DIR";
+	else if (precision_given && !o->ref)
+		why = "--precision goes with --ref DIR (the reference model is all that runs on the GPU)";
 	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
 		why = "--metrics -: without -o standard output carries the scored groups; give -o QUEUE or --metrics FILE";
 	if (why)

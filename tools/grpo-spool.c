@@ -887,6 +887,8 @@ int main(int argc, char **argv)
 		cli_bad_usage("%s: missing operand", sub);
 	/* consume's operands after its queue are the command's */
 	cli_path_operands(rest, strcmp(sub, "consume") ? nrest : 1);
+	if (op.w.rescan > 0 && !op.w.follow)   /* a run over the files waiting lists them once */
+		cli_bad_usage("%s: --rescan goes with --watch (or --poll)", sub);
 	if (op.w.from >= 0 && op.w.to >= 0 && op.w.from > op.w.to)
 		cli_bad_usage("%s: --from is after --to", sub);
 	int r;

@@ -87,7 +87,7 @@ static void usage(FILE *f)
 	        "      --lr X               peak learning rate, >= 0 (1e-6)\n"
 	        "      --warmup-steps N     linear warmup (0)\n"
 	        "      --lr-schedule S      constant (default), cosine or linear (these need --total-steps)\n"
-	        "      --total-steps N      the optimizer step at which the schedule ends\n"
+	        "      --total-steps N      the optimizer step at which cosine or linear ends\n"
 	        "      --weight-decay X     decoupled weight decay, >= 0 (0)\n"
 	        "      --betas B1,B2        AdamW betas, each >= 0 and < 1 (0.9,0.999)\n"
 	        "      --eps X              AdamW epsilon, > 0 (1e-8)\n"
@@ -661,7 +661,7 @@ int main(int argc, char **argv)
 	a.step = -1, a.steps = 1, a.epochs = 1, a.rank = -1, a.rank_timeout = 600;
 	loss_opts_default(&a.loss);
 	optim_opts_default(&a.opt);
-	int threads = 0, steps_given = 0;
+	int threads = 0, steps_given = 0, rank_timeout_given = 0, hook_fail_given = 0;
 	int c;
 	double d;
 	prog = cli_init(argv[0], usage);
@@ -721,9 +721,12 @@ int main(int argc, char **argv)
 		case O_SAVE_EVERY: a.save_every = (int)cli_positive("--save-every", optarg, INT_MAX); break;
 		case O_MASK_TRUNC: a.mask_truncated = 1; break;
 		case O_RANK: a.rank = (int)cli_uint("--rank", optarg, INT_MAX); break;
-		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
+		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); rank_timeout_given = 1; break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
-		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
+		case O_ON_PUBLISH_FAIL:
+			a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words);
+			hook_fail_given = 1;
+			break;
 		case O_DEVICE: a.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case O_RECOMPUTE: a.recompute = 1; break;
@@ -743,6 +746,12 @@ int main(int argc, char **argv)
 		cli_bad_usage("--metrics - and --debug-table - would mix on standard output: give one a FILE");
 	if (a.dtokens && !a.dtable)
 		cli_bad_usage("--debug-tokens goes with --debug-table");
+	if (rank_timeout_given && a.rank < 0)
+		cli_bad_usage("--rank-timeout goes with --rank");
+	if (hook_fail_given && !a.on_publish)
+		cli_bad_usage("--on-publish-fail goes with --on-publish");
+	if (a.opt.total_steps && a.opt.schedule == LR_CONSTANT)   /* where the schedule ends: constant has no end */
+		cli_bad_usage("--total-steps goes with --lr-schedule cosine or linear");
 	if (a.watch && !steps_given)
 		a.steps = 0;
 	struct err e;
