@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "data/traj.h"
 
 /* The exit statuses every tool's man page gives the same meaning (EXIT STATUS). */
 enum {
@@ -120,6 +121,13 @@ int cli_word(const char *opt, const char *arg, const char *const *words);
 /* The same for an environment variable that gives an option its default
  * (GRPO_DEVICE for --device): dflt when it is unset or empty. */
 int cli_env_word(const char *var, const char *const *words, int dflt);
+
+/*
+ * The largest step a tool takes (--step): a step is written as a JSON number
+ * in records (policy_version) and manifests, which hold every integer only
+ * up to 2^53 - 1 (TRAJ_INT_MAX); a larger one would fail only when written.
+ */
+#define CLI_STEP_MAX TRAJ_INT_MAX
 
 /* Integers: min..max; 0..max; 1..max. */
 long long cli_int(const char *opt, const char *arg, long long min, long long max);

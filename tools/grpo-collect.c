@@ -614,7 +614,7 @@ int main(int argc, char **argv)
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
 		case 'o': o.queue = cli_dir("--output", optarg); break;
 		case 's':
-			o.step = (long long)cli_uint("--step", optarg, TRAJ_INT_MAX);
+			o.step = (long long)cli_uint("--step", optarg, CLI_STEP_MAX);
 			o.have_step = 1;
 			break;
 		case 'r':

@@ -324,7 +324,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'T': o->seq_len = (uint32_t)cli_positive("--seq-len", optarg, 1u << 30); break;
 		case 'W': o->ranks = (uint32_t)cli_positive("--ranks", optarg, 65536); break;
 		case 'P': o->pad = (uint32_t)cli_positive("--pad-multiple", optarg, 1u << 20); break;
-		case 's': o->step = (int64_t)cli_uint("--step", optarg, INT64_MAX / 2); o->step_given = 1; break;
+		case 's': o->step = (int64_t)cli_uint("--step", optarg, CLI_STEP_MAX); o->step_given = 1; break;
 		case 'b': o->batch_size = cli_positive("--batch-size", optarg, UINT64_MAX); break;
 		case 'k': o->batch_tokens = cli_positive("--batch-tokens", optarg, UINT64_MAX); break;
 		case 'c': o->flops = cli_word("--cost", optarg, (const char *const[]){ "tokens", "flops", NULL }); break;
