@@ -810,8 +810,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (bad)
-			fprintf(stderr, "%s: %s: skipped %llu of %llu lines\n", prog, name, (unsigned long long)bad,
-				(unsigned long long)(col.lines - lines0));
+			fprintf(stderr, "%s: %s: skipped %llu of %llu line%s\n", prog, name, (unsigned long long)bad,
+				(unsigned long long)(col.lines - lines0), col.lines - lines0 == 1 ? "" : "s");
 		if (o.verbose) {
 			char fmts[64] = "";
 			for (int k = COLLECT_NATIVE; k <= COLLECT_ATROPOS; k++)
@@ -865,9 +865,10 @@ int main(int argc, char **argv)
 	/* keyed otherwise than the groups (a data set's own "id"), the answers
 	 * would all be dropped, and every reward then scored without one */
 	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
-		fprintf(stderr, "%s: warning: %s: none of its %zu answer%s matched a group of the %llu imported "
+		fprintf(stderr, "%s: warning: %s: %s %zu answer%s matched %s of the %llu group%s imported "
 			"(a line is keyed by its \"index\", else its \"id\", else its line number)\n", prog,
-			answers_path, answers.n, answers.n == 1 ? "" : "s", (unsigned long long)col.groups);
+			answers_path, answers.n == 1 ? "its" : "none of its", answers.n, answers.n == 1 ? "" : "s",
+			answers.n == 1 ? "none" : "any", (unsigned long long)col.groups, col.groups == 1 ? "" : "s");
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)

@@ -150,9 +150,9 @@ static void warn_future(const struct state *s, const struct packbuf_step *t)
 				newest = t->seq[i].t->policy_version;
 		}
 	if (n)
-		fprintf(stderr, "%s: step %lld: warning: %u sequences sampled from policy versions after %lld (up to "
+		fprintf(stderr, "%s: step %lld: warning: %u sequence%s sampled from policy versions after %lld (up to "
 			"%lld): is the batches queue behind the scored one (--step)?\n", prog, (long long)s->o.step,
-			n, (long long)s->o.step - 1, (long long)newest);
+			n, n == 1 ? "" : "s", (long long)s->o.step - 1, (long long)newest);
 }
 
 /*
@@ -166,9 +166,11 @@ static void warn_mixed_ref(const struct state *s, const struct packbuf_step *t)
 	for (uint32_t i = 0; i < t->n; i++)
 		without += t->seq[i].t->ref_logprobs == NULL;
 	if (without > 0 && without < t->n)
-		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences have no reference logprobs: the "
-			"micro-batches holding them carry none, and grpo-step --beta will refuse them; score every "
-			"sequence against the same reference, or none\n", prog, (long long)s->o.step, without, t->n);
+		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences %s no reference logprobs: %s, "
+			"and grpo-step --beta will refuse %s; score every sequence against the same reference, or "
+			"none\n", prog, (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
+			without == 1 ? "the micro-batch holding it carries none" : "the micro-batches holding them carry none",
+			without == 1 ? "it" : "them");
 }
 
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
@@ -191,8 +193,9 @@ static int pack_step(struct state *s, int flush, struct err *e)
 		return -1;
 	}
 	if (st.rolled_back)
-		fprintf(stderr, "%s: step %lld: rolled back the %u files that a packer which died or failed "
-			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back);
+		fprintf(stderr, "%s: step %lld: rolled back the %u file%s that a packer which died or failed "
+			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back,
+			st.rolled_back == 1 ? "" : "s");
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);
@@ -234,8 +237,8 @@ static int finish_input(struct state *s, struct err *e)
 	}
 	if (hold && b->n > 0) {
 		if (s->o.verbose)
-			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
-				prog, b->n);
+			fprintf(stderr, "%s: %zu sequence%s left queued for a later step (--flush packs %s now)\n",
+				prog, b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
 		packbuf_hold(b);
 		report_drops(s, 0);
 		return 0;

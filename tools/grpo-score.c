@@ -275,11 +275,12 @@ static void warn_copies(const char *name, uint64_t n)
 static void report(struct state *s, const char *name, const struct scorer_stats *st, int dropped, int is_stdin)
 {
 	if (st->nonfinite)
-		fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
-			"%s)\n", prog, name, st->nonfinite, st->first_nonfinite);
+		fprintf(stderr, "%s: %s: %u non-finite reward%s stored as 0, %s sequence%s advantage 0 (first: "
+			"%s)\n", prog, name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
+			st->nonfinite == 1 ? "its" : "their", st->nonfinite == 1 ? "'s" : "s'", st->first_nonfinite);
 	if (st->singletons)
-		fprintf(stderr, "%s: %s: %u groups of one member: no baseline, advantage 0\n", prog, name,
-			st->singletons);
+		fprintf(stderr, "%s: %s: %u group%s of one member: no baseline, advantage 0\n", prog, name,
+			st->singletons, st->singletons == 1 ? "" : "s");
 	if (st->min_size != st->max_size)
 		fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
 			"members\n", prog, name, st->min_size, st->max_size);

@@ -297,7 +297,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	if (draw_png(&t, png, &b) < 0)
 		goto out;
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %zu steps\n", prog, png, t.n);
+		fprintf(stderr, "%s: %s: %zu step%s\n", prog, png, t.n, t.n == 1 ? "" : "s");
 	status = 0;
 out:
 	buf_free(&b);
