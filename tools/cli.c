@@ -90,8 +90,10 @@ static const struct option *long_option(const struct option *longopts, const cha
 	for (const struct option *o = longopts; o && o->name; o++) {
 		if (strncmp(o->name, arg + 2, len) != 0)
 			continue;
-		if (strlen(o->name) == len)
+		if (strlen(o->name) == len) {   /* exact: abbreviations of others do not matter */
+			*ambiguous = 0;
 			return o;
+		}
 		*ambiguous |= found && found->val != o->val;
 		found = found ? found : o;
 	}
