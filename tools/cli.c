@@ -80,57 +80,14 @@ void cli_bad_usage(const char *fmt, ...)
 	exit(CLI_EXIT_USAGE);
 }
 
-/* The long option that arg ("--name" or "--name=value") names, exactly or as
- * the one option it abbreviates; NULL for none, and for two (*ambiguous). */
-static const struct option *long_option(const struct option *longopts, const char *arg, int *ambiguous)
-{
-	size_t len = strcspn(arg + 2, "=");
-	const struct option *found = NULL;
-	*ambiguous = 0;
-	for (const struct option *o = longopts; o && o->name; o++) {
-		if (strncmp(o->name, arg + 2, len) != 0)
-			continue;
-		if (strlen(o->name) == len) {   /* exact: abbreviations of others do not matter */
-			*ambiguous = 0;
-			return o;
-		}
-		*ambiguous |= found && found->val != o->val;
-		found = found ? found : o;
-	}
-	return *ambiguous ? NULL : found;
-}
-
-/* What getopt's message would say about the option it answered '?' for. */
-static void __attribute__((noreturn)) bad_option(char *const *argv, const char *shortopts,
-						 const struct option *longopts)
-{
-	const char *arg = optind > 0 ? argv[optind - 1] : "";
-	int ambiguous = 0;
-	const struct option *o = strncmp(arg, "--", 2) == 0 ? long_option(longopts, arg, &ambiguous) : NULL;
-	/* a long option's error sets optopt to its value (0: unknown); any
-	 * other is a short option's, in a group that arg may not be */
-	if (strncmp(arg, "--", 2) == 0 && (optopt == 0 || (o && o->val == optopt))) {
-		int len = (int)strcspn(arg, "=");
-		if (ambiguous)
-			cli_bad_usage("option '%.*s' is ambiguous", len, arg);
-		if (!o)
-			cli_bad_usage("unrecognized option '%.*s'", len, arg);
-		if (strchr(arg, '='))
-			cli_bad_usage("option '--%s' doesn't allow an argument", o->name);
-		cli_bad_usage("option '--%s' requires an argument", o->name);
-	}
-	if (optopt > 0 && optopt < 256 && optopt != ':' && strchr(shortopts, optopt))
-		cli_bad_usage("option requires an argument -- '%c'", optopt);
-	cli_bad_usage("invalid option -- '%c'", optopt > 0 && optopt < 256 ? optopt : '?');
-}
-
 int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts)
 {
-	opterr = 0;
-	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
-	if (c == '?')
-		bad_option(argv, shortopts, longopts);
-	return c;
+	/* getopt's messages name argv[0]: make it the program's name, as every
+	 * other message has it, rather than the path it was run by (or
+	 * grpo-spool's command); main's argv is the program's to change */
+	if (argc > 0 && argv[0] != prog)
+		((char **)argv)[0] = (char *)prog;
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
 }
 
 /* The names of the modes in the set, "a, b, c". */

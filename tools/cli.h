@@ -46,10 +46,8 @@ enum {
 const char *cli_init(const char *argv0, void (*usage)(FILE *));
 
 /*
- * getopt_long(3), its own messages off: an unknown option, a missing
- * argument or one given to an option that takes none is a usage error in
- * the tools' form (cli_bad_usage), named by the program's name rather than
- * the path it was run by, which is what getopt would print:
+ * getopt_long(3), with argv[0] set to the program's name first, so that its
+ * messages name the tool as all others do, not the path it was run by:
  *
  *	grpo-pack: invalid option -- 'Z'
  *	grpo-step: option '--output' requires an argument
