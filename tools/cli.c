@@ -80,6 +80,16 @@ void cli_bad_usage(const char *fmt, ...)
 	exit(CLI_EXIT_USAGE);
 }
 
+int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts)
+{
+	/* getopt's messages name argv[0]: make it the program's name, as every
+	 * other message has it, rather than the path it was run by (or
+	 * grpo-spool's command); main's argv is the program's to change */
+	if (argc > 0 && argv[0] != prog)
+		((char **)argv)[0] = (char *)prog;
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
 /* The names of the modes in the set, "a, b, c". */
 static void mode_list(char *out, size_t size, unsigned modes, const char *const *mode_names)
 {
@@ -347,6 +357,30 @@ long long cli_whole_seconds(const char *opt, const char *arg, long long min, lon
 		snprintf(r, sizeof r, "from %lld to %lld", min, max);
 	snprintf(w, sizeof w, "a whole number of seconds %s (or with s, m, h or d)", r);
 	cli_bad_value(opt, w, arg);
+}
+
+const char *cli_path(const char *opt, const char *arg)
+{
+	if (!*arg)
+		cli_bad_value(opt, "a path", arg);
+	return arg;
+}
+
+const char *cli_dir(const char *opt, const char *arg)
+{
+	if (strcmp(arg, "-") == 0)
+		cli_bad_value(opt, "a directory, which standard output ('-') cannot be", arg);
+	return cli_path(opt, arg);
+}
+
+void cli_path_operands(char *const *operands, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!*operands[i]) {
+			char opt[32];
+			snprintf(opt, sizeof opt, "operand %d", i + 1);
+			cli_path(opt, operands[i]);
+		}
 }
 
 int cli_word(const char *opt, const char *arg, const char *const *words)

@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "data/traj.h"
 
 /* The exit statuses every tool's man page gives the same meaning (EXIT STATUS). */
 enum {
@@ -43,6 +44,16 @@ enum {
  * the function that prints the tool's usage, for cli_bad_usage().
  */
 const char *cli_init(const char *argv0, void (*usage)(FILE *));
+
+/*
+ * getopt_long(3), with argv[0] set to the program's name first, so that its
+ * messages name the tool as all others do, not the path it was run by:
+ *
+ *	grpo-pack: invalid option -- 'Z'
+ *	grpo-step: option '--output' requires an argument
+ */
+struct option;
+int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts);
 
 /* "prog: message" on standard error (message formatted as by printf). */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -70,7 +81,6 @@ void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), no
  *
  *	grpo-cat: --stats takes no --tokenizer (it goes with printing records, --encode, --decode)
  */
-struct option;
 struct cli_mode_option {
 	int ch;
 	unsigned modes;
@@ -86,6 +96,19 @@ void cli_mode_options(const struct option *longopts, const struct cli_mode_optio
 void cli_bad_value(const char *opt, const char *expected, const char *arg) __attribute__((noreturn));
 
 /*
+ * An option's argument that names a file or directory, returned as it is,
+ * but an empty one refused in the parsers' form ("prog: --output: expected
+ * a path, got ''"): no file has that name, and joined into a path ("/step_1")
+ * it would be the root. cli_path_operands refuses an empty operand alike,
+ * naming it by its place ("operand 2").
+ */
+const char *cli_path(const char *opt, const char *arg);
+/* The same for a directory to make or publish into (-o QUEUE), where "-"
+ * is refused too: standard output cannot hold one. */
+const char *cli_dir(const char *opt, const char *arg);
+void cli_path_operands(char *const *operands, int n);
+
+/*
  * One of a fixed set of words (a NULL-terminated list), as its index:
  * cli_word("--std", "n", (const char *const[]){ "unbiased", "biased", NULL })
  * prints "prog: --std: expected one of unbiased, biased, got 'n'" and exits
@@ -96,6 +119,13 @@ int cli_word(const char *opt, const char *arg, const char *const *words);
 /* The same for an environment variable that gives an option its default
  * (GRPO_DEVICE for --device): dflt when it is unset or empty. */
 int cli_env_word(const char *var, const char *const *words, int dflt);
+
+/*
+ * The largest step a tool takes (--step): a step is written as a JSON number
+ * in records (policy_version) and manifests, which hold every integer only
+ * up to 2^53 - 1 (TRAJ_INT_MAX); a larger one would fail only when written.
+ */
+#define CLI_STEP_MAX TRAJ_INT_MAX
 
 /* Integers: min..max; 0..max; 1..max. */
 long long cli_int(const char *opt, const char *arg, long long min, long long max);

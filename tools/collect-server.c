@@ -313,7 +313,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (failed)
-		fprintf(stderr, "%s: %s: skipped %d of %d prompts\n", prog, g->prompts, failed, n);
+		fprintf(stderr, "%s: %s: skipped %d of %d prompt%s\n", prog, g->prompts, failed, n, n == 1 ? "" : "s");
 	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)

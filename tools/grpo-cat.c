@@ -750,7 +750,7 @@ int main(int argc, char **argv)
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
 	unsigned char given[O_NOTHINK + 1] = { 0 };   /* by getopt value */
 	prog = cli_init(argv[0], usage);
-	while ((c = getopt_long(argc, argv, "c:defhjm:n:o:st:vV", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "c:defhjm:n:o:st:vV", longopts)) != -1) {
 		if (c >= 0 && c <= O_NOTHINK)
 			given[c] = 1;
 		switch (c) {
@@ -767,16 +767,17 @@ int main(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		case 'j': json = 1; break;
 		case 'n': o.head = (long long)cli_uint("--head", optarg, LLONG_MAX); break;
-		case 'm': model_dir = optarg; break;
-		case 'o': output = optarg; break;
+		case 'm': model_dir = cli_path("--model", optarg); break;
+		case 'o': output = cli_path("--output", optarg); break;
 		case 's': o.stats = 1; break;
 		case 'v': o.st.verbose = 1; break;
-		case 't': tok_file = optarg; break;
+		case 't': tok_file = cli_path("--tokenizer", optarg); break;
 		case O_NOTHINK: tm.chat_flags |= CHAT_NO_THINKING; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	int text = tm.encode || tm.decode || tm.chat;
 	const char *bad = NULL;
 	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,

@@ -553,17 +553,17 @@ int main(int argc, char **argv)
 	int c;
 	prog = cli_init(argv[0], usage);
 	g.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
-	while ((c = getopt_long(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts)) != -1) {
 		if (c >= 0 && c < (int)sizeof given)
 			given[c] = 1;
 		switch (c) {
-		case OPT_MODEL: g.model = optarg; break;
-		case OPT_PROMPTS: g.prompts = optarg; break;
-		case OPT_CURSOR: g.cursor = optarg; break;
-		case OPT_TOKENIZER: g.tokenizer = optarg; break;
+		case OPT_MODEL: g.model = cli_path("--model", optarg); break;
+		case OPT_PROMPTS: g.prompts = cli_path("--prompts", optarg); break;
+		case OPT_CURSOR: g.cursor = cli_path("--cursor", optarg); break;
+		case OPT_TOKENIZER: g.tokenizer = cli_path("--tokenizer", optarg); break;
 		case OPT_SERVER: sv.so.url = optarg; break;
 		case OPT_SERVED_MODEL: sv.so.model = optarg; break;
-		case OPT_RESPONSES: sv.responses = optarg; break;
+		case OPT_RESPONSES: sv.responses = cli_path("--responses", optarg); break;
 		case OPT_DEVICE: g.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case OPT_PRECISION: g.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case OPT_API: sv.so.api = (enum server_api)cli_word("--api", optarg, server_api_names); break;
@@ -612,9 +612,9 @@ int main(int argc, char **argv)
 			g.have_chat = 1;
 			break;
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
-		case 'o': o.queue = optarg; break;
+		case 'o': o.queue = cli_dir("--output", optarg); break;
 		case 's':
-			o.step = (long long)cli_uint("--step", optarg, TRAJ_INT_MAX);
+			o.step = (long long)cli_uint("--step", optarg, CLI_STEP_MAX);
 			o.have_step = 1;
 			break;
 		case 'r':
@@ -631,7 +631,7 @@ int main(int argc, char **argv)
 			co.temperature = cli_float("--temperature", optarg, 0, INFINITY, 0);
 			temp_arg = strtod(optarg, NULL);   /* for a server: 0.7 as given, not the float nearest it */
 			break;
-		case 'a': answers_path = optarg; break;
+		case 'a': answers_path = cli_path("--answers", optarg); break;
 		case 'e': o.skip = cli_word("--on-error", optarg, on_error_words); break;
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -639,6 +639,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	if (g.model && sv.so.url)
 		cli_bad_usage("--model samples here, --server through a server: give one of them");
 	if (sv.so.url && (!g.prompts || optind < argc))
@@ -651,6 +652,8 @@ int main(int argc, char **argv)
 	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
 		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
 		              "the server is sent the text without a chat format");
+	if (!o.queue && given[OPT_MAX_LAG])   /* the trainer's newest step is that of -o's SPOOL/policy */
+		cli_bad_usage("--max-lag goes with -o: the trainer's newest step is that of the spool's policy queue");
 	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */
 		cli_bad_usage("without -o, %s would do nothing (it says how -o publishes)",
 		              given['r'] ? "--rank" : "--max-groups");
@@ -807,8 +810,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (bad)
-			fprintf(stderr, "%s: %s: skipped %llu of %llu lines\n", prog, name, (unsigned long long)bad,
-				(unsigned long long)(col.lines - lines0));
+			fprintf(stderr, "%s: %s: skipped %llu of %llu line%s\n", prog, name, (unsigned long long)bad,
+				(unsigned long long)(col.lines - lines0), col.lines - lines0 == 1 ? "" : "s");
 		if (o.verbose) {
 			char fmts[64] = "";
 			for (int k = COLLECT_NATIVE; k <= COLLECT_ATROPOS; k++)
@@ -862,9 +865,10 @@ int main(int argc, char **argv)
 	/* keyed otherwise than the groups (a data set's own "id"), the answers
 	 * would all be dropped, and every reward then scored without one */
 	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
-		fprintf(stderr, "%s: warning: %s: none of its %zu answer%s matched a group of the %llu imported "
+		fprintf(stderr, "%s: warning: %s: %s %zu answer%s matched %s of the %llu group%s imported "
 			"(a line is keyed by its \"index\", else its \"id\", else its line number)\n", prog,
-			answers_path, answers.n, answers.n == 1 ? "" : "s", (unsigned long long)col.groups);
+			answers_path, answers.n == 1 ? "its" : "none of its", answers.n, answers.n == 1 ? "" : "s",
+			answers.n == 1 ? "none" : "any", (unsigned long long)col.groups, col.groups == 1 ? "" : "s");
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)

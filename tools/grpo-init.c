@@ -35,7 +35,24 @@ static void usage(FILE *f)
 	        "       [--rope-theta X] [--rms-eps X] [--tie | --no-tie] [--bos ID] [--eos ID]...\n"
 	        "       [--tokenizer FILE] [--seed S] [--dtype float32|bfloat16] [--shard-size BYTES]\n"
 	        "       [-v] -o DIR\n"
-	        "presets: %s\n",
+	        "Write a Hugging Face model directory with random weights.\n"
+	        "      --preset NAME        start from a named shape: %s\n"
+	        "      --family FAMILY      qwen2, qwen3 or llama\n"
+	        "      --hidden H, --layers L, --heads A, --kv-heads K, --intermediate I, --vocab V\n"
+	        "                           the shape (--kv-heads default: --heads)\n"
+	        "      --head-dim D         size of each attention head, even (default: hidden / heads)\n"
+	        "      --rope-theta X       RoPE base (1000000 for Qwen, 500000 for Llama)\n"
+	        "      --rms-eps X          RMSNorm epsilon (1e-6; 1e-5 for Llama)\n"
+	        "      --tie, --no-tie      share the embedding with the output layer (default), or not\n"
+	        "      --bos ID, --eos ID   token ids for config.json; --eos may be repeated\n"
+	        "      --tokenizer FILE     copy this tokenizer.json (and tokenizer_config.json beside it)\n"
+	        "      --seed S             seed of the weights (0)\n"
+	        "      --dtype DTYPE        float32 (default) or bfloat16\n"
+	        "      --shard-size BYTES   largest shard, with K, M or G (5G)\n"
+	        "  -o, --output DIR         the directory to create (required)\n"
+	        "  -v, --verbose            report the parameter count and size on standard error\n"
+	        "  -h, --help               this text\n"
+	        "  -V, --version            the version\n",
 	        prog, MODEL_PRESETS);
 }
 
@@ -139,7 +156,7 @@ static int copy_file(const char *from, const char *to, struct err *e)
 int main(int argc, char **argv)
 {
 	enum { O_FAMILY = 256, O_HIDDEN, O_LAYERS, O_HEADS, O_KV, O_INTER, O_VOCAB, O_HEADDIM, O_THETA, O_EPS, O_TIE,
-	       O_NOTIE, O_BOS, O_EOS, O_TOK, O_SEED, O_DTYPE, O_SHARD, O_PRESET, O_VERSION };
+	       O_NOTIE, O_BOS, O_EOS, O_TOK, O_SEED, O_DTYPE, O_SHARD, O_PRESET };
 	static const struct option opts[] = {
 		{ "preset", required_argument, 0, O_PRESET }, { "family", required_argument, 0, O_FAMILY },
 		{ "hidden", required_argument, 0, O_HIDDEN }, { "layers", required_argument, 0, O_LAYERS },
@@ -152,7 +169,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, 0, O_SEED }, { "dtype", required_argument, 0, O_DTYPE },
 		{ "shard-size", required_argument, 0, O_SHARD }, { "output", required_argument, 0, 'o' },
 		{ "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, O_VERSION }, { 0, 0, 0, 0 },
+		{ "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
 	};
 	/* the preset is applied first, whatever its place, so other options refine it */
 	struct model_config c;
@@ -177,7 +194,7 @@ int main(int argc, char **argv)
 	size_t shard = (size_t)5e9;   /* transformers' long-standing default max_shard_size */
 	int verbose = 0, n_eos = -1, eos[MODEL_MAX_EOS];
 	int o;
-	while ((o = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+	while ((o = cli_getopt(argc, argv, "o:vhV", opts)) != -1) {
 		switch (o) {
 		case O_PRESET: break;
 		case O_FAMILY: {
@@ -212,16 +229,16 @@ int main(int argc, char **argv)
 				cli_bad_usage("too many --eos: %s", optarg);
 			eos[n_eos++] = (int)cli_uint("--eos", optarg, INT_MAX);
 			break;
-		case O_TOK: tok = optarg; break;
+		case O_TOK: tok = cli_path("--tokenizer", optarg); break;
 		case O_SEED: seed = cli_uint("--seed", optarg, UINT64_MAX); break;
 		case O_DTYPE:
 			dtype = cli_word("--dtype", optarg, (const char *const[]){ "float32", "bfloat16", NULL }) ? ST_BF16 : ST_F32;
 			break;
 		case O_SHARD: shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
-		case 'o': out = optarg; break;
+		case 'o': out = cli_dir("--output", optarg); break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
+		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

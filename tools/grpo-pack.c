@@ -91,7 +91,7 @@ static void usage(FILE *f)
 		"  -p, --poll S            list the queue every S seconds instead of inotify (implies -w)\n"
 		"  -R, --rescan S          with --watch and inotify: list the whole queue every S s (300)\n"
 		"  -L, --lease S           the lease recorded in input claims (3600)\n"
-		"  -x, --metrics FILE      append one JSON line of metrics per step\n"
+		"  -x, --metrics FILE      append one JSON line of metrics per step ('-': stdout, with -o)\n"
 		"  -v, --verbose           metrics lines on standard error too\n"
 		"  -o, --output QUEUE      publish into QUEUE (SPOOL/batches) instead of stdout\n"
 		"  -h, --help              this text\n"
@@ -150,9 +150,9 @@ static void warn_future(const struct state *s, const struct packbuf_step *t)
 				newest = t->seq[i].t->policy_version;
 		}
 	if (n)
-		fprintf(stderr, "%s: step %lld: warning: %u sequences sampled from policy versions after %lld (up to "
+		fprintf(stderr, "%s: step %lld: warning: %u sequence%s sampled from policy versions after %lld (up to "
 			"%lld): is the batches queue behind the scored one (--step)?\n", prog, (long long)s->o.step,
-			n, (long long)s->o.step - 1, (long long)newest);
+			n, n == 1 ? "" : "s", (long long)s->o.step - 1, (long long)newest);
 }
 
 /*
@@ -166,9 +166,11 @@ static void warn_mixed_ref(const struct state *s, const struct packbuf_step *t)
 	for (uint32_t i = 0; i < t->n; i++)
 		without += t->seq[i].t->ref_logprobs == NULL;
 	if (without > 0 && without < t->n)
-		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences have no reference logprobs: the "
-			"micro-batches holding them carry none, and grpo-step --beta will refuse them; score every "
-			"sequence against the same reference, or none\n", prog, (long long)s->o.step, without, t->n);
+		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences %s no reference logprobs: %s, "
+			"and grpo-step --beta will refuse %s; score every sequence against the same reference, or "
+			"none\n", prog, (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
+			without == 1 ? "the micro-batch holding it carries none" : "the micro-batches holding them carry none",
+			without == 1 ? "it" : "them");
 }
 
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
@@ -191,8 +193,9 @@ static int pack_step(struct state *s, int flush, struct err *e)
 		return -1;
 	}
 	if (st.rolled_back)
-		fprintf(stderr, "%s: step %lld: rolled back the %u files that a packer which died or failed "
-			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back);
+		fprintf(stderr, "%s: step %lld: rolled back the %u file%s that a packer which died or failed "
+			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back,
+			st.rolled_back == 1 ? "" : "s");
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);
@@ -234,8 +237,8 @@ static int finish_input(struct state *s, struct err *e)
 	}
 	if (hold && b->n > 0) {
 		if (s->o.verbose)
-			fprintf(stderr, "%s: %zu sequences left queued for a later step (--flush packs them now)\n",
-				prog, b->n);
+			fprintf(stderr, "%s: %zu sequence%s left queued for a later step (--flush packs %s now)\n",
+				prog, b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
 		packbuf_hold(b);
 		report_drops(s, 0);
 		return 0;
@@ -319,16 +322,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->ranks = 1;
 	o->pad = 1;
 	o->max_lag = -1;
-	while ((c = getopt_long(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "T:W:P:s:b:k:c:m:l:O:grwM:t:x:vo:p:R:L:Ff:hV", lo)) != -1) {
 		switch (c) {
 		case 'T': o->seq_len = (uint32_t)cli_positive("--seq-len", optarg, 1u << 30); break;
 		case 'W': o->ranks = (uint32_t)cli_positive("--ranks", optarg, 65536); break;
 		case 'P': o->pad = (uint32_t)cli_positive("--pad-multiple", optarg, 1u << 20); break;
-		case 's': o->step = (int64_t)cli_uint("--step", optarg, INT64_MAX / 2); o->step_given = 1; break;
+		case 's': o->step = (int64_t)cli_uint("--step", optarg, CLI_STEP_MAX); o->step_given = 1; break;
 		case 'b': o->batch_size = cli_positive("--batch-size", optarg, UINT64_MAX); break;
 		case 'k': o->batch_tokens = cli_positive("--batch-tokens", optarg, UINT64_MAX); break;
 		case 'c': o->flops = cli_word("--cost", optarg, (const char *const[]){ "tokens", "flops", NULL }); break;
-		case 'm': o->model = optarg; break;
+		case 'm': o->model = cli_path("--model", optarg); break;
 		case 'l': o->max_lag = (long)cli_uint("--max-lag", optarg, 1u << 30); break;
 		case 'O': o->overlong = (enum packbuf_overlong)cli_word("--overlong", optarg, overlong_words); break;
 		case 'g': o->keep_groups = 1; break;
@@ -341,14 +344,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'f': o->fill_target = cli_number("--fill-target", optarg, 0, 1, CLI_ABOVE_MIN); break;
 		case 'R': o->rescan = cli_seconds("--rescan", optarg, 1e7); break;
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX); break;
-		case 'x': o->metrics = optarg; break;
+		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = optarg; break;
+		case 'o': o->out = cli_dir("--output", optarg); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (!o->seq_len)
 		why = "--seq-len is required";
@@ -358,6 +362,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--cost flops needs --model DIR";
 	else if (o->model && !o->flops)
 		why = "--model DIR goes with --cost flops (the default cost, tokens, reads no model)";
+	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
+		why = "--metrics -: without -o standard output carries the micro-batches; give -o QUEUE or --metrics FILE";
 	else if (o->pad > o->seq_len)
 		why = "--pad-multiple is larger than --seq-len";
 	else if (o->out && o->step_given && o->step == 0)   /* policy/step_0 is the initial model */
@@ -465,7 +471,7 @@ int main(int argc, char **argv)
 	queues = 0;
 	if (carried < 0)
 		goto fail;
-	if (o->metrics && !(s.metrics = fopen(o->metrics, "a"))) {
+	if (o->metrics && !(s.metrics = strcmp(o->metrics, "-") ? fopen(o->metrics, "a") : stdout)) {
 		err_sys(&e, "%s", o->metrics);
 		goto fail;
 	}
@@ -530,7 +536,7 @@ done:
 		close(lock_fd);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
-	if (s.metrics)
+	if (s.metrics && s.metrics != stdout)
 		fclose(s.metrics);
 	packbuf_free(&s.b);
 	return status;

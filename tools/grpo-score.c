@@ -98,7 +98,7 @@ static void usage(FILE *f)
 		"  -w, --watch                keep consuming the input queue\n"
 		"  -p, --poll S               list the queue every S seconds instead of inotify (implies -w)\n"
 		"  -L, --lease S              the lease recorded in input claims (3600)\n"
-		"  -x, --metrics FILE         append one JSON line of metrics per input\n"
+		"  -x, --metrics FILE         append one JSON line of metrics per input ('-': stdout, with -o)\n"
 		"  -v, --verbose              metrics lines on standard error too\n"
 		"  -o, --output QUEUE         publish into QUEUE (SPOOL/scored) instead of standard output\n"
 		"  -h, --help                 this text\n"
@@ -122,13 +122,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0;
+	int c, len_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
 	o->ref_tokens = 4096;
-	while ((c = getopt_long(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo)) != -1) {
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
@@ -153,7 +153,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
-		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); break;
+		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); timeout_given = 1; break;
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
@@ -162,22 +162,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
 		case 'C': o->adv.combine = (enum adv_combine)cli_word("--combine", optarg, adv_combine_names); break;
 		case 'z': o->drop_zero_std = 1; break;
-		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
-		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); break;
-		case 't': o->tokenizer = optarg; break;
+		case 'R': o->ref = strcmp(optarg, "none") == 0 ? NULL : cli_path("--ref", optarg); break;
+		case 'k': o->ref_tokens = (long)cli_positive("--ref-tokens", optarg, 1 << 24); ref_tokens_given = 1; break;
+		case 't': o->tokenizer = cli_path("--tokenizer", optarg); break;
 		case 'w': o->watch = 1; break;
 		case 'p': o->poll = cli_seconds("--poll", optarg, 1e7); o->watch = 1; break;
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, 1000000000); break;
-		case 'x': o->metrics = optarg; break;
+		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = optarg; break;
+		case 'o': o->out = cli_dir("--output", optarg); break;
 		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
-		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); break;
+		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); precision_given = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
+	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
 		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
@@ -191,6 +192,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--max-len and --overlong-buffer go with --reward length";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
+	/* what these set is used by what the other starts, and nothing else */
+	else if (timeout_given && !o->reward_cmd)
+		why = "--reward-timeout goes with --reward-cmd";
+	else if (ref_tokens_given && !o->ref)
+		why = "--ref-tokens goes with --ref DIR";
+	else if (precision_given && !o->ref)
+		why = "--precision goes with --ref DIR (the reference model is all that runs on the GPU)";
+	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
+		why = "--metrics -: without -o standard output carries the scored groups; give -o QUEUE or --metrics FILE";
 	if (why)
 		cli_bad_usage("%s", why);
 	return 0;
@@ -240,7 +250,7 @@ static void note_seen(struct state *s, const char *name, const struct group *g, 
 static int line_owed(struct state *s, const char *name, int is_stdin)
 {
 	struct err e;
-	if (!s->metrics || is_stdin)
+	if (!s->metrics || s->metrics == stdout || is_stdin)   /* no file to look in */
 		return 0;
 	int r = scorer_metrics_has(s->o.metrics, name, &e);
 	if (r < 0)
@@ -265,11 +275,12 @@ static void warn_copies(const char *name, uint64_t n)
 static void report(struct state *s, const char *name, const struct scorer_stats *st, int dropped, int is_stdin)
 {
 	if (st->nonfinite)
-		fprintf(stderr, "%s: %s: %u non-finite rewards stored as 0, their sequences' advantage 0 (first: "
-			"%s)\n", prog, name, st->nonfinite, st->first_nonfinite);
+		fprintf(stderr, "%s: %s: %u non-finite reward%s stored as 0, %s sequence%s advantage 0 (first: "
+			"%s)\n", prog, name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
+			st->nonfinite == 1 ? "its" : "their", st->nonfinite == 1 ? "'s" : "s'", st->first_nonfinite);
 	if (st->singletons)
-		fprintf(stderr, "%s: %s: %u groups of one member: no baseline, advantage 0\n", prog, name,
-			st->singletons);
+		fprintf(stderr, "%s: %s: %u group%s of one member: no baseline, advantage 0\n", prog, name,
+			st->singletons, st->singletons == 1 ? "" : "s");
 	if (st->min_size != st->max_size)
 		fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
 			"members\n", prog, name, st->min_size, st->max_size);
@@ -478,7 +489,7 @@ static int setup(struct state *s, struct err *e)
 	s->so.adv = o->adv;
 	s->so.success_threshold = o->success_threshold;
 	s->so.drop_zero_std = o->drop_zero_std;
-	if (o->metrics && !(s->metrics = fopen(o->metrics, "a")))
+	if (o->metrics && !(s->metrics = strcmp(o->metrics, "-") ? fopen(o->metrics, "a") : stdout))
 		return err_sys(e, "%s", o->metrics);
 	return 0;
 }
@@ -537,7 +548,7 @@ done:
 		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
-	if (s.metrics)
+	if (s.metrics && s.metrics != stdout)
 		fclose(s.metrics);
 	if (s.so.ref)
 		reflp_close(&s.ref);

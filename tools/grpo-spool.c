@@ -40,7 +40,25 @@ static void usage(FILE *f)
 		"       grpo-spool consume QUEUE [-v] [--watch] [--poll SECONDS] [--rescan SECONDS]\n"
 		"                  [--from STEP] [--to STEP] [--lease SECONDS] -- COMMAND [ARG...]\n"
 		"       grpo-spool quarantine [-v] [--lease SECONDS] QUEUE/step_N/rank_X/NAME...\n"
-		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [-v] [--metrics FILE]...\n");
+		"       grpo-spool plot SPOOL [-o FILE.png | --tsv] [-v] [--metrics FILE]...\n"
+		"Look after a spool: its state, what crashed processes left, old steps, consumers, a plot.\n"
+		"      --archive DIR      gc: archive each step before removing it\n"
+		"      --from STEP, --to STEP  consume: only the steps in this range (inclusive)\n"
+		"      --json             status: JSON lines instead of a table\n"
+		"      --keep-last K      gc: keep the newest K steps of each queue (required)\n"
+		"      --metrics FILE     plot: a metrics file to read instead of the spool's (repeatable)\n"
+		"  -o, --output FILE.png  plot: where to draw (SPOOL/metrics.png; '-': standard output)\n"
+		"      --lease SECONDS    status, recover, quarantine: judge other hosts' claims by this lease;\n"
+		"                         consume: the lease recorded in claims (3600)\n"
+		"      --poll SECONDS     consume: list the queue this often instead of inotify (implies --watch)\n"
+		"      --queue NAME       gc: prune only this queue (repeatable; policy only so)\n"
+		"      --rescan SECONDS   consume: with inotify, list the whole queue this often too (300)\n"
+		"      --tsv              plot: print the table as tab-separated values instead\n"
+		"      --tmp-age SECONDS  recover: remove temporaries at least this old (129600)\n"
+		"      --watch            consume: keep waiting for new files until SIGINT or SIGTERM\n"
+		"  -v, --verbose          report what was done on standard error\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          the version\n");
 }
 
 enum { O_JSON = 256, O_METRICS, O_TSV, O_LEASE, O_TMP_AGE, O_KEEP, O_ARCHIVE, O_QUEUE, O_WATCH, O_POLL, O_RESCAN,
@@ -140,12 +158,16 @@ static int png_complete(int fd)
 	       memcmp(tail, iend, sizeof iend) == 0;
 }
 
-/* Copy the drawn image to a pipe or a device (-o /dev/stdout): 0, or -1 with e set. */
+/* Copy the drawn image to a pipe or a device (-o /dev/stdout), or to
+ * standard output as it is (-o -): 0, or -1 with e set. */
 static int copy_to_special(int from, const char *to, struct err *e)
 {
 	unsigned char chunk[65536];
 	ssize_t n;
-	int fd = open(to, O_WRONLY | O_CLOEXEC);
+	int out = strcmp(to, "-") == 0;
+	int fd = out ? STDOUT_FILENO : open(to, O_WRONLY | O_CLOEXEC);
+	if (out)
+		to = "standard output";
 	if (fd < 0)
 		return err_sys(e, "%s", to);
 	off_t at = 0;
@@ -156,7 +178,7 @@ static int copy_to_special(int from, const char *to, struct err *e)
 	}
 	if (r == 0 && n < 0)
 		r = err_sys(e, "%s: reading back the image", to);
-	if (close(fd) < 0 && r == 0)
+	if (!out && close(fd) < 0 && r == 0)
 		r = err_sys(e, "%s", to);
 	return r;
 }
@@ -173,7 +195,8 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	struct err e;
 	char real[PATH_MAX];
 	const char *target = png, *tmpdir = getenv("TMPDIR");
-	int special = cli_output_target(&target, real);   /* a link: its target is drawn */
+	/* "-", a pipe or a device is written as it is; a link: its target is drawn */
+	int special = strcmp(png, "-") == 0 || cli_output_target(&target, real);
 	if (!special && cli_output_dir(target, &e) < 0) {   /* named, not the temporary beside it */
 		cli_warn("%s", e.msg);
 		return -1;
@@ -281,7 +304,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	if (draw_png(&t, png, &b) < 0)
 		goto out;
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %zu steps\n", prog, png, t.n);
+		fprintf(stderr, "%s: %s: %zu step%s\n", prog, png, t.n, t.n == 1 ? "" : "s");
 	status = 0;
 out:
 	buf_free(&b);
@@ -799,7 +822,7 @@ int main(int argc, char **argv)
 	/* Options may follow the operand; "--" ends them (consume's COMMAND). */
 	int ac = argc - 1, ch;
 	char **av = argv + 1;
-	while ((ch = getopt_long(ac, av, "hVvo:", longopts, NULL)) != -1) {
+	while ((ch = cli_getopt(ac, av, "hVvo:", longopts)) != -1) {
 		const char *name;
 		if (ch != 'h' && ch != 'V' && ch != '?' && !takes_option(sub, ch, &name))
 			cli_bad_usage("%s takes no --%s", sub, name);
@@ -818,7 +841,7 @@ int main(int argc, char **argv)
 			op.verbose = 1;
 			break;
 		case O_ARCHIVE:
-			op.archive = optarg;
+			op.archive = cli_dir("--archive", optarg);
 			break;
 		case O_FROM:
 			op.w.from = (int64_t)cli_uint("--from", optarg, INT64_MAX);
@@ -827,10 +850,10 @@ int main(int argc, char **argv)
 			op.json = 1;
 			break;
 		case O_METRICS:
-			op.metrics[op.nmetrics++] = optarg;
+			op.metrics[op.nmetrics++] = cli_path("--metrics", optarg);
 			break;
 		case 'o':
-			op.output = optarg;
+			op.output = cli_path("--output", optarg);
 			break;
 		case O_TSV:
 			op.tsv = 1;
@@ -846,7 +869,7 @@ int main(int argc, char **argv)
 			op.w.follow = 1;
 			break;
 		case O_QUEUE:
-			op.queues[op.nqueues++] = optarg;
+			op.queues[op.nqueues++] = cli_path("--queue", optarg);
 			break;
 		case O_RESCAN:
 			op.w.rescan = cli_seconds("--rescan", optarg, 1e7);
@@ -869,6 +892,10 @@ int main(int argc, char **argv)
 	int nrest = ac - optind;
 	if (nrest < 1)
 		cli_bad_usage("%s: missing operand", sub);
+	/* consume's operands after its queue are the command's */
+	cli_path_operands(rest, strcmp(sub, "consume") ? nrest : 1);
+	if (op.w.rescan > 0 && !op.w.follow)   /* a run over the files waiting lists them once */
+		cli_bad_usage("%s: --rescan goes with --watch (or --poll)", sub);
 	if (op.w.from >= 0 && op.w.to >= 0 && op.w.from > op.w.to)
 		cli_bad_usage("%s: --from is after --to", sub);
 	int r;
@@ -886,6 +913,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(sub, "plot")) {
 			if (op.tsv && op.output)
 				cli_bad_usage("%s: -o draws a PNG, --tsv prints the table: one or the other", sub);
+			if (op.output && !strcmp(op.output, "-") && isatty(STDOUT_FILENO))
+				cli_bad_usage("%s: -o -: standard output is a terminal; pipe it, or give -o FILE.png", sub);
 			r = cmd_plot(rest[0], &op);
 		} else if (!strcmp(sub, "recover")) {
 			r = cmd_recover(rest[0], &op);

@@ -65,7 +65,52 @@ static void usage(FILE *f)
 	        "       [--save-every K] [--mask-truncated] [--rank X [--rank-timeout S]]\n"
 	        "       [--on-publish CMD [--on-publish-fail warn|stop]]\n"
 	        "       [--device auto|cpu|cuda [--precision bf16|fp32] [--recompute]] [--threads N]\n"
-	        "       [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n",
+	        "       [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n"
+	        "Train GRPO steps on the micro-batches of --batches and publish each as POLICY/step_N.\n"
+	        "      --batches QUEUE      the micro-batch queue grpo-pack -o writes (required)\n"
+	        "  -o, --output POLICY      the policy queue: step_0, the initial model, and the steps (required)\n"
+	        "      --model DIR          the initial model, published as step_0 when POLICY has none\n"
+	        "      --step N             train step N (default: the one after the newest checkpoint)\n"
+	        "      --steps K            train K consecutive steps (1)\n"
+	        "      --watch              wait for each step's DONE; without --steps, train until a signal\n"
+	        "      --epochs E           optimizer steps over each step's micro-batches (1)\n"
+	        "      --ratio KIND         token (default) or sequence (GSPO) ratio\n"
+	        "      --clip-low X, --clip-high X  the clip range, each >= 0 (0.2 and 0.2)\n"
+	        "      --dual-clip C        dual clip bound, > 1, or 0 for none (0)\n"
+	        "      --cispo              CISPO's detached clipped weight instead of PPO clipping\n"
+	        "      --kl KIND            KL estimator: k1, k2 or k3 (k3)\n"
+	        "      --beta B             KL coefficient, >= 0 (0); needs ref_logprobs in every micro-batch\n"
+	        "      --entropy-coef C     entropy bonus coefficient (0)\n"
+	        "      --tis-cap C          truncated importance sampling cap, >= 0 (0: off)\n"
+	        "      --loss-agg HOW       grpo (default), dapo, dr_grpo or bnpo\n"
+	        "      --max-len N          dr_grpo's constant length (required by it)\n"
+	        "      --lr X               peak learning rate, >= 0 (1e-6)\n"
+	        "      --warmup-steps N     linear warmup (0)\n"
+	        "      --lr-schedule S      constant (default), cosine or linear (these need --total-steps)\n"
+	        "      --total-steps N      the optimizer step at which cosine or linear ends\n"
+	        "      --weight-decay X     decoupled weight decay, >= 0 (0)\n"
+	        "      --betas B1,B2        AdamW betas, each >= 0 and < 1 (0.9,0.999)\n"
+	        "      --eps X              AdamW epsilon, > 0 (1e-8)\n"
+	        "      --max-grad-norm X    clip the gradient to this global norm, 0 for none (1)\n"
+	        "      --save-dtype DTYPE   float32 or bfloat16 (default: as step_0's config.json)\n"
+	        "      --shard-size BYTES   shard the weights above this size (default: never)\n"
+	        "      --keep K             keep the newest K checkpoints with weights (default: all)\n"
+	        "      --save-every K       publish weights with every K-th step only (1)\n"
+	        "      --mask-truncated     train on nothing from sequences that finished by length\n"
+	        "      --rank X             train rank X and exchange gradients with the other ranks\n"
+	        "      --rank-timeout S     with --rank: how long to wait for a peer's gradient (600)\n"
+	        "      --on-publish CMD     run CMD after each step with weights is published\n"
+	        "      --on-publish-fail W  with --on-publish: on its failure warn (default) or stop (exit 3)\n"
+	        "      --device WHERE       auto (the default, or $GRPO_DEVICE), cpu or cuda (exit 69 without a GPU)\n"
+	        "      --precision P        on the GPU: bf16 (default) or fp32\n"
+	        "      --recompute          on the GPU: recompute each layer's activations for its backward\n"
+	        "      --threads N          threads for the matrix products (default: one per core)\n"
+	        "      --metrics FILE       append one JSON line per step ('-': standard output)\n"
+	        "      --debug-table FILE   append a row per sequence ('-': standard output)\n"
+	        "      --debug-tokens       with --debug-table: a row per token too\n"
+	        "  -v, --verbose            a summary per step on standard error\n"
+	        "  -h, --help               this text\n"
+	        "  -V, --version            the version\n",
 	        prog);
 }
 
@@ -85,7 +130,7 @@ static void on_signal(int sig)
 enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
 	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
-	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP, O_VERSION,
+	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP,
 	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL, O_DEVICE, O_PRECISION,
 	O_RECOMPUTE,
 };
@@ -135,7 +180,7 @@ static const struct option longopts[] = {
 	{ "recompute", no_argument, NULL, O_RECOMPUTE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, O_VERSION },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -616,17 +661,17 @@ int main(int argc, char **argv)
 	a.step = -1, a.steps = 1, a.epochs = 1, a.rank = -1, a.rank_timeout = 600;
 	loss_opts_default(&a.loss);
 	optim_opts_default(&a.opt);
-	int threads = 0, steps_given = 0;
+	int threads = 0, steps_given = 0, rank_timeout_given = 0, hook_fail_given = 0;
 	int c;
 	double d;
 	prog = cli_init(argv[0], usage);
 	a.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
-	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "o:vhV", longopts)) != -1) {
 		switch (c) {
-		case O_BATCHES: a.batches = optarg; break;
-		case O_MODEL: a.model = optarg; break;
-		case 'o': a.policy = optarg; break;
-		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, INT64_MAX); break;
+		case O_BATCHES: a.batches = cli_path("--batches", optarg); break;
+		case O_MODEL: a.model = cli_path("--model", optarg); break;
+		case 'o': a.policy = cli_dir("--output", optarg); break;
+		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, CLI_STEP_MAX); break;
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;
 		case O_EPOCHS: a.epochs = (int)cli_positive("--epochs", optarg, INT_MAX); break;
@@ -669,22 +714,25 @@ int main(int argc, char **argv)
 			break;
 		case O_SHARD: a.shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
 		case O_THREADS: threads = (int)cli_positive("--threads", optarg, INT_MAX); break;
-		case O_METRICS: a.metrics = optarg; break;
-		case O_DTABLE: a.dtable = optarg; break;
+		case O_METRICS: a.metrics = cli_path("--metrics", optarg); break;
+		case O_DTABLE: a.dtable = cli_path("--debug-table", optarg); break;
 		case O_DTOKENS: a.dtokens = 1; break;
 		case O_KEEP: a.keep = (int)cli_positive("--keep", optarg, INT_MAX); break;
 		case O_SAVE_EVERY: a.save_every = (int)cli_positive("--save-every", optarg, INT_MAX); break;
 		case O_MASK_TRUNC: a.mask_truncated = 1; break;
 		case O_RANK: a.rank = (int)cli_uint("--rank", optarg, INT_MAX); break;
-		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); break;
+		case O_RANK_TIMEOUT: a.rank_timeout = cli_seconds("--rank-timeout", optarg, 0); rank_timeout_given = 1; break;
 		case O_ON_PUBLISH: a.on_publish = optarg; break;
-		case O_ON_PUBLISH_FAIL: a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words); break;
+		case O_ON_PUBLISH_FAIL:
+			a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words);
+			hook_fail_given = 1;
+			break;
 		case O_DEVICE: a.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
 		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words); break;
 		case O_RECOMPUTE: a.recompute = 1; break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		case O_VERSION: printf("%s %s\n", prog, GRPO_VERSION); return 0;
+		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -694,8 +742,16 @@ int main(int argc, char **argv)
 		cli_bad_usage("--batches and -o are required");
 	if (a.loss.agg == LOSS_AGG_DR_GRPO && a.loss.max_len <= 0)
 		cli_bad_usage("--loss-agg dr_grpo needs --max-len");
+	if (a.metrics && a.dtable && !strcmp(a.metrics, "-") && !strcmp(a.dtable, "-"))
+		cli_bad_usage("--metrics - and --debug-table - would mix on standard output: give one a FILE");
 	if (a.dtokens && !a.dtable)
 		cli_bad_usage("--debug-tokens goes with --debug-table");
+	if (rank_timeout_given && a.rank < 0)
+		cli_bad_usage("--rank-timeout goes with --rank");
+	if (hook_fail_given && !a.on_publish)
+		cli_bad_usage("--on-publish-fail goes with --on-publish");
+	if (a.opt.total_steps && a.opt.schedule == LR_CONSTANT)   /* where the schedule ends: constant has no end */
+		cli_bad_usage("--total-steps goes with --lr-schedule cosine or linear");
 	if (a.watch && !steps_given)
 		a.steps = 0;
 	struct err e;
@@ -734,8 +790,11 @@ int main(int argc, char **argv)
 	if (r == 1) {
 		if (!a.model)
 			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
-		if (ckpt_publish_initial(a.policy, a.model, &e) < 0)
+		r = ckpt_publish_initial(a.policy, a.model, &e);
+		if (r < 0)
 			cli_die(1, "%s", e.msg);
+		if (r == CKPT_UNFLUSHED)
+			cli_die(1, "%s/step_0 is published, but %s", a.policy, e.msg);
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
@@ -869,7 +928,7 @@ int main(int argc, char **argv)
 		if (dt.f && fflush(dt.f) != 0)
 			cli_die(1, "%s: %s: step %lld not published", a.dtable, strerror(errno), (long long)step);
 		double tw = now();
-		int weights = a.save_every == 0 || step % a.save_every == 0;
+		int weights = a.save_every == 0 || step % a.save_every == 0, unflushed = 0;
 		if (a.rank <= 0) {
 			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
 			if (r < 0)
@@ -877,6 +936,7 @@ int main(int argc, char **argv)
 			if (r == 1)
 				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
+			unflushed = r == CKPT_UNFLUSHED;
 		}
 		double te = now();
 		struct buf b = { 0 };
@@ -887,6 +947,10 @@ int main(int argc, char **argv)
 		if (mf && (fwrite(b.data, 1, b.len, mf) != b.len || fflush(mf) != 0))
 			fprintf(stderr, "%s: %s: step %lld's metrics line not written: %s\n", prog, a.metrics,
 			        (long long)step, strerror(errno));
+		/* published, so no re-run writes the line: it is written first (a
+		 * re-run retires the micro-batches, as after a kill here) */
+		if (unflushed)
+			cli_die(1, "%s/step_%lld is published, but %s", a.policy, (long long)step, e.msg);
 		/* after the line, so that a kill while the peers acknowledge, the
 		 * micro-batches are retired or old steps pruned loses no line (a
 		 * re-run retires what is left: retire_published) */

@@ -191,14 +191,22 @@ int fsys_mkdirs(const char *dir, struct err *e)
 	char *slash = strrchr(path, '/');
 	while (slash && slash > path && slash[-1] == '/')
 		slash--;
-	if (slash && slash != path) {
-		*slash = '\0';
-		if (fsys_mkdirs(path, e) < 0)
-			return -1;
-		*slash = '/';
+	/* Another process may remove the parent, empty, between its making
+	 * here and the mkdir below (grpo-step's rank 0 removes .grad after a
+	 * step while rank 1 makes .grad/step_N for the next): make it again,
+	 * as mkdir -p does, a few times before giving up. */
+	for (int tries = 1;; tries++) {
+		if (slash && slash != path) {
+			*slash = '\0';
+			if (fsys_mkdirs(path, e) < 0)
+				return -1;
+			*slash = '/';
+		}
+		if ((step("mkdir") == 0 && mkdir(dir, NEW_DIR_MODE) == 0) || errno == EEXIST)
+			break;
+		if (errno != ENOENT || tries == 8)
+			return err_sys(e, "%s: cannot create directory", dir);
 	}
-	if ((step("mkdir") < 0 || mkdir(dir, NEW_DIR_MODE) < 0) && errno != EEXIST)
-		return err_sys(e, "%s: cannot create directory", dir);
 	if (slash && slash != path) {
 		*slash = '\0';
 		return fsys_fsync_dir(path, e);

@@ -153,7 +153,8 @@ static int finish(const char *queue, int64_t step, const char *tmp, struct err *
 	int r = fsys_rename_noreplace(tmp, dst, e);
 	if (r != 0)
 		return r;
-	return fsys_fsync_dir(queue, e) < 0 ? -1 : 0;
+	/* published from here on, whatever becomes of the flush */
+	return fsys_fsync_dir(queue, e) < 0 ? CKPT_UNFLUSHED : 0;
 }
 
 int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
@@ -185,7 +186,7 @@ int ckpt_publish_initial(const char *queue, const char *src, struct err *e)
 	fsys_free_names(names, n);
 	if (r == 0)
 		r = finish(queue, 0, tmp, e);
-	if (r != 0)
+	if (r != 0 && r != CKPT_UNFLUSHED)
 		remove_tmp(tmp, NULL);
 	return r;
 }
@@ -343,7 +344,7 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 	}
 	if (r == 0)
 		r = finish(queue, step, tmp, e);
-	if (r != 0)
+	if (r != 0 && r != CKPT_UNFLUSHED)
 		remove_tmp(tmp, NULL);
 	return r;
 }

@@ -36,7 +36,8 @@
 /*
  * Publish QUEUE/step_0 from the model directory src: every regular file of
  * it, hard-linked where the file system allows, else copied. Returns 0 when
- * published, 1 when step_0 already exists (nothing done), -1 on error.
+ * published, 1 when step_0 already exists (nothing done), -1 on error, and
+ * CKPT_UNFLUSHED as ckpt_publish does.
  */
 int ckpt_publish_initial(const char *queue, const char *src, struct err *e);
 
@@ -77,8 +78,11 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
  * files when present and its generation_config.json in place of the one
  * written from m's config (tok_dir NULL: neither); always op's state with
  * m's fp32 weights. Returns 0, 1 when step_N already exists (nothing
- * published), -1 on error.
+ * published), -1 on error, and CKPT_UNFLUSHED when step_N was published
+ * (renamed into place: readers see it, a re-run finds it) but the flush of
+ * QUEUE that makes the rename last failed, with why in e.
  */
+#define CKPT_UNFLUSHED 2
 int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e);
 

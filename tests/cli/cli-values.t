@@ -23,7 +23,9 @@ grpo-pack|--ranks|-1|a positive integer up to 65536
 grpo-pack|--pad-multiple|4|ok
 grpo-pack|--pad-multiple|0|a positive integer up to 1048576
 grpo-pack|--step|0|ok
-grpo-pack|--step|-1|an integer from 0 to 4611686018427387903
+grpo-pack|--step|-1|an integer from 0 to 9007199254740991
+grpo-pack|--step|9007199254740991|ok
+grpo-pack|--step|9007199254740992|an integer from 0 to 9007199254740991
 grpo-pack|--batch-size|2|ok
 grpo-pack|--batch-size|12x|a positive integer
 grpo-pack|--batch-size|0|a positive integer
@@ -81,6 +83,7 @@ grpo-score|--lease|1.5|a whole number of seconds from 1 to 1000000000 (or with s
 grpo-score|--lease|1y|a whole number of seconds from 1 to 1000000000 (or with s, m, h or d)
 grpo-collect|--step|7|ok
 grpo-collect|--step|-1|an integer from 0 to 9007199254740991
+grpo-collect|--step|9007199254740992|an integer from 0 to 9007199254740991
 grpo-collect|--rank|3|ok
 grpo-collect|--rank|2147483648|an integer from 0 to 2147483647
 grpo-collect|--max-groups|0|ok
@@ -125,7 +128,9 @@ grpo-cat|--head||a non-negative integer
 grpo-cat|--head|x|a non-negative integer
 grpo-cat|--head|-1|a non-negative integer
 grpo-step|--step|1|ok
-grpo-step|--step|0|a positive integer
+grpo-step|--step|0|a positive integer up to 9007199254740991
+grpo-step|--step|9007199254740991|ok
+grpo-step|--step|9007199254740992|a positive integer up to 9007199254740991
 grpo-step|--steps|3|ok
 grpo-step|--steps|0|a positive integer
 grpo-step|--epochs|2|ok
@@ -281,7 +286,7 @@ grpo-score|--advantage|grpo|ok
 grpo-collect|--on-error|fail|ok
 grpo-step|--kl|k1|ok
 EOF
-plan $(($(wc -l < "$T/values") + 18))
+plan $(($(wc -l < "$T/values") + 19))
 
 run() { # run TOOL ARG...: the tool, with the grpo-spool command that takes the option, and its operand
 	t=$1
@@ -364,5 +369,10 @@ ok $? "grpo-spool consume --lease 2m records a lease of 120 seconds"
 grpo-init --preset tiny --shard-size 30K -o "$T/m1" && grpo-init --preset tiny --shard-size 30000 -o "$T/m2" &&
 	[ -f "$T/m1/model-00002-of-00012.safetensors" ] && diff -r "$T/m1" "$T/m2" > /dev/null
 ok $? "grpo-init --shard-size 30K writes what --shard-size 30000 does"
+# --step's bound, 2^53 - 1, is the largest a step's records and manifest
+# hold (a larger one was taken, and failed only when written, exit 1)
+grpo-collect "$GRPO_TOP/examples/vllm-completions.jsonl" 2> /dev/null | grpo-score -r length -m 100 2> /dev/null |
+	grpo-pack -T 256 -s 9007199254740991 -o "$T/big" && [ -f "$T/big/step_9007199254740991/DONE" ]
+ok $? "grpo-pack --step 9007199254740991 publishes that step"
 
 exit $_failed

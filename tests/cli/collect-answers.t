@@ -11,7 +11,7 @@ printf '%s\n' '{"id":"gsm-1","question":"q1","answer":"#### 4"}' '{"id":"gsm-2",
 	> "$T/ids.jsonl"
 grpo-collect -a "$T/ids.jsonl" "$T/in.jsonl" > "$T/out.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" \
-	"0:grpo-collect: warning: $T/ids.jsonl: none of its 2 answers matched a group of the 3 imported (a line is keyed by its \"index\", else its \"id\", else its line number)" \
+	"0:grpo-collect: warning: $T/ids.jsonl: none of its 2 answers matched any of the 3 groups imported (a line is keyed by its \"index\", else its \"id\", else its line number)" \
 	"answers that match no group are warned of (they were dropped silently), exit 0"
 is "$(grpo-cat --json "$T/out.zst" | grep -c '"answer"')" 0 "and no trajectory has an answer"
 printf '%s\n' '{"question":"q1","answer":"#### 4"}' > "$T/rows.jsonl"

@@ -20,7 +20,7 @@ is "$?" 0 "the file waits in the queue"
 sed 's/"sequence_id":\([0-9]*\)/"sequence_id":5\1/g' "$d/tiny.jsonl" | grpo-cat --from-json -o "$q/step_0/rank_0/g2.zst"
 pack 2> "$T/err3"
 is "$(cat "$T/err3")" "grpo-pack: step 1: dropped 2 overlong (longer than --seq-len 5)
-grpo-pack: step 1: warning: 1 sequences sampled from policy versions after 0 (up to 1): is the batches queue \
+grpo-pack: step 1: warning: 1 sequence sampled from policy versions after 0 (up to 1): is the batches queue \
 behind the scored one (--step)?" "with a full step: both files' drops reported once (and tiny's version 1, early)"
 grep -q '"dropped":{"stale":0,"overlong":2,"empty":0}' "$T/s/batches/step_1/DONE"
 is "$?" 0 "and recorded in its manifest"
@@ -55,7 +55,7 @@ is "$?" 0 "of 2 sequences, both files retired"
 mkdir -p "$T/fq/scored/step_1/rank_0"
 grpo-cat --from-json -o "$T/fq/scored/step_1/rank_0/t.zst" "$d/tiny.jsonl"
 grpo-pack -T 16 -b 3 -o "$T/fq/batches" "$T/fq/scored" 2> "$T/err7"
-is "$?:$(cat "$T/err7")" "0:grpo-pack: step 1: warning: 1 sequences sampled from policy versions after 0 (up to 1): \
+is "$?:$(cat "$T/err7")" "0:grpo-pack: step 1: warning: 1 sequence sampled from policy versions after 0 (up to 1): \
 is the batches queue behind the scored one (--step)?" "a queued sequence of policy_version 1 in step 1: a warning"
 cp "$T/fq/scored/step_1/rank_0/t.zst" "$T/t.zst"
 grpo-pack -T 16 "$T/t.zst" > /dev/null 2> "$T/err8"

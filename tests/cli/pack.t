@@ -222,7 +222,7 @@ cp "$T/l/batches/step_1/rank_1/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000
 grpo-pack -T 8 -W 2 -P 4 -o "$T/l2/batches" "$T/tiny.zst" 2> "$T/err"
 is "$?:$(cat "$T"/l2/batches/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp - "$d/tiny-T8-W2-P4.expected" 2>&1)" "0:" \
 	"a step left without DONE, holding other bytes, is rolled back and published whole"
-is "$(cat "$T/err")" "grpo-pack: step 1: rolled back the 1 files that a packer which died or failed publishing it had left without DONE" \
+is "$(cat "$T/err")" "grpo-pack: step 1: rolled back the 1 file that a packer which died or failed publishing it had left without DONE" \
 	"saying so"
 rm -rf "$T/l2" && mkdir -p "$T/l2/batches/step_1/rank_0"
 cp "$T/l/batches/step_1/rank_0/mb_0000.zst" "$T/l2/batches/step_1/rank_0/mb_0000.zst"
@@ -359,7 +359,7 @@ is "$(ids "$T/f2/batches/step_2")" "11 " "and a later run with --flush packs it 
 # logprob in grpo-step's KL), the others keep theirs, and grpo-pack says so
 sed 's/"ref_logprobs":\[-0.75,-0.5\],//' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/mixed.zst" || exit 1
 grpo-pack -T 16 -W 1 -o "$T/mx1" "$T/mixed.zst" 2> "$T/err"
-is "$?:$(cat "$T/err")" "0:grpo-pack: step 1: warning: 1 of its 3 sequences have no reference logprobs: the micro-batches holding them carry none, and grpo-step --beta will refuse them; score every sequence against the same reference, or none" \
+is "$?:$(cat "$T/err")" "0:grpo-pack: step 1: warning: 1 of its 3 sequences has no reference logprobs: the micro-batch holding it carries none, and grpo-step --beta will refuse it; score every sequence against the same reference, or none" \
 	"one micro-batch of all three: packed, with a warning"
 is "$(grpo-cat --json "$T"/mx1/step_1/rank_0/mb_*.zst | grep -c '"ref_logprobs"')" 0 \
 	"and no ref_logprobs in it (they were 0 for sequence 10 before)"

@@ -39,7 +39,7 @@ is "$(grep -o '"advantages":[-0-9.e]*' out.jsonl | tr '\n' ' ')" \
    "grpo advantages: (r - mean) / (std + 1e-4), zero for the flat group and the group of one"
 is "$(grep -o '"rewards":\[[0-9,]*\]' out.jsonl | head -2 | tr '\n' ' ')" '"rewards":[1] "rewards":[0] ' "gsm8k rewards"
 is "$(grep -o '"successes":\[1\]' out.jsonl | wc -l | tr -d ' ')" 4 "successes"
-grep -q 'group 3' err || grep -q '1 groups of one member' err
+grep -q 'group 3' err || grep -q '1 group of one member' err
 ok $? "a group of one is reported: $(head -1 err)"
 grep -q 'group sizes differ (1 to 4)' err
 ok $? "unequal sizes are reported"

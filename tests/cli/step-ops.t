@@ -14,7 +14,7 @@
 # before the last of --steps K, or no DONE for it: 75, naming the --step and
 # --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 77
+plan 79
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -228,7 +228,7 @@ is "$s0 $?" "0 0" "step 2 in two processes"
 mkdir -p "$T/sp/policy" && cp -r "$T/p/step_0" "$T/sp/policy/"
 grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups.zst" && grpo-pack -T 16 -W 1 -o "$T/sp/batches" "$T/groups1.zst" ||
 	exit 1
-cp -r "$T/sp" "$T/sq" && cp -r "$T/sp" "$T/sr"
+cp -r "$T/sp" "$T/sq" && cp -r "$T/sp" "$T/sr" && cp -r "$T/sp" "$T/ss"
 GRPO_FSYS_TRACE=1 grpo-step --batches "$T/sq/batches" -o "$T/sq/policy" 2> "$T/trace"
 n=$(grep -m1 'rename_noreplace' "$T/trace" | awk '{print $2 + 2}')   # the step published, its fsync_dir done
 waiting() { grpo-spool status --json "$1" | grep "\"queue\":\"batches\",\"step\":$2," | sed 's/.*"waiting":\([0-9]*\).*/\1/'; }
@@ -238,6 +238,16 @@ is "$?:$(ls "$T/sp/policy" | tr '\n' ' '):$(waiting "$T/sp" 1)" "86:step_0 step_
 	"killed after publishing step 1: its micro-batches still wait"
 grpo-step --batches "$T/sp/batches" -o "$T/sp/policy" 2> /dev/null
 is "$?:$(waiting "$T/sp" 1):$(waiting "$T/sp" 2)" "0:0:0" "the next run retires them, and step 2's"
+# the flush that makes step 1's rename last fails: the step is published all
+# the same (a re-run finds it), so its metrics line is written before the
+# run fails, saying so, and the next run retires its micro-batches
+GRPO_FSYS_FAIL_AT=$((n - 1)):EIO grpo-step --batches "$T/ss/batches" -o "$T/ss/policy" --metrics "$T/ss/m" 2> "$T/err"
+is "$?:$(ls "$T/ss/policy" | tr '\n' ' '):$(grep -c '"step":1,' "$T/ss/m"):$(cat "$T/err")" \
+	"1:step_0 step_1 :1:grpo-step: $T/ss/policy/step_1 is published, but $T/ss/policy: fsync failed: Input/output error" \
+	"the flush after step 1's rename fails: exit 1 saying step 1 is published, and its metrics line written"
+grpo-step --batches "$T/ss/batches" -o "$T/ss/policy" --metrics "$T/ss/m" 2> /dev/null
+is "$?:$(grep -c '"step":1,' "$T/ss/m"):$(grep -c '"step":2,' "$T/ss/m"):$(waiting "$T/ss" 1):$(waiting "$T/ss" 2)" "0:1:1:0:0" \
+	"the next run trains step 2 and retires step 1's micro-batches: one line for each step"
 # killed while retiring: right after claiming a micro-batch (the claim's rename, its .claimed/
 # made first), before moving its record to .done
 n=$(awk '/create_locked/ { c = 1 } c && r && / stat$/ { print $2; exit } { r = c && / rename_noreplace$/ }' "$T/trace")

@@ -1,0 +1,40 @@
+#!/bin/sh
+# What every tool does alike with its options: -V and --version, getopt's
+# errors in the tools' form (the program's name, not the path it was run
+# by; the usage after; exit 2), and --help describing each option.
+. "$GRPO_TOP/tests/cli/lib.sh"
+tools="cat collect init pack score spool step"
+plan 35
+
+for t in $tools; do
+	"$GRPO_BIN/grpo-$t" -V > "$T/out" 2> "$T/err"
+	is "$?:$(cut -d' ' -f1 "$T/out"):$(cat "$T/err")" "0:grpo-$t:" "grpo-$t -V prints the version"
+done
+
+# grpo-spool's options follow its command
+run() { # run TOOL ARG...: the tool by its full path
+	t=$1
+	shift
+	if [ "$t" = spool ]; then "$GRPO_BIN/grpo-spool" status "$T" "$@"; else "$GRPO_BIN/grpo-$t" "$@"; fi
+}
+first() { echo "$1:$(sed -n 1p "$T/err"):$(sed -n 2p "$T/err" | cut -d' ' -f1)"; }
+for t in $tools; do
+	run $t -Z < /dev/null > /dev/null 2> "$T/err"
+	is "$(first $?)" "2:grpo-$t: invalid option -- 'Z':usage:" "grpo-$t -Z: named grpo-$t, then the usage"
+	run $t --no-such-option < /dev/null > /dev/null 2> "$T/err"
+	is "$(first $?)" "2:grpo-$t: unrecognized option '--no-such-option':usage:" "grpo-$t: an unknown long option"
+	run $t --output < /dev/null > /dev/null 2> "$T/err"
+	is "$(first $?)" "2:grpo-$t: option '--output' requires an argument:usage:" "grpo-$t: a missing argument"
+done
+
+# --help: each option the tool takes (its getopt_long table) on a line of
+# its own that describes it, as the man page's OPTIONS do
+for t in $tools; do
+	grep -oE '\{ *"[a-z][a-z0-9-]*", *(required_argument|no_argument|optional_argument|[012]) *,' \
+		"$GRPO_TOP/tools/grpo-$t.c" | sed -E 's/^\{ *"([^"]*)".*/--\1/' | sort -u > "$T/src"
+	"$GRPO_BIN/grpo-$t" --help | grep -E '^ +-' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u > "$T/help"
+	n=$(wc -l < "$T/src" | tr -d ' ')
+	[ "$n" -ge 5 ] || n="only $n"
+	is "$n:$(comm -23 "$T/src" "$T/help" | tr '\n' ' ')" "$n:" "grpo-$t --help describes every option"
+done
+exit $_failed
