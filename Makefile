@@ -222,7 +222,10 @@ check-tsan:
 # CUDA kernels run on the CPU (tests/cuda/*_sim over tests/cuda/sim: their
 # code copied unchanged, a thread per CUDA thread) against double-precision
 # sums, for the machines without a GPU, CI's among them: every kernel of
-# kernels/ (the matrix products are cuBLAS's). Threads of a block that wait
+# kernels/ (the matrix products are cuBLAS's); and model_sim, all of
+# kernels/*.cu, host code too, with the matrix products on the CPU, under
+# test_cuda_model and test_cuda_step (their fp32 cases), each copy checked
+# to lie within one allocation. Threads of a block that wait
 # at different barriers (__syncthreads, __syncwarp, shuffles: file and line)
 # fail the sim, as compute-sanitizer's synccheck reports divergent threads.
 # check-sim-race runs them again built with ThreadSanitizer, which reports
@@ -233,7 +236,8 @@ check-tsan:
 # check-sim runs the blocks of every grid shuffled and check-sim-race in
 # reverse, where such a read gives other results (see cuda_runtime.h).
 # Every sim runs, and the target fails if any failed; each prints the
-# command that runs one again. About three minutes, seven and five.
+# command that runs one again. About six minutes, seven (model_sim is
+# skipped under ThreadSanitizer) and sixteen.
 SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
 # run_sims ENV: every sim with ENV set
 run_sims = @rc=0; for s in $(SIMS); do echo "== $(1) GRPO_TEST_SMALL=1 sh $$s"; \
