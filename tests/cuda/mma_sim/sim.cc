@@ -9,45 +9,17 @@
 // rounding. Run by run.sh beside it (seconds per shape; no GPU needed).
 #include "fwd.inc"
 #include "bwd.inc"
+#include "mma_sync.h"
 #include <cstdio>
 #include <vector>
 #include <random>
 
 alignas(16) unsigned char g_smem[96 * 1024];
-struct slot { uint32_t a[4], b0, b1; };
-static slot slots[32][32];   // [warp][lane]: the fragments crossing an mma.sync
 int attention_mma_head_size_ok(int HS) { return HS == 64 || HS == 128; }
 static __nv_bfloat16 f2bf(float f) { return __float2bfloat16_rn(f); }
 static float bf2f(__nv_bfloat16 b) { return __bfloat162float(b); }
-static float bfh(uint32_t reg, int hi) { __nv_bfloat16 b = { (uint16_t)(hi ? reg >> 16 : reg & 0xffff) }; return bf2f(b); }
-static float Aget(slot *s, int r, int k)
-{
-	int gid = r % 8, tig = (k % 8) / 2, reg = (r >= 8) + 2 * (k >= 8);
-	return bfh(s[gid * 4 + tig].a[reg], k % 2);
-}
-static float Bget(slot *s, int k, int n)
-{
-	int tig = (k % 8) / 2;
-	slot &x = s[n * 4 + tig];
-	return bfh(k >= 8 ? x.b1 : x.b0, k % 2);
-}
-void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-	int w = threadIdx.x / 32, l = threadIdx.x % 32, gid = l / 4, tig = l % 4;
-	slot *s = slots[w];
-	memcpy(s[l].a, a, 16);
-	s[l].b0 = b0;
-	s[l].b1 = b1;
-	sim::warp_wait("mma16816");
-	for (int i = 0; i < 4; i++) {
-		int r = gid + (i >= 2) * 8, n = tig * 2 + i % 2;
-		float acc = c[i];
-		for (int k = 0; k < 16; k++)
-			acc += Aget(s, r, k) * Bget(s, k, n);
-		c[i] = acc;
-	}
-	sim::warp_wait("mma16816");
-}
+// kernels/mma.cuh's mma.sync, emulated across the warp (../sim/mma_sync.h)
+void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) { sim::mma16816(c, a, b0, b1); }
 static std::mt19937_64 rng(12345);
 static float gauss() { std::normal_distribution<double> d; return (float)d(rng); }
 

@@ -10,6 +10,7 @@
 // emulated across a warp's threads as mma_sim does.
 #include "sim_launch.h"
 #include <cuda_bf16.h>
+#include "mma_sync.h"
 #include <map>
 #include <mutex>
 #include <vector>
@@ -383,43 +384,9 @@ cudaError_t sim_launch_check(dim3 grid, dim3 block, size_t smem, const void *ker
 	return e;
 }
 
-// ---- mma.sync.m16n8k16, bf16 in, fp32 accumulators (mma_sim/sim.cc's) ----
+// ---- mma.sync.m16n8k16, bf16 in, fp32 accumulators (../sim/mma_sync.h) ----
 
-struct slot { uint32_t a[4], b0, b1; };
-static slot slots[32][32];   // [warp][lane]: the fragments crossing an mma.sync
-static float bfh(uint32_t reg, int hi)
-{
-	__nv_bfloat16 b = { (uint16_t)(hi ? reg >> 16 : reg & 0xffff) };
-	return __bfloat162float(b);
-}
-static float Aget(slot *s, int r, int k)
-{
-	int gid = r % 8, tig = (k % 8) / 2, reg = (r >= 8) + 2 * (k >= 8);
-	return bfh(s[gid * 4 + tig].a[reg], k % 2);
-}
-static float Bget(slot *s, int k, int n)
-{
-	int tig = (k % 8) / 2;
-	slot &x = s[n * 4 + tig];
-	return bfh(k >= 8 ? x.b1 : x.b0, k % 2);
-}
-void sim_mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-	int w = threadIdx.x / 32, l = threadIdx.x % 32, gid = l / 4, tig = l % 4;
-	slot *s = slots[w];
-	memcpy(s[l].a, a, 16);
-	s[l].b0 = b0;
-	s[l].b1 = b1;
-	sim::warp_wait("mma16816");
-	for (int i = 0; i < 4; i++) {
-		int r = gid + (i >= 2) * 8, n = tig * 2 + i % 2;
-		float acc = c[i];
-		for (int k = 0; k < 16; k++)
-			acc += Aget(s, r, k) * Bget(s, k, n);
-		c[i] = acc;
-	}
-	sim::warp_wait("mma16816");
-}
+void sim_mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) { sim::mma16816(c, a, b0, b1); }
 
 // ---- a block's threads as fibers ----
 //
