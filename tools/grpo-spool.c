@@ -885,6 +885,8 @@ int main(int argc, char **argv)
 			break;
 		default:
 			usage(stderr);
+			free(op.queues);
+			free(op.metrics);
 			return 2;
 		}
 	}
