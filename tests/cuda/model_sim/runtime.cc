@@ -494,23 +494,6 @@ void fiber_main()
 	to_main();
 }
 
-// threads [first, first + n) that wait at state `at`: all at one site
-void same_site(unsigned first, unsigned n)
-{
-	const char *at = nullptr;
-	unsigned who = 0;
-	for (unsigned t = first; t < first + n; t++) {
-		if (F.state[t] == DONE)
-			continue;
-		if (at && strcmp(sim::site[t], at) != 0) {
-			fprintf(stderr, "sim: block %u: thread %u waits at %s, thread %u at %s\n", blockIdx.x, who, at, t,
-				sim::site[t]);
-			abort();
-		}
-		at = sim::site[t], who = t;
-	}
-}
-
 void run_block()
 {
 	unsigned n = F.n, warps = (n + 31) / 32;
@@ -547,7 +530,7 @@ void run_block()
 				at_warp += F.state[t] == WAIT_WARP;
 			}
 			if (alive && at_warp == alive) {
-				same_site(first, lanes);
+				sim::same_site{ first, lanes }();   // returned threads have no site
 				for (unsigned t = first; t < first + lanes; t++)
 					if (F.state[t] == WAIT_WARP)
 						F.state[t] = RUN;
@@ -570,7 +553,7 @@ void run_block()
 						F.state[t] == WAIT_WARP ? "warp" : "block", sim::site[t]);
 			abort();
 		}
-		same_site(0, n);
+		sim::same_site{ 0, n }();
 		for (unsigned t = 0; t < n; t++)
 			if (F.state[t] == WAIT_BLOCK)
 				F.state[t] = RUN;
