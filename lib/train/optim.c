@@ -107,9 +107,11 @@ static int adamw_scalars(const struct optim *op, double norm, struct model_gpu_a
 	const struct optim_opts *o = &op->o;
 	if (!isfinite(norm))
 		return err_set(e, "the gradient norm is %g: step %lld not taken", norm, (long long)op->step + 1);
+	/* torch.nn.utils.clip_grad_norm_: min(1, max/(norm + 1e-6)) at every norm, so a
+	 * norm within 1e-6 below the bound is scaled too */
 	double clip = 1;
-	if (o->max_grad_norm > 0 && norm > o->max_grad_norm)
-		clip = o->max_grad_norm / (norm + 1e-6);   /* torch.nn.utils.clip_grad_norm_ */
+	if (o->max_grad_norm > 0)
+		clip = fmin(1.0, o->max_grad_norm / (norm + 1e-6));
 	int64_t t = op->step + 1;
 	double lr = optim_lr(o, t);
 	p->clip = clip;

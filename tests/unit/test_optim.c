@@ -144,6 +144,29 @@ static void clipping_and_nan(void)
 	optim_free(&op);
 }
 
+/*
+ * The clip factor is min(1, max/(norm + 1e-6)) for every norm, as optim.h,
+ * grpo-step(1) and torch.nn.utils.clip_grad_norm_ have it: a gradient whose
+ * norm is max_grad_norm itself is scaled by max/(max + 1e-6), not left alone.
+ */
+static void clip_at_the_bound(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.max_grad_norm = 1;
+	struct optim op;
+	struct err e = { "" };
+	optim_init(&op, &o, N, &e);
+	float w[N] = { 0 }, g[N] = { 0 };
+	g[3] = 1;   /* norm exactly 1 */
+	struct optim_result r;
+	optim_step(&op, w, g, &r, &e);
+	is_float(r.grad_norm, 1, 0, "a gradient of norm max_grad_norm");
+	is_float(r.clip, 1 / (1 + 1e-6), 1e-15, "is scaled by max/(norm + 1e-6), as torch's clip_grad_norm_ (got %.17g)",
+	         r.clip);
+	optim_free(&op);
+}
+
 static void state_file(void)
 {
 	char dir[] = "/tmp/test_optim.XXXXXX", path[64], bad[80];
@@ -202,6 +225,7 @@ int main(void)
 	schedules();
 	adamw();
 	clipping_and_nan();
+	clip_at_the_bound();
 	state_file();
 	return tap_done();
 }
