@@ -186,7 +186,7 @@ static void add_token(struct loss_stats *st, const struct loss_opts *o, const st
 	st->policy += w * p;
 	st->kl += w * k->k;
 	st->entropy += w * H;
-	st->loss += w * (p + o->beta * k->k - o->entropy_coef * H);
+	st->loss += w * (p + (o->beta != 0 ? o->beta * k->k : 0) - o->entropy_coef * H);   /* as loss_token_eval */
 	st->tokens += 1;
 	st->kl_sum += k->k;
 	st->ent_sum += H;

@@ -162,12 +162,14 @@ LOSS_TOKEN_FN struct loss_token loss_token_eval(const struct loss_opts *o, const
 	if (o->ratio != LOSS_RATIO_SEQUENCE && live)
 		g += k.dL_dr * r;
 	/* measured whenever there are reference logprobs, so that the
-	 * metrics show the drift at β = 0 too */
+	 * metrics show the drift at β = 0 too; only measured there, as
+	 * 0·inf (k3 past exp's range) would be NaN in the gradient */
 	k.k = 0;
 	if (t->has_ref) {
 		double dk;
 		k.k = loss_kl_term(o->kl, t->l - t->ref, &dk);
-		g += t->w * o->beta * dk;
+		if (o->beta != 0)
+			g += t->w * o->beta * dk;
 	}
 	k.dlogprob = g;
 	k.dentropy = -t->w * o->entropy_coef;

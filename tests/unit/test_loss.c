@@ -179,6 +179,25 @@ static void hand_kl_entropy_tis_gspo(void)
 	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325, 1e-6, "beta 0: the loss has no KL in it");
 	is_float(st.kl_sum / st.tokens, k3, 1e-6, "beta 0: the KL (k3) is still measured for the metrics");
 	is_float(d[2], 0, 0, "beta 0: no KL gradient on a clipped token");
+	/* β 0, a token the policy finds far less likely than the reference does
+	 * (Δ = −750, so exp(−Δ) overflows and k3 is inf): a metric must not
+	 * reach the loss or the gradient, which are the policy's alone */
+	{
+		float lp2[T], old2[T], ref2[T], d0[T];
+		memcpy(lp2, lp, sizeof lp2), memcpy(old2, old, sizeof old2), memcpy(ref2, ref, sizeof ref2);
+		lp2[1] = old2[1] = -750.5f, ref2[1] = -0.5f;
+		struct loss_input far = in;
+		far.old = old2, far.ref = NULL;
+		double want = run(&o, &tot, &far, lp2, NULL, d0, NULL, &st);
+		far.ref = ref2;
+		double got = run(&o, &tot, &far, lp2, NULL, d, NULL, &st);
+		int same = 1;
+		for (int t = 0; t < T; t++)
+			same &= d[t] == d0[t];
+		ok(got == want && same, "beta 0, k3 overflowing on a token: loss %g and gradient as without a reference "
+		   "(loss %g)", got, want);
+		ok(isinf(st.kl_sum), "and the KL measured says so (%g)", st.kl_sum);
+	}
 
 	/* entropy bonus 0.01: grpo mean of H: sequence 1 (0.6+0.7+0.8)/3 = 0.7, sequence 2 (1.1+1.2)/2 = 1.15 */
 	loss_opts_default(&o);
