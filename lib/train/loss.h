@@ -26,6 +26,10 @@
  *   bnpo      w_t = 1 / (M · n_mb)     n_mb loss tokens of t's micro-batch, M micro-batches
  *                                      of the step that hold a sequence (dummies do not)
  *
+ * In verl's names: grpo is seq-mean-token-mean, dapo token-mean, and
+ * seq-mean-token-sum is dr_grpo with max_len 1 (verl's seq-mean-token-sum-norm
+ * leaves out the 1/B, a factor that is constant within a step).
+ *
  * B, N and M are the step's totals over every rank (struct loss_totals),
  * as the step's DONE manifest gives them (sequences, loss_tokens, and the
  * micro-batches less the dummies; train/step.h), known before the first
