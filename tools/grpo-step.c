@@ -201,6 +201,13 @@ struct args {
 	struct optim_opts opt;
 };
 
+/* ,"key":v with %.9g; null where v is not finite (the KL at β 0, measured
+ * past exp's range), which JSON has no number for */
+static int metric(struct buf *b, const char *key, double v)
+{
+	return isfinite(v) ? buf_printf(b, ",\"%s\":%.9g", key, v) : buf_printf(b, ",\"%s\":null", key);
+}
+
 /* One JSON line of a step's metrics (with '\n'). */
 static int metrics_line(struct buf *b, int64_t step, const struct step_result *r, int resumed_from_state,
                         const struct loss_totals *cut, int weights, const struct model_gpu *gpu, double read_s,
@@ -210,23 +217,23 @@ static int metrics_line(struct buf *b, int64_t step, const struct step_result *r
 	double n = f->tokens > 0 ? f->tokens : 1;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	int x = 0;
-	x |= buf_printf(b, "{\"step\":%lld,\"loss\":%.9g,\"policy_loss\":%.9g,\"kl_loss\":%.9g,\"entropy_loss\":%.9g",
-	                (long long)step, f->loss, f->policy, f->kl, f->entropy);
-	x |= buf_printf(b, ",\"kl\":%.9g,\"entropy\":%.9g", f->kl_sum / n, f->ent_sum / n);
+	int x = buf_printf(b, "{\"step\":%lld", (long long)step);
+	x |= metric(b, "loss", f->loss) | metric(b, "policy_loss", f->policy) | metric(b, "kl_loss", f->kl) |
+	     metric(b, "entropy_loss", f->entropy);
+	x |= metric(b, "kl", f->kl_sum / n) | metric(b, "entropy", f->ent_sum / n);
 	x |= buf_printf(b, ",\"clip_low\":%.6g,\"clip_high\":%.6g,\"dual_clipped\":%.6g,\"tis_capped\":%.6g",
 	                f->clip_low / n, f->clip_high / n, f->dual_clipped / n, f->tis_capped / n);
 	/* a step that trained no token has no ratio: 1, the ratio at a step's start, for all three */
 	int any = f->tokens > 0;
-	x |= buf_printf(b, ",\"ratio_mean\":%.9g,\"ratio_min\":%.9g,\"ratio_max\":%.9g",
-	                any ? f->ratio_sum / n : 1, any ? f->ratio_min : 1, any ? f->ratio_max : 1);
-	x |= buf_printf(b, ",\"align_diff_mean\":%.9g,\"align_diff_abs_mean\":%.9g", f->diff_sum / n,
-	                f->diff_abs_sum / n);
+	x |= metric(b, "ratio_mean", any ? f->ratio_sum / n : 1) | metric(b, "ratio_min", any ? f->ratio_min : 1) |
+	     metric(b, "ratio_max", any ? f->ratio_max : 1);
+	x |= metric(b, "align_diff_mean", f->diff_sum / n) | metric(b, "align_diff_abs_mean", f->diff_abs_sum / n);
 	if (r->epochs > 1)
-		x |= buf_printf(b, ",\"last_epoch_loss\":%.9g", l->loss);
+		x |= metric(b, "last_epoch_loss", l->loss);
 	/* the first epoch's, as the loss above: the gradient at the step's start */
-	x |= buf_printf(b, ",\"grad_norm\":%.9g,\"grad_clip\":%.9g,\"lr\":%.9g,\"epochs\":%d",
-	                r->first_opt.grad_norm, r->first_opt.clip, r->first_opt.lr, r->epochs);
+	x |= metric(b, "grad_norm", r->first_opt.grad_norm) | metric(b, "grad_clip", r->first_opt.clip) |
+	     metric(b, "lr", r->first_opt.lr);
+	x |= buf_printf(b, ",\"epochs\":%d", r->epochs);
 	x |= buf_printf(b, ",\"sequences\":%.0f,\"loss_tokens\":%.0f,\"micro_batches\":%.0f", r->totals.seqs,
 	                r->totals.tokens, r->totals.mbs);
 	x |= buf_printf(b, ",\"masked_truncated\":%.0f,\"masked_truncated_tokens\":%.0f,\"weights\":%s", cut->seqs,

@@ -7,7 +7,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 78
+plan 80
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -243,6 +243,23 @@ for l in sys.stdin:
 	grpo-step --model "$T/model" --batches "$T/bm" -o "$T/pm" --metrics "$T/mm" 2> /dev/null
 is "$(field "$T/mm" loss) $(field "$T/mm" ratio_mean) $(field "$T/mm" ratio_min) $(field "$T/mm" ratio_max)" \
 	"0 1 1 1" "no trained token: loss 0, and every ratio 1"
+
+# 11b. at --beta 0 (the default) a KL past exp's range is measured, not trained: a
+# temperature of 1e-4 puts the policy's logprobs thousands below a reference of
+# -0.001, k3 is infinite, and the step is still taken, its metrics line JSON
+# with null for the KL (Python's json refused the bare 'inf' it wrote)
+python3 -c 'import json, sys
+for l in sys.stdin:
+    g = json.loads(l)
+    for t in g["trajectories"]:
+        t["temperature"] = 0.0001
+        t["ref_logprobs"] = [-0.001] * len(t["response_tokens"])
+    print(json.dumps(g))' < "$d/groups.jsonl" | grpo-cat --from-json -o "$T/far.zst" &&
+	grpo-pack -T 16 -W 1 -o "$T/bf" "$T/far.zst" &&
+	grpo-step --model "$T/model" --batches "$T/bf" -o "$T/pf" --metrics "$T/mf" 2> /dev/null
+ok $? "a step whose KL to the reference is infinite trains at beta 0"
+is "$(python3 -c 'import json, sys; m = json.loads(sys.stdin.readline()); print(m["kl"], m["kl_loss"], m["loss"] == m["policy_loss"])' < "$T/mf")" \
+	"None None True" "its metrics line is JSON, the KL null, the loss the policy's alone"
 
 # 12. an old run's policy step given as --model starts a new run: step_0 takes
 # the model, not that run's optimizer state, so step 1 starts AdamW afresh
