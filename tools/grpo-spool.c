@@ -844,7 +844,7 @@ int main(int argc, char **argv)
 			op.archive = cli_dir("--archive", optarg);
 			break;
 		case O_FROM:
-			op.w.from = (int64_t)cli_uint("--from", optarg, INT64_MAX);
+			op.w.from = (int64_t)cli_uint("--from", optarg, CLI_STEP_MAX);
 			break;
 		case O_JSON:
 			op.json = 1;
@@ -878,7 +878,7 @@ int main(int argc, char **argv)
 			op.tmp_age = (long)cli_whole_seconds("--tmp-age", optarg, 0, LONG_MAX);
 			break;
 		case O_TO:
-			op.w.to = (int64_t)cli_uint("--to", optarg, INT64_MAX);
+			op.w.to = (int64_t)cli_uint("--to", optarg, CLI_STEP_MAX);
 			break;
 		case O_WATCH:
 			op.w.follow = 1;

@@ -230,9 +230,12 @@ grpo-init|--shard-size|1.5G|ok
 grpo-init|--shard-size|0|a size in bytes > 0 (or with K, M or G, powers of 1000)
 grpo-init|--shard-size|1.0001K|a size in bytes > 0 (or with K, M or G, powers of 1000)
 grpo-spool|--from|0|ok
-grpo-spool|--from|-1|a non-negative integer
+grpo-spool|--from|-1|an integer from 0 to 9007199254740991
+grpo-spool|--from|9007199254740991|ok
+grpo-spool|--from|9223372036854775807|an integer from 0 to 9007199254740991
 grpo-spool|--to|4|ok
-grpo-spool|--to|x|a non-negative integer
+grpo-spool|--to|x|an integer from 0 to 9007199254740991
+grpo-spool|--to|9007199254740992|an integer from 0 to 9007199254740991
 grpo-spool|--keep-last|0|ok
 grpo-spool|--keep-last|-1|a non-negative integer
 grpo-spool|--lease|60|ok
