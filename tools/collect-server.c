@@ -41,12 +41,26 @@ static int64_t trainer_newest(const char *queue)
 	return rollout_policy_find(dir, found, sizeof found, &v, &e) < 0 ? -1 : v;
 }
 
+/* --responses as messages name it: "-" is standard output (with -o, where
+ * standard output carries nothing else; main refuses it without). */
+static int responses_stdout(const char *responses)
+{
+	return strcmp(responses, "-") == 0;
+}
+
+static const char *responses_name(const char *responses)
+{
+	return responses_stdout(responses) ? "standard output" : responses;
+}
+
 /* --responses, created or emptied before anything is sampled: never the
  * prompts file (a slip of the shell), which it would empty before it is
  * read. NULL with e filled. */
 static FILE *open_responses(const char *responses, const char *prompts, struct err *e)
 {
 	struct stat a, b;
+	if (responses_stdout(responses))
+		return stdout;
 	if (stat(responses, &a) == 0 && stat(prompts, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
 		err_set(e, "--responses %s is the prompts file, which it would empty: nothing done", responses);
 		return NULL;
@@ -68,10 +82,12 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 	FILE *f = *saved;
 	*saved = NULL;
 	/* a write that failed early (a full disk) sets the error flag, which a
-	 * later flush that succeeds does not clear, and fclose does not report */
+	 * later flush that succeeds does not clear, and fclose does not report;
+	 * standard output is flushed, not closed */
 	int failed = f && ferror(f);
-	if (f && (fclose(f) != 0 || failed))
-		return failed ? err_set(e, "%s: write failed", responses) : err_sys(e, "%s: write failed", responses);
+	if (f && ((f == stdout ? fflush(f) : fclose(f)) != 0 || failed))
+		return failed ? err_set(e, "%s: write failed", responses_name(responses))
+		              : err_sys(e, "%s: write failed", responses_name(responses));
 	if (bad && (!o->skip || bad == total))
 		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
 		               o->skip ? "" : " (-e fail)");
@@ -84,7 +100,7 @@ static int end_server_run(int status, const struct err *e, FILE *saved, struct h
 {
 	if (status)
 		fprintf(stderr, "%s: %s\n", prog, e->msg);
-	if (saved)
+	if (saved && saved != stdout)
 		fclose(saved);
 	held_free(held);
 	collect_free(col);

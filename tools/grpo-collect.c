@@ -102,6 +102,7 @@ static void usage(FILE *f)
 		"      --served-model NAME  the model to ask for (default: the server's first)\n"
 		"      --max-lag L        refuse a server older than SPOOL/policy's newest step - L (exit 3)\n"
 		"      --responses FILE   also write the request/response lines imported to FILE\n"
+		"                         ('-': standard output, with -o)\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          the version\n");
 }
@@ -652,6 +653,9 @@ int main(int argc, char **argv)
 	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
 		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
 		              "the server is sent the text without a chat format");
+	if (!o.queue && sv.responses && !strcmp(sv.responses, "-"))
+		cli_bad_usage("--responses -: without -o standard output carries the rollout groups; give -o QUEUE "
+		              "or --responses FILE");
 	if (!o.queue && given[OPT_MAX_LAG])   /* the trainer's newest step is that of -o's SPOOL/policy */
 		cli_bad_usage("--max-lag goes with -o: the trainer's newest step is that of the spool's policy queue");
 	if (!o.queue && (given['r'] || given['m']))   /* standard output takes one spool file, no rank */

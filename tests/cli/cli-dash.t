@@ -1,11 +1,12 @@
 #!/bin/sh
 # "-" where a tool takes a path: standard output where it can be (--metrics
-# of grpo-score and grpo-pack with -o, grpo-spool plot -o), a usage error
-# where standard output carries the tool's data already or where a
-# directory is meant (-o QUEUE, --archive). Never a file or a directory
-# named "-": each runs in a directory that must not get one.
+# of grpo-score and grpo-pack with -o, grpo-collect --responses with -o,
+# grpo-spool plot -o), a usage error where standard output carries the
+# tool's data already or where a directory is meant (-o QUEUE, --archive).
+# Never a file or a directory named "-": each runs in a directory that
+# must not get one.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 21
 mkdir "$T/cwd"
 cd "$T/cwd" || exit 1
 no_dash() { [ ! -e "$T/cwd/-" ]; }
@@ -29,6 +30,9 @@ is "$?:$(sed -n 1p "$T/err")" "2:grpo-score: --metrics -: without -o standard ou
 grpo-pack -T 256 --metrics - "$T/s.zst" > "$T/out" 2> "$T/err"
 is "$?:$(sed -n 1p "$T/err")" "2:grpo-pack: --metrics -: without -o standard output carries the micro-batches; give -o QUEUE or --metrics FILE" \
 	"grpo-pack --metrics - without -o: a usage error"
+grpo-collect --server http://127.0.0.1:9 --prompts "$T/none.jsonl" --responses - > "$T/out" 2> "$T/err"
+is "$?:$(sed -n 1p "$T/err")" "2:grpo-collect: --responses -: without -o standard output carries the rollout groups; give -o QUEUE or --responses FILE" \
+	"grpo-collect --responses - without -o: a usage error"
 grpo-step --batches "$T/batches" -o "$T/policy" --metrics - --debug-table - > "$T/out" 2> "$T/err"
 is "$?:$(sed -n 1p "$T/err")" "2:grpo-step: --metrics - and --debug-table - would mix on standard output: give one a FILE" \
 	"grpo-step: --metrics - and --debug-table - together: a usage error"
@@ -60,4 +64,20 @@ is "$(cat "$T/got"):$(cat "$T/err")" "89504e470d0a1a0a0000000049454e44ae426082:"
 PATH="$T/stub:$PATH" grpo-spool plot "$T/spool" -o - > "$T/out.png" 2> "$T/err"
 is "$?:$(wc -c < "$T/out.png" | tr -d ' '):$(find "$T/cwd" "$T/spool" -mindepth 1 \( -name - -o -name '*tmp*' \) | wc -l | tr -d ' ')" "0:20:0" \
 	"grpo-spool plot -o - > FILE: the image in FILE, no file named - nor a temporary left"
+
+# grpo-collect --server --responses - with -o: the answers on standard output
+# (tests/cli/fake-server.py answers), the rollouts published
+if command -v python3 > /dev/null; then
+	fake_server "$T/server"
+	printf '{"prompt":"1+1=","answer":"2"}\n{"prompt":"2+2=","answer":"4"}\n' > "$T/p.jsonl"
+	grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --responses - -o "$T/rq/rollouts" > "$T/out" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(grep -c '"response"' "$T/out"):$(find "$T/rq" -name '*.zst' | wc -l | tr -d ' ')" "0::2:1" \
+		"grpo-collect -o Q --responses -: a line per prompt on standard output, the rollouts published"
+	grpo-collect -s 0 "$T/out" | grpo-cat --stats | sed -n 's/^records *\([0-9]*\).*/\1/p' > "$T/got"
+	is "$(cat "$T/got")" 2 "what --responses - wrote imports as the 2 groups"
+	no_dash; ok $? "grpo-collect --responses -: no file named -"
+else
+	for i in 1 2 3; do skip "no python3 for the fake server"; done
+fi
+
 exit $_failed
