@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"      --from STEP, --to STEP  consume: only the steps in this range (inclusive)\n"
 		"      --json             status: JSON lines instead of a table\n"
 		"      --keep-last K      gc: keep the newest K steps of each queue (required)\n"
-		"      --metrics FILE     plot: a metrics file to read instead of the spool's (repeatable)\n"
+		"      --metrics FILE     plot: a metrics file to read instead of the spool's (repeatable;\n"
+		"                         '-': standard input)\n"
 		"  -o, --output FILE.png  plot: where to draw (SPOOL/metrics.png; '-': standard output)\n"
 		"      --lease SECONDS    status, recover, quarantine: judge other hosts' claims by this lease;\n"
 		"                         consume: the lease recorded in claims (3600)\n"
@@ -275,13 +276,14 @@ static int cmd_plot(const char *spool, const struct opts *op)
 		files = defaults;
 	}
 	for (int i = 0; i < n; i++)
-		if (metrics_read(&t, files[i], &e) < 0) {
+		if ((strcmp(files[i], "-") ? metrics_read(&t, files[i], &e)
+		                           : metrics_read_stream(&t, stdin, "<stdin>", &e)) < 0) {
 			cli_warn("%s", e.msg);
 			goto out;
 		}
 	if (t.n == 0) {
-		fprintf(stderr, "%s: %s%s: no metrics lines of grpo-score or grpo-step\n", prog, files[0],
-		        n > 1 ? " and the rest" : "");
+		fprintf(stderr, "%s: %s%s: no metrics lines of grpo-score or grpo-step\n", prog,
+		        strcmp(files[0], "-") ? files[0] : "<stdin>", n > 1 ? " and the rest" : "");
 		goto out;
 	}
 	if (op->tsv) {

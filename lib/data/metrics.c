@@ -123,6 +123,13 @@ int metrics_read(struct metrics_table *t, const char *path, struct err *e)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return err_sys(e, "%s", path);
+	int rc = metrics_read_stream(t, f, path, e);
+	fclose(f);
+	return rc;
+}
+
+int metrics_read_stream(struct metrics_table *t, FILE *f, const char *path, struct err *e)
+{
 	char *s = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -151,7 +158,6 @@ int metrics_read(struct metrics_table *t, const char *path, struct err *e)
 	if (rc == 0 && ferror(f))
 		rc = err_sys(e, "%s", path);
 	free(s);
-	fclose(f);
 	return rc;
 }
 

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -53,6 +54,9 @@ struct metrics_table {
 
 /* Add the lines of the file at path to t. */
 int metrics_read(struct metrics_table *t, const char *path, struct err *e);
+/* The same from a stream open for reading (standard input), which stays
+ * open; name stands for its path in messages ("<stdin>:3: ..."). */
+int metrics_read_stream(struct metrics_table *t, FILE *f, const char *name, struct err *e);
 
 /* The table as tab-separated values with a header line:
  * step, reward.NAME..., kl, entropy, clip_fraction, grad_norm, tokens_per_s. */

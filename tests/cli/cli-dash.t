@@ -2,11 +2,11 @@
 # "-" where a tool takes a path: standard output where it can be (--metrics
 # of grpo-score and grpo-pack with -o, grpo-collect --responses with -o,
 # grpo-spool plot -o), a usage error where standard output carries the
-# tool's data already or where a directory is meant (-o QUEUE, --archive).
-# Never a file or a directory named "-": each runs in a directory that
-# must not get one.
+# tool's data already or where a directory is meant (-o QUEUE, --archive);
+# standard input for an input (grpo-spool plot --metrics). Never a file or
+# a directory named "-": each runs in a directory that must not get one.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 21
+plan 23
 mkdir "$T/cwd"
 cd "$T/cwd" || exit 1
 no_dash() { [ ! -e "$T/cwd/-" ]; }
@@ -80,4 +80,12 @@ else
 	for i in 1 2 3; do skip "no python3 for the fake server"; done
 fi
 
+# grpo-spool plot --metrics -: standard input, not a file named - (there is one here)
+mkdir "$T/decoy"
+echo '{"step":7,"kl":0.25,"grad_norm":1}' > "$T/decoy/-"
+(cd "$T/decoy" && echo '{"step":1,"kl":0.5,"grad_norm":3}' | grpo-spool plot "$T/none" --metrics - --tsv) \
+	2> "$T/err" | cut -f1,2 | tr '\t\n' ', ' > "$T/got"
+is "$(cat "$T/got"):$(cat "$T/err")" "step,kl 1,0.5 :" "grpo-spool plot --metrics -: the lines of standard input"
+echo 'not json' | grpo-spool plot "$T/none" --metrics - --tsv > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: <stdin>:1: not a JSON object" "grpo-spool plot --metrics -: a bad line named <stdin>:LINE"
 exit $_failed
