@@ -118,6 +118,12 @@ void cli_mode_options(const struct option *longopts, const struct cli_mode_optio
 	}
 }
 
+void cli_gpu_option(const char *opt, int given, int cpu_asked)
+{
+	if (given && cpu_asked)
+		cli_bad_usage("%s goes with --device auto or cuda (--device cpu runs nothing on the GPU)", opt);
+}
+
 void cli_bad_value(const char *opt, const char *expected, const char *arg)
 {
 	fprintf(stderr, "%s: %s: expected %s, got '%s'\n", prog, opt, expected, arg);

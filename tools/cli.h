@@ -89,6 +89,19 @@ void cli_mode_options(const struct option *longopts, const struct cli_mode_optio
 		      const unsigned char *given, unsigned mode, const char *const *mode_names);
 
 /*
+ * An option that only a run on the GPU reads (--precision, --recompute),
+ * given (given nonzero) with --device cpu on the command line (cpu_asked
+ * nonzero): a usage error naming both, rather than taken and ignored,
+ *
+ *	grpo-step: --recompute goes with --device auto or cuda (--device cpu runs nothing on the GPU)
+ *
+ * GRPO_DEVICE=cpu is no such conflict: it says where this machine's runs
+ * go, and a command line written for any machine may carry the GPU's
+ * options, as --device auto on a machine without a GPU takes them.
+ */
+void cli_gpu_option(const char *opt, int given, int cpu_asked);
+
+/*
  * An argument that is not what option takes, in the parsers' form, for the
  * checks a tool makes itself: cli_bad_value("--betas", "B1,B2", "0.9")
  * prints "prog: --betas: expected B1,B2, got '0.9'" and exits CLI_EXIT_USAGE.

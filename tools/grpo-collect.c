@@ -650,6 +650,7 @@ int main(int argc, char **argv)
 		                                         : "--model needs --prompts");
 	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,
 	                 sv.so.url ? SERVER : g.model ? MODEL : IMPORT, way_names);
+	cli_gpu_option("--precision", given[OPT_PRECISION], given[OPT_DEVICE] && g.device == MODEL_DEVICE_CPU);
 	if (sv.so.url && g.have_chat && !g.tokenizer)   /* the server would be sent the text as it is */
 		cli_bad_usage("--chat with --server needs --tokenizer, which encodes the prompts here: without it "
 		              "the server is sent the text without a chat format");

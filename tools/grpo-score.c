@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0;
+	int c, len_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
@@ -171,7 +171,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
 		case 'o': o->out = cli_dir("--output", optarg); break;
-		case 'd': o->device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
+		case 'd':
+			o->device = (enum model_device)cli_word("--device", optarg, model_device_names);
+			device_given = 1;
+			break;
 		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); precision_given = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
@@ -203,6 +206,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--metrics -: without -o standard output carries the scored groups; give -o QUEUE or --metrics FILE";
 	if (why)
 		cli_bad_usage("%s", why);
+	cli_gpu_option("--precision", precision_given, device_given && o->device == MODEL_DEVICE_CPU);
 	return 0;
 }
 

@@ -669,6 +669,7 @@ int main(int argc, char **argv)
 	loss_opts_default(&a.loss);
 	optim_opts_default(&a.opt);
 	int threads = 0, steps_given = 0, rank_timeout_given = 0, hook_fail_given = 0;
+	int device_given = 0, precision_given = 0;
 	int c;
 	double d;
 	prog = cli_init(argv[0], usage);
@@ -734,8 +735,11 @@ int main(int argc, char **argv)
 			a.hook_stop = cli_word("--on-publish-fail", optarg, hook_fail_words);
 			hook_fail_given = 1;
 			break;
-		case O_DEVICE: a.device = (enum model_device)cli_word("--device", optarg, model_device_names); break;
-		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words); break;
+		case O_DEVICE:
+			a.device = (enum model_device)cli_word("--device", optarg, model_device_names);
+			device_given = 1;
+			break;
+		case O_PRECISION: a.fp32 = cli_word("--precision", optarg, precision_words), precision_given = 1; break;
 		case O_RECOMPUTE: a.recompute = 1; break;
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -759,6 +763,8 @@ int main(int argc, char **argv)
 		cli_bad_usage("--on-publish-fail goes with --on-publish");
 	if (a.opt.total_steps && a.opt.schedule == LR_CONSTANT)   /* where the schedule ends: constant has no end */
 		cli_bad_usage("--total-steps goes with --lr-schedule cosine or linear");
+	cli_gpu_option("--precision", precision_given, device_given && a.device == MODEL_DEVICE_CPU);
+	cli_gpu_option("--recompute", a.recompute, device_given && a.device == MODEL_DEVICE_CPU);
 	if (a.watch && !steps_given)
 		a.steps = 0;
 	struct err e;

@@ -105,7 +105,7 @@ way importing -r 1 -m 1 -t 0.7 -f native -a "$T/ans.jsonl" --vocab-size 100 --al
 is "$?:$(ls "$T/q/step_0/rank_1" | wc -l | tr -d ' ')" "0:3" "importing: its options taken"
 rm -rf "$T/q"
 way "sampling with --model" -n 2 -t 0.5 --top-p 0.9 --top-k 5 --seed 1 --offset 0 --count 1 \
-	--cursor "$T/cur" --batch 1 --device cpu --precision fp32 -s 4 -r 1 -m 1 -v 2> /dev/null
+	--cursor "$T/cur" --batch 1 --precision fp32 -s 4 -r 1 -m 1 -v 2> /dev/null
 is "$?:$(ls "$T/q/step_4/rank_1" | wc -l | tr -d ' '):$(cat "$T/cur")" "0:1:1" "sampling with --model: its options taken"
 rm -rf "$T/q" "$T/cur"
 # --server: the options it shares with --model and with importing reach the

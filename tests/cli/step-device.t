@@ -7,7 +7,7 @@
 # came back through page-locked host arrays or pageable ones
 # (GRPO_CUDA_PIN=0), and --on-publish forks with them page-locked;
 # --recompute gives the same checkpoint byte for byte from a GPU model that
-# holds fewer bytes (and the CPU ignores it); the LM head fused with the
+# holds fewer bytes (and GRPO_DEVICE=cpu ignores it); the LM head fused with the
 # loss (the default; GRPO_CUDA_FUSED_HEAD=0 gives the two phases; each token's gradient checked against the
 # host's) gives the two phases' loss and gradient norm, and with --recompute
 # its own checkpoint byte for byte.
@@ -31,9 +31,9 @@ is $? 2 "--precision fp16: usage error"
 # the reference: the CPU
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pc" --device cpu --lr 1e-3 --metrics "$T/cpu.jsonl" || exit 1
 grep -q '"device":"cpu","gpu_bytes":0' "$T/cpu.jsonl"; ok $? "--device cpu: the metrics say cpu, 0 GPU bytes"
-grpo-step --model "$T/model" --batches "$T/b" -o "$T/pcr" --device cpu --recompute --lr 1e-3 || exit 1
+GRPO_DEVICE=cpu grpo-step --model "$T/model" --batches "$T/b" -o "$T/pcr" --recompute --lr 1e-3 || exit 1
 cmp "$T/pc/step_1/optim.bin" "$T/pcr/step_1/optim.bin" && cmp "$T/pc/step_1/model.safetensors" "$T/pcr/step_1/model.safetensors"
-ok $? "--recompute on the CPU: ignored, the same checkpoint"
+ok $? "--recompute with GRPO_DEVICE=cpu: ignored, the same checkpoint (--device cpu refuses it: cli-depends.t)"
 
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pg" --device cuda --precision fp32 --lr 1e-3 \
 	--metrics "$T/gpu.jsonl" --on-publish 'echo "$GRPO_STEP" > "$GRPO_POLICY_QUEUE/hook"' 2> "$T/err"
