@@ -90,6 +90,16 @@ int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct 
 	return getopt_long(argc, argv, shortopts, longopts, NULL);
 }
 
+const char *cli_option_name(const struct option *o, char *buf, size_t size)
+{
+	if (o->val == 'o')
+		return CLI_OUTPUT;
+	if (o->val == 'v')
+		return "-v";
+	snprintf(buf, size, "--%s", o->name ? o->name : "?");
+	return buf;
+}
+
 /* The names of the modes in the set, "a, b, c". */
 static void mode_list(char *out, size_t size, unsigned modes, const char *const *mode_names)
 {
@@ -112,9 +122,10 @@ void cli_mode_options(const struct option *longopts, const struct cli_mode_optio
 		unsigned k = 0;
 		while (mode >> k > 1)
 			k++;
-		char with[256];
+		char with[256], name[64];
 		mode_list(with, sizeof with, table[i].modes, mode_names);
-		cli_bad_usage("%s takes no --%s (it goes with %s)", mode_names[k], o->name ? o->name : "?", with);
+		cli_bad_usage("%s takes no %s (it goes with %s)", mode_names[k], cli_option_name(o, name, sizeof name),
+			      with);
 	}
 }
 

@@ -7,9 +7,13 @@
  * which lib/ never does (lib/README.md). A tool calls cli_init() first
  * thing in main(); everything else may be called from then on.
  *
+ * Messages name an option as every tool's usage line and SYNOPSIS spell
+ * it: -o (the output) and -v by their letter, which is how everyone types
+ * them, every other option by its long name (CLI_OUTPUT, cli_option_name).
+ *
  * The value parsers take an option's argument whole and either return its
  * value or say what was wrong and exit with CLI_EXIT_USAGE, always in one
- * form, the option's long name, what it takes and the argument as given:
+ * form, the option's name, what it takes and the argument as given:
  *
  *	grpo-pack: --seq-len: expected a positive integer, got '12x'
  *	grpo-pack: --ranks: expected a positive integer up to 65536, got '70000'
@@ -31,6 +35,9 @@
 
 #include "base/err.h"
 #include "data/traj.h"
+
+/* The output option as messages name it: "-o needs --step N". */
+#define CLI_OUTPUT "-o"
 
 /* The exit statuses every tool's man page gives the same meaning (EXIT STATUS). */
 enum {
@@ -54,6 +61,10 @@ const char *cli_init(const char *argv0, void (*usage)(FILE *));
  */
 struct option;
 int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts);
+
+/* An option of longopts as messages name it (above): "-o", "-v", or
+ * "--NAME" written into buf. */
+const char *cli_option_name(const struct option *o, char *buf, size_t size);
 
 /* "prog: message" on standard error (message formatted as by printf). */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -110,8 +121,8 @@ void cli_bad_value(const char *opt, const char *expected, const char *arg) __att
 
 /*
  * An option's argument that names a file or directory, returned as it is,
- * but an empty one refused in the parsers' form ("prog: --output: expected
- * a path, got ''"): no file has that name, and joined into a path ("/step_1")
+ * but an empty one refused in the parsers' form ("prog: -o: expected a
+ * path, got ''"): no file has that name, and joined into a path ("/step_1")
  * it would be the root. cli_path_operands refuses an empty operand alike,
  * naming it by its place ("operand 2").
  */

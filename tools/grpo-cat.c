@@ -768,7 +768,7 @@ int main(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'n': o.head = (long long)cli_uint("--head", optarg, LLONG_MAX); break;
 		case 'm': model_dir = cli_path("--model", optarg); break;
-		case 'o': output = cli_path("--output", optarg); break;
+		case 'o': output = cli_path(CLI_OUTPUT, optarg); break;
 		case 's': o.stats = 1; break;
 		case 'v': o.st.verbose = 1; break;
 		case 't': tok_file = cli_path("--tokenizer", optarg); break;

@@ -613,7 +613,7 @@ int main(int argc, char **argv)
 			g.have_chat = 1;
 			break;
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;
-		case 'o': o.queue = cli_dir("--output", optarg); break;
+		case 'o': o.queue = cli_dir(CLI_OUTPUT, optarg); break;
 		case 's':
 			o.step = (long long)cli_uint("--step", optarg, CLI_STEP_MAX);
 			o.have_step = 1;

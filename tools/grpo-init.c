@@ -235,7 +235,7 @@ int main(int argc, char **argv)
 			dtype = cli_word("--dtype", optarg, (const char *const[]){ "float32", "bfloat16", NULL }) ? ST_BF16 : ST_F32;
 			break;
 		case O_SHARD: shard = (size_t)cli_bytes("--shard-size", optarg, SIZE_MAX); break;
-		case 'o': out = cli_dir("--output", optarg); break;
+		case 'o': out = cli_dir(CLI_OUTPUT, optarg); break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;

@@ -346,7 +346,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, LONG_MAX); break;
 		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = cli_dir("--output", optarg); break;
+		case 'o': o->out = cli_dir(CLI_OUTPUT, optarg); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
 		default: usage(stderr); return -1;

@@ -170,7 +170,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'L': o->lease = (long)cli_whole_seconds("--lease", optarg, 1, 1000000000); break;
 		case 'x': o->metrics = cli_path("--metrics", optarg); break;
 		case 'v': o->verbose = 1; break;
-		case 'o': o->out = cli_dir("--output", optarg); break;
+		case 'o': o->out = cli_dir(CLI_OUTPUT, optarg); break;
 		case 'd':
 			o->device = (enum model_device)cli_word("--device", optarg, model_device_names);
 			device_given = 1;

@@ -101,15 +101,15 @@ static const struct {
 };
 
 /* 1 when command cmd (one of command_options) takes the option whose
- * getopt value is ch. */
-static int takes_option(const char *cmd, int ch, const char **name)
+ * getopt value is ch; *name is that option as messages name it (in buf). */
+static int takes_option(const char *cmd, int ch, const char **name, char *buf, size_t size)
 {
 	const struct option *o = longopts;
 	while (o->name && o->val != ch)
 		o++;
-	*name = o->name ? o->name : "?";
-	char word[32];
-	snprintf(word, sizeof word, " %s ", *name);
+	*name = cli_option_name(o, buf, size);
+	char word[72];
+	snprintf(word, sizeof word, " %s ", o->name ? o->name : "?");
 	for (size_t i = 0; i < sizeof command_options / sizeof *command_options; i++)
 		if (!strcmp(command_options[i].cmd, cmd))
 			return strstr(command_options[i].takes, word) != NULL;
@@ -826,8 +826,9 @@ int main(int argc, char **argv)
 	char **av = argv + 1;
 	while ((ch = cli_getopt(ac, av, "hVvo:", longopts)) != -1) {
 		const char *name;
-		if (ch != 'h' && ch != 'V' && ch != '?' && !takes_option(sub, ch, &name))
-			cli_bad_usage("%s takes no --%s", sub, name);
+		char buf[64];
+		if (ch != 'h' && ch != 'V' && ch != '?' && !takes_option(sub, ch, &name, buf, sizeof buf))
+			cli_bad_usage("%s takes no %s", sub, name);
 		switch (ch) {
 		case 'h':
 			usage(stdout);
@@ -855,7 +856,7 @@ int main(int argc, char **argv)
 			op.metrics[op.nmetrics++] = cli_path("--metrics", optarg);
 			break;
 		case 'o':
-			op.output = cli_path("--output", optarg);
+			op.output = cli_path(CLI_OUTPUT, optarg);
 			break;
 		case O_TSV:
 			op.tsv = 1;

@@ -678,7 +678,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case O_BATCHES: a.batches = cli_path("--batches", optarg); break;
 		case O_MODEL: a.model = cli_path("--model", optarg); break;
-		case 'o': a.policy = cli_dir("--output", optarg); break;
+		case 'o': a.policy = cli_dir(CLI_OUTPUT, optarg); break;
 		case O_STEP: a.step = (int64_t)cli_positive("--step", optarg, CLI_STEP_MAX); break;
 		case O_STEPS: a.steps = (long long)cli_positive("--steps", optarg, LLONG_MAX), steps_given = 1; break;
 		case O_WATCH: a.watch = 1; break;

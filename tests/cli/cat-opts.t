@@ -17,19 +17,19 @@ while IFS='|' read -r args want; do
 done <<EOF2
 --stats --tokenizer $T/no-such.json $T/a.zst|--stats takes no --tokenizer
 --stats --tokenizer $T/a.zst $T/a.zst|--stats takes no --tokenizer
--v $T/a.zst|printing records takes no --verbose
+-v $T/a.zst|printing records takes no -v
 --json --from-json|--from-json takes no --json
 --from-json --model $T|--from-json takes no --model
---from-json -v|--from-json takes no --verbose
+--from-json -v|--from-json takes no -v
 --from-json --head 1|--from-json takes no --head
 --chat qwen --tokenizer $T/no-such.json|--chat without --encode takes no --tokenizer
 --chat qwen --model $T|--chat without --encode takes no --model
---chat qwen -v|--chat without --encode takes no --verbose
---chat qwen3 --encode --tokenizer $T/t.json -v|--chat --encode takes no --verbose
+--chat qwen -v|--chat without --encode takes no -v
+--chat qwen3 --encode --tokenizer $T/t.json -v|--chat --encode takes no -v
 --encode --tokenizer $T/t.json --head 1|--encode takes no --head
 --decode --tokenizer $T/t.json --no-thinking|--decode takes no --no-thinking
--o $T/x.zst $T/a.zst|printing records takes no --output
---stats -o $T/x.zst $T/a.zst|--stats takes no --output
+-o $T/x.zst $T/a.zst|printing records takes no -o
+--stats -o $T/x.zst $T/a.zst|--stats takes no -o
 --stats --from-json $T/a.zst|--from-json and --stats exclude each other
 --encode --decode --tokenizer $T/t.json|--encode and --decode exclude each other
 EOF2

@@ -43,7 +43,7 @@ for c in "grpo-collect|-s 1 -o - $T/none.jsonl" "grpo-score|-r length -m 5 -o - 
 	"grpo-pack|-T 8 -o - $T/none.zst" "grpo-step|--batches $T/batches -o -" "grpo-init|--preset tiny -o -"; do
 	tool=${c%%|*}
 	$tool ${c#*|} < /dev/null > /dev/null 2> "$T/err"
-	is "$?:$(sed -n 1p "$T/err")" "2:$tool: --output: expected $dir, got '-'" "$tool -o -: a usage error"
+	is "$?:$(sed -n 1p "$T/err")" "2:$tool: -o: expected $dir, got '-'" "$tool -o -: a usage error"
 done
 grpo-spool gc "$T/batches" --keep-last 1 --archive - 2> "$T/err"
 is "$?:$(sed -n 1p "$T/err")" "2:grpo-spool: --archive: expected $dir, got '-'" "grpo-spool gc --archive -: a usage error"

@@ -1,10 +1,12 @@
 #!/bin/sh
 # What every tool does alike with its options: -V and --version, getopt's
 # errors in the tools' form (the program's name, not the path it was run
-# by; the usage after; exit 2), and --help describing each option.
+# by; the usage after; exit 2), messages naming -o and -v by their letter
+# as every usage and SYNOPSIS spell them (however typed), and --help
+# describing each option.
 . "$GRPO_TOP/tests/cli/lib.sh"
 tools="cat collect init pack score spool step"
-plan 35
+plan 40
 
 for t in $tools; do
 	"$GRPO_BIN/grpo-$t" -V > "$T/out" 2> "$T/err"
@@ -26,6 +28,19 @@ for t in $tools; do
 	run $t --output < /dev/null > /dev/null 2> "$T/err"
 	is "$(first $?)" "2:grpo-$t: option '--output' requires an argument:usage:" "grpo-$t: a missing argument"
 done
+
+# -o and -v by their letter, every other option by its long name
+while IFS='|' read -r want args; do
+	# shellcheck disable=SC2086 # ARGS are words
+	$args < /dev/null > /dev/null 2> "$T/err"
+	is "$?:$(sed -n 1p "$T/err")" "2:$want" "$args: named as the usage spells it"
+done <<EOF
+grpo-spool: status takes no -o|grpo-spool status $T --output $T/x.png
+grpo-spool: status takes no -v|grpo-spool status $T --verbose
+grpo-init: -o: expected a path, got ''|grpo-init --preset tiny --output=
+grpo-step: --batches and -o are required|grpo-step --batches $T
+grpo-collect: -o needs --step N, the policy version that sampled the rollouts|grpo-collect --output $T/q $T/none.jsonl
+EOF
 
 # --help: each option the tool takes (its getopt_long table) on a line of
 # its own that describes it, as the man page's OPTIONS do

@@ -14,9 +14,9 @@ N=$T/none   # no such file
 cat > "$T/cases" <<EOF
 grpo-cat|--model|--model ''
 grpo-cat|--tokenizer|--tokenizer ''
-grpo-cat|--output|--from-json -o '' $N.jsonl
+grpo-cat|-o|--from-json -o '' $N.jsonl
 grpo-cat|operand 2|$N ''
-grpo-collect|--output|-s 1 -o '' $N.jsonl
+grpo-collect|-o|-s 1 -o '' $N.jsonl
 grpo-collect|--cursor|--model $N --prompts $N.jsonl --cursor ''
 grpo-collect|--model|--model '' --prompts $N.jsonl
 grpo-collect|--prompts|--model $N --prompts ''
@@ -24,18 +24,18 @@ grpo-collect|--tokenizer|--model $N --prompts $N.jsonl --tokenizer ''
 grpo-collect|--responses|--server http://127.0.0.1:9 --prompts $N.jsonl --responses ''
 grpo-collect|--answers|-a '' $N.jsonl
 grpo-collect|operand 1|''
-grpo-init|--output|--preset tiny -o ''
+grpo-init|-o|--preset tiny -o ''
 grpo-init|--tokenizer|--preset tiny --tokenizer '' -o $T/cwd/m
-grpo-pack|--output|-T 8 -o '' $N.zst
+grpo-pack|-o|-T 8 -o '' $N.zst
 grpo-pack|--metrics|-T 8 --metrics '' $N.zst
 grpo-pack|--model|-T 8 --cost flops --model '' $N.zst
 grpo-pack|operand 1|-T 8 ''
-grpo-score|--output|-r length -m 5 -o '' $N.zst
+grpo-score|-o|-r length -m 5 -o '' $N.zst
 grpo-score|--ref|-r length -m 5 --ref '' $N.zst
 grpo-score|--tokenizer|-r gsm8k --tokenizer '' $N.zst
 grpo-score|--metrics|-r length -m 5 --metrics '' $N.zst
 grpo-score|operand 1|-r length -m 5 ''
-grpo-step|--output|--batches $T/b -o '' --model $N
+grpo-step|-o|--batches $T/b -o '' --model $N
 grpo-step|--batches|--batches '' -o $T/cwd/p --model $N
 grpo-step|--model|--batches $T/b -o $T/cwd/p --model ''
 grpo-step|--metrics|--batches $T/b -o $T/cwd/p --metrics ''
@@ -44,7 +44,7 @@ grpo-spool|operand 1|status ''
 grpo-spool|operand 1|gc '' --keep-last 1
 grpo-spool|operand 1|consume '' -- true
 grpo-spool|operand 2|quarantine $N ''
-grpo-spool|--output|plot $T/b -o ''
+grpo-spool|-o|plot $T/b -o ''
 grpo-spool|--metrics|plot $T/b --metrics ''
 grpo-spool|--archive|gc $T/b --keep-last 1 --archive ''
 grpo-spool|--queue|gc $T/b --keep-last 1 --queue ''

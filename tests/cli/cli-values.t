@@ -337,7 +337,7 @@ is "$(usage_error $?)" "2:grpo-spool: unknown command: frobnicate:usage: grpo-sp
 grpo-init --preset tiny 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-init: missing: -o DIR:usage: grpo-init" "grpo-init: no -o"
 grpo-cat --output x 2> "$T/err"
-is "$(usage_error $?)" "2:grpo-cat: printing records takes no --output (it goes with --from-json):usage: grpo-cat" "grpo-cat: -o without --from-json"
+is "$(usage_error $?)" "2:grpo-cat: printing records takes no -o (it goes with --from-json):usage: grpo-cat" "grpo-cat: -o without --from-json"
 grpo-score in.zst 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: no reward: give --reward NAME or --reward-cmd CMD:usage: grpo-score" \
 	"grpo-score: no reward"
