@@ -66,6 +66,13 @@ int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct 
  * "--NAME" written into buf. */
 const char *cli_option_name(const struct option *o, char *buf, size_t size);
 
+/* The ending a count's noun takes, "" for 1 and "s" for any other count:
+ * "%ld file%s", n, cli_s(n). */
+static inline const char *cli_s(long long n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* "prog: message" on standard error (message formatted as by printf). */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

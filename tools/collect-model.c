@@ -19,6 +19,7 @@
 #include "data/sfile.h"
 #include "model/rollout.h"
 
+#include "cli.h"
 #include "grpo-collect.h"
 
 /*
@@ -221,7 +222,7 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		if (gpu && o->verbose) {
 			char d[512];
 			model_gpu_gen_describe(gpu, d, sizeof d);
-			fprintf(stderr, "%s: GPU batch of %d prompts: %s\n", prog, b, d);
+			fprintf(stderr, "%s: GPU batch of %d prompt%s: %s\n", prog, b, cli_s(b), d);
 		}
 		held.n += (size_t)b;
 		progress_show(&pg, at + b, n, "prompts sampled");
@@ -230,8 +231,9 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (o->verbose)
-		fprintf(stderr, "%s: %s (policy version %lld): %d prompts from row %llu of %s, %d groups of %lld%s\n",
-		        prog, dir, (long long)version, n, (unsigned long long)(from % rows), g->prompts, n, g->samples,
+		fprintf(stderr, "%s: %s (policy version %lld): %d prompt%s from row %llu of %s, %d group%s of %lld%s\n",
+		        prog, dir, (long long)version, n, cli_s(n), (unsigned long long)(from % rows), g->prompts, n,
+		        cli_s(n), g->samples,
 		        finishing ? ", the batch an earlier run started" : "");
 	status = 0;
 fail:

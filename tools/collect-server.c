@@ -22,6 +22,7 @@
 #include "data/sfile.h"
 #include "model/rollout.h"
 
+#include "cli.h"
 #include "grpo-collect.h"
 
 /* The newest step_K of the policy queue beside the output queue (SPOOL/policy
@@ -167,9 +168,10 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
-		fprintf(stderr, "%s: %s: published the %llu prompts from place %llu of %s that an earlier run sampled "
-		        "(policy version %lld), %zu groups\n", prog, g->cursor, (unsigned long long)prompts,
-		        (unsigned long long)from, g->prompts, (long long)co.step, held.n);
+		fprintf(stderr, "%s: %s: published the %llu prompt%s from place %llu of %s that an earlier run sampled "
+		        "(policy version %lld), %zu group%s\n", prog, g->cursor, (unsigned long long)prompts,
+		        cli_s((long long)prompts), (unsigned long long)from, g->prompts, (long long)co.step, held.n,
+		        cli_s((long long)held.n));
 	status = 0;
 fail:
 	return end_server_run(status, &e, saved, &held, &col);
@@ -333,9 +335,10 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
-		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompts from row %llu of %s, %zu groups of %lld\n",
-		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n,
-		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, g->samples);
+		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompt%s from row %llu of %s, %zu group%s of %lld\n",
+		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n, cli_s(n),
+		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, cli_s((long long)held.n),
+		        g->samples);
 	status = 0;
 fail:
 	end_server_run(status, &e, saved, &held, &col);

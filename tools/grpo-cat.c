@@ -351,8 +351,9 @@ static void print_stats(const struct stats *st, int json)
 		printf("}\n");
 		return;
 	}
-	printf("records            %llu (%llu groups, %llu micro-batches)\n", (unsigned long long)st->records,
-	       (unsigned long long)st->groups, (unsigned long long)st->microbatches);
+	printf("records            %llu (%llu group%s, %llu micro-batch%s)\n", (unsigned long long)st->records,
+	       (unsigned long long)st->groups, cli_s((long long)st->groups), (unsigned long long)st->microbatches,
+	       st->microbatches == 1 ? "" : "es");
 	printf("sequences          %llu\n", (unsigned long long)st->sequences);
 	printf("tokens             %llu (prompt %llu, response %llu, micro-batch %llu of which loss %llu, pad %llu)\n",
 	       (unsigned long long)tokens, (unsigned long long)st->prompt_tokens,
@@ -382,8 +383,9 @@ static void print_stats(const struct stats *st, int json)
 	}
 	if (st->aligned_tokens)
 		printf("model vs sampler   logprob difference mean %.6g, |difference| mean %.6g, max %.6g "
-		       "over %llu trained tokens\n", st->diff_sum / st->aligned_tokens,
-		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens);
+		       "over %llu trained token%s\n", st->diff_sum / st->aligned_tokens,
+		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens,
+		       cli_s((long long)st->aligned_tokens));
 }
 
 /*

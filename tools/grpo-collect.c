@@ -823,10 +823,12 @@ int main(int argc, char **argv)
 				if (col.formats & (1u << k))
 					snprintf(fmts + strlen(fmts), sizeof fmts - strlen(fmts), "%s%s", *fmts ? ", " : "",
 						 collect_format_name((enum collect_format)k));
-			fprintf(stderr, "%s: %s: %llu lines (%s), %llu groups, %llu trajectories, %llu response tokens\n",
-				prog, name, (unsigned long long)(col.lines - lines0), *fmts ? fmts : "none",
-				(unsigned long long)(col.groups - groups0), (unsigned long long)(col.trajs - trajs0),
-				(unsigned long long)(col.tokens - tokens0));
+			uint64_t lines = col.lines - lines0, groups = col.groups - groups0, trajs = col.trajs - trajs0,
+				 tokens = col.tokens - tokens0;
+			fprintf(stderr, "%s: %s: %llu line%s (%s), %llu group%s, %llu trajector%s, %llu response token%s\n",
+				prog, name, (unsigned long long)lines, cli_s((long long)lines), *fmts ? fmts : "none",
+				(unsigned long long)groups, cli_s((long long)groups), (unsigned long long)trajs,
+				trajs == 1 ? "y" : "ies", (unsigned long long)tokens, cli_s((long long)tokens));
 		}
 		col.formats = 0;
 		int r = 0;
@@ -865,8 +867,8 @@ int main(int argc, char **argv)
 		status = 1;
 	groupset_free(&groups);
 	if (o.verbose && answers_path)
-		fprintf(stderr, "%s: %llu trajectories answered from %s\n", prog, (unsigned long long)col.answered,
-			answers_path);
+		fprintf(stderr, "%s: %llu trajector%s answered from %s\n", prog, (unsigned long long)col.answered,
+			col.answered == 1 ? "y" : "ies", answers_path);
 	/* keyed otherwise than the groups (a data set's own "id"), the answers
 	 * would all be dropped, and every reward then scored without one */
 	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)

@@ -293,8 +293,9 @@ done:
 	if (s->o.verbose && follow) {
 		struct watch_stats ws;
 		watch_stats(w, &ws);
-		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld events, %ld overflows, %s every %gs%s\n", prog,
-			queue, ws.claimed, ws.scans, ws.events, ws.overflows, ws.polling ? "polling" : "inotify, rescan",
+		fprintf(stderr, "%s: %s: %ld file%s, %ld scan%s, %ld event%s, %ld overflow%s, %s every %gs%s\n", prog,
+			queue, ws.claimed, cli_s(ws.claimed), ws.scans, cli_s(ws.scans), ws.events, cli_s(ws.events),
+			ws.overflows, cli_s(ws.overflows), ws.polling ? "polling" : "inotify, rescan",
 			ws.interval, watch_stopped(w) ? ", stopped by signal" : "");
 	}
 	watch_close(w);

@@ -515,9 +515,9 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	fsys_free_names(queues, nq);
 	close(fd);
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %ld claims returned, %ld live, %ld temporaries removed, "
-			"%ld interrupted gc finished\n", prog, spool, st.returned, st.live,
-			st.tmp_removed, st.gc_finished);
+		fprintf(stderr, "%s: %s: %ld claim%s returned, %ld live, %ld temporar%s removed, "
+			"%ld interrupted gc finished\n", prog, spool, st.returned, cli_s(st.returned), st.live,
+			st.tmp_removed, st.tmp_removed == 1 ? "y" : "ies", st.gc_finished);
 	return bad;
 }
 
@@ -578,8 +578,8 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	fsys_free_names(queues, nq);
 	close(fd);
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %ld steps removed, %ld archived, %ld old steps not finished\n",
-			prog, spool, st.removed, st.archived, st.unfinished);
+		fprintf(stderr, "%s: %s: %ld step%s removed, %ld archived, %ld old step%s not finished\n",
+			prog, spool, st.removed, cli_s(st.removed), st.archived, st.unfinished, cli_s(st.unfinished));
 	return bad;
 }
 
@@ -784,8 +784,9 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		else
 			snprintf(how, sizeof how, "%s every %gs", s.polling ? "polling" : "inotify, rescan",
 				 s.interval);
-		fprintf(stderr, "%s: %s: %ld files, %ld scans, %ld events, %ld overflows, %s%s\n", prog,
-			queue, s.claimed, s.scans, s.events, s.overflows, how,
+		fprintf(stderr, "%s: %s: %ld file%s, %ld scan%s, %ld event%s, %ld overflow%s, %s%s\n", prog,
+			queue, s.claimed, cli_s(s.claimed), s.scans, cli_s(s.scans), s.events, cli_s(s.events),
+			s.overflows, cli_s(s.overflows), how,
 			watch_stopped(w) ? ", stopped by signal" : "");
 	}
 	watch_close(w);

@@ -160,9 +160,10 @@ int cursor_load(struct cursor *c, const char *path, struct err *e)
 	for (const char *p = body; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
 		lines++;
 	if (lines != c->batch.n_lines || (end > body && end[-1] != '\n')) {
-		err_set(e, "%s: the sampled batch counts %llu answers, but %llu lines follow it: the file was changed "
-			"by hand, or not written as grpo-collect writes it (whole, by rename)", path,
-			(unsigned long long)c->batch.n_lines, (unsigned long long)lines);
+		err_set(e, "%s: the sampled batch counts %llu answer%s, but %llu line%s follow%s it: the file was "
+			"changed by hand, or not written as grpo-collect writes it (whole, by rename)", path,
+			(unsigned long long)c->batch.n_lines, c->batch.n_lines == 1 ? "" : "s", (unsigned long long)lines,
+			lines == 1 ? "" : "s", lines == 1 ? "s" : "");
 		goto fail;
 	}
 	if (buf_append(&c->batch.lines, body, (size_t)(end - body)) < 0) {

@@ -905,9 +905,10 @@ static int refuse_twice(const struct packbuf_job *j, const char *queue, const st
 	for (uint32_t i = 0; i < j->n_in; i++)
 		for (uint32_t k = i + 1; k < j->n_in && j->in_seqs[i] > 0; k++)
 			if (j->in_data[k] == j->in_data[i])
-				return err_set(e, "%s (input %u) and %s (input %u) hold the same %u sequences; nothing "
-					       "published: packing both would train them twice", j->in_name[i], i + 1,
-					       j->in_name[k], k + 1, j->in_seqs[i]);
+				return err_set(e, "%s (input %u) and %s (input %u) hold the same %u sequence%s; nothing "
+					       "published: packing both would train %s twice", j->in_name[i], i + 1,
+					       j->in_name[k], k + 1, j->in_seqs[i], j->in_seqs[i] == 1 ? "" : "s",
+					       j->in_seqs[i] == 1 ? "it" : "them");
 	uint32_t first = j->n_in, more = 0;
 	for (uint32_t i = 0; i < j->n_in; i++)
 		if (held[i].at >= 0)

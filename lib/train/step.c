@@ -162,11 +162,11 @@ int step_check(const char *done_path, const struct done_manifest *d, const struc
 {
 	double mbs = (double)d->ranks * d->micro_batches_per_rank - d->dummies;
 	if (d->loss_tokens >= 0 && counted->tokens != (double)d->loss_tokens)
-		return err_set(e, "%s: says %lld loss tokens, and the micro-batches of every rank hold %.0f",
-		               done_path, (long long)d->loss_tokens, counted->tokens);
+		return err_set(e, "%s: says %lld loss token%s, and the micro-batches of every rank hold %.0f",
+		               done_path, (long long)d->loss_tokens, d->loss_tokens == 1 ? "" : "s", counted->tokens);
 	if (counted->seqs != d->sequences)
-		return err_set(e, "%s: says %u sequences, and the micro-batches of every rank hold %.0f", done_path,
-		               d->sequences, counted->seqs);
+		return err_set(e, "%s: says %u sequence%s, and the micro-batches of every rank hold %.0f", done_path,
+		               d->sequences, d->sequences == 1 ? "" : "s", counted->seqs);
 	if (counted->mbs != mbs)
 		return err_set(e, "%s: says %.0f micro-batches that are not dummies, and the ranks hold %.0f",
 		               done_path, mbs, counted->mbs);

@@ -162,7 +162,7 @@ printf '3\n{"sampled": {"from": 3, "prompts": 3, "next": 0, "policy_version": 0,
 	> "$T/cut.cursor"
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" --cursor "$T/cut.cursor" > /dev/null 2> "$T/err"
 is "$?:$(cat "$T/err")" \
-	"1:grpo-collect: $T/cut.cursor: the sampled batch counts 2 answers, but 1 lines follow it: the file was changed by hand, or not written as grpo-collect writes it (whole, by rename)" \
+	"1:grpo-collect: $T/cut.cursor: the sampled batch counts 2 answers, but 1 line follows it: the file was changed by hand, or not written as grpo-collect writes it (whole, by rename)" \
 	"a batch that lacks answers is refused"
 
 # The cursor is rewritten by a rename, which would replace a link with a file

@@ -306,7 +306,7 @@ while [ ! -f "$T/s8/batches/step_1/DONE" ] && [ $i -lt 100 ]; do sleep 0.1; i=$(
 is "$?" 0 "--poll 0.2 (implying --watch) finds a file published meanwhile and packs it"
 kill -TERM $pid
 wait $pid
-grep -q "1 files, .* polling every 0.2s, stopped by signal" "$T/perr"
+grep -q "1 file, .* polling every 0.2s, stopped by signal" "$T/perr"
 is "$?" 0 "by listing the queue every 0.2 s, not inotify: $(tail -1 "$T/perr")"
 grep -q " lease=60$" "$q/step_0/rank_0/.done/g1.zst"
 is "$?" 0 "--lease 60 is the lease recorded in the input's claim"

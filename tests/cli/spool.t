@@ -91,7 +91,7 @@ publish "$S/q" 0 0 late.zst L
 echo "host=elsewhere.example pid=1 pstart=1 time=1 lease=3" > "$S/q/step_0/rank_0/.claimed/late.zst"
 touch -d '10 seconds ago' "$S/q/step_0/rank_0/.claimed/late.zst"
 grpo-spool recover "$S" -v 2>"$S/rec"
-check "a claim from another host not renewed within its lease is returned" grep -q '1 claims returned, 0 live' "$S/rec"
+check "a claim from another host not renewed within its lease is returned" grep -q '1 claim returned, 0 live' "$S/rec"
 
 # ---- kill -9 of the consumer alone: its command holds the claim ----
 S=$T/orphan
@@ -222,7 +222,7 @@ mkdir -p "$S/rollouts/step_0/rank_0"         # an empty step: removed, nothing t
 grpo-spool gc "$S" --keep-last 2 --archive "$T/arch" -v 2>"$T/gc.err"
 ok $? "gc runs"
 check "gc reports what it did: the empty step removed, not counted as archived" \
-	grep -q '3 steps removed, 2 archived, 1 old steps not finished' "$T/gc.err"
+	grep -q '3 steps removed, 2 archived, 1 old step not finished' "$T/gc.err"
 check "finished old steps are gone" test ! -e "$S/rollouts/step_1" -a ! -e "$S/rollouts/step_3"
 check "an unfinished old step is kept" test -e "$S/rollouts/step_2/rank_1/late.zst"
 check "the newest 2 steps are kept" test -e "$S/rollouts/step_4" -a -e "$S/rollouts/step_5"
