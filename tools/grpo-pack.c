@@ -291,12 +291,10 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 	}
 done:
 	if (s->o.verbose && follow) {
-		struct watch_stats ws;
-		watch_stats(w, &ws);
-		fprintf(stderr, "%s: %s: %ld file%s, %ld scan%s, %ld event%s, %ld overflow%s, %s every %gs%s\n", prog,
-			queue, ws.claimed, cli_s(ws.claimed), ws.scans, cli_s(ws.scans), ws.events, cli_s(ws.events),
-			ws.overflows, cli_s(ws.overflows), ws.polling ? "polling" : "inotify, rescan",
-			ws.interval, watch_stopped(w) ? ", stopped by signal" : "");
+		struct buf line = { 0 };
+		if (watch_summary(w, 1, &line) == 0)
+			fprintf(stderr, "%s: %s: %s\n", prog, queue, (const char *)line.data);
+		buf_free(&line);
 	}
 	watch_close(w);
 	return r < 0 ? -1 : 0;

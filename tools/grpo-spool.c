@@ -776,18 +776,10 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		bad = 1;
 	}
 	if (op->verbose) {
-		struct watch_stats s;
-		watch_stats(w, &s);
-		char how[64];
-		if (!op->w.follow)
-			snprintf(how, sizeof how, "one pass");
-		else
-			snprintf(how, sizeof how, "%s every %gs", s.polling ? "polling" : "inotify, rescan",
-				 s.interval);
-		fprintf(stderr, "%s: %s: %ld file%s, %ld scan%s, %ld event%s, %ld overflow%s, %s%s\n", prog,
-			queue, s.claimed, cli_s(s.claimed), s.scans, cli_s(s.scans), s.events, cli_s(s.events),
-			s.overflows, cli_s(s.overflows), how,
-			watch_stopped(w) ? ", stopped by signal" : "");
+		struct buf line = { 0 };
+		if (watch_summary(w, op->w.follow, &line) == 0)
+			fprintf(stderr, "%s: %s: %s\n", prog, queue, (const char *)line.data);
+		buf_free(&line);
 	}
 	watch_close(w);
 	return bad;

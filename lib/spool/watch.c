@@ -610,6 +610,24 @@ void watch_stats(const struct watch *w, struct watch_stats *s)
 	s->watches = (long)w->ndirs;
 }
 
+static const char *plural(long n)
+{
+	return n == 1 ? "" : "s";
+}
+
+int watch_summary(const struct watch *w, int follow, struct buf *out)
+{
+	const struct watch_stats *s = &w->st;
+	int x = buf_printf(out, "%ld file%s, %ld scan%s, %ld event%s, %ld overflow%s, ", s->claimed,
+	                   plural(s->claimed), s->scans, plural(s->scans), s->events, plural(s->events),
+	                   s->overflows, plural(s->overflows));
+	if (follow)
+		x |= buf_printf(out, "%s every %gs", s->polling ? "polling" : "inotify, rescan", w->interval);
+	else
+		x |= buf_printf(out, "one pass");
+	return x | buf_printf(out, "%s", watch_stopped(w) ? ", stopped by signal" : "");
+}
+
 void watch_test_overflow(struct watch *w)
 {
 	w->test_overflow = 1;

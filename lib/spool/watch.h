@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "spool/claim.h"
+#include "base/buf.h"
 #include "base/err.h"
 
 #define WATCH_RESCAN_DEFAULT 300.0  /* seconds between full rescans with inotify */
@@ -116,6 +117,10 @@ int watch_renew(struct watch *w, struct err *e);
 /* Seconds until the next renewal is due (0: now); for a caller's timer. */
 double watch_renew_in(const struct watch *w);
 void watch_stats(const struct watch *w, struct watch_stats *s);
+/* The statistics as a consumer's -v line tells them, appended to out: "3
+ * files, 1 scan, 2 events, 0 overflows, inotify, rescan every 5s" (follow)
+ * or "..., one pass", and ", stopped by signal" where one stopped it. */
+int watch_summary(const struct watch *w, int follow, struct buf *out);
 void watch_test_overflow(struct watch *w);   /* handle every event read as an overflow */
 void watch_close(struct watch *w);
 
