@@ -468,19 +468,24 @@ static void trim(const char **s, size_t *n)
 		(*n)--;
 }
 
-/* open-r1's format regex, re.match with DOTALL | MULTILINE. */
+/* open-r1's format regex, re.match with DOTALL | MULTILINE. Each .*? may
+ * hold anything, so it matches when some tail ends at the text's or a
+ * line's end after the first mid: later mids only narrow the tails (a loop
+ * over every mid and tail took a minute over a 1 MB response repeating
+ * its answer block). */
 static int format_ok(const char *s, size_t n)
 {
 	static const char mid[] = "\n</think>\n<answer>\n", tail[] = "\n</answer>";
 	if (n < 8 || memcmp(s, "<think>\n", 8) != 0)
 		return 0;
-	for (const char *p = find(s, n, 8, mid); p; p = find(s, n, (size_t)(p - s) + 1, mid)) {
-		size_t q = (size_t)(p - s) + sizeof mid - 1;
-		for (const char *r = find(s, n, q, tail); r; r = find(s, n, (size_t)(r - s) + 1, tail)) {
-			size_t e = (size_t)(r - s) + sizeof tail - 1;
-			if (e == n || s[e] == '\n')
-				return 1;
-		}
+	const char *p = find(s, n, 8, mid);
+	if (!p)
+		return 0;
+	size_t q = (size_t)(p - s) + sizeof mid - 1;
+	for (const char *r = find(s, n, q, tail); r; r = find(s, n, (size_t)(r - s) + 1, tail)) {
+		size_t e = (size_t)(r - s) + sizeof tail - 1;
+		if (e == n || s[e] == '\n')
+			return 1;
 	}
 	return 0;
 }

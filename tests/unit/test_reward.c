@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "score/reward.h"
 #include "tap.h"
@@ -135,6 +136,26 @@ static void format_cases(void)
 		 "format: anchored at the start");
 	is_float(rw(REWARD_FORMAT, "<think>\n</think>\n<answer>\n4\n</answer>", NULL), 0, 0,
 		 "format: the newline after <think> is not shared");
+	is_float(rw(REWARD_FORMAT, "<think>\na\n</think>\n<answer>\n4\n</answer>x\n</think>\n<answer>\n5\n</answer>", NULL),
+		 1, 0, "format: a later tail ends the first answer (.*? spans the rest)");
+	/* a response repeating its answer block, each ended by a character
+	 * that no $ matches: a minute of CPU for 1 MB, all mids times all tails */
+	static const char block[] = "\n</think>\n<answer>\n4\n</answer>x";
+	size_t n = 1 << 20, m = sizeof block - 1;
+	char *big = malloc(n);
+	memcpy(big, "<think>\n", 8);
+	for (size_t i = 8; i < n; i++)
+		big[i] = block[(i - 8) % m];
+	clock_t t0 = clock();
+	is_float(reward_eval(REWARD_FORMAT, &no_opt, big, n, NULL, 0), 0, 0, "format: 1 MB of answer blocks, none ending a line");
+	double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	if (getenv("GRPO_SANITIZED"))
+		skip("a sanitized build: no bound on time");
+	else
+		ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
+	memcpy(big + n - 10, "\n</answer>", 10);
+	is_float(reward_eval(REWARD_FORMAT, &no_opt, big, n, NULL, 0), 1, 0, "format: the same, ended by a tail");
+	free(big);
 }
 
 static void tags_cases(void)
