@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,16 +150,45 @@ static size_t minus_at(const char *s, size_t n, size_t j)
 	return 0;
 }
 
+/* Exponents beyond this are as good as infinite: a double ends near 1e308. */
+#define EXPONENT_MAX 100000L
+
+/* Digits at s[j] as a decimal exponent, at most EXPONENT_MAX: their length. */
+static size_t exponent_digits(const char *s, size_t n, size_t j, long *x)
+{
+	size_t m = 0;
+	for (*x = 0; dig(s, n, j + m); m++)
+		*x = *x >= EXPONENT_MAX ? EXPONENT_MAX : *x * 10 + (s[j + m] - '0');
+	return m;
+}
+
+/* The length of an exponent "e3", "E+3", "e-3" at s[j], not followed by a
+ * letter ("5e3x" is no number of ours), with *x; else 0. */
+static size_t exponent_at(const char *s, size_t n, size_t j, long *x)
+{
+	if (j >= n || (s[j] != 'e' && s[j] != 'E'))
+		return 0;
+	size_t m = 1 + (j + 1 < n && (s[j + 1] == '+' || s[j + 1] == '-'));
+	long e;
+	size_t d = exponent_digits(s, n, j + m, &e);
+	if (!d || (j + m + d < n && isalpha((unsigned char)s[j + m + d])))
+		return 0;
+	*x = s[j + 1] == '-' ? -e : e;
+	return m + d;
+}
+
 /*
  * A number starting at s[i]: an optional minus sign (minus_at), then a
  * currency sign ("-$5", "-\$5"), digits with thousands separators
- * (sep_at), an optional decimal part. 1 with *v and *end; 0 when none
- * starts at i.
+ * (sep_at), an optional decimal part and an exponent ("1.5e3" is 1500,
+ * not 1.5 and then 3). 1 with *v and *end; 0 when none starts at i.
  */
+#define NUM_DIGITS 78   /* the characters of a number kept; whole digits past them are factors of 10 */
 static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
-	char b[80];
+	char b[NUM_DIGITS + 24];
 	size_t k = 0, j = i, m, lost = 0;   /* lost: whole digits past b, each a factor of 10 */
+	long x = 0;
 	if ((m = minus_at(s, n, j))) {
 		b[k++] = '-';
 		j += m;
@@ -171,7 +201,7 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		return 0;
 	for (;;) {
 		if (dig(s, n, j)) {
-			if (k < sizeof b - 2)
+			if (k < NUM_DIGITS)
 				b[k++] = s[j];
 			else
 				lost++;
@@ -184,21 +214,22 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	}
 	if (j < n && s[j] == '.' && dig(s, n, j + 1)) {
 		/* without room for the point, its digits are below what b holds */
-		int point = !lost && k < sizeof b - 2;
+		int point = !lost && k < NUM_DIGITS;
 		if (point)
 			b[k++] = '.';
 		for (j++; dig(s, n, j); j++)
-			if (point && k < sizeof b - 1)
+			if (point && k < NUM_DIGITS + 1)
 				b[k++] = s[j];
 	}
-	b[k] = '\0';
+	j += exponent_at(s, n, j, &x);
+	snprintf(b + k, sizeof b - k, "e%ld", x + (long)(lost < EXPONENT_MAX ? lost : EXPONENT_MAX));
 	*v = strtod(b, NULL);
 	/* past a double's range the largest double, so that the number still
 	 * ends where it is written rather than a scan finding its last digits */
-	if (lost)
-		*v = copysign(fmin(fabs(*v) * pow(10, (double)lost), DBL_MAX), *v);
+	if (isinf(*v))
+		*v = copysign(DBL_MAX, *v);
 	*end = j;
-	return isfinite(*v);
+	return 1;
 }
 
 static size_t skip_blank(const char *s, size_t n, size_t j)
@@ -238,6 +269,30 @@ static int latex_frac_at(const char *s, size_t n, size_t i, double *v, size_t *e
 	return 1;
 }
 
+/* The length of " \times 10^{3}" (or "× 10^3", "\cdot 10^{-3}", "x 10^3",
+ * "* 10^3") at s[j], with its exponent *x; else 0. */
+static size_t times_ten_at(const char *s, size_t n, size_t j, long *x)
+{
+	static const char *const times[] = { "\\times", "\\cdot", "\xc3\x97" /* × */, "\xc2\xb7" /* · */,
+					     "\xe2\x8b\x85" /* ⋅ */, "x", "*" };
+	size_t i = skip_blank(s, n, j), m = 0;
+	for (size_t k = 0; k < sizeof times / sizeof times[0] && !m; k++)
+		if (i + strlen(times[k]) <= n && memcmp(s + i, times[k], strlen(times[k])) == 0)
+			m = strlen(times[k]);
+	i = skip_blank(s, n, i + m);
+	if (!m || i + 3 > n || memcmp(s + i, "10^", 3) != 0)
+		return 0;
+	i += 3;
+	int brace = i < n && s[i] == '{';
+	size_t neg = minus_at(s, n, i + brace), d = exponent_digits(s, n, i + brace + neg, x);
+	i += brace + neg + d;
+	if (!d || (brace && (i >= n || s[i++] != '}')))
+		return 0;
+	if (neg)
+		*x = -*x;
+	return i - j;
+}
+
 /*
  * A value starting at s[i], as an answer is written: a number, a fraction
  * "A/B" or "\frac{A}{B}", or a mixed number "4\frac{1}{2}". An answer of
@@ -255,6 +310,12 @@ static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		return 0;
 	*v = a;
 	*end = e;
+	long x;
+	if ((m = times_ten_at(s, n, e, &x))) {   /* "1.5 \times 10^3" is 1500 */
+		*v = copysign(fmin(fabs(a) * pow(10, (double)x), DBL_MAX), a);
+		*end = e + m;
+		return 1;
+	}
 	j = skip_blank(s, n, e);
 	if (latex_frac_at(s, n, j, &b, &j) && a == floor(a) && b >= 0) {   /* a whole part, of any size */
 		*v = a < 0 || (a == 0 && m) ? a - b : a + b;
@@ -405,9 +466,33 @@ int reward_last_boxed(const char *text, size_t n, size_t *at, size_t *len)
 	return 0;
 }
 
+/*
+ * The start of the last "####" of s that is not a markdown heading, a run
+ * of '#' then a word ("#### Step 2: ..."), whose number is no answer; or
+ * NULL. Backwards, each '#' looked at once.
+ */
+static const char *last_hashes(const char *s, size_t n)
+{
+	for (size_t end = n; end >= 4;) {
+		if (memcmp(s + end - 4, "####", 4) != 0) {
+			end--;
+			continue;
+		}
+		size_t at = end - 4, j = end;
+		while (at > 0 && s[at - 1] == '#')
+			at--;
+		while (j < n && s[j] && strchr(" \t*_", s[j]))
+			j++;
+		if (j == n || !isalpha((unsigned char)s[j]))
+			return s + end - 4;
+		end = at;
+	}
+	return NULL;
+}
+
 int reward_gsm8k_extract(const char *text, size_t n, double *v)
 {
-	const char *p = rfind(text, n, "####");
+	const char *p = last_hashes(text, n);
 	if (p && answer_at(text, n, (size_t)(p - text) + 4, v))
 		return 1;
 	size_t at, len;

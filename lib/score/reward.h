@@ -10,15 +10,17 @@
  *
  *   gsm8k   1 when the response's answer equals the reference answer as a
  *           number, else 0. The response's answer is the number after the
- *           last "####", else in the last \boxed{}, else after the last "The
- *           answer is" (any case), else the last number of the response.
+ *           last "####" (not one of a markdown heading, "#### Step 2: ..."),
+ *           else in the last \boxed{}, else after the last "The answer is"
+ *           (any case), else the last number of the response.
  *           The reference answer is the number after "####" in the answer,
  *           or the answer itself when it is a bare number. Numbers are read
  *           after dropping thousands separators ("1,000", and LaTeX's
  *           "1{,}000" and "1\,000"), a leading "$", a trailing "%" or "."
  *           and any words after the number, so "18.00", "$18" and "18
- *           dollars" all equal 18; compared as values (relative tolerance
- *           1e-9). After "####", in \boxed{} and after "The answer is", a
+ *           dollars" all equal 18; an exponent is the number's ("1.5e3" and
+ *           "1.5 \times 10^{3}" are 1500); digits are ASCII ("１８" is no
+ *           number); compared as values (relative tolerance 1e-9). After "####", in \boxed{} and after "The answer is", a
  *           fraction is its value ("\frac{18}{4}", "18/4" and "4\frac{1}{2}"
  *           are 4.5) and an answer written as an equation is its result
  *           ("9 * 2 = 18" is 18; a word or a sentence's end after the first

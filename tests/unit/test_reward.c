@@ -81,6 +81,22 @@ static void gsm8k_cases(void)
 		{ "\\boxed{-\\frac{1}{2}}", "#### -0.5", 1 },
 		{ "\\boxed{-\\frac{1}{2}}", "#### 0.5", 0 },
 		{ "The answer is 10\xe2\x88\x92" "4 = 6", "#### 6", 1 },
+		/* scientific notation is one number: 1.5e3 was 1.5 (and then 3 as a last number) */
+		{ "The answer is 1.5e3.", "#### 1500", 1 },
+		{ "The answer is 1.5e3.", "#### 1.5", 0 },
+		{ "It costs 1.5e3 dollars", "#### 3", 0 },
+		{ "#### 2.5E-3", "#### 0.0025", 1 },
+		{ "#### 5e3x", "#### 5", 1 },
+		{ "#### 1e400", "#### 1", 0 },
+		{ "The answer is 1.2 \\times 10^{3}.", "#### 1200", 1 },
+		{ "The answer is 1.2 \\times 10^{3}.", "#### 1.2", 0 },
+		{ "The answer is 3 \xc3\x97 10^-2", "#### 0.03", 1 },
+		/* a markdown heading "#### Step 2" is no "#### answer" */
+		{ "#### Step 1: Cost\n3 * 2 = 6\n#### Step 2: Total\n6 + 12 = 18\nThe answer is 18.", "#### 18", 1 },
+		{ "#### Step 1: Cost\n3 * 2 = 6\n#### Step 2: Total\n6 + 12 = 18\nThe answer is 18.", "#### 2", 0 },
+		{ "#### 18\n\n#### Check\n9 * 2 = 18, and 2 more", "#### 18", 1 },
+		{ "##### **Step 2**\nSo she has 18", "#### 18", 1 },
+		{ "#### **18**", "#### 18", 1 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
 		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);
