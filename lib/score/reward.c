@@ -529,19 +529,83 @@ static int same_number(double a, double b)
 	return fabs(a - b) <= 1e-9 * m;
 }
 
-/* Equal once all whitespace is removed. */
-static int same_nospace(const char *a, size_t na, const char *b, size_t nb)
+/*
+ * The boxed reward's normal form of a LaTeX answer, a byte at a time, as
+ * hendrycks MATH normalises one (formats.md §6): no whitespace, "$",
+ * "\$", "\left", "\right" or spacing ("\!", "\,", "\;", "\:"), "\dfrac"
+ * and "\tfrac" as "\frac", "\text{X}" as X, no thousands separators, no
+ * '.' at the end. Without it "\dfrac{1}{2}" was not "\frac{1}{2}" nor
+ * "\text{18}" 18.
+ */
+struct norm {
+	const char *s;
+	size_t n, i;
+	unsigned depth;     /* braces open */
+	uint64_t text;      /* which of the first 64 are a \text{'s, dropped at their close */
+};
+
+static void norm_init(struct norm *z, const char *s, size_t n)
 {
-	size_t i = 0, j = 0;
+	while (n && (isspace((unsigned char)s[n - 1]) || s[n - 1] == '.' || s[n - 1] == '$'))
+		n--;
+	*z = (struct norm){ s, n, 0, 0, 0 };
+}
+
+static size_t starts(const struct norm *z, const char *pat)
+{
+	size_t m = strlen(pat);
+	return z->i + m <= z->n && memcmp(z->s + z->i, pat, m) == 0 ? m : 0;
+}
+
+/* The next byte of the normal form, or -1 at its end. */
+static int norm_next(struct norm *z)
+{
+	static const char *const gone[] = { "\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\$", "$" };
+	while (z->i < z->n) {
+		size_t m = 0, i = z->i;
+		for (size_t k = 0; k < sizeof gone / sizeof gone[0] && !m; k++)
+			m = starts(z, gone[k]);
+		if (!m && i > 0 && dig(z->s, z->n, i - 1))
+			m = sep_at(z->s, z->n, i);
+		if (m || isspace((unsigned char)z->s[i])) {
+			z->i += m ? m : 1;
+			continue;
+		}
+		if (starts(z, "\\dfrac") || starts(z, "\\tfrac")) {
+			z->i += 2;   /* on at "frac" */
+			return '\\';
+		}
+		int text = starts(z, "\\text{") != 0;
+		char c = z->s[text ? i + 5 : i];
+		z->i += text ? 6 : 1;
+		if (c == '{') {
+			if (z->depth < 64)
+				z->text = text ? z->text | (uint64_t)1 << z->depth : z->text & ~((uint64_t)1 << z->depth);
+			z->depth++;
+			if (text)
+				continue;
+		} else if (c == '}' && z->depth) {
+			z->depth--;
+			if (z->depth < 64 && (z->text >> z->depth & 1))
+				continue;
+		}
+		return (unsigned char)c;
+	}
+	return -1;
+}
+
+/* Equal in the normal form above. */
+static int same_latex(const char *a, size_t na, const char *b, size_t nb)
+{
+	struct norm x, y;
+	norm_init(&x, a, na);
+	norm_init(&y, b, nb);
 	for (;;) {
-		while (i < na && isspace((unsigned char)a[i]))
-			i++;
-		while (j < nb && isspace((unsigned char)b[j]))
-			j++;
-		if (i == na || j == nb)
-			return i == na && j == nb;
-		if (a[i++] != b[j++])
+		int c = norm_next(&x);
+		if (c != norm_next(&y))
 			return 0;
+		if (c < 0)
+			return 1;
 	}
 }
 
@@ -589,8 +653,8 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 			return 0;
 		size_t an = strlen(answer), bat, blen;
 		if (reward_last_boxed(answer, an, &bat, &blen))
-			return same_nospace(text + at, len, answer + bat, blen);
-		return same_nospace(text + at, len, answer, an);
+			return same_latex(text + at, len, answer + bat, blen);
+		return same_latex(text + at, len, answer, an);
 	}
 	case REWARD_FORMAT:
 		return format_ok(text, n);

@@ -29,7 +29,10 @@
  *           (test_gsm8k_labelled), a stand-in for labels by people.
  *   boxed   1 when the content of the response's last \boxed{} (braces
  *           matched) equals the answer's (its last \boxed{} if it has one,
- *           else the whole answer) once all whitespace is removed.
+ *           else the whole answer) in hendrycks MATH's normal form: no
+ *           whitespace, "$", "\$", "\left", "\right", "\!", "\,", "\;", "\:",
+ *           thousands separators or final '.'; "\dfrac" and "\tfrac" are
+ *           "\frac", "\text{X}" is X.
  *   format  1 when the response has open-r1's layout
  *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
  *           re.MULTILINE, anchored at the start as re.match), else 0.

@@ -135,6 +135,30 @@ static void boxed_cases(void)
 	is_float(rw(REWARD_BOXED, "\\boxed 3$ ok", "3"), 1, 0, "boxed with a space runs to $");
 	is_float(rw(REWARD_BOXED, "\\fbox{4}", "4"), 1, 0, "fbox");
 	is_float(rw(REWARD_BOXED, "4", "4"), 0, 0, "no box");
+	/* hendrycks MATH's normal form (formats.md §6): these were all 0 */
+	static const struct {
+		const char *resp, *answer;
+		double want;
+	} c[] = {
+		{ "so \\boxed{\\dfrac{1}{2}}", "\\frac{1}{2}", 1 },
+		{ "\\boxed{\\text{18}}", "18", 1 },
+		{ "\\boxed{18\\text{ cm}}", "18cm", 1 },
+		{ "\\boxed{\\text{(B)}}", "(B)", 1 },
+		{ "\\boxed{18.}", "18", 1 },
+		{ "\\boxed{1,000}", "1000", 1 },
+		{ "\\boxed{1{,}000}", "1000", 1 },
+		{ "\\boxed{\\$18}", "$18$", 1 },
+		{ "\\boxed{\\left( 1, 2 \\right)}", "(1,2)", 1 },
+		{ "\\boxed{3\\!\\,\\pi}", "3\\pi", 1 },
+		/* and no more: values differ, and a bracket is kept */
+		{ "\\boxed{1.5}", "15", 0 },
+		{ "\\boxed{(1,2)}", "(1,20)", 0 },
+		{ "\\boxed{\\text{18}}", "\\{18\\}", 0 },
+		{ "\\boxed{\\dfrac{1}{2}}", "\\frac{1}{3}", 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+		is_float(rw(REWARD_BOXED, c[i].resp, c[i].answer), c[i].want, 0, "boxed case %zu: %s vs %s", i, c[i].resp,
+			 c[i].answer);
 }
 
 static void format_cases(void)
