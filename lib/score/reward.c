@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,16 +150,45 @@ static size_t minus_at(const char *s, size_t n, size_t j)
 	return 0;
 }
 
+/* Exponents beyond this are as good as infinite: a double ends near 1e308. */
+#define EXPONENT_MAX 100000L
+
+/* Digits at s[j] as a decimal exponent, at most EXPONENT_MAX: their length. */
+static size_t exponent_digits(const char *s, size_t n, size_t j, long *x)
+{
+	size_t m = 0;
+	for (*x = 0; dig(s, n, j + m); m++)
+		*x = *x >= EXPONENT_MAX ? EXPONENT_MAX : *x * 10 + (s[j + m] - '0');
+	return m;
+}
+
+/* The length of an exponent "e3", "E+3", "e-3" at s[j], not followed by a
+ * letter ("5e3x" is no number of ours), with *x; else 0. */
+static size_t exponent_at(const char *s, size_t n, size_t j, long *x)
+{
+	if (j >= n || (s[j] != 'e' && s[j] != 'E'))
+		return 0;
+	size_t m = 1 + (j + 1 < n && (s[j + 1] == '+' || s[j + 1] == '-'));
+	long e;
+	size_t d = exponent_digits(s, n, j + m, &e);
+	if (!d || (j + m + d < n && isalpha((unsigned char)s[j + m + d])))
+		return 0;
+	*x = s[j + 1] == '-' ? -e : e;
+	return m + d;
+}
+
 /*
  * A number starting at s[i]: an optional minus sign (minus_at), then a
  * currency sign ("-$5", "-\$5"), digits with thousands separators
- * (sep_at), an optional decimal part. 1 with *v and *end; 0 when none
- * starts at i.
+ * (sep_at), an optional decimal part and an exponent ("1.5e3" is 1500,
+ * not 1.5 and then 3). 1 with *v and *end; 0 when none starts at i.
  */
+#define NUM_DIGITS 78   /* the characters of a number kept; whole digits past them are factors of 10 */
 static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 {
-	char b[80];
+	char b[NUM_DIGITS + 24];
 	size_t k = 0, j = i, m, lost = 0;   /* lost: whole digits past b, each a factor of 10 */
+	long x = 0;
 	if ((m = minus_at(s, n, j))) {
 		b[k++] = '-';
 		j += m;
@@ -171,7 +201,7 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		return 0;
 	for (;;) {
 		if (dig(s, n, j)) {
-			if (k < sizeof b - 2)
+			if (k < NUM_DIGITS)
 				b[k++] = s[j];
 			else
 				lost++;
@@ -184,21 +214,22 @@ static int num_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	}
 	if (j < n && s[j] == '.' && dig(s, n, j + 1)) {
 		/* without room for the point, its digits are below what b holds */
-		int point = !lost && k < sizeof b - 2;
+		int point = !lost && k < NUM_DIGITS;
 		if (point)
 			b[k++] = '.';
 		for (j++; dig(s, n, j); j++)
-			if (point && k < sizeof b - 1)
+			if (point && k < NUM_DIGITS + 1)
 				b[k++] = s[j];
 	}
-	b[k] = '\0';
+	j += exponent_at(s, n, j, &x);
+	snprintf(b + k, sizeof b - k, "e%ld", x + (long)(lost < EXPONENT_MAX ? lost : EXPONENT_MAX));
 	*v = strtod(b, NULL);
 	/* past a double's range the largest double, so that the number still
 	 * ends where it is written rather than a scan finding its last digits */
-	if (lost)
-		*v = copysign(fmin(fabs(*v) * pow(10, (double)lost), DBL_MAX), *v);
+	if (isinf(*v))
+		*v = copysign(DBL_MAX, *v);
 	*end = j;
-	return isfinite(*v);
+	return 1;
 }
 
 static size_t skip_blank(const char *s, size_t n, size_t j)
@@ -238,6 +269,30 @@ static int latex_frac_at(const char *s, size_t n, size_t i, double *v, size_t *e
 	return 1;
 }
 
+/* The length of " \times 10^{3}" (or "× 10^3", "\cdot 10^{-3}", "x 10^3",
+ * "* 10^3") at s[j], with its exponent *x; else 0. */
+static size_t times_ten_at(const char *s, size_t n, size_t j, long *x)
+{
+	static const char *const times[] = { "\\times", "\\cdot", "\xc3\x97" /* × */, "\xc2\xb7" /* · */,
+					     "\xe2\x8b\x85" /* ⋅ */, "x", "*" };
+	size_t i = skip_blank(s, n, j), m = 0;
+	for (size_t k = 0; k < sizeof times / sizeof times[0] && !m; k++)
+		if (i + strlen(times[k]) <= n && memcmp(s + i, times[k], strlen(times[k])) == 0)
+			m = strlen(times[k]);
+	i = skip_blank(s, n, i + m);
+	if (!m || i + 3 > n || memcmp(s + i, "10^", 3) != 0)
+		return 0;
+	i += 3;
+	int brace = i < n && s[i] == '{';
+	size_t neg = minus_at(s, n, i + brace), d = exponent_digits(s, n, i + brace + neg, x);
+	i += brace + neg + d;
+	if (!d || (brace && (i >= n || s[i++] != '}')))
+		return 0;
+	if (neg)
+		*x = -*x;
+	return i - j;
+}
+
 /*
  * A value starting at s[i], as an answer is written: a number, a fraction
  * "A/B" or "\frac{A}{B}", or a mixed number "4\frac{1}{2}". An answer of
@@ -255,6 +310,12 @@ static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 		return 0;
 	*v = a;
 	*end = e;
+	long x;
+	if ((m = times_ten_at(s, n, e, &x))) {   /* "1.5 \times 10^3" is 1500 */
+		*v = copysign(fmin(fabs(a) * pow(10, (double)x), DBL_MAX), a);
+		*end = e + m;
+		return 1;
+	}
 	j = skip_blank(s, n, e);
 	if (latex_frac_at(s, n, j, &b, &j) && a == floor(a) && b >= 0) {   /* a whole part, of any size */
 		*v = a < 0 || (a == 0 && m) ? a - b : a + b;
@@ -405,9 +466,33 @@ int reward_last_boxed(const char *text, size_t n, size_t *at, size_t *len)
 	return 0;
 }
 
+/*
+ * The start of the last "####" of s that is not a markdown heading, a run
+ * of '#' then a word ("#### Step 2: ..."), whose number is no answer; or
+ * NULL. Backwards, each '#' looked at once.
+ */
+static const char *last_hashes(const char *s, size_t n)
+{
+	for (size_t end = n; end >= 4;) {
+		if (memcmp(s + end - 4, "####", 4) != 0) {
+			end--;
+			continue;
+		}
+		size_t at = end - 4, j = end;
+		while (at > 0 && s[at - 1] == '#')
+			at--;
+		while (j < n && s[j] && strchr(" \t*_", s[j]))
+			j++;
+		if (j == n || !isalpha((unsigned char)s[j]))
+			return s + end - 4;
+		end = at;
+	}
+	return NULL;
+}
+
 int reward_gsm8k_extract(const char *text, size_t n, double *v)
 {
-	const char *p = rfind(text, n, "####");
+	const char *p = last_hashes(text, n);
 	if (p && answer_at(text, n, (size_t)(p - text) + 4, v))
 		return 1;
 	size_t at, len;
@@ -444,19 +529,83 @@ static int same_number(double a, double b)
 	return fabs(a - b) <= 1e-9 * m;
 }
 
-/* Equal once all whitespace is removed. */
-static int same_nospace(const char *a, size_t na, const char *b, size_t nb)
+/*
+ * The boxed reward's normal form of a LaTeX answer, a byte at a time, as
+ * hendrycks MATH normalises one (formats.md §6): no whitespace, "$",
+ * "\$", "\left", "\right" or spacing ("\!", "\,", "\;", "\:"), "\dfrac"
+ * and "\tfrac" as "\frac", "\text{X}" as X, no thousands separators, no
+ * '.' at the end. Without it "\dfrac{1}{2}" was not "\frac{1}{2}" nor
+ * "\text{18}" 18.
+ */
+struct norm {
+	const char *s;
+	size_t n, i;
+	unsigned depth;     /* braces open */
+	uint64_t text;      /* which of the first 64 are a \text{'s, dropped at their close */
+};
+
+static void norm_init(struct norm *z, const char *s, size_t n)
 {
-	size_t i = 0, j = 0;
+	while (n && (isspace((unsigned char)s[n - 1]) || s[n - 1] == '.' || s[n - 1] == '$'))
+		n--;
+	*z = (struct norm){ s, n, 0, 0, 0 };
+}
+
+static size_t starts(const struct norm *z, const char *pat)
+{
+	size_t m = strlen(pat);
+	return z->i + m <= z->n && memcmp(z->s + z->i, pat, m) == 0 ? m : 0;
+}
+
+/* The next byte of the normal form, or -1 at its end. */
+static int norm_next(struct norm *z)
+{
+	static const char *const gone[] = { "\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\$", "$" };
+	while (z->i < z->n) {
+		size_t m = 0, i = z->i;
+		for (size_t k = 0; k < sizeof gone / sizeof gone[0] && !m; k++)
+			m = starts(z, gone[k]);
+		if (!m && i > 0 && dig(z->s, z->n, i - 1))
+			m = sep_at(z->s, z->n, i);
+		if (m || isspace((unsigned char)z->s[i])) {
+			z->i += m ? m : 1;
+			continue;
+		}
+		if (starts(z, "\\dfrac") || starts(z, "\\tfrac")) {
+			z->i += 2;   /* on at "frac" */
+			return '\\';
+		}
+		int text = starts(z, "\\text{") != 0;
+		char c = z->s[text ? i + 5 : i];
+		z->i += text ? 6 : 1;
+		if (c == '{') {
+			if (z->depth < 64)
+				z->text = text ? z->text | (uint64_t)1 << z->depth : z->text & ~((uint64_t)1 << z->depth);
+			z->depth++;
+			if (text)
+				continue;
+		} else if (c == '}' && z->depth) {
+			z->depth--;
+			if (z->depth < 64 && (z->text >> z->depth & 1))
+				continue;
+		}
+		return (unsigned char)c;
+	}
+	return -1;
+}
+
+/* Equal in the normal form above. */
+static int same_latex(const char *a, size_t na, const char *b, size_t nb)
+{
+	struct norm x, y;
+	norm_init(&x, a, na);
+	norm_init(&y, b, nb);
 	for (;;) {
-		while (i < na && isspace((unsigned char)a[i]))
-			i++;
-		while (j < nb && isspace((unsigned char)b[j]))
-			j++;
-		if (i == na || j == nb)
-			return i == na && j == nb;
-		if (a[i++] != b[j++])
+		int c = norm_next(&x);
+		if (c != norm_next(&y))
 			return 0;
+		if (c < 0)
+			return 1;
 	}
 }
 
@@ -468,19 +617,24 @@ static void trim(const char **s, size_t *n)
 		(*n)--;
 }
 
-/* open-r1's format regex, re.match with DOTALL | MULTILINE. */
+/* open-r1's format regex, re.match with DOTALL | MULTILINE. Each .*? may
+ * hold anything, so it matches when some tail ends at the text's or a
+ * line's end after the first mid: later mids only narrow the tails (a loop
+ * over every mid and tail took a minute over a 1 MB response repeating
+ * its answer block). */
 static int format_ok(const char *s, size_t n)
 {
 	static const char mid[] = "\n</think>\n<answer>\n", tail[] = "\n</answer>";
 	if (n < 8 || memcmp(s, "<think>\n", 8) != 0)
 		return 0;
-	for (const char *p = find(s, n, 8, mid); p; p = find(s, n, (size_t)(p - s) + 1, mid)) {
-		size_t q = (size_t)(p - s) + sizeof mid - 1;
-		for (const char *r = find(s, n, q, tail); r; r = find(s, n, (size_t)(r - s) + 1, tail)) {
-			size_t e = (size_t)(r - s) + sizeof tail - 1;
-			if (e == n || s[e] == '\n')
-				return 1;
-		}
+	const char *p = find(s, n, 8, mid);
+	if (!p)
+		return 0;
+	size_t q = (size_t)(p - s) + sizeof mid - 1;
+	for (const char *r = find(s, n, q, tail); r; r = find(s, n, (size_t)(r - s) + 1, tail)) {
+		size_t e = (size_t)(r - s) + sizeof tail - 1;
+		if (e == n || s[e] == '\n')
+			return 1;
 	}
 	return 0;
 }
@@ -499,8 +653,8 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 			return 0;
 		size_t an = strlen(answer), bat, blen;
 		if (reward_last_boxed(answer, an, &bat, &blen))
-			return same_nospace(text + at, len, answer + bat, blen);
-		return same_nospace(text + at, len, answer, an);
+			return same_latex(text + at, len, answer + bat, blen);
+		return same_latex(text + at, len, answer, an);
 	}
 	case REWARD_FORMAT:
 		return format_ok(text, n);

@@ -10,15 +10,17 @@
  *
  *   gsm8k   1 when the response's answer equals the reference answer as a
  *           number, else 0. The response's answer is the number after the
- *           last "####", else in the last \boxed{}, else after the last "The
- *           answer is" (any case), else the last number of the response.
+ *           last "####" (not one of a markdown heading, "#### Step 2: ..."),
+ *           else in the last \boxed{}, else after the last "The answer is"
+ *           (any case), else the last number of the response.
  *           The reference answer is the number after "####" in the answer,
  *           or the answer itself when it is a bare number. Numbers are read
  *           after dropping thousands separators ("1,000", and LaTeX's
  *           "1{,}000" and "1\,000"), a leading "$", a trailing "%" or "."
  *           and any words after the number, so "18.00", "$18" and "18
- *           dollars" all equal 18; compared as values (relative tolerance
- *           1e-9). After "####", in \boxed{} and after "The answer is", a
+ *           dollars" all equal 18; an exponent is the number's ("1.5e3" and
+ *           "1.5 \times 10^{3}" are 1500); digits are ASCII ("１８" is no
+ *           number); compared as values (relative tolerance 1e-9). After "####", in \boxed{} and after "The answer is", a
  *           fraction is its value ("\frac{18}{4}", "18/4" and "4\frac{1}{2}"
  *           are 4.5) and an answer written as an equation is its result
  *           ("9 * 2 = 18" is 18; a word or a sentence's end after the first
@@ -27,7 +29,10 @@
  *           (test_gsm8k_labelled), a stand-in for labels by people.
  *   boxed   1 when the content of the response's last \boxed{} (braces
  *           matched) equals the answer's (its last \boxed{} if it has one,
- *           else the whole answer) once all whitespace is removed.
+ *           else the whole answer) in hendrycks MATH's normal form: no
+ *           whitespace, "$", "\$", "\left", "\right", "\!", "\,", "\;", "\:",
+ *           thousands separators or final '.'; "\dfrac" and "\tfrac" are
+ *           "\frac", "\text{X}" is X.
  *   format  1 when the response has open-r1's layout
  *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
  *           re.MULTILINE, anchored at the start as re.match), else 0.

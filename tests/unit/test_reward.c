@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "score/reward.h"
 #include "tap.h"
@@ -80,6 +81,22 @@ static void gsm8k_cases(void)
 		{ "\\boxed{-\\frac{1}{2}}", "#### -0.5", 1 },
 		{ "\\boxed{-\\frac{1}{2}}", "#### 0.5", 0 },
 		{ "The answer is 10\xe2\x88\x92" "4 = 6", "#### 6", 1 },
+		/* scientific notation is one number: 1.5e3 was 1.5 (and then 3 as a last number) */
+		{ "The answer is 1.5e3.", "#### 1500", 1 },
+		{ "The answer is 1.5e3.", "#### 1.5", 0 },
+		{ "It costs 1.5e3 dollars", "#### 3", 0 },
+		{ "#### 2.5E-3", "#### 0.0025", 1 },
+		{ "#### 5e3x", "#### 5", 1 },
+		{ "#### 1e400", "#### 1", 0 },
+		{ "The answer is 1.2 \\times 10^{3}.", "#### 1200", 1 },
+		{ "The answer is 1.2 \\times 10^{3}.", "#### 1.2", 0 },
+		{ "The answer is 3 \xc3\x97 10^-2", "#### 0.03", 1 },
+		/* a markdown heading "#### Step 2" is no "#### answer" */
+		{ "#### Step 1: Cost\n3 * 2 = 6\n#### Step 2: Total\n6 + 12 = 18\nThe answer is 18.", "#### 18", 1 },
+		{ "#### Step 1: Cost\n3 * 2 = 6\n#### Step 2: Total\n6 + 12 = 18\nThe answer is 18.", "#### 2", 0 },
+		{ "#### 18\n\n#### Check\n9 * 2 = 18, and 2 more", "#### 18", 1 },
+		{ "##### **Step 2**\nSo she has 18", "#### 18", 1 },
+		{ "#### **18**", "#### 18", 1 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
 		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);
@@ -118,6 +135,30 @@ static void boxed_cases(void)
 	is_float(rw(REWARD_BOXED, "\\boxed 3$ ok", "3"), 1, 0, "boxed with a space runs to $");
 	is_float(rw(REWARD_BOXED, "\\fbox{4}", "4"), 1, 0, "fbox");
 	is_float(rw(REWARD_BOXED, "4", "4"), 0, 0, "no box");
+	/* hendrycks MATH's normal form (formats.md §6): these were all 0 */
+	static const struct {
+		const char *resp, *answer;
+		double want;
+	} c[] = {
+		{ "so \\boxed{\\dfrac{1}{2}}", "\\frac{1}{2}", 1 },
+		{ "\\boxed{\\text{18}}", "18", 1 },
+		{ "\\boxed{18\\text{ cm}}", "18cm", 1 },
+		{ "\\boxed{\\text{(B)}}", "(B)", 1 },
+		{ "\\boxed{18.}", "18", 1 },
+		{ "\\boxed{1,000}", "1000", 1 },
+		{ "\\boxed{1{,}000}", "1000", 1 },
+		{ "\\boxed{\\$18}", "$18$", 1 },
+		{ "\\boxed{\\left( 1, 2 \\right)}", "(1,2)", 1 },
+		{ "\\boxed{3\\!\\,\\pi}", "3\\pi", 1 },
+		/* and no more: values differ, and a bracket is kept */
+		{ "\\boxed{1.5}", "15", 0 },
+		{ "\\boxed{(1,2)}", "(1,20)", 0 },
+		{ "\\boxed{\\text{18}}", "\\{18\\}", 0 },
+		{ "\\boxed{\\dfrac{1}{2}}", "\\frac{1}{3}", 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+		is_float(rw(REWARD_BOXED, c[i].resp, c[i].answer), c[i].want, 0, "boxed case %zu: %s vs %s", i, c[i].resp,
+			 c[i].answer);
 }
 
 static void format_cases(void)
@@ -135,6 +176,26 @@ static void format_cases(void)
 		 "format: anchored at the start");
 	is_float(rw(REWARD_FORMAT, "<think>\n</think>\n<answer>\n4\n</answer>", NULL), 0, 0,
 		 "format: the newline after <think> is not shared");
+	is_float(rw(REWARD_FORMAT, "<think>\na\n</think>\n<answer>\n4\n</answer>x\n</think>\n<answer>\n5\n</answer>", NULL),
+		 1, 0, "format: a later tail ends the first answer (.*? spans the rest)");
+	/* a response repeating its answer block, each ended by a character
+	 * that no $ matches: a minute of CPU for 1 MB, all mids times all tails */
+	static const char block[] = "\n</think>\n<answer>\n4\n</answer>x";
+	size_t n = 1 << 20, m = sizeof block - 1;
+	char *big = malloc(n);
+	memcpy(big, "<think>\n", 8);
+	for (size_t i = 8; i < n; i++)
+		big[i] = block[(i - 8) % m];
+	clock_t t0 = clock();
+	is_float(reward_eval(REWARD_FORMAT, &no_opt, big, n, NULL, 0), 0, 0, "format: 1 MB of answer blocks, none ending a line");
+	double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	if (getenv("GRPO_SANITIZED"))
+		skip("a sanitized build: no bound on time");
+	else
+		ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
+	memcpy(big + n - 10, "\n</answer>", 10);
+	is_float(reward_eval(REWARD_FORMAT, &no_opt, big, n, NULL, 0), 1, 0, "format: the same, ended by a tail");
+	free(big);
 }
 
 static void tags_cases(void)
