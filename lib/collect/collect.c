@@ -106,6 +106,14 @@ int collect_prompt_differs(const cJSON *req_ids, const struct traj *t)
 	return differs;
 }
 
+const cJSON *collect_request_row(const cJSON *rows, uint32_t i, uint32_t n, int64_t per, cJSON *tmp)
+{
+	uint32_t np = (uint32_t)jsonpick_size(rows);
+	if (np == 0 || i >= n || (per > 0 ? (uint64_t)n != (uint64_t)np * (uint64_t)per : n % np != 0))
+		return NULL;
+	return jsonpick_at(rows, (int)(i / (n / np)), tmp);
+}
+
 struct traj *collect_trajs_new(uint32_t n, float temp)
 {
 	struct traj *t = calloc(n, sizeof *t);
@@ -369,7 +377,7 @@ static const char *const keep_keys[] = {
 	"advantages", "answer", "batch", "choices", "completion_ids", "content", "delta", "echo",
 	"finish_reason", "finish_reasons", "generation_params", "group_id", "group_overrides", "id",
 	"inference_logprobs", "input_ids", "input_token_logprobs", "logprob", "logprob_token_ids", "logprobs",
-	"masks", "max_completion_tokens", "max_new_tokens", "max_tokens", "meta_info", "object",
+	"masks", "max_completion_tokens", "max_new_tokens", "max_tokens", "meta_info", "n", "object",
 	"output_token_logprobs", "overrides", "policy_version", "prompt", "prompt_ids", "prompt_token_ids",
 	"prompt_tokens", "prompts", "ref_logprobs", "request", "request_id", "response", "response_mask",
 	"response_tokens", "reward_names", "rewards", "run", "sampling_params", "scores", "sequence_id",

@@ -111,6 +111,14 @@ void collect_trajs_free(struct traj *t, uint32_t n);
  * or not readable as ids). A trajectory holds the response's ids whenever
  * the response gives them. */
 int collect_prompt_differs(const struct cJSON *req_ids, const struct traj *t);
+/* Member i's prompt among the `rows` of a batched request (an array of
+ * np prompts, each asked for `per` samples; per 0 where the request does not
+ * say), when the response's n members come prompt by prompt: row
+ * i / (n / np), described in *tmp for a span. NULL when n is not np * per
+ * (per 0: not a multiple of np): which prompt a member answers would be a
+ * guess, and a wrong one pairs an answer with another prompt's ids. */
+const struct cJSON *collect_request_row(const struct cJSON *rows, uint32_t i, uint32_t n, int64_t per,
+					struct cJSON *tmp);
 /* Move t[0..n) into groups, one per run of consecutive trajectories with the
  * same prompt (the n choices of one prompt; a batched request holds several
  * prompts). Takes t's contents in every case; frees t itself. */

@@ -70,21 +70,35 @@ static int triples(const cJSON *arr, const char *what, int32_t **ids, float **lp
 	return r;
 }
 
+/* Samples per prompt that the request asked for: sampling_params.n (of its
+ * first entry, for a list), 0 where it does not say. */
+static int64_t request_n(const cJSON *req)
+{
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "sampling_params");
+	if (cJSON_IsArray(params))
+		params = params->child;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "n");
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+/* The request's "input_ids" when they are one list per prompt of a batch, else NULL. */
+static const cJSON *request_batch(const cJSON *req, cJSON *tmp)
+{
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(req, "input_ids");
+	return jsonpick_is_array(ids) && jsonpick_is_array(jsonpick_at(ids, 0, tmp)) ? ids : NULL;
+}
+
 /* Member k's prompt from the request: "input_ids" as one list, or as one list
- * per prompt with the members split evenly among them (a row of a span is
- * described in *tmp). */
+ * per prompt with the members coming prompt by prompt, sampling_params.n
+ * each (a row of a span is described in *tmp). */
 static const cJSON *request_prompt(const cJSON *req, uint32_t k, uint32_t n, cJSON *tmp)
 {
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(req, "input_ids");
 	if (!jsonpick_is_array(ids))
 		return NULL;
-	const cJSON *first = jsonpick_at(ids, 0, tmp);
-	if (!first || cJSON_IsNumber(first))
-		return ids;
-	uint32_t np = (uint32_t)jsonpick_size(ids);
-	if (np == 0 || n % np)
-		return NULL;
-	return jsonpick_at(ids, (int)(k / (n / np)), tmp);
+	if (request_batch(req, tmp))
+		return collect_request_row(ids, k, n, request_n(req), tmp);
+	return ids;
 }
 
 static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n, struct traj *t,
@@ -109,7 +123,14 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	} else if (prompt) {
 		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 			return -1;
-	} else
+	} else if (request_batch(req, &tmp) && request_n(req) > 0)
+		return err_set(e, "request input_ids: %d prompts with sampling_params.n = %lld each, but %u members: "
+			       "which prompt a member answers is unknown", jsonpick_size(request_batch(req, &tmp)),
+			       (long long)request_n(req), n);
+	else if (request_batch(req, &tmp))
+		return err_set(e, "request input_ids: %d prompts for %u members, not n members each",
+			       jsonpick_size(request_batch(req, &tmp)), n);
+	else
 		return err_set(e, "no prompt token ids: SGLang returns them only with \"logprob_start_len\": 0; "
 			       "or wrap the line as {\"request\": ..., \"response\": ...}");
 	if (traj_set_finish(t, finish_of(meta)) < 0)

@@ -80,10 +80,16 @@ static int nested(const cJSON *v, cJSON *tmp)
 	return jsonpick_is_array(v) && jsonpick_is_array(jsonpick_at(v, 0, tmp));
 }
 
+static int64_t req_int(const cJSON *req, const char *key, int64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
 /* Choice i's prompt ids from the request: "token_ids" (generate), "prompt"
  * as a list of ids or as one list per prompt of a batch (completions, whose
- * choices come prompt by prompt, n each), or "prompt_token_ids". A row of
- * a span is described in *tmp. */
+ * choices come prompt by prompt, the request's "n" each), or
+ * "prompt_token_ids". A row of a span is described in *tmp. */
 static const cJSON *request_prompt(const cJSON *req, uint32_t i, uint32_t n, cJSON *tmp)
 {
 	static const char *keys[] = { "token_ids", "prompt", "prompt_token_ids" };
@@ -92,10 +98,8 @@ static const cJSON *request_prompt(const cJSON *req, uint32_t i, uint32_t n, cJS
 		const cJSON *first = jsonpick_at(v, 0, tmp);
 		if (jsonpick_is_array(v) && (!first || cJSON_IsNumber(first)))
 			return v;
-		if (jsonpick_is_array(v) && jsonpick_is_array(first)) {
-			uint32_t np = (uint32_t)jsonpick_size(v);
-			return n % np == 0 ? jsonpick_at(v, (int)(i / (n / np)), tmp) : NULL;
-		}
+		if (jsonpick_is_array(v) && jsonpick_is_array(first))
+			return collect_request_row(v, i, n, req_int(req, "n", 0), tmp);
 	}
 	return NULL;
 }
@@ -195,12 +199,6 @@ static const char no_prompt[] =
 	"no prompt token ids: ask vLLM with \"return_token_ids\": true, or wrap the line as "
 	"{\"request\": ..., \"response\": ...} with the request's prompt as token ids";
 
-static int64_t req_int(const cJSON *req, const char *key, int64_t dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
-}
-
 static int copy_ids(int32_t **out, uint32_t *n, const int32_t *src, uint32_t k, struct err *e)
 {
 	*out = malloc(k ? k * sizeof(int32_t) : 1);
@@ -237,6 +235,10 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 	int score_only = echo && req_int(req, "max_tokens", -1) == 0;
 	if (!jsonpick_is_array(prompt) && !(echo && !jsonpick_is_array(ids))) {
 		const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
+		int64_t per = req_int(req, "n", 0);
+		if (nested(rp, &tmp) && per > 0)
+			return err_set(e, "request prompt: %d prompts with n = %lld each, but %u choices: which prompt "
+				       "a choice answers is unknown", jsonpick_size(rp), (long long)per, n);
 		if (nested(rp, &tmp))
 			return err_set(e, "request prompt: %d prompts for %u choices, not n choices each",
 				       jsonpick_size(rp), n);

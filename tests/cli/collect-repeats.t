@@ -12,7 +12,7 @@ W1='grpo-collect: warning: 1 record repeated an earlier one exactly: dropped'
 records() { grpo-cat "$1" | wc -l | tr -d ' '; }
 trajs() { grpo-cat "$1" | grep -o '"sequence_id"' | wc -l | tr -d ' '; }
 # -v output less the lines every run prints (the input's counts, what was published)
-quiet() { grep -v -e ' lines (' -e ': published ' -e 'already published:'; }
+quiet() { grep -v -e ' lines\? (' -e ': published ' -e 'already published:'; }
 
 # vLLM: the same response twice in one file
 head -1 "$D/vllm-completions.jsonl" > "$T/v1.jsonl"

@@ -54,5 +54,5 @@ is "$?:$(cat "$T/err")" "1:grpo-collect: $T/wrapped.jsonl:1: a streamed response
 # a batch of prompts that does not divide the choices evenly
 sed 's/"n":2/"n":1/; s/\[\[3838,374,220,17,10,17,30\],/[[1],[3838,374,220,17,10,17,30],/' "$D/vllm-batch-prompts.jsonl" > "$T/uneven.jsonl"
 grpo-collect --step 0 "$T/uneven.jsonl" 2> "$T/err" > /dev/null
-is "$?:$(cat "$T/err")" "1:grpo-collect: $T/uneven.jsonl:1: choices[0]: request prompt: 3 prompts for 4 choices, not n choices each" \
+is "$?:$(cat "$T/err")" "1:grpo-collect: $T/uneven.jsonl:1: choices[0]: request prompt: 3 prompts with n = 1 each, but 4 choices: which prompt a choice answers is unknown" \
 	"a batch of prompts is matched to its choices, and says so when they do not divide"

@@ -75,6 +75,46 @@ static void test_vllm(void)
 	collect_line_free(&L);
 }
 
+/* A batched request's prompts are paired with the answers by position, n
+ * each: an answer holding another number of samples than the request's n
+ * asked for cannot be paired, and is refused rather than have a sample
+ * stored under the next prompt's ids. Both wrappers below ask two prompts
+ * for n = 2 and hold two samples, both of the first prompt. */
+static void test_batch_pairing(void)
+{
+	struct collect_line L;
+	struct err e = { "" };
+	const char *vllm =
+		"{\"request\":{\"prompt\":[[1,2,3],[4,5,6]],\"n\":2,\"logprobs\":0},\"response\":{\"id\":\"c\","
+		"\"choices\":[{\"logprobs\":{\"token_logprobs\":[-0.5],\"tokens\":[\"token_id:7\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-0.25],\"tokens\":[\"token_id:8\"]}}]}}";
+	ok(parse(vllm, COLLECT_AUTO, &L, &e) < 0 &&
+		   strstr(e.msg, "request prompt: 2 prompts with n = 2 each, but 2 choices: which prompt a choice "
+				 "answers is unknown"),
+	   "vllm: 2 choices for 2 prompts asked n = 2 each are refused, not one given to each prompt: %s", e.msg);
+	collect_line_free(&L);
+	const char *sglang =
+		"{\"request\":{\"input_ids\":[[1,2,3],[4,5,6]],\"sampling_params\":{\"n\":2}},\"response\":["
+		"{\"meta_info\":{\"id\":\"a\",\"output_token_logprobs\":[[-0.5,7,null]]}},"
+		"{\"meta_info\":{\"id\":\"b\",\"output_token_logprobs\":[[-0.25,8,null]]}}]}";
+	ok(parse(sglang, COLLECT_AUTO, &L, &e) < 0 &&
+		   strstr(e.msg, "request input_ids: 2 prompts with sampling_params.n = 2 each, but 2 members"),
+	   "sglang: likewise for 2 members: %s", e.msg);
+	collect_line_free(&L);
+	/* as many as asked: paired prompt by prompt */
+	const char *four =
+		"{\"request\":{\"input_ids\":[[1,2,3],[4,5,6]],\"sampling_params\":{\"n\":2}},\"response\":["
+		"{\"meta_info\":{\"id\":\"a\",\"output_token_logprobs\":[[-0.5,7,null]]}},"
+		"{\"meta_info\":{\"id\":\"b\",\"output_token_logprobs\":[[-0.25,8,null]]}},"
+		"{\"meta_info\":{\"id\":\"c\",\"output_token_logprobs\":[[-0.5,9,null]]}},"
+		"{\"meta_info\":{\"id\":\"d\",\"output_token_logprobs\":[[-0.25,10,null]]}}]}";
+	ok(parse(four, COLLECT_AUTO, &L, &e) == 0 && L.n_groups == 2 && L.groups[0].n == 2 &&
+		   L.groups[0].trajs[1].prompt_tokens[0] == 1 && L.groups[1].trajs[0].prompt_tokens[0] == 4 &&
+		   L.groups[1].trajs[0].response_tokens[0] == 9,
+	   "and 4 members for 2 prompts at n = 2 are two groups of 2 (%s)", e.msg);
+	collect_line_free(&L);
+}
+
 static void test_atropos(void)
 {
 	struct collect_line L;
@@ -355,6 +395,7 @@ int main(void)
 	test_reference();
 	test_nonfinite();
 	test_vllm();
+	test_batch_pairing();
 	test_atropos();
 	test_wrapper();
 	test_detect();
