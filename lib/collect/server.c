@@ -46,12 +46,20 @@ static int init_curl(struct err *e)
 
 /* ---- requests ---- */
 
-/* --seed for one prompt: the seed plus the prompt's place, so each prompt
- * has its own stream (vLLM's "seed", SGLang's "sampling_seed"), within the
- * integers a JSON double holds exactly. */
-static double request_seed(const struct server_opts *o, const struct server_prompt *p)
+/*
+ * --seed for a prompt's first sample: the seed plus the prompt's place
+ * times G, within the integers a JSON double holds exactly. vLLM draws a
+ * request's sample j with its seed + j (its n children), and an SGLang
+ * request gets one entry per sample with that seed (sglang_body), so
+ * sample j of the prompt at place p has the stream seed + p·G + j in both,
+ * and no two samples of a run share one. (seed + p, as this was, gave
+ * vLLM's sample 1 of one prompt the stream of the next prompt's sample 0;
+ * SGLang gives all n of one request its one sampling_seed, which with
+ * --enable-deterministic-inference draws n identical samples.)
+ */
+static double request_seed(const struct server_opts *o, const struct server_prompt *p, int j)
 {
-	return (double)((o->seed + p->place) & ((1ull << 53) - 1));
+	return (double)((o->seed + p->place * (uint64_t)o->samples + (uint64_t)j) & ((1ull << 53) - 1));
 }
 
 /*
@@ -69,32 +77,62 @@ static void add_neutral(cJSON *params, int top_k)
 	cJSON_AddNumberToObject(params, "min_p", 0);
 }
 
+/* SGLang's sampling_params for n samples; with a seed, the sample's own. */
+static cJSON *sglang_params(const struct server_opts *o, int n, const struct server_prompt *p, int j)
+{
+	cJSON *params = cJSON_CreateObject();
+	if (!params)
+		return NULL;
+	cJSON_AddNumberToObject(params, "n", n);
+	cJSON_AddNumberToObject(params, "temperature", o->temperature);
+	cJSON_AddNumberToObject(params, "top_p", o->top_p);
+	add_neutral(params, o->top_k);
+	cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
+	if (o->have_seed)
+		cJSON_AddNumberToObject(params, "sampling_seed", request_seed(o, p, j));
+	return params;
+}
+
+static cJSON *prompt_json(const struct server_prompt *p)
+{
+	return p->tokens ? cJSON_CreateIntArray((const int *)p->tokens, (int)p->n) : cJSON_CreateString(p->text);
+}
+
+/*
+ * An SGLang /generate request: the prompt with sampling_params.n = G; with
+ * --seed, a batch of G copies of the prompt, each with its own
+ * sampling_params and seed (request_seed), which SGLang answers as the
+ * same array of G and grpo-collect's importer reads as one group.
+ */
+static void sglang_body(cJSON *r, const struct server_opts *o, const struct server_prompt *p)
+{
+	const char *key = p->tokens ? "input_ids" : "text";
+	if (!o->have_seed || o->samples == 1) {
+		cJSON_AddItemToObject(r, key, prompt_json(p));
+		cJSON_AddItemToObject(r, "sampling_params", sglang_params(o, o->samples, p, 0));
+	} else {
+		cJSON *prompts = cJSON_AddArrayToObject(r, key), *params = cJSON_AddArrayToObject(r, "sampling_params");
+		for (int j = 0; prompts && params && j < o->samples; j++) {
+			cJSON_AddItemToArray(prompts, prompt_json(p));
+			cJSON_AddItemToArray(params, sglang_params(o, 1, p, j));
+		}
+	}
+	cJSON_AddBoolToObject(r, "return_logprob", 1);
+	/* from 0 the response holds the prompt's ids; with ids sent, it need not */
+	cJSON_AddNumberToObject(r, "logprob_start_len", p->tokens ? -1 : 0);
+}
+
 static char *request_body(const struct server_opts *o, const struct server_prompt *p)
 {
-	cJSON *r = cJSON_CreateObject(), *prompt, *params = r;
+	cJSON *r = cJSON_CreateObject();
 	if (!r)
 		return NULL;
-	if (p->tokens)
-		prompt = cJSON_CreateIntArray((const int *)p->tokens, (int)p->n);
-	else
-		prompt = cJSON_CreateString(p->text);
 	if (o->api == SERVER_SGLANG) {
-		cJSON_AddItemToObject(r, p->tokens ? "input_ids" : "text", prompt);
-		params = cJSON_AddObjectToObject(r, "sampling_params");
-		cJSON_AddNumberToObject(params, "n", o->samples);
-		cJSON_AddNumberToObject(params, "temperature", o->temperature);
-		cJSON_AddNumberToObject(params, "top_p", o->top_p);
-		add_neutral(params, o->top_k);
-		cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
-		if (o->have_seed)
-			cJSON_AddNumberToObject(params, "sampling_seed", request_seed(o, p));
-		cJSON_AddBoolToObject(r, "return_logprob", 1);
-		/* from 0 the response holds the prompt's ids; with ids sent, it need not */
-		cJSON_AddNumberToObject(r, "logprob_start_len", p->tokens ? -1 : 0);
+		sglang_body(r, o, p);
 	} else {
 		if (o->model)
 			cJSON_AddStringToObject(r, "model", o->model);
-		cJSON_AddItemToObject(r, "prompt", prompt);
+		cJSON_AddItemToObject(r, "prompt", prompt_json(p));
 		cJSON_AddNumberToObject(r, "n", o->samples);
 		cJSON_AddNumberToObject(r, "temperature", o->temperature);
 		cJSON_AddNumberToObject(r, "top_p", o->top_p);
@@ -105,7 +143,7 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		if (o->api == SERVER_VLLM)
 			cJSON_AddBoolToObject(r, "return_token_ids", 1);
 		if (o->have_seed)
-			cJSON_AddNumberToObject(r, "seed", request_seed(o, p));
+			cJSON_AddNumberToObject(r, "seed", request_seed(o, p, 0));
 	}
 	char *s = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);

@@ -57,7 +57,7 @@ struct server_opts {
 	int top_k;                /* 0: not sent */
 	int max_tokens;
 	int have_seed;
-	uint64_t seed;            /* with have_seed: prompt p is sent seed + p's place */
+	uint64_t seed;            /* with have_seed: sample j of the prompt at place p draws with seed + p·G + j */
 	int concurrency;          /* requests in flight, >= 1 */
 	long timeout_ms;          /* per request, connection included */
 	int retries;              /* further attempts after a transient failure */

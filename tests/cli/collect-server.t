@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 51
+plan 53
 
 S="$T/server"
 fake_server "$S"
@@ -75,12 +75,25 @@ is "$(grep -c '"text": "2+2=".*"logprob_start_len": 0' "$T/req"):$(grep -c '"inp
 is "$(grep -c '"sampling_params": {[^}]*"top_k": -1, "repetition_penalty": 1, "min_p": 0' "$T/req")" 2 \
 	"sglang: top_k -1, repetition_penalty 1 and min_p 0 in sampling_params"
 
-# --seed: each prompt's own seed, vLLM's "seed" and SGLang's "sampling_params.sampling_seed"
+# --seed: sample j of the prompt at place p draws with seed + p*G + j, so no two
+# samples of a run share a stream. vLLM gives a request's n children its seed
+# + j (the fake server does too); SGLang gives all n of a request its one
+# sampling_seed (the fake server, as its deterministic mode, draws them alike),
+# so each sample is a batch entry with its own
 prompts "$T/ps.jsonl" "seedA" "seedB"
-grpo-collect --server "$URL" --api sglang --prompts "$T/ps.jsonl" -n 2 --seed 9 -o "$T/cs/rollouts" 2> /dev/null &&
+grpo-collect --server "$URL" --api sglang --prompts "$T/ps.jsonl" -n 2 --seed 9 --responses "$T/rs.jsonl" \
+	-o "$T/cs/rollouts" 2> /dev/null &&
 	grpo-collect --server "$URL" --api vllm --prompts "$T/ps.jsonl" -n 2 --seed 9 -o "$T/cv/rollouts" 2> /dev/null
-is "$?:$(grep '"path": "/generate"' "$S/log" | grep -c '"text": "seedA".*"sampling_seed": 9[,}]'):$(grep '"path": "/generate"' "$S/log" | grep -c '"text": "seedB".*"sampling_seed": 10[,}]'):$(grep '"path": "/v1/completions"' "$S/log" | grep -c '"prompt": "seedB".*"seed": 10')" \
-	"0:1:1:1" "--seed 9: sglang sampling_seed and vllm seed 9 and 10, one per prompt"
+is "$?:$(grep '"path": "/generate"' "$S/log" | grep -c '"text": \["seedA", "seedA"\].*"sampling_seed": 9[,}].*"sampling_seed": 10[,}]'):$(grep '"path": "/generate"' "$S/log" | grep -c '"text": \["seedB", "seedB"\].*"sampling_seed": 11[,}].*"sampling_seed": 12[,}]'):$(grep '"path": "/v1/completions"' "$S/log" | grep -c '"prompt": "seedB".*"seed": 11')" \
+	"0:1:1:1" "--seed 9 -n 2: sglang's samples seeds 9, 10 and 11, 12 in a batch each; vllm's requests 9 and 11"
+members_differ() { json_of "$1" | python3 -c 'import json, sys
+gs = [json.loads(l) for l in sys.stdin]
+print(len(gs), all(len(g["trajectories"]) == 2 and g["trajectories"][0]["response_tokens"] != g["trajectories"][1]["response_tokens"] for g in gs))'; }
+is "$(members_differ "$T/cs"):$(members_differ "$T/cv")" "2 True:2 True" \
+	"--seed: each prompt is one group of 2 different samples, sglang and vllm alike"
+grpo-collect --step 0 -o "$T/cs2/rollouts" "$T/rs.jsonl" 2> /dev/null
+is "$?:$(json_of "$T/cs2" | cmp -s - "$(json_of "$T/cs" > "$T/cs.json" && echo "$T/cs.json")" && echo same)" "0:same" \
+	"--seed with sglang: the saved batch answers import as the same groups"
 
 # --- retries -----------------------------------------------------------------
 prompts "$T/p3.jsonl" "r500" "rslow" "rmix"

@@ -82,6 +82,9 @@ def prompt_ids(req, sglang):
     p = req.get("input_ids" if sglang else "prompt")
     if sglang and p is None:
         p = req.get("text")
+    if sglang and isinstance(req.get("sampling_params"), list):
+        assert all(x == p[0] for x in p), "a batch of copies of one prompt"
+        p = p[0]
     if isinstance(p, str):
         return list(p.encode()), p
     return list(p), ",".join(str(x) for x in p)
@@ -101,7 +104,8 @@ def sample(ids, j, max_tokens, vocab=None, over=False):
 def vllm(req, ids, rid, n, sc, action):
     choices = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, req.get("max_tokens", 16), sc.get("vocab"), action == "long")
+        draw = req["seed"] + j if "seed" in req else j   # vLLM's n children: seed + j
+        toks, lps, finish = sample(ids, draw, req.get("max_tokens", 16), sc.get("vocab"), action == "long")
         strs = ["token_id:%d" % t if sc.get("tokens_as_ids") else chr(t) for t in toks]
         c = {"index": j, "text": "".join(chr(t) for t in toks),
              "logprobs": {"text_offset": list(range(len(toks))), "token_logprobs": lps,
@@ -119,10 +123,15 @@ def vllm(req, ids, rid, n, sc, action):
 
 
 def sglang(req, ids, rid, n, sc, action):
-    sp = req.get("sampling_params", {})
+    sps = req.get("sampling_params", {})
     out = []
     for j in range(n):
-        toks, lps, finish = sample(ids, j, sp.get("max_new_tokens", 16), sc.get("vocab"), action == "long")
+        # a batch has one sampling_params per sample; a request's n samples
+        # share its sampling_seed, and draw alike, as under SGLang's
+        # --enable-deterministic-inference
+        sp = sps[j] if isinstance(sps, list) else sps
+        draw = sp["sampling_seed"] if "sampling_seed" in sp else j
+        toks, lps, finish = sample(ids, draw, sp.get("max_new_tokens", 16), sc.get("vocab"), action == "long")
         meta = {"id": "%s-%d" % (rid, j),
                 "finish_reason": {"type": "stop", "matched": 2} if finish == "stop"
                 else {"type": "length", "length": len(toks)},
@@ -211,7 +220,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             k = attempts[key] = attempts.get(key, 0) + 1
         plan = sc.get("plans", {}).get(key, ["ok"])
         action = plan[min(k, len(plan)) - 1]
-        n = (req.get("sampling_params", {}) if is_sglang else req).get("n", 1)
+        sps = req.get("sampling_params", {})
+        n = len(sps) if is_sglang and isinstance(sps, list) else (sps if is_sglang else req).get("n", 1)
         rid = "%s-%d" % (hashlib.sha1(key.encode()).hexdigest()[:12], k)
         if self.scripted_failure(action, ("500", "400")):
             return
