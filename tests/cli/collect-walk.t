@@ -31,8 +31,9 @@ walk --cursor "$T/c2" --offset 6 -o "$T/t/rollouts" 2> "$T/err"
 is "$st:$?:$(cat "$T/err")" "86:0:" "killed before its first rename, the same command again finishes the batch (it was refused)"
 is "$(groups "$T/t/rollouts/step_0/rank_0"):$(cat "$T/c2")" "6 7 :8" "published once, as places 6 and 7; the cursor at 8"
 
-# through a server with --seed, each prompt is sent the seed plus its place:
-# the second pass sends new seeds, not the first pass's again
+# through a server with --seed, each prompt is sent the seed plus its place
+# times -n (vLLM draws its samples from there, one apart): the second pass
+# sends new seeds, not the first pass's again
 if command -v python3 > /dev/null; then
 	fake_server "$T/server"
 	printf '%s\n' '{"prompt":"a"}' '{"prompt":"b"}' > "$T/ps.jsonl"
@@ -40,7 +41,7 @@ if command -v python3 > /dev/null; then
 		grpo-collect --server "$URL" --prompts "$T/ps.jsonl" -n 2 --seed 9 --cursor "$T/sc" -o "$T/sv/rollouts" 2> /dev/null
 	done
 	is "$?:$(grep -o '"prompt": "[ab]".*"seed": [0-9]*' "$T/server/log" | sed 's/.*"prompt": "\([ab]\)".*"seed": /\1/' | sort | tr '\n' ' ')" \
-		"0:a11 a9 b10 b12 " "--server --seed 9: the second pass sends seeds 11 and 12 (it sent 9 and 10 again)"
+		"0:a13 a9 b11 b15 " "--server --seed 9 -n 2: places 0 to 3 are sent 9, 11, 13 and 15 (the second pass sent the first's again)"
 else
 	skip "no python3 to run the fake server"
 fi
