@@ -89,13 +89,18 @@ static void gemm_now(int transa, int transb, int m, int n, int k, const void *A,
 		}
 }
 
-// gemm_now on mc's stream: now, or when the graph it captures into runs
-static void gemm(struct matmul_ctx *mc, int transa, int transb, int m, int n, int k, const void *A, int lda,
-		 const void *B, int ldb, const void *C, void *D, int ldd, int in_bf16, int out_bf16, float beta)
+// gemm_now on mc's stream: now, or when the graph it captures into runs;
+// -1 with the runtime's error in msg where the stream refuses it
+static int gemm(struct matmul_ctx *mc, char *msg, size_t msglen, int transa, int transb, int m, int n, int k,
+		const void *A, int lda, const void *B, int ldb, const void *C, void *D, int ldd, int in_bf16,
+		int out_bf16, float beta)
 {
-	auto op = [=] { gemm_now(transa, transb, m, n, k, A, lda, B, ldb, C, D, ldd, in_bf16, out_bf16, beta); };
-	if (!sim_capture(mc->stream, op))
-		op();
+	cudaError_t e = sim_enqueue(mc->stream, [=] {
+		gemm_now(transa, transb, m, n, k, A, lda, B, ldb, C, D, ldd, in_bf16, out_bf16, beta);
+	});
+	if (e)
+		snprintf(msg, msglen, "cublasLtMatmul (model_sim's): %s", cudaGetErrorString(e));
+	return e ? -1 : 0;
 }
 
 int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const void *w, int in_bf16, int T, int N,
@@ -103,8 +108,7 @@ int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const v
 {
 	if (T == 0)
 		return 0;
-	gemm(mc, 1, 0, N, T, K, w, K, x, K, out, out, N, in_bf16, in_bf16 && !out_f32, beta);
-	return 0;
+	return gemm(mc, msg, msglen, 1, 0, N, T, K, w, K, x, K, out, out, N, in_bf16, in_bf16 && !out_f32, beta);
 }
 
 int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const void *x, const void *w, int in_bf16,
@@ -112,8 +116,7 @@ int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const vo
 {
 	if (T == 0)
 		return 0;
-	gemm(mc, 1, 0, N, T, K, w, K, x, K, in, out, N, in_bf16, 0, 1.0f);
-	return 0;
+	return gemm(mc, msg, msglen, 1, 0, N, T, K, w, K, x, K, in, out, N, in_bf16, 0, 1.0f);
 }
 
 int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, const void *w, int in_bf16, int T,
@@ -121,8 +124,7 @@ int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, cons
 {
 	if (T == 0)
 		return 0;
-	gemm(mc, 0, 0, K, T, N, w, K, dy, N, dx, dx, K, in_bf16, in_bf16 && !out_f32, beta);
-	return 0;
+	return gemm(mc, msg, msglen, 0, 0, K, T, N, w, K, dy, N, dx, dx, K, in_bf16, in_bf16 && !out_f32, beta);
 }
 
 int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, int in_bf16, int T, int N, int K,
@@ -130,6 +132,5 @@ int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, i
 {
 	if (T == 0)
 		return 0;
-	gemm(mc, 0, 1, K, N, T, x, K, dy, N, dw, dw, K, in_bf16, 0, 1.0f);
-	return 0;
+	return gemm(mc, msg, msglen, 0, 1, K, N, T, x, K, dy, N, dw, dw, K, in_bf16, 0, 1.0f);
 }

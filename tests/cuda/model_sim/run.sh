@@ -3,7 +3,8 @@
 # host code unchanged (extract.py: launches made calls, dynamic shared
 # memory a buffer per launch, mma.sync emulated), but cuBLASLt's products
 # (matmul.cc: on the CPU) and the profiler (prof.cc: nothing), over the CUDA
-# runtime of runtime.cc and ../sim; link it with tests/cuda/test_cuda_model.c
+# runtime of runtime.cc and ../sim (capture.cc first checks its graph
+# capture against the GPU's rules); link it with tests/cuda/test_cuda_model.c
 # and test_cuda_step.c, which compare it with the C model (lib/), and run
 # them on the CPU; exits non-zero if any test fails. It checks the host
 # code's buffer sizes, offsets and launches (each copy within one
@@ -53,6 +54,9 @@ $cc -DGRPO_CUDA -c "$top/lib/model/model_gpu.c" -o "$tmp/model_gpu.o"
 # the driver that model_gpu.c asks for a device
 ${CC:-cc} -shared -fPIC "$here/libcuda.c" -o "$tmp/libcuda.so.1"
 rc=0
+# the runtime's graph capture against the GPU's rules (its refusals' messages kept for a failure)
+$cxx "$here/capture.cc" "$tmp/obj/runtime.o" -o "$tmp/capture"
+"$tmp/capture" 2>"$tmp/capture.err" || { cat "$tmp/capture.err"; rc=1; }
 for t in ${MODEL_SIM_TESTS:-model step}; do
 	$cc -c "$top/tests/cuda/test_cuda_$t.c" -o "$tmp/test_$t.o"
 	$sim_cxx -fopenmp "$tmp/test_$t.o" "$tmp/model_gpu.o" $objs "$top/build/libgrpo.a" $dlibs -lm -ldl -o "$tmp/test_$t"

@@ -12,6 +12,7 @@ typedef enum {
 	cudaErrorNoDevice = 100,
 	cudaErrorStreamCaptureUnsupported = 900,
 	cudaErrorStreamCaptureInvalidated = 901,
+	cudaErrorStreamCaptureImplicit = 906,
 } cudaError_t;
 #ifdef __cplusplus
 extern "C" {
