@@ -20,12 +20,13 @@
 # copy within one allocation; SIM_ASAN=1: every access, with
 # AddressSanitizer), on the tests' own shapes; nothing of timing or of the
 # hardware's rounding. Needs build/libgrpo.a (made here with make CUDA=0
-# when missing or stale) and python3 (skipped without). On two cores, with
-# GRPO_TEST_SMALL=1 as make check-sim sets it: about 35 s to build, then
-# test_cuda_model 115 s, test_cuda_step 30 s, test_cuda_paged 3 s,
-# test_cuda_lmhead and test_reflp 1 s each, test_cuda_attention 27 s and
-# test_cuda_generate 42 s, four minutes in all; test_cuda_sample 150 s
-# more. With SIM_ASAN=1 about 10 minutes for test_cuda_model, 5 for
+# when missing or stale) and python3 (skipped without). On two cores: about
+# 35 s to build, then test_cuda_model 105 s, test_cuda_step 30 s,
+# test_cuda_paged 5 s, test_cuda_lmhead and test_reflp 1 s each,
+# test_cuda_attention 27 s and test_cuda_generate 40 s, four minutes in
+# all; test_cuda_sample 150 s more with GRPO_TEST_SMALL=1 (as make
+# check-sim sets it: 1000 draws a distribution), over 20 minutes without.
+# With SIM_ASAN=1 about 10 minutes for test_cuda_model, 5 for
 # test_cuda_generate. A block's threads run as fibers (runtime.cc);
 # SIM_OS_THREADS=1 runs them as cuda_runtime.h's launch does, a thread each
 # (far slower); SIM_MATMUL_F32=1 sums products in fp32; SIM_GPU_MIB sizes
@@ -36,9 +37,10 @@
 # runs all): its bf16 bounds are set on the GPU's rounding (fused
 # multiply-adds, fast exp), and here the CPU's differs enough that qwen3's
 # bf16 update comes out at a cosine of 0.9890 to the CPU's, against 0.99.
-# test_cuda_generate runs its random model alone (GRPO_TEST_MODELS=random;
-# GRPO_TEST_MODELS="qwen2 qwen3 llama random" runs the fixtures too, about
-# 55 s more): the fixtures take the same decoder paths on other families.
+# test_cuda_attention runs its two small shapes (GRPO_TEST_SMALL=1) and
+# test_cuda_generate its random model alone (GRPO_TEST_MODELS=random; the
+# fixtures take the same decoder paths on other families); MODEL_SIM_FULL=1
+# runs all of both, about 85 s and 55 s more.
 # Under SIM_TSAN=1 model_sim is skipped: ThreadSanitizer needs a thread
 # per CUDA thread, which takes over 15 minutes here, and the kernels' races
 # are the other sims' part; this one is for the host code.
@@ -85,7 +87,9 @@ for t in ${MODEL_SIM_TESTS:-model step paged lmhead reflp attention generate}; d
 		cd "$top"
 		export GRPO_TOP="$top" LD_LIBRARY_PATH="$tmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 		[ "$t" != step ] || [ "${MODEL_SIM_BF16:-0}" = 1 ] || export GRPO_TEST_FP32=1
-		[ "$t" != generate ] || export GRPO_TEST_MODELS="${GRPO_TEST_MODELS:-random}"
+		[ "$t" != attention ] || [ "${MODEL_SIM_FULL:-0}" = 1 ] || export GRPO_TEST_SMALL=1
+		[ "$t" != generate ] || [ "${MODEL_SIM_FULL:-0}" = 1 ] ||
+			export GRPO_TEST_MODELS="${GRPO_TEST_MODELS:-random}"
 		exec "$tmp/$name"
 	) || rc=1
 	echo "== $name: $(($(date +%s) - start)) s"
