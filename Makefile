@@ -220,14 +220,18 @@ check-tsan:
 		sh tests/run.sh $(TSAN_UNITS:%=build/tsan/tests/%) $(TSAN_CLI:%=tests/cli/%)
 
 # CUDA kernels run on the CPU (tests/cuda/*_sim over tests/cuda/sim: their
-# code copied unchanged, a thread per CUDA thread) against double-precision
-# sums, for the machines without a GPU, CI's among them: every kernel of
-# kernels/ (the matrix products are cuBLAS's); and model_sim, all of
-# kernels/*.cu, host code too, with the matrix products on the CPU, under
-# test_cuda_model and test_cuda_step (their fp32 cases), each copy checked
-# to lie within one allocation. Threads of a block that wait
-# at different barriers (__syncthreads, __syncwarp, shuffles: file and line)
-# fail the sim, as compute-sanitizer's synccheck reports divergent threads.
+# code copied unchanged, a thread per CUDA thread, a fiber in model_sim)
+# against double-precision sums, for the machines without a GPU, CI's among
+# them: every kernel of kernels/ (the matrix products are cuBLAS's); and
+# model_sim, all of kernels/*.cu, host code too, with the matrix products
+# on the CPU, under test_cuda_model, test_cuda_step (its fp32 cases),
+# test_cuda_paged, test_cuda_lmhead, test_reflp, test_cuda_attention and
+# test_cuda_generate (its random model: the decoder, its graphs and paged
+# cache), each copy checked
+# to lie within one allocation, each graph capture held to the GPU's rules
+# (tests/cuda/model_sim/run.sh says how to run the rest). Threads of a
+# block that wait at different barriers (__syncthreads, __syncwarp,
+# shuffles: file and line) fail the sim, as compute-sanitizer's synccheck reports divergent threads.
 # check-sim-race runs them again built with ThreadSanitizer, which reports
 # two threads of a block touching the same memory with no barrier between
 # them, as compute-sanitizer's racecheck does on a GPU; check-sim-mem, not
@@ -236,8 +240,8 @@ check-tsan:
 # check-sim runs the blocks of every grid shuffled and check-sim-race in
 # reverse, where such a read gives other results (see cuda_runtime.h).
 # Every sim runs, and the target fails if any failed; each prints the
-# command that runs one again. About six minutes, seven (model_sim is
-# skipped under ThreadSanitizer) and sixteen.
+# command that runs one again. About seven minutes, seven (model_sim is
+# skipped under ThreadSanitizer) and twenty.
 SIMS = $(sort $(wildcard tests/cuda/*_sim/run.sh))
 # run_sims ENV: every sim with ENV set
 run_sims = @rc=0; for s in $(SIMS); do echo "== $(1) GRPO_TEST_SMALL=1 sh $$s"; \

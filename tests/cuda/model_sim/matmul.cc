@@ -5,7 +5,9 @@
 // closely than a GPU's fp32 accumulation (SIM_MATMUL_F32=1: in fp32, four
 // partial sums of products exact in double, nearer a GPU). Each array is read and
 // written exactly where cuBLASLt would, by the same leading dimensions, so
-// that AddressSanitizer (SIM_ASAN=1) checks the host code's sizes.
+// that AddressSanitizer (SIM_ASAN=1) checks the host code's sizes. A
+// product on a stream that captures a graph is recorded into it, as
+// cuBLASLt's kernels are, and runs when the graph is launched.
 #include "matmul.cuh"
 #include <cuda_bf16.h>
 
@@ -44,8 +46,8 @@ static inline void put(void *p, size_t i, int bf16, double v)
 // A stored (m, k), or transposed (k, m), leading dimension lda; B (k, n) or
 // (n, k) with ldb; C and D (m, n) with ldd. C is read only where beta != 0,
 // as cuBLAS does.
-static void gemm(int transa, int transb, int m, int n, int k, const void *A, int lda, const void *B, int ldb,
-		 const void *C, void *D, int ldd, int in_bf16, int out_bf16, float beta)
+static void gemm_now(int transa, int transb, int m, int n, int k, const void *A, int lda, const void *B, int ldb,
+		     const void *C, void *D, int ldd, int in_bf16, int out_bf16, float beta)
 {
 	std::vector<double> a((size_t)m * k), b((size_t)k * n);   // A row by row (i, kk), B column by column (kk, j)
 	for (int i = 0; i < m; i++)
@@ -87,13 +89,26 @@ static void gemm(int transa, int transb, int m, int n, int k, const void *A, int
 		}
 }
 
+// gemm_now on mc's stream: now, or when the graph it captures into runs;
+// -1 with the runtime's error in msg where the stream refuses it
+static int gemm(struct matmul_ctx *mc, char *msg, size_t msglen, int transa, int transb, int m, int n, int k,
+		const void *A, int lda, const void *B, int ldb, const void *C, void *D, int ldd, int in_bf16,
+		int out_bf16, float beta)
+{
+	cudaError_t e = sim_enqueue(mc->stream, [=] {
+		gemm_now(transa, transb, m, n, k, A, lda, B, ldb, C, D, ldd, in_bf16, out_bf16, beta);
+	});
+	if (e)
+		snprintf(msg, msglen, "cublasLtMatmul (model_sim's): %s", cudaGetErrorString(e));
+	return e ? -1 : 0;
+}
+
 int matmul(struct matmul_ctx *mc, void *out, int out_f32, const void *x, const void *w, int in_bf16, int T, int N,
 	   int K, float beta, char *msg, size_t msglen)
 {
 	if (T == 0)
 		return 0;
-	gemm(1, 0, N, T, K, w, K, x, K, out, out, N, in_bf16, in_bf16 && !out_f32, beta);
-	return 0;
+	return gemm(mc, msg, msglen, 1, 0, N, T, K, w, K, x, K, out, out, N, in_bf16, in_bf16 && !out_f32, beta);
 }
 
 int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const void *x, const void *w, int in_bf16,
@@ -101,8 +116,7 @@ int matmul_residual(struct matmul_ctx *mc, float *out, const float *in, const vo
 {
 	if (T == 0)
 		return 0;
-	gemm(1, 0, N, T, K, w, K, x, K, in, out, N, in_bf16, 0, 1.0f);
-	return 0;
+	return gemm(mc, msg, msglen, 1, 0, N, T, K, w, K, x, K, in, out, N, in_bf16, 0, 1.0f);
 }
 
 int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, const void *w, int in_bf16, int T,
@@ -110,8 +124,7 @@ int matmul_dx(struct matmul_ctx *mc, void *dx, int out_f32, const void *dy, cons
 {
 	if (T == 0)
 		return 0;
-	gemm(0, 0, K, T, N, w, K, dy, N, dx, dx, K, in_bf16, in_bf16 && !out_f32, beta);
-	return 0;
+	return gemm(mc, msg, msglen, 0, 0, K, T, N, w, K, dy, N, dx, dx, K, in_bf16, in_bf16 && !out_f32, beta);
 }
 
 int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, int in_bf16, int T, int N, int K,
@@ -119,6 +132,5 @@ int matmul_dw(struct matmul_ctx *mc, float *dw, const void *dy, const void *x, i
 {
 	if (T == 0)
 		return 0;
-	gemm(0, 1, K, N, T, x, K, dy, N, dw, dw, K, in_bf16, 0, 1.0f);
-	return 0;
+	return gemm(mc, msg, msglen, 0, 1, K, N, T, x, K, dy, N, dw, dw, K, in_bf16, 0, 1.0f);
 }

@@ -5,9 +5,11 @@
 // memsets checked to lie within one allocation where they name device
 // memory (the sim aborts, naming the call, where one does not: the part of
 // compute-sanitizer's memcheck that needs no sanitizer); streams in order,
-// synchronous; graphs captured launch by launch and copy by copy and
-// replayed by cudaGraphLaunch; events that time nothing; and mma.sync,
-// emulated across a warp's threads as mma_sim does.
+// synchronous; graphs captured launch by launch, copy by copy and product
+// by product (matmul.cc) and replayed by cudaGraphLaunch, a capture
+// refusing and invalidated by what the GPU's refuses (a synchronising call,
+// cudaMalloc, cudaFree, work on the legacy stream); events that time
+// nothing; and mma.sync, emulated across a warp's threads as mma_sim does.
 #include "sim_launch.h"
 #include <cuda_bf16.h>
 #include "mma_sync.h"
@@ -70,9 +72,13 @@ static void check_copy(const char *call, void *d, const void *s, size_t n, cudaM
 	}
 }
 
+static cudaError_t sync_call(const char *call);
+
 cudaError_t cudaMalloc(void **p, size_t n)
 {
 	*p = nullptr;
+	if (cudaError_t e = sync_call("cudaMalloc"))
+		return e;
 	if (device_used + n > gpu_bytes())
 		return cudaErrorMemoryAllocation;
 	void *m = nullptr;
@@ -89,6 +95,8 @@ cudaError_t cudaFree(void *p)
 {
 	if (!p)
 		return cudaSuccess;
+	if (cudaError_t e = sync_call("cudaFree"))
+		return e;
 	auto it = device.find((uintptr_t)p);
 	if (it == device.end()) {
 		fprintf(stderr, "sim: cudaFree(%p): not a device allocation\n", p);
@@ -147,26 +155,51 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 
 // ---- streams and graphs ----
 
-struct sim_stream { int capturing, invalid; cudaGraph_t graph; };
+struct sim_stream { int capturing, invalid, relaxed, nonblocking; cudaGraph_t graph; };
 struct sim_graph { std::vector<std::function<void()>> ops; };
 struct sim_event { int recorded; };
-static int capturing;   // streams now capturing
+static std::vector<cudaStream_t> captures;   // the streams now capturing
 
-bool sim_capture(cudaStream_t s, std::function<void()> op)
+// The captures that a call the GPU deems unsafe during capture (one that
+// synchronises, or allocates outside the stream's order) invalidates: all
+// but those begun in relaxed mode. (Thread-local mode limits this to the
+// capturing thread's calls; the host code here has the one thread.)
+static bool invalidate_captures(const char *call, const char *why)
 {
-	if (!s || !s->capturing)
-		return false;
-	s->graph->ops.push_back(std::move(op));
-	return true;
+	bool any = false;
+	for (cudaStream_t c : captures)
+		if (!c->relaxed && !c->invalid)
+			c->invalid = 1, any = true;
+	if (any)
+		fprintf(stderr, "sim: %s while a stream captures a graph: %s, and the capture invalidated\n", call, why);
+	return any;
 }
 
-// A synchronous call while a stream captures: the GPU refuses it and the capture
+// A synchronous call while a stream captures: the GPU refuses it and invalidates the capture
 static cudaError_t sync_call(const char *call)
 {
-	if (!capturing)
+	for (cudaStream_t c : captures)
+		if (!c->relaxed)
+			return invalidate_captures(call, "refused"), cudaErrorStreamCaptureUnsupported;
+	return cudaSuccess;
+}
+
+cudaError_t sim_enqueue(cudaStream_t s, std::function<void()> op)
+{
+	if (s && s->capturing) {
+		if (s->invalid)
+			return cudaErrorStreamCaptureInvalidated;
+		s->graph->ops.push_back(std::move(op));
 		return cudaSuccess;
-	fprintf(stderr, "sim: %s while a stream captures a graph: refused, and the capture invalidated\n", call);
-	return cudaErrorStreamCaptureUnsupported;
+	}
+	// the legacy stream waits for every blocking stream: on one that captures, that is refused
+	if (!s)
+		for (cudaStream_t c : captures)
+			if (!c->nonblocking)
+				return invalidate_captures("work on the legacy stream (0)", "refused"),
+				       cudaErrorStreamCaptureImplicit;
+	op();
+	return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *p, int v, size_t n)
@@ -191,17 +224,13 @@ cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k)
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st)
 {
 	check_copy("cudaMemcpyAsync", d, s, n, k);
-	if (!sim_capture(st, [=] { if (n) memmove(d, s, n); }) && n)
-		memmove(d, s, n);
-	return cudaSuccess;
+	return sim_enqueue(st, [=] { if (n) memmove(d, s, n); });
 }
 
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st)
 {
 	check_dev("cudaMemsetAsync", "memory", p, n);
-	if (!sim_capture(st, [=] { memset(p, v, n); }))
-		memset(p, v, n);
-	return cudaSuccess;
+	return sim_enqueue(st, [=] { memset(p, v, n); });
 }
 
 cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height,
@@ -221,9 +250,7 @@ cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spit
 		for (size_t r = 0; r < height; r++)
 			memmove((char *)d + r * dpitch, (const char *)s + r * spitch, width);
 	};
-	if (!sim_capture(st, op))
-		op();
-	return cudaSuccess;
+	return sim_enqueue(st, op);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *s)
@@ -231,7 +258,12 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
 	*s = new sim_stream{};
 	return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+	cudaStreamCreate(s);
+	(*s)->nonblocking = (flags & cudaStreamNonBlocking) != 0;
+	return cudaSuccess;
+}
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
 	if (s && s->capturing) {
@@ -244,35 +276,42 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return sync_call("cudaStreamSynchronize"); }
 cudaError_t cudaDeviceSynchronize() { return sync_call("cudaDeviceSynchronize"); }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode)
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode)
 {
 	if (!s || s->capturing)
 		return cudaErrorInvalidValue;   // the legacy stream cannot capture
-	s->capturing = 1, s->invalid = 0;
+	s->capturing = 1, s->invalid = 0, s->relaxed = mode == cudaStreamCaptureModeRelaxed;
 	s->graph = new sim_graph;
-	capturing++;
+	captures.push_back(s);
 	return cudaSuccess;
 }
 
+// An invalidated capture ends with no graph, and says so
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
 	if (!s || !s->capturing)
 		return cudaErrorInvalidValue;
 	s->capturing = 0;
-	capturing--;
-	*g = s->graph;
+	captures.erase(std::find(captures.begin(), captures.end(), s));
+	*g = s->invalid ? nullptr : s->graph;
+	if (s->invalid)
+		delete s->graph;
 	s->graph = nullptr;
-	return cudaSuccess;
+	return s->invalid ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st)
 {
-	*st = s && s->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+	*st = !s || !s->capturing ? cudaStreamCaptureStatusNone
+		: s->invalid	  ? cudaStreamCaptureStatusInvalidated
+				  : cudaStreamCaptureStatusActive;
 	return cudaSuccess;
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
 {
+	if (!g)
+		return cudaErrorInvalidValue;
 	*e = new sim_graph(*g);
 	return cudaSuccess;
 }
@@ -284,9 +323,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
 {
 	if (s && s->capturing)
 		return cudaErrorStreamCaptureUnsupported;
-	for (auto &op : e->ops)
-		op();
-	return cudaSuccess;
+	return sim_enqueue(s, [e] {
+		for (auto &op : e->ops)
+			op();
+	});
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { delete e; return cudaSuccess; }
 cudaError_t cudaGraphDestroy(cudaGraph_t g) { delete g; return cudaSuccess; }
@@ -346,6 +386,8 @@ extern "C" const char *cudaGetErrorString(cudaError_t e)
 	case cudaErrorNoDevice: return "no CUDA-capable device is detected";
 	case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
 	case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+	case cudaErrorStreamCaptureImplicit:
+		return "operation would make the legacy stream depend on a capturing blocking stream";
 	}
 	return "unknown error";
 }

@@ -28,8 +28,10 @@ void sim_fiber_launch(dim3 grid, dim3 block, void (*body)(void *), void *ctx);
 template <class F> static void sim_fiber_body(void *f) { (*(F *)f)(); }
 // cudaSuccess, or the error the GPU would give the launch (runtime.cc)
 cudaError_t sim_launch_check(dim3 grid, dim3 block, size_t smem, const void *kernel, const char *name);
-// false: the launch is run now; true: it was recorded into the stream's capture
-bool sim_capture(cudaStream_t s, std::function<void()> op);
+// op as work on stream s: run now, or recorded into s's capture (runtime.cc);
+// or refused, with the error the GPU gives, where s's capture was
+// invalidated or s is the legacy stream while a blocking stream captures
+cudaError_t sim_enqueue(cudaStream_t s, std::function<void()> op);
 // SIM_OS_THREADS=1: a thread per CUDA thread (cuda_runtime.h's launch) instead of fibers
 bool sim_os_threads();
 
@@ -55,6 +57,6 @@ static void sim_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, void 
 		if (buf)
 			::operator delete(buf, std::align_val_t(16));
 	};
-	if (!sim_capture(s, run))
-		run();
+	if (cudaError_t e = sim_enqueue(s, run))
+		sim_last_error = e;
 }

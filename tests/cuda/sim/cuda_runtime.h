@@ -312,8 +312,6 @@ typedef struct sim_stream *cudaStream_t;
 typedef struct sim_graph *cudaGraph_t;
 typedef struct sim_graph *cudaGraphExec_t;
 typedef struct sim_event *cudaEvent_t;
-enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
-		      cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
 enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
 enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone, cudaStreamCaptureStatusActive, cudaStreamCaptureStatusInvalidated };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
@@ -340,7 +338,6 @@ cudaError_t cudaHostRegister(void *p, size_t n, unsigned flags);
 cudaError_t cudaHostUnregister(void *p);
 cudaError_t cudaGetDevice(int *d);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
-cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamCreate(cudaStream_t *s);
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st);
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
@@ -354,10 +351,6 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F *f, cudaFunc
 {
 	return sim_func_set_attribute((const void *)f, a, v);
 }
-cudaError_t cudaMalloc(void **p, size_t n);
-cudaError_t cudaFree(void *p);
-cudaError_t cudaMemset(void *p, int v, size_t n);
-cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
