@@ -227,11 +227,11 @@ check-tsan:
 # on the CPU, under test_cuda_model, test_cuda_step (its fp32 cases),
 # test_cuda_paged, test_cuda_lmhead, test_reflp, test_cuda_attention and
 # test_cuda_generate (its random model: the decoder, its graphs and paged
-# cache), each copy checked
-# to lie within one allocation, each graph capture held to the GPU's rules
-# (tests/cuda/model_sim/run.sh says how to run the rest). Threads of a
-# block that wait at different barriers (__syncthreads, __syncwarp,
-# shuffles: file and line) fail the sim, as compute-sanitizer's synccheck reports divergent threads.
+# cache), each copy checked to lie within one allocation, each graph
+# capture held to the GPU's rules (tests/cuda/model_sim/run.sh says how to
+# run the rest). Threads of a block that wait at different barriers
+# (__syncthreads, __syncwarp, shuffles: file and line) fail the sim, as
+# compute-sanitizer's synccheck reports divergent threads.
 # check-sim-race runs them again built with ThreadSanitizer, which reports
 # two threads of a block touching the same memory with no barrier between
 # them, as compute-sanitizer's racecheck does on a GPU; check-sim-mem, not
