@@ -311,6 +311,128 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 	return 0;
 }
 
+/* Past the string that opens at s[i] (a '"'), escapes skipped. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n && s[i] != '"'; i++)
+		if (s[i] == '\\')
+			i++;
+	return i < n ? i + 1 : n;
+}
+
+/* Past the string, number, true, false or null that opens at s[i]; i itself
+ * for an object or an array. */
+static size_t scalar_end(const char *s, size_t n, size_t i)
+{
+	if (s[i] == '"')
+		return string_end(s, n, i);
+	size_t j = i;
+	while (j < n && !strchr(",}] \t\r\n{[", s[j]))
+		j++;
+	return j;
+}
+
+/*
+ * The JSON object text[0..n) (a config.json that has parsed) into out with
+ * the values of its top-level "dtype" and "torch_dtype" (a string, or null) set to dtype,
+ * each added first where it is absent (transformers 5 reads the one, 4.x and
+ * vLLM the other); every other byte as it was, numbers' spelling included
+ * (transformers warns at a llama3 rope factor written 4 rather than 4.0).
+ * -1 when out of memory, -2 when the text holds no object.
+ */
+static int config_with_dtype(const char *text, size_t n, const char *dtype, struct buf *out)
+{
+	static const char *const keys[2] = { "\"dtype\"", "\"torch_dtype\"" };
+	size_t at[2] = { 0, 0 }, end[2] = { 0, 0 }, open = n;
+	int depth = 0, key_next = 0;
+	for (size_t i = 0; i < n;) {
+		char c = text[i];
+		if (c == '"' && depth == 1 && key_next) {
+			size_t j = string_end(text, n, i), v = j;
+			while (v < n && strchr(" \t\r\n:", text[v]))
+				v++;
+			for (int k = 0; k < 2; k++)
+				if (j - i == strlen(keys[k]) && !memcmp(text + i, keys[k], j - i) && v < n)
+					at[k] = v, end[k] = scalar_end(text, n, v);
+			key_next = 0;
+			i = v;
+			continue;
+		}
+		if (c == '"') {
+			i = string_end(text, n, i);
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			if (++depth == 1 && c == '{' && open == n)
+				open = i, key_next = 1;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		} else if (c == ',' && depth == 1) {
+			key_next = 1;
+		}
+		i++;
+	}
+	if (open == n)
+		return -2;
+	int r = buf_append(out, text, open + 1);
+	for (int k = 0; k < 2; k++)
+		if (end[k] == at[k])
+			r |= buf_printf(out, "\n  %s: \"%s\",", keys[k], dtype);
+	/* the values replaced in the order they come */
+	int first = end[1] > at[1] && (end[0] == at[0] || at[1] < at[0]);
+	size_t from = open + 1;
+	for (int s = 0; s < 2; s++) {
+		int k = s ? !first : first;
+		if (end[k] == at[k])
+			continue;
+		r |= buf_append(out, text + from, at[k] - from);
+		r |= buf_printf(out, "\"%s\"", dtype);
+		from = end[k];
+	}
+	r |= buf_append(out, text + from, n - from);
+	return r ? -1 : 0;
+}
+
+/* Write data[0..n) to the new file path, fsynced. */
+static int write_new(const char *path, const void *data, size_t n, struct err *e)
+{
+	int fd = fsys_open_excl(path, e);
+	if (fd < 0)
+		return -1;
+	int r = fsys_write_all(fd, data, n, path, e) < 0 || fsys_fsync(fd, path, e) < 0 ? -1 : 0;
+	if (fsys_close(fd, path, r < 0 ? NULL : e) < 0)
+		r = -1;
+	return r;
+}
+
+/*
+ * tmp/config.json from src's, its dtype set (config_with_dtype), in place of
+ * the one written from m's config: a sampler then builds every step as it
+ * built step_0, with the keys grpo-tools does not read (pad_token_id,
+ * sliding_window, max_window_layers, ...) and those it read as
+ * transformers' defaults left as they were, as save_pretrained keeps them.
+ */
+static int publish_config(const char *src, const char *tmp, enum st_dtype dtype, struct err *e)
+{
+	char a[PATH_MAX], p[PATH_MAX];
+	snprintf(a, sizeof a, "%s/config.json", src);
+	snprintf(p, sizeof p, "%s/config.json", tmp);
+	struct buf in = { 0 }, out = { 0 };
+	int r;
+	if (buf_read_file(&in, a, e) < 0)
+		r = -1;
+	else if ((r = config_with_dtype((const char *)in.data, in.len, dtype == ST_BF16 ? "bfloat16" : "float32",
+	                                &out)) == -2)
+		r = err_set(e, "%s: not a JSON object", a);
+	else if (r < 0)
+		r = err_set(e, "%s: out of memory", a);
+	else if (fsys_unlink(p, e) < 0 || write_new(p, out.data, out.len, e) < 0)
+		r = -1;
+	buf_free(&in);
+	buf_free(&out);
+	return r;
+}
+
 int ckpt_publish(const char *queue, int64_t step, const struct model *m, const struct optim *op, int weights,
                  enum st_dtype dtype, size_t shard_bytes, const char *tok_dir, struct err *e)
 {
@@ -338,6 +460,8 @@ int ckpt_publish(const char *queue, int64_t step, const struct model *m, const s
 		snprintf(p, sizeof p, "%s/generation_config.json", tmp);
 		r = fsys_unlink(p, e) < 0 ? -1 : link_or_copy(g, p, e);
 	}
+	if (r == 0 && weights && tok_dir)
+		r = publish_config(tok_dir, tmp, dtype, e);
 	if (r == 0) {
 		snprintf(p, sizeof p, "%s/%s", tmp, CKPT_OPTIM_FILE);
 		r = optim_save(op, m->w.mem, p, e);

@@ -3,7 +3,8 @@
  *
  * policy/step_N is the model after optimizer step N; step_0 is the input
  * model, published on the first run. A checkpoint directory holds
- * config.json, generation_config.json (the input model's when it has one),
+ * config.json (step_0's, its dtype the weights'), generation_config.json
+ * (the input model's when it has one),
  * model.safetensors (or shards with an index), the input model's tokenizer
  * files when it has them, and, for
  * N > 0, optim.bin: the optimizer state with the fp32 master weights
@@ -75,8 +76,9 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 /*
  * Publish QUEUE/step_N: when weights is set, m's weights in dtype (ST_F32
  * or ST_BF16), sharded above shard_bytes (0: never), tok_dir's tokenizer
- * files when present and its generation_config.json in place of the one
- * written from m's config (tok_dir NULL: neither); always op's state with
+ * files when present, and its config.json (with dtype and torch_dtype set to
+ * dtype) and generation_config.json in place of those written from m's
+ * config (tok_dir NULL: none of these); always op's state with
  * m's fp32 weights. Returns 0, 1 when step_N already exists (nothing
  * published), -1 on error, and CKPT_UNFLUSHED when step_N was published
  * (renamed into place: readers see it, a re-run finds it) but the flush of

@@ -7,7 +7,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 80
+plan 82
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -37,6 +37,26 @@ printf '{\n  "do_sample": true,\n  "eos_token_id": [5, 3],\n  "temperature": 0.7
 grpo-step --model "$T/mgen" --batches "$T/b16" -o "$T/pgen" --lr 1e-3 2> /dev/null &&
 	cmp "$T/mgen/generation_config.json" "$T/pgen/step_1/generation_config.json"
 ok $? "step_1 keeps the input model's generation_config.json"
+# config.json too is step_0's, as save_pretrained keeps a config's keys: the
+# keys grpo-tools does not read (Qwen2.5's max_window_layers and sliding_window,
+# pad_token_id, dropout, the transformers version) stay as they were, so a
+# sampler builds every step as it built step_0; only the dtype follows the weights
+mkdir "$T/mkeys" && cp "$T/model/"* "$T/mkeys/" &&
+	awk 'NR == 1 { print; print "  \"pad_token_id\": 0,"; print "  \"transformers_version\": \"4.51.0\","; next }
+	     { print }' "$T/model/config.json" |
+	sed -e 's/"max_window_layers": 2/"max_window_layers": 21/' -e 's/"sliding_window": null/"sliding_window": 32768/' \
+	    -e 's/"attention_dropout": 0.0/"attention_dropout": 0.1/' -e 's/"use_cache": true/"use_cache": false/' \
+	> "$T/mkeys/config.json" &&
+	sed 's/"float32"/"bfloat16"/' "$T/mkeys/config.json" > "$T/keys-bf16.json"
+grpo-step --model "$T/mkeys" --batches "$T/b16" -o "$T/pkeys" --lr 1e-3 --save-dtype bfloat16 2> /dev/null &&
+	cmp "$T/keys-bf16.json" "$T/pkeys/step_1/config.json"
+ok $? "step_1's config.json is the input's, its dtype bfloat16"
+# a transformers 5 config names the dtype only as "dtype": "torch_dtype" is added for older readers
+grep -v '"torch_dtype"' "$T/mkeys/config.json" > "$T/mkeys/c5" && mv "$T/mkeys/c5" "$T/mkeys/config.json" &&
+	grpo-step --model "$T/mkeys" --batches "$T/b16" -o "$T/pkeys5" --lr 1e-3 --save-dtype bfloat16 2> /dev/null
+c5="$T/pkeys5/step_1/config.json"
+is "$(grep -c '"dtype": "bfloat16"' "$c5"):$(grep -c '"torch_dtype": "bfloat16"' "$c5"):$(grep -c '"pad_token_id": 0' "$c5")" \
+	"1:1:1" "a config with dtype alone: step_1 says bfloat16 as dtype and torch_dtype, and keeps the rest"
 # a Hugging Face hub cache snapshot: every file a relative symlink into ../../blobs
 mkdir -p "$T/hub/blobs" "$T/hub/snapshots/abc"
 for f in config.json generation_config.json model.safetensors; do
