@@ -131,6 +131,29 @@ int main(void)
 	is_int(st_f32_to_bf16(1.00390625f), 0x3f80, "1 + 2^-8 rounds to even (down) in bf16");
 	is_int(st_f32_to_bf16(1.01171875f), 0x3f82, "1 + 3*2^-8 rounds to even (up) in bf16");
 	ok(isnan(st_bf16_to_f32(st_f32_to_bf16(NAN))), "NaN stays NaN through bf16");
+	/* the edges, by bits, as torch's round to nearest even gives them */
+	static const struct { uint32_t f32; uint16_t bf16; const char *what; } edges[] = {
+		{ 0x7f800000u, 0x7f80, "infinity stays infinity" },
+		{ 0xff800000u, 0xff80, "-infinity stays -infinity" },
+		{ 0x7f7fffffu, 0x7f80, "the largest float rounds up to infinity" },
+		{ 0x7f7f7fffu, 0x7f7f, "just below the halfway point to infinity rounds down" },
+		{ 0x80000000u, 0x8000, "-0 keeps its sign" },
+		{ 0x00008000u, 0x0000, "a subnormal halfway between 0 and the least bf16 rounds to even, 0" },
+		{ 0x00018000u, 0x0002, "a subnormal halfway between 1 and 2 ulps rounds to even, 2" },
+		{ 0x00008001u, 0x0001, "a subnormal above halfway rounds up" },
+		{ 0x007fffffu, 0x0080, "the largest subnormal rounds up to the least normal" },
+	};
+	for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+		float f;
+		memcpy(&f, &edges[i].f32, 4);
+		is_int(st_f32_to_bf16(f), edges[i].bf16, "bf16: %s", edges[i].what);
+	}
+	{
+		uint32_t u = 0x7f800001u;   /* a NaN whose payload is all in the bits bf16 drops */
+		float f;
+		memcpy(&f, &u, 4);
+		ok(isnan(st_bf16_to_f32(st_f32_to_bf16(f))), "a NaN with a low payload stays NaN, not infinity");
+	}
 	is_float(st_f16_to_f32(0x3c00), 1.0, 0, "f16 0x3c00 is 1.0");
 	is_float(st_f16_to_f32(0xc500), -5.0, 0, "f16 0xc500 is -5.0");
 	is_float(st_f16_to_f32(0x0001), 5.9604644775390625e-08, 0, "f16 smallest subnormal");
