@@ -7,7 +7,7 @@
 # weights or moments that are not finite are not published, nor is a step
 # whose debug table meets a full disk.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 82
+plan 84
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -168,6 +168,16 @@ is "$?:$(grep -c "warning: $T/po/step_1 has no optim.bin: AdamW starts afresh" "
 mkdir "$T/pq" && cp -r "$T/pb/step_0" "$T/pb/step_1" "$T/pq/"
 grpo-step --batches "$T/b16" -o "$T/pq" --lr 1e-3 --warmup-steps 4 --metrics "$T/mq" 2> "$T/err"
 is "$?:$(grep -c 'optim.bin' "$T/err"):$(field "$T/mq" lr)" "0:0:0.0005" "with it: resumed at the second lr, nothing said"
+# an optim.bin cut short, or one that is no optimizer state, is refused naming it: nothing published
+for bad in short foreign; do
+	mkdir "$T/p$bad" && cp -r "$T/pb/step_0" "$T/pb/step_1" "$T/p$bad/" || exit 1
+	if [ $bad = short ]; then head -c 1000 "$T/pb/step_1/optim.bin"; else head -c 5000 "$T/pb/step_1/model.safetensors"; fi \
+		> "$T/p$bad/step_1/optim.bin"
+	grpo-step --batches "$T/b16" -o "$T/p$bad" --lr 1e-3 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(ls "$T/p$bad" | tr '\n' ' ')" \
+		"1:grpo-step: $T/p$bad/step_1/optim.bin: $([ $bad = short ] && echo truncated optimizer state || echo 'not an optimizer state file (bad magic)'):step_0 step_1 " \
+		"an optim.bin $([ $bad = short ] && echo cut short || echo of another kind): 1, naming it, step 2 not published"
+done
 
 # 5. --watch: waits for step 3's DONE (or finds it) and trains it
 grpo-step --batches "$T/b16" -o "$T/pa" --lr 1e-3 --save-dtype bfloat16 --watch --steps 1 2> /dev/null &
