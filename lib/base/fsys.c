@@ -165,6 +165,18 @@ int fsys_close(int fd, const char *path, struct err *e)
 	return 0;
 }
 
+int fsys_write_new(const char *path, const void *p, size_t n, struct err *e)
+{
+	int fd = fsys_open_excl(path, e);
+	if (fd < 0)
+		return -1;
+	if (fsys_write_all(fd, p, n, path, e) < 0 || fsys_fsync(fd, path, e) < 0) {
+		fsys_close(fd, path, NULL);
+		return -1;
+	}
+	return fsys_close(fd, path, e);
+}
+
 int fsys_fsync_dir(const char *dir, struct err *e)
 {
 	int injected = step("fsync_dir") < 0 ? errno : 0;

@@ -67,6 +67,8 @@ int fsys_write_all(int fd, const void *p, size_t n, const char *path, struct err
 int fsys_fsync(int fd, const char *path, struct err *e);
 int fsys_close(int fd, const char *path, struct err *e);
 int fsys_fsync_dir(const char *dir, struct err *e);
+/* A new file at path holding p[0..n), written whole and fsynced. */
+int fsys_write_new(const char *path, const void *p, size_t n, struct err *e);
 /* mkdir -p; each directory it creates is made durable in its parent. */
 int fsys_mkdirs(const char *dir, struct err *e);
 /* rename that never replaces: 0 done, 1 `to` already exists (nothing moved), -1 error. */

@@ -508,18 +508,6 @@ int model_init_random(struct model *m, uint64_t seed, struct err *e)
 	return 0;
 }
 
-static int write_small(const char *path, const void *p, size_t n, struct err *e)
-{
-	int fd = fsys_open_excl(path, e);
-	if (fd < 0)
-		return -1;
-	if (fsys_write_all(fd, p, n, path, e) < 0 || fsys_fsync(fd, path, e) < 0) {
-		fsys_close(fd, path, NULL);
-		return -1;
-	}
-	return fsys_close(fd, path, e);
-}
-
 int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype, size_t shard_bytes,
                     struct err *e)
 {
@@ -530,7 +518,7 @@ int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype,
 		return -1;
 	int r = model_config_json(c, dtype == ST_BF16 ? "bfloat16" : "float32", &b);
 	if (r == 0)
-		r = write_small(path, b.data, b.len, e);
+		r = fsys_write_new(path, b.data, b.len, e);
 	else
 		err_set(e, "%s: out of memory", path);
 	if (r == 0) {
@@ -550,7 +538,7 @@ int model_write_dir(const struct model *m, const char *dir, enum st_dtype dtype,
 		if (path_join(path, sizeof path, dir, "generation_config.json", e) < 0)
 			r = -1;
 		else
-			r = r ? err_set(e, "%s: out of memory", path) : write_small(path, b.data, b.len, e);
+			r = r ? err_set(e, "%s: out of memory", path) : fsys_write_new(path, b.data, b.len, e);
 	}
 	buf_free(&b);
 	if (r < 0)

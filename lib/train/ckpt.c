@@ -393,18 +393,6 @@ static int config_with_dtype(const char *text, size_t n, const char *dtype, stru
 	return r ? -1 : 0;
 }
 
-/* Write data[0..n) to the new file path, fsynced. */
-static int write_new(const char *path, const void *data, size_t n, struct err *e)
-{
-	int fd = fsys_open_excl(path, e);
-	if (fd < 0)
-		return -1;
-	int r = fsys_write_all(fd, data, n, path, e) < 0 || fsys_fsync(fd, path, e) < 0 ? -1 : 0;
-	if (fsys_close(fd, path, r < 0 ? NULL : e) < 0)
-		r = -1;
-	return r;
-}
-
 /*
  * tmp/config.json from src's, its dtype set (config_with_dtype), in place of
  * the one written from m's config: a sampler then builds every step as it
@@ -426,7 +414,7 @@ static int publish_config(const char *src, const char *tmp, enum st_dtype dtype,
 		r = err_set(e, "%s: not a JSON object", a);
 	else if (r < 0)
 		r = err_set(e, "%s: out of memory", a);
-	else if (fsys_unlink(p, e) < 0 || write_new(p, out.data, out.len, e) < 0)
+	else if (fsys_unlink(p, e) < 0 || fsys_write_new(p, out.data, out.len, e) < 0)
 		r = -1;
 	buf_free(&in);
 	buf_free(&out);
