@@ -3,8 +3,8 @@
 # sh -c, no terminal, a bare environment) on a spool whose path holds a space,
 # then round.sh while another round holds the spool.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 11
 command -v flock > /dev/null || skip_all "no flock(1) (util-linux)"
+plan 11
 # the command field of the crontab's entry (its first five fields are the
 # times), round.sh named by $ROUND instead of its installed path
 cmd=$(sed -n '/^[*0-9]/s/^\([^ \t]*[ \t]*\)\{5\}//p' "$GRPO_TOP/examples/cron/crontab" |

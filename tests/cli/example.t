@@ -4,9 +4,9 @@
 # read them, and they must hold what examples/make-spool-example.sh makes
 # today.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
 E="$GRPO_TOP/spool.example"
 [ -d "$E" ] || skip_all "no spool.example/ in this tree"
+plan 9
 
 roll=$(ls "$E"/rollouts/step_0/rank_0/*.zst 2> /dev/null)
 scored=$(ls "$E"/scored/step_0/rank_0/*.zst 2> /dev/null)

@@ -3,10 +3,10 @@
 # responses into grpo-collect, with recorded responses
 # (examples/vllm-completions.jsonl) standing in for the server.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 6
 G8K="$GRPO_SHARED/data/gsm8k"
 [ -f "$G8K/train.jsonl" ] || skip_all "no GSM8K data in $G8K"
 perl -MJSON::PP -e 1 2> /dev/null || skip_all "no perl with JSON::PP"
+plan 6
 # the stand-in for curl: keeps the requests and its --max-time, answers the
 # recorded responses in turn. Found on PATH: CURL is split at blanks (it may
 # carry options), and the path of $T may hold one.

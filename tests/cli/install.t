@@ -5,8 +5,8 @@
 # `make uninstall` takes them away (the README's first command,
 # examples/demo.sh, is demo.t's).
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
 command -v make > /dev/null || skip_all "no make"
+plan 7
 
 # Only the copying is under test: the tools are built (CUDA=0 keeps make from
 # building CUDA into a sanitizer build, which has no CUDA library), and the

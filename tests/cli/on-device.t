@@ -4,8 +4,8 @@
 # each test or kernel run once, with the environment it needs, its exit and
 # failing lines in the summary, and nothing of one mode leaking into the next.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 10
 command -v xargs > /dev/null || skip_all "no xargs"
+plan 10
 top=$T/top
 mkdir -p "$top/cuda-run/tests" "$top/cuda-run/lib-all" "$top/bench/cuda"
 cp "$GRPO_TOP/bench/cuda/on-device.sh" "$top/bench/cuda/"
