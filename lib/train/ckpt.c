@@ -333,38 +333,35 @@ static size_t scalar_end(const char *s, size_t n, size_t i)
 }
 
 /*
- * The JSON object text[0..n) (a config.json that has parsed) into out with
- * the values of its top-level "dtype" and "torch_dtype" (a string, or null) set to dtype,
- * each added first where it is absent (transformers 5 reads the one, 4.x and
- * vLLM the other); every other byte as it was, numbers' spelling included
- * (transformers warns at a llama3 rope factor written 4 rather than 4.0).
- * -1 when out of memory, -2 when the text holds no object.
+ * Where the top-level member key (quoted, as it is spelled in the text) of
+ * the JSON object text[0..n) has its value: [*at, *end), 0; 1 when it has
+ * none, -1 when the text holds no object. *open is the object's '{'.
  */
-static int config_with_dtype(const char *text, size_t n, const char *dtype, struct buf *out)
+static int top_member(const char *text, size_t n, const char *key, size_t *open, size_t *at, size_t *end)
 {
-	static const char *const keys[2] = { "\"dtype\"", "\"torch_dtype\"" };
-	size_t at[2] = { 0, 0 }, end[2] = { 0, 0 }, open = n;
-	int depth = 0, key_next = 0;
+	int depth = 0, key_next = 0, found = 0;
+	*open = n;
 	for (size_t i = 0; i < n;) {
 		char c = text[i];
-		if (c == '"' && depth == 1 && key_next) {
-			size_t j = string_end(text, n, i), v = j;
-			while (v < n && strchr(" \t\r\n:", text[v]))
-				v++;
-			for (int k = 0; k < 2; k++)
-				if (j - i == strlen(keys[k]) && !memcmp(text + i, keys[k], j - i) && v < n)
-					at[k] = v, end[k] = scalar_end(text, n, v);
-			key_next = 0;
-			i = v;
-			continue;
-		}
 		if (c == '"') {
-			i = string_end(text, n, i);
+			size_t j = string_end(text, n, i);
+			if (depth == 1 && key_next) {   /* a key: its value follows the ':' */
+				size_t v = j;
+				while (v < n && strchr(" \t\r\n:", text[v]))
+					v++;
+				/* an object or array as its value is taken as no value, the member added */
+				if (j - i == strlen(key) && !memcmp(text + i, key, j - i) && v < n &&
+				    scalar_end(text, n, v) > v)
+					*at = v, *end = scalar_end(text, n, v), found = 1;
+				key_next = 0;
+				j = v;
+			}
+			i = j;
 			continue;
 		}
 		if (c == '{' || c == '[') {
-			if (++depth == 1 && c == '{' && open == n)
-				open = i, key_next = 1;
+			if (++depth == 1 && c == '{' && *open == n)
+				*open = i, key_next = 1;
 		} else if (c == '}' || c == ']') {
 			depth--;
 		} else if (c == ',' && depth == 1) {
@@ -372,25 +369,42 @@ static int config_with_dtype(const char *text, size_t n, const char *dtype, stru
 		}
 		i++;
 	}
-	if (open == n)
+	return *open == n ? -1 : !found;
+}
+
+/* text[0..n) into out with the top-level member key's value the string
+ * value, the member added first in the object where it is absent. -1 when
+ * out of memory, -2 when the text holds no object. */
+static int set_member(const char *text, size_t n, const char *key, const char *value, struct buf *out)
+{
+	size_t open, at, end;
+	int r = top_member(text, n, key, &open, &at, &end);
+	if (r < 0)
 		return -2;
-	int r = buf_append(out, text, open + 1);
-	for (int k = 0; k < 2; k++)
-		if (end[k] == at[k])
-			r |= buf_printf(out, "\n  %s: \"%s\",", keys[k], dtype);
-	/* the values replaced in the order they come */
-	int first = end[1] > at[1] && (end[0] == at[0] || at[1] < at[0]);
-	size_t from = open + 1;
-	for (int s = 0; s < 2; s++) {
-		int k = s ? !first : first;
-		if (end[k] == at[k])
-			continue;
-		r |= buf_append(out, text + from, at[k] - from);
-		r |= buf_printf(out, "\"%s\"", dtype);
-		from = end[k];
-	}
-	r |= buf_append(out, text + from, n - from);
+	if (r == 1)   /* absent: added after the '{' */
+		at = end = open + 1;
+	r = buf_append(out, text, at) |
+	    (r == 1 ? buf_printf(out, "\n  %s: \"%s\",", key, value) : buf_printf(out, "\"%s\"", value)) |
+	    buf_append(out, text + end, n - end);
 	return r ? -1 : 0;
+}
+
+/*
+ * The config.json text[0..n) (one that has parsed) into out with its
+ * top-level "dtype" and "torch_dtype" (a string, or null) set to dtype,
+ * each added where it is absent (transformers 5 reads the one, 4.x and vLLM
+ * the other); every other byte as it was, numbers' spelling included
+ * (transformers warns at a llama3 rope factor written 4 rather than 4.0).
+ * -1 when out of memory, -2 when the text holds no object.
+ */
+static int config_with_dtype(const char *text, size_t n, const char *dtype, struct buf *out)
+{
+	struct buf mid = { 0 };
+	int r = set_member(text, n, "\"torch_dtype\"", dtype, &mid);
+	if (r == 0)
+		r = set_member((const char *)mid.data, mid.len, "\"dtype\"", dtype, out);
+	buf_free(&mid);
+	return r;
 }
 
 /*
