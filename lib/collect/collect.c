@@ -114,6 +114,15 @@ const cJSON *collect_request_row(const cJSON *rows, uint32_t i, uint32_t n, int6
 	return jsonpick_at(rows, (int)(i / (n / np)), tmp);
 }
 
+int collect_request_row_err(struct err *e, const char *field, int np, const char *per_name, int64_t per,
+			    uint32_t n, const char *member)
+{
+	if (per > 0)
+		return err_set(e, "%s: %d prompts with %s = %lld each, but %u %ss: which prompt a %s answers is unknown",
+			       field, np, per_name, (long long)per, n, member, member);
+	return err_set(e, "%s: %d prompts for %u %ss, not n %ss each", field, np, n, member, member);
+}
+
 struct traj *collect_trajs_new(uint32_t n, float temp)
 {
 	struct traj *t = calloc(n, sizeof *t);

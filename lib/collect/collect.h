@@ -119,6 +119,11 @@ int collect_prompt_differs(const struct cJSON *req_ids, const struct traj *t);
  * guess, and a wrong one pairs an answer with another prompt's ids. */
 const struct cJSON *collect_request_row(const struct cJSON *rows, uint32_t i, uint32_t n, int64_t per,
 					struct cJSON *tmp);
+/* Why collect_request_row found no row for n members (each a `member`)
+ * among the np prompts of the request's `field`, asked for per samples
+ * each under the name `per_name` (per 0: not said): -1 with e set. */
+int collect_request_row_err(struct err *e, const char *field, int np, const char *per_name, int64_t per,
+			    uint32_t n, const char *member);
 /* Move t[0..n) into groups, one per run of consecutive trajectories with the
  * same prompt (the n choices of one prompt; a batched request holds several
  * prompts). Takes t's contents in every case; frees t itself. */

@@ -123,13 +123,9 @@ static int parse_member(const cJSON *m, const cJSON *req, uint32_t k, uint32_t n
 	} else if (prompt) {
 		if (json_get_i32_array(prompt, "request input_ids", &t->prompt_tokens, &t->n_prompt, e) < 0)
 			return -1;
-	} else if (request_batch(req, &tmp) && request_n(req) > 0)
-		return err_set(e, "request input_ids: %d prompts with sampling_params.n = %lld each, but %u members: "
-			       "which prompt a member answers is unknown", jsonpick_size(request_batch(req, &tmp)),
-			       (long long)request_n(req), n);
-	else if (request_batch(req, &tmp))
-		return err_set(e, "request input_ids: %d prompts for %u members, not n members each",
-			       jsonpick_size(request_batch(req, &tmp)), n);
+	} else if (request_batch(req, &tmp))
+		return collect_request_row_err(e, "request input_ids", jsonpick_size(request_batch(req, &tmp)),
+					       "sampling_params.n", request_n(req), n, "member");
 	else
 		return err_set(e, "no prompt token ids: SGLang returns them only with \"logprob_start_len\": 0; "
 			       "or wrap the line as {\"request\": ..., \"response\": ...}");

@@ -235,13 +235,9 @@ static int parse_choice(const cJSON *ch, const cJSON *resp, const cJSON *req, ui
 	int score_only = echo && req_int(req, "max_tokens", -1) == 0;
 	if (!jsonpick_is_array(prompt) && !(echo && !jsonpick_is_array(ids))) {
 		const cJSON *rp = cJSON_GetObjectItemCaseSensitive(req, "prompt");
-		int64_t per = req_int(req, "n", 0);
-		if (nested(rp, &tmp) && per > 0)
-			return err_set(e, "request prompt: %d prompts with n = %lld each, but %u choices: which prompt "
-				       "a choice answers is unknown", jsonpick_size(rp), (long long)per, n);
 		if (nested(rp, &tmp))
-			return err_set(e, "request prompt: %d prompts for %u choices, not n choices each",
-				       jsonpick_size(rp), n);
+			return collect_request_row_err(e, "request prompt", jsonpick_size(rp), "n", req_int(req, "n", 0),
+						       n, "choice");
 		return err_set(e, "%s", no_prompt);
 	}
 	if (jsonpick_is_array(prompt) &&
