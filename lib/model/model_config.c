@@ -12,12 +12,21 @@
 
 #include "base/path.h"
 
+/*
+ * What transformers' config class of each family takes for a key that
+ * config.json leaves out (its dataclass defaults), so that a hand-written
+ * config means here what it means to transformers and vLLM: 0 for kv heads
+ * is "as many as the attention heads", for head_dim "hidden_size / heads",
+ * -1 for bos and eos "none". An explicit null is none for bos and eos and
+ * "as many as the heads" for kv heads in every family (__post_init__).
+ */
 static const struct {
 	const char *name, *arch, *type;
+	int kv_heads, head_dim, max_pos, bos, eos;
 } families[] = {
-	[MODEL_LLAMA] = { "llama", "LlamaForCausalLM", "llama" },
-	[MODEL_QWEN2] = { "qwen2", "Qwen2ForCausalLM", "qwen2" },
-	[MODEL_QWEN3] = { "qwen3", "Qwen3ForCausalLM", "qwen3" },
+	[MODEL_LLAMA] = { "llama", "LlamaForCausalLM", "llama", 0, 0, 2048, 1, 2 },
+	[MODEL_QWEN2] = { "qwen2", "Qwen2ForCausalLM", "qwen2", 32, 0, 32768, -1, -1 },
+	[MODEL_QWEN3] = { "qwen3", "Qwen3ForCausalLM", "qwen3", 32, 128, 32768, -1, -1 },
 };
 
 const char *model_family_name(enum model_family f) { return families[f].name; }
@@ -125,6 +134,12 @@ static int int_of(const cJSON *v, int *out)
 		return -1;
 	*out = (int)v->valuedouble;
 	return 0;
+}
+
+/* Whether key is in the object at all, null included. */
+static int has_key(const cJSON *j, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(j, key) != NULL;
 }
 
 /* Integer field: required when def is NULL; null counts as absent. */
@@ -268,19 +283,25 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	}
 	model_config_defaults(c, (enum model_family)fam);
 
+	const int kv_default = has_key(j, "num_key_value_heads") ? 0 : families[fam].kv_heads;
 	if (get_int(j, "hidden_size", NULL, &c->C, name, e) < 0 ||
 	    get_int(j, "intermediate_size", NULL, &c->I, name, e) < 0 ||
 	    get_int(j, "num_hidden_layers", NULL, &c->L, name, e) < 0 ||
 	    get_int(j, "num_attention_heads", NULL, &c->NH, name, e) < 0 ||
 	    get_int(j, "vocab_size", NULL, &c->V, name, e) < 0 ||
-	    get_int(j, "num_key_value_heads", &c->NH, &c->NKV, name, e) < 0 ||
-	    get_int(j, "max_position_embeddings", &c->max_pos, &c->max_pos, name, e) < 0)
+	    get_int(j, "num_key_value_heads", kv_default ? &kv_default : &c->NH, &c->NKV, name, e) < 0 ||
+	    get_int(j, "max_position_embeddings", &families[fam].max_pos, &c->max_pos, name, e) < 0)
 		goto out;
 	if (c->NH <= 0) {
 		err_set(e, "%s: num_attention_heads must be positive", name);
 		goto out;
 	}
-	int hs = c->C / c->NH;
+	if (kv_default && c->NH % kv_default != 0) {
+		err_set(e, "%s: num_key_value_heads is missing, which %s takes as %d, and num_attention_heads %d "
+		        "is not a multiple of it: give num_key_value_heads", name, families[fam].arch, kv_default, c->NH);
+		goto out;
+	}
+	int hs = families[fam].head_dim ? families[fam].head_dim : c->C / c->NH;
 	if (get_int(j, "head_dim", &hs, &c->HS, name, e) < 0 ||
 	    get_float(j, "rms_norm_eps", c->eps, &c->eps, name, e) < 0 ||
 	    get_float(j, "initializer_range", c->init_std, &c->init_std, name, e) < 0 ||
@@ -337,10 +358,12 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 			goto out;
 		}
 
-	int none = -1;
-	if (get_int(j, "bos_token_id", &none, &c->bos_id, name, e) < 0)
+	int bos = has_key(j, "bos_token_id") ? -1 : families[fam].bos;
+	if (get_int(j, "bos_token_id", &bos, &c->bos_id, name, e) < 0)
 		goto out;
-	if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), c->eos_ids, &c->n_eos, name, e) < 0)
+	if (!has_key(j, "eos_token_id") && families[fam].eos >= 0)
+		c->eos_ids[c->n_eos++] = families[fam].eos;
+	else if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), c->eos_ids, &c->n_eos, name, e) < 0)
 		goto out;
 	if (model_config_check(c, e) < 0) {
 		err_prefix(e, "%s", name);

@@ -53,7 +53,12 @@ struct model_config {
 const char *model_family_name(enum model_family f);            /* "qwen2" ... */
 int model_family_parse(const char *s, enum model_family *f);   /* -1 if unknown */
 
-/* Parse config.json text; `name` is used in messages (usually the path). */
+/*
+ * Parse config.json text; `name` is used in messages (usually the path).
+ * A key left out means what it means to transformers' config class of the
+ * family (num_key_value_heads 32 for Qwen, Qwen3's head_dim 128, Llama's
+ * max_position_embeddings 2048 and bos/eos 1/2), not a family's usual value.
+ */
 int model_config_parse(const char *json, size_t len, const char *name, struct model_config *c,
                        struct err *e);
 /* Read DIR/config.json. */

@@ -15,19 +15,21 @@ static int parse(const char *json, struct model_config *c, struct err *e)
 
 #define SHAPE "\"hidden_size\": 96, \"intermediate_size\": 192, \"num_hidden_layers\": 2, " \
               "\"num_attention_heads\": 6, \"vocab_size\": 151936"
+/* Qwen's config classes take a missing num_key_value_heads as 32, which 6 heads cannot share */
+#define QSHAPE SHAPE ", \"num_key_value_heads\": 6"
 
 int main(void)
 {
 	struct model_config c;
 	struct err e = { "" };
 
-	/* Qwen2, old schema: q/k/v bias without a key, head_dim derived, kv heads default to heads */
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"rope_theta\": 1000000.0, "
+	/* Qwen2, old schema: q/k/v bias without a key, head_dim derived */
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"rope_theta\": 1000000.0, "
 	         "\"tie_word_embeddings\": true, \"rms_norm_eps\": 1e-06, \"eos_token_id\": 151643, "
 	         "\"bos_token_id\": 151643, \"use_sliding_window\": false, \"sliding_window\": 32768, "
 	         "\"torch_dtype\": \"bfloat16\"}", &c, &e) == 0, "qwen2, old schema");
 	ok(c.family == MODEL_QWEN2 && c.C == 96 && c.I == 192 && c.L == 2 && c.NH == 6 && c.NKV == 6 && c.HS == 16 &&
-	   c.V == 151936, "qwen2 shape, head_dim 96/6, kv heads default to heads");
+	   c.V == 151936, "qwen2 shape, head_dim 96/6");
 	ok(c.qkv_bias && !c.o_bias && !c.qk_norm && c.tied, "qwen2: q/k/v bias, no o bias, no q/k norm, tied");
 	ok(c.rope_theta == 1e6f && !c.rope_llama3 && c.eps == 1e-6f, "qwen2: theta 1e6, eps 1e-6");
 	ok(c.n_eos == 1 && c.eos_ids[0] == 151643 && c.bos_id == 151643, "eos and bos ids");
@@ -61,10 +63,10 @@ int main(void)
 	   "llama without rope settings: theta 10000");
 
 	/* a rope_theta missing is 10000 in both schemas, as transformers has it (4.x configs, 5.x default_theta) */
-	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"rope_parameters\": {\"rope_type\": "
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " QSHAPE ", \"rope_parameters\": {\"rope_type\": "
 	         "\"default\"}}", &c, &e) == 0 && c.rope_theta == 10000.0f,
 	   "qwen3: rope_parameters without rope_theta: 10000, not Qwen's usual 1e6");
-	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE "}", &c, &e) == 0 && c.rope_theta == 10000.0f,
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " QSHAPE "}", &c, &e) == 0 && c.rope_theta == 10000.0f,
 	   "qwen3: old schema without rope_theta: 10000 too");
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_parameters\": {\"rope_type\": "
 	         "\"default\"}}", &c, &e) == 0 && c.rope_theta == 10000.0f,
@@ -83,15 +85,41 @@ int main(void)
 	         "\"llama3\", \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}}", &c, &e) < 0 &&
 	   strstr(e.msg, "needs factor"), "llama3 without factor is refused, not guessed: %s", e.msg);
 
+	/*
+	 * keys left out mean what transformers' config classes default them to,
+	 * not a family's usual value: a hand-written config must load here as in
+	 * transformers and vLLM
+	 */
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 1024, \"intermediate_size\": 192, "
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 64, \"vocab_size\": 512}", &c, &e) == 0 &&
+	   c.NKV == 32 && c.HS == 16 && c.max_pos == 32768 && c.bos_id == -1 && c.n_eos == 0,
+	   "qwen2 without num_key_value_heads: 32 kv heads; no bos, no eos");
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"num_key_value_heads\": null}", &c, &e) == 0 &&
+	   c.NKV == 6, "num_key_value_heads null: as many as the heads");
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
+	   strstr(e.msg, "num_key_value_heads is missing, which Qwen2ForCausalLM takes as 32, and num_attention_heads 6 "
+	          "is not a multiple of it"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"num_key_value_heads\": 3}", &c, &e) == 0 &&
+	   c.HS == 128, "qwen3 without head_dim: 128, not hidden_size / heads (16)");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE "}", &c, &e) == 0 && c.NKV == 6 && c.HS == 16 &&
+	   c.max_pos == 2048 && c.bos_id == 1 && c.n_eos == 1 && c.eos_ids[0] == 2,
+	   "llama without kv heads, head_dim, max_position_embeddings, bos, eos: 6, 16, 2048, 1, 2");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"bos_token_id\": null, "
+	         "\"eos_token_id\": null}", &c, &e) == 0 && c.bos_id == -1 && c.n_eos == 0,
+	   "llama with bos and eos null: none");
+	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": "
+	         "\"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0}}", &c, &e) == 0 &&
+	   c.rope_orig_max == 2048, "llama3 without either max: llama's max_position_embeddings 2048");
+
 	/* refusals */
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 96, \"intermediate_size\": 192, "
-	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"vocab_size\": 384, \"eos_token_id\": 151645}",
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"num_key_value_heads\": 6, \"vocab_size\": 384, \"eos_token_id\": 151645}",
 	         &c, &e) < 0 && strstr(e.msg, "eos_token_id 151645 is not in the vocabulary (vocab_size 384)"), "%s",
 	   e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 96, \"intermediate_size\": 192, "
-	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"vocab_size\": 384, \"bos_token_id\": 384}",
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 6, \"num_key_value_heads\": 6, \"vocab_size\": 384, \"bos_token_id\": 384}",
 	         &c, &e) < 0 && strstr(e.msg, "bos_token_id 384 is not in the vocabulary"), "%s", e.msg);
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, -1]}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"eos_token_id\": [2, -1]}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id -1"), "%s", e.msg);
 	{
 		char longdir[4100];
@@ -101,20 +129,20 @@ int main(void)
 		ok(model_config_load(longdir, &c, &e) < 0 && strstr(e.msg, "/config.json: path too long"),
 		   "a model directory whose config.json path does not fit is refused, not cut short");
 	}
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": 2.5}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"eos_token_id\": 2.5}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id 2.5 is not a token id"), "a fractional eos_token_id is refused: %s", e.msg);
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"eos_token_id\": [2, 1e300]}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"eos_token_id\": [2, 1e300]}", &c, &e) < 0 &&
 	   strstr(e.msg, "eos_token_id 1e+300 is not a token id"), "an eos_token_id beyond int is refused: %s", e.msg);
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"rms_norm_eps\": 1e300}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"rms_norm_eps\": 1e300}", &c, &e) < 0 &&
 	   strstr(e.msg, "rms_norm_eps 1e+300 is beyond a 32-bit float"), "a float field beyond float is refused: %s",
 	   e.msg);
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"initializer_range\": -0.02}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"initializer_range\": -0.02}", &c, &e) < 0 &&
 	   strstr(e.msg, "initializer_range -0.02 must be finite and not negative"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
 	   strstr(e.msg, "unsupported architecture MistralForCausalLM"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": \"yarn\", "
 	         "\"factor\": 4.0}}", &c, &e) < 0 && strstr(e.msg, "yarn"), "%s", e.msg);
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"use_sliding_window\": true}", &c, &e) < 0 &&
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"use_sliding_window\": true}", &c, &e) < 0 &&
 	   strstr(e.msg, "use_sliding_window"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"hidden_act\": \"gelu\"}", &c, &e) < 0 &&
 	   strstr(e.msg, "gelu"), "%s", e.msg);
@@ -126,7 +154,7 @@ int main(void)
 	   strstr(e.msg, "multiple"), "%s", e.msg);
 	ok(parse("[1, 2]", &c, &e) < 0 && strstr(e.msg, "not a JSON object"), "%s", e.msg);
 	/* quantized weights (AWQ, GPTQ, FP8, bitsandbytes) are refused with config.json, not later at a tensor */
-	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " SHAPE ", \"quantization_config\": {\"bits\": 4, "
+	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"quantization_config\": {\"bits\": 4, "
 	         "\"group_size\": 128, \"quant_method\": \"awq\", \"version\": \"gemm\"}}", &c, &e) < 0 &&
 	   !strcmp(e.msg, "config.json: a quantized model (quantization_config, quant_method awq): grpo-tools loads "
 	           "fp32, bf16 and fp16 weights only"), "an AWQ model is refused, naming the method: %s", e.msg);
@@ -134,7 +162,7 @@ int main(void)
 	         "{\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\"}}", &c, &e) < 0 &&
 	   !strcmp(e.msg, "config.json: a quantized model (quantization_config): grpo-tools loads fp32, bf16 and fp16 "
 	           "weights only"), "a quantization_config without quant_method is refused too: %s", e.msg);
-	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " SHAPE ", \"quantization_config\": null}", &c, &e) == 0,
+	ok(parse("{\"architectures\": [\"Qwen3ForCausalLM\"], " QSHAPE ", \"quantization_config\": null}", &c, &e) == 0,
 	   "a null quantization_config is none (%s)", e.msg);
 
 	/* the writer's output parses back to the same config, for each family */
