@@ -82,8 +82,8 @@ static void usage(FILE *f)
 		"                     each trajectory (default: DIR/tokenizer.json of --model)\n"
 		"  -e, --encode       JSON strings in, JSON arrays of token ids out\n"
 		"  -d, --decode       JSON arrays of token ids in, JSON strings out\n"
-		"  -c, --chat FORMAT  a chat prompt (" CHAT_FORMATS ") from each line,\n"
-		"                     a JSON string (the user's turn) or {\"messages\":[...]};\n"
+		"  -c, --chat FORMAT  a chat prompt from each line, a JSON string (the user's turn)\n"
+		"                     or {\"messages\":[...]}, in " CHAT_FORMATS ";\n"
 		"                     its text, or its ids with --encode\n"
 		"      --no-thinking  qwen3: enable_thinking=False (an empty think block)\n"
 		"  -f, --from-json    read JSON lines, write one spool file\n"
@@ -592,8 +592,8 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 		if (chat_parse_json(line, n, &cm, e) < 0)
 			return -1;
 		int flags = cm.has_flags ? cm.flags : m->chat_flags;
-		r = m->encode ? chat_encode(m->tok, m->fmt, cm.m, cm.n, flags, &ids, NULL, e)
-			      : chat_render(m->fmt, cm.m, cm.n, flags, text, e);
+		r = m->encode ? chat_encode(m->tok, m->fmt, cm.m, cm.n, flags, cm.date, &ids, NULL, e)
+			      : chat_render(m->fmt, cm.m, cm.n, flags, cm.date, text, e);
 		chat_msgs_free(&cm);
 		if (r == 0 && !m->encode && (json_print_string_n(out, (const char *)text->data, text->len) | buf_put_u8(out, '\n')))
 			r = err_set(e, "out of memory");

@@ -2,13 +2,16 @@
 #include "model/chat.h"
 
 #include <cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/unicode.h"
 
 const char *const chat_format_names[] = {
-	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3", NULL
+	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
+	[CHAT_LLAMA31] = "llama3.1", [CHAT_LLAMA32] = "llama3.2", NULL
 };
 
 int chat_format_parse(const char *name, enum chat_format *f)
@@ -128,23 +131,60 @@ static int qwen3_assistant(struct buf *out, const char *c, int after_query, int 
 	return r | put(out, content, clen) | puts_(out, "<|im_end|>\n");
 }
 
-int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, struct buf *out,
-                struct err *e)
+static int is_llama(enum chat_format f) { return f == CHAT_LLAMA3 || f == CHAT_LLAMA31 || f == CHAT_LLAMA32; }
+
+/* content with Jinja's trim applied */
+static int put_trimmed(struct buf *out, const char *content)
+{
+	size_t b = 0, end = strlen(content);
+	trim(content, &b, &end);
+	return put(out, content + b, end - b);
+}
+
+/* Today as Python's strftime("%d %b %Y") writes it in the C locale (which
+ * transformers' strftime_now runs in), whatever this process's locale. */
+static void today(char *s, size_t n)
+{
+	static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	snprintf(s, n, "%02d %s %d", tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900);
+}
+
+/*
+ * Llama 3's turns; from 3.1 on, a system header first that carries the
+ * knowledge cutoff, the date and the first message when it is a system one.
+ */
+static int llama_render(enum chat_format f, const struct chat_msg *m, size_t n, const char *date, struct buf *out)
+{
+	int r = puts_(out, "<|begin_of_text|>");
+	if (f != CHAT_LLAMA3) {
+		char now[32];
+		if (!date && f == CHAT_LLAMA32)
+			today(now, sizeof now), date = now;
+		r |= puts_(out, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+		                "Today Date: ") | puts_(out, date ? date : "26 Jul 2024") | puts_(out, "\n\n");
+		if (strcmp(m[0].role, "system") == 0)
+			r |= put_trimmed(out, m[0].content), m++, n--;
+		r |= puts_(out, "<|eot_id|>");
+	}
+	for (size_t i = 0; i < n; i++) {
+		r |= puts_(out, "<|start_header_id|>") | puts_(out, m[i].role) | puts_(out, "<|end_header_id|>\n\n");
+		r |= put_trimmed(out, m[i].content) | puts_(out, "<|eot_id|>");
+	}
+	return r | puts_(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, const char *date,
+                struct buf *out, struct err *e)
 {
 	if (check_roles(m, n, e) < 0)
 		return -1;
+	if (is_llama(f))
+		return llama_render(f, m, n, date, out) ? err_set(e, "out of memory") : 0;
 	int r = 0;
-	if (f == CHAT_LLAMA3) {
-		r |= puts_(out, "<|begin_of_text|>");
-		for (size_t i = 0; i < n; i++) {
-			size_t b = 0, end = strlen(m[i].content);
-			trim(m[i].content, &b, &end);
-			r |= puts_(out, "<|start_header_id|>") | puts_(out, m[i].role) | puts_(out, "<|end_header_id|>\n\n");
-			r |= put(out, m[i].content + b, end - b) | puts_(out, "<|eot_id|>");
-		}
-		r |= puts_(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-		return r ? err_set(e, "out of memory") : 0;
-	}
 	if (f == CHAT_QWEN25 && strcmp(m[0].role, "system") != 0)
 		r |= puts_(out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
 		                "assistant.<|im_end|>\n");
@@ -171,20 +211,20 @@ int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flag
 }
 
 int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat_msg *msgs, size_t n, int flags,
-                struct tok_ids *ids, struct buf *text, struct err *e)
+                const char *date, struct tok_ids *ids, struct buf *text, struct err *e)
 {
 	static const char *const qwen[] = { "<|im_start|>", "<|im_end|>", NULL };
 	static const char *const llama[] = { "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
 	                                     "<|eot_id|>", NULL };
 	/* a marker missing from the tokenizer would be spelled out in pieces: wrong, silently */
-	for (const char *const *k = f == CHAT_LLAMA3 ? llama : qwen; *k; k++)
+	for (const char *const *k = is_llama(f) ? llama : qwen; *k; k++)
 		if (!tok_is_special(t, tok_token_id(t, *k)))
 			return err_set(e, "the tokenizer has no special token %s, which the %s chat format needs", *k,
 			               chat_format_name(f));
 	struct buf own = { 0 };
 	struct buf *b = text ? text : &own;
 	size_t at = b->len;
-	int r = chat_render(f, msgs, n, flags, b, e);
+	int r = chat_render(f, msgs, n, flags, date, b, e);
 	if (r == 0)
 		r = tok_encode(t, (const char *)b->data + at, b->len - at, ids, e);
 	buf_free(&own);
@@ -235,6 +275,12 @@ int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct er
 		out->has_flags = 1;
 		out->flags = cJSON_IsFalse(th) ? CHAT_NO_THINKING : 0;
 	}
+	const cJSON *date = cJSON_GetObjectItemCaseSensitive(j, "date_string");
+	if (date && !cJSON_IsString(date)) {
+		chat_msgs_free(out);
+		return err_set(e, "date_string must be a string");
+	}
+	out->date = date ? date->valuestring : NULL;
 	size_t k = (size_t)cJSON_GetArraySize(ms);
 	out->m = calloc(k ? k : 1, sizeof *out->m);
 	if (!out->m)

@@ -24,8 +24,15 @@
  *                message <|start_header_id|>ROLE<|end_header_id|>\n\n
  *                CONTENT<|eot_id|> with CONTENT stripped of surrounding
  *                white space (Jinja's trim), then the assistant header.
- *                Llama 3.1 and later templates add a dated system header,
- *                which this does not write.
+ *   CHAT_LLAMA31 Llama 3.1's and 3.3's template: as CHAT_LLAMA3, after a
+ *                system header of "Cutting Knowledge Date: December 2023\n
+ *                Today Date: DATE\n\n" and the first message's content
+ *                (trimmed) when it is a system message, which then is not
+ *                a turn of its own; DATE is the template's date_string,
+ *                "26 Jul 2024" unless given.
+ *   CHAT_LLAMA32 Llama 3.2's template: as CHAT_LLAMA31, but with today's
+ *                date ("%d %b %Y", local time) unless date_string is given,
+ *                as transformers' strftime_now gives it.
  *
  * Roles are system, user and assistant, in any order, as the templates
  * take them (a system message after the first is one more turn); tool calls,
@@ -41,9 +48,9 @@
 #include "base/err.h"
 #include "model/tokenizer.h"
 
-enum chat_format { CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3 };
+enum chat_format { CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA32 };
 
-#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3"
+#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2"
 #define CHAT_NO_THINKING 1   /* qwen3: enable_thinking=False */
 
 struct chat_msg {
@@ -57,6 +64,7 @@ struct chat_msgs {
 	size_t n;
 	int flags;             /* CHAT_NO_THINKING when the line said "enable_thinking": false */
 	int has_flags;         /* the line set enable_thinking either way */
+	const char *date;      /* its "date_string" (Llama 3.1 and later), or NULL */
 	void *json;            /* the parsed cJSON, which the strings point into */
 };
 
@@ -64,9 +72,10 @@ int chat_format_parse(const char *name, enum chat_format *f);   /* -1 if unknown
 extern const char *const chat_format_names[];   /* by enum, NULL-terminated */
 const char *chat_format_name(enum chat_format f);
 
-/* Append the prompt text for messages (with the generation prompt) to out. */
-int chat_render(enum chat_format f, const struct chat_msg *msgs, size_t n, int flags, struct buf *out,
-                struct err *e);
+/* Append the prompt text for messages (with the generation prompt) to out;
+ * date is the template's date_string, NULL for its default. */
+int chat_render(enum chat_format f, const struct chat_msg *msgs, size_t n, int flags, const char *date,
+                struct buf *out, struct err *e);
 
 /*
  * Render and encode: appends the ids to ids and, if text is not NULL, the
@@ -74,12 +83,13 @@ int chat_render(enum chat_format f, const struct chat_msg *msgs, size_t n, int f
  * (a Llama tokenizer given --chat qwen), naming the token.
  */
 int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat_msg *msgs, size_t n, int flags,
-                struct tok_ids *ids, struct buf *text, struct err *e);
+                const char *date, struct tok_ids *ids, struct buf *text, struct err *e);
 
 /*
  * One JSON value as a conversation: a string is a lone user turn; an object
  * {"messages": [{"role": R, "content": C}, ...]} a list, optionally with
- * "enable_thinking": true|false; one with "tools" is refused. Messages name
+ * "enable_thinking": true|false and "date_string": "26 Jul 2024", as
+ * apply_chat_template's keyword arguments; one with "tools" is refused. Messages name
  * the field and index.
  */
 int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct err *e);

@@ -56,9 +56,9 @@ static int encode(const struct tokenizer *tok, const enum chat_format *chat, con
 		r = tok_encode(tok, text, strlen(text), &ids, e);
 	else if (text) {
 		struct chat_msg m = { "user", text };
-		r = chat_encode(tok, *chat, &m, 1, 0, &ids, NULL, e);
+		r = chat_encode(tok, *chat, &m, 1, 0, NULL, &ids, NULL, e);
 	} else if ((r = chat_parse_json(line, n, &msgs, e)) == 0)
-		r = chat_encode(tok, *chat, msgs.m, msgs.n, msgs.flags, &ids, NULL, e);
+		r = chat_encode(tok, *chat, msgs.m, msgs.n, msgs.flags, msgs.date, &ids, NULL, e);
 	chat_msgs_free(&msgs);
 	if (r == 0 && ids.n == 0)
 		r = err_set(e, "the prompt encodes to no tokens");

@@ -12,9 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct err e;
 	if (chat_parse_json((const char *)data, size, &cm, &e) < 0)
 		return 0;
-	for (int f = CHAT_QWEN; f <= CHAT_LLAMA3; f++) {
+	for (int f = CHAT_QWEN; f <= CHAT_LLAMA32; f++) {
 		struct buf b = { 0 };
-		if (chat_render((enum chat_format)f, cm.m, cm.n, cm.flags, &b, &e) == 0 && f == CHAT_QWEN)
+		if (chat_render((enum chat_format)f, cm.m, cm.n, cm.flags, cm.date, &b, &e) == 0 && f == CHAT_QWEN)
 			for (size_t i = 0; i < cm.n; i++)
 				if (cm.m[i].content[0] && !memmem(b.data, b.len, cm.m[i].content, strlen(cm.m[i].content)))
 					abort();

@@ -25,7 +25,7 @@ static void is_text(enum chat_format f, const struct chat_msg *m, size_t n, int 
 {
 	struct buf b = { 0 };
 	struct err e = { "" };
-	int r = chat_render(f, m, n, flags, &b, &e);
+	int r = chat_render(f, m, n, flags, NULL, &b, &e);
 	buf_put_u8(&b, 0);
 	if (!ok(r == 0 && strcmp((char *)b.data, want) == 0, "%s: %s", chat_format_name(f), what))
 		diag("got '%s' (%s)", b.data ? (char *)b.data : "", e.msg);
@@ -37,7 +37,7 @@ static void is_ids(const struct tokenizer *t, enum chat_format f, const struct c
 {
 	struct tok_ids ids = { 0 };
 	struct err e = { "" };
-	int r = chat_encode(t, f, m, n, flags, &ids, NULL, &e);
+	int r = chat_encode(t, f, m, n, flags, NULL, &ids, NULL, &e);
 	int same = r == 0 && ids.n == nw && memcmp(ids.v, want, nw * sizeof *want) == 0;
 	if (!ok(same, "%s: %s", chat_format_name(f), what)) {
 		diag("%s; got %zu ids:", e.msg, ids.n);
@@ -95,9 +95,9 @@ int main(void)
 	/* refusals */
 	struct buf b = { 0 };
 	const struct chat_msg tool[] = { { "user", "q" }, { "tool", "42" } };
-	ok(chat_render(CHAT_QWEN3, tool, 2, 0, &b, &e) < 0 && strstr(e.msg, "messages[1]") && strstr(e.msg, "tool"),
+	ok(chat_render(CHAT_QWEN3, tool, 2, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[1]") && strstr(e.msg, "tool"),
 	   "a tool message is refused: %s", e.msg);
-	ok(chat_render(CHAT_QWEN, tool, 0, 0, &b, &e) < 0 && strstr(e.msg, "no messages"), "no messages: %s", e.msg);
+	ok(chat_render(CHAT_QWEN, tool, 0, 0, NULL, &b, &e) < 0 && strstr(e.msg, "no messages"), "no messages: %s", e.msg);
 	buf_free(&b);
 
 	/* JSON input */
@@ -120,6 +120,29 @@ int main(void)
 	ok(chat_parse_json(j5, strlen(j5), &cm, &e) < 0 && strstr(e.msg, "tools is not supported"),
 	   "a conversation's tools are refused, not dropped from the prompt: %s", e.msg);
 	ok(chat_parse_json("[1]", 3, &cm, &e) < 0 && strstr(e.msg, "\"messages\""), "bad line: %s", e.msg);
+	const char *j6 = "{\"messages\":[{\"role\":\"user\",\"content\":\"u\"}],\"date_string\":\"1 Jan 2026\"}";
+	ok(chat_parse_json(j6, strlen(j6), &cm, &e) == 0 && cm.date && strcmp(cm.date, "1 Jan 2026") == 0,
+	   "date_string is read for the Llama 3.1 and 3.2 templates");
+	chat_msgs_free(&cm);
+	const char *j7 = "{\"messages\":[{\"role\":\"user\",\"content\":\"u\"}],\"date_string\":20260101}";
+	ok(chat_parse_json(j7, strlen(j7), &cm, &e) < 0 && strstr(e.msg, "date_string must be a string"), "%s", e.msg);
+
+	/* Llama 3.1 and 3.2: a lone system message goes into the dated header, and no turn follows */
+	const struct chat_msg sys_only[] = { { "system", " Be brief.\n" } };
+	const char *header = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
+	                     "December 2023\nToday Date: ";
+	char want[512];
+	snprintf(want, sizeof want, "%s26 Jul 2024\n\nBe brief.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+	         header);
+	b.len = 0;
+	ok(chat_render(CHAT_LLAMA31, sys_only, 1, 0, NULL, &b, &e) == 0 && b.len == strlen(want) &&
+	   memcmp(b.data, want, b.len) == 0, "llama3.1: a lone system message, the template's default date");
+	snprintf(want, sizeof want, "%s1 Jan 2026\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello, "
+	         "world!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", header);
+	b.len = 0;
+	ok(chat_render(CHAT_LLAMA32, hello, 1, 0, "1 Jan 2026", &b, &e) == 0 && b.len == strlen(want) &&
+	   memcmp(b.data, want, b.len) == 0, "llama3.2: the date given, an empty system message");
+	buf_free(&b);
 
 	/* ids with the real tokenizers: markers are single ids */
 	const char *shared = getenv("GRPO_SHARED");
@@ -147,7 +170,7 @@ int main(void)
 	const int32_t l1[] = { 128000, 128006, 882, 128007, 271, 9906, 11, 1917, 0, 128009, 128006, 78191, 128007, 271 };
 	is_ids(l, CHAT_LLAMA3, hello, 1, 0, l1, sizeof l1 / sizeof l1[0], "ids of one user turn");
 	struct tok_ids ids = { 0 };
-	ok(chat_encode(l, CHAT_QWEN, hello, 1, 0, &ids, NULL, &e) < 0 && strstr(e.msg, "<|im_start|>"),
+	ok(chat_encode(l, CHAT_QWEN, hello, 1, 0, NULL, &ids, NULL, &e) < 0 && strstr(e.msg, "<|im_start|>"),
 	   "a Llama tokenizer with a Qwen format: %s", e.msg);
 	tok_ids_free(&ids);
 	tok_free(q);
