@@ -20,7 +20,7 @@
  * anything about it, so those are not points a sweep can fail. The
  * program's children (a reward program, grpo-spool consume's command) are
  * left alone: the variables, LD_PRELOAD with them, leave the environment
- * as main starts. tests/cli/oom-sweep.t sweeps N over every tool.
+ * as main starts. tests/cli/malloc-sweep.t sweeps N over every tool.
  * glibc only; not under ASan, which must own malloc.
  */
 #define _GNU_SOURCE
