@@ -24,6 +24,7 @@
 #include "model/tokenizer.h"
 
 #include "cli.h"
+#include "data/jsonview.h"
 
 static const char *prog = "grpo-init";
 
@@ -61,9 +62,11 @@ static cJSON *read_json(const char *path, struct err *e)
 	struct buf b = { 0 };
 	if (buf_read_file(&b, path, e) < 0)
 		return NULL;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	cJSON *j = json_parse_n((const char *)b.data, b.len, NULL);
 	buf_free(&b);
-	if (!j)
+	if (!j && errno == ENOMEM)
+		err_sys(e, "%s", path);
+	else if (!j)
 		err_set(e, "%s: not JSON", path);
 	return j;
 }

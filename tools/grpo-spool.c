@@ -813,7 +813,7 @@ int main(int argc, char **argv)
 	op.queues = calloc((size_t)argc, sizeof *op.queues);
 	op.metrics = calloc((size_t)argc, sizeof *op.metrics);
 	if (!op.queues || !op.metrics)
-		return 1;
+		cli_die(CLI_EXIT_FAILURE, "out of memory");
 	/* Options may follow the operand; "--" ends them (consume's COMMAND). */
 	int ac = argc - 1, ch;
 	char **av = argv + 1;

@@ -136,7 +136,7 @@ static int open_archive(struct lineio *li, struct err *e)
 	/* an empty input is no error: it has no lines */
 	archive_read_support_format_empty(a);
 	struct archive_entry *ent;
-	int r = archive_read_open(a, li, NULL, archive_feed, NULL);
+	int r = lineio_archive_open(a, li, archive_feed);
 	if (r == ARCHIVE_OK) {
 		r = archive_read_next_header(a, &ent);
 		if (r == ARCHIVE_EOF)
@@ -152,6 +152,19 @@ static int open_archive(struct lineio *li, struct err *e)
 	}
 	li->a = a;
 	return 0;
+}
+
+int lineio_archive_open(struct archive *a, void *data,
+			ssize_t (*read)(struct archive *, void *, const void **))
+{
+	int r = archive_read_set_read_callback(a, read);
+	if (r == ARCHIVE_OK)
+		r = archive_read_set_callback_data(a, data);
+	if (r == ARCHIVE_OK)
+		r = archive_read_open1(a);
+	if (r != ARCHIVE_OK && !archive_error_string(a))
+		archive_set_error(a, ENOMEM, "%s", strerror(ENOMEM));
+	return r;
 }
 
 int lineio_open(struct lineio *li, int fd, const char *name, struct err *e)

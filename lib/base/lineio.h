@@ -19,6 +19,7 @@
 #define GRPO_LINEIO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -44,5 +45,16 @@ int lineio_open(struct lineio *li, int fd, const char *name, struct err *e);
  * compressed stream does: a file still being written, or cut short. */
 int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e);
 void lineio_close(struct lineio *li);
+
+/*
+ * archive_read_open(a, data, NULL, read, NULL), for a reader of either kind
+ * (lineio, data/spoolin) to open a with: libarchive's own goes on when it
+ * cannot allocate the place for data, and dies of SIGSEGV using it, and its
+ * archive_read_open1 fails its other allocations without a message, which
+ * this gives (ENOMEM, "out of memory"). ARCHIVE_OK or a failure's status.
+ */
+struct archive;
+int lineio_archive_open(struct archive *a, void *data,
+			ssize_t (*read)(struct archive *, void *, const void **));
 
 #endif

@@ -3,6 +3,7 @@
  * collect_vllm.c, collect_sglang.c and collect_atropos.c. */
 #include "collect/collect.h"
 
+#include <errno.h>
 #include <cJSON.h>
 #include <ctype.h>
 #include <math.h>
@@ -428,8 +429,8 @@ static cJSON *parse_json(const char *text, size_t n, int ref, char **fixed, stru
 	}
 	if (!ref)
 		v = jsonpick_parse(text, n, &pick, &end, &at);
-	else if (!(v = cJSON_ParseWithLengthOpts(text, n, &end, 0)))
-		at = (end && end >= text ? (size_t)(end - text) : 0) + 1;
+	else if (!(v = json_parse_n(text, n, &end)))
+		at = errno == ENOMEM ? 0 : (end && end >= text ? (size_t)(end - text) : 0) + 1;
 	if (!v) {
 		if (at)
 			err_set(e, "not valid JSON (near byte %zu)", at);

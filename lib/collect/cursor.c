@@ -15,6 +15,7 @@
 
 #include "base/fsys.h"
 #include "base/tempfile.h"
+#include "data/jsonview.h"
 #include "data/traj.h"
 
 /* The whole file into b (with a NUL after it): 0, 1 when it does not exist, -1. */
@@ -86,7 +87,9 @@ static int get_names(const cJSON *o, uint64_t *out)
  * from a server ("sampled") or a batch from a model ("generating"). */
 static int parse_header(const char *s, size_t n, struct cursor_batch *b, const char *path, struct err *e)
 {
-	cJSON *h = cJSON_ParseWithLength(s, n);
+	cJSON *h = json_parse_n(s, n, NULL);
+	if (!h && errno == ENOMEM)
+		return err_sys(e, "%s", path);
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(h, "sampled");
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(h, "generating");
 	if (!o)

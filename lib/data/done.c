@@ -266,7 +266,9 @@ static int parse_job(const cJSON *job, struct done_manifest *m, const char *name
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e)
 {
 	memset(m, 0, sizeof *m);
-	cJSON *j = cJSON_ParseWithLength(text, n);
+	cJSON *j = json_parse_n(text, n, NULL);
+	if (!j && errno == ENOMEM)
+		return err_sys(e, "%s", name);
 	const cJSON *runs = cJSON_GetObjectItemCaseSensitive(j, "runs");
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "inputs");
 	const cJSON *part = cJSON_GetObjectItemCaseSensitive(j, "partial");
@@ -369,8 +371,10 @@ int done_step_job(const char *queue, int64_t step, struct done_job *j, struct er
 		buf_free(&b);
 		return 0;
 	}
-	cJSON *o = cJSON_ParseWithLength((const char *)b.data, b.len);
+	cJSON *o = json_parse_n((const char *)b.data, b.len, NULL);
 	buf_free(&b);
+	if (!o && errno == ENOMEM)
+		return err_sys(e, "%s", p);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return err_set(e, "%s: not a JSON object, so its job (if any) cannot be read", p);
@@ -386,7 +390,9 @@ int done_step_job(const char *queue, int64_t step, struct done_job *j, struct er
 int done_jobrec_parse(const char *text, size_t n, const char *name, struct done_jobrec *r, struct err *e)
 {
 	memset(r, 0, sizeof *r);
-	cJSON *o = cJSON_ParseWithLength(text, n);
+	cJSON *o = json_parse_n(text, n, NULL);
+	if (!o && errno == ENOMEM)
+		return err_sys(e, "%s", name);
 	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
 	double step;
 	int rc;

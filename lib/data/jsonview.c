@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,35 @@
 
 #include "base/unicode.h"
 #include "data/jsonpick.h"
+
+/* ---- parsing that knows memory ran out ---- */
+
+/* set when one of cJSON's allocations failed in this thread (json_parse_n) */
+static _Thread_local int cjson_alloc_failed;
+
+static void *cjson_malloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		cjson_alloc_failed = 1;
+	return p;
+}
+
+/* before main, so before any thread parses: cJSON's hooks are global */
+__attribute__((constructor)) static void cjson_hook(void)
+{
+	cJSON_Hooks h = { cjson_malloc, free };
+	cJSON_InitHooks(&h);
+}
+
+cJSON *json_parse_n(const char *text, size_t n, const char **end)
+{
+	cjson_alloc_failed = 0;
+	cJSON *o = cJSON_ParseWithLengthOpts(text, n, end, 0);
+	if (!o)
+		errno = cjson_alloc_failed ? ENOMEM : EINVAL;
+	return o;
+}
 
 /* ---- NaN and Infinity, as Python writes them ---- */
 
@@ -1051,16 +1081,16 @@ cJSON *json_parse_line(const char *text, size_t n, size_t *bad_at, struct json_l
 	l->arrays = la;
 	const char *parsed = cut ? (const char *)la->text.data : src;
 	size_t len = cut ? la->text.len : n;
-	cJSON *o = cut ? cJSON_ParseWithLengthOpts(parsed, len, &end, 0) : NULL;
+	cJSON *o = cut ? json_parse_n(parsed, len, &end) : NULL;
 	if (o)
 		long_arrays_put(o, la);
 	else {   /* none cut out; or, for a line cJSON refuses, to say where as it says it in the line as given */
 		parsed = src;
 		len = n;
-		o = cJSON_ParseWithLengthOpts(src, n, &end, 0);
+		o = json_parse_n(src, n, &end);
 	}
 	if (!o) {
-		*bad_at = (end && end >= src ? (size_t)(end - src) : 0) + 1;
+		*bad_at = errno == ENOMEM ? 0 : (end && end >= src ? (size_t)(end - src) : 0) + 1;
 		return NULL;
 	}
 	/* cJSON stops at the end of the first value: anything after it but
@@ -1100,7 +1130,11 @@ int json_duplicate_key(const cJSON *o, struct err *e)
 struct cJSON *json_parse_one(const char *text, size_t n, struct err *e)
 {
 	const char *end = NULL;
-	cJSON *o = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+	cJSON *o = json_parse_n(text, n, &end);
+	if (!o && errno == ENOMEM) {
+		err_sys(e, "JSON");
+		return NULL;
+	}
 	if (!o) {
 		err_set(e, "not valid JSON (near byte %zu)", (end && end >= text ? (size_t)(end - text) : 0) + 1);
 		return NULL;

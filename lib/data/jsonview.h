@@ -77,6 +77,17 @@ int json_check_text(const char *line, size_t n, struct err *e);
 int json_check_numbers(const char *line, size_t n, struct err *e);
 
 /*
+ * cJSON_ParseWithLengthOpts(text, n, end, 0), telling memory running out
+ * from text that is not JSON, which cJSON does not (it returns NULL for
+ * both, and a reader would call a good file bad): NULL with errno ENOMEM
+ * when one of its allocations failed, else NULL with errno EINVAL. cJSON
+ * allocates through a hook of this module that notes it, set before main.
+ * Every reader of JSON parses through this, or through the functions
+ * below, which do.
+ */
+struct cJSON *json_parse_n(const char *text, size_t n, const char **end);
+
+/*
  * Parse one line as cJSON_ParseWithLengthOpts does (NULL on failure, with
  * *bad_at the byte, from 1, near which it failed, or 0 when memory ran
  * out), refusing text after the value but blanks (l->after set), Python's

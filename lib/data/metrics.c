@@ -2,6 +2,7 @@
  * metrics.c: the per-step table of a run's metrics lines (metrics.h).
  */
 #include "data/metrics.h"
+#include "data/jsonview.h"
 #include "data/traj.h"
 
 #include <cJSON.h>
@@ -139,8 +140,10 @@ int metrics_read_stream(struct metrics_table *t, FILE *f, const char *path, stru
 		line++;
 		if (strspn(s, " \t\r\n") == (size_t)len)
 			continue;
-		cJSON *o = cJSON_ParseWithLength(s, (size_t)len);
-		if (!cJSON_IsObject(o)) {
+		cJSON *o = json_parse_n(s, (size_t)len, NULL);
+		if (!o && errno == ENOMEM) {
+			rc = err_sys(e, "%s:%llu", path, line);
+		} else if (!cJSON_IsObject(o)) {
 			rc = err_set(e, "%s:%llu: not a JSON object", path, line);
 		} else {
 			const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "input");

@@ -534,10 +534,11 @@ static int get_strs(const struct field *f, char ***out, uint32_t *n, const char 
 		uint32_t k = get32(p);
 		s[i] = malloc((size_t)k + 1);
 		if (!s[i] || memchr(p + 4, 0, k)) {
+			int oom = !s[i];
 			for (uint32_t j = 0; j <= i; j++)
 				free(s[j]);
 			free(s);
-			return err_set(e, "field %s: bad string", what);
+			return oom ? err_set(e, "out of memory") : err_set(e, "field %s: bad string", what);
 		}
 		memcpy(s[i], p + 4, k);
 		s[i][k] = '\0';

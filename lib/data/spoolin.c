@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "base/lineio.h"
+
 enum sniff { SNIFF_MORE, SNIFF_SPOOL, SNIFF_ARCHIVE };
 
 /* The kind, decided from the first 4 decompressed bytes. zstd hands out
@@ -193,7 +195,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	archive_read_support_format_tar(a);
 	/* archives one after another (cat a.tar.zst a.2.tar.zst |) read as one, as tar -i does */
 	archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
-	if (archive_read_open(a, s, NULL, src_read, NULL) != ARCHIVE_OK) {
+	if (lineio_archive_open(a, s, src_read) != ARCHIVE_OK) {
 		archive_failed(s, a, e);
 		archive_read_free(a);
 		free(s->buf);

@@ -2,12 +2,14 @@
 #include "model/chat.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/unicode.h"
+#include "data/jsonview.h"
 
 const char *const chat_format_names[] = {
 	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
@@ -241,9 +243,9 @@ void chat_msgs_free(struct chat_msgs *m)
 int chat_parse_json(const char *json, size_t n, struct chat_msgs *out, struct err *e)
 {
 	memset(out, 0, sizeof *out);
-	cJSON *j = cJSON_ParseWithLength(json, n);
+	cJSON *j = json_parse_n(json, n, NULL);
 	if (!j)
-		return err_set(e, "not JSON");
+		return errno == ENOMEM ? err_sys(e, "JSON") : err_set(e, "not JSON");
 	out->json = j;
 	if (cJSON_IsString(j)) {
 		out->m = malloc(sizeof *out->m);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "base/path.h"
+#include "data/jsonview.h"
 
 /*
  * What transformers' config class of each family takes for a key that
@@ -251,7 +252,9 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
                        struct err *e)
 {
 	memset(c, 0, sizeof *c);
-	cJSON *j = cJSON_ParseWithLength(json, len);
+	cJSON *j = json_parse_n(json, len, NULL);
+	if (!j && errno == ENOMEM)
+		return err_sys(e, "%s", name);
 	if (!cJSON_IsObject(j)) {
 		cJSON_Delete(j);
 		return err_set(e, "%s: not a JSON object", name);
@@ -402,10 +405,12 @@ int model_stop_ids_load(const char *dir, const struct model_config *c, int *ids,
 	struct buf b = { 0 };
 	if (buf_read_file(&b, path, e) < 0)
 		return -1;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
+	cJSON *j = json_parse_n((const char *)b.data, b.len, NULL);
 	buf_free(&b);
 	int g[MODEL_MAX_EOS], ng = 0, r = -1;
-	if (!cJSON_IsObject(j))
+	if (!j && errno == ENOMEM)
+		err_sys(e, "%s", path);
+	else if (!cJSON_IsObject(j))
 		err_set(e, "%s: not a JSON object", path);
 	else if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), g, &ng, path, e) == 0)
 		r = 0;

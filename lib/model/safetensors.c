@@ -319,8 +319,10 @@ static int open_index(struct st_model *m, const char *dir, const char *index, st
 	struct buf text = { 0 };
 	if (buf_read_file(&text, index, e) < 0)
 		return -1;
-	cJSON *j = cJSON_ParseWithLength((const char *)text.data, text.len);
+	cJSON *j = json_parse_n((const char *)text.data, text.len, NULL);
 	buf_free(&text);
+	if (!j && errno == ENOMEM)
+		return err_sys(e, "%s", index);
 	const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
 	if (!cJSON_IsObject(wm)) {
 		cJSON_Delete(j);

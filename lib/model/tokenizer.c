@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/unicode.h"
+#include "data/jsonview.h"
 
 /* The two Split patterns this scanner implements, as tokenizer.json spells them. */
 static const char PAT_QWEN[] =
@@ -585,7 +586,11 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		return NULL;
 	}
 	snprintf(t->name, sizeof t->name, "%s", name);
-	cJSON *root = cJSON_ParseWithLength(json, n);
+	cJSON *root = json_parse_n(json, n, NULL);
+	if (!root && errno == ENOMEM) {
+		err_sys(e, "JSON");
+		goto fail;
+	}
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
 		err_set(e, "not valid JSON near byte %lld",

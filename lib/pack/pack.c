@@ -2,9 +2,12 @@
 #include "pack/pack.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "data/jsonview.h"
 
 #define NO_CLASS UINT32_MAX
 
@@ -824,8 +827,10 @@ static int cfg_int(const cJSON *j, const char *key, long *out, int required, con
 int pack_cost_from_config(const char *json, size_t len, const char *name, struct pack_cost *c,
 			  struct err *e)
 {
-	cJSON *j = cJSON_ParseWithLength(json, len);
-	if (!j || !cJSON_IsObject(j)) {
+	cJSON *j = json_parse_n(json, len, NULL);
+	if (!j && errno == ENOMEM)
+		return err_sys(e, "%s", name);
+	if (!cJSON_IsObject(j)) {
 		cJSON_Delete(j);
 		return err_set(e, "%s: not a JSON object", name);
 	}

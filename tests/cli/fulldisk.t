@@ -19,12 +19,6 @@ round "$T/ref" 1 && cp -R "$T/ref" "$T/one" && round "$T/ref" 2 && grpo-spool re
 is "$?:$(cat "$T/err")" "0:" "two rounds, no fault"
 digest "$T/ref" > "$T/loop.d"
 cp "$T/loop.d" "$T/ref.d"
-unfinished() { # what a failed stage must not leave: temporaries, claims, a step of batches without DONE
-	# (a step gc was removing, QUEUE/.tmp/gc.* or del.*, is for the next gc or recover to finish)
-	(cd "$1" && find . -path ./init -prune -o -path '*/.tmp/gc.*' -prune -o -path '*/.tmp/del.*' -prune -o \
-		\( -path '*/.tmp/*' -o -path '*/.claimed/*' -o -name '.*.tmp.*' \) -print)
-	grpo-spool status "$1" | awk '$1 == "batches" && $NF == "-" { print "batches step " $2 " without DONE" }'
-}
 faulted() { # faulted SPOOL RC WHY: what is wrong after a command failed with RC; nothing when all is well
 	# (it failed saying so, or succeeded with a warning, or silently having done all), then after `again`
 	# and recover

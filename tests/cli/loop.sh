@@ -1,6 +1,6 @@
 # The loop of examples/demo.sh (collect, score, pack, step through one
 # spool) as chaos.t and fulldisk.t run it, one stage of a round under a
-# fault hook of fsys.h, and what they compare. Sourced after lib.sh.
+# fault hook of fsys.h, and what they compare and what a failed stage must not leave. Sourced after lib.sh.
 head -n 6 "$GRPO_TOP/examples/addition/prompts.jsonl" > "$T/prompts.jsonl"
 HOOK=GRPO_FSYS_CRASH_AT   # the hook that round's STAGE runs under (fsys.h)
 round() { # round SPOOL K [STAGE N]: the demo's step K, STAGE under $HOOK=N (trace: GRPO_FSYS_TRACE);
@@ -39,6 +39,12 @@ digest() { # what must match: every published file's bytes (claim records hold p
 	done
 	find . -path ./init -prune -o -type d -print | LC_ALL=C sort)
 	grpo-spool status "$1"
+}
+unfinished() { # what a failed stage must not leave: temporaries, claims, a step of batches without DONE
+	# (a step gc was removing, QUEUE/.tmp/gc.* or del.*, is for the next gc or recover to finish)
+	(cd "$1" && find . -path ./init -prune -o -path '*/.tmp/gc.*' -prune -o -path '*/.tmp/del.*' -prune -o \
+		\( -path '*/.tmp/*' -o -path '*/.claimed/*' -o -name '.*.tmp.*' \) -print)
+	grpo-spool status "$1" | awk '$1 == "batches" && $NF == "-" { print "batches step " $2 " without DONE" }'
 }
 init_model() { # init_model DIR: the demo's random model
 	grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 --vocab 13 \

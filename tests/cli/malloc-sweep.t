@@ -1,0 +1,179 @@
+#!/bin/sh
+# Memory running out at every allocation, in every tool, as SQLite's malloc
+# tests do: each run below fails its N-th allocation (malloc, calloc,
+# realloc, the aligned ones; strdup and stdio through malloc) with ENOMEM,
+# counting from main (tests/cli/fail-malloc.c), for N spread over the calls
+# a normal run makes (GRPO_OOM_FULL=1: every N). The runs: grpo-init, each
+# stage of the demo's loop (collect --model, score with a reference model,
+# pack, step) as chaos.t runs it, grpo-collect importing JSON lines,
+# grpo-cat printing, writing JSON lines back and checking a model's
+# logprobs, and grpo-spool status, consume, recover and gc. Each must
+# either fail, exit 1, its last word on standard error the tool's and
+# naming memory, or succeed having done all it does without the fault; it
+# must not die of a signal or hang; it leaves no temporary, no claim, no
+# step of micro-batches without DONE; and run again without the fault it
+# ends as a run that never failed, byte for byte (chaos.t's digest).
+. "$GRPO_TOP/tests/cli/lib.sh"
+[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"
+mkdir -p "$T/lib" && command -v cc > /dev/null &&
+	cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" -ldl ||
+	skip_all "no cc to build tests/cli/fail-malloc.c"
+plan 14
+. "$GRPO_TOP/tests/cli/loop.sh"
+# in $T, whose path LD_PRELOAD could not take if it held a space: it splits at spaces
+cd "$T"
+hooked() { # hooked HOOK CMD...: CMD with its allocation HOOK failing, its calls counted into $T/count
+	# (HOOK count) or as it is (HOOK empty); standard error to $T/err
+	_h=$1
+	shift
+	case $_h in
+	'') "$@" ;;
+	count) env LD_PRELOAD=./lib/fail-malloc.so FAIL_MALLOC_COUNT="$T/count" "$@" ;;
+	*) timeout 120 env LD_PRELOAD=./lib/fail-malloc.so FAIL_MALLOC_NTH="$_h" "$@" ;;
+	esac 2>> "$T/err"
+}
+stage() { # loop.sh's stage, under hooked
+	_st=$1
+	shift
+	if [ "$_st" = "$_cs" ]; then hooked "$_cn" "$@"; else "$@" 2>> "$T/err"; fi
+}
+said() { # said RC: what is wrong with how a run ended whose memory ran out: nothing when it
+	# succeeded, or failed, exit 1, its last line the tool's, naming memory
+	_last=$(tail -n 1 "$T/err")
+	case $1 in
+	0) ;;
+	1) case $_last in grpo-*:*memory*) ;; *) echo "message '$_last'" ;; esac ;;
+	124) echo "hung" ;;
+	*) echo "exit $1" ;;
+	esac
+}
+# What each sweep below defines: runs DIR HOOK (the run on DIR, under hooked HOOK), result (what the
+# run in $T/w leaves that must be as without the fault), left RC (what must not be there after the run
+# ended with RC; nothing when all is well)
+result() { digest "$T/w"; }
+left() { unfinished "$T/w"; }
+judged() { # judged RC: what is wrong after runs ended with RC; nothing when all is well
+	said "$1"
+	left "$1"
+	if [ "$1" = 0 ]; then
+		grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
+		result | cmp -s - "$T/ref.d" || echo "succeeded, its work not done"
+	fi
+	: > "$T/err"
+	runs "$T/w" "" || echo "the run again failed: $(cat "$T/err")"
+	grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
+	result | cmp -s - "$T/ref.d" || echo "not as never failed"
+}
+sweep() { # sweep BASE K: runs on copies of BASE in $T/w, K of its allocations failing in turn
+	# (every one with GRPO_OOM_FULL=1), spread from the first to the last; sets calls, tried, bad
+	# and gomp: the runs that libgomp (OpenMP, for its threads' team) or libarchive (registering its
+	# filters) ended, which exit, status 1, when an allocation fails, leaving claims to recover as a
+	# kill does: not ours to judge
+	rm -rf "$T/w" && cp -R "$1" "$T/w" && runs "$T/w" "" && grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
+	result > "$T/ref.d"
+	rm -rf "$T/w" && cp -R "$1" "$T/w"
+	: > "$T/err"
+	runs "$T/w" count
+	calls=$(cat "$T/count")
+	: > "$T/err"
+	_by=1
+	[ -n "${GRPO_OOM_FULL:-}" ] || _by=$((calls / $2 + 1))
+	bad= tried=0 gomp=0 _at=1
+	while [ "$_at" -le "$calls" ]; do
+		rm -rf "$T/w" && cp -R "$1" "$T/w"
+		runs "$T/w" "$_at"
+		rc=$?
+		if [ $rc = 1 ] && grep -q "^libgomp: Out of memory\|^Fatal Internal Error in libarchive: Out of memory" "$T/err"; then
+			wrong= gomp=$((gomp + 1))
+			: > "$T/err"
+		else
+			wrong=$(judged $rc)
+		fi
+		[ -z "$wrong" ] || bad="$bad $_at($(echo $wrong))"
+		[ -z "${GRPO_OOM_LOG:-}" ] || echo "$WHAT $_at${wrong:+ $(echo $wrong)}" >> "$GRPO_OOM_LOG"
+		tried=$((tried + 1))
+		[ "$_at" -lt "$calls" ] && [ $((_at + _by)) -gt "$calls" ] && _at=$((calls - _by))
+		_at=$((_at + _by))
+	done
+}
+verdict() { # verdict WHAT: the test line of a sweep
+	is "${bad:- none}" " none" "$WHAT: $tried of its $calls allocations failing in turn: said, nothing half done\
+$([ $gomp = 0 ] || echo " ($gomp in libgomp or libarchive, which exit)")"
+}
+
+mkdir "$T/empty"
+runs() { hooked "$2" grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 --kv-heads 2 --intermediate 64 \
+	--vocab 13 --eos 12 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$1/m"; }
+left() { [ "$1" = 0 ] || ls -A "$T/w"; }
+WHAT=grpo-init
+sweep "$T/empty" 20
+verdict
+left() { unfinished "$T/w"; }
+
+init_model "$T/ref/init" 2> "$T/err"
+round "$T/ref" 1 && cp -R "$T/ref" "$T/one" && round "$T/ref" 2 && grpo-spool recover --tmp-age 0 "$T/ref"
+is "$?:$(cat "$T/err")" "0:" "two rounds of the loop, no fault"
+for st in collect score pack step; do
+	runs() { round "$1" 2 $st "$2"; }
+	WHAT="grpo-$st in the loop"
+	sweep "$T/one" 12
+	verdict
+done
+
+# grpo-collect importing the JSON lines grpo-cat prints of round 2's rollouts, as step 3
+grpo-cat "$T/ref/rollouts/step_1/rank_0/"*.zst > "$T/rollouts.jsonl"
+runs() { hooked "$2" grpo-collect -o "$1/rollouts" --step 3 "$T/rollouts.jsonl"; }
+WHAT="grpo-collect importing JSON lines"
+sweep "$T/ref" 15
+verdict
+
+# grpo-cat: what it prints must be all of it when it succeeds
+result() { cat "$T/w/out"; }
+left() { :; }
+scored=$(ls "$T/ref/scored/step_1/rank_0/"*.zst)
+rollouts=$(ls "$T/ref/rollouts/step_1/rank_0/"*.zst)
+runs() { hooked "$2" grpo-cat "$scored" > "$1/out"; }
+WHAT="grpo-cat printing a scored file"
+sweep "$T/empty" 15
+verdict
+runs() { hooked "$2" grpo-cat --model "$T/ref/init" "$rollouts" > "$1/out"; }
+WHAT="grpo-cat --model checking logprobs"
+sweep "$T/empty" 12
+verdict
+# --from-json -o: no output file is left behind when it fails
+result() { cksum < "$T/w/x.zst"; }
+left() { [ "$1" = 0 ] || ls -A "$T/w"; }
+runs() { hooked "$2" grpo-cat --from-json -o "$1/x.zst" "$T/rollouts.jsonl"; }
+WHAT="grpo-cat --from-json -o"
+sweep "$T/empty" 15
+verdict
+
+# grpo-spool: status prints all of it; consume, recover and gc leave the spool as without the fault
+result() { cat "$T/w/out"; }
+left() { :; }
+runs() { hooked "$2" grpo-spool status "$1" > "$1/out"; }
+WHAT="grpo-spool status"
+sweep "$T/ref" 12
+verdict
+result() { digest "$T/w"; }
+left() { unfinished "$T/w"; }
+runs() { hooked "$2" grpo-spool consume "$1/scored" -- true; }
+WHAT="grpo-spool consume"
+sweep "$T/one" 12
+verdict
+# recover after grpo-score was killed in round 2 (its claim and temporary left)
+cp -R "$T/one" "$T/killed" && UNTIL=collect round "$T/killed" 2 &&
+	GRPO_FSYS_CRASH_AT=30 grpo-score --reward gsm8k --ref "$T/killed/init" -o "$T/killed/scored" \
+		"$T/killed/rollouts" 2> /dev/null
+left() { :; }
+runs() { hooked "$2" grpo-spool recover --tmp-age 0 "$1"; }
+WHAT="grpo-spool recover after a kill"
+sweep "$T/killed" 12
+verdict
+left() { unfinished "$T/w"; }
+runs() { hooked "$2" grpo-spool gc "$1" --keep-last 1 --archive "$1/arch"; }
+WHAT="grpo-spool gc --archive"
+sweep "$T/ref" 12
+# not fixed yet: libarchive's pax writer, an allocation of its header failing (N=256 of 608), writes a
+# damaged member and says ARCHIVE_OK; gc publishes the archive, removes the step, exits 0
+WHAT="$WHAT # TODO a damaged archive published when libarchive runs out of memory writing a header" verdict
