@@ -116,9 +116,11 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 		struct archive_entry *ent;
 		if (!a)
 			return err_set(e, "%s: out of memory", p);
-		archive_read_support_filter_all(a);
-		archive_read_support_format_tar(a);   /* what steparc writes (pax) */
-		int ar = archive_read_open_filename(a, p, 1 << 16);
+		int ar = archive_read_support_filter_all(a);
+		if (ar == ARCHIVE_OK)
+			ar = archive_read_support_format_tar(a);   /* what steparc writes (pax) */
+		if (ar == ARCHIVE_OK)
+			ar = archive_read_open_filename(a, p, 1 << 16);
 		while (ar == ARCHIVE_OK && (ar = archive_read_next_header(a, &ent)) == ARCHIVE_OK)
 			if (items_add(seen, NULL, archive_entry_pathname(ent), archive_entry_size(ent), e) < 0) {
 				archive_read_free(a);
@@ -270,6 +272,78 @@ static int add_member(struct archive *a, const char *path, const char *member, s
 	return 0;
 }
 
+/* n bytes of fd into p, however many reads that takes: 0, 1 when the file ends first, or -1. */
+static int read_full(int fd, unsigned char *p, size_t n, const char *path, struct err *e)
+{
+	while (n > 0) {
+		ssize_t k = fsys_read(fd, p, n, path, e);
+		if (k <= 0)
+			return k < 0 ? -1 : 1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* 0 when member's data in a, read to its end, is the file at path byte for byte; else -1, said. */
+static int same_data(struct archive *a, const char *member, const char *path, struct err *e)
+{
+	unsigned char mine[65536], theirs[65536];
+	int fd = fsys_open_read(path, e);
+	if (fd < 0)
+		return -1;
+	int r = 0;
+	la_ssize_t n;
+	while (r == 0 && (n = archive_read_data(a, mine, sizeof mine)) > 0)
+		if ((r = read_full(fd, theirs, (size_t)n, path, e)) == 1 || (r == 0 && memcmp(mine, theirs, (size_t)n)))
+			r = err_set(e, "%s: differs from %s", member, path);
+	if (r == 0 && n < 0)
+		r = arc_err(e, member, a);
+	if (r == 0 && fsys_read(fd, theirs, 1, path, e) != 0)
+		r = err_set(e, "%s: shorter than %s", member, path);
+	close(fd);
+	return r;
+}
+
+/*
+ * Read the archive at path back and hold it to what was meant to go in:
+ * the members of step not in seen, each once, in that order, each the same
+ * bytes as its file. libarchive's writer can report success for an archive
+ * it damaged (a header it ran out of memory writing), and gc removes the
+ * step once its archive is published: what goes unchecked here is lost.
+ */
+static int check_archive(const char *path, const struct items *step, const struct items *seen, struct err *e)
+{
+	struct archive *a = archive_read_new();
+	if (!a)
+		return err_set(e, "%s: out of memory", path);
+	struct archive_entry *ent;
+	int ar = archive_read_support_filter_zstd(a), r = 0;
+	if (ar == ARCHIVE_OK)
+		ar = archive_read_support_format_tar(a);
+	if (ar == ARCHIVE_OK)
+		ar = archive_read_open_filename(a, path, 1 << 16);
+	for (size_t i = 0; r == 0 && i < step->n; i++) {
+		const struct item *it = &step->v[i];
+		if (items_has(seen, it->member, it->size))
+			continue;
+		if (ar == ARCHIVE_OK)
+			ar = archive_read_next_header(a, &ent);
+		if (ar != ARCHIVE_OK)
+			r = ar == ARCHIVE_EOF ? err_set(e, "%s: ends before %s", path, it->member) : arc_err(e, path, a);
+		else if (strcmp(archive_entry_pathname(ent), it->member) != 0 || archive_entry_size(ent) != it->size)
+			r = err_set(e, "%s: holds %s (%lld bytes) where %s (%lld bytes) was written", path,
+				    archive_entry_pathname(ent), (long long)archive_entry_size(ent), it->member, it->size);
+		else
+			r = same_data(a, it->member, it->path, e);
+	}
+	if (r == 0 && (ar = archive_read_next_header(a, &ent)) != ARCHIVE_EOF)
+		r = ar == ARCHIVE_OK ? err_set(e, "%s: holds more than was written (%s)", path, archive_entry_pathname(ent))
+				     : arc_err(e, path, a);
+	archive_read_free(a);
+	return r < 0 ? err_prefix(e, "the archive written is not what was meant (nothing removed)") : 0;
+}
+
 /* Write the items not in seen into a new archive at path. */
 static int write_archive(const char *path, const struct items *step, const struct items *seen, long *written,
 			 struct err *e)
@@ -300,6 +374,9 @@ static int write_archive(const char *path, const struct items *step, const struc
 		goto fail;
 	}
 	archive_write_free(a);
+	a = NULL;
+	if (check_archive(tempfile_path(t), step, seen, e) < 0)
+		goto fail;
 	int r = tempfile_commit(t, 0, e);
 	if (r == 1)
 		return err_set(e, "%s: appeared while being written (two gc at once?); not replaced", path);

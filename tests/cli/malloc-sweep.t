@@ -42,7 +42,10 @@ said() { # said RC: what is wrong with how a run ended whose memory ran out: not
 	_last=$(tail -n 1 "$T/err")
 	case $1 in
 	0) ;;
-	1) case $_last in grpo-*:*memory*) ;; *) echo "message '$_last'" ;; esac ;;
+	# gc's read-back of an archive that libarchive damaged when its memory ran out sees the
+	# damage, not its cause
+	1) case $_last in grpo-*:*memory* | "grpo-spool: the archive written is not what was meant"*) ;;
+	   *) echo "message '$_last'" ;; esac ;;
 	124) echo "hung" ;;
 	*) echo "exit $1" ;;
 	esac
@@ -64,8 +67,9 @@ judged() { # judged RC: what is wrong after runs ended with RC; nothing when all
 	grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
 	result | cmp -s - "$T/ref.d" || echo "not as never failed"
 }
-sweep() { # sweep BASE K: runs on copies of BASE in $T/w, K of its allocations failing in turn
-	# (every one with GRPO_OOM_FULL=1), spread from the first to the last; sets calls, tried, bad
+sweep() { # sweep BASE K [N...]: runs on copies of BASE in $T/w, K of its allocations failing in turn
+	# (every one with GRPO_OOM_FULL=1), spread from the first to the last, and the N-th ones, points
+	# that once went wrong; sets calls, tried, bad
 	# and gomp: the runs that libgomp (OpenMP, for its threads' team) or libarchive (registering its
 	# filters) ended, which exit, status 1, when an allocation fails, leaving claims to recover as a
 	# kill does: not ours to judge
@@ -78,23 +82,30 @@ sweep() { # sweep BASE K: runs on copies of BASE in $T/w, K of its allocations f
 	: > "$T/err"
 	_by=1
 	[ -n "${GRPO_OOM_FULL:-}" ] || _by=$((calls / $2 + 1))
-	bad= tried=0 gomp=0 _at=1
+	bad= tried=0 gomp=0 _at=1 _base=$1
 	while [ "$_at" -le "$calls" ]; do
-		rm -rf "$T/w" && cp -R "$1" "$T/w"
-		runs "$T/w" "$_at"
-		rc=$?
-		if [ $rc = 1 ] && grep -q "^libgomp: Out of memory\|^Fatal Internal Error in libarchive: Out of memory" "$T/err"; then
-			wrong= gomp=$((gomp + 1))
-			: > "$T/err"
-		else
-			wrong=$(judged $rc)
-		fi
-		[ -z "$wrong" ] || bad="$bad $_at($(echo $wrong))"
-		[ -z "${GRPO_OOM_LOG:-}" ] || echo "$WHAT $_at${wrong:+ $(echo $wrong)}" >> "$GRPO_OOM_LOG"
-		tried=$((tried + 1))
+		fail_at "$_at"
 		[ "$_at" -lt "$calls" ] && [ $((_at + _by)) -gt "$calls" ] && _at=$((calls - _by))
 		_at=$((_at + _by))
 	done
+	shift 2
+	for _at in "$@"; do
+		fail_at "$_at"
+	done
+}
+fail_at() { # fail_at N: one run of sweep's, its N-th allocation failing
+	rm -rf "$T/w" && cp -R "$_base" "$T/w"
+	runs "$T/w" "$1"
+	rc=$?
+	if [ $rc = 1 ] && grep -q "^libgomp: Out of memory\|^Fatal Internal Error in libarchive: Out of memory" "$T/err"; then
+		wrong= gomp=$((gomp + 1))
+		: > "$T/err"
+	else
+		wrong=$(judged $rc)
+	fi
+	[ -z "$wrong" ] || bad="$bad $1($(echo $wrong))"
+	[ -z "${GRPO_OOM_LOG:-}" ] || echo "$WHAT $1${wrong:+ $(echo $wrong)}" >> "$GRPO_OOM_LOG"
+	tried=$((tried + 1))
 }
 verdict() { # verdict WHAT: the test line of a sweep
 	is "${bad:- none}" " none" "$WHAT: $tried of its $calls allocations failing in turn: said, nothing half done\
@@ -173,7 +184,8 @@ verdict
 left() { unfinished "$T/w"; }
 runs() { hooked "$2" grpo-spool gc "$1" --keep-last 1 --archive "$1/arch"; }
 WHAT="grpo-spool gc --archive"
-sweep "$T/ref" 12
-# not fixed yet: libarchive's pax writer, an allocation of its header failing (N=256 of 608), writes a
-# damaged member and says ARCHIVE_OK; gc publishes the archive, removes the step, exits 0
-WHAT="$WHAT # TODO a damaged archive published when libarchive runs out of memory writing a header" verdict
+# N=256 of 608 is in libarchive's pax writer, which then writes a damaged member and
+# says ARCHIVE_OK: gc published that archive and removed the step, until it read
+# each archive back before publishing it
+sweep "$T/ref" 12 256
+verdict
