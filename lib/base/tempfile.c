@@ -317,11 +317,6 @@ const char *tempfile_path(const struct tempfile *t)
 	return t->path;
 }
 
-const char *tempfile_target(const struct tempfile *t)
-{
-	return t->target;
-}
-
 int tempfile_close(struct tempfile *t, int flags, struct err *e)
 {
 	int sync = !(flags & TEMPFILE_NO_FSYNC);

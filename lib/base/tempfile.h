@@ -76,7 +76,6 @@ int tempfile_fd(const struct tempfile *t);            /* -1 once closed, and for
 const char *tempfile_path(const struct tempfile *t);  /* where it is being written */
 /* HOST.PID.SECNSEC.K: a name no other writer, on this host or another sharing the filesystem, makes. */
 void tempfile_unique_name(char *out, size_t size);
-const char *tempfile_target(const struct tempfile *t);
 
 /* Flush (unless TEMPFILE_NO_FSYNC) and close the file, or flush the directory; still registered. 0 or -1. */
 int tempfile_close(struct tempfile *t, int flags, struct err *e);

@@ -20,11 +20,6 @@ struct uni_pair {
 
 #include "base/unicode_tables.inc"
 
-const char *uni_version(void)
-{
-	return UNI_TABLES_VERSION;
-}
-
 int uni_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	unsigned c = s[0];

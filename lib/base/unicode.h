@@ -9,7 +9,7 @@
  * Character classes (letters \p{L}, numbers \p{N}, White_Space \s, word
  * characters \w) and NFC come from tables generated at development time from
  * Unicode data (tools/gen-unicode-tables.py, committed as
- * lib/base/unicode_tables.inc); uni_version() names the classes' version.
+ * lib/base/unicode_tables.inc, which names its version in UNI_TABLES_VERSION).
  * Hugging Face tokenizers takes its classes from Oniguruma and its NFC from
  * the unicode-normalization-alignments crate, each with its own Unicode
  * version. NFC here is that crate's, Unicode 9.0: the NFC tables hold the
@@ -55,8 +55,5 @@ unsigned uni_ccc(uint32_t cp);
 /* Append the NFC form of s (valid UTF-8, see uni_utf8_check) to out.
  * -1 only when memory runs out. */
 int uni_nfc(struct buf *out, const unsigned char *s, size_t n);
-
-/* Version of the Unicode Character Database the tables come from. */
-const char *uni_version(void);
 
 #endif

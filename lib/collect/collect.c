@@ -27,16 +27,6 @@ const char *collect_format_name(enum collect_format f)
 	return (unsigned)f < sizeof collect_format_names / sizeof *collect_format_names - 1 ? collect_format_names[f] : "?";
 }
 
-int collect_format_parse(const char *s, enum collect_format *f)
-{
-	for (unsigned i = 0; collect_format_names[i]; i++)
-		if (strcmp(s, collect_format_names[i]) == 0) {
-			*f = (enum collect_format)i;
-			return 0;
-		}
-	return -1;
-}
-
 uint64_t collect_hash(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;

@@ -61,8 +61,6 @@ struct cJSON;
 enum collect_format { COLLECT_AUTO, COLLECT_NATIVE, COLLECT_VLLM, COLLECT_SGLANG, COLLECT_ATROPOS };
 
 const char *collect_format_name(enum collect_format f);
-/* "auto", "native", ... -> *f; -1 if s names no format. */
-int collect_format_parse(const char *s, enum collect_format *f);
 extern const char *const collect_format_names[];   /* by enum, NULL-terminated */
 
 /* What one input line holds. */

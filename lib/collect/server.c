@@ -13,16 +13,6 @@
 
 const char *const server_api_names[] = { [SERVER_VLLM] = "vllm", [SERVER_SGLANG] = "sglang", [SERVER_OPENAI] = "openai", NULL };
 
-int server_api_parse(const char *s, enum server_api *api)
-{
-	for (unsigned i = 0; server_api_names[i]; i++)
-		if (strcmp(s, server_api_names[i]) == 0) {
-			*api = (enum server_api)i;
-			return 0;
-		}
-	return -1;
-}
-
 static long long now_ms(void)
 {
 	struct timespec ts;

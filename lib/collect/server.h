@@ -43,8 +43,6 @@
 
 enum server_api { SERVER_VLLM, SERVER_SGLANG, SERVER_OPENAI };
 
-/* "vllm", "sglang", "openai" -> *api; -1 if s names none. */
-int server_api_parse(const char *s, enum server_api *api);
 extern const char *const server_api_names[];   /* by enum, NULL-terminated */
 
 struct server_opts {

@@ -898,11 +898,6 @@ void model_kv_free(struct model_kv *kv)
 	memset(kv, 0, sizeof *kv);
 }
 
-void model_kv_reset(struct model_kv *kv, int b)
-{
-	kv->len[b] = 0;
-}
-
 /*
  * Attention of T new tokens against their slots' caches: token t (slot
  * slots[t], position pos[t]) attends to positions 0..pos[t] of its slot.

@@ -256,8 +256,6 @@ struct model_kv {
 
 int model_kv_alloc(const struct model *m, struct model_kv *kv, int B, int maxlen, int maxT, struct err *e);
 void model_kv_free(struct model_kv *kv);
-/* Empty slot b (its next token gets position 0). */
-void model_kv_reset(struct model_kv *kv, int b);
 
 /*
  * Append T tokens (T <= maxT): ids[t] goes into slot slots[t] at the next

@@ -32,7 +32,6 @@ static const size_t dtype_sizes[] = {
 	[ST_I32] = 4, [ST_I16] = 2, [ST_I8] = 1, [ST_U8] = 1, [ST_BOOL] = 1,
 };
 
-const char *st_dtype_name(enum st_dtype d) { return dtype_names[d]; }
 size_t st_dtype_size(enum st_dtype d) { return dtype_sizes[d]; }
 
 float st_bf16_to_f32(uint16_t h)

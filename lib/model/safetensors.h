@@ -78,7 +78,6 @@ const struct st_tensor *st_find(const struct st_model *m, const char *name);
 int st_read_f32(const struct st_model *m, const char *name, const int64_t *shape, int ndim,
                 float *out, struct err *e);
 
-const char *st_dtype_name(enum st_dtype d);
 size_t st_dtype_size(enum st_dtype d);
 
 float st_bf16_to_f32(uint16_t h);
