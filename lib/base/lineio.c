@@ -131,12 +131,15 @@ static int open_archive(struct lineio *li, struct err *e)
 			archive_read_free(a);
 		return err_set(e, "%s: out of memory", li->name);
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	/* an empty input is no error: it has no lines */
-	archive_read_support_format_empty(a);
 	struct archive_entry *ent;
-	int r = lineio_archive_open(a, li, archive_feed);
+	/* raw takes any input, and an empty one is no error: it has no lines. A
+	 * registration fails only when memory runs out, and unchecked it made
+	 * "Unrecognized archive format" of a plain file */
+	int r = archive_read_support_filter_all(a) == ARCHIVE_FATAL ||
+	        archive_read_support_format_raw(a) == ARCHIVE_FATAL ||
+	        archive_read_support_format_empty(a) == ARCHIVE_FATAL
+	        ? (archive_set_error(a, ENOMEM, "%s", strerror(ENOMEM)), ARCHIVE_FATAL)
+	        : lineio_archive_open(a, li, archive_feed);
 	if (r == ARCHIVE_OK) {
 		r = archive_read_next_header(a, &ent);
 		if (r == ARCHIVE_EOF)

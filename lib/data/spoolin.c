@@ -189,13 +189,16 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 		free(s->head);
 		return err_set(e, "%s: out of memory", name);
 	}
-	archive_read_support_filter_all(a);
 	/* tar alone: spool archives are tar, and other formats (mtree, for one,
-	 * which names files on this host to read) have no business here */
-	archive_read_support_format_tar(a);
-	/* archives one after another (cat a.tar.zst a.2.tar.zst |) read as one, as tar -i does */
-	archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
-	if (lineio_archive_open(a, s, src_read) != ARCHIVE_OK) {
+	 * which names files on this host to read) have no business here; and
+	 * archives one after another (cat a.tar.zst a.2.tar.zst |) read as one,
+	 * as tar -i does. Each fails only when memory runs out. */
+	int r = archive_read_support_filter_all(a) == ARCHIVE_FATAL ||
+	        archive_read_support_format_tar(a) == ARCHIVE_FATAL ||
+	        archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1") == ARCHIVE_FATAL
+	        ? (archive_set_error(a, ENOMEM, "%s", strerror(ENOMEM)), ARCHIVE_FATAL)
+	        : lineio_archive_open(a, s, src_read);
+	if (r != ARCHIVE_OK) {
 		archive_failed(s, a, e);
 		archive_read_free(a);
 		free(s->buf);

@@ -63,6 +63,8 @@ judged() { # judged RC: what is wrong after runs ended with RC; nothing when all
 		result | cmp -s - "$T/ref.d" || echo "succeeded, its work not done"
 	fi
 	: > "$T/err"
+	# grpo-init that succeeded refuses to write its model again, rightly
+	[ "$1" = 0 ] && [ "$WHAT" = grpo-init ] && return
 	runs "$T/w" "" || echo "the run again failed: $(cat "$T/err")"
 	grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
 	result | cmp -s - "$T/ref.d" || echo "not as never failed"
@@ -70,9 +72,9 @@ judged() { # judged RC: what is wrong after runs ended with RC; nothing when all
 sweep() { # sweep BASE K [N...]: runs on copies of BASE in $T/w, K of its allocations failing in turn
 	# (every one with GRPO_OOM_FULL=1), spread from the first to the last, and the N-th ones, points
 	# that once went wrong; sets calls, tried, bad
-	# and gomp: the runs that libgomp (OpenMP, for its threads' team) or libarchive (registering its
-	# filters) ended, which exit, status 1, when an allocation fails, leaving claims to recover as a
-	# kill does: not ours to judge
+	# and gomp: the runs that libgomp (OpenMP, for its threads' team, or a thread's creation) or
+	# libarchive (registering its filters) ended, which exit, status 1, when an allocation fails,
+	# leaving claims to recover as a kill does: not ours to judge
 	rm -rf "$T/w" && cp -R "$1" "$T/w" && runs "$T/w" "" && grpo-spool recover --tmp-age 0 "$T/w" 2> /dev/null
 	result > "$T/ref.d"
 	rm -rf "$T/w" && cp -R "$1" "$T/w"
@@ -97,7 +99,7 @@ fail_at() { # fail_at N: one run of sweep's, its N-th allocation failing
 	rm -rf "$T/w" && cp -R "$_base" "$T/w"
 	runs "$T/w" "$1"
 	rc=$?
-	if [ $rc = 1 ] && grep -q "^libgomp: Out of memory\|^Fatal Internal Error in libarchive: Out of memory" "$T/err"; then
+	if [ $rc = 1 ] && grep -q "^libgomp: Out of memory\|^libgomp: Thread creation failed\|^Fatal Internal Error in libarchive: Out of memory" "$T/err"; then
 		wrong= gomp=$((gomp + 1))
 		: > "$T/err"
 	else
@@ -117,7 +119,8 @@ runs() { hooked "$2" grpo-init --family qwen2 --hidden 32 --layers 2 --heads 4 -
 	--vocab 13 --eos 12 --tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --seed 1 -o "$1/m"; }
 left() { [ "$1" = 0 ] || ls -A "$T/w"; }
 WHAT=grpo-init
-sweep "$T/empty" 20
+# 3 and 148: succeeded; 162: libgomp's thread creation failed, and it exits
+sweep "$T/empty" 20 3 148 162
 verdict
 left() { unfinished "$T/w"; }
 
@@ -127,7 +130,9 @@ is "$?:$(cat "$T/err")" "0:" "two rounds of the loop, no fault"
 for st in collect score pack step; do
 	runs() { round "$1" 2 $st "$2"; }
 	WHAT="grpo-$st in the loop"
-	sweep "$T/one" 12
+	# collect 711 and 723 (of 998): libarchive registering the raw format for the prompts
+	# file; unchecked, the file was "Unrecognized archive format"
+	sweep "$T/one" 12 $([ $st != collect ] || echo 711 723)
 	verdict
 done
 
