@@ -955,7 +955,7 @@ int pack_fill_cut(const struct pack_item *it, uint32_t n, const uint32_t *unit_o
 	return kept;
 }
 
-uint32_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uint64_t max_seqs,
+int64_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uint64_t max_seqs,
 		     uint64_t max_tokens, uint32_t *turn, uint8_t *taken)
 {
 	if (n_runs == 0)
@@ -965,7 +965,7 @@ uint32_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uin
 	uint32_t chosen = 0;
 	if (!next || !done) {
 		free(next), free(done);
-		return 0;
+		return -1;
 	}
 	for (uint32_t q = 0; q < n_runs; q++)
 		next[q] = n;

@@ -155,9 +155,9 @@ struct pack_unit {
  * limit) is done for this step, unless the step is still empty, so a unit
  * larger than the limit still goes alone. taken[i] is set to 1 for chosen
  * units. *turn becomes the run after the last one that took a unit.
- * Returns the number of units chosen.
+ * Returns the number of units chosen, or -1 when memory runs out (nothing taken).
  */
-uint32_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uint64_t max_seqs,
+int64_t pack_select(const struct pack_unit *u, uint32_t n, uint32_t n_runs, uint64_t max_seqs,
 		     uint64_t max_tokens, uint32_t *turn, uint8_t *taken);
 
 #endif

@@ -667,7 +667,11 @@ int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packst
 		goto out;
 	}
 	uint32_t nu = make_units(b, u, first), turn0 = b->turn;
-	pack_select(u, nu, b->n_runs, b->o.batch_size, b->o.batch_tokens, &b->turn, taken);
+	/* a failed selection must not read as an empty step: the input would wait, or go, unpacked */
+	if (pack_select(u, nu, b->n_runs, b->o.batch_size, b->o.batch_tokens, &b->turn, taken) < 0) {
+		err_set(e, "out of memory");
+		goto out;
+	}
 	if (!flush && b->o.fill_target > 0) {
 		memcpy(chose, taken, nu);
 		if (carry_for_fill(b, po, first, nu, taken, e) < 0)

@@ -582,6 +582,7 @@ int packstep_run(const struct packstep_opt *o, int64_t step, const struct packst
 	if (o->queue) {
 		if (manifest(&man, o, step, &pr, st, n, s, runs, n_runs, next_run, inputs, n_inputs, job, drops) < 0) {
 			err_set(e, "out of memory");
+			abandon(o->queue, step);
 			goto out;
 		}
 		if (publish_done(o, step, &man, e) < 0) {
