@@ -465,8 +465,9 @@ static int json_input(void *ctx, const struct cli_input *ci, struct err *e)
 			rc = err_prefix(e, "%s:%ld", ci->name, lineno);   /* a write error names the output too */
 		record_free(&rec);
 	}
-	/* a read error (a directory, EIO) is not the end of the input */
-	if (rc == 0 && ferror(in))
+	/* a read error (a directory, EIO) is not the end of the input, nor is getline
+	 * failing for memory, which sets no error flag: only feof is the end */
+	if (rc == 0 && !feof(in))
 		rc = errno == EISDIR ? err_set(e, "%s: is a directory, not a file of lines", ci->name)
 				     : err_sys(e, "%s", ci->name);
 	if (!ci->is_stdin)

@@ -619,7 +619,7 @@ int collect_answers_load(struct collect_answers *a, const char *path, struct err
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && ferror(f))
+	if (r == 0 && !feof(f))   /* getline failing for memory sets no error flag */
 		r = err_sys(e, "%s", path);
 	free(line);
 	fclose(f);

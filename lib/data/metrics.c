@@ -158,7 +158,7 @@ int metrics_read_stream(struct metrics_table *t, FILE *f, const char *path, stru
 		}
 		cJSON_Delete(o);
 	}
-	if (rc == 0 && ferror(f))
+	if (rc == 0 && !feof(f))   /* getline failing for memory sets no error flag */
 		rc = err_sys(e, "%s", path);
 	free(s);
 	return rc;

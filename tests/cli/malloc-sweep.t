@@ -173,7 +173,9 @@ result() { cksum < "$T/w/x.zst"; }
 left() { [ "$1" = 0 ] || ls -A "$T/w"; }
 runs() { hooked "$2" grpo-cat --from-json -o "$1/x.zst" "$T/rollouts.jsonl"; }
 WHAT="grpo-cat --from-json -o"
-sweep "$T/empty" 15
+# 6 and 157 (of 273): getline failing for memory read as the end of the input, and the
+# file was published with the records read so far
+sweep "$T/empty" 15 6 157
 verdict
 
 # grpo-spool: status prints all of it; consume, recover and gc leave the spool as without the fault
