@@ -66,13 +66,17 @@ static int stream_cut(struct archive *a)
 }
 
 /* libarchive's message with the system's reason, in place of "Error reading fd 3" alone. */
-static int lio_err(struct err *e, const char *name, struct archive *a)
+int lineio_archive_err(struct err *e, const char *what, struct archive *a)
 {
-	const char *msg = archive_error_string(a) ? archive_error_string(a) : "cannot read";
+	const char *msg = archive_error_string(a);
 	int en = archive_errno(a);
+	if (!msg && en <= 0)
+		return err_set(e, "%s: libarchive failed without saying why, as it does when memory runs out", what);
+	if (!msg)
+		return err_set(e, "%s: %s", what, strerror(en));
 	if (en > 0 && !strstr(msg, strerror(en)))
-		return err_set(e, "%s: %s: %s", name, msg, strerror(en));
-	return err_set(e, "%s: %s", name, msg);
+		return err_set(e, "%s: %s: %s", what, msg, strerror(en));
+	return err_set(e, "%s: %s", what, msg);
 }
 
 /* Up to cap decompressed bytes into out: how many, 0 at the end of the last
@@ -147,7 +151,7 @@ static int open_archive(struct lineio *li, struct err *e)
 	}
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) {
 		li->truncated = stream_cut(a);
-		lio_err(e, li->name, a);
+		lineio_archive_err(e, li->name, a);
 		archive_read_free(a);
 		free(li->chunk);
 		li->chunk = NULL;
@@ -233,7 +237,7 @@ int lineio_next(struct lineio *li, const char **line, size_t *n, struct err *e)
 			r = gz_read(li, li->b.data + li->b.len, CHUNK, e);
 		else if ((r = archive_read_data(li->a, li->b.data + li->b.len, CHUNK)) < 0) {
 			li->truncated = stream_cut(li->a);
-			return lio_err(e, li->name, li->a);
+			return lineio_archive_err(e, li->name, li->a);
 		}
 		if (r < 0)
 			return -1;

@@ -54,6 +54,9 @@ void lineio_close(struct lineio *li);
  * this gives (ENOMEM, "out of memory"). ARCHIVE_OK or a failure's status.
  */
 struct archive;
+/* libarchive's error on a, about what (a file, a member): "what: message", with
+ * the system's reason where it has one ("Write error" alone says little). -1. */
+int lineio_archive_err(struct err *e, const char *what, struct archive *a);
 int lineio_archive_open(struct archive *a, void *data,
 			ssize_t (*read)(struct archive *, void *, const void **));
 

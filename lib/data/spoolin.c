@@ -101,7 +101,7 @@ static int not_archive(const struct spoolin *s, struct archive *a, struct err *e
 		archive_read_free(r);
 	}
 	if (n <= 0)   /* not even its filter's: libarchive says why */
-		return err_set(e, "%s: %s", s->name, archive_error_string(a));
+		return lineio_archive_err(e, s->name, a);
 	int is_text = 1;
 	for (la_ssize_t i = 0; i < n && is_text; i++) {
 		unsigned char c = (unsigned char)text[i];
@@ -132,7 +132,7 @@ static int archive_failed(const struct spoolin *s, struct archive *a, struct err
 	int format = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
 	if (!s->read_failed && !s->headers && (format == 0 || format == ARCHIVE_FORMAT_MTREE))
 		return not_archive(s, a, e);
-	return err_set(e, "%s: %s", s->name, archive_error_string(a));
+	return lineio_archive_err(e, s->name, a);
 }
 
 int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
@@ -243,8 +243,10 @@ int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struc
 			if (buf_reserve(data, 1 << 16) < 0)
 				return err_set(e, "%s: %s: out of memory", s->name, name);
 			la_ssize_t n = archive_read_data(a, data->data + data->len, 1 << 16);
-			if (n < 0)
-				return err_set(e, "%s: %s: %s", s->name, name, archive_error_string(a));
+			if (n < 0) {
+				lineio_archive_err(e, name, a);
+				return err_prefix(e, "%s", s->name);
+			}
 			if (n == 0)
 				break;
 			data->len += (size_t)n;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/lineio.h"
 #include "base/tempfile.h"
 #include "spool/spool.h"
 
@@ -86,16 +87,6 @@ static int arc_path(char *out, size_t size, const char *dir, const char *qname, 
 	return n < 0 || (size_t)n >= size ? err_set(e, "%s: path too long", dir) : 0;
 }
 
-/* libarchive's message, with the system's reason where it has one ("Write error" alone says little). */
-static int arc_err(struct err *e, const char *what, struct archive *a)
-{
-	int en = archive_errno(a);
-	const char *msg = archive_error_string(a);
-	if (en > 0 && (!msg || !strstr(msg, strerror(en))))
-		return err_set(e, "%s: %s: %s", what, msg ? msg : "error", strerror(en));
-	return err_set(e, "%s: %s", what, msg ? msg : "error");
-}
-
 /* The members of the step's existing archives into seen; *next: the first free number. */
 static int read_existing(const char *dir, const char *qname, int64_t step, struct items *seen, int *next,
 			 struct err *e)
@@ -128,7 +119,7 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 			}
 		if (ar != ARCHIVE_EOF) {
 			/* never write beside an archive we cannot read: what it holds is unknown */
-			arc_err(e, p, a);
+			lineio_archive_err(e, p, a);
 			archive_read_free(a);
 			return err_prefix(e, "an earlier archive of step %lld is unreadable; move it aside",
 					  (long long)step);
@@ -249,7 +240,7 @@ static int add_member(struct archive *a, const char *path, const char *member, s
 	archive_entry_free(ent);
 	if (!ok) {
 		close(fd);
-		return arc_err(e, member, a);
+		return lineio_archive_err(e, member, a);
 	}
 	long long left = st.st_size;
 	while (left > 0) {
@@ -264,7 +255,7 @@ static int add_member(struct archive *a, const char *path, const char *member, s
 		}
 		if (archive_write_data(a, chunk, (size_t)n) < 0) {
 			close(fd);
-			return arc_err(e, member, a);
+			return lineio_archive_err(e, member, a);
 		}
 		left -= n;
 	}
@@ -298,7 +289,7 @@ static int same_data(struct archive *a, const char *member, const char *path, st
 		if ((r = read_full(fd, theirs, (size_t)n, path, e)) == 1 || (r == 0 && memcmp(mine, theirs, (size_t)n)))
 			r = err_set(e, "%s: differs from %s", member, path);
 	if (r == 0 && n < 0)
-		r = arc_err(e, member, a);
+		r = lineio_archive_err(e, member, a);
 	if (r == 0 && fsys_read(fd, theirs, 1, path, e) != 0)
 		r = err_set(e, "%s: shorter than %s", member, path);
 	close(fd);
@@ -330,7 +321,8 @@ static int check_archive(const char *path, const struct items *step, const struc
 		if (ar == ARCHIVE_OK)
 			ar = archive_read_next_header(a, &ent);
 		if (ar != ARCHIVE_OK)
-			r = ar == ARCHIVE_EOF ? err_set(e, "%s: ends before %s", path, it->member) : arc_err(e, path, a);
+			r = ar == ARCHIVE_EOF ? err_set(e, "%s: ends before %s", path, it->member)
+					      : lineio_archive_err(e, path, a);
 		else if (strcmp(archive_entry_pathname(ent), it->member) != 0 || archive_entry_size(ent) != it->size)
 			r = err_set(e, "%s: holds %s (%lld bytes) where %s (%lld bytes) was written", path,
 				    archive_entry_pathname(ent), (long long)archive_entry_size(ent), it->member, it->size);
@@ -338,8 +330,9 @@ static int check_archive(const char *path, const struct items *step, const struc
 			r = same_data(a, it->member, it->path, e);
 	}
 	if (r == 0 && (ar = archive_read_next_header(a, &ent)) != ARCHIVE_EOF)
-		r = ar == ARCHIVE_OK ? err_set(e, "%s: holds more than was written (%s)", path, archive_entry_pathname(ent))
-				     : arc_err(e, path, a);
+		r = ar == ARCHIVE_OK ? err_set(e, "%s: holds more than was written (%s)", path,
+					       archive_entry_pathname(ent))
+				     : lineio_archive_err(e, path, a);
 	archive_read_free(a);
 	return r < 0 ? err_prefix(e, "the archive written is not what was meant (nothing removed)") : 0;
 }
@@ -356,7 +349,7 @@ static int write_archive(const char *path, const struct items *step, const struc
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_fd(a, tempfile_fd(t)) != ARCHIVE_OK) {
 		if (a)
-			arc_err(e, tempfile_path(t), a);
+			lineio_archive_err(e, tempfile_path(t), a);
 		else
 			err_set(e, "%s: out of memory", tempfile_path(t));
 		goto fail;
@@ -370,7 +363,7 @@ static int write_archive(const char *path, const struct items *step, const struc
 		(*written)++;
 	}
 	if (archive_write_close(a) != ARCHIVE_OK) {
-		arc_err(e, tempfile_path(t), a);
+		lineio_archive_err(e, tempfile_path(t), a);
 		goto fail;
 	}
 	archive_write_free(a);
