@@ -130,12 +130,15 @@ static ssize_t gz_read(struct lineio *li, unsigned char *out, size_t cap, struct
 static int open_archive(struct lineio *li, struct err *e)
 {
 	struct archive *a = archive_read_new();
-	if (!a || !(li->chunk = malloc(CHUNK))) {
-		if (a)
-			archive_read_free(a);
+	/* an entry of our own for the header (archive_read_next_header2):
+	 * archive_read_new does not check the allocation of its own, and
+	 * archive_read_next_header dies of SIGSEGV on it when that failed */
+	struct archive_entry *ent = archive_entry_new();
+	if (!a || !ent || !(li->chunk = malloc(CHUNK))) {
+		archive_read_free(a);
+		archive_entry_free(ent);
 		return err_set(e, "%s: out of memory", li->name);
 	}
-	struct archive_entry *ent;
 	/* raw takes any input, and an empty one is no error: it has no lines. A
 	 * registration fails only when memory runs out, and unchecked it made
 	 * "Unrecognized archive format" of a plain file */
@@ -145,10 +148,11 @@ static int open_archive(struct lineio *li, struct err *e)
 	        ? (archive_set_error(a, ENOMEM, "%s", strerror(ENOMEM)), ARCHIVE_FATAL)
 	        : lineio_archive_open(a, li, archive_feed);
 	if (r == ARCHIVE_OK) {
-		r = archive_read_next_header(a, &ent);
+		r = archive_read_next_header2(a, ent);
 		if (r == ARCHIVE_EOF)
 			li->eof = 1;
 	}
+	archive_entry_free(ent);
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN && r != ARCHIVE_EOF) {
 		li->truncated = stream_cut(a);
 		lineio_archive_err(e, li->name, a);

@@ -87,19 +87,20 @@ static int not_archive(const struct spoolin *s, struct archive *a, struct err *e
 	char text[512], filter[32] = "";
 	la_ssize_t n = -1;
 	struct archive *r = archive_read_new();
-	struct archive_entry *ent;
-	if (r) {
+	struct archive_entry *ent = archive_entry_new();   /* not archive_read_new's: see lineio.c */
+	if (r && ent) {
 		archive_read_support_filter_all(r);
 		archive_read_support_format_raw(r);
 		if (archive_read_open_memory(r, s->head, s->sniffed) == ARCHIVE_OK &&
-		    archive_read_next_header(r, &ent) == ARCHIVE_OK) {
+		    archive_read_next_header2(r, ent) == ARCHIVE_OK) {
 			n = archive_read_data(r, text, sizeof text);
 			if (archive_filter_code(r, 0) != ARCHIVE_FILTER_NONE)
 				snprintf(filter, sizeof filter, "%s-compressed",
 				         archive_filter_name(r, 0) ? archive_filter_name(r, 0) : "otherwise");
 		}
-		archive_read_free(r);
 	}
+	archive_read_free(r);
+	archive_entry_free(ent);
 	if (n <= 0)   /* not even its filter's: libarchive says why */
 		return lineio_archive_err(e, s->name, a);
 	int is_text = 1;
@@ -183,8 +184,10 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	s->kind = SPOOLIN_ARCHIVE;
 	struct archive *a = archive_read_new();
 	s->buf = malloc(READ_BUF);
-	if (!a || !s->buf) {
+	s->ent = archive_entry_new();   /* not archive_read_new's own: see lineio.c */
+	if (!a || !s->buf || !s->ent) {
 		archive_read_free(a);
+		archive_entry_free(s->ent);
 		free(s->buf);
 		free(s->head);
 		return err_set(e, "%s: out of memory", name);
@@ -201,6 +204,7 @@ int spoolin_open(struct spoolin *s, int fd, const char *name, struct err *e)
 	if (r != ARCHIVE_OK) {
 		archive_failed(s, a, e);
 		archive_read_free(a);
+		archive_entry_free(s->ent);
 		free(s->buf);
 		free(s->head);
 		return -1;
@@ -227,10 +231,12 @@ static int has_dot_component(const char *path)
 int spoolin_next(struct spoolin *s, struct buf *data, const char **member, struct err *e)
 {
 	struct archive *a = s->a;
-	struct archive_entry *ent;
+	struct archive_entry *ent = s->ent;
 	int st;
-	while ((st = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
+	while ((st = archive_read_next_header2(a, ent)) == ARCHIVE_OK) {
 		const char *name = archive_entry_pathname(ent);
+		if (!name)   /* its conversion ran out of memory */
+			return err_set(e, "%s: out of memory", s->name);
 		const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
 		long long size = archive_entry_size(ent);
 		s->tar_end = archive_filter_bytes(a, 0) + (size > 0 ? (size + 511) / 512 * 512 : 0);
@@ -269,6 +275,7 @@ void spoolin_close(struct spoolin *s)
 {
 	if (s->a)
 		archive_read_free(s->a);
+	archive_entry_free(s->ent);
 	free(s->buf);
 	free(s->head);
 	memset(s, 0, sizeof *s);

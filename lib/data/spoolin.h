@@ -45,6 +45,7 @@ struct spoolin {
 	size_t sniffed;
 	size_t head_n;            /* of them, those still to be read: 0 when the input was rewound */
 	void *a;                  /* SPOOLIN_ARCHIVE: struct archive */
+	void *ent;                /* SPOOLIN_ARCHIVE: struct archive_entry, the members' headers */
 	size_t head_pos;          /* SPOOLIN_ARCHIVE: head bytes given to libarchive */
 	unsigned char *buf;       /* SPOOLIN_ARCHIVE: read buffer of the callback */
 	long long tar_end;        /* SPOOLIN_ARCHIVE: offset where the last member's data ends */

@@ -104,27 +104,36 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 			return 0;
 		}
 		struct archive *a = archive_read_new();
-		struct archive_entry *ent;
-		if (!a)
+		struct archive_entry *ent = archive_entry_new();   /* not archive_read_new's: lineio.c says why */
+		if (!a || !ent) {
+			archive_read_free(a);
+			archive_entry_free(ent);
 			return err_set(e, "%s: out of memory", p);
+		}
 		int ar = archive_read_support_filter_all(a);
 		if (ar == ARCHIVE_OK)
 			ar = archive_read_support_format_tar(a);   /* what steparc writes (pax) */
 		if (ar == ARCHIVE_OK)
 			ar = archive_read_open_filename(a, p, 1 << 16);
-		while (ar == ARCHIVE_OK && (ar = archive_read_next_header(a, &ent)) == ARCHIVE_OK)
-			if (items_add(seen, NULL, archive_entry_pathname(ent), archive_entry_size(ent), e) < 0) {
+		while (ar == ARCHIVE_OK && (ar = archive_read_next_header2(a, ent)) == ARCHIVE_OK) {
+			const char *member = archive_entry_pathname(ent);   /* NULL: its conversion ran out of memory */
+			if ((member ? items_add(seen, NULL, member, archive_entry_size(ent), e)
+				    : err_set(e, "%s: out of memory", p)) < 0) {
 				archive_read_free(a);
+				archive_entry_free(ent);
 				return -1;
 			}
+		}
 		if (ar != ARCHIVE_EOF) {
 			/* never write beside an archive we cannot read: what it holds is unknown */
 			lineio_archive_err(e, p, a);
 			archive_read_free(a);
+			archive_entry_free(ent);
 			return err_prefix(e, "an earlier archive of step %lld is unreadable; move it aside",
 					  (long long)step);
 		}
 		archive_read_free(a);
+		archive_entry_free(ent);
 	}
 }
 
@@ -231,6 +240,10 @@ static int add_member(struct archive *a, const char *path, const char *member, s
 		return -1;
 	}
 	struct archive_entry *ent = archive_entry_new();
+	if (!ent) {
+		close(fd);
+		return err_set(e, "%s: out of memory", member);
+	}
 	archive_entry_set_pathname(ent, member);
 	archive_entry_set_size(ent, st.st_size);
 	archive_entry_set_filetype(ent, AE_IFREG);
@@ -306,9 +319,12 @@ static int same_data(struct archive *a, const char *member, const char *path, st
 static int check_archive(const char *path, const struct items *step, const struct items *seen, struct err *e)
 {
 	struct archive *a = archive_read_new();
-	if (!a)
+	struct archive_entry *ent = archive_entry_new();   /* not archive_read_new's: lineio.c says why */
+	if (!a || !ent) {
+		archive_read_free(a);
+		archive_entry_free(ent);
 		return err_set(e, "%s: out of memory", path);
-	struct archive_entry *ent;
+	}
 	int ar = archive_read_support_filter_zstd(a), r = 0;
 	if (ar == ARCHIVE_OK)
 		ar = archive_read_support_format_tar(a);
@@ -319,21 +335,24 @@ static int check_archive(const char *path, const struct items *step, const struc
 		if (items_has(seen, it->member, it->size))
 			continue;
 		if (ar == ARCHIVE_OK)
-			ar = archive_read_next_header(a, &ent);
+			ar = archive_read_next_header2(a, ent);
 		if (ar != ARCHIVE_OK)
 			r = ar == ARCHIVE_EOF ? err_set(e, "%s: ends before %s", path, it->member)
 					      : lineio_archive_err(e, path, a);
+		else if (!archive_entry_pathname(ent))   /* its conversion ran out of memory */
+			r = err_set(e, "%s: out of memory", path);
 		else if (strcmp(archive_entry_pathname(ent), it->member) != 0 || archive_entry_size(ent) != it->size)
 			r = err_set(e, "%s: holds %s (%lld bytes) where %s (%lld bytes) was written", path,
 				    archive_entry_pathname(ent), (long long)archive_entry_size(ent), it->member, it->size);
 		else
 			r = same_data(a, it->member, it->path, e);
 	}
-	if (r == 0 && (ar = archive_read_next_header(a, &ent)) != ARCHIVE_EOF)
+	if (r == 0 && (ar = archive_read_next_header2(a, ent)) != ARCHIVE_EOF)
 		r = ar == ARCHIVE_OK ? err_set(e, "%s: holds more than was written (%s)", path,
 					       archive_entry_pathname(ent))
 				     : lineio_archive_err(e, path, a);
 	archive_read_free(a);
+	archive_entry_free(ent);
 	return r < 0 ? err_prefix(e, "the archive written is not what was meant (nothing removed)") : 0;
 }
 
