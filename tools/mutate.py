@@ -9,6 +9,9 @@ tree (`make -j2` first) whose sources are committed:
     python3 tools/mutate.py --list loss       # the mutants, not run
     python3 tools/mutate.py --only ID loss    # one mutant (ID as --list prints it)
     python3 tools/mutate.py --all             # every module, in MODULES' order
+    python3 tools/mutate.py --from build/mutants/loss.tsv loss
+                                              # again, the survivors of an earlier sweep
+                                              # (matched by file, operator and mutated line)
 
 It makes one mutant at a time of a module's source by text (a comparison
 flipped, + to -, * to /, a constant c to c+1, c-1 or 0, a `- 1` or `+ 1`
@@ -19,7 +22,8 @@ stopping at the first that fails) under a timeout, and writes the original
 back. A mutant whose stripped object files are byte for byte the original's
 is "same-code" (equivalent by construction) and is not tested. Each result
 is a line of build/mutants/MODULE.tsv: id, status (killed, survived,
-build-failed, same-code), the test that killed it, the line as mutated.
+build-failed, same-code), the test that killed it, the line as mutated, the
+line before.
 Comments, strings and preprocessor lines are never mutated.
 """
 import argparse
@@ -192,12 +196,12 @@ def mutants_of(path):
                 for r in repl(m):
                     new = ln[:m.start()] + r + ln[m.end():]
                     muts.append(dict(id="%s:%d:%d:%s:%s" % (os.path.basename(path), i + 1, m.start() + 1, name, r or "x"),
-                                     path=path, line=i, new=new))
+                                     path=path, line=i, new=new, old=ln))
     for i in statement_lines(lines, masks):
         ln = lines[i]
         indent = ln[:len(ln) - len(ln.lstrip())]
         muts.append(dict(id="%s:%d:1:delete:;" % (os.path.basename(path), i + 1), path=path, line=i,
-                         new=indent + ";"))
+                         new=indent + ";", old=ln))
     return text, muts
 
 
@@ -244,7 +248,21 @@ def run_tests(mod):
     return None
 
 
-def sweep(name, only, listing, out):
+def key(mid, new, orig=None):
+    f, _, _, op, _ = mid.split(":", 4)
+    return (f, op, new.strip(), orig.strip() if orig is not None else None)
+
+
+def survivors_of(path):
+    out = set()
+    for ln in open(path):
+        f = ln.rstrip("\n").split("\t")
+        if len(f) >= 4 and f[1] == "survived":
+            out.add(key(f[0], f[3], f[4] if len(f) > 4 else None))
+    return out
+
+
+def sweep(name, only, listing, out, survivors=None):
     mod = MODULES[name]
     allm = []
     for f in mod["files"]:
@@ -252,6 +270,9 @@ def sweep(name, only, listing, out):
         allm += [(text, m) for m in muts]
     if only:
         allm = [(t, m) for t, m in allm if m["id"] in only]
+    if survivors is not None:
+        allm = [(t, m) for t, m in allm
+                if key(m["id"], m["new"]) in survivors or key(m["id"], m["new"], m["old"]) in survivors]
     if listing:
         for _, m in allm:
             print("%s\t%s" % (m["id"], m["new"].strip()))
@@ -281,7 +302,7 @@ def sweep(name, only, listing, out):
         finally:
             open(m["path"], "w").write(text)
         counts[status] = counts.get(status, 0) + 1
-        line = "%s\t%s\t%s\t%s" % (m["id"], status, by or "", m["new"].strip())
+        line = "%s\t%s\t%s\t%s\t%s" % (m["id"], status, by or "", m["new"].strip(), m["old"].strip())
         out.write(line + "\n")
         out.flush()
         print("[%d/%d %.1fs] %s" % (k + 1, len(allm), time.time() - t0, line), flush=True)
@@ -295,15 +316,17 @@ def main():
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--list", action="store_true", help="print the mutants, run none")
     ap.add_argument("--only", action="append", help="run this mutant id (repeatable)")
+    ap.add_argument("--from", dest="frm", help="run only the mutants that survived in this results file")
     a = ap.parse_args()
     mods = list(MODULES) if a.all else a.modules
     if not mods or any(m not in MODULES for m in mods):
         ap.error("name modules of: " + " ".join(MODULES))
     os.makedirs("build/mutants", exist_ok=True)
     for name in mods:
-        suffix = "-only" if a.only else ""
+        surv = survivors_of(a.frm) if a.frm else None
+        suffix = "-only" if a.only else "-again" if a.frm else ""
         with open("build/mutants/%s%s.tsv" % (name, suffix), "a" if a.only else "w") as out:
-            sweep(name, a.only, a.list, out)
+            sweep(name, a.only, a.list, out, surv)
 
 
 if __name__ == "__main__":
