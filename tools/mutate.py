@@ -325,6 +325,8 @@ def main():
     a = ap.parse_args()
     global UNITS_ONLY
     UNITS_ONLY = a.units
+    # killed (timeout(1), kill): unwind, so that the file under mutation is written back
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     mods = list(MODULES) if a.all else a.modules
     if not mods or any(m not in MODULES for m in mods):
         ap.error("name modules of: " + " ".join(MODULES))
@@ -332,8 +334,11 @@ def main():
     for name in mods:
         surv = survivors_of(a.frm) if a.frm else None
         suffix = "-only" if a.only else "-again" if a.frm else ""
+        if a.list:
+            sweep(name, a.only, True, None, surv)
+            continue
         with open("build/mutants/%s%s.tsv" % (name, suffix), "a" if a.only else "w") as out:
-            sweep(name, a.only, a.list, out, surv)
+            sweep(name, a.only, False, out, surv)
 
 
 if __name__ == "__main__":
