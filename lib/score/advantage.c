@@ -15,26 +15,6 @@ const char *const adv_combine_names[] = {
 	[ADV_SUM_THEN_NORMALIZE] = "sum-then-normalize", [ADV_NORMALIZE_THEN_SUM] = "normalize-then-sum", NULL
 };
 
-int adv_parse_kind(const char *s, enum adv_kind *k)
-{
-	for (int i = 0; adv_kind_names[i]; i++)
-		if (strcmp(s, adv_kind_names[i]) == 0) {
-			*k = (enum adv_kind)i;
-			return 0;
-		}
-	return -1;
-}
-
-int adv_parse_combine(const char *s, enum adv_combine *c)
-{
-	for (int i = 0; adv_combine_names[i]; i++)
-		if (strcmp(s, adv_combine_names[i]) == 0) {
-			*c = (enum adv_combine)i;
-			return 0;
-		}
-	return -1;
-}
-
 /* Mean and std of the valid values of x[0..n). */
 static void moments(const double *x, const uint8_t *bad, uint32_t n, int biased, uint32_t *m, double *mean,
 		    double *sd)

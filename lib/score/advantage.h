@@ -56,11 +56,8 @@ struct adv_batch {
 	const double *weights;    /* (K) */
 };
 
-/* Parse the option words: "grpo"..., "unbiased"|"biased",
- * "sum-then-normalize"|"normalize-then-sum"; -1 when unknown. */
-int adv_parse_kind(const char *s, enum adv_kind *k);
-int adv_parse_combine(const char *s, enum adv_combine *c);
-/* The words of each enum, in its order, NULL-terminated (the tools' option values). */
+/* The words of each enum, in its order, NULL-terminated: the tools' option
+ * values, whose index in the list is the enum's value (cli_word). */
 extern const char *const adv_kind_names[];
 extern const char *const adv_combine_names[];
 

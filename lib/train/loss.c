@@ -28,38 +28,6 @@ const char *const loss_agg_names[] = {
 const char *const loss_kl_names[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
 const char *const loss_ratio_names[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
 
-static int word(const char *s, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(s, names[i]) == 0)
-			return i;
-	return -1;
-}
-
-int loss_agg_parse(const char *s, enum loss_agg *out)
-{
-	int i = word(s, loss_agg_names, 4);
-	if (i >= 0)
-		*out = (enum loss_agg)i;
-	return i < 0 ? -1 : 0;
-}
-
-int loss_kl_parse(const char *s, enum loss_kl *out)
-{
-	int i = word(s, loss_kl_names, 3);
-	if (i >= 0)
-		*out = (enum loss_kl)i;
-	return i < 0 ? -1 : 0;
-}
-
-int loss_ratio_parse(const char *s, enum loss_ratio *out)
-{
-	int i = word(s, loss_ratio_names, 2);
-	if (i >= 0)
-		*out = (enum loss_ratio)i;
-	return i < 0 ? -1 : 0;
-}
-
 const char *loss_agg_name(enum loss_agg a)
 {
 	return (unsigned)a < 4 ? loss_agg_names[a] : "?";

@@ -58,11 +58,8 @@
 /* The defaults of grpo-step(1): clip 0.2/0.2, β 0, k3, grpo, token ratio. */
 void loss_opts_default(struct loss_opts *o);
 
-/* Parse an option's word; -1 for an unknown one. */
-int loss_agg_parse(const char *s, enum loss_agg *out);
-int loss_kl_parse(const char *s, enum loss_kl *out);
-int loss_ratio_parse(const char *s, enum loss_ratio *out);
-/* The words of each enum, in its order, NULL-terminated (grpo-step's option values). */
+/* The words of each enum, in its order, NULL-terminated: grpo-step's option
+ * values, whose index in the list is the enum's value (cli_word). */
 extern const char *const loss_agg_names[], *const loss_kl_names[], *const loss_ratio_names[];
 const char *loss_agg_name(enum loss_agg a);
 

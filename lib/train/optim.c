@@ -26,16 +26,6 @@ void optim_opts_default(struct optim_opts *o)
 
 const char *const lr_schedule_names[] = { [LR_CONSTANT] = "constant", [LR_COSINE] = "cosine", [LR_LINEAR] = "linear", NULL };
 
-int lr_schedule_parse(const char *s, enum lr_schedule *out)
-{
-	for (int i = 0; i < 3; i++)
-		if (strcmp(s, lr_schedule_names[i]) == 0) {
-			*out = (enum lr_schedule)i;
-			return 0;
-		}
-	return -1;
-}
-
 const char *lr_schedule_name(enum lr_schedule s)
 {
 	return (unsigned)s < 3 ? lr_schedule_names[s] : "?";

@@ -56,8 +56,7 @@ struct optim_opts {
 
 /* The defaults of grpo-step(1): lr 1e-6, constant, betas 0.9/0.999, eps 1e-8, clip 1. */
 void optim_opts_default(struct optim_opts *o);
-int lr_schedule_parse(const char *s, enum lr_schedule *out);   /* -1 if unknown */
-extern const char *const lr_schedule_names[];   /* by enum, NULL-terminated */
+extern const char *const lr_schedule_names[];   /* by enum, NULL-terminated: --lr-schedule's words (cli_word) */
 const char *lr_schedule_name(enum lr_schedule s);
 /* Options in range (schedules that need S have it); -1 with a message if not. */
 int optim_opts_check(const struct optim_opts *o, struct err *e);

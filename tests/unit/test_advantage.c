@@ -141,6 +141,60 @@ int main(void)
 	is_float(adv[0], 0.5 / sqrt(1.0 / 3), 1e-6, "batch, weight 1e200: the batch std too");
 	o = (struct adv_opt)ADV_OPT_INIT;
 
+	/* weighted rewards whose sum overflows a double (weight 1e308): the
+	 * mean taken as the sum of value / m, and the advantages those of
+	 * weight 1, group by group: [1,1,0] (mean 2/3, std sqrt(1/3)), [1,0] */
+	static const double wmax[] = { 1e308 };
+	uint32_t s32[] = { 3, 2 };
+	double r32[] = { 1, 1, 0, 1, 0 };
+	o.std_eps = 0;
+	ok(run(o, 2, s32, 1, r32, wmax) == 0, "grpo, weight 1e308: runs");
+	is_float(adv[0], (1 / 3.0) / sqrt(1 / 3.0), 1e-6, "weight 1e308, a sum past a double's range: +");
+	is_float(adv[2], (-2 / 3.0) / sqrt(1 / 3.0), 1e-6, "weight 1e308: -, the mean of this group alone");
+	is_float(adv[3], 0.5 / sqrt(0.5), 1e-6, "weight 1e308: the second group");
+	o = (struct adv_opt)ADV_OPT_INIT;
+
+	/* a NaN in a later group: left out of that group's statistics */
+	double rn2[] = { 1, 0, 2, NAN, 1, 0 };
+	run(o, 2, (uint32_t[]){ 3, 3 }, 1, rn2, w1);
+	ok(ex[3] && adv[3] == 0, "NaN in the second group: excluded, advantage 0");
+	is_float(adv[4], 0.5 / (sqrt(0.5) + 1e-4), 1e-6, "NaN in the second group: its others use their own std");
+	/* a group with no valid reward at all has zero std (--drop-zero-std drops it) */
+	double rall[] = { 1, 0, NAN, INFINITY };
+	zs[1] = 0;
+	run(o, 2, s22, 1, rall, w1);
+	ok(!zs[0] && zs[1] && adv[2] == 0 && adv[3] == 0, "a group of only non-finite rewards: zero std");
+	/* normalize-then-sum: every function flat in the group */
+	double rflat[] = { 1, 2, 1, 2, 1, 2 };
+	o.combine = ADV_NORMALIZE_THEN_SUM;
+	zs[0] = 0;
+	run(o, 1, s3b, 2, rflat, w2);
+	ok(zs[0] && adv[0] == 0 && adv[2] == 0, "normalize-then-sum, every function flat: zero std");
+	o = (struct adv_opt)ADV_OPT_INIT;
+
+	/* overflow in a later group names that group and its own member */
+	double rbig2[] = { 1, 0, 3e38, -3e38 };
+	o.kind = ADV_RLOO;
+	struct adv_batch bb2 = { 2, s22, 1, rbig2, w1 };
+	ok(adv_compute(&o, &bb2, adv, zs, ex, &e) < 0 && strstr(e.msg, "group 1, member 0"), "overflow: %s", e.msg);
+	o = (struct adv_opt)ADV_OPT_INIT;
+
+	/* N advantages and flags and n_groups zero-std flags written, nothing past them */
+	{
+		float a5[6];
+		uint8_t z3[3], x6[6];
+		a5[5] = 42, z3[2] = 42, x6[5] = 42;
+		for (int k = 0; k < 2; k++) {
+			o.combine = (enum adv_combine)k;
+			struct adv_batch b5 = { 2, s32, 1, r32, w1 };
+			ok(adv_compute(&o, &b5, a5, z3, x6, &e) == 0 && a5[5] == 42 && z3[2] == 42 && x6[5] == 42,
+			   "%s: nothing written past the batch", adv_combine_names[k]);
+		}
+		o = (struct adv_opt)ADV_OPT_INIT;
+		struct adv_batch none = { 0, s32, 1, r32, w1 };
+		ok(adv_compute(&o, &none, a5, z3, x6, &e) == 0, "a batch of no group: nothing to do, no error");
+	}
+
 	/* property: never NaN, whatever the rewards */
 	srand(7);
 	int nan_seen = 0;
@@ -162,9 +216,8 @@ int main(void)
 			nan_seen += !isfinite(adv[i]);
 	}
 	is_int(nan_seen, 0, "500 random batches with NaN and inf rewards: every advantage finite");
-	ok(adv_parse_kind("rloo", &o.kind) == 0 && o.kind == ADV_RLOO && adv_parse_kind("ppo", &o.kind) < 0,
-	   "parse --advantage");
-	ok(adv_parse_combine("normalize-then-sum", &o.combine) == 0 && adv_parse_combine("x", &o.combine) < 0,
-	   "parse --combine");
+	ok(strcmp(adv_kind_names[ADV_RLOO], "rloo") == 0 && strcmp(adv_kind_names[ADV_BATCH], "batch") == 0 &&
+	   !adv_kind_names[4], "--advantage words, in the enum's order");
+	ok(strcmp(adv_combine_names[ADV_NORMALIZE_THEN_SUM], "normalize-then-sum") == 0, "--combine words");
 	return tap_done();
 }

@@ -449,13 +449,156 @@ static void microbatch_view(void)
 	struct loss_stats st;
 	is_float(run(&o, &tt, &in, lp, NULL, d, NULL, &st), 0.325, 1e-6, "loss through the micro-batch view");
 
-	enum loss_agg a;
-	enum loss_kl k;
-	enum loss_ratio r;
-	ok(loss_agg_parse("dr_grpo", &a) == 0 && a == LOSS_AGG_DR_GRPO && loss_agg_parse("x", &a) < 0,
-	   "aggregation names");
-	ok(loss_kl_parse("k2", &k) == 0 && k == LOSS_KL_K2 && loss_ratio_parse("sequence", &r) == 0 &&
-	   r == LOSS_RATIO_SEQUENCE, "KL and ratio names");
+	/* a dummy micro-batch (no sequence, no loss token) is no micro-batch of bnpo's M */
+	uint8_t none[T] = { 0 };
+	mb.loss_mask = none, mb.n_seqs = 0;
+	loss_totals_add_mb(&tt, &mb);
+	ok(tt.seqs == 2 && tt.tokens == 5 && tt.mbs == 1, "a dummy micro-batch adds nothing to the totals");
+
+	/* grpo-step reads --loss-agg, --kl and --ratio as the index of the word in these lists */
+	ok(strcmp(loss_agg_names[LOSS_AGG_DR_GRPO], "dr_grpo") == 0 && strcmp(loss_agg_names[LOSS_AGG_BNPO], "bnpo") == 0 &&
+	   !loss_agg_names[4] && strcmp(loss_agg_name(LOSS_AGG_BNPO), "bnpo") == 0, "aggregation names, in the enum's order");
+	ok(strcmp(loss_kl_names[LOSS_KL_K2], "k2") == 0 && strcmp(loss_ratio_names[LOSS_RATIO_SEQUENCE], "sequence") == 0,
+	   "KL and ratio names");
+}
+
+/* loss_mb's error for o and tt over the hand pack, "" when it takes them. */
+static const char *refusal(const struct loss_opts *o, const struct loss_totals *tt)
+{
+	static struct err e;
+	struct loss_input in = input();
+	float d[T];
+	struct loss_stats st;
+	loss_stats_init(&st);
+	e.msg[0] = 0;
+	return loss_mb(o, tt, &in, lp, NULL, d, NULL, &st, &e) < 0 ? e.msg : "";
+}
+
+/* Each bound of the options and totals alone, and the values on its edge that are allowed. */
+static void refusals(void)
+{
+	struct loss_opts o;
+	loss_opts_default(&o);
+	o.clip_low = -0.1f;
+	ok(strstr(refusal(&o, &tot), "clip") != NULL, "a negative clip-low alone is refused");
+	loss_opts_default(&o);
+	o.clip_high = -0.1f;
+	ok(strstr(refusal(&o, &tot), "clip") != NULL, "a negative clip-high alone is refused");
+	o.clip_low = o.clip_high = 0;
+	ok(!*refusal(&o, &tot), "clip ranges of 0 are taken");
+	loss_opts_default(&o);
+	o.dual_clip = 1;
+	ok(strstr(refusal(&o, &tot), "dual") != NULL, "a dual clip of 1 is refused (it must be > 1)");
+	loss_opts_default(&o);
+	o.agg = LOSS_AGG_DR_GRPO;
+	ok(strstr(refusal(&o, &tot), "max length") != NULL, "dr_grpo without a max length is refused");
+	o.max_len = 1;
+	float d[T];
+	struct loss_stats st;
+	struct loss_input in = input();
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.8 / 2, 1e-6,
+	         "dr_grpo at max length 1 (verl's seq-mean-token-sum): sum / B");
+
+	/* totals that cannot hold this micro-batch's 2 sequences and 5 loss tokens */
+	loss_opts_default(&o);
+	struct loss_totals noseq = { 0, 5, 1 }, notok = { 2, 0, 1 }, nomb = { 2, 5, 0 };
+	ok(strstr(refusal(&o, &noseq), "totals") != NULL, "totals of 0 sequences are refused");
+	ok(strstr(refusal(&o, &notok), "totals") != NULL, "totals of 0 loss tokens are refused");
+	o.agg = LOSS_AGG_BNPO;
+	ok(strstr(refusal(&o, &nomb), "totals") != NULL, "bnpo: totals of 0 micro-batches are refused");
+}
+
+/*
+ * The smallest steps: one sequence of one loss token (prompt, answer), r 1.1,
+ * A 0.5: the loss is −r·A = −0.55 and dL/dℓ = −r·A. GSPO over one sequence
+ * of two loss tokens, r 1.1 and 0.95, A −1: s = (1.1·0.95)^½ inside the
+ * clip, loss s, and dL/dℓ_t = −A·s/n = s/2 for each token.
+ */
+static void smallest_steps(void)
+{
+	uint32_t l2[] = { 2 }, l3[] = { 3 };
+	uint8_t m[] = { 0, 1, 1 };
+	float a[] = { 0.5f, 0.5f, 0.5f }, o3[] = { -1, -1, -1 }, d[3];
+	float l[] = { -1, (float)(-1 + log(1.1)), (float)(-1 + log(0.95)) };
+	struct loss_input in = { 2, 1, l2, m, a, o3, NULL, NULL };
+	struct loss_totals one = { 1, 1, 1 };
+	struct loss_opts o;
+	loss_opts_default(&o);
+	struct loss_stats st;
+	is_float(run(&o, &one, &in, l, NULL, d, NULL, &st), -0.55, 1e-6, "one loss token: loss -r A");
+	is_float(d[1], -0.55, 1e-6, "one loss token: it is trained (dL/dl = -r A)");
+	struct loss_totals none = { 0, 1, 1 };
+	struct err e = { "" };
+	ok(loss_mb(&o, &none, &in, l, NULL, d, NULL, &st, &e) < 0 && strstr(e.msg, "totals"),
+	   "one loss token, totals of 0 sequences: refused as for more");
+
+	float an[] = { -1, -1, -1 };
+	struct loss_input seq = { 3, 1, l3, m, an, o3, NULL, NULL };
+	struct loss_totals two = { 1, 2, 1 };
+	o.ratio = LOSS_RATIO_SEQUENCE;
+	double s = sqrt(1.1 * 0.95);
+	is_float(run(&o, &two, &seq, l, NULL, d, NULL, &st), s, 1e-6, "GSPO, one sequence, A -1: loss s");
+	is_float(d[1], s / 2, 1e-6, "GSPO, one sequence, A -1: dL/dl = s/n on each token");
+	is_float(d[2], s / 2, 1e-6, "and on the other");
+}
+
+/*
+ * The clip counts are of tokens the clip moved: none at clip ranges 0 when
+ * every token is on-policy (r = 1), and none with advantage 0 (a flat
+ * group's tokens), however far their ratio.
+ */
+static void clip_counts(void)
+{
+	float on[T], far[T], zero[T] = { 0 };
+	for (int t = 0; t < T; t++)
+		on[t] = old[t], far[t] = (float)(old[t] + log(t % 2 ? 1.5 : 0.5));
+	struct loss_input in = input();
+	struct loss_opts o;
+	loss_opts_default(&o);
+	o.clip_low = o.clip_high = 0;
+	float d[T];
+	struct loss_stats st;
+	run(&o, &tot, &in, on, NULL, d, NULL, &st);
+	ok(st.clip_low == 0 && st.clip_high == 0, "clip 0, r = 1: nothing counted as clipped (low %g, high %g)",
+	   st.clip_low, st.clip_high);
+	loss_opts_default(&o);
+	in.adv = zero;
+	run(&o, &tot, &in, far, NULL, d, NULL, &st);
+	ok(st.clip_low == 0 && st.clip_high == 0, "A = 0, r 0.5 and 1.5: nothing counted as clipped (low %g, high %g)",
+	   st.clip_low, st.clip_high);
+}
+
+/* TIS at a cap of 1 with the sampler above ℓ_old: ρ = e^−0.25 < 1 weighs the policy term. */
+static void tis_under_one(void)
+{
+	float up[T];
+	for (int t = 0; t < T; t++)
+		up[t] = old[t] + 0.25f;
+	struct loss_input in = input();
+	in.behav = up;
+	struct loss_opts o;
+	loss_opts_default(&o);
+	o.tis_cap = 1;
+	float d[T];
+	struct loss_stats st;
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), exp(-0.25) * 0.325, 1e-6, "TIS cap 1, weight e^-0.25");
+	is_float(st.tis_capped, 0, 0, "nothing capped");
+}
+
+/* loss_token_weights: the hand pack's weights 1/6 and 1/4, and nothing written past T. */
+static void token_weights(void)
+{
+	struct loss_opts o;
+	loss_opts_default(&o);
+	struct loss_input in = input();
+	double w[T + 1];
+	w[T] = 42;
+	struct err e = { "" };
+	ok(loss_token_weights(&o, &tot, &in, w, &e) == 0, "token weights");
+	is_float(w[1], 1.0 / 6, 1e-12, "weight of sequence 1: 1/(B n)");
+	is_float(w[7], 1.0 / 4, 1e-12, "weight of sequence 2");
+	ok(w[0] == 0 && w[4] == 0 && w[8] == 0 && w[9] == 0, "weight 0 off the mask");
+	ok(w[T] == 42, "nothing written past the T weights");
 }
 
 int main(void)
@@ -468,5 +611,10 @@ int main(void)
 	padding_and_dummy();
 	repacking();
 	microbatch_view();
+	refusals();
+	smallest_steps();
+	clip_counts();
+	tis_under_one();
+	token_weights();
 	return tap_done();
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "train/optim.h"
@@ -41,9 +42,9 @@ static void schedules(void)
 	struct err e = { "" };
 	o.total_steps = 3;
 	ok(optim_opts_check(&o, &e) < 0 && strstr(e.msg, "total steps"), "cosine without total steps: %s", e.msg);
-	enum lr_schedule s;
-	ok(lr_schedule_parse("linear", &s) == 0 && s == LR_LINEAR && lr_schedule_parse("exp", &s) < 0,
-	   "schedule names");
+	ok(strcmp(lr_schedule_names[LR_LINEAR], "linear") == 0 && strcmp(lr_schedule_name(LR_COSINE), "cosine") == 0 &&
+	   strcmp(lr_schedule_name(LR_LINEAR), "linear") == 0 &&
+	   !lr_schedule_names[3], "schedule names, in the enum's order");
 }
 
 /* AdamW, as optim.h writes it, in double, independently of optim.c. */
@@ -213,11 +214,132 @@ static void state_file(void)
 	ok(optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "checksum"), "corrupt byte: %s", e.msg);
 	ok(truncate(bad, 100) == 0 && optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "truncated"),
 	   "truncated file: %s", e.msg);
+	/* the layout of optim.h: a 32-byte header, weights, m, v (n floats each), an 8-byte checksum */
+	struct stat sb;
+	ok(stat(path, &sb) == 0 && sb.st_size == 32 + 3 * 4 * N + 8, "the file is 32 + 12n + 8 bytes (%lld)",
+	   (long long)sb.st_size);
+	static const struct {
+		long at;
+		int mask;
+		const char *says, *what;
+	} flips[] = {
+		{ 32, 1, "checksum", "the first byte of the weights" },
+		{ 7, '1' ^ '2', "magic", "the magic's last byte (GRPOOPT2)" },
+		{ 12, 1, "kind 1", "the kind (1, not AdamW's 0)" },
+	};
+	for (size_t k = 0; k < sizeof flips / sizeof flips[0]; k++) {
+		FILE *src = fopen(path, "rb"), *dst = fopen(bad, "wb");
+		int c;
+		long at = 0;
+		while ((c = fgetc(src)) != EOF)
+			fputc(at++ == flips[k].at ? c ^ flips[k].mask : c, dst);
+		fclose(src);
+		fclose(dst);
+		ok(optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, flips[k].says), "%s changed: %s", flips[k].what, e.msg);
+		unlink(bad);
+	}
+	ok(optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "bad.bin"), "a missing file: %s", e.msg);
+	{
+		FILE *src = fopen(path, "rb"), *dst = fopen(bad, "wb");
+		int c;
+		while ((c = fgetc(src)) != EOF)
+			fputc(c, dst);
+		fputc(0, dst);
+		fclose(src);
+		fclose(dst);
+		ok(optim_load(&b, wb, N, bad, &e) < 0 && strstr(e.msg, "trailing"), "a byte after the checksum: %s", e.msg);
+		unlink(bad);
+	}
 	unlink(path);
 	unlink(bad);
 	rmdir(dir);
 	optim_free(&a);
 	optim_free(&b);
+}
+
+/* Each bound of optim_opts_check alone, and the values on its edge that are allowed. */
+static void option_bounds(void)
+{
+	static const struct {
+		const char *name;
+		double lr, beta1, beta2, eps;
+		int warmup, total, refused;
+	} cases[] = {
+		{ "lr 0", 0, 0.9, 0.999, 1e-8, 0, 0, 0 },
+		{ "lr -1e-6", -1e-6, 0.9, 0.999, 1e-8, 0, 0, 1 },
+		{ "beta1 0", 1e-6, 0, 0.999, 1e-8, 0, 0, 0 },
+		{ "beta1 1", 1e-6, 1, 0.999, 1e-8, 0, 0, 1 },
+		{ "beta1 -0.1", 1e-6, -0.1, 0.999, 1e-8, 0, 0, 1 },
+		{ "beta2 0", 1e-6, 0.9, 0, 1e-8, 0, 0, 0 },
+		{ "beta2 1", 1e-6, 0.9, 1, 1e-8, 0, 0, 1 },
+		{ "beta2 -0.1", 1e-6, 0.9, -0.1, 1e-8, 0, 0, 1 },
+		{ "eps 0", 1e-6, 0.9, 0.999, 0, 0, 0, 1 },
+		{ "cosine, total steps = warmup", 1e-6, 0.9, 0.999, 1e-8, 4, 4, 1 },
+		{ "cosine, total steps = warmup + 1", 1e-6, 0.9, 0.999, 1e-8, 4, 5, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct optim_opts o;
+		optim_opts_default(&o);
+		o.lr = cases[i].lr, o.beta1 = cases[i].beta1, o.beta2 = cases[i].beta2, o.eps = cases[i].eps;
+		o.warmup_steps = cases[i].warmup, o.total_steps = cases[i].total;
+		if (cases[i].total)
+			o.schedule = LR_COSINE;
+		struct err e = { "" };
+		int rc = optim_opts_check(&o, &e);
+		ok(cases[i].refused ? rc < 0 : rc == 0, "%s: %s%s", cases[i].name, cases[i].refused ? "refused: " : "taken",
+		   e.msg);
+	}
+}
+
+/*
+ * The schedule at its joints: warmup ends at the peak lr (t = warmup_steps),
+ * and past total_steps the linear schedule stays at 0, never below.
+ */
+static void schedule_joints(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.lr = 1, o.warmup_steps = 4, o.total_steps = 14, o.schedule = LR_COSINE;
+	is_float(optim_lr(&o, 4), 1, 0, "cosine: the last warmup step is at the peak lr");
+	is_float(optim_lr(&o, 5), 1, 0, "cosine: the first step after warmup too (p = 0)");
+	o.schedule = LR_LINEAR;
+	is_float(optim_lr(&o, 14), 0.1, 1e-15, "linear: p = 0.9 at the last step");
+	is_float(optim_lr(&o, 20), 0, 0, "linear: 0 past total steps, not negative");
+	o.schedule = LR_COSINE;
+	is_float(optim_lr(&o, 20), 0, 1e-15, "cosine: 0 past total steps");
+	/* grpo-step's default clips the global gradient norm at 1 */
+	optim_opts_default(&o);
+	struct optim op;
+	struct err e = { "" };
+	optim_init(&op, &o, N, &e);
+	float w[N] = { 0 }, g[N] = { 0 };
+	g[0] = 3, g[1] = 4;
+	struct optim_result r;
+	optim_step(&op, w, g, &r, &e);
+	is_float(r.clip, 1 / (5 + 1e-6), 1e-15, "default max grad norm 1: a norm of 5 is scaled by 1/5");
+	optim_free(&op);
+}
+
+/* The n weights read and written, nothing past them; a refusal at the first step names step 1. */
+static void bounds_and_names(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	struct optim op;
+	struct err e = { "" };
+	optim_init(&op, &o, N, &e);
+	float w[N + 1], g[N + 1];
+	for (int i = 0; i < N; i++)
+		w[i] = 0.5f, g[i] = 0.01f;
+	w[N] = 42, g[N] = NAN;
+	struct optim_result r;
+	ok(optim_step(&op, w, g, &r, &e) == 0 && w[N] == 42, "a step reads n gradients and writes n weights: %s",
+	   e.msg);
+	g[0] = NAN;
+	optim_free(&op);
+	optim_init(&op, &o, N, &e);
+	ok(optim_step(&op, w, g, &r, &e) < 0 && strstr(e.msg, "step 1 not taken"), "NaN at the first step: %s", e.msg);
+	optim_free(&op);
 }
 
 int main(void)
@@ -227,5 +349,8 @@ int main(void)
 	clipping_and_nan();
 	clip_at_the_bound();
 	state_file();
+	option_bounds();
+	schedule_joints();
+	bounds_and_names();
 	return tap_done();
 }

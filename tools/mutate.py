@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""
+mutate.py: mutation testing of the code that decides what is trained.
+
+A developer tool, not part of `make check`. Run it from the top of a built
+tree (`make -j2` first) whose sources are committed:
+
+    python3 tools/mutate.py loss              # every mutant of the loss module
+    python3 tools/mutate.py --list loss       # the mutants, not run
+    python3 tools/mutate.py --only ID loss    # one mutant (ID as --list prints it)
+    python3 tools/mutate.py --all             # every module, in MODULES' order
+    python3 tools/mutate.py --from build/mutants/loss.tsv loss
+                                              # again, the survivors of an earlier sweep
+                                              # (matched by file, operator and mutated line)
+    python3 tools/mutate.py --units ...       # the unit tests only, not the .t scripts
+
+It makes one mutant at a time of a module's source by text (a comparison
+flipped, + to -, * to /, a constant c to c+1, c-1 or 0, a `- 1` or `+ 1`
+dropped, a `!` removed, && to ||, a statement replaced by `;`, fmin/fmax
+swapped, a unary minus dropped), writes it into the file, rebuilds only the
+module's targets with `make -j2`, runs the module's tests (unit tests first,
+stopping at the first that fails) under a timeout, and writes the original
+back. A mutant whose stripped object files are byte for byte the original's
+is "same-code" (equivalent by construction) and is not tested. Each result
+is a line of build/mutants/MODULE.tsv: id, status (killed, survived,
+build-failed, same-code), the test that killed it, the line as mutated, the
+line before.
+Comments, strings and preprocessor lines are never mutated.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+UNIT = "build/tests/"
+CLI = "tests/cli/"
+
+# module: sources to mutate, make targets to rebuild, objects whose stripped
+# bytes decide same-code, tests (unit binaries, then .t scripts).
+MODULES = {
+    "loss": dict(
+        files=["lib/train/loss.c", "lib/train/loss_token.h"],
+        targets=["build/tests/test_loss", "build/tests/test_loss_token", "build/tests/test_step",
+                 "build/tests/test_gradx", "build/bin/grpo-step"],
+        objects=["build/lib/train/loss.o", "build/tests/unit/test_loss_token.o"],
+        tests=[UNIT + "test_loss", UNIT + "test_loss_token", UNIT + "test_gradx", UNIT + "test_step",
+               CLI + "step-parity.t", CLI + "step.t"]),
+    "advantage": dict(
+        files=["lib/score/advantage.c"],
+        targets=["build/tests/test_advantage", "build/bin/grpo-score"],
+        objects=["build/lib/score/advantage.o"],
+        tests=[UNIT + "test_advantage", CLI + "score.t"]),
+    "optim": dict(
+        files=["lib/train/optim.c"],
+        targets=["build/tests/test_optim", "build/tests/test_step", "build/bin/grpo-step"],
+        objects=["build/lib/train/optim.o"],
+        tests=[UNIT + "test_optim", UNIT + "test_step", CLI + "step-parity.t", CLI + "step.t"]),
+    "pack": dict(
+        files=["lib/pack/pack.c", "lib/pack/packstep.c"],
+        targets=["build/tests/test_pack", "build/tests/test_packbuf", "build/bin/grpo-pack"],
+        objects=["build/lib/pack/pack.o", "build/lib/pack/packstep.o"],
+        tests=[UNIT + "test_pack", UNIT + "test_packbuf", CLI + "pack.t", CLI + "pack-truncate.t"]),
+    "align": dict(
+        files=["lib/model/align.c"],
+        targets=["build/bin/grpo-cat"],
+        objects=["build/lib/model/align.o"],
+        tests=[CLI + "align.t", CLI + "align-sampler.t"]),
+    "step": dict(
+        files=["lib/train/step.c"],
+        targets=["build/tests/test_step", "build/bin/grpo-step"],
+        objects=["build/lib/train/step.o"],
+        tests=[UNIT + "test_step", CLI + "step-parity.t", CLI + "step.t", CLI + "step-ops.t"]),
+}
+
+UNITS_ONLY = False
+BUILD_TIMEOUT = 300
+UNIT_TIMEOUT = 60
+CLI_TIMEOUT = 240
+
+
+def code_mask(text):
+    """A list of booleans, True where text is code (not a comment, string, char or # line)."""
+    mask = [True] * len(text)
+    i, n = 0, len(text)
+    line_start = True
+    while i < n:
+        c = text[i]
+        if line_start and c == "#" or (line_start and c in " \t" and text[i:].lstrip(" \t").startswith("#")):
+            j = i
+            while j < n:   # a preprocessor line, with its continuations
+                if text[j] == "\n" and text[j - 1] != "\\":
+                    break
+                j += 1
+            for k in range(i, j):
+                mask[k] = False
+            i = j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                mask[k] = False
+            i = j
+            line_start = False
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                mask[k] = False
+            i = j
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i, min(j + 1, n)):
+                mask[k] = False
+            i = j + 1
+            line_start = False
+            continue
+        line_start = c == "\n"
+        i += 1
+    return mask
+
+
+def num_mutants(lit):
+    """c to c+1, c-1, 0 (as literals of the same kind)."""
+    m = re.fullmatch(r"(\d+\.?\d*(?:[eE][-+]?\d+)?)([fFuUlL]*)", lit)
+    if not m:
+        return []
+    body, suf = m.group(1), m.group(2)
+    isfloat = "." in body or "e" in body.lower()
+    v = float(body) if isfloat else int(body)
+    out = []
+    for nv in (v + 1, v - 1, 0):
+        if nv == v or nv < 0:
+            continue
+        s = repr(float(nv)) if isfloat else str(int(nv))
+        if s + suf not in out:
+            out.append(s + suf)
+    return out
+
+
+REL = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="}
+# (name, pattern, replacement or function of the match giving replacements)
+OPS = [
+    ("rel", re.compile(r"(?<![<>=!\-])(<=|>=|==|!=|<|>)(?![<>=])"), lambda m: [REL[m.group(1)]]),
+    ("arith", re.compile(r"(?<= )([-+*/])(?= )"), lambda m: [{"+": "-", "-": "+", "*": "/", "/": "*"}[m.group(1)]]),
+    ("assign", re.compile(r"(?<= )([-+*/])=(?= )"), lambda m: [{"+": "-=", "-": "+=", "*": "/=", "/": "*="}[m.group(1)]]),
+    ("drop1", re.compile(r" [-+] 1(?![\w.])"), lambda m: [""]),
+    ("neg", re.compile(r"(?:(?<=[(=?:,] )|(?<=\()|(?<=return ))-(?=[\w(])"), lambda m: [""]),
+    ("const", re.compile(r"(?<![\w.])\d+\.?\d*(?:[eE][-+]?\d+)?[fFuUlL]*(?![\w.])"), lambda m: num_mutants(m.group(0))),
+    ("not", re.compile(r"!(?!=)"), lambda m: [""]),
+    ("logic", re.compile(r"&&|\|\|"), lambda m: ["||" if m.group(0) == "&&" else "&&"]),
+    ("minmax", re.compile(r"\bf(min|max)(f?)\b"), lambda m: ["f" + ("max" if m.group(1) == "min" else "min") + m.group(2)]),
+]
+
+DECL = re.compile(r"^\s*(?:const\s+|static\s+|unsigned\s+|struct\s+\w+\s*\**|enum\s+\w+|int|long|double|float|char|"
+                  r"size_t|ssize_t|u?int\d+_t|void|bool|off_t|return|break|continue|goto|case|default|else\s*;)\b")
+
+
+def statement_lines(lines, masks):
+    """Indices of lines that hold one whole statement a deletion can replace by `;`."""
+    out = []
+    prev = "{"
+    for i, (ln, mk) in enumerate(zip(lines, masks)):
+        code = "".join(ch for ch, m in zip(ln, mk) if m).strip()
+        if not code:
+            continue
+        starts = prev.endswith((";", "{", "}", ")", ":")) or prev == "else"
+        if (starts and code.endswith(";") and "{" not in code and "}" not in code and not DECL.match(code)
+                and not code.startswith(("for", "while", "if", "do")) and code != ";"):
+            out.append(i)
+        prev = code
+    return out
+
+
+def mutants_of(path):
+    text = open(path).read()
+    mask = code_mask(text)
+    lines = text.split("\n")
+    masks, off = [], 0
+    for ln in lines:
+        masks.append(mask[off:off + len(ln)])
+        off += len(ln) + 1
+    muts = []
+    for i, (ln, mk) in enumerate(zip(lines, masks)):
+        for name, pat, repl in OPS:
+            for m in pat.finditer(ln):
+                if not all(mk[m.start():m.end()]):
+                    continue
+                if name == "rel" and re.search(r"#\s*include", ln):
+                    continue
+                for r in repl(m):
+                    new = ln[:m.start()] + r + ln[m.end():]
+                    muts.append(dict(id="%s:%d:%d:%s:%s" % (os.path.basename(path), i + 1, m.start() + 1, name, r or "x"),
+                                     path=path, line=i, new=new, old=ln))
+    for i in statement_lines(lines, masks):
+        ln = lines[i]
+        indent = ln[:len(ln) - len(ln.lstrip())]
+        muts.append(dict(id="%s:%d:1:delete:;" % (os.path.basename(path), i + 1), path=path, line=i,
+                         new=indent + ";", old=ln))
+    return text, muts
+
+
+def run(cmd, timeout, env=None):
+    """rc (124 on timeout) and output of cmd, its process group killed on timeout."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return 124, "timeout"
+
+
+def build(mod):
+    return run(["make", "-j2"] + mod["targets"], BUILD_TIMEOUT)
+
+
+def stripped(objs):
+    out = []
+    for o in objs:
+        rc, _ = run(["objcopy", "--strip-debug", o, "/tmp/mutate-strip.o"], 60)
+        out.append(open("/tmp/mutate-strip.o", "rb").read() if rc == 0 else None)
+    return out
+
+
+def test_env():
+    env = dict(os.environ)
+    env.setdefault("BUILD", "build")
+    return env
+
+
+def run_tests(mod):
+    """The first test that fails, or None."""
+    env = test_env()
+    for t in mod["tests"]:
+        if UNITS_ONLY and t.endswith(".t"):
+            continue
+        if t.endswith(".t"):
+            rc, _ = run(["sh", "tests/run.sh", t], CLI_TIMEOUT, env)
+        else:
+            rc, _ = run(["sh", "tests/run.sh", t], UNIT_TIMEOUT, env)
+        if rc != 0:
+            return t + (" (timeout)" if rc == 124 else "")
+    return None
+
+
+def key(mid, new, orig=None):
+    f, _, _, op, _ = mid.split(":", 4)
+    return (f, op, new.strip(), orig.strip() if orig is not None else None)
+
+
+def survivors_of(path):
+    out = set()
+    for ln in open(path):
+        f = ln.rstrip("\n").split("\t")
+        if len(f) >= 4 and f[1] == "survived":
+            out.add(key(f[0], f[3], f[4] if len(f) > 4 else None))
+    return out
+
+
+def sweep(name, only, listing, out, survivors=None):
+    mod = MODULES[name]
+    allm = []
+    for f in mod["files"]:
+        text, muts = mutants_of(f)
+        allm += [(text, m) for m in muts]
+    if only:
+        allm = [(t, m) for t, m in allm if m["id"] in only]
+    if survivors is not None:
+        allm = [(t, m) for t, m in allm
+                if key(m["id"], m["new"]) in survivors or key(m["id"], m["new"], m["old"]) in survivors]
+    if listing:
+        for _, m in allm:
+            print("%s\t%s" % (m["id"], m["new"].strip()))
+        return
+    rc, o = build(mod)
+    if rc != 0:
+        sys.exit("mutate: the unmutated tree does not build:\n" + o)
+    base = stripped(mod["objects"])
+    bad = run_tests(mod)
+    if bad:
+        sys.exit("mutate: %s fails on the unmutated tree" % bad)
+    counts = {}
+    for k, (text, m) in enumerate(allm):
+        lines = text.split("\n")
+        lines[m["line"]] = m["new"]
+        t0 = time.time()
+        try:
+            open(m["path"], "w").write("\n".join(lines))
+            rc, _ = build(mod)
+            if rc != 0:
+                status, by = "build-failed", ""
+            elif stripped(mod["objects"]) == base:
+                status, by = "same-code", ""
+            else:
+                by = run_tests(mod)
+                status = "killed" if by else "survived"
+        finally:
+            open(m["path"], "w").write(text)
+        counts[status] = counts.get(status, 0) + 1
+        line = "%s\t%s\t%s\t%s\t%s" % (m["id"], status, by or "", m["new"].strip(), m["old"].strip())
+        out.write(line + "\n")
+        out.flush()
+        print("[%d/%d %.1fs] %s" % (k + 1, len(allm), time.time() - t0, line), flush=True)
+    build(mod)   # the original back in build/
+    print("%s: %d mutants: %s" % (name, len(allm), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="mutation testing of grpo-tools' training code")
+    ap.add_argument("modules", nargs="*", help="of: " + " ".join(MODULES))
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--list", action="store_true", help="print the mutants, run none")
+    ap.add_argument("--only", action="append", help="run this mutant id (repeatable)")
+    ap.add_argument("--from", dest="frm", help="run only the mutants that survived in this results file")
+    ap.add_argument("--units", action="store_true", help="run the unit tests only, not the .t scripts")
+    a = ap.parse_args()
+    global UNITS_ONLY
+    UNITS_ONLY = a.units
+    # killed (timeout(1), kill): unwind, so that the file under mutation is written back
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    mods = list(MODULES) if a.all else a.modules
+    if not mods or any(m not in MODULES for m in mods):
+        ap.error("name modules of: " + " ".join(MODULES))
+    os.makedirs("build/mutants", exist_ok=True)
+    for name in mods:
+        surv = survivors_of(a.frm) if a.frm else None
+        suffix = "-only" if a.only else "-again" if a.frm else ""
+        if a.list:
+            sweep(name, a.only, True, None, surv)
+            continue
+        with open("build/mutants/%s%s.tsv" % (name, suffix), "a" if a.only else "w") as out:
+            sweep(name, a.only, False, out, surv)
+
+
+if __name__ == "__main__":
+    main()
