@@ -894,6 +894,8 @@ int main(int argc, char **argv)
 	struct model_gpu *gpu = NULL;
 	/* what every rank must share, checked on each gradient exchange (gradx.h) */
 	const uint64_t opts_hash = gradx_opts_hash(&a.loss, &a.opt, a.epochs, a.mask_truncated);
+	if (opts_hash == 0)
+		cli_die(CLI_EXIT_FAILURE, "out of memory");
 	long long k = 0;
 	for (; (a.steps == 0 || k < a.steps) && !stop; k++, step++) {
 		double ts = now();

@@ -101,6 +101,8 @@ uint64_t gradx_opts_hash(const struct loss_opts *lo, const struct optim_opts *oo
 	                   lo->agg == LOSS_AGG_DR_GRPO ? lo->max_len : 0, epochs, mask_truncated, (int)oo->kind,
 	                   oo->lr, oo->warmup_steps, lr_schedule_name(oo->schedule), oo->total_steps,
 	                   oo->weight_decay, oo->beta1, oo->beta2, oo->eps, oo->max_grad_norm);
+	if (len < 0)   /* printf of a double can run out of memory */
+		return 0;
 	return fnv1a((const unsigned char *)text, len < (int)sizeof text ? (size_t)len : sizeof text - 1);
 }
 

@@ -99,7 +99,8 @@ struct gradx_head {
  * A hash of what shapes a rank's gradient and its optimizer step: the loss
  * options (max_len only where dr_grpo reads it), the optimizer's, the
  * epochs and --mask-truncated. Of their text, with enums by name, so that
- * it is the same on every host and build that means the same.
+ * it is the same on every host and build that means the same. 0 when
+ * memory ran out writing that text (no text hashes to 0 in practice).
  */
 uint64_t gradx_opts_hash(const struct loss_opts *lo, const struct optim_opts *oo, int epochs,
                          int mask_truncated);

@@ -141,7 +141,7 @@ for st in collect score pack step; do
 	case $st in
 	collect) extra="711 723" ;;
 	pack) extra="551 704" ;;
-	step) extra=1017 ;;
+	step) extra="1017 673" ;;   # 673: printf of the options' hash text failed, its -1 taken as a length
 	*) extra= ;;
 	esac
 	sweep "$T/one" 12 $extra
