@@ -3,12 +3,14 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "base/fsys.h"
 #include "base/lineio.h"
@@ -303,8 +305,9 @@ static int same_data(struct archive *a, const char *member, const char *path, st
 			r = err_set(e, "%s: differs from %s", member, path);
 	if (r == 0 && n < 0)
 		r = lineio_archive_err(e, member, a);
-	if (r == 0 && fsys_read(fd, theirs, 1, path, e) != 0)
-		r = err_set(e, "%s: shorter than %s", member, path);
+	ssize_t more = r == 0 ? fsys_read(fd, theirs, 1, path, e) : 0;
+	if (more != 0)
+		r = more < 0 ? -1 : err_set(e, "%s: shorter than %s", member, path);
 	close(fd);
 	return r;
 }
@@ -356,6 +359,51 @@ static int check_archive(const char *path, const struct items *step, const struc
 	return r < 0 ? err_prefix(e, "the archive written is not what was meant (nothing removed)") : 0;
 }
 
+/*
+ * The archive's bytes, compressed here with libzstd into one frame with its
+ * checksum (as zstd -t checks), not by libarchive's zstd filter, which dies
+ * of SIGSEGV when an allocation of its own fails.
+ */
+struct zout {
+	ZSTD_CCtx *z;
+	int fd;
+	const char *path;
+	unsigned char buf[1 << 16];
+};
+
+/* in[0..n) through z with op (ZSTD_e_end: to the end of the frame), what comes out written */
+static int zout_feed(struct zout *o, const void *in, size_t n, ZSTD_EndDirective op, struct err *e)
+{
+	ZSTD_inBuffer ib = { in, n, 0 };
+	size_t left;
+	do {
+		ZSTD_outBuffer ob = { o->buf, sizeof o->buf, 0 };
+		left = ZSTD_compressStream2(o->z, &ob, &ib, op);
+		if (ZSTD_isError(left))
+			return err_set(e, "%s: zstd: %s", o->path, ZSTD_getErrorName(left));
+		if (fsys_write_all(o->fd, o->buf, ob.pos, o->path, e) < 0)
+			return -1;
+	} while (op == ZSTD_e_end ? left != 0 : ib.pos < ib.size);
+	return 0;
+}
+
+/* libarchive's write callback: a failure is kept as a's error, which its caller reports */
+static la_ssize_t zout_write(struct archive *a, void *p, const void *data, size_t n)
+{
+	struct err e;
+	if (zout_feed(p, data, n, ZSTD_e_continue, &e) == 0)
+		return (la_ssize_t)n;
+	archive_set_error(a, errno ? errno : EIO, "%s", e.msg);
+	return -1;
+}
+
+static void zout_free(struct zout *o)
+{
+	if (o)
+		ZSTD_freeCCtx(o->z);
+	free(o);
+}
+
 /* Write the items not in seen into a new archive at path. */
 static int write_archive(const char *path, const struct items *step, const struct items *seen, long *written,
 			 struct err *e)
@@ -364,13 +412,18 @@ static int write_archive(const char *path, const struct items *step, const struc
 	if (!t)
 		return -1;
 	struct archive *a = archive_write_new();
-	if (!a || archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_open_fd(a, tempfile_fd(t)) != ARCHIVE_OK) {
-		if (a)
-			lineio_archive_err(e, tempfile_path(t), a);
-		else
-			err_set(e, "%s: out of memory", tempfile_path(t));
+	struct zout *zo = calloc(1, sizeof *zo);
+	if (!a || !zo || !(zo->z = ZSTD_createCCtx()) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(zo->z, ZSTD_c_checksumFlag, 1))) {
+		err_set(e, "%s: out of memory", tempfile_path(t));
+		goto fail;
+	}
+	zo->fd = tempfile_fd(t);
+	zo->path = tempfile_path(t);
+	/* no close callback: libarchive ignores what it returns, so the frame is ended below */
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open(a, zo, NULL, zout_write, NULL) != ARCHIVE_OK) {
+		lineio_archive_err(e, tempfile_path(t), a);
 		goto fail;
 	}
 	for (size_t i = 0; i < step->n; i++) {
@@ -387,6 +440,10 @@ static int write_archive(const char *path, const struct items *step, const struc
 	}
 	archive_write_free(a);
 	a = NULL;
+	if (zout_feed(zo, NULL, 0, ZSTD_e_end, e) < 0)
+		goto fail;
+	zout_free(zo);
+	zo = NULL;
 	if (check_archive(tempfile_path(t), step, seen, e) < 0)
 		goto fail;
 	int r = tempfile_commit(t, 0, e);
@@ -396,6 +453,7 @@ static int write_archive(const char *path, const struct items *step, const struc
 fail:
 	if (a)
 		archive_write_free(a);
+	zout_free(zo);
 	tempfile_delete(t);
 	return -1;
 }
