@@ -309,13 +309,15 @@ static int each_pair(const char *src, const char *dst, int kind,
 	return r;
 }
 
-/* Move everything under src into dst without replacing anything; what collides stays. */
+/* Move everything under src into dst without replacing anything, removing
+ * the directories it empties; what collides stays in src. */
 static int merge_back(const char *src, const char *dst, struct err *e)
 {
 	if (fsys_mkdir(dst, e) < 0 || each_pair(src, dst, FSYS_DIRS, merge_back, e) < 0 ||
-	    each_pair(src, dst, FSYS_FILES, fsys_rename_noreplace, e) < 0)
+	    each_pair(src, dst, FSYS_FILES, fsys_rename_noreplace, e) < 0 || fsys_fsync_dir(dst, e) < 0)
 		return -1;
-	return fsys_fsync_dir(dst, e);
+	fsys_rmdir(src, NULL);   /* empty unless something collided */
+	return 0;
 }
 
 /*
@@ -352,8 +354,7 @@ static int finish_isolated(const char *queue, const char *gcdir, int64_t step, i
 		return -1;
 	if (fsys_fsync_dir(queue, e) < 0)
 		return -1;
-	if (r == 0)
-		fsys_rmdir(gcdir, NULL);
+	fsys_rmdir(gcdir, NULL);   /* empty unless something collided */
 	return 0;
 }
 

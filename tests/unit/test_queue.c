@@ -280,6 +280,8 @@ static void test_leftover(void)
 	bad |= rename(from, to) != 0;
 	snprintf(from, sizeof from, "%s/.tmp/del.crashed/rank_0/.done/w.zst", q);
 	bad |= unlink(from) != 0; /* its record already deleted: the file looks waiting */
+	/* a producer made step 6 anew while gc had it aside: ranks 0 and 2 */
+	bad |= spool_put(q, 6, 0, "v.zst", "V") || spool_put(q, 6, 2, "u.zst", "U");
 	ok(!bad, "leftovers of an interrupted gc set up");
 	struct queue_recover_stats st = { 0, 0, 0, 0 };
 	is_int(queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &st, &e), 0, "recover");
@@ -287,6 +289,9 @@ static void test_leftover(void)
 	ok(!exists("%s/step_5", q) && !exists("%s/step_7", q), "the finished step and the half-deleted one are gone");
 	ok(exists("%s/step_6/rank_1/z.zst", q) && exists("%s/step_6/rank_0/.done/y.zst", q),
 	   "the unfinished step is back whole, its waiting file still waiting");
+	ok(exists("%s/step_6/rank_0/v.zst", q) && exists("%s/step_6/rank_2/u.zst", q) &&
+	   !exists("%s/step_6/rank_0/.done/v.zst", q),
+	   "merged with what a producer published to step 6 meanwhile, nothing of either lost");
 	snprintf(to, sizeof to, "%s/.tmp", q);
 	is_int(entries(to), 0, "nothing is left in .tmp");
 }
