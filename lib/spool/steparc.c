@@ -89,6 +89,36 @@ static int arc_path(char *out, size_t size, const char *dir, const char *qname, 
 	return n < 0 || (size_t)n >= size ? err_set(e, "%s: path too long", dir) : 0;
 }
 
+/*
+ * An archive of steparc's at path opened for reading, and in *ent an entry
+ * of our own for its headers (archive_read_next_header2; archive_read_new's
+ * own goes unchecked, lineio.c says why); *ar the open's status, a's error
+ * to report unless ARCHIVE_OK. NULL, said, when memory ran out.
+ */
+static struct archive *open_reader(const char *path, struct archive_entry **ent, int *ar, struct err *e)
+{
+	struct archive *a = archive_read_new();
+	*ent = archive_entry_new();
+	if (!a || !*ent) {
+		archive_read_free(a);
+		archive_entry_free(*ent);
+		err_set(e, "%s: out of memory", path);
+		return NULL;
+	}
+	*ar = archive_read_support_filter_all(a);
+	if (*ar == ARCHIVE_OK)
+		*ar = archive_read_support_format_tar(a);   /* what steparc writes (pax) */
+	if (*ar == ARCHIVE_OK)
+		*ar = archive_read_open_filename(a, path, 1 << 16);
+	return a;
+}
+
+static void close_reader(struct archive *a, struct archive_entry *ent)
+{
+	archive_read_free(a);
+	archive_entry_free(ent);
+}
+
 /* The members of the step's existing archives into seen; *next: the first free number. */
 static int read_existing(const char *dir, const char *qname, int64_t step, struct items *seen, int *next,
 			 struct err *e)
@@ -105,37 +135,27 @@ static int read_existing(const char *dir, const char *qname, int64_t step, struc
 			*next = k;
 			return 0;
 		}
-		struct archive *a = archive_read_new();
-		struct archive_entry *ent = archive_entry_new();   /* not archive_read_new's: lineio.c says why */
-		if (!a || !ent) {
-			archive_read_free(a);
-			archive_entry_free(ent);
-			return err_set(e, "%s: out of memory", p);
-		}
-		int ar = archive_read_support_filter_all(a);
-		if (ar == ARCHIVE_OK)
-			ar = archive_read_support_format_tar(a);   /* what steparc writes (pax) */
-		if (ar == ARCHIVE_OK)
-			ar = archive_read_open_filename(a, p, 1 << 16);
+		struct archive_entry *ent;
+		int ar;
+		struct archive *a = open_reader(p, &ent, &ar, e);
+		if (!a)
+			return -1;
 		while (ar == ARCHIVE_OK && (ar = archive_read_next_header2(a, ent)) == ARCHIVE_OK) {
 			const char *member = archive_entry_pathname(ent);   /* NULL: its conversion ran out of memory */
 			if ((member ? items_add(seen, NULL, member, archive_entry_size(ent), e)
 				    : err_set(e, "%s: out of memory", p)) < 0) {
-				archive_read_free(a);
-				archive_entry_free(ent);
+				close_reader(a, ent);
 				return -1;
 			}
 		}
 		if (ar != ARCHIVE_EOF) {
 			/* never write beside an archive we cannot read: what it holds is unknown */
 			lineio_archive_err(e, p, a);
-			archive_read_free(a);
-			archive_entry_free(ent);
+			close_reader(a, ent);
 			return err_prefix(e, "an earlier archive of step %lld is unreadable; move it aside",
 					  (long long)step);
 		}
-		archive_read_free(a);
-		archive_entry_free(ent);
+		close_reader(a, ent);
 	}
 }
 
@@ -321,18 +341,11 @@ static int same_data(struct archive *a, const char *member, const char *path, st
  */
 static int check_archive(const char *path, const struct items *step, const struct items *seen, struct err *e)
 {
-	struct archive *a = archive_read_new();
-	struct archive_entry *ent = archive_entry_new();   /* not archive_read_new's: lineio.c says why */
-	if (!a || !ent) {
-		archive_read_free(a);
-		archive_entry_free(ent);
-		return err_set(e, "%s: out of memory", path);
-	}
-	int ar = archive_read_support_filter_zstd(a), r = 0;
-	if (ar == ARCHIVE_OK)
-		ar = archive_read_support_format_tar(a);
-	if (ar == ARCHIVE_OK)
-		ar = archive_read_open_filename(a, path, 1 << 16);
+	struct archive_entry *ent;
+	int ar, r = 0;
+	struct archive *a = open_reader(path, &ent, &ar, e);
+	if (!a)
+		return -1;
 	for (size_t i = 0; r == 0 && i < step->n; i++) {
 		const struct item *it = &step->v[i];
 		if (items_has(seen, it->member, it->size))
@@ -354,8 +367,7 @@ static int check_archive(const char *path, const struct items *step, const struc
 		r = ar == ARCHIVE_OK ? err_set(e, "%s: holds more than was written (%s)", path,
 					       archive_entry_pathname(ent))
 				     : lineio_archive_err(e, path, a);
-	archive_read_free(a);
-	archive_entry_free(ent);
+	close_reader(a, ent);
 	return r < 0 ? err_prefix(e, "the archive written is not what was meant (nothing removed)") : 0;
 }
 
