@@ -989,16 +989,20 @@ static const struct added *longest_at(const struct added_set *set, const unsigne
 	return best;
 }
 
-/* Find the next added token of set in s[from..n): leftmost, then longest,
+/* Find the next added token of set in s[*scan..n): leftmost, then longest,
  * as tokenizers' Aho-Corasick LeftmostLongest; single_word, lstrip and
  * rstrip as its AddedVocabulary::find_matches. Sets *start, *stop (the
- * span it replaces, stripped white space included) and *id; 0 if none. */
+ * span it replaces, stripped white space included) and *id; 0 if none.
+ * lstrip takes no white space before floor, where the last span stopped.
+ * The scan goes on from the end of the match, not of the span, as
+ * tokenizers' does: a token that begins inside the white space an rstrip
+ * token took is still found, and its span then starts before floor. */
 static int next_added(const struct added_set *set, const unsigned char *s, size_t n,
-		      size_t from, size_t *start, size_t *stop, int32_t *id)
+		      size_t *scan, size_t floor, size_t *start, size_t *stop, int32_t *id)
 {
 	if (set->n == 0)
 		return 0;
-	for (size_t i = from; i < n;) {
+	for (size_t i = *scan; i < n;) {
 		const struct added *hit = longest_at(set, s, n, i);
 		if (!hit) {
 			i++;
@@ -1010,10 +1014,11 @@ static int next_added(const struct added_set *set, const unsigned char *s, size_
 			i = e;  /* the match is consumed, not retried inside */
 			continue;
 		}
+		*scan = e;
 		if (hit->lstrip) {
 			b = space_before(s, b);
-			if (b < from)
-				b = from;
+			if (b < floor)
+				b = floor;
 		}
 		if (hit->rstrip) {
 			uint32_t ch;
@@ -1041,10 +1046,10 @@ static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t
 		s = sc->norm.data;
 		n = sc->norm.len;
 	}
-	size_t at = 0, b, e;
+	size_t at = 0, scan = 0, b, e;
 	int32_t id;
-	while (next_added(&t->norm, s, n, at, &b, &e, &id)) {
-		int rc = encode_words(t, s + at, b - at, sc, out);
+	while (next_added(&t->norm, s, n, &scan, at, &b, &e, &id)) {
+		int rc = b > at ? encode_words(t, s + at, b - at, sc, out) : 0;
 		if (rc < 0)
 			return rc;
 		if (tok_ids_push(out, id) < 0)
@@ -1061,10 +1066,10 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	if (bad != n)
 		return err_set(e, "text is not valid UTF-8 at byte %zu (0x%02x)", bad, s[bad]);
 	struct scratch sc = { .missing = -1 };
-	size_t at = 0, b, stop;
+	size_t at = 0, scan = 0, b, stop;
 	int32_t id;
 	int rc = 0;
-	while (rc == 0 && next_added(&t->raw, s, n, at, &b, &stop, &id)) {
+	while (rc == 0 && next_added(&t->raw, s, n, &scan, at, &b, &stop, &id)) {
 		if (b > at)
 			rc = encode_text(t, s + at, b - at, &sc, out);
 		if (rc == 0)
