@@ -152,39 +152,60 @@ static int reward_value(const cJSON *x, int fixed, double *v)
 
 /* A reply line: its rewards into out, in the order of the names. NaN,
  * Infinity and -Infinity, which Python's json writes, are read as those
- * values, for the scorer to store as 0 (grpo-score(1)). */
-static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out)
+ * values, for the scorer to store as 0 (grpo-score(1)). On a bad line,
+ * why (of size WHY_MAX) says what is wrong with it. */
+#define WHY_MAX 160
+static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out, char *why)
 {
-	if (json_check_numbers(line, n, NULL) < 0)
-		return -1;   /* 05 or 5.: what the program meant is unknown */
+	struct err pe;
+	if (json_check_numbers(line, n, &pe) < 0) {   /* 05 or 5.: what the program meant is unknown */
+		snprintf(why, WHY_MAX, "%s", pe.msg);
+		return -1;
+	}
 	char *fixed = NULL;
 	size_t fixed_n;
 	int f = json_fix_nonfinite(line, n, &fixed, &fixed_n);
-	/* one value alone: a second object on the line would be dropped silently */
-	cJSON *j = f == 1 ? json_parse_one(fixed, fixed_n, NULL) : json_parse_one(line, n, NULL);
+	if (f < 0)
+		return -2;
+	/* one value alone: a second object on the line would be dropped silently;
+	 * a key twice would be read as cJSON reads it, not as Python's json */
+	cJSON *j = f == 1 ? json_parse_one(fixed, fixed_n, &pe) : json_parse_one(line, n, &pe);
+	int nomem = !j && errno == ENOMEM;
 	free(fixed);
+	if (!j) {
+		snprintf(why, WHY_MAX, "%s", pe.msg);
+		return nomem ? -2 : -1;
+	}
+	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: number, ...}}");
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string &&
-				     strlen(x->string) <= REWARD_NAME_MAX;
+	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string;
+	cJSON_ArrayForEach(x, rw) if (ok && strlen(x->string) > REWARD_NAME_MAX) {
+		/* a longer name would be stored cut, perhaps to another's */
+		snprintf(why, WHY_MAX, "a name of over %d bytes", REWARD_NAME_MAX);
+		ok = 0;
+	}
 	if (ok && !c->names) {
 		uint32_t K = (uint32_t)cJSON_GetArraySize(rw);
 		c->names = calloc(K, sizeof *c->names);
 		uint32_t k = 0;
 		cJSON_ArrayForEach(x, rw) if (c->names && !(c->names[k++] = strdup(x->string))) ok = 0;
 		c->n_names = c->names ? K : 0;
-		ok = ok && c->names;
-		for (uint32_t a = 0; ok && a < K; a++)
-			for (uint32_t b = a + 1; b < K; b++)
-				ok = ok && strcmp(c->names[a], c->names[b]) != 0;
-		if (!ok)
+		if (!ok || !c->names) {
 			free_names(c);
+			cJSON_Delete(j);
+			return -2;
+		}
 	}
-	if (ok && (uint32_t)cJSON_GetArraySize(rw) != c->n_names)
+	if (ok && (uint32_t)cJSON_GetArraySize(rw) != c->n_names) {
+		snprintf(why, WHY_MAX, "%d rewards, where its first answer named %u", cJSON_GetArraySize(rw), c->n_names);
 		ok = 0;
+	}
 	for (uint32_t k = 0; ok && k < c->n_names; k++) {
 		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
+		if (!x)
+			snprintf(why, WHY_MAX, "no '%s', which its first answer named", c->names[k]);
 		ok = x != NULL && reward_value(x, f == 1, &out[k]);
 	}
 	cJSON_Delete(j);
@@ -255,20 +276,18 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 		char *nl = c->in.len ? memchr(c->in.data, '\n', c->in.len) : NULL;
 		if (nl) {
 			size_t n = (size_t)(nl - (char *)c->in.data);
-			int ok = parse_reply(c, (const char *)c->in.data, n, out) == 0;
+			char why[WHY_MAX];
+			int rc = parse_reply(c, (const char *)c->in.data, n, out, why);
 			char shown[100];
 			snprintf(shown, sizeof shown, "%.*s", (int)(n < 80 ? n : 80), (const char *)c->in.data);
 			memmove(c->in.data, nl + 1, c->in.len - n - 1);
 			c->in.len -= n + 1;
-			if (ok)
+			if (rc == 0)
 				return 0;
-			char what[300], names[64];
-			if (c->names)
-				snprintf(names, sizeof names, " with the names of its first answer");
-			else   /* a longer name would be stored cut, perhaps to another's */
-				snprintf(names, sizeof names, " with names of at most %d bytes", REWARD_NAME_MAX);
-			snprintf(what, sizeof what, "answered '%s%s', not {\"rewards\": {NAME: number, ...}}%s", shown,
-				 n > 80 ? "..." : "", names);
+			if (rc == -2)
+				return err_set(e, "out of memory");
+			char what[400];
+			snprintf(what, sizeof what, "answered '%s%s': %s", shown, n > 80 ? "..." : "", why);
 			return fail(c, q, e, what);
 		}
 		if (c->in.len > LINE_MAX_BYTES)

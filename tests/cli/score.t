@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 106
+plan 112
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -213,8 +213,27 @@ L=$(printf '%070d' 0)
 grpo-score -c "while read -r l; do echo '{\"rewards\": {\"${L}x\": 1, \"${L}y\": 0}}'; done" -t "$TOK" in.zst \
 	2> err > longname.zst
 is "$?:$(wc -c < longname.zst | tr -d ' ')" "1:0" "reward names over 63 bytes: exit status 1, nothing written"
-grep -q "names of at most 63 bytes" err
+grep -q "': a name of over 63 bytes for sequence 100 of group 1" err
 ok $? "saying why: $(cut -c 1-300 err)"
+# a name twice: JSON allows it, cJSON would read the first, Python's json the last
+grpo-score -c "while read -r l; do echo '{\"rewards\": {\"r\": 1, \"r\": 0}}'; done" -t "$TOK" in.zst \
+	2> err > dupname.zst
+is "$?:$(wc -c < dupname.zst | tr -d ' ')" "1:0" "a reward named twice in one answer: exit status 1, nothing written"
+grep -qF "answered '{\"rewards\": {\"r\": 1, \"r\": 0}}': the key \"r\" appears twice in one object for sequence 100 of group 1" err
+ok $? "saying which: $(cat err)"
+# later answers keep the first one's names, neither fewer nor others
+for kind in fewer other; do
+	case $kind in
+	fewer) later='{"rewards": {"r": 1}}' want="1 rewards, where its first answer named 2" ;;
+	other) later='{"rewards": {"r": 1, "t": 0}}' want="no 's', which its first answer named" ;;
+	esac
+	printf '%s\n' "while read -r x; do case \$x in *'\"sequence_id\": 100,'*) echo '{\"rewards\": {\"r\": 1, \"s\": 0}}' ;;
+	*) echo '$later' ;; esac; done" > names.sh
+	grpo-score -c 'sh names.sh' -t "$TOK" in.zst 2> err > names.zst
+	is "$?:$(wc -c < names.zst | tr -d ' ')" "1:0" "$kind names than the first answer: exit status 1, nothing written"
+	grep -qF "answered '$later': $want for sequence 101 of group 1" err
+	ok $? "$kind: $(cat err)"
+done
 # string ids longer than a message's 63 bytes go to the program whole: the request stays JSON
 L=$(printf '%080d' 0)
 printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"sequence_id":"s-%s"}]}\n' \
@@ -243,15 +262,15 @@ for kind in crash hang garbage twice oneline zero; do
 	# for it on a busy machine
 	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
 	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
-	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello', not" ;;
+	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello': not valid JSON (near byte 1)" ;;
 	# two lines an answer: the second must not be taken as the next sequence's
 	twice) cmd='sh twice.sh'; to=60; want="wrote '{\"rewards\": {\"r\": 0}}' before it was asked (one line per request) for sequence 101 of group 1" ;;
 	# two answers on one line: not the first taken and the second dropped
 	oneline) cmd='read x; echo "{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}"; sleep 30'; to=60
-		want="answered '{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}', not" ;;
+		want="answered '{\"rewards\": {\"r\": 1}} {\"rewards\": {\"r\": 0}}': not valid JSON (text after the value" ;;
 	# a number JSON forbids: 05 is not known to mean 5
 	zero) cmd='read x; echo "{\"rewards\": {\"r\": 05}}"; sleep 30'; to=60
-		want="answered '{\"rewards\": {\"r\": 05}}', not" ;;
+		want="answered '{\"rewards\": {\"r\": 05}}': not valid JSON (near byte 19: 05 is not a number as JSON writes one)" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
 	is $? 1 "$kind: exit status 1"
