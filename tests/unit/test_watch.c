@@ -330,6 +330,48 @@ static void test_renew(void)
 	watch_close(w);
 }
 
+/* A step moved away whole (as gc moves one aside) or removed: its watches
+ * are forgotten, not kept for a directory that is gone, and a step made
+ * anew under the same name is watched afresh, its files handed out. */
+static void test_gone(void)
+{
+	char q[512], got[300];
+	struct err e;
+	struct watch_stats s;
+	snprintf(q, sizeof q, "%s/gone", top);
+	publish(q, 2, 0, "a.zst");
+	publish(q, 3, 0, "b.zst");
+	struct watch_opt o = WATCH_OPT_INIT;
+	o.follow = 1;
+	o.rescan = 3600; /* events alone */
+	struct watch *w = watch_open(q, &o, &e);
+	ok(w && next(w, got, sizeof got) == 1 && !strcmp(got, "2/0/a.zst") && next(w, got, sizeof got) == 1 &&
+	   !strcmp(got, "3/0/b.zst"), "[gone] two steps' files");
+	if (!w)
+		return;
+	watch_stats(w, &s);
+	long before = s.watches;
+	char cmd[2000];
+	snprintf(cmd, sizeof cmd, "mv %s/step_2 %s/moved && rm -rf %s/step_3", q, top, q);
+	ok(system(cmd) == 0, "[gone] step_2 moved out of the queue, step_3 removed");
+	publish(q, 2, 0, "c.zst");
+	watch_deadline(w, 10);
+	ok(next(w, got, sizeof got) == 1 && !strcmp(got, "2/0/c.zst"), "[gone] a file in step_2 made anew");
+	publish(q, 2, 0, "d.zst");
+	ok(next(w, got, sizeof got) == 1 && !strcmp(got, "2/0/d.zst"), "[gone] and a later one in it");
+	watch_stats(w, &s);
+	ok(s.watches < before + 2 && s.scans == 1 && s.overflows == 0,
+	   "[gone] the moved and the removed step's watches forgotten (%ld watches, %ld before)", s.watches,
+	   before);
+	publish(q, 3, 0, "late.zst");
+	snprintf(cmd, sizeof cmd, "%s/moved/rank_0/stray.zst", top);
+	FILE *f = fopen(cmd, "w");
+	ok(f && fclose(f) == 0, "[gone] a file put into the step moved away");
+	ok(next(w, got, sizeof got) == 1 && !strcmp(got, "3/0/late.zst"),
+	   "[gone] nothing from the directory moved away, only the queue's own files");
+	watch_close(w);
+}
+
 int main(void)
 {
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -341,6 +383,7 @@ int main(void)
 	for (int mode = 0; mode < 3; mode++)
 		test_follow(mode);
 	test_rescan();
+	test_gone();
 	test_many_steps();
 	test_remote();
 	test_renew();
