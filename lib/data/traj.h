@@ -109,9 +109,6 @@ void traj_free(struct traj *t);
 void group_free(struct group *g);   /* frees the trajectories, then zeroes g */
 void mb_free(struct microbatch *mb);
 
-/* Deep copy; -1 when memory runs out (dst is then zeroed). */
-int traj_copy(struct traj *dst, const struct traj *src);
-
 /* Ids. traj_id_none: no id (-1). _set_str copies s[0..n) (-1 when memory
  * runs out or s holds a NUL byte); _copy deep-copies (-1: out of memory);
  * _free frees the string and leaves "none". _eq compares as given (an
