@@ -375,7 +375,7 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
  */
 static const char *const keep_keys[] = {
 	"advantages", "answer", "batch", "choices", "completion_ids", "content", "delta", "echo",
-	"finish_reason", "finish_reasons", "generation_params", "group_id", "group_overrides", "id",
+	"finish_reason", "finish_reasons", "generation_kwargs", "generation_params", "group_id", "group_overrides", "id",
 	"inference_logprobs", "input_ids", "input_token_logprobs", "logprob", "logprob_token_ids", "logprobs",
 	"masks", "max_completion_tokens", "max_new_tokens", "max_tokens", "meta_info", "n", "object",
 	"output_token_logprobs", "overrides", "policy_version", "prompt", "prompt_ids", "prompt_token_ids",

@@ -422,7 +422,30 @@ static const cJSON *trl_request_prompts(const cJSON *req)
 	return nested(p, &tmp) ? p : NULL;
 }
 
-/* TRL's flattened form: completion i answers prompt i / (completions / prompts). */
+/* The max_tokens vllm-serve's /generate/ sampled with, from the request it
+ * answered: generation_kwargs' (TRL 0.24 on: it overrides the rest), else
+ * the request's own, else its GenerateRequest's default, 16. -1 when there
+ * is no request or the limit is not a positive whole number (null in
+ * generation_kwargs: no limit but the model's length, which is not known). */
+static long trl_max_tokens(const cJSON *req)
+{
+	if (!cJSON_IsObject(req))
+		return -1;
+	const cJSON *kw = cJSON_GetObjectItemCaseSensitive(req, "generation_kwargs");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(kw, "max_tokens");
+	if (!m)
+		m = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
+	if (!m)
+		return 16;
+	if (!cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble > 1e9 || m->valuedouble != floor(m->valuedouble))
+		return -1;
+	return (long)m->valuedouble;
+}
+
+/* TRL's flattened form: completion i answers prompt i / (completions / prompts).
+ * It gives no finish reason; where the request is known, a completion of
+ * max_tokens tokens stopped at the limit ("length"), a shorter one at a
+ * stop token ("stop"), as vLLM says them (grpo-collect(1)). */
 static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint32_t n, uint32_t *differs,
 		     struct err *e)
 {
@@ -482,6 +505,10 @@ static int parse_trl(const cJSON *resp, const cJSON *req, struct traj *ts, uint3
 	jsonpick_iter_end(&ic);
 	jsonpick_iter_end(&il);
 	jsonpick_iter_end(&ip);
+	long max = trl_max_tokens(req);
+	for (uint32_t i = 0; i < n && r == 0 && max > 0; i++)
+		if (traj_set_finish(&ts[i], ts[i].n_response >= (uint32_t)max ? "length" : "stop") < 0)
+			r = err_set(e, "out of memory");
 	return r;
 }
 

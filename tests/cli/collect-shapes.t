@@ -3,12 +3,12 @@
 # work give exactly FILE.expected; those refused on purpose say why, by
 # FILE:LINE, also under -e skip, and publish nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 19
 D="$GRPO_TOP/tests/data/collect"
 
 # vllm-trl-old, vllm-echo and vllm-echo-score sample each prompt once: their
 # groups of one member are counted (group-integrity.t)
-for f in vllm-trl-ranked vllm-trl-old vllm-batch-prompts vllm-echo vllm-echo-score finish-reasons; do
+for f in vllm-trl-ranked vllm-trl-old vllm-trl-limits vllm-batch-prompts vllm-echo vllm-echo-score finish-reasons; do
 	grpo-collect --step 3 "$D/$f.jsonl" > "$T/$f.zst" 2> "$T/err"
 	case $f in
 	vllm-trl-old | vllm-echo | vllm-echo-score)
@@ -25,6 +25,12 @@ is "$?" 0 "TRL ranked lists: the sampled token's logprob is found by its id, not
 is "$(grep -o '"finish_reason":"[a-z_]*"' "$D/finish-reasons.expected" | tr '\n' ' ')" \
 	'"finish_reason":"tool_calls" "finish_reason":"abort" "finish_reason":"abort" ' \
 	"finish reasons other than stop and length (vLLM tool_calls and abort, SGLang abort) are kept"
+# TRL's /generate/ says no finish reason: the request's max_tokens tells it
+is "$(grpo-cat --json "$T/vllm-trl-limits.zst" | grep -o '"response_tokens":\[[0-9,]*\]\|"finish_reason":"[a-z]*"' |
+	tr '\n' ' ')" '"response_tokens":[19,20] "finish_reason":"length" "response_tokens":[21] "finish_reason":"stop" '\
+'"response_tokens":[19,20,21] "finish_reason":"length" "response_tokens":[22,151645] "finish_reason":"stop" '\
+'"response_tokens":[19,20] "response_tokens":[21] "response_tokens":[19,20] "response_tokens":[21] ' \
+	"TRL: max_tokens tokens is length, fewer stop (generation_kwargs' limit first); none with no limit or no request"
 grpo-collect --step 3 "$D/finish-reasons.jsonl" 2> /dev/null | grpo-score --reward length --max-len 8 2> /dev/null |
 	grpo-pack --seq-len 64 --ranks 1 --step 3 | grpo-cat | grep -o '"finish_reasons":\[[^]]*\]' > "$T/fr"
 is "$(cat "$T/fr")" '"finish_reasons":["tool_calls","abort","abort"]' "and carried into the micro-batches' finish_reasons"
