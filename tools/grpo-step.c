@@ -593,7 +593,11 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	step_count(*mbs, *n, &counted);
 	memset(cut, 0, sizeof *cut);
 	if (a->mask_truncated) {
-		step_mask_truncated(*mbs, *n, cut);
+		size_t unknown = step_mask_truncated(*mbs, *n, cut);
+		if (unknown)
+			fprintf(stderr, "%s: step %lld: warning: --mask-truncated: %zu of %.0f sequences have no "
+				"finish_reason (their source gave none), so they are trained whether cut or not\n",
+				prog, (long long)step, unknown, counted.seqs);
 		/* the other ranks' truncated sequences leave the totals too: count them (read, not trained) */
 		for (int k = 0; a->rank >= 0 && k < (int)dm->ranks; k++) {
 			struct microbatch *o;

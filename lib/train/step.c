@@ -128,13 +128,18 @@ void step_count(const struct microbatch *mbs, size_t n, struct loss_totals *t)
 		loss_totals_add_mb(t, &mbs[i]);
 }
 
-void step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut)
+size_t step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut)
 {
+	size_t unknown = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct microbatch *mb = &mbs[i];
 		uint32_t start = 0;
 		for (uint32_t s = 0; s < mb->n_seqs && s < mb->n_seq_lens; start += mb->seq_lens[s], s++) {
-			if (!mb->finish_reasons || !mb->finish_reasons[s] || strcmp(mb->finish_reasons[s], "length"))
+			if (!mb->finish_reasons || !mb->finish_reasons[s]) {
+				unknown++;
+				continue;
+			}
+			if (strcmp(mb->finish_reasons[s], "length") != 0)
 				continue;
 			cut->seqs += 1;
 			for (uint32_t t = start; t < start + mb->seq_lens[s] && t < mb->n_tokens; t++) {
@@ -143,6 +148,7 @@ void step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *c
 			}
 		}
 	}
+	return unknown;
 }
 
 int step_totals(const struct done_manifest *d, const struct loss_totals *cut, struct loss_totals *tot,

@@ -58,8 +58,9 @@ void step_count(const struct microbatch *mbs, size_t n, struct loss_totals *t);
 
 /* --mask-truncated: clear the loss mask of every sequence whose finish_reason
  * is "length"; the sequences and the loss tokens taken out are added into cut
- * (cut->mbs stays). */
-void step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut);
+ * (cut->mbs stays). Returns the number of sequences with no finish_reason,
+ * which cannot be told apart and are left whole. */
+size_t step_mask_truncated(struct microbatch *mbs, size_t n, struct loss_totals *cut);
 
 /*
  * The step's totals: DONE's sequences, loss_tokens and micro-batches less

@@ -14,7 +14,7 @@
 # before the last of --steps K, or no DONE for it: 75, naming the --step and
 # --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 79
+plan 81
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -83,6 +83,12 @@ is "$(field "$T/mt-dapo" sequences) $(field "$T/mt-dapo" loss_tokens) $(field "$
 	"10 $((all - 8)) 2" "the totals leave out the 2 sequences and their 8 tokens (DONE: $all)"
 grpo-step --model "$T/model" --batches "$T/bt" -o "$T/pu" --metrics "$T/mu" 2> /dev/null
 is "$(field "$T/mu" sequences) $(field "$T/mu" loss_tokens)" "12 $all" "without --mask-truncated they train"
+grpo-step --model "$T/model" --batches "$T/bt" -o "$T/pw" --mask-truncated 2> "$T/err"
+is "$?:$(grep -c finish_reason "$T/err")" "0:0" "every sequence with a finish_reason: nothing to warn of"
+# groups.jsonl gives no finish reasons (as TRL's /generate/ does not): said, not silently trained whole
+grpo-step --model "$T/model" --batches "$T/b" -o "$T/pn" --mask-truncated 2> "$T/err"
+grep -q "step 1: warning: --mask-truncated: 12 of 12 sequences have no finish_reason (their source gave none), so they are trained whether cut or not" "$T/err"
+ok $? "sequences with no finish_reason: $(head -n 1 "$T/err")"
 
 # 3. DONE's totals are checked against the micro-batches
 cp -r "$T/bt" "$T/bx"

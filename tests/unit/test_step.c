@@ -327,8 +327,9 @@ static void truncated_totals(void)
 	struct loss_totals counted = { 0, 0, 0 }, cut = { 0, 0, 0 }, tot;
 	step_count(mbs, 2, &counted);
 	ok(counted.seqs == 6 && counted.tokens == 33 && counted.mbs == 2, "counted: 6 sequences, 33 loss tokens, 2");
-	step_mask_truncated(mbs, 2, &cut);
+	size_t unknown = step_mask_truncated(mbs, 2, &cut);
 	ok(cut.seqs == 2 && cut.tokens == 8 + 4 && cut.mbs == 0, "masked: 2 sequences and their 8 + 4 tokens");
+	is_int((long)unknown, 2, "the 2 sequences with no finish_reason counted, left whole");
 	int left = 0, inside = 0;
 	for (int i = 0; i < 2; i++)
 		for (uint32_t t = 0; t < mbs[i].n_tokens; t++)
