@@ -192,7 +192,10 @@ static int check_spans(const struct st_model *m, int first, const unsigned char 
 	return r;
 }
 
-/* __metadata__, where present, maps names to strings (or is null). */
+/* __metadata__, where present, maps names to strings (or is null). Its
+ * "format", where given, is one transformers loads: "pt" or "mlx", whose
+ * tensors have PyTorch's names; "tf" and "flax" name theirs otherwise (it
+ * converts them), and it refuses any other. */
 static int check_metadata(const cJSON *md, const char *path, struct err *e)
 {
 	if (!md || cJSON_IsNull(md))
@@ -203,7 +206,15 @@ static int check_metadata(const cJSON *md, const char *path, struct err *e)
 	cJSON_ArrayForEach(v, md)
 		if (!cJSON_IsString(v))
 			return err_set(e, "%s: __metadata__: the value of \"%s\" is not a string", path, v->string);
-	return 0;
+	const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "format"));
+	if (!f || strcmp(f, "pt") == 0 || strcmp(f, "mlx") == 0)
+		return 0;
+	if (strcmp(f, "tf") == 0 || strcmp(f, "flax") == 0)
+		return err_set(e, "%s: __metadata__: format \"%s\": weights saved by %s, whose tensor names are not "
+			       "PyTorch's; save them from transformers' PyTorch model (save_pretrained)", path, f,
+			       f[0] == 't' ? "TensorFlow" : "Flax");
+	return err_set(e, "%s: __metadata__: format \"%.40s\" is none of pt, mlx, tf and flax, which "
+		       "transformers loads", path, f);
 }
 
 /* Add the tensors of the safetensors bytes p[0..size) of file fi to m. */

@@ -327,6 +327,15 @@ int main(void)
 		  "__metadata__: the value of \"epochs\" is not a string", "metadata that is not text" },
 		{ "{\"__metadata__\":[\"pt\"]," W4 "}", "__metadata__ is not an object of strings",
 		  "metadata that is no object" },
+		/* transformers' rules for the format: its names, or refused there too */
+		{ "{\"__metadata__\":{\"format\":\"tf\"}," W4 "}",
+		  "__metadata__: format \"tf\": weights saved by TensorFlow, whose tensor names are not PyTorch's",
+		  "TensorFlow's weights" },
+		{ "{\"__metadata__\":{\"format\":\"flax\"}," W4 "}", "__metadata__: format \"flax\": weights saved by Flax",
+		  "Flax's weights" },
+		{ "{\"__metadata__\":{\"format\":\"np\"}," W4 "}",
+		  "__metadata__: format \"np\" is none of pt, mlx, tf and flax, which transformers loads",
+		  "a format transformers refuses" },
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
 		char want[256];
@@ -336,6 +345,12 @@ int main(void)
 	}
 	write_raw(path, "{\"__metadata__\":null," W4 "}\n\t ", 4);
 	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1, "null metadata and blanks after the object are legal");
+	st_close(&st);
+	write_raw(path, "{\"__metadata__\":{\"format\":\"mlx\"}," W4 "}", 4);
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1, "MLX's format, PyTorch's names: loads");
+	st_close(&st);
+	write_raw(path, "{\"__metadata__\":{\"source\":\"x\"}," W4 "}", 4);
+	ok(st_open(&st, path, &e) == 0 && st.ntensors == 1, "metadata without a format: loads");
 	st_close(&st);
 
 	rmrf(dir);
