@@ -375,14 +375,14 @@ static int parse_value(const cJSON *v, enum collect_format fmt, struct collect_l
  */
 static const char *const keep_keys[] = {
 	"advantages", "answer", "batch", "choices", "completion_ids", "content", "delta", "echo",
-	"finish_reason", "finish_reasons", "generation_kwargs", "generation_params", "group_id", "group_overrides", "id",
-	"inference_logprobs", "input_ids", "input_token_logprobs", "logprob", "logprob_token_ids", "logprobs",
-	"masks", "max_completion_tokens", "max_new_tokens", "max_tokens", "meta_info", "n", "object",
-	"output_token_logprobs", "overrides", "policy_version", "prompt", "prompt_ids", "prompt_token_ids",
-	"prompt_tokens", "prompts", "ref_logprobs", "request", "request_id", "response", "response_mask",
-	"response_tokens", "reward_names", "rewards", "run", "sampling_params", "scores", "sequence_id",
-	"set_advantage_to_zero", "stream", "successes", "temperature", "token", "token_ids", "token_logprobs",
-	"tokens", "trajectories", "type", "usage", "weight_version",
+	"finish_reason", "finish_reasons", "generation_kwargs", "generation_params", "group_id",
+	"group_overrides", "id", "inference_logprobs", "input_ids", "input_token_logprobs", "logprob",
+	"logprob_token_ids", "logprobs", "masks", "max_completion_tokens", "max_new_tokens", "max_tokens",
+	"meta_info", "n", "object", "output_token_logprobs", "overrides", "policy_version", "prompt",
+	"prompt_ids", "prompt_token_ids", "prompt_tokens", "prompts", "ref_logprobs", "request", "request_id",
+	"response", "response_mask", "response_tokens", "reward_names", "rewards", "run", "sampling_params",
+	"scores", "sequence_id", "set_advantage_to_zero", "stream", "successes", "temperature", "token",
+	"token_ids", "token_logprobs", "tokens", "trajectories", "type", "usage", "weight_version",
 };
 /* The arrays the importers read through jsonpick's functions and the
  * json_get_*_array getters (never by cJSON's): kept as their text. */
