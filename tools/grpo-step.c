@@ -57,8 +57,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: %s --batches QUEUE -o POLICY [--model DIR] [--step N] [--steps K] [--watch]\n"
 	        "       [--epochs E] [--ratio token|sequence] [--clip-low X] [--clip-high X]\n"
-	        "       [--dual-clip C] [--cispo] [--kl k1|k2|k3] [--beta B] [--entropy-coef C]\n"
-	        "       [--tis-cap C] [--loss-agg grpo|dapo|dr_grpo|bnpo] [--max-len N]\n"
+	        "       [--dual-clip C] [--cispo] [--kl k1|k2|k3|k1+|k3+] [--kl-clamp C] [--beta B]\n"
+	        "       [--entropy-coef C] [--tis-cap C] [--loss-agg grpo|dapo|dr_grpo|bnpo] [--max-len N]\n"
 	        "       [--lr X] [--warmup-steps N] [--lr-schedule constant|cosine|linear]\n"
 	        "       [--total-steps N] [--weight-decay X] [--betas B1,B2] [--eps X]\n"
 	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
@@ -78,7 +78,8 @@ static void usage(FILE *f)
 	        "      --clip-low X, --clip-high X  the clip range, each >= 0 (0.2 and 0.2)\n"
 	        "      --dual-clip C        dual clip bound, > 1, or 0 for none (0)\n"
 	        "      --cispo              CISPO's detached clipped weight instead of PPO clipping\n"
-	        "      --kl KIND            KL estimator: k1, k2 or k3 (k3)\n"
+	        "      --kl KIND            KL estimator: k1, k2, k3, or k1+ or k3+ with k2's gradient (k3)\n"
+	        "      --kl-clamp C         keep each token's KL estimate within +-C, no gradient past it (0: none)\n"
 	        "      --beta B             KL coefficient, >= 0 (0); needs ref_logprobs in every micro-batch\n"
 	        "      --entropy-coef C     entropy bonus coefficient (0)\n"
 	        "      --tis-cap C          truncated importance sampling cap, >= 0 (0: off)\n"
@@ -129,7 +130,7 @@ static void on_signal(int sig)
 
 enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
-	O_DUAL, O_CISPO, O_KL, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
+	O_DUAL, O_CISPO, O_KL, O_KLCLAMP, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
 	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP,
 	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL, O_DEVICE, O_PRECISION,
 	O_RECOMPUTE,
@@ -149,6 +150,7 @@ static const struct option longopts[] = {
 	{ "dual-clip", required_argument, NULL, O_DUAL },
 	{ "cispo", no_argument, NULL, O_CISPO },
 	{ "kl", required_argument, NULL, O_KL },
+	{ "kl-clamp", required_argument, NULL, O_KLCLAMP },
 	{ "beta", required_argument, NULL, O_BETA },
 	{ "entropy-coef", required_argument, NULL, O_ENT },
 	{ "tis-cap", required_argument, NULL, O_TIS },
@@ -697,6 +699,7 @@ int main(int argc, char **argv)
 			break;
 		case O_CISPO: a.loss.cispo = 1; break;
 		case O_KL: a.loss.kl = (enum loss_kl)cli_word("--kl", optarg, loss_kl_names); break;
+		case O_KLCLAMP: a.loss.kl_clamp = cli_float("--kl-clamp", optarg, 0, INFINITY, 0); break;
 		case O_BETA: a.loss.beta = cli_float("--beta", optarg, 0, INFINITY, 0); break;
 		case O_ENT: a.loss.entropy_coef = cli_float("--entropy-coef", optarg, -INFINITY, INFINITY, 0); break;
 		case O_TIS: a.loss.tis_cap = cli_float("--tis-cap", optarg, 0, INFINITY, 0); break;

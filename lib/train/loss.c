@@ -25,7 +25,9 @@ void loss_opts_default(struct loss_opts *o)
 const char *const loss_agg_names[] = {
 	[LOSS_AGG_GRPO] = "grpo", [LOSS_AGG_DAPO] = "dapo", [LOSS_AGG_DR_GRPO] = "dr_grpo", [LOSS_AGG_BNPO] = "bnpo", NULL
 };
-const char *const loss_kl_names[] = { [LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", NULL };
+const char *const loss_kl_names[] = {
+	[LOSS_KL_K1] = "k1", [LOSS_KL_K2] = "k2", [LOSS_KL_K3] = "k3", [LOSS_KL_K1P] = "k1+", [LOSS_KL_K3P] = "k3+", NULL
+};
 const char *const loss_ratio_names[] = { [LOSS_RATIO_TOKEN] = "token", [LOSS_RATIO_SEQUENCE] = "sequence", NULL };
 
 const char *loss_agg_name(enum loss_agg a)

@@ -22,7 +22,8 @@
 #endif
 
 enum loss_ratio { LOSS_RATIO_TOKEN, LOSS_RATIO_SEQUENCE };
-enum loss_kl { LOSS_KL_K1, LOSS_KL_K2, LOSS_KL_K3 };
+/* k1+ and k3+: the value of k1 or k3, the gradient of k2 (straight-through) */
+enum loss_kl { LOSS_KL_K1, LOSS_KL_K2, LOSS_KL_K3, LOSS_KL_K1P, LOSS_KL_K3P };
 enum loss_agg { LOSS_AGG_GRPO, LOSS_AGG_DAPO, LOSS_AGG_DR_GRPO, LOSS_AGG_BNPO };
 
 struct loss_opts {
@@ -31,6 +32,7 @@ struct loss_opts {
 	float dual_clip;            /* c > 1, or 0 for none */
 	int cispo;                  /* CISPO's detached clipped weight instead of PPO's clip */
 	enum loss_kl kl;
+	float kl_clamp;             /* the estimate kept within ±kl_clamp (no gradient past it), 0 for none */
 	float beta;                 /* KL coefficient; > 0 needs ref logprobs */
 	float entropy_coef;         /* c_H; the entropy bonus is −c_H·H */
 	float tis_cap;              /* truncated importance sampling cap, 0 for none */
@@ -90,23 +92,38 @@ LOSS_TOKEN_FN struct loss_pterm loss_policy_term(const struct loss_opts *o, doub
 	return t;
 }
 
-/* The KL estimator at Δ = ℓ − ℓ_ref, and its derivative in ℓ. */
-LOSS_TOKEN_FN double loss_kl_term(enum loss_kl kl, double d, double *dk)
+/*
+ * The KL estimator at Δ = ℓ − ℓ_ref, and its derivative in ℓ. With clamp
+ * > 0 the estimate is kept within ±clamp and its derivative is 0 past it
+ * (verl and OpenRLHF keep theirs within ±10). k1+ and k3+ take k2's
+ * derivative, Δ, clamped or not: over the policy's own samples its mean is
+ * the gradient of KL(π‖π_ref), where k3's is that of KL(π_ref‖π) and k1's
+ * is 0.
+ */
+LOSS_TOKEN_FN double loss_kl_term(enum loss_kl kl, double clamp, double d, double *dk)
 {
+	double k;
 	switch (kl) {
 	case LOSS_KL_K1:
-		*dk = 1;
-		return d;
+	case LOSS_KL_K1P:
+		k = d, *dk = 1;
+		break;
 	case LOSS_KL_K2:
-		*dk = d;
-		return 0.5 * d * d;
-	case LOSS_KL_K3:
-	default: {
+		k = 0.5 * d * d, *dk = d;
+		break;
+	default: {   /* k3, k3+ */
 		double x = exp(-d);
 		*dk = 1 - x;
-		return x + d - 1;
+		k = x + d - 1;
 	}
 	}
+	if (clamp > 0 && (k > clamp || k < -clamp)) {
+		k = k > clamp ? clamp : -clamp;
+		*dk = 0;
+	}
+	if (kl == LOSS_KL_K1P || kl == LOSS_KL_K3P)
+		*dk = d;
+	return k;
 }
 
 /* The truncated importance weight min(exp(ℓ_old − ℓ_behav), cap); *capped where the cap applied. */
@@ -167,7 +184,7 @@ LOSS_TOKEN_FN struct loss_token loss_token_eval(const struct loss_opts *o, const
 	k.k = 0;
 	if (t->has_ref) {
 		double dk;
-		k.k = loss_kl_term(o->kl, t->l - t->ref, &dk);
+		k.k = loss_kl_term(o->kl, o->kl_clamp, t->l - t->ref, &dk);
 		if (o->beta != 0)
 			g += t->w * o->beta * dk;
 	}

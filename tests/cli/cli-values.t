@@ -274,7 +274,11 @@ grpo-collect|--on-error|ignore|one of fail, skip
 grpo-step|--ratio|sequence|ok
 grpo-step|--ratio|seq|one of token, sequence
 grpo-step|--kl|k3|ok
-grpo-step|--kl|K3|one of k1, k2, k3
+grpo-step|--kl|k3+|ok
+grpo-step|--kl|K3|one of k1, k2, k3, k1+, k3+
+grpo-step|--kl-clamp|10|ok
+grpo-step|--kl-clamp|0|ok
+grpo-step|--kl-clamp|-1|a number >= 0
 grpo-step|--loss-agg|bnpo|ok
 grpo-step|--loss-agg|mean|one of grpo, dapo, dr_grpo, bnpo
 grpo-step|--lr-schedule|linear|ok

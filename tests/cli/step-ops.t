@@ -14,7 +14,7 @@
 # before the last of --steps K, or no DONE for it: 75, naming the --step and
 # --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 81
+plan 83
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -89,6 +89,17 @@ is "$?:$(grep -c finish_reason "$T/err")" "0:0" "every sequence with a finish_re
 grpo-step --model "$T/model" --batches "$T/b" -o "$T/pn" --mask-truncated 2> "$T/err"
 grep -q "step 1: warning: --mask-truncated: 12 of 12 sequences have no finish_reason (their source gave none), so they are trained whether cut or not" "$T/err"
 ok $? "sequences with no finish_reason: $(head -n 1 "$T/err")"
+
+# 2b. --kl-clamp and k3+: the fixture's reference logprobs are not the model's, so the KL has a gradient
+for v in "b0|--beta 0" "k3|--beta 0.05 --kl k3" "c0|--beta 0.05 --kl k3 --kl-clamp 1e-30" "k3p|--beta 0.05 --kl k3+"; do
+	grpo-step --model "$T/model" --batches "$T/bt" -o "$T/kl-${v%%|*}" ${v#*|} --metrics "$T/mkl-${v%%|*}" 2> /dev/null ||
+		echo "# ${v#*|} failed"
+done
+cmp -s "$T/kl-b0/step_1/model.safetensors" "$T/kl-c0/step_1/model.safetensors" &&
+	! cmp -s "$T/kl-b0/step_1/model.safetensors" "$T/kl-k3/step_1/model.safetensors"
+ok $? "--kl-clamp 1e-30 holds every token's KL past its gradient: the weights of --beta 0, bit for bit (not those of k3)"
+[ "$(field "$T/mkl-k3p" kl)" = "$(field "$T/mkl-k3" kl)" ] && [ "$(field "$T/mkl-k3p" grad_norm)" != "$(field "$T/mkl-k3" grad_norm)" ]
+ok $? "k3+: k3's KL ($(field "$T/mkl-k3p" kl)), another gradient (norm $(field "$T/mkl-k3p" grad_norm), k3's $(field "$T/mkl-k3" grad_norm))"
 
 # 3. DONE's totals are checked against the micro-batches
 cp -r "$T/bt" "$T/bx"

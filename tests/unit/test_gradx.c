@@ -346,6 +346,8 @@ static void opts_hash(void)
 	CHANGED(l.dual_clip = 3, 1, 0);
 	CHANGED(l.cispo = 1, 1, 0);
 	CHANGED(l.kl = LOSS_KL_K1, 1, 0);
+	CHANGED(l.kl = LOSS_KL_K3P, 1, 0);
+	CHANGED(l.kl_clamp = 10, 1, 0);
 	CHANGED(l.beta = 0.04f, 1, 0);
 	CHANGED(l.entropy_coef = 0.001f, 1, 0);
 	CHANGED(l.tis_cap = 2, 1, 0);

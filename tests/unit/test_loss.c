@@ -174,6 +174,50 @@ static void hand_kl_entropy_tis_gspo(void)
 		is_float(st.kl, k[i], 1e-6, "KL k%d part", i + 1);
 		is_float(d[2], 0.1 * dk[i] / 6, 1e-6, "KL k%d gradient on a clipped token", i + 1);
 	}
+	/* k1+ and k3+: the values of k1 and k3, the gradient of k2 (Δ = 0.5) */
+	o.kl = LOSS_KL_K1P;
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325 + 0.1 * 0.5, 1e-6, "KL k1+: k1's value");
+	is_float(d[2], 0.1 * 0.5 / 6, 1e-6, "KL k1+: k2's gradient, where k1's is 1");
+	o.kl = LOSS_KL_K3P;
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325 + 0.1 * k3, 1e-6, "KL k3+: k3's value");
+	is_float(d[2], 0.1 * 0.5 / 6, 1e-6, "KL k3+: k2's gradient, where k3's is 1 - e^-0.5");
+	/* --kl-clamp 0.1: k1 0.5, k2 0.125 and k3 0.1065 are all 0.1, with no gradient but the "+" ones' */
+	o.kl_clamp = 0.1f;
+	enum loss_kl all[5] = { LOSS_KL_K1, LOSS_KL_K2, LOSS_KL_K3, LOSS_KL_K1P, LOSS_KL_K3P };
+	for (int i = 0; i < 5; i++) {
+		o.kl = all[i];
+		double want = i < 3 ? 0 : 0.1 * 0.5 / 6;
+		is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325 + 0.1 * (double)0.1f, 1e-6,
+			 "--kl-clamp 0.1, %s: the estimate held at 0.1", loss_kl_names[all[i]]);
+		is_float(d[2], want, 1e-9, "--kl-clamp 0.1, %s: KL gradient %g", loss_kl_names[all[i]], want);
+	}
+	o.kl = LOSS_KL_K3, o.kl_clamp = 1;
+	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325 + 0.1 * k3, 1e-6, "--kl-clamp 1: k3 within it");
+	is_float(d[2], 0.1 * dk[2] / 6, 1e-6, "--kl-clamp 1: k3's gradient within it");
+	/* β 0.1, a token the policy finds e^750 times less likely than the
+	 * reference does: k3 and its gradient are infinite, which the step
+	 * refuses; held at 10, or with k3+'s gradient, it trains */
+	{
+		float lp2[T], old2[T], ref2[T];
+		memcpy(lp2, lp, sizeof lp2), memcpy(old2, old, sizeof old2), memcpy(ref2, ref, sizeof ref2);
+		lp2[1] = old2[1] = -750.5f, ref2[1] = -0.5f;
+		struct loss_input far = in;
+		far.old = old2, far.ref = ref2;
+		o.kl = LOSS_KL_K3, o.kl_clamp = 0;
+		run(&o, &tot, &far, lp2, NULL, d, NULL, &st);
+		ok(isinf(d[1]), "k3 at Δ = -750: an infinite gradient (%g)", d[1]);
+		o.kl_clamp = 10;
+		double got = run(&o, &tot, &far, lp2, NULL, d, NULL, &st);
+		/* the token's policy gradient is left: r = 1, A = 0.5, w = 1/6 */
+		ok(isfinite(got) && fabs(d[1] - -0.5 / 6) < 1e-7,
+		   "--kl-clamp 10: the token's KL held at 10 (loss %g), its gradient the policy's alone (%g)", got, d[1]);
+		o.kl = LOSS_KL_K3P, o.kl_clamp = 0;
+		run(&o, &tot, &far, lp2, NULL, d, NULL, &st);
+		is_float(d[1], -0.5 / 6 + 0.1 * -750.0 / 6, 1e-3, "k3+: the policy's gradient and k2's, beta Δ w (%g)",
+			 d[1]);
+		o.kl_clamp = 0;
+	}
+	o.kl = LOSS_KL_K3;
 	/* β 0 with reference logprobs: the KL is measured, and only measured */
 	o.beta = 0;
 	is_float(run(&o, &tot, &in, lp, NULL, d, NULL, &st), 0.325, 1e-6, "beta 0: the loss has no KL in it");
