@@ -14,6 +14,20 @@ void align_traj_free(struct align_traj *a)
 	memset(a, 0, sizeof *a);
 }
 
+/* Every id in [0, V), or where the first is not: the model would say only
+ * its place in the pack, which names no trajectory or field. */
+static int check_ids(const struct traj *t, int V, struct err *e)
+{
+	const int32_t *ids[2] = { t->prompt_tokens, t->response_tokens };
+	const uint32_t n[2] = { t->n_prompt, t->n_response };
+	for (int f = 0; f < 2; f++)
+		for (uint32_t k = 0; k < n[f]; k++)
+			if (ids[f][k] < 0 || ids[f][k] >= V)
+				return err_set(e, "%s[%u] is %d, outside the model's vocabulary of %d",
+					       f ? "response_tokens" : "prompt_tokens", k, ids[f][k], V);
+	return 0;
+}
+
 /* One forward over trajectories [first, last) packed into a micro-batch. */
 static int align_pack(struct model *m, const struct group *g, uint32_t first, uint32_t last,
 		      struct align_traj *out, struct err *e)
@@ -30,16 +44,15 @@ static int align_pack(struct model *m, const struct group *g, uint32_t first, ui
 	for (uint32_t i = first; i < last; i++) {
 		seqs[i - first] = &g->trajs[i];
 		L += g->trajs[i].n_prompt + g->trajs[i].n_response;
+		if (check_ids(&g->trajs[i], m->cfg.V, e) < 0) {
+			err_prefix(e, "trajectory %u", i);
+			goto done;
+		}
 	}
 	struct mbbuild_opt mo = { L, 0, 0 };   /* exactly the sequences: no padding */
 	if (mb_build(&mb, seqs, NULL, nseq, &mo, 0, 0, e) < 0)
 		goto done;
 	int T = (int)mb.n_tokens;
-	for (int k = 0; k < T; k++)
-		if (mb.input_ids[k] >= m->cfg.V) {
-			err_set(e, "token id %d is outside the model's vocabulary of %d", mb.input_ids[k], m->cfg.V);
-			goto done;
-		}
 	lp = malloc(((size_t)T + 1) * sizeof *lp);
 	ent = malloc(((size_t)T + 1) * sizeof *ent);
 	if (!lp || !ent) {
