@@ -231,14 +231,15 @@ static void test_kinds(void)
 }
 
 /* A group whose token (id, then where) is replaced is refused, naming where;
- * out is left with nothing to free. */
+ * out, whatever it held, is left with nothing to free. */
 static void refuse(struct group *g, uint32_t i, int resp, uint32_t k, int32_t id, const char *want)
 {
 	struct traj *t = &g->trajs[i];
 	int32_t *at = resp ? &t->response_tokens[k] : &t->prompt_tokens[k], was = *at;
 	*at = id;
-	struct align_traj *a = calloc(g->n, sizeof *a);
+	struct align_traj *a = malloc(g->n * sizeof *a);
 	struct err e = { "" };
+	memset(a, 0xa5, g->n * sizeof *a);   /* out may hold anything before: align_group fills it */
 	int rc = align_group(&M, g, a, &e);
 	uint32_t left = 0;
 	for (uint32_t j = 0; j < g->n; j++)
