@@ -7,8 +7,9 @@
  * n_trained and mean, mean absolute and largest difference from sampler
  * logprobs set to the reference's minus known offsets; at several
  * temperatures; with masked tokens, no prompt, no response, no sampler
- * logprobs, no token at all; token ids at both ends of the vocabulary and outside it; and
- * groups of more than ALIGN_MAX_PACK tokens, which go through several packs.
+ * logprobs, no token at all; token ids at both ends of the vocabulary and
+ * outside it; and groups of more than ALIGN_MAX_PACK tokens, which go
+ * through several packs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -258,7 +259,7 @@ static void test_packs(void)
 	struct err e = { "" };
 	struct group g = { .n = 0 };
 	uint32_t sum = 0, b;
-	/* sequences of 1 to 90 tokens, up to a last one that fills the first pack to ALIGN_MAX_PACK exactly */
+	/* sequences of 0 to 90 tokens, up to a last one that fills the first pack to ALIGN_MAX_PACK exactly */
 	for (;;) {
 		uint32_t np = xorshift32() % 4 == 0 ? 0 : xorshift32() % 12, nr = xorshift32() % 80;
 		if (g.n % 40 == 17)
@@ -329,7 +330,9 @@ static void test_packs(void)
 	group_free(&g);
 }
 
-/* Trajectories without a token have nothing to run: the model is not asked. */
+/* Trajectories without a token have nothing to run: the model is not asked
+ * (it refuses a sequence of no token, and a model without activations a
+ * pack of none). */
 static void test_empty(void)
 {
 	struct group g = { .n = 0 };
@@ -368,8 +371,8 @@ int main(void)
 	c.C = 16, c.I = 24, c.L = 1, c.NH = 2, c.NKV = 1, c.HS = 8, c.V = V, c.init_std = 0.4f, c.eps = 1e-5f;
 	if (!ok(model_create(&M, &c, &e) == 0 && model_init_random(&M, 7, &e) == 0, "a small Qwen3 model (%s)", e.msg))
 		return tap_done();
+	test_empty();   /* first, while the model has no activations: an empty pack must not ask for them */
 	test_kinds();
-	test_empty();
 	test_refused();
 	test_packs();
 	model_free(&M);
