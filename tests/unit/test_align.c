@@ -180,7 +180,7 @@ static struct ref *prepare(struct group *g)
 	return r;
 }
 
-/* Six trajectories, one of each kind, at one temperature each. */
+/* Eight trajectories, one of each kind, at one temperature each. */
 static void test_kinds(void)
 {
 	static const float temps[][6] = {
@@ -205,15 +205,17 @@ static void test_kinds(void)
 		t->response_tokens[0] = V - 1, t->response_tokens[1] = 0, t->response_tokens[2] = 0;
 		t->response_tokens[3] = V - 1;
 		new_traj(&g, 0, 0, temps[s][0])->logprobs = calloc(1, sizeof(float));   /* no token at all */
+		new_traj(&g, 20, 2, temps[s][1])->logprobs = calloc(1, sizeof(float));  /* more prompt than response */
 		struct ref *r = prepare(&g);
 		g.trajs[1].logprobs[0] = -7;   /* a sampler's value for a token that is not compared */
 		char what[64];
 		snprintf(what, sizeof what, "temperatures %g..%g", temps[s][0], temps[s][4]);
 		struct align_traj *a = check_group(what, &g, r);
-		is_int(a[0].n_trained * 1000000 + a[1].n_trained * 100000 + a[2].n_trained * 10000 +
-		       a[3].n_trained * 1000 + a[4].n_trained * 100 + a[5].n_trained * 10 + a[6].n_trained, 6405040,
+		is_int(a[0].n_trained * 10000000 + a[1].n_trained * 1000000 + a[2].n_trained * 100000 +
+		       a[3].n_trained * 10000 + a[4].n_trained * 1000 + a[5].n_trained * 100 + a[6].n_trained * 10 +
+		       a[7].n_trained, 64050402,
 		       "%s: n_trained 6, 4 (no prompt: not the first), 0 (no response), 5 (2 masked), 0 (no sampler "
-		       "logprobs), 4, 0 (no token)", what);
+		       "logprobs), 4, 0 (no token), 2", what);
 		ok(a[1].model_logprobs[0] == 0 && a[1].model_entropy[0] == 0 && a[1].model_logprobs[1] < 0,
 		   "%s: without a prompt the first response token's logprob and entropy are 0, the next's are not", what);
 		ok(a[2].diff_mean == 0 && a[2].abs_diff_mean == 0 && a[2].abs_diff_max == 0 && a[4].diff_mean == 0 &&
