@@ -65,9 +65,9 @@ MODULES = {
         tests=[UNIT + "test_pack", UNIT + "test_packbuf", CLI + "pack.t", CLI + "pack-truncate.t"]),
     "align": dict(
         files=["lib/model/align.c"],
-        targets=["build/bin/grpo-cat"],
+        targets=["build/tests/test_align", "build/bin/grpo-cat"],
         objects=["build/lib/model/align.o"],
-        tests=[CLI + "align.t", CLI + "align-sampler.t"]),
+        tests=[UNIT + "test_align", CLI + "align.t", CLI + "align-sampler.t"]),
     "step": dict(
         files=["lib/train/step.c"],
         targets=["build/tests/test_step", "build/bin/grpo-step"],
