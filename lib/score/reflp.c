@@ -136,6 +136,8 @@ static int run_pass(struct reflp *r, const struct group *g, uint32_t a, uint32_t
 	for (uint32_t i = a; i < b; i++) {
 		const struct traj *t = &g->trajs[i];
 		int n = (int)(t->n_prompt + t->n_response);
+		if (n == 0)
+			continue;   /* nothing to predict, and the model refuses a sequence of no token */
 		for (uint32_t j = 0; j < t->n_prompt; j++)
 			r->ids[at + j] = t->prompt_tokens[j];
 		for (uint32_t j = 0; j < t->n_response; j++)
@@ -155,7 +157,8 @@ static int run_pass(struct reflp *r, const struct group *g, uint32_t a, uint32_t
 	at = 0;
 	for (uint32_t i = a; i < b; i++) {
 		const struct traj *t = &g->trajs[i];
-		memcpy(out[i], r->lp + at + t->n_prompt, t->n_response * sizeof(float));
+		if (t->n_response)
+			memcpy(out[i], r->lp + at + t->n_prompt, t->n_response * sizeof(float));
 		at += (int)(t->n_prompt + t->n_response);
 	}
 	r->tokens += (uint64_t)T;

@@ -174,6 +174,18 @@ static void errors(const char *dir)
 	ok(reflp_group(&r, &g, &e) < 0 && strstr(e.msg, "no prompt tokens"), "no prompt: %s", e.msg);
 	t->n_prompt = np;
 	ok(reflp_group(&r, &g, &e) == 0 && fabsf(g.trajs[0].ref_logprobs[0] - before) < 1e-6, "fixed, scores again");
+	/* a trajectory of no token at all (the file checks take it, grpo-pack drops it) beside the
+	 * others: nothing to predict, and the rest scored as before */
+	float last = t->ref_logprobs[t->n_response - 1];
+	struct traj *z = &g.trajs[1];
+	uint32_t zp = z->n_prompt, zr = z->n_response;
+	z->n_prompt = z->n_response = 0;
+	int rc = reflp_group(&r, &g, &e);
+	if (!ok(rc == 0 && fabsf(g.trajs[0].ref_logprobs[0] - before) < 1e-6 &&
+		fabsf(t->ref_logprobs[t->n_response - 1] - last) < 1e-6,
+		"a trajectory of no token beside others: they are scored as before"))
+		diag("%s", rc < 0 ? e.msg : "other values");
+	z->n_prompt = zp, z->n_response = zr;
 	reflp_close(&r);
 	unlink(link);
 	rmdir(q);
