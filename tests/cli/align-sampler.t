@@ -4,7 +4,7 @@
 # must agree to float rounding, whatever top-k, top-p and temperature the
 # responses were sampled with; and only tokens the trainer trains are compared.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 3
+plan 5
 grpo-init --preset tiny --seed 3 --eos 7 -o "$T/m" > /dev/null 2>&1 || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3]}' '{"prompt_tokens":[4,5]}' '{"prompt_tokens":[7]}' > "$T/p.jsonl"
 max_diff() { sed 's/.*"model_logprob_abs_diff_max":\([^,}]*\).*/\1/' "$1"; }
@@ -40,3 +40,15 @@ m3=$(max_diff "$T/s3")
 awk -v m="$m3" 'BEGIN { exit !(m < 1e-5) }'
 is "$?:$(sed 's/.*"aligned_tokens":\([0-9]*\).*/\1/' "$T/s3")" "0:2" \
 	"an empty prompt's first response token, never trained, is left out of the comparison (max |diff| $m3)"
+
+# the check names what it cannot run: a token id past the model's vocabulary, by record,
+# trajectory and place; and an empty trajectory beside another is left out, not a failure
+V=$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$T/m/config.json")
+printf '{"trajectories":[{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1,-1]},{"prompt_tokens":[1],"response_tokens":[2,%d],"logprobs":[-1,-1]}]}\n' "$V" |
+	grpo-cat --from-json | grpo-cat --model "$T/m" > /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-cat: <stdin>: record 1: trajectory 1: response_tokens[1] is $V, outside the model's vocabulary of $V" \
+	"an id past the vocabulary: named"
+printf '%s\n' '{"trajectories":[{"prompt_tokens":[],"response_tokens":[]},{"prompt_tokens":[1],"response_tokens":[2,3],"logprobs":[-1,-1]}]}' |
+	grpo-cat --from-json | grpo-cat --model "$T/m" > "$T/e.json"
+is "$?:$(grep -o '"model_logprobs":\[[^]]*\]' "$T/e.json" | awk -F, '{ print /\[\]/ ? 0 : NF }' | tr '\n' ' ')" \
+	'0:0 2 ' "a trajectory of no token beside another: no logprob, and the other's 2"
