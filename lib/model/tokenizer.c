@@ -24,9 +24,14 @@ struct idinfo {                 /* what an id decodes to */
 };
 
 struct vslot {                  /* vocab hash: bytes -> id */
-	uint32_t off, len;
+	uint32_t off, len;          /* len | VRAW: a token outside the byte table, as its UTF-8 */
 	int32_t id;                 /* -1: empty */
 };
+
+/* Tokens outside the byte table share the vocab hash, so that loading can
+ * look up merges and added tokens spelled with them; no byte string's
+ * length has this bit, so encoding never finds them. */
+#define VRAW 0x80000000u
 
 struct mslot {                  /* merge hash: (left id, right id) -> rank, merged id */
 	uint64_t key;
@@ -56,6 +61,7 @@ struct tokenizer {
 	int ignore_merges;
 	uint32_t n_ids, ids_cap;
 	uint32_t id_limit;          /* ids must be below it (see grow_ids) */
+	uint32_t n_vocab;           /* entries in model.vocab: tokenizers numbers added tokens on from it */
 	struct idinfo *ids;         /* (n_ids), room for ids_cap */
 	unsigned char *pool;
 	size_t pool_len, pool_cap;
@@ -106,17 +112,17 @@ static int cp_byte(uint32_t cp)
 	return 0xAD;
 }
 
-/* Bytes of a byte-level token string into out[]; returns the length, or -1
- * if some character is outside the table (out has room for strlen(s)). */
-static long token_bytes(const char *s, unsigned char *out)
+/* Bytes of the byte-level token string s[0..n) into out[]; returns the
+ * length, or -1 if some character is outside the table (out has room for n). */
+static long token_bytes_n(const char *s, size_t n, unsigned char *out)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), i = 0;
+	size_t i = 0;
 	long k = 0;
 	while (i < n) {
 		uint32_t cp;
 		int l = uni_utf8_decode(p + i, n - i, &cp);
-		if (l < 0)
+		if (l <= 0)
 			return -1;
 		int b = cp_byte(cp);
 		if (b < 0)
@@ -125,6 +131,11 @@ static long token_bytes(const char *s, unsigned char *out)
 		i += (size_t)l;
 	}
 	return k;
+}
+
+static long token_bytes(const char *s, unsigned char *out)
+{
+	return token_bytes_n(s, strlen(s), out);
 }
 
 /* ---- hash tables ---- */
@@ -243,16 +254,87 @@ static int get_bool(const cJSON *o, const char *k, int dflt)
 	return dflt;
 }
 
+/* What a JSON value is, for messages that say what was found instead. */
+static const char *json_kind(const cJSON *v)
+{
+	if (cJSON_IsNull(v))
+		return "null";
+	if (cJSON_IsTrue(v))
+		return "true";
+	if (cJSON_IsFalse(v))
+		return "false";
+	if (cJSON_IsNumber(v))
+		return "a number";
+	if (cJSON_IsString(v))
+		return "a string";
+	if (cJSON_IsArray(v))
+		return "an array";
+	return "an object";
+}
+
+/* A true/false field of the object at path: 1 or 0, or -1 with the message.
+ * tokenizers refuses a file that lacks a field it requires (need), or has
+ * anything but true or false (or null, for optional ones) in one. */
+static int get_flag(const cJSON *o, const char *k, int need, int dflt, const char *path, struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (cJSON_IsBool(v))
+		return cJSON_IsTrue(v);
+	if (!v && need)
+		return err_set(e, "%s: no \"%s\" (tokenizers requires it)", path, k);
+	if (!v || (!need && cJSON_IsNull(v)))
+		return dflt;
+	return err_set(e, "%s.%s: expected true or false, not %s", path, k, json_kind(v));
+}
+
 static const char *get_type(const cJSON *o)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* An id as tokenizers reads one, a whole number from 0 to 2^32 - 1 (ids the
+ * table cannot hold are grow_ids' to refuse): 0, or -1 with the message. */
+static int get_id(const cJSON *v, uint32_t *id, struct err *e)
+{
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= UINT32_MAX &&
+	    v->valuedouble == (double)(uint32_t)v->valuedouble) {
+		*id = (uint32_t)v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsNumber(v))
+		return err_set(e, "expected an id (a whole number from 0 to 4294967295), not %.17g", v->valuedouble);
+	return err_set(e, "expected an id (a whole number from 0 to 4294967295), not %s", json_kind(v));
+}
+
+/* The slot of the vocab key with these bytes (len: with VRAW for a token
+ * outside the byte table): where it is, or the empty slot it would take. */
+static struct vslot *vocab_slot(struct tokenizer *t, const void *p, uint32_t len)
+{
+	size_t n = len & ~VRAW;
+	size_t i = hash_bytes(p, n) & t->vmask;
+	while (t->vocab[i].id >= 0 && !(t->vocab[i].len == len && memcmp(t->pool + t->vocab[i].off, p, n) == 0))
+		i = (i + 1) & t->vmask;
+	return &t->vocab[i];
+}
+
+/* The id of model.vocab's key s[0..n), or -1; *raw says whether it is
+ * outside the byte table. tmp has room for n bytes. */
+static int32_t vocab_key(struct tokenizer *t, const char *s, size_t n, unsigned char *tmp, int *raw)
+{
+	long bl = token_bytes_n(s, n, tmp);
+	*raw = bl < 0;
+	if (bl < 0)
+		return n < VRAW ? vocab_slot(t, s, (uint32_t)n | VRAW)->id : -1;
+	return vocab_find(t, tmp, (size_t)bl);
+}
+
 static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 {
+	if (!vocab)
+		return err_set(e, "model: no \"vocab\"");
 	if (!cJSON_IsObject(vocab))
-		return err_set(e, "model.vocab: expected an object");
+		return err_set(e, "model.vocab: expected an object, not %s", json_kind(vocab));
 	size_t n = (size_t)cJSON_GetArraySize(vocab);
 	t->vmask = table_size(n) - 1;
 	t->vocab = malloc((t->vmask + 1) * sizeof *t->vocab);
@@ -266,12 +348,11 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 	size_t tmp_cap = 0;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, vocab) {
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX - 1 ||
-		    it->valuedouble != (double)(int32_t)it->valuedouble) {
+		uint32_t id;
+		if (get_id(it, &id, e) < 0 || grow_ids(t, id, e) < 0) {
 			free(tmp);
-			return err_set(e, "model.vocab[\"%.64s\"]: expected an id", it->string);
+			return err_prefix(e, "model.vocab[\"%.64s\"]", it->string);
 		}
-		int32_t id = (int32_t)it->valuedouble;
 		size_t sl = strlen(it->string);
 		if (sl + 1 > tmp_cap) {
 			tmp_cap = sl + 64;
@@ -282,36 +363,36 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 			}
 			tmp = q;
 		}
+		/* A token with characters outside the byte table decodes as its
+		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
+		 * come out of byte-level encoding. */
 		long bl = token_bytes(it->string, tmp);
-		if (grow_ids(t, (uint32_t)id, e) < 0) {
+		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
+		size_t len = bl >= 0 ? (size_t)bl : sl;
+		struct vslot *s = len < VRAW ? vocab_slot(t, bytes, (uint32_t)len | (bl < 0 ? VRAW : 0)) : NULL;
+		if (s && s->id >= 0) {
+			/* tokenizers keeps the last, and the first one's id then
+			 * decodes to nothing */
 			free(tmp);
-			return err_prefix(e, "model.vocab[\"%.64s\"]", it->string);
+			return err_set(e, "model.vocab[\"%.64s\"]: listed twice, with ids %d and %u",
+				       it->string, (int)s->id, id);
 		}
 		struct idinfo *d = &t->ids[id];
 		if (d->kind != KIND_NONE) {
 			free(tmp);
-			return err_set(e, "model.vocab[\"%.64s\"]: id %d is used twice", it->string, (int)id);
+			return err_set(e, "model.vocab[\"%.64s\"]: id %u is another token's too "
+				       "(one id for two tokens is not supported)", it->string, id);
 		}
-		/* A token with characters outside the byte table decodes as its
-		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
-		 * come out of byte-level encoding, so it stays out of the hash. */
-		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
-		size_t len = bl >= 0 ? (size_t)bl : sl;
-		if (pool_add(t, bytes, len, &d->off) < 0) {
+		if (!s || pool_add(t, bytes, len, &d->off) < 0) {
 			free(tmp);
 			return err_set(e, "out of memory");
 		}
 		d->len = (uint32_t)len;
 		d->kind = KIND_VOCAB;
-		if (bl < 0)
-			continue;
 		if (bl == 1)
-			t->byte_id[tmp[0]] = id;
-		size_t i = hash_bytes(tmp, (size_t)bl) & t->vmask;
-		while (t->vocab[i].id >= 0 && !(t->vocab[i].len == (uint32_t)bl &&
-						 memcmp(t->pool + t->vocab[i].off, tmp, (size_t)bl) == 0))
-			i = (i + 1) & t->vmask;
-		t->vocab[i] = (struct vslot){ d->off, d->len, id };
+			t->byte_id[tmp[0]] = (int32_t)id;
+		*s = (struct vslot){ d->off, d->len | (bl < 0 ? VRAW : 0), (int32_t)id };
+		t->n_vocab++;
 	}
 	free(tmp);
 	return 0;
@@ -438,79 +519,154 @@ static void index_set(struct added_set *s, const unsigned char *pool)
 	}
 }
 
+/* An added token seen while loading, by content (see load_added). */
+struct aslot {
+	const char *c;              /* NULL: empty */
+	size_t len, at;             /* content length, index in added_tokens */
+	uint32_t id;
+	unsigned flags;
+};
+
 static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 {
-	if (!arr || cJSON_IsNull(arr))
+	if (!arr)
 		return 0;
 	if (!cJSON_IsArray(arr))
-		return err_set(e, "added_tokens: expected an array");
+		return err_set(e, "added_tokens: expected an array, not %s", json_kind(arr));
 	size_t n = (size_t)cJSON_GetArraySize(arr);
+	size_t smask = table_size(n) - 1;
 	t->raw.a = calloc(n + 1, sizeof *t->raw.a);
 	t->norm.a = calloc(n + 1, sizeof *t->norm.a);
-	if (!t->raw.a || !t->norm.a)
-		return err_set(e, "out of memory");
+	struct aslot *seen = calloc(smask + 1, sizeof *seen);
+	unsigned char *tmp = NULL;
+	size_t tmp_cap = 0;
 	struct buf nb = { 0 };
+	int rc = -1;
+	if (!t->raw.a || !t->norm.a || !seen) {
+		err_set(e, "out of memory");
+		goto done;
+	}
+	/* tokenizers does not keep the ids it reads: it gives an added token
+	 * its id in the vocab, else the next of n_vocab, n_vocab + 1, ... */
+	uint32_t fresh = 0;
 	size_t k = 0;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, arr) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
-		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1 ||
-		    id->valuedouble != (double)(int32_t)id->valuedouble || !cJSON_IsString(content)) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: expected an id and a content string", k);
+		size_t at = k++;
+		char path[48];
+		snprintf(path, sizeof path, "added_tokens[%zu]", at);
+		if (!cJSON_IsObject(it)) {
+			err_set(e, "%s: expected an object, not %s", path, json_kind(it));
+			goto done;
 		}
-		k++;
+		const cJSON *idv = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+		uint32_t tid;
+		if (!idv || !content) {
+			err_set(e, "%s: no \"%s\"", path, idv ? "content" : "id");
+			goto done;
+		}
+		if (get_id(idv, &tid, e) < 0) {
+			err_prefix(e, "%s.id", path);
+			goto done;
+		}
+		if (!cJSON_IsString(content)) {
+			err_set(e, "%s.content: expected a string, not %s", path, json_kind(content));
+			goto done;
+		}
+		static const char *const flag[] = { "special", "normalized", "lstrip", "rstrip", "single_word" };
+		int f[5];
+		unsigned flags = 0;
+		for (int i = 0; i < 5; i++) {
+			if ((f[i] = get_flag(it, flag[i], 1, 0, path, e)) < 0)
+				goto done;
+			flags |= (unsigned)f[i] << i;
+		}
 		const char *c = content->valuestring;
 		size_t cl = strlen(c);
 		if (cl == 0)
 			continue;   /* tokenizers ignores an empty added token */
 		if (uni_utf8_check((const unsigned char *)c, cl) != cl) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: content is not valid UTF-8", k - 1);
+			/* the file is checked whole, but uni_nfc needs this */
+			err_set(e, "%s.content: not valid UTF-8", path);
+			goto done;
 		}
-		int32_t tid = (int32_t)id->valuedouble;
-		if (grow_ids(t, (uint32_t)tid, e) < 0) {
-			buf_free(&nb);
-			return err_prefix(e, "added_tokens[%zu]", k - 1);
+		struct aslot *s = &seen[hash_bytes((const unsigned char *)c, cl) & smask];
+		while (s->c && !(s->len == cl && memcmp(s->c, c, cl) == 0))
+			s = s == &seen[smask] ? seen : s + 1;
+		if (s->c) {
+			if (s->id == tid && s->flags == flags)
+				continue;   /* tokenizers skips it as already added */
+			err_set(e, "%s: \"%.64s\" is added_tokens[%zu] again, with another %s (not supported)", path, c,
+				s->at, s->id != tid ? "id" : "special, normalized, lstrip, rstrip or single_word");
+			goto done;
+		}
+		*s = (struct aslot){ c, cl, at, tid, flags };
+		if (cl > tmp_cap) {
+			unsigned char *q = realloc(tmp, cl);
+			if (!q) {
+				err_set(e, "out of memory");
+				goto done;
+			}
+			tmp = q;
+			tmp_cap = cl;
+		}
+		int raw;
+		int32_t vid = vocab_key(t, c, cl, tmp, &raw);
+		uint64_t want = vid >= 0 ? (uint64_t)vid : (uint64_t)t->n_vocab + fresh++;
+		if (tid != want) {
+			if (vid >= 0)
+				err_set(e, "%s: \"%.64s\" has id %u, but tokenizers gives it %u, its id in model.vocab",
+					path, c, tid, (unsigned)want);
+			else
+				err_set(e, "%s: \"%.64s\" has id %u, but tokenizers gives it %llu: it numbers the added "
+					"tokens that model.vocab lacks one after another, in file order, from the vocab's "
+					"size (%u)", path, c, tid, (unsigned long long)want, t->n_vocab);
+			goto done;
+		}
+		if (grow_ids(t, tid, e) < 0) {
+			err_prefix(e, "%s", path);
+			goto done;
 		}
 		struct idinfo *d = &t->ids[tid];
 		if (d->kind == KIND_ADDED) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: id %d is used twice", k - 1, (int)tid);
+			err_set(e, "%s: id %u is another added token's too", path, tid);
+			goto done;
 		}
 		/* An added token that is also in the vocab decodes as the added
 		 * token: tokenizers looks there first. */
 		if (pool_add(t, c, cl, &d->off) < 0) {
-			buf_free(&nb);
-			return err_set(e, "out of memory");
+			err_set(e, "out of memory");
+			goto done;
 		}
 		d->len = (uint32_t)cl;
 		d->kind = KIND_ADDED;
-		d->special = (uint8_t)get_bool(it, "special", 0);
-		int normalized = get_bool(it, "normalized", !d->special);
+		d->special = (uint8_t)f[0];
 		struct added a = {
-			.off = d->off, .len = d->len, .id = tid, .special = d->special,
-			.lstrip = (uint8_t)get_bool(it, "lstrip", 0), .rstrip = (uint8_t)get_bool(it, "rstrip", 0),
-			.single_word = (uint8_t)get_bool(it, "single_word", 0),
+			.off = d->off, .len = d->len, .id = (int32_t)tid, .special = d->special,
+			.lstrip = (uint8_t)f[2], .rstrip = (uint8_t)f[3], .single_word = (uint8_t)f[4],
 		};
-		if (normalized && t->nfc) {
+		if (f[1] && t->nfc) {
 			/* Matched against normalized text, so in its normalized form. */
 			buf_reset(&nb);
 			if (uni_nfc(&nb, (const unsigned char *)c, cl) < 0 || pool_add(t, nb.data, nb.len, &a.off) < 0) {
-				buf_free(&nb);
-				return err_set(e, "out of memory");
+				err_set(e, "out of memory");
+				goto done;
 			}
 			a.len = (uint32_t)nb.len;
 		}
 		a.first = t->pool[a.off];
-		struct added_set *s = normalized ? &t->norm : &t->raw;
-		s->a[s->n++] = a;
+		struct added_set *set = f[1] ? &t->norm : &t->raw;
+		set->a[set->n++] = a;
 	}
-	buf_free(&nb);
 	index_set(&t->raw, t->pool);
 	index_set(&t->norm, t->pool);
-	return 0;
+	rc = 0;
+done:
+	buf_free(&nb);
+	free(tmp);
+	free(seen);
+	return rc;
 }
 
 static int load_normalizer(struct tokenizer *t, const cJSON *n, struct err *e)
