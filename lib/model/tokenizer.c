@@ -398,90 +398,97 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 	return 0;
 }
 
-/* Vocab id of a merge side spelled in byte-level characters: the id, -1 if
- * the vocab lacks it, -2 if it has characters outside the byte table. */
-static int32_t merge_side(const struct tokenizer *t, const char *s, size_t n, unsigned char *tmp)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, k = 0;
-	while (i < n) {
-		uint32_t cp;
-		int l = uni_utf8_decode(p + i, n - i, &cp);
-		int b = l > 0 ? cp_byte(cp) : -1;
-		if (b < 0)
-			return -2;
-		tmp[k++] = (unsigned char)b;
-		i += (size_t)l;
-	}
-	return vocab_find(t, tmp, k);
-}
-
 static int load_merges(struct tokenizer *t, const cJSON *merges, struct err *e)
 {
+	if (!merges)
+		return err_set(e, "model: no \"merges\"");
 	if (!cJSON_IsArray(merges))
-		return err_set(e, "model.merges: expected an array");
+		return err_set(e, "model.merges: expected an array, not %s", json_kind(merges));
 	size_t n = (size_t)cJSON_GetArraySize(merges);
 	t->mmask = table_size(n) - 1;
 	t->merges = malloc((t->mmask + 1) * sizeof *t->merges);
-	unsigned char *tmp = malloc(4096);
-	if (!t->merges || !tmp) {
-		free(tmp);
+	if (!t->merges)
 		return err_set(e, "out of memory");
-	}
 	for (size_t i = 0; i <= t->mmask; i++)
 		t->merges[i].id = -1;
+	char *tmp = NULL;           /* a and b joined, then room for the bytes of either */
+	size_t tmp_cap = 0, k = 0;
 	uint32_t rank = 0;
+	int strings = -1;           /* the first entry's form: tokenizers takes one throughout */
 	const cJSON *it;
 	int rc = -1;
 	cJSON_ArrayForEach(it, merges) {
+		size_t at = k++;
 		const char *a, *b;
 		size_t la, lb;
-		if (cJSON_IsString(it)) {
-			/* Legacy "a b"; a "#version" first line is a comment. */
+		int is_str = cJSON_IsString(it);
+		if (!is_str && !(cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 &&
+				 cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1)))) {
+			err_set(e, "model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"], not %s", at,
+				cJSON_IsArray(it) ? "that array" : json_kind(it));
+			goto done;
+		}
+		if (strings < 0)
+			strings = is_str;
+		if (is_str != strings) {
+			err_set(e, "model.merges[%zu]: %s where model.merges[0] is %s: tokenizers takes merges all as "
+				"\"a b\" strings or all as [\"a\", \"b\"] pairs", at, is_str ? "a string" : "a pair",
+				strings ? "a string" : "a pair");
+			goto done;
+		}
+		if (is_str) {
+			/* tokenizers skips "#version" lines, wherever they are */
 			const char *s = it->valuestring;
-			if (rank == 0 && strncmp(s, "#version", 8) == 0)
+			if (strncmp(s, "#version", 8) == 0)
 				continue;
 			const char *sp = strchr(s, ' ');
 			if (!sp || strchr(sp + 1, ' ')) {
-				err_set(e, "model.merges[%u]: \"%.64s\" is not two tokens separated by one space", rank, s);
+				err_set(e, "model.merges[%zu]: \"%.64s\" is not two tokens with one space between", at, s);
 				goto done;
 			}
 			a = s;
 			la = (size_t)(sp - s);
 			b = sp + 1;
 			lb = strlen(b);
-		} else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 &&
-			   cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
+		} else {
 			a = cJSON_GetArrayItem(it, 0)->valuestring;
 			b = cJSON_GetArrayItem(it, 1)->valuestring;
 			la = strlen(a);
 			lb = strlen(b);
-		} else {
-			err_set(e, "model.merges[%u]: expected \"a b\" or [\"a\", \"b\"]", rank);
+		}
+		if (2 * (la + lb) > tmp_cap) {
+			size_t cap = 2 * (la + lb) + 64;
+			char *q = realloc(tmp, cap);
+			if (!q) {
+				err_set(e, "out of memory");
+				goto done;
+			}
+			tmp = q;
+			tmp_cap = cap;
+		}
+		unsigned char *bytes = (unsigned char *)tmp + la + lb;
+		int ra, rb, rab;
+		int32_t ia = vocab_key(t, a, la, bytes, &ra), ib = vocab_key(t, b, lb, bytes, &rb);
+		if (ia < 0 || ib < 0) {
+			err_set(e, "model.merges[%zu]: \"%.*s\" is not in the vocab", at,
+				(int)(ia < 0 ? (la < 64 ? la : 64) : (lb < 64 ? lb : 64)), ia < 0 ? a : b);
 			goto done;
 		}
-		if (la + lb > 4096) {
-			err_set(e, "model.merges[%u]: token too long", rank);
+		memcpy(tmp, a, la);
+		memcpy(tmp + la, b, lb);
+		int32_t iab = vocab_key(t, tmp, la + lb, bytes, &rab);
+		if (iab < 0) {
+			err_set(e, "model.merges[%zu]: \"%.*s\", the merge of \"%.*s\" and \"%.*s\", is not in the vocab",
+				at, (int)(la + lb < 64 ? la + lb : 64), tmp, (int)(la < 64 ? la : 64), a,
+				(int)(lb < 64 ? lb : 64), b);
 			goto done;
 		}
-		int32_t ia = merge_side(t, a, la, tmp), ib = merge_side(t, b, lb, tmp);
-		if (ia == -2 || ib == -2) {
+		if (ra || rb) {
 			/* Not byte-level characters: no byte-level input reaches it. */
 			rank++;
 			continue;
 		}
-		if (ia < 0 || ib < 0) {
-			err_set(e, "model.merges[%u]: \"%.64s\" is not in the vocab", rank, ia < 0 ? a : b);
-			goto done;
-		}
-		size_t lab = t->ids[ia].len + t->ids[ib].len;
-		memcpy(tmp, t->pool + t->ids[ia].off, t->ids[ia].len);
-		memcpy(tmp + t->ids[ia].len, t->pool + t->ids[ib].off, t->ids[ib].len);
-		int32_t iab = vocab_find(t, tmp, lab);
-		if (iab < 0) {
-			err_set(e, "model.merges[%u]: the merge of \"%.64s\" and \"%.64s\" is not in the vocab", rank, a, b);
-			goto done;
-		}
+		/* a pair listed twice keeps its last rank, as in tokenizers */
 		uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib;
 		size_t i = hash_pair(key) & t->mmask;
 		while (t->merges[i].id >= 0 && t->merges[i].key != key)

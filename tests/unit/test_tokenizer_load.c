@@ -144,6 +144,47 @@ static void test_vocab(void)
 	tok_free(t);
 }
 
+static void test_merges(void)
+{
+	refused(&(struct tj){ .merges = "" }, "model: no \"merges\"", "a model without merges");
+	refused(&(struct tj){ .merges = "{}" }, "model.merges: expected an array, not an object", "merges that are an object");
+	refused(&(struct tj){ .merges = "[5]" }, "model.merges[0]: expected \"a b\" or [\"a\", \"b\"], not a number",
+		"a merge that is a number");
+	refused(&(struct tj){ .merges = "[[\"h\"]]" }, "model.merges[0]: expected \"a b\" or [\"a\", \"b\"], not that array",
+		"a merge of one token");
+	refused(&(struct tj){ .merges = "[\"h e x\"]" }, "model.merges[0]: \"h e x\" is not two tokens with one space between",
+		"a merge of three tokens");
+	refused(&(struct tj){ .vocab_extra = "\"he\": 256, \"ab\": 257", .merges = "[[\"h\", \"e\"], \"a b\"]" },
+		"model.merges[1]: a string where model.merges[0] is a pair: tokenizers takes merges all as \"a b\" strings "
+		"or all as [\"a\", \"b\"] pairs", "merges of both forms in one list");
+	refused(&(struct tj){ .merges = "[\"hel lo\"]" }, "model.merges[0]: \"hel\" is not in the vocab",
+		"a merge of a token the vocab lacks");
+	refused(&(struct tj){ .merges = "[[\"l\", \"o\"]]" },
+		"model.merges[0]: \"lo\", the merge of \"l\" and \"o\", is not in the vocab", "a merge whose result the vocab lacks");
+	refused(&(struct tj){ .merges = "[[\"\xe4\xb8\x80\", \"a\"]]" }, "model.merges[0]: \"\xe4\xb8\x80\" is not in the vocab",
+		"a merge of a token outside the byte table that the vocab lacks");
+	refused(&(struct tj){ .vocab_extra = "\"\xe4\xb8\x80\": 256", .merges = "[[\"\xe4\xb8\x80\", \"a\"]]" },
+		"model.merges[0]: \"\xe4\xb8\x80" "a\", the merge of \"\xe4\xb8\x80\" and \"a\", is not in the vocab",
+		"and one whose result it lacks");
+	loads(&(struct tj){ .vocab_extra = "\"\xe4\xb8\x80\": 256, \"\xe4\xb8\x80" "a\": 257", .merges = "[[\"\xe4\xb8\x80\", \"a\"]]" },
+	      "\xe4\xb8\x80" "a", (const int32_t[]){ 0xE4, 0xB8, 0x80, 'a' }, 4,
+	      "a merge of tokens outside the byte table loads, and no byte-level text reaches it");
+	loads(&(struct tj){ .vocab_extra = "\"he\": 256, \"ll\": 257", .merges = "[\"#version: 0.2\", \"h e\", \"#version\", \"l l\"]" },
+	      "hell", (const int32_t[]){ 256, 257 }, 2, "\"#version\" lines are skipped wherever they are, as tokenizers does");
+	loads(&(struct tj){ .vocab_extra = "\"ll\": 256, \"lo\": 257", .merges = "[[\"l\", \"l\"], [\"l\", \"o\"], [\"l\", \"l\"]]" },
+	      "llo", (const int32_t[]){ 'l', 257 }, 2, "a merge listed twice takes its last rank, as in tokenizers");
+	/* tokens of 3000 bytes: once refused as "token too long" */
+	struct buf v = { 0 }, m = { 0 };
+	buf_printf(&v, "\"%0*d\": 256, \"%0*d\": 257, \"%0*d%0*d\": 258", 3000, 1, 3000, 2, 3000, 1, 3000, 2);
+	buf_printf(&m, "[[\"%0*d\", \"%0*d\"]]", 3000, 1, 3000, 2);
+	buf_put_u8(&v, 0);
+	buf_put_u8(&m, 0);
+	loads(&(struct tj){ .vocab_extra = (const char *)v.data, .merges = (const char *)m.data }, "", NULL, -1,
+	      "a merge of two tokens of 3000 bytes loads");
+	buf_free(&v);
+	buf_free(&m);
+}
+
 static void test_added(void)
 {
 	static const char lacks[] = "model.vocab lacks one after another, in file order, from the vocab's size (256)";
@@ -214,6 +255,7 @@ int main(void)
 	tok_free(t);
 
 	test_vocab();
+	test_merges();
 	test_added();
 
 	/* a vocab of a few bytes, as examples/addition's: the digits, + and = */
