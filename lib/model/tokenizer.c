@@ -246,14 +246,6 @@ static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
 	return 0;
 }
 
-static int get_bool(const cJSON *o, const char *k, int dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	if (cJSON_IsBool(v))
-		return cJSON_IsTrue(v);
-	return dflt;
-}
-
 /* What a JSON value is, for messages that say what was found instead. */
 static const char *json_kind(const cJSON *v)
 {
@@ -287,10 +279,41 @@ static int get_flag(const cJSON *o, const char *k, int need, int dflt, const cha
 	return err_set(e, "%s.%s: expected true or false, not %s", path, k, json_kind(v));
 }
 
+/* An optional string field: its text ("" when missing or null), or NULL
+ * with the message. */
+static const char *get_str(const cJSON *o, const char *k, const char *path, struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (!v || cJSON_IsNull(v))
+		return "";
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	err_set(e, "%s.%s: expected a string, not %s", path, k, json_kind(v));
+	return NULL;
+}
+
 static const char *get_type(const cJSON *o)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
 	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The "type" of the object at path, or NULL with the message. */
+static const char *need_type(const cJSON *o, const char *path, struct err *e)
+{
+	if (!cJSON_IsObject(o)) {
+		err_set(e, "%s: expected an object, not %s", path, json_kind(o));
+		return NULL;
+	}
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
+	if (!cJSON_IsString(v)) {
+		if (v)
+			err_set(e, "%s.type: expected a string, not %s", path, json_kind(v));
+		else
+			err_set(e, "%s: no \"type\"", path);
+		return NULL;
+	}
+	return v->valuestring;
 }
 
 /* An id as tokenizers reads one, a whole number from 0 to 2^32 - 1 (ids the
@@ -676,71 +699,149 @@ done:
 	return rc;
 }
 
-static int load_normalizer(struct tokenizer *t, const cJSON *n, struct err *e)
+static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, struct err *e)
 {
-	if (!n || cJSON_IsNull(n))
-		return 0;
-	const char *type = get_type(n);
+	const char *type = need_type(n, path, e);
+	if (!type)
+		return -1;
 	if (strcmp(type, "NFC") == 0) {
 		t->nfc = 1;
 		return 0;
 	}
 	if (strcmp(type, "Sequence") == 0) {
+		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
+		if (!cJSON_IsArray(seq))
+			return seq ? err_set(e, "%s.normalizers: expected an array, not %s", path, json_kind(seq))
+				   : err_set(e, "%s: Sequence without \"normalizers\"", path);
 		const cJSON *it;
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
-			if (load_normalizer(t, it, e) < 0)
+		size_t k = 0;
+		cJSON_ArrayForEach(it, seq) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s.normalizers[%zu]", path, k++);
+			if (load_normalizer(t, it, sub, e) < 0)
 				return -1;
+		}
 		return 0;
 	}
-	return err_set(e, "normalizer: type \"%s\" is not supported (only NFC)", type);
+	return err_set(e, "%s: type \"%s\" is not supported (only NFC, or none)", path, type);
 }
+
+#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
 
 static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e)
 {
+	if (!p || cJSON_IsNull(p))
+		return err_set(e, "pre_tokenizer: none given, and " PRE_ONLY);
+	const char *type = need_type(p, "pre_tokenizer", e);
+	if (!type)
+		return -1;
+	if (strcmp(type, "Sequence") != 0)
+		return err_set(e, "pre_tokenizer: type \"%.64s\" is not supported: " PRE_ONLY, type);
 	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+	if (!cJSON_IsArray(seq))
+		return seq ? err_set(e, "pre_tokenizer.pretokenizers: expected an array, not %s", json_kind(seq))
+			   : err_set(e, "pre_tokenizer: Sequence without \"pretokenizers\"");
 	const cJSON *split = cJSON_GetArrayItem(seq, 0), *bl = cJSON_GetArrayItem(seq, 1);
-	if (strcmp(get_type(p), "Sequence") != 0 || cJSON_GetArraySize(seq) != 2 ||
-	    strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0)
-		return err_set(e, "pre_tokenizer: only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3) is supported");
-	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(split, "pattern"), "Regex");
-	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
-	if (!cJSON_IsString(pat))
-		return err_set(e, "pre_tokenizer: Split without a Regex pattern is not supported");
+	if (cJSON_GetArraySize(seq) != 2 || strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0) {
+		char got[160] = "";
+		size_t m = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, seq)
+			if (m < sizeof got)
+				m += (size_t)snprintf(got + m, sizeof got - m, "%s%s", m ? ", " : "",
+						      *get_type(it) ? get_type(it) : "?");
+		return err_set(e, "pre_tokenizer: Sequence[%s] is not supported: " PRE_ONLY, got);
+	}
+	const char *sp = "pre_tokenizer.pretokenizers[0]", *bp = "pre_tokenizer.pretokenizers[1]";
+	const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(split, "pattern");
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(pattern, "Regex");
+	if (!pattern)
+		return err_set(e, "%s: Split without \"pattern\"", sp);
+	if (!cJSON_IsString(pat) || cJSON_GetArraySize(pattern) != 1)
+		return err_set(e, "%s.pattern: only a Regex, the Qwen2/Qwen3 or the Llama 3 one, is supported", sp);
 	if (strcmp(pat->valuestring, PAT_QWEN) == 0)
 		t->digits3 = 0;
 	else if (strcmp(pat->valuestring, PAT_LLAMA3) == 0)
 		t->digits3 = 1;
 	else
-		return err_set(e, "pre_tokenizer: Split regex %.200s is not the Qwen2/Qwen3 or the Llama 3 one",
-			       pat->valuestring);
-	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0 || get_bool(split, "invert", 0))
-		return err_set(e, "pre_tokenizer: Split must be Isolated and not inverted");
-	if (get_bool(bl, "use_regex", 1) || get_bool(bl, "add_prefix_space", 0))
-		return err_set(e, "pre_tokenizer: ByteLevel with use_regex or add_prefix_space is not supported");
+		return err_set(e, "%s.pattern.Regex: \"%.200s\" is neither the Qwen2/Qwen3 one nor the Llama 3 one "
+			       "(no other is supported)", sp, pat->valuestring);
+	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
+	if (!beh)
+		return err_set(e, "%s: Split without \"behavior\"", sp);
+	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0)
+		return err_set(e, "%s.behavior: %s%.64s%s is not supported (only \"Isolated\")", sp,
+			       cJSON_IsString(beh) ? "\"" : "", cJSON_IsString(beh) ? beh->valuestring : json_kind(beh),
+			       cJSON_IsString(beh) ? "\"" : "");
+	int inv = get_flag(split, "invert", 1, 0, sp, e);
+	if (inv < 0)
+		return -1;
+	if (inv)
+		return err_set(e, "%s.invert: true is not supported", sp);
+	int aps = get_flag(bl, "add_prefix_space", 1, 0, bp, e);
+	if (aps < 0 || get_flag(bl, "trim_offsets", 1, 0, bp, e) < 0)
+		return -1;
+	if (aps)
+		return err_set(e, "%s.add_prefix_space: true is not supported", bp);
+	int re = get_flag(bl, "use_regex", 0, 1, bp, e);
+	if (re < 0)
+		return -1;
+	if (re)
+		return err_set(e, "%s: ByteLevel with use_regex true%s is not supported (the Split before it splits the text)",
+			       bp, cJSON_GetObjectItemCaseSensitive(bl, "use_regex") ? "" : ", as tokenizers takes it when missing,");
 	return 0;
 }
 
 static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 {
-	const char *type = get_type(m);
-	if (*type && strcmp(type, "BPE") != 0)
-		return err_set(e, "model: type \"%s\" is not supported (only BPE)", type);
-	const cJSON *v;
-	if ((v = cJSON_GetObjectItemCaseSensitive(m, "dropout")) && !cJSON_IsNull(v) &&
-	    !(cJSON_IsNumber(v) && v->valuedouble == 0))
-		return err_set(e, "model: BPE dropout is not supported");
-	if (get_bool(m, "byte_fallback", 0))
-		return err_set(e, "model: byte_fallback is not supported (not a byte-level BPE)");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "type");
+	if (v && !cJSON_IsString(v))
+		return err_set(e, "model.type: expected a string, not %s", json_kind(v));
+	if (v && strcmp(v->valuestring, "BPE") != 0)
+		return err_set(e, "model: type \"%.64s\" is not supported (only BPE)", v->valuestring);
+	if ((v = cJSON_GetObjectItemCaseSensitive(m, "dropout")) && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1)
+			return cJSON_IsNumber(v) ? err_set(e, "model.dropout: %g is not from 0 to 1", v->valuedouble)
+						 : err_set(e, "model.dropout: expected a number, not %s", json_kind(v));
+		if (v->valuedouble != 0)
+			return err_set(e, "model.dropout: %g is not supported (only 0 or null: BPE dropout "
+				       "leaves merges out at random)", v->valuedouble);
+	}
+	int bf = get_flag(m, "byte_fallback", 0, 0, "model", e);
+	if (bf < 0 || get_flag(m, "fuse_unk", 0, 0, "model", e) < 0 || !get_str(m, "unk_token", "model", e))
+		return -1;
+	if (bf)
+		return err_set(e, "model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)");
 	const char *affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
-	for (int i = 0; i < 2; i++)
-		if ((v = cJSON_GetObjectItemCaseSensitive(m, affix[i])) && cJSON_IsString(v) && *v->valuestring)
-			return err_set(e, "model: %s \"%s\" is not supported", affix[i], v->valuestring);
-	t->ignore_merges = get_bool(m, "ignore_merges", 0);
+	for (int i = 0; i < 2; i++) {
+		const char *s = get_str(m, affix[i], "model", e);
+		if (!s)
+			return -1;
+		if (*s)
+			return err_set(e, "model.%s: \"%.64s\" is not supported (only \"\" or null)", affix[i], s);
+	}
+	if ((t->ignore_merges = get_flag(m, "ignore_merges", 0, 0, "model", e)) < 0)
+		return -1;
 	if (load_vocab(t, cJSON_GetObjectItemCaseSensitive(m, "vocab"), e) < 0)
 		return -1;
 	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
 }
 
+static int load_decoder(const cJSON *d, struct err *e)
+{
+	if (!d || cJSON_IsNull(d))
+		return err_set(e, "decoder: none given, and only ByteLevel is supported (without it, decoded text "
+			       "would keep the byte-level characters)");
+	const char *type = need_type(d, "decoder", e);
+	if (!type)
+		return -1;
+	if (strcmp(type, "ByteLevel") != 0)
+		return err_set(e, "decoder: type \"%.64s\" is not supported (only ByteLevel)", type);
+	if (get_flag(d, "add_prefix_space", 1, 0, "decoder", e) < 0 || get_flag(d, "trim_offsets", 1, 0, "decoder", e) < 0 ||
+	    get_flag(d, "use_regex", 0, 1, "decoder", e) < 0)
+		return -1;
+	return 0;
+}
 struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
@@ -760,16 +861,19 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 			at && at >= json && at <= json + n ? (long long)(at - json) : -1LL);
 		goto fail;
 	}
-	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "model"), "vocab"),
-		     cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
-	if (!cJSON_IsObject(root) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model")))
-		err_set(e, "no \"model\" object: not a tokenizer.json");
-	else if (strcmp(get_type(dec), "ByteLevel") != 0)
-		err_set(e, "decoder: type \"%s\" is not supported (only ByteLevel)", get_type(dec));
-	else if (load_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), e) == 0 &&
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(model, "vocab"), cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
+	const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+	if (!cJSON_IsObject(root))
+		err_set(e, "not a tokenizer.json: the JSON is %s, not an object", json_kind(root));
+	else if (!model)
+		err_set(e, "no \"model\": not a tokenizer.json");
+	else if (!cJSON_IsObject(model))
+		err_set(e, "model: expected an object, not %s", json_kind(model));
+	else if (load_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), e) == 0 &&
+		 (!norm || cJSON_IsNull(norm) || load_normalizer(t, norm, "normalizer", e) == 0) &&
 		 load_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e) == 0 &&
-		 load_model(t, cJSON_GetObjectItemCaseSensitive(root, "model"), e) == 0 &&
+		 load_model(t, model, e) == 0 &&
 		 load_added(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), e) == 0) {
 		cJSON_Delete(root);
 		return t;
@@ -780,6 +884,7 @@ fail:
 	tok_free(t);
 	return NULL;
 }
+
 
 struct tokenizer *tok_load(const char *path, struct err *e)
 {

@@ -119,6 +119,113 @@ static void loads(const struct tj *j, const char *text, const int32_t *ids, int 
 	tok_free(t);
 }
 
+static void test_decoder_normalizer(void)
+{
+	refused(&(struct tj){ .decoder = "null" },
+		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
+		"a null decoder");
+	refused(&(struct tj){ .decoder = "" },
+		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
+		"no decoder");
+	refused(&(struct tj){ .decoder = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
+		"decoder: type \"Metaspace\" is not supported (only ByteLevel)", "a Metaspace decoder");
+	refused(&(struct tj){ .decoder = "{}" }, "decoder: no \"type\"", "a decoder without a type");
+	refused(&(struct tj){ .decoder = BL("") }, "decoder: no \"add_prefix_space\" (tokenizers requires it)",
+		"a ByteLevel decoder without its fields");
+
+	refused(&(struct tj){ .normalizer = "{\"type\": \"NFD\"}" },
+		"normalizer: type \"NFD\" is not supported (only NFC, or none)", "an NFD normalizer");
+	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"NFKC\"}]}" },
+		"normalizer.normalizers[1]: type \"NFKC\" is not supported (only NFC, or none)",
+		"a Sequence normalizer holding NFKC");
+	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\"}" },
+		"normalizer: Sequence without \"normalizers\"", "a Sequence normalizer without its list");
+	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [null]}" },
+		"normalizer.normalizers[0]: expected an object, not null", "a Sequence normalizer holding null");
+	refused(&(struct tj){ .normalizer = "\"NFC\"" }, "normalizer: expected an object, not a string",
+		"a normalizer that is a string");
+	loads(&(struct tj){ .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+				"{\"type\": \"Sequence\", \"normalizers\": []}]}" },
+	      "e\xcc\x81", (const int32_t[]){ 0xC3, 0xA9 }, 2, "a Sequence of NFC and an empty Sequence is NFC");
+}
+
+#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
+
+static void test_pre_tokenizer(void)
+{
+	refused(&(struct tj){ .pre = "null" }, "pre_tokenizer: none given, and " PRE_ONLY, "a null pre_tokenizer");
+	refused(&(struct tj){ .pre = "" }, "pre_tokenizer: none given, and " PRE_ONLY, "no pre_tokenizer");
+	refused(&(struct tj){ .pre = BL_OK }, "pre_tokenizer: type \"ByteLevel\" is not supported: " PRE_ONLY,
+		"a ByteLevel pre_tokenizer alone");
+	refused(&(struct tj){ .pre = SEQ(BL_OK, SPLIT_OK) },
+		"pre_tokenizer: Sequence[ByteLevel, Split] is not supported: " PRE_ONLY, "ByteLevel before Split");
+	refused(&(struct tj){ .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT_OK ", " BL_OK ", {\"type\": \"Digits\"}]}" },
+		"pre_tokenizer: Sequence[Split, ByteLevel, Digits] is not supported: " PRE_ONLY, "a third pre-tokenizer");
+	refused(&(struct tj){ .pre = "{\"type\": \"Sequence\"}" },
+		"pre_tokenizer: Sequence without \"pretokenizers\"", "a Sequence without its list");
+	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
+		"pre_tokenizer.pretokenizers[0].pattern: only a Regex, the Qwen2/Qwen3 or the Llama 3 one, is supported",
+		"a Split on a String");
+	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
+		"pre_tokenizer.pretokenizers[0].pattern.Regex: \"\\s+\" is neither the Qwen2/Qwen3 one nor the Llama 3 one (no other is supported)",
+		"a Split on another regex");
+	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
+		"pre_tokenizer.pretokenizers[0]: Split without \"pattern\"", "a Split without a pattern");
+	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Removed\", \"invert\": false"), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].behavior: \"Removed\" is not supported (only \"Isolated\")",
+		"a Split that removes what it matches");
+	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"invert\": false"), BL_OK) },
+		"pre_tokenizer.pretokenizers[0]: Split without \"behavior\"", "a Split without a behavior");
+	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Isolated\", \"invert\": true"), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].invert: true is not supported", "an inverted Split");
+	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Isolated\""), BL_OK) },
+		"pre_tokenizer.pretokenizers[0]: no \"invert\" (tokenizers requires it)", "a Split without invert");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": true, \"trim_offsets\": false, \"use_regex\": false")) },
+		"pre_tokenizer.pretokenizers[1].add_prefix_space: true is not supported", "ByteLevel adding a space");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"trim_offsets\": false, \"use_regex\": false")) },
+		"pre_tokenizer.pretokenizers[1]: no \"add_prefix_space\" (tokenizers requires it)",
+		"ByteLevel without add_prefix_space");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"use_regex\": false")) },
+		"pre_tokenizer.pretokenizers[1]: no \"trim_offsets\" (tokenizers requires it)",
+		"ByteLevel without trim_offsets");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": true")) },
+		"pre_tokenizer.pretokenizers[1]: ByteLevel with use_regex true is not supported (the Split before it splits the text)",
+		"ByteLevel with its own regex");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": false")) },
+		"pre_tokenizer.pretokenizers[1]: ByteLevel with use_regex true, as tokenizers takes it when missing, is not "
+		"supported (the Split before it splits the text)", "ByteLevel without use_regex");
+	loads(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false")) },
+	      "a b", (const int32_t[]){ 'a', 0x20, 'b' }, 3, "ByteLevel's trim_offsets (offsets only) is no matter");
+}
+
+static void test_model(void)
+{
+	refused(&(struct tj){ .model = "\"type\": \"WordPiece\"" }, "model: type \"WordPiece\" is not supported (only BPE)",
+		"a WordPiece model");
+	refused(&(struct tj){ .model = "\"type\": null" }, "model.type: expected a string, not null", "a null model type");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"dropout\": 0.5" },
+		"model.dropout: 0.5 is not supported (only 0 or null: BPE dropout leaves merges out at random)", "BPE dropout");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"dropout\": 2" }, "model.dropout: 2 is not from 0 to 1",
+		"a dropout above 1 (tokenizers: Dropout should be between 0 and 1)");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"dropout\": \"x\"" }, "model.dropout: expected a number, not a string",
+		"a dropout that is not a number");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": true" },
+		"model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)", "byte_fallback");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": \"yes\"" },
+		"model.byte_fallback: expected true or false, not a string", "a byte_fallback that is a string");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"unk_token\": 5" }, "model.unk_token: expected a string, not a number",
+		"an unk_token that is a number");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"continuing_subword_prefix\": \"##\"" },
+		"model.continuing_subword_prefix: \"##\" is not supported (only \"\" or null)", "a continuing_subword_prefix");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"end_of_word_suffix\": \"</w>\"" },
+		"model.end_of_word_suffix: \"</w>\" is not supported (only \"\" or null)", "an end_of_word_suffix");
+	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"ignore_merges\": \"true\"" },
+		"model.ignore_merges: expected true or false, not a string", "an ignore_merges that is a string");
+	loads(&(struct tj){ .model = "\"dropout\": 0, \"unk_token\": \"a\", \"fuse_unk\": true, \"byte_fallback\": null, "
+			    "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": \"\"" },
+	      "ab", (const int32_t[]){ 'a', 'b' }, 2, "a model without a type, dropout 0, an unk_token, fuse_unk and empty affixes loads");
+}
+
 static void test_vocab(void)
 {
 	refused(&(struct tj){ .vocab = "[]" }, "model.vocab: expected an object, not an array", "a vocab that is an array");
@@ -254,6 +361,9 @@ int main(void)
 	ok(t && tok_vocab_size(t) == 257, "its vocabulary size counts to the added token");
 	tok_free(t);
 
+	test_decoder_normalizer();
+	test_pre_tokenizer();
+	test_model();
 	test_vocab();
 	test_merges();
 	test_added();
