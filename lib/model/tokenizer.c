@@ -842,6 +842,38 @@ static int load_decoder(const cJSON *d, struct err *e)
 		return -1;
 	return 0;
 }
+
+/* Line and byte of p in json[0..n), for messages. */
+static void json_where(const char *json, size_t n, const char *p, char *out, size_t cap)
+{
+	size_t at = (size_t)(p - json), line = 1;
+	for (size_t i = 0; i < at && i < n; i++)
+		line += json[i] == '\n';
+	snprintf(out, cap, "line %zu (byte %zu)", line, at);
+}
+
+/* Whether JSON text ends inside a string or with a bracket open: cut
+ * short, most likely, wherever cJSON saw the error. */
+static int json_unclosed(const char *s, size_t n)
+{
+	long depth = 0;
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_str = 0;
+		} else if (s[i] == '"')
+			in_str = 1;
+		else if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+	}
+	return in_str || depth > 0;
+}
+
 struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
@@ -850,16 +882,46 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		return NULL;
 	}
 	snprintf(t->name, sizeof t->name, "%s", name);
-	cJSON *root = json_parse_n(json, n, NULL);
+	cJSON *root = NULL;
+	char where[64];
+	size_t sp = 0, bad;
+	while (sp < n && strchr(" \t\r\n", json[sp]))
+		sp++;
+	if (sp == n) {
+		err_set(e, "the file is empty: not a tokenizer.json");
+		goto fail;
+	}
+	/* tokenizers reads text, as cJSON does not check */
+	if ((bad = uni_utf8_check((const unsigned char *)json, n)) < n) {
+		json_where(json, n, json + bad, where, sizeof where);
+		err_set(e, "not valid UTF-8, at %s", where);
+		goto fail;
+	}
+	const char *end = NULL;
+	root = json_parse_n(json, n, &end);
 	if (!root && errno == ENOMEM) {
 		err_sys(e, "JSON");
 		goto fail;
 	}
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
-		err_set(e, "not valid JSON near byte %lld",
-			at && at >= json && at <= json + n ? (long long)(at - json) : -1LL);
+		if (json_unclosed(json, n))
+			err_set(e, "not valid JSON: it ends inside a string or a bracket (truncated?)");
+		else if (at && at >= json && at < json + n) {
+			json_where(json, n, at, where, sizeof where);
+			err_set(e, "not valid JSON near %s", where);
+		} else
+			err_set(e, "not valid JSON");
 		goto fail;
+	}
+	if (end) {
+		while (end < json + n && strchr(" \t\r\n", *end) && *end)
+			end++;
+		if (end < json + n) {
+			json_where(json, n, end, where, sizeof where);
+			err_set(e, "not valid JSON: more follows its end, at %s", where);
+			goto fail;
+		}
 	}
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
 	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(model, "vocab"), cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
@@ -878,13 +940,12 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		cJSON_Delete(root);
 		return t;
 	}
-	cJSON_Delete(root);
 fail:
+	cJSON_Delete(root);
 	err_prefix(e, "%s", name);
 	tok_free(t);
 	return NULL;
 }
-
 
 struct tokenizer *tok_load(const char *path, struct err *e)
 {

@@ -100,6 +100,17 @@ static void refused(const struct tj *j, const char *want, const char *what)
 	tok_free(t);
 }
 
+static void refused_text(const char *json, size_t n, const char *want, const char *what)
+{
+	struct err e = { "" };
+	struct tokenizer *t = tok_load_mem(json, n, "tokenizer.json", &e);
+	char full[1100];
+	snprintf(full, sizeof full, "tokenizer.json: %s", want);
+	if (!ok(!t && strcmp(e.msg, full) == 0, "%s is refused", what))
+		diag("  got:  %s\n#   want: %s", t ? "(loaded)" : e.msg, full);
+	tok_free(t);
+}
+
 /* The file loads and text encodes to ids (n of them; n < 0: only loads). */
 static void loads(const struct tj *j, const char *text, const int32_t *ids, int n, const char *what)
 {
@@ -116,6 +127,39 @@ static void loads(const struct tj *j, const char *text, const int32_t *ids, int 
 			diag("  got id %d", got.v[i]);
 	}
 	tok_ids_free(&got);
+	tok_free(t);
+}
+
+static void test_file(void)
+{
+	struct err e = { "" };
+	refused_text("", 0, "the file is empty: not a tokenizer.json", "an empty file");
+	refused_text(" \n\t\n", 4, "the file is empty: not a tokenizer.json", "a file of white space");
+	refused_text("hello", 5, "not valid JSON near line 1 (byte 0)", "a file that is not JSON");
+	refused_text("{\n \"model\": {,}}", 16, "not valid JSON near line 2 (byte 14)", "JSON with an error");
+	static const char whole[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}";
+	refused_text(whole, 30, "not valid JSON: it ends inside a string or a bracket (truncated?)",
+		     "a file cut short in a string");
+	refused_text(whole, 43, "not valid JSON: it ends inside a string or a bracket (truncated?)", "or after a value");
+	/* tokenizers reads text: it refuses what is not UTF-8, and what
+	 * follows the JSON value; both once loaded. */
+	struct buf b = { 0 };
+	char want[128];
+	compose(&(struct tj){ .vocab_extra = "\"a\xff\": 256" }, &b);
+	snprintf(want, sizeof want, "not valid UTF-8, at line 1 (byte %zu)",
+		 (size_t)((const char *)memmem(b.data, b.len, "a\xff", 2) + 1 - (const char *)b.data));
+	refused_text((const char *)b.data, b.len, want, "a file that is not UTF-8");
+	compose(&(struct tj){ 0 }, &b);
+	snprintf(want, sizeof want, "not valid JSON: more follows its end, at line 2 (byte %zu)", b.len + 1);
+	buf_printf(&b, "\n{}\n");
+	refused_text((const char *)b.data, b.len, want, "a tokenizer.json with more JSON after it");
+	buf_free(&b);
+	refused_text("[]", 2, "not a tokenizer.json: the JSON is an array, not an object", "a JSON array");
+	refused_text("{}", 2, "no \"model\": not a tokenizer.json", "an object without a model");
+	refused_text("{\"model\": \"BPE\"}", 16, "model: expected an object, not a string", "a model that is a string");
+	struct tokenizer *t = tok_load("/nonexistent/grpo-test/tokenizer.json", &e);
+	ok(!t && strstr(e.msg, "/nonexistent/grpo-test/tokenizer.json: ") == e.msg && strstr(e.msg, "No such file"),
+	   "a file that is not there is refused, naming it: %s", e.msg);
 	tok_free(t);
 }
 
@@ -361,6 +405,7 @@ int main(void)
 	ok(t && tok_vocab_size(t) == 257, "its vocabulary size counts to the added token");
 	tok_free(t);
 
+	test_file();
 	test_decoder_normalizer();
 	test_pre_tokenizer();
 	test_model();
