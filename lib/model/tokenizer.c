@@ -24,9 +24,14 @@ struct idinfo {                 /* what an id decodes to */
 };
 
 struct vslot {                  /* vocab hash: bytes -> id */
-	uint32_t off, len;
+	uint32_t off, len;          /* len | VRAW: a token outside the byte table, as its UTF-8 */
 	int32_t id;                 /* -1: empty */
 };
+
+/* Tokens outside the byte table share the vocab hash, so that loading can
+ * look up merges and added tokens spelled with them; no byte string's
+ * length has this bit, so encoding never finds them. */
+#define VRAW 0x80000000u
 
 struct mslot {                  /* merge hash: (left id, right id) -> rank, merged id */
 	uint64_t key;
@@ -56,6 +61,7 @@ struct tokenizer {
 	int ignore_merges;
 	uint32_t n_ids, ids_cap;
 	uint32_t id_limit;          /* ids must be below it (see grow_ids) */
+	uint32_t n_vocab;           /* entries in model.vocab: tokenizers numbers added tokens on from it */
 	struct idinfo *ids;         /* (n_ids), room for ids_cap */
 	unsigned char *pool;
 	size_t pool_len, pool_cap;
@@ -106,17 +112,17 @@ static int cp_byte(uint32_t cp)
 	return 0xAD;
 }
 
-/* Bytes of a byte-level token string into out[]; returns the length, or -1
- * if some character is outside the table (out has room for strlen(s)). */
-static long token_bytes(const char *s, unsigned char *out)
+/* Bytes of the byte-level token string s[0..n) into out[]; returns the
+ * length, or -1 if some character is outside the table (out has room for n). */
+static long token_bytes_n(const char *s, size_t n, unsigned char *out)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), i = 0;
+	size_t i = 0;
 	long k = 0;
 	while (i < n) {
 		uint32_t cp;
 		int l = uni_utf8_decode(p + i, n - i, &cp);
-		if (l < 0)
+		if (l <= 0)
 			return -1;
 		int b = cp_byte(cp);
 		if (b < 0)
@@ -125,6 +131,11 @@ static long token_bytes(const char *s, unsigned char *out)
 		i += (size_t)l;
 	}
 	return k;
+}
+
+static long token_bytes(const char *s, unsigned char *out)
+{
+	return token_bytes_n(s, strlen(s), out);
 }
 
 /* ---- hash tables ---- */
@@ -235,12 +246,50 @@ static int grow_ids(struct tokenizer *t, uint32_t id, struct err *e)
 	return 0;
 }
 
-static int get_bool(const cJSON *o, const char *k, int dflt)
+/* What a JSON value is, for messages that say what was found instead. */
+static const char *json_kind(const cJSON *v)
+{
+	if (cJSON_IsNull(v))
+		return "null";
+	if (cJSON_IsTrue(v))
+		return "true";
+	if (cJSON_IsFalse(v))
+		return "false";
+	if (cJSON_IsNumber(v))
+		return "a number";
+	if (cJSON_IsString(v))
+		return "a string";
+	if (cJSON_IsArray(v))
+		return "an array";
+	return "an object";
+}
+
+/* A true/false field of the object at path: 1 or 0, or -1 with the message.
+ * tokenizers refuses a file that lacks a field it requires (need), or has
+ * anything but true or false (or null, for optional ones) in one. */
+static int get_flag(const cJSON *o, const char *k, int need, int dflt, const char *path, struct err *e)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	if (cJSON_IsBool(v))
 		return cJSON_IsTrue(v);
-	return dflt;
+	if (!v && need)
+		return err_set(e, "%s: no \"%s\" (tokenizers requires it)", path, k);
+	if (!v || (!need && cJSON_IsNull(v)))
+		return dflt;
+	return err_set(e, "%s.%s: expected true or false, not %s", path, k, json_kind(v));
+}
+
+/* An optional string field: its text ("" when missing or null), or NULL
+ * with the message. */
+static const char *get_str(const cJSON *o, const char *k, const char *path, struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (!v || cJSON_IsNull(v))
+		return "";
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	err_set(e, "%s.%s: expected a string, not %s", path, k, json_kind(v));
+	return NULL;
 }
 
 static const char *get_type(const cJSON *o)
@@ -249,10 +298,66 @@ static const char *get_type(const cJSON *o)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The "type" of the object at path, or NULL with the message. */
+static const char *need_type(const cJSON *o, const char *path, struct err *e)
+{
+	if (!cJSON_IsObject(o)) {
+		err_set(e, "%s: expected an object, not %s", path, json_kind(o));
+		return NULL;
+	}
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
+	if (!cJSON_IsString(v)) {
+		if (v)
+			err_set(e, "%s.type: expected a string, not %s", path, json_kind(v));
+		else
+			err_set(e, "%s: no \"type\"", path);
+		return NULL;
+	}
+	return v->valuestring;
+}
+
+/* An id as tokenizers reads one, a whole number from 0 to 2^32 - 1 (ids the
+ * table cannot hold are grow_ids' to refuse): 0, or -1 with the message. */
+static int get_id(const cJSON *v, uint32_t *id, struct err *e)
+{
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= UINT32_MAX &&
+	    v->valuedouble == (double)(uint32_t)v->valuedouble) {
+		*id = (uint32_t)v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsNumber(v))
+		return err_set(e, "expected an id (a whole number from 0 to 4294967295), not %.17g", v->valuedouble);
+	return err_set(e, "expected an id (a whole number from 0 to 4294967295), not %s", json_kind(v));
+}
+
+/* The slot of the vocab key with these bytes (len: with VRAW for a token
+ * outside the byte table): where it is, or the empty slot it would take. */
+static struct vslot *vocab_slot(struct tokenizer *t, const void *p, uint32_t len)
+{
+	size_t n = len & ~VRAW;
+	size_t i = hash_bytes(p, n) & t->vmask;
+	while (t->vocab[i].id >= 0 && !(t->vocab[i].len == len && memcmp(t->pool + t->vocab[i].off, p, n) == 0))
+		i = (i + 1) & t->vmask;
+	return &t->vocab[i];
+}
+
+/* The id of model.vocab's key s[0..n), or -1; *raw says whether it is
+ * outside the byte table. tmp has room for n bytes. */
+static int32_t vocab_key(struct tokenizer *t, const char *s, size_t n, unsigned char *tmp, int *raw)
+{
+	long bl = token_bytes_n(s, n, tmp);
+	*raw = bl < 0;
+	if (bl < 0)
+		return n < VRAW ? vocab_slot(t, s, (uint32_t)n | VRAW)->id : -1;
+	return vocab_find(t, tmp, (size_t)bl);
+}
+
 static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 {
+	if (!vocab)
+		return err_set(e, "model: no \"vocab\"");
 	if (!cJSON_IsObject(vocab))
-		return err_set(e, "model.vocab: expected an object");
+		return err_set(e, "model.vocab: expected an object, not %s", json_kind(vocab));
 	size_t n = (size_t)cJSON_GetArraySize(vocab);
 	t->vmask = table_size(n) - 1;
 	t->vocab = malloc((t->vmask + 1) * sizeof *t->vocab);
@@ -266,12 +371,11 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 	size_t tmp_cap = 0;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, vocab) {
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX - 1 ||
-		    it->valuedouble != (double)(int32_t)it->valuedouble) {
+		uint32_t id;
+		if (get_id(it, &id, e) < 0 || grow_ids(t, id, e) < 0) {
 			free(tmp);
-			return err_set(e, "model.vocab[\"%.64s\"]: expected an id", it->string);
+			return err_prefix(e, "model.vocab[\"%.64s\"]", it->string);
 		}
-		int32_t id = (int32_t)it->valuedouble;
 		size_t sl = strlen(it->string);
 		if (sl + 1 > tmp_cap) {
 			tmp_cap = sl + 64;
@@ -282,125 +386,132 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 			}
 			tmp = q;
 		}
+		/* A token with characters outside the byte table decodes as its
+		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
+		 * come out of byte-level encoding. */
 		long bl = token_bytes(it->string, tmp);
-		if (grow_ids(t, (uint32_t)id, e) < 0) {
+		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
+		size_t len = bl >= 0 ? (size_t)bl : sl;
+		struct vslot *s = len < VRAW ? vocab_slot(t, bytes, (uint32_t)len | (bl < 0 ? VRAW : 0)) : NULL;
+		if (s && s->id >= 0) {
+			/* tokenizers keeps the last, and the first one's id then
+			 * decodes to nothing */
 			free(tmp);
-			return err_prefix(e, "model.vocab[\"%.64s\"]", it->string);
+			return err_set(e, "model.vocab[\"%.64s\"]: listed twice, with ids %d and %u",
+				       it->string, (int)s->id, id);
 		}
 		struct idinfo *d = &t->ids[id];
 		if (d->kind != KIND_NONE) {
 			free(tmp);
-			return err_set(e, "model.vocab[\"%.64s\"]: id %d is used twice", it->string, (int)id);
+			return err_set(e, "model.vocab[\"%.64s\"]: id %u is another token's too "
+				       "(one id for two tokens is not supported)", it->string, id);
 		}
-		/* A token with characters outside the byte table decodes as its
-		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
-		 * come out of byte-level encoding, so it stays out of the hash. */
-		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
-		size_t len = bl >= 0 ? (size_t)bl : sl;
-		if (pool_add(t, bytes, len, &d->off) < 0) {
+		if (!s || pool_add(t, bytes, len, &d->off) < 0) {
 			free(tmp);
 			return err_set(e, "out of memory");
 		}
 		d->len = (uint32_t)len;
 		d->kind = KIND_VOCAB;
-		if (bl < 0)
-			continue;
 		if (bl == 1)
-			t->byte_id[tmp[0]] = id;
-		size_t i = hash_bytes(tmp, (size_t)bl) & t->vmask;
-		while (t->vocab[i].id >= 0 && !(t->vocab[i].len == (uint32_t)bl &&
-						 memcmp(t->pool + t->vocab[i].off, tmp, (size_t)bl) == 0))
-			i = (i + 1) & t->vmask;
-		t->vocab[i] = (struct vslot){ d->off, d->len, id };
+			t->byte_id[tmp[0]] = (int32_t)id;
+		*s = (struct vslot){ d->off, d->len | (bl < 0 ? VRAW : 0), (int32_t)id };
+		t->n_vocab++;
 	}
 	free(tmp);
 	return 0;
 }
 
-/* Vocab id of a merge side spelled in byte-level characters: the id, -1 if
- * the vocab lacks it, -2 if it has characters outside the byte table. */
-static int32_t merge_side(const struct tokenizer *t, const char *s, size_t n, unsigned char *tmp)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, k = 0;
-	while (i < n) {
-		uint32_t cp;
-		int l = uni_utf8_decode(p + i, n - i, &cp);
-		int b = l > 0 ? cp_byte(cp) : -1;
-		if (b < 0)
-			return -2;
-		tmp[k++] = (unsigned char)b;
-		i += (size_t)l;
-	}
-	return vocab_find(t, tmp, k);
-}
-
 static int load_merges(struct tokenizer *t, const cJSON *merges, struct err *e)
 {
+	if (!merges)
+		return err_set(e, "model: no \"merges\"");
 	if (!cJSON_IsArray(merges))
-		return err_set(e, "model.merges: expected an array");
+		return err_set(e, "model.merges: expected an array, not %s", json_kind(merges));
 	size_t n = (size_t)cJSON_GetArraySize(merges);
 	t->mmask = table_size(n) - 1;
 	t->merges = malloc((t->mmask + 1) * sizeof *t->merges);
-	unsigned char *tmp = malloc(4096);
-	if (!t->merges || !tmp) {
-		free(tmp);
+	if (!t->merges)
 		return err_set(e, "out of memory");
-	}
 	for (size_t i = 0; i <= t->mmask; i++)
 		t->merges[i].id = -1;
+	char *tmp = NULL;           /* a and b joined, then room for the bytes of either */
+	size_t tmp_cap = 0, k = 0;
 	uint32_t rank = 0;
+	int strings = -1;           /* the first entry's form: tokenizers takes one throughout */
 	const cJSON *it;
 	int rc = -1;
 	cJSON_ArrayForEach(it, merges) {
+		size_t at = k++;
 		const char *a, *b;
 		size_t la, lb;
-		if (cJSON_IsString(it)) {
-			/* Legacy "a b"; a "#version" first line is a comment. */
+		int is_str = cJSON_IsString(it);
+		if (!is_str && !(cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 &&
+				 cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1)))) {
+			err_set(e, "model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"], not %s", at,
+				cJSON_IsArray(it) ? "that array" : json_kind(it));
+			goto done;
+		}
+		if (strings < 0)
+			strings = is_str;
+		if (is_str != strings) {
+			err_set(e, "model.merges[%zu]: %s where model.merges[0] is %s: tokenizers takes merges all as "
+				"\"a b\" strings or all as [\"a\", \"b\"] pairs", at, is_str ? "a string" : "a pair",
+				strings ? "a string" : "a pair");
+			goto done;
+		}
+		if (is_str) {
+			/* tokenizers skips "#version" lines, wherever they are */
 			const char *s = it->valuestring;
-			if (rank == 0 && strncmp(s, "#version", 8) == 0)
+			if (strncmp(s, "#version", 8) == 0)
 				continue;
 			const char *sp = strchr(s, ' ');
 			if (!sp || strchr(sp + 1, ' ')) {
-				err_set(e, "model.merges[%u]: \"%.64s\" is not two tokens separated by one space", rank, s);
+				err_set(e, "model.merges[%zu]: \"%.64s\" is not two tokens with one space between", at, s);
 				goto done;
 			}
 			a = s;
 			la = (size_t)(sp - s);
 			b = sp + 1;
 			lb = strlen(b);
-		} else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 &&
-			   cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
+		} else {
 			a = cJSON_GetArrayItem(it, 0)->valuestring;
 			b = cJSON_GetArrayItem(it, 1)->valuestring;
 			la = strlen(a);
 			lb = strlen(b);
-		} else {
-			err_set(e, "model.merges[%u]: expected \"a b\" or [\"a\", \"b\"]", rank);
+		}
+		if (2 * (la + lb) > tmp_cap) {
+			size_t cap = 2 * (la + lb) + 64;
+			char *q = realloc(tmp, cap);
+			if (!q) {
+				err_set(e, "out of memory");
+				goto done;
+			}
+			tmp = q;
+			tmp_cap = cap;
+		}
+		unsigned char *bytes = (unsigned char *)tmp + la + lb;
+		int ra, rb, rab;
+		int32_t ia = vocab_key(t, a, la, bytes, &ra), ib = vocab_key(t, b, lb, bytes, &rb);
+		if (ia < 0 || ib < 0) {
+			err_set(e, "model.merges[%zu]: \"%.*s\" is not in the vocab", at,
+				(int)(ia < 0 ? (la < 64 ? la : 64) : (lb < 64 ? lb : 64)), ia < 0 ? a : b);
 			goto done;
 		}
-		if (la + lb > 4096) {
-			err_set(e, "model.merges[%u]: token too long", rank);
+		memcpy(tmp, a, la);
+		memcpy(tmp + la, b, lb);
+		int32_t iab = vocab_key(t, tmp, la + lb, bytes, &rab);
+		if (iab < 0) {
+			err_set(e, "model.merges[%zu]: \"%.*s\", the merge of \"%.*s\" and \"%.*s\", is not in the vocab",
+				at, (int)(la + lb < 64 ? la + lb : 64), tmp, (int)(la < 64 ? la : 64), a,
+				(int)(lb < 64 ? lb : 64), b);
 			goto done;
 		}
-		int32_t ia = merge_side(t, a, la, tmp), ib = merge_side(t, b, lb, tmp);
-		if (ia == -2 || ib == -2) {
+		if (ra || rb) {
 			/* Not byte-level characters: no byte-level input reaches it. */
 			rank++;
 			continue;
 		}
-		if (ia < 0 || ib < 0) {
-			err_set(e, "model.merges[%u]: \"%.64s\" is not in the vocab", rank, ia < 0 ? a : b);
-			goto done;
-		}
-		size_t lab = t->ids[ia].len + t->ids[ib].len;
-		memcpy(tmp, t->pool + t->ids[ia].off, t->ids[ia].len);
-		memcpy(tmp + t->ids[ia].len, t->pool + t->ids[ib].off, t->ids[ib].len);
-		int32_t iab = vocab_find(t, tmp, lab);
-		if (iab < 0) {
-			err_set(e, "model.merges[%u]: the merge of \"%.64s\" and \"%.64s\" is not in the vocab", rank, a, b);
-			goto done;
-		}
+		/* a pair listed twice keeps its last rank, as in tokenizers */
 		uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib;
 		size_t i = hash_pair(key) & t->mmask;
 		while (t->merges[i].id >= 0 && t->merges[i].key != key)
@@ -438,144 +549,329 @@ static void index_set(struct added_set *s, const unsigned char *pool)
 	}
 }
 
+/* An added token seen while loading, by content (see load_added). */
+struct aslot {
+	const char *c;              /* NULL: empty */
+	size_t len, at;             /* content length, index in added_tokens */
+	uint32_t id;
+	unsigned flags;
+};
+
 static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 {
-	if (!arr || cJSON_IsNull(arr))
+	if (!arr)
 		return 0;
 	if (!cJSON_IsArray(arr))
-		return err_set(e, "added_tokens: expected an array");
+		return err_set(e, "added_tokens: expected an array, not %s", json_kind(arr));
 	size_t n = (size_t)cJSON_GetArraySize(arr);
+	size_t smask = table_size(n) - 1;
 	t->raw.a = calloc(n + 1, sizeof *t->raw.a);
 	t->norm.a = calloc(n + 1, sizeof *t->norm.a);
-	if (!t->raw.a || !t->norm.a)
-		return err_set(e, "out of memory");
+	struct aslot *seen = calloc(smask + 1, sizeof *seen);
+	unsigned char *tmp = NULL;
+	size_t tmp_cap = 0;
 	struct buf nb = { 0 };
+	int rc = -1;
+	if (!t->raw.a || !t->norm.a || !seen) {
+		err_set(e, "out of memory");
+		goto done;
+	}
+	/* tokenizers does not keep the ids it reads: it gives an added token
+	 * its id in the vocab, else the next of n_vocab, n_vocab + 1, ... */
+	uint32_t fresh = 0;
 	size_t k = 0;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, arr) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
-		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX - 1 ||
-		    id->valuedouble != (double)(int32_t)id->valuedouble || !cJSON_IsString(content)) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: expected an id and a content string", k);
+		size_t at = k++;
+		char path[48];
+		snprintf(path, sizeof path, "added_tokens[%zu]", at);
+		if (!cJSON_IsObject(it)) {
+			err_set(e, "%s: expected an object, not %s", path, json_kind(it));
+			goto done;
 		}
-		k++;
+		const cJSON *idv = cJSON_GetObjectItemCaseSensitive(it, "id");
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+		uint32_t tid;
+		if (!idv || !content) {
+			err_set(e, "%s: no \"%s\"", path, idv ? "content" : "id");
+			goto done;
+		}
+		if (get_id(idv, &tid, e) < 0) {
+			err_prefix(e, "%s.id", path);
+			goto done;
+		}
+		if (!cJSON_IsString(content)) {
+			err_set(e, "%s.content: expected a string, not %s", path, json_kind(content));
+			goto done;
+		}
+		static const char *const flag[] = { "special", "normalized", "lstrip", "rstrip", "single_word" };
+		int f[5];
+		unsigned flags = 0;
+		for (int i = 0; i < 5; i++) {
+			if ((f[i] = get_flag(it, flag[i], 1, 0, path, e)) < 0)
+				goto done;
+			flags |= (unsigned)f[i] << i;
+		}
 		const char *c = content->valuestring;
 		size_t cl = strlen(c);
 		if (cl == 0)
 			continue;   /* tokenizers ignores an empty added token */
 		if (uni_utf8_check((const unsigned char *)c, cl) != cl) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: content is not valid UTF-8", k - 1);
+			/* the file is checked whole, but uni_nfc needs this */
+			err_set(e, "%s.content: not valid UTF-8", path);
+			goto done;
 		}
-		int32_t tid = (int32_t)id->valuedouble;
-		if (grow_ids(t, (uint32_t)tid, e) < 0) {
-			buf_free(&nb);
-			return err_prefix(e, "added_tokens[%zu]", k - 1);
+		struct aslot *s = &seen[hash_bytes((const unsigned char *)c, cl) & smask];
+		while (s->c && !(s->len == cl && memcmp(s->c, c, cl) == 0))
+			s = s == &seen[smask] ? seen : s + 1;
+		if (s->c) {
+			if (s->id == tid && s->flags == flags)
+				continue;   /* tokenizers skips it as already added */
+			err_set(e, "%s: \"%.64s\" is added_tokens[%zu] again, with another %s (not supported)", path, c,
+				s->at, s->id != tid ? "id" : "special, normalized, lstrip, rstrip or single_word");
+			goto done;
+		}
+		*s = (struct aslot){ c, cl, at, tid, flags };
+		if (cl > tmp_cap) {
+			unsigned char *q = realloc(tmp, cl);
+			if (!q) {
+				err_set(e, "out of memory");
+				goto done;
+			}
+			tmp = q;
+			tmp_cap = cl;
+		}
+		int raw;
+		int32_t vid = vocab_key(t, c, cl, tmp, &raw);
+		uint64_t want = vid >= 0 ? (uint64_t)vid : (uint64_t)t->n_vocab + fresh++;
+		if (tid != want) {
+			if (vid >= 0)
+				err_set(e, "%s: \"%.64s\" has id %u, but tokenizers gives it %u, its id in model.vocab",
+					path, c, tid, (unsigned)want);
+			else
+				err_set(e, "%s: \"%.64s\" has id %u, but tokenizers gives it %llu: it numbers the added "
+					"tokens that model.vocab lacks one after another, in file order, from the vocab's "
+					"size (%u)", path, c, tid, (unsigned long long)want, t->n_vocab);
+			goto done;
+		}
+		if (grow_ids(t, tid, e) < 0) {
+			err_prefix(e, "%s", path);
+			goto done;
 		}
 		struct idinfo *d = &t->ids[tid];
 		if (d->kind == KIND_ADDED) {
-			buf_free(&nb);
-			return err_set(e, "added_tokens[%zu]: id %d is used twice", k - 1, (int)tid);
+			err_set(e, "%s: id %u is another added token's too", path, tid);
+			goto done;
 		}
 		/* An added token that is also in the vocab decodes as the added
 		 * token: tokenizers looks there first. */
 		if (pool_add(t, c, cl, &d->off) < 0) {
-			buf_free(&nb);
-			return err_set(e, "out of memory");
+			err_set(e, "out of memory");
+			goto done;
 		}
 		d->len = (uint32_t)cl;
 		d->kind = KIND_ADDED;
-		d->special = (uint8_t)get_bool(it, "special", 0);
-		int normalized = get_bool(it, "normalized", !d->special);
+		d->special = (uint8_t)f[0];
 		struct added a = {
-			.off = d->off, .len = d->len, .id = tid, .special = d->special,
-			.lstrip = (uint8_t)get_bool(it, "lstrip", 0), .rstrip = (uint8_t)get_bool(it, "rstrip", 0),
-			.single_word = (uint8_t)get_bool(it, "single_word", 0),
+			.off = d->off, .len = d->len, .id = (int32_t)tid, .special = d->special,
+			.lstrip = (uint8_t)f[2], .rstrip = (uint8_t)f[3], .single_word = (uint8_t)f[4],
 		};
-		if (normalized && t->nfc) {
+		if (f[1] && t->nfc) {
 			/* Matched against normalized text, so in its normalized form. */
 			buf_reset(&nb);
 			if (uni_nfc(&nb, (const unsigned char *)c, cl) < 0 || pool_add(t, nb.data, nb.len, &a.off) < 0) {
-				buf_free(&nb);
-				return err_set(e, "out of memory");
+				err_set(e, "out of memory");
+				goto done;
 			}
 			a.len = (uint32_t)nb.len;
 		}
 		a.first = t->pool[a.off];
-		struct added_set *s = normalized ? &t->norm : &t->raw;
-		s->a[s->n++] = a;
+		struct added_set *set = f[1] ? &t->norm : &t->raw;
+		set->a[set->n++] = a;
 	}
-	buf_free(&nb);
 	index_set(&t->raw, t->pool);
 	index_set(&t->norm, t->pool);
-	return 0;
+	rc = 0;
+done:
+	buf_free(&nb);
+	free(tmp);
+	free(seen);
+	return rc;
 }
 
-static int load_normalizer(struct tokenizer *t, const cJSON *n, struct err *e)
+static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, struct err *e)
 {
-	if (!n || cJSON_IsNull(n))
-		return 0;
-	const char *type = get_type(n);
+	const char *type = need_type(n, path, e);
+	if (!type)
+		return -1;
 	if (strcmp(type, "NFC") == 0) {
 		t->nfc = 1;
 		return 0;
 	}
 	if (strcmp(type, "Sequence") == 0) {
+		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
+		if (!cJSON_IsArray(seq))
+			return seq ? err_set(e, "%s.normalizers: expected an array, not %s", path, json_kind(seq))
+				   : err_set(e, "%s: Sequence without \"normalizers\"", path);
 		const cJSON *it;
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
-			if (load_normalizer(t, it, e) < 0)
+		size_t k = 0;
+		cJSON_ArrayForEach(it, seq) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s.normalizers[%zu]", path, k++);
+			if (load_normalizer(t, it, sub, e) < 0)
 				return -1;
+		}
 		return 0;
 	}
-	return err_set(e, "normalizer: type \"%s\" is not supported (only NFC)", type);
+	return err_set(e, "%s: type \"%s\" is not supported (only NFC, or none)", path, type);
 }
+
+#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
 
 static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e)
 {
+	if (!p || cJSON_IsNull(p))
+		return err_set(e, "pre_tokenizer: none given, and " PRE_ONLY);
+	const char *type = need_type(p, "pre_tokenizer", e);
+	if (!type)
+		return -1;
+	if (strcmp(type, "Sequence") != 0)
+		return err_set(e, "pre_tokenizer: type \"%.64s\" is not supported: " PRE_ONLY, type);
 	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+	if (!cJSON_IsArray(seq))
+		return seq ? err_set(e, "pre_tokenizer.pretokenizers: expected an array, not %s", json_kind(seq))
+			   : err_set(e, "pre_tokenizer: Sequence without \"pretokenizers\"");
 	const cJSON *split = cJSON_GetArrayItem(seq, 0), *bl = cJSON_GetArrayItem(seq, 1);
-	if (strcmp(get_type(p), "Sequence") != 0 || cJSON_GetArraySize(seq) != 2 ||
-	    strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0)
-		return err_set(e, "pre_tokenizer: only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3) is supported");
-	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(split, "pattern"), "Regex");
-	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
-	if (!cJSON_IsString(pat))
-		return err_set(e, "pre_tokenizer: Split without a Regex pattern is not supported");
+	if (cJSON_GetArraySize(seq) != 2 || strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0) {
+		char got[160] = "";
+		size_t m = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, seq)
+			if (m < sizeof got)
+				m += (size_t)snprintf(got + m, sizeof got - m, "%s%s", m ? ", " : "",
+						      *get_type(it) ? get_type(it) : "?");
+		return err_set(e, "pre_tokenizer: Sequence[%s] is not supported: " PRE_ONLY, got);
+	}
+	const char *sp = "pre_tokenizer.pretokenizers[0]", *bp = "pre_tokenizer.pretokenizers[1]";
+	const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(split, "pattern");
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(pattern, "Regex");
+	if (!pattern)
+		return err_set(e, "%s: Split without \"pattern\"", sp);
+	if (!cJSON_IsString(pat) || cJSON_GetArraySize(pattern) != 1)
+		return err_set(e, "%s.pattern: only a Regex, the Qwen2/Qwen3 or the Llama 3 one, is supported", sp);
 	if (strcmp(pat->valuestring, PAT_QWEN) == 0)
 		t->digits3 = 0;
 	else if (strcmp(pat->valuestring, PAT_LLAMA3) == 0)
 		t->digits3 = 1;
 	else
-		return err_set(e, "pre_tokenizer: Split regex %.200s is not the Qwen2/Qwen3 or the Llama 3 one",
-			       pat->valuestring);
-	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0 || get_bool(split, "invert", 0))
-		return err_set(e, "pre_tokenizer: Split must be Isolated and not inverted");
-	if (get_bool(bl, "use_regex", 1) || get_bool(bl, "add_prefix_space", 0))
-		return err_set(e, "pre_tokenizer: ByteLevel with use_regex or add_prefix_space is not supported");
+		return err_set(e, "%s.pattern.Regex: \"%.200s\" is neither the Qwen2/Qwen3 one nor the Llama 3 one "
+			       "(no other is supported)", sp, pat->valuestring);
+	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
+	if (!beh)
+		return err_set(e, "%s: Split without \"behavior\"", sp);
+	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0)
+		return err_set(e, "%s.behavior: %s%.64s%s is not supported (only \"Isolated\")", sp,
+			       cJSON_IsString(beh) ? "\"" : "", cJSON_IsString(beh) ? beh->valuestring : json_kind(beh),
+			       cJSON_IsString(beh) ? "\"" : "");
+	int inv = get_flag(split, "invert", 1, 0, sp, e);
+	if (inv < 0)
+		return -1;
+	if (inv)
+		return err_set(e, "%s.invert: true is not supported", sp);
+	int aps = get_flag(bl, "add_prefix_space", 1, 0, bp, e);
+	if (aps < 0 || get_flag(bl, "trim_offsets", 1, 0, bp, e) < 0)
+		return -1;
+	if (aps)
+		return err_set(e, "%s.add_prefix_space: true is not supported", bp);
+	int re = get_flag(bl, "use_regex", 0, 1, bp, e);
+	if (re < 0)
+		return -1;
+	if (re)
+		return err_set(e, "%s: ByteLevel with use_regex true%s is not supported (the Split before it splits the text)",
+			       bp, cJSON_GetObjectItemCaseSensitive(bl, "use_regex") ? "" : ", as tokenizers takes it when missing,");
 	return 0;
 }
 
 static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 {
-	const char *type = get_type(m);
-	if (*type && strcmp(type, "BPE") != 0)
-		return err_set(e, "model: type \"%s\" is not supported (only BPE)", type);
-	const cJSON *v;
-	if ((v = cJSON_GetObjectItemCaseSensitive(m, "dropout")) && !cJSON_IsNull(v) &&
-	    !(cJSON_IsNumber(v) && v->valuedouble == 0))
-		return err_set(e, "model: BPE dropout is not supported");
-	if (get_bool(m, "byte_fallback", 0))
-		return err_set(e, "model: byte_fallback is not supported (not a byte-level BPE)");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "type");
+	if (v && !cJSON_IsString(v))
+		return err_set(e, "model.type: expected a string, not %s", json_kind(v));
+	if (v && strcmp(v->valuestring, "BPE") != 0)
+		return err_set(e, "model: type \"%.64s\" is not supported (only BPE)", v->valuestring);
+	if ((v = cJSON_GetObjectItemCaseSensitive(m, "dropout")) && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1)
+			return cJSON_IsNumber(v) ? err_set(e, "model.dropout: %g is not from 0 to 1", v->valuedouble)
+						 : err_set(e, "model.dropout: expected a number, not %s", json_kind(v));
+		if (v->valuedouble != 0)
+			return err_set(e, "model.dropout: %g is not supported (only 0 or null: BPE dropout "
+				       "leaves merges out at random)", v->valuedouble);
+	}
+	int bf = get_flag(m, "byte_fallback", 0, 0, "model", e);
+	if (bf < 0 || get_flag(m, "fuse_unk", 0, 0, "model", e) < 0 || !get_str(m, "unk_token", "model", e))
+		return -1;
+	if (bf)
+		return err_set(e, "model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)");
 	const char *affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
-	for (int i = 0; i < 2; i++)
-		if ((v = cJSON_GetObjectItemCaseSensitive(m, affix[i])) && cJSON_IsString(v) && *v->valuestring)
-			return err_set(e, "model: %s \"%s\" is not supported", affix[i], v->valuestring);
-	t->ignore_merges = get_bool(m, "ignore_merges", 0);
+	for (int i = 0; i < 2; i++) {
+		const char *s = get_str(m, affix[i], "model", e);
+		if (!s)
+			return -1;
+		if (*s)
+			return err_set(e, "model.%s: \"%.64s\" is not supported (only \"\" or null)", affix[i], s);
+	}
+	if ((t->ignore_merges = get_flag(m, "ignore_merges", 0, 0, "model", e)) < 0)
+		return -1;
 	if (load_vocab(t, cJSON_GetObjectItemCaseSensitive(m, "vocab"), e) < 0)
 		return -1;
 	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
+}
+
+static int load_decoder(const cJSON *d, struct err *e)
+{
+	if (!d || cJSON_IsNull(d))
+		return err_set(e, "decoder: none given, and only ByteLevel is supported (without it, decoded text "
+			       "would keep the byte-level characters)");
+	const char *type = need_type(d, "decoder", e);
+	if (!type)
+		return -1;
+	if (strcmp(type, "ByteLevel") != 0)
+		return err_set(e, "decoder: type \"%.64s\" is not supported (only ByteLevel)", type);
+	if (get_flag(d, "add_prefix_space", 1, 0, "decoder", e) < 0 || get_flag(d, "trim_offsets", 1, 0, "decoder", e) < 0 ||
+	    get_flag(d, "use_regex", 0, 1, "decoder", e) < 0)
+		return -1;
+	return 0;
+}
+
+/* Line and byte of p in json[0..n), for messages. */
+static void json_where(const char *json, size_t n, const char *p, char *out, size_t cap)
+{
+	size_t at = (size_t)(p - json), line = 1;
+	for (size_t i = 0; i < at && i < n; i++)
+		line += json[i] == '\n';
+	snprintf(out, cap, "line %zu (byte %zu)", line, at);
+}
+
+/* Whether JSON text ends inside a string or with a bracket open: cut
+ * short, most likely, wherever cJSON saw the error. */
+static int json_unclosed(const char *s, size_t n)
+{
+	long depth = 0;
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_str = 0;
+		} else if (s[i] == '"')
+			in_str = 1;
+		else if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+	}
+	return in_str || depth > 0;
 }
 
 struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e)
@@ -586,33 +882,66 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		return NULL;
 	}
 	snprintf(t->name, sizeof t->name, "%s", name);
-	cJSON *root = json_parse_n(json, n, NULL);
+	cJSON *root = NULL;
+	char where[64];
+	size_t sp = 0, bad;
+	while (sp < n && strchr(" \t\r\n", json[sp]))
+		sp++;
+	if (sp == n) {
+		err_set(e, "the file is empty: not a tokenizer.json");
+		goto fail;
+	}
+	/* tokenizers reads text, as cJSON does not check */
+	if ((bad = uni_utf8_check((const unsigned char *)json, n)) < n) {
+		json_where(json, n, json + bad, where, sizeof where);
+		err_set(e, "not valid UTF-8, at %s", where);
+		goto fail;
+	}
+	const char *end = NULL;
+	root = json_parse_n(json, n, &end);
 	if (!root && errno == ENOMEM) {
 		err_sys(e, "JSON");
 		goto fail;
 	}
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
-		err_set(e, "not valid JSON near byte %lld",
-			at && at >= json && at <= json + n ? (long long)(at - json) : -1LL);
+		if (json_unclosed(json, n))
+			err_set(e, "not valid JSON: it ends inside a string or a bracket (truncated?)");
+		else if (at && at >= json && at < json + n) {
+			json_where(json, n, at, where, sizeof where);
+			err_set(e, "not valid JSON near %s", where);
+		} else
+			err_set(e, "not valid JSON");
 		goto fail;
 	}
-	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "model"), "vocab"),
-		     cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
-	if (!cJSON_IsObject(root) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model")))
-		err_set(e, "no \"model\" object: not a tokenizer.json");
-	else if (strcmp(get_type(dec), "ByteLevel") != 0)
-		err_set(e, "decoder: type \"%s\" is not supported (only ByteLevel)", get_type(dec));
-	else if (load_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), e) == 0 &&
+	if (end) {
+		while (end < json + n && strchr(" \t\r\n", *end) && *end)
+			end++;
+		if (end < json + n) {
+			json_where(json, n, end, where, sizeof where);
+			err_set(e, "not valid JSON: more follows its end, at %s", where);
+			goto fail;
+		}
+	}
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	set_id_limit(t, cJSON_GetObjectItemCaseSensitive(model, "vocab"), cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
+	const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+	if (!cJSON_IsObject(root))
+		err_set(e, "not a tokenizer.json: the JSON is %s, not an object", json_kind(root));
+	else if (!model)
+		err_set(e, "no \"model\": not a tokenizer.json");
+	else if (!cJSON_IsObject(model))
+		err_set(e, "model: expected an object, not %s", json_kind(model));
+	else if (load_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), e) == 0 &&
+		 (!norm || cJSON_IsNull(norm) || load_normalizer(t, norm, "normalizer", e) == 0) &&
 		 load_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e) == 0 &&
-		 load_model(t, cJSON_GetObjectItemCaseSensitive(root, "model"), e) == 0 &&
+		 load_model(t, model, e) == 0 &&
 		 load_added(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), e) == 0) {
 		cJSON_Delete(root);
 		return t;
 	}
-	cJSON_Delete(root);
 fail:
+	cJSON_Delete(root);
 	err_prefix(e, "%s", name);
 	tok_free(t);
 	return NULL;
