@@ -11,8 +11,10 @@
  *     need not hold all 256 bytes (examples/addition has the digits, + and =
  *     only), and text with a byte it lacks is an error naming the byte,
  *     where Hugging Face, with no unk_token, would drop the byte silently;
- *   - added_tokens with their ids, special or not, lstrip, rstrip,
- *     single_word and normalized;
+ *   - added_tokens, special or not, lstrip, rstrip, single_word and
+ *     normalized, with the ids tokenizers gives them whatever the file
+ *     says (a token's vocab id, else the next after the vocab's count), so
+ *     a file whose ids differ from those is refused;
  *   - normalizer: null, NFC, or a Sequence of those;
  *   - pre_tokenizer: Sequence[Split(Regex R, Isolated), ByteLevel without
  *     its own regex], R the Qwen2/Qwen3 pattern or the Llama 3 one (they
