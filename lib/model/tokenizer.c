@@ -201,7 +201,8 @@ static int pool_add(struct tokenizer *t, const void *p, size_t n, uint32_t *off)
 		t->pool = q;
 		t->pool_cap = cap;
 	}
-	memcpy(t->pool + t->pool_len, p, n);
+	if (n)   /* an empty token ("" in the vocab) before the pool exists */
+		memcpy(t->pool + t->pool_len, p, n);
 	*off = (uint32_t)t->pool_len;
 	t->pool_len += n;
 	return 0;
