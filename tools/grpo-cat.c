@@ -568,7 +568,9 @@ static int text_line(const struct textmode *m, const char *line, size_t n, struc
 	/* cJSON stops after the first value: a quote left unescaped would end a
 	 * string early, and the rest of the line be dropped silently */
 	const char *end = NULL;
-	cJSON *j = cJSON_ParseWithLengthOpts(line, n, &end, 0);
+	cJSON *j = json_parse_n(line, n, &end);
+	if (!j && errno == ENOMEM)
+		return err_set(e, "out of memory");
 	for (const char *p = j ? end : line + n; p < line + n; p++)
 		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
 			cJSON_Delete(j);

@@ -18,7 +18,7 @@
 mkdir -p "$T/lib" && command -v cc > /dev/null &&
 	cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" -ldl ||
 	skip_all "no cc to build tests/cli/fail-malloc.c"
-plan 14
+plan 15
 . "$GRPO_TOP/tests/cli/loop.sh"
 # in $T, whose path LD_PRELOAD could not take if it held a space: it splits at spaces
 cd "$T"
@@ -176,6 +176,16 @@ WHAT="grpo-cat --from-json -o"
 # 6 and 157 (of 273): getline failing for memory read as the end of the input, and the
 # file was published with the records read so far
 sweep "$T/empty" 15 6 157
+verdict
+# --encode with a tokenizer whose added tokens use every flag: its loader, then the encoder
+result() { cat "$T/w/out"; }
+left() { :; }
+printf '%s\n' '"a <|b|>  <|s|> b n\u00e9"' '"<|end|>  ## b"' > "$T/texts.jsonl"
+runs() { hooked "$2" grpo-cat --tokenizer "$GRPO_TOP/tests/data/tokadded/tokenizer.json" --encode "$T/texts.jsonl" \
+	> "$1/out"; }
+WHAT="grpo-cat --encode"
+# 1125 and 1132 (of 1138): cJSON failing for memory on an input line, said as "expected a JSON string"
+sweep "$T/empty" 15 1125 1132
 verdict
 
 # grpo-spool: status prints all of it; consume, recover and gc leave the spool as without the fault
