@@ -33,6 +33,7 @@
 #include "collect/cursor.h"
 #include "collect/server.h"
 #include "data/groupset.h"
+#include "data/jsonview.h"
 #include "data/sfile.h"
 #include "model/rollout.h"
 #include "spool/spool.h"
@@ -431,29 +432,6 @@ void report_held(const struct held *h, int verbose)
 	groupset_free(&s);
 }
 
-/* Whether a line stops inside a JSON value: in a string, or with an object or
- * array still open. A JSON line cut short always does, a whole one never,
- * whether or not it is a good record. */
-static int cut_short(const char *s, size_t n)
-{
-	long depth = 0;
-	int in_str = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (in_str) {
-			if (s[i] == '\\')
-				i++;
-			else if (s[i] == '"')
-				in_str = 0;
-		} else if (s[i] == '"')
-			in_str = 1;
-		else if (s[i] == '{' || s[i] == '[')
-			depth++;
-		else if (s[i] == '}' || s[i] == ']')
-			depth--;
-	}
-	return in_str || depth > 0;
-}
-
 /* After libarchive's "truncated gzip input" and the like. */
 static const char cut_stream[] = ": the input ends before its compressed stream does (still being written?): "
 				 "nothing of it published; try again once it is complete";
@@ -778,7 +756,7 @@ int main(int argc, char **argv)
 			 * a file still being written (or a pipe that broke), not a
 			 * bad line: publishing the rest would name it from bytes the
 			 * whole file does not have, and publish it again then. */
-			if (r < 0 && len > 0 && line[len - 1] != '\n' && cut_short(line, len)) {
+			if (r < 0 && len > 0 && line[len - 1] != '\n' && json_cut_short(line, len)) {
 				fprintf(stderr, "%s: %s:%llu: ends mid-record (its last line is cut short, without a "
 					"newline): nothing of it published; try again once it is complete\n", prog, name,
 					(unsigned long long)lineno);

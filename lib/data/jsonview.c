@@ -1302,3 +1302,23 @@ int json_check_text(const char *line, size_t n, struct err *e)
 	}
 	return json_check_numbers(line, n, e);
 }
+
+int json_cut_short(const char *s, size_t n)
+{
+	long depth = 0;
+	int in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_str = 0;
+		} else if (s[i] == '"')
+			in_str = 1;
+		else if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+	}
+	return in_str || depth > 0;
+}

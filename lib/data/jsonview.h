@@ -76,6 +76,11 @@ int json_check_text(const char *line, size_t n, struct err *e);
  * JSON, so what it meant is unknown: refused, naming the byte. 0 or -1. */
 int json_check_numbers(const char *line, size_t n, struct err *e);
 
+/* Whether JSON text stops inside a value: in a string, or with an object or
+ * array still open. Text cut short always does, a whole value never,
+ * whether or not it is good JSON otherwise. */
+int json_cut_short(const char *s, size_t n);
+
 /*
  * cJSON_ParseWithLengthOpts(text, n, end, 0), telling memory running out
  * from text that is not JSON, which cJSON does not (it returns NULL for

@@ -853,28 +853,6 @@ static void json_where(const char *json, size_t n, const char *p, char *out, siz
 	snprintf(out, cap, "line %zu (byte %zu)", line, at);
 }
 
-/* Whether JSON text ends inside a string or with a bracket open: cut
- * short, most likely, wherever cJSON saw the error. */
-static int json_unclosed(const char *s, size_t n)
-{
-	long depth = 0;
-	int in_str = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (in_str) {
-			if (s[i] == '\\')
-				i++;
-			else if (s[i] == '"')
-				in_str = 0;
-		} else if (s[i] == '"')
-			in_str = 1;
-		else if (s[i] == '{' || s[i] == '[')
-			depth++;
-		else if (s[i] == '}' || s[i] == ']')
-			depth--;
-	}
-	return in_str || depth > 0;
-}
-
 struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, struct err *e)
 {
 	struct tokenizer *t = calloc(1, sizeof *t);
@@ -906,7 +884,7 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 	}
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
-		if (json_unclosed(json, n))
+		if (json_cut_short(json, n))
 			err_set(e, "not valid JSON: it ends inside a string or a bracket (truncated?)");
 		else if (at && at >= json && at < json + n) {
 			json_where(json, n, at, where, sizeof where);
