@@ -345,7 +345,14 @@ static void truncated_totals(void)
 	struct loss_totals counted = { 0, 0, 0 }, cut = { 0, 0, 0 }, tot;
 	step_count(mbs, 2, &counted);
 	ok(counted.seqs == 6 && counted.tokens == 33 && counted.mbs == 2, "counted: 6 sequences, 33 loss tokens, 2");
-	size_t unknown = step_mask_truncated(mbs, 2, &cut);
+	/* rank by rank, as a --rank process counts the others' */
+	size_t unknown = step_mask_truncated(mbs, 1, &cut);
+	int rank1 = 0;
+	for (uint32_t t = 0; t < mbs[1].n_tokens; t++)
+		rank1 += mbs[1].loss_mask[t];
+	ok(cut.seqs == 1 && cut.tokens == 8 && unknown == 1 && rank1 == 6 + 5 + 4,
+	   "rank 0's micro-batch: its sequence 1 and 8 tokens, 1 sequence unknown; rank 1's 15 tokens untouched");
+	unknown += step_mask_truncated(mbs + 1, 1, &cut);
 	ok(cut.seqs == 2 && cut.tokens == 8 + 4 && cut.mbs == 0, "masked: 2 sequences and their 8 + 4 tokens");
 	is_int((long)unknown, 2, "the 2 sequences with no finish_reason counted, left whole");
 	int left = 0, inside = 0;
