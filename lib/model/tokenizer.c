@@ -883,7 +883,7 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		goto fail;
 	}
 	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
+		const char *at = end;   /* where cJSON stopped (its global error pointer is shared by threads) */
 		if (json_cut_short(json, n))
 			err_set(e, "not valid JSON: it ends inside a string or a bracket (truncated?)");
 		else if (at && at >= json && at < json + n) {
