@@ -121,17 +121,17 @@ static int dig(const char *s, size_t n, size_t i)
 }
 
 /* The length of a thousands separator at s[j] followed by exactly three
- * digits: "," (1,000), LaTeX's "{,}" (1{,}000) or thin space "\," (1\,000);
- * 0 when none. */
+ * digits, 0 when none: "," (1,000), LaTeX's "{,}" (1{,}000) and thin space
+ * "\," (1\,000), and the spaces that SI style and French write between
+ * groups of digits, U+00A0, U+2009 and U+202F (1\u202f000). A plain space
+ * is none: "3 100-page books" are 3 and 100. */
 static size_t sep_at(const char *s, size_t n, size_t j)
 {
+	static const char *const seps[] = { ",", "{,}", "\\,", "\xc2\xa0", "\xe2\x80\x89", "\xe2\x80\xaf" };
 	size_t m = 0;
-	if (j < n && s[j] == ',')
-		m = 1;
-	else if (j + 2 < n && memcmp(s + j, "{,}", 3) == 0)
-		m = 3;
-	else if (j + 1 < n && memcmp(s + j, "\\,", 2) == 0)
-		m = 2;
+	for (size_t k = 0; k < sizeof seps / sizeof seps[0] && !m; k++)
+		if (j + strlen(seps[k]) <= n && memcmp(s + j, seps[k], strlen(seps[k])) == 0)
+			m = strlen(seps[k]);
 	if (m && dig(s, n, j + m) && dig(s, n, j + m + 1) && dig(s, n, j + m + 2) && !dig(s, n, j + m + 3))
 		return m;
 	return 0;

@@ -52,6 +52,14 @@ static void gsm8k_cases(void)
 		/* separators LaTeX writes, fractions, answers written as equations */
 		{ "\\boxed{1{,}000}", "#### 1,000", 1 },
 		{ "She has $65\\,960 left.", "#### 65960", 1 },
+		/* the spaces SI style and French put between groups of digits; a plain space is none */
+		{ "The answer is 1\xc2\xa0" "000.", "#### 1000", 1 },
+		{ "The answer is 1\xe2\x80\x89" "000\xe2\x80\x89" "000 dollars", "#### 1000000", 1 },
+		{ "The answer is 12\xe2\x80\xaf" "500,75", "#### 12500", 1 },
+		{ "The answer is 1\xe2\x80\xaf" "00.", "#### 1", 1 },
+		{ "The answer is 1\xe2\x80\xaf" "0000.", "#### 1", 1 },
+		{ "I bought 3 100-page books", "#### 3100", 0 },
+		{ "I bought 3 100-page books", "#### 100", 1 },
 		{ "\\boxed{\\frac{18}{4}}", "#### 18", 0 },
 		{ "\\boxed{\\dfrac{36}{2}}", "#### 18", 1 },
 		{ "The answer is 9/2.", "#### 9", 0 },
@@ -147,6 +155,8 @@ static void boxed_cases(void)
 		{ "\\boxed{18.}", "18", 1 },
 		{ "\\boxed{1,000}", "1000", 1 },
 		{ "\\boxed{1{,}000}", "1000", 1 },
+		{ "\\boxed{1\xe2\x80\xaf" "000}", "1000", 1 },
+		{ "\\boxed{1\xc2\xa0" "000}", "1,000", 1 },
 		{ "\\boxed{\\$18}", "$18$", 1 },
 		{ "\\boxed{\\left( 1, 2 \\right)}", "(1,2)", 1 },
 		{ "\\boxed{3\\!\\,\\pi}", "3\\pi", 1 },
