@@ -833,8 +833,8 @@ int main(int argc, char **argv)
 	}
 	char step0[PATH_MAX];
 	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
-	if (!a.dtype_given)
-		a.dtype = ckpt_model_dtype(step0);
+	if (!a.dtype_given && ckpt_model_dtype(step0, &a.dtype, &e) < 0)
+		cli_die(1, "%s", e.msg);
 	int64_t step = a.step < 0 ? newest + 1 : a.step;
 	/* the steps asked for that are published already are left alone, and
 	 * the rest trained: a re-run after a crash in --steps K goes on. A step

@@ -17,7 +17,9 @@
 
 #include "base/buf.h"
 #include "base/fsys.h"
+#include "base/path.h"
 #include "base/tempfile.h"
+#include "data/jsonview.h"
 #include "model/model_config.h"
 #include "spool/spool.h"
 #include "train/ckpt.h"
@@ -606,21 +608,29 @@ int ckpt_sweep(const char *queue, int *removed, struct err *e)
 	return 0;
 }
 
-enum st_dtype ckpt_model_dtype(const char *src)
+int ckpt_model_dtype(const char *src, enum st_dtype *d, struct err *e)
 {
 	char p[PATH_MAX];
 	struct buf b = { 0 };
-	enum st_dtype d = ST_F32;
-	snprintf(p, sizeof p, "%s/config.json", src);
-	if (buf_read_file(&b, p, NULL) < 0)
-		return d;
-	cJSON *j = cJSON_ParseWithLength((const char *)b.data, b.len);
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "torch_dtype");
-	if (!cJSON_IsString(t))
-		t = cJSON_GetObjectItemCaseSensitive(j, "dtype");
-	if (cJSON_IsString(t) && strcmp(t->valuestring, "bfloat16") == 0)
-		d = ST_BF16;
+	*d = ST_F32;
+	if (path_join(p, sizeof p, src, "config.json", e) < 0 || buf_read_file(&b, p, e) < 0)
+		return -1;
+	/* json_parse_n says when memory ran out, which must not read as "no
+	 * dtype given" and save a bfloat16 model in float32 */
+	cJSON *j = json_parse_n((const char *)b.data, b.len, NULL);
+	int r = 0;
+	if (!j && errno == ENOMEM) {
+		r = err_sys(e, "%s", p);
+	} else if (!cJSON_IsObject(j)) {
+		r = err_set(e, "%s: not a JSON object", p);
+	} else {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "torch_dtype");
+		if (!cJSON_IsString(t))
+			t = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+		if (cJSON_IsString(t) && strcmp(t->valuestring, "bfloat16") == 0)
+			*d = ST_BF16;
+	}
 	cJSON_Delete(j);
 	buf_free(&b);
-	return d;
+	return r;
 }

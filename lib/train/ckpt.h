@@ -112,8 +112,9 @@ int ckpt_prune(const char *queue, int keep, int *removed, struct err *e);
  */
 int ckpt_sweep(const char *queue, int *removed, struct err *e);
 
-/* The dtype to save src's weights in: ST_BF16 when config.json says bfloat16, else ST_F32
- * (float16 too: there is no F16 writer). */
-enum st_dtype ckpt_model_dtype(const char *src);
+/* The dtype to save src's weights in: ST_BF16 when its config.json says
+ * bfloat16, else ST_F32 (float16 too: there is no F16 writer). -1 when
+ * config.json cannot be read or is not a JSON object, or memory runs out. */
+int ckpt_model_dtype(const char *src, enum st_dtype *d, struct err *e);
 
 #endif
