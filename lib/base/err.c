@@ -6,14 +6,47 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Room to format a message before it is fitted into e->msg: a few paths of
+ * PATH_MAX bytes and the words around them. */
+#define ERR_ROOM 16384
+
+/* s (n bytes) into e->msg. One too long keeps its head and its end, joined by
+ * "...", cut between UTF-8 characters: the end says what went wrong (a
+ * strerror, "path too long"), and a path of 4000 bytes must not push it out. */
+static void err_fit(struct err *e, const char *s, size_t n)
+{
+	if (n < sizeof e->msg) {
+		memcpy(e->msg, s, n);
+		e->msg[n] = '\0';
+		return;
+	}
+	size_t head = 256, from = n - (sizeof e->msg - 1 - head - 3);
+	while (head > 0 && (s[head] & 0xc0) == 0x80)
+		head--;
+	while (from < n && (s[from] & 0xc0) == 0x80)
+		from++;
+	memcpy(e->msg, s, head);
+	memcpy(e->msg + head, "...", 3);
+	memcpy(e->msg + head + 3, s + from, n - from);
+	e->msg[head + 3 + n - from] = '\0';
+}
+
+/* The length vsnprintf wrote into a buffer of size bytes, at most size - 1. */
+static size_t written(int n, size_t size)
+{
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
 int err_set(struct err *e, const char *fmt, ...)
 {
 	if (!e)
 		return -1;
+	char s[ERR_ROOM];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	int n = vsnprintf(s, sizeof s, fmt, ap);
 	va_end(ap);
+	err_fit(e, s, written(n, sizeof s));
 	return -1;
 }
 
@@ -22,12 +55,13 @@ int err_sys(struct err *e, const char *fmt, ...)
 	int saved = errno;
 	if (!e)
 		return -1;
+	char s[ERR_ROOM];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	size_t n = written(vsnprintf(s, sizeof s - 256, fmt, ap), sizeof s - 256);   /* room for strerror */
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof e->msg)
-		snprintf(e->msg + n, sizeof e->msg - (size_t)n, ": %s", strerror(saved));
+	n += written(snprintf(s + n, sizeof s - n, ": %s", strerror(saved)), sizeof s - n);
+	err_fit(e, s, n);
 	errno = saved;
 	return -1;
 }
@@ -36,12 +70,12 @@ int err_prefix(struct err *e, const char *fmt, ...)
 {
 	if (!e)
 		return -1;
-	char prefix[512], old[sizeof e->msg];
+	char s[ERR_ROOM];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	size_t n = written(vsnprintf(s, sizeof s - sizeof e->msg - 2, fmt, ap), sizeof s - sizeof e->msg - 2);
 	va_end(ap);
-	memcpy(old, e->msg, sizeof old);
-	snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+	n += written(snprintf(s + n, sizeof s - n, ": %s", e->msg), sizeof s - n);
+	err_fit(e, s, n);
 	return -1;
 }

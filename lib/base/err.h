@@ -6,6 +6,9 @@
  * act on ("file:line: what was expected, what was found"); the tool prints it
  * as "prog: message". Callers add context from the outside in with
  * err_prefix(), so the innermost function need not know the file name.
+ * A message longer than msg keeps its beginning and its end, where what
+ * went wrong is said, with "..." between: a long path in it never pushes
+ * "path too long" or strerror's words out.
  */
 #ifndef GRPO_ERR_H
 #define GRPO_ERR_H
