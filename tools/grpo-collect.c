@@ -158,8 +158,8 @@ static int check_existing(struct spool_out *so, size_t made, uint64_t hash, stru
 	char prefix[64], dir[PATH_MAX], fin[PATH_MAX], **names;
 	size_t n;
 	snprintf(prefix, sizeof prefix, "collect-%016llx-", (unsigned long long)hash);
-	if (spool_step_dir(dir, sizeof dir, so[0].queue, so[0].step, so[0].rank) < 0)
-		return err_set(e, "%s: path too long", so[0].queue);
+	if (spool_step_dir(dir, sizeof dir, so[0].queue, so[0].step, so[0].rank, e) < 0)
+		return -1;
 	int r = fsys_list_dir(dir, FSYS_FILES, &names, &n, e);
 	if (r < 0)
 		return -1;
@@ -209,8 +209,8 @@ static int check_other_steps(const struct opts *o, uint64_t hash, struct err *e)
 		for (size_t j = 0; j < nr && r == 0; j++) {
 			if (steps[i] == o->step && ranks[j] == o->rank)
 				continue;
-			if (spool_step_dir(dir, sizeof dir, o->queue, steps[i], ranks[j]) < 0) {
-				r = err_set(e, "%s: path too long", o->queue);
+			if (spool_step_dir(dir, sizeof dir, o->queue, steps[i], ranks[j], e) < 0) {
+				r = -1;
 				break;
 			}
 			if (fsys_list_dir(dir, FSYS_FILES, &names, &n, e) < 0) {

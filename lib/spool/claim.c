@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/path.h"
 #include "spool/spool.h"
 
 /* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if unknown. */
@@ -89,11 +90,12 @@ static int set_paths(struct claim *c, const char *queue, int64_t step, int rank,
 	if (!name[0] || name[0] == '.' || strchr(name, '/') || strlen(name) >= sizeof c->name)
 		return err_set(e, "%s: not a spool file name", name);
 	strcpy(c->name, name);
-	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
-	    snprintf(c->path, sizeof c->path, "%s/%s", dir, name) >= (int)sizeof c->path ||
-	    snprintf(c->claim_path, sizeof c->claim_path, "%s/.claimed/%s", dir, name) >=
-		    (int)sizeof c->claim_path)
-		return err_set(e, "%s: path too long", queue);
+	char claimed[PATH_MAX];
+	if (spool_step_dir(dir, sizeof dir, queue, step, rank, e) < 0 ||
+	    path_join(c->path, sizeof c->path, dir, name, e) < 0 ||
+	    path_join(claimed, sizeof claimed, dir, ".claimed", e) < 0 ||
+	    path_join(c->claim_path, sizeof c->claim_path, claimed, name, e) < 0)
+		return -1;
 	c->queue_len = strlen(queue);
 	c->dir_len = strlen(dir);
 	return 0;

@@ -91,7 +91,7 @@ int queue_step_state(const char *queue, int64_t step, int claims, long lease, ti
 			memset(qc, 0, sizeof *qc);
 			qc->rank = ranks[i];
 			snprintf(qc->name, sizeof qc->name, "%s", rs.claimed[j]);
-			spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+			spool_step_dir(dir, sizeof dir, queue, step, ranks[i], NULL);   /* fits: spool_rank_state */
 			snprintf(p, sizeof p, "%s/.claimed/%s", dir, rs.claimed[j]);
 			int r = claim_check(p, lease, now, &qc->id, &qc->age, e);
 			if (r < 0) {
@@ -248,7 +248,7 @@ static int step_finished(const char *queue, int64_t step, int need_marker, long 
 		if (rs.nwaiting || rs.nclaimed)
 			finished = 0;
 		spool_rank_state_free(&rs);
-		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+		spool_step_dir(dir, sizeof dir, queue, step, ranks[i], NULL);   /* fits: spool_rank_state */
 		if (fsys_list_dir(dir, FSYS_FILES, &names, &nn, e) < 0) {
 			free(ranks);
 			return -1;
@@ -433,7 +433,10 @@ int queue_recover(const char *queue, long lease, long tmp_age, time_t now,
 		for (size_t j = 0; j < nr; j++) {
 			char dir[PATH_MAX], cdir[PATH_MAX + 16], p[PATH_MAX + 300], **v;
 			size_t n;
-			spool_step_dir(dir, sizeof dir, queue, steps[i], ranks[j]);
+			if (spool_step_dir(dir, sizeof dir, queue, steps[i], ranks[j], e) < 0) {
+				free(ranks);
+				goto fail;
+			}
 			snprintf(cdir, sizeof cdir, "%s/.claimed", dir);
 			if (fsys_list_dir(cdir, FSYS_FILES, &v, &n, e) < 0) {
 				free(ranks);
@@ -672,7 +675,7 @@ int queue_quarantine(const char *given, long lease, time_t now, char *dest, size
 	}
 	/* moved: what fails now is said as such, and a run again finds it done */
 	char rank_dir[PATH_MAX];
-	spool_step_dir(rank_dir, sizeof rank_dir, queue, step, rank);
+	spool_step_dir(rank_dir, sizeof rank_dir, queue, step, rank, NULL);   /* fits: claim_take */
 	if (fsys_fsync_dir(dir, e) < 0 || fsys_fsync_dir(rank_dir, e) < 0) {
 		claim_release(&c, NULL);
 		return err_prefix(e, "%s: quarantined as %s, but not flushed to disk", path, dest);
@@ -715,7 +718,7 @@ int queue_retire_step(const char *queue, int64_t step, long *retired, struct err
 				char dir[PATH_MAX], p[PATH_MAX + 300];
 				struct claim_id id;
 				long long age;
-				spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
+				spool_step_dir(dir, sizeof dir, queue, step, ranks[i], NULL);   /* fits: spool_rank_state */
 				snprintf(p, sizeof p, "%s/.claimed/%s", dir, name);
 				r = claim_check(p, 0, time(NULL), &id, &age, e);
 				if (r == 1)

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/path.h"
 #include "base/tempfile.h"
 
-int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank)
+int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank, struct err *e)
 {
-	int n = snprintf(out, size, "%s/step_%lld/rank_%d", queue, (long long)step, rank);
-	return n < 0 || (size_t)n >= size ? -1 : 0;
+	char name[64];
+	snprintf(name, sizeof name, "step_%lld/rank_%d", (long long)step, rank);
+	return path_join(out, size, queue, name, e);
 }
 
 void spool_unique_name(char *out, size_t size)
@@ -29,10 +31,7 @@ static int final_path(char *fin, const char *queue, int64_t step, int rank, cons
 	char dir[PATH_MAX];
 	if (strchr(name, '/') || name[0] == '.' || name[0] == '\0' || strlen(name) > NAME_MAX)
 		return err_set(e, "%s: not a valid spool file name", name);
-	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0 ||
-	    snprintf(fin, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX)
-		return err_set(e, "%s: path too long", queue);
-	return 0;
+	return spool_step_dir(dir, sizeof dir, queue, step, rank, e) < 0 ? -1 : path_join(fin, PATH_MAX, dir, name, e);
 }
 
 static void set_place(struct spool_out *o, const char *queue, int64_t step, int rank, const char *name)
@@ -46,7 +45,7 @@ static void set_place(struct spool_out *o, const char *queue, int64_t step, int 
 const char *spool_out_path(const struct spool_out *o, char *out, size_t size)
 {
 	char dir[PATH_MAX];
-	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0)
+	if (spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank, NULL) < 0)
 		snprintf(dir, sizeof dir, "%s", o->queue);
 	snprintf(out, size, "%s/%s", dir, o->name);
 	return out;
@@ -101,9 +100,8 @@ int spool_commit(struct spool_out *o, struct err *e)
 	char dir[PATH_MAX];
 	if (spool_finish_write(o, e) < 0)
 		return -1;
-	int r = spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank) < 0
-		? err_set(e, "%s: path too long", o->queue)   /* never: spool_open checked it fits */
-		: fsys_mkdirs(dir, e);
+	/* never too long: spool_open checked it fits */
+	int r = spool_step_dir(dir, sizeof dir, o->queue, o->step, o->rank, e) < 0 ? -1 : fsys_mkdirs(dir, e);
 	if (r < 0) {
 		spool_abort(o);
 		return -1;
@@ -398,8 +396,8 @@ int spool_rank_state(const char *queue, int64_t step, int rank, struct spool_ran
 {
 	char dir[PATH_MAX], sub[PATH_MAX + 16];
 	memset(s, 0, sizeof *s);
-	if (spool_step_dir(dir, sizeof dir, queue, step, rank) < 0)
-		return err_set(e, "%s: path too long", queue);
+	if (spool_step_dir(dir, sizeof dir, queue, step, rank, e) < 0)
+		return -1;
 	/* A record moves from .claimed to .done when its file is retired;
 	 * listing .claimed before .done sees a record that moves between the
 	 * two lists at least once (both: a retire, counted as done below),

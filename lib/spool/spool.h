@@ -63,8 +63,9 @@ struct spool_out {
  * (size bytes, PATH_MAX is ample: spool_open checked it fits); returns out. */
 const char *spool_out_path(const struct spool_out *o, char *out, size_t size);
 
-/* QUEUE/step_N/rank_X into out; -1 if it does not fit. */
-int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank);
+/* QUEUE/step_N/rank_X into out; -1 with "QUEUE.../step_N/rank_X: path too
+ * long" in e (which may be NULL) if it does not fit. */
+int spool_step_dir(char *out, size_t size, const char *queue, int64_t step, int rank, struct err *e);
 
 int spool_open(struct spool_out *o, const char *queue, int64_t step, int rank,
 	       const char *name, struct err *e);

@@ -224,7 +224,7 @@ static int list_step(const char *queue, const char *qname, int64_t step, struct 
 	if (spool_list_ranks(queue, step, &ranks, &nr, e) < 0)
 		return -1;
 	for (size_t i = 0; i < nr; i++) {
-		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i]) < 0 || (r = no_other_dirs(dir, 0, e)) != 0) {
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i], e) < 0 || (r = no_other_dirs(dir, 0, e)) != 0) {
 			free(ranks);
 			return r ? r : -1;
 		}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/path.h"
 #include "spool/spool.h"
 
 enum { W_QUEUE, W_STEP, W_RANK, W_CLAIMED };
@@ -210,8 +211,8 @@ static void note_newest(struct watch *w, int64_t step)
 static int scan_rank(struct watch *w, int64_t step, int rank, struct err *e)
 {
 	char dir[PATH_MAX], sub[PATH_MAX + 16];
-	if (spool_step_dir(dir, sizeof dir, w->queue, step, rank) < 0)
-		return err_set(e, "%s: path too long", w->queue);
+	if (spool_step_dir(dir, sizeof dir, w->queue, step, rank, e) < 0)
+		return -1;
 	if (followed(w, step)) {
 		int r = add_watch(w, dir, W_RANK, step, rank, e);
 		if (r != 0)
@@ -340,10 +341,10 @@ static int handle_event(struct watch *w, const struct inotify_event *ev, struct 
 		return 0;
 	case W_RANK:
 		if (isdir && strcmp(ev->name, ".claimed") == 0) {
-			if (spool_step_dir(sub, sizeof sub, w->queue, here.step, here.rank) < 0 ||
-			    strlen(sub) + 10 >= sizeof sub)
-				return err_set(e, "%s: path too long", w->queue);
-			strcat(sub, "/.claimed");
+			char rank_dir[PATH_MAX];
+			if (spool_step_dir(rank_dir, sizeof rank_dir, w->queue, here.step, here.rank, e) < 0 ||
+			    path_join(sub, sizeof sub, rank_dir, ".claimed", e) < 0)
+				return -1;
 			return add_watch(w, sub, W_CLAIMED, here.step, here.rank, e) < 0 ? -1 : 0;
 		}
 		return isdir ? 0 : add_cand(w, here.step, here.rank, ev->name, e);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fsys.h"
+#include "base/path.h"
 #include "data/sfile.h"
 #include "spool/spool.h"
 #include "train/step.h"
@@ -97,9 +98,12 @@ int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs
 		if (rank >= 0 && ranks[i] != rank)
 			continue;
 		char dir[PATH_MAX];
-		spool_step_dir(dir, sizeof dir, queue, step, ranks[i]);
 		char **names = NULL;
 		size_t nn = 0;
+		if (spool_step_dir(dir, sizeof dir, queue, step, ranks[i], e) < 0) {
+			rc = -1;
+			break;
+		}
 		if (fsys_list_dir(dir, FSYS_FILES, &names, &nn, e) < 0) {
 			rc = -1;
 			break;
@@ -109,8 +113,9 @@ int step_read(const char *queue, int64_t step, int rank, struct microbatch **mbs
 			if (names[j][0] == '.' || len < 4 || strcmp(names[j] + len - 4, ".zst") != 0)
 				continue;
 			char path[PATH_MAX];
-			snprintf(path, sizeof path, "%s/%s", dir, names[j]);
-			rc = read_file(path, step, ranks[i], mbs, n, &cap, e);
+			rc = path_join(path, sizeof path, dir, names[j], e);
+			if (rc == 0)
+				rc = read_file(path, step, ranks[i], mbs, n, &cap, e);
 		}
 		fsys_free_names(names, nn);
 	}

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -585,6 +586,41 @@ static void one_group(struct group *g)
  * grpo-pack made for another step or rank refused (one that names no step
  * taken), and a group; every failure leaves nothing read.
  */
+/* A queue whose step directory fits in PATH_MAX but whose rank directory does
+ * not: the read fails saying so. Made by walking down with chdir, as no one
+ * path may name it. */
+static void long_queue(const char *root)
+{
+	char cwd[PATH_MAX], q[PATH_MAX + 64], name[201];
+	if (!getcwd(cwd, sizeof cwd) || chdir(root) != 0) {
+		ok(0, "into %s", root);
+		return;
+	}
+	memset(name, 'q', 200), name[200] = '\0';
+	size_t len = strlen(root);
+	snprintf(q, sizeof q, "%s", root);
+	int w = 0;
+	/* down to a queue of PATH_MAX - 12 bytes: QUEUE/step_1 is 4091, QUEUE/step_1/rank_0 4098 */
+	while (!w && len + 1 + 200 <= PATH_MAX - 12) {
+		w = mkdir(name, 0755) != 0 || chdir(name) != 0;
+		len += 201, strcat(q, "/"), strcat(q, name);
+	}
+	size_t last = PATH_MAX - 12 - len - 1;
+	name[last] = '\0';
+	w = w || mkdir(name, 0755) != 0 || chdir(name) != 0 || mkdir("step_1", 0755) != 0 ||
+	    mkdir("step_1/rank_0", 0755) != 0;
+	strcat(q, "/"), strcat(q, name);
+	struct err e = { "" };
+	struct microbatch *mbs;
+	size_t n;
+	int rc = w ? 0 : step_read(q, 1, -1, &mbs, &n, &e);
+	ok(!w && strlen(q) == PATH_MAX - 12 && rc < 0 && n == 0 && strstr(e.msg, "path too long"),
+	   "a rank directory's path longer than PATH_MAX: the read fails saying so (...%s)",
+	   e.msg + (strlen(e.msg) > 40 ? strlen(e.msg) - 40 : 0));
+	if (chdir(cwd) != 0)
+		diag("could not go back to %s", cwd);
+}
+
 static void reading(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -689,6 +725,7 @@ static void reading(void)
 	   e.msg);
 	rc = step_read(q, 8, -1, &mbs, &n, &e);
 	ok(rc < 0 && n == 0 && strstr(e.msg, "mb_000.zst"), "a file that is not a spool file: %s", e.msg);
+	long_queue(root);
 
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
