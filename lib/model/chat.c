@@ -13,7 +13,8 @@
 
 const char *const chat_format_names[] = {
 	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
-	[CHAT_LLAMA31] = "llama3.1", [CHAT_LLAMA32] = "llama3.2", NULL
+	[CHAT_LLAMA31] = "llama3.1", [CHAT_LLAMA32] = "llama3.2", [CHAT_LLAMA2] = "llama2", [CHAT_MISTRAL] = "mistral",
+	[CHAT_ZEPHYR] = "zephyr", NULL
 };
 
 int chat_format_parse(const char *name, enum chat_format *f)
@@ -39,22 +40,28 @@ static size_t space_len(const unsigned char *s, size_t n)
 	return (uni_class(cp) & UNI_S) || (cp >= 0x1c && cp <= 0x1f) ? (size_t)k : 0;
 }
 
-/* Jinja's trim (Python's str.strip()): s[*b..*e) without white space at either end. */
-static void trim(const char *s, size_t *b, size_t *e)
+/* Python's str.rstrip(): *e moved back over the white space that ends s[b..*e). */
+static void rtrim(const char *s, size_t b, size_t *e)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t k;
-	while (*b < *e && (k = space_len(u + *b, *e - *b)) > 0)
-		*b += k;
 	for (;;) {   /* from the end: try the 1-, 2- and 3-byte forms ending at *e */
 		size_t got = 0;
-		for (size_t w = 1; w <= 3 && w <= *e - *b && !got; w++)
+		for (size_t w = 1; w <= 3 && w <= *e - b && !got; w++)
 			if (space_len(u + *e - w, w) == w)
 				got = w;
 		if (!got)
 			break;
 		*e -= got;
 	}
+}
+
+/* Jinja's trim (Python's str.strip()): s[*b..*e) without white space at either end. */
+static void trim(const char *s, size_t *b, size_t *e)
+{
+	size_t k;
+	while (*b < *e && (k = space_len((const unsigned char *)s + *b, *e - *b)) > 0)
+		*b += k;
+	rtrim(s, *b, e);
 }
 
 static int starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
@@ -179,6 +186,94 @@ static int llama_render(enum chat_format f, const struct chat_msg *m, size_t n, 
 	return r | puts_(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/*
+ * The [INST] templates' check: after an optional first system message, user
+ * turns at even places and assistant ones at odd places. Llama 2's lets a
+ * system message through at an assistant's place (and then writes nothing
+ * for it); Mistral's raises there too.
+ */
+static int inst_roles(enum chat_format f, const struct chat_msg *m, size_t n, struct err *e)
+{
+	size_t first = strcmp(m[0].role, "system") == 0;
+	for (size_t i = first; i < n; i++) {
+		int user = strcmp(m[i].role, "user") == 0, even = (i - first) % 2 == 0;
+		if (user != even)
+			return err_set(e, "messages[%zu]: %s where the %s template needs %s: after an optional "
+			               "first system message, turns must alternate user/assistant/user/assistant/...",
+			               i, m[i].role, chat_format_name(f), even ? "user" : "assistant");
+		if (f == CHAT_MISTRAL && !user && strcmp(m[i].role, "assistant") != 0)
+			return err_set(e, "messages[%zu]: system where the mistral template needs assistant: only "
+			                  "the first message may be a system message", i);
+	}
+	return 0;
+}
+
+/*
+ * Llama 2 chat's turns: <s>[INST] user [/INST] and then " assistant </s>",
+ * contents stripped; a first system message goes into the first user turn
+ * as <<SYS>>\nsystem\n<</SYS>>\n\n. No generation prompt: the prompt ends
+ * with the last turn.
+ */
+static int llama2_render(const struct chat_msg *m, size_t n, struct buf *out)
+{
+	const char *sys = NULL;
+	if (strcmp(m[0].role, "system") == 0)
+		sys = m[0].content, m++, n--;
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		int user = strcmp(m[i].role, "user") == 0;
+		if (!user && strcmp(m[i].role, "assistant") != 0)
+			continue;   /* a later system message: the template writes nothing for it */
+		r |= puts_(out, user ? "<s>[INST] " : " ");
+		if (i == 0 && sys) {
+			/* ('<<SYS>>\n' + system + '\n<</SYS>>\n\n' + content).strip(): the block keeps the
+			 * system message whole and the user's content its leading white space */
+			size_t end = strlen(m[i].content);
+			rtrim(m[i].content, 0, &end);
+			r |= puts_(out, "<<SYS>>\n") | puts_(out, sys) | puts_(out, "\n<</SYS>>");
+			if (end)
+				r |= puts_(out, "\n\n") | put(out, m[i].content, end);
+		} else {
+			r |= put_trimmed(out, m[i].content);
+		}
+		r |= puts_(out, user ? " [/INST]" : " </s>");
+	}
+	return r;
+}
+
+/* Mistral Instruct's: <s>, then " [INST] user [/INST]" and " assistant</s>",
+ * contents as given, a first system message and "\n\n" before the first user
+ * turn's content. */
+static int mistral_render(const struct chat_msg *m, size_t n, struct buf *out)
+{
+	const char *sys = NULL;
+	if (strcmp(m[0].role, "system") == 0)
+		sys = m[0].content, m++, n--;
+	int r = puts_(out, "<s>");
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(m[i].role, "user") != 0) {
+			r |= puts_(out, " ") | puts_(out, m[i].content) | puts_(out, "</s>");
+			continue;
+		}
+		r |= puts_(out, " [INST] ");
+		if (i == 0 && sys)
+			r |= puts_(out, sys) | puts_(out, "\n\n");
+		r |= puts_(out, m[i].content) | puts_(out, " [/INST]");
+	}
+	return r;
+}
+
+/* TinyLlama Chat's (Zephyr's): <|role|>\ncontent</s>\n per message, any order,
+ * then <|assistant|>\n. */
+static int zephyr_render(const struct chat_msg *m, size_t n, struct buf *out)
+{
+	int r = 0;
+	for (size_t i = 0; i < n; i++)
+		r |= puts_(out, "<|") | puts_(out, m[i].role) | puts_(out, "|>\n") | puts_(out, m[i].content) |
+		     puts_(out, "</s>\n");
+	return r | puts_(out, "<|assistant|>\n");
+}
+
 int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, const char *date,
                 struct buf *out, struct err *e)
 {
@@ -186,6 +281,13 @@ int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flag
 		return -1;
 	if (is_llama(f))
 		return llama_render(f, m, n, date, out) ? err_set(e, "out of memory") : 0;
+	if ((f == CHAT_LLAMA2 || f == CHAT_MISTRAL) && inst_roles(f, m, n, e) < 0)
+		return -1;
+	if (f == CHAT_LLAMA2 || f == CHAT_MISTRAL || f == CHAT_ZEPHYR) {
+		int r = f == CHAT_LLAMA2 ? llama2_render(m, n, out) : f == CHAT_MISTRAL ? mistral_render(m, n, out)
+		                                                     : zephyr_render(m, n, out);
+		return r ? err_set(e, "out of memory") : 0;
+	}
 	int r = 0;
 	if (f == CHAT_QWEN25 && strcmp(m[0].role, "system") != 0)
 		r |= puts_(out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
@@ -218,8 +320,13 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
 	static const char *const qwen[] = { "<|im_start|>", "<|im_end|>", NULL };
 	static const char *const llama[] = { "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
 	                                     "<|eot_id|>", NULL };
+	/* [INST], <<SYS>> and <|user|> are plain text to these models' tokenizers; bos and eos are not */
+	static const char *const bos_eos[] = { "<s>", "</s>", NULL };
+	static const char *const eos[] = { "</s>", NULL };
+	const char *const *need = is_llama(f) ? llama : f == CHAT_LLAMA2 || f == CHAT_MISTRAL ? bos_eos
+	                        : f == CHAT_ZEPHYR ? eos : qwen;
 	/* a marker missing from the tokenizer would be spelled out in pieces: wrong, silently */
-	for (const char *const *k = is_llama(f) ? llama : qwen; *k; k++)
+	for (const char *const *k = need; *k; k++)
 		if (!tok_is_special(t, tok_token_id(t, *k)))
 			return err_set(e, "the tokenizer has no special token %s, which the %s chat format needs", *k,
 			               chat_format_name(f));

@@ -1,5 +1,6 @@
 /*
- * chat.h: the chat formats of Qwen and Llama 3, written out in C.
+ * chat.h: the chat formats of Qwen, Llama 2 and 3, Mistral and TinyLlama,
+ * written out in C.
  *
  * A chat model expects its question wrapped in the turns its chat template
  * writes. Rather than run a Jinja engine, each template this project meets is
@@ -33,9 +34,31 @@
  *   CHAT_LLAMA32 Llama 3.2's template: as CHAT_LLAMA31, but with today's
  *                date ("%d %b %Y", local time) unless date_string is given,
  *                as transformers' strftime_now gives it.
+ *   CHAT_LLAMA2  Llama 2 chat's template (meta-llama/Llama-2-7b-chat-hf):
+ *                <s>[INST] USER [/INST] per user turn and " ASSISTANT </s>"
+ *                per assistant turn, contents stripped of surrounding white
+ *                space; a first system message goes into the first user
+ *                turn as <<SYS>>\nSYSTEM\n<</SYS>>\n\n. No generation
+ *                prompt: the text ends with the last turn (a lone system
+ *                message gives no text at all).
+ *   CHAT_MISTRAL Mistral-7B-Instruct-v0.2's template as of May 2024, with
+ *                system messages: <s>, then " [INST] USER [/INST]" and
+ *                " ASSISTANT</s>", contents as given, a first system message
+ *                written before the first user turn's content with "\n\n".
+ *                Mistral-7B-Instruct-v0.1's template is not written out:
+ *                the copies of it found, of earlier revisions, differ in
+ *                the spaces around [INST] and </s> and refuse a system
+ *                message, as v0.2's earlier revisions did.
+ *   CHAT_ZEPHYR  TinyLlama-1.1B-Chat-v1.0's template (Zephyr's):
+ *                <|ROLE|>\nCONTENT</s>\n per message, then <|assistant|>\n.
  *
  * Roles are system, user and assistant, in any order, as the templates
- * take them (a system message after the first is one more turn); tool calls,
+ * take them (a system message after the first is one more turn), except in
+ * CHAT_LLAMA2 and CHAT_MISTRAL, whose templates require user and assistant
+ * turns to alternate, user first, after an optional first system message;
+ * a later system message is an error in CHAT_MISTRAL and, as its template
+ * has it, left out of CHAT_LLAMA2's text where it stands in an assistant's
+ * place. Tool calls,
  * tool messages, a conversation's list of tools and Qwen3's
  * reasoning_content field are refused, not approximated.
  */
@@ -48,9 +71,12 @@
 #include "base/err.h"
 #include "model/tokenizer.h"
 
-enum chat_format { CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA32 };
+enum chat_format {
+	CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA32, CHAT_LLAMA2, CHAT_MISTRAL,
+	CHAT_ZEPHYR
+};
 
-#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2"
+#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr"
 #define CHAT_NO_THINKING 1   /* qwen3: enable_thinking=False */
 
 struct chat_msg {

@@ -1,13 +1,16 @@
 /*
  * test_chat: the chat formats against text rendered by Hugging Face's own
  * templates (jinja2 on the tokenizer_config.json chat_template of Qwen3 and
- * Llama 3, copied here by hand), and the ids against ids read off the real
+ * Llama 3, and on tests/data/chat-templates/ for Llama 2, Mistral and
+ * TinyLlama, copied here by hand), and the ids against ids read off the real
  * tokenizers, where every marker must be one id. The id checks skip, saying
  * so, when ../shared/data is absent.
  */
+#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/chat.h"
 #include "../tap.h"
@@ -51,8 +54,20 @@ int main(void)
 {
 	struct err e = { "" };
 	enum chat_format f;
-	ok(chat_format_parse("qwen3", &f) == 0 && f == CHAT_QWEN3 && chat_format_parse("llama2", &f) < 0,
-	   "format names parse, unknown ones do not");
+	ok(chat_format_parse("qwen3", &f) == 0 && f == CHAT_QWEN3 && chat_format_parse("chatml", &f) < 0 &&
+	   chat_format_parse("mistral-v0.1", &f) < 0, "format names parse, unknown ones do not");
+	/* every name parses to its own format and is in CHAT_FORMATS, which the usage messages print */
+	int named = 0;
+	for (int i = 0; chat_format_names[i]; i++) {
+		const char *at = strstr(CHAT_FORMATS, chat_format_names[i]);
+		size_t k = strlen(chat_format_names[i]);
+		named += chat_format_parse(chat_format_names[i], &f) == 0 && (int)f == i && at &&
+		         (at[k] == ',' || at[k] == '\0');
+	}
+	is_int(named, CHAT_ZEPHYR + 1, "each of the %d formats parses by its name, listed in CHAT_FORMATS",
+	       CHAT_ZEPHYR + 1);
+	ok(chat_format_parse("llama2", &f) == 0 && f == CHAT_LLAMA2 && chat_format_parse("mistral", &f) == 0 &&
+	   f == CHAT_MISTRAL && chat_format_parse("zephyr", &f) == 0 && f == CHAT_ZEPHYR, "llama2, mistral, zephyr");
 
 	/* rendered text, as jinja2 renders each model's own template */
 	is_text(CHAT_QWEN3, hello, 1, 0, "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
@@ -92,8 +107,49 @@ int main(void)
 	        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
 	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "trim takes Unicode white space as Python does");
 
+	/* Llama 2 chat, Mistral Instruct and TinyLlama Chat, as jinja2 renders tests/data/chat-templates/ */
+	is_text(CHAT_LLAMA2, hello, 1, 0, "<s>[INST] Hello, world! [/INST]", "one user turn, no generation prompt");
+	is_text(CHAT_LLAMA2, multi, 4, 0,
+	        "<s>[INST] <<SYS>>\nYou are helpful.\n<</SYS>>\n\nWhat is 2+2? [/INST] <think>\nadd\n</think>\n\n4 "
+	        "</s><s>[INST] And 3+3? [/INST]", "the system block in the first turn, contents stripped");
+	const struct chat_msg blank_first[] = { { "system", " S " }, { "user", " \n" } };
+	is_text(CHAT_LLAMA2, blank_first, 2, 0, "<s>[INST] <<SYS>>\n S \n<</SYS>> [/INST]",
+	        "the system message kept whole, a blank first turn stripped into the block's end");
+	const struct chat_msg sys_only[] = { { "system", " Be brief.\n" } };
+	is_text(CHAT_LLAMA2, sys_only, 1, 0, "", "a lone system message gives no text");
+	const struct chat_msg late_sys[] = { { "system", "s" }, { "user", "u" }, { "system", "x" }, { "user", "v" } };
+	is_text(CHAT_LLAMA2, late_sys, 4, 0, "<s>[INST] <<SYS>>\ns\n<</SYS>>\n\nu [/INST]<s>[INST] v [/INST]",
+	        "a system message in an assistant's place is left out, as the template does");
+	is_text(CHAT_MISTRAL, hello, 1, 0, "<s> [INST] Hello, world! [/INST]", "one user turn");
+	is_text(CHAT_MISTRAL, multi, 4, 0,
+	        "<s> [INST] You are helpful.\n\nWhat is 2+2? [/INST] <think>\nadd\n</think>\n\n4</s> "
+	        "[INST]   And 3+3?  [/INST]", "the system message before the first turn's content, contents as given");
+	is_text(CHAT_MISTRAL, blank_first, 2, 0, "<s> [INST]  S \n\n \n [/INST]", "white space kept");
+	is_text(CHAT_MISTRAL, sys_only, 1, 0, "<s>", "a lone system message gives only <s>");
+	is_text(CHAT_ZEPHYR, hello, 1, 0, "<|user|>\nHello, world!</s>\n<|assistant|>\n", "one user turn");
+	is_text(CHAT_ZEPHYR, multi, 4, 0,
+	        "<|system|>\nYou are helpful.</s>\n<|user|>\nWhat is 2+2?</s>\n<|assistant|>\n<think>\nadd\n</think>"
+	        "\n\n4</s>\n<|user|>\n  And 3+3? </s>\n<|assistant|>\n", "every turn ends in </s>, contents as given");
+	is_text(CHAT_ZEPHYR, late_sys, 4, 0,
+	        "<|system|>\ns</s>\n<|user|>\nu</s>\n<|system|>\nx</s>\n<|user|>\nv</s>\n<|assistant|>\n",
+	        "roles in any order");
+
 	/* refusals */
 	struct buf b = { 0 };
+	const struct chat_msg two_users[] = { { "system", "s" }, { "user", "a" }, { "user", "b" } };
+	ok(chat_render(CHAT_LLAMA2, two_users, 3, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[2]: user") &&
+	   strstr(e.msg, "alternate user/assistant"), "llama2: two user turns in a row: %s", e.msg);
+	const struct chat_msg asst_first[] = { { "assistant", "a" }, { "user", "u" } };
+	ok(chat_render(CHAT_MISTRAL, asst_first, 2, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[0]: assistant") &&
+	   strstr(e.msg, "needs user"), "mistral: an assistant turn first: %s", e.msg);
+	ok(chat_render(CHAT_MISTRAL, late_sys, 4, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[2]") &&
+	   strstr(e.msg, "only the first message may be a system message"), "mistral: a later system message: %s",
+	   e.msg);
+	const struct chat_msg two_sys[] = { { "system", "s" }, { "system", "t" }, { "user", "u" } };
+	ok(chat_render(CHAT_LLAMA2, two_sys, 3, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[1]: system"),
+	   "llama2: a second system message first in the turns: %s", e.msg);
+	b.len = 0;
+	ok(chat_render(CHAT_ZEPHYR, two_users + 1, 2, 0, NULL, &b, &e) == 0, "zephyr takes two user turns in a row");
 	const struct chat_msg tool[] = { { "user", "q" }, { "tool", "42" } };
 	ok(chat_render(CHAT_QWEN3, tool, 2, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[1]") && strstr(e.msg, "tool"),
 	   "a tool message is refused: %s", e.msg);
@@ -128,7 +184,6 @@ int main(void)
 	ok(chat_parse_json(j7, strlen(j7), &cm, &e) < 0 && strstr(e.msg, "date_string must be a string"), "%s", e.msg);
 
 	/* Llama 3.1 and 3.2: a lone system message goes into the dated header, and no turn follows */
-	const struct chat_msg sys_only[] = { { "system", " Be brief.\n" } };
 	const char *header = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
 	                     "December 2023\nToday Date: ";
 	char want[512];
@@ -143,6 +198,83 @@ int main(void)
 	ok(chat_render(CHAT_LLAMA32, hello, 1, 0, "1 Jan 2026", &b, &e) == 0 && b.len == strlen(want) &&
 	   memcmp(b.data, want, b.len) == 0, "llama3.2: the date given, an empty system message");
 	buf_free(&b);
+
+	/* bos and eos as the [INST] and Zephyr formats need them: tests/data/tokadded's
+	 * tokenizer, first as it is (neither token), then with <s> and </s> added
+	 * as special tokens after its own (ids bos, bos + 1) */
+	const char *top = getenv("GRPO_TOP");
+	char tp[4096];
+	snprintf(tp, sizeof tp, "%s/tests/data/tokadded/tokenizer.json", top ? top : ".");
+	struct tokenizer *ta = tok_load(tp, &e), *sp = NULL;
+	struct tok_ids got = { 0 }, want_ids = { 0 };
+	int bos = 0;
+	if (ta) {
+		ok(chat_encode(ta, CHAT_ZEPHYR, hello, 1, 0, NULL, &got, NULL, &e) < 0 && strstr(e.msg, "</s>") &&
+		   strstr(e.msg, "zephyr"), "a tokenizer without </s>, zephyr: %s", e.msg);
+		ok(chat_encode(ta, CHAT_MISTRAL, hello, 1, 0, NULL, &got, NULL, &e) < 0 && strstr(e.msg, "<s>"),
+		   "and without <s>, mistral: %s", e.msg);
+		FILE *tf = fopen(tp, "rb");
+		char *txt = tf ? calloc(1, 1 << 20) : NULL;
+		size_t tn = txt ? fread(txt, 1, (1 << 20) - 1, tf) : 0;
+		if (tf)
+			fclose(tf);
+		cJSON *tj = tn ? cJSON_Parse(txt) : NULL, *added = cJSON_GetObjectItem(tj, "added_tokens");
+		const cJSON *x;
+		cJSON_ArrayForEach(x, added)
+			if (cJSON_GetObjectItem(x, "id")->valueint >= bos)
+				bos = cJSON_GetObjectItem(x, "id")->valueint + 1;
+		for (int id = bos; added && id <= bos + 1; id++) {
+			cJSON *a = cJSON_CreateObject();
+			cJSON_AddNumberToObject(a, "id", id);
+			cJSON_AddStringToObject(a, "content", id == bos ? "<s>" : "</s>");
+			cJSON_AddBoolToObject(a, "single_word", 0);
+			cJSON_AddBoolToObject(a, "lstrip", 0);
+			cJSON_AddBoolToObject(a, "rstrip", 0);
+			cJSON_AddBoolToObject(a, "normalized", 0);
+			cJSON_AddBoolToObject(a, "special", 1);
+			cJSON_AddItemToArray(added, a);
+		}
+		char *out = tj ? cJSON_PrintUnformatted(tj) : NULL;
+		char tmp[] = "/tmp/test_chat.XXXXXX";
+		int fd = out ? mkstemp(tmp) : -1;
+		FILE *wf = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (wf) {
+			fputs(out, wf);
+			fclose(wf);
+			sp = tok_load(tmp, &e);
+			unlink(tmp);
+		}
+		free(out);
+		cJSON_Delete(tj);
+		free(txt);
+	}
+	if (!ok(sp != NULL, "tests/data/tokadded's tokenizer with <s> and </s> added loads")) {
+		diag("%s", e.msg);
+	} else {
+		/* the text between the markers encodes as it would alone: the markers are one id each */
+		const char *inner = "[INST] Hello, world! [/INST]";
+		int r = chat_encode(sp, CHAT_LLAMA2, hello, 1, 0, NULL, &got, NULL, &e);
+		tok_ids_push(&want_ids, bos);
+		r |= tok_encode(sp, inner, strlen(inner), &want_ids, &e);
+		ok(r == 0 && got.n == want_ids.n && memcmp(got.v, want_ids.v, got.n * sizeof *got.v) == 0,
+		   "llama2: <s> is id %d, then the turn's own ids (%zu ids)", bos, got.n);
+		tok_ids_free(&got);
+		tok_ids_free(&want_ids);
+		const struct chat_msg ua[] = { { "user", "u" }, { "assistant", "a" } };
+		r = chat_encode(sp, CHAT_ZEPHYR, ua, 2, 0, NULL, &got, NULL, &e);
+		const char *piece[] = { "<|user|>\nu", "\n<|assistant|>\na", "\n<|assistant|>\n" };
+		for (int i = 0; i < 3; i++) {
+			r |= tok_encode(sp, piece[i], strlen(piece[i]), &want_ids, &e);
+			if (i < 2)
+				r |= tok_ids_push(&want_ids, bos + 1);
+		}
+		ok(r == 0 && got.n == want_ids.n && memcmp(got.v, want_ids.v, got.n * sizeof *got.v) == 0,
+		   "zephyr: </s> is id %d after each turn (%zu ids)", bos + 1, got.n);
+		tok_ids_free(&got);
+		tok_ids_free(&want_ids);
+	}
+	tok_free(sp);
+	tok_free(ta);
 
 	/* ids with the real tokenizers: markers are single ids */
 	const char *shared = getenv("GRPO_SHARED");
@@ -172,6 +304,9 @@ int main(void)
 	struct tok_ids ids = { 0 };
 	ok(chat_encode(l, CHAT_QWEN, hello, 1, 0, NULL, &ids, NULL, &e) < 0 && strstr(e.msg, "<|im_start|>"),
 	   "a Llama tokenizer with a Qwen format: %s", e.msg);
+	tok_ids_free(&ids);
+	ok(chat_encode(q, CHAT_LLAMA2, hello, 1, 0, NULL, &ids, NULL, &e) < 0 && strstr(e.msg, "<s>") &&
+	   strstr(e.msg, "llama2"), "a Qwen tokenizer with the llama2 format: %s", e.msg);
 	tok_ids_free(&ids);
 	tok_free(q);
 	tok_free(l);
