@@ -163,24 +163,35 @@ static void test_file(void)
 	tok_free(t);
 }
 
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+	"Strip, Metaspace and Sequences of those (without it) are supported"
+#define NORM_ONLY "(only NFC, Prepend, Replace of a String, a Sequence of those, or none)"
+
 static void test_decoder_normalizer(void)
 {
-	refused(&(struct tj){ .decoder = "null" },
-		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
-		"a null decoder");
-	refused(&(struct tj){ .decoder = "" },
-		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
-		"no decoder");
+	refused(&(struct tj){ .decoder = "null" }, "decoder: none given, and " DEC_ONLY
+		" (without one, tokenizers joins tokens with spaces)", "a null decoder");
+	refused(&(struct tj){ .decoder = "" }, "decoder: none given, and " DEC_ONLY
+		" (without one, tokenizers joins tokens with spaces)", "no decoder");
 	refused(&(struct tj){ .decoder = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
-		"decoder: type \"Metaspace\" is not supported (only ByteLevel)", "a Metaspace decoder");
+		"decoder: Metaspace with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
+		"a Metaspace decoder after a ByteLevel pre_tokenizer");
+	refused(&(struct tj){ .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteFallback\"}, "
+				"{\"type\": \"Fuse\"}]}" },
+		"decoder: a SentencePiece-style decoder with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
+		"ByteFallback and Fuse after a ByteLevel pre_tokenizer");
+	refused(&(struct tj){ .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_OK "]}" },
+		"decoder.decoders[0]: type \"ByteLevel\" is not supported: " DEC_ONLY, "ByteLevel inside a Sequence");
+	refused(&(struct tj){ .decoder = "{\"type\": \"WordPiece\"}" },
+		"decoder: type \"WordPiece\" is not supported: " DEC_ONLY, "a WordPiece decoder");
 	refused(&(struct tj){ .decoder = "{}" }, "decoder: no \"type\"", "a decoder without a type");
 	refused(&(struct tj){ .decoder = BL("") }, "decoder: no \"add_prefix_space\" (tokenizers requires it)",
 		"a ByteLevel decoder without its fields");
 
 	refused(&(struct tj){ .normalizer = "{\"type\": \"NFD\"}" },
-		"normalizer: type \"NFD\" is not supported (only NFC, or none)", "an NFD normalizer");
+		"normalizer: type \"NFD\" is not supported " NORM_ONLY, "an NFD normalizer");
 	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"NFKC\"}]}" },
-		"normalizer.normalizers[1]: type \"NFKC\" is not supported (only NFC, or none)",
+		"normalizer.normalizers[1]: type \"NFKC\" is not supported " NORM_ONLY,
 		"a Sequence normalizer holding NFKC");
 	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\"}" },
 		"normalizer: Sequence without \"normalizers\"", "a Sequence normalizer without its list");
@@ -193,12 +204,20 @@ static void test_decoder_normalizer(void)
 	      "e\xcc\x81", (const int32_t[]){ 0xC3, 0xA9 }, 2, "a Sequence of NFC and an empty Sequence is NFC");
 }
 
-#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
+#define PRE_ONLY "only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3), Metaspace or none (Llama 2, Mistral) " \
+	"is supported"
 
 static void test_pre_tokenizer(void)
 {
-	refused(&(struct tj){ .pre = "null" }, "pre_tokenizer: none given, and " PRE_ONLY, "a null pre_tokenizer");
-	refused(&(struct tj){ .pre = "" }, "pre_tokenizer: none given, and " PRE_ONLY, "no pre_tokenizer");
+	/* no pre_tokenizer is the SentencePiece-style kind, which ByteLevel
+	 * does not decode */
+	refused(&(struct tj){ .pre = "null" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
+		"goes with Sequence[Split, ByteLevel] only)", "a null pre_tokenizer with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = "" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
+		"goes with Sequence[Split, ByteLevel] only)", "no pre_tokenizer with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
+		"decoder: ByteLevel with a Metaspace pre_tokenizer is not supported (ByteLevel goes with Sequence[Split, "
+		"ByteLevel] only)", "a Metaspace pre_tokenizer with a ByteLevel decoder");
 	refused(&(struct tj){ .pre = BL_OK }, "pre_tokenizer: type \"ByteLevel\" is not supported: " PRE_ONLY,
 		"a ByteLevel pre_tokenizer alone");
 	refused(&(struct tj){ .pre = SEQ(BL_OK, SPLIT_OK) },
@@ -254,7 +273,8 @@ static void test_model(void)
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"dropout\": \"x\"" }, "model.dropout: expected a number, not a string",
 		"a dropout that is not a number");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": true" },
-		"model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)", "byte_fallback");
+		"model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (byte-level BPE has no <0xNN> "
+		"tokens to fall back on)", "byte_fallback");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": \"yes\"" },
 		"model.byte_fallback: expected true or false, not a string", "a byte_fallback that is a string");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"unk_token\": 5" }, "model.unk_token: expected a string, not a number",
