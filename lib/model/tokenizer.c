@@ -928,7 +928,7 @@ static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *r
 	*rep_len = (size_t)l;
 	*prepend = PREPEND_ALWAYS;  /* tokenizers' default */
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prepend_scheme");
-	if (v && !cJSON_IsNull(v)) {
+	if (v) {
 		static const char *const name[] = { "never", "first", "always" };
 		int k = -1;
 		for (int i = 0; i < 3; i++)
@@ -944,10 +944,14 @@ static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *r
 	if (aps == -1 && cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space") &&
 	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space")))
 		return -1;
-	/* the field of older files: tokenizers refuses it when it disagrees */
-	if (aps >= 0 && aps != (*prepend != PREPEND_NEVER))
-		return err_set(e, "%s.add_prefix_space: %s does not match prepend_scheme (tokenizers refuses it)", path,
-			       aps ? "true" : "false");
+	/* the field of older files: tokenizers refuses false unless
+	 * prepend_scheme is never, and then goes by prepend_scheme */
+	if (aps == 0 && *prepend != PREPEND_NEVER)
+		return err_set(e, "%s.add_prefix_space: false does not match prepend_scheme %s (tokenizers refuses it)",
+			       path, *prepend == PREPEND_FIRST ? "first" : "always, as tokenizers takes it when missing,");
+	v = cJSON_GetObjectItemCaseSensitive(o, "split");
+	if (cJSON_IsNull(v))
+		return err_set(e, "%s.split: null is not supported (only true or false)", path);
 	if ((*split = get_flag(o, "split", 0, 1, path, e)) < 0)
 		return -1;
 	return 0;
@@ -1194,6 +1198,148 @@ static int check_decoder(const struct tokenizer *t, struct err *e)
 	return 0;
 }
 
+/* tokenizers knows these keys of tokenizer.json and refuses a file with
+ * any other. */
+static int check_keys(const cJSON *root, struct err *e)
+{
+	static const char *const known[] = { "version", "truncation", "padding", "added_tokens", "normalizer",
+					     "pre_tokenizer", "post_processor", "decoder", "model" };
+	const size_t nk = sizeof known / sizeof *known;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, root) {
+		size_t i = 0;
+		while (i < nk && strcmp(it->string, known[i]) != 0)
+			i++;
+		if (i == nk)
+			return err_set(e, "\"%.64s\": not a key of tokenizer.json (tokenizers refuses the file; it takes "
+				       "version, truncation, padding, added_tokens, normalizer, pre_tokenizer, "
+				       "post_processor, decoder and model)", it->string);
+	}
+	return 0;
+}
+
+/* ---- how the ids are written, which cJSON does not keep ---- */
+
+static const char *jws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string that starts at p, its opening quote. */
+static const char *jstr(const char *p, const char *end)
+{
+	for (p++; p < end && *p != '"'; p++)
+		if (*p == '\\')
+			p++;
+	return p < end ? p + 1 : end;
+}
+
+/* Past the value at p (the text is valid JSON: cJSON has read it). */
+static const char *jskip(const char *p, const char *end)
+{
+	if (p >= end)
+		return end;
+	if (*p == '"')
+		return jstr(p, end);
+	if (*p != '{' && *p != '[') {
+		while (p < end && *p != ',' && *p != ']' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\n' &&
+		       *p != '\r')
+			p++;
+		return p;
+	}
+	for (int depth = 0; p < end;) {
+		if (*p == '"') {
+			p = jstr(p, end);
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return end;
+}
+
+/* The next member of an object or element of an array: p is past its '{'
+ * or '[', or past the last value. Where the value starts, with the key
+ * (quotes included) in *k, *kl for an object; NULL at the end. */
+static const char *jnext(const char *p, const char *end, int object, const char **k, size_t *kl)
+{
+	p = jws(p, end);
+	if (p < end && *p == ',')
+		p = jws(p + 1, end);
+	if (p >= end || *p == '}' || *p == ']')
+		return NULL;
+	if (object) {
+		*k = p;
+		p = jstr(p, end);
+		*kl = (size_t)(p - *k);
+		p = jws(p, end);
+		if (p < end && *p == ':')
+			p++;
+	}
+	return jws(p, end);
+}
+
+/* A number at p that get_id takes but that is written otherwise than as
+ * digits only ("258.0", "2.58e2", "-0"): how far it goes, or 0 (digits, a
+ * number get_id refuses, or no number). */
+static size_t float_id(const char *p, const char *end)
+{
+	if (p >= end || !(*p == '-' || (*p >= '0' && *p <= '9')))
+		return 0;
+	const char *q = jskip(p, end);
+	const char *r = p;
+	while (r < q && *r >= '0' && *r <= '9')
+		r++;
+	if (r == q || q - p >= 64)
+		return 0;
+	char num[64];
+	memcpy(num, p, (size_t)(q - p));
+	num[q - p] = 0;
+	double d = strtod(num, NULL);
+	return d >= 0 && d <= UINT32_MAX && d == (double)(uint32_t)d ? (size_t)(q - p) : 0;
+}
+
+/* tokenizers reads ids as u32 and refuses one written as a float (258.0,
+ * 2.58e2, -0), which cJSON reads as the whole number it equals: look at how
+ * model.vocab's and added_tokens' ids are written. */
+static int check_id_text(const char *json, size_t n, struct err *e)
+{
+	const char *end = json + n, *p = jws(json, end), *v, *k, *k2, *v2, *v3;
+	size_t kl, kl2, fl;
+	if (p >= end || *p != '{')
+		return 0;
+	for (p++; (v = jnext(p, end, 1, &k, &kl)); p = jskip(v, end)) {
+		if (kl == 7 && memcmp(k, "\"model\"", 7) == 0 && *v == '{') {
+			for (const char *q = v + 1; (v2 = jnext(q, end, 1, &k, &kl)); q = jskip(v2, end)) {
+				if (kl != 7 || memcmp(k, "\"vocab\"", 7) != 0 || *v2 != '{')
+					continue;
+				for (const char *r = v2 + 1; (v3 = jnext(r, end, 1, &k2, &kl2)); r = jskip(v3, end))
+					if ((fl = float_id(v3, end)))
+						return err_set(e, "model.vocab[%.*s]: id %.*s is not written as a whole number, "
+							       "and tokenizers refuses it (it reads ids as u32)",
+							       (int)(kl2 < 66 ? kl2 : 66), k2, (int)(fl < 32 ? fl : 32), v3);
+			}
+		} else if (kl == 14 && memcmp(k, "\"added_tokens\"", 14) == 0 && *v == '[') {
+			size_t at = 0;
+			for (const char *q = v + 1; (v2 = jnext(q, end, 0, NULL, NULL)); q = jskip(v2, end), at++) {
+				if (*v2 != '{')
+					continue;
+				for (const char *r = v2 + 1; (v3 = jnext(r, end, 1, &k2, &kl2)); r = jskip(v3, end))
+					if (kl2 == 4 && memcmp(k2, "\"id\"", 4) == 0 && (fl = float_id(v3, end)))
+						return err_set(e, "added_tokens[%zu].id: %.*s is not written as a whole number, "
+							       "and tokenizers refuses it (it reads ids as u32)", at,
+							       (int)(fl < 32 ? fl : 32), v3);
+			}
+		}
+	}
+	return 0;
+}
+
 /* Line and byte of p in json[0..n), for messages. */
 static void json_where(const char *json, size_t n, const char *p, char *out, size_t cap)
 {
@@ -1261,7 +1407,8 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		err_set(e, "no \"model\": not a tokenizer.json");
 	else if (!cJSON_IsObject(model))
 		err_set(e, "model: expected an object, not %s", json_kind(model));
-	else if (load_decoder(t, cJSON_GetObjectItemCaseSensitive(root, "decoder"), "decoder", e) == 0 &&
+	else if (check_keys(root, e) == 0 && check_id_text(json, n, e) == 0 &&
+		 load_decoder(t, cJSON_GetObjectItemCaseSensitive(root, "decoder"), "decoder", e) == 0 &&
 		 (!norm || cJSON_IsNull(norm) || load_normalizer(t, norm, "normalizer", e) == 0) &&
 		 load_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e) == 0 &&
 		 check_decoder(t, e) == 0 &&
