@@ -2070,7 +2070,8 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 	int rc = 0;
 	for (size_t k = 0; k < src->n && rc == 0; k++) {
 		size_t from = k ? src->end[k - 1] : 0;
-		const unsigned char *p = src->b.data + from;
+		/* (tokens may all be empty, and then there is no buffer) */
+		const unsigned char *p = src->b.data ? src->b.data + from : (const unsigned char *)"";
 		size_t n = src->end[k] - from;
 		switch (st->kind) {
 		case D_REPLACE:
@@ -2132,7 +2133,10 @@ static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n,
 		const struct added key = { .id = ids[i] }, *a = NULL;
 		if (d->normalized)
 			a = bsearch(&key, t->ndec, t->n_ndec, sizeof *t->ndec, cmp_added_id);
-		rc = a ? dl_add(&l[0], t->pool + a->off, a->len) : dl_add(&l[0], t->pool + d->off, d->len);
+		if (!t->pool)
+			rc = dl_add(&l[0], "", 0);  /* only "" in the vocab */
+		else
+			rc = a ? dl_add(&l[0], t->pool + a->off, a->len) : dl_add(&l[0], t->pool + d->off, d->len);
 	}
 	for (size_t s = 0; s < t->n_dsteps && rc == 0; s++) {
 		buf_reset(&l[!cur].b);
