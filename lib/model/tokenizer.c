@@ -1215,6 +1215,15 @@ static int check_keys(const cJSON *root, struct err *e)
 				       "version, truncation, padding, added_tokens, normalizer, pre_tokenizer, "
 				       "post_processor, decoder and model)", it->string);
 	}
+	/* tokenizers' encode cuts every encoding to truncation's max_length
+	 * and pads it as padding says: what tok_encode does not */
+	const cJSON *v;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "truncation")) && !cJSON_IsNull(v))
+		return err_set(e, "truncation: %s is not supported (only null: tokenizers would cut each encoding to its "
+			       "max_length)", json_kind(v));
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "padding")) && !cJSON_IsNull(v))
+		return err_set(e, "padding: %s is not supported (only null: tokenizers would pad each encoding)",
+			       json_kind(v));
 	return 0;
 }
 

@@ -41,6 +41,11 @@
  *     Strip(" ", 1, 0)), each step as tokenizers' on the list of token
  *     strings (ByteFallback: a run of <0xNN> that is not UTF-8 is one U+FFFD
  *     per byte).
+ * As in tokenizers, a file with a top-level key other than version,
+ * truncation, padding, added_tokens, normalizer, pre_tokenizer,
+ * post_processor, decoder and model is refused, and so is an id written
+ * otherwise than as a whole number (258.0, 2.58e2); truncation and padding
+ * must be null (tokenizers' encode would cut and pad by them).
  *
  * tok_encode() is Tokenizer.encode(text, add_special_tokens=False): added
  * tokens are split out of the raw text first (leftmost, then longest), the
