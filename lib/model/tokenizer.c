@@ -2072,7 +2072,8 @@ static int dl_flush_bytes(struct dlist *d, struct buf *bytes)
 	return rc;
 }
 
-/* One decoder step from src to dst (empty). */
+/* One decoder step from src to dst (empty); -1 when memory runs out, -2
+ * where tokenizers would panic (Strip). */
 static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst)
 {
 	struct buf bytes = { 0 };
@@ -2102,14 +2103,24 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 			uint32_t c;
 			for (size_t i = 0; i < st->start && a < z && (l = cp_at(p, z, a, &c)) && c == st->ch; i++)
 				a += l;
-			for (size_t i = 0; i < st->stop && z > a; i++) {
+			/* tokenizers cuts the two ends on its own and panics when
+			 * the end passes the start, or the token (even empty) runs
+			 * out while stop has more to cut */
+			for (size_t i = 0; i < st->stop; i++) {
+				if (z == 0) {
+					rc = -2;
+					break;
+				}
 				size_t j = prev_char(p, z);
 				cp_at(p, z, j, &c);
 				if (c != st->ch)
 					break;
 				z = j;
 			}
-			rc = dl_add(dst, p + a, z - a);
+			if (rc == 0 && z < a)
+				rc = -2;
+			if (rc == 0)
+				rc = dl_add(dst, p + a, z - a);
 			break;
 		}
 		case D_METASPACE:
@@ -2171,10 +2182,14 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip
 			if (ids[i] < 0 || (uint32_t)ids[i] >= t->n_ids || t->ids[ids[i]].kind == KIND_NONE)
 				return err_set(e, "token %zu: id %d is not in the tokenizer (%u ids)", i, (int)ids[i],
 					       t->n_ids);
-		if (decode_steps(t, ids, n, skip_special, out) < 0) {
+		int rc = decode_steps(t, ids, n, skip_special, out);
+		if (rc < 0)
 			out->len = start;
+		if (rc == -2)
+			return err_set(e, "decoder: Strip cannot cut a token of these ids as its stop says (tokenizers "
+				       "panics there: stop would cut past the token's beginning, or into what start cut)");
+		if (rc < 0)
 			return err_set(e, "out of memory");
-		}
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {

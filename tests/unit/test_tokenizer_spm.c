@@ -1,7 +1,7 @@
 /*
  * test_tokenizer_spm: SentencePiece-style BPE (Llama 2, TinyLlama, Mistral)
  * against Hugging Face tokenizers 0.23.2 (tests/data/tokspm: make.mjs wrote
- * three tokenizers and each one's expected.jsonl): encode's ids, and decode's
+ * four tokenizers and each one's expected.jsonl): encode's ids, and decode's
  * text with and without skip_special_tokens, of texts and of random ids.
  * With GRPO_LLAMA2_TOKENIZER naming a real tokenizer.json and
  * GRPO_LLAMA2_EXPECTED the file make.mjs wrote for it, that one too.
@@ -91,16 +91,59 @@ static void check(const char *name, const char *path, const char *expected, int 
 	tok_free(t);
 }
 
+/* The legacy fixture with Strip(" ", start, stop) after Replace and Fuse:
+ * decoding ids gives want, or, where tokenizers panics (want NULL), an error. */
+static void strip(const char *top, int start, int stop, const int32_t *ids, size_t n, const char *want)
+{
+	char path[4096];
+	struct buf f = { 0 }, j = { 0 }, out = { 0 };
+	struct err e = { "" };
+	snprintf(path, sizeof path, "%s/tests/data/tokspm/legacy/tokenizer.json", top);
+	if (buf_read_file(&f, path, &e) < 0) {
+		ok(0, "%s", e.msg);
+		return;
+	}
+	buf_put_u8(&f, 0);
+	const char *d = strstr((const char *)f.data, "\"decoder\":"), *m = strstr((const char *)f.data, "\"model\":");
+	buf_append(&j, f.data, (size_t)(d - (const char *)f.data));
+	buf_printf(&j, "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+		   "{\"String\": \"\u2581\"}, \"content\": \" \"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", "
+		   "\"content\": \" \", \"start\": %d, \"stop\": %d}]}, %s", start, stop, m);
+	struct tokenizer *t = tok_load_mem((const char *)j.data, j.len, "strip", &e);
+	int rc = t ? tok_decode(t, ids, n, 0, &out, &e) : -1;
+	if (want)
+		ok(rc == 0 && out.len == strlen(want) && (out.len == 0 || memcmp(out.data, want, out.len) == 0),
+		   "Strip(\" \", %d, %d) of %zu ids gives \"%s\" %s", start, stop, n, want, rc ? e.msg : "");
+	else
+		ok(t && rc < 0 && strstr(e.msg, "Strip cannot cut"), "Strip(\" \", %d, %d) of %zu ids, where tokenizers "
+		   "panics, is an error: %s", start, stop, n, e.msg);
+	tok_free(t);
+	buf_free(&f);
+	buf_free(&j);
+	buf_free(&out);
+}
+
 int main(void)
 {
 	const char *top = getenv("GRPO_TOP");
 	char path[4096], exp[4096];
-	static const char *const kind[] = { "legacy", "metaspace", "always" };
-	for (int i = 0; i < 3; i++) {
+	static const char *const kind[] = { "legacy", "metaspace", "always", "never" };
+	for (int i = 0; i < 4; i++) {
 		snprintf(path, sizeof path, "%s/tests/data/tokspm/%s/tokenizer.json", top ? top : ".", kind[i]);
 		snprintf(exp, sizeof exp, "%s/tests/data/tokspm/%s/expected.jsonl", top ? top : ".", kind[i]);
 		check(kind[i], path, exp, 900);
 	}
+
+	/* Strip's stop, which Llama 2 does not use, against tokenizers by hand
+	 * (300: "hello", 259: "\u2581") */
+	const char *at = top ? top : ".";
+	strip(at, 0, 1, (const int32_t[]){ 300, 259 }, 2, "hello");
+	strip(at, 0, 2, (const int32_t[]){ 300, 259, 259 }, 3, "hello");
+	strip(at, 0, 1, (const int32_t[]){ 259 }, 1, "");
+	strip(at, 1, 1, (const int32_t[]){ 300 }, 1, "hello");
+	strip(at, 0, 2, (const int32_t[]){ 259 }, 1, NULL);
+	strip(at, 1, 1, (const int32_t[]){ 259 }, 1, NULL);
+	strip(at, 0, 1, NULL, 0, NULL);
 
 	const char *real = getenv("GRPO_LLAMA2_TOKENIZER"), *real_exp = getenv("GRPO_LLAMA2_EXPECTED");
 	if (real && *real && real_exp && *real_exp)

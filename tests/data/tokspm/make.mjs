@@ -10,7 +10,10 @@
 //             split), the same decoder; <0xF0> .. <0xF4> are left out, so
 //             emoji fall back to <unk>, fused;
 //   always:   Metaspace(always, split) and decoder Metaspace, no
-//             byte_fallback, fuse_unk false: each unknown character is <unk>.
+//             byte_fallback, fuse_unk false: each unknown character is <unk>;
+//   never:    normalizer NFC and Replace("\t" -> "  "), Metaspace(never,
+//             split), byte_fallback, decoder ByteFallback, Metaspace(never),
+//             Fuse, Strip(" ", 2, 0).
 // test_tokenizer_spm compares ours with them.
 //
 //   cd tests/data/tokspm && npm install tokenizers@0.23.2 && node make.mjs
@@ -46,6 +49,7 @@ const decoderSeq = { type: 'Sequence', decoders: [
 
 function tokenizerJson(kind) {
   const { vocab, merges } = build(kind === 'metaspace' ? [0xF0, 0xF1, 0xF2, 0xF3, 0xF4] : []);
+  if (kind === 'never') { merges.push(['▁', '▁▁']); vocab['▁▁▁'] = Object.keys(vocab).length; }
   let next = Object.keys(vocab).length;
   const added = [
     { id: 0, content: '<unk>', special: true }, { id: 1, content: '<s>', special: true },
@@ -65,6 +69,13 @@ function tokenizerJson(kind) {
   if (kind === 'metaspace')
     return { ...base, normalizer: null, pre_tokenizer: { type: 'Metaspace', replacement: '▁',
       prepend_scheme: 'first', split: false }, post_processor: null, decoder: decoderSeq, model };
+  if (kind === 'never')
+    return { ...base, normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' },
+      { type: 'Replace', pattern: { String: '\t' }, content: '  ' }] },
+      pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: true }, post_processor: null,
+      decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' },
+        { type: 'Metaspace', replacement: '▁', prepend_scheme: 'never', split: true }, { type: 'Fuse' },
+        { type: 'Strip', content: ' ', start: 2, stop: 0 }] }, model: { ...model, fuse_unk: false, byte_fallback: true } };
   return { ...base, normalizer: null, pre_tokenizer: { type: 'Metaspace', replacement: '▁',
     prepend_scheme: 'always', split: true }, post_processor: null,
     decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true }, model };
@@ -118,7 +129,7 @@ if (process.argv.length > 3) {
     .split('\n').filter((l) => l).map((l) => JSON.parse(l).question);
   writeFileSync(process.argv[3], await expected(Tokenizer.fromString(json), [...texts, ...gsm], 300));
 } else {
-  for (const kind of ['legacy', 'metaspace', 'always']) {
+  for (const kind of ['legacy', 'metaspace', 'always', 'never']) {
     const json = tokenizerJson(kind);
     const tok = Tokenizer.fromString(JSON.stringify(json));
     // tokenizers numbers added tokens anew when it loads them
