@@ -18,8 +18,10 @@
 //
 //   cd tests/data/tokspm && npm install tokenizers@0.23.2 && node make.mjs
 // With a tokenizer.json's path (e.g. Llama 2's, not committed: its license)
-// and an output file, writes that file for it over the same texts and the
-// GSM8K questions instead:
+// and an output file, writes that file for it over the same texts, the
+// GSM8K test questions (../shared/data/gsm8k/test.jsonl beside the tree)
+// and 300 random id lists instead; test_tokenizer_spm reads it when
+// GRPO_LLAMA2_TOKENIZER and GRPO_LLAMA2_EXPECTED name the two:
 //   node make.mjs /tmp/sp/package/models/tokenizer.json /tmp/llama2.jsonl
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
