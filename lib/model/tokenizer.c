@@ -21,6 +21,7 @@ enum { KIND_NONE, KIND_VOCAB, KIND_ADDED };
 struct idinfo {                 /* what an id decodes to */
 	uint32_t off, len;          /* bytes in pool */
 	uint8_t kind, special;
+	uint8_t normalized;         /* an added token whose content the normalizer changes (see ndec) */
 };
 
 struct vslot {                  /* vocab hash: bytes -> id */
@@ -55,8 +56,43 @@ struct added_set {
 	uint32_t first[257];        /* a[first[c] .. first[c+1]) begin with byte c */
 };
 
+/* A normalizer step, applied in order to each stretch between added tokens. */
+enum { N_NFC, N_PREPEND, N_REPLACE };
+struct nstep {
+	int kind;
+	char *a, *b;                /* Prepend: a; Replace: a -> b */
+	size_t la, lb;
+};
+
+/* A decoder step: each takes the list of token strings to a new one. */
+enum { D_REPLACE, D_BYTE_FALLBACK, D_FUSE, D_STRIP, D_METASPACE };
+struct dstep {
+	int kind;
+	char *a, *b;                /* Replace: a -> b; Metaspace: a, the replacement */
+	size_t la, lb;
+	uint32_t ch;                /* Strip: the character */
+	size_t start, stop;         /* Strip: how many at most at each end */
+	int prepend;                /* Metaspace: prepend_scheme is not never */
+};
+
+enum { PREPEND_NEVER, PREPEND_FIRST, PREPEND_ALWAYS };
+
 struct tokenizer {
-	int nfc;                    /* normalizer is NFC */
+	int spm;                    /* SentencePiece-style: no ByteLevel; vocab tokens are UTF-8 strings
+				     * and a word's first symbols are its characters */
+	int byte_level_dec;         /* decoder is ByteLevel (else dsteps) */
+	struct nstep *nsteps;       /* (n_nsteps) */
+	size_t n_nsteps;
+	struct dstep *dsteps;       /* (n_dsteps) */
+	size_t n_dsteps;
+	int meta;                   /* pre_tokenizer is Metaspace: */
+	char meta_rep[8];           /*   its replacement character, as UTF-8 */
+	size_t meta_rep_len;
+	int meta_prepend, meta_split;
+	int byte_fallback, fuse_unk;
+	char *unk_token;            /* model.unk_token, NULL when none */
+	int32_t unk_id;             /* its id in the vocab, -1 when it is not there */
+	int32_t fb_id[256];         /* the <0xNN> token of each byte, -1 when missing */
 	int digits3;                /* \p{N}{1,3} (Llama 3) rather than \p{N} */
 	int ignore_merges;
 	uint32_t n_ids, ids_cap;
@@ -71,6 +107,9 @@ struct tokenizer {
 	size_t mmask;
 	int32_t byte_id[256];       /* the token of each single byte */
 	struct added_set raw, norm; /* normalized: false / true */
+	struct added *ndec;         /* (n_ndec) the normalized added tokens by id: SentencePiece-style decoding
+				     * takes their normalized content, tokenizers' token string ("▁<x>") */
+	size_t n_ndec;
 	char name[256];
 };
 
@@ -346,6 +385,10 @@ static struct vslot *vocab_slot(struct tokenizer *t, const void *p, uint32_t len
  * outside the byte table. tmp has room for n bytes. */
 static int32_t vocab_key(struct tokenizer *t, const char *s, size_t n, unsigned char *tmp, int *raw)
 {
+	if (t->spm) {
+		*raw = 0;
+		return vocab_find(t, (const unsigned char *)s, n);
+	}
 	long bl = token_bytes_n(s, n, tmp);
 	*raw = bl < 0;
 	if (bl < 0)
@@ -390,7 +433,9 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 		/* A token with characters outside the byte table decodes as its
 		 * own UTF-8 (as tokenizers' ByteLevel decoder does) and can never
 		 * come out of byte-level encoding. */
-		long bl = token_bytes(it->string, tmp);
+		long bl = t->spm ? (long)sl : token_bytes(it->string, tmp);
+		if (t->spm)
+			memcpy(tmp, it->string, sl);
 		const void *bytes = bl >= 0 ? (const void *)tmp : (const void *)it->string;
 		size_t len = bl >= 0 ? (size_t)bl : sl;
 		struct vslot *s = len < VRAW ? vocab_slot(t, bytes, (uint32_t)len | (bl < 0 ? VRAW : 0)) : NULL;
@@ -413,7 +458,7 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, struct err *e)
 		}
 		d->len = (uint32_t)len;
 		d->kind = KIND_VOCAB;
-		if (bl == 1)
+		if (bl == 1 && !t->spm)
 			t->byte_id[tmp[0]] = (int32_t)id;
 		*s = (struct vslot){ d->off, d->len | (bl < 0 ? VRAW : 0), (int32_t)id };
 		t->n_vocab++;
@@ -526,6 +571,51 @@ done:
 	return rc;
 }
 
+/* Append s[0..n) to out with each pat[0..np) replaced by with[0..nw),
+ * left to right without overlaps (np > 0). -1 when memory runs out. */
+static int replace_all(struct buf *out, const unsigned char *s, size_t n, const char *pat, size_t np,
+		       const char *with, size_t nw)
+{
+	size_t i = 0, from = 0;
+	while (i + np <= n) {
+		if (s[i] == (unsigned char)pat[0] && memcmp(s + i, pat, np) == 0) {
+			if (buf_append(out, s + from, i - from) < 0 || buf_append(out, with, nw) < 0)
+				return -1;
+			i += np;
+			from = i;
+		} else {
+			i++;
+		}
+	}
+	return buf_append(out, s + from, n - from);
+}
+
+/* The normalizer's steps over s[0..n), in a and b by turns: the result in
+ * *rs, *rn (s itself when there are none). -1 when memory runs out. */
+static int normalize(const struct tokenizer *t, const unsigned char *s, size_t n, struct buf *a, struct buf *b,
+		     const unsigned char **rs, size_t *rn)
+{
+	for (size_t i = 0; i < t->n_nsteps && n; i++) {
+		const struct nstep *st = &t->nsteps[i];
+		struct buf *dst = i % 2 ? b : a;
+		buf_reset(dst);
+		int rc;
+		if (st->kind == N_NFC)
+			rc = uni_nfc(dst, s, n);
+		else if (st->kind == N_PREPEND)
+			rc = buf_append(dst, st->a, st->la) < 0 ? -1 : buf_append(dst, s, n);
+		else
+			rc = replace_all(dst, s, n, st->a, st->la, st->b, st->lb);
+		if (rc < 0)
+			return -1;
+		s = dst->data;
+		n = dst->len;
+	}
+	*rs = s;
+	*rn = n;
+	return 0;
+}
+
 static int cmp_added(const void *x, const void *y)
 {
 	const struct added *a = x, *b = y;
@@ -534,6 +624,12 @@ static int cmp_added(const void *x, const void *y)
 		return c;
 	if (a->len != b->len)
 		return a->len < b->len ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int cmp_added_id(const void *x, const void *y)
+{
+	const struct added *a = x, *b = y;
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
@@ -571,7 +667,7 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 	struct aslot *seen = calloc(smask + 1, sizeof *seen);
 	unsigned char *tmp = NULL;
 	size_t tmp_cap = 0;
-	struct buf nb = { 0 };
+	struct buf nb = { 0 }, nb2 = { 0 };
 	int rc = -1;
 	if (!t->raw.a || !t->norm.a || !seen) {
 		err_set(e, "out of memory");
@@ -677,27 +773,89 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 			.off = d->off, .len = d->len, .id = (int32_t)tid, .special = d->special,
 			.lstrip = (uint8_t)f[2], .rstrip = (uint8_t)f[3], .single_word = (uint8_t)f[4],
 		};
-		if (f[1] && t->nfc) {
-			/* Matched against normalized text, so in its normalized form. */
-			buf_reset(&nb);
-			if (uni_nfc(&nb, (const unsigned char *)c, cl) < 0 || pool_add(t, nb.data, nb.len, &a.off) < 0) {
+		if (f[1] && t->n_nsteps) {
+			/* Matched against normalized text, so in its normalized form
+			 * (with Prepend, "<x>" is found as "▁<x>") */
+			const unsigned char *ns;
+			size_t nn;
+			if (normalize(t, (const unsigned char *)c, cl, &nb, &nb2, &ns, &nn) < 0 ||
+			    pool_add(t, ns, nn, &a.off) < 0) {
 				err_set(e, "out of memory");
 				goto done;
 			}
-			a.len = (uint32_t)nb.len;
+			a.len = (uint32_t)nn;
+			d->normalized = 1;
 		}
+		if (a.len == 0)
+			continue;   /* normalized to nothing: it can match nothing */
 		a.first = t->pool[a.off];
 		struct added_set *set = f[1] ? &t->norm : &t->raw;
 		set->a[set->n++] = a;
 	}
+	if (t->norm.n && !(t->ndec = malloc(t->norm.n * sizeof *t->ndec))) {
+		err_set(e, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < t->norm.n; i++)
+		t->ndec[t->n_ndec++] = t->norm.a[i];
+	if (t->n_ndec)
+		qsort(t->ndec, t->n_ndec, sizeof *t->ndec, cmp_added_id);
 	index_set(&t->raw, t->pool);
 	index_set(&t->norm, t->pool);
 	rc = 0;
 done:
 	buf_free(&nb);
+	buf_free(&nb2);
 	free(tmp);
 	free(seen);
 	return rc;
+}
+
+/* A string field that tokenizers reads as one char: its UTF-8 in out
+ * (room for 4 bytes), its length, or -1 with the message. */
+static int get_char(const cJSON *o, const char *k, const char *path, char *out, uint32_t *cp, struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (!v)
+		return err_set(e, "%s: no \"%s\" (tokenizers requires it)", path, k);
+	if (!cJSON_IsString(v))
+		return err_set(e, "%s.%s: expected a string of one character, not %s", path, k, json_kind(v));
+	const unsigned char *p = (const unsigned char *)v->valuestring;
+	size_t n = strlen(v->valuestring);
+	uint32_t c;
+	int l = n ? uni_utf8_decode(p, n, &c) : -1;
+	if (l <= 0 || (size_t)l != n)
+		return err_set(e, "%s.%s: \"%.64s\" is not one character (tokenizers requires one)", path, k,
+			       v->valuestring);
+	memcpy(out, p, n);
+	if (cp)
+		*cp = c;
+	return l;
+}
+
+/* Replace's "pattern": {"String": s}, its text, or NULL with the message. */
+static const char *get_pattern(const cJSON *o, const char *path, struct err *e)
+{
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
+	const cJSON *str = cJSON_GetObjectItemCaseSensitive(pat, "String");
+	if (!pat)
+		err_set(e, "%s: Replace without \"pattern\"", path);
+	else if (!cJSON_IsString(str) || cJSON_GetArraySize(pat) != 1)
+		err_set(e, "%s.pattern: only {\"String\": ...} is supported (not a Regex)", path);
+	else if (!*str->valuestring)
+		err_set(e, "%s.pattern.String: \"\" is not supported", path);
+	else
+		return str->valuestring;
+	return NULL;
+}
+
+static char *dup_str(const char *s, size_t *len)
+{
+	*len = strlen(s);
+	char *d = malloc(*len + 1);
+	if (d)
+		memcpy(d, s, *len + 1);
+	return d;
 }
 
 static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, struct err *e)
@@ -705,10 +863,6 @@ static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path
 	const char *type = need_type(n, path, e);
 	if (!type)
 		return -1;
-	if (strcmp(type, "NFC") == 0) {
-		t->nfc = 1;
-		return 0;
-	}
 	if (strcmp(type, "Sequence") == 0) {
 		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
 		if (!cJSON_IsArray(seq))
@@ -724,18 +878,103 @@ static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path
 		}
 		return 0;
 	}
-	return err_set(e, "%s: type \"%s\" is not supported (only NFC, or none)", path, type);
+	struct nstep st = { 0 };
+	const char *a = NULL, *b = NULL;
+	if (strcmp(type, "NFC") == 0) {
+		st.kind = N_NFC;
+	} else if (strcmp(type, "Prepend") == 0) {
+		st.kind = N_PREPEND;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "prepend");
+		if (!cJSON_IsString(v))
+			return v ? err_set(e, "%s.prepend: expected a string, not %s", path, json_kind(v))
+				 : err_set(e, "%s: no \"prepend\" (tokenizers requires it)", path);
+		a = v->valuestring;
+	} else if (strcmp(type, "Replace") == 0) {
+		st.kind = N_REPLACE;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "content");
+		if (!(a = get_pattern(n, path, e)))
+			return -1;
+		if (!cJSON_IsString(v))
+			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
+				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		b = v->valuestring;
+	} else {
+		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace of a String, "
+			       "a Sequence of those, or none)", path, type);
+	}
+	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
+		free(st.a);
+		return err_set(e, "out of memory");
+	}
+	struct nstep *q = realloc(t->nsteps, (t->n_nsteps + 1) * sizeof *q);
+	if (!q) {
+		free(st.a);
+		free(st.b);
+		return err_set(e, "out of memory");
+	}
+	t->nsteps = q;
+	t->nsteps[t->n_nsteps++] = st;
+	return 0;
 }
 
-#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
+/* Metaspace's fields, for the pre_tokenizer and the decoder alike: the
+ * replacement into rep (room for 8 bytes), prepend_scheme and split. */
+static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *rep_len, int *prepend, int *split,
+			  struct err *e)
+{
+	int l = get_char(o, "replacement", path, rep, NULL, e);
+	if (l < 0)
+		return -1;
+	*rep_len = (size_t)l;
+	*prepend = PREPEND_ALWAYS;  /* tokenizers' default */
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prepend_scheme");
+	if (v) {
+		static const char *const name[] = { "never", "first", "always" };
+		int k = -1;
+		for (int i = 0; i < 3; i++)
+			if (cJSON_IsString(v) && strcmp(v->valuestring, name[i]) == 0)
+				k = i;
+		if (k < 0)
+			return err_set(e, "%s.prepend_scheme: expected \"first\", \"always\" or \"never\", not %s%.64s%s",
+				       path, cJSON_IsString(v) ? "\"" : "", cJSON_IsString(v) ? v->valuestring : json_kind(v),
+				       cJSON_IsString(v) ? "\"" : "");
+		*prepend = k;
+	}
+	int aps = get_flag(o, "add_prefix_space", 0, -1, path, e);
+	if (aps == -1 && cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space") &&
+	    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "add_prefix_space")))
+		return -1;
+	/* the field of older files: tokenizers refuses false unless
+	 * prepend_scheme is never, and then goes by prepend_scheme */
+	if (aps == 0 && *prepend != PREPEND_NEVER)
+		return err_set(e, "%s.add_prefix_space: false does not match prepend_scheme %s (tokenizers refuses it)",
+			       path, *prepend == PREPEND_FIRST ? "first" : "always, as tokenizers takes it when missing,");
+	v = cJSON_GetObjectItemCaseSensitive(o, "split");
+	if (cJSON_IsNull(v))
+		return err_set(e, "%s.split: null is not supported (only true or false)", path);
+	if ((*split = get_flag(o, "split", 0, 1, path, e)) < 0)
+		return -1;
+	return 0;
+}
+
+#define PRE_ONLY "only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3), Metaspace or none (Llama 2, Mistral) " \
+	"is supported"
 
 static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e)
 {
+	/* no ByteLevel: the SentencePiece-converted kind */
+	t->spm = 1;
 	if (!p || cJSON_IsNull(p))
-		return err_set(e, "pre_tokenizer: none given, and " PRE_ONLY);
+		return 0;
 	const char *type = need_type(p, "pre_tokenizer", e);
 	if (!type)
 		return -1;
+	if (strcmp(type, "Metaspace") == 0) {
+		t->meta = 1;
+		return load_metaspace(p, "pre_tokenizer", t->meta_rep, &t->meta_rep_len, &t->meta_prepend,
+				      &t->meta_split, e);
+	}
+	t->spm = 0;
 	if (strcmp(type, "Sequence") != 0)
 		return err_set(e, "pre_tokenizer: type \"%.64s\" is not supported: " PRE_ONLY, type);
 	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
@@ -809,10 +1048,21 @@ static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 				       "leaves merges out at random)", v->valuedouble);
 	}
 	int bf = get_flag(m, "byte_fallback", 0, 0, "model", e);
-	if (bf < 0 || get_flag(m, "fuse_unk", 0, 0, "model", e) < 0 || !get_str(m, "unk_token", "model", e))
+	int fu = get_flag(m, "fuse_unk", 0, 0, "model", e);
+	const char *unk = get_str(m, "unk_token", "model", e);
+	if (bf < 0 || fu < 0 || !unk)
 		return -1;
-	if (bf)
-		return err_set(e, "model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)");
+	if (bf && !t->spm)
+		return err_set(e, "model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (byte-level BPE "
+			       "has no <0xNN> tokens to fall back on)");
+	t->byte_fallback = bf;
+	t->fuse_unk = fu;
+	const cJSON *uv = cJSON_GetObjectItemCaseSensitive(m, "unk_token");
+	if (cJSON_IsString(uv)) {
+		size_t ul;
+		if (!(t->unk_token = dup_str(unk, &ul)))
+			return err_set(e, "out of memory");
+	}
 	const char *affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
 	for (int i = 0; i < 2; i++) {
 		const char *s = get_str(m, affix[i], "model", e);
@@ -825,22 +1075,277 @@ static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 		return -1;
 	if (load_vocab(t, cJSON_GetObjectItemCaseSensitive(m, "vocab"), e) < 0)
 		return -1;
+	/* tokenizers looks unk_token up only when a word needs it, and fails
+	 * the encoding then if the vocab lacks it: so does tok_encode */
+	t->unk_id = -1;
+	if (t->unk_token) {
+		size_t ul = strlen(t->unk_token);
+		unsigned char *tmp = malloc(ul + 1);
+		int raw;
+		if (!tmp)
+			return err_set(e, "out of memory");
+		t->unk_id = vocab_key(t, t->unk_token, ul, tmp, &raw);
+		free(tmp);
+	}
+	for (int b = 0; b < 256; b++) {
+		char name[8];
+		snprintf(name, sizeof name, "<0x%02X>", b);
+		t->fb_id[b] = t->spm ? vocab_find(t, (const unsigned char *)name, 6) : -1;
+	}
 	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
 }
 
-static int load_decoder(const cJSON *d, struct err *e)
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+	"Strip, Metaspace and Sequences of those (without it) are supported"
+
+static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, struct err *e)
 {
 	if (!d || cJSON_IsNull(d))
-		return err_set(e, "decoder: none given, and only ByteLevel is supported (without it, decoded text "
-			       "would keep the byte-level characters)");
-	const char *type = need_type(d, "decoder", e);
+		return err_set(e, "%s: none given, and " DEC_ONLY " (without one, tokenizers joins tokens with spaces)",
+			       path);
+	const char *type = need_type(d, path, e);
 	if (!type)
 		return -1;
-	if (strcmp(type, "ByteLevel") != 0)
-		return err_set(e, "decoder: type \"%.64s\" is not supported (only ByteLevel)", type);
-	if (get_flag(d, "add_prefix_space", 1, 0, "decoder", e) < 0 || get_flag(d, "trim_offsets", 1, 0, "decoder", e) < 0 ||
-	    get_flag(d, "use_regex", 0, 1, "decoder", e) < 0)
-		return -1;
+	if (strcmp(type, "ByteLevel") == 0 && t->n_dsteps == 0 && strcmp(path, "decoder") == 0) {
+		if (get_flag(d, "add_prefix_space", 1, 0, path, e) < 0 || get_flag(d, "trim_offsets", 1, 0, path, e) < 0 ||
+		    get_flag(d, "use_regex", 0, 1, path, e) < 0)
+			return -1;
+		t->byte_level_dec = 1;
+		return 0;
+	}
+	if (strcmp(type, "Sequence") == 0) {
+		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(d, "decoders");
+		if (!cJSON_IsArray(seq))
+			return seq ? err_set(e, "%s.decoders: expected an array, not %s", path, json_kind(seq))
+				   : err_set(e, "%s: Sequence without \"decoders\"", path);
+		const cJSON *it;
+		size_t k = 0;
+		cJSON_ArrayForEach(it, seq) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s.decoders[%zu]", path, k++);
+			if (load_decoder(t, it, sub, e) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	struct dstep st = { 0 };
+	const char *a = NULL, *b = NULL;
+	char rep[8] = "";
+	if (strcmp(type, "Replace") == 0) {
+		st.kind = D_REPLACE;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "content");
+		if (!(a = get_pattern(d, path, e)))
+			return -1;
+		if (!cJSON_IsString(v))
+			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
+				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		b = v->valuestring;
+	} else if (strcmp(type, "ByteFallback") == 0) {
+		st.kind = D_BYTE_FALLBACK;
+	} else if (strcmp(type, "Fuse") == 0) {
+		st.kind = D_FUSE;
+	} else if (strcmp(type, "Strip") == 0) {
+		st.kind = D_STRIP;
+		char c[8];
+		if (get_char(d, "content", path, c, &st.ch, e) < 0)
+			return -1;
+		static const char *const k[] = { "start", "stop" };
+		for (int i = 0; i < 2; i++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, k[i]);
+			uint32_t x;
+			if (!v)
+				return err_set(e, "%s: no \"%s\" (tokenizers requires it)", path, k[i]);
+			if (get_id(v, &x, e) < 0)
+				return err_prefix(e, "%s.%s", path, k[i]);
+			*(i ? &st.stop : &st.start) = x;
+		}
+	} else if (strcmp(type, "Metaspace") == 0) {
+		st.kind = D_METASPACE;
+		int prepend, split;
+		if (load_metaspace(d, path, rep, &st.la, &prepend, &split, e) < 0)
+			return -1;
+		st.prepend = prepend != PREPEND_NEVER;
+		rep[st.la] = 0;
+		a = rep;
+	} else {
+		return err_set(e, "%s: type \"%.64s\" is not supported: " DEC_ONLY, path, type);
+	}
+	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
+		free(st.a);
+		return err_set(e, "out of memory");
+	}
+	struct dstep *q = realloc(t->dsteps, (t->n_dsteps + 1) * sizeof *q);
+	if (!q) {
+		free(st.a);
+		free(st.b);
+		return err_set(e, "out of memory");
+	}
+	t->dsteps = q;
+	t->dsteps[t->n_dsteps++] = st;
+	return 0;
+}
+
+/* The decoder must undo what the pre_tokenizer did: ByteLevel's characters
+ * with ByteLevel, otherwise the UTF-8 tokens as they are. */
+static int check_decoder(const struct tokenizer *t, struct err *e)
+{
+	if (t->spm && t->byte_level_dec)
+		return err_set(e, "decoder: ByteLevel with %s pre_tokenizer is not supported (ByteLevel goes with "
+			       "Sequence[Split, ByteLevel] only)", t->meta ? "a Metaspace" : "no");
+	if (!t->spm && !t->byte_level_dec)
+		return err_set(e, "decoder: %s with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
+			       t->dsteps[0].kind == D_METASPACE ? "Metaspace" : "a SentencePiece-style decoder");
+	return 0;
+}
+
+/* tokenizers knows these keys of tokenizer.json and refuses a file with
+ * any other. */
+static int check_keys(const cJSON *root, struct err *e)
+{
+	static const char *const known[] = { "version", "truncation", "padding", "added_tokens", "normalizer",
+					     "pre_tokenizer", "post_processor", "decoder", "model" };
+	const size_t nk = sizeof known / sizeof *known;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, root) {
+		size_t i = 0;
+		while (i < nk && strcmp(it->string, known[i]) != 0)
+			i++;
+		if (i == nk)
+			return err_set(e, "\"%.64s\": not a key of tokenizer.json (tokenizers refuses the file; it takes "
+				       "version, truncation, padding, added_tokens, normalizer, pre_tokenizer, "
+				       "post_processor, decoder and model)", it->string);
+	}
+	/* tokenizers' encode cuts every encoding to truncation's max_length
+	 * and pads it as padding says: what tok_encode does not */
+	const cJSON *v;
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "truncation")) && !cJSON_IsNull(v))
+		return err_set(e, "truncation: %s is not supported (only null: tokenizers would cut each encoding to its "
+			       "max_length)", json_kind(v));
+	if ((v = cJSON_GetObjectItemCaseSensitive(root, "padding")) && !cJSON_IsNull(v))
+		return err_set(e, "padding: %s is not supported (only null: tokenizers would pad each encoding)",
+			       json_kind(v));
+	return 0;
+}
+
+/* ---- how the ids are written, which cJSON does not keep ---- */
+
+static const char *jws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string that starts at p, its opening quote. */
+static const char *jstr(const char *p, const char *end)
+{
+	for (p++; p < end && *p != '"'; p++)
+		if (*p == '\\')
+			p++;
+	return p < end ? p + 1 : end;
+}
+
+/* Past the value at p (the text is valid JSON: cJSON has read it). */
+static const char *jskip(const char *p, const char *end)
+{
+	if (p >= end)
+		return end;
+	if (*p == '"')
+		return jstr(p, end);
+	if (*p != '{' && *p != '[') {
+		while (p < end && *p != ',' && *p != ']' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\n' &&
+		       *p != '\r')
+			p++;
+		return p;
+	}
+	for (int depth = 0; p < end;) {
+		if (*p == '"') {
+			p = jstr(p, end);
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return end;
+}
+
+/* The next member of an object or element of an array: p is past its '{'
+ * or '[', or past the last value. Where the value starts, with the key
+ * (quotes included) in *k, *kl for an object; NULL at the end. */
+static const char *jnext(const char *p, const char *end, int object, const char **k, size_t *kl)
+{
+	p = jws(p, end);
+	if (p < end && *p == ',')
+		p = jws(p + 1, end);
+	if (p >= end || *p == '}' || *p == ']')
+		return NULL;
+	if (object) {
+		*k = p;
+		p = jstr(p, end);
+		*kl = (size_t)(p - *k);
+		p = jws(p, end);
+		if (p < end && *p == ':')
+			p++;
+	}
+	return jws(p, end);
+}
+
+/* A number at p that get_id takes but that is written otherwise than as
+ * digits only ("258.0", "2.58e2", "-0"): how far it goes, or 0 (digits, a
+ * number get_id refuses, or no number). */
+static size_t float_id(const char *p, const char *end)
+{
+	if (p >= end || !(*p == '-' || (*p >= '0' && *p <= '9')))
+		return 0;
+	const char *q = jskip(p, end);
+	const char *r = p;
+	while (r < q && *r >= '0' && *r <= '9')
+		r++;
+	if (r == q || q - p >= 64)
+		return 0;
+	char num[64];
+	memcpy(num, p, (size_t)(q - p));
+	num[q - p] = 0;
+	double d = strtod(num, NULL);
+	return d >= 0 && d <= UINT32_MAX && d == (double)(uint32_t)d ? (size_t)(q - p) : 0;
+}
+
+/* tokenizers reads ids as u32 and refuses one written as a float (258.0,
+ * 2.58e2, -0), which cJSON reads as the whole number it equals: look at how
+ * model.vocab's and added_tokens' ids are written. */
+static int check_id_text(const char *json, size_t n, struct err *e)
+{
+	const char *end = json + n, *p = jws(json, end), *v, *k, *k2, *v2, *v3;
+	size_t kl, kl2, fl;
+	if (p >= end || *p != '{')
+		return 0;
+	for (p++; (v = jnext(p, end, 1, &k, &kl)); p = jskip(v, end)) {
+		if (kl == 7 && memcmp(k, "\"model\"", 7) == 0 && *v == '{') {
+			for (const char *q = v + 1; (v2 = jnext(q, end, 1, &k, &kl)); q = jskip(v2, end)) {
+				if (kl != 7 || memcmp(k, "\"vocab\"", 7) != 0 || *v2 != '{')
+					continue;
+				for (const char *r = v2 + 1; (v3 = jnext(r, end, 1, &k2, &kl2)); r = jskip(v3, end))
+					if ((fl = float_id(v3, end)))
+						return err_set(e, "model.vocab[%.*s]: id %.*s is not written as a whole number, "
+							       "and tokenizers refuses it (it reads ids as u32)",
+							       (int)(kl2 < 66 ? kl2 : 66), k2, (int)(fl < 32 ? fl : 32), v3);
+			}
+		} else if (kl == 14 && memcmp(k, "\"added_tokens\"", 14) == 0 && *v == '[') {
+			size_t at = 0;
+			for (const char *q = v + 1; (v2 = jnext(q, end, 0, NULL, NULL)); q = jskip(v2, end), at++) {
+				if (*v2 != '{')
+					continue;
+				for (const char *r = v2 + 1; (v3 = jnext(r, end, 1, &k2, &kl2)); r = jskip(v3, end))
+					if (kl2 == 4 && memcmp(k2, "\"id\"", 4) == 0 && (fl = float_id(v3, end)))
+						return err_set(e, "added_tokens[%zu].id: %.*s is not written as a whole number, "
+							       "and tokenizers refuses it (it reads ids as u32)", at,
+							       (int)(fl < 32 ? fl : 32), v3);
+			}
+		}
+	}
 	return 0;
 }
 
@@ -911,9 +1416,11 @@ struct tokenizer *tok_load_mem(const char *json, size_t n, const char *name, str
 		err_set(e, "no \"model\": not a tokenizer.json");
 	else if (!cJSON_IsObject(model))
 		err_set(e, "model: expected an object, not %s", json_kind(model));
-	else if (load_decoder(cJSON_GetObjectItemCaseSensitive(root, "decoder"), e) == 0 &&
+	else if (check_keys(root, e) == 0 && check_id_text(json, n, e) == 0 &&
+		 load_decoder(t, cJSON_GetObjectItemCaseSensitive(root, "decoder"), "decoder", e) == 0 &&
 		 (!norm || cJSON_IsNull(norm) || load_normalizer(t, norm, "normalizer", e) == 0) &&
 		 load_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e) == 0 &&
+		 check_decoder(t, e) == 0 &&
 		 load_model(t, model, e) == 0 &&
 		 load_added(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), e) == 0) {
 		cJSON_Delete(root);
@@ -946,6 +1453,18 @@ void tok_free(struct tokenizer *t)
 	free(t->merges);
 	free(t->raw.a);
 	free(t->norm.a);
+	free(t->ndec);
+	for (size_t i = 0; i < t->n_nsteps; i++) {
+		free(t->nsteps[i].a);
+		free(t->nsteps[i].b);
+	}
+	free(t->nsteps);
+	for (size_t i = 0; i < t->n_dsteps; i++) {
+		free(t->dsteps[i].a);
+		free(t->dsteps[i].b);
+	}
+	free(t->dsteps);
+	free(t->unk_token);
 	free(t);
 }
 
@@ -965,6 +1484,8 @@ int32_t tok_token_id(const struct tokenizer *t, const char *token)
 	for (uint32_t i = 0; i < t->n_ids; i++)
 		if (t->ids[i].kind == KIND_ADDED && t->ids[i].len == n && memcmp(t->pool + t->ids[i].off, token, n) == 0)
 			return (int32_t)i;
+	if (t->spm)
+		return vocab_find(t, (const unsigned char *)token, n);
 	unsigned char *tmp = malloc(n + 1);
 	if (!tmp)
 		return -1;
@@ -987,8 +1508,9 @@ struct hent {
 
 /* Scratch space of one tok_encode call. */
 struct scratch {
-	struct buf norm;
+	struct buf norm, norm2, meta;
 	int missing;                /* a byte the vocab has no token for, or -1 */
+	uint32_t missing_cp;        /* SentencePiece-style: the character */
 	struct sym *sym;            /* (cap) */
 	struct hent *heap;          /* (3 * cap) */
 	size_t cap, nheap;
@@ -1062,10 +1584,18 @@ static void push_pair(const struct tokenizer *t, struct scratch *sc, int32_t pos
 		heap_push(sc, m->rank, (uint32_t)pos);
 }
 
-/* BPE of one pre-token (raw bytes): merge the adjacent pair of lowest rank,
- * leftmost first, until no pair has a merge; as tokenizers' word merging.
- * -1 when memory runs out, -2 (the byte in sc->missing) when a byte has no
- * token, which a vocab without all 256 bytes allows. */
+static inline size_t cp_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
+
+/* BPE of one pre-token, as tokenizers' merge_word: its first symbols are
+ * its bytes' tokens (byte-level) or its characters' (SentencePiece-style);
+ * a character the vocab lacks becomes its <0xNN> tokens when byte_fallback
+ * is on and the vocab has all of them, else unk_token, a run of those one
+ * unk_token with fuse_unk. (As in tokenizers, a pending unk_token is put
+ * down before the next character found in the vocab but not before <0xNN>
+ * tokens.) Then the adjacent pair of lowest rank merges, leftmost first,
+ * until no pair has a merge. -1 when memory runs out, -2 (sc->missing or
+ * sc->missing_cp) when a symbol has no token and there is no unk_token,
+ * -3 when the vocab lacks unk_token. */
 static int bpe(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc,
 	       struct tok_ids *out)
 {
@@ -1074,31 +1604,70 @@ static int bpe(const struct tokenizer *t, const unsigned char *p, size_t n, stru
 		if (id >= 0)
 			return tok_ids_push(out, id);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (t->byte_id[p[i]] < 0) {
-			sc->missing = p[i];
-			return -2;
-		}
-	if (n == 1)
+	if (!t->spm && n == 1 && t->byte_id[p[0]] >= 0)
 		return tok_ids_push(out, t->byte_id[p[0]]);
 	if (scratch_reserve(sc, n) < 0)
 		return -1;
 	struct sym *s = sc->sym;
-	for (size_t i = 0; i < n; i++)
-		s[i] = (struct sym){ t->byte_id[p[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1 };
+	size_t m = 0;
+	int unk = 0;                /* an unk_token waits to be put down */
+	for (size_t i = 0, l; i < n; i += l) {
+		int32_t id;
+		uint32_t cp = p[i];
+		if (t->spm) {
+			l = cp_at(p, n, i, &cp);
+			id = vocab_find(t, p + i, l);
+		} else {
+			l = 1;
+			id = t->byte_id[p[i]];
+		}
+		if (id >= 0) {
+			if (unk)
+				s[m++].id = t->unk_id;
+			unk = 0;
+			s[m++].id = id;
+			continue;
+		}
+		size_t k = 0;
+		while (t->byte_fallback && k < l && t->fb_id[p[i + k]] >= 0)
+			k++;
+		if (t->byte_fallback && k == l) {
+			for (k = 0; k < l; k++)
+				s[m++].id = t->fb_id[p[i + k]];
+			continue;
+		}
+		if (!t->unk_token) {
+			sc->missing = p[i];
+			sc->missing_cp = cp;
+			return -2;
+		}
+		if (t->unk_id < 0)
+			return -3;
+		if (unk && !t->fuse_unk)
+			s[m++].id = t->unk_id;
+		unk = 1;
+	}
+	if (unk)
+		s[m++].id = t->unk_id;
+	if (m == 0)
+		return 0;
+	for (size_t i = 0; i < m; i++) {
+		s[i].prev = (int32_t)i - 1;
+		s[i].next = i + 1 < m ? (int32_t)i + 1 : -1;
+	}
 	sc->nheap = 0;
-	for (size_t i = 0; i + 1 < n; i++)
+	for (size_t i = 0; i + 1 < m; i++)
 		push_pair(t, sc, (int32_t)i);
 	while (sc->nheap) {
 		struct hent h = heap_pop(sc);
 		struct sym *a = &s[h.pos];
 		if (a->id < 0 || a->next < 0)
 			continue;   /* stale: merged away meanwhile */
-		const struct mslot *m = merge_find(t, a->id, s[a->next].id);
-		if (!m || m->rank != h.rank)
+		const struct mslot *mg = merge_find(t, a->id, s[a->next].id);
+		if (!mg || mg->rank != h.rank)
 			continue;   /* stale: a neighbour changed */
 		struct sym *b = &s[a->next];
-		a->id = m->id;
+		a->id = mg->id;
 		b->id = -1;
 		a->next = b->next;
 		if (a->next >= 0)
@@ -1342,29 +1911,68 @@ static int next_added(const struct added_set *set, const unsigned char *s, size_
 	return 0;
 }
 
-/* A stretch of text between raw added tokens: normalize, split out the
- * normalized added tokens, pre-tokenize and merge the rest. */
-static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t n, struct scratch *sc,
+/* Metaspace: spaces become the replacement, which is put first (always, or
+ * for the text's first piece, as first), then with split the piece is cut
+ * before each run of replacements (tokenizers' MergedWithNext). */
+static int encode_meta(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
 		       struct tok_ids *out)
 {
-	if (t->nfc) {
-		buf_reset(&sc->norm);
-		if (uni_nfc(&sc->norm, s, n) < 0)
-			return -1;
-		s = sc->norm.data;
-		n = sc->norm.len;
-	}
+	const char *r = t->meta_rep;
+	size_t rl = t->meta_rep_len;
+	struct buf *m = &sc->meta;
+	buf_reset(m);
+	int starts = s[0] == ' ' || (n >= rl && memcmp(s, r, rl) == 0);
+	if (!starts && (t->meta_prepend == PREPEND_ALWAYS || (t->meta_prepend == PREPEND_FIRST && first)) &&
+	    buf_append(m, r, rl) < 0)
+		return -1;
+	if (replace_all(m, s, n, " ", 1, r, rl) < 0)
+		return -1;
+	s = m->data;
+	n = m->len;
+	if (!t->meta_split)
+		return bpe(t, s, n, sc, out);
+	size_t from = 0;
+	for (size_t i = 1; i + rl <= n; i++)
+		if (memcmp(s + i, r, rl) == 0) {
+			int rc = bpe(t, s + from, i - from, sc, out);
+			if (rc < 0)
+				return rc;
+			from = i;
+		}
+	return bpe(t, s + from, n - from, sc, out);
+}
+
+/* A piece of normalized text between added tokens (n > 0); first when it
+ * begins the text, for Metaspace's prepend_scheme first. */
+static int encode_piece(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
+			struct tok_ids *out)
+{
+	if (!t->spm)
+		return encode_words(t, s, n, sc, out);
+	if (t->meta)
+		return encode_meta(t, s, n, first, sc, out);
+	return bpe(t, s, n, sc, out);   /* no pre_tokenizer: one word */
+}
+
+/* A stretch of text between raw added tokens: normalize, split out the
+ * normalized added tokens, pre-tokenize and merge the rest. tokenizers
+ * normalizes each stretch on its own, so Prepend puts its "▁" before each. */
+static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
+		       struct tok_ids *out)
+{
+	if (normalize(t, s, n, &sc->norm, &sc->norm2, &s, &n) < 0)
+		return -1;
 	size_t at = 0, scan = 0, b, e;
 	int32_t id;
 	while (next_added(&t->norm, s, n, &scan, at, &b, &e, &id)) {
-		int rc = b > at ? encode_words(t, s + at, b - at, sc, out) : 0;
+		int rc = b > at ? encode_piece(t, s + at, b - at, first && at == 0, sc, out) : 0;
 		if (rc < 0)
 			return rc;
 		if (tok_ids_push(out, id) < 0)
 			return -1;
 		at = e;
 	}
-	return encode_words(t, s + at, n - at, sc, out);
+	return at < n ? encode_piece(t, s + at, n - at, first && at == 0, sc, out) : 0;
 }
 
 int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok_ids *out, struct err *e)
@@ -1379,16 +1987,23 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	int rc = 0;
 	while (rc == 0 && next_added(&t->raw, s, n, &scan, at, &b, &stop, &id)) {
 		if (b > at)
-			rc = encode_text(t, s + at, b - at, &sc, out);
+			rc = encode_text(t, s + at, b - at, at == 0, &sc, out);
 		if (rc == 0)
 			rc = tok_ids_push(out, id);
 		at = stop;
 	}
 	if (rc == 0 && at < n)
-		rc = encode_text(t, s + at, n - at, &sc, out);
+		rc = encode_text(t, s + at, n - at, at == 0, &sc, out);
 	buf_free(&sc.norm);
+	buf_free(&sc.norm2);
+	buf_free(&sc.meta);
 	free(sc.sym);
 	free(sc.heap);
+	if (rc == -3)
+		return err_set(e, "model.unk_token \"%.64s\" is not in the vocab, and the text needs it", t->unk_token);
+	if (rc == -2 && t->spm)
+		return err_set(e, "character U+%04X has no token in this vocabulary, and there is no unk_token%s",
+			       (unsigned)sc.missing_cp, t->byte_fallback ? " nor all its <0xNN> tokens" : "");
 	if (rc == -2) {
 		char shown[8] = "";
 		if (sc.missing > ' ' && sc.missing < 0x7F)
@@ -1400,10 +2015,183 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 
 /* ---- decoding ---- */
 
+/* A list of token strings: token k is b[end[k-1] .. end[k]). */
+struct dlist {
+	struct buf b;
+	size_t *end;                /* (n) */
+	size_t n, cap;
+};
+
+/* End the token being written. */
+static int dl_end(struct dlist *d)
+{
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 64;
+		size_t *q = realloc(d->end, cap * sizeof *q);
+		if (!q)
+			return -1;
+		d->end = q;
+		d->cap = cap;
+	}
+	d->end[d->n++] = d->b.len;
+	return 0;
+}
+
+static int dl_add(struct dlist *d, const void *p, size_t n)
+{
+	return buf_append(&d->b, p, n) < 0 ? -1 : dl_end(d);
+}
+
+/* ByteFallback's token: "<0x" two hex digits ">", its byte, or -1. */
+static int fallback_byte(const unsigned char *p, size_t n)
+{
+	if (n != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>')
+		return -1;
+	int v = 0;
+	for (int i = 3; i < 5; i++) {
+		int c = p[i], x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+			c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (x < 0)
+			return -1;
+		v = v * 16 + x;
+	}
+	return v;
+}
+
+/* ByteFallback's run of bytes: one token of them when they are UTF-8, else
+ * one U+FFFD token for each byte (not from_utf8_lossy's maximal parts). */
+static int dl_flush_bytes(struct dlist *d, struct buf *bytes)
+{
+	int rc = 0;
+	if (bytes->len && uni_utf8_check(bytes->data, bytes->len) == bytes->len)
+		rc = dl_add(d, bytes->data, bytes->len);
+	else
+		for (size_t i = 0; i < bytes->len && rc == 0; i++)
+			rc = dl_add(d, "\xEF\xBF\xBD", 3);
+	buf_reset(bytes);
+	return rc;
+}
+
+/* One decoder step from src to dst (empty); -1 when memory runs out, -2
+ * where tokenizers would panic (Strip). */
+static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst)
+{
+	struct buf bytes = { 0 };
+	int rc = 0;
+	for (size_t k = 0; k < src->n && rc == 0; k++) {
+		size_t from = k ? src->end[k - 1] : 0;
+		/* (tokens may all be empty, and then there is no buffer) */
+		const unsigned char *p = src->b.data ? src->b.data + from : (const unsigned char *)"";
+		size_t n = src->end[k] - from;
+		switch (st->kind) {
+		case D_REPLACE:
+			rc = replace_all(&dst->b, p, n, st->a, st->la, st->b, st->lb) < 0 ? -1 : dl_end(dst);
+			break;
+		case D_BYTE_FALLBACK: {
+			int v = fallback_byte(p, n);
+			if (v >= 0)
+				rc = buf_put_u8(&bytes, (uint8_t)v);
+			else
+				rc = dl_flush_bytes(dst, &bytes) < 0 ? -1 : dl_add(dst, p, n);
+			break;
+		}
+		case D_FUSE:
+			rc = buf_append(&dst->b, p, n);
+			break;
+		case D_STRIP: {
+			size_t a = 0, z = n, l;
+			uint32_t c;
+			for (size_t i = 0; i < st->start && a < z && (l = cp_at(p, z, a, &c)) && c == st->ch; i++)
+				a += l;
+			/* tokenizers cuts the two ends on its own and panics when
+			 * the end passes the start, or the token (even empty) runs
+			 * out while stop has more to cut */
+			for (size_t i = 0; i < st->stop; i++) {
+				if (z == 0) {
+					rc = -2;
+					break;
+				}
+				size_t j = prev_char(p, z);
+				cp_at(p, z, j, &c);
+				if (c != st->ch)
+					break;
+				z = j;
+			}
+			if (rc == 0 && z < a)
+				rc = -2;
+			if (rc == 0)
+				rc = dl_add(dst, p + a, z - a);
+			break;
+		}
+		case D_METASPACE:
+			/* the replacement becomes a space, but in the first token
+			 * (prepend_scheme first or always) it goes, every one */
+			rc = replace_all(&dst->b, p, n, st->a, st->la, " ", k == 0 && st->prepend ? 0 : 1) < 0 ? -1 :
+				dl_end(dst);
+			break;
+		}
+	}
+	if (rc == 0 && st->kind == D_BYTE_FALLBACK)
+		rc = dl_flush_bytes(dst, &bytes);
+	if (rc == 0 && st->kind == D_FUSE)
+		rc = dl_end(dst);   /* one token, even of none */
+	buf_free(&bytes);
+	return rc;
+}
+
+/* SentencePiece-style decoding: the tokens' strings through the decoder's steps, joined. */
+static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
+			struct buf *out)
+{
+	struct dlist l[2];
+	int rc = 0, cur = 0;
+	memset(l, 0, sizeof l);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct idinfo *d = &t->ids[ids[i]];
+		if (skip_special && d->kind == KIND_ADDED && d->special)
+			continue;
+		const struct added key = { .id = ids[i] }, *a = NULL;
+		if (d->normalized)
+			a = bsearch(&key, t->ndec, t->n_ndec, sizeof *t->ndec, cmp_added_id);
+		if (!t->pool)
+			rc = dl_add(&l[0], "", 0);  /* only "" in the vocab */
+		else
+			rc = a ? dl_add(&l[0], t->pool + a->off, a->len) : dl_add(&l[0], t->pool + d->off, d->len);
+	}
+	for (size_t s = 0; s < t->n_dsteps && rc == 0; s++) {
+		buf_reset(&l[!cur].b);
+		l[!cur].n = 0;
+		rc = decode_step(&t->dsteps[s], &l[cur], &l[!cur]);
+		cur = !cur;
+	}
+	if (rc == 0 && l[cur].b.len)
+		rc = buf_append(out, l[cur].b.data, l[cur].b.len);
+	for (int i = 0; i < 2; i++) {
+		buf_free(&l[i].b);
+		free(l[i].end);
+	}
+	return rc;
+}
+
 int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
 	       struct buf *out, struct err *e)
 {
 	size_t start = out->len;
+	if (t->spm) {
+		for (size_t i = 0; i < n; i++)
+			if (ids[i] < 0 || (uint32_t)ids[i] >= t->n_ids || t->ids[ids[i]].kind == KIND_NONE)
+				return err_set(e, "token %zu: id %d is not in the tokenizer (%u ids)", i, (int)ids[i],
+					       t->n_ids);
+		int rc = decode_steps(t, ids, n, skip_special, out);
+		if (rc < 0)
+			out->len = start;
+		if (rc == -2)
+			return err_set(e, "decoder: Strip cannot cut a token of these ids as its stop says (tokenizers "
+				       "panics there: stop would cut past the token's beginning, or into what start cut)");
+		if (rc < 0)
+			return err_set(e, "out of memory");
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int32_t id = ids[i];
 		if (id < 0 || (uint32_t)id >= t->n_ids || t->ids[id].kind == KIND_NONE) {

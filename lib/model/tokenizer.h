@@ -1,42 +1,69 @@
 /*
- * tokenizer.h: Hugging Face tokenizer.json byte-level BPE, encode and decode.
+ * tokenizer.h: Hugging Face tokenizer.json BPE, encode and decode: the
+ * byte-level kind and the SentencePiece-converted kind.
  *
- * What is supported is what the Qwen2/Qwen2.5/Qwen3 and Llama 3 files use,
- * and anything else is refused at load with a message naming it, never
- * tokenized differently:
+ * What is supported is what the Qwen2/Qwen2.5/Qwen3 and Llama 3 files
+ * (byte-level) and the Llama 2, TinyLlama and Mistral v0.1-v0.3 files
+ * (SentencePiece-style) use, and anything else is refused at load with a
+ * message naming it, never tokenized differently:
  *   - model: BPE, vocab and merges, merges as "a b" strings or as [a, b]
  *     pairs (a merge's rank is its index; a pair listed twice keeps its last
  *     rank, as tokenizers' HashMap does), ignore_merges (Llama 3: a
- *     pre-token that is itself in the vocab is emitted whole); the vocab
- *     need not hold all 256 bytes (examples/addition has the digits, + and =
- *     only), and text with a byte it lacks is an error naming the byte,
- *     where Hugging Face, with no unk_token, would drop the byte silently;
+ *     pre-token that is itself in the vocab is emitted whole), unk_token and
+ *     fuse_unk (a symbol the vocab lacks is unk_token, a run of them one
+ *     with fuse_unk); the vocab need not hold all 256 bytes (examples/addition
+ *     has the digits, + and = only), and with no unk_token, text with a byte
+ *     it lacks is an error naming the byte, where Hugging Face would drop the
+ *     byte silently;
+ *   - SentencePiece-style only: byte_fallback (a character the vocab lacks
+ *     is its UTF-8 bytes as <0xNN> tokens when the vocab has all of them);
+ *     vocab tokens are UTF-8 strings ("▁the"), a word's first symbols its
+ *     characters;
  *   - added_tokens, special or not, lstrip, rstrip, single_word and
  *     normalized, with the ids tokenizers gives them whatever the file
  *     says (a token's vocab id, else the next after the vocab's count), so
- *     a file whose ids differ from those is refused;
- *   - normalizer: null, NFC, or a Sequence of those;
+ *     a file whose ids differ from those is refused; a normalized one is
+ *     matched, and SentencePiece-style decoded, as the normalizer makes it
+ *     (Prepend: "<x>" as "▁<x>");
+ *   - normalizer: null, NFC, Prepend, Replace of a String, or a Sequence of
+ *     those (Llama 2: Prepend("▁") then Replace(" " -> "▁")), applied to
+ *     each stretch of text between added tokens on its own, as tokenizers
+ *     does (so Prepend puts "▁" before each);
  *   - pre_tokenizer: Sequence[Split(Regex R, Isolated), ByteLevel without
  *     its own regex], R the Qwen2/Qwen3 pattern or the Llama 3 one (they
  *     differ in \p{N} versus \p{N}{1,3}), matched by a hand-written scanner
- *     with Oniguruma's leftmost-first semantics;
- *   - decoder: ByteLevel.
+ *     with Oniguruma's leftmost-first semantics; or, SentencePiece-style,
+ *     Metaspace (any replacement character, prepend_scheme first, always or
+ *     never, split or not; Mistral v0.3) or null (each stretch is one word);
+ *   - decoder: ByteLevel with the ByteLevel pre_tokenizer; otherwise
+ *     Replace of a String, ByteFallback, Fuse, Strip, Metaspace, or a
+ *     Sequence of those (Llama 2: Replace("▁" -> " "), ByteFallback, Fuse,
+ *     Strip(" ", 1, 0)), each step as tokenizers' on the list of token
+ *     strings (ByteFallback: a run of <0xNN> that is not UTF-8 is one U+FFFD
+ *     per byte).
+ * As in tokenizers, a file with a top-level key other than version,
+ * truncation, padding, added_tokens, normalizer, pre_tokenizer,
+ * post_processor, decoder and model is refused, and so is an id written
+ * otherwise than as a whole number (258.0, 2.58e2); truncation and padding
+ * must be null (tokenizers' encode would cut and pad by them).
  *
  * tok_encode() is Tokenizer.encode(text, add_special_tokens=False): added
  * tokens are split out of the raw text first (leftmost, then longest), the
- * rest is normalized, pre-tokenized, mapped to bytes and merged by rank.
- * Input must be valid UTF-8 (Hugging Face takes only str); anything else is
- * an error naming the byte offset. tok_decode() is Tokenizer.decode(ids):
- * added tokens as their content, other tokens as their bytes, then any byte
+ * rest is normalized, pre-tokenized, mapped to bytes or characters and
+ * merged by rank; merging is O(n log n) in a word's length, so a long text
+ * that is one word (no pre_tokenizer) is no trouble. Input must be valid
+ * UTF-8 (Hugging Face takes only str); anything else is an error naming the
+ * byte offset. tok_decode() is Tokenizer.decode(ids): byte-level, added
+ * tokens as their content, other tokens as their bytes, then any byte
  * sequence that is not valid UTF-8 becomes U+FFFD (maximal subparts, as
- * from_utf8_lossy). An id the tokenizer does not have is an error, where
- * Hugging Face would drop it silently: a model's vocab_size often exceeds
- * the tokenizer's, and such an id means the sampler and the tokenizer
- * disagree.
+ * from_utf8_lossy); SentencePiece-style, the tokens' strings through the
+ * decoder. An id the tokenizer does not have is an error, where Hugging
+ * Face would drop it silently: a model's vocab_size often exceeds the
+ * tokenizer's, and such an id means the sampler and the tokenizer disagree.
  *
- * Internally every vocab token is held as the bytes it stands for, so
- * encoding never builds the byte-level strings. A loaded tokenizer is
- * read-only: several threads may encode and decode with it at once.
+ * Internally every byte-level vocab token is held as the bytes it stands
+ * for, so encoding never builds the byte-level strings. A loaded tokenizer
+ * is read-only: several threads may encode and decode with it at once.
  * Unicode data: see unicode.h.
  */
 #ifndef GRPO_TOKENIZER_H

@@ -163,24 +163,35 @@ static void test_file(void)
 	tok_free(t);
 }
 
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+	"Strip, Metaspace and Sequences of those (without it) are supported"
+#define NORM_ONLY "(only NFC, Prepend, Replace of a String, a Sequence of those, or none)"
+
 static void test_decoder_normalizer(void)
 {
-	refused(&(struct tj){ .decoder = "null" },
-		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
-		"a null decoder");
-	refused(&(struct tj){ .decoder = "" },
-		"decoder: none given, and only ByteLevel is supported (without it, decoded text would keep the byte-level characters)",
-		"no decoder");
+	refused(&(struct tj){ .decoder = "null" }, "decoder: none given, and " DEC_ONLY
+		" (without one, tokenizers joins tokens with spaces)", "a null decoder");
+	refused(&(struct tj){ .decoder = "" }, "decoder: none given, and " DEC_ONLY
+		" (without one, tokenizers joins tokens with spaces)", "no decoder");
 	refused(&(struct tj){ .decoder = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
-		"decoder: type \"Metaspace\" is not supported (only ByteLevel)", "a Metaspace decoder");
+		"decoder: Metaspace with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
+		"a Metaspace decoder after a ByteLevel pre_tokenizer");
+	refused(&(struct tj){ .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteFallback\"}, "
+				"{\"type\": \"Fuse\"}]}" },
+		"decoder: a SentencePiece-style decoder with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
+		"ByteFallback and Fuse after a ByteLevel pre_tokenizer");
+	refused(&(struct tj){ .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_OK "]}" },
+		"decoder.decoders[0]: type \"ByteLevel\" is not supported: " DEC_ONLY, "ByteLevel inside a Sequence");
+	refused(&(struct tj){ .decoder = "{\"type\": \"WordPiece\"}" },
+		"decoder: type \"WordPiece\" is not supported: " DEC_ONLY, "a WordPiece decoder");
 	refused(&(struct tj){ .decoder = "{}" }, "decoder: no \"type\"", "a decoder without a type");
 	refused(&(struct tj){ .decoder = BL("") }, "decoder: no \"add_prefix_space\" (tokenizers requires it)",
 		"a ByteLevel decoder without its fields");
 
 	refused(&(struct tj){ .normalizer = "{\"type\": \"NFD\"}" },
-		"normalizer: type \"NFD\" is not supported (only NFC, or none)", "an NFD normalizer");
+		"normalizer: type \"NFD\" is not supported " NORM_ONLY, "an NFD normalizer");
 	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"NFKC\"}]}" },
-		"normalizer.normalizers[1]: type \"NFKC\" is not supported (only NFC, or none)",
+		"normalizer.normalizers[1]: type \"NFKC\" is not supported " NORM_ONLY,
 		"a Sequence normalizer holding NFKC");
 	refused(&(struct tj){ .normalizer = "{\"type\": \"Sequence\"}" },
 		"normalizer: Sequence without \"normalizers\"", "a Sequence normalizer without its list");
@@ -193,12 +204,20 @@ static void test_decoder_normalizer(void)
 	      "e\xcc\x81", (const int32_t[]){ 0xC3, 0xA9 }, 2, "a Sequence of NFC and an empty Sequence is NFC");
 }
 
-#define PRE_ONLY "only Sequence[Split, ByteLevel], as Qwen2, Qwen3 and Llama 3 have, is supported"
+#define PRE_ONLY "only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3), Metaspace or none (Llama 2, Mistral) " \
+	"is supported"
 
 static void test_pre_tokenizer(void)
 {
-	refused(&(struct tj){ .pre = "null" }, "pre_tokenizer: none given, and " PRE_ONLY, "a null pre_tokenizer");
-	refused(&(struct tj){ .pre = "" }, "pre_tokenizer: none given, and " PRE_ONLY, "no pre_tokenizer");
+	/* no pre_tokenizer is the SentencePiece-style kind, which ByteLevel
+	 * does not decode */
+	refused(&(struct tj){ .pre = "null" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
+		"goes with Sequence[Split, ByteLevel] only)", "a null pre_tokenizer with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = "" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
+		"goes with Sequence[Split, ByteLevel] only)", "no pre_tokenizer with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
+		"decoder: ByteLevel with a Metaspace pre_tokenizer is not supported (ByteLevel goes with Sequence[Split, "
+		"ByteLevel] only)", "a Metaspace pre_tokenizer with a ByteLevel decoder");
 	refused(&(struct tj){ .pre = BL_OK }, "pre_tokenizer: type \"ByteLevel\" is not supported: " PRE_ONLY,
 		"a ByteLevel pre_tokenizer alone");
 	refused(&(struct tj){ .pre = SEQ(BL_OK, SPLIT_OK) },
@@ -254,7 +273,8 @@ static void test_model(void)
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"dropout\": \"x\"" }, "model.dropout: expected a number, not a string",
 		"a dropout that is not a number");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": true" },
-		"model.byte_fallback: true is not supported (byte-level BPE has no <0xNN> tokens to fall back on)", "byte_fallback");
+		"model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (byte-level BPE has no <0xNN> "
+		"tokens to fall back on)", "byte_fallback");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"byte_fallback\": \"yes\"" },
 		"model.byte_fallback: expected true or false, not a string", "a byte_fallback that is a string");
 	refused(&(struct tj){ .model = "\"type\": \"BPE\", \"unk_token\": 5" }, "model.unk_token: expected a string, not a number",
@@ -396,6 +416,159 @@ static void test_added(void)
 	      "after a vocab with a gap, added tokens count from its size (257 entries), not its largest id");
 }
 
+/* encode text with the file j: the ids (want, n), or the error message (err) */
+static void encodes(const struct tj *j, const char *text, const int32_t *want, size_t n, const char *err,
+		    const char *what)
+{
+	struct err e = { "" };
+	struct tokenizer *t = build(j, &e);
+	struct tok_ids got = { 0 };
+	int rc = t ? tok_encode(t, text, strlen(text), &got, &e) : -1;
+	int good = err ? t && rc < 0 && strcmp(e.msg, err) == 0
+		       : rc == 0 && got.n == n && (n == 0 || memcmp(got.v, want, n * sizeof *want) == 0);
+	if (!ok(good, "%s", what)) {
+		diag("  %s", rc < 0 ? e.msg : "ids differ");
+		for (size_t i = 0; i < got.n; i++)
+			diag("  got id %d", got.v[i]);
+	}
+	tok_ids_free(&got);
+	tok_free(t);
+}
+
+/* Where tokenizers 0.23.2 and we differed: ids written as floats and keys
+ * it does not know loaded here, and a byte-level vocab with an unk_token
+ * stopped at a byte it lacks where tokenizers puts down unk_token. */
+static void test_like_tokenizers(void)
+{
+	refused(&(struct tj){ .vocab_extra = "\"ab\": 258.0" }, "model.vocab[\"ab\"]: id 258.0 is not written as a whole "
+		"number, and tokenizers refuses it (it reads ids as u32)", "a vocab id written 258.0");
+	refused(&(struct tj){ .vocab_extra = "\"ab\": 2.58e2" }, "model.vocab[\"ab\"]: id 2.58e2 is not written as a whole "
+		"number, and tokenizers refuses it (it reads ids as u32)", "a vocab id written 2.58e2");
+	refused(&(struct tj){ .vocab_extra = "\"ab\": 258, \"ba\": -0" }, "model.vocab[\"ba\"]: id -0 is not written as a "
+		"whole number, and tokenizers refuses it (it reads ids as u32)", "a vocab id written -0");
+	refused(&(struct tj){ .added = "[{\"id\": 256.0, \"content\": \"<|end|>\", " FLAGS ", \"special\": true}]" },
+		"added_tokens[0].id: 256.0 is not written as a whole number, and tokenizers refuses it (it reads ids as u32)",
+		"an added token's id written 256.0");
+	loads(&(struct tj){ .vocab_extra = "\"ab\": 258" }, "", NULL, -1, "a vocab id written 258 loads");
+
+	struct buf b = { 0 };
+	compose(&(struct tj){ 0 }, &b);
+	static const char *const keys[] = { "\"version\": \"1.0\", \"truncation\": null, \"padding\": null, "
+					    "\"post_processor\": null, ", "\"foo\": 1, ", "\"Version\": \"1.0\", ",
+					    "\"truncation\": {\"direction\": \"Right\", \"max_length\": 2, \"strategy\": "
+					    "\"LongestFirst\", \"stride\": 0}, ",
+					    "\"padding\": {\"strategy\": {\"Fixed\": 8}, \"direction\": \"Right\", "
+					    "\"pad_to_multiple_of\": null, \"pad_id\": 0, \"pad_type_id\": 0, \"pad_token\": \"a\"}, " };
+	static const char *const want[] = { NULL, "\"foo\": not a key of tokenizer.json", "\"Version\": not a key of "
+					    "tokenizer.json", "truncation: an object is not supported (only null: tokenizers "
+					    "would cut each encoding to its max_length)", "padding: an object is not supported "
+					    "(only null: tokenizers would pad each encoding)" };
+	for (int i = 0; i < 5; i++) {
+		struct buf f = { 0 };
+		struct err e = { "" };
+		buf_printf(&f, "{%s%s", keys[i], (const char *)b.data + 1);
+		struct tokenizer *t = tok_load_mem((const char *)f.data, f.len, "tokenizer.json", &e);
+		if (!want[i])
+			ok(t != NULL, "a file with version, truncation, padding and post_processor loads: %s", t ? "" : e.msg);
+		else
+			ok(!t && strstr(e.msg, want[i]) && (i > 2 || strstr(e.msg, "(tokenizers refuses the file; it takes "
+			   "version, truncation, padding, added_tokens, normalizer, pre_tokenizer, post_processor, decoder "
+			   "and model)")), "a file with %.40s... is refused: %s", keys[i], e.msg);
+		tok_free(t);
+		buf_free(&f);
+	}
+	buf_free(&b);
+
+	/* byte-level, a vocab without a and b: unk_token for them, a run of
+	 * them one with fuse_unk (ids as tokenizers gives them) */
+	const char *vocab = "{\"<unk>\": 0, \"\u0120\": 1, \"c\": 2, \"x\": 3, \"y\": 4}";
+	const char *fuse = "\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true";
+	const char *nofuse = "\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": false";
+	encodes(&(struct tj){ .vocab = vocab, .model = fuse }, "ab cab", (const int32_t[]){ 0, 1, 2, 0 }, 4, NULL,
+		"byte-level: bytes the vocab lacks are unk_token, fused");
+	encodes(&(struct tj){ .vocab = vocab, .model = fuse }, "xaby", (const int32_t[]){ 3, 0, 4 }, 3, NULL,
+		"byte-level: a fused unk_token between known bytes");
+	encodes(&(struct tj){ .vocab = vocab, .model = nofuse }, "ab cab", (const int32_t[]){ 0, 0, 1, 2, 0, 0 }, 6, NULL,
+		"byte-level: without fuse_unk, one unk_token a byte");
+	encodes(&(struct tj){ .vocab = vocab, .model = "\"type\": \"BPE\", \"unk_token\": \"<nope>\"" }, "ab", NULL, 0,
+		"model.unk_token \"<nope>\" is not in the vocab, and the text needs it",
+		"byte-level: an unk_token the vocab lacks fails the text that needs it, as in tokenizers");
+	encodes(&(struct tj){ .vocab = vocab, .model = "\"type\": \"BPE\", \"unk_token\": \"<nope>\"" }, "xy",
+		(const int32_t[]){ 3, 4 }, 2, NULL, "and a text that does not need it encodes");
+	encodes(&(struct tj){ .vocab = vocab }, "xay", NULL, 0, "byte 0x61 ('a') has no token in this vocabulary",
+		"byte-level without unk_token: a byte the vocab lacks is still an error naming it");
+}
+
+/* SentencePiece-style files: what loads, what is refused, how unknown
+ * characters go (ids as tokenizers 0.23.2 gives them). */
+#define SPM_VOCAB "{\"<unk>\": 0, \"a\": 1, \"b\": 2, \"<0xC3>\": 3, \"<0xA9>\": 4, \"ab\": 5}"
+#define SPM_MODEL(rest) "\"type\": \"BPE\"" rest
+#define META(rest) "{\"type\": \"Metaspace\", \"replacement\": \"\u2581\"" rest "}"
+#define FUSE "{\"type\": \"Fuse\"}"
+
+static void test_spm(void)
+{
+	struct tj j = { .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB, .merges = "[\"a b\"]",
+			.model = SPM_MODEL(", \"byte_fallback\": true") };
+	encodes(&j, "a\xc3\xa9" "b", (const int32_t[]){ 1, 3, 4, 2 }, 4, NULL, "byte_fallback: é is <0xC3> <0xA9>");
+	j.model = SPM_MODEL(", \"byte_fallback\": true, \"unk_token\": \"<unk>\"");
+	encodes(&j, "a\xc3\xa9\xe2\x82\xac\xe2\x82\xac" "b", (const int32_t[]){ 1, 3, 4, 0, 0, 2 }, 6, NULL,
+		"€, which has no <0xE2>, is unk_token, once each without fuse_unk");
+	j.model = SPM_MODEL(", \"byte_fallback\": true, \"unk_token\": \"<unk>\", \"fuse_unk\": true");
+	encodes(&j, "\xe2\x82\xac\xc3\xa9\xe2\x82\xac" "b", (const int32_t[]){ 3, 4, 0, 2 }, 4, NULL,
+		"with fuse_unk, a waiting unk_token goes after <0xNN> tokens and fuses on, as in tokenizers");
+	j.model = SPM_MODEL("");
+	encodes(&j, "a\xe2\x82\xac", NULL, 0, "character U+20AC has no token in this vocabulary, and there is no unk_token",
+		"no unk_token nor byte_fallback: a character the vocab lacks is an error naming it");
+	j.model = SPM_MODEL(", \"byte_fallback\": true");
+	encodes(&j, "a\xe2\x82\xac", NULL, 0, "character U+20AC has no token in this vocabulary, and there is no unk_token "
+		"nor all its <0xNN> tokens", "and with byte_fallback, when a <0xNN> is missing too");
+
+	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB }, "decoder: ByteLevel with no pre_tokenizer is not supported "
+		"(ByteLevel goes with Sequence[Split, ByteLevel] only)", "SentencePiece-style with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = META(", \"add_prefix_space\": false"), .decoder = FUSE, .vocab = SPM_VOCAB },
+		"pre_tokenizer.add_prefix_space: false does not match prepend_scheme always, as tokenizers takes it when "
+		"missing, (tokenizers refuses it)", "Metaspace with add_prefix_space false and no prepend_scheme");
+	loads(&(struct tj){ .pre = META(", \"add_prefix_space\": false, \"prepend_scheme\": \"never\""), .decoder = FUSE,
+			    .vocab = SPM_VOCAB }, "ab", (const int32_t[]){ 1, 2 }, 2,
+	      "Metaspace with add_prefix_space false and prepend_scheme never loads");
+	refused(&(struct tj){ .pre = META(", \"prepend_scheme\": \"First\""), .decoder = FUSE, .vocab = SPM_VOCAB },
+		"pre_tokenizer.prepend_scheme: expected \"first\", \"always\" or \"never\", not \"First\"",
+		"Metaspace with prepend_scheme First");
+	refused(&(struct tj){ .pre = META(", \"prepend_scheme\": null"), .decoder = FUSE, .vocab = SPM_VOCAB },
+		"pre_tokenizer.prepend_scheme: expected \"first\", \"always\" or \"never\", not null",
+		"Metaspace with prepend_scheme null (tokenizers refuses it)");
+	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\", \"replacement\": \"ab\"}", .decoder = FUSE,
+			      .vocab = SPM_VOCAB },
+		"pre_tokenizer.replacement: \"ab\" is not one character (tokenizers requires one)",
+		"Metaspace with a replacement of two characters");
+	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\"}", .decoder = FUSE, .vocab = SPM_VOCAB },
+		"pre_tokenizer: no \"replacement\" (tokenizers requires it)", "Metaspace without a replacement");
+	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" \"}, \"content\": \"_\"}" },
+		"normalizer.pattern: only {\"String\": ...} is supported (not a Regex)", "a Replace normalizer with a Regex");
+	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			      .normalizer = "{\"type\": \"Prepend\"}" },
+		"normalizer: no \"prepend\" (tokenizers requires it)", "a Prepend normalizer without its string");
+	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB,
+			      .decoder = "{\"type\": \"Strip\", \"content\": \" \", \"start\": 1.5, \"stop\": 0}" },
+		"decoder.start: expected an id (a whole number from 0 to 4294967295), not 1.5", "a Strip decoder cutting 1.5");
+	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB, .decoder = "{\"type\": \"Sequence\", \"decoders\": ["
+			      "{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, \"content\": \" \"}, "
+			      "{\"type\": \"CTC\"}]}" },
+		"decoder.decoders[1]: type \"CTC\" is not supported: " DEC_ONLY, "a CTC decoder in a Sequence");
+
+	/* Llama 2's normalizer: "▁" before each stretch between added tokens,
+	 * spaces as "▁" */
+	struct tj l = { .pre = "null", .decoder = FUSE, .added = "[" TOKEN(7, "<s>") "]",
+			.vocab = "{\"<unk>\": 0, \"\u2581\": 1, \"a\": 2, \"b\": 3, \"\u2581a\": 4, \"\u2581b\": 5, \"<s>\": 7}",
+			.merges = "[\"\u2581 a\", \"\u2581 b\"]", .model = SPM_MODEL(", \"unk_token\": \"<unk>\""),
+			.normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, "
+				      "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}" };
+	encodes(&l, "a<s>b a", (const int32_t[]){ 4, 7, 5, 4 }, 4, NULL, "Prepend puts \"\u2581\" before each stretch");
+	encodes(&l, "<s>", (const int32_t[]){ 7 }, 1, NULL, "and none where there is no text");
+}
+
 int main(void)
 {
 	struct err e = { "" };
@@ -412,6 +585,8 @@ int main(void)
 	test_vocab();
 	test_merges();
 	test_added();
+	test_like_tokenizers();
+	test_spm();
 
 	/* a vocab of a few bytes, as examples/addition's: the digits, + and = */
 	static const char small[] =
