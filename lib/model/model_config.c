@@ -30,6 +30,20 @@ static const struct {
 	[MODEL_QWEN3] = { "qwen3", "Qwen3ForCausalLM", "qwen3", 32, 128, 32768, -1, -1 },
 };
 
+/*
+ * Mistral's architecture is Llama's: transformers' MistralForCausalLM differs
+ * only in its defaults (8 kv heads, 131072 positions), in having no bias
+ * whatever attention_bias says, and in its sliding window. It loads as the
+ * llama family, with those defaults; the window, which this implementation
+ * does not do, must be null (Mistral v0.2 and later) or no shorter than the
+ * model's positions, where it is never reached. config.json is kept as it
+ * is, so a policy saved from it stays a Mistral.
+ */
+#define MISTRAL_ARCH "MistralForCausalLM"
+#define MISTRAL_KV_HEADS 8
+#define MISTRAL_MAX_POS 131072
+#define MISTRAL_WINDOW 4096   /* MistralConfig's when config.json has no sliding_window */
+
 const char *model_family_name(enum model_family f) { return families[f].name; }
 
 int model_family_parse(const char *s, enum model_family *f)
@@ -267,11 +281,15 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		if ((cJSON_IsString(arch) && strcmp(arch->valuestring, families[i].arch) == 0) ||
 		    (!arch && cJSON_IsString(mt) && strcmp(mt->valuestring, families[i].type) == 0))
 			fam = i;
+	const int mistral = (cJSON_IsString(arch) && strcmp(arch->valuestring, MISTRAL_ARCH) == 0) ||
+	                    (!arch && cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") == 0);
+	if (mistral)
+		fam = MODEL_LLAMA;
 	if (fam < 0) {
 		const char *what = cJSON_IsString(arch) ? arch->valuestring
 		                 : cJSON_IsString(mt) ? mt->valuestring : "(none given)";
-		err_set(e, "%s: unsupported architecture %s (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-		        "Qwen3ForCausalLM)", name, what);
+		err_set(e, "%s: unsupported architecture %s (supported: LlamaForCausalLM, MistralForCausalLM, "
+		        "Qwen2ForCausalLM, Qwen3ForCausalLM)", name, what);
 		goto out;
 	}
 	/* quantized weights would fail later, at a tensor name or dtype the
@@ -286,14 +304,15 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	}
 	model_config_defaults(c, (enum model_family)fam);
 
-	const int kv_default = has_key(j, "num_key_value_heads") ? 0 : families[fam].kv_heads;
+	const int kv_default = has_key(j, "num_key_value_heads") ? 0 : mistral ? MISTRAL_KV_HEADS : families[fam].kv_heads;
+	const int max_pos_default = mistral ? MISTRAL_MAX_POS : families[fam].max_pos;
 	if (get_int(j, "hidden_size", NULL, &c->C, name, e) < 0 ||
 	    get_int(j, "intermediate_size", NULL, &c->I, name, e) < 0 ||
 	    get_int(j, "num_hidden_layers", NULL, &c->L, name, e) < 0 ||
 	    get_int(j, "num_attention_heads", NULL, &c->NH, name, e) < 0 ||
 	    get_int(j, "vocab_size", NULL, &c->V, name, e) < 0 ||
 	    get_int(j, "num_key_value_heads", kv_default ? &kv_default : &c->NH, &c->NKV, name, e) < 0 ||
-	    get_int(j, "max_position_embeddings", &families[fam].max_pos, &c->max_pos, name, e) < 0)
+	    get_int(j, "max_position_embeddings", &max_pos_default, &c->max_pos, name, e) < 0)
 		goto out;
 	if (c->NH <= 0) {
 		err_set(e, "%s: num_attention_heads must be positive", name);
@@ -301,7 +320,8 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	}
 	if (kv_default && c->NH % kv_default != 0) {
 		err_set(e, "%s: num_key_value_heads is missing, which %s takes as %d, and num_attention_heads %d "
-		        "is not a multiple of it: give num_key_value_heads", name, families[fam].arch, kv_default, c->NH);
+		        "is not a multiple of it: give num_key_value_heads", name, mistral ? MISTRAL_ARCH : families[fam].arch,
+		        kv_default, c->NH);
 		goto out;
 	}
 	int hs = families[fam].head_dim ? families[fam].head_dim : c->C / c->NH;
@@ -330,6 +350,8 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	if (c->family == MODEL_QWEN2) {
 		c->qkv_bias = 1;   /* hard-coded in transformers' Qwen2Attention */
 		c->o_bias = 0;
+	} else if (mistral) {
+		c->qkv_bias = c->o_bias = 0;   /* MistralAttention has none, whatever attention_bias says */
 	} else {
 		c->qkv_bias = c->o_bias = ab;
 	}
@@ -353,6 +375,21 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 	if (flag) {
 		err_set(e, "%s: use_sliding_window is not supported", name);
 		goto out;
+	}
+	if (mistral) {
+		int window = MISTRAL_WINDOW;
+		const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+		if (cJSON_IsNull(sw))
+			window = 0;
+		else if (get_int(j, "sliding_window", &window, &window, name, e) < 0)
+			goto out;
+		if (window && window < c->max_pos) {
+			err_set(e, "%s: sliding_window %d%s is not supported: attention here is over the whole sequence "
+			        "(Mistral v0.2 and later have null; a window of max_position_embeddings, %d, or more "
+			        "is never reached)", name, window, sw ? "" : ", as MistralForCausalLM takes it when missing,",
+			        c->max_pos);
+			goto out;
+		}
 	}
 	const cJSON *lt;
 	cJSON_ArrayForEach(lt, cJSON_GetObjectItemCaseSensitive(j, "layer_types"))

@@ -138,8 +138,28 @@ int main(void)
 	   e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"initializer_range\": -0.02}", &c, &e) < 0 &&
 	   strstr(e.msg, "initializer_range -0.02 must be finite and not negative"), "%s", e.msg);
+	ok(parse("{\"architectures\": [\"GemmaForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
+	   strstr(e.msg, "unsupported architecture GemmaForCausalLM (supported: LlamaForCausalLM, MistralForCausalLM"),
+	   "%s", e.msg);
+	/* Mistral is Llama's architecture with its own defaults; its sliding window must never be reached */
+	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], \"hidden_size\": 96, \"intermediate_size\": 192, "
+	         "\"num_hidden_layers\": 2, \"num_attention_heads\": 16, \"vocab_size\": 384, \"sliding_window\": null, "
+	         "\"attention_bias\": true}", &c, &e) == 0 && c.family == MODEL_LLAMA && c.NKV == 8 &&
+	   c.max_pos == 131072 && c.HS == 6 && !c.qkv_bias && !c.o_bias && c.bos_id == 1 && c.eos_ids[0] == 2,
+	   "mistral, window null: llama with 8 kv heads, 131072 positions, no bias whatever attention_bias says");
+	ok(parse("{\"model_type\": \"mistral\", " QSHAPE ", \"max_position_embeddings\": 4096, "
+	         "\"sliding_window\": 4096}", &c, &e) == 0 && c.family == MODEL_LLAMA && c.max_pos == 4096,
+	   "mistral by model_type, its window as long as its positions: %s", c.family == MODEL_LLAMA ? "llama" : e.msg);
+	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " QSHAPE ", \"max_position_embeddings\": 32768, "
+	         "\"sliding_window\": 4096}", &c, &e) < 0 &&
+	   strstr(e.msg, "sliding_window 4096 is not supported: attention here is over the whole sequence"),
+	   "mistral v0.1's window of 4096 in 32768 positions refused: %s", e.msg);
 	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " SHAPE "}", &c, &e) < 0 &&
-	   strstr(e.msg, "unsupported architecture MistralForCausalLM"), "%s", e.msg);
+	   strstr(e.msg, "num_key_value_heads is missing, which MistralForCausalLM takes as 8"),
+	   "mistral without num_key_value_heads: named as transformers' Mistral takes it: %s", e.msg);
+	ok(parse("{\"architectures\": [\"MistralForCausalLM\"], " QSHAPE "}", &c, &e) < 0 &&
+	   strstr(e.msg, "sliding_window 4096, as MistralForCausalLM takes it when missing, is not supported"),
+	   "mistral without sliding_window: transformers' 4096, refused: %s", e.msg);
 	ok(parse("{\"architectures\": [\"LlamaForCausalLM\"], " SHAPE ", \"rope_scaling\": {\"rope_type\": \"yarn\", "
 	         "\"factor\": 4.0}}", &c, &e) < 0 && strstr(e.msg, "yarn"), "%s", e.msg);
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"use_sliding_window\": true}", &c, &e) < 0 &&
