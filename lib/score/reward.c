@@ -311,9 +311,10 @@ static int value_at(const char *s, size_t n, size_t i, double *v, size_t *end)
 	*v = a;
 	*end = e;
 	long x;
-	if ((m = times_ten_at(s, n, e, &x))) {   /* "1.5 \times 10^3" is 1500 */
+	size_t t = times_ten_at(s, n, e, &x);
+	if (t) {   /* "1.5 \times 10^3" is 1500 */
 		*v = copysign(fmin(fabs(a) * pow(10, (double)x), DBL_MAX), a);
-		*end = e + m;
+		*end = e + t;
 		return 1;
 	}
 	j = skip_blank(s, n, e);
