@@ -315,6 +315,38 @@ static void parse_cases(void)
 	   "a weight past 1e38 refused: %s", e.msg);
 	ok(reward_parse_program("pass=-1e308", &r, &e) < 0 && strstr(e.msg, "weight '-1e308' is beyond"),
 	   "likewise a program's reward, negative: %s", e.msg);
+	ok(reward_parse("gsm8k=", &r, &e) < 0 && strstr(e.msg, "weight '' is not a finite number"),
+	   "an empty weight refused: %s", e.msg);
+	ok(reward_parse("exact=2", &r, &e) == 0 && r.kind == REWARD_EXACT && r.weight == 2 && !strcmp(r.name, "exact"),
+	   "the last built-in name, with a weight");
+	ok(reward_parse("gsm8", &r, &e) < 0 && reward_parse("gsm8kk", &r, &e) < 0, "a prefix or an extension of a name");
+
+	/* which --reward names a built-in reward rather than a program's */
+	static const struct {
+		const char *arg;
+		int builtin;
+	} b[] = { { "gsm8k", 1 }, { "exact", 1 }, { "length=0.5", 1 }, { "gsm8", 0 }, { "gsm8kk", 0 },
+		  { "gsm8k2=1", 0 }, { "", 0 }, { "=1", 0 }, { "pass", 0 } };
+	int right = 0;
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+		right += reward_is_builtin(b[i].arg) == b[i].builtin;
+	is_int(right, (int)(sizeof b / sizeof b[0]), "reward_is_builtin on names, prefixes, extensions and weights");
+
+	/* a program's reward: a name of 1 to REWARD_NAME_MAX bytes */
+	char name[REWARD_NAME_MAX + 8];
+	memset(name, 'n', sizeof name);
+	name[REWARD_NAME_MAX] = '\0';
+	ok(reward_parse_program(name, &r, &e) == 0 && strlen(r.name) == REWARD_NAME_MAX && r.weight == 1,
+	   "a program's reward named with %d bytes", REWARD_NAME_MAX);
+	name[REWARD_NAME_MAX] = 'n', name[REWARD_NAME_MAX + 1] = '\0';
+	ok(reward_parse_program(name, &r, &e) < 0 && strstr(e.msg, "a name of 1 to 63 bytes"),
+	   "%d bytes refused: %.30s...", REWARD_NAME_MAX + 1, e.msg + strlen(e.msg) - 30);
+	ok(reward_parse_program("=2", &r, &e) < 0 && strstr(e.msg, "reward '': a name of 1 to 63 bytes"),
+	   "no name refused: %s", e.msg);
+	ok(reward_parse_program("p=0.25", &r, &e) == 0 && !strcmp(r.name, "p") && r.weight == 0.25,
+	   "a one-byte name with a weight");
+	ok(!reward_needs_text(REWARD_LENGTH) && reward_needs_text(REWARD_GSM8K) && reward_needs_text(REWARD_EXACT) &&
+	   reward_needs_text(REWARD_FORMAT), "only the length reward does without the text");
 }
 
 /* The reference solutions of the GSM8K test set score 1; with the final
