@@ -858,26 +858,32 @@ static char *dup_str(const char *s, size_t *len)
 	return d;
 }
 
+/* A Sequence's list, o[key], each loaded by load as path.key[i]. */
+static int load_sequence(struct tokenizer *t, const cJSON *o, const char *key, const char *path,
+			 int (*load)(struct tokenizer *, const cJSON *, const char *, struct err *), struct err *e)
+{
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsArray(seq))
+		return seq ? err_set(e, "%s.%s: expected an array, not %s", path, key, json_kind(seq))
+			   : err_set(e, "%s: Sequence without \"%s\"", path, key);
+	const cJSON *it;
+	size_t k = 0;
+	cJSON_ArrayForEach(it, seq) {
+		char sub[256];
+		snprintf(sub, sizeof sub, "%s.%s[%zu]", path, key, k++);
+		if (load(t, it, sub, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, struct err *e)
 {
 	const char *type = need_type(n, path, e);
 	if (!type)
 		return -1;
-	if (strcmp(type, "Sequence") == 0) {
-		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
-		if (!cJSON_IsArray(seq))
-			return seq ? err_set(e, "%s.normalizers: expected an array, not %s", path, json_kind(seq))
-				   : err_set(e, "%s: Sequence without \"normalizers\"", path);
-		const cJSON *it;
-		size_t k = 0;
-		cJSON_ArrayForEach(it, seq) {
-			char sub[256];
-			snprintf(sub, sizeof sub, "%s.normalizers[%zu]", path, k++);
-			if (load_normalizer(t, it, sub, e) < 0)
-				return -1;
-		}
-		return 0;
-	}
+	if (strcmp(type, "Sequence") == 0)
+		return load_sequence(t, n, "normalizers", path, load_normalizer, e);
 	struct nstep st = { 0 };
 	const char *a = NULL, *b = NULL;
 	if (strcmp(type, "NFC") == 0) {
@@ -1113,21 +1119,8 @@ static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, s
 		t->byte_level_dec = 1;
 		return 0;
 	}
-	if (strcmp(type, "Sequence") == 0) {
-		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(d, "decoders");
-		if (!cJSON_IsArray(seq))
-			return seq ? err_set(e, "%s.decoders: expected an array, not %s", path, json_kind(seq))
-				   : err_set(e, "%s: Sequence without \"decoders\"", path);
-		const cJSON *it;
-		size_t k = 0;
-		cJSON_ArrayForEach(it, seq) {
-			char sub[256];
-			snprintf(sub, sizeof sub, "%s.decoders[%zu]", path, k++);
-			if (load_decoder(t, it, sub, e) < 0)
-				return -1;
-		}
-		return 0;
-	}
+	if (strcmp(type, "Sequence") == 0)
+		return load_sequence(t, d, "decoders", path, load_decoder, e);
 	struct dstep st = { 0 };
 	const char *a = NULL, *b = NULL;
 	char rep[8] = "";
