@@ -162,6 +162,22 @@ static void gsm8k_cases(void)
 		{ "so 16-3=13", "#### 13", 1 },
 		{ "The answer is x-5", "#### 5", 1 },
 		{ "The answer is \xe2\x88\x92", "#### 0", 0 },
+		{ "####18", "####18", 1 },
+		{ "x ##### 18 and 5", "#### 18", 1 },
+		{ "##### 18", "#### 18", 1 },
+		{ "a-5", "#### 5", 1 },
+		{ "The answer is 2e10", "#### 20000000000", 1 },
+		{ "\\boxed{\\tfrac{9}{2}}", "#### 4.5", 1 },
+		{ "The answer is 2 * \\left(3 + 4\\right) = 14", "#### 14", 1 },
+		{ "The answer is 18 (9 = 9).", "#### 18", 1 },
+		{ "The answer is 9 * 2 = $18.", "#### 18", 1 },
+		{ "The answer is 1,0a5", "#### 1", 1 },
+		{ "The", "#### 1", 0 },
+		/* the same number: within 1e-9 of the larger, or of 1 below it */
+		{ "#### 1.0000000015", "#### 1", 0 },
+		{ "#### 0.1000000005", "#### 0.1", 1 },
+		{ "#### 1000000.0001", "#### 1000000", 1 },
+		{ "#### 1000000.01", "#### 1000000", 0 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
 		is_float(rw(REWARD_GSM8K, c[i].resp, c[i].answer), c[i].want, 0, "gsm8k case %zu", i);
@@ -185,6 +201,24 @@ static void gsm8k_cases(void)
 	snprintf(huge, sizeof huge, "#### -1%0400d", 0);
 	got = extract(huge, strlen(huge), &v);
 	ok(got && v == -DBL_MAX, "past a double: the largest negative double, not its last digits: %g", v);
+	ok(!extract("no digits at all", 16, &v), "no number: none extracted");
+	/* the reference answer: after "####", or bare with a '$', a '%' or a '.' */
+	static const struct {
+		const char *answer;
+		int ok;
+		double v;
+	} a[] = { { "18", 1, 18 }, { " $18 ", 1, 18 }, { "18%", 1, 18 }, { "18.", 1, 18 }, { "18 apples", 0, 0 },
+		  { "18%%", 0, 0 }, { "x 18", 0, 0 }, { "so #### 1,000", 1, 1000 } };
+	int right = 0;
+	for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+		double w = -1;
+		int got = reward_gsm8k_answer(a[i].answer, &w);
+		if (got == a[i].ok && (!got || w == a[i].v))
+			right++;
+		else
+			diag("answer '%s': %d, %g", a[i].answer, got, w);
+	}
+	is_int(right, (int)(sizeof a / sizeof a[0]), "reference answers read or refused");
 	/* NUL bytes inside the text do not end it */
 	ok(extract("a\0b 5", 5, &v) && v == 5, "text with a NUL byte");
 }
