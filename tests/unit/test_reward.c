@@ -301,6 +301,8 @@ static void format_cases(void)
 
 static void tags_cases(void)
 {
+	is_float(rw(REWARD_FORMAT, "", NULL) + rw(REWARD_FORMAT, "<think>", NULL) + rw(REWARD_FORMAT, "<think>\n", NULL), 0,
+		 0, "format: texts shorter than its layout, read no further than they go");
 	is_float(rw(REWARD_TAGS, "<think>\nx\n</think>\n<answer>\n4\n</answer>", NULL), 1, 0, "tags: all four");
 	is_float(rw(REWARD_TAGS, "<think>\nx\n</think>\n", NULL), 0.5, 0, "tags: two");
 	is_float(rw(REWARD_TAGS, "<think>\n<think>\nx", NULL), 0, 0, "tags: twice counts nothing");
