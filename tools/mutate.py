@@ -68,6 +68,11 @@ MODULES = {
         targets=["build/tests/test_align", "build/bin/grpo-cat"],
         objects=["build/lib/model/align.o"],
         tests=[UNIT + "test_align", CLI + "align.t", CLI + "align-sampler.t"]),
+    "reward": dict(
+        files=["lib/score/reward.c"],
+        targets=["build/tests/test_reward", "build/bin/grpo-score"],
+        objects=["build/lib/score/reward.o"],
+        tests=[UNIT + "test_reward", CLI + "score.t"]),
     "step": dict(
         files=["lib/train/step.c"],
         targets=["build/tests/test_step", "build/bin/grpo-step"],
