@@ -14,7 +14,7 @@
 const char *const chat_format_names[] = {
 	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
 	[CHAT_LLAMA31] = "llama3.1", [CHAT_LLAMA32] = "llama3.2", [CHAT_LLAMA2] = "llama2", [CHAT_MISTRAL] = "mistral",
-	[CHAT_ZEPHYR] = "zephyr", NULL
+	[CHAT_ZEPHYR] = "zephyr", [CHAT_SMOLLM2] = "smollm2", [CHAT_DEEPSEEK_R1] = "deepseek-r1", NULL
 };
 
 int chat_format_parse(const char *name, enum chat_format *f)
@@ -274,6 +274,30 @@ static int zephyr_render(const struct chat_msg *m, size_t n, struct buf *out)
 	return r | puts_(out, "<|assistant|>\n");
 }
 
+/* The DeepSeek-R1 distills': the begin-of-sentence token and the last system
+ * message's content, wherever it stands; then the user turns and the answers,
+ * each answer without its reasoning; then the assistant's turn, its think
+ * block opened. */
+static int deepseek_r1_render(const struct chat_msg *m, size_t n, struct buf *out)
+{
+	const char *sys = "";
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m[i].role, "system") == 0)
+			sys = m[i].content;
+	int r = puts_(out, "<｜begin▁of▁sentence｜>") | puts_(out, sys);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(m[i].role, "user") == 0) {
+			r |= puts_(out, "<｜User｜>") | puts_(out, m[i].content);
+		} else if (strcmp(m[i].role, "assistant") == 0) {
+			/* content.split('</think>')[-1] */
+			const char *c = m[i].content, *end_think = last_of(c, strlen(c), "</think>");
+			r |= puts_(out, "<｜Assistant｜>") | puts_(out, end_think ? end_think + 8 : c) |
+			     puts_(out, "<｜end▁of▁sentence｜>");
+		}
+	}
+	return r | puts_(out, "<｜Assistant｜><think>\n");
+}
+
 int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flags, const char *date,
                 struct buf *out, struct err *e)
 {
@@ -283,15 +307,19 @@ int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flag
 		return llama_render(f, m, n, date, out) ? err_set(e, "out of memory") : 0;
 	if ((f == CHAT_LLAMA2 || f == CHAT_MISTRAL) && inst_roles(f, m, n, e) < 0)
 		return -1;
-	if (f == CHAT_LLAMA2 || f == CHAT_MISTRAL || f == CHAT_ZEPHYR) {
+	if (f == CHAT_LLAMA2 || f == CHAT_MISTRAL || f == CHAT_ZEPHYR || f == CHAT_DEEPSEEK_R1) {
 		int r = f == CHAT_LLAMA2 ? llama2_render(m, n, out) : f == CHAT_MISTRAL ? mistral_render(m, n, out)
-		                                                     : zephyr_render(m, n, out);
+		      : f == CHAT_ZEPHYR ? zephyr_render(m, n, out) : deepseek_r1_render(m, n, out);
 		return r ? err_set(e, "out of memory") : 0;
 	}
 	int r = 0;
+	/* the default system message of Qwen2.5's and SmolLM2's templates */
 	if (f == CHAT_QWEN25 && strcmp(m[0].role, "system") != 0)
 		r |= puts_(out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
 		                "assistant.<|im_end|>\n");
+	if (f == CHAT_SMOLLM2 && strcmp(m[0].role, "system") != 0)
+		r |= puts_(out, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+		                "Face<|im_end|>\n");
 	/* Qwen3: the last user turn that is not a tool response */
 	size_t last_query = n - 1;
 	for (size_t i = n; i-- > 0;)
@@ -323,8 +351,10 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
 	/* [INST], <<SYS>> and <|user|> are plain text to these models' tokenizers; bos and eos are not */
 	static const char *const bos_eos[] = { "<s>", "</s>", NULL };
 	static const char *const eos[] = { "</s>", NULL };
+	static const char *const deepseek[] = { "<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+	                                        "<｜end▁of▁sentence｜>", NULL };
 	const char *const *need = is_llama(f) ? llama : f == CHAT_LLAMA2 || f == CHAT_MISTRAL ? bos_eos
-	                        : f == CHAT_ZEPHYR ? eos : qwen;
+	                        : f == CHAT_ZEPHYR ? eos : f == CHAT_DEEPSEEK_R1 ? deepseek : qwen;
 	/* a marker missing from the tokenizer would be spelled out in pieces: wrong, silently */
 	for (const char *const *k = need; *k; k++)
 		if (!tok_is_special(t, tok_token_id(t, *k)))

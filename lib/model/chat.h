@@ -1,6 +1,6 @@
 /*
- * chat.h: the chat formats of Qwen, Llama 2 and 3, Mistral and TinyLlama,
- * written out in C.
+ * chat.h: the chat formats of Qwen, Llama 2 and 3, Mistral, TinyLlama,
+ * SmolLM2 and the DeepSeek-R1 distills, written out in C.
  *
  * A chat model expects its question wrapped in the turns its chat template
  * writes. Rather than run a Jinja engine, each template this project meets is
@@ -51,6 +51,16 @@
  *                message, as v0.2's earlier revisions did.
  *   CHAT_ZEPHYR  TinyLlama-1.1B-Chat-v1.0's template (Zephyr's):
  *                <|ROLE|>\nCONTENT</s>\n per message, then <|assistant|>\n.
+ *   CHAT_SMOLLM2 SmolLM2-Instruct's template: as CHAT_QWEN25, with SmolLM's
+ *                default system message ("You are a helpful AI assistant
+ *                named SmolLM, trained by Hugging Face").
+ *   CHAT_DEEPSEEK_R1 the DeepSeek-R1 distills' template (Qwen 1.5B to 32B,
+ *                Llama 8B and 70B): <｜begin▁of▁sentence｜>, the content of
+ *                the last system message wherever it stands, then
+ *                <｜User｜>USER and <｜Assistant｜>ANSWER<｜end▁of▁sentence｜>
+ *                in order, an answer's reasoning dropped (only what follows
+ *                its last </think> is kept), then <｜Assistant｜><think>\n:
+ *                the revision of the template that opens the think block.
  *
  * Roles are system, user and assistant, in any order, as the templates
  * take them (a system message after the first is one more turn), except in
@@ -73,10 +83,11 @@
 
 enum chat_format {
 	CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA32, CHAT_LLAMA2, CHAT_MISTRAL,
-	CHAT_ZEPHYR
+	CHAT_ZEPHYR, CHAT_SMOLLM2, CHAT_DEEPSEEK_R1
 };
 
-#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr"
+#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr, smollm2, " \
+	"deepseek-r1"
 #define CHAT_NO_THINKING 1   /* qwen3: enable_thinking=False */
 
 struct chat_msg {

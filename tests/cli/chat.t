@@ -2,7 +2,8 @@
 # grpo-cat --chat against the models' own chat templates: tests/data/chat-templates.jsonl
 # holds prompts rendered from the chat_template of Qwen3's, Llama 3's, Llama
 # 3.1's and Llama 3.2's tokenizer_config.json, and of Llama 2 chat's, Mistral
-# Instruct's and TinyLlama Chat's (tests/data/chat-templates/), as transformers
+# Instruct's, TinyLlama Chat's, SmolLM2-Instruct's and the DeepSeek-R1 distills'
+# (tests/data/chat-templates/), as transformers
 # renders it (jinja2; make_chat_fixture.py). The text must be the same byte for
 # byte; the ids, with the real tokenizers, those of the text
 # (apply_chat_template(tokenize=True) encodes the rendered text). Where the
@@ -11,21 +12,31 @@
 command -v jq > /dev/null || skip_all "jq is not installed"
 fx="$GRPO_TOP/tests/data/chat-templates.jsonl"
 data="$GRPO_SHARED/data"
-plan 17
+plan 22
 
-for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr; do
+for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .text" "$fx" > "$T/want"
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .input" "$fx" | grpo-cat --chat "$f" > "$T/got"
 	cmp -s "$T/got" "$T/want"
 	is "$?" 0 "$f: the text of $(wc -l < "$T/want" | tr -d ' ') prompts equals the template's"
 done
 # llama2, mistral and zephyr: with their own SentencePiece tokenizers where ../shared has them,
-# else with tests/data/tokspm's Llama 2-style one (its <s> and </s> special, as theirs)
-for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr; do
-	case $f in zephyr) d=tinyllama ;; *) d=${f%.?} ;; esac
+# else with tests/data/tokspm's Llama 2-style one (its <s> and </s> special, as theirs);
+# smollm2 with Qwen3's, which has its ChatML markers; deepseek-r1 with Qwen3's given the
+# distills' four markers at ids 151643 to 151646, as DeepSeek-R1-Distill-Qwen's tokenizer
+# puts them in place of Qwen's (its bos 151646, eos 151643)
+r1tok="$T/r1-tokenizer.json"
+if [ -f "$data/tokenizers/qwen3/tokenizer.json" ]; then
+	jq -c '.added_tokens |= map(if .id >= 151643 and .id <= 151646 then .content =
+		(["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜begin▁of▁sentence｜>"][.id - 151643])
+		else . end)' "$data/tokenizers/qwen3/tokenizer.json" > "$r1tok"
+fi
+for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
+	case $f in zephyr) d=tinyllama ;; smollm2) d=qwen3 ;; *) d=${f%.?} ;; esac
 	tok="$data/tokenizers/$d/tokenizer.json"
 	case $f in llama2 | mistral | zephyr)
 		[ -f "$tok" ] || tok="$GRPO_TOP/tests/data/tokspm/legacy/tokenizer.json" ;;
+	deepseek-r1) tok=$r1tok ;;
 	esac
 	if [ ! -f "$tok" ]; then
 		_n=$((_n + 1)); echo "ok $_n # SKIP no tokenizer at $tok"
@@ -36,6 +47,13 @@ for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr; do
 	cmp -s "$T/got" "$T/want"
 	is "$?" 0 "$f: --chat --encode gives the ids of the template's text"
 done
+if [ -f "$r1tok" ]; then
+	echo '"2+2?"' | grpo-cat --chat deepseek-r1 --encode --tokenizer "$r1tok" > "$T/got"
+	grep -q '^\[151646,151644,[0-9,]*,151645,[0-9,]*\]$' "$T/got"
+	is "$?" 0 "deepseek-r1: bos, <｜User｜> and <｜Assistant｜> are one id each: $(cat "$T/got")"
+else
+	_n=$((_n + 1)); echo "ok $_n # SKIP no Qwen3 tokenizer to give DeepSeek's markers"
+fi
 
 # the conversations the [INST] templates raise on: each line alone must fail,
 # its message naming the messages[] entry and what the template requires

@@ -64,8 +64,8 @@ int main(void)
 		named += chat_format_parse(chat_format_names[i], &f) == 0 && (int)f == i && at &&
 		         (at[k] == ',' || at[k] == '\0');
 	}
-	is_int(named, CHAT_ZEPHYR + 1, "each of the %d formats parses by its name, listed in CHAT_FORMATS",
-	       CHAT_ZEPHYR + 1);
+	is_int(named, CHAT_DEEPSEEK_R1 + 1, "each of the %d formats parses by its name, listed in CHAT_FORMATS",
+	       CHAT_DEEPSEEK_R1 + 1);
 	ok(chat_format_parse("llama2", &f) == 0 && f == CHAT_LLAMA2 && chat_format_parse("mistral", &f) == 0 &&
 	   f == CHAT_MISTRAL && chat_format_parse("zephyr", &f) == 0 && f == CHAT_ZEPHYR, "llama2, mistral, zephyr");
 
@@ -133,6 +133,28 @@ int main(void)
 	is_text(CHAT_ZEPHYR, late_sys, 4, 0,
 	        "<|system|>\ns</s>\n<|user|>\nu</s>\n<|system|>\nx</s>\n<|user|>\nv</s>\n<|assistant|>\n",
 	        "roles in any order");
+
+	/* SmolLM2-Instruct and the DeepSeek-R1 distills */
+	is_text(CHAT_SMOLLM2, hello, 1, 0,
+	        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
+	        "SmolLM's default system message when none is given");
+	is_text(CHAT_SMOLLM2, multi, 4, 0,
+	        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+	        "<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n<|im_start|>user\n  And 3+3? <|im_end|>\n"
+	        "<|im_start|>assistant\n", "the given one otherwise, the history whole");
+	is_text(CHAT_DEEPSEEK_R1, hello, 1, 0,
+	        "<｜begin▁of▁sentence｜><｜User｜>Hello, world!<｜Assistant｜><think>\n",
+	        "one user turn, the think block opened");
+	is_text(CHAT_DEEPSEEK_R1, multi, 4, 0,
+	        "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>What is 2+2?<｜Assistant｜>\n\n4<｜end▁of▁sentence｜>"
+	        "<｜User｜>  And 3+3? <｜Assistant｜><think>\n",
+	        "the system message after bos, an answer without its reasoning, contents as given");
+	const struct chat_msg r1_turns[] = { { "system", "s1" }, { "user", "u" }, { "system", "s2" },
+	                                     { "assistant", "a</think>b</think>c" } };
+	is_text(CHAT_DEEPSEEK_R1, r1_turns, 4, 0,
+	        "<｜begin▁of▁sentence｜>s2<｜User｜>u<｜Assistant｜>c<｜end▁of▁sentence｜><｜Assistant｜><think>\n",
+	        "the last system message wins, wherever it stands; what follows the last </think>");
 
 	/* refusals */
 	struct buf b = { 0 };
@@ -307,6 +329,10 @@ int main(void)
 	tok_ids_free(&ids);
 	ok(chat_encode(q, CHAT_LLAMA2, hello, 1, 0, NULL, &ids, NULL, &e) < 0 && strstr(e.msg, "<s>") &&
 	   strstr(e.msg, "llama2"), "a Qwen tokenizer with the llama2 format: %s", e.msg);
+	tok_ids_free(&ids);
+	ok(chat_encode(q, CHAT_DEEPSEEK_R1, hello, 1, 0, NULL, &ids, NULL, &e) < 0 &&
+	   strstr(e.msg, "<｜begin▁of▁sentence｜>") && strstr(e.msg, "deepseek-r1"),
+	   "a Qwen3 tokenizer (not the distills') with the deepseek-r1 format: %s", e.msg);
 	tok_ids_free(&ids);
 	tok_free(q);
 	tok_free(l);
