@@ -21,9 +21,8 @@ carries it; llama3.2's only with one, as without it the date is today's.
 Then each tests/data/chat-templates/NAME.json (deepseek-r1, llama2, mistral,
 smollm2, zephyr), a model's chat_template with its bos_token and eos_token
 and where it was found, on the same conversations and on more that these
-templates treat
-apart (empty contents, white space, roles that do not alternate). Where a
-template raises (raise_exception, or an index past the messages), the line
+templates treat apart (empty contents, white space, roles that do not
+alternate). Where a template raises (raise_exception, or an index past the messages), the line
 holds "error" with the template's message instead of "text".
 """
 import glob
