@@ -1,9 +1,9 @@
 #!/bin/sh
 # grpo-cat --chat against the models' own chat templates: tests/data/chat-templates.jsonl
 # holds prompts rendered from the chat_template of Qwen3's, Llama 3's, Llama
-# 3.1's and Llama 3.2's tokenizer_config.json, and of Llama 2 chat's, Mistral
-# Instruct's, TinyLlama Chat's, SmolLM2-Instruct's and the DeepSeek-R1 distills'
-# (tests/data/chat-templates/), as transformers
+# 3.1's and Llama 3.2's tokenizer_config.json, and of Qwen2.5-Instruct's,
+# Llama 2 chat's, Mistral Instruct's, TinyLlama Chat's, SmolLM2-Instruct's and
+# the DeepSeek-R1 distills' (tests/data/chat-templates/), as transformers
 # renders it (jinja2; make_chat_fixture.py). The text must be the same byte for
 # byte; the ids, with the real tokenizers, those of the text
 # (apply_chat_template(tokenize=True) encodes the rendered text). Where the
@@ -12,9 +12,9 @@
 command -v jq > /dev/null || skip_all "jq is not installed"
 fx="$GRPO_TOP/tests/data/chat-templates.jsonl"
 data="$GRPO_SHARED/data"
-plan 22
+plan 24
 
-for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
+for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .text" "$fx" > "$T/want"
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .input" "$fx" | grpo-cat --chat "$f" > "$T/got"
 	cmp -s "$T/got" "$T/want"
@@ -22,7 +22,7 @@ for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r
 done
 # llama2, mistral and zephyr: with their own SentencePiece tokenizers where ../shared has them,
 # else with tests/data/tokspm's Llama 2-style one (its <s> and </s> special, as theirs);
-# smollm2 with Qwen3's, which has its ChatML markers; deepseek-r1 with Qwen3's given the
+# qwen2.5 and smollm2 with Qwen3's, which has their ChatML markers; deepseek-r1 with Qwen3's given the
 # distills' four markers at ids 151643 to 151646, as DeepSeek-R1-Distill-Qwen's tokenizer
 # puts them in place of Qwen's (its bos 151646, eos 151643)
 r1tok="$T/r1-tokenizer.json"
@@ -31,8 +31,8 @@ if [ -f "$data/tokenizers/qwen3/tokenizer.json" ]; then
 		(["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜begin▁of▁sentence｜>"][.id - 151643])
 		else . end)' "$data/tokenizers/qwen3/tokenizer.json" > "$r1tok"
 fi
-for f in qwen3 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
-	case $f in zephyr) d=tinyllama ;; smollm2) d=qwen3 ;; *) d=${f%.?} ;; esac
+for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
+	case $f in zephyr) d=tinyllama ;; qwen2.5 | smollm2) d=qwen3 ;; *) d=${f%.?} ;; esac
 	tok="$data/tokenizers/$d/tokenizer.json"
 	case $f in llama2 | mistral | zephyr)
 		[ -f "$tok" ] || tok="$GRPO_TOP/tests/data/tokspm/legacy/tokenizer.json" ;;
