@@ -1,8 +1,8 @@
 /*
  * test_chat: the chat formats against text rendered by Hugging Face's own
  * templates (jinja2 on the tokenizer_config.json chat_template of Qwen3 and
- * Llama 3, and on tests/data/chat-templates/ for Llama 2, Mistral and
- * TinyLlama, copied here by hand), and the ids against ids read off the real
+ * Llama 3, and on tests/data/chat-templates/ for Llama 2, Mistral, TinyLlama,
+ * SmolLM2 and the DeepSeek-R1 distills, copied here by hand), and the ids against ids read off the real
  * tokenizers, where every marker must be one id. The id checks skip, saying
  * so, when ../shared/data is absent.
  */
