@@ -142,6 +142,8 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	struct model m = { 0 };
 	struct model_gpu *gpu = NULL;
 	struct tokenizer *tok = NULL;
+	enum chat_format chat;
+	const enum chat_format *use_chat;
 	struct rollout_prompt *ps = NULL;
 	struct held held = { 0 };
 	struct cursor cur = { 0 };
@@ -178,7 +180,9 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		tfile = tpath;
 	if (tfile && !(tok = tok_load(tfile, &e)))
 		goto fail;
-	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL, (uint32_t)m.cfg.V, 0,
+	if (gen_chat(g, tfile, o->verbose, &chat, &use_chat, &e) < 0)
+		goto fail;
+	if (rollout_prompts_load(g->prompts, tok, use_chat, (uint32_t)m.cfg.V, 0,
 	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
 		goto fail;
 	if (check_positions(g, &m, dir, ps, n, &e) < 0)

@@ -206,6 +206,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 {
 	struct err e = { "" };
 	struct tokenizer *tok = NULL;
+	enum chat_format chat;
+	const enum chat_format *use_chat;
 	struct rollout_prompt *ps = NULL;
 	struct server_prompt *sp = NULL;
 	struct server_result *res = NULL;
@@ -240,7 +242,9 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	if (g->tokenizer && !(tok = tok_load(g->tokenizer, &e)))
 		goto fail;
-	if (rollout_prompts_load(g->prompts, tok, g->have_chat ? &g->chat : NULL,
+	if (gen_chat(g, g->tokenizer, o->verbose, &chat, &use_chat, &e) < 0)
+		goto fail;
+	if (rollout_prompts_load(g->prompts, tok, use_chat,
 	                         co.vocab_size ? (uint32_t)co.vocab_size : INT32_MAX, ROLLOUT_KEEP_TEXT,
 	                         (uint64_t)offset, (uint64_t)g->count, &ps, &n, &rows, &e) < 0)
 		goto fail;

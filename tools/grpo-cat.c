@@ -68,6 +68,7 @@ static void usage(FILE *f)
 		"       grpo-cat --from-json [-o FILE] [FILE...]\n"
 		"       grpo-cat --tokenizer FILE | --model DIR --encode | --decode [FILE...]\n"
 		"       grpo-cat --chat FORMAT [--no-thinking] [--encode --tokenizer FILE | --model DIR] [FILE...]\n"
+		"       grpo-cat --chat auto [--no-thinking] [--encode] --tokenizer FILE | --model DIR [FILE...]\n"
 		"Print spool files (or tar archives of them) as JSON lines, summarize them,\n"
 		"write JSON lines back into a spool file, or turn text into token ids and back.\n"
 		"Each form takes only the options it shows. FILE '-' or none: standard input.\n"
@@ -83,8 +84,9 @@ static void usage(FILE *f)
 		"  -e, --encode       JSON strings in, JSON arrays of token ids out\n"
 		"  -d, --decode       JSON arrays of token ids in, JSON strings out\n"
 		"  -c, --chat FORMAT  a chat prompt from each line, a JSON string (the user's turn)\n"
-		"                     or {\"messages\":[...]}, in " CHAT_FORMATS ";\n"
-		"                     its text, or its ids with --encode\n"
+		"                     or {\"messages\":[...]}, in " CHAT_FORMATS ",\n"
+		"                     or auto (the one whose template is beside --tokenizer or\n"
+		"                     in --model); its text, or its ids with --encode\n"
 		"      --no-thinking  qwen3: enable_thinking=False (an empty think block)\n"
 		"  -f, --from-json    read JSON lines, write one spool file\n"
 		"  -o, --output FILE  with --from-json: write FILE atomically instead of stdout\n"
@@ -686,22 +688,41 @@ static struct tokenizer *load_tokenizer(const char *file, const char *model_dir,
 	return t;
 }
 
+/* --chat auto: the format of the template beside the tokenizer (chat.h);
+ * --no-thinking is then a usage error unless it is Qwen3's. */
+static int chat_of_model(struct textmode *tm, const char *tok_file, const char *model_dir)
+{
+	char path[PATH_MAX], from[PATH_MAX];
+	struct err e;
+	if (!tok_file && snprintf(path, sizeof path, "%s/tokenizer.json", model_dir) < (int)sizeof path)
+		tok_file = path;
+	if (!tok_file || chat_format_of_model(tok_file, &tm->fmt, from, sizeof from, &e) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, tok_file ? e.msg : "--model: path too long");
+		return -1;
+	}
+	if ((tm->chat_flags & CHAT_NO_THINKING) && tm->fmt != CHAT_QWEN3)
+		cli_bad_usage("--no-thinking goes with Qwen3's chat template (no other format has a think block); %s "
+		              "holds %s's", from, chat_format_name(tm->fmt));
+	return 0;
+}
+
 /* The modes, one a command line, and the options that only some of them
  * use: given to another, such an option would do nothing (a tokenizer not
  * loaded, -v with nothing to list), so it is a usage error. */
-enum { PRINT = 1, STATS = 2, FROM_JSON = 4, ENCODE = 8, DECODE = 16, CHAT = 32, CHAT_ENCODE = 64 };
+enum { PRINT = 1, STATS = 2, FROM_JSON = 4, ENCODE = 8, DECODE = 16, CHAT = 32, CHAT_ENCODE = 64, CHAT_AUTO = 128 };
 static const char *const mode_names[] = {   /* by bit, PRINT's first */
 	"printing records", "--stats", "--from-json", "--encode", "--decode", "--chat without --encode",
-	"--chat --encode",
+	"--chat --encode", "--chat auto without --encode",
 };
 enum { O_NOTHINK = 256 };
 static const struct cli_mode_option mode_options[] = {
 	{ 'j', PRINT | STATS },
 	{ 'n', PRINT | STATS },
 	{ 'v', STATS },
-	{ 'm', PRINT | STATS | ENCODE | DECODE | CHAT_ENCODE },   /* the text modes: DIR/tokenizer.json */
-	{ 't', PRINT | ENCODE | DECODE | CHAT_ENCODE },
-	{ O_NOTHINK, CHAT | CHAT_ENCODE },
+	/* the text modes: DIR/tokenizer.json; --chat auto: the template beside it */
+	{ 'm', PRINT | STATS | ENCODE | DECODE | CHAT_ENCODE | CHAT_AUTO },
+	{ 't', PRINT | ENCODE | DECODE | CHAT_ENCODE | CHAT_AUTO },
+	{ O_NOTHINK, CHAT | CHAT_ENCODE | CHAT_AUTO },
 	{ 'o', FROM_JSON },
 };
 
@@ -751,7 +772,7 @@ int main(int argc, char **argv)
 	};
 	struct opts o = { .head = -1 };
 	struct textmode tm = { 0 };
-	int c, json = 0, fromjson = 0;
+	int c, json = 0, fromjson = 0, chat_auto = 0;
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
 	unsigned char given[O_NOTHINK + 1] = { 0 };   /* by getopt value */
 	prog = cli_init(argv[0], usage);
@@ -760,8 +781,9 @@ int main(int argc, char **argv)
 			given[c] = 1;
 		switch (c) {
 		case 'c':
-			if (chat_format_parse(optarg, &tm.fmt) < 0) {
-				fprintf(stderr, "%s: --chat: unknown format '%s' (%s)\n", prog, optarg, CHAT_FORMATS);
+			chat_auto = strcmp(optarg, "auto") == 0;
+			if (!chat_auto && chat_format_parse(optarg, &tm.fmt) < 0) {
+				fprintf(stderr, "%s: --chat: unknown format '%s' (%s or auto)\n", prog, optarg, CHAT_FORMATS);
 				return 2;
 			}
 			tm.chat = 1;
@@ -785,10 +807,15 @@ int main(int argc, char **argv)
 	cli_path_operands(argv + optind, argc - optind);
 	int text = tm.encode || tm.decode || tm.chat;
 	const char *bad = NULL;
-	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given,
-			 cat_mode(longopts, given), mode_names);
-	if ((tm.chat_flags & CHAT_NO_THINKING) && tm.fmt != CHAT_QWEN3)
+	unsigned mode = cat_mode(longopts, given);
+	if (mode == CHAT && chat_auto)
+		mode = CHAT_AUTO;
+	cli_mode_options(longopts, mode_options, sizeof mode_options / sizeof *mode_options, given, mode, mode_names);
+	if ((tm.chat_flags & CHAT_NO_THINKING) && tm.fmt != CHAT_QWEN3 && !chat_auto)
 		bad = "--no-thinking goes with --chat qwen3 (no other format has a think block)";
+	else if (chat_auto && !tok_file && !model_dir)
+		bad = "--chat auto needs --tokenizer FILE or --model DIR (the chat template beside its tokenizer.json "
+		      "names the format)";
 	else if ((tm.encode || tm.decode) && !tok_file && !model_dir)
 		bad = "--encode and --decode need --tokenizer FILE (or --model DIR holding tokenizer.json)";
 	if (bad)
@@ -805,6 +832,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s: %s: no tokenizer.json\n", prog, model_dir);
 			if (!t)
 				return 1;
+		}
+		if (chat_auto && chat_of_model(&tm, tok_file, model_dir) < 0) {
+			tok_free(t);
+			return 1;
 		}
 		tm.tok = t;
 		int rc = text_mode(&tm, argv + optind, argc - optind);

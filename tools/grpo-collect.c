@@ -91,7 +91,8 @@ static void usage(FILE *f)
 		"      --cursor FILE      read the offset from FILE, write the next one after publishing\n"
 		"      --batch B          prompts sampled together (default 16)\n"
 		"      --chat FMT         encode text prompts as a user turn of a chat format:\n"
-		"                         " CHAT_FORMATS "\n"
+		"                         " CHAT_FORMATS ",\n"
+		"                         or auto: the one whose template is beside the tokenizer\n"
 		"      --tokenizer FILE   tokenizer.json (default: the model's own)\n"
 		"      --device DEV       auto (the default, or $GRPO_DEVICE), cpu or cuda: where to sample\n"
 		"      --precision P      bf16 (the default) or fp32, on the GPU\n"
@@ -325,6 +326,31 @@ int emit_groups(const struct opts *o, struct held *h, uint64_t hash, const char 
 		if (sfile_write_group(w, &h->g[i], e) < 0)
 			return -1;
 	return sfile_writer_finish(w, e);
+}
+
+/*
+ * The chat format the prompts are encoded in: --chat's, or with --chat auto
+ * the one whose template the tokenizer's directory holds (chat.h); *use NULL
+ * for none.
+ */
+int gen_chat(const struct gen_opts *g, const char *tokenizer, int verbose, enum chat_format *f,
+             const enum chat_format **use, struct err *e)
+{
+	*use = NULL;
+	if (!g->have_chat)
+		return 0;
+	*f = g->chat;
+	if (g->chat_auto) {
+		char from[PATH_MAX];
+		if (!tokenizer)
+			return err_set(e, "--chat auto: no tokenizer.json, beside which the model's chat template would be");
+		if (chat_format_of_model(tokenizer, f, from, sizeof from, e) < 0)
+			return -1;
+		if (verbose)
+			fprintf(stderr, "%s: --chat auto: %s, the template of %s\n", prog, chat_format_name(*f), from);
+	}
+	*use = f;
+	return 0;
 }
 
 /*
@@ -588,7 +614,9 @@ int main(int argc, char **argv)
 			g.top_p = cli_number("--top-p", optarg, 0, 1, CLI_ABOVE_MIN);
 			break;
 		case OPT_CHAT:
-			g.chat = (enum chat_format)cli_word("--chat", optarg, chat_format_names);
+			g.chat_auto = strcmp(optarg, "auto") == 0;
+			if (!g.chat_auto && chat_format_parse(optarg, &g.chat) < 0)
+				cli_bad_value("--chat", "one of " CHAT_FORMATS " or auto", optarg);
 			g.have_chat = 1;
 			break;
 		case 'f': co.format = (enum collect_format)cli_word("--format", optarg, collect_format_names); break;

@@ -46,6 +46,7 @@ struct gen_opts {
 	const char *model, *prompts, *cursor, *tokenizer;
 	long long samples, max_tokens, top_k, offset, count, batch;
 	int have_offset, have_chat;
+	int chat_auto;              /* --chat auto: the format of the template beside the tokenizer */
 	double top_p;
 	float temperature;   /* -t: 0 samples greedily */
 	unsigned long long seed;
@@ -74,6 +75,8 @@ void say_repeat(const char *where, const char *what, const char *first);
 void warn_repeats(uint64_t n);
 
 /* collect-model.c: --model; the exit status. */
+int gen_chat(const struct gen_opts *g, const char *tokenizer, int verbose, enum chat_format *f,
+             const enum chat_format **use, struct err *e);
 int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w);
 
 /* collect-server.c: --server; the exit status. */

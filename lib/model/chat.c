@@ -370,6 +370,98 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
 	return r;
 }
 
+/* FNV-1a, 64 bits: a name for a template's exact text */
+static uint64_t text_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The templates chat.t renders with jinja2 and compares with these formats. */
+static const struct {
+	uint64_t hash;
+	size_t len;
+	enum chat_format f;
+} known_templates[] = {
+	{ 0xc2b27ee60f1b8775ull, 2507, CHAT_QWEN25 },       /* Qwen2.5-Instruct */
+	{ 0x2bfdb7aa9754484eull, 4116, CHAT_QWEN3 },        /* Qwen3 */
+	{ 0x74891e390e614ae2ull, 348, CHAT_LLAMA3 },        /* Llama 3 Instruct */
+	{ 0xf344eecf1bd3a427ull, 815, CHAT_LLAMA2 },        /* Llama 2 chat */
+	{ 0xf741d22a1d1ed6d7ull, 1058, CHAT_MISTRAL },      /* Mistral-7B-Instruct-v0.2 */
+	{ 0x0af6ea9cf9896e56ull, 413, CHAT_ZEPHYR },        /* TinyLlama Chat */
+	{ 0x45ec583d4d25bc3aull, 368, CHAT_SMOLLM2 },       /* SmolLM2-Instruct */
+	{ 0x845fdf813c637ee2ull, 2246, CHAT_DEEPSEEK_R1 },  /* the DeepSeek-R1 distills */
+};
+
+/* The template of tokenizer_config.json's "chat_template", or NULL with the message. */
+static const char *config_template(const cJSON *j, const char *path, struct err *e)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+	if (cJSON_IsString(t))
+		return t->valuestring;
+	if (!t || cJSON_IsNull(t))
+		return err_set(e, "%s has no chat_template: name the chat format", path), NULL;
+	const cJSON *x;
+	if (cJSON_IsArray(t))
+		cJSON_ArrayForEach(x, t) {
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "name");
+			const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(x, "template");
+			if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0 && cJSON_IsString(tmpl))
+				return tmpl->valuestring;
+		}
+	return err_set(e, "%s: chat_template is neither a string nor a list holding a \"default\" one", path), NULL;
+}
+
+int chat_format_of_model(const char *tokenizer_path, enum chat_format *f, char *from, size_t from_size,
+                         struct err *e)
+{
+	const char *slash = strrchr(tokenizer_path, '/');
+	int dir_len = slash ? (int)(slash - tokenizer_path) : 1;
+	const char *dir = slash ? tokenizer_path : ".";
+	struct buf b = { 0 };
+	int n = snprintf(from, from_size, "%.*s/chat_template.jinja", dir_len, dir);
+	if (n < 0 || (size_t)n >= from_size)
+		return err_set(e, "%s: path too long", tokenizer_path);
+	const char *tmpl = NULL;
+	size_t len = 0;
+	cJSON *j = NULL;
+	if (buf_read_file(&b, from, e) == 0) {
+		tmpl = (const char *)b.data, len = b.len;
+	} else if (errno != ENOENT) {
+		return -1;
+	} else {
+		snprintf(from, from_size, "%.*s/tokenizer_config.json", dir_len, dir);
+		if (buf_read_file(&b, from, e) < 0)
+			return -1;
+		j = json_parse_n((const char *)b.data, b.len, NULL);
+		if (!j || !cJSON_IsObject(j)) {
+			int oom = !j && errno == ENOMEM;
+			cJSON_Delete(j);
+			buf_free(&b);
+			return oom ? err_sys(e, "%s", from) : err_set(e, "%s: not a JSON object", from);
+		}
+		if ((tmpl = config_template(j, from, e)))
+			len = strlen(tmpl);
+	}
+	int r = -1;
+	if (tmpl) {
+		uint64_t h = text_hash(tmpl, len);
+		for (size_t i = 0; i < sizeof known_templates / sizeof *known_templates && r < 0; i++)
+			if (known_templates[i].hash == h && known_templates[i].len == len) {
+				*f = known_templates[i].f;
+				r = 0;
+			}
+		if (r < 0)
+			err_set(e, "%s: its chat template (%zu bytes, hash %016llx) is none that this build knows, "
+			        "byte for byte: name the chat format (%s)", from, len, (unsigned long long)h, CHAT_FORMATS);
+	}
+	cJSON_Delete(j);
+	buf_free(&b);
+	return r;
+}
+
 void chat_msgs_free(struct chat_msgs *m)
 {
 	free(m->m);

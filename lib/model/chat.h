@@ -123,6 +123,23 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
                 const char *date, struct tok_ids *ids, struct buf *text, struct err *e);
 
 /*
+ * The format whose template a model's own files hold, told from the
+ * template's text, so that `--chat auto` writes what the model was tuned on.
+ * As transformers loads it, the template is DIR/chat_template.jinja when
+ * that file exists, else the "chat_template" of DIR/tokenizer_config.json (a
+ * string, or a list of named templates of which "default" is the one), where
+ * DIR holds the tokenizer.json at tokenizer_path. Only the templates this
+ * build was checked against are known, byte for byte: those of Qwen2.5-
+ * Instruct, Qwen3, Llama 3 Instruct, Llama 2 chat, Mistral-7B-Instruct-v0.2,
+ * TinyLlama Chat, SmolLM2-Instruct and the DeepSeek-R1 distills, as kept in
+ * tests/data/chat-templates and ../shared. A missing template, or any
+ * other (another revision included), is an error naming the file: the
+ * format must then be named. *from gets the file the template came from.
+ */
+int chat_format_of_model(const char *tokenizer_path, enum chat_format *f, char *from, size_t from_size,
+                         struct err *e);
+
+/*
  * One JSON value as a conversation: a string is a lone user turn; an object
  * {"messages": [{"role": R, "content": C}, ...]} a list, optionally with
  * "enable_thinking": true|false and "date_string": "26 Jul 2024", as

@@ -12,7 +12,7 @@
 command -v jq > /dev/null || skip_all "jq is not installed"
 fx="$GRPO_TOP/tests/data/chat-templates.jsonl"
 data="$GRPO_SHARED/data"
-plan 24
+plan 31
 
 for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .text" "$fx" > "$T/want"
@@ -79,3 +79,44 @@ echo '"hi"' | LC_ALL=de_DE.UTF-8 grpo-cat --chat llama3.2 > "$T/got"
 after=$(LC_ALL=C date +'%d %b %Y')
 grep -q -e "Today Date: $before\\\\n" -e "Today Date: $after\\\\n" "$T/got"
 is "$?" 0 "llama3.2 without date_string: today's date ($before)"
+
+# --chat auto: the format whose template the model's own files hold (chat.h), told
+# by its text; another template, or none, is refused naming the file
+q3="$data/tokenizers/qwen3/tokenizer.json"
+grpo-cat --chat auto < /dev/null > /dev/null 2> "$T/err"
+is "$?:$(sed -n 1p "$T/err")" "2:grpo-cat: --chat auto needs --tokenizer FILE or --model DIR (the chat template beside its tokenizer.json names the format)" \
+	"--chat auto with no model to read it from: a usage error"
+if [ -f "$q3" ]; then
+	jq -c 'select(.format == "qwen3" and has("text")) | .input' "$fx" > "$T/in"
+	grpo-cat --chat auto --tokenizer "$q3" < "$T/in" > "$T/got" && grpo-cat --chat qwen3 < "$T/in" > "$T/want" &&
+		cmp -s "$T/got" "$T/want"
+	is "$?" 0 "--chat auto with Qwen3's tokenizer writes qwen3's prompts ($(wc -l < "$T/in" | tr -d ' '))"
+	# the DeepSeek-R1 distills' template beside the tokenizer with their markers
+	mkdir "$T/r1" && cp "$r1tok" "$T/r1/tokenizer.json" &&
+		jq '{chat_template}' "$GRPO_TOP/tests/data/chat-templates/deepseek-r1.json" > "$T/r1/tokenizer_config.json"
+	jq -c 'select(.format == "deepseek-r1" and has("text")) | .input' "$fx" > "$T/in"
+	grpo-cat --chat auto --encode --model "$T/r1" < "$T/in" > "$T/got" &&
+		grpo-cat --chat deepseek-r1 --encode --tokenizer "$r1tok" < "$T/in" > "$T/want" && cmp -s "$T/got" "$T/want"
+	is "$?" 0 "--chat auto --encode --model: the distills' template gives deepseek-r1's ids"
+	# one byte more: another revision, not recognised; no config at all
+	jq '{chat_template: (.chat_template + " ")}' "$GRPO_TOP/tests/data/chat-templates/deepseek-r1.json" \
+		> "$T/r1/tokenizer_config.json"
+	echo '"hi"' | grpo-cat --chat auto --model "$T/r1" > "$T/out" 2> "$T/err"
+	is "$?:$(wc -c < "$T/out" | tr -d ' ')" "1:0" "an unknown template: exit 1, nothing printed"
+	grep -q "^grpo-cat: $T/r1/tokenizer_config.json: its chat template (2247 bytes, hash [0-9a-f]*) is none that this build knows, byte for byte: name the chat format (qwen, " "$T/err"
+	is "$?" 0 "the message names the file and asks for the format: $(cat "$T/err")"
+	rm "$T/r1/tokenizer_config.json"
+	echo '"hi"' | grpo-cat --chat auto --encode --model "$T/r1" > /dev/null 2> "$T/err"
+	is "$?:$(cat "$T/err")" "1:grpo-cat: $T/r1/tokenizer_config.json: No such file or directory" "no tokenizer_config.json"
+	# grpo-collect samples from a model whose files hold Qwen3's template
+	grpo-init --preset tiny --tokenizer "$q3" -o "$T/m" &&
+		echo '{"prompt": "What is 2+2?", "answer": "4"}' > "$T/p.jsonl" &&
+		grpo-collect --model "$T/m" --prompts "$T/p.jsonl" --chat auto -n 1 --max-tokens 2 --device cpu \
+			-o "$T/q" -v 2> "$T/err" &&
+		grep -q "^grpo-collect: --chat auto: qwen3, the template of $T/m/tokenizer_config.json$" "$T/err" &&
+		grpo-cat "$T"/q/step_0/rank_0/*.zst | jq -c '.trajectories[0].prompt_tokens' > "$T/got" &&
+		echo '"What is 2+2?"' | grpo-cat --chat qwen3 --encode --tokenizer "$q3" > "$T/want" && cmp -s "$T/got" "$T/want"
+	is "$?" 0 "grpo-collect --chat auto -v: says qwen3 and samples from its prompt"
+else
+	for i in 1 2 3 4 5 6; do _n=$((_n + 1)); echo "ok $_n # SKIP no Qwen3 tokenizer at $q3"; done
+fi

@@ -7,6 +7,7 @@
  * so, when ../shared/data is absent.
  */
 #include <cJSON.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,149 @@ static void is_ids(const struct tokenizer *t, enum chat_format f, const struct c
 			printf("# %d\n", ids.v[i]);
 	}
 	tok_ids_free(&ids);
+}
+
+/* Write text to dir/name. */
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* tokenizer_config.json {"chat_template": tmpl} in dir */
+static void put_config(const char *dir, const char *tmpl)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "chat_template", tmpl);
+	char *t = cJSON_PrintUnformatted(j);
+	put_file(dir, "tokenizer_config.json", t);
+	free(t);
+	cJSON_Delete(j);
+}
+
+/* The chat_template of a JSON file (tests/data/chat-templates/NAME.json, a tokenizer_config.json), or NULL. */
+static cJSON *template_of(const char *path, const char **tmpl)
+{
+	FILE *f = fopen(path, "rb");
+	char *txt = f ? calloc(1, 1 << 20) : NULL;
+	size_t n = txt ? fread(txt, 1, (1 << 20) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	cJSON *j = n ? cJSON_Parse(txt) : NULL;
+	free(txt);
+	const cJSON *t = cJSON_GetObjectItem(j, "chat_template");
+	*tmpl = cJSON_IsString(t) ? t->valuestring : NULL;
+	return j;
+}
+
+/* --chat auto: which format a model's own template is */
+static void format_of_model(const char *top, const char *shared)
+{
+	char dir[] = "/tmp/test_chat_auto.XXXXXX", tp[4096], from[4096], path[4096];
+	struct err e = { "" };
+	enum chat_format f;
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(tp, sizeof tp, "%s/tokenizer.json", dir);
+	/* every template of tests/data/chat-templates: its file's name is its format's */
+	snprintf(path, sizeof path, "%s/tests/data/chat-templates", top);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int known = 0, seen = 0;
+	const char *qwen25 = NULL, *smollm2 = NULL;
+	cJSON *keep[2] = { NULL, NULL };
+	while (d && (de = readdir(d))) {
+		size_t k = strlen(de->d_name);
+		if (k < 6 || strcmp(de->d_name + k - 5, ".json") != 0)
+			continue;
+		char name[256], file[4096];
+		snprintf(name, sizeof name, "%.*s", (int)(k - 5), de->d_name);
+		snprintf(file, sizeof file, "%s/%s", path, de->d_name);
+		const char *tmpl;
+		cJSON *j = template_of(file, &tmpl);
+		seen++;
+		put_config(dir, tmpl ? tmpl : "");
+		int r = chat_format_of_model(tp, &f, from, sizeof from, &e);
+		if (r == 0 && strcmp(chat_format_name(f), name) == 0)
+			known++;
+		else
+			diag("%s: %s", name, r == 0 ? chat_format_name(f) : e.msg);
+		if (strcmp(name, "qwen2.5") == 0)
+			qwen25 = tmpl, keep[0] = j;
+		else if (strcmp(name, "smollm2") == 0)
+			smollm2 = tmpl, keep[1] = j;
+		else
+			cJSON_Delete(j);
+	}
+	if (d)
+		closedir(d);
+	ok(seen >= 6 && known == seen, "each of the %d templates of tests/data/chat-templates is its own format", seen);
+	ok(strstr(from, dir) && strstr(from, "/tokenizer_config.json"), "read from tokenizer_config.json: %s", from);
+	if (qwen25 && smollm2) {
+		/* chat_template.jinja beside it wins, as transformers loads it */
+		put_config(dir, qwen25);
+		put_file(dir, "chat_template.jinja", smollm2);
+		ok(chat_format_of_model(tp, &f, from, sizeof from, &e) == 0 && f == CHAT_SMOLLM2 &&
+		   strstr(from, "chat_template.jinja"), "chat_template.jinja before tokenizer_config.json");
+		snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+		unlink(path);
+		/* a list of named templates: the default one */
+		cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "chat_template");
+		const char *names[] = { "tool_use", "default" }, *tmpls[] = { smollm2, qwen25 };
+		for (int i = 0; i < 2; i++) {
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "name", names[i]);
+			cJSON_AddStringToObject(x, "template", tmpls[i]);
+			cJSON_AddItemToArray(list, x);
+		}
+		char *t = cJSON_PrintUnformatted(j);
+		put_file(dir, "tokenizer_config.json", t);
+		free(t);
+		cJSON_Delete(j);
+		ok(chat_format_of_model(tp, &f, from, sizeof from, &e) == 0 && f == CHAT_QWEN25,
+		   "a list of named templates: the default one");
+		/* another revision: one byte more */
+		char *other = malloc(strlen(qwen25) + 2);
+		sprintf(other, "%s ", qwen25);
+		put_config(dir, other);
+		free(other);
+		ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "tokenizer_config.json") &&
+		   strstr(e.msg, "none that this build knows") && strstr(e.msg, "qwen2.5, "),
+		   "a template one byte longer is unknown: %s", e.msg);
+	}
+	cJSON_Delete(keep[0]);
+	cJSON_Delete(keep[1]);
+	put_file(dir, "tokenizer_config.json", "{\"bos_token\": \"<s>\"}");
+	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "has no chat_template"),
+	   "no chat_template: %s", e.msg);
+	put_file(dir, "tokenizer_config.json", "[\"chat_template\"]");
+	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "not a JSON object"),
+	   "not an object: %s", e.msg);
+	snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+	unlink(path);
+	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, path),
+	   "no tokenizer_config.json: %s", e.msg);
+	rmdir(dir);
+
+	/* the real files of ../shared */
+	const char *real[] = { "qwen3", "llama3" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/data/tokenizers/%s/tokenizer.json", shared, real[i]);
+		if (access(path, R_OK) != 0) {
+			ok(1, "# SKIP no %s", path);
+			continue;
+		}
+		int r = chat_format_of_model(path, &f, from, sizeof from, &e);
+		if (!ok(r == 0 && strcmp(chat_format_name(f), real[i]) == 0, "%s's own tokenizer_config.json", real[i]))
+			diag("%s", r == 0 ? chat_format_name(f) : e.msg);
+	}
 }
 
 int main(void)
@@ -220,6 +364,9 @@ int main(void)
 	ok(chat_render(CHAT_LLAMA32, hello, 1, 0, "1 Jan 2026", &b, &e) == 0 && b.len == strlen(want) &&
 	   memcmp(b.data, want, b.len) == 0, "llama3.2: the date given, an empty system message");
 	buf_free(&b);
+
+	format_of_model(getenv("GRPO_TOP") ? getenv("GRPO_TOP") : ".",
+	                getenv("GRPO_SHARED") ? getenv("GRPO_SHARED") : "../shared");
 
 	/* bos and eos as the [INST] and Zephyr formats need them: tests/data/tokadded's
 	 * tokenizer, first as it is (neither token), then with <s> and </s> added
