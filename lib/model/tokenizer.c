@@ -86,6 +86,8 @@ enum { B_REMOVED, B_ISOLATED, B_MERGED_PREV, B_MERGED_NEXT, B_CONTIGUOUS };  /* 
 struct pstep {
 	int kind;
 	regex_t *re;                /* Split: its pattern; ByteLevel: GPT-2's, with use_regex */
+	const char *known;          /* Split: PAT_QWEN or PAT_LLAMA3, compiled only where the scanner
+				     * does not do the work (see load_pre_tokenizer) */
 	int behavior, invert;       /* Split */
 	int prefix_space;           /* ByteLevel: add_prefix_space */
 	int map;                    /* ByteLevel: steps follow, and see its characters, not bytes */
@@ -982,32 +984,35 @@ static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *r
  * syntax (Oniguruma's own), no options. onig_new is not safe to call from
  * several threads at once (the crate locks around it too); searching a
  * compiled regex is. */
-static pthread_once_t onig_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
-static int onig_init_rc;
-
-static void onig_start(void)
-{
-	OnigEncoding enc[] = { ONIG_ENCODING_UTF8 };
-	onig_init_rc = onig_initialize(enc, 1);
-}
+static int onig_ready;
 
 /* Compile pat[0..n) into *re, or -1 with Oniguruma's message after path. */
 static int regex_compile(regex_t **re, const char *pat, size_t n, const char *path, struct err *e)
 {
-	pthread_once(&onig_once, onig_start);
-	if (onig_init_rc != ONIG_NORMAL)
-		return err_set(e, "%s: Oniguruma failed to initialize (%d)", path, onig_init_rc);
-	OnigErrorInfo info;
+	OnigErrorInfo info = { 0 };
+	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+	OnigEncoding enc[] = { ONIG_ENCODING_UTF8 };
+	int rc = ONIG_NORMAL;
+	*re = NULL;
 	pthread_mutex_lock(&onig_lock);
-	int rc = onig_new(re, (const OnigUChar *)pat, (const OnigUChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-			  ONIG_SYNTAX_DEFAULT, &info);
+	/* (tried again while it fails: its memory may have run out) */
+	if (!onig_ready && (rc = onig_initialize(enc, 1)) == ONIG_NORMAL)
+		onig_ready = 1;
+	if (onig_ready)
+		rc = onig_new(re, (const OnigUChar *)pat, (const OnigUChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+			      ONIG_SYNTAX_DEFAULT, &info);
 	pthread_mutex_unlock(&onig_lock);
 	if (rc == ONIG_NORMAL)
 		return 0;
 	*re = NULL;
-	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+	if (!onig_ready) {
+		onig_error_code_to_str(msg, rc);
+		return err_set(e, "%s: Oniguruma failed to start: %s", path, (const char *)msg);
+	}
 	onig_error_code_to_str(msg, rc, &info);
+	if (rc == ONIGERR_MEMORY)
+		return err_set(e, "%s: out of memory compiling the regex (Oniguruma: %s)", path, (const char *)msg);
 	return err_set(e, "%s: \"%.120s\" does not compile: %s (Oniguruma)", path, pat, (const char *)msg);
 }
 
@@ -1075,6 +1080,10 @@ static int load_split(struct tokenizer *t, const cJSON *o, const char *path, str
 	if ((st.invert = get_flag(o, "invert", 1, 0, path, e)) < 0)
 		return -1;
 	snprintf(sub, sizeof sub, "%s.pattern.%s", path, str ? "String" : "Regex");
+	if (rx && (strcmp(rx->valuestring, PAT_QWEN) == 0 || strcmp(rx->valuestring, PAT_LLAMA3) == 0)) {
+		st.known = strcmp(rx->valuestring, PAT_QWEN) == 0 ? PAT_QWEN : PAT_LLAMA3;
+		return add_pstep(t, &st, e);
+	}
 	if (str ? regex_literal(&st.re, str->valuestring, sub, e) < 0
 		: regex_compile(&st.re, rx->valuestring, strlen(rx->valuestring), sub, e) < 0)
 		return -1;
@@ -1142,17 +1151,16 @@ static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e
 			t->psteps[i].map = 1;
 	/* Qwen2/Qwen3 and Llama 3: the hand-written scanner, which splits as
 	 * Oniguruma does (test_tokenizer_regex compares them) */
-	const struct pstep *s = t->psteps;
-	if (t->n_psteps == 2 && s[0].kind == P_SPLIT && s[0].behavior == B_ISOLATED && !s[0].invert &&
+	struct pstep *s = t->psteps;
+	if (t->n_psteps == 2 && s[0].known && s[0].behavior == B_ISOLATED && !s[0].invert &&
 	    s[1].kind == P_BYTE_LEVEL && !s[1].re && !s[1].prefix_space) {
-		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
-		const cJSON *pat = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(seq, 0), "pattern"), "Regex");
-		if (cJSON_IsString(pat) && strcmp(pat->valuestring, PAT_QWEN) == 0)
-			t->scan = 1;
-		else if (cJSON_IsString(pat) && strcmp(pat->valuestring, PAT_LLAMA3) == 0)
-			t->scan = t->digits3 = 1;
+		t->scan = 1;
+		t->digits3 = s[0].known == PAT_LLAMA3;
+		return 0;
 	}
+	for (size_t i = 0; i < t->n_psteps; i++)
+		if (s[i].known && regex_compile(&s[i].re, s[i].known, strlen(s[i].known), "pre_tokenizer", e) < 0)
+			return -1;
 	return 0;
 }
 
@@ -2320,6 +2328,8 @@ static int onig_err(struct err *e, int rc)
 {
 	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
 	onig_error_code_to_str(msg, rc);
+	if (rc == ONIGERR_MEMORY)
+		return err_set(e, "out of memory in Oniguruma's search (%s)", (const char *)msg);
 	return err_set(e, "pre_tokenizer: Oniguruma failed to search the text: %s", (const char *)msg);
 }
 
@@ -2385,8 +2395,21 @@ int tok_pre_tokenize(const struct tokenizer *t, const char *text, size_t n, int 
 		return err_set(e, "text too long to pre-tokenize (%zu bytes)", n);
 	struct scratch sc = { .missing = -1 };
 	struct collect c = { out, ends };
+	/* the scanner's pattern through Oniguruma: compiled for this call */
+	struct tokenizer tc;
+	struct pstep ps[2];
+	if (!scanner && t->scan) {
+		tc = *t;
+		memcpy(ps, t->psteps, sizeof ps);
+		if (regex_compile(&ps[0].re, ps[0].known, strlen(ps[0].known), "pre_tokenizer", e) < 0)
+			return -1;
+		tc.psteps = ps;
+		t = &tc;
+	}
 	int rc = n ? pre_tokenize(t, s, n, scanner, &sc, piece_collect, &c) : 0;
 	scratch_free(t, &sc);
+	if (t == &tc)
+		onig_free(ps[0].re);
 	if (rc == -4)
 		return onig_err(e, sc.onig_rc);
 	return rc < 0 ? err_set(e, "out of memory") : 0;
