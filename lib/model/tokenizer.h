@@ -25,8 +25,10 @@
  *     a file whose ids differ from those is refused; a normalized one is
  *     matched, and SentencePiece-style decoded, as the normalizer makes it
  *     (Prepend: "<x>" as "▁<x>");
- *   - normalizer: null, NFC, Prepend, Replace of a String, or a Sequence of
- *     those (Llama 2: Prepend("▁") then Replace(" " -> "▁")), applied to
+ *   - normalizer: null, NFC, Prepend, Replace (of a String, or of a Regex
+ *     through Oniguruma as below: every match, an empty one too, becomes the
+ *     content, taken literally), or a Sequence of those (Llama 2:
+ *     Prepend("▁") then Replace(" " -> "▁")), applied to
  *     each stretch of text between added tokens on its own, as tokenizers
  *     does (so Prepend puts "▁" before each);
  *   - pre_tokenizer, byte-level: Split, ByteLevel and Digits, alone or in
@@ -53,7 +55,7 @@
  *     prepend_scheme first, always or never, split or not; Mistral v0.3) or
  *     null (each stretch is one word);
  *   - decoder: ByteLevel with the ByteLevel pre_tokenizer; otherwise
- *     Replace of a String, ByteFallback, Fuse, Strip, Metaspace, or a
+ *     Replace (a String or a Regex), ByteFallback, Fuse, Strip, Metaspace, or a
  *     Sequence of those (Llama 2: Replace("▁" -> " "), ByteFallback, Fuse,
  *     Strip(" ", 1, 0)), each step as tokenizers' on the list of token
  *     strings (ByteFallback: a run of <0xNN> that is not UTF-8 is one U+FFFD
