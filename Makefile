@@ -22,7 +22,7 @@ BUILD     ?= build
 OPT       ?= -O2
 SAN       ?=
 
-DEPS      := libzstd libarchive zlib libcjson openblas libcurl
+DEPS      := libzstd libarchive zlib libcjson openblas libcurl oniguruma
 DEPS_MISSING := $(strip $(foreach d,$(DEPS),$(if $(shell $(PKG_CONFIG) --exists $(d) 2>/dev/null && echo y),,$(d))))
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS) 2>/dev/null)
 DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
@@ -104,7 +104,7 @@ endif
 deps-ok:
 ifneq ($(DEPS_MISSING),)
 	@echo "grpo-tools: missing libraries: $(DEPS_MISSING)" >&2
-	@echo "  install them with: sudo sh tools/install-deps.sh   (Debian: libzstd-dev libarchive-dev libcjson-dev libopenblas-dev libcurl4-openssl-dev)" >&2
+	@echo "  install them with: sudo sh tools/install-deps.sh   (Debian: libzstd-dev libarchive-dev libcjson-dev libopenblas-dev libcurl4-openssl-dev libonig-dev)" >&2
 	@exit 1
 endif
 

@@ -3,6 +3,8 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <oniguruma.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,7 @@ struct nstep {
 	int kind;
 	char *a, *b;                /* Prepend: a; Replace: a -> b */
 	size_t la, lb;
+	regex_t *re;                /* Replace of a Regex: it, not a */
 };
 
 /* A decoder step: each takes the list of token strings to a new one. */
@@ -73,9 +76,25 @@ struct dstep {
 	uint32_t ch;                /* Strip: the character */
 	size_t start, stop;         /* Strip: how many at most at each end */
 	int prepend;                /* Metaspace: prepend_scheme is not never */
+	regex_t *re;                /* Replace of a Regex: it, not a */
 };
 
 enum { PREPEND_NEVER, PREPEND_FIRST, PREPEND_ALWAYS };
+
+/* A pre_tokenizer step: each splits every piece the steps before it made,
+ * as tokenizers' Sequence does. */
+enum { P_SPLIT, P_BYTE_LEVEL, P_DIGITS };
+enum { B_REMOVED, B_ISOLATED, B_MERGED_PREV, B_MERGED_NEXT, B_CONTIGUOUS };  /* SplitDelimiterBehavior */
+struct pstep {
+	int kind;
+	regex_t *re;                /* Split: its pattern; ByteLevel: GPT-2's, with use_regex */
+	const char *known;          /* Split: PAT_QWEN or PAT_LLAMA3, compiled only where the scanner
+				     * does not do the work (see load_pre_tokenizer) */
+	int behavior, invert;       /* Split */
+	int prefix_space;           /* ByteLevel: add_prefix_space */
+	int map;                    /* ByteLevel: steps follow, and see its characters, not bytes */
+	int individual;             /* Digits: individual_digits */
+};
 
 struct tokenizer {
 	int spm;                    /* SentencePiece-style: no ByteLevel; vocab tokens are UTF-8 strings
@@ -93,6 +112,10 @@ struct tokenizer {
 	char *unk_token;            /* model.unk_token, NULL when none */
 	int32_t unk_id;             /* its id in the vocab, -1 when it is not there */
 	int32_t fb_id[256];         /* the <0xNN> token of each byte, -1 when missing */
+	struct pstep *psteps;       /* (n_psteps) the pre_tokenizer, but Metaspace */
+	size_t n_psteps;
+	int scan;                   /* psteps are Qwen's or Llama 3's Split then ByteLevel, which the
+				     * hand-written scanner does (pre_match) without Oniguruma */
 	int digits3;                /* \p{N}{1,3} (Llama 3) rather than \p{N} */
 	int ignore_merges;
 	uint32_t n_ids, ids_cap;
@@ -224,6 +247,142 @@ static size_t table_size(size_t n)
 	return cap;
 }
 
+/* ---- Oniguruma ---- */
+
+static inline size_t cp_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
+
+/* Oniguruma, as tokenizers' onig crate sets it up: UTF-8, its default
+ * syntax (Oniguruma's own), no options. onig_new is not safe to call from
+ * several threads at once (the crate locks around it too); searching a
+ * compiled regex is. */
+static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
+static int onig_ready;
+
+/* Compile pat[0..n) into *re, or -1 with Oniguruma's message after path. */
+static int regex_compile(regex_t **re, const char *pat, size_t n, const char *path, struct err *e)
+{
+	OnigErrorInfo info = { 0 };
+	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+	OnigEncoding enc[] = { ONIG_ENCODING_UTF8 };
+	int rc = ONIG_NORMAL;
+	*re = NULL;
+	pthread_mutex_lock(&onig_lock);
+	/* (tried again while it fails: its memory may have run out) */
+	if (!onig_ready && (rc = onig_initialize(enc, 1)) == ONIG_NORMAL)
+		onig_ready = 1;
+	if (onig_ready)
+		rc = onig_new(re, (const OnigUChar *)pat, (const OnigUChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+			      ONIG_SYNTAX_DEFAULT, &info);
+	pthread_mutex_unlock(&onig_lock);
+	if (rc == ONIG_NORMAL)
+		return 0;
+	*re = NULL;
+	if (!onig_ready) {
+		onig_error_code_to_str(msg, rc);
+		return err_set(e, "%s: Oniguruma failed to start: %s", path, (const char *)msg);
+	}
+	onig_error_code_to_str(msg, rc, &info);
+	if (rc == ONIGERR_MEMORY)
+		return err_set(e, "%s: out of memory compiling the regex (Oniguruma: %s)", path, (const char *)msg);
+	return err_set(e, "%s: \"%.120s\" does not compile: %s (Oniguruma)", path, pat, (const char *)msg);
+}
+
+/* A Split's {"String": s}, as tokenizers compiles it: regex::escape(s),
+ * then Oniguruma. */
+static int regex_literal(regex_t **re, const char *s, const char *path, struct err *e)
+{
+	size_t n = strlen(s);
+	char *q = malloc(2 * n + 1), *w = q;
+	if (!q)
+		return err_set(e, "out of memory");
+	for (; *s; s++) {
+		if (strchr("\\.+*?()|[]{}^$#&-~", *s))
+			*w++ = '\\';
+		*w++ = *s;
+	}
+	int rc = regex_compile(re, q, (size_t)(w - q), path, e);
+	free(q);
+	return rc;
+}
+
+/* A stretch of a piece, a match of a pattern or not. */
+struct span {
+	size_t a, b;
+	int m;                      /* a match; once the behavior is applied: not part of a piece */
+};
+
+struct plevel {                 /* a pre_tokenizer step's scratch space */
+	struct buf text, map;       /* ByteLevel: the piece with its prefix space; a piece's characters */
+	struct span *sp;            /* (n) */
+	size_t n, cap;
+};
+
+static int span_push(struct plevel *l, size_t a, size_t b, int m)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct span *q = realloc(l->sp, cap * sizeof *q);
+		if (!q)
+			return -1;
+		l->sp = q;
+		l->cap = cap;
+	}
+	l->sp[l->n++] = (struct span){ a, b, m };
+	return 0;
+}
+
+/* The matches of re in s[0..n), and what lies between them, into l, as
+ * tokenizers' find_matches has them (none for n = 0): as the onig crate's
+ * find_iter finds them, each search from where the last match ended, an
+ * empty match there skipped by one character. -4 with Oniguruma's code in
+ * *rc when a search fails, -1 when memory runs out. */
+static int regex_find(regex_t *re, const unsigned char *s, size_t n, OnigRegion *region, struct plevel *l, int *rc)
+{
+	size_t prev = 0, from = 0, last = 0;
+	int any = 0;
+	l->n = 0;
+	if (n == 0)
+		return span_push(l, 0, 0, 0);
+	while (from <= n) {
+		int r = onig_search(re, s, s + n, s + from, s + n, region, ONIG_OPTION_NONE);
+		if (r == ONIG_MISMATCH)
+			break;
+		if (r < 0) {
+			*rc = r;
+			return -4;
+		}
+		size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
+		if (a == b && any && last == b) {
+			uint32_t c;
+			from += from < n ? cp_at(s, n, from, &c) : 1;
+			continue;
+		}
+		from = last = b;
+		any = 1;
+		if ((prev != a && span_push(l, prev, a, 0) < 0) || span_push(l, a, b, 1) < 0)
+			return -1;
+		prev = b;
+	}
+	return prev != n ? span_push(l, prev, n, 0) : 0;
+}
+
+/* Replace's regex: s[0..n) appended to out with each match of re (an
+ * empty one too) as with[0..nw), as NormalizedString::replace and the
+ * Replace decoder do. -4 (Oniguruma's code in *rc) or -1 as regex_find. */
+static int regex_replace(regex_t *re, const unsigned char *s, size_t n, const char *with, size_t nw,
+			 struct buf *out, int *rc)
+{
+	struct plevel l = { 0 };
+	OnigRegion *region = onig_region_new();
+	int r = region ? regex_find(re, s, n, region, &l, rc) : -1;
+	for (size_t i = 0; i < l.n && r == 0; i++)
+		r = l.sp[i].m ? buf_append(out, with, nw) : buf_append(out, s + l.sp[i].a, l.sp[i].b - l.sp[i].a);
+	free(l.sp);
+	if (region)
+		onig_region_free(region, 1);
+	return r < 0 ? r : 0;
+}
+
 /* ---- loading ---- */
 
 static int pool_add(struct tokenizer *t, const void *p, size_t n, uint32_t *off)
@@ -330,12 +489,6 @@ static const char *get_str(const cJSON *o, const char *k, const char *path, stru
 		return v->valuestring;
 	err_set(e, "%s.%s: expected a string, not %s", path, k, json_kind(v));
 	return NULL;
-}
-
-static const char *get_type(const cJSON *o)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "type");
-	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 /* The "type" of the object at path, or NULL with the message. */
@@ -591,9 +744,10 @@ static int replace_all(struct buf *out, const unsigned char *s, size_t n, const 
 }
 
 /* The normalizer's steps over s[0..n), in a and b by turns: the result in
- * *rs, *rn (s itself when there are none). -1 when memory runs out. */
+ * *rs, *rn (s itself when there are none). -1 when memory runs out, -4
+ * with Oniguruma's code in *onig_rc when a search fails. */
 static int normalize(const struct tokenizer *t, const unsigned char *s, size_t n, struct buf *a, struct buf *b,
-		     const unsigned char **rs, size_t *rn)
+		     const unsigned char **rs, size_t *rn, int *onig_rc)
 {
 	for (size_t i = 0; i < t->n_nsteps && n; i++) {
 		const struct nstep *st = &t->nsteps[i];
@@ -604,10 +758,12 @@ static int normalize(const struct tokenizer *t, const unsigned char *s, size_t n
 			rc = uni_nfc(dst, s, n);
 		else if (st->kind == N_PREPEND)
 			rc = buf_append(dst, st->a, st->la) < 0 ? -1 : buf_append(dst, s, n);
+		else if (st->re)
+			rc = regex_replace(st->re, s, n, st->b, st->lb, dst, onig_rc);
 		else
 			rc = replace_all(dst, s, n, st->a, st->la, st->b, st->lb);
 		if (rc < 0)
-			return -1;
+			return rc;
 		s = dst->data;
 		n = dst->len;
 	}
@@ -778,8 +934,15 @@ static int load_added(struct tokenizer *t, const cJSON *arr, struct err *e)
 			 * (with Prepend, "<x>" is found as "▁<x>") */
 			const unsigned char *ns;
 			size_t nn;
-			if (normalize(t, (const unsigned char *)c, cl, &nb, &nb2, &ns, &nn) < 0 ||
-			    pool_add(t, ns, nn, &a.off) < 0) {
+			int orc = 0, r = normalize(t, (const unsigned char *)c, cl, &nb, &nb2, &ns, &nn, &orc);
+			if (r == -4) {
+				OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+				onig_error_code_to_str(msg, orc);
+				err_set(e, "%s: the normalizer's regex failed on its content: %s (Oniguruma)", path,
+					(const char *)msg);
+				goto done;
+			}
+			if (r < 0 || pool_add(t, ns, nn, &a.off) < 0) {
 				err_set(e, "out of memory");
 				goto done;
 			}
@@ -833,19 +996,27 @@ static int get_char(const cJSON *o, const char *k, const char *path, char *out, 
 	return l;
 }
 
-/* Replace's "pattern": {"String": s}, its text, or NULL with the message. */
-static const char *get_pattern(const cJSON *o, const char *path, struct err *e)
+/* Replace's "pattern": {"String": s}, its text; or {"Regex": r}, compiled
+ * into *re, and then "". NULL with the message. */
+static const char *get_pattern(const cJSON *o, const char *path, regex_t **re, struct err *e)
 {
 	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
 	const cJSON *str = cJSON_GetObjectItemCaseSensitive(pat, "String");
-	if (!pat)
+	const cJSON *rx = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+	char sub[300];
+	if (!pat) {
 		err_set(e, "%s: Replace without \"pattern\"", path);
-	else if (!cJSON_IsString(str) || cJSON_GetArraySize(pat) != 1)
-		err_set(e, "%s.pattern: only {\"String\": ...} is supported (not a Regex)", path);
-	else if (!*str->valuestring)
+	} else if (cJSON_IsObject(pat) && cJSON_IsString(rx) && cJSON_GetArraySize(pat) == 1) {
+		snprintf(sub, sizeof sub, "%s.pattern.Regex", path);
+		return regex_compile(re, rx->valuestring, strlen(rx->valuestring), sub, e) < 0 ? NULL : "";
+	} else if (!cJSON_IsObject(pat) || !cJSON_IsString(str) || cJSON_GetArraySize(pat) != 1) {
+		err_set(e, "%s.pattern: expected {\"String\": ...} or {\"Regex\": ...}, not %s", path,
+			cJSON_IsObject(pat) ? "that object" : json_kind(pat));
+	} else if (!*str->valuestring) {
 		err_set(e, "%s.pattern.String: \"\" is not supported", path);
-	else
+	} else {
 		return str->valuestring;
+	}
 	return NULL;
 }
 
@@ -898,24 +1069,31 @@ static int load_normalizer(struct tokenizer *t, const cJSON *n, const char *path
 	} else if (strcmp(type, "Replace") == 0) {
 		st.kind = N_REPLACE;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "content");
-		if (!(a = get_pattern(n, path, e)))
+		if (!(a = get_pattern(n, path, &st.re, e)))
 			return -1;
-		if (!cJSON_IsString(v))
+		if (!cJSON_IsString(v)) {
+			if (st.re)
+				onig_free(st.re);
 			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
 				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		}
 		b = v->valuestring;
 	} else {
-		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace of a String, "
-			       "a Sequence of those, or none)", path, type);
+		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace, a Sequence of "
+			       "those, or none)", path, type);
 	}
 	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
 		free(st.a);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	struct nstep *q = realloc(t->nsteps, (t->n_nsteps + 1) * sizeof *q);
 	if (!q) {
 		free(st.a);
 		free(st.b);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	t->nsteps = q;
@@ -963,8 +1141,98 @@ static int load_metaspace(const cJSON *o, const char *path, char *rep, size_t *r
 	return 0;
 }
 
-#define PRE_ONLY "only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3), Metaspace or none (Llama 2, Mistral) " \
-	"is supported"
+#define PRE_ONLY "only Split, ByteLevel and Digits, alone or in a Sequence, Metaspace, or none is supported"
+
+/* ByteLevel's own regex, GPT-2's, as byte_level.rs spells it. */
+static const char PAT_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+/* Each step is a level of pre_run's recursion, for every piece. */
+enum { TOK_MAX_PSTEPS = 64 };
+
+static int add_pstep(struct tokenizer *t, const struct pstep *st, struct err *e)
+{
+	struct pstep *q = realloc(t->psteps, (t->n_psteps + 1) * sizeof *q);
+	if (!q) {
+		if (st->re)
+			onig_free(st->re);
+		return err_set(e, "out of memory");
+	}
+	t->psteps = q;
+	t->psteps[t->n_psteps++] = *st;
+	if (t->n_psteps > TOK_MAX_PSTEPS)
+		return err_set(e, "pre_tokenizer: more than %d steps are not supported", TOK_MAX_PSTEPS);
+	return 0;
+}
+
+static int load_split(struct tokenizer *t, const cJSON *o, const char *path, struct err *e)
+{
+	static const char *const beh[] = { "Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous" };
+	struct pstep st = { .kind = P_SPLIT };
+	char sub[300];
+	const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(o, "pattern");
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "behavior");
+	if (!pattern || !b)
+		return err_set(e, "%s: Split without \"%s\" (tokenizers requires it)", path, pattern ? "behavior" : "pattern");
+	const cJSON *str = cJSON_GetObjectItemCaseSensitive(pattern, "String");
+	const cJSON *rx = cJSON_GetObjectItemCaseSensitive(pattern, "Regex");
+	if (!cJSON_IsObject(pattern) || cJSON_GetArraySize(pattern) != 1 || !(cJSON_IsString(str) || cJSON_IsString(rx)))
+		return err_set(e, "%s.pattern: expected {\"String\": ...} or {\"Regex\": ...}, not %s", path,
+			       cJSON_IsObject(pattern) ? "that object" : json_kind(pattern));
+	st.behavior = -1;
+	for (int i = 0; i < 5; i++)
+		if (cJSON_IsString(b) && strcmp(b->valuestring, beh[i]) == 0)
+			st.behavior = i;
+	if (st.behavior < 0)
+		return err_set(e, "%s.behavior: expected Removed, Isolated, MergedWithPrevious, MergedWithNext or "
+			       "Contiguous, not %s%.64s%s", path, cJSON_IsString(b) ? "\"" : "",
+			       cJSON_IsString(b) ? b->valuestring : json_kind(b), cJSON_IsString(b) ? "\"" : "");
+	if ((st.invert = get_flag(o, "invert", 1, 0, path, e)) < 0)
+		return -1;
+	snprintf(sub, sizeof sub, "%s.pattern.%s", path, str ? "String" : "Regex");
+	if (rx && (strcmp(rx->valuestring, PAT_QWEN) == 0 || strcmp(rx->valuestring, PAT_LLAMA3) == 0)) {
+		st.known = strcmp(rx->valuestring, PAT_QWEN) == 0 ? PAT_QWEN : PAT_LLAMA3;
+		return add_pstep(t, &st, e);
+	}
+	if (str ? regex_literal(&st.re, str->valuestring, sub, e) < 0
+		: regex_compile(&st.re, rx->valuestring, strlen(rx->valuestring), sub, e) < 0)
+		return -1;
+	return add_pstep(t, &st, e);
+}
+
+/* One pre_tokenizer, at path; a Sequence's are added in order. */
+static int load_pre_step(struct tokenizer *t, const cJSON *p, const char *path, struct err *e)
+{
+	const char *type = need_type(p, path, e);
+	if (!type)
+		return -1;
+	if (strcmp(type, "Sequence") == 0)
+		return load_sequence(t, p, "pretokenizers", path, load_pre_step, e);
+	if (strcmp(type, "Split") == 0)
+		return load_split(t, p, path, e);
+	struct pstep st = { 0 };
+	if (strcmp(type, "Digits") == 0) {
+		st.kind = P_DIGITS;
+		if ((st.individual = get_flag(p, "individual_digits", 1, 0, path, e)) < 0)
+			return -1;
+		return add_pstep(t, &st, e);
+	}
+	if (strcmp(type, "ByteLevel") != 0)
+		return err_set(e, "%s: type \"%.64s\" is not supported%s: " PRE_ONLY, path, type,
+			       strcmp(path, "pre_tokenizer") ? " in a Sequence" : "");
+	for (size_t i = 0; i < t->n_psteps; i++)
+		if (t->psteps[i].kind == P_BYTE_LEVEL)
+			return err_set(e, "%s: a second ByteLevel is not supported (it would map the bytes of the "
+				       "characters the first made)", path);
+	st.kind = P_BYTE_LEVEL;
+	int re;
+	if ((st.prefix_space = get_flag(p, "add_prefix_space", 1, 0, path, e)) < 0 ||
+	    get_flag(p, "trim_offsets", 1, 0, path, e) < 0 || (re = get_flag(p, "use_regex", 0, 1, path, e)) < 0)
+		return -1;
+	if (re && regex_compile(&st.re, PAT_GPT2, strlen(PAT_GPT2), path, e) < 0)
+		return -1;
+	t->spm = 0;
+	return add_pstep(t, &st, e);
+}
 
 static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e)
 {
@@ -980,61 +1248,28 @@ static int load_pre_tokenizer(struct tokenizer *t, const cJSON *p, struct err *e
 		return load_metaspace(p, "pre_tokenizer", t->meta_rep, &t->meta_rep_len, &t->meta_prepend,
 				      &t->meta_split, e);
 	}
-	t->spm = 0;
-	if (strcmp(type, "Sequence") != 0)
-		return err_set(e, "pre_tokenizer: type \"%.64s\" is not supported: " PRE_ONLY, type);
-	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
-	if (!cJSON_IsArray(seq))
-		return seq ? err_set(e, "pre_tokenizer.pretokenizers: expected an array, not %s", json_kind(seq))
-			   : err_set(e, "pre_tokenizer: Sequence without \"pretokenizers\"");
-	const cJSON *split = cJSON_GetArrayItem(seq, 0), *bl = cJSON_GetArrayItem(seq, 1);
-	if (cJSON_GetArraySize(seq) != 2 || strcmp(get_type(split), "Split") != 0 || strcmp(get_type(bl), "ByteLevel") != 0) {
-		char got[160] = "";
-		size_t m = 0;
-		const cJSON *it;
-		cJSON_ArrayForEach(it, seq)
-			if (m < sizeof got)
-				m += (size_t)snprintf(got + m, sizeof got - m, "%s%s", m ? ", " : "",
-						      *get_type(it) ? get_type(it) : "?");
-		return err_set(e, "pre_tokenizer: Sequence[%s] is not supported: " PRE_ONLY, got);
+	if (load_pre_step(t, p, "pre_tokenizer", e) < 0)
+		return -1;
+	if (t->spm)
+		return err_set(e, "pre_tokenizer: Split or Digits without a ByteLevel is not supported (only SentencePiece-style "
+			       "BPE has no ByteLevel, and it is supported with Metaspace or no pre_tokenizer)");
+	/* ByteLevel maps the bytes to characters only where a step after it
+	 * would see them */
+	for (size_t i = 0; i + 1 < t->n_psteps; i++)
+		if (t->psteps[i].kind == P_BYTE_LEVEL)
+			t->psteps[i].map = 1;
+	/* Qwen2/Qwen3 and Llama 3: the hand-written scanner, which splits as
+	 * Oniguruma does (test_tokenizer_regex compares them) */
+	struct pstep *s = t->psteps;
+	if (t->n_psteps == 2 && s[0].known && s[0].behavior == B_ISOLATED && !s[0].invert &&
+	    s[1].kind == P_BYTE_LEVEL && !s[1].re && !s[1].prefix_space) {
+		t->scan = 1;
+		t->digits3 = s[0].known == PAT_LLAMA3;
+		return 0;
 	}
-	const char *sp = "pre_tokenizer.pretokenizers[0]", *bp = "pre_tokenizer.pretokenizers[1]";
-	const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(split, "pattern");
-	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(pattern, "Regex");
-	if (!pattern)
-		return err_set(e, "%s: Split without \"pattern\"", sp);
-	if (!cJSON_IsString(pat) || cJSON_GetArraySize(pattern) != 1)
-		return err_set(e, "%s.pattern: only a Regex, the Qwen2/Qwen3 or the Llama 3 one, is supported", sp);
-	if (strcmp(pat->valuestring, PAT_QWEN) == 0)
-		t->digits3 = 0;
-	else if (strcmp(pat->valuestring, PAT_LLAMA3) == 0)
-		t->digits3 = 1;
-	else
-		return err_set(e, "%s.pattern.Regex: \"%.200s\" is neither the Qwen2/Qwen3 one nor the Llama 3 one "
-			       "(no other is supported)", sp, pat->valuestring);
-	const cJSON *beh = cJSON_GetObjectItemCaseSensitive(split, "behavior");
-	if (!beh)
-		return err_set(e, "%s: Split without \"behavior\"", sp);
-	if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0)
-		return err_set(e, "%s.behavior: %s%.64s%s is not supported (only \"Isolated\")", sp,
-			       cJSON_IsString(beh) ? "\"" : "", cJSON_IsString(beh) ? beh->valuestring : json_kind(beh),
-			       cJSON_IsString(beh) ? "\"" : "");
-	int inv = get_flag(split, "invert", 1, 0, sp, e);
-	if (inv < 0)
-		return -1;
-	if (inv)
-		return err_set(e, "%s.invert: true is not supported", sp);
-	int aps = get_flag(bl, "add_prefix_space", 1, 0, bp, e);
-	if (aps < 0 || get_flag(bl, "trim_offsets", 1, 0, bp, e) < 0)
-		return -1;
-	if (aps)
-		return err_set(e, "%s.add_prefix_space: true is not supported", bp);
-	int re = get_flag(bl, "use_regex", 0, 1, bp, e);
-	if (re < 0)
-		return -1;
-	if (re)
-		return err_set(e, "%s: ByteLevel with use_regex true%s is not supported (the Split before it splits the text)",
-			       bp, cJSON_GetObjectItemCaseSensitive(bl, "use_regex") ? "" : ", as tokenizers takes it when missing,");
+	for (size_t i = 0; i < t->n_psteps; i++)
+		if (s[i].known && regex_compile(&s[i].re, s[i].known, strlen(s[i].known), "pre_tokenizer", e) < 0)
+			return -1;
 	return 0;
 }
 
@@ -1101,7 +1336,7 @@ static int load_model(struct tokenizer *t, const cJSON *m, struct err *e)
 	return load_merges(t, cJSON_GetObjectItemCaseSensitive(m, "merges"), e);
 }
 
-#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace, ByteFallback, Fuse, " \
 	"Strip, Metaspace and Sequences of those (without it) are supported"
 
 static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, struct err *e)
@@ -1127,11 +1362,14 @@ static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, s
 	if (strcmp(type, "Replace") == 0) {
 		st.kind = D_REPLACE;
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "content");
-		if (!(a = get_pattern(d, path, e)))
+		if (!(a = get_pattern(d, path, &st.re, e)))
 			return -1;
-		if (!cJSON_IsString(v))
+		if (!cJSON_IsString(v)) {
+			if (st.re)
+				onig_free(st.re);
 			return v ? err_set(e, "%s.content: expected a string, not %s", path, json_kind(v))
 				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+		}
 		b = v->valuestring;
 	} else if (strcmp(type, "ByteFallback") == 0) {
 		st.kind = D_BYTE_FALLBACK;
@@ -1165,12 +1403,16 @@ static int load_decoder(struct tokenizer *t, const cJSON *d, const char *path, s
 	}
 	if ((a && !(st.a = dup_str(a, &st.la))) || (b && !(st.b = dup_str(b, &st.lb)))) {
 		free(st.a);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	struct dstep *q = realloc(t->dsteps, (t->n_dsteps + 1) * sizeof *q);
 	if (!q) {
 		free(st.a);
 		free(st.b);
+		if (st.re)
+			onig_free(st.re);
 		return err_set(e, "out of memory");
 	}
 	t->dsteps = q;
@@ -1184,7 +1426,8 @@ static int check_decoder(const struct tokenizer *t, struct err *e)
 {
 	if (t->spm && t->byte_level_dec)
 		return err_set(e, "decoder: ByteLevel with %s pre_tokenizer is not supported (ByteLevel goes with "
-			       "Sequence[Split, ByteLevel] only)", t->meta ? "a Metaspace" : "no");
+			       "a ByteLevel pre_tokenizer only)", t->meta ? "a Metaspace" : t->n_psteps ?
+			       "a pre_tokenizer without ByteLevel" : "no");
 	if (!t->spm && !t->byte_level_dec)
 		return err_set(e, "decoder: %s with a ByteLevel pre_tokenizer is not supported (only ByteLevel)",
 			       t->dsteps[0].kind == D_METASPACE ? "Metaspace" : "a SentencePiece-style decoder");
@@ -1450,13 +1693,21 @@ void tok_free(struct tokenizer *t)
 	for (size_t i = 0; i < t->n_nsteps; i++) {
 		free(t->nsteps[i].a);
 		free(t->nsteps[i].b);
+		if (t->nsteps[i].re)
+			onig_free(t->nsteps[i].re);
 	}
 	free(t->nsteps);
 	for (size_t i = 0; i < t->n_dsteps; i++) {
 		free(t->dsteps[i].a);
 		free(t->dsteps[i].b);
+		if (t->dsteps[i].re)
+			onig_free(t->dsteps[i].re);
 	}
 	free(t->dsteps);
+	for (size_t i = 0; i < t->n_psteps; i++)
+		if (t->psteps[i].re)
+			onig_free(t->psteps[i].re);
+	free(t->psteps);
 	free(t->unk_token);
 	free(t);
 }
@@ -1507,6 +1758,9 @@ struct scratch {
 	struct sym *sym;            /* (cap) */
 	struct hent *heap;          /* (3 * cap) */
 	size_t cap, nheap;
+	struct plevel *lv;          /* (n_psteps + 1) the pre_tokenizer's steps' (see pre_run) */
+	OnigRegion *region;
+	int onig_rc;                /* what a failed search returned */
 };
 
 static int scratch_reserve(struct scratch *sc, size_t n)
@@ -1777,17 +2031,171 @@ static size_t pre_match(const unsigned char *s, size_t n, size_t i, int digits3)
 	return last_start;
 }
 
-static int encode_words(const struct tokenizer *t, const unsigned char *s, size_t n, struct scratch *sc,
-			struct tok_ids *out)
+/* ---- the pre_tokenizer's steps (all but the scanner's two) ---- */
+
+/* The byte-level character of byte b (GPT-2's bytes_to_unicode; cp_byte
+ * undoes it). */
+static uint32_t byte_cp(unsigned b)
 {
-	for (size_t i = 0; i < n;) {
-		size_t end = pre_match(s, n, i, t->digits3);
-		int rc = bpe(t, s + i, end - i, sc, out);
-		if (rc < 0)
-			return rc;
-		i = end;
+	if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
+		return b;
+	if (b <= 0x20)
+		return 0x100 + b;
+	return b == 0xAD ? 0x143 : 0x100 + 33 + (b - 0x7F);
+}
+
+/* tokenizers' find_matches: s[0..n), n > 0, tiled by the matches of st's
+ * pattern and what lies between them, each marked a match or not (Digits:
+ * each character char::is_numeric takes, \p{N}, is a match). -4 when
+ * Oniguruma fails. */
+static int find_matches(const struct pstep *st, const unsigned char *s, size_t n, struct plevel *l,
+			struct scratch *sc)
+{
+	if (st->kind != P_DIGITS)
+		return regex_find(st->re, s, n, sc->region, l, &sc->onig_rc);
+	size_t prev = 0;
+	l->n = 0;
+	for (size_t i = 0, k; i < n; i += k) {
+		uint32_t c;
+		k = cp_at(s, n, i, &c);
+		if (!(uni_class(c) & UNI_N))
+			continue;
+		if ((prev < i && span_push(l, prev, i, 0) < 0) || span_push(l, i, i + k, 1) < 0)
+			return -1;
+		prev = i + k;
 	}
+	return prev != n ? span_push(l, prev, n, 0) : 0;
+}
+
+/* NormalizedString::split's behaviors over l's spans: those left with m
+ * unset are the pieces (some may be empty, which tokenizers drops). */
+static void apply_behavior(struct plevel *l, int behavior, int invert)
+{
+	struct span *v = l->sp;
+	size_t n = l->n, k = 0;
+	int prev = 0;
+	if (invert)
+		for (size_t i = 0; i < n; i++)
+			v[i].m = !v[i].m;
+	switch (behavior) {
+	case B_REMOVED:
+		break;
+	case B_ISOLATED:
+		for (size_t i = 0; i < n; i++)
+			v[i].m = 0;
+		break;
+	case B_CONTIGUOUS:
+	case B_MERGED_PREV:
+		for (size_t i = 0; i < n; i++) {
+			struct span x = v[i];
+			if (k && (behavior == B_CONTIGUOUS ? x.m == prev : x.m && !prev))
+				v[k - 1].b = x.b;
+			else
+				v[k++] = (struct span){ x.a, x.b, 0 };
+			prev = x.m;
+		}
+		l->n = k;
+		break;
+	case B_MERGED_NEXT:
+		/* from the end, as tokenizers folds the reversed list */
+		k = n;
+		for (size_t i = n; i-- > 0;) {
+			struct span x = v[i];
+			if (k < n && x.m && !prev)
+				v[k].a = x.a;
+			else
+				v[--k] = (struct span){ x.a, x.b, 0 };
+			prev = x.m;
+		}
+		memmove(v, v + k, (n - k) * sizeof *v);
+		l->n = n - k;
+		break;
+	}
+}
+
+typedef int (*piece_fn)(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc, void *arg);
+
+/* Steps k.. of the pre_tokenizer over the piece s[0..n), n > 0, each piece
+ * that comes out of the last to f as its bytes. mapped: s is ByteLevel's
+ * characters (a step after ByteLevel sees those, as in tokenizers). */
+static int pre_run(const struct tokenizer *t, size_t k, const unsigned char *s, size_t n, int mapped,
+		   struct scratch *sc, piece_fn f, void *arg)
+{
+	struct plevel *l = &sc->lv[k];
+	if (k == t->n_psteps) {
+		if (!mapped)
+			return f(t, s, n, sc, arg);
+		buf_reset(&l->text);
+		if (buf_reserve(&l->text, n) < 0)
+			return -1;
+		long bl = token_bytes_n((const char *)s, n, l->text.data);
+		return f(t, l->text.data, bl < 0 ? 0 : (size_t)bl, sc, arg);  /* (bl < 0: unreachable) */
+	}
+	const struct pstep *st = &t->psteps[k];
+	int rc;
+	if (st->kind == P_BYTE_LEVEL && st->prefix_space && s[0] != ' ') {
+		buf_reset(&l->text);
+		if (buf_put_u8(&l->text, ' ') < 0 || buf_append(&l->text, s, n) < 0)
+			return -1;
+		s = l->text.data;
+		n = l->text.len;
+	}
+	if (st->kind == P_BYTE_LEVEL && !st->re) {
+		l->n = 0;
+		rc = span_push(l, 0, n, 0);
+	} else {
+		rc = find_matches(st, s, n, l, sc);
+		apply_behavior(l, st->kind == P_SPLIT ? st->behavior : st->kind == P_BYTE_LEVEL ? B_ISOLATED :
+			       st->individual ? B_ISOLATED : B_CONTIGUOUS, st->kind == P_SPLIT && st->invert);
+	}
+	for (size_t i = 0; i < l->n && rc == 0; i++) {
+		const struct span x = l->sp[i];
+		if (x.m || x.b == x.a)
+			continue;
+		if (!st->map) {
+			rc = pre_run(t, k + 1, s + x.a, x.b - x.a, mapped, sc, f, arg);
+			continue;
+		}
+		buf_reset(&l->map);
+		for (size_t j = x.a; j < x.b && rc == 0; j++) {
+			unsigned char u[4];
+			rc = buf_append(&l->map, u, (size_t)uni_utf8_encode(byte_cp(s[j]), u));
+		}
+		if (rc == 0)
+			rc = pre_run(t, k + 1, l->map.data, l->map.len, 1, sc, f, arg);
+	}
+	return rc;
+}
+
+static int scratch_levels(const struct tokenizer *t, struct scratch *sc)
+{
+	if (sc->lv)
+		return 0;
+	if (!(sc->lv = calloc(t->n_psteps + 1, sizeof *sc->lv)) || !(sc->region = onig_region_new()))
+		return -1;
 	return 0;
+}
+
+static int piece_bpe(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc, void *out)
+{
+	return bpe(t, p, n, sc, out);
+}
+
+/* The pre_tokenizer's pieces of s[0..n), n > 0, each to f. */
+static int pre_tokenize(const struct tokenizer *t, const unsigned char *s, size_t n, int scanner, struct scratch *sc,
+			piece_fn f, void *arg)
+{
+	if (scanner) {
+		for (size_t i = 0; i < n;) {
+			size_t end = pre_match(s, n, i, t->digits3);
+			int rc = f(t, s + i, end - i, sc, arg);
+			if (rc < 0)
+				return rc;
+			i = end;
+		}
+		return 0;
+	}
+	return scratch_levels(t, sc) < 0 ? -1 : pre_run(t, 0, s, n, 0, sc, f, arg);
 }
 
 /* Offset of the character that ends s[0..i), i > 0. */
@@ -1940,10 +2348,10 @@ static int encode_meta(const struct tokenizer *t, const unsigned char *s, size_t
 static int encode_piece(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
 			struct tok_ids *out)
 {
-	if (!t->spm)
-		return encode_words(t, s, n, sc, out);
 	if (t->meta)
 		return encode_meta(t, s, n, first, sc, out);
+	if (t->n_psteps)
+		return pre_tokenize(t, s, n, t->scan, sc, piece_bpe, out);
 	return bpe(t, s, n, sc, out);   /* no pre_tokenizer: one word */
 }
 
@@ -1953,12 +2361,13 @@ static int encode_piece(const struct tokenizer *t, const unsigned char *s, size_
 static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t n, int first, struct scratch *sc,
 		       struct tok_ids *out)
 {
-	if (normalize(t, s, n, &sc->norm, &sc->norm2, &s, &n) < 0)
-		return -1;
+	int rc = normalize(t, s, n, &sc->norm, &sc->norm2, &s, &n, &sc->onig_rc);
+	if (rc < 0)
+		return rc;
 	size_t at = 0, scan = 0, b, e;
 	int32_t id;
 	while (next_added(&t->norm, s, n, &scan, at, &b, &e, &id)) {
-		int rc = b > at ? encode_piece(t, s + at, b - at, first && at == 0, sc, out) : 0;
+		rc = b > at ? encode_piece(t, s + at, b - at, first && at == 0, sc, out) : 0;
 		if (rc < 0)
 			return rc;
 		if (tok_ids_push(out, id) < 0)
@@ -1966,6 +2375,33 @@ static int encode_text(const struct tokenizer *t, const unsigned char *s, size_t
 		at = e;
 	}
 	return at < n ? encode_piece(t, s + at, n - at, first && at == 0, sc, out) : 0;
+}
+
+static void scratch_free(const struct tokenizer *t, struct scratch *sc)
+{
+	buf_free(&sc->norm);
+	buf_free(&sc->norm2);
+	buf_free(&sc->meta);
+	free(sc->sym);
+	free(sc->heap);
+	for (size_t i = 0; sc->lv && i <= t->n_psteps; i++) {
+		buf_free(&sc->lv[i].text);
+		buf_free(&sc->lv[i].map);
+		free(sc->lv[i].sp);
+	}
+	free(sc->lv);
+	if (sc->region)
+		onig_region_free(sc->region, 1);
+}
+
+/* Oniguruma's message for what a search returned. */
+static int onig_err(struct err *e, int rc)
+{
+	OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+	onig_error_code_to_str(msg, rc);
+	if (rc == ONIGERR_MEMORY)
+		return err_set(e, "out of memory in Oniguruma's search (%s)", (const char *)msg);
+	return err_set(e, "Oniguruma failed to search the text: %s", (const char *)msg);
 }
 
 int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok_ids *out, struct err *e)
@@ -1987,11 +2423,9 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 	}
 	if (rc == 0 && at < n)
 		rc = encode_text(t, s + at, n - at, at == 0, &sc, out);
-	buf_free(&sc.norm);
-	buf_free(&sc.norm2);
-	buf_free(&sc.meta);
-	free(sc.sym);
-	free(sc.heap);
+	scratch_free(t, &sc);
+	if (rc == -4)
+		return onig_err(e, sc.onig_rc);
 	if (rc == -3)
 		return err_set(e, "model.unk_token \"%.64s\" is not in the vocab, and the text needs it", t->unk_token);
 	if (rc == -2 && t->spm)
@@ -2003,6 +2437,52 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
 			snprintf(shown, sizeof shown, " ('%c')", sc.missing);
 		return err_set(e, "byte 0x%02x%s has no token in this vocabulary", sc.missing, shown);
 	}
+	return rc < 0 ? err_set(e, "out of memory") : 0;
+}
+
+struct collect {
+	struct buf *out;
+	struct tok_ids *ends;
+};
+
+static int piece_collect(const struct tokenizer *t, const unsigned char *p, size_t n, struct scratch *sc, void *arg)
+{
+	struct collect *c = arg;
+	return buf_append(c->out, p, n) < 0 || tok_ids_push(c->ends, (int32_t)c->out->len) < 0 ? -1 : 0;
+}
+
+int tok_pre_tokenize(const struct tokenizer *t, const char *text, size_t n, int scanner, struct buf *out,
+		     struct tok_ids *ends, struct err *e)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t bad = uni_utf8_check(s, n);
+	if (bad != n)
+		return err_set(e, "text is not valid UTF-8 at byte %zu (0x%02x)", bad, s[bad]);
+	if (scanner && !t->scan)
+		return err_set(e, "pre_tokenizer: not the one the scanner does (Qwen's or Llama 3's Split, then ByteLevel)");
+	if (t->meta || !t->n_psteps)
+		return err_set(e, "pre_tokenizer: %s, not steps that split", t->meta ? "Metaspace" : "none");
+	if (out->len + n >= INT32_MAX)
+		return err_set(e, "text too long to pre-tokenize (%zu bytes)", n);
+	struct scratch sc = { .missing = -1 };
+	struct collect c = { out, ends };
+	/* the scanner's pattern through Oniguruma: compiled for this call */
+	struct tokenizer tc;
+	struct pstep ps[2];
+	if (!scanner && t->scan) {
+		tc = *t;
+		memcpy(ps, t->psteps, sizeof ps);
+		if (regex_compile(&ps[0].re, ps[0].known, strlen(ps[0].known), "pre_tokenizer", e) < 0)
+			return -1;
+		tc.psteps = ps;
+		t = &tc;
+	}
+	int rc = n ? pre_tokenize(t, s, n, scanner, &sc, piece_collect, &c) : 0;
+	scratch_free(t, &sc);
+	if (t == &tc)
+		onig_free(ps[0].re);
+	if (rc == -4)
+		return onig_err(e, sc.onig_rc);
 	return rc < 0 ? err_set(e, "out of memory") : 0;
 }
 
@@ -2066,8 +2546,9 @@ static int dl_flush_bytes(struct dlist *d, struct buf *bytes)
 }
 
 /* One decoder step from src to dst (empty); -1 when memory runs out, -2
- * where tokenizers would panic (Strip). */
-static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst)
+ * where tokenizers would panic (Strip), -4 with Oniguruma's code in
+ * *onig_rc when a Replace's search fails. */
+static int decode_step(const struct dstep *st, const struct dlist *src, struct dlist *dst, int *onig_rc)
 {
 	struct buf bytes = { 0 };
 	int rc = 0;
@@ -2078,7 +2559,9 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 		size_t n = src->end[k] - from;
 		switch (st->kind) {
 		case D_REPLACE:
-			rc = replace_all(&dst->b, p, n, st->a, st->la, st->b, st->lb) < 0 ? -1 : dl_end(dst);
+			rc = st->re ? regex_replace(st->re, p, n, st->b, st->lb, &dst->b, onig_rc) :
+				replace_all(&dst->b, p, n, st->a, st->la, st->b, st->lb);
+			rc = rc < 0 ? rc : dl_end(dst);
 			break;
 		case D_BYTE_FALLBACK: {
 			int v = fallback_byte(p, n);
@@ -2134,7 +2617,7 @@ static int decode_step(const struct dstep *st, const struct dlist *src, struct d
 
 /* SentencePiece-style decoding: the tokens' strings through the decoder's steps, joined. */
 static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
-			struct buf *out)
+			struct buf *out, int *onig_rc)
 {
 	struct dlist l[2];
 	int rc = 0, cur = 0;
@@ -2154,7 +2637,7 @@ static int decode_steps(const struct tokenizer *t, const int32_t *ids, size_t n,
 	for (size_t s = 0; s < t->n_dsteps && rc == 0; s++) {
 		buf_reset(&l[!cur].b);
 		l[!cur].n = 0;
-		rc = decode_step(&t->dsteps[s], &l[cur], &l[!cur]);
+		rc = decode_step(&t->dsteps[s], &l[cur], &l[!cur], onig_rc);
 		cur = !cur;
 	}
 	if (rc == 0 && l[cur].b.len)
@@ -2175,9 +2658,11 @@ int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip
 			if (ids[i] < 0 || (uint32_t)ids[i] >= t->n_ids || t->ids[ids[i]].kind == KIND_NONE)
 				return err_set(e, "token %zu: id %d is not in the tokenizer (%u ids)", i, (int)ids[i],
 					       t->n_ids);
-		int rc = decode_steps(t, ids, n, skip_special, out);
+		int orc = 0, rc = decode_steps(t, ids, n, skip_special, out, &orc);
 		if (rc < 0)
 			out->len = start;
+		if (rc == -4)
+			return onig_err(e, orc);
 		if (rc == -2)
 			return err_set(e, "decoder: Strip cannot cut a token of these ids as its stop says (tokenizers "
 				       "panics there: stop would cut past the token's beginning, or into what start cut)");

@@ -2,10 +2,10 @@
  * tokenizer.h: Hugging Face tokenizer.json BPE, encode and decode: the
  * byte-level kind and the SentencePiece-converted kind.
  *
- * What is supported is what the Qwen2/Qwen2.5/Qwen3 and Llama 3 files
- * (byte-level) and the Llama 2, TinyLlama and Mistral v0.1-v0.3 files
- * (SentencePiece-style) use, and anything else is refused at load with a
- * message naming it, never tokenized differently:
+ * What is supported is what the Qwen2/Qwen2.5/Qwen3, Llama 3, GPT-2,
+ * SmolLM2 and DeepSeek V3/R1 files (byte-level) and the Llama 2, TinyLlama
+ * and Mistral v0.1-v0.3 files (SentencePiece-style) use, and anything else
+ * is refused at load with a message naming it, never tokenized differently:
  *   - model: BPE, vocab and merges, merges as "a b" strings or as [a, b]
  *     pairs (a merge's rank is its index; a pair listed twice keeps its last
  *     rank, as tokenizers' HashMap does), ignore_merges (Llama 3: a
@@ -25,18 +25,37 @@
  *     a file whose ids differ from those is refused; a normalized one is
  *     matched, and SentencePiece-style decoded, as the normalizer makes it
  *     (Prepend: "<x>" as "▁<x>");
- *   - normalizer: null, NFC, Prepend, Replace of a String, or a Sequence of
- *     those (Llama 2: Prepend("▁") then Replace(" " -> "▁")), applied to
+ *   - normalizer: null, NFC, Prepend, Replace (of a String, or of a Regex
+ *     through Oniguruma as below: every match, an empty one too, becomes the
+ *     content, taken literally), or a Sequence of those (Llama 2:
+ *     Prepend("▁") then Replace(" " -> "▁")), applied to
  *     each stretch of text between added tokens on its own, as tokenizers
  *     does (so Prepend puts "▁" before each);
- *   - pre_tokenizer: Sequence[Split(Regex R, Isolated), ByteLevel without
- *     its own regex], R the Qwen2/Qwen3 pattern or the Llama 3 one (they
- *     differ in \p{N} versus \p{N}{1,3}), matched by a hand-written scanner
- *     with Oniguruma's leftmost-first semantics; or, SentencePiece-style,
- *     Metaspace (any replacement character, prepend_scheme first, always or
- *     never, split or not; Mistral v0.3) or null (each stretch is one word);
+ *   - pre_tokenizer, byte-level: Split, ByteLevel and Digits, alone or in
+ *     a Sequence (nested ones too), in any order, each step splitting the
+ *     pieces the one before made, as tokenizers' Sequence does: Split on a
+ *     {"Regex": R} or a {"String": s} (a literal), with any behavior
+ *     (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)
+ *     and invert; ByteLevel (one) with or without its own regex (GPT-2's)
+ *     and add_prefix_space (a space before each piece that lacks one); a
+ *     step after ByteLevel sees its characters ("\u0120" for a space), as
+ *     there; Digits, individual_digits or not. Regexes run in Oniguruma
+ *     (libonig), the engine tokenizers uses, compiled as its onig crate
+ *     does (UTF-8, Oniguruma's syntax, no options) and searched as its
+ *     find_iter does (an empty match right after a match is skipped); one
+ *     that does not compile is a load error naming the field. Qwen's and
+ *     Llama 3's Sequence[Split(R, Isolated), ByteLevel(no regex, no prefix
+ *     space)] are matched by a hand-written scanner instead (they differ in
+ *     \p{N} versus \p{N}{1,3}), which splits as Oniguruma does
+ *     (test_tokenizer_regex compares the two on GSM8K and random text).
+ *     Oniguruma's Unicode classes are its version's: Debian 12's 6.9.8 has
+ *     Unicode 14, tokenizers 0.23's 6.9.10 Unicode 16, so a character first
+ *     assigned since 14 may split otherwise than there.
+ *     SentencePiece-style: Metaspace (any replacement character,
+ *     prepend_scheme first, always or never, split or not; Mistral v0.3) or
+ *     null (each stretch is one word);
  *   - decoder: ByteLevel with the ByteLevel pre_tokenizer; otherwise
- *     Replace of a String, ByteFallback, Fuse, Strip, Metaspace, or a
+ *     Replace (a String or a Regex), ByteFallback, Fuse, Strip, Metaspace, or a
  *     Sequence of those (Llama 2: Replace("▁" -> " "), ByteFallback, Fuse,
  *     Strip(" ", 1, 0)), each step as tokenizers' on the list of token
  *     strings (ByteFallback: a run of <0xNN> that is not UTF-8 is one U+FFFD
@@ -99,6 +118,14 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, struct tok
  * may be NUL). skip_special leaves out added tokens marked special. */
 int tok_decode(const struct tokenizer *t, const int32_t *ids, size_t n, int skip_special,
 	       struct buf *out, struct err *e);
+
+/* The pieces the pre_tokenizer cuts text[0..n) into (no normalizer, no
+ * added tokens), for tests: each piece's bytes appended to out, and its end
+ * there to ends. scanner: Qwen's and Llama 3's split by the hand-written
+ * scanner (an error for any other pre_tokenizer); else through Oniguruma.
+ * An error for Metaspace or no pre_tokenizer. */
+int tok_pre_tokenize(const struct tokenizer *t, const char *text, size_t n, int scanner, struct buf *out,
+		     struct tok_ids *ends, struct err *e);
 
 /* 1 + the largest id (vocab and added tokens). */
 uint32_t tok_vocab_size(const struct tokenizer *t);

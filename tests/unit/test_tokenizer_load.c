@@ -163,9 +163,9 @@ static void test_file(void)
 	tok_free(t);
 }
 
-#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace of a String, ByteFallback, Fuse, " \
+#define DEC_ONLY "only ByteLevel (with a ByteLevel pre_tokenizer), or Replace, ByteFallback, Fuse, " \
 	"Strip, Metaspace and Sequences of those (without it) are supported"
-#define NORM_ONLY "(only NFC, Prepend, Replace of a String, a Sequence of those, or none)"
+#define NORM_ONLY "(only NFC, Prepend, Replace, a Sequence of those, or none)"
 
 static void test_decoder_normalizer(void)
 {
@@ -204,61 +204,87 @@ static void test_decoder_normalizer(void)
 	      "e\xcc\x81", (const int32_t[]){ 0xC3, 0xA9 }, 2, "a Sequence of NFC and an empty Sequence is NFC");
 }
 
-#define PRE_ONLY "only Sequence[Split, ByteLevel] (Qwen2, Qwen3, Llama 3), Metaspace or none (Llama 2, Mistral) " \
-	"is supported"
+#define PRE_ONLY "only Split, ByteLevel and Digits, alone or in a Sequence, Metaspace, or none is supported"
+#define SPLIT_ON(pat, rest) "{\"type\": \"Split\", \"pattern\": " pat rest "}"
+#define ISOLATED ", \"behavior\": \"Isolated\", \"invert\": false"
 
 static void test_pre_tokenizer(void)
 {
 	/* no pre_tokenizer is the SentencePiece-style kind, which ByteLevel
 	 * does not decode */
 	refused(&(struct tj){ .pre = "null" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
-		"goes with Sequence[Split, ByteLevel] only)", "a null pre_tokenizer with a ByteLevel decoder");
+		"goes with a ByteLevel pre_tokenizer only)", "a null pre_tokenizer with a ByteLevel decoder");
 	refused(&(struct tj){ .pre = "" }, "decoder: ByteLevel with no pre_tokenizer is not supported (ByteLevel "
-		"goes with Sequence[Split, ByteLevel] only)", "no pre_tokenizer with a ByteLevel decoder");
+		"goes with a ByteLevel pre_tokenizer only)", "no pre_tokenizer with a ByteLevel decoder");
 	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\", \"replacement\": \"_\"}" },
-		"decoder: ByteLevel with a Metaspace pre_tokenizer is not supported (ByteLevel goes with Sequence[Split, "
-		"ByteLevel] only)", "a Metaspace pre_tokenizer with a ByteLevel decoder");
-	refused(&(struct tj){ .pre = BL_OK }, "pre_tokenizer: type \"ByteLevel\" is not supported: " PRE_ONLY,
-		"a ByteLevel pre_tokenizer alone");
-	refused(&(struct tj){ .pre = SEQ(BL_OK, SPLIT_OK) },
-		"pre_tokenizer: Sequence[ByteLevel, Split] is not supported: " PRE_ONLY, "ByteLevel before Split");
+		"decoder: ByteLevel with a Metaspace pre_tokenizer is not supported (ByteLevel goes with a ByteLevel "
+		"pre_tokenizer only)", "a Metaspace pre_tokenizer with a ByteLevel decoder");
+	refused(&(struct tj){ .pre = "{\"type\": \"Whitespace\"}" }, "pre_tokenizer: type \"Whitespace\" is not supported: "
+		PRE_ONLY, "a Whitespace pre_tokenizer");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, "{\"type\": \"Metaspace\", \"replacement\": \"_\"}") },
+		"pre_tokenizer.pretokenizers[1]: type \"Metaspace\" is not supported in a Sequence: " PRE_ONLY,
+		"Metaspace in a Sequence");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, "{\"type\": \"Digits\", \"individual_digits\": true}") },
+		"pre_tokenizer: Split or Digits without a ByteLevel is not supported (only SentencePiece-style BPE has no "
+		"ByteLevel, and it is supported with Metaspace or no pre_tokenizer)", "Split and Digits without ByteLevel");
+	refused(&(struct tj){ .pre = SEQ(BL_OK, SEQ(SPLIT_OK, BL_OK)) },
+		"pre_tokenizer.pretokenizers[1].pretokenizers[1]: a second ByteLevel is not supported (it would map the "
+		"bytes of the characters the first made)", "a second ByteLevel, in a Sequence inside the Sequence");
 	refused(&(struct tj){ .pre = "{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT_OK ", " BL_OK ", {\"type\": \"Digits\"}]}" },
-		"pre_tokenizer: Sequence[Split, ByteLevel, Digits] is not supported: " PRE_ONLY, "a third pre-tokenizer");
+		"pre_tokenizer.pretokenizers[2]: no \"individual_digits\" (tokenizers requires it)",
+		"Digits without individual_digits");
 	refused(&(struct tj){ .pre = "{\"type\": \"Sequence\"}" },
 		"pre_tokenizer: Sequence without \"pretokenizers\"", "a Sequence without its list");
-	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
-		"pre_tokenizer.pretokenizers[0].pattern: only a Regex, the Qwen2/Qwen3 or the Llama 3 one, is supported",
-		"a Split on a String");
-	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
-		"pre_tokenizer.pretokenizers[0].pattern.Regex: \"\\s+\" is neither the Qwen2/Qwen3 one nor the Llama 3 one (no other is supported)",
-		"a Split on another regex");
 	refused(&(struct tj){ .pre = SEQ("{\"type\": \"Split\", \"behavior\": \"Isolated\", \"invert\": false}", BL_OK) },
-		"pre_tokenizer.pretokenizers[0]: Split without \"pattern\"", "a Split without a pattern");
-	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Removed\", \"invert\": false"), BL_OK) },
-		"pre_tokenizer.pretokenizers[0].behavior: \"Removed\" is not supported (only \"Isolated\")",
-		"a Split that removes what it matches");
+		"pre_tokenizer.pretokenizers[0]: Split without \"pattern\" (tokenizers requires it)", "a Split without a pattern");
 	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"invert\": false"), BL_OK) },
-		"pre_tokenizer.pretokenizers[0]: Split without \"behavior\"", "a Split without a behavior");
-	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Isolated\", \"invert\": true"), BL_OK) },
-		"pre_tokenizer.pretokenizers[0].invert: true is not supported", "an inverted Split");
+		"pre_tokenizer.pretokenizers[0]: Split without \"behavior\" (tokenizers requires it)", "a Split without a behavior");
 	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"Isolated\""), BL_OK) },
 		"pre_tokenizer.pretokenizers[0]: no \"invert\" (tokenizers requires it)", "a Split without invert");
-	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": true, \"trim_offsets\": false, \"use_regex\": false")) },
-		"pre_tokenizer.pretokenizers[1].add_prefix_space: true is not supported", "ByteLevel adding a space");
+	refused(&(struct tj){ .pre = SEQ(SPLIT(", \"behavior\": \"isolated\", \"invert\": false"), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].behavior: expected Removed, Isolated, MergedWithPrevious, MergedWithNext or "
+		"Contiguous, not \"isolated\"", "a Split behavior tokenizers does not know (spelt in lower case)");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_ON("{\"Regex\": \"a\", \"String\": \"b\"}", ISOLATED), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].pattern: expected {\"String\": ...} or {\"Regex\": ...}, not that object",
+		"a Split pattern that is both a Regex and a String");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_ON("\"\\\\s+\"", ISOLATED), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].pattern: expected {\"String\": ...} or {\"Regex\": ...}, not a string",
+		"a Split pattern that is a bare string");
+	/* a regex Oniguruma does not compile, which tokenizers refuses too,
+	 * wherever it is; a String is a literal, escaped */
+	refused(&(struct tj){ .pre = SEQ(BL_OK, SEQ(SPLIT_OK, SPLIT_ON("{\"Regex\": \"(a\"}", ISOLATED))) },
+		"pre_tokenizer.pretokenizers[1].pretokenizers[1].pattern.Regex: \"(a\" does not compile: end pattern with "
+		"unmatched parenthesis (Oniguruma)", "a Regex that does not compile");
+	refused(&(struct tj){ .pre = SEQ(SPLIT_ON("{\"Regex\": \"\\\\p{Nope}\"}", ISOLATED), BL_OK) },
+		"pre_tokenizer.pretokenizers[0].pattern.Regex: \"\\p{Nope}\" does not compile: invalid character property "
+		"name {Nope} (Oniguruma)", "a Regex with a property Oniguruma lacks");
+	loads(&(struct tj){ .pre = SEQ(SPLIT_ON("{\"String\": \"(a\"}", ISOLATED), BL_OK) }, "x(ay", NULL, -1,
+	      "a String that is not a regex loads");
 	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"trim_offsets\": false, \"use_regex\": false")) },
 		"pre_tokenizer.pretokenizers[1]: no \"add_prefix_space\" (tokenizers requires it)",
 		"ByteLevel without add_prefix_space");
 	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"use_regex\": false")) },
 		"pre_tokenizer.pretokenizers[1]: no \"trim_offsets\" (tokenizers requires it)",
 		"ByteLevel without trim_offsets");
-	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": true")) },
-		"pre_tokenizer.pretokenizers[1]: ByteLevel with use_regex true is not supported (the Split before it splits the text)",
-		"ByteLevel with its own regex");
-	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": false")) },
-		"pre_tokenizer.pretokenizers[1]: ByteLevel with use_regex true, as tokenizers takes it when missing, is not "
-		"supported (the Split before it splits the text)", "ByteLevel without use_regex");
+	static char many[64 * 70 + 200];
+	size_t m = (size_t)snprintf(many, sizeof many, "{\"type\": \"Sequence\", \"pretokenizers\": [" BL_OK);
+	for (int i = 0; i < 64; i++)
+		m += (size_t)snprintf(many + m, sizeof many - m, ", {\"type\": \"Digits\", \"individual_digits\": true}");
+	snprintf(many + m, sizeof many - m, "]}");
+	refused(&(struct tj){ .pre = many }, "pre_tokenizer: more than 64 steps are not supported", "65 pre_tokenizers");
 	loads(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false")) },
 	      "a b", (const int32_t[]){ 'a', 0x20, 'b' }, 3, "ByteLevel's trim_offsets (offsets only) is no matter");
+	/* what the scanner does not, through Oniguruma: without merges the ids
+	 * are the bytes, and the pieces show in what add_prefix_space adds */
+	loads(&(struct tj){ .pre = BL(", \"add_prefix_space\": true, \"trim_offsets\": false, \"use_regex\": true") },
+	      "a b", (const int32_t[]){ 0x20, 'a', 0x20, 'b' }, 4, "ByteLevel alone, with add_prefix_space, loads");
+	loads(&(struct tj){ .pre = SEQ("{\"type\": \"Digits\", \"individual_digits\": false}",
+				       BL(", \"add_prefix_space\": true, \"trim_offsets\": false, \"use_regex\": false")) },
+	      "a12b", (const int32_t[]){ 0x20, 'a', 0x20, '1', '2', 0x20, 'b' }, 7,
+	      "Digits then ByteLevel with add_prefix_space puts a space before each piece");
+	loads(&(struct tj){ .pre = SEQ(BL(", \"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": true"),
+				       SPLIT_ON("{\"String\": \"\xc4\xa0\"}", ", \"behavior\": \"Removed\", \"invert\": false")) },
+	      "a b", (const int32_t[]){ 'a', 'b' }, 2, "a Split after ByteLevel sees its characters (\xc4\xa0 for a space)");
 }
 
 static void test_model(void)
@@ -525,7 +551,7 @@ static void test_spm(void)
 		"nor all its <0xNN> tokens", "and with byte_fallback, when a <0xNN> is missing too");
 
 	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB }, "decoder: ByteLevel with no pre_tokenizer is not supported "
-		"(ByteLevel goes with Sequence[Split, ByteLevel] only)", "SentencePiece-style with a ByteLevel decoder");
+		"(ByteLevel goes with a ByteLevel pre_tokenizer only)", "SentencePiece-style with a ByteLevel decoder");
 	refused(&(struct tj){ .pre = META(", \"add_prefix_space\": false"), .decoder = FUSE, .vocab = SPM_VOCAB },
 		"pre_tokenizer.add_prefix_space: false does not match prepend_scheme always, as tokenizers takes it when "
 		"missing, (tokenizers refuses it)", "Metaspace with add_prefix_space false and no prepend_scheme");
@@ -544,9 +570,21 @@ static void test_spm(void)
 		"Metaspace with a replacement of two characters");
 	refused(&(struct tj){ .pre = "{\"type\": \"Metaspace\"}", .decoder = FUSE, .vocab = SPM_VOCAB },
 		"pre_tokenizer: no \"replacement\" (tokenizers requires it)", "Metaspace without a replacement");
+	loads(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			    .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \"b\"}" },
+	      "a  a a", (const int32_t[]){ 1, 2, 1, 2, 1 }, 5, "a Replace normalizer with a Regex puts its content for each match");
 	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
-			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" \"}, \"content\": \"_\"}" },
-		"normalizer.pattern: only {\"String\": ...} is supported (not a Regex)", "a Replace normalizer with a Regex");
+			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"[\"}, \"content\": \"_\"}" },
+		"normalizer.pattern.Regex: \"[\" does not compile: premature end of char-class (Oniguruma)",
+		"a Replace normalizer whose Regex does not compile");
+	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
+			      .normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regexp\": \" \"}, \"content\": \"_\"}" },
+		"normalizer.pattern: expected {\"String\": ...} or {\"Regex\": ...}, not that object",
+		"a Replace normalizer with a pattern of another kind");
+	refused(&(struct tj){ .pre = "null", .vocab = SPM_VOCAB, .decoder = "{\"type\": \"Sequence\", \"decoders\": ["
+			      "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"(?<x\"}, \"content\": \" \"}]}" },
+		"decoder.decoders[0].pattern.Regex: \"(?<x\" does not compile: invalid group name <x> (Oniguruma)",
+		"a Replace decoder whose Regex does not compile");
 	refused(&(struct tj){ .pre = "null", .decoder = FUSE, .vocab = SPM_VOCAB,
 			      .normalizer = "{\"type\": \"Prepend\"}" },
 		"normalizer: no \"prepend\" (tokenizers requires it)", "a Prepend normalizer without its string");
