@@ -8,6 +8,12 @@
  *   skip("reason");                     one test not run (a GPU test on a machine without one)
  *   return tap_done();                  prints the plan, returns the exit status
  *
+ * With TAP_BAIL set (not empty, not "0") the first failure ends the test
+ * with status 1 (tools/mutate.py sets it: a mutant is killed by one failure,
+ * the rest of the run is time wasted). is_int and is_float exit right after
+ * their diag; a bare ok() exits at the next ok(), skip() or tap_done(), so
+ * that the diag lines its caller prints after it still come out.
+ *
  * Header-only, so each test is a single file with its own main().
  */
 #ifndef TAP_H
@@ -17,14 +23,34 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static int tap_n, tap_failed;
+static int tap_n, tap_failed, tap_bail_pending;
+
+static int tap_bail_on(void)
+{
+	const char *b = getenv("TAP_BAIL");
+	return b && *b && strcmp(b, "0") != 0;
+}
+
+/* Under TAP_BAIL, after a failure: stop here. */
+static void tap_bail(void)
+{
+	if (tap_bail_pending) {
+		printf("# TAP_BAIL: stopped at the first failure (test %d)\n", tap_n);
+		fflush(stdout);
+		exit(1);
+	}
+}
 
 static int tap_vok(int cond, const char *fmt, va_list ap)
 {
+	tap_bail();
 	tap_n++;
-	if (!cond)
+	if (!cond) {
 		tap_failed++;
+		tap_bail_pending = tap_bail_on();
+	}
 	printf("%sok %d - ", cond ? "" : "not ", tap_n);
 	vprintf(fmt, ap);
 	putchar('\n');
@@ -47,12 +73,14 @@ static int ok(int cond, const char *fmt, ...)
 #define is_int(got, want, ...) do { \
 	long long g_ = (long long)(got), w_ = (long long)(want); \
 	if (!ok(g_ == w_, __VA_ARGS__)) diag("  got %lld, want %lld (%s:%d)", g_, w_, __FILE__, __LINE__); \
+	tap_bail(); \
 } while (0)
 
 #define is_float(got, want, tol, ...) do { \
 	double g_ = (double)(got), w_ = (double)(want); \
 	if (!ok(fabs(g_ - w_) <= (tol), __VA_ARGS__)) \
 		diag("  got %.9g, want %.9g, tol %g (%s:%d)", g_, w_, (double)(tol), __FILE__, __LINE__); \
+	tap_bail(); \
 } while (0)
 
 static void skip_all(const char *why) __attribute__((unused, noreturn));
@@ -66,12 +94,14 @@ static void skip_all(const char *why)
 static void skip(const char *why) __attribute__((unused));
 static void skip(const char *why)
 {
+	tap_bail();
 	printf("ok %d # SKIP %s\n", ++tap_n, why);
 }
 
 static int tap_done(void) __attribute__((unused));
 static int tap_done(void)
 {
+	tap_bail();
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
 }

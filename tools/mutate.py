@@ -13,6 +13,9 @@ tree (`make -j2` first) whose sources are committed:
                                               # again, the survivors of an earlier sweep
                                               # (matched by file, operator and mutated line)
     python3 tools/mutate.py --units ...       # the unit tests only, not the .t scripts
+    python3 tools/mutate.py --sample 7 pack   # every 7th mutant only: indices 0, 7, 14, ...
+                                              # of the --list order (--sample-offset 1..6
+                                              # takes another seventh)
 
 It makes one mutant at a time of a module's source by text (a comparison
 flipped, + to -, * to /, a constant c to c+1, c-1 or 0, a `- 1` or `+ 1`
@@ -26,6 +29,14 @@ is a line of build/mutants/MODULE.tsv: id, status (killed, survived,
 build-failed, same-code), the test that killed it, the line as mutated, the
 line before.
 Comments, strings and preprocessor lines are never mutated.
+
+The unit tests run with TAP_BAIL=1 (tests/tap.h): a killed mutant stops at
+its first failing assertion. A --sample N sweep is a fixed, reproducible
+subset: the mutants at indices offset, offset+N, offset+2N, ... of the
+module's --list order (the order depends only on the sources), so the same
+commit gives the same sample; its tsv (the usual MODULE.tsv) starts with a
+# line that says so, and the summary says "sample 1/N of M". --from skips
+that line.
 """
 import argparse
 import os
@@ -239,6 +250,7 @@ def stripped(objs):
 def test_env():
     env = dict(os.environ)
     env.setdefault("BUILD", "build")
+    env["TAP_BAIL"] = "1"   # a unit test stops at its first failure (tests/tap.h)
     return env
 
 
@@ -266,17 +278,21 @@ def survivors_of(path):
     out = set()
     for ln in open(path):
         f = ln.rstrip("\n").split("\t")
-        if len(f) >= 4 and f[1] == "survived":
+        if len(f) >= 4 and not f[0].startswith("#") and f[1] == "survived":
             out.add(key(f[0], f[3], f[4] if len(f) > 4 else None))
     return out
 
 
-def sweep(name, only, listing, out, survivors=None):
+def sweep(name, only, listing, out, survivors=None, sample=None):
     mod = MODULES[name]
     allm = []
     for f in mod["files"]:
         text, muts = mutants_of(f)
         allm += [(text, m) for m in muts]
+    total = len(allm)
+    if sample:
+        n, off = sample
+        allm = allm[off::n]
     if only:
         allm = [(t, m) for t, m in allm if m["id"] in only]
     if survivors is not None:
@@ -294,6 +310,10 @@ def sweep(name, only, listing, out, survivors=None):
     if bad:
         sys.exit("mutate: %s fails on the unmutated tree" % bad)
     counts = {}
+    what = "%d mutants" % len(allm)
+    if sample:
+        what = "%d mutants (sample 1/%d of %d, offset %d)" % (len(allm), sample[0], total, sample[1])
+        out.write("# sample: every %dth mutant from index %d of %d in --list order\n" % (sample[0], sample[1], total))
     for k, (text, m) in enumerate(allm):
         lines = text.split("\n")
         lines[m["line"]] = m["new"]
@@ -316,7 +336,7 @@ def sweep(name, only, listing, out, survivors=None):
         out.flush()
         print("[%d/%d %.1fs] %s" % (k + 1, len(allm), time.time() - t0, line), flush=True)
     build(mod)   # the original back in build/
-    print("%s: %d mutants: %s" % (name, len(allm), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    print("%s: %s: %s" % (name, what, ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
 
 
 def main():
@@ -327,7 +347,12 @@ def main():
     ap.add_argument("--only", action="append", help="run this mutant id (repeatable)")
     ap.add_argument("--from", dest="frm", help="run only the mutants that survived in this results file")
     ap.add_argument("--units", action="store_true", help="run the unit tests only, not the .t scripts")
+    ap.add_argument("--sample", type=int, metavar="N", help="run every N-th mutant of the --list order")
+    ap.add_argument("--sample-offset", type=int, default=0, metavar="K", help="with --sample: start at index K")
     a = ap.parse_args()
+    if a.sample is not None and a.sample < 1 or not 0 <= a.sample_offset < (a.sample or 1):
+        ap.error("--sample N wants N >= 1, --sample-offset K wants 0 <= K < N")
+    sample = (a.sample, a.sample_offset) if a.sample else None
     global UNITS_ONLY
     UNITS_ONLY = a.units
     # killed (timeout(1), kill): unwind, so that the file under mutation is written back
@@ -340,10 +365,10 @@ def main():
         surv = survivors_of(a.frm) if a.frm else None
         suffix = "-only" if a.only else "-again" if a.frm else ""
         if a.list:
-            sweep(name, a.only, True, None, surv)
+            sweep(name, a.only, True, None, surv, sample)
             continue
         with open("build/mutants/%s%s.tsv" % (name, suffix), "a" if a.only else "w") as out:
-            sweep(name, a.only, False, out, surv)
+            sweep(name, a.only, False, out, surv, sample)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,67 @@ static void worked_examples(void)
 	ok(z.k == 4 && z.dummies == 4, "no sequence at all: one dummy per rank");
 	pack_result_free(&z);
 
+	/* the figures of W=3's layout above: ranks of 11, 10, 11 tokens */
+	pack_lens(len, 6, 10, 3, &r);
+	is_int(r.lower_bound, 4, "W=3: lower bound ceil(32 / 10) = 4");
+	is_float(pack_balance(&r), 11 / (32 / 3.0), 1e-12, "W=3: max/mean rank cost 11 / (32/3)");
+	pack_result_free(&r);
+
+	/* first-fit-decreasing by hand: 9, 7, 6, 5 open four bins, 3 joins
+	 * the 7 and 2 the 6 */
+	uint32_t bin_of[6];
+	is_int(pack_ffd_bins(len, 6, 10, bin_of), 4, "FFD: four bins for 3 9 5 7 2 6 at 10");
+	ok(bin_of[0] == 1 && bin_of[1] == 0 && bin_of[2] == 3 && bin_of[3] == 1 && bin_of[4] == 2 &&
+	   bin_of[5] == 2, "FFD: bins 1 0 3 1 2 2, got %u %u %u %u %u %u", bin_of[0], bin_of[1], bin_of[2],
+	   bin_of[3], bin_of[4], bin_of[5]);
+	uint32_t eq[] = { 4, 4, 4, 8 };
+	is_int(pack_ffd_bins(eq, 4, 8, bin_of), 3, "FFD: 8, then 4 4, then 4");
+	ok(bin_of[3] == 0 && bin_of[0] == 1 && bin_of[1] == 1 && bin_of[2] == 2,
+	   "FFD: equal lengths in input order, a full bin stays full: %u %u %u %u", bin_of[0], bin_of[1],
+	   bin_of[2], bin_of[3]);
+
+	/* Karmarkar-Karp alone: each item its own class and bin, so that the
+	 * refinement can neither move nor swap one. Costs 4 5 | 6 7 | 8 10 in
+	 * chunks of W=2: the widest (8 10) merges first, 10+4 and 8+5, then
+	 * 14+6 and 13+7: 20 and 20 (merging in index order gives 19 and 21). */
+	struct pack_item kk[6];
+	double kc[] = { 10, 4, 7, 5, 8, 6 };
+	for (uint32_t i = 0; i < 6; i++)
+		kk[i] = (struct pack_item){ 1, i, kc[i] };
+	struct pack_opt ko = { 8, 2, 1, 1 };
+	struct err ke;
+	if (!ok(pack_items(kk, 6, &ko, &r, &ke) == 0 && r.k == 6, "six classes into six bins"))
+		return;
+	ok(r.rank_cost[0] == 20 && r.rank_cost[1] == 20 && r.refine_moves == 0,
+	   "KK with equal cardinality: ranks of 20 and 20 (%g, %g), no refinement", r.rank_cost[0], r.rank_cost[1]);
+	pack_result_free(&r);
+
+	/* 1 2 | 2 4 | 5 8 | 8 10: (5 8) takes (2 4): 10 9; (8 10) takes (1 2):
+	 * 11 10; then those two: 10+10 and 9+11, 20 and 20. The ranks are read
+	 * from the one state left, not from the merged ones it absorbed. */
+	struct pack_item kk8[8];
+	double kc8[] = { 1, 8, 8, 2, 2, 10, 4, 5 };
+	for (uint32_t i = 0; i < 8; i++)
+		kk8[i] = (struct pack_item){ 1, i, kc8[i] };
+	if (!ok(pack_items(kk8, 8, &ko, &r, &ke) == 0 && r.k == 8, "eight classes into eight bins"))
+		return;
+	ok(r.rank_cost[0] == 20 && r.rank_cost[1] == 20,
+	   "KK merging merged states: ranks of 20 and 20 (%g, %g)", r.rank_cost[0], r.rank_cost[1]);
+	pack_result_free(&r);
+
+	/* The refinement: six full micro-batches (8 tokens at T=8), so no item
+	 * can move, only swap. KK gives 12+3+1 = 16 and 6+5+1 = 12; the swap
+	 * closest to half the gap of 4 trades the 3 for the 1: 14 and 14. */
+	double rcst[] = { 1, 1, 3, 5, 12, 6 };
+	for (uint32_t i = 0; i < 6; i++)
+		kk[i] = (struct pack_item){ 8, 0, rcst[i] };
+	ko = (struct pack_opt){ 8, 2, 0, 1 };
+	if (!ok(pack_items(kk, 6, &ko, &r, &ke) == 0 && r.k == 6, "six full micro-batches"))
+		return;
+	ok(r.rank_cost[0] == 14 && r.rank_cost[1] == 14 && r.refine_moves == 1,
+	   "one swap evens KK's 16 and 12: %g and %g in %u moves", r.rank_cost[0], r.rank_cost[1], r.refine_moves);
+	pack_result_free(&r);
+
 	uint32_t big[] = { 11 };
 	struct err e;
 	struct pack_item it = { 11, 0, 11 };
@@ -101,6 +162,10 @@ static void worked_examples(void)
 	ok(pack_items(&it, 1, &o, &r, &e) < 0 && strstr(e.msg, "11 tokens"), "an item over T is refused: %s",
 	   e.msg);
 	(void)big;
+	o = (struct pack_opt){ 10, 0, 0, 1 };
+	ok(pack_items(&it, 1, &o, &r, &e) < 0 && strstr(e.msg, "ranks must be positive"), "no rank refused: %s", e.msg);
+	o = (struct pack_opt){ 0, 2, 0, 1 };
+	ok(pack_items(&it, 1, &o, &r, &e) < 0 && strstr(e.msg, "capacity and ranks"), "no capacity refused: %s", e.msg);
 }
 
 static void flops(void)
@@ -127,6 +192,60 @@ static void flops(void)
 	ok(pack_cost_from_config(dsk, strlen(dsk), "dsk", &c, &e) == 0 && c.a == 8192 + 5120 + 1024,
 	   "MoE: first_k_dense_replace keeps layer 0 dense, n_shared_experts * 8 shared: a = %g", c.a);
 	is_float(c.b, 64, 0, "MoE: the quadratic term is attention's alone");
+	/* a = 5120 + 96 * (the layers' MLP widths summed): dense layers 64,
+	 * sparse ones 2 experts of 8 and a shared 16 (32) */
+	const char *sstep = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			    "\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32,\"num_experts_per_tok\":2,"
+			    "\"moe_intermediate_size\":8,\"shared_expert_intermediate_size\":16,\"decoder_sparse_step\":2}";
+	ok(pack_cost_from_config(sstep, strlen(sstep), "sstep", &c, &e) == 0 && c.a == 5120 + 96 * (64 + 32),
+	   "MoE: decoder_sparse_step 2 keeps layer 0 dense: a = %g", c.a);
+	const char *only = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32,\"num_experts_per_tok\":2,"
+			   "\"moe_intermediate_size\":8,\"shared_expert_intermediate_size\":16,\"mlp_only_layers\":[1]}";
+	ok(pack_cost_from_config(only, strlen(only), "only", &c, &e) == 0 && c.a == 5120 + 96 * (32 + 64),
+	   "MoE: mlp_only_layers [1] keeps layer 1 dense: a = %g", c.a);
+	const char *mixtral = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			      "\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32,\"num_experts_per_tok\":2}";
+	ok(pack_cost_from_config(mixtral, strlen(mixtral), "mixtral", &c, &e) == 0 && c.a == 5120 + 96 * 2 * 128,
+	   "MoE without moe_intermediate_size (Mixtral): 2 experts of 64 per layer: a = %g", c.a);
+	/* no head_dim, no num_key_value_heads: 16 / 4 heads = 4, and 4 kv heads */
+	const char *dflt = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":4,\"vocab_size\":32}";
+	ok(pack_cost_from_config(dflt, strlen(dflt), "dflt", &c, &e) == 0 && c.a == 17408 && c.b == 64,
+	   "head_dim defaults to hidden / heads, kv heads to heads: a = %g, b = %g", c.a, c.b);
+	const char *gqa = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			  "\"num_attention_heads\":4,\"num_key_value_heads\":1,\"vocab_size\":32}";
+	ok(pack_cost_from_config(gqa, strlen(gqa), "gqa", &c, &e) == 0 && c.a == 2 * (2 * 16 * 6 * 4 + 512) + 13312,
+	   "one kv head of 4: a = %g", c.a);
+	const char *mm = "{\"hidden_size\":999,\"text_config\":{\"hidden_size\":16,\"intermediate_size\":64,"
+			 "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"head_dim\":8,\"vocab_size\":32}}";
+	ok(pack_cost_from_config(mm, strlen(mm), "mm", &c, &e) == 0 && c.a == 17408,
+	   "a multimodal config: text_config's shape, a = %g", c.a);
+	const char *frac = "{\"hidden_size\":16.5,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":2,\"vocab_size\":32}";
+	ok(pack_cost_from_config(frac, strlen(frac), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "cfg.json: hidden_size is not a positive integer"), "hidden_size 16.5 refused: %s", e.msg);
+	const char *zero = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":0,"
+			   "\"num_attention_heads\":2,\"vocab_size\":32}";
+	ok(pack_cost_from_config(zero, strlen(zero), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "num_hidden_layers is not a positive integer"), "0 layers refused: %s", e.msg);
+	const char *one = "{\"hidden_size\":1,\"intermediate_size\":1,\"num_hidden_layers\":1,"
+			  "\"num_attention_heads\":1,\"vocab_size\":1}";
+	ok(pack_cost_from_config(one, strlen(one), "one", &c, &e) == 0 && c.a == 2 * 3 + 2 + 6 + 2 && c.b == 2,
+	   "every size 1 is accepted: a = %g, b = %g", c.a, c.b);
+	const char *noh = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,\"vocab_size\":32}";
+	ok(pack_cost_from_config(noh, strlen(noh), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "cfg.json: no num_attention_heads"), "no attention heads: named: %s", e.msg);
+	const char *huge = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":2,\"vocab_size\":1000000000}";
+	ok(pack_cost_from_config(huge, strlen(huge), "huge", &c, &e) == 0 && c.a == 5120 - 1024 + 96 * 128 + 32e9,
+	   "vocab_size 1e9, the largest accepted: a = %.17g", c.a);
+	const char *over = "{\"hidden_size\":16,\"intermediate_size\":64,\"num_hidden_layers\":2,"
+			   "\"num_attention_heads\":2,\"vocab_size\":1000000001}";
+	ok(pack_cost_from_config(over, strlen(over), "cfg.json", &c, &e) < 0 &&
+	   strstr(e.msg, "vocab_size is not a positive integer"), "vocab_size 1e9 + 1 refused: %s", e.msg);
+	ok(pack_cost_from_config("[1]", 3, "cfg.json", &c, &e) < 0 && strstr(e.msg, "not a JSON object"),
+	   "an array refused: %s", e.msg);
 	const char *bad = "{\"hidden_size\":16}";
 	ok(pack_cost_from_config(bad, strlen(bad), "cfg.json", &c, &e) < 0 &&
 	   strstr(e.msg, "cfg.json: no intermediate_size"), "a missing field is named: %s", e.msg);
@@ -341,7 +460,7 @@ static int check_case(uint32_t casen)
 		it[i] = (struct pack_item){ len[i], cls[i], len[i] + 0.001 * len[i] * len[i] };
 		maxn = len[i] > maxn ? len[i] : maxn;
 	}
-	struct pack_opt o = { T, W, separate, 1 };
+	struct pack_opt o = { T, W, separate, 0.5 + rnd(100) };
 	struct pack_result r, r2;
 	struct err e;
 	int bad = 0;
@@ -365,6 +484,46 @@ static int check_case(uint32_t casen)
 				bad |= cls[r.items[x]] != cls[r.items[r.bin_start[b]]];
 	}
 	bad |= empty != r.dummies;
+	/* the result's own figures, against sums over its items: a bin's tokens
+	 * and cost, a dummy's cost, each rank's totals, costliest micro-batch
+	 * first within a rank, the lower bound */
+	uint64_t *rtok = calloc(W, sizeof *rtok);
+	double *rcost = calloc(W, sizeof *rcost);
+	uint64_t *ctok = calloc(3, sizeof *ctok);
+	for (uint32_t i = 0; i < n; i++)
+		ctok[separate ? cls[i] : 0] += len[i];
+	uint32_t lb = 0;
+	for (uint32_t c = 0; c < 3; c++)
+		lb += (uint32_t)((ctok[c] + T - 1) / T);
+	if (r.lower_bound != lb) {
+		diag("case %u: lower bound %u, want %u", casen, r.lower_bound, lb);
+		bad = 1;
+	}
+	for (uint32_t b = 0; b < r.k; b++) {
+		uint64_t l = 0;
+		double c = r.bin_start[b] == r.bin_start[b + 1] ? o.dummy_cost : 0;
+		for (uint32_t x = r.bin_start[b]; x < r.bin_start[b + 1]; x++)
+			l += it[r.items[x]].len, c += it[r.items[x]].cost;
+		rtok[b / r.per_rank] += l;
+		rcost[b / r.per_rank] += c;
+		if (l != r.bin_len[b] || fabs(c - r.bin_cost[b]) > 1e-9 * c) {
+			diag("case %u: micro-batch %u holds %llu tokens of cost %.9g, the result says %u and %.9g",
+			     casen, b, (unsigned long long)l, c, r.bin_len[b], r.bin_cost[b]);
+			bad = 1;
+		}
+		if (b % r.per_rank && r.bin_cost[b] > r.bin_cost[b - 1]) {
+			diag("case %u: micro-batch %u costs more than the one before it on its rank", casen, b);
+			bad = 1;
+		}
+	}
+	for (uint32_t q = 0; q < W; q++)
+		if (rtok[q] != r.rank_tokens[q] || fabs(rcost[q] - r.rank_cost[q]) > 1e-9 * rcost[q]) {
+			diag("case %u: rank %u holds %llu tokens of cost %.9g, the result says %llu and %.9g", casen,
+			     q, (unsigned long long)rtok[q], rcost[q], (unsigned long long)r.rank_tokens[q],
+			     r.rank_cost[q]);
+			bad = 1;
+		}
+	free(rtok), free(rcost), free(ctok);
 	if (!separate && n >= r.k && r.dummies) {
 		diag("case %u: %u dummies with %u sequences for %u micro-batches", casen, r.dummies, n, r.k);
 		bad = 1;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fsys.h"
+#include "data/done.h"
 #include "data/sfile.h"
 #include "pack/packbuf.h"
 #include "spool/claim.h"
@@ -315,6 +317,207 @@ static void many_sources(void)
 		diag("could not remove %s", top);
 }
 
+/*
+ * One step published by packstep_run into a queue, its figures worked by
+ * hand: T = 9 given, P = 4 so capacity 8, W = 4, cost n + n^2. Sequences
+ * of 6, 5 (run a) and 3 (run b) tokens: 14 tokens, a bound of 2 bins, so
+ * 4 micro-batches, one a dummy of P tokens. Padded: 6 -> 8, 5 -> 8, 3 -> 4
+ * (6 pad tokens); the ranks hold 8, 8, 4, 4 tokens and cost 6+36 + 2+4 =
+ * 48, 5+25 + 3+9 = 42, 3+9 + 1+1 = 14 and the dummy 4+16 = 20.
+ */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void publish(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64], path[128];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/batches", top);
+	struct traj t[4];
+	uint32_t len[] = { 6, 5, 3, 2 };
+	for (int i = 0; i < 4; i++)
+		mk_traj(&t[i], 100 + i, len[i], NULL, 0);
+	struct packstep_seq sq[] = { { &t[0], 6, 0 }, { &t[1], 5, 0 }, { &t[2], 3, 1 }, { &t[3], 2, 1 } };
+	struct packstep_run runs[] = { { "a", 4, 1, 0, 0, 0 }, { "b", 0, 0, 0, 0, 0 }, { "c", 7, 3, 0, 0, 0 } };
+	uint32_t done_ord[] = { 0, 2 };
+	struct packstep_input in[] = { { "step_1/rank_0/x.zst", 1, NULL, 0 }, { "step_1/rank_0/y.zst", 0, done_ord, 2 } };
+	struct packstep_drops dr = { { 1, 2, 3 }, 4, 5 };
+	struct packstep_opt po = { 0 };
+	po.seq_len = 8, po.seq_len_given = 9, po.ranks = 4, po.pad_multiple = 4;
+	po.cost = (struct pack_cost){ 1, 1 };
+	po.queue = queue, po.level = 1, po.no_fsync = 1;
+	struct packstep_stats st;
+	struct err e = { "" };
+	int r = packstep_run(&po, 1, sq, 3, runs, 3, 4, 2, in, 2, NULL, &dr, &st, &e);
+	ok(r == 0, "step 1 published: %s", r ? e.msg : "");
+	if (r != 0)
+		goto out;
+	is_int(st.tokens, 14, "14 tokens");
+	is_int(st.pad_tokens, 6, "padding 2 + 3 + 1");
+	is_int(st.dummies, 1, "one dummy");
+	is_int(st.dummy_tokens, 4, "of P = 4 tokens");
+	ok(st.per_rank == 1 && st.sequences == 3 && st.lower_bound == 2,
+	   "1 micro-batch a rank, 3 sequences, a bound of 2: %u %u %u", st.per_rank, st.sequences, st.lower_bound);
+	is_float(st.fill, 14 / 36.0, 1e-12, "fill against T as given: 14 / (4 * 9)");
+	is_float(st.fill_bound, 14 / 36.0, 1e-12, "the bound's 4 micro-batches give the same");
+	uint64_t rt[4];
+	double rc[4];
+	memcpy(rt, st.rank_tokens, sizeof rt);
+	memcpy(rc, st.rank_cost, sizeof rc);
+	qsort(rt, 4, sizeof *rt, cmp_u64);
+	qsort(rc, 4, sizeof *rc, cmp_dbl);
+	ok(rt[0] == 4 && rt[1] == 4 && rt[2] == 8 && rt[3] == 8, "ranks hold 4 4 8 8 tokens, padding included: "
+	   "%llu %llu %llu %llu", (unsigned long long)rt[0], (unsigned long long)rt[1], (unsigned long long)rt[2],
+	   (unsigned long long)rt[3]);
+	ok(rc[0] == 14 && rc[1] == 20 && rc[2] == 42 && rc[3] == 48, "ranks cost 14 20 42 48, padding and dummy "
+	   "included: %g %g %g %g", rc[0], rc[1], rc[2], rc[3]);
+	ok(st.bytes > 0 && st.files_existing == 0 && st.rolled_back == 0, "bytes written, nothing there before");
+	ok(runs[0].seqs == 2 && runs[0].tokens == 11 && runs[0].seqs_total == 6 && runs[0].run_step == 3 &&
+	   runs[0].ready, "run a: 2 sequences, 11 tokens, 6 in all, -b 2: run step 3, ready");
+	ok(runs[1].seqs == 1 && runs[1].tokens == 3 && runs[1].seqs_total == 1 && runs[1].run_step == 0 &&
+	   !runs[1].ready, "run b: 1 sequence of 3, not a run step of 2 yet");
+	ok(runs[2].seqs == 0 && runs[2].seqs_total == 7 && runs[2].run_step == 3 && !runs[2].ready,
+	   "run c, absent: as it was");
+	int files = 0;
+	for (int q = 0; q < 4; q++) {
+		snprintf(path, sizeof path, "%s/step_1/rank_%d/mb_0000.zst", queue, q);
+		files += access(path, F_OK) == 0;
+	}
+	is_int(files, 4, "rank_0 .. rank_3 hold mb_0000.zst");
+
+	struct buf mt = { 0 };
+	is_int(packstep_metrics(&mt, &st, runs, 3, &dr), 0, "the metrics line made (grpo-pack prints it on 0)");
+	buf_put_u8(&mt, 0);
+	const char *m = (const char *)mt.data;
+	ok(strstr(m, "\"tokens\":14,\"pad_tokens\":6,\"dummy_tokens\":4,\"fill\":0.388889,\"fill_bound\":0.388889") &&
+	   strstr(m, "\"rank_tokens_max_mean\":1.333333,\"rank_cost_max_mean\":1.548387") &&
+	   strstr(m, "\"runs\":[{\"run\":\"a\",\"sequences\":2,\"tokens\":11,\"run_step\":3,\"ready\":true},"
+		     "{\"run\":\"b\",\"sequences\":1,\"tokens\":3,\"run_step\":0,\"ready\":false}]") &&
+	   strstr(m, "\"dropped\":{\"stale\":1,\"overlong\":2,\"empty\":3},\"truncated\":4"),
+	   "the metrics line: %s", m);
+	buf_free(&mt);
+	packstep_stats_free(&st);
+	struct buf dl = { 0 };
+	is_int(packstep_drops_metrics(&dl, 7, &dr), 0, "a drops-only metrics line made");
+	buf_put_u8(&dl, 0);
+	is_str((const char *)dl.data, "{\"step\":7,\"sequences\":0,\"dropped\":{\"stale\":1,\"overlong\":2,"
+	       "\"empty\":3},\"truncated\":4,\"truncated_untrained\":5}\n", "the drops-only line");
+	buf_free(&dl);
+
+	struct done_manifest dm;
+	r = done_load(queue, 1, &dm, &e);
+	ok(r == 1, "DONE reads back");
+	if (r == 1) {
+		ok(dm.step == 1 && dm.ranks == 4 && dm.micro_batches_per_rank == 1 && dm.sequences == 3 &&
+		   dm.dummies == 1 && dm.tokens == 14 && dm.pad_tokens == 6 && dm.dummy_tokens == 4,
+		   "DONE: step 1, 4 ranks of 1, 3 sequences, 1 dummy, 14 + 6 + 4 tokens");
+		is_int(dm.loss_tokens, 5 + 4 + 2, "DONE: loss tokens, the responses after each one-token prompt");
+		ok(dm.dropped_stale == 1 && dm.dropped_overlong == 2 && dm.dropped_empty == 3 && dm.truncated == 4 &&
+		   dm.truncated_untrained == 5, "DONE: the drops as given");
+		ok(dm.n_runs == 3 && dm.runs[2].sequences_total == 7 && dm.runs[2].run_step == 3 &&
+		   dm.runs[0].sequences == 2 && dm.runs[0].tokens == 11 && dm.runs[0].ready && !dm.runs[1].ready,
+		   "DONE: every run, the absent c too");
+		ok(dm.next_run && strcmp(dm.next_run, "b") == 0, "DONE: next_run is run 4 mod 3, b");
+		ok(dm.n_inputs == 1 && strcmp(dm.inputs[0], "step_1/rank_0/x.zst") == 0 && dm.n_partial == 1 &&
+		   dm.partial[0].n_done == 2 && dm.partial[0].done[1] == 2, "DONE: one input finished, one partial");
+		done_free(&dm);
+	}
+	struct packstep_run *lr;
+	uint32_t nlr, next;
+	ok(packstep_load_runs(queue, 1, &lr, &nlr, &next, &e) == 0 && nlr == 3 && next == 1 &&
+	   strcmp(lr[0].name, "a") == 0 && lr[0].seqs_total == 6 && lr[0].run_step == 3 && lr[2].seqs_total == 7,
+	   "the runs read back, with b's turn next");
+	for (uint32_t q = 0; q < nlr; q++)
+		free((char *)lr[q].name);
+	free(lr);
+	struct packstep_input *li;
+	uint32_t nli;
+	ok(packstep_load_inputs(queue, 1, &li, &nli, &e) == 0 && nli == 2 && li[0].finished &&
+	   strcmp(li[1].name, "step_1/rank_0/y.zst") == 0 && !li[1].finished && li[1].n_done == 2 &&
+	   li[1].done[0] == 0 && li[1].done[1] == 2, "the inputs read back");
+	packstep_inputs_free(li, nli);
+	nlr = nli = 7;
+	ok(packstep_load_runs(queue, 9, &lr, &nlr, &next, &e) == 0 && nlr == 0 && next == 0 && !lr &&
+	   packstep_load_inputs(queue, 9, &li, &nli, &e) == 0 && nli == 0 && !li,
+	   "no step 9: no runs, no inputs");
+
+	int64_t nx = 0;
+	ok(packstep_done_exists(queue, 1, &e) == 1 && packstep_done_exists(queue, 2, &e) == 0,
+	   "step 1 has DONE, step 2 not");
+	ok(packstep_next_step(queue, &nx, &e) == 0 && nx == 2, "the next step is 2: %lld", (long long)nx);
+	r = packstep_run(&po, 1, sq, 3, runs, 3, 0, 2, NULL, 0, NULL, &dr, &st, &e);
+	ok(r < 0 && strstr(e.msg, "step 1 is already published"), "step 1 again is refused: %s", e.msg);
+	packstep_stats_free(&st);
+
+	/* a step left without DONE (a packer died) is rolled back first; with no
+	 * batch size every step a run is in is a run step */
+	snprintf(path, sizeof path, "%s/step_2/rank_0", queue);
+	struct err e2;
+	fsys_mkdirs(path, &e2);
+	/* a directory of .tmp that no rollback made stays */
+	snprintf(path, sizeof path, "%s/.tmp/other", queue);
+	fsys_mkdirs(path, &e2);
+	snprintf(path, sizeof path, "%s/step_2/rank_0/mb_0009.zst", queue);
+	FILE *f = fopen(path, "w");
+	if (f)
+		fclose(f);
+	r = packstep_run(&po, 2, sq + 3, 1, runs, 3, 0, 0, NULL, 0, NULL, &dr, &st, &e);
+	ok(r == 0 && st.rolled_back == 1 && access(path, F_OK) != 0, "step 2: a file left without DONE rolled "
+	   "back (%u), gone", st.rolled_back);
+	ok(runs[1].seqs == 1 && runs[1].run_step == 1 && runs[1].ready && runs[0].seqs == 0 && runs[0].run_step == 3,
+	   "no batch size: run b's step counts one, a's stays");
+	packstep_stats_free(&st);
+	snprintf(path, sizeof path, "%s/.tmp/other", queue);
+	ok(access(path, F_OK) == 0, "a directory of .tmp not named rollback.* is left alone");
+	ok(packstep_next_step(queue, &nx, &e) == 0 && nx == 3, "then the next step is 3: %lld", (long long)nx);
+	/* step_10 (decimal), and names that are no step */
+	const char *names[] = { "step_10", "step_x7", "step_", "step_-4", "step_12" };
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof path, "%s/%s", queue, names[i]);
+		fsys_mkdirs(path, &e2);
+		snprintf(path, sizeof path, "%s/%s/DONE", queue, names[i]);
+		if (i < 4 && (f = fopen(path, "w")))
+			fclose(f);
+	}
+	ok(packstep_next_step(queue, &nx, &e) == 0 && nx == 11,
+	   "step_10/DONE: the next step is 11 (step_12 has no DONE): %lld", (long long)nx);
+	snprintf(path, sizeof path, "%s/step_1/DONE", queue);
+	ok(packstep_next_step(path, &nx, &e) < 0, "a file for a queue is an error: %s", e.msg);
+	snprintf(path, sizeof path, "%s/none", top);
+	ok(packstep_next_step(path, &nx, &e) == 0 && nx == 1, "no queue yet: step 1");
+	int fd = -1;
+	snprintf(path, sizeof path, "%s/new/batches", top);
+	ok(packstep_lock(path, &fd, &e) >= 0 && fd >= 0, "the lock of a queue not made yet");
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof path, "%s/batches/step_1/DONE/q", top);
+	ok(packstep_lock(path, &fd, &e) < 0 && fd < 0, "no lock where the queue cannot be made: %s", e.msg);
+	po.newest_done = 5;   /* as if step 5 had been published meanwhile */
+	r = packstep_run(&po, 4, sq, 1, runs, 3, 0, 0, NULL, 0, NULL, &dr, &st, &e);
+	ok(r < 0 && strstr(e.msg, "step 4 comes before step 5, the newest published") && strstr(e.msg, "--step 6"),
+	   "a step before the newest refused: %s", e.msg);
+	packstep_stats_free(&st);
+out:
+	for (int i = 0; i < 4; i++)
+		traj_free(&t[i]);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		diag("could not remove %s", top);
+}
+
 int main(void)
 {
 	readiness();
@@ -323,5 +526,6 @@ int main(void)
 	carry();
 	fair_carry();
 	many_sources();
+	publish();
 	return tap_done();
 }
