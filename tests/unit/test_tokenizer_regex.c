@@ -21,33 +21,9 @@
 #include <string.h>
 
 #include "tap.h"
+#include "tokexpect.h"
 #include "base/unicode.h"
 #include "model/tokenizer.h"
-
-static int same_ids(const struct tok_ids *got, const cJSON *want, size_t *at)
-{
-	size_t n = (size_t)cJSON_GetArraySize(want), k = 0;
-	while (k < n && k < got->n && got->v[k] == cJSON_GetArrayItem(want, (int)k)->valueint)
-		k++;
-	*at = k;
-	return k == n && k == got->n;
-}
-
-/* 1 if decoding ids (skip_special or not) gives want's text. */
-static int same_text(const struct tokenizer *t, const int32_t *ids, size_t n, int skip, const cJSON *want, int line)
-{
-	struct buf b = { 0 };
-	struct err e = { "" };
-	const char *w = cJSON_GetStringValue(want);
-	int rc = tok_decode(t, ids, n, skip, &b, &e);
-	int same = rc == 0 && w && b.len == strlen(w) && (b.len == 0 || memcmp(b.data, w, b.len) == 0);
-	if (!same)
-		diag("line %d: decode%s gives \"%.*s\"%s%s, want \"%s\"", line, skip ? " (skip special)" : "",
-		     (int)(b.len < 200 ? b.len : 200), b.len ? (const char *)b.data : "", rc ? ": " : "",
-		     rc ? e.msg : "", w ? w : "(none)");
-	buf_free(&b);
-	return same;
-}
 
 /* GPT-2's bytes_to_unicode: the character ByteLevel maps byte b to. */
 static uint32_t byte_char(unsigned b)
@@ -90,61 +66,11 @@ static int same_pieces(const struct tokenizer *t, const char *text, const cJSON 
 	return same;
 }
 
-/* Compare the tokenizer at path with the lines of expected. */
-static void check(const char *name, const char *path, const char *expected, int min_lines)
+/* tokexpect's extra check: a line's "pieces", where it has them. */
+static int cut_pieces(const struct tokenizer *t, const char *text, const cJSON *line, int lineno)
 {
-	struct err e = { "" };
-	struct tokenizer *t = tok_load(path, &e);
-	if (!ok(t != NULL, "%s: the tokenizer loads", name)) {
-		diag("%s", e.msg);
-		return;
-	}
-	FILE *f = fopen(expected, "r");
-	if (!ok(f != NULL, "%s opens", expected)) {
-		tok_free(t);
-		return;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	int lines = 0, texts = 0, enc_same = 0, dec_same = 0, shown = 0, cut = 0, cut_same = 0;
-	while (getline(&line, &cap, f) > 0) {
-		lines++;
-		cJSON *j = cJSON_Parse(line);
-		const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(j, "text"));
-		const cJSON *want = cJSON_GetObjectItem(j, "ids");
-		size_t n = (size_t)cJSON_GetArraySize(want), k;
-		int32_t *ids = malloc((n + 1) * sizeof *ids);
-		for (k = 0; k < n; k++)
-			ids[k] = cJSON_GetArrayItem(want, (int)k)->valueint;
-		if (text) {
-			struct tok_ids got = { 0 };
-			texts++;
-			if (tok_encode(t, text, strlen(text), &got, &e) < 0)
-				diag("line %d: %s", lines, e.msg);
-			else if (same_ids(&got, want, &k))
-				enc_same++;
-			else if (shown++ < 10)
-				diag("line %d: %zu ids, want %zu; first difference at %zu: got %d, want %d", lines, got.n, n,
-				     k, k < got.n ? got.v[k] : -1, k < n ? cJSON_GetArrayItem(want, (int)k)->valueint : -1);
-			tok_ids_free(&got);
-			const cJSON *pieces = cJSON_GetObjectItem(j, "pieces");
-			if (pieces && (cut++, same_pieces(t, text, pieces, lines)))
-				cut_same++;
-		}
-		if (same_text(t, ids, n, 0, cJSON_GetObjectItem(j, "dec"), lines) &&
-		    same_text(t, ids, n, 1, cJSON_GetObjectItem(j, "dec_skip"), lines))
-			dec_same++;
-		free(ids);
-		cJSON_Delete(j);
-	}
-	free(line);
-	fclose(f);
-	ok(lines >= min_lines && enc_same == texts, "%s: %d of %d texts encode to tokenizers' ids", name, enc_same, texts);
-	if (cut)
-		ok(cut_same == cut, "%s: the pre_tokenizer cuts %d of %d texts into tokenizers' pieces", name, cut_same, cut);
-	ok(dec_same == lines, "%s: %d of %d id lists decode to tokenizers' text, with and without special tokens", name,
-	   dec_same, lines);
-	tok_free(t);
+	const cJSON *pieces = cJSON_GetObjectItem(line, "pieces");
+	return pieces ? same_pieces(t, text, pieces, lineno) : -1;
 }
 
 /* ---- the scanner against Oniguruma ---- */
@@ -341,7 +267,7 @@ int main(void)
 	for (int i = 0; i < 8; i++) {
 		snprintf(path, sizeof path, "%s/tests/data/tokregex/%s/tokenizer.json", top ? top : ".", kind[i]);
 		snprintf(exp, sizeof exp, "%s/tests/data/tokregex/%s/expected.jsonl", top ? top : ".", kind[i]);
-		check(kind[i], path, exp, 1000);
+		tokexpect_check(kind[i], path, exp, 1000, cut_pieces, "the pre_tokenizer cuts them into tokenizers' pieces");
 	}
 
 	oracle(top ? top : ".", "Qwen", PAT_QWEN);
@@ -349,7 +275,8 @@ int main(void)
 
 	const char *real = getenv("GRPO_REGEX_TOKENIZER"), *real_exp = getenv("GRPO_REGEX_EXPECTED");
 	if (real && *real && real_exp && *real_exp)
-		check("GRPO_REGEX_TOKENIZER", real, real_exp, 1);
+		tokexpect_check("GRPO_REGEX_TOKENIZER", real, real_exp, 1, cut_pieces,
+				"the pre_tokenizer cuts them into tokenizers' pieces");
 	else if (real && *real)
 		skip("GRPO_REGEX_TOKENIZER is set but GRPO_REGEX_EXPECTED is not (what tokenizers gives for it: "
 		     "cd tests/data/tokregex && node make.mjs \"$GRPO_REGEX_TOKENIZER\" OUT)");

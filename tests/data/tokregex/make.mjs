@@ -79,18 +79,12 @@ while (texts.length < 700) {
   texts.push(t);
 }
 
-// Merges learnt from the texts (a few rounds of byte-level BPE on words cut
-// at spaces), so that the texts' ids are more than their bytes.
-function build() {
-  const vocab = {};
-  for (let b = 0; b < 256; b++) vocab[byteChar[b]] = b;
-  const words = new Map();
-  // (not across the added tokens, which would then be in the vocab)
-  for (const t of texts)
-    for (const w of t.replace(/<\|endoftext\|>|<sep>/g, ' ').split(/(?= )/)) if (w) words.set(w, (words.get(w) || 0) + 1);
-  let split = [...words].map(([w, c]) => [[...toByteLevel(w)], c]);
+// Rounds of BPE over words (each [symbols, count]): the most frequent
+// adjacent pair, ties to the smaller, merged everywhere, its symbol added to
+// vocab; the merges in order.
+function learnMerges(split, vocab, rounds) {
   const merges = [];
-  for (let round = 0; round < 400; round++) {
+  for (let round = 0; round < rounds; round++) {
     const count = new Map();
     for (const [s, c] of split)
       for (let i = 0; i + 1 < s.length; i++) {
@@ -110,6 +104,20 @@ function build() {
       return [o, c];
     });
   }
+  return merges;
+}
+
+// Merges learnt from the texts (a few rounds of byte-level BPE on words cut
+// at spaces), so that the texts' ids are more than their bytes.
+function build() {
+  const vocab = {};
+  for (let b = 0; b < 256; b++) vocab[byteChar[b]] = b;
+  const words = new Map();
+  // (not across the added tokens, which would then be in the vocab)
+  for (const t of texts)
+    for (const w of t.replace(/<\|endoftext\|>|<sep>/g, ' ').split(/(?= )/)) if (w) words.set(w, (words.get(w) || 0) + 1);
+  const split = [...words].map(([w, c]) => [[...toByteLevel(w)], c]);
+  const merges = learnMerges(split, vocab, 400);
   return { vocab, merges };
 }
 
@@ -153,25 +161,8 @@ function buildSpm() {
     for (const w of ('▁' + t.replace(/<\|endoftext\|>|<sep>/g, ' ').replace(/\s+/g, '▁')).split(/(?=▁)/))
       if (w) words.set(w, (words.get(w) || 0) + 1);
   for (const w of words.keys()) for (const c of w) if (!(c in vocab) && c.length === 1) vocab[c] = Object.keys(vocab).length;
-  let split = [...words].map(([w, c]) => [[...w].filter((x) => x in vocab), c]);
-  const merges = [];
-  for (let round = 0; round < 300; round++) {
-    const count = new Map();
-    for (const [w, c] of split)
-      for (let i = 0; i + 1 < w.length; i++) count.set(w[i] + ' ' + w[i + 1], (count.get(w[i] + ' ' + w[i + 1]) || 0) + c);
-    let best = null, bc = 1;
-    for (const [k, c] of count) if (c > bc || (c === bc && best !== null && k < best)) { best = k; bc = c; }
-    if (!best) break;
-    const [a, b] = best.split(' ');
-    merges.push([a, b]);
-    if (!(a + b in vocab)) vocab[a + b] = Object.keys(vocab).length;
-    split = split.map(([w, c]) => {
-      const o = [];
-      for (let i = 0; i < w.length; i++)
-        if (i + 1 < w.length && w[i] === a && w[i + 1] === b) { o.push(a + b); i++; } else o.push(w[i]);
-      return [o, c];
-    });
-  }
+  const split = [...words].map(([w, c]) => [[...w].filter((x) => x in vocab), c]);
+  const merges = learnMerges(split, vocab, 300);
   return { vocab, merges };
 }
 
