@@ -45,7 +45,7 @@ sampling through --server|--batch 2
 sampling through --server|--device cpu
 sampling through --server|--precision fp32
 EOF2
-plan $(($(wc -l < "$T/refused") + 14))
+plan $(($(wc -l < "$T/refused") + 15))
 
 grpo-init --preset tiny --seed 3 -o "$T/m" > /dev/null || exit 1
 printf '%s\n' '{"prompt_tokens":[1,2,3],"answer":"5"}' > "$T/p.jsonl"
@@ -100,6 +100,13 @@ grpo-collect --server "$URL" --prompts "$T/text.jsonl" --chat qwen --tokenizer "
 	--timeout 2 -o "$T/q" > /dev/null 2> "$T/err"
 [ $? -ne 2 ] && ! grep -q 'needs --tokenizer' "$T/err"
 ok $? "--server --chat with --tokenizer is taken"
+# --chat auto reads the template beside --tokenizer before the server is asked
+mkdir "$T/tk" && cp "$GRPO_TOP/tests/data/tokadded/tokenizer.json" "$T/tk/"
+grpo-collect --server "$URL" --prompts "$T/text.jsonl" --chat auto --tokenizer "$T/tk/tokenizer.json" -o "$T/q" \
+	> /dev/null 2> "$T/err"
+is "$?:$(cat "$T/err"):$(ls "$T/q" 2>&1 | grep -vc 'No such')" \
+	"1:grpo-collect: $T/tk/tokenizer_config.json: No such file or directory:0" \
+	"--server --chat auto: no template beside the tokenizer, nothing sent or published"
 # The options each way shares are taken.
 way importing -r 1 -m 1 -t 0.7 -f native -a "$T/ans.jsonl" --vocab-size 100 --allow-missing-logprobs -e skip 2> /dev/null
 is "$?:$(ls "$T/q/step_0/rank_1" | wc -l | tr -d ' ')" "0:3" "importing: its options taken"
