@@ -35,8 +35,9 @@ its first failing assertion. A --sample N sweep is a fixed, reproducible
 subset: the mutants at indices offset, offset+N, offset+2N, ... of the
 module's --list order (the order depends only on the sources), so the same
 commit gives the same sample; its tsv (the usual MODULE.tsv) starts with a
-# line that says so, and the summary says "sample 1/N of M". --from skips
-that line.
+# line that says so, and the summary says "sample 1/N of M". --from reads
+that line and reruns the survivors within the same sample (survivors are
+matched by their lines' text, which mutants outside it may share).
 """
 import argparse
 import os
@@ -283,6 +284,13 @@ def survivors_of(path):
     return out
 
 
+def sample_of(path):
+    """The (N, K) of a --sample sweep's results file, from its # line, or None."""
+    with open(path) as f:
+        m = re.match(r"# sample: every (\d+)th mutant from index (\d+) ", f.readline())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def sweep(name, only, listing, out, survivors=None, sample=None):
     mod = MODULES[name]
     allm = []
@@ -361,6 +369,10 @@ def main():
     if not mods or any(m not in MODULES for m in mods):
         ap.error("name modules of: " + " ".join(MODULES))
     os.makedirs("build/mutants", exist_ok=True)
+    # survivors are matched by their lines' text, which mutants outside a
+    # sample may share: a sampled sweep's survivors are rerun in its sample
+    if a.frm and not sample:
+        sample = sample_of(a.frm)
     for name in mods:
         surv = survivors_of(a.frm) if a.frm else None
         suffix = "-only" if a.only else "-again" if a.frm else ""
