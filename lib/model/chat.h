@@ -130,9 +130,9 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
  * string, or a list of named templates of which "default" is the one), where
  * DIR holds the tokenizer.json at tokenizer_path. Only the templates this
  * build was checked against are known, byte for byte: those of Qwen2.5-
- * Instruct, Qwen3, Llama 3 Instruct, Llama 2 chat, Mistral-7B-Instruct-v0.2,
- * TinyLlama Chat, SmolLM2-Instruct and the DeepSeek-R1 distills, as kept in
- * tests/data/chat-templates and ../shared. A missing template, or any
+ * Instruct, Qwen3, Llama 3 Instruct (two revisions), Llama 2 chat,
+ * Mistral-7B-Instruct-v0.2, TinyLlama Chat, SmolLM2-Instruct and the
+ * DeepSeek-R1 distills, as kept in tests/data/chat-templates and ../shared. A missing template, or any
  * other (another revision included), is an error naming the file: the
  * format must then be named. *from gets the file the template came from.
  */

@@ -2,8 +2,9 @@
 # grpo-cat --chat against the models' own chat templates: tests/data/chat-templates.jsonl
 # holds prompts rendered from the chat_template of Qwen3's, Llama 3's, Llama
 # 3.1's and Llama 3.2's tokenizer_config.json, and of Qwen2.5-Instruct's,
-# Llama 2 chat's, Mistral Instruct's, TinyLlama Chat's, SmolLM2-Instruct's and
-# the DeepSeek-R1 distills' (tests/data/chat-templates/), as transformers
+# another revision of Llama 3's, Llama 2 chat's, Mistral Instruct's, TinyLlama
+# Chat's, SmolLM2-Instruct's and the DeepSeek-R1 distills'
+# (tests/data/chat-templates/), as transformers
 # renders it (jinja2; make_chat_fixture.py). The text must be the same byte for
 # byte; the ids, with the real tokenizers, those of the text
 # (apply_chat_template(tokenize=True) encodes the rendered text). Where the

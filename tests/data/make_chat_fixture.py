@@ -18,8 +18,8 @@ Instruct's template) and llama3.2=FILE (Llama 3.2 Instruct's). Their
 prompts are rendered both without and with a date_string, as the line
 carries it; llama3.2's only with one, as without it the date is today's.
 
-Then each tests/data/chat-templates/NAME.json (deepseek-r1, llama2, mistral,
-qwen2.5, smollm2, zephyr), a model's chat_template with its bos_token and eos_token
+Then each tests/data/chat-templates/NAME.json (deepseek-r1, llama2, llama3,
+mistral, qwen2.5, smollm2, zephyr), a model's chat_template with its bos_token and eos_token
 and where it was found, on the same conversations and on more that these
 templates treat apart (empty contents, white space, roles that do not
 alternate). Where a template raises (raise_exception, or an index past the messages), the line
