@@ -187,7 +187,7 @@ static int push(struct dec *d, int b, int tok, float lp)
 	o->logprobs[o->n] = lp;
 	o->n++;
 	d->stats->generated++;
-	o->stopped = is_stop(d->p, tok);
+	o->stopped = is_stop(d->p, tok) || (d->p->stop_after && d->p->stop_after(d->p->stop_ctx, o->tokens, o->n));
 	if (!o->stopped && o->n < d->p->max_tokens)
 		return 0;
 	release(d, b);

@@ -50,6 +50,10 @@ struct gpu_gen_params {
 	int max_tokens;           /* >= 1 */
 	const int32_t *stop_ids;  /* a stop token ends a sequence and is kept */
 	int n_stop;
+	/* asked on the host after each token that is not a stop token: nonzero
+	 * ends the sequence there as a stop token would (stop strings); NULL: never */
+	int (*stop_after)(void *ctx, const int32_t *tokens, int n);
+	void *stop_ctx;
 	int max_batch;            /* most sequences decoding at once; 0: GPU_DECODE_MAX_BATCH */
 	size_t cache_bytes;       /* the KV cache; 0: what all B need, within 90% of the free memory */
 	int no_graphs;            /* launch each step kernel by kernel (for comparison) */
@@ -60,7 +64,7 @@ struct gpu_gen_seq {
 	int32_t *tokens;
 	float *logprobs;
 	int n;
-	int stopped;              /* 1: ended by a stop token; 0: by max_tokens */
+	int stopped;              /* 1: ended by a stop token or stop_after; 0: by max_tokens */
 };
 
 struct gpu_gen_stats {

@@ -147,6 +147,7 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	struct rollout_prompt *ps = NULL;
 	struct held held = { 0 };
 	struct cursor cur = { 0 };
+	struct stopstr stops = { 0 };
 	int n = 0, status = 1, lock_fd = -1;
 	uint64_t rows;
 	long long offset = g->offset, count = g->count;
@@ -182,6 +183,12 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		goto fail;
 	if (gen_chat(g, tfile, o->verbose, &chat, &use_chat, &e) < 0)
 		goto fail;
+	if (g->n_stops && !tok) {
+		err_set(&e, "--stop: %s has no tokenizer.json to read the responses' text with: give --tokenizer", dir);
+		goto fail;
+	}
+	if (g->n_stops && stopstr_init(&stops, tok, g->stops, g->n_stops, &e) < 0)
+		goto fail;
 	if (rollout_prompts_load(g->prompts, tok, use_chat, (uint32_t)m.cfg.V, 0,
 	                         (uint64_t)offset, (uint64_t)count, &ps, &n, &rows, &e) < 0)
 		goto fail;
@@ -194,12 +201,18 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	struct gen_params gp = { .temperature = g->temperature, .top_p = (float)g->top_p, .top_k = (int)g->top_k,
 	                         .max_tokens = (int)g->max_tokens, .stop_ids = stop,
 	                         .n_stop = n_stop, .seed = g->seed };
+	if (g->n_stops) {
+		gp.stop_after = stopstr_after;
+		gp.stop_ctx = &stops;
+	}
 	uint64_t hash = collect_hash(COLLECT_HASH_INIT, "generate", 8);
 	long long knobs[] = { version, g->samples, g->max_tokens, g->top_k };
 	double reals[] = { g->temperature, g->top_p };
 	hash = collect_hash(hash, knobs, sizeof knobs);
 	hash = collect_hash(hash, reals, sizeof reals);
 	hash = collect_hash(hash, &g->seed, sizeof g->seed);
+	for (int i = 0; i < g->n_stops; i++)   /* none: the names runs without --stop always had */
+		hash = collect_hash(hash, g->stops[i], strlen(g->stops[i]) + 1);
 	if (gpu)   /* the GPU's numbers are not the C model's: other bytes, other names */
 		hash = collect_hash(hash, g->fp32 ? "cuda fp32" : "cuda bf16", 9);
 	for (int i = 0; i < n; i++) {
@@ -223,6 +236,11 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		int b = n - at < g->batch ? n - at : (int)g->batch;
 		if (rollout_sample(&m, gpu, ps + at, b, (int)g->samples, &gp, version, held.g + held.n, &e) < 0)
 			goto fail;
+		if (stopstr_error(&stops)) {   /* the responses it cut short are not published */
+			err_set(&e, "--stop: %s", stopstr_error(&stops));
+			held.n += (size_t)b;   /* freed with the others */
+			goto fail;
+		}
 		if (gpu && o->verbose) {
 			char d[512];
 			model_gpu_gen_describe(gpu, d, sizeof d);
@@ -249,6 +267,7 @@ fail:
 	if (lock_fd >= 0)
 		close(lock_fd);
 	rollout_prompts_free(ps, n);
+	stopstr_free(&stops);
 	tok_free(tok);
 	model_gpu_close(gpu);
 	model_free(&m);

@@ -53,11 +53,12 @@ static void usage(FILE *f)
 		"       grpo-collect --model DIR|SPOOL/policy --prompts FILE [--samples G] [--temperature T]\n"
 		"                    [--top-p P] [--top-k K] [--max-tokens M] [--seed S] [--offset N]\n"
 		"                    [--count N] [--cursor FILE] [--batch B] [--chat FMT] [--tokenizer FILE]\n"
-		"                    [--device auto|cpu|cuda [--precision bf16|fp32]]\n"
+		"                    [--stop TEXT]... [--device auto|cpu|cuda [--precision bf16|fp32]]\n"
 		"                    [-o SPOOL/rollouts [--step N] [--rank X] [--max-groups N]] [-v]\n"
 		"       grpo-collect --server URL [--api vllm|sglang|openai] --prompts FILE [--samples G]\n"
 		"                    [--temperature T] [--top-p P] [--top-k K] [--max-tokens M] [--seed S]\n"
 		"                    [--offset N] [--count N] [--cursor FILE] [--tokenizer FILE --chat FMT]\n"
+		"                    [--stop TEXT]...\n"
 		"                    [--concurrency N] [--timeout S] [--retries K] [--served-model NAME]\n"
 		"                    [--policy-version K] [--max-lag L] [--responses FILE] [-e fail|skip]\n"
 		"                    [-o SPOOL/rollouts [--rank X] [--max-groups N]] [-v]\n"
@@ -84,6 +85,8 @@ static void usage(FILE *f)
 		"  -n, --samples G        responses per prompt (default 4)\n"
 		"      --top-p P, --top-k K  nucleus and top-k sampling (default 1 and 0: off)\n"
 		"      --max-tokens M     most tokens per response (default 256)\n"
+		"      --stop TEXT        end a response where its text comes to hold TEXT, keeping its\n"
+		"                         tokens (repeatable, up to 16)\n"
 		"      --seed S           random seed (default 0)\n"
 		"      --offset N         first place of the walk over --prompts, its row N modulo the rows\n"
 		"                         (default 0, or what --cursor holds)\n"
@@ -465,7 +468,7 @@ static const char cut_stream[] = ": the input ends before its compressed stream 
 enum {
 	OPT_MODEL = 256, OPT_PROMPTS, OPT_TOP_P, OPT_TOP_K, OPT_MAX_TOKENS, OPT_SEED, OPT_OFFSET, OPT_COUNT,
 	OPT_CURSOR, OPT_BATCH, OPT_CHAT, OPT_TOKENIZER, OPT_SERVER, OPT_API, OPT_CONCURRENCY, OPT_TIMEOUT,
-	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES, OPT_DEVICE, OPT_PRECISION,
+	OPT_RETRIES, OPT_MAX_LAG, OPT_SERVED_MODEL, OPT_RESPONSES, OPT_STOP, OPT_DEVICE, OPT_PRECISION,
 };
 
 /* The three ways of collecting, and the options that only some of them use:
@@ -483,6 +486,7 @@ static const struct cli_mode_option mode_options[] = {
 	{ OPT_TOP_P, MODEL | SERVER },
 	{ OPT_TOP_K, MODEL | SERVER },
 	{ OPT_MAX_TOKENS, MODEL | SERVER },
+	{ OPT_STOP, MODEL | SERVER },
 	{ OPT_SEED, MODEL | SERVER },
 	{ OPT_OFFSET, MODEL | SERVER },
 	{ OPT_COUNT, MODEL | SERVER },
@@ -527,6 +531,7 @@ int main(int argc, char **argv)
 		{ "top-p", required_argument, NULL, OPT_TOP_P },
 		{ "top-k", required_argument, NULL, OPT_TOP_K },
 		{ "max-tokens", required_argument, NULL, OPT_MAX_TOKENS },
+		{ "stop", required_argument, NULL, OPT_STOP },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "count", required_argument, NULL, OPT_COUNT },
@@ -592,6 +597,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_MAX_TOKENS:
 			g.max_tokens = (long long)cli_positive("--max-tokens", optarg, 1 << 20);
+			break;
+		case OPT_STOP:
+			if (g.n_stops == STOPSTR_MAX)
+				cli_bad_usage("--stop: at most %d stop strings", STOPSTR_MAX);
+			if (!*optarg || strlen(optarg) > STOPSTR_MAX_LEN)
+				cli_bad_usage("--stop: give text of 1 to %d bytes, not %zu", STOPSTR_MAX_LEN, strlen(optarg));
+			g.stops[g.n_stops++] = optarg;
 			break;
 		case OPT_TOP_K:
 			g.top_k = (long long)cli_uint("--top-k", optarg, INT_MAX);
@@ -690,6 +702,8 @@ int main(int argc, char **argv)
 		sv.so.top_p = g.top_p;
 		sv.so.top_k = (int)g.top_k;
 		sv.so.max_tokens = (int)g.max_tokens;
+		sv.so.stops = g.stops;
+		sv.so.n_stops = g.n_stops;
 		sv.so.seed = g.seed;
 		struct sfile_writer sw;
 		if (!o.queue && sfile_writer_init(&sw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {

@@ -21,6 +21,7 @@
 #include "data/sfile.h"
 #include "model/chat.h"
 #include "model/model_gpu.h"
+#include "model/stopstr.h"
 
 /* The name in messages, cli_init's answer (grpo-collect.c). */
 extern const char *prog;
@@ -46,6 +47,8 @@ struct gen_opts {
 	const char *model, *prompts, *cursor, *tokenizer;
 	long long samples, max_tokens, top_k, offset, count, batch;
 	int have_offset, have_chat;
+	const char *stops[STOPSTR_MAX];   /* --stop */
+	int n_stops;
 	int chat_auto;              /* --chat auto: the format of the template beside the tokenizer */
 	double top_p;
 	float temperature;   /* -t: 0 samples greedily */

@@ -67,6 +67,14 @@ static void add_neutral(cJSON *params, int top_k)
 	cJSON_AddNumberToObject(params, "min_p", 0);
 }
 
+/* The stop strings, where there are any: each API takes "stop" as a list,
+ * ends a response where its text comes to hold one and keeps its tokens. */
+static void add_stops(cJSON *params, const struct server_opts *o)
+{
+	if (o->n_stops > 0)
+		cJSON_AddItemToObject(params, "stop", cJSON_CreateStringArray(o->stops, o->n_stops));
+}
+
 /* SGLang's sampling_params for n samples; with a seed, the sample's own. */
 static cJSON *sglang_params(const struct server_opts *o, int n, const struct server_prompt *p, int j)
 {
@@ -78,6 +86,7 @@ static cJSON *sglang_params(const struct server_opts *o, int n, const struct ser
 	cJSON_AddNumberToObject(params, "top_p", o->top_p);
 	add_neutral(params, o->top_k);
 	cJSON_AddNumberToObject(params, "max_new_tokens", o->max_tokens);
+	add_stops(params, o);
 	if (o->have_seed)
 		cJSON_AddNumberToObject(params, "sampling_seed", request_seed(o, p, j));
 	return params;
@@ -129,6 +138,7 @@ static char *request_body(const struct server_opts *o, const struct server_promp
 		if (o->api == SERVER_VLLM)
 			add_neutral(r, o->top_k);
 		cJSON_AddNumberToObject(r, "max_tokens", o->max_tokens);
+		add_stops(r, o);
 		cJSON_AddNumberToObject(r, "logprobs", 0);
 		if (o->api == SERVER_VLLM)
 			cJSON_AddBoolToObject(r, "return_token_ids", 1);

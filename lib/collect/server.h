@@ -54,6 +54,8 @@ struct server_opts {
 	double top_p;
 	int top_k;                /* 0: not sent */
 	int max_tokens;
+	const char *const *stops;   /* (n_stops) stop strings, sent as "stop" */
+	int n_stops;
 	int have_seed;
 	uint64_t seed;            /* with have_seed: sample j of the prompt at place p draws with seed + p·G + j */
 	int concurrency;          /* requests in flight, >= 1 */

@@ -131,7 +131,7 @@ static int push(struct gen_seq *s, const struct gen_params *p, int tok, float lp
 	s->tokens[s->n] = tok;
 	s->logprobs[s->n] = lp;
 	s->n++;
-	if (is_stop(p, tok)) {
+	if (is_stop(p, tok) || (p->stop_after && p->stop_after(p->stop_ctx, s->tokens, s->n))) {
 		s->finish = GEN_STOP;
 		return 1;
 	}

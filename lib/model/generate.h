@@ -3,7 +3,8 @@
  *
  * gen_run() takes B prompts, fills a key/value cache with them (model_step,
  * several prompts per step), then decodes all unfinished sequences together,
- * one token each per step, until each meets a stop token or max_tokens.
+ * one token each per step, until each meets a stop token, a stop string
+ * (stop_after) or max_tokens.
  *
  * Sampling: the logits are divided by the temperature, then top-k keeps the
  * k most probable tokens, then top-p keeps the smallest set of those whose
@@ -37,6 +38,10 @@ struct gen_params {
 	int max_tokens;        /* most tokens to generate per sequence (>= 1) */
 	const int *stop_ids;   /* tokens that end a sequence (kept as its last token) */
 	int n_stop;
+	/* asked after each token that is not a stop token: nonzero ends the
+	 * sequence there as a stop token would (stopstr.h's stop strings); NULL: never */
+	int (*stop_after)(void *ctx, const int32_t *tokens, int n);
+	void *stop_ctx;
 	uint64_t seed;
 	const uint64_t *streams;   /* (B) or NULL: the random stream of each sequence, see above */
 };
@@ -47,7 +52,7 @@ struct gen_seq {
 	int *tokens;           /* (n) generated ids */
 	float *logprobs;       /* (n) their logprobs, as described above */
 	int n;
-	enum gen_finish finish;   /* GEN_STOP: ended by a stop token; GEN_LENGTH: by max_tokens */
+	enum gen_finish finish;   /* GEN_STOP: ended by a stop token or string; GEN_LENGTH: by max_tokens */
 };
 
 /*

@@ -351,7 +351,8 @@ int model_gpu_generate(struct model_gpu *mg, const int *const *prompts, const in
 		return err_prefix(e, "GPU sampler");
 	struct gpu_gen_params gp = {
 		.temperature = p->temperature, .top_p = p->top_p, .top_k = p->top_k, .max_tokens = p->max_tokens,
-		.stop_ids = p->stop_ids, .n_stop = p->n_stop, .max_batch = k.max_batch,
+		.stop_ids = p->stop_ids, .n_stop = p->n_stop, .stop_after = p->stop_after, .stop_ctx = p->stop_ctx,
+		.max_batch = k.max_batch,
 		.cache_bytes = (size_t)k.cache_mib << 20, .no_graphs = k.no_graphs,
 	};
 	char msg[512] = "";
