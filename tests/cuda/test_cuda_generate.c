@@ -188,6 +188,14 @@ static int parted_ok(int diffs, int B, int sharp)
 	return sharp ? diffs * 10 <= B : diffs == 0;
 }
 
+/* A stop_after that reads more than the last token, as stop strings do: two
+ * tokens in a row that sum to a multiple of 5 end a sequence. */
+static int pair_stop(void *ctx, const int32_t *t, int n)
+{
+	(void)ctx;
+	return n >= 2 && (t[n - 1] + t[n - 2]) % 5 == 0;
+}
+
 static void check_model(const struct model *m, const char *name, int sharp)
 {
 	struct prompts p;
@@ -240,6 +248,24 @@ static void check_model(const struct model *m, const char *name, int sharp)
 		stops[0] = early->tokens[early->n > 2 ? 2 : early->n - 1];
 		stops[1] = mid->tokens[mid->n > 12 ? 12 : mid->n - 1];
 		stops[2] = late->tokens[late->n > 26 ? 26 : late->n - 1];
+		free_seqs(gpu, p.B);
+		free_seqs(cpu, p.B);
+	}
+	/* stop_after, asked on the host as the tokens come back: the C sampler's ends */
+	struct gen_params ap = sp;
+	ap.stop_after = pair_stop;
+	if (gen_run(m, (const int *const *)p.ids, p.lens, p.B, &ap, cpu, &e) == 0 &&
+	    ok(gpu_sample(m, 0, &p, &ap, gpu, 0) == 0, "%s: GPU sampling with stop_after, fp32", name)) {
+		int first = first_differing(cpu, gpu, p.B, &diffs), ended = 0, early = 0;
+		for (int b = 0; b < p.B; b++) {
+			ended += gpu[b].finish == GEN_STOP;
+			for (int j = 2; j < gpu[b].n; j++)
+				early += pair_stop(NULL, gpu[b].tokens, j);
+		}
+		if (!ok(parted_ok(diffs, p.B, sharp) && ended > 0 && early == 0,
+			"%s: stop_after ends %d of %d sequences where the C sampler does (%d differ), none later", name,
+			ended, p.B, diffs))
+			report_difference(cpu, gpu, first);
 		free_seqs(gpu, p.B);
 		free_seqs(cpu, p.B);
 	}

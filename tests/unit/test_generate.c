@@ -91,6 +91,14 @@ static int forward_argmax(struct model *m, int b, const int *gen, int j)
 	return best;
 }
 
+/* Two tokens in a row that sum to a multiple of 5 end a sequence: a
+ * stop_after that reads more than the last token, as stop strings do. */
+static int pair_stop(void *ctx, const int32_t *t, int n)
+{
+	(void)ctx;
+	return n >= 2 && (t[n - 1] + t[n - 2]) % 5 == 0;
+}
+
 static void check_family(enum model_family f)
 {
 	const char *fam = model_family_name(f);
@@ -173,6 +181,29 @@ static void check_family(enum model_family f)
 		gen_seq_free(&g[b]);
 	}
 	ok(stop_ok && stopped > 0, "%s: %d of %d sequences end at a stop token, none runs past one", fam, stopped, B);
+
+	/* stop_after (stop strings) ends a sequence at the first token it
+	 * accepts; the draws are those of the run without it, cut there */
+	struct gen_seq plain[B];
+	gp.n_stop = 0;
+	gen_run(&m, prompts, plens, B, &gp, plain, &e);
+	gp.stop_after = pair_stop;
+	gen_run(&m, prompts, plens, B, &gp, g, &e);
+	int after_ok = 1, cut = 0;
+	for (int b = 0; b < B; b++) {
+		int want = plain[b].n;
+		for (int j = 2; j <= plain[b].n && want == plain[b].n; j++)
+			if (pair_stop(NULL, plain[b].tokens, j))
+				want = j;
+		after_ok &= g[b].n == want && memcmp(g[b].tokens, plain[b].tokens, (size_t)want * sizeof(int)) == 0 &&
+			    memcmp(g[b].logprobs, plain[b].logprobs, (size_t)want * sizeof(float)) == 0 &&
+			    g[b].finish == (want < plain[b].n || pair_stop(NULL, plain[b].tokens, want) ? GEN_STOP : GEN_LENGTH);
+		cut += want < plain[b].n;
+		gen_seq_free(&g[b]);
+		gen_seq_free(&plain[b]);
+	}
+	ok(after_ok && cut > 0, "%s: stop_after cuts %d of %d sequences at the first token it accepts, tokens and logprobs "
+	   "those of the run without it", fam, cut, B);
 	model_free(&m);
 }
 
