@@ -37,7 +37,7 @@ static int oracle(const struct tokenizer *t, const int32_t *ids, int len, char *
 		if (tok_decode(t, ids, (size_t)n, 1, &b, &e) < 0)
 			break;
 		for (int i = 0; i < nstops && !at; i++)
-			if (memmem(b.data, b.len, stops[i], strlen(stops[i])))
+			if (b.len && memmem(b.data, b.len, stops[i], strlen(stops[i])))
 				at = n;
 	}
 	buf_free(&b);
