@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "base/fsys.h"
 #include "data/groupset.h"
 #include "data/jsonview.h"
+#include "data/scoresum.h"
 #include "base/lineio.h"
 #include "model/model.h"
 #include "data/sfile.h"
@@ -46,6 +48,7 @@ struct stats {
 	uint64_t aligned_tokens;        /* with --model: trained response tokens compared */
 	double diff_sum, abs_diff_sum, abs_diff_max;
 	struct groupset gset;           /* groups of one, split group_ids */
+	struct scoresum sum;            /* responses, finish reasons, rewards, pass@k */
 	int verbose;                    /* -v: list their ids */
 	int failed;
 };
@@ -75,7 +78,9 @@ static void usage(FILE *f)
 		"  -j, --json         JSON lines (the default view; with --stats, a JSON object)\n"
 		"  -n, --head N       stop after N records\n"
 		"  -s, --stats        records, sequences, tokens, bytes on disk, compression ratio,\n"
-		"                     groups of one member and group_ids split over records\n"
+		"                     groups of one member and group_ids split over records;\n"
+		"                     of rollouts, lengths and finish reasons; of scored ones,\n"
+		"                     each reward's mean, solve rate and pass@k\n"
 		"  -v, --verbose      with --stats: list those groups' ids\n"
 		"  -m, --model DIR    add the model's logprob and entropy of every response token,\n"
 		"                     and how far they are from the sampler's\n"
@@ -121,6 +126,10 @@ static void count(struct stats *st, const struct record *rec)
 			st->failed = 1;
 		}
 		st->groups++;
+		if (scoresum_add(&st->sum, &rec->group, &e) < 0 && !st->failed) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			st->failed = 1;
+		}
 		for (uint32_t i = 0; i < rec->group.n; i++) {
 			st->sequences++;
 			st->prompt_tokens += rec->group.trajs[i].n_prompt;
@@ -304,6 +313,93 @@ static void print_ratio(int known, double v, const char *unknown)
 		fputs(unknown, stdout);
 }
 
+/* A number of --stats --json, or null where there is none (NAN). */
+static void json_num(const char *key, double v)
+{
+	printf(isnan(v) ? ",\"%s\":null" : ",\"%s\":%.6g", key, v);
+}
+
+static double ratio_or_nan(double a, uint64_t b)
+{
+	return b ? a / (double)b : NAN;
+}
+
+static void print_sum_json(const struct scoresum *s)
+{
+	if (!s->seqs)
+		return;
+	json_num("response_len_mean", ratio_or_nan((double)s->resp_tokens, s->seqs));
+	printf(",\"response_len_max\":%u,\"finish_reasons\":{\"stop\":%llu,\"length\":%llu,\"other\":%llu,"
+	       "\"none\":%llu}", s->resp_max, (unsigned long long)s->stop, (unsigned long long)s->length,
+	       (unsigned long long)s->other_finish, (unsigned long long)s->no_finish);
+	if (!s->scored)
+		return;
+	printf(",\"scored_sequences\":%llu", (unsigned long long)s->scored);
+	json_num("reward_mean", s->reward_sum / (double)s->scored);
+	printf(",\"scored_groups\":%llu,\"zero_std_groups\":%llu,\"rewards\":{", (unsigned long long)s->scored_groups,
+	       (unsigned long long)s->equal_groups);
+	uint32_t ks[34];
+	int nk = scoresum_ks(s, ks);
+	for (size_t i = 0; i < s->nfn; i++) {
+		const struct scoresum_fn *f = &s->fn[i];
+		struct buf name = { 0 };
+		if (json_print_string(&name, f->name) < 0)
+			continue;
+		double mean = f->sum / (double)f->seqs, var = f->sumsq / (double)f->seqs - mean * mean;
+		printf("%s%.*s:{\"sequences\":%llu", i ? "," : "", (int)name.len, (const char *)name.data,
+		       (unsigned long long)f->seqs);
+		buf_free(&name);
+		json_num("mean", mean);
+		json_num("std", sqrt(var > 0 ? var : 0));
+		json_num("success_rate", ratio_or_nan((double)f->solved, f->flagged));
+		printf(",\"pass_at\":{");
+		for (int j = 0, first = 1; j < nk; j++) {
+			size_t groups;
+			double p = scoresum_pass_at(f, ks[j], &groups);
+			if (groups) {
+				printf("%s\"%u\":%.6g", first ? "" : ",", ks[j], p);
+				first = 0;
+			}
+		}
+		printf("}}");
+	}
+	printf("}");
+}
+
+static void print_sum(const struct scoresum *s)
+{
+	if (!s->seqs)
+		return;
+	printf("responses          mean %.1f tokens, max %u; finish reasons: stop %llu, length %llu (%.1f%%), "
+	       "other %llu, none %llu\n", (double)s->resp_tokens / (double)s->seqs, s->resp_max,
+	       (unsigned long long)s->stop, (unsigned long long)s->length, 100.0 * (double)s->length / (double)s->seqs,
+	       (unsigned long long)s->other_finish, (unsigned long long)s->no_finish);
+	if (!s->scored)
+		return;
+	printf("reward             mean %.4g over %llu scored sequence%s; %llu of %llu group%s all of one reward\n",
+	       s->reward_sum / (double)s->scored, (unsigned long long)s->scored, cli_s((long long)s->scored),
+	       (unsigned long long)s->equal_groups, (unsigned long long)s->scored_groups,
+	       cli_s((long long)s->scored_groups));
+	uint32_t ks[34];
+	int nk = scoresum_ks(s, ks);
+	for (size_t i = 0; i < s->nfn; i++) {
+		const struct scoresum_fn *f = &s->fn[i];
+		double mean = f->sum / (double)f->seqs, var = f->sumsq / (double)f->seqs - mean * mean;
+		printf("  %-16s mean %.4g, std %.4g", f->name, mean, sqrt(var > 0 ? var : 0));
+		if (f->flagged)
+			printf(", solved %.4g", (double)f->solved / (double)f->flagged);
+		for (int j = 0; j < nk; j++) {
+			size_t groups;
+			double p = scoresum_pass_at(f, ks[j], &groups);
+			if (groups)
+				printf(", pass@%u %.4g", ks[j], p);
+			if (groups && groups < f->groups)   /* the groups of fewer than k members sit it out */
+				printf(" (%zu of %zu groups)", groups, f->groups);
+		}
+		printf("\n");
+	}
+}
+
 static void print_stats(const struct stats *st, int json)
 {
 	/* the ratios where they mean something: the bytes on disk known (not
@@ -336,6 +432,7 @@ static void print_stats(const struct stats *st, int json)
 			       "\"model_logprob_abs_diff_max\":%.6g,\"aligned_tokens\":%llu",
 			       st->diff_sum / st->aligned_tokens, st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max,
 			       (unsigned long long)st->aligned_tokens);
+		print_sum_json(&st->sum);
 		printf(",\"single_member_groups\":%llu,\"split_groups\":%llu",
 		       (unsigned long long)st->gset.single_records, (unsigned long long)st->gset.split_ids);
 		for (int k = 0; k < 2 && st->verbose; k++) {
@@ -388,6 +485,7 @@ static void print_stats(const struct stats *st, int json)
 		       "over %llu trained token%s\n", st->diff_sum / st->aligned_tokens,
 		       st->abs_diff_sum / st->aligned_tokens, st->abs_diff_max, (unsigned long long)st->aligned_tokens,
 		       cli_s((long long)st->aligned_tokens));
+	print_sum(&st->sum);
 }
 
 /*
@@ -871,6 +969,7 @@ int main(int argc, char **argv)
 	if (o.st.failed)
 		rc = -1;
 	groupset_free(&o.st.gset);
+	scoresum_free(&o.st.sum);
 	if (o.model)
 		model_free(o.model);
 	tok_free(o.tok);
