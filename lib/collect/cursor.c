@@ -306,7 +306,7 @@ int cursor_check_sampling(const struct cursor *c, uint64_t names, int64_t batch,
 		       "the command that started them again to finish them", c->path, (unsigned long long)b->prompts,
 		       (unsigned long long)b->from, b->model, (long long)b->policy_version,
 		       names != b->names ? "other prompts, or another --samples, --temperature, --top-p, --top-k, "
-					   "--max-tokens or --seed"
+					   "--max-tokens, --stop or --seed"
 					 : "another --batch");
 }
 

@@ -8,7 +8,7 @@
 # published is, byte for byte, what a run that was never stopped publishes:
 # from step_2 when the killed run had started, from step_3 when it had not.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 9
+plan 10
 
 grpo-init --preset tiny --seed 3 -o "$T/m2" > /dev/null || exit 1
 grpo-init --preset tiny --seed 4 -o "$T/m3" > /dev/null || exit 1
@@ -94,8 +94,12 @@ cp -r "$T/m3" "$T/q/policy/step_3"
 grpo-collect --model "$T/q/policy" --prompts "$T/p.jsonl" -n 2 --max-tokens 4 --count 3 --seed 5 \
 	--cursor "$T/q/cursor" -m 1 -o "$T/q/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(cat "$T/err")" \
-	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from place 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but this command samples them otherwise (other prompts, or another --samples, --temperature, --top-p, --top-k, --max-tokens or --seed): nothing published; run the command that started them again to finish them" \
+	"1:1:grpo-collect: $T/q/cursor holds 3 prompts from place 0, started from $T/q/policy/step_2 (policy version 2) and perhaps published in part, but this command samples them otherwise (other prompts, or another --samples, --temperature, --top-p, --top-k, --max-tokens, --stop or --seed): nothing published; run the command that started them again to finish them" \
 	"another --seed against the started batch is refused, publishing nothing"
+grpo-collect --model "$T/q/policy" --prompts "$T/p.jsonl" -n 2 --max-tokens 4 --count 3 --stop 3 \
+	--tokenizer "$GRPO_TOP/examples/addition/tokenizer.json" --cursor "$T/q/cursor" -m 1 -o "$T/q/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(grep -c 'samples them otherwise' "$T/err")" "1:1:1" \
+	"so is a --stop string the started batch was sampled without"
 grpo-collect --model "$T/q/policy" --prompts "$T/p.jsonl" -n 2 --max-tokens 4 --count 3 \
 	--cursor "$T/q/cursor" -m 2 -o "$T/q/rollouts" 2> "$T/err"
 is "$?:$(visible "$T/q/rollouts" | wc -l | tr -d ' '):$(cat "$T/err")" \
