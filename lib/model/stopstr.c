@@ -34,6 +34,7 @@ int stopstr_init(struct stopstr *s, const struct tokenizer *tok, const char *con
 			return err_set(e, "stop string %d is %zu bytes: give 1 to %d", i + 1, len, STOPSTR_MAX_LEN);
 		s->s[i] = strs[i];
 		s->len[i] = len;
+		s->ends[(unsigned char)strs[i][len - 1]] = 1;
 		if (len > s->longest)
 			s->longest = len;
 	}
@@ -62,12 +63,35 @@ static int decode(struct stopstr *s, const int32_t *ids, int n, struct buf *out)
 	return tok_decode(s->tok, ids, (size_t)n, 1, out, &s->e);
 }
 
+/* Whether the new token may complete a stop string: the text of the last
+ * four tokens holds a byte that ends one, or they are such that this cannot
+ * be told from them (a byte token, whose run may decode anew, or a special
+ * one, which adds no text). 0, 1, or -1 when the decode failed. */
+static int may_end_one(struct stopstr *s, const int32_t *tokens, int n)
+{
+	int from = n > 4 ? n - 4 : 0;
+	for (int i = from; i < n; i++)
+		if (tok_is_special(s->tok, tokens[i]) || (s->nbytes && in_byte_run(s, tokens[i])))
+			return 1;
+	if (decode(s, tokens + from, n - from, &s->now) < 0)
+		return -1;
+	for (size_t i = 0; i < s->now.len; i++)
+		if (s->ends[s->now.data[i]])
+			return 1;
+	return 0;
+}
+
 int stopstr_hit(struct stopstr *s, const int32_t *tokens, int n)
 {
 	if (s->failed)
 		return 1;
 	if (n <= 0)
 		return 0;
+	int may = may_end_one(s, tokens, n);
+	if (may <= 0) {
+		s->failed = may < 0;
+		return may < 0;
+	}
 	/* a token is a byte or more of text, unless special: most windows of
 	 * this many tokens are long enough at the first try */
 	int k = (int)(s->longest + MARGIN);

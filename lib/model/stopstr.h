@@ -19,6 +19,10 @@
  * inside a run of byte tokens (<0x..>, SentencePiece's byte fallback),
  * which the decoder reads as one: a run that is not UTF-8 as a whole
  * decodes to a U+FFFD a byte, even where its tail alone would be text.
+ * Most tokens cannot complete a stop string at all: unless the text of the
+ * last four (which holds every byte a new token can add or complete, a
+ * UTF-8 character being at most four bytes) has the last byte of one, the
+ * window is not decoded; that costs about a tenth as much.
  *
  * A failed decode (an id the tokenizer does not have, memory) cannot be
  * told to the sampler that asked: it ends the response (1), and
@@ -45,6 +49,7 @@ struct stopstr {
 	size_t len[STOPSTR_MAX];
 	int n;
 	size_t longest;
+	unsigned char ends[256];  /* 1 for a byte that ends a stop string */
 	int32_t bytes[256];       /* the ids of the byte tokens <0x00>..<0xFF>, sorted; */
 	int nbytes;               /* none in a byte-level BPE */
 	struct buf now, before;   /* the window's text with and without the new token */
