@@ -71,7 +71,7 @@ static int may_end_one(struct stopstr *s, const int32_t *tokens, int n)
 {
 	int from = n > 4 ? n - 4 : 0;
 	for (int i = from; i < n; i++)
-		if (tok_is_special(s->tok, tokens[i]) || (s->nbytes && in_byte_run(s, tokens[i])))
+		if (in_byte_run(s, tokens[i]))
 			return 1;
 	if (decode(s, tokens + from, n - from, &s->now) < 0)
 		return -1;
