@@ -14,7 +14,8 @@
 const char *const chat_format_names[] = {
 	[CHAT_QWEN] = "qwen", [CHAT_QWEN25] = "qwen2.5", [CHAT_QWEN3] = "qwen3", [CHAT_LLAMA3] = "llama3",
 	[CHAT_LLAMA31] = "llama3.1", [CHAT_LLAMA32] = "llama3.2", [CHAT_LLAMA2] = "llama2", [CHAT_MISTRAL] = "mistral",
-	[CHAT_ZEPHYR] = "zephyr", [CHAT_SMOLLM2] = "smollm2", [CHAT_DEEPSEEK_R1] = "deepseek-r1", NULL
+	[CHAT_ZEPHYR] = "zephyr", [CHAT_SMOLLM2] = "smollm2", [CHAT_DEEPSEEK_R1] = "deepseek-r1",
+	[CHAT_QWEN25_MATH] = "qwen2.5-math", NULL
 };
 
 int chat_format_parse(const char *name, enum chat_format *f)
@@ -313,10 +314,13 @@ int chat_render(enum chat_format f, const struct chat_msg *m, size_t n, int flag
 		return r ? err_set(e, "out of memory") : 0;
 	}
 	int r = 0;
-	/* the default system message of Qwen2.5's and SmolLM2's templates */
+	/* the default system message of Qwen2.5's, Qwen2.5-Math's and SmolLM2's templates */
 	if (f == CHAT_QWEN25 && strcmp(m[0].role, "system") != 0)
 		r |= puts_(out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
 		                "assistant.<|im_end|>\n");
+	if (f == CHAT_QWEN25_MATH && strcmp(m[0].role, "system") != 0)
+		r |= puts_(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
+		                "\\boxed{}.<|im_end|>\n");
 	if (f == CHAT_SMOLLM2 && strcmp(m[0].role, "system") != 0)
 		r |= puts_(out, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
 		                "Face<|im_end|>\n");
@@ -394,6 +398,7 @@ static const struct {
 	{ 0x0af6ea9cf9896e56ull, 413, CHAT_ZEPHYR },        /* TinyLlama Chat */
 	{ 0x45ec583d4d25bc3aull, 368, CHAT_SMOLLM2 },       /* SmolLM2-Instruct */
 	{ 0x845fdf813c637ee2ull, 2246, CHAT_DEEPSEEK_R1 },  /* the DeepSeek-R1 distills */
+	{ 0xb844301e4c148c65ull, 2513, CHAT_QWEN25_MATH },  /* Qwen2.5-Math */
 };
 
 /* The template of tokenizer_config.json's "chat_template", or NULL with the message. */

@@ -1,6 +1,6 @@
 /*
  * chat.h: the chat formats of Qwen, Llama 2 and 3, Mistral, TinyLlama,
- * SmolLM2 and the DeepSeek-R1 distills, written out in C.
+ * SmolLM2, Qwen2.5-Math and the DeepSeek-R1 distills, written out in C.
  *
  * A chat model expects its question wrapped in the turns its chat template
  * writes. Rather than run a Jinja engine, each template this project meets is
@@ -54,6 +54,11 @@
  *   CHAT_SMOLLM2 SmolLM2-Instruct's template: as CHAT_QWEN25, with SmolLM's
  *                default system message ("You are a helpful AI assistant
  *                named SmolLM, trained by Hugging Face").
+ *   CHAT_QWEN25_MATH Qwen2.5-Math's template (1.5B and 7B, base and
+ *                Instruct): as CHAT_QWEN25, with the default system message
+ *                "Please reason step by step, and put your final answer
+ *                within \boxed{}.", the prompt the R1-Zero reproductions
+ *                start Qwen2.5-Math from.
  *   CHAT_DEEPSEEK_R1 the DeepSeek-R1 distills' template (Qwen 1.5B to 32B,
  *                Llama 8B and 70B): <｜begin▁of▁sentence｜>, the content of
  *                the last system message wherever it stands, then
@@ -83,11 +88,11 @@
 
 enum chat_format {
 	CHAT_QWEN, CHAT_QWEN25, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA32, CHAT_LLAMA2, CHAT_MISTRAL,
-	CHAT_ZEPHYR, CHAT_SMOLLM2, CHAT_DEEPSEEK_R1
+	CHAT_ZEPHYR, CHAT_SMOLLM2, CHAT_DEEPSEEK_R1, CHAT_QWEN25_MATH
 };
 
-#define CHAT_FORMATS "qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr, smollm2, " \
-	"deepseek-r1"
+#define CHAT_FORMATS "qwen, qwen2.5, qwen2.5-math, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr, " \
+	"smollm2, deepseek-r1"
 #define CHAT_NO_THINKING 1   /* qwen3: enable_thinking=False */
 
 struct chat_msg {

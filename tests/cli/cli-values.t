@@ -266,7 +266,7 @@ grpo-score|--precision|fp16|one of bf16, fp32
 grpo-collect|--api|openai|ok
 grpo-collect|--api|tgi|one of vllm, sglang, openai
 grpo-collect|--chat|llama3|ok
-grpo-collect|--chat|chatml|one of qwen, qwen2.5, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr, smollm2, deepseek-r1 or auto
+grpo-collect|--chat|chatml|one of qwen, qwen2.5, qwen2.5-math, qwen3, llama3, llama3.1, llama3.2, llama2, mistral, zephyr, smollm2, deepseek-r1 or auto
 grpo-collect|--format|atropos|ok
 grpo-collect|--format|jsonl|one of auto, native, vllm, sglang, atropos
 grpo-collect|--on-error|skip|ok

@@ -208,8 +208,8 @@ int main(void)
 		named += chat_format_parse(chat_format_names[i], &f) == 0 && (int)f == i && at &&
 		         (at[k] == ',' || at[k] == '\0');
 	}
-	is_int(named, CHAT_DEEPSEEK_R1 + 1, "each of the %d formats parses by its name, listed in CHAT_FORMATS",
-	       CHAT_DEEPSEEK_R1 + 1);
+	is_int(named, CHAT_QWEN25_MATH + 1, "each of the %d formats parses by its name, listed in CHAT_FORMATS",
+	       CHAT_QWEN25_MATH + 1);
 	ok(chat_format_parse("llama2", &f) == 0 && f == CHAT_LLAMA2 && chat_format_parse("mistral", &f) == 0 &&
 	   f == CHAT_MISTRAL && chat_format_parse("zephyr", &f) == 0 && f == CHAT_ZEPHYR, "llama2, mistral, zephyr");
 
@@ -287,6 +287,10 @@ int main(void)
 	        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
 	        "<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n<|im_start|>user\n  And 3+3? <|im_end|>\n"
 	        "<|im_start|>assistant\n", "the given one otherwise, the history whole");
+	is_text(CHAT_QWEN25_MATH, hello, 1, 0,
+	        "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
+	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
+	        "Qwen2.5-Math's default system message, one backslash before boxed");
 	is_text(CHAT_DEEPSEEK_R1, hello, 1, 0,
 	        "<｜begin▁of▁sentence｜><｜User｜>Hello, world!<｜Assistant｜><think>\n",
 	        "one user turn, the think block opened");
