@@ -177,7 +177,7 @@ static int bpe(const struct tokenizer *t, const unsigned char *p, size_t n, stru
 /* Append s[0..n) to out with each pat[0..np) replaced by with[0..nw),
  * left to right without overlaps (np > 0). -1 when memory runs out. */
 int tok_replace_all(struct buf *out, const unsigned char *s, size_t n, const char *pat, size_t np,
-		       const char *with, size_t nw)
+		    const char *with, size_t nw)
 {
 	size_t i = 0, from = 0;
 	while (i + np <= n) {
@@ -197,7 +197,7 @@ int tok_replace_all(struct buf *out, const unsigned char *s, size_t n, const cha
  * *rs, *rn (s itself when there are none). -1 when memory runs out, -4
  * with Oniguruma's code in *onig_rc when a search fails. */
 int tok_normalize(const struct tokenizer *t, const unsigned char *s, size_t n, struct buf *a, struct buf *b,
-		     const unsigned char **rs, size_t *rn, int *onig_rc)
+		  const unsigned char **rs, size_t *rn, int *onig_rc)
 {
 	for (size_t i = 0; i < t->n_nsteps && n; i++) {
 		const struct nstep *st = &t->nsteps[i];

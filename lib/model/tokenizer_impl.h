@@ -238,22 +238,22 @@ long tok_token_bytes_n(const char *s, size_t n, unsigned char *out);
 
 /* tokenizer_pretok.c */
 int tok_find_matches(const struct pstep *st, const unsigned char *s, size_t n, struct plevel *l,
-			struct scratch *sc);
+		     struct scratch *sc);
 int tok_onig_err(struct err *e, int rc);
 int tok_pre_run(const struct tokenizer *t, size_t k, const unsigned char *s, size_t n, int mapped,
-		   struct scratch *sc, piece_fn f, void *arg);
+		struct scratch *sc, piece_fn f, void *arg);
 int tok_pre_pieces(const struct tokenizer *t, const unsigned char *s, size_t n, int scanner, struct scratch *sc,
-			piece_fn f, void *arg);
+		   piece_fn f, void *arg);
 int tok_regex_compile(regex_t **re, const char *pat, size_t n, const char *path, struct err *e);
 int tok_regex_literal(regex_t **re, const char *s, const char *path, struct err *e);
 int tok_regex_replace(regex_t *re, const unsigned char *s, size_t n, const char *with, size_t nw,
-			 struct buf *out, int *rc);
+		      struct buf *out, int *rc);
 
 /* tokenizer_encode.c */
 int tok_normalize(const struct tokenizer *t, const unsigned char *s, size_t n, struct buf *a, struct buf *b,
-		     const unsigned char **rs, size_t *rn, int *onig_rc);
+		  const unsigned char **rs, size_t *rn, int *onig_rc);
 int tok_replace_all(struct buf *out, const unsigned char *s, size_t n, const char *pat, size_t np,
-		       const char *with, size_t nw);
+		    const char *with, size_t nw);
 size_t tok_prev_char(const unsigned char *s, size_t i);
 
 #endif

@@ -12,7 +12,7 @@
 
 #include "data/jsonview.h"
 
-/* The two Split patterns this scanner implements, as tokenizer.json spells them. */
+/* The two Split patterns the hand-written scanner (tokenizer_pretok.c) implements, as tokenizer.json spells them. */
 static const char PAT_QWEN[] =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char PAT_LLAMA3[] =

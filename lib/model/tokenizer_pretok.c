@@ -119,7 +119,7 @@ static int regex_find(regex_t *re, const unsigned char *s, size_t n, OnigRegion 
  * empty one too) as with[0..nw), as NormalizedString::replace and the
  * Replace decoder do. -4 (Oniguruma's code in *rc) or -1 as regex_find. */
 int tok_regex_replace(regex_t *re, const unsigned char *s, size_t n, const char *with, size_t nw,
-			 struct buf *out, int *rc)
+		      struct buf *out, int *rc)
 {
 	struct plevel l = { 0 };
 	OnigRegion *region = onig_region_new();
@@ -238,7 +238,7 @@ static uint32_t byte_cp(unsigned b)
  * each character char::is_numeric takes, \p{N}, is a match). -4 when
  * Oniguruma fails. */
 int tok_find_matches(const struct pstep *st, const unsigned char *s, size_t n, struct plevel *l,
-			struct scratch *sc)
+		     struct scratch *sc)
 {
 	if (st->kind != P_DIGITS)
 		return regex_find(st->re, s, n, sc->region, l, &sc->onig_rc);
@@ -307,7 +307,7 @@ static void apply_behavior(struct plevel *l, int behavior, int invert)
  * that comes out of the last to f as its bytes. mapped: s is ByteLevel's
  * characters (a step after ByteLevel sees those, as in tokenizers). */
 int tok_pre_run(const struct tokenizer *t, size_t k, const unsigned char *s, size_t n, int mapped,
-		   struct scratch *sc, piece_fn f, void *arg)
+		struct scratch *sc, piece_fn f, void *arg)
 {
 	struct plevel *l = &sc->lv[k];
 	if (k == t->n_psteps) {
@@ -366,7 +366,7 @@ static int scratch_levels(const struct tokenizer *t, struct scratch *sc)
 
 /* The pre_tokenizer's pieces of s[0..n), n > 0, each to f. */
 int tok_pre_pieces(const struct tokenizer *t, const unsigned char *s, size_t n, int scanner, struct scratch *sc,
-			piece_fn f, void *arg)
+		   piece_fn f, void *arg)
 {
 	if (scanner) {
 		for (size_t i = 0; i < n;) {
