@@ -393,6 +393,7 @@ static const struct {
 	{ 0x2bfdb7aa9754484eull, 4116, CHAT_QWEN3 },        /* Qwen3 */
 	{ 0x74891e390e614ae2ull, 348, CHAT_LLAMA3 },        /* Llama 3 Instruct */
 	{ 0x0e60067a5537498eull, 389, CHAT_LLAMA3 },        /* and its add_generation_prompt revision */
+	{ 0x0ac29b9538e2befaull, 3827, CHAT_LLAMA32 },      /* Llama 3.2 Instruct */
 	{ 0xf344eecf1bd3a427ull, 815, CHAT_LLAMA2 },        /* Llama 2 chat */
 	{ 0xf741d22a1d1ed6d7ull, 1058, CHAT_MISTRAL },      /* Mistral-7B-Instruct-v0.2 */
 	{ 0x0af6ea9cf9896e56ull, 413, CHAT_ZEPHYR },        /* TinyLlama Chat */

@@ -19,7 +19,8 @@ prompts are rendered both without and with a date_string, as the line
 carries it; llama3.2's only with one, as without it the date is today's.
 
 Then each tests/data/chat-templates/NAME.json (deepseek-r1, llama2, llama3,
-mistral, qwen2.5, smollm2, zephyr), a model's chat_template with its bos_token and eos_token
+llama3.2, mistral, qwen2.5, qwen2.5-math, smollm2, zephyr), a model's chat_template with its
+bos_token and eos_token (llama3.2's as its FORMAT=TEMPLATE above, which it makes unneeded)
 and where it was found, on the same conversations and on more that these
 templates treat apart (empty contents, white space, roles that do not
 alternate). Where a template raises (raise_exception, or an index past the messages), the line
@@ -81,16 +82,20 @@ def main():
         [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
          {"role": "system", "content": "s again"}, {"role": "user", "content": "u2"}],
     ]
+    # llama3.2 writes today's date unless given one: only with one, so that the lines stay
+    dates = {"llama3.1": (None, "5 Mar 2025"), "llama3.2": ("5 Mar 2025",)}
     formats = [("qwen3", (None, False), None), ("llama3", (None,), None)]
     for arg in sys.argv[2:]:
         name, path = arg.split("=", 1)
-        dates = ("5 Mar 2025",) if name == "llama3.2" else (None, "5 Mar 2025")
-        formats.append((name, dates, open(path, encoding="utf-8").read()))
+        formats.append((name, dates[name], open(path, encoding="utf-8").read()))
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat-templates")
     for path in sorted(glob.glob(f"{here}/*.json")):
-        formats.append((os.path.basename(path)[:-5], (None,), json.load(open(path, encoding="utf-8"))))
+        name = os.path.basename(path)[:-5]
+        formats.append((name, dates.get(name, (None,)), json.load(open(path, encoding="utf-8"))))
     for name, variants, template in formats:
-        if isinstance(template, dict):   # tests/data/chat-templates/NAME.json carries its own tokens
+        if isinstance(template, dict) and name in dates:   # a Llama 3.x template of tests/data/chat-templates
+            cfg, key, cases = template, "date_string", convs
+        elif isinstance(template, dict):   # tests/data/chat-templates/NAME.json carries its own tokens
             cfg, key, cases = template, None, convs + extra
         else:
             cfg = json.load(open(f"{data}/tokenizers/{name[:6]}/tokenizer_config.json", encoding="utf-8"))
