@@ -1,5 +1,5 @@
 // Writes small byte-level BPE tokenizers whose pre_tokenizers go through
-// Oniguruma in tokenizer.c (anything but Qwen's or Llama 3's Split then
+// Oniguruma in tokenizer_pretok.c (anything but Qwen's or Llama 3's Split then
 // ByteLevel), and for each, expected.jsonl lines with the ids Hugging Face's
 // tokenizers gives a text (encode, no special tokens added), the pieces its
 // pre_tokenizer cuts the text into, and its decode of the ids, with and
