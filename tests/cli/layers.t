@@ -4,7 +4,7 @@
 # every quoted include of every file under lib/.
 . "$GRPO_TOP/tests/cli/lib.sh"
 L="$GRPO_TOP/lib"
-plan 5
+plan 6
 
 # "| folder | may include | ..." rows, as "folder: allowed..."
 sed -n 's/^| *\([a-z]*\) *| *\([a-z ()]*\) *|.*/\1: \2/p' "$L/README.md" | grep -v '^folder:' > "$T/allowed"
@@ -53,3 +53,17 @@ printf '#include "cli.h"\n#include "err.h"\n' > "$T/top/tools/grpo-x.c"
 printf '#include "cli.h"\n' > "$T/top/tests/unit/test_x.c"
 is "$(bare "$T/top")" 'tools/grpo-x.c:2:#include "err.h"
 tests/unit/test_x.c:1:#include "cli.h"' "a tool's own header passes; a bare lib header, or a tool's header outside tools/, does not"
+
+# A module's private header (NAME_impl.h) is for its own files, NAME_*.c
+private() { # private TOP: print "file: header" for every include of a private header by another module
+	grep -rl '#include "[a-z]*/[a-z_]*_impl\.h"' "$1"/lib "$1"/tools "$1"/tests "$1"/bench 2>/dev/null | while read -r f; do
+		sed -n 's/^#include "[a-z]*\/\([a-z_]*\)_impl\.h".*/\1/p' "$f" | while read -r m; do
+			case $(basename "$f") in "${m}_"*.c) ;; *) echo "${f#"$1"/}: ${m}_impl.h" ;; esac
+		done
+	done
+}
+mkdir -p "$T/priv/lib/model" "$T/priv/tools"
+printf '#include "model/tokenizer_impl.h"\n' > "$T/priv/lib/model/tokenizer_load.c"
+printf '#include "model/tokenizer_impl.h"\n' > "$T/priv/tools/grpo-x.c"
+is "$(private "$GRPO_TOP"):$(private "$T/priv")" ":tools/grpo-x.c: tokenizer_impl.h" \
+	"tokenizer_impl.h is included by the tokenizer's own files alone (a planted include elsewhere is caught)"
