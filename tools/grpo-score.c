@@ -77,7 +77,7 @@ static void usage(FILE *f)
 		"                  [FILE|QUEUE ...]\n"
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
 		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
-		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed format tags length exact (weight 1),\n"
+		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format tags length exact (weight 1),\n"
 		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
@@ -184,7 +184,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
-		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, format, tags, length, "
+		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, math, format, tags, length, "
 			"exact; another name is a reward program's, with --reward-cmd)", o->cmd_weights[0].name);
 	}
 	if (!o->n_rewards && !o->reward_cmd)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "score/mathans.h"
 #include "score/reward.h"
 
 static const struct {
@@ -19,6 +20,7 @@ static const struct {
 } reward_names[] = {
 	{ "gsm8k", REWARD_GSM8K }, { "boxed", REWARD_BOXED }, { "format", REWARD_FORMAT },
 	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
+	{ "math", REWARD_MATH },
 };
 
 /* The weight after '=' (1 when none): 0, or -1. */
@@ -63,7 +65,7 @@ int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
 		memcpy(r->name, arg, n);
 		return parse_weight(eq, r, e);
 	}
-	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, format, tags, length, exact)", (int)n,
+	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact)", (int)n,
 		       arg);
 }
 
@@ -649,13 +651,18 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 	case REWARD_GSM8K:
 		return answer && reward_gsm8k_answer(answer, &b) && reward_gsm8k_extract(text, n, &a) &&
 		       same_number(a, b);
-	case REWARD_BOXED: {
+	case REWARD_BOXED:
+	case REWARD_MATH: {
 		if (!answer || !reward_last_boxed(text, n, &at, &len))
 			return 0;
-		size_t an = strlen(answer), bat, blen;
-		if (reward_last_boxed(answer, an, &bat, &blen))
-			return same_latex(text + at, len, answer + bat, blen);
-		return same_latex(text + at, len, answer, an);
+		/* the answer's own last \boxed{}, else the whole answer */
+		const char *g = answer;
+		size_t gn = strlen(answer), gat, glen;
+		if (reward_last_boxed(answer, gn, &gat, &glen))
+			g = answer + gat, gn = glen;
+		if (same_latex(text + at, len, g, gn))
+			return 1;
+		return k == REWARD_MATH && mathans_compare(text + at, len, g, gn) == MATHANS_EQUAL;
 	}
 	case REWARD_FORMAT:
 		return format_ok(text, n);

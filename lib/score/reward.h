@@ -33,6 +33,10 @@
  *           whitespace, "$", "\$", "\left", "\right", "\!", "\,", "\;", "\:",
  *           thousands separators or final '.'; "\dfrac" and "\tfrac" are
  *           "\frac", "\text{X}" is X.
+ *   math    1 when the boxed reward gives 1, or when the two contents are
+ *           the same mathematical object (score/mathans.h): "0.5" is
+ *           "\frac{1}{2}", "x^2+2x+1" is "(x+1)^2", "1 \pm \sqrt{2}" is
+ *           "\{1-\sqrt{2}, 1+\sqrt{2}\}", "x = 5" is 5.
  *   format  1 when the response has open-r1's layout
  *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
  *           re.MULTILINE, anchored at the start as re.match), else 0.
@@ -45,7 +49,7 @@
  *   exact   1 when response and answer are equal after trimming leading
  *           and trailing whitespace.
  *
- * A missing answer (NULL) scores 0 for gsm8k, boxed and exact.
+ * A missing answer (NULL) scores 0 for gsm8k, boxed, math and exact.
  */
 #ifndef GRPO_REWARD_H
 #define GRPO_REWARD_H
@@ -55,7 +59,7 @@
 
 #include "base/err.h"
 
-enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT };
+enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT, REWARD_MATH };
 
 /* The longest reward name, in bytes, a built-in's or a reward program's:
  * names are stored whole, never cut to another's prefix. */

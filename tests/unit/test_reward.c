@@ -257,9 +257,26 @@ static void boxed_cases(void)
 		{ "\\boxed{\\text{18}}", "\\{18\\}", 0 },
 		{ "\\boxed{\\dfrac{1}{2}}", "\\frac{1}{3}", 0 },
 	};
-	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		is_float(rw(REWARD_BOXED, c[i].resp, c[i].answer), c[i].want, 0, "boxed case %zu: %s vs %s", i, c[i].resp,
 			 c[i].answer);
+		if (c[i].want)   /* what the text comparison matches, math matches */
+			is_float(rw(REWARD_MATH, c[i].resp, c[i].answer), 1, 0, "  and math");
+	}
+}
+
+/* math: the boxed reward's text comparison, then mathans (test_mathans has its cases) */
+static void math_cases(void)
+{
+	is_float(rw(REWARD_MATH, "so \\boxed{0.5}", "\\frac12"), 1, 0, "math: 0.5 is 1/2");
+	is_float(rw(REWARD_BOXED, "so \\boxed{0.5}", "\\frac12"), 0, 0, "  which boxed calls wrong");
+	is_float(rw(REWARD_MATH, "\\boxed{\\text{18}}", "\\{18\\}"), 1, 0, "math: a set of one is its element");
+	is_float(rw(REWARD_MATH, "\\boxed{2, 1}", "so \\boxed{\\{1,2\\}}."), 1, 0, "math: the answer's own box");
+	is_float(rw(REWARD_MATH, "\\boxed{204_5}", "204_5"), 1, 0, "math: unparsed, equal as text");
+	is_float(rw(REWARD_MATH, "\\boxed{204_5}", "204_6"), 0, 0, "math: unparsed, different text");
+	is_float(rw(REWARD_MATH, "\\boxed{3}", "2"), 0, 0, "math: different");
+	is_float(rw(REWARD_MATH, "0.5", "\\frac12"), 0, 0, "math: no box");
+	is_float(rw(REWARD_MATH, "\\boxed{0.5}", NULL), 0, 0, "math: no answer");
 }
 
 static void format_cases(void)
@@ -434,6 +451,7 @@ int main(void)
 {
 	gsm8k_cases();
 	boxed_cases();
+	math_cases();
 	format_cases();
 	tags_cases();
 	length_cases();

@@ -1,0 +1,67 @@
+/*
+ * mathans.h: whether two math answers, the LaTeX inside a \boxed{}, are
+ * the same mathematical object, for the math reward of grpo-score.
+ *
+ * Comparing the text, even normalised as hendrycks MATH does (the boxed
+ * reward), calls "0.5" wrong against "\frac{1}{2}", "\{-2, 1\}" against
+ * "1,-2" and "(x+1)^2" against "x^2+2x+1". Here both answers are parsed
+ * into one of:
+ *
+ *   an expression    numbers (with thousands separators), letters and
+ *                    Greek letters as variables (x_1 and x_2 differ), \pi,
+ *                    \infty, + - * / ^ !, \cdot \times \div, implicit
+ *                    products (2x, 2\sqrt{3}), \frac \dfrac \tfrac \cfrac
+ *                    (and \frac12), mixed numbers (3\frac{1}{2} is 3.5),
+ *                    \sqrt{} \sqrt[n]{} \binom{}{}, |x|, \sin \cos \tan
+ *                    \sec \csc \cot, their inverses, \ln \log \log_b \exp
+ *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
+ *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
+ *                    count)
+ *   a set            \{a, b\}, a bare list a, b, \emptyset, and a \pm b
+ *                    (the set of a + b and a - b)
+ *   a union          of intervals and sets, \cup
+ *   a matrix         pmatrix, bmatrix, matrix, smallmatrix, array
+ *
+ * after dropping what does not change the value: $, \left and \right,
+ * spacing, \displaystyle, \%, degrees (^\circ), \text{X} and \mathrm{X}
+ * around X, and units: a \text{ ...} that starts with a space ends the
+ * answer, as hendrycks MATH's normaliser cuts one ("15\text{ cm}^2" is
+ * 15); "\text{ and }" and "\text{ or }" separate a list.
+ *
+ * Then:
+ *   - "x = 5" and "5 = x" are 5 (one side a lone variable), and a chain
+ *     "x = 2 + 3 = 5" is its last side; "x \in [0, 1)" is the interval;
+ *   - expressions are equal when their values agree to a relative 1e-8 at
+ *     eight points, each variable taking the same pseudo-random value in
+ *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where
+ *     both are undefined (a square root of a negative) is skipped, one
+ *     where only one is fails, and at least one point must count;
+ *   - two relations of two sides are equal when their sides' differences
+ *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
+ *     is -x > -1 and 1 > x, with a positive factor for an inequality);
+ *     longer chains side by side;
+ *   - tuples element by element, with the same brackets; sets and unions
+ *     as multisets (in any order); matrices entry by entry; a set of one
+ *     element is that element.
+ *
+ * A "1,000" is a thousand (a comma before exactly three digits after a
+ * group of one to three), so the pair (1,000) is read as 1000 too.
+ *
+ * Limits: 4096 bytes an answer, 512 parse nodes, nesting 64 deep, eight
+ * \pm: beyond them, or on text that is not one of the above (words
+ * outside \text{}, a base subscript 204_5, \begin{cases}), the answer is
+ * unparsed and only the text comparison of the reward can match it.
+ */
+#ifndef GRPO_MATHANS_H
+#define GRPO_MATHANS_H
+
+#include <stddef.h>
+
+enum mathans_result { MATHANS_UNPARSED = -1, MATHANS_DIFFERENT = 0, MATHANS_EQUAL = 1 };
+
+/* Compares a[0..na) with b[0..nb): MATHANS_EQUAL, MATHANS_DIFFERENT, or
+ * MATHANS_UNPARSED when either is not an answer this module reads. The
+ * order of a and b does not matter. */
+enum mathans_result mathans_compare(const char *a, size_t na, const char *b, size_t nb);
+
+#endif

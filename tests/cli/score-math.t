@@ -1,0 +1,44 @@
+#!/bin/sh
+# grpo-score --reward math: answers that the boxed reward's text comparison
+# calls wrong (0.5 against \frac{1}{2}, a set in another order, an expanded
+# polynomial) score 1, wrong answers and unboxed ones 0, on responses
+# encoded by Qwen3's tokenizer and decoded again by grpo-score.
+. "$GRPO_TOP/tests/cli/lib.sh"
+TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
+[ -f "$TOK" ] || skip_all "no $TOK"
+plan 5
+cd "$T"
+
+# response | answer | boxed | math
+cat > cases.txt <<'CASES'
+So the probability is \boxed{0.5}.|\frac{1}{2}|0|1
+Thus \boxed{\dfrac{1}{2}}|\frac{1}{2}|1|1
+We get \boxed{x^2+2x+1}.|(x+1)^2|0|1
+The roots are \boxed{1, -2}.|The roots are $\boxed{\{-2, 1\}}$.|0|1
+The roots are \boxed{1 \pm \sqrt{3}}|1+\sqrt3, 1-\sqrt3|0|1
+The interval is \boxed{\left[0, \frac{1}{2}\right)}|[0, 0.5)|0|1
+Hence \boxed{x = 12}|12|0|1
+\boxed{0.333}|\frac{1}{3}|0|0
+\boxed{[0, 1]}|[0,1)|0|0
+The answer is 0.5|\frac12|0|0
+CASES
+i=0
+while IFS='|' read -r resp ans boxed math; do
+	ids=$(jq -n --arg r "$resp" '$r' | grpo-cat -t "$TOK" --encode) || break
+	jq -nc --arg a "$ans" --argjson ids "$ids" --argjson i $i \
+		'{group_id: $i, trajectories: [{prompt_tokens: [1, 2], response_tokens: $ids,
+		  logprobs: [$ids[] | -1], answer: $a, sequence_id: $i, group_id: $i,
+		  policy_version: 0, finish_reason: "stop"}]}'
+	echo "[$boxed,$math]" >> want.txt
+	i=$((i + 1))
+done < cases.txt > in.jsonl
+is "$(wc -l < in.jsonl)" 10 "ten responses encoded"
+grpo-cat --from-json -o in.zst in.jsonl
+ok $? "input made"
+
+grpo-score -r boxed -r math -t "$TOK" in.zst > out.zst 2> err
+ok $? "scored with boxed and math"
+grpo-cat out.zst | jq -c '.trajectories[0].rewards // .rewards' > got.txt
+is "$(tr '\n' ' ' < got.txt)" "$(tr '\n' ' ' < want.txt)" "rewards [boxed, math] of each response"
+grpo-cat out.zst | jq -r '.trajectories[0].reward_names // .reward_names | join(",")' | sort -u > names.txt
+is "$(cat names.txt)" "boxed,math" "named boxed and math"

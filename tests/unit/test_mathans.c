@@ -1,0 +1,274 @@
+/*
+ * test_mathans: math answers compared as mathematical objects. A table of
+ * pairs, each with the verdict a grader of math answers should give (most
+ * are the forms models and the MATH solutions write: fractions against
+ * decimals, radicals, \pm, intervals, matrices, units), every pair checked
+ * both ways and every parsed answer against itself; then the limits, which
+ * must end in MATHANS_UNPARSED and not in a crash or a wrong verdict.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "score/mathans.h"
+
+#define EQ  MATHANS_EQUAL
+#define NE  MATHANS_DIFFERENT
+#define UNP MATHANS_UNPARSED
+
+static const struct {
+	const char *a, *b;
+	enum mathans_result want;
+} cases[] = {
+	/* numbers */
+	{ "5", "5", EQ },
+	{ "5", "-5", NE },
+	{ "0.5", "\\frac{1}{2}", EQ },
+	{ ".5", "0.5", EQ },
+	{ "1/2", "\\dfrac{1}{2}", EQ },
+	{ "\\frac12", "0.5", EQ },
+	{ "\\frac 1 2", "0.5", EQ },
+	{ "\\tfrac{3}{4}", "0.75", EQ },
+	{ "\\cfrac{1}{3}", "1/3", EQ },
+	{ "0.333", "\\frac{1}{3}", NE },
+	{ "0.3333333333333333", "\\frac13", EQ },
+	{ "\\frac{1}{12}", "0.0833333333333333", EQ },
+	{ "18.90", "18.9", EQ },
+	{ "\\$18.90", "18.9", EQ },
+	{ "1,000", "1000", EQ },
+	{ "7,425,000", "7425000", EQ },
+	{ "1{,}000", "1000", EQ },
+	{ "1,\\!000", "1000", EQ },
+	{ "14{,}916", "14916", EQ },
+	{ "10{,}000.5", "10000.5", EQ },
+	{ "1,22", "1.22", NE },          /* a list of 1 and 22, not a decimal comma */
+	{ "2\\frac{1}{2}", "2.5", EQ },   /* a mixed number */
+	{ "-2\\frac{1}{2}", "-2.5", EQ },
+	{ "2\\frac{x}{3}", "\\frac{2x}{3}", EQ },   /* a product, not a mixed number */
+	{ "28\\%", "28", EQ },
+	{ "90^\\circ", "90", EQ },
+	{ "90^{\\circ}", "90", EQ },
+	{ "90\xc2\xb0", "90", EQ },
+	{ "\xe2\x88\x92" "3", "-3", EQ },
+	{ "3\\times 10^{2}", "300", EQ },
+	{ "3 \\cdot 10^2", "300", EQ },
+	{ "2^{10}", "1024", EQ },
+	{ "x^23", "3x^2", EQ },         /* ^ takes one character */
+	{ "5!", "120", EQ },
+	{ "\\binom{6}{2}", "15", EQ },
+	{ "\\dbinom{6}{2}", "\\frac{6!}{2!4!}", EQ },
+	{ "\\pi", "3.14159", NE },
+	{ "2\\pi", "\\pi\\cdot 2", EQ },
+	{ "\\frac{9}{4}\\pi", "\\frac94\\pi", EQ },
+	{ "\\frac{\\pi}{2}", "\\frac12\\pi", EQ },
+	{ "\xcf\x80", "\\pi", EQ },
+	/* radicals */
+	{ "3\\sqrt{13}", "\\sqrt{117}", EQ },
+	{ "\\sqrt3", "\\sqrt{3}", EQ },
+	{ "\\sqrt 2+\\sqrt 5", "\\sqrt{2}+\\sqrt{5}", EQ },
+	{ "\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}", EQ },
+	{ "\\sqrt[3]{27}", "3", EQ },
+	{ "\\sqrt[3]{-8}", "-2", EQ },
+	{ "2\\sqrt{2}", "2^{3/2}", EQ },
+	{ "\\sqrt{2}", "1.414", NE },
+	{ "\xe2\x88\x9a" "2", "\\sqrt{2}", EQ },
+	/* expressions with variables */
+	{ "(x+1)^2", "x^2+2x+1", EQ },
+	{ "(x+1)^2", "x^2+2x", NE },
+	{ "\\frac{x+2}{7}", "\\frac{x}{7}+\\frac{2}{7}", EQ },
+	{ "2-2p", "-2p+2", EQ },
+	{ "2-2p", "2p-2", NE },
+	{ "\\frac{\\pi r}{h+r}", "\\frac{r\\pi}{r+h}", EQ },
+	{ "2 \\sin b \\cos a", "2\\cos a\\sin b", EQ },
+	{ "2 \\sin b \\cos a", "2\\sin a\\cos b", NE },
+	{ "\\tan^2(y)+1", "\\sec^2(y)", EQ },
+	{ "\\sin^2 x + \\cos^2 x", "1", EQ },
+	{ "x_1+x_2", "x_2+x_1", EQ },
+	{ "x_1", "x_2", NE },
+	{ "a_{n+1}", "a_{n+1}", EQ },
+	{ "\\alpha+\\beta", "\\beta+\\alpha", EQ },
+	{ "\\alpha", "\\beta", NE },
+	{ "|x|", "x", NE },               /* the negative points tell them apart */
+	{ "|x|", "\\sqrt{x^2}", EQ },
+	{ "\\left|x\\right|", "|x|", EQ },
+	{ "\\lvert x \\rvert", "|x|", EQ },
+	{ "\\log_2 8", "3", EQ },
+	{ "\\log_{10} 1000", "3", EQ },
+	{ "\\ln(x^2)", "2\\ln x", NE },   /* equal only where x > 0 */
+	{ "\\ln(x^3)", "3\\ln(x)", EQ },
+	{ "e^{2}", "e^2", EQ },
+	{ "x \\cdot y", "xy", EQ },
+	{ "x \\times y", "yx", EQ },
+	{ "6/2", "3", EQ },
+	{ "\\frac{6}{2}", "3/1", EQ },
+	{ "a/b/c", "\\frac{a}{bc}", EQ },
+	{ "\\sqrt{x}", "\\sqrt{-x}", NE },
+	/* equations and inequalities */
+	{ "x=5", "5", EQ },
+	{ "5=x", "5", EQ },
+	{ "x = 2+3 = 5", "5", EQ },
+	{ "k=\\frac{1}{3}", "1/3", EQ },
+	{ "y=2x+3", "2x+3", EQ },
+	{ "y=2x+3", "3+2x=y", EQ },
+	{ "2x+4y-3=0", "4y = 3 - 2x", EQ },
+	{ "x^2/4 + y^2/3 = 1", "x^2/16 + y^2/12 = 1/4", EQ },
+	{ "x+y=1", "x-y=1", NE },
+	{ "x < 1", "-x > -1", EQ },
+	{ "x<1", "1>x", EQ },
+	{ "x \\le 2", "x <= 2", EQ },
+	{ "x \\geq 5", "5 \\leq x", EQ },
+	{ "x>5", "x<5", NE },
+	{ "x \\ge 5", "x \\le 5", NE },
+	{ "x<1", "x>-1", NE },
+	{ "x<1", "x \\le 1", NE },
+	{ "x \\neq 3", "x != 3", EQ },
+	{ "x<3", "2x<6", EQ },
+	{ "x<3", "-2x<-6", NE },
+	{ "1 < x < 3", "1<x<3", EQ },
+	{ "1<x<3", "1<x\\le 3", NE },
+	/* tuples and intervals */
+	{ "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", EQ },
+	{ "(1,\\frac{9}{2})", "(1,4.5)", EQ },
+	{ "(6,31,-1)", "(6, 31, -1)", EQ },
+	{ "(6,31,-1)", "(31,6,-1)", NE },
+	{ "[0,1)", "[0,1)", EQ },
+	{ "[0,1)", "[0,1]", NE },
+	{ "(0,9)", "[0,9)", NE },
+	{ "(-\\infty, 3]", "(-\\infty,3]", EQ },
+	{ "(-\\infty,-\\frac12)", "(-\\infty,-0.5)", EQ },
+	{ "(-\\infty,-\\frac12)", "(\\infty,-0.5)", NE },
+	{ "[-1, -\\frac{1}{2}) \\cup (-\\frac{1}{2}, 0) \\cup (0, 1) \\cup (1, \\infty)",
+	  "[-1, -\\tfrac12) \\cup (-\\tfrac12, 0) \\cup (0, 1) \\cup (1, \\infty)", EQ },
+	{ "(0,1)\\cup(2,3)", "(2,3)\\cup(0,1)", EQ },
+	{ "(0,1)\\cup(2,3)", "(0,1)\\cup(2,4)", NE },
+	{ "x \\in [2,5)", "[2,5)", EQ },
+	{ "\\{-1\\} \\cup [0,7)", "[0,7) \\cup \\{-1\\}", EQ },
+	{ "(1,2)", "\\{1,2\\}", NE },
+	/* sets, lists and \pm */
+	{ "-2,1", "1,-2", EQ },
+	{ "\\{-2,1\\}", "-2, 1", EQ },
+	{ "\\{1,2,3\\}", "\\{3,2,1\\}", EQ },
+	{ "\\{1,2\\}", "\\{1,2,3\\}", NE },
+	{ "\\{5\\}", "5", EQ },
+	{ "1 \\pm \\sqrt{19}", "1+\\sqrt{19}, 1-\\sqrt{19}", EQ },
+	{ "3 \\pm 2 \\sqrt{2}", "3+2\\sqrt2,3-2\\sqrt2", EQ },
+	{ "\\{1\\pm\\sqrt{5},-2\\}", "-2, 1+\\sqrt5, 1-\\sqrt5", EQ },
+	{ "1\\pm\\sqrt{5}", "1+\\sqrt{5}", NE },
+	{ "\\pm 2", "2,-2", EQ },
+	{ "2 \\mp 1", "1, 3", EQ },
+	{ "12\\text{ and }13", "13, 12", EQ },
+	{ "12\\text{ and }13", "12", NE },
+	{ "\\emptyset", "\\varnothing", EQ },
+	{ "\\emptyset", "\\{\\}", EQ },
+	{ "\\emptyset", "0", NE },
+	/* matrices and vectors */
+	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}", EQ },
+	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right]", EQ },
+	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&2\\\\3&5\\end{pmatrix}", NE },
+	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&2&3&4\\end{pmatrix}", NE },
+	{ "\\begin{pmatrix}\\frac{1}{2}\\\\-3\\end{pmatrix}", "\\begin{pmatrix}0.5\\\\-3\\end{pmatrix}", EQ },
+	{ "\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}", "\\begin{pmatrix}1&0\\\\0&1\\\\\\end{pmatrix}", EQ },
+	/* text and units */
+	{ "15\\mbox{ cm}^2", "15", EQ },
+	{ "125\\textnormal{ miles}", "125", EQ },
+	{ "18\\text{ cm}", "18", EQ },
+	{ "\\text{Evelyn}", "\\text{Evelyn}", EQ },
+	{ "\\text{Evelyn}", "\\text{Evenly}", NE },   /* a word, not a product of letters */
+	{ "\\text{(B)}", "B", EQ },
+	{ "(A)", "(B)", NE },
+	{ "\\$1,000.99", "1000.99", EQ },
+	{ "\\displaystyle\\frac{1}{2}", "0.5", EQ },
+	{ "\\left(\\frac{1}{3}\\right)", "\\frac13", EQ },
+	{ "\\frac{1}{2}.", "0.5", EQ },
+	{ "$\\frac{1}{2}$", "0.5", EQ },
+	/* what is not read */
+	{ "204_5", "204_5", UNP },
+	{ "\\begin{cases}x\\end{cases}", "1", UNP },
+	{ "1,2,\\dots", "1,2", UNP },
+	{ "x'", "x", UNP },
+	{ "", "5", UNP },
+	{ "\\frac{1}{2", "0.5", UNP },
+	{ "5)", "5", UNP },
+	{ "[5)", "5", UNP },
+	{ "(1\\pm 2, 3)", "(3, 3)", UNP },
+};
+
+static void table(void)
+{
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *a = cases[i].a, *b = cases[i].b;
+		enum mathans_result ab = mathans_compare(a, strlen(a), b, strlen(b));
+		enum mathans_result ba = mathans_compare(b, strlen(b), a, strlen(a));
+		is_int(ab, cases[i].want, "%s against %s", a, b);
+		is_int(ba, ab, "  and the other way");
+		if (ab != UNP) {
+			is_int(mathans_compare(a, strlen(a), a, strlen(a)), EQ, "  %s against itself", a);
+			is_int(mathans_compare(b, strlen(b), b, strlen(b)), EQ, "  %s against itself", b);
+		}
+	}
+}
+
+static char *repeat(const char *s, int n, const char *tail)
+{
+	size_t m = strlen(s), t = strlen(tail);
+	char *r = malloc(m * (size_t)n + t + 1);
+	for (int i = 0; i < n; i++)
+		memcpy(r + m * (size_t)i, s, m);
+	memcpy(r + m * (size_t)n, tail, t + 1);
+	return r;
+}
+
+static void limits(void)
+{
+	/* nesting: 60 deep is read, 200 deep is not */
+	char *deep = repeat("(", 60, "1"), *d2 = repeat(")", 60, "");
+	char *ok60 = malloc(strlen(deep) + strlen(d2) + 1);
+	strcpy(ok60, deep), strcat(ok60, d2);
+	is_int(mathans_compare(ok60, strlen(ok60), "1", 1), EQ, "60 parentheses deep");
+	free(deep), free(d2), free(ok60);
+	deep = repeat("(", 200, "1");
+	d2 = repeat(")", 200, "");
+	char *big = malloc(strlen(deep) + strlen(d2) + 1);
+	strcpy(big, deep), strcat(big, d2);
+	is_int(mathans_compare(big, strlen(big), "1", 1), UNP, "200 deep is unparsed");
+	free(deep), free(d2), free(big);
+	/* length */
+	char *longs = repeat("1+", 1000, "1");
+	is_int(mathans_compare(longs, strlen(longs), "1001", 4), UNP, "over 4096 bytes is unparsed");
+	free(longs);
+	char *sum = repeat("1+", 200, "1");
+	is_int(mathans_compare(sum, strlen(sum), "201", 3), EQ, "200 terms (401 nodes) are read");
+	free(sum);
+	sum = repeat("1+", 300, "1");
+	is_int(mathans_compare(sum, strlen(sum), "301", 3), UNP, "600 nodes are over the 512");
+	free(sum);
+	/* \pm: eight are 256 values, nine are too many */
+	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
+	is_int(mathans_compare(pm8, strlen(pm8), pm8, strlen(pm8)), EQ, "eight \\pm");
+	is_int(mathans_compare(pm9, strlen(pm9), pm9, strlen(pm9)), UNP, "nine \\pm");
+	free(pm8), free(pm9);
+	/* a list of 65 */
+	char *list = repeat("1,", 64, "1");
+	is_int(mathans_compare(list, strlen(list), "1", 1), UNP, "65 elements");
+	free(list);
+	/* bytes that end inside a construct */
+	static const char *const cut[] = { "\\", "\\frac", "\\frac{1}", "\\sqrt[", "x_", "x_{1", "\\text{a",
+					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88" };
+	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
+		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
+	/* past a double's range is no value: not even equal to itself (the
+	 * reward's comparison of the text matches that) */
+	is_int(mathans_compare("10^{400}", 8, "10^{500}", 8), NE, "10^{400} is not 10^{500}");
+	is_int(mathans_compare("10^{400}", 8, "10^{400}", 8), NE, "nor itself");
+	is_int(mathans_compare("\\frac{1}{0}", 11, "\\infty", 6), NE, "1/0 is not infinity");
+	/* a NUL inside is a byte like another, not an end */
+	is_int(mathans_compare("5\0" "6", 3, "5", 1), UNP, "NUL inside");
+}
+
+int main(void)
+{
+	table();
+	limits();
+	return tap_done();
+}
