@@ -612,6 +612,28 @@ static int same_latex(const char *a, size_t na, const char *b, size_t nb)
 	}
 }
 
+/* DAPO's final line: the text after the last "Answer:" (any case, blanks
+ * allowed before the ':') to the end of its line. */
+static int answer_line(const char *s, size_t n, size_t *at, size_t *len)
+{
+	for (size_t end = n;;) {
+		const char *p = rfind_ci(s, end, "answer");
+		if (!p)
+			return 0;
+		size_t j = (size_t)(p - s) + 6;
+		while (j < n && (s[j] == ' ' || s[j] == '\t'))
+			j++;
+		if (j < n && s[j] == ':') {
+			size_t e = ++j;
+			while (e < n && s[e] != '\n')
+				e++;
+			*at = j, *len = e - j;
+			return 1;
+		}
+		end = (size_t)(p - s) + 5;   /* before this one */
+	}
+}
+
 static void trim(const char **s, size_t *n)
 {
 	while (*n && isspace((unsigned char)**s))
@@ -653,7 +675,7 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 		       same_number(a, b);
 	case REWARD_BOXED:
 	case REWARD_MATH: {
-		if (!answer || !reward_last_boxed(text, n, &at, &len))
+		if (!answer || !(reward_last_boxed(text, n, &at, &len) || (k == REWARD_MATH && answer_line(text, n, &at, &len))))
 			return 0;
 		/* the answer's own last \boxed{}, else the whole answer */
 		const char *g = answer;

@@ -276,6 +276,13 @@ static void math_cases(void)
 	is_float(rw(REWARD_MATH, "\\boxed{204_5}", "204_6"), 0, 0, "math: unparsed, different text");
 	is_float(rw(REWARD_MATH, "\\boxed{3}", "2"), 0, 0, "math: different");
 	is_float(rw(REWARD_MATH, "0.5", "\\frac12"), 0, 0, "math: no box");
+	is_float(rw(REWARD_MATH, "So x = 1/2.\nAnswer: $0.5$", "\\frac12"), 1, 0, "math: DAPO's Answer: line");
+	is_float(rw(REWARD_BOXED, "So x = 1/2.\nAnswer: 0.5", "0.5"), 0, 0, "  which boxed does not read");
+	is_float(rw(REWARD_MATH, "ANSWER : 3\nthe answer is 4", "3"), 1, 0, "math: any case, blanks before ':'");
+	is_float(rw(REWARD_MATH, "Answer: 3\nAnswer: 4\n", "4"), 1, 0, "math: the last Answer:");
+	is_float(rw(REWARD_MATH, "Answer: 3 apples\n", "3"), 0, 0, "math: words after it are not an answer");
+	is_float(rw(REWARD_MATH, "\\boxed{5}\nAnswer: 3", "5"), 1, 0, "math: a box first");
+	is_float(rw(REWARD_MATH, "answer is: 3", "3"), 0, 0, "math: no ':' right after the word");
 	is_float(rw(REWARD_MATH, "\\boxed{0.5}", NULL), 0, 0, "math: no answer");
 }
 
