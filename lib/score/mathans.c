@@ -879,7 +879,7 @@ static int lone_variable(const struct parse *P, struct val v)
 	return scalar(v) && P->nodes[v.node].op == N_VAR;
 }
 
-/* a = b < c ...: "x = 5" and "5 = x" are 5, and a chain of '=' its last side. */
+/* a = b < c ...: a chain of '=' is its last side ("x = 2 + 3 = 5" is 5). */
 static struct val relation(struct parse *P)
 {
 	struct val side[5];
@@ -906,8 +906,6 @@ static struct val relation(struct parse *P)
 		all_eq &= ops[i] == R_EQ;
 	if (all_eq && k >= 2)
 		return side[k];
-	if (all_eq && lone_variable(P, side[0]) != lone_variable(P, side[1]))
-		return lone_variable(P, side[0]) ? side[1] : side[0];
 	for (int i = 0; i <= k; i++)
 		if (!scalar(side[i]))
 			return fail(P);
@@ -1205,8 +1203,35 @@ static int list_equal(const struct parse *PA, const struct obj *a, const struct 
 	return r;
 }
 
+/* What "x = 5" and "5 = x" give x: the side that is not a lone variable,
+ * or NONE when the relation is no such assignment. */
+static struct val assigned(const struct parse *P, struct val v)
+{
+	const struct obj *o = v.obj >= 0 ? &P->objs[v.obj] : NULL;
+	if (!o || o->kind != O_REL || o->n != 2 || o->ops[0] != R_EQ)
+		return NONE;
+	struct val l = P->kids[o->first], r = P->kids[o->first + 1];
+	if (lone_variable(P, l) == lone_variable(P, r))
+		return NONE;
+	return lone_variable(P, l) ? r : l;
+}
+
+static int is_relation(const struct parse *P, struct val v)
+{
+	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
+}
+
 static int elem_equal(struct elem x, struct elem y)
 {
+	/* "x = 5" against 5 is its value; against "y = 5" a relation, so that
+	 * in "a = 2, b = 3" the names count */
+	if (is_relation(x.P, x.v) != is_relation(y.P, y.v)) {
+		struct val ax = assigned(x.P, x.v), ay = assigned(y.P, y.v);
+		if (ax.obj >= 0 || ax.node >= 0)
+			x.v = ax;
+		if (ay.obj >= 0 || ay.node >= 0)
+			y.v = ay;
+	}
 	if (scalar(x.v) || scalar(y.v))
 		return scalar(x.v) && scalar(y.v) && scalar_equal(x, y);
 	const struct obj *a = &x.P->objs[x.v.obj], *b = &y.P->objs[y.v.obj];

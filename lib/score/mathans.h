@@ -29,8 +29,10 @@
  * 15); "\text{ and }" and "\text{ or }" separate a list.
  *
  * Then:
- *   - "x = 5" and "5 = x" are 5 (one side a lone variable), and a chain
- *     "x = 2 + 3 = 5" is its last side; "x \in [0, 1)" is the interval;
+ *   - "x = 5" and "5 = x" (one side a lone variable) are 5 against an
+ *     answer that is no relation, and relations against relations, so
+ *     that "a = 2, b = 3" is not "a = 3, b = 2"; a chain "x = 2 + 3 = 5"
+ *     is its last side; "x \in [0, 1)" is the interval;
  *   - expressions are equal when their values agree to a relative 1e-8 at
  *     eight points, each variable taking the same pseudo-random value in
  *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where
