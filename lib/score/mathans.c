@@ -1087,21 +1087,35 @@ static int same_values(const double *a, const double *b)
 	return counted > 0;
 }
 
-/* One element of a comparison: an answer's value, with the signs its \pm take. */
+/* One element of a comparison: an answer's value, with the signs its \pm
+ * take, and an expression's values at the points, computed once: a set
+ * of 256 elements compares each with each. */
 struct elem {
 	const struct parse *P;
 	struct val v;
 	unsigned signs;
+	double at[N_POINTS];
 };
 
-static int elem_equal(struct elem x, struct elem y);
-
-static int scalar_equal(struct elem x, struct elem y)
+static struct elem element(const struct parse *P, struct val v, unsigned signs)
 {
-	double a[N_POINTS], b[N_POINTS];
-	values(x.P, x.v.node, x.signs, a);
-	values(y.P, y.v.node, y.signs, b);
-	return same_values(a, b);
+	struct elem e = { P, v, signs, { 0 } };
+	if (scalar(v))
+		values(P, v.node, signs, e.at);
+	return e;
+}
+
+static int elem_equal(const struct elem *x, const struct elem *y);
+
+/* The i-th elements of two tuples, matrices or chains. */
+static int kids_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+{
+	for (int i = 0; i < a->n; i++) {
+		struct elem x = element(PA, PA->kids[a->first + i], 0), y = element(PB, PB->kids[b->first + i], 0);
+		if (!elem_equal(&x, &y))
+			return 0;
+	}
+	return 1;
 }
 
 /* lhs - rhs, turned so that the relation reads "> 0", ">= 0", "= 0" or "!= 0". */
@@ -1123,13 +1137,7 @@ static int relation_equal(const struct parse *PA, const struct obj *a, const str
 	if (a->n != b->n)
 		return 0;
 	if (a->n > 2) {
-		if (memcmp(a->ops, b->ops, (size_t)a->n - 1) != 0)
-			return 0;
-		for (int i = 0; i < a->n; i++)
-			if (!elem_equal((struct elem){ PA, PA->kids[a->first + i], 0 },
-					(struct elem){ PB, PB->kids[b->first + i], 0 }))
-				return 0;
-		return 1;
+		return memcmp(a->ops, b->ops, (size_t)a->n - 1) == 0 && kids_equal(PA, a, PB, b);
 	}
 	double f[N_POINTS], g[N_POINTS];
 	if (difference(PA, a, f) != difference(PB, b, g))
@@ -1166,7 +1174,7 @@ static int expand(const struct parse *P, const struct val *v, int n, struct elem
 		for (unsigned s = mask;; s = (s - 1) & mask) {   /* every subset of mask */
 			if (k == MAX_ELEMS)
 				return -1;
-			out[k++] = (struct elem){ P, v[i], s };
+			out[k++] = element(P, v[i], s);
 			if (s == 0)
 				break;
 		}
@@ -1182,7 +1190,7 @@ static int multiset_equal(const struct elem *a, int na, const struct elem *b, in
 		return 0;
 	for (int i = 0; i < na; i++) {
 		int j = 0;
-		while (j < nb && (used[j] || !elem_equal(a[i], b[j])))
+		while (j < nb && (used[j] || !elem_equal(&a[i], &b[j])))
 			j++;
 		if (j == nb)
 			return 0;
@@ -1221,33 +1229,32 @@ static int is_relation(const struct parse *P, struct val v)
 	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
 }
 
-static int elem_equal(struct elem x, struct elem y)
+static int elem_equal(const struct elem *x, const struct elem *y)
 {
 	/* "x = 5" against 5 is its value; against "y = 5" a relation, so that
 	 * in "a = 2, b = 3" the names count */
-	if (is_relation(x.P, x.v) != is_relation(y.P, y.v)) {
-		struct val ax = assigned(x.P, x.v), ay = assigned(y.P, y.v);
-		if (ax.obj >= 0 || ax.node >= 0)
-			x.v = ax;
-		if (ay.obj >= 0 || ay.node >= 0)
-			y.v = ay;
+	if (is_relation(x->P, x->v) != is_relation(y->P, y->v)) {
+		struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
+		if (ax.obj >= 0 || ax.node >= 0) {
+			struct elem e = element(x->P, ax, 0);
+			return elem_equal(&e, y);
+		}
+		if (ay.obj >= 0 || ay.node >= 0) {
+			struct elem e = element(y->P, ay, 0);
+			return elem_equal(x, &e);
+		}
 	}
-	if (scalar(x.v) || scalar(y.v))
-		return scalar(x.v) && scalar(y.v) && scalar_equal(x, y);
-	const struct obj *a = &x.P->objs[x.v.obj], *b = &y.P->objs[y.v.obj];
+	if (scalar(x->v) || scalar(y->v))
+		return scalar(x->v) && scalar(y->v) && same_values(x->at, y->at);
+	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
 	if (a->kind != b->kind)
 		return 0;
 	switch (a->kind) {
-	case O_REL: return relation_equal(x.P, a, y.P, b);
-	case O_SET: case O_UNION: return list_equal(x.P, a, y.P, b);
+	case O_REL: return relation_equal(x->P, a, y->P, b);
+	case O_SET: case O_UNION: return list_equal(x->P, a, y->P, b);
 	case O_TUPLE: case O_MATRIX:
-		if (a->n != b->n || a->open != b->open || a->close != b->close || a->rows != b->rows)
-			return 0;
-		for (int i = 0; i < a->n; i++)
-			if (!elem_equal((struct elem){ x.P, x.P->kids[a->first + i], 0 },
-					(struct elem){ y.P, y.P->kids[b->first + i], 0 }))
-				return 0;
-		return 1;
+		return a->n == b->n && a->open == b->open && a->close == b->close && a->rows == b->rows &&
+		       kids_equal(x->P, a, y->P, b);
 	}
 	return 0;
 }
@@ -1269,7 +1276,7 @@ static int answers_equal(const struct parse *A, const struct parse *B)
 		else
 			n[i] = expand(P[i], &top, 1, e[i]);
 	}
-	int r = n[0] == 1 && n[1] == 1 ? elem_equal(e[0][0], e[1][0]) : multiset_equal(e[0], n[0], e[1], n[1]);
+	int r = n[0] == 1 && n[1] == 1 ? elem_equal(&e[0][0], &e[1][0]) : multiset_equal(e[0], n[0], e[1], n[1]);
 	free(e[0]);
 	return r;
 }

@@ -254,6 +254,12 @@ static void limits(void)
 	is_int(mathans_compare(pm8, strlen(pm8), pm8, strlen(pm8)), EQ, "eight \\pm");
 	is_int(mathans_compare(pm9, strlen(pm9), pm9, strlen(pm9)), UNP, "nine \\pm");
 	free(pm8), free(pm9);
+	/* 256 values each, in another order: every value matched to its own */
+	const char *pm = "a \\pm b \\pm c \\pm d \\pm f \\pm g \\pm h \\pm k";
+	const char *mp = "a \\mp b \\mp c \\mp d \\mp f \\mp g \\mp h \\mp k";
+	const char *mp_plus = "a \\mp b \\mp c \\mp d \\mp f \\mp g \\mp h + k";
+	is_int(mathans_compare(pm, strlen(pm), mp, strlen(mp)), EQ, "eight \\pm and eight \\mp");
+	is_int(mathans_compare(pm, strlen(pm), mp_plus, strlen(mp_plus)), NE, "seven \\mp and a +");
 	/* a list of 65 */
 	char *list = repeat("1,", 64, "1");
 	is_int(mathans_compare(list, strlen(list), "1", 1), UNP, "65 elements");
