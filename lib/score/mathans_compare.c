@@ -1,0 +1,336 @@
+/*
+ * mathans_compare.c: two parsed math answers compared by value
+ * (mathans.h): expressions at fixed points, relations by proportional
+ * differences, collections element by element. Nothing is simplified
+ * symbolically: two expressions that agree at eight points chosen
+ * independently of them are taken to be one.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "score/mathans.h"
+#include "score/mathans_impl.h"
+
+/* The value of variable `var` at point pt: the same in both answers. */
+static double var_value(uint64_t var, int pt)
+{
+	uint64_t z = var + (uint64_t)(pt + 1) * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	double v = 0.4 + 1.5 * ((double)(z >> 11) * 0x1p-53);
+	return pt < 6 ? v : -v;
+}
+
+static double binomial(double n, double k)
+{
+	if (n != floor(n) || k != floor(k) || n < 0 || n > 1e6)
+		return NAN;
+	if (k < 0 || k > n)
+		return 0;
+	if (k > n - k)
+		k = n - k;
+	double r = 1;
+	for (double i = 1; i <= k; i++)
+		r = r * (n - k + i) / i;
+	return round(r);
+}
+
+static double apply(enum fn fn, double x)
+{
+	switch (fn) {
+	case F_SQRT: return sqrt(x);
+	case F_ABS: return fabs(x);
+	case F_SIN: return sin(x);
+	case F_COS: return cos(x);
+	case F_TAN: return tan(x);
+	case F_SEC: return 1 / cos(x);
+	case F_CSC: return 1 / sin(x);
+	case F_COT: return 1 / tan(x);
+	case F_ASIN: return asin(x);
+	case F_ACOS: return acos(x);
+	case F_ATAN: return atan(x);
+	case F_SINH: return sinh(x);
+	case F_COSH: return cosh(x);
+	case F_TANH: return tanh(x);
+	case F_LN: case F_LOG: return log(x);
+	case F_EXP: return exp(x);
+	}
+	return NAN;
+}
+
+static double eval(const struct parse *P, int k, unsigned signs, int pt);
+
+static double eval_op(const struct node *d, double a, double b, unsigned signs, int pt)
+{
+	switch (d->op) {
+	case N_NUM: return d->v;
+	case N_VAR: return var_value(d->var, pt);
+	case N_ADD: return a + b;
+	case N_SUB: return a - b;
+	case N_MUL: return a * b;
+	case N_DIV: return a / b;
+	case N_POW: return pow(a, b);
+	case N_NEG: return -a;
+	case N_FN: return apply((enum fn)d->fn, a);
+	case N_FACT: return a < 0 && a == floor(a) ? NAN : tgamma(a + 1);
+	case N_PM: return a + (signs >> d->pm & 1 ? -1 : 1) * d->sign * b;
+	case N_ROOT:   /* an odd root of a negative is real */
+		if (a < 0 && b == floor(b) && fmod(b, 2) != 0)
+			return -pow(-a, 1 / b);
+		return pow(a, 1 / b);
+	case N_BINOM: return binomial(a, b);
+	case N_LOGB: return log(a) / log(b);
+	}
+	return NAN;
+}
+
+/* The value at point pt. One past a double's range that no \infty made
+ * (10^{400}, 1/0) is no value, so that two such are not equal. */
+static double eval(const struct parse *P, int k, unsigned signs, int pt)
+{
+	const struct node *d = &P->nodes[k];
+	int leaf = d->op == N_NUM || d->op == N_VAR;
+	double a = leaf ? 0 : eval(P, d->a, signs, pt);
+	double b = leaf || d->b == d->a ? 0 : eval(P, d->b, signs, pt);
+	double r = eval_op(d, a, b, signs, pt);
+	if (isinf(r) && !leaf && !isinf(a) && !isinf(b))
+		return NAN;
+	return r;
+}
+
+static int close_to(double a, double b)
+{
+	if (isinf(a) || isinf(b))
+		return a == b;
+	return fabs(a - b) <= REL_TOL * fmax(fabs(a), fabs(b)) + ABS_TOL;
+}
+
+/* An expression's values at the points; a value is NaN where undefined. */
+static void values(const struct parse *P, int k, unsigned signs, double *out)
+{
+	for (int pt = 0; pt < N_POINTS; pt++)
+		out[pt] = eval(P, k, signs, pt);
+}
+
+static int same_values(const double *a, const double *b)
+{
+	int counted = 0;
+	for (int pt = 0; pt < N_POINTS; pt++) {
+		if (isnan(a[pt]) && isnan(b[pt]))
+			continue;
+		if (isnan(a[pt]) || isnan(b[pt]) || !close_to(a[pt], b[pt]))
+			return 0;
+		counted++;
+	}
+	return counted > 0;
+}
+
+/* One element of a comparison: an answer's value, with the signs its \pm
+ * take, and an expression's values at the points, computed once: a set
+ * of 256 elements compares each with each. */
+struct elem {
+	const struct parse *P;
+	struct val v;
+	unsigned signs;
+	double at[N_POINTS];
+};
+
+static struct elem element(const struct parse *P, struct val v, unsigned signs)
+{
+	struct elem e = { P, v, signs, { 0 } };
+	if (scalar(v))
+		values(P, v.node, signs, e.at);
+	return e;
+}
+
+static int elem_equal(const struct elem *x, const struct elem *y);
+
+/* The i-th elements of two tuples, matrices or chains. */
+static int kids_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+{
+	for (int i = 0; i < a->n; i++) {
+		struct elem x = element(PA, PA->kids[a->first + i], 0), y = element(PB, PB->kids[b->first + i], 0);
+		if (!elem_equal(&x, &y))
+			return 0;
+	}
+	return 1;
+}
+
+/* lhs - rhs, turned so that the relation reads "> 0", ">= 0", "= 0" or "!= 0". */
+static enum rel difference(const struct parse *P, const struct obj *o, double *f)
+{
+	double l[N_POINTS], r[N_POINTS];
+	values(P, P->kids[o->first].node, 0, l);
+	values(P, P->kids[o->first + 1].node, 0, r);
+	int flip = o->ops[0] == R_LT || o->ops[0] == R_LE;
+	for (int pt = 0; pt < N_POINTS; pt++)
+		f[pt] = flip ? r[pt] - l[pt] : l[pt] - r[pt];
+	return o->ops[0] == R_LT ? R_GT : o->ops[0] == R_LE ? R_GE : (enum rel)o->ops[0];
+}
+
+/* Two relations of two sides: the same kind, with differences f and g
+ * where g = c f (c > 0 for an inequality). */
+static int relation_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+{
+	if (a->n != b->n)
+		return 0;
+	if (a->n > 2) {
+		return memcmp(a->ops, b->ops, (size_t)a->n - 1) == 0 && kids_equal(PA, a, PB, b);
+	}
+	double f[N_POINTS], g[N_POINTS];
+	if (difference(PA, a, f) != difference(PB, b, g))
+		return 0;
+	double c = NAN;
+	int counted = 0;
+	for (int pt = 0; pt < N_POINTS; pt++) {
+		if (isnan(f[pt]) && isnan(g[pt]))
+			continue;
+		if (!isfinite(f[pt]) || !isfinite(g[pt]))
+			return 0;
+		if (isnan(c) && fabs(f[pt]) > 1e-9)
+			c = g[pt] / f[pt];
+		counted++;
+	}
+	if (!counted)
+		return 0;
+	if (isnan(c))   /* f is 0 wherever defined: so must g be */
+		c = 0;
+	else if (fabs(c) < 1e-12 || ((a->ops[0] != R_EQ && a->ops[0] != R_NE) && c < 0))
+		return 0;
+	for (int pt = 0; pt < N_POINTS; pt++)
+		if (!isnan(f[pt]) && !close_to(g[pt], c * f[pt]))
+			return 0;
+	return 1;
+}
+
+/* The elements of a list, each expression once per sign vector of its \pm. */
+static int expand(const struct parse *P, const struct val *v, int n, struct elem *out)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned mask = scalar(v[i]) ? mathans_pm_mask(P, v[i].node) : 0;
+		for (unsigned s = mask;; s = (s - 1) & mask) {   /* every subset of mask */
+			if (k == MAX_ELEMS)
+				return -1;
+			out[k++] = element(P, v[i], s);
+			if (s == 0)
+				break;
+		}
+	}
+	return k;
+}
+
+/* Equal as multisets: each of a matched to its own equal in b. */
+static int multiset_equal(const struct elem *a, int na, const struct elem *b, int nb)
+{
+	unsigned char used[MAX_ELEMS] = { 0 };
+	if (na != nb || na < 0)
+		return 0;
+	for (int i = 0; i < na; i++) {
+		int j = 0;
+		while (j < nb && (used[j] || !elem_equal(&a[i], &b[j])))
+			j++;
+		if (j == nb)
+			return 0;
+		used[j] = 1;
+	}
+	return 1;
+}
+
+static int list_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+{
+	struct elem *x = malloc(2 * MAX_ELEMS * sizeof *x);
+	if (!x)
+		return 0;
+	struct elem *y = x + MAX_ELEMS;
+	int nx = expand(PA, PA->kids + a->first, a->n, x), ny = expand(PB, PB->kids + b->first, b->n, y);
+	int r = multiset_equal(x, nx, y, ny);
+	free(x);
+	return r;
+}
+
+/* What "x = 5" and "5 = x" give x: the side that is not a lone variable,
+ * or NONE when the relation is no such assignment. */
+static struct val assigned(const struct parse *P, struct val v)
+{
+	const struct obj *o = v.obj >= 0 ? &P->objs[v.obj] : NULL;
+	if (!o || o->kind != O_REL || o->n != 2 || o->ops[0] != R_EQ)
+		return NONE;
+	struct val l = P->kids[o->first], r = P->kids[o->first + 1];
+	if (mathans_lone_variable(P, l) == mathans_lone_variable(P, r))
+		return NONE;
+	return mathans_lone_variable(P, l) ? r : l;
+}
+
+static int is_relation(const struct parse *P, struct val v)
+{
+	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
+}
+
+static int elem_equal(const struct elem *x, const struct elem *y)
+{
+	/* "x = 5" against 5 is its value; against "y = 5" a relation, so that
+	 * in "a = 2, b = 3" the names count */
+	if (is_relation(x->P, x->v) != is_relation(y->P, y->v)) {
+		struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
+		if (ax.obj >= 0 || ax.node >= 0) {
+			struct elem e = element(x->P, ax, 0);
+			return elem_equal(&e, y);
+		}
+		if (ay.obj >= 0 || ay.node >= 0) {
+			struct elem e = element(y->P, ay, 0);
+			return elem_equal(x, &e);
+		}
+	}
+	if (scalar(x->v) || scalar(y->v))
+		return scalar(x->v) && scalar(y->v) && same_values(x->at, y->at);
+	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
+	if (a->kind != b->kind)
+		return 0;
+	switch (a->kind) {
+	case O_REL: return relation_equal(x->P, a, y->P, b);
+	case O_SET: case O_UNION: return list_equal(x->P, a, y->P, b);
+	case O_TUPLE: case O_MATRIX:
+		return a->n == b->n && a->open == b->open && a->close == b->close && a->rows == b->rows &&
+		       kids_equal(x->P, a, y->P, b);
+	}
+	return 0;
+}
+
+/* The answers: a set (a bare list too) of one element is that element,
+ * and an expression with \pm is the set of its values. */
+static int answers_equal(const struct parse *A, const struct parse *B)
+{
+	const struct parse *P[2] = { A, B };
+	struct elem *e[2];
+	int n[2];
+	if (!(e[0] = malloc(2 * MAX_ELEMS * sizeof *e[0])))
+		return 0;
+	e[1] = e[0] + MAX_ELEMS;
+	for (int i = 0; i < 2; i++) {
+		struct val top = P[i]->top;
+		if (top.obj >= 0 && P[i]->objs[top.obj].kind == O_SET)
+			n[i] = expand(P[i], P[i]->kids + P[i]->objs[top.obj].first, P[i]->objs[top.obj].n, e[i]);
+		else
+			n[i] = expand(P[i], &top, 1, e[i]);
+	}
+	int r = n[0] == 1 && n[1] == 1 ? elem_equal(&e[0][0], &e[1][0]) : multiset_equal(e[0], n[0], e[1], n[1]);
+	free(e[0]);
+	return r;
+}
+
+enum mathans_result mathans_compare(const char *a, size_t na, const char *b, size_t nb)
+{
+	struct parse *p = calloc(2, sizeof *p);
+	if (!p)
+		return MATHANS_UNPARSED;
+	mathans_parse(&p[0], a, na);
+	mathans_parse(&p[1], b, nb);
+	enum mathans_result r = MATHANS_UNPARSED;
+	if (!p[0].bad && !p[1].bad)   /* both ways: the tolerances need not be symmetric */
+		r = answers_equal(&p[0], &p[1]) && answers_equal(&p[1], &p[0]) ? MATHANS_EQUAL : MATHANS_DIFFERENT;
+	free(p);
+	return r;
+}
