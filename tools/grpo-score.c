@@ -77,13 +77,15 @@ static void usage(FILE *f)
 		"                  [FILE|QUEUE ...]\n"
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
 		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
-		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format tags length exact (weight 1),\n"
+		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format tags length exact\n"
+		"                             repetition steps (weight 1),\n"
 		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
 		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
 		"  -m, --max-len N            length: the longest response, in tokens\n"
 		"  -b, --overlong-buffer N    length: tokens before --max-len where the penalty starts (0)\n"
+		"  -n, --ngram N              repetition: the words in each n-gram (3)\n"
 		"  -a, --advantage KIND       grpo (default), dr_grpo, rloo, batch\n"
 		"  -S, --std KIND             unbiased (n-1, default) or biased (n)\n"
 		"  -e, --std-eps E            added to the std (1e-4)\n"
@@ -115,6 +117,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	static const struct option lo[] = {
 		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
 		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
+		{ "ngram", 1, 0, 'n' },
 		{ "advantage", 1, 0, 'a' }, { "std", 1, 0, 'S' }, { "std-eps", 1, 0, 'e' }, { "combine", 1, 0, 'C' },
 		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
 		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
@@ -122,13 +125,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
+	int c, len_given = 0, rep_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
 	o->ref_tokens = 4096;
-	while ((c = cli_getopt(argc, argv, "r:c:T:s:m:b:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "r:c:T:s:m:b:n:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo)) != -1) {
 		switch (c) {
 		case 'r':
 			if (!reward_is_builtin(optarg)) {
@@ -150,13 +153,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			for (uint32_t k = 0; k < o->n_rewards; k++)
 				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind)
 					cli_bad_usage("--reward %s given twice", o->rewards[k].name);
-			len_given |= o->rewards[o->n_rewards++].kind == REWARD_LENGTH;
+			len_given |= o->rewards[o->n_rewards].kind == REWARD_LENGTH;
+			rep_given |= o->rewards[o->n_rewards++].kind == REWARD_REPETITION;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
 		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); timeout_given = 1; break;
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
+		case 'n': o->ropt.ngram = (uint32_t)cli_positive("--ngram", optarg, 1000); break;
 		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_kind_names); break;
 		case 'S': o->adv.std_biased = cli_word("--std", optarg, std_words); break;
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
@@ -185,7 +190,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
 		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, math, format, tags, length, "
-			"exact; another name is a reward program's, with --reward-cmd)", o->cmd_weights[0].name);
+			"exact, repetition, steps; another name is a reward program's, with --reward-cmd)",
+			o->cmd_weights[0].name);
 	}
 	if (!o->n_rewards && !o->reward_cmd)
 		why = "no reward: give --reward NAME or --reward-cmd CMD";
@@ -195,6 +201,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--max-len and --overlong-buffer go with --reward length";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
+	else if (o->ropt.ngram && !rep_given)
+		why = "--ngram goes with --reward repetition";
 	/* what these set is used by what the other starts, and nothing else */
 	else if (timeout_given && !o->reward_cmd)
 		why = "--reward-timeout goes with --reward-cmd";

@@ -85,6 +85,12 @@ MODULES = {
         targets=["build/tests/test_reward", "build/bin/grpo-score"],
         objects=["build/lib/score/reward.o"],
         tests=[UNIT + "test_reward", CLI + "score.t"]),
+    "mathans": dict(
+        files=["lib/score/mathans_lex.c", "lib/score/mathans_parse.c", "lib/score/mathans_compare.c"],
+        targets=["build/tests/test_mathans", "build/tests/test_mathans_sympy", "build/tests/test_reward"],
+        objects=["build/lib/score/mathans_lex.o", "build/lib/score/mathans_parse.o",
+                 "build/lib/score/mathans_compare.o"],
+        tests=[UNIT + "test_mathans", UNIT + "test_mathans_sympy", UNIT + "test_reward"]),
     "step": dict(
         files=["lib/train/step.c"],
         targets=["build/tests/test_step", "build/bin/grpo-step"],

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unicode.h"
 #include "score/mathans.h"
 #include "score/reward.h"
 
@@ -20,7 +21,7 @@ static const struct {
 } reward_names[] = {
 	{ "gsm8k", REWARD_GSM8K }, { "boxed", REWARD_BOXED }, { "format", REWARD_FORMAT },
 	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
-	{ "math", REWARD_MATH },
+	{ "math", REWARD_MATH },   { "repetition", REWARD_REPETITION }, { "steps", REWARD_STEPS },
 };
 
 /* The weight after '=' (1 when none): 0, or -1. */
@@ -65,7 +66,7 @@ int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
 		memcpy(r->name, arg, n);
 		return parse_weight(eq, r, e);
 	}
-	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact)", (int)n,
+	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact, repetition, steps)", (int)n,
 		       arg);
 }
 
@@ -634,6 +635,139 @@ static int answer_line(const char *s, size_t n, size_t *at, size_t *len)
 	}
 }
 
+/* ---- repetition ---- */
+
+/* Python's str.isspace for the character at s[i]: its length, or 0. */
+static size_t space_at(const char *s, size_t n, size_t i)
+{
+	unsigned char c = (unsigned char)s[i];
+	if (c < 0x80)
+		return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+	uint32_t cp;
+	int len = uni_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+	return len > 0 && (uni_class(cp) & UNI_S) ? (size_t)len : 0;
+}
+
+struct word {
+	size_t at, len;
+};
+
+static int same_word(const char *s, struct word a, struct word b)
+{
+	if (a.len != b.len)
+		return 0;
+	for (size_t i = 0; i < a.len; i++)
+		if (tolower((unsigned char)s[a.at + i]) != tolower((unsigned char)s[b.at + i]))
+			return 0;
+	return 1;
+}
+
+static uint64_t ngram_hash(const char *s, const struct word *w, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t k = 0; k < n; k++) {
+		for (size_t i = 0; i < w[k].len; i++)
+			h = (h ^ (unsigned char)tolower((unsigned char)s[w[k].at + i])) * 0x100000001b3ull;
+		h = (h ^ 0x20) * 0x100000001b3ull;   /* the gap: "ab c" is not "a bc" */
+	}
+	return h;
+}
+
+/* -(1 - distinct n-grams / n-grams); 0 when memory runs out, as for no words. */
+static double repetition(const char *s, size_t n, uint32_t ngram)
+{
+	size_t nw = 0, cap = 0;
+	struct word *w = NULL;
+	for (size_t i = 0; i < n;) {
+		size_t sp = space_at(s, n, i);
+		if (sp) {
+			i += sp;
+			continue;
+		}
+		size_t j = i;
+		while (j < n && !space_at(s, n, j))
+			j++;
+		if (nw == cap) {
+			struct word *g = realloc(w, (cap = cap ? 2 * cap : 64) * sizeof *w);
+			if (!g) {
+				free(w);
+				return 0;
+			}
+			w = g;
+		}
+		w[nw++] = (struct word){ i, j - i };
+		i = j;
+	}
+	double r = 0;
+	if (nw >= ngram) {
+		size_t total = nw - ngram + 1, size = 16, distinct = 0;
+		while (size < 2 * total)
+			size *= 2;
+		size_t *slot = malloc(size * sizeof *slot);   /* an n-gram's first word + 1, 0 empty */
+		if (slot) {
+			memset(slot, 0, size * sizeof *slot);
+			for (size_t g = 0; g < total; g++) {
+				size_t h = (size_t)ngram_hash(s, w + g, ngram) & (size - 1);
+				for (;; h = (h + 1) & (size - 1)) {
+					if (!slot[h]) {
+						slot[h] = g + 1;
+						distinct++;
+						break;
+					}
+					uint32_t k = 0;
+					while (k < ngram && same_word(s, w[slot[h] - 1 + k], w[g + k]))
+						k++;
+					if (k == ngram)
+						break;
+				}
+			}
+			free(slot);
+			r = (double)distinct / (double)total - 1;
+		}
+	}
+	free(w);
+	return r;
+}
+
+/* ---- steps ---- */
+
+static size_t digits_at(const char *s, size_t n, size_t i)
+{
+	size_t j = i;
+	while (j < n && isdigit((unsigned char)s[j]))
+		j++;
+	return j - i;
+}
+
+/* The length of one of open-r1's step markers at s[i], or 0. */
+static size_t step_at(const char *s, size_t n, size_t i)
+{
+	static const char *const fixed[] = { "\n-", "\n*", "First,", "Second,", "Next,", "Finally," };
+	size_t d;
+	if (n - i >= 5 && memcmp(s + i, "Step ", 5) == 0 && (d = digits_at(s, n, i + 5)) && i + 5 + d < n &&
+	    s[i + 5 + d] == ':')
+		return 5 + d + 1;
+	if (i == 0 && (d = digits_at(s, n, 0)) && d < n && s[d] == '.')
+		return d + 1;
+	for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+		size_t m = strlen(fixed[k]);
+		if (n - i >= m && memcmp(s + i, fixed[k], m) == 0)
+			return m;
+	}
+	return 0;
+}
+
+static double steps(const char *s, size_t n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n && count < 3;) {
+		size_t m = step_at(s, n, i);
+		count += m > 0;
+		i += m ? m : 1;
+	}
+	return count / 3.0;
+}
+
 static void trim(const char **s, size_t *n)
 {
 	while (*n && isspace((unsigned char)**s))
@@ -701,6 +835,10 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 			return (lmax - c - L) / c;
 		return -1;
 	}
+	case REWARD_REPETITION:
+		return repetition(text, n, o->ngram ? o->ngram : 3);
+	case REWARD_STEPS:
+		return steps(text, n);
 	case REWARD_EXACT: {
 		if (!answer)
 			return 0;

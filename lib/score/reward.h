@@ -50,6 +50,18 @@
  *           (Lmax - C - L) / C when L <= Lmax, -1 beyond (C = 0: 0 or -1).
  *   exact   1 when response and answer are equal after trimming leading
  *           and trailing whitespace.
+ *   repetition
+ *           open-r1's repetition penalty: -(1 - distinct / total) over the
+ *           response's word n-grams (n = ngram, 3 by default), its words
+ *           split at whitespace (Python's str.isspace: Unicode White_Space
+ *           and U+001C..U+001F) and compared with ASCII letters folded to
+ *           lower case (Python's lower() folds every script); 0 for fewer
+ *           than n words. From 0 (no n-gram twice) towards -1.
+ *   steps   open-r1's reasoning-steps reward: min(1, count / 3), count
+ *           being the matches, left to right and not overlapping, of
+ *           "Step N:", "N." at the very start, "\n-", "\n*", "First,",
+ *           "Second,", "Next," and "Finally," (N: ASCII digits; Python's
+ *           \d also takes other scripts' digits).
  *
  * A missing answer (NULL) scores 0 for gsm8k, boxed, math and exact.
  */
@@ -61,7 +73,10 @@
 
 #include "base/err.h"
 
-enum reward_kind { REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT, REWARD_MATH };
+enum reward_kind {
+	REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT, REWARD_MATH,
+	REWARD_REPETITION, REWARD_STEPS,
+};
 
 /* The longest reward name, in bytes, a built-in's or a reward program's:
  * names are stored whole, never cut to another's prefix. */
@@ -83,6 +98,7 @@ struct reward_spec {
 struct reward_opt {
 	uint32_t max_len;         /* length: Lmax in tokens; 0 = not given */
 	uint32_t overlong_buffer; /* length: C in tokens */
+	uint32_t ngram;           /* repetition: n; 0 = 3 */
 };
 
 /* Parse "NAME[=WEIGHT]" (a built-in name, a weight of -1e38 to 1e38). */

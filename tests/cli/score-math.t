@@ -2,11 +2,12 @@
 # grpo-score --reward math: answers that the boxed reward's text comparison
 # calls wrong (0.5 against \frac{1}{2}, a set in another order, an expanded
 # polynomial) score 1, wrong answers and unboxed ones 0, on responses
-# encoded by Qwen3's tokenizer and decoded again by grpo-score.
+# encoded by Qwen3's tokenizer and decoded again by grpo-score. Then the
+# repetition and steps rewards on the same responses, and --ngram.
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 5
+plan 9
 cd "$T"
 
 # response | answer | boxed | math
@@ -42,3 +43,19 @@ grpo-cat out.zst | jq -c '.trajectories[0].rewards // .rewards' > got.txt
 is "$(tr '\n' ' ' < got.txt)" "$(tr '\n' ' ' < want.txt)" "rewards [boxed, math] of each response"
 grpo-cat out.zst | jq -r '.trajectories[0].reward_names // .reward_names | join(",")' | sort -u > names.txt
 is "$(cat names.txt)" "boxed,math" "named boxed and math"
+
+# repetition (n 1: each response's repeated words) and steps
+grpo-score -r repetition -n 1 -r steps -t "$TOK" in.zst > rs.zst 2> err
+ok $? "scored with repetition --ngram 1 and steps"
+grpo-cat rs.zst | jq -c '.trajectories[0].rewards // .rewards' | head -4 | tr '\n' ' ' > got.txt
+is "$(cat got.txt)" "[0,0] [0,0] [0,0] [0,0] " "no word twice, no step, in the first four responses"
+printf '%s\n' '"Step 1: add. Step 2: add again. Step 3: add again."' | grpo-cat -t "$TOK" --encode > ids.json
+jq -nc --argjson ids "$(cat ids.json)" '{group_id: 9, trajectories: [{prompt_tokens: [1, 2],
+	response_tokens: $ids, logprobs: [$ids[] | -1], sequence_id: 9, group_id: 9, policy_version: 0,
+	finish_reason: "stop"}]}' | grpo-cat --from-json -o steps.zst
+grpo-score -r repetition -n 2 -r steps -t "$TOK" steps.zst | grpo-cat |
+	jq -c '(.trajectories[0].rewards // .rewards) | map(. * 1e6 | round / 1e6)' > got.txt
+# 11 words, 10 bigrams, "add again." twice: 9/10 - 1; three "Step N:"
+is "$(cat got.txt)" "[-0.1,1]" "repetition with --ngram 2, and steps"
+grpo-score -n 2 -r steps -t "$TOK" steps.zst > /dev/null 2> err
+is "$?:$(head -n 1 err)" "2:grpo-score: --ngram goes with --reward repetition" "--ngram without repetition: usage error"

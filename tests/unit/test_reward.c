@@ -16,7 +16,7 @@
 #include "score/reward.h"
 #include "tap.h"
 
-static const struct reward_opt no_opt = { 0, 0 };
+static const struct reward_opt no_opt = { 0, 0, 0 };
 
 /*
  * text's n bytes copied to end where a page that may not be read begins: a
@@ -286,6 +286,64 @@ static void math_cases(void)
 	is_float(rw(REWARD_MATH, "\\boxed{0.5}", NULL), 0, 0, "math: no answer");
 }
 
+static double rep(const char *text, uint32_t n)
+{
+	struct reward_opt o = { 0, 0, n };
+	return reward_eval(REWARD_REPETITION, &o, text, strlen(text), NULL, 0);
+}
+
+/* repetition and steps: each value is what open-r1's Python gives for the text */
+static void repetition_cases(void)
+{
+	static const struct {
+		const char *text;
+		double want[3];   /* n = 1, 2, 3 */
+	} c[] = {
+		{ "", { 0, 0, 0 } },
+		{ "one two", { 0, 0, 0 } },
+		{ "a b c a b c", { -0.5, -0.4, -0.25 } },
+		{ "The cat sat. the CAT sat.", { -0.5, -0.4, -0.25 } },
+		{ "x x x x x x", { -5.0 / 6, -0.8, -0.75 } },
+		{ "a\xc2\xa0" "b c a\xc2\xa0" "b c", { -0.5, -0.4, -0.25 } },   /* U+00A0 splits */
+		{ "a\x1c" "b c a b c", { -0.5, -0.4, -0.25 } },                  /* so does U+001C */
+		{ "alpha beta gamma delta", { 0, 0, 0 } },
+		{ "a b c d a b c d a b c d", { -2.0 / 3, -7.0 / 11, -0.6 } },
+		{ "ab c ab c a bc", { -1.0 / 3, -0.2, 0 } },   /* n-grams of words, not of their bytes */
+		/* Python folds every script (-0.75, -2/3, -0.5); here ASCII only */
+		{ "\xc3\x84rger \xc3\xa4rger \xc3\xa4rger \xc3\xa4rger", { -0.5, -1.0 / 3, 0 } },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+		for (uint32_t n = 1; n <= 3; n++)
+			is_float(rep(c[i].text, n), c[i].want[n - 1], 1e-12, "repetition, n = %u: %s", n, c[i].text);
+	is_float(rep("a b c a b c", 0), -0.25, 1e-12, "repetition: n 0 is the default, 3");
+	/* a long response: 5,000 words cycling through 50, so 50 distinct 3-grams */
+	char *t = malloc(5000 * 4 + 1), *p = t;
+	for (int i = 0; i < 5000; i++)
+		p += sprintf(p, "w%02d ", i % 50);
+	is_float(rep(t, 3), 50.0 / 4998 - 1, 1e-12, "repetition: 5,000 words, 50 distinct 3-grams");
+	free(t);
+
+	static const struct {
+		const char *text;
+		double want;
+	} st[] = {
+		{ "Step 1: add. Step 2: carry.", 2.0 / 3 },
+		{ "1. first\n2. second", 1.0 / 3 },   /* ^ without MULTILINE: the start only */
+		{ "First, x. Second, y. Finally, z.", 1 },
+		{ "\n- a\n- b", 2.0 / 3 },
+		{ "Step 1:", 1.0 / 3 },
+		{ "Step 12a: no", 0 },
+		{ "Step :", 0 },
+		{ "x 1. y", 0 },
+		{ "\n*\n*\n*\n*", 1 },
+		{ "Next,Next,", 2.0 / 3 },
+		{ "Step 1:Step 2:", 2.0 / 3 },
+		{ "Step\xc2\xa0" "1: no", 0 },
+	};
+	for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+		is_float(rw(REWARD_STEPS, st[i].text, NULL), st[i].want, 1e-12, "steps, case %zu", i);
+}
+
 static void format_cases(void)
 {
 	is_float(rw(REWARD_FORMAT, "<think>\nhm\n</think>\n<answer>\n4\n</answer>", NULL), 1, 0, "format: ok");
@@ -335,12 +393,12 @@ static void tags_cases(void)
 
 static void length_cases(void)
 {
-	struct reward_opt o = { 100, 20 };
+	struct reward_opt o = { 100, 20, 0 };
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 80), 0, 0, "length: at Lmax - C");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 90), -0.5, 1e-12, "length: half into the buffer");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 100), -1, 1e-12, "length: at Lmax");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 101), -1, 0, "length: past Lmax");
-	struct reward_opt hard = { 100, 0 };
+	struct reward_opt hard = { 100, 0, 0 };
 	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 100), 0, 0, "length, no buffer: at Lmax");
 	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 101), -1, 0, "length, no buffer: past");
 }
@@ -459,6 +517,7 @@ int main(void)
 	gsm8k_cases();
 	boxed_cases();
 	math_cases();
+	repetition_cases();
 	format_cases();
 	tags_cases();
 	length_cases();
