@@ -811,11 +811,14 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 	case REWARD_MATH: {
 		if (!answer || !(reward_last_boxed(text, n, &at, &len) || (k == REWARD_MATH && answer_line(text, n, &at, &len))))
 			return 0;
-		/* the answer's own last \boxed{}, else the whole answer */
-		const char *g = answer;
+		/* the answer's own last \boxed{}, else (math) what follows GSM8K's
+		 * "####", else the whole answer */
+		const char *g = answer, *h;
 		size_t gn = strlen(answer), gat, glen;
 		if (reward_last_boxed(answer, gn, &gat, &glen))
 			g = answer + gat, gn = glen;
+		else if (k == REWARD_MATH && (h = last_hashes(answer, gn)))
+			gn -= (size_t)(h + 4 - answer), g = h + 4;
 		if (same_latex(text + at, len, g, gn))
 			return 1;
 		return k == REWARD_MATH && mathans_compare(text + at, len, g, gn) == MATHANS_EQUAL;

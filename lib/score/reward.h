@@ -35,7 +35,9 @@
  *           "\frac", "\text{X}" is X.
  *   math    as boxed, but the response's answer is its last \boxed{}, else
  *           (DAPO's format) what follows its last "Answer:" (any case) on
- *           that line; 1 when the two are equal in boxed's normal form or
+ *           that line; the answer's is its last \boxed{}, else what
+ *           follows its last "####" (GSM8K's), else the whole answer.
+ *           1 when the two are equal in boxed's normal form or
  *           are the same mathematical object (score/mathans.h): "0.5" is
  *           "\frac{1}{2}", "x^2+2x+1" is "(x+1)^2", "1 \pm \sqrt{2}" is
  *           "\{1-\sqrt{2}, 1+\sqrt{2}\}", "x = 5" is 5.

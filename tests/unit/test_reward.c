@@ -283,6 +283,11 @@ static void math_cases(void)
 	is_float(rw(REWARD_MATH, "Answer: 3 apples\n", "3"), 0, 0, "math: words after it are not an answer");
 	is_float(rw(REWARD_MATH, "\\boxed{5}\nAnswer: 3", "5"), 1, 0, "math: a box first");
 	is_float(rw(REWARD_MATH, "answer is: 3", "3"), 0, 0, "math: no ':' right after the word");
+	is_float(rw(REWARD_MATH, "so \\boxed{72}", "She sold 48+24 = 72.\n#### 72"), 1, 0, "math: GSM8K's answer");
+	is_float(rw(REWARD_MATH, "so \\boxed{72.0}", "#### 72"), 1, 0, "  as a number");
+	is_float(rw(REWARD_MATH, "so \\boxed{7,425}", "#### 7425"), 1, 0, "  with a separator");
+	is_float(rw(REWARD_BOXED, "so \\boxed{72}", "#### 72"), 0, 0, "  which boxed compares as text");
+	is_float(rw(REWARD_MATH, "so \\boxed{71}", "#### 72"), 0, 0, "math: GSM8K's answer, wrong");
 	is_float(rw(REWARD_MATH, "\\boxed{0.5}", NULL), 0, 0, "math: no answer");
 }
 
