@@ -371,7 +371,7 @@ int mathans_lex_next(struct lex *L)
 				L->i++;
 			L->sub = c == '=' ? R_EQ : c == '!' ? R_NE : c == '<' ? (eq ? R_LE : R_LT) : (eq ? R_GE : R_GT);
 			return set(L, T_REL);
-		} else if (strchr("+-*/^!()[],|&", c)) {
+		} else if (c && strchr("+-*/^!()[],|&", c)) {   /* not NUL, which strchr finds */
 			L->i++;
 			return set_char(L, (char)c);
 		} else {
