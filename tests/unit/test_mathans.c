@@ -188,7 +188,33 @@ static const struct {
 	{ "\\left(\\frac{1}{3}\\right)", "\\frac13", EQ },
 	{ "\\frac{1}{2}.", "0.5", EQ },
 	{ "$\\frac{1}{2}$", "0.5", EQ },
+	/* each read path once more (mutation testing found these untested) */
+	{ "100,000", "100000", EQ },        /* a first group of three */
+	{ "\\text{Ann}", "\\text{nAn}", NE },   /* three letters are a word */
+	{ "\\mathrm e", "e", EQ },          /* a wrapper without braces */
+	{ "1\\text{ or }2", "2, 1", EQ },
+	{ "1\\text{,}2", "2, 1", EQ },
+	{ "5\\text{\\,cm}", "5", EQ },        /* a unit after a thin space */
+	{ "30^\\circ+60^\\circ", "90", EQ },
+	{ "30^{\\circ}+60^{\\circ}", "90", EQ },
+	{ "2.5\\frac{1}{2}", "1.25", EQ },      /* a decimal is no mixed number's whole part */
+	{ "\\left.5\\right.", "5", EQ },
+	{ "x == 5", "5", EQ },
+	{ "3\\frac12", "3.5", EQ },
+	{ "x^y", "x^{y}", EQ },
+	{ "\\frac ab", "a/b", EQ },
+	{ "\\frac ab", "\\frac ba", NE },
+	{ "\\frac\\alpha2", "\\alpha/2", EQ },
+	{ "x^\\alpha", "x^{\\alpha}", EQ },
+	{ "1,1,2", "1,2,2", NE },               /* multisets */
+	{ "(1,2)", "3", NE },
 	/* what is not read */
+	{ "5\\#", "5", UNP },
+	{ "5\xe2\x82\xac", "5", UNP },         /* a sign this does not know */
+	{ "\\begin{pmatrix}\\end{pmatrix}", "1", UNP },
+	{ "\\begin{pmatrix}1&2\\\\3\\end{pmatrix}", "1", UNP },   /* rows of two lengths */
+	{ "1<2<3<4<5<6", "1", UNP },            /* five relations in a chain */
+	{ "(1,2) < 3", "1", UNP },
 	{ "204_5", "204_5", UNP },
 	{ "\\begin{cases}x\\end{cases}", "1", UNP },
 	{ "1,2,\\dots", "1,2", UNP },
@@ -249,6 +275,15 @@ static void limits(void)
 	sum = repeat("1+", 300, "1");
 	is_int(mathans_compare(sum, strlen(sum), "301", 3), UNP, "600 nodes are over the 512");
 	free(sum);
+	/* depth is nesting, not length: 150 negated terms side by side */
+	char *negs = repeat("(-1)+", 149, "(-1)");
+	is_int(mathans_compare(negs, strlen(negs), "-150", 4), EQ, "150 (-1) in a row");
+	free(negs);
+	/* 60 digits are read, 61 are not */
+	char *d60 = repeat("1", 60, ""), *d61 = repeat("1", 61, "");
+	is_int(mathans_compare(d60, 60, d60, 60), EQ, "60 digits");
+	is_int(mathans_compare(d61, 61, d61, 61), UNP, "61 digits");
+	free(d60), free(d61);
 	/* \pm: eight are 256 values, nine are too many */
 	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
 	is_int(mathans_compare(pm8, strlen(pm8), pm8, strlen(pm8)), EQ, "eight \\pm");
@@ -274,6 +309,10 @@ static void limits(void)
 	is_int(mathans_compare("10^{400}", 8, "10^{500}", 8), NE, "10^{400} is not 10^{500}");
 	is_int(mathans_compare("10^{400}", 8, "10^{400}", 8), NE, "nor itself");
 	is_int(mathans_compare("\\frac{1}{0}", 11, "\\infty", 6), NE, "1/0 is not infinity");
+	is_int(mathans_compare("\\binom{-2}{2}", 13, "0", 1), NE, "a binomial of a negative has no value");
+	const char *nowhere1 = "\\sqrt{-1-x^2} < 1", *nowhere2 = "\\sqrt{-2-x^2} < 1";
+	is_int(mathans_compare(nowhere1, strlen(nowhere1), nowhere2, strlen(nowhere2)), NE,
+	       "relations defined at no point are not equal");
 	/* a NUL inside is a byte like another, not an end */
 	is_int(mathans_compare("5\0" "6", 3, "5", 1), UNP, "NUL inside");
 }
