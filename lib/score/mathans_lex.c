@@ -198,8 +198,8 @@ static int lex_letters(struct lex *L)
 }
 
 /* A \text{...}'s content at '{' j: a unit ("\text{ cm}") ends the answer,
- * " and " and " or " separate a list, anything else is read inside. 0 to
- * go on lexing, 1 with a token set. */
+ * " and " and " or " separate a list, anything else is read inside (so
+ * "\text{,}" is a comma). 0 to go on lexing, 1 with a token set. */
 static int wrapper(struct lex *L, size_t j)
 {
 	if (j >= L->n || L->s[j] != '{')
@@ -213,8 +213,7 @@ static int wrapper(struct lex *L, size_t j)
 		w++, wn--;
 	while (wn && isspace((unsigned char)w[wn - 1]))
 		wn--;
-	if ((wn == 3 && memcmp(w, "and", 3) == 0) || (wn == 2 && memcmp(w, "or", 2) == 0) ||
-	    (wn == 1 && w[0] == ',')) {
+	if ((wn == 3 && memcmp(w, "and", 3) == 0) || (wn == 2 && memcmp(w, "or", 2) == 0)) {
 		L->i = close + 1;
 		return set(L, T_SEP);
 	}

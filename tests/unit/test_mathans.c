@@ -194,6 +194,9 @@ static const struct {
 	{ "\\mathrm e", "e", EQ },          /* a wrapper without braces */
 	{ "1\\text{ or }2", "2, 1", EQ },
 	{ "1\\text{,}2", "2, 1", EQ },
+	{ "\\text{2}+{3}", "5", EQ },           /* a wrapper's brace mark cleared at its close */
+	{ "6\\div 2", "3", EQ },
+	{ "\\vert x \\vert", "|x|", EQ },
 	{ "5\\text{\\,cm}", "5", EQ },        /* a unit after a thin space */
 	{ "30^\\circ+60^\\circ", "90", EQ },
 	{ "30^{\\circ}+60^{\\circ}", "90", EQ },
@@ -215,6 +218,7 @@ static const struct {
 	{ "\\begin{pmatrix}1&2\\\\3\\end{pmatrix}", "1", UNP },   /* rows of two lengths */
 	{ "1<2<3<4<5<6", "1", UNP },            /* five relations in a chain */
 	{ "(1,2) < 3", "1", UNP },
+	{ "\\begin{foo}1\\end{foo}", "1", UNP },
 	{ "204_5", "204_5", UNP },
 	{ "\\begin{cases}x\\end{cases}", "1", UNP },
 	{ "1,2,\\dots", "1,2", UNP },
