@@ -254,17 +254,14 @@ static struct val primary(struct parse *P)
 	case T_PI: v = number(P, PI, 0), next(P); break;
 	case T_INF: v = number(P, INFINITY, 0), next(P); break;
 	case T_FRAC:
+	case T_BINOM: {   /* two arguments */
+		enum op op = L->t == T_FRAC ? N_DIV : N_BINOM;
 		v = raw_arg(P);
 		w = raw_arg(P);
 		next(P);
-		v = binary(P, N_DIV, v, w);
+		v = binary(P, op, v, w);
 		break;
-	case T_BINOM:
-		v = raw_arg(P);
-		w = raw_arg(P);
-		next(P);
-		v = binary(P, N_BINOM, v, w);
-		break;
+	}
 	case T_SQRT: {
 		size_t j = mathans_skip_blank(L, L->i);
 		w = NONE;
