@@ -59,11 +59,14 @@
 
 #include <stddef.h>
 
-enum mathans_result { MATHANS_UNPARSED = -1, MATHANS_DIFFERENT = 0, MATHANS_EQUAL = 1 };
+enum mathans_result {
+	MATHANS_NO_MEMORY = -2, MATHANS_UNPARSED = -1, MATHANS_DIFFERENT = 0, MATHANS_EQUAL = 1,
+};
 
-/* Compares a[0..na) with b[0..nb): MATHANS_EQUAL, MATHANS_DIFFERENT, or
- * MATHANS_UNPARSED when either is not an answer this module reads. The
- * order of a and b does not matter. */
+/* Compares a[0..na) with b[0..nb): MATHANS_EQUAL, MATHANS_DIFFERENT,
+ * MATHANS_UNPARSED when either is not an answer this module reads, or
+ * MATHANS_NO_MEMORY, no verdict, when memory ran out. The order of a and b
+ * does not matter. */
 enum mathans_result mathans_compare(const char *a, size_t na, const char *b, size_t nb);
 
 #endif

@@ -127,6 +127,12 @@ static int same_values(const double *a, const double *b)
 	return counted > 0;
 }
 
+/* A comparison's state: whether memory ran out on the way, which makes
+ * its verdict no verdict. */
+struct cmp {
+	int nomem;
+};
+
 /* One element of a comparison: an answer's value, with the signs its \pm
  * take, and an expression's values at the points, computed once: a set
  * of 256 elements compares each with each. */
@@ -145,14 +151,15 @@ static struct elem element(const struct parse *P, struct val v, unsigned signs)
 	return e;
 }
 
-static int elem_equal(const struct elem *x, const struct elem *y);
+static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y);
 
 /* The i-th elements of two tuples, matrices or chains. */
-static int kids_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+static int kids_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
+		      const struct obj *b)
 {
 	for (int i = 0; i < a->n; i++) {
 		struct elem x = element(PA, PA->kids[a->first + i], 0), y = element(PB, PB->kids[b->first + i], 0);
-		if (!elem_equal(&x, &y))
+		if (!elem_equal(c, &x, &y))
 			return 0;
 	}
 	return 1;
@@ -172,35 +179,35 @@ static enum rel difference(const struct parse *P, const struct obj *o, double *f
 
 /* Two relations of two sides: the same kind, with differences f and g
  * where g = c f (c > 0 for an inequality). */
-static int relation_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+static int relation_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
+			  const struct obj *b)
 {
 	if (a->n != b->n)
 		return 0;
-	if (a->n > 2) {
-		return memcmp(a->ops, b->ops, (size_t)a->n - 1) == 0 && kids_equal(PA, a, PB, b);
-	}
+	if (a->n > 2)
+		return memcmp(a->ops, b->ops, (size_t)a->n - 1) == 0 && kids_equal(c, PA, a, PB, b);
 	double f[N_POINTS], g[N_POINTS];
 	if (difference(PA, a, f) != difference(PB, b, g))
 		return 0;
-	double c = NAN;
+	double factor = NAN;
 	int counted = 0;
 	for (int pt = 0; pt < N_POINTS; pt++) {
 		if (isnan(f[pt]) && isnan(g[pt]))
 			continue;
 		if (!isfinite(f[pt]) || !isfinite(g[pt]))
 			return 0;
-		if (isnan(c) && fabs(f[pt]) > 1e-9)
-			c = g[pt] / f[pt];
+		if (isnan(factor) && fabs(f[pt]) > 1e-9)
+			factor = g[pt] / f[pt];
 		counted++;
 	}
 	if (!counted)
 		return 0;
-	if (isnan(c))   /* f is 0 wherever defined: so must g be */
-		c = 0;
-	else if (fabs(c) < 1e-12 || ((a->ops[0] != R_EQ && a->ops[0] != R_NE) && c < 0))
+	if (isnan(factor))   /* f is 0 wherever defined: so must g be */
+		factor = 0;
+	else if (fabs(factor) < 1e-12 || ((a->ops[0] != R_EQ && a->ops[0] != R_NE) && factor < 0))
 		return 0;
 	for (int pt = 0; pt < N_POINTS; pt++)
-		if (!isnan(f[pt]) && !close_to(g[pt], c * f[pt]))
+		if (!isnan(f[pt]) && !close_to(g[pt], factor * f[pt]))
 			return 0;
 	return 1;
 }
@@ -223,14 +230,14 @@ static int expand(const struct parse *P, const struct val *v, int n, struct elem
 }
 
 /* Equal as multisets: each of a matched to its own equal in b. */
-static int multiset_equal(const struct elem *a, int na, const struct elem *b, int nb)
+static int multiset_equal(struct cmp *c, const struct elem *a, int na, const struct elem *b, int nb)
 {
 	unsigned char used[MAX_ELEMS] = { 0 };
 	if (na != nb || na < 0)
 		return 0;
 	for (int i = 0; i < na; i++) {
 		int j = 0;
-		while (j < nb && (used[j] || !elem_equal(&a[i], &b[j])))
+		while (j < nb && (used[j] || !elem_equal(c, &a[i], &b[j])))
 			j++;
 		if (j == nb)
 			return 0;
@@ -239,14 +246,15 @@ static int multiset_equal(const struct elem *a, int na, const struct elem *b, in
 	return 1;
 }
 
-static int list_equal(const struct parse *PA, const struct obj *a, const struct parse *PB, const struct obj *b)
+static int list_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
+		      const struct obj *b)
 {
 	struct elem *x = malloc(2 * MAX_ELEMS * sizeof *x);
 	if (!x)
-		return 0;
+		return c->nomem = 1, 0;
 	struct elem *y = x + MAX_ELEMS;
 	int nx = expand(PA, PA->kids + a->first, a->n, x), ny = expand(PB, PB->kids + b->first, b->n, y);
-	int r = multiset_equal(x, nx, y, ny);
+	int r = multiset_equal(c, x, nx, y, ny);
 	free(x);
 	return r;
 }
@@ -269,7 +277,7 @@ static int is_relation(const struct parse *P, struct val v)
 	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
 }
 
-static int elem_equal(const struct elem *x, const struct elem *y)
+static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 {
 	/* "x = 5" against 5 is its value; against "y = 5" a relation, so that
 	 * in "a = 2, b = 3" the names count */
@@ -277,11 +285,11 @@ static int elem_equal(const struct elem *x, const struct elem *y)
 		struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
 		if (ax.obj >= 0 || ax.node >= 0) {
 			struct elem e = element(x->P, ax, 0);
-			return elem_equal(&e, y);
+			return elem_equal(c, &e, y);
 		}
 		if (ay.obj >= 0 || ay.node >= 0) {
 			struct elem e = element(y->P, ay, 0);
-			return elem_equal(x, &e);
+			return elem_equal(c, x, &e);
 		}
 	}
 	if (scalar(x->v) || scalar(y->v))
@@ -290,24 +298,24 @@ static int elem_equal(const struct elem *x, const struct elem *y)
 	if (a->kind != b->kind)
 		return 0;
 	switch (a->kind) {
-	case O_REL: return relation_equal(x->P, a, y->P, b);
-	case O_SET: case O_UNION: return list_equal(x->P, a, y->P, b);
+	case O_REL: return relation_equal(c, x->P, a, y->P, b);
+	case O_SET: case O_UNION: return list_equal(c, x->P, a, y->P, b);
 	case O_TUPLE: case O_MATRIX:
 		return a->n == b->n && a->open == b->open && a->close == b->close && a->rows == b->rows &&
-		       kids_equal(x->P, a, y->P, b);
+		       kids_equal(c, x->P, a, y->P, b);
 	}
 	return 0;
 }
 
 /* The answers: a set (a bare list too) of one element is that element,
  * and an expression with \pm is the set of its values. */
-static int answers_equal(const struct parse *A, const struct parse *B)
+static int answers_equal(struct cmp *c, const struct parse *A, const struct parse *B)
 {
 	const struct parse *P[2] = { A, B };
 	struct elem *e[2];
 	int n[2];
 	if (!(e[0] = malloc(2 * MAX_ELEMS * sizeof *e[0])))
-		return 0;
+		return c->nomem = 1, 0;
 	e[1] = e[0] + MAX_ELEMS;
 	for (int i = 0; i < 2; i++) {
 		struct val top = P[i]->top;
@@ -316,7 +324,8 @@ static int answers_equal(const struct parse *A, const struct parse *B)
 		else
 			n[i] = expand(P[i], &top, 1, e[i]);
 	}
-	int r = n[0] == 1 && n[1] == 1 ? elem_equal(&e[0][0], &e[1][0]) : multiset_equal(e[0], n[0], e[1], n[1]);
+	int r = n[0] == 1 && n[1] == 1 ? elem_equal(c, &e[0][0], &e[1][0])
+				       : multiset_equal(c, e[0], n[0], e[1], n[1]);
 	free(e[0]);
 	return r;
 }
@@ -325,12 +334,16 @@ enum mathans_result mathans_compare(const char *a, size_t na, const char *b, siz
 {
 	struct parse *p = calloc(2, sizeof *p);
 	if (!p)
-		return MATHANS_UNPARSED;
+		return MATHANS_NO_MEMORY;
 	mathans_parse(&p[0], a, na);
 	mathans_parse(&p[1], b, nb);
 	enum mathans_result r = MATHANS_UNPARSED;
-	if (!p[0].bad && !p[1].bad)   /* both ways: the tolerances need not be symmetric */
-		r = answers_equal(&p[0], &p[1]) && answers_equal(&p[1], &p[0]) ? MATHANS_EQUAL : MATHANS_DIFFERENT;
+	if (!p[0].bad && !p[1].bad) {
+		struct cmp c = { 0 };
+		/* both ways: the tolerances need not be symmetric */
+		int same = answers_equal(&c, &p[0], &p[1]) && answers_equal(&c, &p[1], &p[0]);
+		r = c.nomem ? MATHANS_NO_MEMORY : same ? MATHANS_EQUAL : MATHANS_DIFFERENT;
+	}
 	free(p);
 	return r;
 }

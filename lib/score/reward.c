@@ -66,8 +66,8 @@ int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
 		memcpy(r->name, arg, n);
 		return parse_weight(eq, r, e);
 	}
-	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact, repetition, steps)", (int)n,
-		       arg);
+	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact, "
+		       "repetition, steps)", (int)n, arg);
 }
 
 int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e)
@@ -673,7 +673,7 @@ static uint64_t ngram_hash(const char *s, const struct word *w, uint32_t n)
 	return h;
 }
 
-/* -(1 - distinct n-grams / n-grams); 0 when memory runs out, as for no words. */
+/* -(1 - distinct n-grams / n-grams); NaN when memory runs out. */
 static double repetition(const char *s, size_t n, uint32_t ngram)
 {
 	size_t nw = 0, cap = 0;
@@ -691,7 +691,7 @@ static double repetition(const char *s, size_t n, uint32_t ngram)
 			struct word *g = realloc(w, (cap = cap ? 2 * cap : 64) * sizeof *w);
 			if (!g) {
 				free(w);
-				return 0;
+				return NAN;
 			}
 			w = g;
 		}
@@ -704,6 +704,7 @@ static double repetition(const char *s, size_t n, uint32_t ngram)
 		while (size < 2 * total)
 			size *= 2;
 		size_t *slot = malloc(size * sizeof *slot);   /* an n-gram's first word + 1, 0 empty */
+		r = NAN;
 		if (slot) {
 			memset(slot, 0, size * sizeof *slot);
 			for (size_t g = 0; g < total; g++) {
@@ -809,7 +810,8 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 		       same_number(a, b);
 	case REWARD_BOXED:
 	case REWARD_MATH: {
-		if (!answer || !(reward_last_boxed(text, n, &at, &len) || (k == REWARD_MATH && answer_line(text, n, &at, &len))))
+		int found = reward_last_boxed(text, n, &at, &len) || (k == REWARD_MATH && answer_line(text, n, &at, &len));
+		if (!answer || !found)
 			return 0;
 		/* the answer's own last \boxed{}, else (math) what follows GSM8K's
 		 * "####", else the whole answer */
@@ -819,9 +821,10 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 			g = answer + gat, gn = glen;
 		else if (k == REWARD_MATH && (h = last_hashes(answer, gn)))
 			gn -= (size_t)(h + 4 - answer), g = h + 4;
-		if (same_latex(text + at, len, g, gn))
-			return 1;
-		return k == REWARD_MATH && mathans_compare(text + at, len, g, gn) == MATHANS_EQUAL;
+		if (same_latex(text + at, len, g, gn) || k == REWARD_BOXED)
+			return same_latex(text + at, len, g, gn);
+		enum mathans_result r = mathans_compare(text + at, len, g, gn);
+		return r == MATHANS_NO_MEMORY ? NAN : r == MATHANS_EQUAL;
 	}
 	case REWARD_FORMAT:
 		return format_ok(text, n);

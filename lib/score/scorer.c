@@ -73,8 +73,11 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 	double t1 = now();
 	st->t_decode += t1 - t0;
 	const char *s = text->data ? (const char *)text->data : "";
-	for (uint32_t k = 0; k < o->n_rewards; k++)
+	for (uint32_t k = 0; k < o->n_rewards; k++) {
 		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, text->len, t->answer, t->n_response);
+		if (isnan(row[k]))   /* a built-in's NaN: memory ran out */
+			return err_set(e, "out of memory");
+	}
 	if (o->cmd) {
 		/* the ids whole, as JSON: sid and gid are cut to size for messages */
 		struct buf sj = { 0 }, gj = { 0 };
