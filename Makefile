@@ -12,6 +12,13 @@
 #                           and $(BUILD)/libgrpo-cuda.a, only where nvcc and cuBLAS are found
 #   tests/cuda/test_*.c  -> $(BUILD)/tests/test_*   (likewise; skip without a GPU)
 
+# Every core, unless the command line says how many (-j N, or -j1 for one):
+# `make check` builds five trees and the CUDA kernels, one file at a time
+# without it. The tests themselves still run one at a time.
+ifeq ($(filter -j% --jobs%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2> /dev/null || echo 1)
+endif
+
 PREFIX    ?= /usr/local
 MANPREFIX ?= $(PREFIX)/share/man
 BINDIR    ?= $(PREFIX)/bin
