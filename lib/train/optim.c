@@ -140,6 +140,7 @@ static int adamw_scalars(const struct optim *op, double norm, struct model_gpu_a
 	p->step_size = lr / (1 - pow(o->beta1, (double)t));
 	p->sqrt_bc2 = sqrt(1 - pow(o->beta2, (double)t));
 	p->decay = 1 - lr * o->weight_decay;
+	p->decay_vectors = o->wd_on == WD_ON_ALL;
 	if (r) {
 		r->grad_norm = norm;
 		r->clip = clip;
