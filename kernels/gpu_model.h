@@ -174,6 +174,7 @@ struct gpu_adamw {
 	double step_size;   /* lr_t / (1 - beta1^t) */
 	double sqrt_bc2;    /* sqrt(1 - beta2^t) */
 	double decay;       /* 1 - lr_t * weight_decay */
+	int decay_vectors;  /* 1: the 1-D tensors (norms, biases) decay too; 0: only the matrices do */
 };
 /* AdamW on the master weights from the gradients, then the working weights
  * (bf16 or fp32) made from the master copy. */

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define GPU_OPS_ABI 2
+#define GPU_OPS_ABI 3
 
 /* Each member is the function of the same name (gpu_model.h, gpu_decode.h). */
 struct gpu_ops {

@@ -1,6 +1,7 @@
 // gpu_optim.cu: the optimizer's side of the GPU model (gpu_model.h): the
 // fp32 master weights and AdamW moments, kept in the gradients' fused
-// layout so that AdamW is one pass over one flat array; the global gradient
+// layout so that AdamW is one pass over one flat array (two, matrices then
+// vectors, when the 1-D tensors do not decay); the global gradient
 // norm; and copies between that layout and lib/model's (host fp32 arrays,
 // struct gpu_host_params), for the gradients, the master weights and the
 // moments alike, straight by DMA where the caller's arrays are page-locked
@@ -354,15 +355,84 @@ int gpu_model_weights_from_master(struct gpu_model *g, char *msg, size_t msglen)
 	return 0;
 }
 
+// AdamW on the n values from the gradients' offset `at` in every state.
+static cudaError_t adamw_launch(struct gpu_model *g, size_t at, size_t n, const struct gpu_adamw *p)
+{
+	if (n == 0)
+		return cudaSuccess;
+	int blocks = (int)((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192);
+	adamw_kernel<<<blocks, 256, 0, g->stream>>>(g->master + at, g->adam_m + at, g->adam_v + at,
+						    (const float *)g->gmem + at, n, *p);
+	return cudaGetLastError();
+}
+
+// One tensor of the gradients' layout: where, how many, whether 1-D.
+struct region {
+	size_t at, n;
+	int vector;
+};
+
+static int region_order(const void *a, const void *b)
+{
+	size_t x = ((const struct region *)a)->at, y = ((const struct region *)b)->at;
+	return x < y ? -1 : x > y;
+}
+
+// Without decay on the 1-D tensors (norm gains, biases; the fused q/k/v bias
+// is one per layer): a launch per run of neighbouring tensors of one kind,
+// in address order, the vectors' with decay 1 (the alignment gaps between
+// tensors are 0 in every state and stay so, so a run may span them).
+static int adamw_by_kind(struct gpu_model *g, const struct gpu_adamw *p, char *msg, size_t msglen)
+{
+	const struct gpu_model_shape *s = &g->s;
+	size_t C = s->C, I = s->I, V = s->V, L = s->L, HS = s->HS;
+	size_t QD = (size_t)s->NH * HS, KD = (size_t)s->NKV * HS, QKV = QD + 2 * KD;
+	const float *base = (const float *)g->gmem;
+	struct { const float *t; size_t n; int vector; } all[] = {
+		{ g->g_embed, V * C, 0 },
+		{ g->tied ? NULL : g->g_lm_head, V * C, 0 },   // tied: the embedding's, stepped once
+		{ g->g_wqkv, L * QKV * C, 0 },
+		{ g->g_wo, L * C * QD, 0 },
+		{ g->g_wgu, L * 2 * I * C, 0 },
+		{ g->g_wdown, L * C * I, 0 },
+		{ g->g_ln1, L * C, 1 },
+		{ g->g_ln2, L * C, 1 },
+		{ g->g_norm, C, 1 },
+		{ g->g_qnorm, L * HS, 1 },
+		{ g->g_knorm, L * HS, 1 },
+		{ g->g_bqkv, L * QKV, 1 },
+		{ g->g_bo, L * C, 1 },
+	};
+	struct region r[sizeof all / sizeof all[0]];
+	int nr = 0;
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (all[i].t && all[i].n) {
+			r[nr].at = (size_t)(all[i].t - base), r[nr].n = all[i].n, r[nr].vector = all[i].vector;
+			nr++;
+		}
+	qsort(r, (size_t)nr, sizeof *r, region_order);
+	struct gpu_adamw kept = *p;
+	kept.decay = 1;
+	for (int i = 0; i < nr;) {
+		int j = i + 1;
+		while (j < nr && r[j].vector == r[i].vector)
+			j++;
+		size_t end = r[j - 1].at + r[j - 1].n;
+		CUDA_TRY(adamw_launch(g, r[i].at, end - r[i].at, r[i].vector ? &kept : p));
+		i = j;
+	}
+	return 0;
+}
+
 int gpu_model_adamw(struct gpu_model *g, const struct gpu_adamw *p, char *msg, size_t msglen)
 {
 	if (!g->omem)
 		return gpu_fail(msg, msglen, "AdamW before gpu_model_optim_alloc");
-	size_t n = g->grad_bytes / 4;
-	int blocks = (int)((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192);
 	prof_start(g);
-	adamw_kernel<<<blocks, 256, 0, g->stream>>>(g->master, g->adam_m, g->adam_v, (const float *)g->gmem, n, *p);
-	CUDA_TRY(cudaGetLastError());
+	if (p->decay_vectors || p->decay == 1)
+		CUDA_TRY(adamw_launch(g, 0, g->grad_bytes / 4, p));
+	else if (adamw_by_kind(g, p, msg, msglen) < 0)
+		return -1;
 	prof_mark(g, "AdamW", 0);
 	return gpu_model_weights_from_master(g, msg, msglen);
 }

@@ -60,10 +60,10 @@ static void usage(FILE *f)
 	        "       [--dual-clip C] [--cispo] [--kl k1|k2|k3|k1+|k3+] [--kl-clamp C] [--beta B]\n"
 	        "       [--entropy-coef C] [--tis-cap C] [--loss-agg grpo|dapo|dr_grpo|bnpo] [--max-len N]\n"
 	        "       [--lr X] [--warmup-steps N] [--lr-schedule constant|cosine|linear]\n"
-	        "       [--total-steps N] [--weight-decay X] [--betas B1,B2] [--eps X]\n"
-	        "       [--max-grad-norm X] [--save-dtype float32|bfloat16] [--shard-size BYTES] [--keep K]\n"
-	        "       [--save-every K] [--mask-truncated] [--rank X [--rank-timeout S]]\n"
-	        "       [--on-publish CMD [--on-publish-fail warn|stop]]\n"
+	        "       [--total-steps N] [--weight-decay X] [--weight-decay-on matrices|all]\n"
+	        "       [--betas B1,B2] [--eps X] [--max-grad-norm X] [--save-dtype float32|bfloat16]\n"
+	        "       [--shard-size BYTES] [--keep K] [--save-every K] [--mask-truncated]\n"
+	        "       [--rank X [--rank-timeout S]] [--on-publish CMD [--on-publish-fail warn|stop]]\n"
 	        "       [--device auto|cpu|cuda [--precision bf16|fp32] [--recompute]] [--threads N]\n"
 	        "       [--metrics FILE] [--debug-table FILE [--debug-tokens]] [-v]\n"
 	        "Train GRPO steps on the micro-batches of --batches and publish each as POLICY/step_N.\n"
@@ -90,6 +90,7 @@ static void usage(FILE *f)
 	        "      --lr-schedule S      constant (default), cosine or linear (these need --total-steps)\n"
 	        "      --total-steps N      the optimizer step at which cosine or linear ends\n"
 	        "      --weight-decay X     decoupled weight decay, >= 0 (0)\n"
+	        "      --weight-decay-on W  matrices (default; norms and biases undecayed) or all\n"
 	        "      --betas B1,B2        AdamW betas, each >= 0 and < 1 (0.9,0.999)\n"
 	        "      --eps X              AdamW epsilon, > 0 (1e-8)\n"
 	        "      --max-grad-norm X    clip the gradient to this global norm, 0 for none (1)\n"
@@ -131,7 +132,7 @@ static void on_signal(int sig)
 enum {
 	O_BATCHES = 256, O_MODEL, O_STEP, O_STEPS, O_WATCH, O_EPOCHS, O_RATIO, O_CLIP_LOW, O_CLIP_HIGH,
 	O_DUAL, O_CISPO, O_KL, O_KLCLAMP, O_BETA, O_ENT, O_TIS, O_AGG, O_MAXLEN, O_LR, O_WARMUP, O_SCHED, O_TOTAL,
-	O_WD, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP,
+	O_WD, O_WDON, O_BETAS, O_EPS, O_MAXGN, O_DTYPE, O_SHARD, O_THREADS, O_METRICS, O_DTABLE, O_DTOKENS, O_KEEP,
 	O_SAVE_EVERY, O_MASK_TRUNC, O_RANK, O_RANK_TIMEOUT, O_ON_PUBLISH, O_ON_PUBLISH_FAIL, O_DEVICE, O_PRECISION,
 	O_RECOMPUTE,
 };
@@ -161,6 +162,7 @@ static const struct option longopts[] = {
 	{ "lr-schedule", required_argument, NULL, O_SCHED },
 	{ "total-steps", required_argument, NULL, O_TOTAL },
 	{ "weight-decay", required_argument, NULL, O_WD },
+	{ "weight-decay-on", required_argument, NULL, O_WDON },
 	{ "betas", required_argument, NULL, O_BETAS },
 	{ "eps", required_argument, NULL, O_EPS },
 	{ "max-grad-norm", required_argument, NULL, O_MAXGN },
@@ -662,7 +664,8 @@ static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, str
 }
 
 /* The words of the tool's own word options (cli_word); the others are lib's
- * (loss_ratio_names, loss_kl_names, loss_agg_names, lr_schedule_names). */
+ * (loss_ratio_names, loss_kl_names, loss_agg_names, lr_schedule_names,
+ * wd_on_names). */
 static const char *const dtype_words[] = { "float32", "bfloat16", NULL };     /* ST_F32, ST_BF16 */
 static const char *const hook_fail_words[] = { "warn", "stop", NULL };       /* hook_stop 0, 1 */
 static const char *const precision_words[] = { "bf16", "fp32", NULL };       /* fp32 0, 1 */
@@ -710,6 +713,7 @@ int main(int argc, char **argv)
 		case O_SCHED: a.opt.schedule = (enum lr_schedule)cli_word("--lr-schedule", optarg, lr_schedule_names); break;
 		case O_TOTAL: a.opt.total_steps = (int)cli_positive("--total-steps", optarg, INT_MAX); break;
 		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
+		case O_WDON: a.opt.wd_on = (enum wd_on)cli_word("--weight-decay-on", optarg, wd_on_names); break;
 		case O_BETAS: {
 			char first[64];
 			const char *comma = strchr(optarg, ',');

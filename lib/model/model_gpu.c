@@ -513,7 +513,8 @@ int model_gpu_grad_norm(struct model_gpu *mg, double *norm, struct err *e)
 int model_gpu_adamw(struct model_gpu *mg, const struct model_gpu_adamw *p, struct err *e)
 {
 	char msg[512] = "";
-	struct gpu_adamw a = { p->clip, p->beta1, p->beta2, p->eps, p->step_size, p->sqrt_bc2, p->decay };
+	struct gpu_adamw a = { p->clip, p->beta1, p->beta2, p->eps, p->step_size, p->sqrt_bc2, p->decay,
+	                     p->decay_vectors };
 	if (mg->cuda->gpu_model_adamw(mg->g, &a, msg, sizeof msg) < 0)
 		return err_set(e, "GPU AdamW: %s", msg);
 	return 0;

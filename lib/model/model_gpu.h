@@ -126,13 +126,15 @@ int model_gpu_pin(struct model_gpu *g, const float *host, size_t n, struct err *
  * every step go at the link's bandwidth: they must stay allocated until
  * model_gpu_close.
  * model_gpu_adamw takes one step with the scalars lib/train/optim.c
- * computes, on every weight at once, then remakes the working weights.
+ * computes, on every weight at once (the 1-D tensors with no decay unless
+ * decay_vectors), then remakes the working weights.
  */
 struct model_gpu_adamw {
 	double clip, beta1, beta2, eps;
 	double step_size;   /* lr_t / (1 - beta1^t) */
 	double sqrt_bc2;    /* sqrt(1 - beta2^t) */
 	double decay;       /* 1 - lr_t * weight_decay */
+	int decay_vectors;  /* 1: the 1-D tensors (norms, biases) decay too; 0: only the matrices do */
 };
 int model_gpu_optim_put(struct model_gpu *g, const struct model *m, const float *adam_m, const float *adam_v,
 			struct err *e);

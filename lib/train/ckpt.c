@@ -23,6 +23,7 @@
 #include "model/model_config.h"
 #include "spool/spool.h"
 #include "train/ckpt.h"
+#include "train/step.h"
 
 /* Tokenizer files copied into every checkpoint when the input model has them. */
 static const char *const tok_files[] = {
@@ -299,6 +300,11 @@ int ckpt_load(struct model *m, struct optim *op, const struct optim_opts *o, con
 			return -1;
 	}
 	if (optim_init(op, o, m->w.n, e) < 0) {
+		model_free(m);
+		return -1;
+	}
+	if (step_decay_matrices(op, m, e) < 0) {
+		optim_free(op);
 		model_free(m);
 		return -1;
 	}

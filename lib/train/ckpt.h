@@ -64,7 +64,8 @@ int ckpt_has_weights(const char *queue, int64_t step);
 
 /*
  * Load QUEUE/step_N into m (model_load) and make op an optimizer with
- * options o for its weights; when the step has optim.bin, its master
+ * options o for its weights, told which are matrices (step_decay_matrices,
+ * for --weight-decay-on); when the step has optim.bin, its master
  * weights replace m's and its moments and step count are op's; a step
  * without weights takes its shapes from step_0 and needs optim.bin. *resumed
  * says which (0: a fresh optimizer over the checkpoint's weights, as for

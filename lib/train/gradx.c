@@ -95,12 +95,12 @@ uint64_t gradx_opts_hash(const struct loss_opts *lo, const struct optim_opts *oo
 	int len = snprintf(text, sizeof text,
 	                   "ratio=%s clip=%.9g,%.9g dual=%.9g cispo=%d kl=%s,%.9g beta=%.9g entropy=%.9g tis=%.9g "
 	                   "agg=%s max_len=%d epochs=%d mask_truncated=%d optim=%d lr=%.17g warmup=%d "
-	                   "schedule=%s total=%d wd=%.17g betas=%.17g,%.17g eps=%.17g max_grad_norm=%.17g",
+	                   "schedule=%s total=%d wd=%.17g wd_on=%s betas=%.17g,%.17g eps=%.17g max_grad_norm=%.17g",
 	                   loss_ratio_names[lo->ratio], lo->clip_low, lo->clip_high, lo->dual_clip, lo->cispo,
 	                   loss_kl_names[lo->kl], lo->kl_clamp, lo->beta, lo->entropy_coef, lo->tis_cap, loss_agg_name(lo->agg),
 	                   lo->agg == LOSS_AGG_DR_GRPO ? lo->max_len : 0, epochs, mask_truncated, (int)oo->kind,
 	                   oo->lr, oo->warmup_steps, lr_schedule_name(oo->schedule), oo->total_steps,
-	                   oo->weight_decay, oo->beta1, oo->beta2, oo->eps, oo->max_grad_norm);
+	                   oo->weight_decay, oo->weight_decay > 0 ? wd_on_name(oo->wd_on) : "-", oo->beta1, oo->beta2, oo->eps, oo->max_grad_norm);
 	if (len < 0)   /* printf of a double can run out of memory */
 		return 0;
 	return fnv1a((const unsigned char *)text, len < (int)sizeof text ? (size_t)len : sizeof text - 1);

@@ -31,6 +31,13 @@ const char *lr_schedule_name(enum lr_schedule s)
 	return (unsigned)s < 3 ? lr_schedule_names[s] : "?";
 }
 
+const char *const wd_on_names[] = { [WD_ON_MATRICES] = "matrices", [WD_ON_ALL] = "all", NULL };
+
+const char *wd_on_name(enum wd_on w)
+{
+	return (unsigned)w < 2 ? wd_on_names[w] : "?";
+}
+
 int optim_opts_check(const struct optim_opts *o, struct err *e)
 {
 	if (!(o->lr >= 0) || !isfinite(o->lr))
@@ -46,6 +53,8 @@ int optim_opts_check(const struct optim_opts *o, struct err *e)
 		return err_set(e, "eps must be > 0 (got %g)", o->eps);
 	if (!(o->weight_decay >= 0))
 		return err_set(e, "weight decay must be >= 0 (got %g)", o->weight_decay);
+	if ((unsigned)o->wd_on > WD_ON_ALL)
+		return err_set(e, "weight decay on: unknown choice %d", (int)o->wd_on);
 	if (!(o->max_grad_norm >= 0))
 		return err_set(e, "max grad norm must be >= 0 (got %g)", o->max_grad_norm);
 	return 0;
@@ -87,7 +96,29 @@ void optim_free(struct optim *op)
 {
 	free(op->m);
 	free(op->v);
+	free(op->decayed);
 	memset(op, 0, sizeof *op);
+}
+
+int optim_set_decayed(struct optim *op, const struct optim_span *s, size_t ns, struct err *e)
+{
+	size_t end = 0;
+	for (size_t i = 0; i < ns; i++) {
+		if (s[i].off < end || s[i].off > op->n || s[i].n > op->n - s[i].off)
+			return err_set(e, "decayed span %zu [%zu, +%zu) is out of order or past the %zu weights", i,
+			               s[i].off, s[i].n, op->n);
+		end = s[i].off + s[i].n;
+	}
+	struct optim_span *c = malloc((ns ? ns : 1) * sizeof *c);
+	if (!c)
+		return err_set(e, "out of memory for %zu decayed spans", ns);
+	if (ns)
+		memcpy(c, s, ns * sizeof *c);
+	free(op->decayed);
+	op->decayed = c;
+	op->ndecayed = ns;
+	op->decayed_set = 1;
+	return 0;
 }
 
 /* Step t's scalars from the gradient's norm: refused (-1) when it is not finite. */
@@ -109,6 +140,7 @@ static int adamw_scalars(const struct optim *op, double norm, struct model_gpu_a
 	p->step_size = lr / (1 - pow(o->beta1, (double)t));
 	p->sqrt_bc2 = sqrt(1 - pow(o->beta2, (double)t));
 	p->decay = 1 - lr * o->weight_decay;
+	p->decay_vectors = o->wd_on == WD_ON_ALL;
 	if (r) {
 		r->grad_norm = norm;
 		r->clip = clip;
@@ -117,23 +149,45 @@ static int adamw_scalars(const struct optim *op, double norm, struct model_gpu_a
 	return 0;
 }
 
+/* Weights [from, to) with the decay factor decay (1: none, the bits of wd = 0). */
+static void adamw_run(struct optim *op, float *w, const float *g, size_t from, size_t to,
+                      const struct model_gpu_adamw *p, double decay)
+{
+	double b1 = p->beta1, b2 = p->beta2;
+	for (size_t i = from; i < to; i++) {
+		double gi = g[i] * p->clip;
+		double m = b1 * op->m[i] + (1 - b1) * gi;
+		double v = b2 * op->v[i] + (1 - b2) * gi * gi;
+		op->m[i] = (float)m;
+		op->v[i] = (float)v;
+		double wi = (double)w[i] * decay;
+		w[i] = (float)(wi - p->step_size * m / (sqrt(v) / p->sqrt_bc2 + p->eps));
+	}
+}
+
 int optim_step(struct optim *op, float *w, const float *g, struct optim_result *r, struct err *e)
 {
+	int spans = op->o.wd_on == WD_ON_MATRICES && op->o.weight_decay > 0;
+	if (spans && !op->decayed_set)
+		return err_set(e, "weight decay on matrices, but the optimizer was not told which weights are "
+		               "matrices: step %lld not taken", (long long)op->step + 1);
 	double ss = 0;
 	for (size_t i = 0; i < op->n; i++)
 		ss += (double)g[i] * g[i];
 	struct model_gpu_adamw p;
 	if (adamw_scalars(op, sqrt(ss), &p, r, e) < 0)
 		return -1;
-	double b1 = p.beta1, b2 = p.beta2;
-	for (size_t i = 0; i < op->n; i++) {
-		double gi = g[i] * p.clip;
-		double m = b1 * op->m[i] + (1 - b1) * gi;
-		double v = b2 * op->v[i] + (1 - b2) * gi * gi;
-		op->m[i] = (float)m;
-		op->v[i] = (float)v;
-		double wi = (double)w[i] * p.decay;
-		w[i] = (float)(wi - p.step_size * m / (sqrt(v) / p.sqrt_bc2 + p.eps));
+	if (!spans) {
+		adamw_run(op, w, g, 0, op->n, &p, p.decay);
+	} else {
+		size_t at = 0;
+		for (size_t k = 0; k < op->ndecayed; k++) {
+			const struct optim_span *s = &op->decayed[k];
+			adamw_run(op, w, g, at, s->off, &p, 1);
+			adamw_run(op, w, g, s->off, s->off + s->n, &p, p.decay);
+			at = s->off + s->n;
+		}
+		adamw_run(op, w, g, at, op->n, &p, 1);
 	}
 	op->step++;
 	return 0;

@@ -11,10 +11,18 @@
  * AdamW (PyTorch's torch.optim.AdamW), at optimizer step t = 1, 2, ...:
  *
  *   g  ← g · min(1, max_norm / (‖g‖ + 1e-6))     global-norm clipping (max_norm > 0)
- *   w  ← w · (1 − lr_t·wd)                       decoupled weight decay, on every weight
+ *   w  ← w · (1 − lr_t·wd)                       decoupled weight decay, on the decayed weights
  *   m  ← β1·m + (1−β1)·g
  *   v  ← β2·v + (1−β2)·g²
  *   w  ← w − lr_t/(1−β1^t) · m / (sqrt(v)/sqrt(1−β2^t) + eps)
+ *
+ * Which weights decay (wd_on): with WD_ON_MATRICES (the default, as Hugging
+ * Face's Trainer, OpenRLHF and llm.c) the tensors of two dimensions
+ * (embeddings, projections, the LM head), and not the 1-D ones (RMSNorm
+ * gains, biases), which decay pulls toward 0; those step as with wd = 0, to
+ * the bit. With WD_ON_ALL (verl) every weight. The optimizer knows nothing
+ * of the model: the caller names the decayed spans of the flat array
+ * (optim_set_decayed; step_decay_matrices does it from a model).
  *
  * Learning rate at step t, with W warmup steps and S total steps:
  *
@@ -42,6 +50,7 @@
 
 enum optim_kind { OPTIM_ADAMW };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
+enum wd_on { WD_ON_MATRICES, WD_ON_ALL };
 
 struct optim_opts {
 	enum optim_kind kind;
@@ -50,6 +59,7 @@ struct optim_opts {
 	enum lr_schedule schedule;
 	int total_steps;          /* S, needed by cosine and linear */
 	double weight_decay;
+	enum wd_on wd_on;         /* which weights weight_decay applies to */
 	double beta1, beta2, eps;
 	double max_grad_norm;     /* 0: no clipping */
 };
@@ -58,11 +68,18 @@ struct optim_opts {
 void optim_opts_default(struct optim_opts *o);
 extern const char *const lr_schedule_names[];   /* by enum, NULL-terminated: --lr-schedule's words (cli_word) */
 const char *lr_schedule_name(enum lr_schedule s);
+extern const char *const wd_on_names[];         /* by enum, NULL-terminated: --weight-decay-on's words */
+const char *wd_on_name(enum wd_on w);
 /* Options in range (schedules that need S have it); -1 with a message if not. */
 int optim_opts_check(const struct optim_opts *o, struct err *e);
 
 /* The learning rate of optimizer step t (1-based). */
 double optim_lr(const struct optim_opts *o, int64_t t);
+
+/* Weights [off, off + n) of the flat array. */
+struct optim_span {
+	size_t off, n;
+};
 
 struct optim {
 	struct optim_opts o;
@@ -70,11 +87,22 @@ struct optim {
 	int64_t step;    /* optimizer steps taken */
 	float *m;        /* (n) first moments */
 	float *v;        /* (n) second moments */
+	struct optim_span *decayed;   /* (ndecayed) the weights WD_ON_MATRICES decays */
+	size_t ndecayed;
+	int decayed_set;              /* optim_set_decayed was called */
 };
 
 /* Zeroed state for n weights (step 0). */
 int optim_init(struct optim *op, const struct optim_opts *o, size_t n, struct err *e);
 void optim_free(struct optim *op);
+/*
+ * The weights that decay under WD_ON_MATRICES: ns spans in ascending order,
+ * not overlapping, within n (copied; -1 with a message if not). Until it is
+ * called, a CPU step with weight decay on matrices is refused: decaying
+ * nothing, or everything, silently would be the wrong optimizer. WD_ON_ALL
+ * and wd = 0 need no spans. The GPU step knows its own layout.
+ */
+int optim_set_decayed(struct optim *op, const struct optim_span *s, size_t ns, struct err *e);
 
 struct optim_result {
 	double grad_norm;  /* ‖g‖ before clipping */

@@ -356,6 +356,44 @@ static int run_mb(struct mbctx *c, int ep, size_t i, const struct microbatch *mb
 	return 0;
 }
 
+static int span_order(const void *a, const void *b)
+{
+	size_t x = ((const struct optim_span *)a)->off, y = ((const struct optim_span *)b)->off;
+	return x < y ? -1 : x > y;
+}
+
+int step_decay_matrices(struct optim *op, const struct model *m, struct err *e)
+{
+	if (op->n != m->w.n)
+		return err_set(e, "an optimizer for %zu weights, a model of %zu", op->n, m->w.n);
+	int nt = model_tensors(&m->cfg, &m->w, NULL);
+	struct model_tensor *ts = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *ts);
+	struct optim_span *sp = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *sp);
+	if (!ts || !sp) {
+		free(ts), free(sp);
+		return err_set(e, "out of memory for the model's %d tensors", nt);
+	}
+	model_tensors(&m->cfg, &m->w, ts);
+	size_t ns = 0;
+	for (int i = 0; i < nt; i++)
+		if (ts[i].ndim == 2 && ts[i].data)
+			sp[ns++] = (struct optim_span){ (size_t)(ts[i].data - m->w.mem),
+			                                (size_t)ts[i].shape[0] * (size_t)ts[i].shape[1] };
+	qsort(sp, ns, sizeof *sp, span_order);
+	/* the layers' slices of one stacked tensor lie end to end: one span */
+	size_t k = 0;
+	for (size_t i = 0; i < ns; i++) {
+		if (k > 0 && sp[k - 1].off + sp[k - 1].n == sp[i].off)
+			sp[k - 1].n += sp[i].n;
+		else
+			sp[k++] = sp[i];
+	}
+	int rc = optim_set_decayed(op, sp, k, e);
+	free(ts);
+	free(sp);
+	return rc;
+}
+
 /* The gradients zeroed, where they accumulate. */
 static int grads_zero(struct model *m, struct model_gpu *gpu, struct err *e)
 {

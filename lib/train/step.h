@@ -103,6 +103,11 @@ int step_prepare(struct model *m, const struct microbatch *mbs, size_t n, struct
  * activations, on the CPU or the GPU, are sized for. */
 int step_max_tokens(const struct microbatch *mbs, size_t n);
 
+/* Tell op, made for m's weights, which of them are matrices (the tensors of
+ * two dimensions, model_tensors), the weights --weight-decay-on matrices
+ * decays (optim_set_decayed). */
+int step_decay_matrices(struct optim *op, const struct model *m, struct err *e);
+
 /* mb, when not NULL, is called in the first epoch after each micro-batch's
  * forward, with the trainer's logprobs (T) at the step's start; -1 (e
  * filled) stops the step. progress, when not NULL, is shown after each

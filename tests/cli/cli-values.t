@@ -283,6 +283,9 @@ grpo-step|--loss-agg|bnpo|ok
 grpo-step|--loss-agg|mean|one of grpo, dapo, dr_grpo, bnpo
 grpo-step|--lr-schedule|linear|ok
 grpo-step|--lr-schedule||one of constant, cosine, linear
+grpo-step|--weight-decay-on|matrices|ok
+grpo-step|--weight-decay-on|all|ok
+grpo-step|--weight-decay-on|none|one of matrices, all
 grpo-step|--save-dtype|bfloat16|ok
 grpo-step|--save-dtype|bf16|one of float32, bfloat16
 grpo-step|--on-publish-fail|stop|ok

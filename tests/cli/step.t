@@ -5,9 +5,10 @@
 # publish that leaves the previous step intact for a re-run to complete (a
 # step without optim.bin to resume from is said to restart AdamW);
 # weights or moments that are not finite are not published, nor is a step
-# whose debug table meets a full disk.
+# whose debug table meets a full disk; weight decay on the matrices alone
+# or on every tensor.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 84
+plan 88
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -331,5 +332,35 @@ if [ -c /dev/full ]; then
 else
 	ok 0 "# SKIP no /dev/full"
 fi
+
+# 15. --weight-decay-on: by default the matrices decay and the norm weights
+# (and biases) step as without weight decay, to the bit; with all they decay
+# too. One step each from the same model, so that the gradients are the same.
+wn=0
+for o in "" "--weight-decay 0.1" "--weight-decay 0.1 --weight-decay-on matrices" "--weight-decay 0.1 --weight-decay-on all"; do
+	wn=$((wn + 1))
+	grpo-step --model "$T/model" --batches "$T/b16" -o "$T/pd$wn" --lr 1e-2 $o 2> "$T/err" || echo "# $o: $(cat "$T/err")"
+done
+# per kind of tensor of step_1 (norm, bias, matrix), whether it is the same as the step without decay or differs
+wd_diff() {
+	python3 -c 'import json, struct, sys
+def tensors(p):
+    with open(p + "/step_1/model.safetensors", "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        b = f.read()
+    return {k: (len(v["shape"]), b[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in h.items() if k != "__metadata__"}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+kind = lambda k: "matrix" if a[k][0] == 2 else "norm" if "norm" in k else "bias"
+print(" ".join(sorted(set("%s:%s" % (kind(k), "same" if a[k][1] == b[k][1] else "differs") for k in a))))' "$T/pd1" "$1"
+}
+is "$(wd_diff "$T/pd2")" "bias:same matrix:differs norm:same" \
+	"--weight-decay alone: every matrix decayed, every norm weight and bias as without decay"
+cmp -s "$T/pd2/step_1/model.safetensors" "$T/pd3/step_1/model.safetensors"; ok $? "--weight-decay-on matrices is the default"
+# (grpo-init's biases are 0, which decay leaves where it is)
+is "$(wd_diff "$T/pd4")" "bias:same matrix:differs norm:differs" "--weight-decay-on all: the norm weights decayed too"
+grpo-step --batches "$T/b16" -o "$T/pd5" --weight-decay-on norms 2> "$T/err"
+is "$?:$(grep -c "weight-decay-on: expected one of matrices, all, got 'norms'" "$T/err")" "2:1" \
+	"--weight-decay-on norms: a usage error naming the choices"
 
 exit $_failed

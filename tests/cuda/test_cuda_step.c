@@ -13,6 +13,9 @@
  *    weight more than one step away (AdamW's steps are about lr whatever
  *    the gradient's size, so a gradient at rounding level may go either
  *    way: measured 4.5e-5 and 7.4e-5 of the largest weight on an H200);
+ *  - fp32, one rank, weight decay large enough to show (lr·wd = 0.01) on
+ *    the matrices alone and on every weight: the CPU's update, model.norm's
+ *    weights decayed or not as on the CPU;
  *  - bf16: the same steps within bf16 noise (loss and gradient norm to a
  *    percent, the weights' update in the same direction);
  *  - with the layers' activations recomputed (model_gpu_open_train's
@@ -135,20 +138,22 @@ struct run {
 };
 
 /* Two steps over mbs: on the CPU (gpu < 0), or on the GPU in fp32 (0) or
- * bf16 (1), recomputing the layers' activations or not. */
-static int train(struct run *x, const char *dir, int gpu, int recompute, const struct microbatch *mbs, size_t n,
-		 int maxT)
+ * bf16 (1), recomputing the layers' activations or not, with weight decay
+ * wd on the weights `on` names. */
+static int train_wd(struct run *x, const char *dir, int gpu, int recompute, const struct microbatch *mbs, size_t n,
+		    int maxT, double wd, enum wd_on on)
 {
 	struct err e = { "" };
 	memset(x, 0, sizeof *x);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
-	oo.lr = 2e-3, oo.weight_decay = 0.01, oo.max_grad_norm = 0.5;
+	oo.lr = 2e-3, oo.weight_decay = wd, oo.wd_on = on, oo.max_grad_norm = 0.5;
 	struct loss_opts lo;
 	loss_opts_default(&lo);
 	lo.beta = 0.05f;
 	struct model_gpu *g = NULL;
 	if (model_load(&x->m, dir, &e) < 0 || optim_init(&x->op, &oo, x->m.w.n, &e) < 0 ||
+	    step_decay_matrices(&x->op, &x->m, &e) < 0 ||
 	    (gpu >= 0 && (model_gpu_open_train(&g, &x->m, maxT, gpu, recompute, &e) < 0 ||
 	                  model_gpu_optim_put(g, &x->m, x->op.m, x->op.v, &e) < 0))) {
 		diag("%s", e.msg);
@@ -167,6 +172,12 @@ static int train(struct run *x, const char *dir, int gpu, int recompute, const s
 		diag("%s", e.msg);
 	model_gpu_close(g);
 	return rc;
+}
+
+static int train(struct run *x, const char *dir, int gpu, int recompute, const struct microbatch *mbs, size_t n,
+		 int maxT)
+{
+	return train_wd(x, dir, gpu, recompute, mbs, n, maxT, 0.01, WD_ON_MATRICES);
 }
 
 static void done(struct run *x)
@@ -249,6 +260,27 @@ static void family(const char *top, const char *fam)
 		   fam, one.gnorm[0], cpu1.gnorm[0]);
 		done(&one);
 		done(&cpu1);
+	}
+	/* weight decay large enough to show (lr·wd = 0.01 a step, five times the
+	 * tolerance on a norm weight of 1), on the matrices alone and on all */
+	for (int on = WD_ON_MATRICES; on <= WD_ON_ALL; on++) {
+		struct run c, d;
+		if (!ok(train_wd(&c, dir, -1, 0, mbs, 4, maxT, 5, (enum wd_on)on) == 0 &&
+		        train_wd(&d, dir, 0, 0, mbs, 4, maxT, 5, (enum wd_on)on) == 0,
+		        "%s: weight decay 5 on %s, on the CPU and the GPU", fam, wd_on_name((enum wd_on)on)))
+			continue;
+		size_t n = c.m.w.n;
+		double dabs = max_abs_diff(d.m.w.mem, c.m.w.mem, n);
+		ok(dabs <= 2e-3 && update_cosine(d.m.w.mem, c.m.w.mem, w0.w.mem, n) > 0.99999,
+		   "%s: weight decay on %s: the CPU's update (worst weight %.2g away)", fam, wd_on_name((enum wd_on)on),
+		   dabs);
+		/* the final norm's weights: decayed or not, as on the CPU */
+		double nd = max_abs_diff(d.m.w.norm, c.m.w.norm, (size_t)c.m.cfg.C);
+		double moved = max_abs_diff(c.m.w.norm, w0.w.norm, (size_t)c.m.cfg.C);
+		ok(nd <= 2e-3, "%s: weight decay on %s: model.norm as on the CPU (%.2g away; it moved %.2g)", fam,
+		   wd_on_name((enum wd_on)on), nd, moved);
+		done(&d);
+		done(&c);
 	}
 	if (!bf16_too())
 		skip("GRPO_TEST_FP32: no bf16 steps");

@@ -369,6 +369,12 @@ static void opts_hash(void)
 	ok(gradx_opts_hash(&l, &o0, 1, 0) == h0, "--max-len without dr_grpo, which does not read it: the same");
 	l0.agg = l.agg = LOSS_AGG_DR_GRPO, l0.max_len = 256;
 	ok(gradx_opts_hash(&l, &o0, 1, 0) != gradx_opts_hash(&l0, &o0, 1, 0), "--max-len under dr_grpo: another");
+	o = o0, o.wd_on = WD_ON_ALL;
+	ok(gradx_opts_hash(&l0, &o, 1, 0) == gradx_opts_hash(&l0, &o0, 1, 0),
+	   "--weight-decay-on without weight decay, which makes it moot: the same");
+	o0.weight_decay = o.weight_decay = 0.1;
+	ok(gradx_opts_hash(&l0, &o, 1, 0) != gradx_opts_hash(&l0, &o0, 1, 0),
+	   "--weight-decay-on all against matrices under weight decay: another");
 }
 
 int main(void)

@@ -1,8 +1,9 @@
 /*
  * test_optim: AdamW steps against AdamW's formula written out here, the
  * learning-rate schedules at hand-computed points, global-norm clipping, a
- * NaN gradient refused without a change, and the state file round trip
- * (bit-identical) with its corruption checks.
+ * NaN gradient refused without a change, the state file round trip
+ * (bit-identical) with its corruption checks, and weight decay on the
+ * spans the caller names or on every weight.
  */
 #include <math.h>
 #include <stdio.h>
@@ -66,6 +67,7 @@ static void adamw(void)
 	struct optim_opts o;
 	optim_opts_default(&o);
 	o.lr = 1e-2, o.weight_decay = 0.1, o.beta1 = 0.8, o.beta2 = 0.95, o.eps = 1e-6, o.max_grad_norm = 0;
+	o.wd_on = WD_ON_ALL;
 	struct optim op;
 	struct err e = { "" };
 	if (optim_init(&op, &o, N, &e) < 0)
@@ -342,6 +344,99 @@ static void bounds_and_names(void)
 	optim_free(&op);
 }
 
+/* Three steps of o over the same weights and gradients, with the decayed spans s (ns; s NULL: none given). */
+static int decay_run(struct optim_opts o, const struct optim_span *s, size_t ns, float *w, float *m, float *v,
+                     struct err *e)
+{
+	struct optim op;
+	if (optim_init(&op, &o, N, e) < 0 || (s && optim_set_decayed(&op, s, ns, e) < 0))
+		return -1;
+	uint64_t keep = rng;
+	rng = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < N; i++)
+		w[i] = (float)(urand() * 2 - 1);
+	int rc = 0;
+	for (int t = 1; t <= 3 && rc == 0; t++) {
+		float g[N];
+		for (int i = 0; i < N; i++)
+			g[i] = (float)(urand() * 2 - 1);
+		rc = optim_step(&op, w, g, NULL, e);
+	}
+	memcpy(m, op.m, sizeof(float) * N);
+	memcpy(v, op.v, sizeof(float) * N);
+	rng = keep;
+	optim_free(&op);
+	return rc;
+}
+
+/* Weight decay on the spans the caller names (--weight-decay-on matrices)
+ * or on every weight (all): the others step as with no decay, to the bit. */
+static void decay_spans(void)
+{
+	struct optim_opts o;
+	optim_opts_default(&o);
+	o.lr = 1e-2, o.weight_decay = 0.5, o.max_grad_norm = 0;
+	/* the first weight, one inside, and the last: the edges of the array too */
+	static const struct optim_span sp[] = { { 0, 10 }, { 100, 57 }, { N - 7, 7 } };
+	float w0[N], m0[N], v0[N], wm[N], mm[N], vm[N], wa[N], ma[N], va[N], wn[N], mn[N], vn[N];
+	struct err e = { "" };
+	struct optim_opts none = o, all = o;
+	none.weight_decay = 0;
+	all.wd_on = WD_ON_ALL;
+	int rc = decay_run(none, NULL, 0, w0, m0, v0, &e) | decay_run(o, sp, 3, wm, mm, vm, &e) |
+	         decay_run(all, NULL, 0, wa, ma, va, &e) | decay_run(o, sp, 0, wn, mn, vn, &e);
+	if (!ok(rc == 0, "three steps with no decay, on spans, on all, on no span: %s", e.msg))
+		return;
+	int in[N] = { 0 }, wrong = 0, alldiff = 0;
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = sp[k].off; i < sp[k].off + sp[k].n; i++)
+			in[i] = 1;
+	for (int i = 0; i < N; i++) {
+		/* in a span as under all, else as with no decay; moments as ever */
+		if (memcmp(&wm[i], in[i] ? &wa[i] : &w0[i], 4) != 0 || (in[i] && wm[i] == w0[i]))
+			wrong++;
+		alldiff += wa[i] != w0[i];
+	}
+	ok(wrong == 0, "on spans: the %d decayed weights as under all, the others as with no decay (%d wrong)", 74, wrong);
+	ok(alldiff == N, "on all: every weight decayed (%d of %d)", alldiff, N);
+	ok(memcmp(mm, m0, sizeof mm) == 0 && memcmp(vm, v0, sizeof vm) == 0 && memcmp(ma, m0, sizeof ma) == 0 &&
+	   memcmp(va, v0, sizeof va) == 0, "decay leaves the moments alone");
+	ok(memcmp(wn, w0, sizeof wn) == 0, "no span: nothing decays");
+
+	/* not told: refused, nothing moved */
+	struct optim op;
+	float w[N], g[N];
+	for (int i = 0; i < N; i++)
+		w[i] = 1, g[i] = 0.5f;
+	optim_init(&op, &o, N, &e);
+	ok(optim_step(&op, w, g, NULL, &e) < 0 && strstr(e.msg, "matrices") && strstr(e.msg, "step 1 not taken") &&
+	   w[0] == 1 && op.step == 0 && op.m[0] == 0, "decay on matrices never named: refused, nothing moved: %s", e.msg);
+	struct optim_opts zero = o;
+	zero.weight_decay = 0;
+	op.o = zero;
+	ok(optim_step(&op, w, g, NULL, &e) == 0, "without weight decay no spans are needed");
+	op.o = all;
+	ok(optim_step(&op, w, g, NULL, &e) == 0, "nor on all");
+	static const struct optim_span overlap[] = { { 0, 10 }, { 9, 2 } }, past[] = { { N - 1, 2 } },
+	                                 back[] = { { 20, 1 }, { 10, 1 } }, huge[] = { { 1, SIZE_MAX } };
+	ok(optim_set_decayed(&op, overlap, 2, &e) < 0 && strstr(e.msg, "span 1"), "overlapping spans: %s", e.msg);
+	ok(optim_set_decayed(&op, past, 1, &e) < 0 && strstr(e.msg, "span 0"), "a span past the end: %s", e.msg);
+	ok(optim_set_decayed(&op, back, 2, &e) < 0, "spans out of order: %s", e.msg);
+	ok(optim_set_decayed(&op, huge, 1, &e) < 0, "a span whose end overflows: %s", e.msg);
+	ok(op.decayed_set == 0, "a refused set leaves the optimizer untold");
+	static const struct optim_span whole[] = { { 0, N } };
+	ok(optim_set_decayed(&op, whole, 1, &e) == 0 && op.ndecayed == 1, "the whole array is one span");
+	optim_free(&op);
+
+	ok(strcmp(wd_on_names[WD_ON_MATRICES], "matrices") == 0 && strcmp(wd_on_name(WD_ON_ALL), "all") == 0 &&
+	   !wd_on_names[2] && strcmp(wd_on_name((enum wd_on)7), "?") == 0, "--weight-decay-on's words, in the enum's order");
+	o.wd_on = (enum wd_on)2;
+	ok(optim_opts_check(&o, &e) < 0 && strstr(e.msg, "weight decay on"), "an unknown choice: %s", e.msg);
+	struct optim_opts d;
+	optim_opts_default(&d);
+	ok(d.wd_on == WD_ON_MATRICES, "matrices by default");
+}
+
 int main(void)
 {
 	schedules();
@@ -352,5 +447,6 @@ int main(void)
 	option_bounds();
 	schedule_joints();
 	bounds_and_names();
+	decay_spans();
 	return tap_done();
 }

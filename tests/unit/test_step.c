@@ -12,7 +12,8 @@
  * in what order, what is refused, every file system call failing); the
  * ranks' gradients summed as --rank processes sum them; failed exchanges,
  * observers and optimizer steps; what a step reports; TIS's ℓ_old and
- * ℓ_behav; the entropy bonus's gradient.
+ * ℓ_behav; the entropy bonus's gradient; weight decay on the matrices
+ * alone or on every tensor (--weight-decay-on).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1036,6 +1037,131 @@ static void entropy(void)
 	mb_free(&mb);
 }
 
+/* A tiny model of family f, untied or tied, its biases (when it has any) random, not 0, so that decaying them shows. */
+static void tiny_family(struct model *m, enum model_family f, int tied, int biases)
+{
+	struct model_config c;
+	memset(&c, 0, sizeof c);
+	model_config_defaults(&c, f);
+	c.C = 16, c.I = 24, c.L = 2, c.NH = 4, c.NKV = 2, c.HS = 4, c.V = 40, c.tied = tied, c.init_std = 0.3f;
+	c.eps = 1e-5f;
+	if (biases)
+		c.qkv_bias = c.o_bias = 1;
+	struct err e = { "" };
+	if (model_create(m, &c, &e) < 0) {
+		diag("%s", e.msg);
+		exit(1);
+	}
+	model_init_random(m, 11, NULL);
+	float *b[] = { m->w.bq, m->w.bk, m->w.bv, m->w.bo };
+	size_t nb[] = { (size_t)c.L * c.NH * c.HS, (size_t)c.L * c.NKV * c.HS, (size_t)c.L * c.NKV * c.HS,
+	                (size_t)c.L * c.C };
+	uint64_t keep = rng;   /* the same biases every time, whatever was drawn before */
+	rng = 0x2545f4914f6cdd1dull;
+	for (int k = 0; k < 4; k++)
+		for (size_t i = 0; b[k] && i < nb[k]; i++)
+			b[k][i] = (float)(0.2 * urand() - 0.1);
+	rng = keep;
+}
+
+/* One step with weight decay wd on `on` (wd_on < 0: the optimizer never told which weights are matrices). */
+static int decay_step(struct model *m, enum model_family f, int tied, int biases, double wd, int wd_on,
+                      const struct microbatch *mbs, size_t n, struct err *e)
+{
+	tiny_family(m, f, tied, biases);
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	oo.lr = 0.1, oo.weight_decay = wd, oo.wd_on = wd_on < 0 ? WD_ON_MATRICES : (enum wd_on)wd_on;
+	struct optim op;
+	struct loss_opts lo;
+	loss_opts_default(&lo);
+	struct step_result r;
+	int rc = optim_init(&op, &oo, m->w.n, e);
+	if (rc == 0 && wd_on >= 0)
+		rc = step_decay_matrices(&op, m, e);
+	if (rc == 0)
+		rc = train_step(m, &op, &lo, 1, mbs, n, &r, e);
+	optim_free(&op);
+	return rc;
+}
+
+/* --weight-decay-on: by default the matrices decay and the 1-D tensors
+ * (norms, biases) step as with no decay, to the bit; with all every tensor
+ * decays. One step each, so that the gradients are the same in every run. */
+static void decay_on(void)
+{
+	int all[NS] = { 0, 1, 2, 3, 4, 5 };
+	struct microbatch mb[1] = { make_mb(all, NS, 72, 0) };
+	static const struct { enum model_family f; int tied, biases; const char *name; } fams[] = {
+		{ MODEL_QWEN2, 1, 0, "qwen2 (tied, q/k/v biases)" },
+		{ MODEL_QWEN3, 0, 0, "qwen3 (q/k norms, an LM head)" },
+		{ MODEL_LLAMA, 0, 1, "llama with attention_bias (an o_proj bias)" },
+	};
+	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
+		struct model w0, mat, every;
+		struct err e = { "" };
+		int rc0 = decay_step(&w0, fams[k].f, fams[k].tied, fams[k].biases, 0, WD_ON_MATRICES, mb, 1, &e);
+		int rc1 = decay_step(&mat, fams[k].f, fams[k].tied, fams[k].biases, 0.1, WD_ON_MATRICES, mb, 1, &e);
+		int rc2 = decay_step(&every, fams[k].f, fams[k].tied, fams[k].biases, 0.1, WD_ON_ALL, mb, 1, &e);
+		if (ok(rc0 == 0 && rc1 == 0 && rc2 == 0, "%s: steps with weight decay 0, on matrices, on all: %s",
+		       fams[k].name, e.msg)) {
+			int nt = model_tensors(&w0.cfg, &w0.w, NULL), vectors = 0, matrices = 0;
+			struct model_tensor *t0 = malloc((size_t)nt * sizeof *t0), *t1 = malloc((size_t)nt * sizeof *t1);
+			struct model_tensor *t2 = malloc((size_t)nt * sizeof *t2);
+			model_tensors(&w0.cfg, &w0.w, t0);
+			model_tensors(&mat.cfg, &mat.w, t1);
+			model_tensors(&every.cfg, &every.w, t2);
+			int bad_mat = 0, bad_all = 0, biases = 0;
+			for (int i = 0; i < nt; i++) {
+				size_t bytes = (size_t)t0[i].shape[0] * (t0[i].ndim == 2 ? (size_t)t0[i].shape[1] : 1) * 4;
+				int same01 = memcmp(t0[i].data, t1[i].data, bytes) == 0;
+				int same02 = memcmp(t0[i].data, t2[i].data, bytes) == 0;
+				int same12 = memcmp(t1[i].data, t2[i].data, bytes) == 0;
+				if (t0[i].ndim == 1) {
+					vectors++;
+					biases += strstr(t0[i].name, "bias") != NULL;
+					if (!same01 && bad_mat++ == 0)
+						diag("  matrices: %s moved otherwise than with no decay", t0[i].name);
+					if ((same02 || same12) && bad_all++ == 0)
+						diag("  all: %s not decayed", t0[i].name);
+				} else {
+					matrices++;
+					if (same01 && bad_mat++ == 0)
+						diag("  matrices: %s not decayed", t0[i].name);
+					if ((same02 || !same12) && bad_all++ == 0)
+						diag("  all: %s not as under matrices", t0[i].name);
+				}
+			}
+			ok(vectors > 0 && matrices > 0 && (biases > 0) == (fams[k].f != MODEL_QWEN3),
+			   "%s: %d 1-D tensors (%d biases), %d matrices", fams[k].name, vectors, biases, matrices);
+			ok(bad_mat == 0, "%s: on matrices, every 1-D tensor as with no decay to the bit, every matrix decayed "
+			   "(%d wrong)", fams[k].name, bad_mat);
+			ok(bad_all == 0, "%s: on all, every tensor decayed, the matrices as on matrices (%d wrong)",
+			   fams[k].name, bad_all);
+			free(t0), free(t1), free(t2);
+		}
+		model_free(&w0), model_free(&mat), model_free(&every);
+	}
+
+	/* an optimizer never told which weights are matrices takes no step with decay on them */
+	struct model m, fresh;
+	struct err e = { "" };
+	int rc = decay_step(&m, MODEL_QWEN2, 1, 0, 0.1, -1, mb, 1, &e);
+	tiny_family(&fresh, MODEL_QWEN2, 1, 0);
+	ok(rc < 0 && strstr(e.msg, "matrices") && memcmp(m.w.mem, fresh.w.mem, m.w.n * 4) == 0,
+	   "weight decay on matrices unknown to the optimizer: refused, nothing moved: %s", e.msg);
+	model_free(&fresh);
+	struct optim_opts oo;
+	optim_opts_default(&oo);
+	struct optim op;
+	optim_init(&op, &oo, m.w.n - 1, &e);
+	e.msg[0] = 0;
+	ok(step_decay_matrices(&op, &m, &e) < 0 && strstr(e.msg, "weights"), "an optimizer of another size: %s", e.msg);
+	optim_free(&op);
+	model_free(&m);
+	mb_free(&mb[0]);
+}
+
 int main(void)
 {
 	model_set_threads(1);
@@ -1049,5 +1175,6 @@ int main(void)
 	results();
 	tis();
 	entropy();
+	decay_on();
 	return tap_done();
 }
