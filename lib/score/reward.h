@@ -115,8 +115,8 @@ int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e);
 int reward_needs_text(enum reward_kind k);
 
 /* The reward of one response: text (n bytes, may hold NUL), answer NUL-
- * terminated or NULL, n_tokens the response's length in tokens. Always
- * finite, but NaN when memory ran out (math, repetition): no reward. */
+ * terminated or NULL, n_tokens the response's length in tokens. Finite,
+ * or NaN when memory ran out (math, repetition): no reward at all. */
 double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
 		   const char *answer, uint32_t n_tokens);
 
