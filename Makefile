@@ -14,9 +14,13 @@
 
 # Every core, unless the command line says how many (-j N, or -j1 for one):
 # `make check` builds five trees and the CUDA kernels, one file at a time
-# without it. The tests themselves still run one at a time.
+# without it. The tests themselves still run one at a time. Only the top
+# make: a sub-make shares its jobs (it cannot see -j in MAKEFLAGS while it
+# reads this file, and setting it again would leave the jobserver).
+ifeq ($(MAKELEVEL),0)
 ifeq ($(filter -j% --jobs%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2> /dev/null || echo 1)
+endif
 endif
 
 PREFIX    ?= /usr/local

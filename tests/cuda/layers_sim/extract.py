@@ -50,7 +50,7 @@ out.append("""static void sim_sumsq(double *partial, const float *x, size_t n)
 	%s%s(dim3(%s), dim3(%s), [&] { sumsq_kernel(partial, x, n); });
 }
 """ % (b, k.launcher("sumsq_kernel"), g, t))
-b, g, t = grid("gpu_optim.cu", "int gpu_model_adamw(", "adamw_kernel")
+b, g, t = grid("gpu_optim.cu", "static cudaError_t adamw_launch(", "adamw_kernel")
 out.append("""static void sim_adamw(float *w, float *m, float *v, const float *grad, size_t n, struct gpu_adamw p)
 {
 	%s%s(dim3(%s), dim3(%s), [&] { adamw_kernel(w, m, v, grad, n, p); });
