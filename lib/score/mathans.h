@@ -50,9 +50,10 @@
  * group of one to three), so the pair (1,000) is read as 1000 too.
  *
  * Limits: 4096 bytes an answer, 512 parse nodes, nesting 64 deep, eight
- * \pm: beyond them, or on text that is not one of the above (words
- * outside \text{}, a base subscript 204_5, \begin{cases}), the answer is
- * unparsed and only the text comparison of the reward can match it.
+ * \pm: beyond them, or on text that is not one of the above (a base
+ * subscript 204_5, a ratio 1:2, \begin{cases}), the answer is unparsed
+ * and only the text comparison of the reward can match it. Words are
+ * read, as variables: a run of three or more letters is one.
  */
 #ifndef GRPO_MATHANS_H
 #define GRPO_MATHANS_H
