@@ -246,17 +246,23 @@ static int multiset_equal(struct cmp *c, const struct elem *a, int na, const str
 	return 1;
 }
 
-static int list_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
-		      const struct obj *b)
+/* na values of A against nb of B, each expanded (expand), as multisets. */
+static int values_equal(struct cmp *c, const struct parse *A, const struct val *a, int na, const struct parse *B,
+			const struct val *b, int nb)
 {
 	struct elem *x = malloc(2 * MAX_ELEMS * sizeof *x);
 	if (!x)
 		return c->nomem = 1, 0;
 	struct elem *y = x + MAX_ELEMS;
-	int nx = expand(PA, PA->kids + a->first, a->n, x), ny = expand(PB, PB->kids + b->first, b->n, y);
-	int r = multiset_equal(c, x, nx, y, ny);
+	int r = multiset_equal(c, x, expand(A, a, na, x), y, expand(B, b, nb, y));
 	free(x);
 	return r;
+}
+
+static int list_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
+		      const struct obj *b)
+{
+	return values_equal(c, PA, PA->kids + a->first, a->n, PB, PB->kids + b->first, b->n);
 }
 
 /* What "x = 5" and "5 = x" give x: the side that is not a lone variable,
@@ -307,27 +313,22 @@ static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 	return 0;
 }
 
+/* An answer's values: a set's (a bare list's) members, else the answer. */
+static const struct val *top_values(const struct parse *P, int *n)
+{
+	const struct obj *o = P->top.obj >= 0 ? &P->objs[P->top.obj] : NULL;
+	if (o && o->kind == O_SET)
+		return *n = o->n, P->kids + o->first;
+	return *n = 1, &P->top;
+}
+
 /* The answers: a set (a bare list too) of one element is that element,
  * and an expression with \pm is the set of its values. */
 static int answers_equal(struct cmp *c, const struct parse *A, const struct parse *B)
 {
-	const struct parse *P[2] = { A, B };
-	struct elem *e[2];
-	int n[2];
-	if (!(e[0] = malloc(2 * MAX_ELEMS * sizeof *e[0])))
-		return c->nomem = 1, 0;
-	e[1] = e[0] + MAX_ELEMS;
-	for (int i = 0; i < 2; i++) {
-		struct val top = P[i]->top;
-		if (top.obj >= 0 && P[i]->objs[top.obj].kind == O_SET)
-			n[i] = expand(P[i], P[i]->kids + P[i]->objs[top.obj].first, P[i]->objs[top.obj].n, e[i]);
-		else
-			n[i] = expand(P[i], &top, 1, e[i]);
-	}
-	int r = n[0] == 1 && n[1] == 1 ? elem_equal(c, &e[0][0], &e[1][0])
-				       : multiset_equal(c, e[0], n[0], e[1], n[1]);
-	free(e[0]);
-	return r;
+	int na, nb;
+	const struct val *a = top_values(A, &na), *b = top_values(B, &nb);
+	return values_equal(c, A, a, na, B, b, nb);
 }
 
 enum mathans_result mathans_compare(const char *a, size_t na, const char *b, size_t nb)

@@ -821,8 +821,9 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 			g = answer + gat, gn = glen;
 		else if (k == REWARD_MATH && (h = last_hashes(answer, gn)))
 			gn -= (size_t)(h + 4 - answer), g = h + 4;
-		if (same_latex(text + at, len, g, gn) || k == REWARD_BOXED)
-			return same_latex(text + at, len, g, gn);
+		int same = same_latex(text + at, len, g, gn);
+		if (same || k == REWARD_BOXED)
+			return same;
 		enum mathans_result r = mathans_compare(text + at, len, g, gn);
 		return r == MATHANS_NO_MEMORY ? NAN : r == MATHANS_EQUAL;
 	}
