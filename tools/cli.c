@@ -208,6 +208,19 @@ int cli_scan_number(const char *arg, double *v)
 	return scan_number(arg, v, NULL) < 0 || lost_to_zero(arg, *v) ? -1 : 0;
 }
 
+int cli_number_list(const char *arg, double *v, int n)
+{
+	char one[64];
+	for (int i = 0; i < n; i++) {
+		const char *end = i + 1 < n ? strchr(arg, ',') : arg + strlen(arg);
+		if (!end || snprintf(one, sizeof one, "%.*s", (int)(end - arg), arg) >= (int)sizeof one ||
+		    cli_scan_number(one, &v[i]) < 0)
+			return -1;
+		arg = end + 1;
+	}
+	return 0;
+}
+
 /* A number and one of the unit letters in units (their values in scale), or none. */
 static int scan_unit(const char *s, const char *units, const double *scale, double *v)
 {

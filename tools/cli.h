@@ -174,6 +174,8 @@ float cli_float(const char *opt, const char *arg, double min, double max, int op
 
 /* Whether arg is a whole finite number (0, with *v set) or not (-1): for values a tool takes apart itself. */
 int cli_scan_number(const char *arg, double *v);
+/* Exactly n numbers separated by commas ("0.9,0.95") into v: 0, or -1. */
+int cli_number_list(const char *arg, double *v, int n);
 
 /*
  * A duration in seconds: a number, fractions allowed, or one with the

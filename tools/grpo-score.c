@@ -42,6 +42,7 @@ struct opts {
 	struct reward_spec cmd_weights[16];   /* the reward program's, by name */
 	uint32_t n_cmd_weights;
 	struct reward_opt ropt;
+	const char *correct_by;     /* cosine, kimi-length: the reward that says right */
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
 	struct adv_opt adv;
@@ -68,6 +69,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: grpo-score [--reward NAME[=WEIGHT]]... [--reward-cmd CMD [--reward-timeout S]]\n"
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
+		"                  [--correct-by NAME] [--cosine-values RS,RL,WS,WL] [--ngram N]\n"
 		"                  [--advantage grpo|dr_grpo|rloo|batch] [--std unbiased|biased] [--std-eps E]\n"
 		"                  [--combine sum-then-normalize|normalize-then-sum] [--drop-zero-std]\n"
 		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]]\n"
@@ -78,14 +80,20 @@ static void usage(FILE *f)
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
 		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
 		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format tags length exact\n"
-		"                             repetition steps (weight 1),\n"
+		"                             repetition steps cosine kimi-length (weight 1),\n"
 		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
 		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
-		"  -m, --max-len N            length: the longest response, in tokens\n"
+		"  -m, --max-len N            length, cosine: the longest response, in tokens\n"
 		"  -b, --overlong-buffer N    length: tokens before --max-len where the penalty starts (0)\n"
 		"  -n, --ngram N              repetition: the words in each n-gram (3)\n"
+		"      --correct-by NAME      cosine, kimi-length: the reward whose success makes a response\n"
+		"                             right (the one of gsm8k, boxed, math, exact given)\n"
+		"      --cosine-values RS,RL,WS,WL\n"
+		"                             cosine: its value for a right response of no length and of\n"
+		"                             --max-len, for a wrong one of no length and of --max-len\n"
+		"                             (1,0.5,-1,-0.5)\n"
 		"  -a, --advantage KIND       grpo (default), dr_grpo, rloo, batch\n"
 		"  -S, --std KIND             unbiased (n-1, default) or biased (n)\n"
 		"  -e, --std-eps E            added to the std (1e-4)\n"
@@ -112,12 +120,57 @@ static void usage(FILE *f)
 static const char *const std_words[] = { "unbiased", "biased", NULL };   /* std_biased 0, 1 */
 static const char *const precision_words[] = { "bf16", "fp32", NULL };   /* fp32 0, 1 */
 
+/* The reward that says whether a response is right, for the rewards that
+ * need it (reward_needs_verdict): the one named, else the one answer
+ * reward given. Exits with a usage error when there is none to take. */
+static void pick_correct_by(struct opts *o, int verdict_given)
+{
+	if (!verdict_given) {
+		if (o->correct_by)
+			cli_bad_usage("--correct-by goes with --reward cosine or kimi-length");
+		return;
+	}
+	if (o->correct_by) {
+		struct reward_spec r;
+		struct err e;
+		if (!reward_is_builtin(o->correct_by)) {
+			if (!o->reward_cmd)
+				cli_bad_usage("--correct-by %s: no built-in reward of that name, and no --reward-cmd to "
+					      "answer it", o->correct_by);
+			return;
+		}
+		if (reward_parse(o->correct_by, &r, &e) < 0 || strchr(o->correct_by, '='))
+			cli_bad_usage("--correct-by %s: a reward's name, without a weight", o->correct_by);
+		uint32_t k = 0;
+		while (k < o->n_rewards && o->rewards[k].kind != r.kind)
+			k++;
+		if (k == o->n_rewards)
+			cli_bad_usage("--correct-by %s: give --reward %s too", o->correct_by, o->correct_by);
+		if (reward_needs_verdict(r.kind))
+			cli_bad_usage("--correct-by %s: that reward needs a verdict itself", o->correct_by);
+		return;
+	}
+	for (uint32_t k = 0; k < o->n_rewards; k++) {
+		enum reward_kind kind = o->rewards[k].kind;
+		if (kind != REWARD_GSM8K && kind != REWARD_BOXED && kind != REWARD_MATH && kind != REWARD_EXACT)
+			continue;
+		if (o->correct_by)
+			cli_bad_usage("--reward cosine and kimi-length: both %s and %s say whether a response is right; "
+				      "choose with --correct-by", o->correct_by, o->rewards[k].name);
+		o->correct_by = o->rewards[k].name;
+	}
+	if (!o->correct_by)
+		cli_bad_usage("--reward cosine and kimi-length need a reward that says whether a response is right: "
+			      "--reward gsm8k, boxed, math or exact, or --correct-by NAME");
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
+	enum { O_CORRECT_BY = 256, O_COSINE_VALUES };
 	static const struct option lo[] = {
 		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
 		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
-		{ "ngram", 1, 0, 'n' },
+		{ "ngram", 1, 0, 'n' }, { "correct-by", 1, 0, O_CORRECT_BY }, { "cosine-values", 1, 0, O_COSINE_VALUES },
 		{ "advantage", 1, 0, 'a' }, { "std", 1, 0, 'S' }, { "std-eps", 1, 0, 'e' }, { "combine", 1, 0, 'C' },
 		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
 		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
@@ -125,11 +178,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, rep_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
+	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
 	o->success_threshold = 1;
+	o->ropt = (struct reward_opt){ .cosine = REWARD_COSINE_DEFAULT };
 	o->ref_tokens = 4096;
 	while ((c = cli_getopt(argc, argv, "r:c:T:s:m:b:n:a:S:e:C:zR:k:t:wp:L:x:vo:d:P:hV", lo)) != -1) {
 		switch (c) {
@@ -154,6 +208,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				if (o->rewards[k].kind == o->rewards[o->n_rewards].kind)
 					cli_bad_usage("--reward %s given twice", o->rewards[k].name);
 			len_given |= o->rewards[o->n_rewards].kind == REWARD_LENGTH;
+			cos_given |= o->rewards[o->n_rewards].kind == REWARD_COSINE;
+			verdict_given |= reward_needs_verdict(o->rewards[o->n_rewards].kind);
 			rep_given |= o->rewards[o->n_rewards++].kind == REWARD_REPETITION;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
@@ -162,6 +218,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
 		case 'n': o->ropt.ngram = (uint32_t)cli_positive("--ngram", optarg, 1000); break;
+		case O_CORRECT_BY: o->correct_by = optarg; break;
+		case O_COSINE_VALUES: {
+			double *v = o->ropt.cosine;
+			/* stored as floats, as every reward */
+			if (cli_number_list(optarg, v, 4) < 0 || fabs(v[0]) > 1e38 || fabs(v[1]) > 1e38 ||
+			    fabs(v[2]) > 1e38 || fabs(v[3]) > 1e38)
+				cli_bad_value("--cosine-values", "four numbers from -1e38 to 1e38, separated by commas",
+					      optarg);
+			cos_values_given = 1;
+			break;
+		}
 		case 'a': o->adv.kind = (enum adv_kind)cli_word("--advantage", optarg, adv_kind_names); break;
 		case 'S': o->adv.std_biased = cli_word("--std", optarg, std_words); break;
 		case 'e': o->adv.std_eps = cli_number("--std-eps", optarg, 0, 1e6, 0); break;
@@ -189,16 +256,21 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	cli_path_operands(argv + optind, argc - optind);
 	const char *why = NULL;
 	if (o->n_cmd_weights && !o->reward_cmd) {
-		cli_bad_usage("--reward: unknown reward '%s' (built in: gsm8k, boxed, math, format, tags, length, "
-			"exact, repetition, steps; another name is a reward program's, with --reward-cmd)",
-			o->cmd_weights[0].name);
+		cli_bad_usage("--reward: unknown reward '%s' (built in: " REWARD_BUILTINS
+			"; another name is a reward program's, with --reward-cmd)", o->cmd_weights[0].name);
 	}
 	if (!o->n_rewards && !o->reward_cmd)
 		why = "no reward: give --reward NAME or --reward-cmd CMD";
 	else if (len_given && !o->ropt.max_len)
 		why = "--reward length needs --max-len";
-	else if (!len_given && (o->ropt.max_len || o->ropt.overlong_buffer))
-		why = "--max-len and --overlong-buffer go with --reward length";
+	else if (cos_given && !o->ropt.max_len)
+		why = "--reward cosine needs --max-len";
+	else if (!len_given && !cos_given && o->ropt.max_len)
+		why = "--max-len goes with --reward length or cosine";
+	else if (!len_given && o->ropt.overlong_buffer)
+		why = "--overlong-buffer goes with --reward length";
+	else if (cos_values_given && !cos_given)
+		why = "--cosine-values goes with --reward cosine";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
 	else if (o->ropt.ngram && !rep_given)
@@ -212,6 +284,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--precision goes with --ref DIR (the reference model is all that runs on the GPU)";
 	else if (o->metrics && !strcmp(o->metrics, "-") && !o->out)
 		why = "--metrics -: without -o standard output carries the scored groups; give -o QUEUE or --metrics FILE";
+	if (!why)
+		pick_correct_by(o, verdict_given);
 	if (why)
 		cli_bad_usage("%s", why);
 	cli_gpu_option("--precision", precision_given, device_given && o->device == MODEL_DEVICE_CPU);
@@ -500,6 +574,7 @@ static int setup(struct state *s, struct err *e)
 	s->so.ropt = o->ropt;
 	s->so.adv = o->adv;
 	s->so.success_threshold = o->success_threshold;
+	s->so.correct_by = o->correct_by;
 	s->so.drop_zero_std = o->drop_zero_std;
 	if (o->metrics && !(s->metrics = strcmp(o->metrics, "-") ? fopen(o->metrics, "a") : stdout))
 		return err_sys(e, "%s", o->metrics);

@@ -715,14 +715,10 @@ int main(int argc, char **argv)
 		case O_WD: a.opt.weight_decay = cli_number("--weight-decay", optarg, 0, INFINITY, 0); break;
 		case O_WDON: a.opt.wd_on = (enum wd_on)cli_word("--weight-decay-on", optarg, wd_on_names); break;
 		case O_BETAS: {
-			char first[64];
-			const char *comma = strchr(optarg, ',');
-			double b1, b2;
-			if (!comma || snprintf(first, sizeof first, "%.*s", (int)(comma - optarg), optarg) >= (int)sizeof first ||
-			    cli_scan_number(first, &b1) < 0 || cli_scan_number(comma + 1, &b2) < 0 || !(b1 >= 0 && b1 < 1) ||
-			    !(b2 >= 0 && b2 < 1))
+			double b[2];
+			if (cli_number_list(optarg, b, 2) < 0 || !(b[0] >= 0 && b[0] < 1) || !(b[1] >= 0 && b[1] < 1))
 				cli_bad_value("--betas", "B1,B2, each a number >= 0 and < 1", optarg);
-			a.opt.beta1 = b1, a.opt.beta2 = b2;
+			a.opt.beta1 = b[0], a.opt.beta2 = b[1];
 			break;
 		}
 		case O_EPS: a.opt.eps = cli_number("--eps", optarg, 0, INFINITY, CLI_ABOVE_MIN); break;

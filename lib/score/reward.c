@@ -22,6 +22,7 @@ static const struct {
 	{ "gsm8k", REWARD_GSM8K }, { "boxed", REWARD_BOXED }, { "format", REWARD_FORMAT },
 	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
 	{ "math", REWARD_MATH },   { "repetition", REWARD_REPETITION }, { "steps", REWARD_STEPS },
+	{ "cosine", REWARD_COSINE }, { "kimi-length", REWARD_KIMI_LENGTH },
 };
 
 /* The weight after '=' (1 when none): 0, or -1. */
@@ -66,8 +67,7 @@ int reward_parse(const char *arg, struct reward_spec *r, struct err *e)
 		memcpy(r->name, arg, n);
 		return parse_weight(eq, r, e);
 	}
-	return err_set(e, "unknown reward '%.*s' (built in: gsm8k, boxed, math, format, tags, length, exact, "
-		       "repetition, steps)", (int)n, arg);
+	return err_set(e, "unknown reward '%.*s' (built in: " REWARD_BUILTINS ")", (int)n, arg);
 }
 
 int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e)
@@ -83,7 +83,28 @@ int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e)
 
 int reward_needs_text(enum reward_kind k)
 {
-	return k != REWARD_LENGTH;
+	return k != REWARD_LENGTH && !reward_needs_verdict(k);
+}
+
+int reward_needs_verdict(enum reward_kind k)
+{
+	return k == REWARD_COSINE || k == REWARD_KIMI_LENGTH;
+}
+
+double reward_cosine(const struct reward_opt *o, int right, uint32_t n_tokens)
+{
+	double p = (double)n_tokens / o->max_len, at0 = o->cosine[right ? 0 : 2], at1 = o->cosine[right ? 1 : 3];
+	if (p > 1)
+		p = 1;
+	return at1 + (at0 - at1) * 0.5 * (1 + cos(M_PI * p));
+}
+
+double reward_kimi_length(int right, uint32_t n_tokens, uint32_t shortest, uint32_t longest)
+{
+	if (longest == shortest)
+		return 0;
+	double lambda = 0.5 - (double)(n_tokens - shortest) / (longest - shortest);
+	return right || lambda < 0 ? lambda : 0;
 }
 
 /* ---- byte ranges ---- */
@@ -846,6 +867,9 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 		return repetition(text, n, o->ngram ? o->ngram : 3);
 	case REWARD_STEPS:
 		return steps(text, n);
+	case REWARD_COSINE:
+	case REWARD_KIMI_LENGTH:
+		return 0;   /* the scorer's, once the verdicts are known */
 	case REWARD_EXACT: {
 		if (!answer)
 			return 0;

@@ -65,6 +65,24 @@
  *           "Second,", "Next," and "Finally," (N: ASCII digits; Python's
  *           \d also takes other scripts' digits).
  *
+ * Two rewards weigh the length L of a response in tokens by whether it is
+ * right, the verdict of another reward (the scorer's correctness reward:
+ * a success of it), and are computed after all the others:
+ *
+ *   cosine  open-r1's and TRL's cosine-scaled reward: with p = min(1,
+ *           L / max_len), long + (short - long) * (1 + cos(pi p)) / 2,
+ *           where short and long are the rewards at L = 0 and at max_len,
+ *           for a right response (1 and 0.5 by default) or a wrong one (-1
+ *           and -0.5): a right answer is worth more when short, a wrong one
+ *           costs less when long. TRL counts tokens and clamps p as here;
+ *           open-r1 counts characters.
+ *   kimi-length
+ *           Kimi k1.5's length reward over the responses to one prompt:
+ *           lambda = 0.5 - (L - shortest) / (longest - shortest), the
+ *           reward lambda when right and min(0, lambda) when wrong, 0 for
+ *           all when every length is equal. Per group, as the paper has it
+ *           (open-r1 takes the shortest and longest of its whole batch).
+ *
  * A missing answer (NULL) scores 0 for gsm8k, boxed, math and exact.
  */
 #ifndef GRPO_REWARD_H
@@ -77,8 +95,11 @@
 
 enum reward_kind {
 	REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT, REWARD_MATH,
-	REWARD_REPETITION, REWARD_STEPS,
+	REWARD_REPETITION, REWARD_STEPS, REWARD_COSINE, REWARD_KIMI_LENGTH,
 };
+
+/* The built-ins' names, for messages. */
+#define REWARD_BUILTINS "gsm8k, boxed, math, format, tags, length, exact, repetition, steps, cosine, kimi-length"
 
 /* The longest reward name, in bytes, a built-in's or a reward program's:
  * names are stored whole, never cut to another's prefix. */
@@ -101,7 +122,11 @@ struct reward_opt {
 	uint32_t max_len;         /* length: Lmax in tokens; 0 = not given */
 	uint32_t overlong_buffer; /* length: C in tokens */
 	uint32_t ngram;           /* repetition: n; 0 = 3 */
+	double cosine[4];         /* cosine: right short, right long, wrong short, wrong long */
 };
+
+/* open-r1's and TRL's values of reward_opt.cosine */
+#define REWARD_COSINE_DEFAULT { 1, 0.5, -1, -0.5 }
 
 /* Parse "NAME[=WEIGHT]" (a built-in name, a weight of -1e38 to 1e38). */
 int reward_parse(const char *arg, struct reward_spec *r, struct err *e);
@@ -111,14 +136,25 @@ int reward_is_builtin(const char *arg);
  * give (rewardcmd.h): name and weight only, kind unused. */
 int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e);
 
-/* 1 when the function reads the decoded text (all but length). */
+/* 1 when the function reads the decoded text (all but length, cosine and
+ * kimi-length). */
 int reward_needs_text(enum reward_kind k);
+/* 1 for cosine and kimi-length: computed from another reward's verdict
+ * (reward_cosine, reward_kimi_length), not by reward_eval. */
+int reward_needs_verdict(enum reward_kind k);
 
 /* The reward of one response: text (n bytes, may hold NUL), answer NUL-
  * terminated or NULL, n_tokens the response's length in tokens. Finite,
- * or NaN when memory ran out (math, repetition): no reward at all. */
+ * or NaN when memory ran out (math, repetition): no reward at all; 0 for
+ * the rewards that need a verdict. */
 double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
 		   const char *answer, uint32_t n_tokens);
+
+/* cosine of a response of n_tokens, right or not; max_len > 0. */
+double reward_cosine(const struct reward_opt *o, int right, uint32_t n_tokens);
+/* kimi-length of a response of n_tokens, right or not, in a group whose
+ * responses are shortest to longest tokens long. */
+double reward_kimi_length(int right, uint32_t n_tokens, uint32_t shortest, uint32_t longest);
 
 /* The pieces, for tests and for other callers. */
 

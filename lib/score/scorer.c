@@ -114,6 +114,19 @@ static void names_into(const struct scorer_opt *o, struct scorer_stats *st)
 			 k < o->n_rewards ? o->rewards[k].name : o->cmd->names[k - o->n_rewards]);
 }
 
+/* err_set for a name the reward program does not answer, listing those it does. */
+static int unknown_program_reward(const struct scorer_opt *o, const struct scorer_stats *st, const char *option,
+				  const char *name, struct err *e)
+{
+	struct buf have = { 0 };
+	for (uint32_t j = o->n_rewards; j < st->K; j++)
+		buf_printf(&have, "%s%s", j > o->n_rewards ? ", " : "", st->names[j]);
+	err_set(e, "%s %s: the reward program '%s' answers no reward of that name (its rewards: %s)", option, name,
+		o->cmd ? o->cmd->cmd : "", have.data ? (char *)have.data : "none");
+	buf_free(&have);
+	return -1;
+}
+
 /* The weight of each of the K functions: the built-ins' own, the
  * program's by name (1 when not given). */
 static int weights(const struct scorer_opt *o, const struct scorer_stats *st, double *w, struct err *e)
@@ -124,16 +137,46 @@ static int weights(const struct scorer_opt *o, const struct scorer_stats *st, do
 		uint32_t k = o->n_rewards;
 		while (k < st->K && strcmp(st->names[k], o->cmd_weights[q].name) != 0)
 			k++;
-		if (k == st->K) {
-			struct buf have = { 0 };
-			for (uint32_t j = o->n_rewards; j < st->K; j++)
-				buf_printf(&have, "%s%s", j > o->n_rewards ? ", " : "", st->names[j]);
-			err_set(e, "--reward %s: the reward program '%s' answers no reward of that name (its rewards: %s)",
-				o->cmd_weights[q].name, o->cmd ? o->cmd->cmd : "", have.data ? (char *)have.data : "none");
-			buf_free(&have);
-			return -1;
-		}
+		if (k == st->K)
+			return unknown_program_reward(o, st, "--reward", o->cmd_weights[q].name, e);
 		w[k] = o->cmd_weights[q].weight;
+	}
+	return 0;
+}
+
+/* The rewards that weigh a response's length by whether it is right
+ * (reward_needs_verdict), into r (N x K) once every other reward is in:
+ * right is a success of the correctness reward, o->correct_by. */
+static int verdict_rewards(const struct scorer_opt *o, const struct scorer_stats *st, const struct group *gs,
+			   uint32_t n, double *r, struct err *e)
+{
+	uint32_t K = st->K, c = 0, any = 0;
+	for (uint32_t k = 0; k < o->n_rewards; k++)
+		any |= reward_needs_verdict(o->rewards[k].kind);
+	if (!any)
+		return 0;
+	while (c < K && strcmp(st->names[c], o->correct_by) != 0)
+		c++;
+	if (c == K)
+		return unknown_program_reward(o, st, "--correct-by", o->correct_by, e);
+	for (uint32_t g = 0, i = 0; g < n; i += gs[g++].n) {
+		uint32_t shortest = UINT32_MAX, longest = 0;
+		for (uint32_t j = 0; j < gs[g].n; j++) {
+			uint32_t L = gs[g].trajs[j].n_response;
+			shortest = L < shortest ? L : shortest;
+			longest = L > longest ? L : longest;
+		}
+		for (uint32_t j = 0; j < gs[g].n; j++) {
+			double *row = r + (size_t)(i + j) * K;
+			uint32_t L = gs[g].trajs[j].n_response;
+			int right = isfinite(row[c]) && row[c] >= o->success_threshold;
+			for (uint32_t k = 0; k < o->n_rewards; k++) {
+				if (o->rewards[k].kind == REWARD_COSINE)
+					row[k] = reward_cosine(&o->ropt, right, L);
+				else if (o->rewards[k].kind == REWARD_KIMI_LENGTH)
+					row[k] = reward_kimi_length(right, L, shortest, longest);
+			}
+		}
 	}
 	return 0;
 }
@@ -173,7 +216,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		memmove(r + (size_t)i * K, r + (size_t)i * K0, K * sizeof *r);
 
 	double w[SCORER_MAX_REWARDS];
-	if ((rc = weights(o, st, w, e)) < 0)
+	if ((rc = weights(o, st, w, e)) < 0 || (rc = verdict_rewards(o, st, gs, n, r, e)) < 0)
 		goto out;
 	for (uint32_t g = 0; g < n; g++)
 		size[g] = gs[g].n;

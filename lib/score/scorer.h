@@ -22,7 +22,10 @@
  * reward (from a reward program) is stored as 0, its sequence gets
  * advantage 0 and is left out of its group's statistics (advantage.h),
  * and the stats count it and describe the first one. A success is a
- * reward at or above the threshold.
+ * reward at or above the threshold. The rewards that weigh length by
+ * correctness (cosine, kimi-length) are computed last, from the successes
+ * of the correctness reward named (a program not answering that name is an
+ * error, as for a weight).
  */
 #ifndef GRPO_SCORER_H
 #define GRPO_SCORER_H
@@ -50,6 +53,8 @@ struct scorer_opt {
 	uint32_t n_cmd_weights;
 	struct adv_opt adv;
 	double success_threshold;            /* default 1 */
+	const char *correct_by;              /* cosine, kimi-length (reward.h): the reward whose
+	                                        success makes a response right; NULL without them */
 	int drop_zero_std;
 	const struct tokenizer *tok;         /* NULL when no reward reads text */
 	struct reflp *ref;                   /* NULL: no reference model */

@@ -10,7 +10,8 @@ grpo-score|--ref-tokens goes with --ref DIR|-r length -m 5 --ref-tokens 100 $N.z
 grpo-score|--ref-tokens goes with --ref DIR|-r length -m 5 --ref none --ref-tokens 100 $N.zst
 grpo-score|--reward-timeout goes with --reward-cmd|-r length -m 5 --reward-timeout 5 $N.zst
 grpo-score|--precision goes with --ref DIR (the reference model is all that runs on the GPU)|-r length -m 5 --precision fp32 $N.zst
-grpo-score|--max-len and --overlong-buffer go with --reward length|-r gsm8k --max-len 5 $N.zst
+grpo-score|--max-len goes with --reward length or cosine|-r gsm8k --max-len 5 $N.zst
+grpo-score|--overlong-buffer goes with --reward length|-r gsm8k --overlong-buffer 5 $N.zst
 grpo-step|--on-publish-fail goes with --on-publish|--batches $N -o $N.p --on-publish-fail stop
 grpo-step|--rank-timeout goes with --rank|--batches $N -o $N.p --rank-timeout 5
 grpo-step|--total-steps goes with --lr-schedule cosine or linear|--batches $N -o $N.p --total-steps 100

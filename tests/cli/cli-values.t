@@ -69,6 +69,13 @@ grpo-score|--max-len|2000|ok
 grpo-score|--max-len|0|a positive integer up to 1073741824
 grpo-score|--overlong-buffer|0|ok
 grpo-score|--overlong-buffer|-1|an integer from 0 to 1073741824
+grpo-score|--cosine-values|1,0.5,-1,-0.5|ok
+grpo-score|--cosine-values|1e38,0,0,-1e38|ok
+grpo-score|--cosine-values|1,0.5,-1|four numbers from -1e38 to 1e38, separated by commas
+grpo-score|--cosine-values|1,0.5,-1,-0.5,0|four numbers from -1e38 to 1e38, separated by commas
+grpo-score|--cosine-values|1,0.5,,-0.5|four numbers from -1e38 to 1e38, separated by commas
+grpo-score|--cosine-values|1,0.5,-1,2e38|four numbers from -1e38 to 1e38, separated by commas
+grpo-score|--cosine-values|1,nan,-1,0|four numbers from -1e38 to 1e38, separated by commas
 grpo-score|--std-eps|1e-4|ok
 grpo-score|--std-eps|0|ok
 grpo-score|--std-eps|-1e-4|a number from 0 to 1e+06
@@ -177,6 +184,8 @@ grpo-step|--betas|0.9,0.999|ok
 grpo-step|--betas|0.9|B1,B2, each a number >= 0 and < 1
 grpo-step|--betas|0.9,1|B1,B2, each a number >= 0 and < 1
 grpo-step|--betas|0.9,x|B1,B2, each a number >= 0 and < 1
+grpo-step|--betas|0.9,0.95,0.99|B1,B2, each a number >= 0 and < 1
+grpo-step|--betas|,0.95|B1,B2, each a number >= 0 and < 1
 grpo-step|--eps|1e-8|ok
 grpo-step|--eps|0|a number > 0
 grpo-step|--max-grad-norm|0|ok
@@ -351,7 +360,7 @@ is "$(usage_error $?)" "2:grpo-score: no reward: give --reward NAME or --reward-
 grpo-score -r gsm8k -r gsm8k in.zst 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: --reward gsm8k given twice:usage: grpo-score" "grpo-score: a reward twice"
 grpo-score -r nosuch in.zst 2> "$T/err"
-is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, math, format, tags, length, exact, repetition, steps; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
+is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, math, format, tags, length, exact, repetition, steps, cosine, kimi-length; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
 	"grpo-score: an unknown reward"
 grpo-score -r gsm8k --watch a b 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: --watch needs exactly one queue directory:usage: grpo-score" "grpo-score: --watch, no queue"

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!answer)
 			return 0;
 	}
-	struct reward_opt o = { 100, (uint32_t)(size % 101), (uint32_t)(size % 5) };
+	struct reward_opt o = { .max_len = 100, .overlong_buffer = (uint32_t)(size % 101), .ngram = (uint32_t)(size % 5) };
 	for (int k = REWARD_GSM8K; k <= REWARD_STEPS; k++) {
 		double r = reward_eval((enum reward_kind)k, &o, (const char *)data, n, answer, (uint32_t)size);
 		if (!isfinite(r) || r < -1 || r > 1)

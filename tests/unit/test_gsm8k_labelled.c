@@ -13,7 +13,7 @@
 #include "score/reward.h"
 #include "tap.h"
 
-static const struct reward_opt no_opt = { 0, 0, 0 };
+static const struct reward_opt no_opt = { 0 };
 
 int main(void)
 {

@@ -16,7 +16,7 @@
 #include "score/reward.h"
 #include "tap.h"
 
-static const struct reward_opt no_opt = { 0, 0, 0 };
+static const struct reward_opt no_opt = { 0 };
 
 /*
  * text's n bytes copied to end where a page that may not be read begins: a
@@ -293,7 +293,7 @@ static void math_cases(void)
 
 static double rep(const char *text, uint32_t n)
 {
-	struct reward_opt o = { 0, 0, n };
+	struct reward_opt o = { .ngram = n };
 	return reward_eval(REWARD_REPETITION, &o, text, strlen(text), NULL, 0);
 }
 
@@ -398,14 +398,58 @@ static void tags_cases(void)
 
 static void length_cases(void)
 {
-	struct reward_opt o = { 100, 20, 0 };
+	struct reward_opt o = { .max_len = 100, .overlong_buffer = 20 };
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 80), 0, 0, "length: at Lmax - C");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 90), -0.5, 1e-12, "length: half into the buffer");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 100), -1, 1e-12, "length: at Lmax");
 	is_float(reward_eval(REWARD_LENGTH, &o, "", 0, NULL, 101), -1, 0, "length: past Lmax");
-	struct reward_opt hard = { 100, 0, 0 };
+	struct reward_opt hard = { .max_len = 100 };
 	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 100), 0, 0, "length, no buffer: at Lmax");
 	is_float(reward_eval(REWARD_LENGTH, &hard, "", 0, NULL, 101), -1, 0, "length, no buffer: past");
+}
+
+/* cosine and kimi-length against open-r1's and TRL's formulas computed in
+ * Python (TRL's cosine, which clamps L / max_len at 1). */
+static void verdict_cases(void)
+{
+	static const struct {
+		uint32_t L;
+		double right, wrong;
+	} cos100[] = {
+		{ 0, 1.0, -1.0 },
+		{ 1, 0.999876640091433, -0.999876640091433 },
+		{ 25, 0.9267766952966369, -0.9267766952966369 },
+		{ 50, 0.75, -0.75 },
+		{ 75, 0.5732233047033631, -0.5732233047033631 },
+		{ 99, 0.500123359908567, -0.500123359908567 },
+		{ 100, 0.5, -0.5 },
+		{ 150, 0.5, -0.5 },
+	};
+	struct reward_opt o = { .max_len = 100, .cosine = REWARD_COSINE_DEFAULT };
+	for (size_t i = 0; i < sizeof cos100 / sizeof cos100[0]; i++) {
+		is_float(reward_cosine(&o, 1, cos100[i].L), cos100[i].right, 1e-15, "cosine: right, %u of 100 tokens",
+			 cos100[i].L);
+		is_float(reward_cosine(&o, 0, cos100[i].L), cos100[i].wrong, 1e-15, "cosine: wrong, %u of 100 tokens",
+			 cos100[i].L);
+	}
+	/* open-r1's script defaults: a wrong answer from 0 (short) to -0.5 (long) */
+	struct reward_opt r1 = { .max_len = 100, .cosine = { 1, 0.5, 0, -0.5 } };
+	is_float(reward_cosine(&r1, 1, 30), 0.8969463130731183, 1e-15, "cosine: other values, right");
+	is_float(reward_cosine(&r1, 0, 30), -0.10305368692688172, 1e-15, "cosine: other values, wrong");
+	is_float(reward_eval(REWARD_COSINE, &o, "x", 1, "x", 0), 0, 0, "cosine: nothing from reward_eval");
+
+	static const uint32_t len[] = { 10, 20, 30, 40, 17 };
+	static const int right[] = { 1, 0, 1, 0, 0 };
+	static const double want[] = { 0.5, 0, -0.16666666666666663, -0.5, 0 };
+	for (size_t i = 0; i < 5; i++)
+		is_float(reward_kimi_length(right[i], len[i], 10, 40), want[i], 1e-15, "kimi-length: %u tokens, %s",
+			 len[i], right[i] ? "right" : "wrong");
+	is_float(reward_kimi_length(1, 7, 7, 7) + reward_kimi_length(0, 7, 7, 7), 0, 0,
+		 "kimi-length: 0 when every length is equal");
+	ok(reward_needs_verdict(REWARD_COSINE) && reward_needs_verdict(REWARD_KIMI_LENGTH) &&
+	   !reward_needs_verdict(REWARD_MATH) && !reward_needs_verdict(REWARD_LENGTH) &&
+	   !reward_needs_text(REWARD_COSINE) && !reward_needs_text(REWARD_KIMI_LENGTH),
+	   "cosine and kimi-length need a verdict, not the text");
 }
 
 static void exact_cases(void)
@@ -526,6 +570,7 @@ int main(void)
 	format_cases();
 	tags_cases();
 	length_cases();
+	verdict_cases();
 	exact_cases();
 	parse_cases();
 	gsm8k_dataset();
