@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "data/jsonview.h"
+#include "data/scoresum.h"
 #include "score/scored.h"
 #include "score/scorer.h"
 
@@ -181,6 +182,26 @@ static int verdict_rewards(const struct scorer_opt *o, const struct scorer_stats
 	return 0;
 }
 
+/* Count in st the pass@k of a group of n members, solved[k] of them a
+ * success of reward k. */
+static void pass_add(struct scorer_stats *st, uint32_t K, uint32_t n, const uint32_t *solved)
+{
+	for (uint32_t i = 0; i < SCORER_PASS_POW && (1u << i) <= n; i++) {
+		st->pass_groups[i]++;
+		for (uint32_t k = 0; k < K; k++)
+			st->pass_sum[k][i] += pass_at_k(n, solved[k], 1u << i);
+	}
+	if (n > st->pass_top) {   /* smaller groups have no pass@n */
+		st->pass_top = n, st->pass_top_groups = 0;
+		memset(st->pass_top_sum, 0, sizeof st->pass_top_sum);
+	}
+	if (n == st->pass_top) {
+		st->pass_top_groups++;
+		for (uint32_t k = 0; k < K; k++)
+			st->pass_top_sum[k] += pass_at_k(n, solved[k], n);
+	}
+}
+
 int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
 	       struct err *e)
 {
@@ -258,6 +279,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		st->singletons += gs[g].n == 1;
 		st->min_size = gs[g].n < st->min_size ? gs[g].n : st->min_size;
 		st->max_size = gs[g].n > st->max_size ? gs[g].n : st->max_size;
+		uint32_t solved[SCORER_MAX_REWARDS] = { 0 };
 		for (uint32_t j = 0; j < gs[g].n; j++, i++) {
 			struct traj *t = &gs[g].trajs[j];
 			float fr[SCORER_MAX_REWARDS];
@@ -280,6 +302,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 				st->r_sum[k] += v;
 				st->r_sq[k] += v * v;
 				st->succ[k] += su[k];
+				solved[k] += su[k];
 			}
 			if (scored_set(t, K, fr, names, su, adv[i]) < 0) {
 				rc = err_set(e, "out of memory");
@@ -290,6 +313,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			st->resp_len_max = t->n_response > st->resp_len_max ? t->n_response : st->resp_len_max;
 			st->truncated += traj_truncated(t);
 		}
+		if (gs[g].n)
+			pass_add(st, K, gs[g].n, solved);
 	}
 out:
 	if (rc < 0)
@@ -327,6 +352,20 @@ void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st)
 		sum->r_sq[k] += st->r_sq[k];
 		sum->succ[k] += st->succ[k];
 	}
+	for (uint32_t i = 0; i < SCORER_PASS_POW; i++) {
+		sum->pass_groups[i] += st->pass_groups[i];
+		for (uint32_t k = 0; k < st->K; k++)
+			sum->pass_sum[k][i] += st->pass_sum[k][i];
+	}
+	if (st->pass_top > sum->pass_top) {
+		sum->pass_top = st->pass_top, sum->pass_top_groups = 0;
+		memset(sum->pass_top_sum, 0, sizeof sum->pass_top_sum);
+	}
+	if (st->pass_top == sum->pass_top) {
+		sum->pass_top_groups += st->pass_top_groups;
+		for (uint32_t k = 0; k < st->K; k++)
+			sum->pass_top_sum[k] += st->pass_top_sum[k];
+	}
 	sum->resp_len_sum += st->resp_len_sum;
 	if (st->resp_len_max > sum->resp_len_max)
 		sum->resp_len_max = st->resp_len_max;
@@ -335,11 +374,18 @@ void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st)
 	sum->ref_tokens += st->ref_tokens;
 }
 
-static int num(struct buf *out, const char *key, double v)
+/* :V, null when not finite */
+static int num_value(struct buf *out, double v)
 {
 	char f[32];
 	json_format_float(f, (float)v);
-	return buf_printf(out, ",\"%s\":%s", key, isfinite(v) ? f : "null");
+	return buf_printf(out, ":%s", isfinite(v) ? f : "null");
+}
+
+static int num(struct buf *out, const char *key, double v)
+{
+	int r = buf_printf(out, ",\"%s\"", key);
+	return r < 0 ? r : num_value(out, v);
 }
 
 /* {"input":INPUT, : how each of an input's lines begins. */
@@ -372,6 +418,25 @@ int scorer_metrics_has(const char *path, const char *input, struct err *e)
 	return r;
 }
 
+/* ,"pass_at":{"1":P,"2":P,...,"N":P} of reward k: the powers of two up
+ * to the largest group, and its size, as grpo-cat --stats gives them. */
+static int pass_metrics(struct buf *out, const struct scorer_stats *st, uint32_t k)
+{
+	if (!st->pass_top)
+		return 0;
+	int r = buf_printf(out, ",\"pass_at\":{");
+	uint32_t i = 0;
+	for (; i < SCORER_PASS_POW && st->pass_groups[i]; i++) {
+		r = r < 0 ? r : buf_printf(out, "%s\"%u\"", i ? "," : "", 1u << i);
+		r = r < 0 ? r : num_value(out, st->pass_sum[k][i] / st->pass_groups[i]);
+	}
+	if (r >= 0 && st->pass_top != 1u << (i - 1)) {
+		r = buf_printf(out, ",\"%u\"", st->pass_top);
+		r = r < 0 ? r : num_value(out, st->pass_top_sum[k] / st->pass_top_groups);
+	}
+	return r < 0 ? r : buf_printf(out, "}");
+}
+
 int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats *st)
 {
 	double N = st->seqs ? st->seqs : 1;
@@ -390,6 +455,7 @@ int scorer_metrics(struct buf *out, const char *input, const struct scorer_stats
 		r = r < 0 ? r : buf_printf(out, ":{\"mean\":%s", f);
 		r = r < 0 ? r : num(out, "std", sqrt(var > 0 ? var : 0));
 		r = r < 0 ? r : num(out, "success_rate", st->succ[k] / N);
+		r = r < 0 ? r : pass_metrics(out, st, k);
 		r = r < 0 ? r : buf_printf(out, "}");
 	}
 	r = r < 0 ? r : buf_printf(out, "}");

@@ -43,6 +43,8 @@
 #include "score/rewardcmd.h"
 
 #define SCORER_MAX_REWARDS (16 + REWARDCMD_MAX)
+/* pass@k is kept for k = 1, 2, 4, ... 2^(SCORER_PASS_POW - 1) */
+#define SCORER_PASS_POW 16
 
 struct scorer_opt {
 	const struct reward_spec *rewards;   /* (n_rewards) built-ins */
@@ -72,6 +74,11 @@ struct scorer_stats {
 	char names[SCORER_MAX_REWARDS][REWARD_NAME_MAX + 1];
 	double r_sum[SCORER_MAX_REWARDS], r_sq[SCORER_MAX_REWARDS];
 	uint32_t succ[SCORER_MAX_REWARDS];
+	/* pass@k (scoresum.h) summed over the groups of at least k members,
+	 * for k = 2^i, and those groups; and for k = pass_top, the largest
+	 * group's size, over the groups of that size */
+	double pass_sum[SCORER_MAX_REWARDS][SCORER_PASS_POW], pass_top_sum[SCORER_MAX_REWARDS];
+	uint32_t pass_groups[SCORER_PASS_POW], pass_top, pass_top_groups;
 	uint64_t resp_len_sum;
 	uint32_t resp_len_max, truncated;
 	double t_decode, t_reward, t_ref;    /* seconds */

@@ -6,7 +6,7 @@
 # and on a model's samples scored by grpo-score, against its metrics and
 # the groups' own successes.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 8
 
 # group 1: 4 members, 1 solved; group 2: 2 members, both solved
 traj() { # traj GROUP SEQ REWARD FINISH LEN
@@ -56,3 +56,20 @@ groups=$(grpo-cat "$T/e.zst" | grep -c '"successes":\[1\]')
 p16=$(grep -o '"16":[0-9.e-]*' "$T/e.json" | cut -d: -f2)
 is "$(awk -v p="$p16" -v g="$groups" 'BEGIN { d = p - g / 6; print (d < 1e-5 && d > -1e-5) ? "same" : p " vs " g "/6" }'):$([ "$groups" -gt 0 ] && [ "$groups" -lt 6 ] && echo between)" \
 	"same:between" "pass@16 is the share of the 6 groups with a right answer ($groups, pass@16 $p16)"
+
+# pass@k in grpo-score's metrics, groups of 3 and of 12 alternating: scored
+# whole from a file, and streamed from standard input group by group (its
+# sums added up), both what grpo-cat --stats says of the scored groups
+grpo-cat "$T/e.zst" | jq -c -n '[inputs] | to_entries[] | .value as $g |
+	$g | .trajectories |= .[0:(if $g.group_id % 2 == 0 then 3 else 12 end)]' |
+	grpo-cat --from-json -o "$T/cut.zst" || exit 1
+grpo-score --reward gsm8k --tokenizer "$T/a/tokenizer.json" --metrics "$T/mf.jsonl" "$T/cut.zst" > "$T/f.zst" 2> /dev/null &&
+	grpo-score --reward gsm8k --tokenizer "$T/a/tokenizer.json" --metrics "$T/ms.jsonl" < "$T/cut.zst" > /dev/null 2>&1 ||
+	exit 1
+grpo-cat --stats --json "$T/f.zst" | jq -c '.rewards.gsm8k.pass_at' > "$T/pc"
+jq -c '.rewards.gsm8k.pass_at' "$T/mf.jsonl" > "$T/pf"
+jq -c '.rewards.gsm8k.pass_at' "$T/ms.jsonl" > "$T/ps"
+close() { jq -n --slurpfile a "$1" --slurpfile b "$2" \
+	'$a[0] | keys_unsorted == ($b[0] | keys_unsorted) and all(to_entries[]; (.value - $b[0][.key] | fabs) < 1e-5)'; }
+is "$(jq -r 'keys_unsorted | join(",")' "$T/pf"):$(close "$T/pf" "$T/pc"):$(close "$T/ps" "$T/pc")" "1,2,4,8,12:true:true" \
+	"grpo-score's pass_at, from a file and streamed, is grpo-cat's: $(cat "$T/pf") $(cat "$T/pc")"

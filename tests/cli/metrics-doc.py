@@ -6,8 +6,8 @@ every key of the lines, and of the objects in them, must be named in the
 page's block that begins with the line START, up to the next .It, .Ss or
 .Sh at its level: by .Va or .Li, or, in a file's entry (.It Pa), as a
 "key": of its literal display. With "both", every name there must also be
-a key. The keys of "rewards" are reward functions' names, so only their
-members count.
+a key. The keys of "rewards" are reward functions' names and those of
+"pass_at" the k of pass@k, so only their members count.
 """
 import json
 import re
@@ -43,7 +43,7 @@ def documented(page, start):
 def keys(v, out, parent=""):
     if isinstance(v, dict):
         for k, x in v.items():
-            if parent != "rewards":
+            if parent not in ("rewards", "pass_at"):
                 out.add(k)
             keys(x, out, k)
     elif isinstance(v, list):
