@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"usage: grpo-score [--reward NAME[=WEIGHT]]... [--reward-cmd CMD [--reward-timeout S]]\n"
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
 		"                  [--correct-by NAME] [--cosine-values RS,RL,WS,WL] [--ngram N]\n"
+		"                  [--answer-after-think]\n"
 		"                  [--advantage grpo|dr_grpo|rloo|batch] [--std unbiased|biased] [--std-eps E]\n"
 		"                  [--combine sum-then-normalize|normalize-then-sum] [--drop-zero-std]\n"
 		"                  [--ref MODEL_DIR|SPOOL/policy|none [--ref-tokens N]]\n"
@@ -79,8 +80,8 @@ static void usage(FILE *f)
 		"                  [FILE|QUEUE ...]\n"
 		"Score rollout groups: rewards, group advantages, reference logprobs. Inputs: spool files,\n"
 		"'-' or none for standard input, or queue directories (SPOOL/rollouts), claimed file by file.\n"
-		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format tags length exact\n"
-		"                             repetition steps cosine kimi-length (weight 1),\n"
+		"  -r, --reward NAME[=W]      a built-in reward: gsm8k boxed math format think tags length\n"
+		"                             exact repetition steps cosine kimi-length (weight 1),\n"
 		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
@@ -94,6 +95,8 @@ static void usage(FILE *f)
 		"                             cosine: its value for a right response of no length and of\n"
 		"                             --max-len, for a wrong one of no length and of --max-len\n"
 		"                             (1,0.5,-1,-0.5)\n"
+		"      --answer-after-think   gsm8k, boxed, math, exact: the answer is what follows the\n"
+		"                             response's last </think>; without one, 0\n"
 		"  -a, --advantage KIND       grpo (default), dr_grpo, rloo, batch\n"
 		"  -S, --std KIND             unbiased (n-1, default) or biased (n)\n"
 		"  -e, --std-eps E            added to the std (1e-4)\n"
@@ -151,8 +154,7 @@ static void pick_correct_by(struct opts *o, int verdict_given)
 		return;
 	}
 	for (uint32_t k = 0; k < o->n_rewards; k++) {
-		enum reward_kind kind = o->rewards[k].kind;
-		if (kind != REWARD_GSM8K && kind != REWARD_BOXED && kind != REWARD_MATH && kind != REWARD_EXACT)
+		if (!reward_reads_answer(o->rewards[k].kind))
 			continue;
 		if (o->correct_by)
 			cli_bad_usage("--reward cosine and kimi-length: both %s and %s say whether a response is right; "
@@ -166,11 +168,12 @@ static void pick_correct_by(struct opts *o, int verdict_given)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_CORRECT_BY = 256, O_COSINE_VALUES };
+	enum { O_CORRECT_BY = 256, O_COSINE_VALUES, O_AFTER_THINK };
 	static const struct option lo[] = {
 		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
 		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
 		{ "ngram", 1, 0, 'n' }, { "correct-by", 1, 0, O_CORRECT_BY }, { "cosine-values", 1, 0, O_COSINE_VALUES },
+		{ "answer-after-think", 0, 0, O_AFTER_THINK },
 		{ "advantage", 1, 0, 'a' }, { "std", 1, 0, 'S' }, { "std-eps", 1, 0, 'e' }, { "combine", 1, 0, 'C' },
 		{ "drop-zero-std", 0, 0, 'z' }, { "ref", 1, 0, 'R' }, { "ref-tokens", 1, 0, 'k' },
 		{ "tokenizer", 1, 0, 't' }, { "watch", 0, 0, 'w' }, { "poll", 1, 0, 'p' }, { "lease", 1, 0, 'L' },
@@ -178,7 +181,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
+	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, answer_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
@@ -210,6 +213,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			len_given |= o->rewards[o->n_rewards].kind == REWARD_LENGTH;
 			cos_given |= o->rewards[o->n_rewards].kind == REWARD_COSINE;
 			verdict_given |= reward_needs_verdict(o->rewards[o->n_rewards].kind);
+			answer_given |= reward_reads_answer(o->rewards[o->n_rewards].kind);
 			rep_given |= o->rewards[o->n_rewards++].kind == REWARD_REPETITION;
 			break;
 		case 'c': o->reward_cmd = optarg; break;
@@ -219,6 +223,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
 		case 'n': o->ropt.ngram = (uint32_t)cli_positive("--ngram", optarg, 1000); break;
 		case O_CORRECT_BY: o->correct_by = optarg; break;
+		case O_AFTER_THINK: o->ropt.after_think = 1; break;
 		case O_COSINE_VALUES: {
 			double *v = o->ropt.cosine;
 			/* stored as floats, as every reward */
@@ -271,6 +276,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--overlong-buffer goes with --reward length";
 	else if (cos_values_given && !cos_given)
 		why = "--cosine-values goes with --reward cosine";
+	else if (o->ropt.after_think && !answer_given)
+		why = "--answer-after-think goes with --reward gsm8k, boxed, math or exact";
 	else if (o->ropt.overlong_buffer > o->ropt.max_len)
 		why = "--overlong-buffer is larger than --max-len";
 	else if (o->ropt.ngram && !rep_given)

@@ -22,7 +22,7 @@ static const struct {
 	{ "gsm8k", REWARD_GSM8K }, { "boxed", REWARD_BOXED }, { "format", REWARD_FORMAT },
 	{ "tags", REWARD_TAGS },   { "length", REWARD_LENGTH }, { "exact", REWARD_EXACT },
 	{ "math", REWARD_MATH },   { "repetition", REWARD_REPETITION }, { "steps", REWARD_STEPS },
-	{ "cosine", REWARD_COSINE }, { "kimi-length", REWARD_KIMI_LENGTH },
+	{ "cosine", REWARD_COSINE }, { "kimi-length", REWARD_KIMI_LENGTH }, { "think", REWARD_THINK },
 };
 
 /* The weight after '=' (1 when none): 0, or -1. */
@@ -820,11 +820,30 @@ static int format_ok(const char *s, size_t n)
 	return 0;
 }
 
+/* TRL's think_format_reward, ^<think>(?!.*<think>)(.*?)</think>.*$ with
+ * DOTALL: one <think> at the start, none after it, a </think> after it. */
+static int think_ok(const char *s, size_t n)
+{
+	return n >= 7 && memcmp(s, "<think>", 7) == 0 && !find(s, n, 7, "<think>") && find(s, n, 7, "</think>");
+}
+
+int reward_reads_answer(enum reward_kind k)
+{
+	return k == REWARD_GSM8K || k == REWARD_BOXED || k == REWARD_MATH || k == REWARD_EXACT;
+}
+
 double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
 		   const char *answer, uint32_t n_tokens)
 {
 	double a, b;
 	size_t at, len;
+	if (o->after_think && reward_reads_answer(k)) {
+		const char *end = rfind(text, n, "</think>");
+		if (!end)
+			return 0;   /* still thinking: no answer given */
+		n -= (size_t)(end + 8 - text);
+		text = end + 8;
+	}
 	switch (k) {
 	case REWARD_GSM8K:
 		return answer && reward_gsm8k_answer(answer, &b) && reward_gsm8k_extract(text, n, &a) &&
@@ -850,6 +869,8 @@ double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *t
 	}
 	case REWARD_FORMAT:
 		return format_ok(text, n);
+	case REWARD_THINK:
+		return think_ok(text, n);
 	case REWARD_TAGS:
 		return 0.25 * ((count(text, n, "<think>\n") == 1) + (count(text, n, "\n</think>\n") == 1) +
 			       (count(text, n, "\n<answer>\n") == 1) + (count(text, n, "\n</answer>") == 1));

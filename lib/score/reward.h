@@ -44,6 +44,9 @@
  *   format  1 when the response has open-r1's layout
  *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
  *           re.MULTILINE, anchored at the start as re.match), else 0.
+ *   think   TRL's think_format_reward: 1 when the response starts with
+ *           "<think>", holds no other "<think>" and a "</think>" after it
+ *           (^<think>(?!.*<think>)(.*?)</think>.*$, re.DOTALL), else 0.
  *   tags    open-r1's tag_count_reward ("xmlcount"): 0.25 for each of
  *           "<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>" that
  *           occurs exactly once.
@@ -83,7 +86,11 @@
  *           all when every length is equal. Per group, as the paper has it
  *           (open-r1 takes the shortest and longest of its whole batch).
  *
- * A missing answer (NULL) scores 0 for gsm8k, boxed, math and exact.
+ * A missing answer (NULL) scores 0 for gsm8k, boxed, math and exact. With
+ * reward_opt.after_think these four read only the text after the
+ * response's last "</think>", and give 0 without one (open-r1's and TRL's
+ * reasoning_accuracy_reward): a response cut off while thinking answered
+ * nothing, whatever number it last wrote.
  */
 #ifndef GRPO_REWARD_H
 #define GRPO_REWARD_H
@@ -95,11 +102,12 @@
 
 enum reward_kind {
 	REWARD_GSM8K, REWARD_BOXED, REWARD_FORMAT, REWARD_TAGS, REWARD_LENGTH, REWARD_EXACT, REWARD_MATH,
-	REWARD_REPETITION, REWARD_STEPS, REWARD_COSINE, REWARD_KIMI_LENGTH,
+	REWARD_REPETITION, REWARD_STEPS, REWARD_COSINE, REWARD_KIMI_LENGTH, REWARD_THINK,
 };
 
 /* The built-ins' names, for messages. */
-#define REWARD_BUILTINS "gsm8k, boxed, math, format, tags, length, exact, repetition, steps, cosine, kimi-length"
+#define REWARD_BUILTINS \
+	"gsm8k, boxed, math, format, think, tags, length, exact, repetition, steps, cosine, kimi-length"
 
 /* The longest reward name, in bytes, a built-in's or a reward program's:
  * names are stored whole, never cut to another's prefix. */
@@ -123,6 +131,7 @@ struct reward_opt {
 	uint32_t overlong_buffer; /* length: C in tokens */
 	uint32_t ngram;           /* repetition: n; 0 = 3 */
 	double cosine[4];         /* cosine: right short, right long, wrong short, wrong long */
+	int after_think;          /* gsm8k, boxed, math, exact: the answer follows the last </think> */
 };
 
 /* open-r1's and TRL's values of reward_opt.cosine */
@@ -136,6 +145,9 @@ int reward_is_builtin(const char *arg);
  * give (rewardcmd.h): name and weight only, kind unused. */
 int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e);
 
+/* 1 for the rewards that compare the response's answer with the reference
+ * answer: gsm8k, boxed, math, exact. */
+int reward_reads_answer(enum reward_kind k);
 /* 1 when the function reads the decoded text (all but length, cosine and
  * kimi-length). */
 int reward_needs_text(enum reward_kind k);

@@ -360,7 +360,7 @@ is "$(usage_error $?)" "2:grpo-score: no reward: give --reward NAME or --reward-
 grpo-score -r gsm8k -r gsm8k in.zst 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: --reward gsm8k given twice:usage: grpo-score" "grpo-score: a reward twice"
 grpo-score -r nosuch in.zst 2> "$T/err"
-is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, math, format, tags, length, exact, repetition, steps, cosine, kimi-length; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
+is "$(usage_error $?)" "2:grpo-score: --reward: unknown reward 'nosuch' (built in: gsm8k, boxed, math, format, think, tags, length, exact, repetition, steps, cosine, kimi-length; another name is a reward program's, with --reward-cmd):usage: grpo-score" \
 	"grpo-score: an unknown reward"
 grpo-score -r gsm8k --watch a b 2> "$T/err"
 is "$(usage_error $?)" "2:grpo-score: --watch needs exactly one queue directory:usage: grpo-score" "grpo-score: --watch, no queue"

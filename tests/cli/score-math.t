@@ -3,11 +3,12 @@
 # calls wrong (0.5 against \frac{1}{2}, a set in another order, an expanded
 # polynomial) score 1, wrong answers and unboxed ones 0, on responses
 # encoded by Qwen3's tokenizer and decoded again by grpo-score. Then the
-# repetition and steps rewards on the same responses, and --ngram.
+# repetition and steps rewards on the same responses, and --ngram; think
+# and --answer-after-think on a response cut off while thinking.
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 9
+plan 12
 cd "$T"
 
 # response | answer | boxed | math
@@ -59,3 +60,24 @@ grpo-score -r repetition -n 2 -r steps -t "$TOK" steps.zst | grpo-cat |
 is "$(cat got.txt)" "[-0.1,1]" "repetition with --ngram 2, and steps"
 grpo-score -n 2 -r steps -t "$TOK" steps.zst > /dev/null 2> err
 is "$?:$(head -n 1 err)" "2:grpo-score: --ngram goes with --reward repetition" "--ngram without repetition: usage error"
+
+# think, and the answer after </think>: Qwen3 keeps <think> and </think> as
+# text (added tokens, not special), so they decode
+printf '%s\n' '"<think>\nMaybe \\boxed{3}? No.\n</think>\n\nSo \\boxed{\\frac{1}{2}}."' \
+	'"<think>\nIt is \\boxed{0.5}, surely"' > think.txt
+i=20
+while read -r resp; do
+	ids=$(printf '%s\n' "$resp" | grpo-cat -t "$TOK" --encode) || break
+	jq -nc --argjson ids "$ids" --argjson i $i '{group_id: $i, trajectories: [{prompt_tokens: [1, 2],
+		response_tokens: $ids, logprobs: [$ids[] | -1], answer: "0.5", sequence_id: $i, group_id: $i,
+		policy_version: 0, finish_reason: "stop"}]}'
+	i=$((i + 1))
+done < think.txt | grpo-cat --from-json -o think.zst
+grpo-score -r math -r think -t "$TOK" think.zst 2> /dev/null | grpo-cat | jq -c '.trajectories[0].rewards' > whole.txt
+grpo-score -r math -r think --answer-after-think -t "$TOK" think.zst 2> /dev/null | grpo-cat |
+	jq -c '.trajectories[0].rewards' > after.txt
+is "$(tr '\n' ' ' < whole.txt)" "[1,1] [1,0] " "[math, think]: the response cut off while thinking is right by its last boxed answer"
+is "$(tr '\n' ' ' < after.txt)" "[1,1] [0,0] " "with --answer-after-think it answered nothing; the finished one still right"
+grpo-score -r format --answer-after-think -t "$TOK" think.zst > /dev/null 2> err
+is "$?:$(head -n 1 err)" "2:grpo-score: --answer-after-think goes with --reward gsm8k, boxed, math or exact" \
+	"--answer-after-think without an answer reward: usage error"

@@ -1,6 +1,7 @@
-/* libFuzzer target: every built-in reward over arbitrary bytes (the text
- * may hold NUL bytes; the answer is what follows the first 0xff byte, as a
- * C string). Each reward must be finite and within its range. */
+/* libFuzzer target: every built-in reward over arbitrary bytes, with and
+ * without after_think (the text may hold NUL bytes; the answer is what
+ * follows the first 0xff byte, as a C string). Each reward must be finite
+ * and within its range. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,8 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!answer)
 			return 0;
 	}
-	struct reward_opt o = { .max_len = 100, .overlong_buffer = (uint32_t)(size % 101), .ngram = (uint32_t)(size % 5) };
-	for (int k = REWARD_GSM8K; k <= REWARD_STEPS; k++) {
+	struct reward_opt o = { .max_len = 100, .overlong_buffer = (uint32_t)(size % 101), .ngram = (uint32_t)(size % 5),
+				.after_think = (int)(size % 2) };
+	for (int k = REWARD_GSM8K; k <= REWARD_THINK; k++) {
 		double r = reward_eval((enum reward_kind)k, &o, (const char *)data, n, answer, (uint32_t)size);
 		if (!isfinite(r) || r < -1 || r > 1)
 			abort();

@@ -452,6 +452,71 @@ static void verdict_cases(void)
 	   "cosine and kimi-length need a verdict, not the text");
 }
 
+/* TRL's think_format_reward: the verdicts of Python's re on the same texts */
+static void think_cases(void)
+{
+	static const struct {
+		const char *text;
+		size_t n;           /* 0: strlen */
+		double want;
+	} c[] = {
+		{ "<think>\nabc\n</think>\nThe answer is 4.", 0, 1 },
+		{ "<think></think>", 0, 1 },
+		{ "<think>", 0, 0 },
+		{ "</think>", 0, 0 },
+		{ "x<think>a</think>", 0, 0 },
+		{ "<think>a<think>b</think>", 0, 0 },
+		{ "<think>a</think><think>", 0, 0 },
+		{ "<think>a</think>\n</think>", 0, 1 },
+		{ " <think>a</think>", 0, 0 },
+		{ "<think>\n\n</think>\n\n", 0, 1 },
+		{ "<THINK>a</THINK>", 0, 0 },
+		{ "<think>a</think", 0, 0 },
+		{ "<think>a\0b</think>", 18, 1 },
+		{ "<think>a</think>b\nc", 0, 1 },
+		{ "<think><think></think>", 0, 0 },
+		{ "<think>a</think>b<think>c</think>", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		size_t n = c[i].n ? c[i].n : strlen(c[i].text);
+		is_float(reward_eval(REWARD_THINK, &no_opt, c[i].text, n, NULL, 0), c[i].want, 0, "think, case %zu", i);
+	}
+}
+
+/* --answer-after-think: the answer rewards read what follows the last
+ * </think>, and nothing without one */
+static void after_think_cases(void)
+{
+	static const struct {
+		enum reward_kind k;
+		const char *text, *answer;
+		double whole, after;    /* the reward without and with after_think */
+	} c[] = {
+		{ REWARD_GSM8K, "<think>So 3 + 4 = 7", "#### 7", 1, 0 },
+		{ REWARD_GSM8K, "<think>3 + 4 = 7, no, 8</think>\nThe answer is 7.", "#### 7", 1, 1 },
+		{ REWARD_GSM8K, "<think>maybe 7</think>The answer is 8.</think>", "#### 7", 0, 0 },
+		{ REWARD_BOXED, "<think>\\boxed{7}</think> so 7", "7", 1, 0 },
+		{ REWARD_BOXED, "<think>first</think><think>\\boxed{6}</think>\\boxed{7}", "7", 1, 1 },
+		{ REWARD_MATH, "<think>\\boxed{0.5}</think>\\boxed{\\frac{1}{2}}", "\\frac12", 1, 1 },
+		{ REWARD_MATH, "<think>Answer: 0.5", "\\frac12", 1, 0 },
+		{ REWARD_EXACT, "<think>x</think>\n Paris \n", "Paris", 0, 1 },
+		{ REWARD_EXACT, "</think>", "", 0, 1 },
+		{ REWARD_FORMAT, "<think>\nx\n</think>\n<answer>\n4\n</answer>", NULL, 1, 1 },
+		{ REWARD_THINK, "<think>x</think>4", NULL, 1, 1 },
+	};
+	struct reward_opt after = { .after_think = 1 };
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		size_t n = strlen(c[i].text);
+		is_float(reward_eval(c[i].k, &no_opt, c[i].text, n, c[i].answer, 0), c[i].whole, 0,
+			 "after think, case %zu: the whole response", i);
+		is_float(reward_eval(c[i].k, &after, c[i].text, n, c[i].answer, 0), c[i].after, 0,
+			 "after think, case %zu: after the last </think>", i);
+	}
+	ok(reward_reads_answer(REWARD_GSM8K) && reward_reads_answer(REWARD_BOXED) && reward_reads_answer(REWARD_MATH) &&
+	   reward_reads_answer(REWARD_EXACT) && !reward_reads_answer(REWARD_FORMAT) && !reward_reads_answer(REWARD_THINK),
+	   "the answer rewards are gsm8k, boxed, math and exact");
+}
+
 static void exact_cases(void)
 {
 	is_float(rw(REWARD_EXACT, "  Paris\n", "Paris"), 1, 0, "exact: trimmed");
@@ -571,6 +636,8 @@ int main(void)
 	tags_cases();
 	length_cases();
 	verdict_cases();
+	think_cases();
+	after_think_cases();
 	exact_cases();
 	parse_cases();
 	gsm8k_dataset();
