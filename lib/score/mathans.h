@@ -13,7 +13,13 @@
  *                    products (2x, 2\sqrt{3}), \frac \dfrac \tfrac \cfrac
  *                    (and \frac12), mixed numbers (3\frac{1}{2} is 3.5),
  *                    \sqrt{} \sqrt[n]{} \binom{}{}, |x|, \sin \cos \tan
- *                    \sec \csc \cot, their inverses, \ln \log \log_b \exp
+ *                    \sec \csc \cot, their inverses, \ln \log \log_b \exp,
+ *                    repeating decimals: 0.1\overline{6}, 0.1\bar{6} and
+ *                    0.1\dot{6} are 1/6, .\overline{3} is 1/3, and
+ *                    0.\dot{1}4285\dot{7} (dots over the first and last
+ *                    digits of the block) is 1/7; an \overline anywhere
+ *                    else is a variable times what it covers, as any
+ *                    command this does not know (\overline{AB})
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)

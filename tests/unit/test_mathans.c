@@ -168,6 +168,36 @@ static const struct {
 	{ "\\emptyset", "\\varnothing", EQ },
 	{ "\\emptyset", "\\{\\}", EQ },
 	{ "\\emptyset", "0", NE },
+	/* repeating decimals: \overline{R}, \bar{R}, \dot{R} after a decimal point */
+	{ "0.\\overline{3}", "\\frac{1}{3}", EQ },
+	{ "0.1\\overline{6}", "\\frac16", EQ },
+	{ "1.\\overline{142857}", "\\frac{8}{7}", EQ },
+	{ "0.\\overline{9}", "1", EQ },
+	{ ".\\overline{3}", "1/3", EQ },
+	{ "2.4\\overline{12}", "\\frac{398}{165}", EQ },
+	{ "-0.\\overline{6}", "-\\frac23", EQ },
+	{ "0.\\overline{16}", "\\frac{16}{99}", EQ },
+	{ "0.\\overline3", "1/3", EQ },
+	{ "0.\\bar{3}", "1/3", EQ },
+	{ "0.\\bar 3", "1/3", EQ },
+	{ "0.\\dot{3}", "1/3", EQ },
+	{ "0.1\\dot{6}", "1/6", EQ },
+	{ "0.\\dot{1}4285\\dot{7}", "1/7", EQ },   /* dots over the block's first and last digits */
+	{ "0.\\dot{1}\\dot{2}", "\\frac{4}{33}", EQ },
+	{ "1,000.\\overline{3}", "\\frac{3001}{3}", EQ },
+	{ "\\frac{0.\\overline{3}}{2}", "\\frac16", EQ },
+	{ "0.\\overline{3}, 0.\\overline{6}", "\\frac23, \\frac13", EQ },
+	{ "0.\\overline{3}", "0.3", NE },
+	{ "0.\\overline{3}", "0.33", NE },
+	{ "0.1\\overline{6}", "0.\\overline{16}", NE },
+	{ "0.\\overline{12}", "0.\\overline{21}", NE },
+	{ "\\overline{3}", "\\frac13", NE },       /* no decimal point: a product, as before */
+	{ "\\overline{AB}", "AB", NE },              /* a segment: a product, as before */
+	{ "\\overline{AB}", "\\overline{AC}", NE },
+	{ "0.\\overline{x}", "1", UNP },
+	{ "0.\\overline{3}4", "1", UNP },            /* digits after the block */
+	{ "0.\\overline{3}\\overline{4}", "1", UNP },
+	{ "0.\\dot{1}4", "1", UNP },                 /* a \dot that no \dot closes */
 	/* matrices and vectors */
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}", EQ },
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right]", EQ },
@@ -288,6 +318,14 @@ static void limits(void)
 	is_int(mathans_compare(d60, 60, d60, 60), EQ, "60 digits");
 	is_int(mathans_compare(d61, 61, d61, 61), UNP, "61 digits");
 	free(d60), free(d61);
+	/* a repeating block of 60 digits is read, one of 61 is not */
+	char *r60 = repeat("3", 60, "}"), *r61 = repeat("3", 61, "}");
+	char *o60 = malloc(strlen(r60) + 13), *o61 = malloc(strlen(r61) + 13);
+	strcpy(o60, "0.\\overline{"), strcat(o60, r60);
+	strcpy(o61, "0.\\overline{"), strcat(o61, r61);
+	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a repeating block of 60 digits");
+	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a repeating block of 61 digits");
+	free(r60), free(r61), free(o60), free(o61);
 	/* \pm: eight are 256 values, nine are too many */
 	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
 	is_int(mathans_compare(pm8, strlen(pm8), pm8, strlen(pm8)), EQ, "eight \\pm");
@@ -305,7 +343,10 @@ static void limits(void)
 	free(list);
 	/* bytes that end inside a construct */
 	static const char *const cut[] = { "\\", "\\frac", "\\frac{1}", "\\sqrt[", "x_", "x_{1", "\\text{a",
-					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88" };
+					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88",
+					   "0.\\overline", "0.\\overline{", "0.\\overline{3", ".\\overline{3",
+					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
+					   "0.\\dot{1}4285\\dot{" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
