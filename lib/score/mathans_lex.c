@@ -419,6 +419,7 @@ int mathans_lex_next(struct lex *L)
 	while (L->i < L->n) {
 		unsigned char c = (unsigned char)L->s[L->i];
 		size_t deg;
+		L->start = L->i;
 		if (isspace(c) || c == '~' || c == '$' || c == '%') {
 			L->i++;
 		} else if (isdigit(c) || (c == '.' && is_digit(L, L->i + 1))) {
@@ -460,5 +461,6 @@ int mathans_lex_next(struct lex *L)
 			return set(L, T_BAD);
 		}
 	}
+	L->start = L->n;
 	return set(L, T_END);
 }

@@ -133,6 +133,36 @@ static const struct {
 	{ "x<3", "-2x<-6", NE },
 	{ "1 < x < 3", "1<x<3", EQ },
 	{ "1<x<3", "1<x\\le 3", NE },
+	/* function definitions: f(x) = E is E against an answer that is no
+	 * relation, as x = 5 is 5; against a relation it stays one, whose
+	 * left side is the product f*x it always was, so the names count */
+	{ "f(x) = 2x + 1", "2x+1", EQ },
+	{ "f(x)=2x+1", "1+2x", EQ },
+	{ "f(x) = 2x + 1", "2x", NE },
+	{ "f(x) = x", "x", EQ },                /* f(x), not x, is the name */
+	{ "g(t) = t^2 - 1", "(t-1)(t+1)", EQ },
+	{ "f_1(x) = 3x", "3x", EQ },
+	{ "h(x, y) = x + y", "y + x", EQ },     /* a list of arguments */
+	{ "f'(x) = 2x", "2x", EQ },
+	{ "f''(x) = 2", "2", EQ },
+	{ "f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x}{2}-\\frac{1}{2}", EQ },
+	{ "f^-1(x) = 2x", "2x", EQ },
+	{ "2x+1 = f(x)", "2x+1", EQ },          /* the name on the right */
+	{ "P(A) = 0.5", "\\frac12", EQ },
+	{ "f(x) = 2x+1, g(x) = 3x", "2x+1, 3x", EQ },
+	{ "f(x) = 2x+1", "f(x) = 1+2x", EQ },
+	{ "f(x) = 2x+1", "2x+1 = f(x)", EQ },
+	{ "f(x)=x^2", "g(x)=x^2", NE },         /* both relations: the names count */
+	{ "f(x)=x^2", "y=x^2", NE },
+	{ "f^{-1}(x) = 2x", "f(x) = 2x", NE },
+	{ "f'(x) = 2x", "f(x) = 2x", NE },
+	{ "f(x) = 2x + 1", "fx = 2x + 1", EQ },  /* as relations, what they were */
+	{ "f(x)", "fx", EQ },                   /* without '=', still a product */
+	{ "f(x) < 3", "fx < 3", EQ },
+	{ "f(2x) = 4x", "4x", NE },             /* an argument that is no variable */
+	{ "x = a(b)", "ab", EQ },               /* x = ... first */
+	{ "y = \\frac{x}{2} + 1", "\\frac{x+2}{2}", EQ },
+	{ "f'(x)", "1", UNP },
 	/* tuples and intervals */
 	{ "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", EQ },
 	{ "(1,\\frac{9}{2})", "(1,4.5)", EQ },
@@ -346,7 +376,8 @@ static void limits(void)
 					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88",
 					   "0.\\overline", "0.\\overline{", "0.\\overline{3", ".\\overline{3",
 					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
-					   "0.\\dot{1}4285\\dot{" };
+					   "0.\\dot{1}4285\\dot{", "f(x", "f(x)=", "f(x) = 2x+", "f'", "f'(x",
+					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
