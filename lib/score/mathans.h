@@ -13,7 +13,13 @@
  *                    products (2x, 2\sqrt{3}), \frac \dfrac \tfrac \cfrac
  *                    (and \frac12), mixed numbers (3\frac{1}{2} is 3.5),
  *                    \sqrt{} \sqrt[n]{} \binom{}{}, |x|, \sin \cos \tan
- *                    \sec \csc \cot, their inverses, \ln \log \log_b \exp
+ *                    \sec \csc \cot, their inverses, \ln \log \log_b \exp,
+ *                    repeating decimals: 0.1\overline{6}, 0.1\bar{6} and
+ *                    0.1\dot{6} are 1/6, .\overline{3} is 1/3, and
+ *                    0.\dot{1}4285\dot{7} (dots over the first and last
+ *                    digits of the block) is 1/7; an \overline anywhere
+ *                    else is a variable times what it covers, as any
+ *                    command this does not know (\overline{AB})
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)
@@ -33,6 +39,13 @@
  *     answer that is no relation, and relations against relations, so
  *     that "a = 2, b = 3" is not "a = 3, b = 2"; a chain "x = 2 + 3 = 5"
  *     is its last side; "x \in [0, 1)" is the interval;
+ *   - likewise a function's definition "f(x) = 2x + 1" is 2x + 1, and
+ *     "f(x) = x" is x: f one letter, with a subscript, primes (f'(x)) or
+ *     ^{-1} (the inverse), applied to lone variables (h(x, y)), left of
+ *     '=', or right of it after a side that is no lone variable ("x =
+ *     a(b)" stays x = ab). Against a relation its f(x) is the product f*x
+ *     it is without the '=', so that the names count: "f(x) = x^2" is
+ *     neither "g(x) = x^2" nor "y = x^2". \phi(x) is no head;
  *   - expressions are equal when their values agree to a relative 1e-8 at
  *     eight points, each variable taking the same pseudo-random value in
  *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where

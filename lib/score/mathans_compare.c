@@ -265,14 +265,17 @@ static int list_equal(struct cmp *c, const struct parse *PA, const struct obj *a
 	return values_equal(c, PA, PA->kids + a->first, a->n, PB, PB->kids + b->first, b->n);
 }
 
-/* What "x = 5" and "5 = x" give x: the side that is not a lone variable,
- * or NONE when the relation is no such assignment. */
+/* What "x = 5", "5 = x" and "f(x) = 5" give x: the side that is not the
+ * function's head, else the side that is not a lone variable, or NONE
+ * when the relation is no such assignment. */
 static struct val assigned(const struct parse *P, struct val v)
 {
 	const struct obj *o = v.obj >= 0 ? &P->objs[v.obj] : NULL;
 	if (!o || o->kind != O_REL || o->n != 2 || o->ops[0] != R_EQ)
 		return NONE;
 	struct val l = P->kids[o->first], r = P->kids[o->first + 1];
+	if (mathans_function_head(P, l) != mathans_function_head(P, r))   /* f(x) = x is x */
+		return mathans_function_head(P, l) ? r : l;
 	if (mathans_lone_variable(P, l) == mathans_lone_variable(P, r))
 		return NONE;
 	return mathans_lone_variable(P, l) ? r : l;

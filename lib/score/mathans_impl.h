@@ -39,6 +39,7 @@ enum fn {
 struct lex {
 	const char *s;
 	size_t n, i;
+	size_t start;     /* where the current token begins */
 	unsigned depth;   /* braces open */
 	uint64_t wrap;    /* which of the first 64 opened a \text{...}: their '}' is dropped */
 	enum tok t;       /* the current token, and what it carries: */
@@ -67,6 +68,7 @@ struct node {
 	int8_t pm;        /* N_PM: which sign of the sign vector */
 	int8_t sign;      /* N_PM: +1 for \pm, -1 for \mp */
 	uint8_t integer;  /* N_NUM written as digits alone */
+	uint8_t head;     /* a function's name and arguments, f(x), before '=' */
 	int32_t a, b;
 	double v;
 	uint64_t var;
@@ -109,5 +111,7 @@ void mathans_parse(struct parse *P, const char *s, size_t n);
 unsigned mathans_pm_mask(const struct parse *P, int k);
 /* An expression that is one variable, x or x_1. */
 int mathans_lone_variable(const struct parse *P, struct val v);
+/* The f(x) of a definition f(x) = ... (the product f*x as a value). */
+int mathans_function_head(const struct parse *P, struct val v);
 
 #endif

@@ -4,6 +4,7 @@
  * dropped here; a unit (\text{ cm}) ends the answer.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,10 +133,78 @@ static size_t thousands_at(const struct lex *L, size_t j)
 	return 0;
 }
 
+/* \overline, \bar or \dot at j, not the start of a longer command: the
+ * length of its name, or 0. */
+static size_t mark_at(const struct lex *L, size_t j)
+{
+	static const char *const marks[] = { "\\overline", "\\bar", "\\dot" };
+	for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+		size_t m = strlen(marks[k]);
+		if (at(L, j, marks[k]) && !(j + m < L->n && isalpha((unsigned char)L->s[j + m])))
+			return m;
+	}
+	return 0;
+}
+
+/* The digits under one mark at j (\overline{142857}, \bar 3, \dot{6}; a
+ * \dot marks one digit) appended to rep[*n..] while they fit in 60: the
+ * end of the mark, or 0. */
+static size_t marked(const struct lex *L, size_t j, char *rep, size_t *n)
+{
+	size_t m = mark_at(L, j);
+	if (!m)
+		return 0;
+	int one = L->s[j + 1] == 'd';
+	size_t from = mathans_skip_blank(L, j + m), to;
+	int braced = from < L->n && L->s[from] == '{';
+	if (!braced && is_digit(L, from)) {
+		to = from + 1;
+	} else if (braced) {
+		to = ++from;
+		while (is_digit(L, to))
+			to++;
+		if (to == from || to >= L->n || L->s[to] != '}' || (one && to - from != 1))
+			return 0;
+	} else {
+		return 0;
+	}
+	if (*n + (to - from) > 60)
+		return 0;
+	memcpy(rep + *n, L->s + from, to - from);
+	*n += to - from;
+	return to + (size_t)braced;
+}
+
+/* The repeating block of a decimal at j, right after its point or its
+ * digits: \overline{R} or \bar{R}, or dots over R's first and last digits
+ * (\dot{3}, \dot{1}4285\dot{7}), the notation of British schools. Its end,
+ * with its digits in rep[0..*n), or 0 when there is none. */
+static size_t repeating(const struct lex *L, size_t j, char *rep, size_t *n)
+{
+	*n = 0;
+	size_t end = marked(L, j, rep, n);
+	if (!end || L->s[j + 1] != 'd')
+		return end;
+	size_t k = end;
+	while (is_digit(L, k))
+		k++;
+	if (k == end && !at(L, k, "\\dot"))   /* \dot{3} alone */
+		return end;
+	if (*n + (k - end) <= 60) {
+		memcpy(rep + *n, L->s + end, k - end);
+		*n += k - end;
+		if ((end = marked(L, k, rep, n)))
+			return end;
+	}
+	*n = 0;   /* digits that no \dot closes */
+	return 0;
+}
+
+/* A number, with its repeating block if it has one: 0.1\overline{6} is 1/6. */
 static int lex_number(struct lex *L)
 {
-	char buf[72];
-	size_t k = 0, j = L->i;
+	char buf[72], rep[64];
+	size_t k = 0, j = L->i, nfrac = 0, nrep = 0, end;
 	while (is_digit(L, j) && k < 60)
 		buf[k++] = L->s[j++];
 	if (k <= 3) {
@@ -149,13 +218,25 @@ static int lex_number(struct lex *L)
 		L->integer = 0;
 		buf[k++] = L->s[j++];
 		while (is_digit(L, j) && k < 70)
-			buf[k++] = L->s[j++];
+			buf[k++] = L->s[j++], nfrac++;
+		if ((end = repeating(L, j, rep, &nrep)))
+			j = end;
+	} else if (j < L->n && L->s[j] == '.' && (end = repeating(L, j + 1, rep, &nrep))) {
+		L->integer = 0;
+		j = end;
 	}
 	buf[k] = 0;
-	/* more digits than read, or a base's subscript (204_5): not a value */
-	if (is_digit(L, j) || (j < L->n && L->s[j] == '_'))
+	if (j == L->i)   /* a point before no digit and no block */
+		return set(L, T_BAD);
+	/* more digits than read, a base's subscript (204_5), or a second
+	 * repeating block: not a value */
+	if (is_digit(L, j) || (j < L->n && L->s[j] == '_') || (nrep && mark_at(L, j)))
 		return set(L, T_BAD);
 	L->v = strtod(buf, NULL);
+	if (nrep) {   /* 0.1\overline{6} = 0.1 + 6 / (9 * 10) */
+		rep[nrep] = 0;
+		L->v += strtod(rep, NULL) / ((pow(10, (double)nrep) - 1) * pow(10, (double)nfrac));
+	}
 	L->i = j;
 	return set(L, T_NUM);
 }
@@ -338,9 +419,12 @@ int mathans_lex_next(struct lex *L)
 	while (L->i < L->n) {
 		unsigned char c = (unsigned char)L->s[L->i];
 		size_t deg;
+		L->start = L->i;
 		if (isspace(c) || c == '~' || c == '$' || c == '%') {
 			L->i++;
 		} else if (isdigit(c) || (c == '.' && is_digit(L, L->i + 1))) {
+			return lex_number(L);
+		} else if (c == '.' && mark_at(L, L->i + 1)) {   /* .\overline{3}, or no number */
 			return lex_number(L);
 		} else if (isalpha(c)) {
 			return lex_letters(L);
@@ -377,5 +461,6 @@ int mathans_lex_next(struct lex *L)
 			return set(L, T_BAD);
 		}
 	}
+	L->start = L->n;
 	return set(L, T_END);
 }

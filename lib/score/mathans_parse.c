@@ -419,13 +419,82 @@ int mathans_lone_variable(const struct parse *P, struct val v)
 	return scalar(v) && P->nodes[v.node].op == N_VAR;
 }
 
+int mathans_function_head(const struct parse *P, struct val v)
+{
+	return scalar(v) && P->nodes[v.node].head;
+}
+
+static int is_tok_char(const struct lex *L, char c)
+{
+	return L->t == T_CHAR && L->c == c;
+}
+
+#define MAX_ARGS 8
+
+/* The f(x) of a definition "f(x) = 2x + 1" at the current token: one
+ * letter, with a subscript, primes (f'(x)) or ^{-1} (the inverse), applied
+ * to variables (h(x, y)); followed by '=' on the left (right 0), by the
+ * relation's end on the right ("2x + 1 = f(x)"). Its value is the product
+ * f*x it was read as before, so that relations compare as they did, and
+ * it is marked a head; NONE, with nothing read, when it is none. */
+static struct val head(struct parse *P, int right)
+{
+	struct lex c = P->L;
+	uint64_t args[MAX_ARGS];
+	int n = 0, inverse = 0;
+	if (c.t != T_VAR || !isalpha((unsigned char)c.s[c.start]) ||
+	    (c.start + 1 < c.n && isalpha((unsigned char)c.s[c.start + 1])))
+		return NONE;
+	uint64_t name = c.var;
+	while (c.i < c.n && c.s[c.i] == '\'') {   /* f' is another name than f */
+		name = (name ^ '\'') * 0x100000001b3ull;
+		c.i++;
+	}
+	if (c.i + 5 <= c.n && memcmp(c.s + c.i, "^{-1}", 5) == 0)
+		c.i += 5, inverse = 1;
+	else if (c.i + 3 <= c.n && memcmp(c.s + c.i, "^-1", 3) == 0)
+		c.i += 3, inverse = 1;
+	mathans_lex_next(&c);
+	if (!is_tok_char(&c, '('))
+		return NONE;
+	do {
+		mathans_lex_next(&c);
+		if (c.t != T_VAR || n == MAX_ARGS)
+			return NONE;
+		args[n++] = c.var;
+		mathans_lex_next(&c);
+	} while (is_tok_char(&c, ','));
+	if (!is_tok_char(&c, ')'))
+		return NONE;
+	mathans_lex_next(&c);
+	if (right ? c.t != T_END && c.t != T_SEP && c.t != T_RSET && !is_tok_char(&c, ',')
+		  : c.t != T_REL || c.sub != R_EQ)
+		return NONE;
+	P->L = c;
+	struct val v = node(P, N_VAR, -1, -1);
+	if (scalar(v))
+		P->nodes[v.node].var = name;
+	if (inverse)
+		v = binary(P, N_POW, v, number(P, -1, 1));
+	for (int i = 0; i < n; i++) {
+		struct val x = node(P, N_VAR, -1, -1);
+		if (scalar(x))
+			P->nodes[x.node].var = args[i];
+		v = binary(P, N_MUL, v, x);
+	}
+	if (scalar(v))
+		P->nodes[v.node].head = 1;
+	return v;
+}
+
 /* a = b < c ...: a chain of '=' is its last side ("x = 2 + 3 = 5" is 5). */
 static struct val relation(struct parse *P)
 {
 	struct val side[5];
 	uint8_t ops[4];
 	int k = 0;
-	side[0] = sum(P);
+	struct val h = head(P, 0);
+	side[0] = scalar(h) ? h : sum(P);
 	if (P->L.t == T_IN) {   /* x \in [0, 1) */
 		if (!mathans_lone_variable(P, side[0]))
 			return fail(P);
@@ -437,7 +506,12 @@ static struct val relation(struct parse *P)
 			return fail(P);
 		ops[k++] = (uint8_t)P->L.sub;
 		next(P);
-		side[k] = sum(P);
+		/* "2x + 1 = f(x)"; "x = a(b)" stays x = ab */
+		h = NONE;
+		if (k == 1 && ops[0] == R_EQ && !mathans_lone_variable(P, side[0]) &&
+		    !mathans_function_head(P, side[0]))
+			h = head(P, 1);
+		side[k] = scalar(h) ? h : sum(P);
 	}
 	if (k == 0 || P->bad)
 		return side[0];

@@ -133,6 +133,36 @@ static const struct {
 	{ "x<3", "-2x<-6", NE },
 	{ "1 < x < 3", "1<x<3", EQ },
 	{ "1<x<3", "1<x\\le 3", NE },
+	/* function definitions: f(x) = E is E against an answer that is no
+	 * relation, as x = 5 is 5; against a relation it stays one, whose
+	 * left side is the product f*x it always was, so the names count */
+	{ "f(x) = 2x + 1", "2x+1", EQ },
+	{ "f(x)=2x+1", "1+2x", EQ },
+	{ "f(x) = 2x + 1", "2x", NE },
+	{ "f(x) = x", "x", EQ },                /* f(x), not x, is the name */
+	{ "g(t) = t^2 - 1", "(t-1)(t+1)", EQ },
+	{ "f_1(x) = 3x", "3x", EQ },
+	{ "h(x, y) = x + y", "y + x", EQ },     /* a list of arguments */
+	{ "f'(x) = 2x", "2x", EQ },
+	{ "f''(x) = 2", "2", EQ },
+	{ "f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x}{2}-\\frac{1}{2}", EQ },
+	{ "f^-1(x) = 2x", "2x", EQ },
+	{ "2x+1 = f(x)", "2x+1", EQ },          /* the name on the right */
+	{ "P(A) = 0.5", "\\frac12", EQ },
+	{ "f(x) = 2x+1, g(x) = 3x", "2x+1, 3x", EQ },
+	{ "f(x) = 2x+1", "f(x) = 1+2x", EQ },
+	{ "f(x) = 2x+1", "2x+1 = f(x)", EQ },
+	{ "f(x)=x^2", "g(x)=x^2", NE },         /* both relations: the names count */
+	{ "f(x)=x^2", "y=x^2", NE },
+	{ "f^{-1}(x) = 2x", "f(x) = 2x", NE },
+	{ "f'(x) = 2x", "f(x) = 2x", NE },
+	{ "f(x) = 2x + 1", "fx = 2x + 1", EQ },  /* as relations, what they were */
+	{ "f(x)", "fx", EQ },                   /* without '=', still a product */
+	{ "f(x) < 3", "fx < 3", EQ },
+	{ "f(2x) = 4x", "4x", NE },             /* an argument that is no variable */
+	{ "x = a(b)", "ab", EQ },               /* x = ... first */
+	{ "y = \\frac{x}{2} + 1", "\\frac{x+2}{2}", EQ },
+	{ "f'(x)", "1", UNP },
 	/* tuples and intervals */
 	{ "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", EQ },
 	{ "(1,\\frac{9}{2})", "(1,4.5)", EQ },
@@ -168,6 +198,36 @@ static const struct {
 	{ "\\emptyset", "\\varnothing", EQ },
 	{ "\\emptyset", "\\{\\}", EQ },
 	{ "\\emptyset", "0", NE },
+	/* repeating decimals: \overline{R}, \bar{R}, \dot{R} after a decimal point */
+	{ "0.\\overline{3}", "\\frac{1}{3}", EQ },
+	{ "0.1\\overline{6}", "\\frac16", EQ },
+	{ "1.\\overline{142857}", "\\frac{8}{7}", EQ },
+	{ "0.\\overline{9}", "1", EQ },
+	{ ".\\overline{3}", "1/3", EQ },
+	{ "2.4\\overline{12}", "\\frac{398}{165}", EQ },
+	{ "-0.\\overline{6}", "-\\frac23", EQ },
+	{ "0.\\overline{16}", "\\frac{16}{99}", EQ },
+	{ "0.\\overline3", "1/3", EQ },
+	{ "0.\\bar{3}", "1/3", EQ },
+	{ "0.\\bar 3", "1/3", EQ },
+	{ "0.\\dot{3}", "1/3", EQ },
+	{ "0.1\\dot{6}", "1/6", EQ },
+	{ "0.\\dot{1}4285\\dot{7}", "1/7", EQ },   /* dots over the block's first and last digits */
+	{ "0.\\dot{1}\\dot{2}", "\\frac{4}{33}", EQ },
+	{ "1,000.\\overline{3}", "\\frac{3001}{3}", EQ },
+	{ "\\frac{0.\\overline{3}}{2}", "\\frac16", EQ },
+	{ "0.\\overline{3}, 0.\\overline{6}", "\\frac23, \\frac13", EQ },
+	{ "0.\\overline{3}", "0.3", NE },
+	{ "0.\\overline{3}", "0.33", NE },
+	{ "0.1\\overline{6}", "0.\\overline{16}", NE },
+	{ "0.\\overline{12}", "0.\\overline{21}", NE },
+	{ "\\overline{3}", "\\frac13", NE },       /* no decimal point: a product, as before */
+	{ "\\overline{AB}", "AB", NE },              /* a segment: a product, as before */
+	{ "\\overline{AB}", "\\overline{AC}", NE },
+	{ "0.\\overline{x}", "1", UNP },
+	{ "0.\\overline{3}4", "1", UNP },            /* digits after the block */
+	{ "0.\\overline{3}\\overline{4}", "1", UNP },
+	{ "0.\\dot{1}4", "1", UNP },                 /* a \dot that no \dot closes */
 	/* matrices and vectors */
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}", EQ },
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right]", EQ },
@@ -288,6 +348,14 @@ static void limits(void)
 	is_int(mathans_compare(d60, 60, d60, 60), EQ, "60 digits");
 	is_int(mathans_compare(d61, 61, d61, 61), UNP, "61 digits");
 	free(d60), free(d61);
+	/* a repeating block of 60 digits is read, one of 61 is not */
+	char *r60 = repeat("3", 60, "}"), *r61 = repeat("3", 61, "}");
+	char *o60 = malloc(strlen(r60) + 13), *o61 = malloc(strlen(r61) + 13);
+	strcpy(o60, "0.\\overline{"), strcat(o60, r60);
+	strcpy(o61, "0.\\overline{"), strcat(o61, r61);
+	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a repeating block of 60 digits");
+	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a repeating block of 61 digits");
+	free(r60), free(r61), free(o60), free(o61);
 	/* \pm: eight are 256 values, nine are too many */
 	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
 	is_int(mathans_compare(pm8, strlen(pm8), pm8, strlen(pm8)), EQ, "eight \\pm");
@@ -305,7 +373,11 @@ static void limits(void)
 	free(list);
 	/* bytes that end inside a construct */
 	static const char *const cut[] = { "\\", "\\frac", "\\frac{1}", "\\sqrt[", "x_", "x_{1", "\\text{a",
-					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88" };
+					   "\\begin{pmatrix}1", "\\left(", "2^", "\\{1,2", "|x", "\xe2\x88",
+					   "0.\\overline", "0.\\overline{", "0.\\overline{3", ".\\overline{3",
+					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
+					   "0.\\dot{1}4285\\dot{", "f(x", "f(x)=", "f(x) = 2x+", "f'", "f'(x",
+					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
