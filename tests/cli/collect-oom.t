@@ -4,10 +4,7 @@
 # naming it, as any bad line does; it once dereferenced NULL and died of
 # SIGSEGV. tests/cli/fail-malloc.c fails the copy's allocation.
 . "$GRPO_TOP/tests/cli/lib.sh"
-[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"
-mkdir -p "$T/lib" && command -v cc > /dev/null &&
-	cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" ||
-	skip_all "no cc to build tests/cli/fail-malloc.c"
+fail_malloc_lib
 plan 4
 # in $T, whose path LD_PRELOAD could not take if it held a space: it splits at spaces
 cd "$T"

@@ -50,6 +50,13 @@ fake_cuda_driver() { # fake_cuda_driver DIR: tests/cli/fake-libcuda.c built as D
 	mkdir -p "$1" && command -v cc > /dev/null &&
 		cc -shared -fPIC -o "$1/libcuda.so.1" "$GRPO_TOP/tests/cli/fake-libcuda.c"
 }
+fail_malloc_lib() { # fail_malloc_lib: tests/cli/fail-malloc.c built as $T/lib/fail-malloc.so, or the
+	# whole file skipped where it cannot be (ASan owns malloc; no cc)
+	[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"
+	mkdir -p "$T/lib" && command -v cc > /dev/null &&
+		cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" -ldl ||
+		skip_all "no cc to build tests/cli/fail-malloc.c"
+}
 cublas_loaded() { # cublas_loaded LOG: 0 where a run logged with LD_DEBUG=files LD_DEBUG_OUTPUT=LOG loaded cuBLAS
 	cat "$1".* 2> /dev/null | grep -q 'file=libcublasLt'
 }

@@ -14,10 +14,7 @@
 # step of micro-batches without DONE; and run again without the fault it
 # ends as a run that never failed, byte for byte (chaos.t's digest).
 . "$GRPO_TOP/tests/cli/lib.sh"
-[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"
-mkdir -p "$T/lib" && command -v cc > /dev/null &&
-	cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" -ldl ||
-	skip_all "no cc to build tests/cli/fail-malloc.c"
+fail_malloc_lib
 plan 15
 . "$GRPO_TOP/tests/cli/loop.sh"
 # in $T, whose path LD_PRELOAD could not take if it held a space: it splits at spaces

@@ -5,10 +5,7 @@
 # memory, or writes exactly what the run without the fault wrote: a reward
 # that could not be computed is never scored as 0 (wrong) in its place.
 . "$GRPO_TOP/tests/cli/lib.sh"
-[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"
-mkdir -p "$T/lib" && command -v cc > /dev/null &&
-	cc -shared -fPIC -o "$T/lib/fail-malloc.so" "$GRPO_TOP/tests/cli/fail-malloc.c" -ldl ||
-	skip_all "no cc to build tests/cli/fail-malloc.c"
+fail_malloc_lib
 plan 3
 cd "$T"
 TOK="$GRPO_TOP/tests/data/tokadded/tokenizer.json"   # byte-level: any text is its bytes
