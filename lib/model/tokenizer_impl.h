@@ -1,7 +1,12 @@
 /* tokenizer_impl.h: the tokenizer's insides, shared by its modules. Only
  * lib/model/tokenizer*.c include it; everyone else goes through tokenizer.h.
  *
- *   tokenizer_load.c    reads tokenizer.json into struct tokenizer, checks it
+ *   tokenizer_load.c    reads tokenizer.json into struct tokenizer, checks it;
+ *                       the pool, ids, vocab, merges and added tokens
+ *   tokenizer_stages.c  loads the normalizer's, pre_tokenizer's and decoder's
+ *                       steps
+ *   tokenizer_json.c    reads values as tokenizers does (kinds, flags, ids), and
+ *                       checks how the ids are written in the text
  *   tokenizer_pretok.c  Oniguruma, the hand-written Qwen/Llama 3 scanner and
  *                       the generic pre_tokenizer steps
  *   tokenizer_encode.c  normalizer, added tokens, BPE, tok_encode
@@ -92,7 +97,7 @@ struct pstep {
 	int kind;
 	regex_t *re;                /* Split: its pattern; ByteLevel: GPT-2's, with use_regex */
 	const char *known;          /* Split: PAT_QWEN or PAT_LLAMA3, compiled only where the scanner
-				     * does not do the work (see load_pre_tokenizer) */
+				     * does not do the work (see tok_load_pre_tokenizer) */
 	int behavior, invert;       /* Split */
 	int prefix_space;           /* ByteLevel: add_prefix_space */
 	int map;                    /* ByteLevel: steps follow, and see its characters, not bytes */
@@ -231,10 +236,26 @@ static inline size_t cp_at(const unsigned char *s, size_t n, size_t i, uint32_t 
 }
 
 
+struct cJSON;
+
 /* tokenizer_load.c */
 int tok_cmp_added_id(const void *x, const void *y);
 int tok_cp_byte(uint32_t cp);
 long tok_token_bytes_n(const char *s, size_t n, unsigned char *out);
+
+/* tokenizer_stages.c: each loads its part of the file into t, or returns -1 with the message */
+int tok_load_normalizer(struct tokenizer *t, const struct cJSON *n, const char *path, struct err *e);
+int tok_load_pre_tokenizer(struct tokenizer *t, const struct cJSON *p, struct err *e);
+int tok_load_decoder(struct tokenizer *t, const struct cJSON *d, const char *path, struct err *e);
+int tok_check_decoder(const struct tokenizer *t, struct err *e);
+char *tok_dup_str(const char *s, size_t *len);
+
+/* tokenizer_json.c */
+const char *tok_json_kind(const struct cJSON *v);
+int tok_get_flag(const struct cJSON *o, const char *k, int need, int dflt, const char *path, struct err *e);
+int tok_get_id(const struct cJSON *v, uint32_t *id, struct err *e);
+int tok_check_id_text(const char *json, size_t n, struct err *e);
+void tok_json_where(const char *json, size_t n, const char *p, char *out, size_t cap);
 
 /* tokenizer_pretok.c */
 int tok_find_matches(const struct pstep *st, const unsigned char *s, size_t n, struct plevel *l,
