@@ -7,7 +7,6 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <oniguruma.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
