@@ -9,7 +9,8 @@
  *
  *   an expression    numbers (with thousands separators), letters and
  *                    Greek letters as variables (x_1 and x_2 differ), \pi,
- *                    \infty, + - * / ^ !, \cdot \times \div, implicit
+ *                    e (Euler's number, as latex2sympy reads a lone e; e_1
+ *                    is a variable), \infty, + - * / ^ !, \cdot \times \div, implicit
  *                    products (2x, 2\sqrt{3}), \frac \dfrac \tfrac \cfrac
  *                    (and \frac12), mixed numbers (3\frac{1}{2} is 3.5),
  *                    \sqrt{} \sqrt[n]{} \binom{}{}, |x|, \sin \cos \tan

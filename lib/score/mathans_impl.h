@@ -23,11 +23,12 @@
 #define REL_TOL   1e-8
 #define ABS_TOL   1e-12   /* rounding left by sin(pi) and the like */
 #define PI        3.14159265358979323846
+#define EULER     2.71828182845904523536
 
 /* ---- tokens (mathans_lex.c) ---- */
 
 enum tok {
-	T_END, T_BAD, T_NUM, T_VAR, T_PI, T_INF, T_CHAR, T_FRAC, T_SQRT, T_BINOM, T_FUNC, T_PM, T_MP,
+	T_END, T_BAD, T_NUM, T_VAR, T_PI, T_E, T_INF, T_CHAR, T_FRAC, T_SQRT, T_BINOM, T_FUNC, T_PM, T_MP,
 	T_CUP, T_LSET, T_RSET, T_REL, T_IN, T_SEP, T_LV, T_RV, T_EMPTY, T_BEGIN, T_ENDENV, T_ROWSEP,
 };
 enum rel { R_EQ, R_NE, R_LT, R_LE, R_GT, R_GE };

@@ -265,13 +265,19 @@ static int subscript(struct lex *L)
 }
 
 /* One letter is a variable; a run of three or more is one word (a name,
- * "\text{Evelyn}"), not a product of letters that could be reordered. */
+ * "\text{Evelyn}"), not a product of letters that could be reordered. A
+ * lone e is Euler's number, as latex2sympy reads it, so that e^2 is
+ * \exp(2) and \ln(e^3) is 3; e_1 is a variable. */
 static int lex_letters(struct lex *L)
 {
 	size_t j = L->i;
 	while (j < L->n && isalpha((unsigned char)L->s[j]))
 		j++;
 	size_t len = j - L->i >= 3 ? j - L->i : 1;
+	if (len == 1 && L->s[L->i] == 'e' && !(L->i + 1 < L->n && L->s[L->i + 1] == '_')) {
+		L->i++;
+		return set(L, T_E);
+	}
 	L->var = mathans_name_id(L->s + L->i, len);
 	L->i += len;
 	set(L, T_VAR);

@@ -126,6 +126,10 @@ static struct val raw_arg(struct parse *P)
 		L->i = j + 1;
 		return number(P, c - '0', 1);
 	}
+	if (c == 'e') {   /* Euler's number, as lex_letters reads it */
+		L->i = j + 1;
+		return number(P, EULER, 0);
+	}
 	if (isalpha((unsigned char)c)) {
 		L->i = j + 1;
 		struct val v = node(P, N_VAR, -1, -1);
@@ -252,6 +256,7 @@ static struct val primary(struct parse *P)
 		next(P);
 		break;
 	case T_PI: v = number(P, PI, 0), next(P); break;
+	case T_E: v = number(P, EULER, 0), next(P); break;
 	case T_INF: v = number(P, INFINITY, 0), next(P); break;
 	case T_FRAC:
 	case T_BINOM: {   /* two arguments */
@@ -363,7 +368,7 @@ static struct val factor(struct parse *P)
 static int starts_product(const struct parse *P)
 {
 	switch (P->L.t) {
-	case T_NUM: case T_VAR: case T_PI: case T_INF: case T_FRAC: case T_SQRT: case T_BINOM: case T_FUNC:
+	case T_NUM: case T_VAR: case T_PI: case T_E: case T_INF: case T_FRAC: case T_SQRT: case T_BINOM: case T_FUNC:
 	case T_LV:
 		return 1;
 	case T_CHAR: return P->L.c == '(' || P->L.c == '{' || P->L.c == '[';
