@@ -476,6 +476,8 @@ static void think_cases(void)
 		{ "<think>a</think>b\nc", 0, 1 },
 		{ "<think><think></think>", 0, 0 },
 		{ "<think>a</think>b<think>c</think>", 0, 0 },
+		{ "<thinkX</think>", 0, 0 },
+		{ "<think </think>", 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		size_t n = c[i].n ? c[i].n : strlen(c[i].text);
