@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 38
+plan 39
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -124,9 +124,17 @@ for kind in crash hang garbage twice lasttwice names; do
 	grep -q "reward program 'sh bad.sh' (copy [1-4] of 4) " err && grep -qF "$want" err
 	ok $? "$kind: naming the copy and the sequence: $(cat err)"
 done
-# the other copies are stopped with the one that failed: none is left running
-sleep 0.2
-is "$(ps -eo args | grep -c '^sh bad.sh$')" 0 "no copy left running"
+# the other copies are stopped with the one that failed: a copy 30 s into
+# sequence 200 when another ends at 201 holds nothing up (waiting for it,
+# the run took 30 s)
+printf '%s\n' "while IFS= read -r x; do case \$x in *'\"sequence_id\": 200,'*) sleep 30 ;; *'\"sequence_id\": 201,'*) exit 3 ;;
+	*) sleep 0.1; echo '{\"rewards\": {\"r\": 1}}' ;; esac; done" > stuck.sh
+t0=$(date +%s)
+grpo-score -c 'sh stuck.sh' --reward-jobs 4 -t "$TOK" in.zst 2> err > /dev/null
+st=$? t1=$(date +%s)
+[ $st -eq 1 ] && [ $((t1 - t0)) -lt 20 ] && grep -qF 'ended without answering for sequence 201 of group 2' err
+ok $? "one copy's error stops the others at once: status $st, $((t1 - t0)) s: $(cat err)"
+is "$(ps -eo args | grep -c '^sh stuck.sh$')" 0 "no copy left running"
 
 # ---- a copy that exits non-zero at the end: a warning, status 0 ----
 printf '%s\n' "st=0; while IFS= read -r x; do case \$x in *'\"sequence_id\": 201,'*) st=5 ;; esac
