@@ -157,6 +157,11 @@ static int answer_in(void *ctx, uint32_t i, struct err *e)
 	return d->o->between ? d->o->between(d->o->ctx, e) : 0;
 }
 
+/* Where one request's texts and ids lie in reward_batch's buffers. */
+struct held {
+	size_t text, text_n, prompt, prompt_n, sid, gid;
+};
+
 /* The rewards of the whole batch into r (stride K0), the program's requests
  * all at once over its copies (--reward-jobs): every text of the input is
  * decoded first and held until the last answer is in, which for one input
@@ -165,7 +170,7 @@ static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n
 			struct scorer_stats *st, struct err *e)
 {
 	struct buf text = { 0 }, prompt = { 0 }, ids = { 0 };
-	size_t *at = malloc(((size_t)N + 1) * 6 * sizeof *at);   /* text, its length, prompt, its length, sid, gid */
+	struct held *at = malloc(((size_t)N + 1) * sizeof *at);
 	struct rewardcmd_req *q = malloc(((size_t)N + 1) * sizeof *q);
 	uint32_t *group_of = malloc(((size_t)N + 1) * sizeof *group_of);
 	uint32_t *left = malloc(((size_t)n + 1) * sizeof *left);
@@ -179,24 +184,24 @@ static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n
 		left[g] = gs[g].n;
 		d.complete += !gs[g].n;
 		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++) {
-			size_t *a = at + (size_t)i * 6;
-			a[0] = text.len, a[2] = prompt.len;
+			struct held *a = &at[i];
+			a->text = text.len, a->prompt = prompt.len;
 			group_of[i] = g;
-			rc = decode_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &a[1], &prompt, &a[3], st,
-					 e);
-			rc = rc < 0 ? rc : ids_json(&ids, &gs[g], &gs[g].trajs[j], &a[4], &a[5], e);
+			rc = decode_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &a->text_n, &prompt,
+					 &a->prompt_n, st, e);
+			rc = rc < 0 ? rc : ids_json(&ids, &gs[g], &gs[g].trajs[j], &a->sid, &a->gid, e);
 		}
 	}
 	if (rc < 0)
 		goto out;
 	for (uint32_t g = 0, i = 0; g < n; g++) {
 		for (uint32_t j = 0; j < gs[g].n; j++, i++) {
-			const size_t *a = at + (size_t)i * 6;
+			const struct held *a = &at[i];
 			const struct traj *t = &gs[g].trajs[j];
-			q[i] = (struct rewardcmd_req){ (const char *)ids.data + a[4], (const char *)ids.data + a[5],
-						       prompt.data ? (const char *)prompt.data + a[2] : "",
-						       text.data ? (const char *)text.data + a[0] : "", a[3], a[1],
-						       t->answer, t->finish_reason };
+			q[i] = (struct rewardcmd_req){ (const char *)ids.data + a->sid, (const char *)ids.data + a->gid,
+						       prompt.data ? (const char *)prompt.data + a->prompt : "",
+						       text.data ? (const char *)text.data + a->text : "", a->prompt_n,
+						       a->text_n, t->answer, t->finish_reason };
 		}
 	}
 	double t1 = now();
