@@ -10,10 +10,10 @@
 #include "score/rewardpool.h"
 #include "tap.h"
 
-/* Answers {"id": SEQUENCE_ID}; sequence 0 after 0.3 s, so later ones
+/* Answers {"id": SEQUENCE_ID}; sequence 0 after 1 s, so later ones
  * overtake it. */
 static const char *prog = "while IFS= read -r l; do id=${l#*'\"sequence_id\": '}; id=${id%%,*}; "
-			  "[ \"$id\" = 0 ] && sleep 0.3; echo \"{\\\"rewards\\\": {\\\"id\\\": $id}}\"; done";
+			  "[ \"$id\" = 0 ] && sleep 1; echo \"{\\\"rewards\\\": {\\\"id\\\": $id}}\"; done";
 
 struct calls {
 	uint32_t n, fail_at;   /* fail_at: the call that fails (1-based), 0 none */
