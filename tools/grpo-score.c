@@ -45,6 +45,7 @@ struct opts {
 	const char *correct_by;     /* cosine, kimi-length: the reward that says right */
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
+	uint32_t reward_jobs;       /* copies of the reward program */
 	struct adv_opt adv;
 	int drop_zero_std, watch, verbose, fp32;
 	enum model_device device;   /* as asked; resolved in main() where it matters */
@@ -54,7 +55,7 @@ struct opts {
 struct state {
 	struct opts o;
 	struct scorer_opt so;
-	struct rewardcmd cmd;
+	struct rewardpool cmd;
 	struct reflp ref;
 	struct tokenizer *tok;
 	FILE *metrics;
@@ -67,7 +68,8 @@ struct state {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: grpo-score [--reward NAME[=WEIGHT]]... [--reward-cmd CMD [--reward-timeout S]]\n"
+		"usage: grpo-score [--reward NAME[=WEIGHT]]...\n"
+		"                  [--reward-cmd CMD [--reward-timeout S] [--reward-jobs N]]\n"
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
 		"                  [--correct-by NAME] [--cosine-values RS,RL,WS,WL] [--ngram N]\n"
 		"                  [--answer-after-think]\n"
@@ -85,6 +87,7 @@ static void usage(FILE *f)
 		"                             or the weight of a reward the --reward-cmd program names\n"
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
+		"      --reward-jobs N        copies of the program, each given one request at a time (1)\n"
 		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
 		"  -m, --max-len N            length, cosine: the longest response, in tokens\n"
 		"  -b, --overlong-buffer N    length: tokens before --max-len where the penalty starts (0)\n"
@@ -168,9 +171,10 @@ static void pick_correct_by(struct opts *o, int verdict_given)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_CORRECT_BY = 256, O_COSINE_VALUES, O_AFTER_THINK };
+	enum { O_CORRECT_BY = 256, O_COSINE_VALUES, O_AFTER_THINK, O_REWARD_JOBS };
 	static const struct option lo[] = {
 		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
+		{ "reward-jobs", 1, 0, O_REWARD_JOBS },
 		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
 		{ "ngram", 1, 0, 'n' }, { "correct-by", 1, 0, O_CORRECT_BY }, { "cosine-values", 1, 0, O_COSINE_VALUES },
 		{ "answer-after-think", 0, 0, O_AFTER_THINK },
@@ -181,10 +185,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, answer_given = 0, timeout_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
+	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, answer_given = 0, timeout_given = 0, jobs_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
+	o->reward_jobs = 1;
 	o->success_threshold = 1;
 	o->ropt = (struct reward_opt){ .cosine = REWARD_COSINE_DEFAULT };
 	o->ref_tokens = 4096;
@@ -218,6 +223,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'c': o->reward_cmd = optarg; break;
 		case 'T': o->reward_timeout = cli_seconds("--reward-timeout", optarg, 1e6); timeout_given = 1; break;
+		case O_REWARD_JOBS:
+			o->reward_jobs = (uint32_t)cli_positive("--reward-jobs", optarg, REWARDPOOL_MAX);
+			jobs_given = 1;
+			break;
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
@@ -285,6 +294,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	/* what these set is used by what the other starts, and nothing else */
 	else if (timeout_given && !o->reward_cmd)
 		why = "--reward-timeout goes with --reward-cmd";
+	else if (jobs_given && !o->reward_cmd)
+		why = "--reward-jobs goes with --reward-cmd";
 	else if (ref_tokens_given && !o->ref)
 		why = "--ref-tokens goes with --ref DIR";
 	else if (precision_given && !o->ref)
@@ -568,7 +579,7 @@ static int setup(struct state *s, struct err *e)
 		s->so.tok = s->tok;
 	}
 	if (o->reward_cmd) {
-		if (rewardcmd_start(&s->cmd, o->reward_cmd, o->reward_timeout, e) < 0)
+		if (rewardpool_start(&s->cmd, o->reward_cmd, o->reward_jobs, o->reward_timeout, e) < 0)
 			return -1;
 		s->so.cmd = &s->cmd;
 		s->so.cmd_weights = o->cmd_weights;
@@ -638,7 +649,7 @@ int main(int argc, char **argv)
 fail:
 	fprintf(stderr, "%s: %s\n", prog, e.msg);
 done:
-	if (s.so.cmd && rewardcmd_stop(&s.cmd, &e) < 0 && status == 0)
+	if (s.so.cmd && rewardpool_stop(&s.cmd, &e) < 0 && status == 0)
 		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);

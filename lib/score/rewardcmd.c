@@ -25,7 +25,7 @@
 
 #define LINE_MAX_BYTES (1 << 20)
 
-static double now(void)
+double rewardcmd_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -83,9 +83,9 @@ static void free_names(struct rewardcmd *c)
 static void reap(struct rewardcmd *c, double wait, char *how, size_t size)
 {
 	int st = 0;
-	double end = now() + wait;
+	double end = rewardcmd_now() + wait;
 	pid_t r;
-	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now() < end)
+	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && rewardcmd_now() < end)
 		usleep(10000);
 	if (r == 0) {
 		kill(-c->pid, SIGKILL);
@@ -119,14 +119,14 @@ static int fail(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *
 	shut(c);
 	if (c->pid > 0)
 		reap(c, 1.0, how, sizeof how);
-	return err_set(e, "reward program '%s' %s for sequence %s of group %s (%s)", c->cmd, what, q->seq_id,
-		       q->group_id, how);
+	return err_set(e, "reward program '%s'%s %s for sequence %s of group %s (%s)", c->cmd, c->copy, what,
+		       q->seq_id, q->group_id, how);
 }
 
 static int wait_fd(int fd, short ev, double deadline)
 {
 	for (;;) {
-		double left = deadline - now();
+		double left = deadline - rewardcmd_now();
 		if (left <= 0)
 			return 0;
 		struct pollfd p = { fd, ev, 0 };
@@ -157,6 +157,9 @@ static int reward_value(const cJSON *x, int fixed, double *v)
 #define WHY_MAX 160
 static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out, char *why)
 {
+	const char *whose = c->copy[0] ? "the program's" : "its";   /* several copies: perhaps another's */
+	if (c->lead)
+		c = c->lead;   /* the names are the first answer's, whichever copy gave it */
 	struct err pe;
 	if (json_check_numbers(line, n, &pe) < 0) {   /* 05 or 5.: what the program meant is unknown */
 		snprintf(why, WHY_MAX, "%s", pe.msg);
@@ -199,13 +202,14 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 		}
 	}
 	if (ok && (uint32_t)cJSON_GetArraySize(rw) != c->n_names) {
-		snprintf(why, WHY_MAX, "%d rewards, where its first answer named %u", cJSON_GetArraySize(rw), c->n_names);
+		snprintf(why, WHY_MAX, "%d rewards, where %s first answer named %u", cJSON_GetArraySize(rw), whose,
+				 c->n_names);
 		ok = 0;
 	}
 	for (uint32_t k = 0; ok && k < c->n_names; k++) {
 		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
 		if (!x)
-			snprintf(why, WHY_MAX, "no '%s', which its first answer named", c->names[k]);
+			snprintf(why, WHY_MAX, "no '%s', which %s first answer named", c->names[k], whose);
 		ok = x != NULL && reward_value(x, f == 1, &out[k]);
 	}
 	cJSON_Delete(j);
@@ -232,11 +236,11 @@ int rewardcmd_check(struct rewardcmd *c, const struct rewardcmd_req *q, struct e
 	return 0;
 }
 
-int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
+int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e)
 {
 	if (c->pid <= 0)
-		return err_set(e, "reward program '%s' is not running (sequence %s of group %s)", c->cmd, q->seq_id,
-			       q->group_id);
+		return err_set(e, "reward program '%s'%s is not running (sequence %s of group %s)", c->cmd, c->copy,
+			       q->seq_id, q->group_id);
 	struct buf *b = &c->req;
 	buf_reset(b);
 	int r = buf_printf(b, "{\"sequence_id\": %s, \"group_id\": %s, \"prompt\": ", q->seq_id, q->group_id);
@@ -250,7 +254,7 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 	r = r < 0 ? r : buf_printf(b, "}\n");
 	if (r < 0)
 		return err_set(e, "out of memory");
-	double deadline = now() + c->timeout;
+	c->deadline = rewardcmd_now() + c->timeout;
 	if (rewardcmd_check(c, q, e) < 0)
 		return -1;
 
@@ -263,7 +267,7 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int p = wait_fd(c->to_fd, POLLOUT, deadline);
+			int p = wait_fd(c->to_fd, POLLOUT, c->deadline);
 			if (p > 0)
 				continue;
 			if (p == 0)
@@ -271,7 +275,11 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 		}
 		return fail(c, q, e, "stopped reading requests");
 	}
+	return 0;
+}
 
+int rewardcmd_recv(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
+{
 	for (;;) {
 		char *nl = c->in.len ? memchr(c->in.data, '\n', c->in.len) : NULL;
 		if (nl) {
@@ -283,7 +291,7 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 			memmove(c->in.data, nl + 1, c->in.len - n - 1);
 			c->in.len -= n + 1;
 			if (rc == 0)
-				return 0;
+				return 1;
 			if (rc == -2)
 				return err_set(e, "out of memory");
 			char what[400];
@@ -305,14 +313,37 @@ int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *ou
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return fail(c, q, e, "could not be read from");
-		int p = wait_fd(c->from_fd, POLLIN, deadline);
-		if (p == 0) {
-			char what[96];
-			snprintf(what, sizeof what, "did not answer within --reward-timeout %gs", c->timeout);
-			return fail(c, q, e, what);
-		}
-		if (p < 0)
+		if (rewardcmd_now() < c->deadline)
+			return 0;
+		char what[96];
+		snprintf(what, sizeof what, "did not answer within --reward-timeout %gs", c->timeout);
+		return fail(c, q, e, what);
+	}
+}
+
+int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e)
+{
+	if (rewardcmd_send(c, q, e) < 0)
+		return -1;
+	for (;;) {
+		int r = rewardcmd_recv(c, q, out, e);
+		if (r != 0)
+			return r < 0 ? -1 : 0;
+		/* 0: the deadline, and recv reads once more before it says so */
+		if (wait_fd(c->from_fd, POLLIN, c->deadline) < 0)
 			return fail(c, q, e, "could not be waited for");
+	}
+}
+
+void rewardcmd_kill(struct rewardcmd *c)
+{
+	shut(c);
+	if (c->pid > 0) {
+		kill(-c->pid, SIGKILL);
+		kill(c->pid, SIGKILL);
+		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		c->pid = 0;
 	}
 }
 
@@ -324,7 +355,7 @@ int rewardcmd_stop(struct rewardcmd *c, struct err *e)
 		char how[128];
 		reap(c, c->timeout, how, sizeof how);
 		if (strcmp(how, "exited with status 0") != 0)
-			r = err_set(e, "reward program '%s' %s", c->cmd, how);
+			r = err_set(e, "reward program '%s'%s %s", c->cmd, c->copy, how);
 	}
 	free_names(c);
 	buf_free(&c->in);

@@ -19,6 +19,10 @@
  * an answer that is not such an object are errors naming the program and
  * the sequence; after an error the program is stopped, and rewardcmd_ask
  * fails until rewardcmd_start is called again.
+ *
+ * rewardcmd_ask is rewardcmd_send then rewardcmd_recv until the answer is
+ * in; a pool of copies (rewardpool.h) calls those two itself, so that it
+ * can wait for several copies at once.
  */
 #ifndef GRPO_REWARDCMD_H
 #define GRPO_REWARDCMD_H
@@ -40,6 +44,11 @@ struct rewardcmd {
 	struct buf req;           /* the request being sent */
 	char **names;             /* (n_names) set by the first reply */
 	uint32_t n_names;
+	/* one copy of several (rewardpool.h): the names are the lead's, the
+	 * copy's own stay unset; and messages name the copy */
+	struct rewardcmd *lead;   /* NULL: this one keeps the names */
+	char copy[40];            /* " (copy 3 of 4)", or "" */
+	double deadline;          /* of the request sent last (CLOCK_MONOTONIC seconds) */
 };
 
 struct rewardcmd_req {
@@ -55,6 +64,19 @@ int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct
  * names are learnt, so size out after a first call, or give REWARDCMD_MAX values). */
 #define REWARDCMD_MAX 64
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
+/* Write request q (checking first that nothing unasked is waiting) and
+ * set its deadline, --reward-timeout from now. */
+int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e);
+/* Read what the program has written, without waiting: 1 with q's
+ * rewards in out once its line is complete, 0 when it is not yet and the
+ * deadline has not passed, -1 on error (the deadline passed, it ended,
+ * a bad line; the program is then stopped). */
+int rewardcmd_recv(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
+/* Stop it at once (SIGKILL to its group) and reap it; no message: after
+ * another copy's error. Frees nothing. */
+void rewardcmd_kill(struct rewardcmd *c);
+/* Seconds of CLOCK_MONOTONIC, as deadline counts them. */
+double rewardcmd_now(void);
 /* No output waiting that no request asked for: after the last answer of
  * an input, so that a second line to it fails that input (q: the last
  * request, for the message) rather than the next one, or none. */

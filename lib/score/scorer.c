@@ -57,62 +57,173 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 	return 0;
 }
 
-/* The rewards of one trajectory into row (K). */
-static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, int last,
-		       double *row, struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
+/* The response's text (and the prompt's, for a reward program) appended
+ * to text and prompt, and the built-ins' rewards into row. */
+static int decode_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
+		       struct buf *text, size_t *text_n, struct buf *prompt, size_t *prompt_n,
+		       struct scorer_stats *st, struct err *e)
 {
 	char sid[64], gid[64];
 	scored_seq_text(t, sid, sizeof sid);
 	scored_group_text(g, gid, sizeof gid);
 	double t0 = now();
-	buf_reset(text);
-	buf_reset(prompt);
+	size_t at = text->len, pat = prompt->len;
 	if (o->tok && tok_decode(o->tok, t->response_tokens, t->n_response, 1, text, e) < 0)
 		return err_prefix(e, "group %s, sequence %s: response", gid, sid);
 	if (o->tok && o->cmd && tok_decode(o->tok, t->prompt_tokens, t->n_prompt, 0, prompt, e) < 0)
 		return err_prefix(e, "group %s, sequence %s: prompt", gid, sid);
+	*text_n = text->len - at;
+	*prompt_n = prompt->len - pat;
 	double t1 = now();
 	st->t_decode += t1 - t0;
-	const char *s = text->data ? (const char *)text->data : "";
+	const char *s = text->data ? (const char *)text->data + at : "";
 	for (uint32_t k = 0; k < o->n_rewards; k++) {
-		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, text->len, t->answer, t->n_response);
+		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, *text_n, t->answer, t->n_response);
 		if (isnan(row[k]))   /* a built-in's NaN: memory ran out */
 			return err_set(e, "out of memory");
-	}
-	if (o->cmd) {
-		/* the ids whole, as JSON: sid and gid are cut to size for messages */
-		struct buf sj = { 0 }, gj = { 0 };
-		if (json_print_id(&sj, &t->sequence_id) < 0 || buf_put_u8(&sj, 0) < 0 ||
-		    json_print_id(&gj, &g->group_id) < 0 || buf_put_u8(&gj, 0) < 0) {
-			buf_free(&sj);
-			buf_free(&gj);
-			return err_set(e, "out of memory");
-		}
-		struct rewardcmd_req q = { (const char *)sj.data, (const char *)gj.data,
-					   prompt->data ? (const char *)prompt->data : "", s, prompt->len,
-					   text->len, t->answer, t->finish_reason };
-		double v[REWARDCMD_MAX];
-		int r = rewardcmd_ask(o->cmd, &q, v, e);
-		/* a second answer to the input's last request fails this input */
-		if (r == 0 && last)
-			r = rewardcmd_check(o->cmd, &q, e);
-		buf_free(&sj);
-		buf_free(&gj);
-		if (r < 0)
-			return -1;
-		for (uint32_t k = 0; k < o->cmd->n_names; k++)
-			row[o->n_rewards + k] = v[k];
 	}
 	st->t_reward += now() - t1;
 	return 0;
 }
 
+/* The ids whole, as JSON, each NUL-terminated, appended to ids: the
+ * sequence's at *sid, the group's at *gid (scored_*_text cuts them to
+ * size for messages). */
+static int ids_json(struct buf *ids, const struct group *g, const struct traj *t, size_t *sid, size_t *gid,
+		    struct err *e)
+{
+	*sid = ids->len;
+	if (json_print_id(ids, &t->sequence_id) < 0 || buf_put_u8(ids, 0) < 0)
+		return err_set(e, "out of memory");
+	*gid = ids->len;
+	if (json_print_id(ids, &g->group_id) < 0 || buf_put_u8(ids, 0) < 0)
+		return err_set(e, "out of memory");
+	return 0;
+}
+
+/* The rewards of one trajectory into row (K): one program, asked one
+ * request at a time as each is decoded. */
+static int reward_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, int last,
+		       double *row, struct buf *text, struct buf *prompt, struct scorer_stats *st, struct err *e)
+{
+	size_t text_n, prompt_n;
+	buf_reset(text);
+	buf_reset(prompt);
+	if (decode_traj(o, g, t, row, text, &text_n, prompt, &prompt_n, st, e) < 0)
+		return -1;
+	if (!o->cmd)
+		return 0;
+	double t1 = now();
+	struct buf ids = { 0 };
+	size_t sid, gid;
+	if (ids_json(&ids, g, t, &sid, &gid, e) < 0) {
+		buf_free(&ids);
+		return -1;
+	}
+	struct rewardcmd_req q = { (const char *)ids.data + sid, (const char *)ids.data + gid,
+				   prompt->data ? (const char *)prompt->data : "",
+				   text->data ? (const char *)text->data : "", prompt_n, text_n, t->answer,
+				   t->finish_reason };
+	struct rewardcmd *c = &o->cmd->c[0];
+	double v[REWARDCMD_MAX];
+	int r = rewardcmd_ask(c, &q, v, e);
+	/* a second answer to the input's last request fails this input */
+	if (r == 0 && last)
+		r = rewardcmd_check(c, &q, e);
+	buf_free(&ids);
+	if (r < 0)
+		return -1;
+	for (uint32_t k = 0; k < c->n_names; k++)
+		row[o->n_rewards + k] = v[k];
+	st->t_reward += now() - t1;
+	return 0;
+}
+
+/* Groups whose rewards are all in, for the pool's answers coming in any order. */
+struct batch_done {
+	const struct scorer_opt *o;
+	const uint32_t *group_of;   /* (N) each request's group */
+	uint32_t *left;             /* (n) answers still to come */
+	uint32_t n, complete;
+};
+
+static int answer_in(void *ctx, uint32_t i, struct err *e)
+{
+	struct batch_done *d = ctx;
+	if (--d->left[d->group_of[i]])
+		return 0;
+	d->complete++;
+	progress_show(d->o->progress, d->complete, d->n, "groups rewarded");
+	return d->o->between ? d->o->between(d->o->ctx, e) : 0;
+}
+
+/* Where one request's texts and ids lie in reward_batch's buffers. */
+struct held {
+	size_t text, text_n, prompt, prompt_n, sid, gid;
+};
+
+/* The rewards of the whole batch into r (stride K0), the program's requests
+ * all at once over its copies (--reward-jobs): every text of the input is
+ * decoded first and held until the last answer is in, which for one input
+ * of rollouts (a step's groups of one rank) is some megabytes. */
+static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n, uint32_t N, double *r, uint32_t K0,
+			struct scorer_stats *st, struct err *e)
+{
+	struct buf text = { 0 }, prompt = { 0 }, ids = { 0 };
+	struct held *at = malloc(((size_t)N + 1) * sizeof *at);
+	struct rewardcmd_req *q = malloc(((size_t)N + 1) * sizeof *q);
+	uint32_t *group_of = malloc(((size_t)N + 1) * sizeof *group_of);
+	uint32_t *left = malloc(((size_t)n + 1) * sizeof *left);
+	struct batch_done d = { o, group_of, left, n, 0 };
+	int rc = 0;
+	if (!at || !q || !group_of || !left) {
+		rc = err_set(e, "out of memory scoring %u sequences", N);
+		goto out;
+	}
+	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
+		left[g] = gs[g].n;
+		d.complete += !gs[g].n;
+		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++) {
+			struct held *a = &at[i];
+			a->text = text.len, a->prompt = prompt.len;
+			group_of[i] = g;
+			rc = decode_traj(o, &gs[g], &gs[g].trajs[j], r + (size_t)i * K0, &text, &a->text_n, &prompt,
+					 &a->prompt_n, st, e);
+			rc = rc < 0 ? rc : ids_json(&ids, &gs[g], &gs[g].trajs[j], &a->sid, &a->gid, e);
+		}
+	}
+	if (rc < 0)
+		goto out;
+	for (uint32_t g = 0, i = 0; g < n; g++) {
+		for (uint32_t j = 0; j < gs[g].n; j++, i++) {
+			const struct held *a = &at[i];
+			const struct traj *t = &gs[g].trajs[j];
+			q[i] = (struct rewardcmd_req){ (const char *)ids.data + a->sid, (const char *)ids.data + a->gid,
+						       prompt.data ? (const char *)prompt.data + a->prompt : "",
+						       text.data ? (const char *)text.data + a->text : "", a->prompt_n,
+						       a->text_n, t->answer, t->finish_reason };
+		}
+	}
+	double t1 = now();
+	rc = rewardpool_run(o->cmd, q, N, r + o->n_rewards, K0, answer_in, &d, e);
+	st->t_reward += now() - t1;
+out:
+	buf_free(&text);
+	buf_free(&prompt);
+	buf_free(&ids);
+	free(at);
+	free(q);
+	free(group_of);
+	free(left);
+	return rc;
+}
+
 static void names_into(const struct scorer_opt *o, struct scorer_stats *st)
 {
-	st->K = o->n_rewards + (o->cmd ? o->cmd->n_names : 0);
+	st->K = o->n_rewards + (o->cmd ? rewardpool_n_names(o->cmd) : 0);
 	for (uint32_t k = 0; k < st->K; k++)
 		snprintf(st->names[k], sizeof st->names[k], "%s",
-			 k < o->n_rewards ? o->rewards[k].name : o->cmd->names[k - o->n_rewards]);
+			 k < o->n_rewards ? o->rewards[k].name : rewardpool_name(o->cmd, k - o->n_rewards));
 }
 
 /* err_set for a name the reward program does not answer, listing those it does. */
@@ -221,7 +332,10 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	}
 
 	/* rewards, row-major with stride K0 until the program's names are known */
-	for (uint32_t g = 0, i = 0; g < n && rc == 0; g++) {
+	int batch = o->cmd && o->cmd->jobs > 1;
+	if (batch)
+		rc = reward_batch(o, gs, n, N, r, K0, st, e);
+	for (uint32_t g = 0, i = 0; !batch && g < n && rc == 0; g++) {
 		for (uint32_t j = 0; j < gs[g].n && rc == 0; j++, i++)
 			rc = reward_traj(o, &gs[g], &gs[g].trajs[j], g + 1 == n && j + 1 == gs[g].n,
 					 r + (size_t)i * K0, &text, &prompt, st, e);

@@ -4,7 +4,8 @@
  * For a batch of groups (one input file, or one group of standard input,
  * which grpo-score streams: scoreio.h): each response is decoded (and
  * each prompt, when a reward program is asked), every reward function is
- * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h),
+ * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h;
+ * with several copies, rewardpool.h, all the batch's texts decoded first),
  * the advantages over the batch (advantage.h), and the reference logprobs
  * of the groups kept (reflp.h). Only when all of that succeeded are the
  * trajectories marked scored (rewards, successes, advantage set): on error
@@ -41,6 +42,7 @@
 #include "score/reflp.h"
 #include "score/reward.h"
 #include "score/rewardcmd.h"
+#include "score/rewardpool.h"
 
 #define SCORER_MAX_REWARDS (16 + REWARDCMD_MAX)
 /* pass@k is kept for k = 1, 2, 4, ... 2^(SCORER_PASS_POW - 1) */
@@ -50,7 +52,9 @@ struct scorer_opt {
 	const struct reward_spec *rewards;   /* (n_rewards) built-ins */
 	uint32_t n_rewards;
 	struct reward_opt ropt;
-	struct rewardcmd *cmd;               /* NULL: no reward program */
+	struct rewardpool *cmd;              /* NULL: no reward program; one copy or several
+	                                        (--reward-jobs), whose requests of the batch
+	                                        are then all in flight together */
 	const struct reward_spec *cmd_weights;   /* (n_cmd_weights) by name; the others weigh 1 */
 	uint32_t n_cmd_weights;
 	struct adv_opt adv;

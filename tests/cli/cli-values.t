@@ -61,6 +61,11 @@ grpo-score|--reward-timeout|0.2|ok
 grpo-score|--reward-timeout|2m|ok
 grpo-score|--reward-timeout|0|a duration > 0 and <= 1000000s (seconds, or with s, m, h or d)
 grpo-score|--reward-timeout|12d|a duration > 0 and <= 1000000s (seconds, or with s, m, h or d)
+grpo-score|--reward-jobs|1|ok
+grpo-score|--reward-jobs|256|ok
+grpo-score|--reward-jobs|0|a positive integer up to 256
+grpo-score|--reward-jobs|257|a positive integer up to 256
+grpo-score|--reward-jobs|4x|a positive integer up to 256
 grpo-score|--success-threshold|0.5|ok
 grpo-score|--success-threshold|-3|ok
 grpo-score|--success-threshold|inf|a number
