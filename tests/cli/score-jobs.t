@@ -108,7 +108,7 @@ for kind in crash hang garbage twice lasttwice names; do
 	to=60
 	case $kind in
 	crash) act='exit 3'; seq=201; want='ended without answering for sequence 201 of group 2 (exited with status 3)' ;;
-	hang) act='sleep 30'; seq=201; to=1; want='did not answer within --reward-timeout 1s for sequence 201 of group 2' ;;
+	hang) act='sleep 30'; seq=201; to=3; want='did not answer within --reward-timeout 3s for sequence 201 of group 2' ;;
 	garbage) act='echo hello'; seq=201; want="answered 'hello': not valid JSON (near byte 1)" ;;
 	# the second line is found when that copy is asked again, or after the last answer
 	twice) act='cat two.jsonl'; seq=201; want="wrote '{\"rewards\": {\"r\": 0, \"s\": 0}}' before it was asked (one line per request) for sequence" ;;
@@ -117,6 +117,7 @@ for kind in crash hang garbage twice lasttwice names; do
 	names) act="echo '{\"rewards\": {\"r\": 1, \"t\": 0}}'"; seq=201; want="answered '{\"rewards\": {\"r\": 1, \"t\": 0}}': no 's', which the program's first answer named for sequence 201 of group 2" ;;
 	esac
 	# every request but the odd one takes 0.1 s, so that all four copies get some
+	# (the hang's 3 s limit leaves a loaded machine room for those)
 	printf '%s\n' "while IFS= read -r x; do case \$x in *'\"sequence_id\": $seq,'*) $act ;;
 	*) sleep 0.1; echo '{\"rewards\": {\"r\": 1, \"s\": 0}}' ;; esac; done" > bad.sh
 	grpo-score -c 'sh bad.sh' --reward-jobs 4 -T $to -t "$TOK" in.zst 2> err > bad.zst
