@@ -55,6 +55,8 @@ struct scorer_opt {
 	struct rewardpool *cmd;              /* NULL: no reward program; one copy or several
 	                                        (--reward-jobs), whose requests of the batch
 	                                        are then all in flight together */
+	int cmd_groups;                      /* --reward-groups: one request per group, in the
+	                                        form of rewardcmd.h, as the batch's are */
 	const struct reward_spec *cmd_weights;   /* (n_cmd_weights) by name; the others weigh 1 */
 	uint32_t n_cmd_weights;
 	struct adv_opt adv;

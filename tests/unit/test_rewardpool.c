@@ -34,7 +34,7 @@ static void reqs(struct rewardcmd_req *q, char ids[][8], uint32_t n, uint32_t fi
 {
 	for (uint32_t i = 0; i < n; i++) {
 		snprintf(ids[i], sizeof ids[i], "%u", first + i);
-		q[i] = (struct rewardcmd_req){ ids[i], "1", "", "x", 0, 1, NULL, NULL };
+		q[i] = (struct rewardcmd_req){ .seq_id = ids[i], .group_id = "1", .prompt = "", .response = "x", .response_n = 1 };
 	}
 }
 
