@@ -5,7 +5,8 @@
  * which grpo-score streams: scoreio.h): each response is decoded (and
  * each prompt, when a reward program is asked), every reward function is
  * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h;
- * with several copies, rewardpool.h, all the batch's texts decoded first),
+ * with several copies, rewardpool.h, or asked per group, all the batch's
+ * texts decoded first),
  * the advantages over the batch (advantage.h), and the reference logprobs
  * of the groups kept (reflp.h). Only when all of that succeeded are the
  * trajectories marked scored (rewards, successes, advantage set): on error

@@ -8,7 +8,7 @@
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
 command -v jq > /dev/null || skip_all "no jq"
-plan 32
+plan 36
 cd "$T"
 
 # ids of "####", "#### ", "#### 1", "#### 18", "#### 17" (qwen3): 4 to 7 characters
@@ -90,8 +90,7 @@ ok $? "NaN in an array: scored"
 grep -q 'first: group 2, sequence 201, reward r = nan' errn
 ok $? "and said, on its own sequence: $(head -1 errn)"
 
-# ---- errors: exit status 1, nothing written, the group named ----
-printf '%s\n' '{"rewards": {"rank": [0,0,0,0,0], "id": [0,0,0,0,0]}}' '{"rewards": {"rank": [0,0,0,0,0], "id": [0,0,0,0,0]}}' > two.jsonl
+# G's group answered by ACT, the others by J
 cat > bad.sh <<'EOF2'
 while IFS= read -r x; do
 	case $x in
@@ -100,12 +99,23 @@ while IFS= read -r x; do
 	esac
 done
 EOF2
-for kind in length array missing timeout exits lasttwice; do
+# answers out of order: group 1 is answered last, after the copies' others
+G=1 ACT='sleep 0.5; printf "%s\n" "$x" | jq -c "$J"' \
+	grpo-score -c 'sh bad.sh' --reward-groups --reward-jobs 3 -t "$TOK" in.zst 2> erro | grpo-cat > ooo.jsonl
+ok $? "group 1 answered last: $(cat erro)"
+cmp -s one.jsonl ooo.jsonl
+ok $? "the same output as one program's"
+
+# ---- errors: exit status 1, nothing written, the group named ----
+printf '%s\n' '{"rewards": {"rank": [0,0,0,0,0], "id": [0,0,0,0,0]}}' '{"rewards": {"rank": [0,0,0,0,0], "id": [0,0,0,0,0]}}' > two.jsonl
+for kind in length array value missing timeout exits lasttwice; do
 	G=2 to=60
 	case $kind in
 	length) ACT="echo '{\"rewards\": {\"rank\": [0, 1], \"id\": [1, 2, 3]}}'"
 		want="'rank' has 2 values for a group of 3 for group 2" ;;
 	array) ACT="echo '{\"rewards\": {\"rank\": 1, \"id\": [1, 2, 3]}}'"; want="'rank' is not an array for group 2" ;;
+	value) ACT="echo '{\"rewards\": {\"rank\": [0, \"1\", 2], \"id\": [1, 2, 3]}}'"
+		want="'rank' holds a value that is not a number for group 2" ;;
 	missing) ACT="echo '{\"rewards\": {\"rank\": [0, 1, 2], \"di\": [1, 2, 3]}}'"
 		want="no 'id', which its first answer named for group 2" ;;
 	timeout) ACT='sleep 30'; to=1; want="did not answer within --reward-timeout 1s for group 2" ;;
