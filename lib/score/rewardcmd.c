@@ -214,11 +214,12 @@ static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const
 		return nomem ? -2 : -1;
 	}
 	uint32_t M = q->members ? q->n_members : 0;
-	snprintf(why, WHY_MAX, M ? "not {\"rewards\": {NAME: [number, ...], ...}}" : "not {\"rewards\": {NAME: number, ...}}");
+	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: %s, ...}}", M ? "[number, ...]" : "number");
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && x->string && (M ? reward_array(x, f == 1, M, why) : reward_value(x, f == 1, &v));
+	cJSON_ArrayForEach(x, rw) ok = ok && x->string &&
+				       (M ? reward_array(x, f == 1, M, why) : reward_value(x, f == 1, &v));
 	cJSON_ArrayForEach(x, rw) if (ok && strlen(x->string) > REWARD_NAME_MAX) {
 		/* a longer name would be stored cut, perhaps to another's */
 		snprintf(why, WHY_MAX, "a name of over %d bytes", REWARD_NAME_MAX);
@@ -297,7 +298,8 @@ int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct er
 {
 	char who[300];
 	if (c->pid <= 0)
-		return err_set(e, "reward program '%s'%s is not running (%s)", c->cmd, c->copy, whom(q, who, sizeof who));
+		return err_set(e, "reward program '%s'%s is not running (%s)", c->cmd, c->copy,
+			       whom(q, who, sizeof who));
 	struct buf *b = &c->req;
 	buf_reset(b);
 	int r = 0;

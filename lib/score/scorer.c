@@ -204,7 +204,8 @@ static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n
 			const struct traj *t = &gs[g].trajs[j];
 			q[i] = (struct rewardcmd_req){ .seq_id = (const char *)ids.data + a->sid,
 						       .group_id = (const char *)ids.data + a->gid,
-						       .prompt = prompt.data ? (const char *)prompt.data + a->prompt : "",
+						       .prompt = prompt.data ? (const char *)prompt.data + a->prompt
+									     : "",
 						       .response = text.data ? (const char *)text.data + a->text : "",
 						       .prompt_n = a->prompt_n, .response_n = a->text_n,
 						       .answer = t->answer, .finish_reason = t->finish_reason };
