@@ -213,13 +213,14 @@ static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const
 		snprintf(why, WHY_MAX, "%s", pe.msg);
 		return nomem ? -2 : -1;
 	}
-	uint32_t M = q->members ? q->n_members : 0;
-	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: %s, ...}}", M ? "[number, ...]" : "number");
+	int group = q->members != NULL;
+	uint32_t M = q->n_members;
+	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: %s, ...}}", group ? "[number, ...]" : "number");
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
 	cJSON_ArrayForEach(x, rw) ok = ok && x->string &&
-				       (M ? reward_array(x, f == 1, M, why) : reward_value(x, f == 1, &v));
+				       (group ? reward_array(x, f == 1, M, why) : reward_value(x, f == 1, &v));
 	cJSON_ArrayForEach(x, rw) if (ok && strlen(x->string) > REWARD_NAME_MAX) {
 		/* a longer name would be stored cut, perhaps to another's */
 		snprintf(why, WHY_MAX, "a name of over %d bytes", REWARD_NAME_MAX);
@@ -246,7 +247,7 @@ static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const
 		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
 		if (!x)
 			snprintf(why, WHY_MAX, "no '%s', which %s first answer named", c->names[k], whose);
-		if (!x || !M) {
+		if (!x || !group) {
 			ok = x != NULL && reward_value(x, f == 1, &out[k]);
 			continue;
 		}
