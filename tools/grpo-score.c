@@ -46,6 +46,7 @@ struct opts {
 	const char *reward_cmd, *ref, *tokenizer, *out, *metrics;
 	double reward_timeout, success_threshold, poll;
 	uint32_t reward_jobs;       /* copies of the reward program */
+	int reward_groups;          /* the program asked once per group */
 	struct adv_opt adv;
 	int drop_zero_std, watch, verbose, fp32;
 	enum model_device device;   /* as asked; resolved in main() where it matters */
@@ -69,7 +70,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: grpo-score [--reward NAME[=WEIGHT]]...\n"
-		"                  [--reward-cmd CMD [--reward-timeout S] [--reward-jobs N]]\n"
+		"                  [--reward-cmd CMD [--reward-timeout S] [--reward-jobs N]\n"
+		"                               [--reward-groups]]\n"
 		"                  [--success-threshold X] [--max-len N [--overlong-buffer N]]\n"
 		"                  [--correct-by NAME] [--cosine-values RS,RL,WS,WL] [--ngram N]\n"
 		"                  [--answer-after-think]\n"
@@ -88,6 +90,7 @@ static void usage(FILE *f)
 		"  -c, --reward-cmd CMD       a reward program speaking JSON lines (grpo-score(1))\n"
 		"  -T, --reward-timeout S     seconds the program may take per answer (60)\n"
 		"      --reward-jobs N        copies of the program, each given one request at a time (1)\n"
+		"      --reward-groups        ask the program once per group, for rewards over the whole group\n"
 		"  -s, --success-threshold X  a reward at or above X is a success (1)\n"
 		"  -m, --max-len N            length, cosine: the longest response, in tokens\n"
 		"  -b, --overlong-buffer N    length: tokens before --max-len where the penalty starts (0)\n"
@@ -171,10 +174,10 @@ static void pick_correct_by(struct opts *o, int verdict_given)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_CORRECT_BY = 256, O_COSINE_VALUES, O_AFTER_THINK, O_REWARD_JOBS };
+	enum { O_CORRECT_BY = 256, O_COSINE_VALUES, O_AFTER_THINK, O_REWARD_JOBS, O_REWARD_GROUPS };
 	static const struct option lo[] = {
 		{ "reward", 1, 0, 'r' }, { "reward-cmd", 1, 0, 'c' }, { "reward-timeout", 1, 0, 'T' },
-		{ "reward-jobs", 1, 0, O_REWARD_JOBS },
+		{ "reward-jobs", 1, 0, O_REWARD_JOBS }, { "reward-groups", 0, 0, O_REWARD_GROUPS },
 		{ "success-threshold", 1, 0, 's' }, { "max-len", 1, 0, 'm' }, { "overlong-buffer", 1, 0, 'b' },
 		{ "ngram", 1, 0, 'n' }, { "correct-by", 1, 0, O_CORRECT_BY }, { "cosine-values", 1, 0, O_COSINE_VALUES },
 		{ "answer-after-think", 0, 0, O_AFTER_THINK },
@@ -227,6 +230,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->reward_jobs = (uint32_t)cli_positive("--reward-jobs", optarg, REWARDPOOL_MAX);
 			jobs_given = 1;
 			break;
+		case O_REWARD_GROUPS: o->reward_groups = 1; break;
 		case 's': o->success_threshold = cli_number("--success-threshold", optarg, -INFINITY, INFINITY, 0); break;
 		case 'm': o->ropt.max_len = (uint32_t)cli_positive("--max-len", optarg, 1u << 30); break;
 		case 'b': o->ropt.overlong_buffer = (uint32_t)cli_uint("--overlong-buffer", optarg, 1u << 30); break;
@@ -296,6 +300,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		why = "--reward-timeout goes with --reward-cmd";
 	else if (jobs_given && !o->reward_cmd)
 		why = "--reward-jobs goes with --reward-cmd";
+	else if (o->reward_groups && !o->reward_cmd)
+		why = "--reward-groups goes with --reward-cmd";
 	else if (ref_tokens_given && !o->ref)
 		why = "--ref-tokens goes with --ref DIR";
 	else if (precision_given && !o->ref)
@@ -582,6 +588,7 @@ static int setup(struct state *s, struct err *e)
 		if (rewardpool_start(&s->cmd, o->reward_cmd, o->reward_jobs, o->reward_timeout, e) < 0)
 			return -1;
 		s->so.cmd = &s->cmd;
+		s->so.cmd_groups = o->reward_groups;
 		s->so.cmd_weights = o->cmd_weights;
 		s->so.n_cmd_weights = o->n_cmd_weights;
 	}

@@ -112,15 +112,25 @@ static void shut(struct rewardcmd *c)
 	c->to_fd = c->from_fd = -1;
 }
 
+/* "sequence S of group G", or "group G" for a request of the group form. */
+static const char *whom(const struct rewardcmd_req *q, char *s, size_t size)
+{
+	if (q->members)
+		snprintf(s, size, "group %s", q->group_id);
+	else
+		snprintf(s, size, "sequence %s of group %s", q->seq_id, q->group_id);
+	return s;
+}
+
 /* The program failed us: stop it and say how, naming the sequence. */
 static int fail(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e, const char *what)
 {
-	char how[128] = "not running";
+	char how[128] = "not running", who[300];
 	shut(c);
 	if (c->pid > 0)
 		reap(c, 1.0, how, sizeof how);
-	return err_set(e, "reward program '%s'%s %s for sequence %s of group %s (%s)", c->cmd, c->copy, what,
-		       q->seq_id, q->group_id, how);
+	return err_set(e, "reward program '%s'%s %s for %s (%s)", c->cmd, c->copy, what, whom(q, who, sizeof who),
+		       how);
 }
 
 static int wait_fd(int fd, short ev, double deadline)
@@ -139,6 +149,7 @@ static int wait_fd(int fd, short ev, double deadline)
 }
 
 /* Is x a reward: a number, or null where the line's NaN was (fixed)? */
+#define WHY_MAX 160
 static int reward_value(const cJSON *x, int fixed, double *v)
 {
 	if (cJSON_IsNumber(x))
@@ -150,12 +161,35 @@ static int reward_value(const cJSON *x, int fixed, double *v)
 	return 1;
 }
 
-/* A reply line: its rewards into out, in the order of the names. NaN,
- * Infinity and -Infinity, which Python's json writes, are read as those
- * values, for the scorer to store as 0 (grpo-score(1)). On a bad line,
- * why (of size WHY_MAX) says what is wrong with it. */
-#define WHY_MAX 160
-static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *out, char *why)
+/* Is x a reward of the group form: an array of one reward per member? */
+static int reward_array(const cJSON *x, int fixed, uint32_t members, char *why)
+{
+	const char *name = x->string ? x->string : "";
+	if (!cJSON_IsArray(x)) {
+		snprintf(why, WHY_MAX, "'%.*s' is not an array", REWARD_NAME_MAX, name);
+		return 0;
+	}
+	int n = cJSON_GetArraySize(x);
+	if ((uint32_t)n != members) {
+		snprintf(why, WHY_MAX, "'%.*s' has %d values for a group of %u", REWARD_NAME_MAX, name, n, members);
+		return 0;
+	}
+	const cJSON *v;
+	double d;
+	cJSON_ArrayForEach(v, x) if (!reward_value(v, fixed, &d)) {
+		snprintf(why, WHY_MAX, "'%.*s' holds a value that is not a number", REWARD_NAME_MAX, name);
+		return 0;
+	}
+	return 1;
+}
+
+/* A reply line: its rewards into out, in the order of the names (in the
+ * group form, member m's at out + m * q->stride). NaN, Infinity and
+ * -Infinity, which Python's json writes, are read as those values, for the
+ * scorer to store as 0 (grpo-score(1)). On a bad line, why (of size
+ * WHY_MAX) says what is wrong with it. */
+static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const char *line, size_t n, double *out,
+		       char *why)
 {
 	const char *whose = c->copy[0] ? "the program's" : "its";   /* several copies: perhaps another's */
 	if (c->lead)
@@ -179,11 +213,14 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 		snprintf(why, WHY_MAX, "%s", pe.msg);
 		return nomem ? -2 : -1;
 	}
-	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: number, ...}}");
+	int group = q->members != NULL;
+	uint32_t M = q->n_members;
+	snprintf(why, WHY_MAX, "not {\"rewards\": {NAME: %s, ...}}", group ? "[number, ...]" : "number");
 	cJSON *rw = cJSON_GetObjectItemCaseSensitive(j, "rewards"), *x;
 	double v;
 	int ok = cJSON_IsObject(rw) && cJSON_GetArraySize(rw) > 0 && cJSON_GetArraySize(rw) <= REWARDCMD_MAX;
-	cJSON_ArrayForEach(x, rw) ok = ok && reward_value(x, f == 1, &v) && x->string;
+	cJSON_ArrayForEach(x, rw) ok = ok && x->string &&
+				       (group ? reward_array(x, f == 1, M, why) : reward_value(x, f == 1, &v));
 	cJSON_ArrayForEach(x, rw) if (ok && strlen(x->string) > REWARD_NAME_MAX) {
 		/* a longer name would be stored cut, perhaps to another's */
 		snprintf(why, WHY_MAX, "a name of over %d bytes", REWARD_NAME_MAX);
@@ -210,7 +247,13 @@ static int parse_reply(struct rewardcmd *c, const char *line, size_t n, double *
 		x = cJSON_GetObjectItemCaseSensitive(rw, c->names[k]);
 		if (!x)
 			snprintf(why, WHY_MAX, "no '%s', which %s first answer named", c->names[k], whose);
-		ok = x != NULL && reward_value(x, f == 1, &out[k]);
+		if (!x || !group) {
+			ok = x != NULL && reward_value(x, f == 1, &out[k]);
+			continue;
+		}
+		uint32_t m = 0;
+		const cJSON *y;
+		cJSON_ArrayForEach(y, x) reward_value(y, f == 1, &out[m++ * q->stride + k]);   /* checked above */
 	}
 	cJSON_Delete(j);
 	return ok ? 0 : -1;
@@ -236,14 +279,12 @@ int rewardcmd_check(struct rewardcmd *c, const struct rewardcmd_req *q, struct e
 	return 0;
 }
 
-int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e)
+/* One response's request object, after sep; group_id NULL: without it (the group form). */
+static int print_response(struct buf *b, const struct rewardcmd_req *q, const char *group_id, const char *sep)
 {
-	if (c->pid <= 0)
-		return err_set(e, "reward program '%s'%s is not running (sequence %s of group %s)", c->cmd, c->copy,
-			       q->seq_id, q->group_id);
-	struct buf *b = &c->req;
-	buf_reset(b);
-	int r = buf_printf(b, "{\"sequence_id\": %s, \"group_id\": %s, \"prompt\": ", q->seq_id, q->group_id);
+	int r = buf_printf(b, "%s{\"sequence_id\": %s, ", sep, q->seq_id);
+	r = r < 0 || !group_id ? r : buf_printf(b, "\"group_id\": %s, ", group_id);
+	r = r < 0 ? r : buf_printf(b, "\"prompt\": ");
 	r = r < 0 ? r : json_print_string_n(b, q->prompt ? q->prompt : "", q->prompt_n);
 	r = r < 0 ? r : buf_printf(b, ", \"response\": ");
 	r = r < 0 ? r : json_print_string_n(b, q->response, q->response_n);
@@ -251,7 +292,27 @@ int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct er
 	r = r < 0 ? r : q->answer ? json_print_string(b, q->answer) : buf_printf(b, "null");
 	r = r < 0 ? r : buf_printf(b, ", \"finish_reason\": ");
 	r = r < 0 ? r : q->finish_reason ? json_print_string(b, q->finish_reason) : buf_printf(b, "null");
-	r = r < 0 ? r : buf_printf(b, "}\n");
+	return r < 0 ? r : buf_printf(b, "}");
+}
+
+int rewardcmd_send(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e)
+{
+	char who[300];
+	if (c->pid <= 0)
+		return err_set(e, "reward program '%s'%s is not running (%s)", c->cmd, c->copy,
+			       whom(q, who, sizeof who));
+	struct buf *b = &c->req;
+	buf_reset(b);
+	int r = 0;
+	if (q->members) {
+		r = buf_printf(b, "{\"group_id\": %s, \"responses\": [", q->group_id);
+		for (uint32_t m = 0; m < q->n_members && r >= 0; m++)
+			r = print_response(b, &q->members[m], NULL, m ? ", " : "");
+		r = r < 0 ? r : buf_printf(b, "]}\n");
+	} else {
+		r = print_response(b, q, q->group_id, "");
+		r = r < 0 ? r : buf_printf(b, "\n");
+	}
 	if (r < 0)
 		return err_set(e, "out of memory");
 	c->deadline = rewardcmd_now() + c->timeout;
@@ -285,7 +346,7 @@ int rewardcmd_recv(struct rewardcmd *c, const struct rewardcmd_req *q, double *o
 		if (nl) {
 			size_t n = (size_t)(nl - (char *)c->in.data);
 			char why[WHY_MAX];
-			int rc = parse_reply(c, (const char *)c->in.data, n, out, why);
+			int rc = parse_reply(c, q, (const char *)c->in.data, n, out, why);
 			char shown[100];
 			snprintf(shown, sizeof shown, "%.*s", (int)(n < 80 ? n : 80), (const char *)c->in.data);
 			memmove(c->in.data, nl + 1, c->in.len - n - 1);

@@ -13,11 +13,20 @@
  *
  * The first reply names the program's rewards, in the order they are
  * stored; every later reply must give the same names (in any order), each
- * a JSON number. Each request must be answered within `timeout` seconds.
+ * a JSON number.
+ *
+ * In the group form (grpo-score --reward-groups) a request is a whole
+ * group, and each reward an array of one number per response, in the
+ * request's order:
+ *
+ *   request  {"group_id": 1, "responses": [{"sequence_id": 3, "prompt": ...,
+ *             "response": ..., "answer": ..., "finish_reason": ...}, ...]}
+ *   reply    {"rewards": {"judge": [1.0, 0.5, 0.0], "style": [...]}}
+ * Each request must be answered within `timeout` seconds.
  * A program that exits (or closes its output) before answering, one that
  * does not answer in time (it is then killed, with its process group), and
  * an answer that is not such an object are errors naming the program and
- * the sequence; after an error the program is stopped, and rewardcmd_ask
+ * the sequence (the group, in the group form); after an error the program is stopped, and rewardcmd_ask
  * fails until rewardcmd_start is called again.
  *
  * rewardcmd_ask is rewardcmd_send then rewardcmd_recv until the answer is
@@ -57,11 +66,19 @@ struct rewardcmd_req {
 	size_t prompt_n, response_n;
 	const char *answer;              /* NULL: null */
 	const char *finish_reason;       /* NULL: null */
+	/* the group form: the group's responses (their group_id unused; this
+	 * one's is the group's, the other fields above unused), whose rewards
+	 * go to out + m * stride for member m; n_members 0: one response */
+	const struct rewardcmd_req *members;
+	uint32_t n_members;
+	size_t stride;
+	size_t row;                      /* rewardpool_run: where in its out, in strides */
 };
 
 int rewardcmd_start(struct rewardcmd *c, const char *cmd, double timeout, struct err *e);
 /* One sequence's rewards into out (n_names values; on the first call the
- * names are learnt, so size out after a first call, or give REWARDCMD_MAX values). */
+ * names are learnt, so size out after a first call, or give REWARDCMD_MAX values);
+ * in the group form, each member's at out + m * q->stride. */
 #define REWARDCMD_MAX 64
 int rewardcmd_ask(struct rewardcmd *c, const struct rewardcmd_req *q, double *out, struct err *e);
 /* Write request q (checking first that nothing unasked is waiting) and

@@ -95,7 +95,8 @@ int rewardpool_run(struct rewardpool *p, const struct rewardcmd_req *q, uint32_t
 			if (!ev && t < p->c[i].deadline)
 				continue;
 			uint32_t j = p->busy[i] - 1;
-			int got = rewardcmd_recv(&p->c[i], &q[j], out + (size_t)j * stride, quit ? &de : e);
+			size_t at = q[j].members ? q[j].row : j;   /* a group's rows are its members' */
+			int got = rewardcmd_recv(&p->c[i], &q[j], out + at * stride, quit ? &de : e);
 			if (got < 0)
 				return kill_all(p);
 			if (got == 0)

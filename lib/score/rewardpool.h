@@ -45,7 +45,9 @@ static inline const char *rewardpool_name(const struct rewardpool *p, uint32_t k
 
 /*
  * Ask q[0..n), spread over the copies: q[i]'s rewards into
- * out + i * stride, in the order of the names. done(ctx, i), when not
+ * out + i * stride, in the order of the names (a request of the group
+ * form: into out + q[i].row * stride, and its members' rows after, by
+ * q[i].stride). done(ctx, i), when not
  * NULL, is called as each answer is in (in the order they come); when it
  * fails, no further request is sent, those sent are waited for, and the
  * run fails with its error (the copies still running). After the last

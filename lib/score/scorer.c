@@ -120,10 +120,10 @@ static int reward_traj(const struct scorer_opt *o, const struct group *g, const 
 		buf_free(&ids);
 		return -1;
 	}
-	struct rewardcmd_req q = { (const char *)ids.data + sid, (const char *)ids.data + gid,
-				   prompt->data ? (const char *)prompt->data : "",
-				   text->data ? (const char *)text->data : "", prompt_n, text_n, t->answer,
-				   t->finish_reason };
+	struct rewardcmd_req q = { .seq_id = (const char *)ids.data + sid, .group_id = (const char *)ids.data + gid,
+				   .prompt = prompt->data ? (const char *)prompt->data : "",
+				   .response = text->data ? (const char *)text->data : "", .prompt_n = prompt_n,
+				   .response_n = text_n, .answer = t->answer, .finish_reason = t->finish_reason };
 	struct rewardcmd *c = &o->cmd->c[0];
 	double v[REWARDCMD_MAX];
 	int r = rewardcmd_ask(c, &q, v, e);
@@ -165,18 +165,22 @@ struct held {
 /* The rewards of the whole batch into r (stride K0), the program's requests
  * all at once over its copies (--reward-jobs): every text of the input is
  * decoded first and held until the last answer is in, which for one input
- * of rollouts (a step's groups of one rank) is some megabytes. */
+ * of rollouts (a step's groups of one rank) is some megabytes. With
+ * --reward-groups the requests are the groups (an empty one is not asked),
+ * each holding its members'. */
 static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n, uint32_t N, double *r, uint32_t K0,
 			struct scorer_stats *st, struct err *e)
 {
 	struct buf text = { 0 }, prompt = { 0 }, ids = { 0 };
 	struct held *at = malloc(((size_t)N + 1) * sizeof *at);
 	struct rewardcmd_req *q = malloc(((size_t)N + 1) * sizeof *q);
+	struct rewardcmd_req *gq = o->cmd_groups ? malloc(((size_t)n + 1) * sizeof *gq) : NULL;
+	uint32_t *group_at = o->cmd_groups ? malloc(((size_t)n + 1) * sizeof *group_at) : NULL;
 	uint32_t *group_of = malloc(((size_t)N + 1) * sizeof *group_of);
 	uint32_t *left = malloc(((size_t)n + 1) * sizeof *left);
 	struct batch_done d = { o, group_of, left, n, 0 };
 	int rc = 0;
-	if (!at || !q || !group_of || !left) {
+	if (!at || !q || !group_of || !left || (o->cmd_groups && (!gq || !group_at))) {
 		rc = err_set(e, "out of memory scoring %u sequences", N);
 		goto out;
 	}
@@ -198,14 +202,33 @@ static int reward_batch(const struct scorer_opt *o, struct group *gs, uint32_t n
 		for (uint32_t j = 0; j < gs[g].n; j++, i++) {
 			const struct held *a = &at[i];
 			const struct traj *t = &gs[g].trajs[j];
-			q[i] = (struct rewardcmd_req){ (const char *)ids.data + a->sid, (const char *)ids.data + a->gid,
-						       prompt.data ? (const char *)prompt.data + a->prompt : "",
-						       text.data ? (const char *)text.data + a->text : "", a->prompt_n,
-						       a->text_n, t->answer, t->finish_reason };
+			q[i] = (struct rewardcmd_req){ .seq_id = (const char *)ids.data + a->sid,
+						       .group_id = (const char *)ids.data + a->gid,
+						       .prompt = prompt.data ? (const char *)prompt.data + a->prompt
+									     : "",
+						       .response = text.data ? (const char *)text.data + a->text : "",
+						       .prompt_n = a->prompt_n, .response_n = a->text_n,
+						       .answer = t->answer, .finish_reason = t->finish_reason };
 		}
 	}
+	uint32_t n_ask = N;
+	const struct rewardcmd_req *ask = q;
+	if (o->cmd_groups) {
+		/* answer_in then counts group requests: each group's is its one answer */
+		n_ask = 0;
+		for (uint32_t g = 0, i = 0; g < n; i += gs[g++].n) {
+			if (!gs[g].n)
+				continue;
+			gq[n_ask] = (struct rewardcmd_req){ .group_id = q[i].group_id, .members = &q[i],
+							    .n_members = gs[g].n, .stride = K0, .row = i };
+			group_at[n_ask++] = g;
+			left[g] = 1;
+		}
+		ask = gq;
+		d.group_of = group_at;
+	}
 	double t1 = now();
-	rc = rewardpool_run(o->cmd, q, N, r + o->n_rewards, K0, answer_in, &d, e);
+	rc = rewardpool_run(o->cmd, ask, n_ask, r + o->n_rewards, K0, answer_in, &d, e);
 	st->t_reward += now() - t1;
 out:
 	buf_free(&text);
@@ -213,6 +236,8 @@ out:
 	buf_free(&ids);
 	free(at);
 	free(q);
+	free(gq);
+	free(group_at);
 	free(group_of);
 	free(left);
 	return rc;
@@ -332,7 +357,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	}
 
 	/* rewards, row-major with stride K0 until the program's names are known */
-	int batch = o->cmd && o->cmd->jobs > 1;
+	int batch = o->cmd && (o->cmd->jobs > 1 || o->cmd_groups);
 	if (batch)
 		rc = reward_batch(o, gs, n, N, r, K0, st, e);
 	for (uint32_t g = 0, i = 0; !batch && g < n && rc == 0; g++) {

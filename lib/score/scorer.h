@@ -5,7 +5,8 @@
  * which grpo-score streams: scoreio.h): each response is decoded (and
  * each prompt, when a reward program is asked), every reward function is
  * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h;
- * with several copies, rewardpool.h, all the batch's texts decoded first),
+ * with several copies, rewardpool.h, or asked per group, all the batch's
+ * texts decoded first),
  * the advantages over the batch (advantage.h), and the reference logprobs
  * of the groups kept (reflp.h). Only when all of that succeeded are the
  * trajectories marked scored (rewards, successes, advantage set): on error
@@ -55,6 +56,8 @@ struct scorer_opt {
 	struct rewardpool *cmd;              /* NULL: no reward program; one copy or several
 	                                        (--reward-jobs), whose requests of the batch
 	                                        are then all in flight together */
+	int cmd_groups;                      /* --reward-groups: one request per group, in the
+	                                        form of rewardcmd.h, as the batch's are */
 	const struct reward_spec *cmd_weights;   /* (n_cmd_weights) by name; the others weigh 1 */
 	uint32_t n_cmd_weights;
 	struct adv_opt adv;

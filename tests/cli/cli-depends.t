@@ -10,6 +10,7 @@ grpo-score|--ref-tokens goes with --ref DIR|-r length -m 5 --ref-tokens 100 $N.z
 grpo-score|--ref-tokens goes with --ref DIR|-r length -m 5 --ref none --ref-tokens 100 $N.zst
 grpo-score|--reward-timeout goes with --reward-cmd|-r length -m 5 --reward-timeout 5 $N.zst
 grpo-score|--reward-jobs goes with --reward-cmd|-r length -m 5 --reward-jobs 4 $N.zst
+grpo-score|--reward-groups goes with --reward-cmd|-r length -m 5 --reward-groups $N.zst
 grpo-score|--precision goes with --ref DIR (the reference model is all that runs on the GPU)|-r length -m 5 --precision fp32 $N.zst
 grpo-score|--max-len goes with --reward length or cosine|-r gsm8k --max-len 5 $N.zst
 grpo-score|--overlong-buffer goes with --reward length|-r gsm8k --overlong-buffer 5 $N.zst
@@ -35,8 +36,8 @@ done < "$T/cases"
 ok $? "nothing made"
 
 # with the parent, taken (the run fails later, reading what is not there)
-grpo-score -r length -m 5 --reward-cmd true --reward-timeout 5 --reward-jobs 4 "$N.zst" > /dev/null 2> "$T/err"
-is "$?:$(grep -c 'goes with' "$T/err")" "1:0" "grpo-score --reward-cmd --reward-timeout --reward-jobs: taken"
+grpo-score -r length -m 5 --reward-cmd true --reward-timeout 5 --reward-jobs 4 --reward-groups "$N.zst" > /dev/null 2> "$T/err"
+is "$?:$(grep -c 'goes with' "$T/err")" "1:0" "grpo-score --reward-cmd --reward-timeout --reward-jobs --reward-groups: taken"
 grpo-step --batches "$N" -o "$T/p" --rank 0 --rank-timeout 5 --on-publish true --on-publish-fail stop \
 	--lr-schedule cosine --total-steps 100 > /dev/null 2> "$T/err"
 is "$?:$(grep -c 'goes with' "$T/err")" "2:0" "grpo-step: each with its parent taken (the missing --model is what fails)"

@@ -34,7 +34,8 @@ static void reqs(struct rewardcmd_req *q, char ids[][8], uint32_t n, uint32_t fi
 {
 	for (uint32_t i = 0; i < n; i++) {
 		snprintf(ids[i], sizeof ids[i], "%u", first + i);
-		q[i] = (struct rewardcmd_req){ ids[i], "1", "", "x", 0, 1, NULL, NULL };
+		q[i] = (struct rewardcmd_req){ .seq_id = ids[i], .group_id = "1", .prompt = "", .response = "x",
+					       .response_n = 1 };
 	}
 }
 
@@ -89,5 +90,34 @@ int main(void)
 	} else {
 		ok(0, "started: %s", e.msg);
 	}
+
+	/* the group form: each group's values on its members' rows (row, stride),
+	 * whichever copy answers first; an empty group (which the scorer does not
+	 * ask) answers arrays of none and fills nothing */
+	if (system("command -v jq > /dev/null 2>&1") != 0) {
+		skip("no jq");
+		skip("no jq");
+		return tap_done();
+	}
+	if (rewardpool_start(&p, "jq -c --unbuffered '{rewards: {id: [.responses[].sequence_id]}}'", 2, 10, &e) < 0) {
+		ok(0, "started: %s", e.msg);
+		return tap_done();
+	}
+	reqs(q, ids, 4, 20);
+	double gout[8];
+	for (uint32_t i = 0; i < 8; i++)
+		gout[i] = -1;
+	struct rewardcmd_req g[3] = {
+		{ .group_id = "5", .members = q, .n_members = 3, .stride = 2, .row = 0 },
+		{ .group_id = "6", .members = q + 3, .n_members = 0, .stride = 2, .row = 3 },
+		{ .group_id = "7", .members = q + 3, .n_members = 1, .stride = 2, .row = 3 },
+	};
+	c = (struct calls){ 0, 0, { 0 } };
+	r = rewardpool_run(&p, g, 3, gout, 2, done, &c, &e);
+	ok(r == 0 && gout[0] == 20 && gout[2] == 21 && gout[4] == 22 && gout[6] == 23 && gout[1] == -1 &&
+		   gout[7] == -1 && c.n == 3,
+	   "three group requests, one empty: %d, %g %g %g %g, between them %g, after %g, %u answers%s%s", r, gout[0],
+	   gout[2], gout[4], gout[6], gout[1], gout[7], c.n, r < 0 ? ": " : "", r < 0 ? e.msg : "");
+	is_int(rewardpool_stop(&p, &e), 0, "both copies exit with status 0");
 	return tap_done();
 }
