@@ -22,12 +22,13 @@
  *   request  {"group_id": 1, "responses": [{"sequence_id": 3, "prompt": ...,
  *             "response": ..., "answer": ..., "finish_reason": ...}, ...]}
  *   reply    {"rewards": {"judge": [1.0, 0.5, 0.0], "style": [...]}}
- * Each request must be answered within `timeout` seconds.
- * A program that exits (or closes its output) before answering, one that
- * does not answer in time (it is then killed, with its process group), and
- * an answer that is not such an object are errors naming the program and
- * the sequence (the group, in the group form); after an error the program is stopped, and rewardcmd_ask
- * fails until rewardcmd_start is called again.
+ *
+ * Each request must be answered within `timeout` seconds. A program that
+ * exits (or closes its output) before answering, one that does not answer
+ * in time (it is then killed, with its process group), and an answer that
+ * is not such an object are errors naming the program and the sequence
+ * (the group, in the group form); after an error the program is stopped,
+ * and rewardcmd_ask fails until rewardcmd_start is called again.
  *
  * rewardcmd_ask is rewardcmd_send then rewardcmd_recv until the answer is
  * in; a pool of copies (rewardpool.h) calls those two itself, so that it
