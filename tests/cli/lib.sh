@@ -50,6 +50,21 @@ fake_cuda_driver() { # fake_cuda_driver DIR: tests/cli/fake-libcuda.c built as D
 	mkdir -p "$1" && command -v cc > /dev/null &&
 		cc -shared -fPIC -o "$1/libcuda.so.1" "$GRPO_TOP/tests/cli/fake-libcuda.c"
 }
+rollout_group() { # rollout_group ID RESPONSE...: one group's JSON line for grpo-cat --from-json, each RESPONSE
+	# a JSON array of token ids: sequence ids ID*100+0, +1, ..., the prompt [1,2], the answer "#### 18", and
+	# a logprob of -1 per token
+	_g=$1
+	shift
+	printf '{"group_id":%s,"trajectories":[' "$_g"
+	_i=0
+	for _r in "$@"; do
+		[ $_i -gt 0 ] && printf ','
+		printf '{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":%s,"answer":"#### 18","sequence_id":%s,"group_id":%s,"policy_version":3,"finish_reason":"stop"}' \
+			"$_r" "$(printf '%s' "$_r" | sed 's/[0-9][0-9]*/-1/g')" $((_g * 100 + _i)) "$_g"
+		_i=$((_i + 1))
+	done
+	printf ']}\n'
+}
 fail_malloc_lib() { # fail_malloc_lib: tests/cli/fail-malloc.c built as $T/lib/fail-malloc.so, or the
 	# whole file skipped where it cannot be (ASan owns malloc; no cc)
 	[ -n "${GRPO_SANITIZED:-}" ] && skip_all "ASan owns malloc: no LD_PRELOAD stand-in under it"

@@ -13,23 +13,8 @@ cd "$T"
 
 # ids of "####", "#### ", "#### 1", "#### 18", "#### 17" (qwen3): 4 to 7 characters
 A='[820]' B='[820,220]' C='[820,220,16]' R='[820,220,16,23]' W='[820,220,16,22]'
-traj() { # traj SEQ GROUP RESPONSE
-	lp=$(printf '%s' "$3" | sed 's/[0-9][0-9]*/-1/g')   # a logprob per token
-	printf '{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":%s,"answer":"#### 18","sequence_id":%s,"group_id":%s,"policy_version":3,"finish_reason":"stop"}' "$3" "$lp" "$1" "$2"
-}
-group() { # group ID RESPONSE... : one JSON line
-	g=$1; shift
-	printf '{"group_id":%s,"trajectories":[' "$g"
-	i=0
-	for r in "$@"; do
-		[ $i -gt 0 ] && printf ','
-		traj $((g * 100 + i)) "$g" "$r"
-		i=$((i + 1))
-	done
-	printf ']}\n'
-}
 # 13 responses in groups of 4, 3, 1 and 5; group 4 is the input's last
-{ group 1 "$R" "$A" "$C" "$B"; group 2 "$W" "$R" "$A"; group 3 "$B"; group 4 "$R" "$R" "$W" "$C" "$A"; } > in.jsonl
+{ rollout_group 1 "$R" "$A" "$C" "$B"; rollout_group 2 "$W" "$R" "$A"; rollout_group 3 "$B"; rollout_group 4 "$R" "$R" "$W" "$C" "$A"; } > in.jsonl
 grpo-cat --from-json -o in.zst in.jsonl
 ok $? "input made"
 

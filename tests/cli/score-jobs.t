@@ -12,22 +12,8 @@ cd "$T"
 # ids of "#### 18", "#### 17" (qwen3)
 R='[820,220,16,23]'
 W='[820,220,16,22]'
-traj() { # traj SEQ GROUP RESPONSE
-	printf '{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"answer":"#### 18","sequence_id":%s,"group_id":%s,"policy_version":3,"finish_reason":"stop"}' "$3" "$1" "$2"
-}
-group() { # group ID RESPONSE... : one JSON line
-	g=$1; shift
-	printf '{"group_id":%s,"trajectories":[' "$g"
-	i=0
-	for r in "$@"; do
-		[ $i -gt 0 ] && printf ','
-		traj $((g * 100 + i)) "$g" "$r"
-		i=$((i + 1))
-	done
-	printf ']}\n'
-}
 # 16 responses; sequence 403 is the input's last
-{ group 1 "$R" "$W" "$W" "$R"; group 2 "$R" "$R" "$W" "$W"; group 3 "$W" "$W" "$W" "$R"; group 4 "$R" "$W" "$R" "$W"; } > in.jsonl
+{ rollout_group 1 "$R" "$W" "$W" "$R"; rollout_group 2 "$R" "$R" "$W" "$W"; rollout_group 3 "$W" "$W" "$W" "$R"; rollout_group 4 "$R" "$W" "$R" "$W"; } > in.jsonl
 grpo-cat --from-json -o in.zst in.jsonl
 ok $? "input made"
 

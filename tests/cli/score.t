@@ -12,21 +12,7 @@ cd "$T"
 # ids of "#### 18", "#### 17" (qwen3)
 R='[820,220,16,23]'
 W='[820,220,16,22]'
-traj() { # traj SEQ GROUP RESPONSE
-	printf '{"prompt_tokens":[1,2],"response_tokens":%s,"logprobs":[-1,-1,-1,-1],"answer":"#### 18","sequence_id":%s,"group_id":%s,"policy_version":3,"finish_reason":"stop"}' "$3" "$1" "$2"
-}
-group() { # group ID RESPONSE... : one JSON line
-	g=$1; shift
-	printf '{"group_id":%s,"trajectories":[' "$g"
-	i=0
-	for r in "$@"; do
-		[ $i -gt 0 ] && printf ','
-		traj $((g * 100 + i)) "$g" "$r"
-		i=$((i + 1))
-	done
-	printf ']}\n'
-}
-{ group 1 "$R" "$W" "$W" "$R"; group 2 "$R" "$R"; group 3 "$W"; } > in.jsonl
+{ rollout_group 1 "$R" "$W" "$W" "$R"; rollout_group 2 "$R" "$R"; rollout_group 3 "$W"; } > in.jsonl
 grpo-cat --from-json -o in.zst in.jsonl
 ok $? "input made"
 
@@ -108,7 +94,7 @@ ok $? "grpo-collect | grpo-score | grpo-pack"
 mkdir -p wq/rollouts/step_0/rank_0
 grpo-score --watch -r gsm8k -t "$TOK" -o wq/scored wq/rollouts 2> werr &
 wpid=$!
-group 90 "$R" "$W" | grpo-cat --from-json -o wq/x.zst
+rollout_group 90 "$R" "$W" | grpo-cat --from-json -o wq/x.zst
 mv wq/x.zst wq/rollouts/step_0/rank_0/x.zst
 n=0
 while [ ! -e wq/rollouts/step_0/rank_0/.done/x.zst ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done
@@ -241,13 +227,13 @@ printf '{"group_id":"g-%s","trajectories":[{"prompt_tokens":[1,2],"response_toke
 grpo-score -c "tee req.jsonl | while read -r l; do echo '{\"rewards\": {\"r\": 1}}'; done" -t "$TOK" long.zst > /dev/null 2>&1
 grep -qF "{\"sequence_id\": \"s-$L\", \"group_id\": \"g-$L\", \"prompt\": " req.jsonl
 ok $? "long string ids are sent whole: $(cut -c 1-200 req.jsonl)"
-group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
+rollout_group 1 "$R" "$W" | grpo-cat --from-json -o split2.zst
 grpo-score -r gsm8k -t "$TOK" in.zst split2.zst 2> err > /dev/null
 grep -q 'split2.zst: group 1 came in an earlier input too; each part is normalized over its own members' err
 ok $? "a group split across inputs is reported"
 # (the second record's sequences under ids of their own: sequence 701 twice,
 # the same, would be a copy, dropped: score-repeats.t)
-{ group 7 "$R" "$W"; group 7 "$W" "$W" | sed 's/"sequence_id":70/"sequence_id":71/g'; } |
+{ rollout_group 7 "$R" "$W"; rollout_group 7 "$W" "$W" | sed 's/"sequence_id":70/"sequence_id":71/g'; } |
 	grpo-cat --from-json | grpo-score -r gsm8k -t "$TOK" -a dr_grpo | grpo-cat > merged.jsonl
 is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merged.jsonl | tr '\n' ' ')" \
    '1,"advantages":0.75 "advantages":-0.25 "advantages":-0.25 "advantages":-0.25 ' \
@@ -318,7 +304,7 @@ ok $? "naming the record: $(cat err)"
 mkdir -p q/rollouts/step_0/rank_0
 i=1
 while [ $i -le 40 ]; do
-	group $((i + 10)) "$R" "$W" | grpo-cat --from-json -o q/rollouts/step_0/rank_0/g$i.zst
+	rollout_group $((i + 10)) "$R" "$W" | grpo-cat --from-json -o q/rollouts/step_0/rank_0/g$i.zst
 	i=$((i + 1))
 done
 for k in 1 2 3 4; do
@@ -335,7 +321,7 @@ is "$(cat err1 err2 err3 err4)" "" "no scorer complained"
 mkdir -p k/rollouts/step_0/rank_0
 i=1
 while [ $i -le 6 ]; do
-	group $((i + 60)) "$R" "$W" | grpo-cat --from-json -o k/rollouts/step_0/rank_0/g$i.zst
+	rollout_group $((i + 60)) "$R" "$W" | grpo-cat --from-json -o k/rollouts/step_0/rank_0/g$i.zst
 	i=$((i + 1))
 done
 cat > slow.sh <<EOF
