@@ -188,7 +188,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "device", 1, 0, 'd' }, { "precision", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 }
 	};
 	struct err e;
-	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, answer_given = 0, timeout_given = 0, jobs_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
+	int c, len_given = 0, rep_given = 0, cos_given = 0, verdict_given = 0, cos_values_given = 0, answer_given = 0;
+	int timeout_given = 0, jobs_given = 0, ref_tokens_given = 0, precision_given = 0, device_given = 0;
 	o->device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	o->adv = (struct adv_opt)ADV_OPT_INIT;
 	o->reward_timeout = 60;
@@ -239,9 +240,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case O_AFTER_THINK: o->ropt.after_think = 1; break;
 		case O_COSINE_VALUES: {
 			double *v = o->ropt.cosine;
-			/* stored as floats, as every reward */
-			if (cli_number_list(optarg, v, 4) < 0 || fabs(v[0]) > 1e38 || fabs(v[1]) > 1e38 ||
-			    fabs(v[2]) > 1e38 || fabs(v[3]) > 1e38)
+			int ok = cli_number_list(optarg, v, 4) == 0;
+			for (int k = 0; k < 4; k++)
+				ok = ok && fabs(v[k]) <= 1e38;   /* stored as floats, as every reward */
+			if (!ok)
 				cli_bad_value("--cosine-values", "four numbers from -1e38 to 1e38, separated by commas",
 					      optarg);
 			cos_values_given = 1;

@@ -88,6 +88,25 @@ char *tok_dup_str(const char *s, size_t *len)
 	return d;
 }
 
+/* A normalizer's or decoder's step made whole: its strings a and b (NULL:
+ * none) copied into *sa and *sb, and room for it after the n steps (of
+ * size bytes each) of steps. The grown array, or NULL with the copies and
+ * re freed when memory runs out. */
+static void *keep_step(const char *a, const char *b, char **sa, size_t *la, char **sb, size_t *lb, regex_t *re,
+		       void *steps, size_t n, size_t size, struct err *e)
+{
+	void *q = NULL;
+	if ((!a || (*sa = tok_dup_str(a, la))) && (!b || (*sb = tok_dup_str(b, lb))) &&
+	    (q = realloc(steps, (n + 1) * size)))
+		return q;
+	free(*sa);
+	free(*sb);
+	if (re)
+		onig_free(re);
+	err_set(e, "out of memory");
+	return NULL;
+}
+
 /* A Sequence's list, o[key], each loaded by load as path.key[i]. */
 static int load_sequence(struct tokenizer *t, const cJSON *o, const char *key, const char *path,
 			 int (*load)(struct tokenizer *, const cJSON *, const char *, struct err *), struct err *e)
@@ -141,20 +160,9 @@ int tok_load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, s
 		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace, a Sequence of "
 			       "those, or none)", path, type);
 	}
-	if ((a && !(st.a = tok_dup_str(a, &st.la))) || (b && !(st.b = tok_dup_str(b, &st.lb)))) {
-		free(st.a);
-		if (st.re)
-			onig_free(st.re);
-		return err_set(e, "out of memory");
-	}
-	struct nstep *q = realloc(t->nsteps, (t->n_nsteps + 1) * sizeof *q);
-	if (!q) {
-		free(st.a);
-		free(st.b);
-		if (st.re)
-			onig_free(st.re);
-		return err_set(e, "out of memory");
-	}
+	struct nstep *q = keep_step(a, b, &st.a, &st.la, &st.b, &st.lb, st.re, t->nsteps, t->n_nsteps, sizeof *q, e);
+	if (!q)
+		return -1;
 	t->nsteps = q;
 	t->nsteps[t->n_nsteps++] = st;
 	return 0;
@@ -397,20 +405,9 @@ int tok_load_decoder(struct tokenizer *t, const cJSON *d, const char *path, stru
 	} else {
 		return err_set(e, "%s: type \"%.64s\" is not supported: " DEC_ONLY, path, type);
 	}
-	if ((a && !(st.a = tok_dup_str(a, &st.la))) || (b && !(st.b = tok_dup_str(b, &st.lb)))) {
-		free(st.a);
-		if (st.re)
-			onig_free(st.re);
-		return err_set(e, "out of memory");
-	}
-	struct dstep *q = realloc(t->dsteps, (t->n_dsteps + 1) * sizeof *q);
-	if (!q) {
-		free(st.a);
-		free(st.b);
-		if (st.re)
-			onig_free(st.re);
-		return err_set(e, "out of memory");
-	}
+	struct dstep *q = keep_step(a, b, &st.a, &st.la, &st.b, &st.lb, st.re, t->dsteps, t->n_dsteps, sizeof *q, e);
+	if (!q)
+		return -1;
 	t->dsteps = q;
 	t->dsteps[t->n_dsteps++] = st;
 	return 0;
