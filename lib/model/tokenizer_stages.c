@@ -88,6 +88,25 @@ char *tok_dup_str(const char *s, size_t *len)
 	return d;
 }
 
+/* A Replace step's pattern (*a, or *re for a Regex) and its content (*b),
+ * for the normalizer and the decoder alike: 0, or -1 with the message. */
+static int load_replace(const cJSON *o, const char *path, const char **a, const char **b, regex_t **re,
+			struct err *e)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "content");
+	if (!(*a = get_pattern(o, path, re, e)))
+		return -1;
+	if (!cJSON_IsString(v)) {
+		if (*re)
+			onig_free(*re);
+		*re = NULL;
+		return v ? err_set(e, "%s.content: expected a string, not %s", path, tok_json_kind(v))
+			 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
+	}
+	*b = v->valuestring;
+	return 0;
+}
+
 /* A normalizer's or decoder's step made whole: its strings a and b (NULL:
  * none) copied into *sa and *sb, and room for it after the n steps (of
  * size bytes each) of steps. The grown array, or NULL with the copies and
@@ -146,16 +165,8 @@ int tok_load_normalizer(struct tokenizer *t, const cJSON *n, const char *path, s
 		a = v->valuestring;
 	} else if (strcmp(type, "Replace") == 0) {
 		st.kind = N_REPLACE;
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(n, "content");
-		if (!(a = get_pattern(n, path, &st.re, e)))
+		if (load_replace(n, path, &a, &b, &st.re, e) < 0)
 			return -1;
-		if (!cJSON_IsString(v)) {
-			if (st.re)
-				onig_free(st.re);
-			return v ? err_set(e, "%s.content: expected a string, not %s", path, tok_json_kind(v))
-				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
-		}
-		b = v->valuestring;
 	} else {
 		return err_set(e, "%s: type \"%.64s\" is not supported (only NFC, Prepend, Replace, a Sequence of "
 			       "those, or none)", path, type);
@@ -365,16 +376,8 @@ int tok_load_decoder(struct tokenizer *t, const cJSON *d, const char *path, stru
 	char rep[8] = "";
 	if (strcmp(type, "Replace") == 0) {
 		st.kind = D_REPLACE;
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "content");
-		if (!(a = get_pattern(d, path, &st.re, e)))
+		if (load_replace(d, path, &a, &b, &st.re, e) < 0)
 			return -1;
-		if (!cJSON_IsString(v)) {
-			if (st.re)
-				onig_free(st.re);
-			return v ? err_set(e, "%s.content: expected a string, not %s", path, tok_json_kind(v))
-				 : err_set(e, "%s: no \"content\" (tokenizers requires it)", path);
-		}
-		b = v->valuestring;
 	} else if (strcmp(type, "ByteFallback") == 0) {
 		st.kind = D_BYTE_FALLBACK;
 	} else if (strcmp(type, "Fuse") == 0) {
