@@ -59,6 +59,8 @@ void mathans_open_brace(struct lex *L, int wrap);
 size_t mathans_skip_blank(const struct lex *L, size_t j);
 /* A letter's or a word's variable id: the same in both answers. */
 uint64_t mathans_name_id(const char *p, size_t n);
+/* The id h of a name with p[0..n) appended (a subscript, a prime). */
+uint64_t mathans_name_more(uint64_t h, const char *p, size_t n);
 
 /* ---- parsed answers (mathans_parse.c) ---- */
 

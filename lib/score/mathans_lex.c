@@ -52,7 +52,7 @@ static const struct cmd {
 /* The matrix environments; "array" has a column spec to skip. */
 static const char *const matrix_envs[] = { "pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array" };
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
+uint64_t mathans_name_more(uint64_t h, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		h ^= (unsigned char)p[i];
@@ -63,7 +63,7 @@ static uint64_t fnv(uint64_t h, const char *p, size_t n)
 
 uint64_t mathans_name_id(const char *p, size_t n)
 {
-	return fnv(0xcbf29ce484222325ull, p, n);
+	return mathans_name_more(0xcbf29ce484222325ull, p, n);
 }
 
 static int is_digit(const struct lex *L, size_t j)
@@ -259,7 +259,7 @@ static int subscript(struct lex *L)
 	} else {
 		return set(L, T_BAD);
 	}
-	L->var = fnv(fnv(L->var, "_", 1), L->s + from, to - from);
+	L->var = mathans_name_more(mathans_name_more(L->var, "_", 1), L->s + from, to - from);
 	L->i = to;
 	return 1;
 }
@@ -378,7 +378,7 @@ static int lex_command(struct lex *L)
 		}
 	}
 	/* \alpha, \theta, ...: a variable of that name */
-	L->var = fnv(0x84222325cbf29ce4ull, name, len);
+	L->var = mathans_name_more(0x84222325cbf29ce4ull, name, len);
 	set(L, T_VAR);
 	return subscript(L);
 }

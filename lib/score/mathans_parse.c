@@ -452,7 +452,7 @@ static struct val head(struct parse *P, int right)
 		return NONE;
 	uint64_t name = c.var;
 	while (c.i < c.n && c.s[c.i] == '\'') {   /* f' is another name than f */
-		name = (name ^ '\'') * 0x100000001b3ull;
+		name = mathans_name_more(name, "'", 1);
 		c.i++;
 	}
 	if (c.i + 5 <= c.n && memcmp(c.s + c.i, "^{-1}", 5) == 0)
