@@ -118,7 +118,7 @@ static void ref_spread(const struct ref_pack *p, const cJSON *per_seq, float *ou
 static void ref_check_grads(const struct model *m, const char *path, const char *label) __attribute__((unused));
 static void ref_check_grads(const struct model *m, const char *path, const char *label)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct st_model st;
 	if (!ok(st_open(&st, path, &e) == 0, "%s: open reference gradients", label)) {
 		diag("%s", e.msg);

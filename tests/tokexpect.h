@@ -35,7 +35,7 @@ static int tokexpect_same_text(const struct tokenizer *t, const int32_t *ids, si
 			       int line)
 {
 	struct buf b = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *w = cJSON_GetStringValue(want);
 	int rc = tok_decode(t, ids, n, skip, &b, &e);
 	int same = rc == 0 && w && b.len == strlen(w) && (b.len == 0 || memcmp(b.data, w, b.len) == 0);
@@ -59,7 +59,7 @@ static void tokexpect_check(const char *name, const char *path, const char *expe
 static void tokexpect_check(const char *name, const char *path, const char *expected, int min_lines,
 			    tokexpect_extra extra, const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = tok_load(path, &e);
 	if (!ok(t != NULL, "%s: the tokenizer loads", name)) {
 		diag("%s", e.msg);

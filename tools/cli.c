@@ -60,13 +60,31 @@ void cli_die(int status, const char *fmt, ...)
 	exit(status);
 }
 
+void cli_die_err(const struct err *e)
+{
+	cli_die(cli_failure_status(e->errnum), "%s", e->msg);
+}
+
+int cli_failure_status(int errnum)
+{
+	return errnum == ENOSPC || errnum == EDQUOT ? CLI_EXIT_LATER : CLI_EXIT_FAILURE;
+}
+
+int cli_worse_status(int a, int b)
+{
+	if (a == 0 || b == 0)
+		return a | b;
+	return a == CLI_EXIT_LATER ? b : a;
+}
+
 int cli_stdout_flushed(void)
 {
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return 0;
-	if (errno != EPIPE)
-		cli_warn("standard output: %s", strerror(errno));
-	return -1;
+	int saved = errno;
+	if (saved != EPIPE)
+		cli_warn("standard output: %s", strerror(saved));
+	return cli_failure_status(saved);
 }
 
 void cli_bad_usage(const char *fmt, ...)
@@ -486,11 +504,11 @@ int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int fla
 		operands = stdin_only;
 		n = 1;
 	}
-	int failed = 0;
+	int status = 0;
 	for (int i = 0; i < n; i++) {
 		if (skip && skip(operands[i]))
 			continue;
-		struct err e = { { 0 } };
+		struct err e = { 0 };
 		struct cli_input in = { 0, "<stdin>", 1 };
 		int r;
 		if (strcmp(operands[i], "-") != 0) {
@@ -504,12 +522,12 @@ int cli_inputs(char **operands, int n, int (*skip)(const char *operand), int fla
 		if (r < 0) {
 			if (e.msg[0])
 				cli_warn("%s", e.msg);
-			failed = 1;
+			status = cli_worse_status(status, cli_failure_status(e.errnum));
 		}
 		if (r > 0 || (r < 0 && !(flags & CLI_INPUTS_ALL)))
 			break;
 	}
-	return failed ? CLI_EXIT_FAILURE : 0;
+	return status;
 }
 
 int cli_output_dir(const char *target, struct err *e)

@@ -43,7 +43,22 @@
 enum {
 	CLI_EXIT_FAILURE = 1,   /* an error: bad input, a failed read or write */
 	CLI_EXIT_USAGE = 2,     /* a bad command line: unknown option, bad value, missing operand */
+	CLI_EXIT_LATER = 75,    /* temporary: a lock held, a run cut short, a full disk; run again later */
 };
+
+/*
+ * The status of a failure with errno errnum (struct err's errnum):
+ * CLI_EXIT_LATER for a full disk or quota (ENOSPC, EDQUOT), which the same
+ * run gets past once space is freed (nothing is half done, so it may simply
+ * be run again), else CLI_EXIT_FAILURE.
+ */
+int cli_failure_status(int errnum);
+
+/*
+ * The status of a run with two outcomes, each 0, CLI_EXIT_LATER or another
+ * failure: a failure for good outweighs "later", which outweighs success.
+ */
+int cli_worse_status(int a, int b);
 
 /*
  * The program's name for messages, the last component of argv0 (as
@@ -79,9 +94,13 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_warn(), then exit with status (one that the tool's man page documents). */
 void cli_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
-/* Flush standard output at the end of a report: -1, said (but for a closed
- * pipe, whose reader has gone), when stdio could not write all of it, for
- * a full disk must not pass for a report written. */
+/* cli_warn("%s", e->msg), then exit with cli_failure_status(e->errnum). */
+void cli_die_err(const struct err *e) __attribute__((noreturn));
+
+/* Flush standard output at the end of a report: 0, or when stdio could not
+ * write all of it the exit status its errno calls for (cli_failure_status),
+ * said but for a closed pipe, whose reader has gone: a full disk must not
+ * pass for a report written. */
 int cli_stdout_flushed(void);
 
 /* A usage error: "prog: message", the tool's usage, exit CLI_EXIT_USAGE. */
@@ -205,7 +224,8 @@ uint64_t cli_bytes(const char *opt, const char *arg, uint64_t max);
  * the first. skip, when given, leaves out the operands the tool reads
  * another way (cli_is_queue: queue directories, consumed after the files).
  *
- * Returns 0 when every input was read, CLI_EXIT_FAILURE when any failed.
+ * Returns 0 when every input was read, else the worst of the failures'
+ * statuses (cli_failure_status of each e->errnum, cli_worse_status).
  */
 struct cli_input {
 	int fd;

@@ -136,7 +136,7 @@ static int open_sampler(const struct gen_opts *g, const struct model *m, const s
  */
 int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	char dir[PATH_MAX], tpath[PATH_MAX];
 	int64_t version;
 	struct model m = { 0 };
@@ -156,7 +156,7 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	if (g->cursor) {
 		int r = open_cursor(g, &cur, &offset, &lock_fd, &e);
 		if (r != 0) {
-			status = r > 0 ? 75 : 1;
+			status = r > 0 ? CLI_EXIT_LATER : 1;
 			goto fail;
 		}
 	}
@@ -262,6 +262,8 @@ fail:
 	progress_end(&pg);
 	if (status)
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
+	if (status == CLI_EXIT_FAILURE)
+		status = cli_failure_status(e.errnum);
 	held_free(&held);
 	cursor_free(&cur);
 	if (lock_fd >= 0)

@@ -96,11 +96,14 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 }
 
 /* The end of a run through a server, however it went: the error said, the
- * saved answers closed, the held groups and the importer freed. */
+ * saved answers closed, the held groups and the importer freed; the
+ * status, a failure's as its errno calls for (cli_failure_status). */
 static int end_server_run(int status, const struct err *e, FILE *saved, struct held *held, struct collect *col)
 {
 	if (status)
 		fprintf(stderr, "%s: %s\n", prog, e->msg);
+	if (status == CLI_EXIT_FAILURE)
+		status = cli_failure_status(e->errnum);
 	if (saved && saved != stdout)
 		fclose(saved);
 	held_free(held);
@@ -116,7 +119,7 @@ static int end_server_run(int status, const struct err *e, FILE *saved, struct h
 static int finish_batch(struct opts *o, const struct gen_opts *g, const struct srv_opts *sv,
 			struct collect_opts co, struct sfile_writer *w, struct cursor *cur)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct held held = { 0 };
 	struct collect col;
 	const struct cursor_batch *b = &cur->batch;
@@ -204,7 +207,7 @@ static int keep_batch(struct cursor *cur, struct cursor_batch *b, const struct o
 int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct collect_opts co,
 		 struct sfile_writer *w)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *tok = NULL;
 	enum chat_format chat;
 	const enum chat_format *use_chat;
@@ -229,7 +232,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	if (opened != 0 || cur.pending) {
 		if (opened != 0)
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-		status = opened > 0 ? 75 : opened < 0 ? 1 : finish_batch(o, g, sv, co, w, &cur);
+		status = opened > 0 ? CLI_EXIT_LATER
+		       : opened < 0 ? cli_failure_status(e.errnum) : finish_batch(o, g, sv, co, w, &cur);
 		cursor_free(&cur);
 		if (lock_fd >= 0)
 			close(lock_fd);
@@ -345,7 +349,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		        g->samples);
 	status = 0;
 fail:
-	end_server_run(status, &e, saved, &held, &col);
+	status = end_server_run(status, &e, saved, &held, &col);
 	cursor_batch_free(&batch);
 	cursor_free(&cur);
 	if (lock_fd >= 0)

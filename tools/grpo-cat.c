@@ -99,18 +99,18 @@ static void usage(FILE *f)
 		"  -V, --version      the version\n");
 }
 
-static int flush_out(struct opts *o, int force)
+/* What o->out holds to standard output, once 64 KiB are there or when
+ * force: 0, or -1 with the message in e, empty for a closed pipe (the
+ * reader has gone: nothing to say). */
+static int flush_out(struct opts *o, int force, struct err *e)
 {
 	if (o->out.len == 0 || (!force && o->out.len < (1 << 16)))
 		return 0;
 	size_t n = fwrite(o->out.data, 1, o->out.len, stdout);
 	int bad = n != o->out.len;
 	o->out.len = 0;
-	if (bad || (force && fflush(stdout) != 0)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
-		return -1;
-	}
+	if (bad || (force && fflush(stdout) != 0))
+		return errno == EPIPE ? err_set(e, "%s", "") : err_sys(e, "standard output");
 	return 0;
 }
 
@@ -230,8 +230,7 @@ static int print_record(struct opts *o, const struct record *rec, struct err *e)
 	return rc;
 }
 
-/* Read every record of one stream; 0 ok or head reached, -1 error (e's
- * message empty when flush_out has said what went wrong). */
+/* Read every record of one stream; 0 ok or head reached, -1 error. */
 static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
 {
 	struct record rec;
@@ -240,10 +239,8 @@ static int cat_reader(struct opts *o, struct sfile_reader *r, struct err *e)
 		count(&o->st, &rec);
 		int bad = print_record(o, &rec, e) < 0 ? err_prefix(e, "%s: record %llu", r->name,
 								     (unsigned long long)r->record_no) : 0;
-		if (!bad && flush_out(o, 0) < 0) {
-			e->msg[0] = 0;
+		if (!bad && flush_out(o, 0, e) < 0)
 			bad = -1;
-		}
 		record_free(&rec);
 		if (bad)
 			return -1;
@@ -593,7 +590,7 @@ static int from_json(char **files, int nfiles, const char *output)
 			}
 		} else if (!(tmp = output_tmp(output, &in_spool, &e))) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			return 1;
+			return cli_failure_status(e.errnum);
 		} else {
 			out.fd = tempfile_fd(tmp);
 		}
@@ -609,19 +606,19 @@ static int from_json(char **files, int nfiles, const char *output)
 		fprintf(stderr, "%s: %s: %s\n", prog, out.name, e.msg);
 		sfile_writer_free(&w);
 		tempfile_delete(tmp);
-		return 1;
+		return cli_failure_status(e.errnum);
 	}
 	struct json_in ji = { &w, NULL, 0 };
 	rc = cli_inputs(files, nfiles, NULL, 0, json_input, &ji);
 	free(ji.line);
 	if (rc == 0 && sfile_writer_finish(&w, &e) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, e.msg);   /* the sink's message names the output */
-		rc = 1;
+		rc = cli_failure_status(e.errnum);
 	}
 	sfile_writer_free(&w);
 	if (!tmp && out.fd != STDOUT_FILENO && close(out.fd) < 0 && rc == 0) {
+		rc = cli_failure_status(errno);
 		fprintf(stderr, "%s: %s: %s\n", prog, out.name, strerror(errno));
-		rc = 1;
 	}
 	if (tmp && rc != 0) {
 		tempfile_delete(tmp);
@@ -632,7 +629,7 @@ static int from_json(char **files, int nfiles, const char *output)
 			r = err_set(&e, "%s: already published; a spool file is never replaced", output);
 		if (r < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			rc = 1;
+			rc = cli_failure_status(e.errnum);
 		}
 	}
 	return rc;
@@ -738,10 +735,9 @@ static int text_input(void *ctx, const struct cli_input *ci, struct err *e)
 			rc = err_prefix(e, "%s:%ld", ci->name, lineno);
 		} else if (ti->out.len >= (1 << 16) || ci->is_stdin) {
 			/* from a pipe, answer each line as it comes (a co-process may wait for it) */
-			if (fwrite(ti->out.data, 1, ti->out.len, stdout) != ti->out.len || fflush(stdout) != 0) {
-				e->msg[0] = 0;   /* a closed pipe: the reader has gone, nothing to say */
-				rc = errno == EPIPE ? -1 : err_sys(e, "standard output");
-			}
+			if (fwrite(ti->out.data, 1, ti->out.len, stdout) != ti->out.len || fflush(stdout) != 0)
+				/* a closed pipe: the reader has gone, nothing to say */
+				rc = errno == EPIPE ? err_set(e, "%s", "") : err_sys(e, "standard output");
 			ti->out.len = 0;
 		}
 	}
@@ -757,8 +753,8 @@ static int text_mode(const struct textmode *m, char **files, int nfiles)
 	int rc = cli_inputs(files, nfiles, NULL, 0, text_input, &ti);
 	if (ti.out.len)
 		fwrite(ti.out.data, 1, ti.out.len, stdout);   /* a failure stays in ferror(stdout) */
-	if (rc == 0 && cli_stdout_flushed() < 0)   /* (else its message is out already) */
-		rc = 1;
+	if (rc == 0)   /* (else its message is out already) */
+		rc = cli_stdout_flushed();
 	buf_free(&ti.out);
 	buf_free(&ti.text);
 	return rc;
@@ -957,21 +953,24 @@ int main(int argc, char **argv)
 		o.model = &model;
 	}
 	int rc = cli_inputs(argv + optind, argc - optind, NULL, CLI_INPUTS_ALL, cat_input, &o);
-	if (flush_out(&o, 1) < 0)
-		rc = -1;
+	struct err e;
+	if (flush_out(&o, 1, &e) < 0) {
+		if (e.msg[0])
+			cli_warn("%s", e.msg);
+		rc = cli_worse_status(rc, cli_failure_status(e.errnum));
+	}
 	buf_free(&o.out);
 	buf_free(&o.text);
 	if (o.stats && rc == 0) {   /* no summary of input that was refused */
 		print_stats(&o.st, o.json_stats);
-		if (cli_stdout_flushed() < 0)
-			rc = -1;
+		rc = cli_stdout_flushed();
 	}
 	if (o.st.failed)
-		rc = -1;
+		rc = cli_worse_status(rc, CLI_EXIT_FAILURE);
 	groupset_free(&o.st.gset);
 	scoresum_free(&o.st.sum);
 	if (o.model)
 		model_free(o.model);
 	tok_free(o.tok);
-	return rc ? 1 : 0;
+	return rc;
 }

@@ -692,7 +692,7 @@ int main(int argc, char **argv)
 		cli_bad_usage("standard output is a terminal; give -o or pipe it (grpo-cat shows it)");
 	co.step = o.step;
 
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct model_gpu_gen_knobs knobs;   /* a malformed one fails now, on any machine, not after the work */
 	if (g.model && g.device != MODEL_DEVICE_CPU && model_gpu_gen_knobs(&knobs, &e) < 0)
 		cli_die(CLI_EXIT_USAGE, "%s", e.msg);
@@ -708,7 +708,7 @@ int main(int argc, char **argv)
 		struct sfile_writer sw;
 		if (!o.queue && sfile_writer_init(&sw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			return 1;
+			return cli_failure_status(e.errnum);
 		}
 		int st = serve(&o, &g, &sv, co, &sw);
 		if (!o.queue)
@@ -720,7 +720,7 @@ int main(int argc, char **argv)
 		struct sfile_writer gw;
 		if (!o.queue && sfile_writer_init(&gw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			return 1;
+			return cli_failure_status(e.errnum);
 		}
 		int st = generate(&o, &g, &gw);
 		if (!o.queue)
@@ -744,7 +744,7 @@ int main(int argc, char **argv)
 	int status = 0, fatal = 0;
 	if (!o.queue && sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, e.msg);
-		return 1;
+		return cli_failure_status(e.errnum);
 	}
 
 	char *stdin_only[] = { "-" };
@@ -764,7 +764,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
 			if (!is_stdin)
 				close(fd);
-			status = in.truncated && status != 1 ? 75 : 1;
+			status = cli_worse_status(status, in.truncated ? CLI_EXIT_LATER : 1);
 			continue;
 		}
 		uint64_t hash = COLLECT_HASH_INIT, lineno = 0, bad = 0, lines0 = col.lines;
@@ -832,7 +832,7 @@ int main(int argc, char **argv)
 		if (failed) {
 			collect_drop_input(&col);
 			held_clear(&held);
-			status = incomplete && status != 1 ? 75 : 1;   /* a failure for good outweighs "later" */
+			status = cli_worse_status(status, incomplete ? CLI_EXIT_LATER : 1);
 			continue;
 		}
 		if (bad)
@@ -868,7 +868,7 @@ int main(int argc, char **argv)
 			r = groupset_add_id(&groups, &held.g[i].group_id, held.g[i].n, records++, &e);
 		if (r < 0) {
 			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
-			status = 1;
+			status = cli_worse_status(status, cli_failure_status(e.errnum));
 			fatal = !o.queue;
 		}
 		held_clear(&held);
@@ -878,7 +878,7 @@ int main(int argc, char **argv)
 	if (!o.queue) {
 		if (status == 0 && sfile_writer_finish(&w, &e) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
-			status = 1;
+			status = cli_failure_status(e.errnum);
 		} else if (status != 0)
 			sfile_writer_flush(&w, &e);
 		sfile_writer_free(&w);

@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 
 	if (access(out, F_OK) == 0)
 		cli_die(CLI_EXIT_FAILURE, "%s: already exists", out);
-	struct err e = { "" };
+	struct err e = { 0 };
 	/* tokenizer_config.json beside tokenizer.json carries the chat template and special tokens */
 	char side[4096];
 	if (tok) {
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 		         "tokenizer_config.json");
 		struct tok_info ti;
 		if (tokenizer_info(tok, side, &ti, &e) < 0)
-			cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+			cli_die_err(&e);
 		if (!vocab_given && c.V < ti.ids)
 			c.V = (ti.ids + 63) / 64 * 64;   /* room for every id, padded as the Qwen checkpoints are */
 		if (c.V < ti.ids)
@@ -300,20 +300,20 @@ int main(int argc, char **argv)
 	if (slash && slash != parent && slash[1]) {   /* DIR/ is refused below, leaving nothing */
 		*slash = '\0';
 		if (fsys_mkdirs(parent, &e) < 0)
-			cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+			cli_die_err(&e);
 	}
 	/* build in .DIR.tmp.UNIQUE beside DIR, then rename into place; a
 	 * registered temporary (tempfile.h), so cli_die(), SIGINT, SIGTERM and
 	 * SIGHUP remove it rather than leave hundreds of MB beside DIR */
 	struct tempfile *t = tempfile_mkdir(out, NULL, &e);
 	if (!t)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+		cli_die_err(&e);
 
 	struct model m;
 	if (model_create(&m, &c, &e) < 0)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+		cli_die_err(&e);
 	if (model_init_random(&m, seed, &e) < 0)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+		cli_die_err(&e);
 
 	char path[4200];
 	const char *tmp = tempfile_path(t);
@@ -328,13 +328,13 @@ int main(int argc, char **argv)
 	}
 	if (r < 0) {
 		tempfile_delete(t);
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+		cli_die_err(&e);
 	}
 	r = tempfile_commit(t, 0, &e);
 	if (r == 1)
 		r = err_set(&e, "%s: already exists", out);
 	if (r < 0)
-		cli_die(CLI_EXIT_FAILURE, "%s", e.msg);
+		cli_die_err(&e);
 	if (verbose)
 		fprintf(stderr, "%s: %s: %s, %zu parameters (%.1f MiB as %s), seed %llu\n", prog, out,
 		        model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,

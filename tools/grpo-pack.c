@@ -397,7 +397,7 @@ static void job_opts(const struct state *s, char *out, size_t size)
 int main(int argc, char **argv)
 {
 	struct state s;
-	struct err e = { { 0 } };
+	struct err e = { 0 };
 	memset(&s, 0, sizeof s);
 	prog = cli_init(argv[0], usage);
 	if (parse_args(argc, argv, &s.o) < 0)
@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 		if (r == 1) {
 			fprintf(stderr, "%s: %s: another grpo-pack is publishing into this queue (it holds "
 				"%s/.lock); try again later\n", prog, o->out, o->out);
-			status = 75;
+			status = CLI_EXIT_LATER;
 			goto fail_quiet;
 		}
 	}
@@ -496,8 +496,11 @@ int main(int argc, char **argv)
 			goto fail_quiet;
 		}
 	}
-	if (cli_inputs(argv + optind, nargs, cli_is_queue, 0, read_input, &s) != 0)
+	int read = cli_inputs(argv + optind, nargs, cli_is_queue, 0, read_input, &s);
+	if (read != 0) {
+		status = read;
 		goto fail_quiet;
+	}
 	if (o->watch && queues != 1) {
 		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
 		status = 2;
@@ -511,6 +514,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
 		else
 			fprintf(stderr, "%s: %s\n", prog, e.msg);
+		status = cli_failure_status(e.errnum);
 		goto fail_quiet;
 	}
 	if (settled == 1 && o->verbose)
@@ -528,6 +532,7 @@ int main(int argc, char **argv)
 	goto done;
 fail:
 	fprintf(stderr, "%s: %s\n", prog, e.msg);
+	status = cli_failure_status(e.errnum);
 fail_quiet:
 	packbuf_release(&s.b);
 done:

@@ -611,7 +611,7 @@ static int setup(struct state *s, struct err *e)
 int main(int argc, char **argv)
 {
 	struct state s;
-	struct err e = { { 0 } };
+	struct err e = { 0 };
 	memset(&s, 0, sizeof s);
 	prog = cli_init(argv[0], usage);
 	if (parse_args(argc, argv, &s.o) < 0)
@@ -646,7 +646,7 @@ int main(int argc, char **argv)
 	}
 
 	/* named files and standard input first, then queues */
-	if (cli_inputs(argv + optind, nargs, cli_is_queue, 0, score_input, &s) != 0)
+	if ((status = cli_inputs(argv + optind, nargs, cli_is_queue, 0, score_input, &s)) != 0)
 		goto done;
 	for (int i = 0; i < nargs; i++)
 		if (cli_is_queue(argv[optind + i]) && score_queue(&s, argv[optind + i], &e) < 0)
@@ -657,6 +657,7 @@ int main(int argc, char **argv)
 	goto done;
 fail:
 	fprintf(stderr, "%s: %s\n", prog, e.msg);
+	status = cli_failure_status(e.errnum);
 done:
 	if (s.so.cmd && rewardpool_stop(&s.cmd, &e) < 0 && status == 0)
 		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);

@@ -455,9 +455,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 	}
 	for (size_t i = 0; i < st.n_errors; i++)
 		cli_warn("%s", st.errors[i].msg);
-	int bad = st.n_errors != 0 || list_failed;
-	if (cli_stdout_flushed() < 0)
-		bad = 1;
+	int bad = cli_worse_status(st.n_errors != 0 || list_failed, cli_stdout_flushed());
 	queue_status_free(&st);
 	return bad;
 }
@@ -466,7 +464,8 @@ static int cmd_status(const char *spool, const struct opts *op)
 
 /*
  * The spool's queues, with its lock held (*fd: close it when done): 0, or
- * the exit status (75 when another recover or gc holds it), said.
+ * the exit status (75 when another recover or gc holds it, or the disk
+ * is full), said.
  */
 static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 {
@@ -477,7 +476,7 @@ static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 			cli_warn("%s: no such spool", spool);
 		else
 			cli_warn("%s", e.msg);
-		return 1;
+		return r == 1 ? 1 : cli_failure_status(e.errnum);
 	}
 	if (not_a_spool(spool, *queues, *nq)) {
 		fsys_free_names(*queues, *nq);
@@ -491,7 +490,7 @@ static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 	else
 		cli_warn("%s", e.msg);
 	fsys_free_names(*queues, *nq);
-	return r == 1 ? 75 : 1;
+	return r == 1 ? CLI_EXIT_LATER : cli_failure_status(e.errnum);
 }
 
 static int cmd_recover(const char *spool, const struct opts *op)
@@ -509,7 +508,7 @@ static int cmd_recover(const char *spool, const struct opts *op)
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
 		if (queue_recover(qpath, op->lease, op->tmp_age, now, &st, &e) < 0) {
 			cli_warn("%s", e.msg);
-			bad = 1;
+			bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 		}
 	}
 	fsys_free_names(queues, nq);
@@ -572,7 +571,7 @@ static int cmd_gc(const char *spool, const struct opts *op)
 		snprintf(qpath, sizeof qpath, "%s/%s", spool, queues[i]);
 		if (queue_gc(qpath, op->keep, op->archive, &st, &e) < 0) {
 			cli_warn("%s", e.msg);
-			bad = 1;
+			bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 		}
 	}
 	fsys_free_names(queues, nq);
@@ -595,12 +594,11 @@ static int cmd_quarantine(char **files, int n, const struct opts *op)
 		int r = queue_quarantine(files[i], op->lease, time(NULL), dest, sizeof dest, &who, &e);
 		if (r < 0) {
 			cli_warn("%s", e.msg);
-			rc = 1;
+			rc = cli_worse_status(rc, cli_failure_status(e.errnum));
 		} else if (r == 1) {
 			fprintf(stderr, "%s: %s: claimed by a live consumer (host %s, pid %ld); "
 				"try again once it lets go\n", prog, files[i], who.host[0] ? who.host : "?", who.pid);
-			if (rc == 0)
-				rc = 75;
+			rc = cli_worse_status(rc, CLI_EXIT_LATER);
 		} else if (op->verbose) {
 			fprintf(stderr, "%s: %s: quarantined %sas %s\n", prog, files[i], r == 2 ? "already " : "",
 			        dest);
@@ -743,14 +741,14 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	struct watch *w = watch_open(queue, &wo, &e);
 	if (!w) {
 		cli_warn("%s", e.msg);
-		return 1;
+		return cli_failure_status(e.errnum);
 	}
 	while ((r = watch_next(w, &c, &e)) > 0) {
 		int st = run_command(argv, argc, w, c);
 		if (st == 0) {
 			if (claim_retire(c, &e) < 0) {
 				cli_warn("%s", e.msg);
-				bad = 1;
+				bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 			} else if (op->verbose) {
 				fprintf(stderr, "%s: %s: done\n", prog, c->path);
 			}
@@ -761,19 +759,20 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		else
 			fprintf(stderr, "%s: %s: %s exited with status %d; left waiting\n", prog, c->path,
 				argv[0], st);
-		bad = 1;
+		/* a command that says "later" as the tools do is passed on: nothing failed for good */
+		bad = cli_worse_status(bad, st == CLI_EXIT_LATER ? CLI_EXIT_LATER : 1);
 		if (claim_release(c, &e) < 0)
 			cli_warn("%s", e.msg);
 	}
 	if (r < 0) {
 		cli_warn("%s", e.msg);
-		bad = 1;
+		bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 	}
 	/* a pass cut short may leave files waiting: exit 0 would say they were consumed */
 	if (r == 0 && !op->w.follow && watch_stopped(w)) {
 		fprintf(stderr, "%s: %s: stopped by %s before the end of the pass; what is left waits\n", prog,
 			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
-		bad = 1;
+		bad = cli_worse_status(bad, 1);
 	}
 	if (op->verbose) {
 		struct buf line = { 0 };

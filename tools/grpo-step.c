@@ -402,12 +402,12 @@ static int lock_queue(const struct args *a)
 	else
 		snprintf(p, sizeof p, "%s/.lock", a->policy);
 	if (a->model && fsys_mkdirs(a->policy, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	int r = fsys_try_lock(p, 1, &fd, &e);
 	if (r < 0 && errno == ENOENT && !a->model)
 		return -1;
 	if (r < 0)   /* also a file system without locks (NFS without a lock manager): not unguarded */
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	if (r == 1) {
 		char who[300] = "";
 		int rfd = fsys_open_read(p, NULL);
@@ -420,7 +420,7 @@ static int lock_queue(const struct args *a)
 		fprintf(stderr, "%s: %s: another grpo-step (%s) is training into this policy queue%s (it holds %s); "
 		        "try again later\n", prog, a->policy, *who ? who : "its pid unknown",
 		        a->rank > 0 ? " as this rank" : "", p);
-		exit(75);
+		exit(CLI_EXIT_LATER);
 	}
 	gethostname(host, sizeof host - 1);
 	char who[300];
@@ -437,7 +437,7 @@ static int wait_done(const struct args *a, int64_t step)
 	for (;;) {
 		int r = packstep_done_exists(a->batches, step, &e);
 		if (r < 0)
-			cli_die(1, "%s", e.msg);
+			cli_die_err(&e);
 		if (r == 1)
 			return 0;
 		if (!a->watch || stop)
@@ -586,13 +586,13 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	snprintf(done_path, sizeof done_path, "%s/step_%lld/DONE", a->batches, (long long)step);
 	int r = done_load(a->batches, step, dm, &e);
 	if (r < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	if (r == 0)
 		cli_die(1, "%s: disappeared", done_path);
 	if (a->rank >= 0 && (uint32_t)a->rank >= dm->ranks)
 		cli_die(1, "%s: the step has %u ranks, and --rank is %d", done_path, dm->ranks, a->rank);
 	if (step_read(a->batches, step, a->rank, mbs, n, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	struct loss_totals counted = { 0, 0, 0 };
 	step_count(*mbs, *n, &counted);
 	memset(cut, 0, sizeof *cut);
@@ -609,20 +609,20 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 			if (k == a->rank)
 				continue;
 			if (step_read(a->batches, step, k, &o, &no, &e) < 0)
-				cli_die(1, "%s", e.msg);
+				cli_die_err(&e);
 			step_mask_truncated(o, no, cut);
 			step_free_batches(o, no);
 		}
 	}
 	if (step_totals(dm, cut, tot, &e) < 0) {
 		if (a->rank >= 0)
-			cli_die(1, "%s: %s: --rank needs them", done_path, e.msg);
+			cli_die(cli_failure_status(e.errnum), "%s: %s: --rank needs them", done_path, e.msg);
 		/* an older manifest: the totals of the micro-batches themselves */
 		tot->seqs = counted.seqs - cut->seqs, tot->tokens = counted.tokens - cut->tokens;
 		tot->mbs = counted.mbs;
 	}
 	if (a->rank < 0 && step_check(done_path, dm, &counted, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	x->local = counted;
 }
 
@@ -797,7 +797,7 @@ int main(int argc, char **argv)
 	/* what a crashed run left in policy/.tmp */
 	int swept = 0;
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	if (swept)
 		fprintf(stderr, "%s: %s/.tmp: removed %d temporar%s left by processes of this host that died\n", prog,
 		        a.policy, swept, swept == 1 ? "y" : "ies");
@@ -806,15 +806,15 @@ int main(int argc, char **argv)
 	int64_t newest;
 	int r = ckpt_latest(a.policy, INT64_MAX, &newest, &e);
 	if (r < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	if (r == 1) {
 		if (!a.model)
 			cli_bad_usage("%s has no step_0 yet: --model names the initial model", a.policy);
 		r = ckpt_publish_initial(a.policy, a.model, &e);
 		if (r < 0)
-			cli_die(1, "%s", e.msg);
+			cli_die_err(&e);
 		if (r == CKPT_UNFLUSHED)
-			cli_die(1, "%s/step_0 is published, but %s", a.policy, e.msg);
+			cli_die(cli_failure_status(e.errnum), "%s/step_0 is published, but %s", a.policy, e.msg);
 		newest = 0;
 		if (a.verbose)
 			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
@@ -834,7 +834,7 @@ int main(int argc, char **argv)
 	char step0[PATH_MAX];
 	snprintf(step0, sizeof step0, "%s/step_0", a.policy);
 	if (!a.dtype_given && ckpt_model_dtype(step0, &a.dtype, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	int64_t step = a.step < 0 ? newest + 1 : a.step;
 	/* the steps asked for that are published already are left alone, and
 	 * the rest trained: a re-run after a crash in --steps K goes on. A step
@@ -844,7 +844,7 @@ int main(int argc, char **argv)
 	long long done = 0;
 	for (; step <= newest && (a.steps == 0 || done < a.steps); step++, done++) {
 		if ((r = ckpt_exists(a.policy, step, &e)) < 0)
-			cli_die(1, "%s", e.msg);
+			cli_die_err(&e);
 		if (a.verbose)
 			fprintf(stderr, "%s: %s/step_%lld %s: left alone\n", prog, a.policy, (long long)step,
 			        r ? "exists" : "was published and has been removed since");
@@ -855,7 +855,7 @@ int main(int argc, char **argv)
 		a.steps -= done;
 	int64_t base;
 	if ((r = ckpt_latest(a.policy, step - 1, &base, &e)) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	if (r != 0 || base != step - 1)
 		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
 		    (long long)step, (long long)step - 1, (long long)newest);
@@ -865,7 +865,7 @@ int main(int argc, char **argv)
 	int resumed;
 	double t0 = now();
 	if (ckpt_load(&m, &op, &a.opt, a.policy, base, &resumed, &e) < 0)
-		cli_die(1, "%s", e.msg);
+		cli_die_err(&e);
 	/* every step grpo-step publishes after step_0 has optim.bin: one without
 	 * it (lost, or a checkpoint put there by hand) restarts AdamW, which a
 	 * user resuming a run had better know */
@@ -875,7 +875,7 @@ int main(int argc, char **argv)
 		        "the run that published it would have gone on\n", prog, a.policy, (long long)base);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
-		cli_die(1, "%s: %s", a.metrics, strerror(errno));
+		cli_die(cli_failure_status(errno), "%s: %s", a.metrics, strerror(errno));
 	struct dtable_ctx dt = { NULL, a.dtable, 0, &a, NULL, { 0 } };
 	struct progress pg;
 	progress_init(&pg, prog, STDERR_FILENO);
@@ -890,7 +890,7 @@ int main(int argc, char **argv)
 	}
 	if (a.dtable) {
 		if (!(dt.f = strcmp(a.dtable, "-") ? fopen(a.dtable, "a") : stdout))
-			cli_die(1, "%s: %s", a.dtable, strerror(errno));
+			cli_die(cli_failure_status(errno), "%s: %s", a.dtable, strerror(errno));
 		if (file_empty(dt.f)) {
 			if (dtable_header(&dt.b) < 0 || fwrite(dt.b.data, 1, dt.b.len, dt.f) != dt.b.len)
 				cli_die(1, "%s: cannot write", a.dtable);
@@ -916,7 +916,7 @@ int main(int argc, char **argv)
 			if (k > 0 && a.steps > 0)   /* run again as it was, it would start after step - 1 */
 				say_untrained(step, a.steps - k);
 			fputc('\n', stderr);
-			status = 75;
+			status = CLI_EXIT_LATER;
 			break;
 		}
 		struct microbatch *mbs;
@@ -938,7 +938,7 @@ int main(int argc, char **argv)
 		                         &res, &e);
 		progress_end(&pg);
 		if (trained < 0)
-			cli_die(1, "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
+			cli_die(cli_failure_status(e.errnum), "%s/step_%lld: %s", a.batches, (long long)step, e.msg);
 		/* AdamW keeps what an --lr or --weight-decay far too large makes of
 		 * finite gradients: no step whose weights or moments would be inf or
 		 * NaN is published, on every rank (they hold the same bits) */
@@ -948,13 +948,14 @@ int main(int argc, char **argv)
 		/* the step's debug rows reach the file before the step is published:
 		 * a full disk then fails the step, not the run after publishing it */
 		if (dt.f && fflush(dt.f) != 0)
-			cli_die(1, "%s: %s: step %lld not published", a.dtable, strerror(errno), (long long)step);
+			cli_die(cli_failure_status(errno), "%s: %s: step %lld not published", a.dtable, strerror(errno),
+			        (long long)step);
 		double tw = now();
 		int weights = a.save_every == 0 || step % a.save_every == 0, unflushed = 0;
 		if (a.rank <= 0) {
 			r = ckpt_publish(a.policy, step, &m, &op, weights, a.dtype, a.shard, step0, &e);
 			if (r < 0)
-				cli_die(1, "%s", e.msg);
+				cli_die_err(&e);
 			if (r == 1)
 				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
 				    (long long)step);
@@ -972,7 +973,8 @@ int main(int argc, char **argv)
 		/* published, so no re-run writes the line: it is written first (a
 		 * re-run retires the micro-batches, as after a kill here) */
 		if (unflushed)
-			cli_die(1, "%s/step_%lld is published, but %s", a.policy, (long long)step, e.msg);
+			cli_die(cli_failure_status(e.errnum), "%s/step_%lld is published, but %s", a.policy,
+			        (long long)step, e.msg);
 		/* after the line, so that a kill while the peers acknowledge, the
 		 * micro-batches are retired or old steps pruned loses no line (a
 		 * re-run retires what is left: retire_published) */
@@ -1006,12 +1008,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld", prog, strsignal(stop), (long long)step);
 		say_untrained(step, a.steps - k);
 		fputc('\n', stderr);
-		status = 75;
+		status = CLI_EXIT_LATER;
 	}
 	if (mf && mf != stdout && fclose(mf) != 0)
 		fprintf(stderr, "%s: %s: %s\n", prog, a.metrics, strerror(errno));
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
-		cli_die(1, "%s: %s", a.dtable, strerror(errno));
+		cli_die(cli_failure_status(errno), "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);
 	tok_free(tok);
 	model_gpu_close(gpu);

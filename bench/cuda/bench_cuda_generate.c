@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (model_create(&m, &c, &e) < 0 || model_init_random(&m, 1, &e) < 0) {
 		fprintf(stderr, "bench_cuda_generate: %s\n", e.msg);
 		return 1;

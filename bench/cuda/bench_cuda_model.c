@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 	}
 
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	double t0 = now();
 	if (model_create(&m, &c, &e) < 0 || model_init_random(&m, 1, &e) < 0) {
 		fprintf(stderr, "bench_cuda_model: %s\n", e.msg);

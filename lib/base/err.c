@@ -47,6 +47,7 @@ int err_set(struct err *e, const char *fmt, ...)
 	int n = vsnprintf(s, sizeof s, fmt, ap);
 	va_end(ap);
 	err_fit(e, s, written(n, sizeof s));
+	e->errnum = 0;
 	return -1;
 }
 
@@ -62,6 +63,7 @@ int err_sys(struct err *e, const char *fmt, ...)
 	va_end(ap);
 	n += written(snprintf(s + n, sizeof s - n, ": %s", strerror(saved)), sizeof s - n);
 	err_fit(e, s, n);
+	e->errnum = saved;
 	errno = saved;
 	return -1;
 }

@@ -9,6 +9,10 @@
  * A message longer than msg keeps its beginning and its end, where what
  * went wrong is said, with "..." between: a long path in it never pushes
  * "path too long" or strerror's words out.
+ *
+ * errnum keeps the errno an err_sys() message ends with (0 after err_set),
+ * through err_prefix(), so a tool can tell a full disk, which a later run
+ * may get past, from a failure for good (cli.h: cli_failure_status).
  */
 #ifndef GRPO_ERR_H
 #define GRPO_ERR_H
@@ -17,12 +21,13 @@
 
 struct err {
 	char msg[1024];
+	int errnum;
 };
 
-/* Format a message into e (which may be NULL); always returns -1. */
+/* Format a message into e (which may be NULL), errnum 0; always returns -1. */
 int err_set(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* As err_set, with ": strerror(errno)" appended. */
+/* As err_set, with ": strerror(errno)" appended, and errnum = errno. */
 int err_sys(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Put "prefix: " in front of the message already in e; returns -1. */

@@ -73,10 +73,14 @@ int lineio_archive_err(struct err *e, const char *what, struct archive *a)
 	if (!msg && en <= 0)
 		return err_set(e, "%s: libarchive failed without saying why, as it does when memory runs out", what);
 	if (!msg)
-		return err_set(e, "%s: %s", what, strerror(en));
-	if (en > 0 && !strstr(msg, strerror(en)))
-		return err_set(e, "%s: %s: %s", what, msg, strerror(en));
-	return err_set(e, "%s: %s", what, msg);
+		err_set(e, "%s: %s", what, strerror(en));
+	else if (en > 0 && !strstr(msg, strerror(en)))
+		err_set(e, "%s: %s: %s", what, msg, strerror(en));
+	else
+		err_set(e, "%s: %s", what, msg);
+	if (e && en > 0)
+		e->errnum = en;   /* as err_sys keeps it: a full disk is told from bad input */
+	return -1;
 }
 
 /* Up to cap decompressed bytes into out: how many, 0 at the end of the last

@@ -405,7 +405,7 @@ static la_ssize_t zout_write(struct archive *a, void *p, const void *data, size_
 	struct err e;
 	if (zout_feed(p, data, n, ZSTD_e_continue, &e) == 0)
 		return (la_ssize_t)n;
-	archive_set_error(a, errno ? errno : EIO, "%s", e.msg);
+	archive_set_error(a, e.errnum ? e.errnum : EIO, "%s", e.msg);
 	return -1;
 }
 

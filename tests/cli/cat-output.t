@@ -55,7 +55,8 @@ is "$?:$([ -L "$T/link.zst" ] && echo link):$(grpo-cat "$T/plain.zst" | cmp -s -
 if mknod "$T/full" c 1 7 2> /dev/null; then   # /dev/full's device, where we may make one
 	grpo-cat --from-json -o "$T/full" "$ex" 2> "$T/err"
 	is "$?:$([ -c "$T/full" ] && echo device):$(cat "$T/err")" \
-		"1:device:grpo-cat: $T/full: write failed: No space left on device" "-o a device writes to it, and says when that fails"
+		"75:device:grpo-cat: $T/full: write failed: No space left on device" \
+		"-o a device writes to it, and says when that fails (exit 75, as on a full disk)"
 else
 	skip "mknod is not permitted here (not root): no device to write to"
 fi

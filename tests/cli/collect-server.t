@@ -230,8 +230,8 @@ is "$?:$(cat "$T/err"):$(cmp "$T/pr.jsonl" "$T/pr2.jsonl" 2>&1):$(visible "$T/r"
 if [ -w /dev/full ]; then
 	grpo-collect --server "$URL" --prompts "$T/pr.jsonl" --responses /dev/full -o "$T/r/rollouts" 2> "$T/err"
 	is "$?:$(cat "$T/err"):$(visible "$T/r" | wc -l | tr -d ' ')" \
-		"1:grpo-collect: /dev/full: write failed: No space left on device:0" \
-		"--responses on a full disk: the run fails saying so, and nothing is published"
+		"75:grpo-collect: /dev/full: write failed: No space left on device:0" \
+		"--responses on a full disk: the run fails saying so, exit 75, and nothing is published"
 else
 	skip "no /dev/full to fill the disk under --responses"
 fi

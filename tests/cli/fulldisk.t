@@ -3,13 +3,14 @@
 # spool) on a disk that fills or fails: each stage of its second round has
 # one file-system call after another fail with ENOSPC, or EIO where it
 # reads (GRPO_FSYS_FAIL_AT), then a real full tmpfs leaves the round a
-# page, two pages, ... of room. Each time the stage either fails, exit 1
-# with a message that names the file and says what failed, or succeeds
+# page, two pages, ... of room. Each time the stage either fails, with a
+# message that names the file and says what failed, exit 75 ("later") for
+# the full disk and 1 for the bad one, or succeeds
 # with at most a warning; it leaves no temporary, no claim, no step of
 # micro-batches without its DONE; and once the fault is gone the round run
 # again ends with the spool as a run that never failed left it, byte for
 # byte, as chaos.t compares it. The same for grpo-step --keep and grpo-spool
-# gc --archive; and each --watch consumer on the full tmpfs stops, exit 1.
+# gc --archive; and each --watch consumer on the full tmpfs stops, exit 75.
 . "$GRPO_TOP/tests/cli/lib.sh"
 plan 9
 . "$GRPO_TOP/tests/cli/loop.sh"
@@ -23,9 +24,10 @@ faulted() { # faulted SPOOL RC WHY: what is wrong after a command failed with RC
 	# (it failed saying so, or succeeded with a warning, or silently having done all), then after `again`
 	# and recover
 	_last=$(tail -n 1 "$T/err")
-	case $2 in
-	0) ;;
-	1) case $_last in *"$1"*": $3"*) ;; *) echo "message '$_last'" ;; esac ;;
+	case $2:$3 in
+	0:*) ;;
+	"75:No space left on device" | "1:Input/output error")
+		case $_last in *"$1"*": $3"*) ;; *) echo "message '$_last'" ;; esac ;;
 	*) echo "exit $2" ;;
 	esac
 	grep -q warning "$T/err" || unfinished "$1"
@@ -122,7 +124,7 @@ while [ $k -le "$need" ]; do
 done
 is "${bad:- none}" " none" "round 2 with 0 to $need of the $need pages it needs free ($tried tries): as above"
 # Each --watch consumer on that tmpfs, its input waiting, 0 pages free (its claim fails) or 1 (its
-# output fails; not grpo-spool consume, whose command writes nothing): it stops, exit 1, saying which
+# output fails; not grpo-spool consume, whose command writes nothing): it stops, exit 75, saying which
 # file and why, its claim released and nothing half published, neither retrying nor waiting for ever
 # (the timeout only guards against a hang)
 cp -R "$T/one" "$T/collected" && UNTIL=collect round "$T/collected" 2 &&
@@ -146,7 +148,7 @@ for k in 0 1; do
 		esac > /dev/null 2> "$T/err"
 		rc=$?
 		rm "$T/mnt/fill"
-		wrong=$(case $rc in 1) ;; *) echo "exit $rc" ;; esac
+		wrong=$(case $rc in 75) ;; *) echo "exit $rc" ;; esac
 			grep -q "^grpo-[a-z]*: .*$s/.*: No space left on device$" "$T/err" || echo "message '$(cat "$T/err")'"
 			unfinished "$s"
 			grpo-spool status "$s" | grep claimed)
@@ -154,4 +156,4 @@ for k in 0 1; do
 	done
 done
 is "${bad:- none}" " none" \
-	"score, pack, step and consume --watch on a full disk: exit 1, saying why, nothing claimed or half published"
+	"score, pack, step and consume --watch on a full disk: exit 75, saying why, nothing claimed or half published"

@@ -39,19 +39,20 @@ grpo-spool quarantine "$q" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(ls -A "$S/scored/.quarantine" | tr '\n' ' ')" \
 	"1:grpo-spool: $q: not a published spool file (QUEUE/step_N/rank_X/NAME):step_0 " \
 	"a file in .quarantine is not quarantined again"
-# A disk that fails once the file is moved (a full one): the message says it was moved and what
-# failed; run again, it says the file is in quarantine already; a claim left is recover's to return.
+# A disk that fails once the file is moved (a full one, exit 75; a bad one, 1): the message says it
+# was moved and what failed; run again, it says the file is in quarantine already; a claim left is
+# recover's to return.
 grpo-cat --from-json -o "$r/d.zst" "$ex" && grpo-cat --from-json -o "$r/e.zst" "$ex" || exit 1
 rm -rf "$T/s2" && cp -R "$S" "$T/s2"
 GRPO_FSYS_TRACE=1 grpo-spool quarantine "$T/s2/scored/step_0/rank_0/d.zst" 2> "$T/trace"
 last=$(grep -c '^fsys [0-9]' "$T/trace")   # its last call removes its claim record; 2 before, the flush
 d=$S/scored/.quarantine/step_0/rank_0
 GRPO_FSYS_FAIL_AT=$((last - 2)) grpo-spool quarantine "$r/d.zst" 2> "$T/err"
-is "$?:$(cat "$T/err")" "1:grpo-spool: $r/d.zst: quarantined as $d/d.zst, but not flushed to disk: $r: fsync failed: No space left on device" \
-	"a flush that fails after the move: said so"
-GRPO_FSYS_FAIL_AT=$last grpo-spool quarantine "$r/e.zst" 2> "$T/err"
-is "$?:$(cat "$T/err")" "1:grpo-spool: $r/e.zst: quarantined as $d/e.zst, but its claim stays until grpo-spool recover: $r/.claimed/e.zst: cannot remove: No space left on device" \
-	"a claim record that cannot be removed: said so"
+is "$?:$(cat "$T/err")" "75:grpo-spool: $r/d.zst: quarantined as $d/d.zst, but not flushed to disk: $r: fsync failed: No space left on device" \
+	"a flush that fails after the move, the disk full: said so, exit 75"
+GRPO_FSYS_FAIL_AT=$last:EIO grpo-spool quarantine "$r/e.zst" 2> "$T/err"
+is "$?:$(cat "$T/err")" "1:grpo-spool: $r/e.zst: quarantined as $d/e.zst, but its claim stays until grpo-spool recover: $r/.claimed/e.zst: cannot remove: Input/output error" \
+	"a claim record that cannot be removed, the disk failing: said so, exit 1"
 grpo-spool quarantine -v "$r/d.zst" "$r/e.zst" 2> "$T/err"
 is "$?:$(cat "$T/err")" "0:grpo-spool: $r/d.zst: quarantined already as $d/d.zst
 grpo-spool: $r/e.zst: quarantined already as $d/e.zst" "run again, both are found in quarantine"

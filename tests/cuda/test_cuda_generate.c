@@ -98,7 +98,7 @@ static int gpu_sample(const struct model *m, int bf16, struct prompts *p, const 
 		      struct gen_seq *out, int max_batch_env)
 {
 	struct model_gpu *g = NULL;
-	struct err e = { "" };
+	struct err e = { 0 };
 	char mb[16];
 	snprintf(mb, sizeof mb, "%d", max_batch_env);
 	if (max_batch_env > 0)
@@ -137,7 +137,7 @@ static double logprob_gap(const struct model *m, int bf16, struct prompts *p, co
 			ids[t] = s[b].tokens[j], temps[t] = temp;
 	}
 	struct model_gpu *g = NULL, *g32 = NULL;
-	struct err e = { "" };
+	struct err e = { 0 };
 	double sum = 0, csum = 0;
 	int n = 0, have_other = 0;
 	*worst = INFINITY;
@@ -200,7 +200,7 @@ static void check_model(const struct model *m, const char *name, int sharp)
 {
 	struct prompts p;
 	struct gen_seq cpu[NP * 8], gpu[NP * 8], again[NP * 8], alone[NP * 8];
-	struct err e = { "" };
+	struct err e = { 0 };
 	int stop = (int)(xorshift32() % (uint32_t)m->cfg.V), diffs = 0, stops[3] = { 0, 0, 0 };
 	double scale = sharp ? 10 : 1;   /* the sharp model's logits are ten times the fixtures' */
 	make_prompts(&p, m->cfg.V, 3);
@@ -366,7 +366,7 @@ static int random_model(struct model *m)
 	memset(&c, 0, sizeof c);
 	model_config_defaults(&c, MODEL_QWEN2);
 	c.C = 448, c.I = 512, c.L = 2, c.NH = 7, c.NKV = 1, c.HS = 64, c.V = 2048, c.tied = 1;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (model_create(m, &c, &e) < 0 || model_init_random(m, 9, &e) < 0) {
 		diag("%s", e.msg);
 		return -1;
@@ -403,7 +403,7 @@ int main(void)
 		char path[4200];
 		snprintf(path, sizeof path, "%s/tests/data/hf/%s", top ? top : ".", fams[i]);
 		struct model m;
-		struct err e = { "" };
+		struct err e = { 0 };
 		if (!ok(model_load(&m, path, &e) == 0, "%s: load %s", fams[i], path)) {
 			diag("%s", e.msg);
 			continue;

@@ -63,7 +63,7 @@ struct pack { int T, nseq; int *ids, *lens; float *temps; };
 /* The C model's and the GPU's logprobs and entropies for one pack. */
 static void check_pack(struct model *m, const struct pack *p, const char *name, double bf16_mean_max)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	float *lp = malloc(4 * sizeof(float) * p->T), *ent = lp + p->T, *glp = ent + p->T, *gent = glp + p->T;
 	if (!ok(model_acts_alloc(m, p->T, &e) == 0 &&
 		model_forward(m, p->ids, p->T, p->lens, p->nseq, p->temps, lp, ent, &e) == 0,
@@ -152,7 +152,7 @@ static struct model_params params_in(const struct model_params *like, float *mem
  * The goal is 0.999 everywhere (issue 15). */
 static void check_grads(struct model *m, const struct pack *p, const char *name, double min_cos)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	float *dlp = malloc(4 * sizeof(float) * p->T), *dent = dlp + p->T, *lp = dent + p->T, *ent = lp + p->T;
 	for (int t = 0; t < p->T; t++) {
 		dlp[t] = (float)((int)(xorshift32() % 2001) - 1000) * 1e-3f;
@@ -231,7 +231,7 @@ static void fixture(const char *dir, const char *fam)
 	ref_pack(cJSON_GetObjectItem(x, "sequences"), &rp);
 	snprintf(path, sizeof path, "%s/%s", dir, fam);
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(model_load(&m, path, &e) == 0, "%s: load %s", fam, path)) {
 		diag("%s", e.msg);
 		cJSON_Delete(x);
@@ -319,7 +319,7 @@ static int random_model(struct model *m, const struct shape *s)
 	c.C = s->C, c.I = s->I, c.L = s->L, c.NH = s->NH, c.NKV = s->NKV, c.HS = s->HS, c.V = s->V;
 	c.tied = s->tied;
 	c.o_bias = s->o_bias;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (model_create(m, &c, &e) < 0 || model_init_random(m, 7, &e) < 0) {
 		diag("%s: %s", s->name, e.msg);
 		return -1;
@@ -352,7 +352,7 @@ static void random_shape(const struct shape *s)
 
 	/* packing invariance: the same sequences, reversed, give the same values */
 	reversed(&p, &q);
-	struct err e = { "" };
+	struct err e = { 0 };
 	float *a = malloc(4 * sizeof(float) * p.T), *ae = a + p.T, *b = ae + p.T, *be = b + p.T;
 	struct model_gpu *g = NULL;
 	int r = model_gpu_open(&g, &m, p.T, 0, &e);
@@ -399,7 +399,7 @@ static void random_shape(const struct shape *s)
 int main(void)
 {
 	skip_without_gpu();
-	struct err e = { "" };
+	struct err e = { 0 };
 	enum model_device d;
 	ok(model_device_resolve(MODEL_DEVICE_AUTO, &d, &e) == 0 && d == MODEL_DEVICE_CUDA,
 	   "--device auto picks the GPU here");

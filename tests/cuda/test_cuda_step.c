@@ -143,7 +143,7 @@ struct run {
 static int train_wd(struct run *x, const char *dir, int gpu, int recompute, const struct microbatch *mbs, size_t n,
 		    int maxT, double wd, enum wd_on on)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	memset(x, 0, sizeof *x);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
@@ -215,7 +215,7 @@ static void family(const char *top, const char *fam)
 	int maxT = 160;
 	struct run cpu, gpu, one, bf;
 	struct model w0;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(model_load(&w0, dir, &e) == 0, "%s: load %s", fam, dir)) {
 		diag("%s", e.msg);
 		goto out;
@@ -317,7 +317,7 @@ static void refused(const char *top)
 	struct loss_opts lo;
 	loss_opts_default(&lo);
 	struct model_gpu *g = NULL;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int loaded = model_load(&m, dir, &e) == 0;
 	if (loaded)   /* an infinite final-norm weight: NaN logits, a NaN gradient (as on the CPU) */
 		m.w.norm[0] = INFINITY;
@@ -336,7 +336,7 @@ static void refused(const char *top)
 	int rc = step_train(&m, g, &op, &lo, &tot, 1, &mb, 1, NULL, NULL, &res, &e);
 	ok(rc < 0, "a NaN gradient: the step is refused (%s)", e.msg);
 	ok(op.step == 0, "refused: no optimizer step counted");
-	struct err e2 = { "" };
+	struct err e2 = { 0 };
 	ok(model_gpu_optim_get(g, &m, op.m, op.v, &e2) == 0 && memcmp(before, m.w.mem, m.w.n * sizeof *before) == 0,
 	   "refused: the GPU's master weights are the ones put");
 	free(before);
@@ -366,7 +366,7 @@ static int same(const float *a, const float *b, size_t n)
 static void copies_on(const char *fam, struct model_gpu *g, struct model *m, struct optim *op, float *mem)
 {
 	size_t n = m->w.n;
-	struct err e = { "" }, em = { "" }, ev = { "" };
+	struct err e = { 0 }, em = { 0 }, ev = { 0 };
 	/* the first array this GPU model pinned: nothing can overlap it */
 	ok(model_gpu_pin(g, m->w.mem, n, &e) == 0, "%s: the master weights are pinned (%s)", fam, e.msg);
 	int pm = model_gpu_pin(g, op->m, n, &em), pv = model_gpu_pin(g, op->v, n, &ev);
@@ -415,7 +415,7 @@ static void copies(const char *top, const char *fam)
 	struct optim_opts oo;
 	optim_opts_default(&oo);
 	struct model_gpu *g = NULL;
-	struct err e = { "" };
+	struct err e = { 0 };
 	unsetenv("GRPO_CUDA_PIN");
 	if (model_load(&m, dir, &e) < 0) {
 		ok(0, "%s copies: load: %s", fam, e.msg);
@@ -471,7 +471,7 @@ static const char *fused_opts(int k, struct loss_opts *o)
 static int grads_of(struct model_gpu *g, struct model *m, const struct loss_opts *lo, int fused,
 		    const struct microbatch *mbs, size_t n, int T, float *lps, float *grads)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct loss_totals tot = { 0, 0, 0 };
 	step_count(mbs, n, &tot);
 	float *ent = malloc(T * sizeof *ent), *dlp = malloc(T * sizeof *dlp), *dent = malloc(T * sizeof *dent);
@@ -515,7 +515,7 @@ static void fused_grads(const char *fam, const char *dir, int bf16, int recomput
 {
 	struct model m;
 	struct model_gpu *g = NULL;
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *how = bf16 ? (recompute ? "bf16, recompute" : "bf16") : (recompute ? "fp32, recompute" : "fp32");
 	if (model_load(&m, dir, &e) < 0 || model_grads_alloc(&m, &e) < 0 ||
 	    model_gpu_open_train(&g, &m, T, bf16, recompute, &e) < 0) {
@@ -574,7 +574,7 @@ static void fused_steps(const char *fam, const char *dir, struct microbatch *mbs
 			optim_opts_default(&oo);
 			oo.lr = 2e-3;
 			struct model_gpu *g = NULL;
-			struct err e = { "" };
+			struct err e = { 0 };
 			struct loss_totals tot = { 0, 0, 0 };
 			step_count(mbs, n, &tot);
 			setenv("GRPO_CUDA_FUSED_HEAD", f ? "1" : "0", 1);

@@ -58,7 +58,7 @@ static void reference(const struct traj *t, struct ref *r)
 	int *ids = malloc(n * sizeof *ids), *slots = calloc(n, sizeof *slots);
 	float *z = malloc((size_t)n * V * sizeof *z);
 	struct model_kv kv;
-	struct err e = { "" };
+	struct err e = { 0 };
 	for (uint32_t j = 0; j < n; j++)
 		ids[j] = j < np ? t->prompt_tokens[j] : t->response_tokens[j - np];
 	if (model_kv_alloc(&M, &kv, 1, (int)n, (int)n, &e) < 0 || model_step(&M, &kv, ids, slots, (int)n, NULL, z, &e) < 0) {
@@ -117,7 +117,7 @@ static void worse(double *w, double d)
 static struct align_traj *check_group(const char *what, const struct group *g, const struct ref *r)
 {
 	struct align_traj *a = calloc(g->n, sizeof *a);
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(align_group(&M, g, a, &e) == 0, "%s: align_group runs (%s)", what, e.msg))
 		exit(1);
 	double wlp = 0, went = 0, wstat = 0, top_ent = 0;
@@ -241,7 +241,7 @@ static void refuse(struct group *g, uint32_t i, int resp, uint32_t k, int32_t id
 	int32_t *at = resp ? &t->response_tokens[k] : &t->prompt_tokens[k], was = *at;
 	*at = id;
 	struct align_traj *a = malloc(g->n * sizeof *a);
-	struct err e = { "" };
+	struct err e = { 0 };
 	memset(a, 0xa5, g->n * sizeof *a);   /* out may hold anything before: align_group fills it */
 	int rc = align_group(&M, g, a, &e);
 	uint32_t left = 0;
@@ -258,7 +258,7 @@ static void refuse(struct group *g, uint32_t i, int resp, uint32_t k, int32_t id
 /* Groups past ALIGN_MAX_PACK tokens, in several packs. */
 static void test_packs(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct group g = { .n = 0 };
 	uint32_t sum = 0, b;
 	/* sequences of 0 to 90 tokens, up to a last one that fills the first pack to ALIGN_MAX_PACK exactly */
@@ -367,7 +367,7 @@ static void test_refused(void)
 int main(void)
 {
 	struct model_config c;
-	struct err e = { "" };
+	struct err e = { 0 };
 	memset(&c, 0, sizeof c);
 	model_config_defaults(&c, MODEL_QWEN3);
 	c.C = 16, c.I = 24, c.L = 1, c.NH = 2, c.NKV = 1, c.HS = 8, c.V = V, c.init_std = 0.4f, c.eps = 1e-5f;

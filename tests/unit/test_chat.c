@@ -28,7 +28,7 @@ static void is_text(enum chat_format f, const struct chat_msg *m, size_t n, int 
                     const char *what)
 {
 	struct buf b = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	int r = chat_render(f, m, n, flags, NULL, &b, &e);
 	buf_put_u8(&b, 0);
 	if (!ok(r == 0 && strcmp((char *)b.data, want) == 0, "%s: %s", chat_format_name(f), what))
@@ -40,7 +40,7 @@ static void is_ids(const struct tokenizer *t, enum chat_format f, const struct c
                    const int32_t *want, size_t nw, const char *what)
 {
 	struct tok_ids ids = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	int r = chat_encode(t, f, m, n, flags, NULL, &ids, NULL, &e);
 	int same = r == 0 && ids.n == nw && memcmp(ids.v, want, nw * sizeof *want) == 0;
 	if (!ok(same, "%s: %s", chat_format_name(f), what)) {
@@ -93,7 +93,7 @@ static cJSON *template_of(const char *path, const char **tmpl)
 static void format_of_model(const char *top, const char *shared)
 {
 	char dir[] = "/tmp/test_chat_auto.XXXXXX", tp[4096], from[4096], path[4096];
-	struct err e = { "" };
+	struct err e = { 0 };
 	enum chat_format f;
 	if (!mkdtemp(dir)) {
 		ok(0, "mkdtemp");
@@ -196,7 +196,7 @@ static void format_of_model(const char *top, const char *shared)
 
 int main(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	enum chat_format f;
 	ok(chat_format_parse("qwen3", &f) == 0 && f == CHAT_QWEN3 && chat_format_parse("chatml", &f) < 0 &&
 	   chat_format_parse("mistral-v0.1", &f) < 0, "format names parse, unknown ones do not");

@@ -44,7 +44,7 @@ int main(void)
 		{ "{\"torch_dtype\": null, \"dtype\": \"bfloat16\"}", ST_BF16 },
 		{ "{}", ST_F32 },
 	};
-	struct err e = { "" };
+	struct err e = { 0 };
 	enum st_dtype d;
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		int r = dtype_of(c[i].config, &d, &e);

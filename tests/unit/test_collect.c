@@ -37,7 +37,7 @@ static void test_nonfinite(void)
 static void test_vllm(void)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	/* n = 2 over two prompts (a batched request): two groups */
 	const char *two =
 		"{\"id\":\"c\",\"choices\":[{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]},"
@@ -83,7 +83,7 @@ static void test_vllm(void)
 static void test_batch_pairing(void)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *vllm =
 		"{\"request\":{\"prompt\":[[1,2,3],[4,5,6]],\"n\":2,\"logprobs\":0},\"response\":{\"id\":\"c\","
 		"\"choices\":[{\"logprobs\":{\"token_logprobs\":[-0.5],\"tokens\":[\"token_id:7\"]}},"
@@ -118,7 +118,7 @@ static void test_batch_pairing(void)
 static void test_atropos(void)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *g = "{\"tokens\":[[1,2,3,4],[1,2,5,6]],\"masks\":[[-100,-100,3,4],[-100,-100,5,6]],"
 			"\"scores\":[2,0],\"inference_logprobs\":[[NaN,Infinity,-0.5,-0.25],[1,1,-1,-2]],"
 			"\"overrides\":[{\"temperature\":0.5},null],\"generation_params\":{\"temperature\":0.9}}";
@@ -151,7 +151,7 @@ static void test_atropos(void)
 static void test_wrapper(void)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	/* Python's json.dumps escapes non-ASCII, astral characters as surrogate pairs */
 	const char *w = "{\"id\":17,\"answer\":\"\\ud83d\\ude00 72\",\"request\":{\"token_ids\":[5,6],"
 			"\"sampling_params\":{\"temperature\":0.25}},\"response\":{\"request_id\":\"g\",\"choices\":"
@@ -202,7 +202,7 @@ static void test_wrapper(void)
 static void test_detect(void)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(parse("{\"x\":1}", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not a rollout in any known format"),
 	   "an unknown object: %s", e.msg);
 	ok(parse("{\"a\":1} x", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not valid JSON"),
@@ -240,7 +240,7 @@ static void test_collector(void)
 	struct collect_opts o = { .format = COLLECT_AUTO, .step = 5, .temperature = 1.0f, .vocab_size = 100 };
 	struct sink s = { 0 };
 	struct collect c;
-	struct err e = { "" };
+	struct err e = { 0 };
 	collect_init(&c, &o, keep, &s);
 	const char *l1 = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],\"group_id\":9}\n";
 	const char *l2 = "{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-1]}";
@@ -289,7 +289,7 @@ static void test_many_lone(void)
 	struct collect_opts o = { .format = COLLECT_AUTO, .temperature = 1.0f };
 	struct count k = { 0 };
 	struct collect c;
-	struct err e = { "" };
+	struct err e = { 0 };
 	char line[160];
 	int r = 0;
 	clock_t t0 = clock();
@@ -315,7 +315,7 @@ static void test_many_lone(void)
 static char *describe(const char *s, size_t n, enum collect_format f, int ref)
 {
 	struct collect_line L;
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct buf b = { 0 };
 	int r = ref ? collect_parse_line_ref(s, n, f, &L, &e) : collect_parse_line(s, n, f, &L, &e);
 	if (r < 0)

@@ -92,7 +92,7 @@ static int jobs_text_is(const char *queue, const char *want)
 static void test_jobs(void)
 {
 	char q[] = "/tmp/grpo-test-jobs.XXXXXX";
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct done_jobrec *v;
 	size_t n;
 	if (!mkdtemp(q)) {
@@ -198,7 +198,7 @@ static void test_jobs(void)
 
 int main(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	uint32_t ord[] = { 0, 2, 5 };
 	struct done_run runs[] = { { "", 3, 71, 9, 2, 1 }, { "b \"q\"", 0, 0, 4, 1, 0 } };
 	char *inputs[] = { "step_0/rank_0/a.zst" };

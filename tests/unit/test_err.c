@@ -1,7 +1,8 @@
 /*
  * test_err: messages that do not fit in struct err keep their beginning and
  * their end, where what went wrong is said, cut between UTF-8 characters;
- * short ones are as formatted, and errno survives err_sys.
+ * short ones are as formatted, and errno survives err_sys, which keeps it
+ * as errnum until err_set.
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +33,7 @@ static int ends_with(const char *s, const char *end)
 
 int main(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	char path[PATH_MAX];
 	memset(path, 'p', sizeof path - 1);
 	path[0] = '/', path[sizeof path - 1] = '\0';
@@ -52,7 +53,12 @@ int main(void)
 	ok(ends_with(e.msg, ": write: No space left on device") && errno == ENOSPC,
 	   "err_sys after a long path keeps strerror's words, and errno: ...%s", e.msg + strlen(e.msg) - 40);
 
+	ok(e.errnum == ENOSPC, "err_sys keeps errno as errnum, so a full disk can be told apart: %d", e.errnum);
+	err_prefix(&e, "%s", "grpo-score");
+	ok(e.errnum == ENOSPC, "err_prefix keeps errnum: %d", e.errnum);
+	errno = EIO;
 	err_set(&e, "record 7: %s is not a number", "x");
+	ok(e.errnum == 0, "err_set says no errno, whatever errno holds, or an earlier err_sys kept: %d", e.errnum);
 	err_prefix(&e, "%s", path);
 	ok(ends_with(e.msg, ": record 7: x is not a number") && strncmp(e.msg, "/ppp", 4) == 0,
 	   "err_prefix with a long prefix keeps the message it prefixes: ...%s", e.msg + strlen(e.msg) - 40);

@@ -104,7 +104,7 @@ static void check_family(enum model_family f)
 	const char *fam = model_family_name(f);
 	struct model m;
 	tiny(&m, f);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct gen_seq g[B], g2[B];
 	float lp[B][32];
 
@@ -228,7 +228,7 @@ static void check_draws(struct model *m, const struct gen_params *gp, const int 
 	static const int *ps[N];
 	static int lens[N];
 	static struct gen_seq g[N];
-	struct err e = { "" };
+	struct err e = { 0 };
 	for (int i = 0; i < N; i++)
 		ps[i] = p0, lens[i] = plens[0];
 	if (!ok(gen_run(m, ps, lens, N, gp, g, &e) == 0, "%s: %d draws", what, N))
@@ -261,7 +261,7 @@ static void check_truncation(void)
 {
 	struct model m;
 	tiny(&m, MODEL_QWEN2);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct model_kv kv;
 	static float z[V];
 	int slots[8] = { 0 };
@@ -309,7 +309,7 @@ int main(void)
 
 	struct model m;
 	tiny(&m, MODEL_QWEN2);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct gen_seq g[1];
 	struct gen_params gp = { .temperature = 1, .top_p = 1.5f, .max_tokens = 4 };
 	ok(gen_run(&m, prompts, plens, 1, &gp, g, &e) < 0 && strstr(e.msg, "top_p"), "top_p above 1: %s", e.msg);

@@ -73,7 +73,7 @@ static int decode(const unsigned char *data, size_t len, const struct gradx_head
 
 static int refused(const unsigned char *data, size_t len, const struct gradx_head *want, const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	float acc[8] = { 0 };
 	int r = decode(data, len, want, acc, &e);
 	int untouched = 1;
@@ -105,7 +105,7 @@ static void layout(void)
 	float acc[2] = { 0, 0 };
 	struct loss_totals rc;
 	struct loss_stats rs;
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(gradx_decode(by_hand, sizeof by_hand, P, &h, &rc, &rs, acc, &e) == 0, "the bytes by hand decode (%s)",
 	   e.msg);
 	ok(acc[0] == 1 && acc[1] == -2 && rc.seqs == 3 && rc.tokens == 40 && rc.mbs == 2 && rs.loss == 1 &&
@@ -125,7 +125,7 @@ static void round_trip(void)
 	st.ratio_min = INFINITY;
 	struct gradx_head h = { 3, 1, 42, N, 99 };
 	struct buf b = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(gradx_encode(&b, &h, &c, &st, g) == 0, "encode %d elements", N);
 	for (int k = 0; k < N; k++)
 		acc[k] = -0.0f;   /* x + -0 is x, for x = -0 too */
@@ -260,7 +260,7 @@ static void reduce(void)
 	sample(&c0, &s0, g0, N, 0);
 	sample(&c1, &s1, g1, N, 1);
 	put_file(q, 1, &c1, &s1, g1, N, OPTS);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct gradx x = { q, 7, 0, 2, 5, NULL, c0, NULL, NULL, OPTS };
 	struct loss_stats st = s0, want = s0;
 	ok(gradx_reduce(&x, 0, g0, sum, N, &st, &e) == 0, "rank 0 of 2 reduces (%s)", e.msg);

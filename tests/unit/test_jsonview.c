@@ -45,7 +45,7 @@ static int same_traj(const struct traj *a, const struct traj *b)
 
 int main(void)
 {
-	struct err e = { "" }, e2 = { "" };
+	struct err e = { 0 }, e2 = { 0 };
 	struct record a, b;
 	char la[512], lb[512];
 

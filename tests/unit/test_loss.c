@@ -49,7 +49,7 @@ static const struct loss_totals tot = { 2, 5, 1 };
 static double run(const struct loss_opts *o, const struct loss_totals *tt, const struct loss_input *in,
                   const float *l, const float *h, float *d, float *dh, struct loss_stats *st)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	loss_stats_init(st);
 	if (loss_mb(o, tt, in, l, h, d, dh, st, &e) < 0) {
 		diag("%s", e.msg);
@@ -133,7 +133,7 @@ static void hand_dual_cispo(void)
 	is_float(d[7], 0, 0, "dual-clipped token has gradient 0");
 	is_float(st.dual_clipped, 1, 0, "one token dual-clipped");
 	o.dual_clip = 0.5f;
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(loss_mb(&o, &tot, &in, lp, NULL, d, NULL, &st, &e) < 0 && strstr(e.msg, "dual"),
 	   "dual clip <= 1 is refused: %s", e.msg);
 
@@ -159,7 +159,7 @@ static void hand_kl_entropy_tis_gspo(void)
 	struct loss_input in = input();
 	float d[T], dh[T];
 	struct loss_stats st;
-	struct err e = { "" };
+	struct err e = { 0 };
 
 	/* β 0.1 with Δ = 0.5 on every token; the KL mean over sequences is the estimator itself */
 	o.beta = 0.1f;
@@ -460,7 +460,7 @@ static void repacking(void)
 			int a0 = off[2 * b], n = off[2 * b + 2] - a0;
 			struct loss_input sub = { n, 2, all.lens + 2 * b, all.mask + a0, all.adv + a0, all.old + a0,
 			                          all.behav + a0, all.ref + a0 };
-			struct err e = { "" };
+			struct err e = { 0 };
 			loss_stats_init(&part);
 			if (loss_mb(&o, &tt, &sub, all.lp + a0, NULL, dsplit + a0, NULL, &part, &e) < 0)
 				diag("%s", e.msg);
@@ -572,7 +572,7 @@ static void smallest_steps(void)
 	is_float(run(&o, &one, &in, l, NULL, d, NULL, &st), -0.55, 1e-6, "one loss token: loss -r A");
 	is_float(d[1], -0.55, 1e-6, "one loss token: it is trained (dL/dl = -r A)");
 	struct loss_totals none = { 0, 1, 1 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(loss_mb(&o, &none, &in, l, NULL, d, NULL, &st, &e) < 0 && strstr(e.msg, "totals"),
 	   "one loss token, totals of 0 sequences: refused as for more");
 
@@ -637,7 +637,7 @@ static void token_weights(void)
 	struct loss_input in = input();
 	double w[T + 1];
 	w[T] = 42;
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(loss_token_weights(&o, &tot, &in, w, &e) == 0, "token weights");
 	is_float(w[1], 1.0 / 6, 1e-12, "weight of sequence 1: 1/(B n)");
 	is_float(w[7], 1.0 / 4, 1e-12, "weight of sequence 2");

@@ -102,7 +102,7 @@ static void compare(int nmb)
 			struct loss_totals tot = { 3 + urand() * 5, 40 + urand() * 200, 1 + (int)(urand() * 4) };
 			struct loss_stats s0, s1;
 			loss_stats_init(&s0), loss_stats_init(&s1);
-			struct err e0 = { "" }, e1 = { "" };
+			struct err e0 = { 0 }, e1 = { 0 };
 			const float *ent = o.entropy_coef != 0 || k % 2 ? m.ent : NULL;
 			float *dh0 = ent ? h0 : NULL, *dh1 = ent ? h1 : NULL;
 			int r0 = old_loss_mb(&o, &tot, &in, m.lp, ent, d0, dh0, &s0, &e0);
@@ -117,7 +117,7 @@ static void compare(int nmb)
 			if (o.ratio != LOSS_RATIO_TOKEN)
 				continue;
 			/* what the fused kernel does: each token alone */
-			struct err e = { "" };
+			struct err e = { 0 };
 			if (loss_token_weights(&o, &tot, &in, w, &e) < 0) {
 				bad_tok++;
 				diag("loss_token_weights: %s", e.msg);
@@ -167,7 +167,7 @@ static void can_fail(void)
 	float d0[MAXT], d1[MAXT];
 	struct loss_stats s0, s1;
 	loss_stats_init(&s0), loss_stats_init(&s1);
-	struct err e = { "" };
+	struct err e = { 0 };
 	old_loss_mb(&o, &tot, &in, m.lp, NULL, d0, NULL, &s0, &e);
 	struct loss_totals tot2 = { 4, 100 * (1 + 1e-12), 2 };
 	o.agg = LOSS_AGG_DAPO;
@@ -200,7 +200,7 @@ static void weights(void)
 	o.max_len = 10;
 	double w[9], want[4][2] = { { 1.0 / 12, 1.0 / 8 }, { 1.0 / 20, 1.0 / 20 }, { 1.0 / 40, 1.0 / 40 },
 	                            { 1.0 / 10, 1.0 / 10 } };
-	struct err e = { "" };
+	struct err e = { 0 };
 	for (int a = 0; a < 4; a++) {
 		o.agg = (enum loss_agg)a;
 		int rc = loss_token_weights(&o, &tot, &in, w, &e);

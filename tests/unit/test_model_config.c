@@ -21,7 +21,7 @@ static int parse(const char *json, struct model_config *c, struct err *e)
 int main(void)
 {
 	struct model_config c;
-	struct err e = { "" };
+	struct err e = { 0 };
 
 	/* Qwen2, old schema: q/k/v bias without a key, head_dim derived */
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"rope_theta\": 1000000.0, "

@@ -13,7 +13,7 @@ static void check_family(const char *fx, const char *fam, const cJSON *all, cons
 	char dir[4096], path[4200];
 	snprintf(dir, sizeof dir, "%s/models/%s", fx, fam);
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(model_load(&m, dir, &e) == 0, "%s: load", fam)) {
 		diag("%s", e.msg);
 		return;

@@ -26,7 +26,7 @@ static void check(const char *dir, const char *fam)
 	ref_pack(cJSON_GetObjectItem(x, "sequences"), &p);
 	snprintf(path, sizeof path, "%s/%s", dir, fam);
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(model_load(&m, path, &e) == 0 && model_acts_alloc(&m, p.T, &e) == 0 && model_grads_alloc(&m, &e) == 0,
 	        "%s: load %s", fam, path)) {
 		diag("%s", e.msg);

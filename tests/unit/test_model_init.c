@@ -30,7 +30,7 @@ int main(void)
 	char path[512];
 	snprintf(path, sizeof path, "%s/m", dir);
 	struct model m, m2;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(model_load(&m, path, &e) == 0, "model_load reads it back")) {
 		diag("%s", e.msg);
 		return tap_done();   /* nothing below has a model to look at */

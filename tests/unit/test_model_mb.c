@@ -26,7 +26,7 @@ int main(void)
 {
 	struct model_config c;
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	memset(&c, 0, sizeof c);
 	model_config_defaults(&c, MODEL_QWEN3);
 	c.C = 16, c.I = 24, c.L = 2, c.NH = 4, c.NKV = 2, c.HS = 6, c.V = 40, c.init_std = 0.3f, c.eps = 1e-5f;

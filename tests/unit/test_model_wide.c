@@ -110,7 +110,7 @@ static void check(const char *dir, const char *name, const cJSON *x, const struc
 	const cJSON *want = cJSON_GetObjectItem(cJSON_GetObjectItem(x, "models"), name);
 	const cJSON *temps = cJSON_GetObjectItem(x, "temperatures");
 	struct model m;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (!ok(want != NULL && cJSON_GetArraySize(temps) == 2, "%s: in wide-expected.json", name))
 		return;
 	if (!ok(model_load(&m, path, &e) == 0 && model_acts_alloc(&m, w->T, &e) == 0, "%s: load %s", name, path)) {

@@ -40,7 +40,7 @@ static void schedules(void)
 	o.schedule = LR_COSINE;
 	is_float(optim_lr(&o, 10), 0.5, 1e-15, "cosine: halfway");
 	is_float(optim_lr(&o, 7), 0.5 * (1 + cos(M_PI * 0.2)), 1e-15, "cosine: p = 0.2");
-	struct err e = { "" };
+	struct err e = { 0 };
 	o.total_steps = 3;
 	ok(optim_opts_check(&o, &e) < 0 && strstr(e.msg, "total steps"), "cosine without total steps: %s", e.msg);
 	ok(strcmp(lr_schedule_names[LR_LINEAR], "linear") == 0 && strcmp(lr_schedule_name(LR_COSINE), "cosine") == 0 &&
@@ -69,7 +69,7 @@ static void adamw(void)
 	o.lr = 1e-2, o.weight_decay = 0.1, o.beta1 = 0.8, o.beta2 = 0.95, o.eps = 1e-6, o.max_grad_norm = 0;
 	o.wd_on = WD_ON_ALL;
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (optim_init(&op, &o, N, &e) < 0)
 		diag("%s", e.msg);
 	float w[N], g[N];
@@ -112,7 +112,7 @@ static void clipping_and_nan(void)
 	optim_opts_default(&o);
 	o.lr = 1e-3, o.max_grad_norm = 1;
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	optim_init(&op, &o, N, &e);
 	float w[N], g[N];
 	double rw[N], rm[N] = { 0 }, rv[N] = { 0 };
@@ -158,7 +158,7 @@ static void clip_at_the_bound(void)
 	optim_opts_default(&o);
 	o.max_grad_norm = 1;
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	optim_init(&op, &o, N, &e);
 	float w[N] = { 0 }, g[N] = { 0 };
 	g[3] = 1;   /* norm exactly 1 */
@@ -183,7 +183,7 @@ static void state_file(void)
 	optim_opts_default(&o);
 	o.lr = 1e-3;
 	struct optim a, b;
-	struct err e = { "" };
+	struct err e = { 0 };
 	optim_init(&a, &o, N, &e);
 	optim_init(&b, &o, N, &e);
 	float w[N], g[N], w2[N], wb[N];
@@ -286,7 +286,7 @@ static void option_bounds(void)
 		o.warmup_steps = cases[i].warmup, o.total_steps = cases[i].total;
 		if (cases[i].total)
 			o.schedule = LR_COSINE;
-		struct err e = { "" };
+		struct err e = { 0 };
 		int rc = optim_opts_check(&o, &e);
 		ok(cases[i].refused ? rc < 0 : rc == 0, "%s: %s%s", cases[i].name, cases[i].refused ? "refused: " : "taken",
 		   e.msg);
@@ -312,7 +312,7 @@ static void schedule_joints(void)
 	/* grpo-step's default clips the global gradient norm at 1 */
 	optim_opts_default(&o);
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	optim_init(&op, &o, N, &e);
 	float w[N] = { 0 }, g[N] = { 0 };
 	g[0] = 3, g[1] = 4;
@@ -328,7 +328,7 @@ static void bounds_and_names(void)
 	struct optim_opts o;
 	optim_opts_default(&o);
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	optim_init(&op, &o, N, &e);
 	float w[N + 1], g[N + 1];
 	for (int i = 0; i < N; i++)
@@ -379,7 +379,7 @@ static void decay_spans(void)
 	/* the first weight, one inside, and the last: the edges of the array too */
 	static const struct optim_span sp[] = { { 0, 10 }, { 100, 57 }, { N - 7, 7 } };
 	float w0[N], m0[N], v0[N], wm[N], mm[N], vm[N], wa[N], ma[N], va[N], wn[N], mn[N], vn[N];
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct optim_opts none = o, all = o;
 	none.weight_decay = 0;
 	all.wd_on = WD_ON_ALL;

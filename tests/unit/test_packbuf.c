@@ -275,7 +275,7 @@ static void many_sources(void)
 	struct packbuf b;
 	packbuf_init(&b, &o);
 	struct packstep_opt po = popt(8);
-	struct err e = { "" };
+	struct err e = { 0 };
 	size_t most = 0;
 	int r = 0, steps = 0;
 	for (int i = 0; i < FILES && r == 0; i++) {
@@ -359,7 +359,7 @@ static void publish(void)
 	po.cost = (struct pack_cost){ 1, 1 };
 	po.queue = queue, po.level = 1, po.no_fsync = 1;
 	struct packstep_stats st;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int r = packstep_run(&po, 1, sq, 3, runs, 3, 4, 2, in, 2, NULL, &dr, &st, &e);
 	ok(r == 0, "step 1 published: %s", r ? e.msg : "");
 	if (r != 0)

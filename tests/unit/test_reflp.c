@@ -83,7 +83,7 @@ static void check(const char *dir, const char *fam)
 	make_group(cJSON_GetObjectItem(x, "sequences"), &g);
 	snprintf(path, sizeof path, "%s/%s", dir, fam);
 	struct reflp r;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int tokens[] = { 4096, 30, 1 };   /* one pass; several; one sequence per pass */
 	for (int k = 0; k < 3; k++) {
 		if (!ok(reflp_open(&r, path, tokens[k], &e) == 0, "%s: open", fam)) {
@@ -143,7 +143,7 @@ static void errors(const char *dir)
 	snprintf(link, sizeof link, "%s/step_0", q);
 	ok(symlink(model, link) == 0, "SPOOL/policy/step_0 -> the model");
 	struct reflp r;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int opened = reflp_open(&r, q, 64, &e) == 0;
 	if (!ok(opened && strstr(r.dir, "/step_0"), "a policy queue means its step_0: %s", opened ? r.dir : e.msg)) {
 		if (opened)

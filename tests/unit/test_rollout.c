@@ -35,7 +35,7 @@ static int parse(const char *line, uint64_t row, struct rollout_prompt *p, struc
 static void test_parse(void)
 {
 	struct rollout_prompt p;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int r = parse("{\"prompt_tokens\": [3, 1, 4], \"answer\": 7}", 5, &p, &e);
 	ok(r == 0 && p.n == 3 && p.tokens[2] == 4 && p.place == 5 && p.answer && !strcmp(p.answer, "7"),
 	   "prompt_tokens and a numeric answer are read (%s)", e.msg);
@@ -88,7 +88,7 @@ static void test_sample(void)
 {
 	struct model m;
 	tiny(&m);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct rollout_prompt ps[2];
 	parse("{\"prompt_tokens\": [3, 17, 5], \"answer\": \"x\"}", 0, &ps[0], &e);
 	parse("{\"prompt_tokens\": [22, 9]}", 1, &ps[1], &e);

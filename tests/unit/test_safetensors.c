@@ -53,7 +53,7 @@ static uint16_t to_f16(float f)
  */
 static void f16_model(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct model_config c;
 	memset(&c, 0, sizeof c);
 	model_config_defaults(&c, MODEL_QWEN3);
@@ -122,7 +122,7 @@ int main(void)
 	snprintf(dir, sizeof dir, "%s/test_st.XXXXXX", tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		skip_all("cannot make a temporary directory");
-	struct err e = { "" };
+	struct err e = { 0 };
 	char path[512], sub[512];
 
 	/* conversions */

@@ -50,7 +50,7 @@ static void merge_many(void)
 	enum { N = 150000 };
 	struct group *gs = calloc(2 * N, sizeof *gs);
 	uint32_t n = 2 * N;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int r = -1, bad = 0;
 	clock_t t0 = clock();
 	if (gs) {

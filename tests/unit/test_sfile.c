@@ -331,7 +331,7 @@ static void marked_group(struct group *g)
 
 static void nonfinite_tests(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct record recs[4];
 	/* each float field, by the marker value it holds, and its name in messages */
 	static const struct { float mark; const char *field; } gf[] = {
@@ -494,7 +494,7 @@ static void utf8_tests(void)
 {
 	static const char *field[] = { "answer", "run", "finish_reason", "sequence_id", "reward_names[1]" };
 	static const char *mark[] = { "#ans", "#run", "#fin", "#seq", "#rwd" };
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct record recs[4];
 	int writer_ok = 1, reader_ok = 1;
 	for (int f = 0; f < 5; f++) {
@@ -572,7 +572,7 @@ static void forward_compat_tests(void)
 {
 	struct group g;
 	struct microbatch mb;
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct buf file = { 0 }, raw = { 0 };
 	make_group(&g, 42, 3, 1, 1);
 	make_mb(&mb);
@@ -629,7 +629,7 @@ static void forward_compat_tests(void)
 static void json_trip(const char *line, const char *want, const char *what)
 {
 	struct record rec, back[2];
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct buf file = { 0 }, out = { 0 };
 	int ok_parse = json_parse_record(line, strlen(line), &rec, &e) == 0;
 	int n = -1;
@@ -678,7 +678,7 @@ static void test_ids(void)
 			 "\"group_ids\":[\"row-9\",3],\"step\":1,\"rank\":0,\"index\":0}\n";
 	json_trip(mb, mb, "a micro-batch's sequence_ids and group_ids as given");
 	struct record r;
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *bad = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],\"sequence_id\":[1]}";
 	ok(json_parse_record(bad, strlen(bad), &r, &e) < 0 && strstr(e.msg, "sequence_id: expected a string or an integer"),
 	   "an id that is neither string nor integer is refused: %s", e.msg);
@@ -689,7 +689,7 @@ int main(void)
 	struct group gs[6];
 	struct microbatch mb;
 	struct record recs[10];
-	struct err e = { "" };
+	struct err e = { 0 };
 	for (int i = 0; i < 6; i++)
 		make_group(&gs[i], 10 + i, 1 + rnd() % 8, i % 2, i % 3 != 0);
 	make_mb(&mb);

@@ -45,7 +45,7 @@ static void tiny_tied(struct model *m, int tied)
 	model_config_defaults(&c, MODEL_QWEN2);
 	c.C = 16, c.I = 24, c.L = 2, c.NH = 4, c.NKV = 2, c.HS = 4, c.V = 40, c.tied = tied, c.init_std = 0.3f;
 	c.eps = 1e-5f;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (model_create(m, &c, &e) < 0) {
 		diag("%s", e.msg);
 		exit(1);
@@ -147,7 +147,7 @@ static double train(const struct loss_opts *lo, struct microbatch *mbs, size_t n
 	optim_opts_default(&oo);
 	oo.lr = 1e-3;
 	struct optim op;
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct step_result r;
 	optim_init(&op, &oo, m.w.n, &e);
 	double loss = NAN;
@@ -234,7 +234,7 @@ static void checkpoints(void)
 	}
 	snprintf(src, sizeof src, "%s/model", root);
 	snprintf(queue, sizeof queue, "%s/policy", root);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct model m0;
 	tiny(&m0);
 	mkdir(src, 0755);
@@ -368,7 +368,7 @@ static void truncated_totals(void)
 	struct done_manifest d;
 	memset(&d, 0, sizeof d);
 	d.step = 1, d.ranks = 2, d.micro_batches_per_rank = 1, d.sequences = 6, d.loss_tokens = 33;
-	struct err e = { "" };
+	struct err e = { 0 };
 	ok(step_totals(&d, &cut, &tot, &e) == 0 && tot.seqs == 4 && tot.tokens == 21 && tot.mbs == 2,
 	   "totals from DONE less the masked: B 4, N 21, M 2");
 	ok(step_check("DONE", &d, &counted, &e) == 0, "DONE agrees with the micro-batches");
@@ -463,7 +463,7 @@ static void missing_logprobs(void)
 		struct optim o1, o2;
 		struct optim_opts oo;
 		optim_opts_default(&oo);
-		struct err e = { "" };
+		struct err e = { 0 };
 		struct loss_totals tot = { 0, 0, 0 };
 		step_count(&miss, 1, &tot);
 		tiny(&m1), tiny(&m2);
@@ -491,7 +491,7 @@ static void missing_logprobs(void)
 /* mbs (k of them), then g when not NULL, as the spool file dir/name: 0 or -1. */
 static int write_spool(const char *dir, const char *name, const struct microbatch *mbs, int k, const struct group *g)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	char path[1024];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	if (fsys_mkdirs(dir, &e) < 0) {
@@ -611,7 +611,7 @@ static void long_queue(const char *root)
 	w = w || mkdir(name, 0755) != 0 || chdir(name) != 0 || mkdir("step_1", 0755) != 0 ||
 	    mkdir("step_1/rank_0", 0755) != 0;
 	strcat(q, "/"), strcat(q, name);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct microbatch *mbs;
 	size_t n;
 	int rc = w ? 0 : step_read(q, 1, -1, &mbs, &n, &e);
@@ -661,7 +661,7 @@ static void reading(void)
 	w |= write_spool(d, "mb_000.zst", &seven, 1, &g);
 	mb_free(&seven);
 	snprintf(d, sizeof d, "%s/step_8/rank_0", q);
-	w |= fsys_mkdirs(d, &(struct err){ "" });
+	w |= fsys_mkdirs(d, &(struct err){ 0 });
 	snprintf(d, sizeof d, "%s/step_8/rank_0/mb_000.zst", q);
 	w |= write_text(d, "not a spool file\n");
 	mb_free(&two[0]), mb_free(&two[1]);
@@ -672,7 +672,7 @@ static void reading(void)
 	for (int i = 0; i < 17; i++)
 		all[3 + i][0] = 1, all[3 + i][1] = i;
 	all[20][0] = 2, all[20][1] = 0;
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct microbatch *mbs;
 	size_t n;
 	int fds = open_fds();
@@ -774,7 +774,7 @@ static int summed_as_ranks(const struct microbatch *mbs, size_t n, int tied, con
 	step_count(mbs, n, &tot);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct step_result r;
 	struct model m, mk;
 	struct optim op, ok_;
@@ -830,7 +830,7 @@ static void ranks(void)
 	step_count(mbs, 3, &tot);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct step_result r;
 	struct model mk;
 	struct optim ok_;
@@ -913,7 +913,7 @@ static void results(void)
 	step_count(four, 4, &tot);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct step_result r1, r1b, r2;
 	struct model m1, m2;
 	struct optim o1, o2;
@@ -981,7 +981,7 @@ static void tis(void)
 	step_count(&mb, 1, &tot);
 	struct optim_opts oo;
 	optim_opts_default(&oo);
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct step_result r;
 	struct model m;
 	struct optim op;
@@ -1047,7 +1047,7 @@ static void tiny_family(struct model *m, enum model_family f, int tied, int bias
 	c.eps = 1e-5f;
 	if (biases)
 		c.qkv_bias = c.o_bias = 1;
-	struct err e = { "" };
+	struct err e = { 0 };
 	if (model_create(m, &c, &e) < 0) {
 		diag("%s", e.msg);
 		exit(1);
@@ -1099,7 +1099,7 @@ static void decay_on(void)
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		struct model w0, mat, every;
-		struct err e = { "" };
+		struct err e = { 0 };
 		int rc0 = decay_step(&w0, fams[k].f, fams[k].tied, fams[k].biases, 0, WD_ON_MATRICES, mb, 1, &e);
 		int rc1 = decay_step(&mat, fams[k].f, fams[k].tied, fams[k].biases, 0.1, WD_ON_MATRICES, mb, 1, &e);
 		int rc2 = decay_step(&every, fams[k].f, fams[k].tied, fams[k].biases, 0.1, WD_ON_ALL, mb, 1, &e);
@@ -1145,7 +1145,7 @@ static void decay_on(void)
 
 	/* an optimizer never told which weights are matrices takes no step with decay on them */
 	struct model m, fresh;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int rc = decay_step(&m, MODEL_QWEN2, 1, 0, 0.1, -1, mb, 1, &e);
 	tiny_family(&fresh, MODEL_QWEN2, 1, 0);
 	ok(rc < 0 && strstr(e.msg, "matrices") && memcmp(m.w.mem, fresh.w.mem, m.w.n * 4) == 0,

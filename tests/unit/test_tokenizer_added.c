@@ -17,7 +17,7 @@ int main(void)
 {
 	const char *top = getenv("GRPO_TOP");
 	char path[4096];
-	struct err e = { "" };
+	struct err e = { 0 };
 	snprintf(path, sizeof path, "%s/tests/data/tokadded/tokenizer.json", top ? top : ".");
 	struct tokenizer *t = tok_load(path, &e);
 	if (!ok(t != NULL, "the fixture's tokenizer loads")) {

@@ -91,7 +91,7 @@ static struct tokenizer *build(const struct tj *j, struct err *e)
 /* The file is refused with exactly this message (after "tokenizer.json: "). */
 static void refused(const struct tj *j, const char *want, const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = build(j, &e);
 	char full[1100];
 	snprintf(full, sizeof full, "tokenizer.json: %s", want);
@@ -102,7 +102,7 @@ static void refused(const struct tj *j, const char *want, const char *what)
 
 static void refused_text(const char *json, size_t n, const char *want, const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = tok_load_mem(json, n, "tokenizer.json", &e);
 	char full[1100];
 	snprintf(full, sizeof full, "tokenizer.json: %s", want);
@@ -114,7 +114,7 @@ static void refused_text(const char *json, size_t n, const char *want, const cha
 /* The file loads and text encodes to ids (n of them; n < 0: only loads). */
 static void loads(const struct tj *j, const char *text, const int32_t *ids, int n, const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = build(j, &e);
 	struct tok_ids got = { 0 };
 	int good = t != NULL;
@@ -132,7 +132,7 @@ static void loads(const struct tj *j, const char *text, const int32_t *ids, int 
 
 static void test_file(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	refused_text("", 0, "the file is empty: not a tokenizer.json", "an empty file");
 	refused_text(" \n\t\n", 4, "the file is empty: not a tokenizer.json", "a file of white space");
 	refused_text("hello", 5, "not valid JSON near line 1 (byte 0)", "a file that is not JSON");
@@ -330,7 +330,7 @@ static void test_vocab(void)
 		"model.vocab[\"ab\"]: id 97 is another token's too (one id for two tokens is not supported)", "an id used twice");
 	refused(&(struct tj){ .vocab_extra = "\"a\": 300" }, "model.vocab[\"a\"]: listed twice, with ids 97 and 300",
 		"a token listed twice (tokenizers keeps the last, and id 97 decodes to nothing)");
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = build(&(struct tj){ .vocab_extra = "\"ab\": 2000000000" }, &e);
 	ok(!t && strstr(e.msg, "tokenizer.json: model.vocab[\"ab\"]: id 2000000000 is beyond the ids") &&
 	   strstr(e.msg, "22.4 GiB"), "one sparse vocab id is refused, saying what it would cost: %s", e.msg);
@@ -446,7 +446,7 @@ static void test_added(void)
 static void encodes(const struct tj *j, const char *text, const int32_t *want, size_t n, const char *err,
 		    const char *what)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = build(j, &e);
 	struct tok_ids got = { 0 };
 	int rc = t ? tok_encode(t, text, strlen(text), &got, &e) : -1;
@@ -491,7 +491,7 @@ static void test_like_tokenizers(void)
 					    "(only null: tokenizers would pad each encoding)" };
 	for (int i = 0; i < 5; i++) {
 		struct buf f = { 0 };
-		struct err e = { "" };
+		struct err e = { 0 };
 		buf_printf(&f, "{%s%s", keys[i], (const char *)b.data + 1);
 		struct tokenizer *t = tok_load_mem((const char *)f.data, f.len, "tokenizer.json", &e);
 		if (!want[i])
@@ -609,7 +609,7 @@ static void test_spm(void)
 
 int main(void)
 {
-	struct err e = { "" };
+	struct err e = { 0 };
 	struct tokenizer *t = build(&(struct tj){ .added = "[" TOKEN(256, "<|end|>") "]" }, &e);
 	if (!ok(t != NULL, "a vocab of the 256 bytes with an added token at id 256 loads"))
 		diag("%s", e.msg);

@@ -41,7 +41,7 @@ static int same_pieces(const struct tokenizer *t, const char *text, const cJSON 
 {
 	struct buf b = { 0 }, m = { 0 };
 	struct tok_ids ends = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	int same = tok_pre_tokenize(t, text, strlen(text), 0, &b, &ends, &e) == 0 &&
 		   (size_t)cJSON_GetArraySize(want) == ends.n;
 	for (size_t k = 0; same && k < ends.n; k++) {
@@ -88,7 +88,7 @@ static struct tokenizer *scanner_tokenizer(const char *top, const char *pat)
 {
 	char path[4096];
 	struct buf f = { 0 }, j = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	snprintf(path, sizeof path, "%s/tests/data/tokregex/gpt2/tokenizer.json", top);
 	if (buf_read_file(&f, path, &e) < 0) {
 		diag("%s", e.msg);
@@ -124,7 +124,7 @@ static void compare(struct oracle *o, const char *s, size_t n)
 {
 	struct buf b[2] = { { 0 }, { 0 } };
 	struct tok_ids ends[2] = { { 0 }, { 0 } };
-	struct err e = { "" };
+	struct err e = { 0 };
 	int rc = 0;
 	for (int k = 0; k < 2; k++)
 		if (tok_pre_tokenize(o->t, s, n, k, &b[k], &ends[k], &e) < 0) {

@@ -21,7 +21,7 @@ static void strip(const char *top, int start, int stop, const int32_t *ids, size
 {
 	char path[4096];
 	struct buf f = { 0 }, j = { 0 }, out = { 0 };
-	struct err e = { "" };
+	struct err e = { 0 };
 	snprintf(path, sizeof path, "%s/tests/data/tokspm/legacy/tokenizer.json", top);
 	if (buf_read_file(&f, path, &e) < 0) {
 		ok(0, "%s", e.msg);
