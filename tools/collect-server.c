@@ -7,6 +7,7 @@
  * anything is published. Apart from grpo-collect.c because only this way of
  * sampling talks to a server.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,12 +73,22 @@ static FILE *open_responses(const char *responses, const char *prompts, struct e
 	return f;
 }
 
+/* One answer line (len bytes, its newline after them) into the saved copy;
+ * *werr gets the errno of the first write that fails, which stdio's error
+ * flag does not keep, so that a full disk is told apart (exit 75). */
+static void save_answer(FILE *f, const char *line, size_t len, int *werr)
+{
+	if ((fwrite(line, 1, len, f) != len || putc('\n', f) == EOF) && !*werr)
+		*werr = errno ? errno : EIO;
+}
+
 /*
  * After a batch's answers are fed: the saved copy (--responses) closed, then
  * the batch failed when its refusals say so: all of them, or any without
- * -e skip. what names them in the message ("answers refused").
+ * -e skip. what names them in the message ("answers refused"); werr is
+ * save_answer's.
  */
-static int answers_end(FILE **saved, const char *responses, const struct opts *o, const char *where,
+static int answers_end(FILE **saved, int werr, const char *responses, const struct opts *o, const char *where,
                        const char *what, unsigned long long bad, unsigned long long total, struct err *e)
 {
 	FILE *f = *saved;
@@ -86,9 +97,12 @@ static int answers_end(FILE **saved, const char *responses, const struct opts *o
 	 * later flush that succeeds does not clear, and fclose does not report;
 	 * standard output is flushed, not closed */
 	int failed = f && ferror(f);
-	if (f && ((f == stdout ? fflush(f) : fclose(f)) != 0 || failed))
-		return failed ? err_set(e, "%s: write failed", responses_name(responses))
-		              : err_sys(e, "%s: write failed", responses_name(responses));
+	if (f && ((f == stdout ? fflush(f) : fclose(f)) != 0 || failed)) {
+		if (failed && werr)
+			errno = werr;
+		return failed && !werr ? err_set(e, "%s: write failed", responses_name(responses))
+		                       : err_sys(e, "%s: write failed", responses_name(responses));
+	}
 	if (bad && (!o->skip || bad == total))
 		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
 		               o->skip ? "" : " (-e fail)");
@@ -125,6 +139,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	const struct cursor_batch *b = &cur->batch;
 	uint64_t hash = COLLECT_HASH_INIT, k = 0, refused = 0;
 	FILE *saved = NULL;
+	int werr = 0;
 	const char *line;
 	size_t at = 0, len;
 	int status = 1;
@@ -141,7 +156,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 		k++;
 		hash = collect_hash(collect_hash(hash, line, len), "\n", 1);
 		if (saved)
-			fwrite(line, 1, len + 1, saved);
+			save_answer(saved, line, len, &werr);
 		uint64_t differs0 = col.prompt_differs;
 		col.at = (struct recordset_at){ 0, k };
 		int r = collect_feed(&col, line, len, &e);
@@ -163,7 +178,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 			refused++;
 		}
 	}
-	if (answers_end(&saved, sv->responses, o, cur->path, "answers refused", refused, k, &e) < 0)
+	if (answers_end(&saved, werr, sv->responses, o, cur->path, "answers refused", refused, k, &e) < 0)
 		goto fail;
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
@@ -220,7 +235,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	struct cursor_batch batch = { 0 };
 	char *model_id = NULL, *path = NULL;
 	FILE *saved = NULL;
-	int n = 0, status = 1, failed = 0, lock_fd = -1;
+	int n = 0, status = 1, failed = 0, lock_fd = -1, werr = 0;
 	uint64_t rows, hash = COLLECT_HASH_INIT;
 	long long offset = g->offset;
 	int opened = g->cursor ? open_cursor(g, &cur, &offset, &lock_fd, &e) : 0;
@@ -306,7 +321,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		/* as the importer hashes the line of a file, newline included */
 		hash = collect_hash(collect_hash(hash, res[i].line, res[i].len), "\n", 1);
 		if (saved)
-			fprintf(saved, "%s\n", res[i].line);
+			save_answer(saved, res[i].line, res[i].len, &werr);
 		if (g->cursor && cursor_batch_add(&batch, res[i].line, res[i].len, &e) < 0)
 			goto fail;
 		uint64_t differs0 = col.prompt_differs;
@@ -330,7 +345,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 			failed++;
 		}
 	}
-	if (answers_end(&saved, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
+	if (answers_end(&saved, werr, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
 	                (unsigned long long)n, &e) < 0)
 		goto fail;
 	uint64_t next = (uint64_t)offset + (uint64_t)n;   /* a place, as a model's cursor keeps */

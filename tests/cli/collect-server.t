@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 53
+plan 54
 
 S="$T/server"
 fake_server "$S"
@@ -232,7 +232,17 @@ if [ -w /dev/full ]; then
 	is "$?:$(cat "$T/err"):$(visible "$T/r" | wc -l | tr -d ' ')" \
 		"75:grpo-collect: /dev/full: write failed: No space left on device:0" \
 		"--responses on a full disk: the run fails saying so, exit 75, and nothing is published"
+	# answers enough to fill stdio's buffer while they come: the first write that fails is the one said
+	i=0
+	set --
+	while [ $i -lt 80 ]; do set -- "$@" "$i+$i="; i=$((i + 1)); done
+	prompts "$T/many.jsonl" "$@"
+	grpo-collect --server "$URL" --prompts "$T/many.jsonl" --responses /dev/full -o "$T/r/rollouts" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(visible "$T/r" | wc -l | tr -d ' ')" \
+		"75:grpo-collect: /dev/full: write failed: No space left on device:0" \
+		"--responses filling up mid-run: said as such, exit 75, nothing published"
 else
+	skip "no /dev/full to fill the disk under --responses"
 	skip "no /dev/full to fill the disk under --responses"
 fi
 
