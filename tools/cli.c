@@ -67,7 +67,7 @@ void cli_die_err(const struct err *e)
 
 int cli_failure_status(int errnum)
 {
-	return errnum == ENOSPC || errnum == EDQUOT ? CLI_EXIT_LATER : CLI_EXIT_FAILURE;
+	return errnum == ENOSPC || errnum == EDQUOT || errnum == EAGAIN ? CLI_EXIT_LATER : CLI_EXIT_FAILURE;
 }
 
 int cli_worse_status(int a, int b)

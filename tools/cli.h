@@ -50,7 +50,9 @@ enum {
  * The status of a failure with errno errnum (struct err's errnum):
  * CLI_EXIT_LATER for a full disk or quota (ENOSPC, EDQUOT), which the same
  * run gets past once space is freed (nothing is half done, so it may simply
- * be run again), else CLI_EXIT_FAILURE.
+ * be run again), and for a resource not there now (EAGAIN: a process or
+ * thread limit, an inference server being restarted), else
+ * CLI_EXIT_FAILURE.
  */
 int cli_failure_status(int errnum);
 

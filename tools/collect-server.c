@@ -86,10 +86,12 @@ static void save_answer(FILE *f, const char *line, size_t len, int *werr)
  * After a batch's answers are fed: the saved copy (--responses) closed, then
  * the batch failed when its refusals say so: all of them, or any without
  * -e skip. what names them in the message ("answers refused"); werr is
- * save_answer's.
+ * save_answer's; later says that every refusal was the server's absence
+ * (server_result.down), so that the batch's failure is temporary (EAGAIN).
  */
 static int answers_end(FILE **saved, int werr, const char *responses, const struct opts *o, const char *where,
-                       const char *what, unsigned long long bad, unsigned long long total, struct err *e)
+                       const char *what, unsigned long long bad, unsigned long long total, int later,
+                       struct err *e)
 {
 	FILE *f = *saved;
 	*saved = NULL;
@@ -103,9 +105,13 @@ static int answers_end(FILE **saved, int werr, const char *responses, const stru
 		return failed && !werr ? err_set(e, "%s: write failed", responses_name(responses))
 		                       : err_sys(e, "%s: write failed", responses_name(responses));
 	}
-	if (bad && (!o->skip || bad == total))
-		return err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
-		               o->skip ? "" : " (-e fail)");
+	if (bad && (!o->skip || bad == total)) {
+		err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
+		        o->skip ? "" : " (-e fail)");
+		if (later)
+			e->errnum = EAGAIN;
+		return -1;
+	}
 	return 0;
 }
 
@@ -178,7 +184,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 			refused++;
 		}
 	}
-	if (answers_end(&saved, werr, sv->responses, o, cur->path, "answers refused", refused, k, &e) < 0)
+	if (answers_end(&saved, werr, sv->responses, o, cur->path, "answers refused", refused, k, 0, &e) < 0)
 		goto fail;
 	uint64_t from = b->from, prompts = b->prompts;   /* b goes with the advance */
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || cursor_advance(cur, b->next, &e) < 0)
@@ -235,7 +241,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	struct cursor_batch batch = { 0 };
 	char *model_id = NULL, *path = NULL;
 	FILE *saved = NULL;
-	int n = 0, status = 1, failed = 0, lock_fd = -1, werr = 0;
+	int n = 0, status = 1, failed = 0, for_good = 0, lock_fd = -1, werr = 0;
 	uint64_t rows, hash = COLLECT_HASH_INIT;
 	long long offset = g->offset;
 	int opened = g->cursor ? open_cursor(g, &cur, &offset, &lock_fd, &e) : 0;
@@ -316,6 +322,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
 			        (unsigned long long)ps[i].line, res[i].error);
 			failed++;
+			for_good += !res[i].down;
 			continue;
 		}
 		/* as the importer hashes the line of a file, newline included */
@@ -343,10 +350,11 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
 			        (unsigned long long)ps[i].line, e.msg);
 			failed++;
+			for_good++;
 		}
 	}
 	if (answers_end(&saved, werr, sv->responses, o, g->prompts, "prompts failed", (unsigned long long)failed,
-	                (unsigned long long)n, &e) < 0)
+	                (unsigned long long)n, for_good == 0, &e) < 0)
 		goto fail;
 	uint64_t next = (uint64_t)offset + (uint64_t)n;   /* a place, as a model's cursor keeps */
 	if (g->cursor && keep_batch(&cur, &batch, o, (uint64_t)offset, n, next, &e) < 0)

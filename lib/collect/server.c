@@ -4,6 +4,7 @@
 #include <cJSON.h>
 #include <curl/curl.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,7 @@ struct job {
 	int state;
 	long long due;            /* WAITING: not before this time */
 	long long retry_after_ms; /* the server's Retry-After on the last failure, 0 when none */
+	int down;                 /* the last failure was the server's absence (server_down) */
 	char why[256];            /* the last failure */
 };
 
@@ -231,9 +233,6 @@ static int url_of(const char *base, const char *path, char *out, size_t sz)
 	return snprintf(out, sz, "%.*s%s", (int)n, base, path) < (int)sz ? 0 : -1;
 }
 
-/* A finished transfer: 1 success, 0 transient failure (why filled, and
- * *retry_after_ms the wait a 429 or 503 asked for), -1 for good (why
- * filled). */
 /* After an HTTP status other than 200: 0 where a retry may help (408, 429,
  * 5xx), with *retry_after_ms what a 429 or 503 asked for, else -1. */
 static int status_transient(CURL *h, long code, long long *retry_after_ms)
@@ -244,16 +243,45 @@ static int status_transient(CURL *h, long code, long long *retry_after_ms)
 	return code == 408 || code == 429 || code >= 500 ? 0 : -1;
 }
 
+/*
+ * Whether a failed transfer (rc, else the HTTP status code) says the
+ * server is not there or not taking requests now (it is being restarted,
+ * is overloaded, or the network is down) rather than that it or the
+ * request is wrong: a run later may well succeed (server_result.down).
+ */
+static int server_down(CURLcode rc, long code)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return code == 408 || code == 429 || code == 502 || code == 503 || code == 504;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A finished transfer: 1 success, 0 transient failure (why filled, and
+ * *retry_after_ms the wait a 429 or 503 asked for), -1 for good (why
+ * filled); *down as server_down says of a failure. */
 static int judge(const struct server_opts *o, struct slot *s, CURLcode rc, char *why, size_t wsz,
-		 long long *retry_after_ms)
+		 long long *retry_after_ms, int *down)
 {
 	long code = 0;
 	*retry_after_ms = 0;
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+	*down = server_down(rc, code);
 	if (rc != CURLE_OK) {
 		snprintf(why, wsz, "%s", *s->curl_err ? s->curl_err : curl_easy_strerror(rc));
 		return 0;
 	}
-	curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200) {
 		int n = (int)(s->body.len < 160 ? s->body.len : 160);
 		snprintf(why, wsz, "HTTP %ld%s%.*s", code, n ? ": " : "", n, s->body.data ? (char *)s->body.data : "");
@@ -391,7 +419,7 @@ int server_sample(const struct server_opts *o, const struct server_prompt *p, si
 			curl_multi_remove_handle(m, s->h);
 			size_t j = s->job;
 			struct job *job = &jobs[j];
-			int v = judge(o, s, rc, job->why, sizeof job->why, &job->retry_after_ms);
+			int v = judge(o, s, rc, job->why, sizeof job->why, &job->retry_after_ms, &job->down);
 			s->job = (size_t)-1;
 			if (v == 1) {
 				if (make_line(job->req, s->body.data, s->body.len, p[j].answer, &out[j]) < 0) {
@@ -413,6 +441,7 @@ int server_sample(const struct server_opts *o, const struct server_prompt *p, si
 					snprintf(out[j].error, sz, "%s (after %d attempts)", job->why, out[j].attempts);
 				else
 					snprintf(out[j].error, sz, "%s", job->why);
+				out[j].down = job->down;
 				job->state = DONE;
 				left--;
 			}
@@ -481,10 +510,10 @@ static void sleep_ms(long long ms)
  * 0 a transient failure as judge() counts one (a refused or dropped
  * connection, a timeout, HTTP 408, 429 or 5xx, a body that is not JSON: cut
  * short), with *retry_after_ms what a 429 or 503 asked for; -1 for good
- * (another HTTP status). why says what went wrong.
+ * (another HTTP status). why says what went wrong, *down as server_down.
  */
 static int probe(const struct server_opts *o, const char *url, cJSON **v, char *why, size_t wsz,
-		 long long *retry_after_ms)
+		 long long *retry_after_ms, int *down)
 {
 	struct buf body = { 0 };
 	char cerr[CURL_ERROR_SIZE] = "";
@@ -504,6 +533,7 @@ static int probe(const struct server_opts *o, const char *url, cJSON **v, char *
 	CURLcode rc = curl_easy_perform(h);
 	long code = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	*down = server_down(rc, code);
 	int r = 1;
 	if (rc != CURLE_OK) {
 		snprintf(why, wsz, "%s", *cerr ? cerr : curl_easy_strerror(rc));
@@ -537,17 +567,20 @@ int server_model_info(const struct server_opts *o, char **id, char **path, struc
 		return err_set(e, "%s: URL too long", o->url);
 	cJSON *v = NULL;
 	long long after = 0;
-	int attempts = 0, got;
+	int attempts = 0, got, down = 0;
 	do {
 		if (attempts > 0)
 			sleep_ms(retry_delay(o, attempts, after));
-		got = probe(o, url, &v, why, sizeof why, &after);
+		got = probe(o, url, &v, why, sizeof why, &after, &down);
 		attempts++;
 	} while (got == 0 && attempts <= o->retries);
 	int r = 0;
-	if (got < 1)
+	if (got < 1) {
 		r = attempts > 1 ? err_set(e, "%s: %s (after %d attempts)", url, why, attempts)
 				 : err_set(e, "%s: %s", url, why);
+		if (down && e)
+			e->errnum = EAGAIN;   /* not there now: a run later may find it */
+	}
 	else if (o->api == SERVER_SGLANG)
 		*path = dup_str(cJSON_GetObjectItemCaseSensitive(v, "model_path"));
 	else {

@@ -77,6 +77,9 @@ struct server_result {
 	size_t len;
 	char *error;              /* why it failed for good (NULL on success) */
 	int attempts;             /* requests sent for it */
+	int down;                 /* with error: its last attempt found the server not there or not
+	                             taking requests (refused, dropped or timed out; HTTP 408, 429,
+	                             502, 503, 504), where a run later may succeed */
 };
 
 /*
@@ -94,7 +97,9 @@ void server_results_free(struct server_result *r, size_t n);
  * server_sample (a server mid-restart is waited for): GET /v1/models (vllm, openai: the entry named
  * o->model, else the first; *id its "id", *path its "root") or GET
  * /get_model_info (sglang: *path its "model_path", *id NULL). Either may be
- * NULL where the server does not say. Free both.
+ * NULL where the server does not say. Free both. A failure whose last
+ * attempt found the server not there (as server_result.down) has errnum
+ * EAGAIN, which the tools take as temporary.
  */
 int server_model_info(const struct server_opts *o, char **id, char **path, struct err *e);
 

@@ -6,7 +6,7 @@
 # is published; --max-lag refuses an old server; policy_version is tagged.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 54
+plan 58
 
 S="$T/server"
 fake_server "$S"
@@ -315,3 +315,34 @@ EOF2
 grpo-collect --server "$URL" --prompts "$T/pq.jsonl" --retries 3 -o "$T/pq3/rollouts" 2> "$T/err"
 is "$?:$(cat "$T/err"):$(($(gets) - n))" "1:grpo-collect: $URL/v1/models: HTTP 404:1" \
 	"an HTTP 404 is not retried (nothing is served there)"
+
+# --- a server that is not there: exit 75, "later", as a full disk is -------------
+# Refused, dropped or timed-out connections and HTTP 408, 429, 502, 503 and 504
+# that outlast --retries say the server is being restarted or is overloaded: a
+# cron job's next run may well succeed. A 500, a 404 or an answer that is
+# wrong stays 1 (above), and one failure for good among them makes it 1.
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"/v1/models": ["503"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pq.jsonl" --retries 1 -o "$T/pq4/rollouts" 2> "$T/err"
+is "$?:$(cat "$T/err")" "75:grpo-collect: $URL/v1/models: HTTP 503 (after 2 attempts)" \
+	"a server answering 503 after --retries: exit 75"
+grpo-collect --server http://127.0.0.1:9 --prompts "$T/pq.jsonl" --retries 0 --timeout 5 -o "$T/pq5/rollouts" \
+	2> "$T/err"
+is "$?:$(grep -c '^grpo-collect: http://127.0.0.1:9/v1/models: ' "$T/err")" "75:1" \
+	"no server at all (a refused connection): exit 75, naming the URL"
+prompts "$T/pd.jsonl" "down1" "down2"
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"down1": ["drop"], "down2": ["503:1"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pd.jsonl" --retries 1 -o "$T/pd/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/pd" | wc -l | tr -d ' '):$(tail -n 1 "$T/err")" \
+	"75:0:grpo-collect: $T/pd.jsonl: 2 of 2 prompts failed: nothing published" \
+	"every prompt's connection dropped or answered 503: exit 75, nothing published"
+prompts "$T/pe.jsonl" "down1" "bad"
+cat > "$S2/script.json" <<'EOF2'
+{"plans": {"down1": ["drop"], "bad": ["400"]}}
+EOF2
+grpo-collect --server "$URL" --prompts "$T/pe.jsonl" --retries 1 -e fail -o "$T/pe/rollouts" 2> "$T/err"
+is "$?:$(visible "$T/pe" | wc -l | tr -d ' ')" "1:0" \
+	"one prompt dropped and one refused for good (HTTP 400) under -e fail: exit 1"
