@@ -79,8 +79,9 @@ static void free_names(struct rewardcmd *c)
 	c->n_names = 0;
 }
 
-/* How the program ended, once it has (waits at most `wait` seconds, then kills). */
-static void reap(struct rewardcmd *c, double wait, char *how, size_t size)
+/* How the program ended, once it has (waits at most `wait` seconds, then
+ * kills): its exit status, or -1 when it did not exit. */
+static int reap(struct rewardcmd *c, double wait, char *how, size_t size)
 {
 	int st = 0;
 	double end = rewardcmd_now() + wait;
@@ -101,6 +102,7 @@ static void reap(struct rewardcmd *c, double wait, char *how, size_t size)
 	}
 	kill(-c->pid, SIGKILL);   /* whatever it left behind in its group */
 	c->pid = 0;
+	return r > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static void shut(struct rewardcmd *c)
@@ -122,15 +124,20 @@ static const char *whom(const struct rewardcmd_req *q, char *s, size_t size)
 	return s;
 }
 
-/* The program failed us: stop it and say how, naming the sequence. */
+/* The program failed us: stop it and say how, naming the sequence. One
+ * that exited 75 (EX_TEMPFAIL: the judge it asks is down, say) said
+ * "later": errnum EAGAIN, which the tools take as temporary. */
 static int fail(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *e, const char *what)
 {
 	char how[128] = "not running", who[300];
+	int status = -1;
 	shut(c);
 	if (c->pid > 0)
-		reap(c, 1.0, how, sizeof how);
-	return err_set(e, "reward program '%s'%s %s for %s (%s)", c->cmd, c->copy, what, whom(q, who, sizeof who),
-		       how);
+		status = reap(c, 1.0, how, sizeof how);
+	err_set(e, "reward program '%s'%s %s for %s (%s)", c->cmd, c->copy, what, whom(q, who, sizeof who), how);
+	if (e && status == REWARDCMD_LATER)
+		e->errnum = EAGAIN;
+	return -1;
 }
 
 static int wait_fd(int fd, short ev, double deadline)

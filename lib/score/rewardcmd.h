@@ -28,7 +28,10 @@
  * in time (it is then killed, with its process group), and an answer that
  * is not such an object are errors naming the program and the sequence
  * (the group, in the group form); after an error the program is stopped,
- * and rewardcmd_ask fails until rewardcmd_start is called again.
+ * and rewardcmd_ask fails until rewardcmd_start is called again. A program
+ * that exits with status 75 (REWARDCMD_LATER, sysexits.h's EX_TEMPFAIL)
+ * rather than answer says the failure is temporary (a judge's service is
+ * down): the error's errnum is then EAGAIN.
  *
  * rewardcmd_ask is rewardcmd_send then rewardcmd_recv until the answer is
  * in; a pool of copies (rewardpool.h) calls those two itself, so that it
@@ -44,6 +47,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "score/reward.h"
+
+#define REWARDCMD_LATER 75   /* a program's exit status for "ask again later" */
 
 struct rewardcmd {
 	const char *cmd;          /* not owned */

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 112
+plan 116
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -242,11 +242,15 @@ is "$(wc -l < merged.jsonl | tr -d ' '),$(grep -o '"advantages":[-0-9.e]*' merge
 mkdir -p bad/rollouts/step_0/rank_0
 cp in.zst bad/rollouts/step_0/rank_0/b.zst
 printf '%s\n' 'while read -r x; do cat two.jsonl; done' > twice.sh
-for kind in crash hang garbage twice oneline zero; do
+for kind in crash later hang garbage twice oneline zero; do
+	st=1
 	case $kind in
 	# only the hang gets a short timeout: the others must not be mistaken
 	# for it on a busy machine
 	crash) cmd='read x; exit 3'; to=60; want='ended without answering for sequence 100 of group 1 (exited with status 3)' ;;
+	# EX_TEMPFAIL (a judge's service down, say): the run says "later" in turn
+	later) cmd='read x; exit 75'; to=60; st=75
+		want='ended without answering for sequence 100 of group 1 (exited with status 75)' ;;
 	hang) cmd='sleep 30'; to=0.2; want='did not answer within --reward-timeout 0.2s for sequence 100 of group 1' ;;
 	garbage) cmd='read x; echo hello; sleep 30'; to=60; want="answered 'hello': not valid JSON (near byte 1)" ;;
 	# two lines an answer: the second must not be taken as the next sequence's
@@ -259,7 +263,7 @@ for kind in crash hang garbage twice oneline zero; do
 		want="answered '{\"rewards\": {\"r\": 05}}': not valid JSON (near byte 19: 05 is not a number as JSON writes one)" ;;
 	esac
 	grpo-score -c "$cmd" -T $to -t "$TOK" -o bad/scored bad/rollouts 2> err
-	is $? 1 "$kind: exit status 1"
+	is $? $st "$kind: exit status $st"
 	grep -qF "reward program '$cmd' $want" err
 	ok $? "$kind: $(cat err)"
 	[ ! -d bad/scored/step_0 ] || [ -z "$(ls bad/scored/step_0/rank_0 2>/dev/null)" ]
