@@ -768,11 +768,12 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 		cli_warn("%s", e.msg);
 		bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 	}
-	/* a pass cut short may leave files waiting: exit 0 would say they were consumed */
+	/* a pass cut short may leave files waiting: exit 0 would say they were
+	 * consumed, and as grpo-step stopped short of --steps, the next run goes on */
 	if (r == 0 && !op->w.follow && watch_stopped(w)) {
 		fprintf(stderr, "%s: %s: stopped by %s before the end of the pass; what is left waits\n", prog,
 			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
-		bad = cli_worse_status(bad, 1);
+		bad = cli_worse_status(bad, CLI_EXIT_LATER);
 	}
 	if (op->verbose) {
 		struct buf line = { 0 };
