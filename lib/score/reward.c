@@ -832,6 +832,22 @@ int reward_reads_answer(enum reward_kind k)
 	return k == REWARD_GSM8K || k == REWARD_BOXED || k == REWARD_MATH || k == REWARD_EXACT;
 }
 
+int reward_reads_think(enum reward_kind k)
+{
+	return k == REWARD_FORMAT || k == REWARD_THINK || k == REWARD_TAGS;
+}
+
+size_t reward_think_opened(const char *tail, size_t n)
+{
+	const char *open = rfind(tail, n, "<think>");
+	if (!open)
+		return 0;
+	for (const char *p = open + 7; p < tail + n; p++)
+		if (!isspace((unsigned char)*p))
+			return 0;
+	return (size_t)(tail + n - open);
+}
+
 double reward_eval(enum reward_kind k, const struct reward_opt *o, const char *text, size_t n,
 		   const char *answer, uint32_t n_tokens)
 {

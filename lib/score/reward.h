@@ -92,6 +92,13 @@
  * response's last "</think>", and give 0 without one (open-r1's and TRL's
  * reasoning_accuracy_reward): a response cut off while thinking answered
  * nothing, whatever number it last wrote.
+ *
+ * format, think and tags read the response's opening "<think>". Where the
+ * prompt's text already opened the think block (it ends with "<think>"
+ * and only white space after it, as the DeepSeek-R1 distills' chat
+ * template writes it), the response holds none, and the three would give
+ * 0 to every response; the scorer then gives them the prompt's opening
+ * (reward_think_opened) followed by the response.
  */
 #ifndef GRPO_REWARD_H
 #define GRPO_REWARD_H
@@ -149,6 +156,13 @@ int reward_parse_program(const char *arg, struct reward_spec *r, struct err *e);
 /* 1 for the rewards that compare the response's answer with the reference
  * answer: gsm8k, boxed, math, exact. */
 int reward_reads_answer(enum reward_kind k);
+/* 1 for those that read the response's opening "<think>": format, think, tags. */
+int reward_reads_think(enum reward_kind k);
+/* The length of the opening of a think block that the end of a prompt's
+ * text (its last n bytes) leaves open, the response to continue it: its
+ * last "<think>" and the white space after it, when nothing else follows;
+ * else 0. */
+size_t reward_think_opened(const char *tail, size_t n);
 /* 1 when the function reads the decoded text (all but length, cosine and
  * kimi-length). */
 int reward_needs_text(enum reward_kind k);

@@ -57,6 +57,28 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e)
 	return 0;
 }
 
+/* The prompt tokens decoded to see whether they end by opening a think
+ * block: "<think>" and the white space after it, however split. */
+#define OPENED_TOKENS 16
+
+/* When t's prompt ends by opening a think block (reward_think_opened), that
+ * opening and then the response's text s (n bytes) into out, which format,
+ * think and tags read; else out is left empty. */
+static int think_continued(const struct scorer_opt *o, const struct traj *t, const char *s, size_t n,
+			   struct buf *out, struct err *e)
+{
+	uint32_t k = t->n_prompt < OPENED_TOKENS ? t->n_prompt : OPENED_TOKENS;
+	if (tok_decode(o->tok, t->prompt_tokens + t->n_prompt - k, k, 0, out, e) < 0)
+		return -1;
+	size_t open = reward_think_opened((const char *)out->data, out->len);
+	if (open)
+		memmove(out->data, out->data + out->len - open, open);
+	out->len = open;
+	if (open && buf_append(out, s, n) < 0)
+		return err_set(e, "out of memory");
+	return 0;
+}
+
 /* The response's text (and the prompt's, for a reward program) appended
  * to text and prompt, and the built-ins' rewards into row. */
 static int decode_traj(const struct scorer_opt *o, const struct group *g, const struct traj *t, double *row,
@@ -77,13 +99,24 @@ static int decode_traj(const struct scorer_opt *o, const struct group *g, const 
 	double t1 = now();
 	st->t_decode += t1 - t0;
 	const char *s = text->data ? (const char *)text->data + at : "";
-	for (uint32_t k = 0; k < o->n_rewards; k++) {
-		row[k] = reward_eval(o->rewards[k].kind, &o->ropt, s, *text_n, t->answer, t->n_response);
+	struct buf opened = { 0 };
+	int looked = 0, r = 0;
+	for (uint32_t k = 0; k < o->n_rewards && r == 0; k++) {
+		enum reward_kind kind = o->rewards[k].kind;
+		if (reward_reads_think(kind) && !looked++ && think_continued(o, t, s, *text_n, &opened, e) < 0) {
+			r = err_prefix(e, "group %s, sequence %s: prompt", gid, sid);
+			break;
+		}
+		if (reward_reads_think(kind) && opened.len)
+			row[k] = reward_eval(kind, &o->ropt, (const char *)opened.data, opened.len, t->answer, t->n_response);
+		else
+			row[k] = reward_eval(kind, &o->ropt, s, *text_n, t->answer, t->n_response);
 		if (isnan(row[k]))   /* a built-in's NaN: memory ran out */
-			return err_set(e, "out of memory");
+			r = err_set(e, "out of memory");
 	}
+	buf_free(&opened);
 	st->t_reward += now() - t1;
-	return 0;
+	return r;
 }
 
 /* The ids whole, as JSON, each NUL-terminated, appended to ids: the

@@ -4,11 +4,12 @@
 # polynomial) score 1, wrong answers and unboxed ones 0, on responses
 # encoded by Qwen3's tokenizer and decoded again by grpo-score. Then the
 # repetition and steps rewards on the same responses, and --ngram; think
-# and --answer-after-think on a response cut off while thinking.
+# and --answer-after-think on a response cut off while thinking; format,
+# think and tags on a response whose prompt opened the think block.
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 12
+plan 13
 cd "$T"
 
 # response | answer | boxed | math
@@ -78,6 +79,20 @@ grpo-score -r math -r think --answer-after-think -t "$TOK" think.zst 2> /dev/nul
 	jq -c '.trajectories[0].rewards' > after.txt
 is "$(tr '\n' ' ' < whole.txt)" "[1,1] [1,0] " "[math, think]: the response cut off while thinking is right by its last boxed answer"
 is "$(tr '\n' ' ' < after.txt)" "[1,1] [0,0] " "with --answer-after-think it answered nothing; the finished one still right"
+# a prompt that opened the think block (the R1 distills' template ends in
+# "<think>\n"): format, think and tags read the response after that opening,
+# so a response that closes the block scores as one that opened it would
+pa=$(printf '%s\n' '"<|im_start|>user\nAdd.<|im_end|>\n<|im_start|>assistant\n<think>\n"' | grpo-cat -t "$TOK" --encode)
+pc=$(printf '%s\n' '"<|im_start|>user\nAdd.<|im_end|>\n<|im_start|>assistant\n"' | grpo-cat -t "$TOK" --encode)
+r=$(printf '%s\n' '"I add.\n</think>\n<answer>\n3\n</answer>"' | grpo-cat -t "$TOK" --encode)
+jq -nc --argjson pa "$pa" --argjson pc "$pc" --argjson r "$r" '[$pa, $pc] | to_entries[] |
+	{group_id: (40 + .key), trajectories: [{prompt_tokens: .value, response_tokens: $r, logprobs: [$r[] | -1],
+	 answer: "3", sequence_id: (40 + .key), group_id: (40 + .key), policy_version: 0, finish_reason: "stop"}]}' |
+	grpo-cat --from-json -o opened.zst
+grpo-score -r format -r think -r tags -t "$TOK" opened.zst 2> /dev/null | grpo-cat |
+	jq -c '.trajectories[0].rewards' > got.txt
+is "$(tr '\n' ' ' < got.txt)" "[1,1,1] [0,0,0.75] " \
+	"[format, think, tags]: the response continuing a think block its prompt opened is read after that opening"
 grpo-score -r format --answer-after-think -t "$TOK" think.zst > /dev/null 2> err
 is "$?:$(head -n 1 err)" "2:grpo-score: --answer-after-think goes with --reward gsm8k, boxed, math or exact" \
 	"--answer-after-think without an answer reward: usage error"

@@ -485,6 +485,32 @@ static void think_cases(void)
 	}
 }
 
+/* The end of a prompt that opened the think block, as the DeepSeek-R1
+ * distills' template leaves it, and ends that did not. */
+static void think_opened_cases(void)
+{
+	static const struct {
+		const char *tail;
+		size_t want;
+	} c[] = {
+		{ "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>\n", 8 },   /* the R1 distills */
+		{ "<think>", 7 },
+		{ "x<think> \t\n\n", 11 },
+		{ "<think>\nOkay, so", 0 },            /* the response would not start the block */
+		{ "<think>\n\n</think>\n\n", 0 },     /* Qwen3 without thinking: closed */
+		{ "<|im_start|>assistant\n", 0 },       /* Qwen3 with thinking: the response opens it */
+		{ "<think>\n</think>\n<think>\n", 8 },  /* the last one counts */
+		{ "think>\n", 0 },
+		{ "", 0 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+		is_int((long long)reward_think_opened(c[i].tail, strlen(c[i].tail)), (long long)c[i].want,
+		       "think opened by a prompt ending \"%s\"", c[i].tail);
+	ok(reward_reads_think(REWARD_THINK) && reward_reads_think(REWARD_FORMAT) && reward_reads_think(REWARD_TAGS) &&
+	   !reward_reads_think(REWARD_MATH) && !reward_reads_think(REWARD_LENGTH),
+	   "format, think and tags read the opening <think>, no other reward");
+}
+
 /* --answer-after-think: the answer rewards read what follows the last
  * </think>, and nothing without one */
 static void after_think_cases(void)
@@ -639,6 +665,7 @@ int main(void)
 	length_cases();
 	verdict_cases();
 	think_cases();
+	think_opened_cases();
 	after_think_cases();
 	exact_cases();
 	parse_cases();
