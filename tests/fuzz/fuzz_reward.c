@@ -32,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t at, len;
 	if (reward_last_boxed((const char *)data, n, &at, &len) && at + len > n)
 		abort();
+	if (reward_think_opened((const char *)data, n) > n)   /* the opening is the text's end */
+		abort();
 	if (answer)
 		reward_gsm8k_answer(answer, &v);
 	free(answer);
