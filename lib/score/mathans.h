@@ -52,6 +52,17 @@
  *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where
  *     both are undefined (a square root of a negative) is skipped, one
  *     where only one is fails, and at least one point must count;
+ *   - but a decimal number (digits with a point, signed or not: 0.333333,
+ *     -2.5; not 0.\overline{3}) against a constant expression (one
+ *     without variables) is equal only when the two, rounded half to
+ *     even at the sixth decimal, agree: math_verify's verify() with its
+ *     default float_rounding=6 (sympy_numeric_eq in its grader.py). So
+ *     0.333333 and 0.3333333 are 1/3 and 1.414214 is \sqrt{2}, while
+ *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, 0.0000004
+ *     is 0, and 1000000.4999 is not 1000000.5 however close. Two
+ *     assignments of one variable, "x = 0.333333" and "x = 1/3", compare
+ *     their values so (math_verify solves both for x). Inside an
+ *     expression (0.333333x, 0.333333 + x) a decimal is a value as any;
  *   - two relations of two sides are equal when their sides' differences
  *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
  *     is -x > -1 and 1 > x, with a positive factor for an inequality);

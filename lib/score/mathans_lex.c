@@ -213,7 +213,7 @@ static int lex_number(struct lex *L)
 			k += 3;
 		}
 	}
-	L->integer = 1;
+	L->integer = 1, L->decimal = 0;
 	if (j < L->n && L->s[j] == '.' && is_digit(L, j + 1)) {
 		L->integer = 0;
 		buf[k++] = L->s[j++];
@@ -232,6 +232,7 @@ static int lex_number(struct lex *L)
 	 * repeating block: not a value */
 	if (is_digit(L, j) || (j < L->n && L->s[j] == '_') || (nrep && mark_at(L, j)))
 		return set(L, T_BAD);
+	L->decimal = !L->integer && !nrep;
 	L->v = strtod(buf, NULL);
 	if (nrep) {   /* 0.1\overline{6} = 0.1 + 6 / (9 * 10) */
 		rep[nrep] = 0;

@@ -237,6 +237,7 @@ static struct val primary(struct parse *P)
 		v = number(P, L->v, L->integer);
 		if (P->bad)
 			return v;
+		P->nodes[v.node].decimal = (uint8_t)L->decimal;
 		next(P);
 		/* 3\frac{1}{2} is a mixed number when both parts are digits alone */
 		if (L->t == T_FRAC && P->nodes[v.node].integer) {

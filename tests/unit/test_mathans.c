@@ -32,6 +32,41 @@ static const struct {
 	{ "\\tfrac{3}{4}", "0.75", EQ },
 	{ "\\cfrac{1}{3}", "1/3", EQ },
 	{ "0.333", "\\frac{1}{3}", NE },
+	/* math_verify's float_rounding=6: a decimal number against a constant
+	 * are both rounded half to even at the sixth decimal (grader.py lines
+	 * 152-159, sympy_numeric_eq, in huggingface/Math-Verify) */
+	{ "0.333333", "\\frac{1}{3}", EQ },
+	{ "0.3333333", "\\frac{1}{3}", EQ },
+	{ "0.666667", "\\frac{2}{3}", EQ },
+	{ "-0.333333", "-\\frac13", EQ },
+	{ "1.414214", "\\sqrt{2}", EQ },
+	{ "3.141593", "\\pi", EQ },
+	{ "0.3333331", "0.3333334", EQ },          /* both decimals: both rounded */
+	{ "2", "2.0000004", EQ },
+	{ "0", "0.0000004", EQ },
+	{ "0.1234565", "0.123456", EQ },           /* a tie goes to the even digit */
+	{ "0.1234575", "0.123458", EQ },
+	{ "0.0", "\\frac{1}{2000000}", EQ },
+	{ "x = 0.333333", "\\frac13", EQ },
+	{ "x = 0.333333", "x = \\frac13", EQ },   /* solved for x, then rounded */
+	{ "\\frac13 = x", "x = 0.333333", EQ },
+	{ "x = 0.333333", "y = \\frac13", NE },
+	{ "x = 0.33", "x = \\frac13", NE },
+	{ "x = 0.333333 y", "x = \\frac{y}{3}", NE },
+	{ "(0.333333, 0.5)", "(\\frac13, \\frac12)", EQ },
+	{ "\\{0.333333, 2\\}", "2, \\frac13", EQ },
+	{ "0.33", "\\frac{1}{3}", NE },
+	{ "0.3333", "\\frac{1}{3}", NE },
+	{ "0.333334", "\\frac{1}{3}", NE },
+	{ "0.666666", "\\frac{2}{3}", NE },       /* cut off, not rounded */
+	{ "1.414213", "\\sqrt{2}", NE },
+	{ "3.14", "\\pi", NE },
+	{ "0.1234565", "0.123457", NE },
+	{ "2", "2.000001", NE },
+	{ "1000000.5", "1000000.4999", NE },       /* the sixth decimal counts, however large */
+	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
+	{ "0.333333 + x", "\\frac13 + x", NE },
+	{ "0.333333", "\\frac{1}{3} + x", NE },
 	{ "0.3333333333333333", "\\frac13", EQ },
 	{ "\\frac{1}{12}", "0.0833333333333333", EQ },
 	{ "18.90", "18.9", EQ },
