@@ -20,7 +20,14 @@
  *                    0.\dot{1}4285\dot{7} (dots over the first and last
  *                    digits of the block) is 1/7; an \overline anywhere
  *                    else is a variable times what it covers, as any
- *                    command this does not know (\overline{AB})
+ *                    command this does not know (\overline{AB}); 0.(3)
+ *                    is 1/3 and 0.1(6) 1/6 when the parenthesis holds
+ *                    digits alone, right after the decimal's point or
+ *                    digits, with the end or an operator (+ - * / , ) ]
+ *                    } | = < > \cdot \times \div \le ... \pm) after it:
+ *                    2.5(4)x, 2.5(4)^2, 2.5(4)(2) and 2.5 (4) stay
+ *                    products, 2(3) is 6 (latex2sympy reads them all as
+ *                    products, and 0.(3) not at all)
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)

@@ -55,6 +55,7 @@ static const struct {
 	{ "x = 0.333333 y", "x = \\frac{y}{3}", NE },
 	{ "(0.333333, 0.5)", "(\\frac13, \\frac12)", EQ },
 	{ "\\{0.333333, 2\\}", "2, \\frac13", EQ },
+	{ "0.(3)", "0.333333", EQ },
 	{ "0.33", "\\frac{1}{3}", NE },
 	{ "0.3333", "\\frac{1}{3}", NE },
 	{ "0.333334", "\\frac{1}{3}", NE },
@@ -278,6 +279,34 @@ static const struct {
 	{ "0.\\overline{3}4", "1", UNP },            /* digits after the block */
 	{ "0.\\overline{3}\\overline{4}", "1", UNP },
 	{ "0.\\dot{1}4", "1", UNP },                 /* a \dot that no \dot closes */
+	/* the block in parentheses right after a decimal's digits, with the
+	 * end or an operator after it; anything else is the product it was */
+	{ "0.(3)", "\\frac13", EQ },
+	{ "0.1(6)", "\\frac16", EQ },
+	{ "1.(142857)", "\\frac87", EQ },
+	{ ".(3)", "1/3", EQ },
+	{ "-0.(6)", "-\\frac23", EQ },
+	{ "0.(3) + 0.(6)", "1", EQ },
+	{ "0.(3)\\cdot 3", "1", EQ },
+	{ "0.(3), 0.(6)", "\\frac23, \\frac13", EQ },
+	{ "(0.(3), 1)", "(\\frac13, 1)", EQ },
+	{ "\\frac{0.(3)}{2}", "\\frac16", EQ },
+	{ "x = 0.(3)", "\\frac13", EQ },
+	{ "2.5(4)", "\\frac{229}{90}", EQ },      /* a product would need a sign: 2.5 \cdot 4 */
+	{ "0.(3)", "0.3", NE },
+	{ "0.(12)", "0.(21)", NE },
+	{ "2.5(4)", "10", NE },
+	{ "2.5(4)x", "10x", EQ },                  /* a letter after it: the product */
+	{ "2.5(4)^2", "40", EQ },
+	{ "2.5(4)(2)", "20", EQ },
+	{ "2.5 (4)", "10", EQ },                   /* not right after the digits */
+	{ "2.5(4+1)", "12.5", EQ },
+	{ "2.5(x)", "2.5x", EQ },
+	{ "2(3)", "6", EQ },                       /* no decimal point */
+	{ "0.1(3)4", "1.2", EQ },
+	{ "0.(3)x", "1", UNP },                    /* "0." is no number */
+	{ "0.()", "1", UNP },
+	{ "0.(3)(6)", "1", UNP },
 	/* matrices and vectors */
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}", EQ },
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right]", EQ },
@@ -405,6 +434,13 @@ static void limits(void)
 	strcpy(o61, "0.\\overline{"), strcat(o61, r61);
 	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a repeating block of 60 digits");
 	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a repeating block of 61 digits");
+	free(o60), free(o61);
+	/* and so in parentheses: 0.(333...) */
+	o60 = malloc(strlen(r60) + 4), o61 = malloc(strlen(r61) + 4);
+	strcpy(o60, "0.("), strcat(o60, r60), o60[strlen(o60) - 1] = ')';
+	strcpy(o61, "0.("), strcat(o61, r61), o61[strlen(o61) - 1] = ')';
+	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a block of 60 digits in parentheses");
+	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a block of 61 digits in parentheses");
 	free(r60), free(r61), free(o60), free(o61);
 	/* \pm: eight are 256 values, nine are too many */
 	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
@@ -427,7 +463,8 @@ static void limits(void)
 					   "0.\\overline", "0.\\overline{", "0.\\overline{3", ".\\overline{3",
 					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
 					   "0.\\dot{1}4285\\dot{", "f(x", "f(x)=", "f(x) = 2x+", "f'", "f'(x",
-					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =" };
+					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =", "0.(", "0.(3", "0.1(6",
+					   ".(3", "0.(3)+" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
