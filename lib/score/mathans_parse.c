@@ -448,8 +448,9 @@ static struct val head(struct parse *P, int right)
 	struct lex c = P->L;
 	uint64_t args[MAX_ARGS];
 	int n = 0, inverse = 0;
-	if (c.t != T_VAR || !isalpha((unsigned char)c.s[c.start]) ||
-	    (c.start + 1 < c.n && isalpha((unsigned char)c.s[c.start + 1])))
+	/* one letter, or a command read as a variable (\phi, \varphi): not a word */
+	if (c.t != T_VAR || !(c.s[c.start] == '\\' || (isalpha((unsigned char)c.s[c.start]) &&
+					 !(c.start + 1 < c.n && isalpha((unsigned char)c.s[c.start + 1])))))
 		return NONE;
 	uint64_t name = c.var;
 	while (c.i < c.n && c.s[c.i] == '\'') {   /* f' is another name than f */

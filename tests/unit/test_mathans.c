@@ -214,6 +214,19 @@ static const struct {
 	{ "x = a(b)", "ab", EQ },               /* x = ... first */
 	{ "y = \\frac{x}{2} + 1", "\\frac{x+2}{2}", EQ },
 	{ "f'(x)", "1", UNP },
+	/* a Greek letter's definition is its right side, as f(x) = ... is */
+	{ "\\phi(x) = x^2 + 1", "x^2+1", EQ },
+	{ "\\varphi(t) = 2t - 1", "2t-1", EQ },
+	{ "\\phi_1(x) = 3x", "3x", EQ },
+	{ "g_1(x) = x^3", "x^3", EQ },
+	{ "\\psi'(x) = 2x", "2x", EQ },
+	{ "\\phi(x) = x^2 + 1", "x^2", NE },
+	{ "\\phi(x) = x^2", "\\psi(x) = x^2", NE },  /* both relations: the names count */
+	{ "\\phi(x) = x^2", "f(x) = x^2", NE },
+	{ "\\phi(x) = x^2", "\\phi x = x^2", EQ },
+	{ "\\phi(x)", "\\phi x", EQ },                /* without '=', still a product */
+	{ "x = \\phi(t)", "x = \\phi t", EQ },
+	{ "\\phi(2x) = 4x", "4x", NE },              /* an argument that is no variable */
 	/* tuples and intervals */
 	{ "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", EQ },
 	{ "(1,\\frac{9}{2})", "(1,4.5)", EQ },
@@ -464,7 +477,8 @@ static void limits(void)
 					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
 					   "0.\\dot{1}4285\\dot{", "f(x", "f(x)=", "f(x) = 2x+", "f'", "f'(x",
 					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =", "0.(", "0.(3", "0.1(6",
-					   ".(3", "0.(3)+" };
+					   ".(3", "0.(3)+", "\\phi(x", "\\phi(x)=", "\\varphi_", "\\phi_1(x) =",
+					   "g_1(x) =" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
