@@ -20,7 +20,14 @@
  *                    0.\dot{1}4285\dot{7} (dots over the first and last
  *                    digits of the block) is 1/7; an \overline anywhere
  *                    else is a variable times what it covers, as any
- *                    command this does not know (\overline{AB})
+ *                    command this does not know (\overline{AB}); 0.(3)
+ *                    is 1/3 and 0.1(6) 1/6 when the parenthesis holds
+ *                    digits alone, right after the decimal's point or
+ *                    digits, with the end or an operator (+ - * / , ) ]
+ *                    } | = < > \cdot \times \div \le ... \pm) after it:
+ *                    2.5(4)x, 2.5(4)^2, 2.5(4)(2) and 2.5 (4) stay
+ *                    products, 2(3) is 6 (latex2sympy reads them all as
+ *                    products, and 0.(3) not at all)
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)
@@ -41,17 +48,29 @@
  *     that "a = 2, b = 3" is not "a = 3, b = 2"; a chain "x = 2 + 3 = 5"
  *     is its last side; "x \in [0, 1)" is the interval;
  *   - likewise a function's definition "f(x) = 2x + 1" is 2x + 1, and
- *     "f(x) = x" is x: f one letter, with a subscript, primes (f'(x)) or
+ *     "f(x) = x" is x: f one letter or a Greek letter (\phi(x),
+ *     \varphi(t)), with a subscript (g_1(x)), primes (f'(x)) or
  *     ^{-1} (the inverse), applied to lone variables (h(x, y)), left of
  *     '=', or right of it after a side that is no lone variable ("x =
  *     a(b)" stays x = ab). Against a relation its f(x) is the product f*x
  *     it is without the '=', so that the names count: "f(x) = x^2" is
- *     neither "g(x) = x^2" nor "y = x^2". \phi(x) is no head;
+ *     neither "g(x) = x^2" nor "y = x^2";
  *   - expressions are equal when their values agree to a relative 1e-8 at
  *     eight points, each variable taking the same pseudo-random value in
  *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where
  *     both are undefined (a square root of a negative) is skipped, one
  *     where only one is fails, and at least one point must count;
+ *   - but a decimal number (digits with a point, signed or not: 0.333333,
+ *     -2.5; not 0.\overline{3}) against a constant expression (one
+ *     without variables) is equal only when the two, rounded half to
+ *     even at the sixth decimal, agree: math_verify's verify() with its
+ *     default float_rounding=6 (sympy_numeric_eq in its grader.py). So
+ *     0.333333 and 0.3333333 are 1/3 and 1.414214 is \sqrt{2}, while
+ *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, 0.0000004
+ *     is 0, and 1000000.4999 is not 1000000.5 however close. Two
+ *     assignments of one variable, "x = 0.333333" and "x = 1/3", compare
+ *     their values so (math_verify solves both for x). Inside an
+ *     expression (0.333333x, 0.333333 + x) a decimal is a value as any;
  *   - two relations of two sides are equal when their sides' differences
  *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
  *     is -x > -1 and 1 > x, with a positive factor for an inequality);

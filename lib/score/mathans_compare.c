@@ -151,6 +151,53 @@ static struct elem element(const struct parse *P, struct val v, unsigned signs)
 	return e;
 }
 
+/* A number written with a decimal point, signed or not: what sympy reads
+ * as a Float, to which math_verify's float_rounding applies. */
+static int decimal(const struct parse *P, int k)
+{
+	while (P->nodes[k].op == N_NEG)
+		k = P->nodes[k].a;
+	return P->nodes[k].op == N_NUM && P->nodes[k].decimal;
+}
+
+/* Whether expression k has no variable: one value, the same at every point. */
+static int constant(const struct parse *P, int k)
+{
+	const struct node *d = &P->nodes[k];
+	if (d->op == N_VAR)
+		return 0;
+	if (d->op == N_NUM)
+		return 1;
+	return constant(P, d->a) && (d->b == d->a || constant(P, d->b));
+}
+
+/* x * 10^6 rounded half to even, as sympy's Expr.round(6) does with the
+ * decimal digits: a tie is one within a double's rounding of .5, so that
+ * 0.1234565 (stored a hair below) is a tie. */
+static double micro_units(double x)
+{
+	double y = x * 1e6, f = floor(y), d = y - f;
+	if (fabs(d - 0.5) <= 64 * 0x1p-52 * fmax(1, fabs(y)))
+		return fmod(f, 2) == 0 ? f : f + 1;
+	return d < 0.5 ? f : f + 1;
+}
+
+/* math_verify's verify(..., float_rounding=6): when one side is a decimal
+ * number and the other a constant, both are rounded to six decimals and
+ * equal only when those agree (src/math_verify/grader.py, sympy_numeric_eq,
+ * a.round(float_rounding) == b.round(float_rounding)): 0.333333 is 1/3,
+ * 0.33 and 0.333334 are not. -1 when the rule does not apply. */
+static int rounded_equal(const struct elem *x, const struct elem *y)
+{
+	int kx = x->v.node, ky = y->v.node;
+	if (!(decimal(x->P, kx) && constant(y->P, ky)) && !(decimal(y->P, ky) && constant(x->P, kx)))
+		return -1;
+	double a = x->at[0], b = y->at[0];
+	if (!isfinite(a) || !isfinite(b))
+		return 0;
+	return micro_units(a) == micro_units(b);
+}
+
 static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y);
 
 /* The i-th elements of two tuples, matrices or chains. */
@@ -286,6 +333,28 @@ static int is_relation(const struct parse *P, struct val v)
 	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
 }
 
+/* "x = 0.333333" against "x = 1/3": math_verify solves both for x and
+ * rounds the values (sympy_solve_and_compare), so two assignments of one
+ * variable whose values fall under rounded_equal compare by it; -1 for
+ * any other pair of relations. */
+static int assignments_rounded(const struct elem *x, const struct elem *y)
+{
+	struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
+	if (!scalar(ax) || !scalar(ay))
+		return -1;
+	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
+	struct val nx = x->P->kids[a->first], ny = y->P->kids[b->first];
+	if (nx.node == ax.node)
+		nx = x->P->kids[a->first + 1];
+	if (ny.node == ay.node)
+		ny = y->P->kids[b->first + 1];
+	if (!mathans_lone_variable(x->P, nx) || !mathans_lone_variable(y->P, ny) ||
+	    x->P->nodes[nx.node].var != y->P->nodes[ny.node].var)
+		return -1;
+	struct elem ex = element(x->P, ax, 0), ey = element(y->P, ay, 0);
+	return rounded_equal(&ex, &ey);
+}
+
 static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 {
 	/* "x = 5" against 5 is its value; against "y = 5" a relation, so that
@@ -301,13 +370,20 @@ static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 			return elem_equal(c, x, &e);
 		}
 	}
-	if (scalar(x->v) || scalar(y->v))
-		return scalar(x->v) && scalar(y->v) && same_values(x->at, y->at);
+	if (scalar(x->v) || scalar(y->v)) {
+		if (!scalar(x->v) || !scalar(y->v))
+			return 0;
+		int r = rounded_equal(x, y);
+		return r >= 0 ? r : same_values(x->at, y->at);
+	}
 	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
 	if (a->kind != b->kind)
 		return 0;
+	int r;
 	switch (a->kind) {
-	case O_REL: return relation_equal(c, x->P, a, y->P, b);
+	case O_REL:
+		r = assignments_rounded(x, y);
+		return r >= 0 ? r : relation_equal(c, x->P, a, y->P, b);
 	case O_SET: case O_UNION: return list_equal(c, x->P, a, y->P, b);
 	case O_TUPLE: case O_MATRIX:
 		return a->n == b->n && a->open == b->open && a->close == b->close && a->rows == b->rows &&

@@ -47,6 +47,7 @@ struct lex {
 	char c;           /* T_CHAR */
 	int sub;          /* T_REL: enum rel; T_FUNC: enum fn */
 	int integer;      /* T_NUM: digits only */
+	int decimal;      /* T_NUM: digits with a point, no repeating block */
 	double v;         /* T_NUM */
 	uint64_t var;     /* T_VAR */
 };
@@ -71,6 +72,7 @@ struct node {
 	int8_t pm;        /* N_PM: which sign of the sign vector */
 	int8_t sign;      /* N_PM: +1 for \pm, -1 for \mp */
 	uint8_t integer;  /* N_NUM written as digits alone */
+	uint8_t decimal;  /* N_NUM written with a point (0.5, not 0.\overline{3}) */
 	uint8_t head;     /* a function's name and arguments, f(x), before '=' */
 	int32_t a, b;
 	double v;

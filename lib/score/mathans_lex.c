@@ -175,13 +175,46 @@ static size_t marked(const struct lex *L, size_t j, char *rep, size_t *n)
 	return to + (size_t)braced;
 }
 
+/* A block in parentheses at j, right after a decimal's point or digits:
+ * 0.(3), 0.1(6). Only digits inside, and only the end or an operator
+ * after it, so that 2.5(4)x and 2.5(4)^2 stay products. Its end, with its
+ * digits in rep[0..*n), or 0 when there is none. */
+static size_t parenthesised(const struct lex *L, size_t j, char *rep, size_t *n)
+{
+	static const char *const ops[] = { "cdot", "times", "div", "right", "le", "leq", "ge", "geq", "ne",
+					   "neq", "lt", "gt", "pm", "mp" };
+	if (j >= L->n || L->s[j] != '(')
+		return 0;
+	size_t k = j + 1;
+	while (is_digit(L, k))
+		k++;
+	if (k == j + 1 || k - j - 1 > 60 || k >= L->n || L->s[k] != ')')
+		return 0;
+	size_t after = mathans_skip_blank(L, k + 1);
+	int op = after >= L->n || (L->s[after] && strchr("+-*/=<>,;)]}|", L->s[after])) || at(L, after, "\\}");
+	if (!op && L->s[after] == '\\') {   /* \cdot, \le, ..., not \left */
+		size_t e = after + 1;
+		while (e < L->n && isalpha((unsigned char)L->s[e]))
+			e++;
+		for (size_t m = 0; !op && m < sizeof ops / sizeof ops[0]; m++)
+			op = strlen(ops[m]) == e - after - 1 && memcmp(L->s + after + 1, ops[m], e - after - 1) == 0;
+	}
+	if (!op)
+		return 0;
+	memcpy(rep, L->s + j + 1, k - j - 1);
+	*n = k - j - 1;
+	return k + 1;
+}
+
 /* The repeating block of a decimal at j, right after its point or its
- * digits: \overline{R} or \bar{R}, or dots over R's first and last digits
- * (\dot{3}, \dot{1}4285\dot{7}), the notation of British schools. Its end,
- * with its digits in rep[0..*n), or 0 when there is none. */
+ * digits: \overline{R} or \bar{R}, dots over R's first and last digits
+ * (\dot{3}, \dot{1}4285\dot{7}), the notation of British schools, or (R).
+ * Its end, with its digits in rep[0..*n), or 0 when there is none. */
 static size_t repeating(const struct lex *L, size_t j, char *rep, size_t *n)
 {
 	*n = 0;
+	if (j < L->n && L->s[j] == '(')
+		return parenthesised(L, j, rep, n);
 	size_t end = marked(L, j, rep, n);
 	if (!end || L->s[j + 1] != 'd')
 		return end;
@@ -213,7 +246,7 @@ static int lex_number(struct lex *L)
 			k += 3;
 		}
 	}
-	L->integer = 1;
+	L->integer = 1, L->decimal = 0;
 	if (j < L->n && L->s[j] == '.' && is_digit(L, j + 1)) {
 		L->integer = 0;
 		buf[k++] = L->s[j++];
@@ -232,6 +265,7 @@ static int lex_number(struct lex *L)
 	 * repeating block: not a value */
 	if (is_digit(L, j) || (j < L->n && L->s[j] == '_') || (nrep && mark_at(L, j)))
 		return set(L, T_BAD);
+	L->decimal = !L->integer && !nrep;
 	L->v = strtod(buf, NULL);
 	if (nrep) {   /* 0.1\overline{6} = 0.1 + 6 / (9 * 10) */
 		rep[nrep] = 0;
@@ -430,7 +464,7 @@ int mathans_lex_next(struct lex *L)
 			L->i++;
 		} else if (isdigit(c) || (c == '.' && is_digit(L, L->i + 1))) {
 			return lex_number(L);
-		} else if (c == '.' && mark_at(L, L->i + 1)) {   /* .\overline{3}, or no number */
+		} else if (c == '.' && (mark_at(L, L->i + 1) || at(L, L->i + 1, "("))) {   /* .\overline{3}, .(3) */
 			return lex_number(L);
 		} else if (isalpha(c)) {
 			return lex_letters(L);

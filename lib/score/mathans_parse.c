@@ -237,6 +237,7 @@ static struct val primary(struct parse *P)
 		v = number(P, L->v, L->integer);
 		if (P->bad)
 			return v;
+		P->nodes[v.node].decimal = (uint8_t)L->decimal;
 		next(P);
 		/* 3\frac{1}{2} is a mixed number when both parts are digits alone */
 		if (L->t == T_FRAC && P->nodes[v.node].integer) {
@@ -447,8 +448,9 @@ static struct val head(struct parse *P, int right)
 	struct lex c = P->L;
 	uint64_t args[MAX_ARGS];
 	int n = 0, inverse = 0;
-	if (c.t != T_VAR || !isalpha((unsigned char)c.s[c.start]) ||
-	    (c.start + 1 < c.n && isalpha((unsigned char)c.s[c.start + 1])))
+	/* one letter, or a command read as a variable (\phi, \varphi): not a word */
+	if (c.t != T_VAR || !(c.s[c.start] == '\\' || (isalpha((unsigned char)c.s[c.start]) &&
+					 !(c.start + 1 < c.n && isalpha((unsigned char)c.s[c.start + 1])))))
 		return NONE;
 	uint64_t name = c.var;
 	while (c.i < c.n && c.s[c.i] == '\'') {   /* f' is another name than f */

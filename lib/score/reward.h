@@ -40,8 +40,10 @@
  *           1 when the two are equal in boxed's normal form or
  *           are the same mathematical object (score/mathans.h): "0.5" is
  *           "\frac{1}{2}", "x^2+2x+1" is "(x+1)^2", "1 \pm \sqrt{2}" is
- *           "\{1-\sqrt{2}, 1+\sqrt{2}\}", "0.\overline{3}" is
- *           "\frac{1}{3}", "x = 5" is 5, "f(x) = 2x + 1" is "2x + 1".
+ *           "\{1-\sqrt{2}, 1+\sqrt{2}\}", "0.\overline{3}" and "0.(3)"
+ *           are "\frac{1}{3}", as is "0.333333" (math_verify's rounding
+ *           to six decimals; "0.33" is not), "x = 5" is 5,
+ *           "f(x) = 2x + 1" and "\phi(x) = 2x + 1" are "2x + 1".
  *   format  1 when the response has open-r1's layout
  *           ^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$ (re.DOTALL |
  *           re.MULTILINE, anchored at the start as re.match), else 0.

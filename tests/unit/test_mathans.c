@@ -32,6 +32,42 @@ static const struct {
 	{ "\\tfrac{3}{4}", "0.75", EQ },
 	{ "\\cfrac{1}{3}", "1/3", EQ },
 	{ "0.333", "\\frac{1}{3}", NE },
+	/* math_verify's float_rounding=6: a decimal number against a constant
+	 * are both rounded half to even at the sixth decimal (grader.py lines
+	 * 152-159, sympy_numeric_eq, in huggingface/Math-Verify) */
+	{ "0.333333", "\\frac{1}{3}", EQ },
+	{ "0.3333333", "\\frac{1}{3}", EQ },
+	{ "0.666667", "\\frac{2}{3}", EQ },
+	{ "-0.333333", "-\\frac13", EQ },
+	{ "1.414214", "\\sqrt{2}", EQ },
+	{ "3.141593", "\\pi", EQ },
+	{ "0.3333331", "0.3333334", EQ },          /* both decimals: both rounded */
+	{ "2", "2.0000004", EQ },
+	{ "0", "0.0000004", EQ },
+	{ "0.1234565", "0.123456", EQ },           /* a tie goes to the even digit */
+	{ "0.1234575", "0.123458", EQ },
+	{ "0.0", "\\frac{1}{2000000}", EQ },
+	{ "x = 0.333333", "\\frac13", EQ },
+	{ "x = 0.333333", "x = \\frac13", EQ },   /* solved for x, then rounded */
+	{ "\\frac13 = x", "x = 0.333333", EQ },
+	{ "x = 0.333333", "y = \\frac13", NE },
+	{ "x = 0.33", "x = \\frac13", NE },
+	{ "x = 0.333333 y", "x = \\frac{y}{3}", NE },
+	{ "(0.333333, 0.5)", "(\\frac13, \\frac12)", EQ },
+	{ "\\{0.333333, 2\\}", "2, \\frac13", EQ },
+	{ "0.(3)", "0.333333", EQ },
+	{ "0.33", "\\frac{1}{3}", NE },
+	{ "0.3333", "\\frac{1}{3}", NE },
+	{ "0.333334", "\\frac{1}{3}", NE },
+	{ "0.666666", "\\frac{2}{3}", NE },       /* cut off, not rounded */
+	{ "1.414213", "\\sqrt{2}", NE },
+	{ "3.14", "\\pi", NE },
+	{ "0.1234565", "0.123457", NE },
+	{ "2", "2.000001", NE },
+	{ "1000000.5", "1000000.4999", NE },       /* the sixth decimal counts, however large */
+	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
+	{ "0.333333 + x", "\\frac13 + x", NE },
+	{ "0.333333", "\\frac{1}{3} + x", NE },
 	{ "0.3333333333333333", "\\frac13", EQ },
 	{ "\\frac{1}{12}", "0.0833333333333333", EQ },
 	{ "18.90", "18.9", EQ },
@@ -178,6 +214,19 @@ static const struct {
 	{ "x = a(b)", "ab", EQ },               /* x = ... first */
 	{ "y = \\frac{x}{2} + 1", "\\frac{x+2}{2}", EQ },
 	{ "f'(x)", "1", UNP },
+	/* a Greek letter's definition is its right side, as f(x) = ... is */
+	{ "\\phi(x) = x^2 + 1", "x^2+1", EQ },
+	{ "\\varphi(t) = 2t - 1", "2t-1", EQ },
+	{ "\\phi_1(x) = 3x", "3x", EQ },
+	{ "g_1(x) = x^3", "x^3", EQ },
+	{ "\\psi'(x) = 2x", "2x", EQ },
+	{ "\\phi(x) = x^2 + 1", "x^2", NE },
+	{ "\\phi(x) = x^2", "\\psi(x) = x^2", NE },  /* both relations: the names count */
+	{ "\\phi(x) = x^2", "f(x) = x^2", NE },
+	{ "\\phi(x) = x^2", "\\phi x = x^2", EQ },
+	{ "\\phi(x)", "\\phi x", EQ },                /* without '=', still a product */
+	{ "x = \\phi(t)", "x = \\phi t", EQ },
+	{ "\\phi(2x) = 4x", "4x", NE },              /* an argument that is no variable */
 	/* tuples and intervals */
 	{ "(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", EQ },
 	{ "(1,\\frac{9}{2})", "(1,4.5)", EQ },
@@ -243,6 +292,34 @@ static const struct {
 	{ "0.\\overline{3}4", "1", UNP },            /* digits after the block */
 	{ "0.\\overline{3}\\overline{4}", "1", UNP },
 	{ "0.\\dot{1}4", "1", UNP },                 /* a \dot that no \dot closes */
+	/* the block in parentheses right after a decimal's digits, with the
+	 * end or an operator after it; anything else is the product it was */
+	{ "0.(3)", "\\frac13", EQ },
+	{ "0.1(6)", "\\frac16", EQ },
+	{ "1.(142857)", "\\frac87", EQ },
+	{ ".(3)", "1/3", EQ },
+	{ "-0.(6)", "-\\frac23", EQ },
+	{ "0.(3) + 0.(6)", "1", EQ },
+	{ "0.(3)\\cdot 3", "1", EQ },
+	{ "0.(3), 0.(6)", "\\frac23, \\frac13", EQ },
+	{ "(0.(3), 1)", "(\\frac13, 1)", EQ },
+	{ "\\frac{0.(3)}{2}", "\\frac16", EQ },
+	{ "x = 0.(3)", "\\frac13", EQ },
+	{ "2.5(4)", "\\frac{229}{90}", EQ },      /* a product would need a sign: 2.5 \cdot 4 */
+	{ "0.(3)", "0.3", NE },
+	{ "0.(12)", "0.(21)", NE },
+	{ "2.5(4)", "10", NE },
+	{ "2.5(4)x", "10x", EQ },                  /* a letter after it: the product */
+	{ "2.5(4)^2", "40", EQ },
+	{ "2.5(4)(2)", "20", EQ },
+	{ "2.5 (4)", "10", EQ },                   /* not right after the digits */
+	{ "2.5(4+1)", "12.5", EQ },
+	{ "2.5(x)", "2.5x", EQ },
+	{ "2(3)", "6", EQ },                       /* no decimal point */
+	{ "0.1(3)4", "1.2", EQ },
+	{ "0.(3)x", "1", UNP },                    /* "0." is no number */
+	{ "0.()", "1", UNP },
+	{ "0.(3)(6)", "1", UNP },
 	/* matrices and vectors */
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}", EQ },
 	{ "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right]", EQ },
@@ -370,6 +447,13 @@ static void limits(void)
 	strcpy(o61, "0.\\overline{"), strcat(o61, r61);
 	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a repeating block of 60 digits");
 	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a repeating block of 61 digits");
+	free(o60), free(o61);
+	/* and so in parentheses: 0.(333...) */
+	o60 = malloc(strlen(r60) + 4), o61 = malloc(strlen(r61) + 4);
+	strcpy(o60, "0.("), strcat(o60, r60), o60[strlen(o60) - 1] = ')';
+	strcpy(o61, "0.("), strcat(o61, r61), o61[strlen(o61) - 1] = ')';
+	is_int(mathans_compare(o60, strlen(o60), "1/3", 3), EQ, "a block of 60 digits in parentheses");
+	is_int(mathans_compare(o61, strlen(o61), o61, strlen(o61)), UNP, "a block of 61 digits in parentheses");
 	free(r60), free(r61), free(o60), free(o61);
 	/* \pm: eight are 256 values, nine are too many */
 	char *pm8 = repeat("\\pm 1", 8, ""), *pm9 = repeat("\\pm 1", 9, "");
@@ -392,7 +476,9 @@ static void limits(void)
 					   "0.\\overline", "0.\\overline{", "0.\\overline{3", ".\\overline{3",
 					   "0.1\\overline{6", "0.\\bar", "0.\\dot{1}4285", "0.\\dot{1}4285\\dot",
 					   "0.\\dot{1}4285\\dot{", "f(x", "f(x)=", "f(x) = 2x+", "f'", "f'(x",
-					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =" };
+					   "f^{-1}(x)=", "f^{-1", "h(x,", "h(x, y) =", "0.(", "0.(3", "0.1(6",
+					   ".(3", "0.(3)+", "\\phi(x", "\\phi(x)=", "\\varphi_", "\\phi_1(x) =",
+					   "g_1(x) =" };
 	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++)
 		is_int(mathans_compare(cut[i], strlen(cut[i]), "1", 1), UNP, "cut short: %s", cut[i]);
 	/* past a double's range is no value: not even equal to itself (the
