@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 52
+plan 54
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -161,6 +161,14 @@ for kind in crash hang garbage twice lasttwice names; do
 	grep -q "reward program 'sh bad.sh' (copy [1-4] of 4) " err && grep -qF "$want" err
 	ok $? "$kind: naming the copy and the sequence: $(cat err)"
 done
+# standard input, into a queue: its batch fails with the group named, nothing published
+printf '%s\n' "while IFS= read -r x; do case \$x in *'\"sequence_id\": 201,'*) exit 3 ;;
+	*) echo '{\"rewards\": {\"r\": 1}}' ;; esac; done" > crash.sh
+grpo-score -c 'sh crash.sh' --reward-jobs 4 -x mc.jsonl -o qc -t "$TOK" < in.zst 2> err
+is "$?:$(find qc -name '*.zst' | wc -l | tr -d ' '):$(cat mc.jsonl 2> /dev/null | wc -l | tr -d ' ')" "1:0:0" \
+	"standard input, a copy crashing on group 2: exit status 1, nothing published, no metrics line"
+grep -q "^grpo-score: <stdin>: reward program 'sh crash.sh' (copy [1-4] of 4) ended without answering for sequence 201 of group 2" err
+ok $? "naming standard input, the copy and the sequence: $(cat err)"
 # the other copies are stopped with the one that failed: a copy 30 s into
 # sequence 200 when another ends at 201 holds nothing up (waiting for it,
 # the run took 30 s)
