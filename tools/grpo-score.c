@@ -6,7 +6,8 @@
  * scored as one batch by lib/score/scorer.h, and published as one file (or
  * written to standard output) only when every group of it is scored, so no
  * group is ever half-scored or split. Standard input is streamed instead,
- * group by group (score_stream), and still published as one file. A
+ * group by group (score_stream; those already read together, for the
+ * copies of a reward program), and still published as one file. A
  * claimed input is retired only after its output is published, and
  * released on any error, so it waits for the next run. The output keeps
  * the input's step_N/rank_X and name, so a re-run after a crash publishes
@@ -443,44 +444,100 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 }
 
 /*
+ * The groups of standard input scored together: with several copies of a
+ * reward program (--reward-jobs), those the input already holds, up to
+ * enough requests for every copy twice over (--reward-groups: a request a
+ * group) and STREAM_TOKENS tokens, so that the copies do not wait on one
+ * group at a time; else one.
+ */
+#define STREAM_TOKENS ((uint64_t)1 << 24)
+
+static uint32_t stream_batch(const struct state *s)
+{
+	return s->so.cmd && s->o.reward_jobs > 1 ? 2 * s->o.reward_jobs : 1;
+}
+
+/*
  * Standard input, group by group as it arrives (scoreio.h): each group is
  * scored and written (standard output, flushed) or added to the one file
- * published into -o at the end. On error nothing is published into -o;
- * on standard output the groups before it stay written, whole, and the
- * stream is left unended, so its reader fails rather than take it as all.
+ * published into -o at the end. The groups already read are scored
+ * together (stream_batch), each as if alone: never merged, counted group
+ * by group, written in order, flushed one by one, so the output and the
+ * metrics are those of one group at a time; a producer that is slow
+ * gets each group back as soon as it is read. On error nothing is
+ * published into -o; on standard output the groups of the batches before
+ * it stay written, whole, and the stream is left unended, so its reader
+ * fails rather than take it as all.
  */
 static int score_stream(struct state *s, int fd, const char *name, struct err *e)
 {
 	struct scoreio_stream in;
 	struct scoreio_pub pub;
-	struct scorer_stats sum, st;
-	struct group g;
-	uint8_t keep;
-	int r, dropped = 0;
+	struct scorer_stats sum;
+	struct err re;   /* a read error after a batch's first group: the batch is scored first */
+	uint32_t cap = stream_batch(s), n = 0;
+	int r = 0, read_err = 0, dropped = 0;
 	memset(&sum, 0, sizeof sum);
+	struct group *gs = calloc(cap, sizeof *gs);
+	struct scorer_stats *st = malloc(cap * sizeof *st);
+	uint8_t *keep = malloc(cap);
+	if (!gs || !st || !keep) {
+		free(gs);
+		free(st);
+		free(keep);
+		return err_set(e, "out of memory");
+	}
 	if (scoreio_stream_open(&in, fd, name, e) < 0)
-		return -1;
-	if (s->o.out && scoreio_pub_open(&pub, s->o.out, e) < 0) {
+		r = -1;
+	else if (s->o.out && scoreio_pub_open(&pub, s->o.out, e) < 0) {
 		scoreio_stream_close(&in);
+		r = -1;
+	}
+	if (r < 0) {
+		free(gs);
+		free(st);
+		free(keep);
 		return -1;
 	}
-	while ((r = scoreio_stream_next(&in, &g, e)) > 0) {
-		if ((r = scorer_run(&s->so, &g, 1, &keep, &st, e)) < 0) {
+	while (!read_err && (r = scoreio_stream_next(&in, &gs[0], e)) > 0) {
+		/* what else the input holds, without waiting for it */
+		uint64_t asks = s->o.reward_groups ? 1 : gs[0].n, tokens = 0;
+		for (n = 1;; n++) {
+			for (uint32_t j = 0; j < gs[n - 1].n; j++)
+				tokens += gs[n - 1].trajs[j].n_prompt + gs[n - 1].trajs[j].n_response;
+			if (n == cap || asks >= cap || tokens >= STREAM_TOKENS)
+				break;
+			int m = scoreio_stream_ready_next(&in, &gs[n], &re);
+			if (m != 1) {
+				read_err = m < 0;
+				break;
+			}
+			asks += s->o.reward_groups ? 1 : gs[n].n;
+		}
+		if ((r = scorer_run_each(&s->so, gs, n, keep, st, e)) < 0)
 			err_prefix(e, "%s", name);
-		} else {
-			note_seen(s, name, &g, 1);
-			scorer_stats_add(&sum, &st);
+		for (uint32_t g = 0; g < n && r == 0; g++) {
+			note_seen(s, name, &gs[g], 1);
+			scorer_stats_add(&sum, &st[g]);
 			if (s->o.out)
-				r = scoreio_pub_group(&pub, &g, keep, e);
-			else if (keep && (r = sfile_write_group(&s->w, &g, e)) == 0)
+				r = scoreio_pub_group(&pub, &gs[g], keep[g], e);
+			else if (keep[g] && (r = sfile_write_group(&s->w, &gs[g], e)) == 0)
 				r = sfile_writer_flush(&s->w, e);
 		}
-		group_free(&g);
+		for (uint32_t g = 0; g < n; g++)
+			group_free(&gs[g]);
 		if (r < 0)
 			break;
 	}
+	if (r == 0 && read_err) {   /* after the groups before it, as when read one at a time */
+		*e = re;
+		r = -1;
+	}
 	uint64_t copies = in.copies;
 	scoreio_stream_close(&in);
+	free(gs);
+	free(st);
+	free(keep);
 	if (s->o.out && r < 0)
 		scoreio_pub_abort(&pub);
 	if (s->o.out && r == 0) {

@@ -34,15 +34,19 @@
  *                     a group whose records come apart is handed out in
  *                     parts, each a group of its own; copies are dropped
  *                     and counted as scoreio_read drops them, within what
- *                     is merged
+ *                     is merged; scoreio_stream_ready_next hands out only
+ *                     what the input already holds, so that the groups a
+ *                     producer has written are scored together (grpo-score
+ *                     --reward-jobs) and one it has not finished is not
+ *                     waited for
  *   scoreio_pub_*     the groups kept, written into QUEUE/.tmp as they are
  *                     scored and published at the end as one file, named
  *                     as scoreio_place names standard input (so the same
  *                     input gets the same name as when read whole); on
  *                     error nothing is published
  *
- * Memory then holds one group (and the compressor's window), whatever the
- * input's length.
+ * Memory then holds one group (and the compressor's window), or the batch
+ * read ahead that the caller bounds, whatever the input's length.
  */
 #ifndef GRPO_SCOREIO_H
 #define GRPO_SCOREIO_H
@@ -80,6 +84,10 @@ struct scoreio_stream {
 int scoreio_stream_open(struct scoreio_stream *s, int fd, const char *name, struct err *e);
 /* The next group into *g (the caller frees it): 1, 0 at the end, -1. */
 int scoreio_stream_next(struct scoreio_stream *s, struct group *g, struct err *e);
+/* The same, but only from what the input already holds (its buffers, or a
+ * descriptor poll(2) says is readable): 2, and nothing lost, when the
+ * next group would have to be waited for. */
+int scoreio_stream_ready_next(struct scoreio_stream *s, struct group *g, struct err *e);
 void scoreio_stream_close(struct scoreio_stream *s);
 
 struct scoreio_pub {

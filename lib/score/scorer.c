@@ -371,10 +371,12 @@ static void pass_add(struct scorer_stats *st, uint32_t K, uint32_t n, const uint
 	}
 }
 
-int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
-	       struct err *e)
+/* scorer_run, or with each 1 scorer_run_each: the counts into st[g] for
+ * group g, and the batch's times into st[0]. */
+static int run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
+	       int each, struct err *e)
 {
-	memset(st, 0, sizeof *st);
+	memset(st, 0, (each ? n : 1) * sizeof *st);
 	uint32_t N = 0, K0 = o->n_rewards + (o->cmd ? REWARDCMD_MAX : 0);
 	for (uint32_t g = 0; g < n; g++)
 		N += gs[g].n;
@@ -403,7 +405,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	}
 	if (rc < 0)
 		goto out;
-	names_into(o, st);
+	for (uint32_t g = 0; g < (each ? n : 1); g++)
+		names_into(o, &st[g]);
 	uint32_t K = st->K;
 	for (uint32_t i = 0; i < N; i++)
 		memmove(r + (size_t)i * K, r + (size_t)i * K0, K * sizeof *r);
@@ -430,8 +433,8 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 			uint64_t before = o->ref->tokens;
 			if ((rc = reflp_group(o->ref, &gs[g], e)) < 0)
 				goto out;
-			st->t_ref += now() - t0;
-			st->ref_tokens += o->ref->tokens - before;
+			st[each ? g : 0].t_ref += now() - t0;
+			st[each ? g : 0].ref_tokens += o->ref->tokens - before;
 			if (o->between && (rc = o->between(o->ctx, e)) < 0)
 				goto out;
 		}
@@ -444,7 +447,10 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 	for (uint32_t k = 0; k < K; k++)
 		names[k] = st->names[k];
 	st->min_size = n ? UINT32_MAX : 0;
+	struct scorer_stats *all = st;
 	for (uint32_t g = 0, i = 0; g < n; g++) {
+		if (each)   /* counted as when the group is scored alone */
+			st = &all[g], st->min_size = UINT32_MAX;
 		st->groups++;
 		st->zero_std += zs[g];
 		st->dropped += !keep[g];
@@ -488,6 +494,7 @@ int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t
 		if (gs[g].n)
 			pass_add(st, K, gs[g].n, solved);
 	}
+	st = all;
 out:
 	if (rc < 0)
 		for (uint32_t g = 0; g < n; g++)
@@ -501,6 +508,18 @@ out:
 	free(ex);
 	free(size);
 	return rc;
+}
+
+int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
+	       struct err *e)
+{
+	return run(o, gs, n, keep, st, 0, e);
+}
+
+int scorer_run_each(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep,
+		    struct scorer_stats *st, struct err *e)
+{
+	return run(o, gs, n, keep, st, 1, e);
 }
 
 void scorer_stats_add(struct scorer_stats *sum, const struct scorer_stats *st)

@@ -1,19 +1,20 @@
 /*
  * scorer.h: scoring the groups of one input, all or nothing.
  *
- * For a batch of groups (one input file, or one group of standard input,
- * which grpo-score streams: scoreio.h): each response is decoded (and
- * each prompt, when a reward program is asked), every reward function is
- * computed, the built-ins (reward.h) then the reward program's (rewardcmd.h;
- * with several copies, rewardpool.h, or asked per group, all the batch's
- * texts decoded first),
- * the advantages over the batch (advantage.h), and the reference logprobs
+ * For a batch of groups (one input file, or the groups of standard input
+ * that grpo-score has read so far, as it streams it: scoreio.h): each
+ * response is decoded (and each prompt, when a reward program is asked),
+ * every reward function is computed, the built-ins (reward.h) then the
+ * reward program's (rewardcmd.h; with several copies, rewardpool.h, or
+ * asked per group, all the batch's texts decoded first), the advantages
+ * over the batch (advantage.h), and the reference logprobs
  * of the groups kept (reflp.h). Only when all of that succeeded are the
  * trajectories marked scored (rewards, successes, advantage set): on error
  * none is, and the caller publishes nothing from the input.
  *
- * Groups of one input that share a group id are merged first (scorer_merge):
- * a group arriving in several records is scored as one. A group split
+ * Groups of one input that share a group id are merged first (scorer_merge,
+ * which scoreio_read calls; scorer_run merges nothing): a group arriving
+ * in several records is scored as one. A group split
  * across inputs cannot be (its other part may not exist yet); the tool
  * says so and each part is scored on its own.
  *
@@ -103,6 +104,16 @@ int scorer_merge(struct group *gs, uint32_t *n, struct err *e);
  */
 int scorer_run(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep, struct scorer_stats *st,
 	       struct err *e);
+
+/*
+ * scorer_run, but st (n of them) counts each group as scorer_run of that
+ * group alone would, so that their sum (scorer_stats_add, in order) is
+ * byte for byte the sum of the groups scored one at a time; the batch's
+ * times are all in st[0]. Streamed groups are scored so, several together
+ * (the copies of a reward program all at work), never merged.
+ */
+int scorer_run_each(const struct scorer_opt *o, struct group *gs, uint32_t n, uint8_t *keep,
+		    struct scorer_stats *st, struct err *e);
 
 /* Add the stats of a later part of an input (scored by another
  * scorer_run) into sum, which starts zeroed. */

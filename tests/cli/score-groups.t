@@ -8,7 +8,7 @@
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
 command -v jq > /dev/null || skip_all "no jq"
-plan 36
+plan 39
 cd "$T"
 
 # ids of "####", "#### ", "#### 1", "#### 18", "#### 17" (qwen3): 4 to 7 characters
@@ -56,6 +56,27 @@ is "$(wc -l < reqs3 | tr -d ' ')" 4 "one request per group"
 REQS=$T/reqss grpo-score -c 'sh rank.sh' --reward-groups -t "$TOK" < in.zst 2> errs | grpo-cat > stdin.jsonl
 ok $? "standard input: $(cat errs)"
 cmp -s one.jsonl stdin.jsonl
+ok $? "the same output"
+# and with two copies, the groups it holds together: each copy's first
+# request waits (10 s at most) until the other copy has one too. Asked one
+# group at a time, one copy worked and the other waited for nothing.
+mkdir at
+cat > meet.sh <<'EOF2'
+first=1
+while IFS= read -r x; do
+	touch "$AT/$$"
+	n=0
+	while [ $first = 1 ] && [ -z "$(ls "$AT" | grep -vx $$)" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	[ $n -lt 100 ] || echo $$ >> "$AT.alone"
+	first=0
+	printf '%s\n' "$x" | jq -c "$J"
+done
+EOF2
+AT=$T/at grpo-score -c 'sh meet.sh' --reward-groups --reward-jobs 2 -t "$TOK" < in.zst 2> errm | grpo-cat > meet.jsonl
+ok $? "standard input, 2 copies: $(cat errm)"
+is "$(ls at | wc -l | tr -d ' '):$(cat at.alone 2> /dev/null | wc -l | tr -d ' ')" 2:0 \
+	"both copies at work at once (copies asked : copies that waited alone)"
+cmp -s one.jsonl meet.jsonl
 ok $? "the same output"
 
 # with built-in rewards and weights: dr_grpo on x = gsm8k + 2 rank + 0 id. Group 1 is

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 39
+plan 54
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -88,6 +88,56 @@ ok $? "32 copies, standard input: $(cat errs)"
 cmp -s one.jsonl stdin.jsonl
 ok $? "the same output"
 
+# ---- standard input: the groups already read are scored together ----
+# 4 groups of 4 requests and 8 copies: one group at a time kept 4 copies idle
+export SLEEP=0 DELAY=none PIDS="$T/pids8"
+grpo-score -c 'sh prog.sh' --reward-jobs 8 -t "$TOK" < in.zst 2> err8 | grpo-cat > stdin8.jsonl
+ok $? "8 copies, standard input: $(cat err8)"
+is "$(sort -u pids8 | wc -l | tr -d ' ')" 8 "all 8 copies answered (a group at a time, 4 did)"
+cmp -s one.jsonl stdin8.jsonl
+ok $? "the same output as the file's with one program"
+# scored as one group at a time scores them: a group split (group 1 again,
+# apart) is not merged, adjacent records of one group are (group 6), the
+# sizes differ (pass_at's largest group, 5, comes after the 4s), group 5
+# has zero std (--drop-zero-std), group 7 has one member
+{ rollout_group 1 "$R" "$W" "$W" "$R"; rollout_group 2 "$R" "$R" "$W"; rollout_group 5 "$R" "$R" "$R" "$R"
+	rollout_group 1 "$W" "$R" | sed 's/"sequence_id":10/"sequence_id":15/g'
+	rollout_group 3 "$R" "$W" "$R" "$W" "$R"; rollout_group 6 "$R" "$W"
+	rollout_group 6 "$W" "$W" | sed 's/"sequence_id":60/"sequence_id":65/g'; rollout_group 7 "$W"; } |
+	grpo-cat --from-json -o mixed-in.zst
+export PIDS="$T/pidsx"
+for j in 1 8; do
+	grpo-score -c 'sh prog.sh' --reward-jobs $j -z -x m$j.jsonl -t "$TOK" < mixed-in.zst > s$j.zst 2> e$j &&
+		grpo-score -c 'sh prog.sh' --reward-jobs $j -z -x q$j.jsonl -o q$j -t "$TOK" < mixed-in.zst 2> /dev/null
+	ok $? "--reward-jobs $j, standard input, to standard output and into a queue: $(cat e$j)"
+done
+cmp -s s1.zst s8.zst
+ok $? "8 copies: standard output byte for byte one program's ($(wc -c < s8.zst | tr -d ' ') bytes)"
+is "$(grpo-cat s8.zst | wc -l | tr -d ' ')" 6 "7 groups, group 5 dropped (check of the check)"
+(cd q1 && find . -type f | sort | xargs cksum) > q1.sum && (cd q8 && find . -type f | sort | xargs cksum) > q8.sum
+cmp -s q1.sum q8.sum
+ok $? "the same file published, byte for byte: $(cat q8.sum)"
+cmp -s e1 e8 && grep -q 'group 1 came earlier too' e8
+ok $? "the same warnings: $(cat e8)"
+# the times aside (decode_s on), the same metrics lines
+cat m1.jsonl q1.jsonl | sed 's/,"decode_s".*//' > m1.cut && cat m8.jsonl q8.jsonl | sed 's/,"decode_s".*//' > m8.cut
+cmp -s m1.cut m8.cut && grep -q '"groups":7,' m8.cut && grep -q '"pass_at":{"1":[^}]*"5":' m8.cut
+ok $? "the same metrics lines: $(cat m8.cut)"
+# A producer that waits: the groups it has written are scored without waiting
+# for more (group 1 comes out once group 2's record shows it whole)
+{ rollout_group 1 "$R" "$W" "$W" "$R"; rollout_group 2 "$R" "$R" "$W" "$W"; } | grpo-cat --from-json -o part1.zst
+{ rollout_group 3 "$W" "$W" "$W" "$R"; rollout_group 4 "$R" "$W" "$R" "$W"; } | grpo-cat --from-json -o part2.zst
+rm -f late
+{ cat part1.zst; n=0
+	while [ "$(grpo-cat part.zst 2> /dev/null | wc -l)" -lt 1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+	[ $n -lt 300 ] || touch late
+	cat part2.zst; } | grpo-score -c 'sh prog.sh' --reward-jobs 4 -t "$TOK" > part.zst 2> errp
+ok $? "a producer that waits for its first group's output: $(cat errp)"
+[ ! -e late ]
+ok $? "group 1 came out before the producer went on"
+grpo-cat part.zst | cmp -s one.jsonl -
+ok $? "then the rest: the same output"
+
 # ---- errors: exit status 1, nothing written, the copy and the sequence named ----
 printf '%s\n' '{"rewards": {"r": 1, "s": 0}}' '{"rewards": {"r": 0, "s": 0}}' > two.jsonl
 for kind in crash hang garbage twice lasttwice names; do
@@ -111,6 +161,14 @@ for kind in crash hang garbage twice lasttwice names; do
 	grep -q "reward program 'sh bad.sh' (copy [1-4] of 4) " err && grep -qF "$want" err
 	ok $? "$kind: naming the copy and the sequence: $(cat err)"
 done
+# standard input, into a queue: its batch fails with the group named, nothing published
+printf '%s\n' "while IFS= read -r x; do case \$x in *'\"sequence_id\": 201,'*) exit 3 ;;
+	*) echo '{\"rewards\": {\"r\": 1}}' ;; esac; done" > crash.sh
+grpo-score -c 'sh crash.sh' --reward-jobs 4 -x mc.jsonl -o qc -t "$TOK" < in.zst 2> err
+is "$?:$(find qc -name '*.zst' | wc -l | tr -d ' '):$(cat mc.jsonl 2> /dev/null | wc -l | tr -d ' ')" "1:0:0" \
+	"standard input, a copy crashing on group 2: exit status 1, nothing published, no metrics line"
+grep -q "^grpo-score: <stdin>: reward program 'sh crash.sh' (copy [1-4] of 4) ended without answering for sequence 201 of group 2" err
+ok $? "naming standard input, the copy and the sequence: $(cat err)"
 # the other copies are stopped with the one that failed: a copy 30 s into
 # sequence 200 when another ends at 201 holds nothing up (waiting for it,
 # the run took 30 s)

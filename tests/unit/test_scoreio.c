@@ -128,6 +128,69 @@ static void seen_window(void)
 	scoreio_seen_free(&d);
 }
 
+/* b's bytes from *at to upto into fd (a pipe, which holds them all). */
+static int part(int fd, const struct buf *b, size_t *at, size_t upto)
+{
+	int r = write(fd, b->data + *at, upto - *at) == (ssize_t)(upto - *at);
+	*at = upto;
+	return r;
+}
+
+/* Standard input from a producer that writes a part and waits:
+ * scoreio_stream_ready_next hands out only what the pipe already holds,
+ * says 2 rather than wait, and loses nothing it read meanwhile. Each
+ * part is written flushed, as grpo-collect writes a group. */
+static void stream_ready(void)
+{
+	struct group in[4];
+	one_group(&in[0], 1, 2, 10);   /* group 1 in two records */
+	one_group(&in[1], 1, 1, 12);
+	one_group(&in[2], 2, 1, 20);
+	one_group(&in[3], 3, 2, 30);
+	struct buf b = { 0 };
+	size_t cut[4];
+	struct sfile_writer w;
+	struct err e = { "" };
+	int wrote = sfile_writer_init(&w, sfile_sink_buf, &b, 3, &e) == 0;
+	for (int i = 0; i < 4 && wrote; i++) {
+		response(&in[i]);
+		wrote = sfile_write_group(&w, &in[i], &e) == 0 && sfile_writer_flush(&w, &e) == 0;
+		cut[i] = b.len;
+	}
+	wrote = wrote && sfile_writer_finish(&w, &e) == 0;
+	sfile_writer_free(&w);
+	for (int i = 0; i < 4; i++)
+		group_free(&in[i]);
+	int pp[2];
+	ok(wrote && pipe(pp) == 0, "4 records, each flushed (%s)", e.msg);
+	struct scoreio_stream st;
+	struct group g[3];
+	int r[8], k = 0;
+	size_t at = 0;
+	scoreio_stream_open(&st, pp[0], "pipe", &e);
+	r[k++] = scoreio_stream_ready_next(&st, &g[0], &e);   /* nothing written yet: 2 */
+	wrote = part(pp[1], &b, &at, cut[1]);
+	r[k++] = scoreio_stream_ready_next(&st, &g[0], &e);   /* group 1's two records: 2, whole or not */
+	wrote &= part(pp[1], &b, &at, cut[2]);
+	r[k++] = scoreio_stream_ready_next(&st, &g[0], &e);   /* group 2's record shows group 1 whole */
+	r[k++] = scoreio_stream_ready_next(&st, &g[1], &e);   /* group 2 waits for the next record */
+	wrote &= part(pp[1], &b, &at, b.len);
+	close(pp[1]);
+	r[k++] = scoreio_stream_ready_next(&st, &g[1], &e);
+	r[k++] = scoreio_stream_ready_next(&st, &g[2], &e);   /* the last, at the end of the input */
+	r[k++] = scoreio_stream_ready_next(&st, &g[2], &e) + 10;
+	ok(wrote, "the parts written into the pipe");
+	is_int(r[0] * 1000000 + r[1] * 100000 + r[2] * 10000 + r[3] * 1000 + r[4] * 100 + r[5] * 10 + r[6] - 10,
+	       2212110, "2 while the pipe is empty or a group unfinished, then each group, then the end (%s)", e.msg);
+	ok(g[0].group_id.num == 1 && g[0].n == 3 && g[0].trajs[2].sequence_id.num == 12 && g[1].group_id.num == 2 &&
+	   g[2].group_id.num == 3 && g[2].n == 2 && st.records == 4, "group 1's records merged across the waits");
+	for (int i = 0; i < 3; i++)
+		group_free(&g[i]);
+	scoreio_stream_close(&st);
+	close(pp[0]);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -244,5 +307,6 @@ int main(void)
 		group_free(&got[i]);
 	buf_free(&b);
 	merge_many();
+	stream_ready();
 	return tap_done();
 }
