@@ -2,6 +2,7 @@
 #include "data/sfile.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1125,6 +1126,20 @@ int sfile_read(struct sfile_reader *r, struct record *rec, struct err *e)
 		r->record_no++;
 		return 1;
 	}
+}
+
+int sfile_reader_ready(const struct sfile_reader *r)
+{
+	if (r->eof || r->fd < 0 || r->in_pos < r->in_len)
+		return 1;
+	size_t held = r->out.len - r->out_pos;
+	if (r->header_done && held >= 16 && get64(r->out.data + r->out_pos + 8) <= held - 16)
+		return 1;
+	struct pollfd pfd = { r->fd, POLLIN, 0 };
+	int n;
+	while ((n = poll(&pfd, 1, 0)) < 0 && errno == EINTR)
+		;
+	return n != 0;   /* an error is the read's to report */
 }
 
 int sfile_reader_drained(const struct sfile_reader *r)

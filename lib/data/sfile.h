@@ -113,5 +113,14 @@ void sfile_reader_close(struct sfile_reader *r);   /* does not close fd */
  * decoder reads a block ahead, and a block's bytes cannot be told to a record.
  */
 int sfile_reader_drained(const struct sfile_reader *r);
+/*
+ * Whether sfile_read may be called without waiting: r's buffers hold the
+ * next record whole, or compressed bytes not yet decompressed (a producer
+ * that flushes whole records never leaves those short of one), or its
+ * descriptor has bytes waiting or its end (poll(2); a regular file always
+ * has), or it reads memory. A reader of a pipe that must not block on a
+ * producer still writing asks first.
+ */
+int sfile_reader_ready(const struct sfile_reader *r);
 
 #endif

@@ -1,8 +1,6 @@
 /* scoreio.c: see scoreio.h. */
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,39 +156,13 @@ int scoreio_stream_open(struct scoreio_stream *s, int fd, const char *name, stru
 	return sfile_reader_open_fd(&s->rd, fd, name, e);
 }
 
-/* Whether the next sfile_read can take its bytes from what the input
- * already holds: the reader's buffers (decompressed, or compressed bytes
- * not yet decompressed, which a producer that flushes whole groups never
- * leaves short of a record), or a descriptor that poll says is readable
- * (a regular file always is; a pipe at its end is too). */
-static int stream_ready(const struct scoreio_stream *s)
-{
-	const struct sfile_reader *rd = &s->rd;
-	if (s->at_end || rd->eof || rd->fd < 0 || rd->in_pos < rd->in_len)
-		return 1;
-	if (rd->out.len - rd->out_pos >= 16) {
-		const unsigned char *p = rd->out.data + rd->out_pos;
-		uint64_t len = 0;
-		for (int k = 7; k >= 0; k--)   /* the record's length, little-endian at byte 8 */
-			len = len << 8 | p[8 + k];
-		if (rd->header_done && len <= rd->out.len - rd->out_pos - 16)
-			return 1;
-	}
-	struct pollfd pfd = { rd->fd, POLLIN, 0 };
-	int r;
-	while ((r = poll(&pfd, 1, 0)) < 0 && errno == EINTR)
-		;
-	/* an error is the read's to report */
-	return r != 0;
-}
-
 /* scoreio_stream_next, or, when wait is 0, 2 as soon as the next record
  * would have to be waited for (what was read is kept for the next call). */
 static int stream_next(struct scoreio_stream *s, struct group *g, int wait, struct err *e)
 {
 	for (;;) {
 		struct record rec;
-		if (!wait && !stream_ready(s))
+		if (!wait && !s->at_end && !sfile_reader_ready(&s->rd))
 			return 2;
 		int r = s->at_end ? 0 : sfile_read(&s->rd, &rec, e);
 		if (r < 0)

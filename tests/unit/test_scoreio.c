@@ -150,7 +150,7 @@ static void stream_ready(void)
 	struct buf b = { 0 };
 	size_t cut[4];
 	struct sfile_writer w;
-	struct err e = { "" };
+	struct err e = { 0 };
 	int wrote = sfile_writer_init(&w, sfile_sink_buf, &b, 3, &e) == 0;
 	for (int i = 0; i < 4 && wrote; i++) {
 		response(&in[i]);
