@@ -152,7 +152,9 @@ static void test_gc_fault(int errnum)
 		fsys_test_fail_at(k, errnum);
 		int r = do_gc(spool, arch, &e);
 		fsys_test_fail_at(0, 0);
-		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+		if (r > 0)
+			bad_at = "it returned neither 0 nor -1";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
 			bad_at = e.msg;
 		else if (r == 0 && gc_not_done(spool, arch, got, sizeof got))
 			bad_at = "it succeeded with its work undone";
@@ -447,7 +449,9 @@ static void test_recover_fault(int errnum)
 		fsys_test_fail_at(k, errnum);
 		int r = queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e);
 		fsys_test_fail_at(0, 0);
-		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+		if (r > 0)
+			why = "it returned neither 0 nor -1";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
 			why = e.msg;
 		else if (r == 0 && recovered(q))
 			why = "it succeeded with its work undone";
@@ -685,6 +689,77 @@ static void test_status_more(void)
 		free(s.claims);
 }
 
+/*
+ * recover in step 0, the first step of every run: a dead consumer's claim
+ * there is returned as anywhere else; and a directory in .tmp that is not
+ * gc's (another writer's temporary, holding step_N of its own) is left
+ * where it is, not merged into the queue as an interrupted gc's step.
+ */
+static void test_recover_step0(void)
+{
+	char q[600], other[700];
+	struct err e;
+	snprintf(q, sizeof q, "%s/rec0/rollouts", top);
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || spool_put(q, 9, 0, "keep.zst", "K") != 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, 0, 0, "a.zst", 0, NULL) == 0 ? 0 : 1);   /* dies holding it */
+	}
+	int ws;
+	bad |= waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0", q);
+	sh("mkdir -p %s", other);
+	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0/other.zst", q);
+	FILE *f = fopen(other, "w");
+	bad |= !f;
+	if (f)
+		fclose(f);
+	ok(!bad, "step 0 claimed by a consumer that died; .tmp/writer.1.2.3/step_9 of another writer");
+	struct queue_recover_stats rs = { 0, 0, 0, 0 };
+	is_int(queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e), 0, "recover");
+	ok(rs.returned == 1 && !exists("%s/step_0/rank_0/.claimed/a.zst", q), "the claim in step 0 is returned");
+	ok(exists("%s/.tmp/writer.1.2.3/step_9/rank_0/other.zst", q) && !exists("%s/step_9/rank_0/other.zst", q) &&
+	   rs.gc_finished == 0, "the other writer's directory is left in .tmp, nothing of it in the queue");
+}
+
+/*
+ * gc without --archive removes a finished step whatever number of files it
+ * holds; and before it removes a marked step whose DONE records a job of
+ * plain inputs, it keeps that job in QUEUE/.jobs, or grpo-pack would pack
+ * those inputs again (and the trainer train them twice).
+ */
+static void test_gc_plain_jobs(void)
+{
+	char q[600], mk[700], jobs[700], text[512];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/gcjobs/batches", top);
+	int bad = done_file(q, 1, 0, "a.zst", "A") || done_file(q, 1, 1, "b.zst", "B") ||
+		  done_file(q, 1, 1, "c.zst", "C") || done_file(q, 2, 0, "d.zst", "D");
+	for (int s = 1; s <= 2; s++) {
+		snprintf(mk, sizeof mk, "%s/step_%d/DONE", q, s);
+		FILE *f = fopen(mk, "w");
+		bad |= !f || fprintf(f, "{\"step\":%d,\"runs\":[],\"job\":{\"id\":\"00000000000000ab\",\"first_step\":1,"
+				     "\"sequences\":3,\"finished\":%s,\"done\":[]}}\n", s, s == 1 ? "false" : "true") < 0;
+		if (f)
+			fclose(f);
+	}
+	ok(!bad, "two marked steps, step 1 of three files over two ranks, each DONE with the job of plain inputs");
+	is_int(queue_gc(q, 1, NULL, &st, &e), 0, "gc --keep-last 1, no archive");
+	ok(st.removed == 1 && !exists("%s/step_1", q) && exists("%s/step_2/DONE", q),
+	   "step 1 removed whole (%ld removed, %ld unfinished)", st.removed, st.unfinished);
+	snprintf(jobs, sizeof jobs, "%s/.jobs", q);
+	FILE *f = fopen(jobs, "r");
+	size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = '\0';
+	ok(strstr(text, "{\"step\":1,\"job\":{\"id\":\"00000000000000ab\",\"first_step\":1,") != NULL,
+	   "its job is kept in QUEUE/.jobs: %s", n ? text : "(none)");
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -702,6 +777,8 @@ int main(void)
 	test_retire_step();
 	test_status_more();
 	test_gc_oldest_marker();
+	test_recover_step0();
+	test_gc_plain_jobs();
 	test_leftover();
 	test_recover_crash();
 	test_recover_fault(EIO);
