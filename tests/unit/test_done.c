@@ -184,6 +184,10 @@ static void test_jobs(void)
 	ok(none && done_step_job(q, 7, &j, &e) == 0, "done_step_job: another producer's marker, or none: no job");
 	ok(done_step_job(q, 4, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.finished, "a manifest's job");
 	done_job_free(&j);
+	int lead = put_done(q, 8, "\n {\"step\":8,\"job\":{\"id\":\"00000000000000ee\",\"first_step\":8,"
+				  "\"sequences\":1,\"finished\":true,\"done\":[]}}\n");
+	ok(!lead && done_step_job(q, 8, &j, &e) == 1 && j.id == 0xee, "a manifest after white space: its job");
+	done_job_free(&j);
 	ok(done_step_job(q, 5, &j, &e) < 0 && strstr(e.msg, "/step_5/DONE: job: expected"), "a damaged job: %s", e.msg);
 	ok(done_step_job(q, 6, &j, &e) < 0 && strstr(e.msg, "/step_6/DONE: not a JSON object"), "a torn object: %s",
 	   e.msg);
