@@ -96,6 +96,25 @@ MODULES = {
         targets=["build/tests/test_step", "build/bin/grpo-step"],
         objects=["build/lib/train/step.o"],
         tests=[UNIT + "test_step", CLI + "step-parity.t", CLI + "step.t", CLI + "step-ops.t"]),
+    "claim": dict(
+        files=["lib/spool/claim.c"],
+        targets=["build/tests/test_claim", "build/tests/test_queue", "build/tests/test_watch",
+                 "build/bin/grpo-spool"],
+        objects=["build/lib/spool/claim.o"],
+        tests=[UNIT + "test_claim", UNIT + "test_queue", UNIT + "test_watch",
+               CLI + "spool.t", CLI + "spool-quarantine.t"]),
+    "queue": dict(
+        files=["lib/spool/queue.c"],
+        targets=["build/tests/test_queue", "build/bin/grpo-spool"],
+        objects=["build/lib/spool/queue.o"],
+        tests=[UNIT + "test_queue", CLI + "spool.t", CLI + "spool-status.t", CLI + "spool-quarantine.t"]),
+    "done": dict(
+        files=["lib/data/done.c"],
+        targets=["build/tests/test_done", "build/tests/test_queue", "build/tests/test_packbuf",
+                 "build/bin/grpo-pack", "build/bin/grpo-spool"],
+        objects=["build/lib/data/done.o"],
+        tests=[UNIT + "test_done", UNIT + "test_queue", UNIT + "test_packbuf",
+               CLI + "pack-gc-jobs.t", CLI + "pack-once.t"]),
 }
 
 UNITS_ONLY = False

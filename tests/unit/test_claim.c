@@ -136,6 +136,8 @@ static void test_claim_basics(void)
 	ok(!strcmp(id.host, "elsewhere.example") && id.pid == 4242 && id.lease == 60, "its record is read back");
 	is_int(claim_check(cp, 0, now + 61, &id, &age, &e), 1, "it is stale once its lease has passed");
 	is_int(claim_check(cp, 3600, now + 61, &id, &age, &e), 0, "--lease overrides the record's lease");
+	is_int(claim_check(cp, 0, now + 30, &id, &age, &e), 0, "without --lease, half its own lease on, it is live");
+	is_int(claim_check(cp, 1, now + 30, &id, &age, &e), 1, "--lease 1 makes it stale a second on");
 	struct queue_recover_stats rs = { 0, 0, 0, 0 };
 	is_int(queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, now, &rs, &e), 0, "recover now");
 	ok(rs.returned == 0 && rs.live == 1, "recover leaves the live foreign claim (%ld, %ld)", rs.returned, rs.live);
@@ -400,8 +402,382 @@ static void test_records(void)
 	ok(claim_format_id(&a, text, 20) < 0, "nor a record that does not fit its buffer");
 	ok(claim_parse_id("host=h pid=0 pstart=1 time=1 lease=1", &b) < 0 && claim_parse_id("pid=1", &b) < 0,
 	   "pid 0 and a record without its fields are not records");
+	ok(claim_parse_id("host=h pid=1 pstart=1 time=1 lease=1", &b) == 0 && b.pid == 1,
+	   "pid 1 is a holder (a consumer that is a container's first process)");
 	ok(sizeof(struct claim) <= 2 * PATH_MAX + 512, "struct claim holds two paths, not four (%zu bytes)",
 	   sizeof(struct claim));
+}
+
+/* Field 22 of /proc/self/stat (process start, clock ticks), read here apart from claim.c. */
+static unsigned long long self_start(void)
+{
+	char line[1024];
+	unsigned long long v = 0;
+	if (slurp("/proc/self/stat", line, sizeof line) <= 0 || !strrchr(line, ')'))
+		return 0;
+	char *p = strrchr(line, ')') + 2;   /* field 3, the state */
+	for (int field = 3; field < 22 && p; field++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	return p && sscanf(p, "%llu", &v) == 1 ? v : 0;
+}
+
+/*
+ * What a claim records of its holder: recovery on a host without flock
+ * tells a dead holder from a live one by pid and process start time, so a
+ * wrong or missing start time would keep a dead consumer's file claimed
+ * (or return a live one's) once the pid is reused.
+ */
+static void test_self(void)
+{
+	struct claim_id id;
+	unsigned long long want = self_start();
+	time_t t0 = time(NULL);
+	claim_self(&id, 0);
+	ok(want > 0 && id.pstart == want, "a claim records this process's start time (%llu, /proc says %llu)",
+	   id.pstart, want);
+	ok(id.pid == (long)getpid() && id.since >= (long long)t0 && id.since <= (long long)time(NULL) &&
+	   id.lease == CLAIM_LEASE_DEFAULT, "its pid, the time and the default lease (%ld)", id.lease);
+	char host[256] = "";
+	ok(gethostname(host, sizeof host - 1) == 0 && host[0] && !strcmp(id.host, host),
+	   "and this host's name (%s), which tells recovery on another host to judge it by its lease",
+	   id.host);
+	claim_self(&id, 60);
+	is_int(id.lease, 60, "a lease given is recorded");
+	setenv("GRPO_CLAIM_HOST", "node 7", 1);
+	claim_self(&id, 0);
+	unsetenv("GRPO_CLAIM_HOST");
+	ok(!strcmp(id.host, "node_7"), "GRPO_CLAIM_HOST names the host, white space made '_' (%s)", id.host);
+}
+
+/* Publish and consume one file: done. */
+static int retire_one(const char *queue, int64_t step, int rank, const char *name)
+{
+	struct claim c;
+	if (spool_put(queue, step, rank, name, name) != 0 || claim_take(&c, queue, step, rank, name, 0, NULL) != 0)
+		return -1;
+	return claim_retire(&c, NULL);
+}
+
+/* Only a spool file's own name can be claimed: not a hidden name (.claimed,
+ * .done are the protocol's own directories), not a path, not nothing; a
+ * name of one letter is a name. */
+static void test_names(void)
+{
+	char q[512], hidden[600];
+	struct claim c;
+	struct err e;
+	snprintf(q, sizeof q, "%s/names/rollouts", top);
+	int bad = spool_put(q, 1, 0, "x", "one letter") != 0 || retire_one(q, 1, 0, "d.zst") != 0;
+	snprintf(hidden, sizeof hidden, "%s/step_1/rank_0/.secret", q);
+	FILE *f = fopen(hidden, "w");
+	bad |= !f;
+	if (f)
+		fclose(f);
+	ok(!bad, "a rank holding x, a done file (so .claimed and .done exist) and .secret");
+	is_int(claim_take(&c, q, 1, 0, "x", 0, &e), 0, "a file named x is claimed");
+	claim_release(&c, NULL);
+	const char *refused[] = { "", ".claimed", ".done", ".secret", "rank_0/x", "../rank_0/x" };
+	int took = 0;
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		int r = claim_take(&c, q, 1, 0, refused[i], 0, &e);
+		if (r != -1 || !strstr(e.msg, "not a spool file name")) {
+			diag("claim_take(\"%s\") gave %d", refused[i], r);
+			took++;
+		}
+		if (r == 0)
+			claim_release(&c, NULL);
+	}
+	is_int(took, 0, "no empty, hidden or slashed name is claimed, each refused as not a spool file name");
+}
+
+/*
+ * claim_held_by, which lets the command grpo-spool consume runs read the
+ * file whose claim it inherited (and no other claimed file): true only for
+ * the record of that file's claim, held through that descriptor.
+ */
+static void test_held_by(void)
+{
+	char q[512], f[700], g[700], outside[700];
+	struct claim a, b;
+	struct err e;
+	snprintf(q, sizeof q, "%s/held/rollouts", top);
+	int bad = spool_put(q, 2, 1, "f.zst", "F") != 0 || spool_put(q, 2, 1, "g.zst", "G") != 0 ||
+		  claim_take(&a, q, 2, 1, "f.zst", 0, &e) != 0 || claim_take(&b, q, 2, 1, "g.zst", 0, &e) != 0;
+	snprintf(f, sizeof f, "%s/step_2/rank_1/f.zst", q);
+	snprintf(g, sizeof g, "%s/step_2/rank_1/g.zst", q);
+	snprintf(outside, sizeof outside, "%s/held/f.zst", top);
+	ok(!bad, "two files of a rank, each claimed");
+	ok(claim_held_by(f, a.fd) == 1 && claim_held_by(g, b.fd) == 1, "each claim's record holds its own file");
+	ok(claim_held_by(f, b.fd) == 0 && claim_held_by(g, a.fd) == 0, "and not the other's");
+	int other = open(f, O_RDONLY);
+	ok(claim_held_by(f, other) == 0 && claim_held_by(f, -1) == 0,
+	   "the file's own descriptor, or none, holds no claim");
+	if (other >= 0)
+		close(other);
+	ok(claim_held_by(outside, a.fd) == 0, "nor does a record hold a path outside the spool");
+	int kept = dup(a.fd);
+	bad = claim_release(&a, &e) != 0;
+	ok(!bad && claim_held_by(f, kept) == 0, "once released, the record no longer holds the file");
+	if (kept >= 0)
+		close(kept);
+	claim_release(&b, NULL);
+}
+
+/* Publish step_1/rank_0/f.zst, and remove QUEUE/.tmp, which the claim then makes. */
+static int put_without_tmp(const char *q)
+{
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	return spool_put(q, 1, 0, "f.zst", "F") != 0 || rmdir(tmp) != 0 ? -1 : 0;
+}
+
+/*
+ * claim_take with each of its spool system calls failing in turn (EIO, or
+ * ENOSPC): it fails saying why, or it claims the file; a failure is never
+ * passed off as "not available" (a consumer would go on without the file)
+ * nor as a claim without its record; and after recover the file is claimed.
+ */
+static void test_take_fault(int errnum)
+{
+	char q[512];
+	struct claim c;
+	struct err e;
+	snprintf(q, sizeof q, "%s/takef/%d/0", top, errnum);
+	if (put_without_tmp(q) != 0) {
+		ok(0, "a file to claim");
+		return;
+	}
+	fsys_test_fail_at(0, 0);
+	int r = claim_take(&c, q, 1, 0, "f.zst", 0, &e);
+	long n = fsys_calls_made(), k;
+	claim_release(&c, NULL);
+	const char *why = r == 0 ? NULL : "it does not claim with no failure";
+	for (k = 1; k <= n && !why; k++) {
+		snprintf(q, sizeof q, "%s/takef/%d/%ld", top, errnum, k);
+		if (put_without_tmp(q) != 0) {
+			ok(0, "a file to claim (failing at %ld)", k);
+			return;
+		}
+		char rec[700];
+		struct stat st;
+		snprintf(rec, sizeof rec, "%s/step_1/rank_0/.claimed/f.zst", q);
+		fsys_test_fail_at(k, errnum);
+		r = claim_take(&c, q, 1, 0, "f.zst", 0, &e);
+		fsys_test_fail_at(0, 0);
+		if (r == 1)
+			why = "a failure was taken for a file not available";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
+			why = e.msg;
+		else if (r == 0 && (c.state != CLAIM_HELD || stat(rec, &st) != 0))
+			why = "claimed without a claim record";
+		if (r == 0)
+			claim_release(&c, NULL);
+		if (!why && (recover_queue(q) < 0 || claim_take(&c, q, 1, 0, "f.zst", 0, &e) != 0))
+			why = "the file cannot be claimed after recover";
+		claim_release(&c, NULL);
+	}
+	ok(n > 5 && !why, "claim_take with each of its %ld calls failing with %s: said, or claimed; then the file "
+	   "is claimed%s%s", n, strerror(errnum), why ? ": " : "", why ? why : "");
+	if (why)
+		diag("at call %ld", k - 1);
+}
+
+/*
+ * A holder whose claim was returned as stale (recover judged it dead: a
+ * paused process, another host's lost lease) and taken by another consumer
+ * meanwhile must not end the new holder's claim: releasing it leaves the
+ * new claim (the file is not handed out a third time), retiring it says 1
+ * and leaves the file to the new holder. A holder that finds the file
+ * retired already by whoever took it over drops its own record, and the
+ * done record stays the one there was.
+ */
+static void test_taken_over(void)
+{
+	char q[512], rec[700], done[700], text[256];
+	struct claim a, b, c;
+	struct err e;
+	struct stat st;
+	snprintf(q, sizeof q, "%s/over/rollouts", top);
+	snprintf(rec, sizeof rec, "%s/step_1/rank_0/.claimed/f.zst", q);
+	snprintf(done, sizeof done, "%s/step_1/rank_0/.done/f.zst", q);
+	int bad = spool_put(q, 1, 0, "f.zst", "F") != 0 || claim_take(&a, q, 1, 0, "f.zst", 0, &e) != 0;
+	bad |= unlink(rec) != 0;   /* returned as recover does */
+	bad |= claim_take(&b, q, 1, 0, "f.zst", 0, &e) != 0;
+	ok(!bad, "a claim returned as stale, the file taken by another");
+	is_int(claim_release(&a, &e), 0, "the first holder releases");
+	ok(stat(rec, &st) == 0 && claim_held_by(b.path, b.fd) == 1, "the new holder's claim stays");
+	is_int(claim_take(&c, q, 1, 0, "f.zst", 0, &e), 1, "so the file is not handed out again");
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	is_int(count_files(tmp), 0, "and the losing claim leaves no temporary in .tmp");
+	bad = unlink(rec) != 0 || claim_take(&a, q, 1, 0, "f.zst", 0, &e) != 0;   /* b's returned in turn */
+	ok(!bad, "the new holder's claim returned, the first holder takes the file again");
+	int bfd = b.fd;
+	is_int(claim_retire(&b, &e), 1, "a holder whose claim was taken over retires: 1, nothing done");
+	ok(b.state == CLAIM_RETIRED && b.fd == -1 && fcntl(bfd, F_GETFD) < 0, "and its record is closed");
+	ok(stat(rec, &st) == 0 && claim_held_by(a.path, a.fd) == 1 && stat(done, &st) != 0,
+	   "the file stays claimed by its holder, not done");
+
+	/* a done record there already: retired by a holder that took it over */
+	char dir[700];
+	snprintf(dir, sizeof dir, "%s/step_1/rank_0/.done", q);
+	mkdir(dir, 0755);
+	FILE *f = fopen(done, "w");
+	bad = !f || fputs("host=other pid=7 pstart=1 time=1 lease=60\n", f) < 0;
+	if (f)
+		fclose(f);
+	ok(!bad, "the file retired meanwhile by a holder that took it over");
+	is_int(claim_retire(&a, &e), 0, "it retires: 0");
+	ok(stat(rec, &st) != 0 && slurp(done, text, sizeof text) > 0 && !strncmp(text, "host=other ", 11),
+	   "our record is gone, the done record is the one there was");
+}
+
+/* Set a record's modification time s seconds back; 0 or -1. */
+static int age_record(const char *path, long s)
+{
+	struct timespec t[2] = { { time(NULL) - s, 0 }, { time(NULL) - s, 0 } };
+	return utimensat(AT_FDCWD, path, t, 0);
+}
+
+static long long record_age(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long long)time(NULL) - (long long)st.st_mtime : -1;
+}
+
+/*
+ * Renewing a lease moves the record's time on, so that recovery on another
+ * host does not return a file still being consumed; a holder that keeps
+ * only the record's path and identity (watch.h) renews its own record and
+ * no other, and learns when its claim is gone.
+ */
+static void test_renew(void)
+{
+	char q[512];
+	struct claim a;
+	struct err e;
+	snprintf(q, sizeof q, "%s/renew/rollouts", top);
+	int bad = spool_put(q, 1, 0, "f.zst", "F") != 0 || claim_take(&a, q, 1, 0, "f.zst", 0, &e) != 0 ||
+		  age_record(a.claim_path, 1000) != 0;
+	ok(!bad && record_age(a.claim_path) >= 1000, "a claim last renewed 1000 s ago");
+	bad = claim_renew(&a, &e) != 0;
+	ok(!bad && record_age(a.claim_path) < 100, "claim_renew makes it recent");
+	bad = age_record(a.claim_path, 1000) != 0;
+	ok(!bad && claim_renew_record(a.claim_path, a.dev, a.ino, &e) == 0 && record_age(a.claim_path) < 100,
+	   "claim_renew_record renews it by its path and identity");
+	bad = age_record(a.claim_path, 1000) != 0;
+	ok(!bad && claim_renew_record(a.claim_path, a.dev, a.ino + 1, &e) == 1 && record_age(a.claim_path) >= 1000,
+	   "another record under the name: 1, not renewed");
+	fsys_test_fail_at(1, EIO);
+	int r = claim_renew_record(a.claim_path, a.dev, a.ino, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == -1 && strstr(e.msg, strerror(EIO)), "a record that cannot be opened: -1, said (%d)", r);
+	bad = unlink(a.claim_path) != 0;
+	ok(!bad && claim_renew_record(a.claim_path, a.dev, a.ino, &e) == 1, "a record returned meanwhile: 1");
+	claim_release(&a, NULL);
+}
+
+/*
+ * claim_retire and claim_release with each of their spool system calls
+ * failing in turn: either done, or -1 said with the claim still held, so
+ * that the same call again finishes; never the claim given up quietly.
+ */
+static void test_end_fault(int retire)
+{
+	char q[512], rec[700], done[700];
+	struct claim c;
+	struct err e;
+	struct stat st;
+	long n = -1, k;
+	const char *why = NULL;
+	for (k = 0; (n < 0 || k <= n) && !why; k++) {
+		snprintf(q, sizeof q, "%s/endf/%d/%ld", top, retire, k);
+		if (spool_put(q, 1, 0, "f.zst", "F") != 0 || claim_take(&c, q, 1, 0, "f.zst", 0, &e) != 0) {
+			ok(0, "a claimed file (failing at %ld)", k);
+			return;
+		}
+		snprintf(rec, sizeof rec, "%s/step_1/rank_0/.claimed/f.zst", q);
+		snprintf(done, sizeof done, "%s/step_1/rank_0/.done/f.zst", q);
+		fsys_test_fail_at(k, EIO);
+		int r = retire ? claim_retire(&c, &e) : claim_release(&c, &e);
+		if (k == 0)
+			n = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		if (r < 0 && (!strstr(e.msg, strerror(EIO)) || c.state != CLAIM_HELD))
+			why = "a failure not said, or the claim dropped";
+		else if (r < 0 && (retire ? claim_retire(&c, &e) : claim_release(&c, &e)) != 0)
+			why = "the call again does not finish";
+		else if (r > 0)
+			why = "a failure taken for a claim taken away";
+		else if (retire ? stat(done, &st) != 0 || stat(rec, &st) == 0 : stat(rec, &st) == 0)
+			why = retire ? "not retired" : "not released";
+		claim_release(&c, NULL);
+	}
+	ok(n > 1 && !why, "%s with each of its %ld calls failing: done, or said and done by a second call%s%s",
+	   retire ? "claim_retire" : "claim_release", n, why ? ": " : "", why ? why : "");
+	if (why)
+		diag("at call %ld", k - 1);
+}
+
+/*
+ * claim_check's other answers: a record that is gone (retired or released
+ * while recover or status looked, even just before its lock) is gone, not
+ * stale, nor an error, with no holder; an unreadable record is judged by
+ * its age against the default lease (or the one given), with no holder.
+ */
+static void test_check(void)
+{
+	char q[512], p[600];
+	struct claim a;
+	struct claim_id id;
+	long long age = -1;
+	struct err e;
+	snprintf(q, sizeof q, "%s/check/rollouts", top);
+	snprintf(p, sizeof p, "%s/step_1/rank_0/.claimed/gone.zst", q);
+	int bad = spool_put(q, 1, 0, "f.zst", "F") != 0 || claim_take(&a, q, 1, 0, "f.zst", 0, &e) != 0;
+	ok(!bad && claim_check(p, 0, time(NULL), &id, &age, &e) == 2 && !id.host[0] && !id.pid && age == 0,
+	   "a record that is not there: gone (2), no holder");
+	fsys_test_fail_at(0, 0);
+	int r = claim_check(a.claim_path, 0, time(NULL), &id, &age, &e);
+	long n = fsys_calls_made();
+	fsys_test_fail_at(n, ENOENT);   /* the last: opening it to lock */
+	int gone = claim_check(a.claim_path, 0, time(NULL), &id, &age, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == 0 && n > 1 && gone == 2, "our own claim is live (%d); one retired just before its lock is "
+	   "gone (%d)", r, gone);
+	claim_release(&a, NULL);
+
+	FILE *f = fopen(p, "w");
+	bad = !f || fputs("not a claim record\n", f) < 0;
+	if (f)
+		fclose(f);
+	struct timespec t[2] = { { time(NULL) - 1000, 0 }, { time(NULL) - 1000, 0 } };
+	bad |= utimensat(AT_FDCWD, p, t, 0) != 0;
+	time_t now = time(NULL);
+	ok(!bad && claim_check(p, 0, now, &id, &age, &e) == 0 && !id.host[0] && age >= 1000,
+	   "an unreadable record 1000 s old: live under the default lease, no holder");
+	ok(claim_check(p, 0, now + CLAIM_LEASE_DEFAULT, &id, &age, &e) == 1, "stale once the default lease is over");
+	ok(claim_check(p, 600, now, &id, &age, &e) == 1, "or when a lease given is shorter than its age");
+}
+
+/* Each claim's record is closed when the claim ends, retired or released:
+ * a consumer of many files keeps no descriptor per file (it would run out
+ * of them), and no lock of a claim that ended. */
+static void test_closed(void)
+{
+	char q[512];
+	struct claim a, b;
+	struct err e;
+	snprintf(q, sizeof q, "%s/closed/rollouts", top);
+	int bad = spool_put(q, 1, 0, "f.zst", "F") != 0 || spool_put(q, 1, 0, "g.zst", "G") != 0 ||
+		  claim_take(&a, q, 1, 0, "f.zst", 0, &e) != 0 || claim_take(&b, q, 1, 0, "g.zst", 0, &e) != 0;
+	int afd = a.fd, bfd = b.fd;
+	ok(!bad && afd >= 0 && bfd >= 0 && fcntl(afd, F_GETFD) >= 0, "two claims, each holding its record open");
+	bad = claim_retire(&a, &e) != 0 || claim_release(&b, &e) != 0;
+	ok(!bad && a.state == CLAIM_RETIRED && b.state == CLAIM_RELEASED && a.fd == -1 && b.fd == -1,
+	   "one retired, one released");
+	ok(fcntl(afd, F_GETFD) < 0 && fcntl(bfd, F_GETFD) < 0, "both records closed");
 }
 
 int main(void)
@@ -412,7 +788,18 @@ int main(void)
 	sh("rm -rf %s", top);
 	sh("mkdir -p %s", top);
 	test_records();
+	test_self();
 	test_claim_basics();
+	test_names();
+	test_held_by();
+	test_taken_over();
+	test_closed();
+	test_take_fault(EIO);
+	test_take_fault(ENOSPC);
+	test_renew();
+	test_check();
+	test_end_fault(1);
+	test_end_fault(0);
 	test_concurrent();
 	test_publish_then_crash();
 	test_crash_publish();

@@ -184,6 +184,10 @@ static void test_jobs(void)
 	ok(none && done_step_job(q, 7, &j, &e) == 0, "done_step_job: another producer's marker, or none: no job");
 	ok(done_step_job(q, 4, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.finished, "a manifest's job");
 	done_job_free(&j);
+	int lead = put_done(q, 8, "\n {\"step\":8,\"job\":{\"id\":\"00000000000000ee\",\"first_step\":8,"
+				  "\"sequences\":1,\"finished\":true,\"done\":[]}}\n");
+	ok(!lead && done_step_job(q, 8, &j, &e) == 1 && j.id == 0xee, "a manifest after white space: its job");
+	done_job_free(&j);
 	ok(done_step_job(q, 5, &j, &e) < 0 && strstr(e.msg, "/step_5/DONE: job: expected"), "a damaged job: %s", e.msg);
 	ok(done_step_job(q, 6, &j, &e) < 0 && strstr(e.msg, "/step_6/DONE: not a JSON object"), "a torn object: %s",
 	   e.msg);
@@ -194,6 +198,45 @@ static void test_jobs(void)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", q);
 	if (system(cmd) != 0)
 		ok(0, "%s", cmd);
+}
+
+/*
+ * What a reader of DONE depends on beyond the round trip: a step with no
+ * dummies (its counts 0) and a run that has made nothing yet read, absent
+ * optional counts read as 0; a damaged entry anywhere is refused, naming
+ * it, never read as a shorter manifest.
+ */
+static void test_parse_more(void)
+{
+	struct done_manifest r;
+	struct err e = { "" };
+	const char *zero = "{\"step\":0,\"ranks\":1,\"micro_batches_per_rank\":0,\"sequences\":0,\"tokens\":0,"
+			   "\"loss_tokens\":0,\"pad_tokens\":0,\"dummies\":0,\"dummy_tokens\":0,"
+			   "\"runs\":[{\"run\":\"a\",\"sequences_total\":0,\"run_step\":0}],"
+			   "\"partial\":[{\"file\":\"step_0/rank_0/a.zst\",\"done\":[]}],"
+			   "\"job\":{\"id\":\"00000000000000ff\",\"first_step\":0,\"sequences\":0,\"finished\":true,"
+			   "\"done\":[]}}";
+	ok(done_parse(zero, strlen(zero), "DONE", &r, &e) == 0 && r.dummy_tokens == 0 && r.micro_batches_per_rank == 0 &&
+	   r.n_runs == 1 && r.runs[0].sequences == 0 && r.runs[0].tokens == 0 && r.runs[0].sequences_total == 0 &&
+	   r.n_partial == 1 && r.partial[0].n_done == 0 && r.has_job && r.job.sequences == 0,
+	   "a step of zeros reads: no dummies, a run that made nothing, an empty job (%s)", e.msg);
+	done_free(&r);
+	const char *bad[][2] = {
+		{ "not json", "x/DONE: not a grpo-pack manifest" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"step_0/rank_0/a.zst\",3]}", "x/DONE: inputs[1]: expected a string" },
+		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":7,\"done\":[]}]}", "x/DONE: partial[0].file: expected a string" },
+		{ "{\"step\":1,\"runs\":[{\"run\":\"a\",\"sequences_total\":1}]}", "x/DONE: run_step: expected a whole number" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,\"sequences\":2,"
+		  "\"finished\":true,\"data\":\"00000000000000fg\",\"done\":[]}}", "x/DONE: job: data is not 16 hexadecimal" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		int rc = done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e);
+		ok(rc < 0 && strstr(e.msg, bad[i][1]), "refused: %s", e.msg);
+	}
+	struct done_jobrec jr;
+	const char *nostep = "{\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,\"sequences\":2,\"finished\":true}}";
+	int rc = done_jobrec_parse(nostep, strlen(nostep), "J", &jr, &e);
+	ok(rc < 0 && strstr(e.msg, "J: step: expected a whole number"), "a .jobs record without its step: %s", e.msg);
 }
 
 int main(void)
@@ -297,6 +340,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
 		   "refused: %s", e.msg);
+	test_parse_more();
 	buf_free(&a);
 	buf_free(&b);
 	test_load_job();

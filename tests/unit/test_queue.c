@@ -152,7 +152,9 @@ static void test_gc_fault(int errnum)
 		fsys_test_fail_at(k, errnum);
 		int r = do_gc(spool, arch, &e);
 		fsys_test_fail_at(0, 0);
-		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+		if (r > 0)
+			bad_at = "it returned neither 0 nor -1";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
 			bad_at = e.msg;
 		else if (r == 0 && gc_not_done(spool, arch, got, sizeof got))
 			bad_at = "it succeeded with its work undone";
@@ -447,7 +449,9 @@ static void test_recover_fault(int errnum)
 		fsys_test_fail_at(k, errnum);
 		int r = queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e);
 		fsys_test_fail_at(0, 0);
-		if (r < 0 && !strstr(e.msg, strerror(errnum)))
+		if (r > 0)
+			why = "it returned neither 0 nor -1";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
 			why = e.msg;
 		else if (r == 0 && recovered(q))
 			why = "it succeeded with its work undone";
@@ -579,6 +583,183 @@ static void test_status(void)
 	claim_release(&c, NULL);
 }
 
+/*
+ * queue_retire_step, as grpo-step calls it once a batch step is trained:
+ * every waiting file of every rank is retired, a stale claim is returned
+ * and its file retired, a live consumer's claim is left to it, done files
+ * stay done and other steps are not touched; a second call retires nothing.
+ */
+static void test_retire_step(void)
+{
+	char q[600];
+	struct err e;
+	struct claim live;
+	long n = -1;
+	snprintf(q, sizeof q, "%s/retire/batches", top);
+	int bad = spool_put(q, 4, 0, "a.zst", "A") || spool_put(q, 4, 0, "stale.zst", "S") ||
+		  spool_put(q, 4, 0, "live.zst", "L") || done_file(q, 4, 0, "done.zst", "D") ||
+		  spool_put(q, 4, 2, "b.zst", "B") || spool_put(q, 5, 0, "next.zst", "N");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, 4, 0, "stale.zst", 0, NULL) == 0 ? 0 : 1); /* dies holding it */
+	}
+	int st;
+	bad |= waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	bad |= claim_take(&live, q, 4, 0, "live.zst", 0, NULL) != 0;
+	ok(!bad, "step 4: rank 0 waiting, stale-claimed, live-claimed and done files, rank 2 a waiting one");
+	is_int(queue_retire_step(q, 4, &n, &e), 0, "retire step 4");
+	is_int(n, 3, "three files retired: both waiting ones and the stale claim's");
+	ok(exists("%s/step_4/rank_0/.done/a.zst", q) && exists("%s/step_4/rank_2/.done/b.zst", q) &&
+	   exists("%s/step_4/rank_0/.done/stale.zst", q) && !exists("%s/step_4/rank_0/.claimed/stale.zst", q),
+	   "each rank's waiting files and the stale claim's are done");
+	ok(exists("%s/step_4/rank_0/.claimed/live.zst", q) && !exists("%s/step_4/rank_0/.done/live.zst", q),
+	   "the live consumer keeps its claim");
+	ok(!exists("%s/step_5/rank_0/.done/next.zst", q), "the next step is not touched");
+	struct queue_step s;
+	bad = queue_step_state(q, 4, 0, 0, time(NULL), &s, &e) != 0;
+	ok(!bad && s.waiting == 0 && s.claimed == 1 && s.done == 4, "step 4: none waiting, one claimed, "
+	   "four done (%ld %ld %ld)", s.waiting, s.claimed, s.done);
+	n = -1;
+	bad = queue_retire_step(q, 4, &n, &e) != 0;
+	ok(!bad && n == 0, "a second call retires nothing (%ld)", n);
+	bad = claim_retire(&live, &e) != 0;
+	ok(!bad && queue_retire_step(q, 4, NULL, &e) == 0, "nor a third, once the consumer is done");
+}
+
+/*
+ * A queue whose only DONE marker is on its oldest step still uses markers:
+ * gc keeps that step (its producer reads it back) and removes no step
+ * without DONE, however consumed (its producer may still be writing it).
+ */
+static void test_gc_oldest_marker(void)
+{
+	char q[600], mk[700];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/oldmark/batches", top);
+	int bad = 0;
+	for (int s = 1; s <= 3; s++)
+		bad |= done_file(q, s, 0, "m.zst", "M") != 0;
+	snprintf(mk, sizeof mk, "%s/step_1/DONE", q);
+	FILE *f = fopen(mk, "w");
+	bad |= !f || fputs("{\"files\":1}\n", f) < 0;
+	if (f)
+		fclose(f);
+	ok(!bad && queue_uses_markers(q, &e) == 1, "steps 1 to 3 consumed, DONE on step 1 only: a marked queue");
+	is_int(queue_gc(q, 0, NULL, &st, &e), 0, "gc --keep-last 0");
+	ok(st.removed == 0 && exists("%s/step_1/DONE", q) && exists("%s/step_2", q) && exists("%s/step_3", q),
+	   "nothing removed: step 1 is the newest with DONE, steps 2 and 3 have none (%ld removed)", st.removed);
+}
+
+/* status: a dead holder's claim is shown stale; step 0 is a step; a step
+ * that cannot be read is an error, not a step with nothing in it. */
+static void test_status_more(void)
+{
+	char spool[600], q[700], pol[700];
+	struct err e;
+	struct queue_status st;
+	snprintf(spool, sizeof spool, "%s/status0", top);
+	snprintf(q, sizeof q, "%s/rollouts", spool);
+	snprintf(pol, sizeof pol, "%s/policy/step_0", spool);
+	sh("mkdir -p %s", pol);
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, 0, 0, "a.zst", 0, NULL) == 0 ? 0 : 1);   /* dies holding it */
+	}
+	int ws;
+	bad |= waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+	ok(!bad, "a spool at step 0: policy step 0, a rollout claimed by a consumer that died");
+	is_int(queue_status(spool, 60, time(NULL), &st, &e), 0, "status of it");
+	const struct queue_step *r = st.n_queues == 1 && st.queues[0].n_steps == 1 ? st.queues[0].steps : NULL;
+	ok(r && r[0].claimed == 1 && r[0].claims[0].stale == 1, "its claim is shown stale");
+	ok(st.policy_step == 0 && st.collect_step == 0, "policy and collection at step 0 (%lld %lld)",
+	   (long long)st.policy_step, (long long)st.collect_step);
+	queue_status_free(&st);
+	struct queue_step s;
+	fsys_test_fail_at(1, EIO);
+	int rc = queue_step_state(q, 0, 1, 60, time(NULL), &s, &e);
+	fsys_test_fail_at(0, 0);
+	ok(rc == -1 && strstr(e.msg, strerror(EIO)), "a step whose first look fails: -1, said (%d)", rc);
+	if (rc == 0)
+		free(s.claims);
+}
+
+/*
+ * recover in step 0, the first step of every run: a dead consumer's claim
+ * there is returned as anywhere else; and a directory in .tmp that is not
+ * gc's (another writer's temporary, holding step_N of its own) is left
+ * where it is, not merged into the queue as an interrupted gc's step.
+ */
+static void test_recover_step0(void)
+{
+	char q[600], other[700];
+	struct err e;
+	snprintf(q, sizeof q, "%s/rec0/rollouts", top);
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || spool_put(q, 9, 0, "keep.zst", "K") != 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, 0, 0, "a.zst", 0, NULL) == 0 ? 0 : 1);   /* dies holding it */
+	}
+	int ws;
+	bad |= waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0", q);
+	sh("mkdir -p %s", other);
+	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0/other.zst", q);
+	FILE *f = fopen(other, "w");
+	bad |= !f;
+	if (f)
+		fclose(f);
+	ok(!bad, "step 0 claimed by a consumer that died; .tmp/writer.1.2.3/step_9 of another writer");
+	struct queue_recover_stats rs = { 0, 0, 0, 0 };
+	is_int(queue_recover(q, 0, QUEUE_TMP_AGE_DEFAULT, time(NULL), &rs, &e), 0, "recover");
+	ok(rs.returned == 1 && !exists("%s/step_0/rank_0/.claimed/a.zst", q), "the claim in step 0 is returned");
+	ok(exists("%s/.tmp/writer.1.2.3/step_9/rank_0/other.zst", q) && !exists("%s/step_9/rank_0/other.zst", q) &&
+	   rs.gc_finished == 0, "the other writer's directory is left in .tmp, nothing of it in the queue");
+}
+
+/*
+ * gc without --archive removes a finished step whatever number of files it
+ * holds; and before it removes a marked step whose DONE records a job of
+ * plain inputs, it keeps that job in QUEUE/.jobs, or grpo-pack would pack
+ * those inputs again (and the trainer train them twice).
+ */
+static void test_gc_plain_jobs(void)
+{
+	char q[600], mk[700], jobs[700], text[512];
+	struct err e;
+	struct queue_gc_stats st = { 0, 0, 0 };
+	snprintf(q, sizeof q, "%s/gcjobs/batches", top);
+	int bad = done_file(q, 1, 0, "a.zst", "A") || done_file(q, 1, 1, "b.zst", "B") ||
+		  done_file(q, 1, 1, "c.zst", "C") || done_file(q, 2, 0, "d.zst", "D");
+	for (int s = 1; s <= 2; s++) {
+		snprintf(mk, sizeof mk, "%s/step_%d/DONE", q, s);
+		FILE *f = fopen(mk, "w");
+		bad |= !f || fprintf(f, "{\"step\":%d,\"runs\":[],\"job\":{\"id\":\"00000000000000ab\",\"first_step\":1,"
+				     "\"sequences\":3,\"finished\":%s,\"done\":[]}}\n", s, s == 1 ? "false" : "true") < 0;
+		if (f)
+			fclose(f);
+	}
+	ok(!bad, "two marked steps, step 1 of three files over two ranks, each DONE with the job of plain inputs");
+	is_int(queue_gc(q, 1, NULL, &st, &e), 0, "gc --keep-last 1, no archive");
+	ok(st.removed == 1 && !exists("%s/step_1", q) && exists("%s/step_2/DONE", q),
+	   "step 1 removed whole (%ld removed, %ld unfinished)", st.removed, st.unfinished);
+	snprintf(jobs, sizeof jobs, "%s/.jobs", q);
+	FILE *f = fopen(jobs, "r");
+	size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = '\0';
+	ok(strstr(text, "{\"step\":1,\"job\":{\"id\":\"00000000000000ab\",\"first_step\":1,") != NULL,
+	   "its job is kept in QUEUE/.jobs: %s", n ? text : "(none)");
+}
+
 int main(void)
 {
 	/* tmpfs where there is one: the crash loops fsync hundreds of times */
@@ -593,6 +774,11 @@ int main(void)
 	test_gc_late();
 	test_quarantine();
 	test_status();
+	test_retire_step();
+	test_status_more();
+	test_gc_oldest_marker();
+	test_recover_step0();
+	test_gc_plain_jobs();
 	test_leftover();
 	test_recover_crash();
 	test_recover_fault(EIO);
