@@ -209,7 +209,7 @@ static void test_jobs(void)
 static void test_parse_more(void)
 {
 	struct done_manifest r;
-	struct err e = { "" };
+	struct err e = { 0 };
 	const char *zero = "{\"step\":0,\"ranks\":1,\"micro_batches_per_rank\":0,\"sequences\":0,\"tokens\":0,"
 			   "\"loss_tokens\":0,\"pad_tokens\":0,\"dummies\":0,\"dummy_tokens\":0,"
 			   "\"runs\":[{\"run\":\"a\",\"sequences_total\":0,\"run_step\":0}],"
