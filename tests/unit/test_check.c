@@ -73,6 +73,9 @@ static void traj_tests(void)
 	refused(traj_check(t, &e), &e, "prompt_tokens[1] is -1, but a token id is at least 0", "a prompt token id of -1");
 	t = tfix_init(&f), f.rt[2] = -7;
 	refused(traj_check(t, &e), &e, "response_tokens[2] is -7, but a token id is at least 0", "a response token id of -7");
+	t = tfix_init(&f), f.pt[0] = -1;
+	refused(traj_check(t, &e), &e, "prompt_tokens[0] is -1, but a token id is at least 0",
+		"a first prompt token id of -1");
 
 	t = tfix_init(&f), f.lp[2] = NAN;
 	refused(traj_check(t, &e), &e, "logprobs[2] is NaN, not a finite number", "a NaN logprob");
@@ -90,6 +93,8 @@ static void traj_tests(void)
 
 	t = tfix_init(&f), f.rm[2] = 2;
 	refused(traj_check(t, &e), &e, "response_mask[2] is 2, not 0 or 1", "a response_mask of 2");
+	t = tfix_init(&f), f.rm[0] = 255;
+	refused(traj_check(t, &e), &e, "response_mask[0] is 255, not 0 or 1", "a first response_mask of 255");
 
 	t = tfix_init(&f), t->temperature = 0.0f;
 	refused(traj_check(t, &e), &e, "temperature is 0, not above 0", "a temperature of 0");
@@ -272,6 +277,8 @@ static void mb_field_tests(void)
 	refused(mb_check(mb, &e), &e, "logprobs_missing[1] is 2, not 0 or 1", "a logprobs_missing of 2");
 	mb = mfix_init(&f), f.temp[9] = 0.0f;
 	refused(mb_check(mb, &e), &e, "temperatures[9] is 0, not above 0", "a temperature of 0 on padding");
+	mb = mfix_init(&f), f.temp[0] = -0.5f;
+	refused(mb_check(mb, &e), &e, "temperatures[0] is -0.5, not above 0", "a first temperature of -0.5");
 	mb = mfix_init(&f), f.temp[9] = -INFINITY;
 	refused(mb_check(mb, &e), &e, "temperatures[9] is -Infinity, not a finite number",
 		"a temperature of -Infinity");
