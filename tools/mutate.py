@@ -115,6 +115,19 @@ MODULES = {
         objects=["build/lib/data/done.o"],
         tests=[UNIT + "test_done", UNIT + "test_queue", UNIT + "test_packbuf",
                CLI + "pack-gc-jobs.t", CLI + "pack-once.t"]),
+    "check": dict(
+        files=["lib/data/check.c"],
+        targets=["build/tests/test_sfile", "build/tests/test_jsonview", "build/tests/test_check",
+                 "build/bin/grpo-cat"],
+        objects=["build/lib/data/check.o"],
+        tests=[UNIT + "test_sfile", UNIT + "test_jsonview", UNIT + "test_check", CLI + "invariants.t"]),
+    "mbbuild": dict(
+        files=["lib/data/mbbuild.c"],
+        targets=["build/tests/test_mbbuild", "build/tests/test_pack", "build/tests/test_packbuf",
+                 "build/tests/test_align", "build/tests/test_model_mb", "build/bin/grpo-pack"],
+        objects=["build/lib/data/mbbuild.o"],
+        tests=[UNIT + "test_mbbuild", UNIT + "test_pack", UNIT + "test_packbuf", UNIT + "test_align",
+               UNIT + "test_model_mb", CLI + "pack.t", CLI + "pack-truncate.t"]),
 }
 
 UNITS_ONLY = False
