@@ -113,6 +113,13 @@ static void whole_tests(void)
 	ok(mb_check(&mb, &e) == 0, "and it meets check.h: %s", e.msg);
 	mb_free(&mb);
 
+	/* one sequence alone keeps its reference logprobs */
+	const struct traj *one[] = { &f.a };
+	static const float ref1[] = { 0, 0, -1, -2, -3 };
+	ok(mb_build(&mb, one, NULL, 1, &o, 0, 0, &e) == 0 && same_f(mb.ref_logprobs, ref1, 5),
+	   "a micro-batch of one sequence keeps its ref_logprobs (%s)", e.msg);
+	mb_free(&mb);
+
 	/* exactly a multiple of pad_multiple: no padding span */
 	o.pad_multiple = 4, o.cap = 8;
 	ok(mb_build(&mb, seqs, NULL, 2, &o, 0, 0, &e) == 0 && mb.n_tokens == 8 && mb.n_seq_lens == 2,
@@ -161,6 +168,7 @@ static void cut_tests(void)
 	is_int(mb_trained_tokens(&f.a, 3), 1, "its first 3 tokens train 1");
 	is_int(mb_trained_tokens(&f.a, 2), 0, "its prompt trains none");
 	is_int(mb_trained_tokens(&f.b, 3), 2, "B, no mask, trains its 2 response tokens");
+	is_int(mb_trained_tokens(&f.a, 9), 2, "a use beyond A counts it whole, as mb_build takes it");
 
 	/* a response from position 0: nothing predicts its first token */
 	f.b.n_prompt = 0;
