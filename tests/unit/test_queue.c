@@ -298,6 +298,20 @@ static void test_leftover(void)
 	is_int(entries(to), 0, "nothing is left in .tmp");
 }
 
+/* A consumer that claims QUEUE/step_S/rank_R/NAME and dies holding it, as
+ * a killed process leaves its claim: 0 once it has. */
+static int dead_claim(const char *q, int64_t step, int rank, const char *name)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct claim c;
+		_exit(claim_take(&c, q, step, rank, name, 0, NULL) == 0 ? 0 : 1);
+	}
+	int st;
+	return waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+}
+
 /*
  * A queue for recover: step 1 holds done.zst (done), stale.zst (claimed by
  * a process that died), wait.zst (waiting) and live.zst (claimed by us,
@@ -310,14 +324,7 @@ static int make_recover_queue(const char *q, struct claim *live)
 	int bad = done_file(q, 1, 0, "done.zst", "D") || spool_put(q, 1, 0, "stale.zst", "S") ||
 		  spool_put(q, 1, 0, "wait.zst", "W") || spool_put(q, 1, 0, "live.zst", "L") ||
 		  done_file(q, 5, 0, "five.zst", "5") || spool_put(q, 6, 0, "six.zst", "6");
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct claim c;
-		_exit(claim_take(&c, q, 1, 0, "stale.zst", 0, NULL) == 0 ? 0 : 1); /* dies holding it */
-	}
-	int st;
-	bad |= waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	bad |= dead_claim(q, 1, 0, "stale.zst");
 	bad |= claim_take(live, q, 1, 0, "live.zst", 0, NULL) != 0;
 	for (int s = 5; s <= 6; s++) {
 		snprintf(to, sizeof to, "%s/.tmp/gc.crashed%d", q, s);
@@ -530,13 +537,7 @@ static void test_quarantine(void)
 	ok(id.pid == (long)getpid() && exists("%s", f) && !exists("%s", qf), "naming it, and moving nothing");
 	claim_release(&c, NULL);
 
-	fflush(stdout);
-	pid_t p = fork();
-	if (p == 0)
-		_exit(claim_take(&c, q, 2, 1, "x.zst", 0, &e) == 0 ? 0 : 1);   /* dies holding it */
-	int st;
-	waitpid(p, &st, 0);
-	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a consumer claims it and dies");
+	ok(dead_claim(q, 2, 1, "x.zst") == 0, "a consumer claims it and dies");
 	is_int(queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e), 0,
 	       "quarantine returns the stale claim and moves the file");
 	char claimed[800];
@@ -599,14 +600,7 @@ static void test_retire_step(void)
 	int bad = spool_put(q, 4, 0, "a.zst", "A") || spool_put(q, 4, 0, "stale.zst", "S") ||
 		  spool_put(q, 4, 0, "live.zst", "L") || done_file(q, 4, 0, "done.zst", "D") ||
 		  spool_put(q, 4, 2, "b.zst", "B") || spool_put(q, 5, 0, "next.zst", "N");
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct claim c;
-		_exit(claim_take(&c, q, 4, 0, "stale.zst", 0, NULL) == 0 ? 0 : 1); /* dies holding it */
-	}
-	int st;
-	bad |= waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	bad |= dead_claim(q, 4, 0, "stale.zst");
 	bad |= claim_take(&live, q, 4, 0, "live.zst", 0, NULL) != 0;
 	ok(!bad, "step 4: rank 0 waiting, stale-claimed, live-claimed and done files, rank 2 a waiting one");
 	is_int(queue_retire_step(q, 4, &n, &e), 0, "retire step 4");
@@ -664,15 +658,7 @@ static void test_status_more(void)
 	snprintf(q, sizeof q, "%s/rollouts", spool);
 	snprintf(pol, sizeof pol, "%s/policy/step_0", spool);
 	sh("mkdir -p %s", pol);
-	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0;
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct claim c;
-		_exit(claim_take(&c, q, 0, 0, "a.zst", 0, NULL) == 0 ? 0 : 1);   /* dies holding it */
-	}
-	int ws;
-	bad |= waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || dead_claim(q, 0, 0, "a.zst");
 	ok(!bad, "a spool at step 0: policy step 0, a rollout claimed by a consumer that died");
 	is_int(queue_status(spool, 60, time(NULL), &st, &e), 0, "status of it");
 	const struct queue_step *r = st.n_queues == 1 && st.queues[0].n_steps == 1 ? st.queues[0].steps : NULL;
@@ -700,15 +686,8 @@ static void test_recover_step0(void)
 	char q[600], other[700];
 	struct err e;
 	snprintf(q, sizeof q, "%s/rec0/rollouts", top);
-	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || spool_put(q, 9, 0, "keep.zst", "K") != 0;
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct claim c;
-		_exit(claim_take(&c, q, 0, 0, "a.zst", 0, NULL) == 0 ? 0 : 1);   /* dies holding it */
-	}
-	int ws;
-	bad |= waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+	int bad = spool_put(q, 0, 0, "a.zst", "A") != 0 || spool_put(q, 9, 0, "keep.zst", "K") != 0 ||
+		  dead_claim(q, 0, 0, "a.zst");
 	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0", q);
 	sh("mkdir -p %s", other);
 	snprintf(other, sizeof other, "%s/.tmp/writer.1.2.3/step_9/rank_0/other.zst", q);
