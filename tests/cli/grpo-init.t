@@ -25,6 +25,25 @@ grpo-init --preset tiny -o "$t/a" 2>"$t/err"; [ $? -eq 1 ] && grep -q "already e
 ok $? "refuses an existing directory (exit 1): $(cat "$t/err")"
 [ "$(ls -A "$t" | grep -c 'tmp')" -eq 0 ]; ok $? "and leaves no temporary directory"
 
+# A full disk at any write (GRPO_FSYS_FAIL_AT=N: the Nth file system call
+# fails with ENOSPC) is 75, "later", naming the file; a failing disk (EIO)
+# is 1; either leaves nothing behind
+bad=
+for k in 1 2 3 4 5 6 7 8; do
+	for f in ENOSPC EIO; do
+		GRPO_FSYS_FAIL_AT=$k:$f grpo-init --preset tiny -o "$t/full/m" 2> "$t/err"
+		rc=$?
+		case $rc:$f in
+		75:ENOSPC) grep -q "^grpo-init: $t.*: No space left on device$" "$t/err" || bad="$bad $k:$f(message)" ;;
+		1:EIO) grep -q "^grpo-init: $t.*: Input/output error$" "$t/err" || bad="$bad $k:$f(message)" ;;
+		*) bad="$bad $k:$f(exit $rc)" ;;
+		esac
+		[ ! -e "$t/full/m" ] && [ "$(ls -A "$t/full" 2> /dev/null | wc -l)" -eq 0 ] || bad="$bad $k:$f(left)"
+		rm -rf "$t/full"
+	done
+done
+[ -z "$bad" ]; ok $? "a full disk at each of the first 8 calls: exit 75; a failing one: 1; nothing left:${bad:- none}"
+
 # A signal at any point of the write (the crash hook raises SIGTERM before
 # the Nth file system call) leaves no temporary beside the target: the
 # target is absent or complete, and grpo-init still dies of the signal.
