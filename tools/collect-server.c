@@ -100,10 +100,9 @@ static int answers_end(FILE **saved, int werr, const char *responses, const stru
 	 * standard output is flushed, not closed */
 	int failed = f && ferror(f);
 	if (f && ((f == stdout ? fflush(f) : fclose(f)) != 0 || failed)) {
-		if (failed && werr)
+		if (werr)   /* the error flag's cause, which stdio does not keep */
 			errno = werr;
-		return failed && !werr ? err_set(e, "%s: write failed", responses_name(responses))
-		                       : err_sys(e, "%s: write failed", responses_name(responses));
+		return err_sys(e, "%s: write failed", responses_name(responses));
 	}
 	if (bad && (!o->skip || bad == total)) {
 		err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,

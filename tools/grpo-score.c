@@ -481,13 +481,9 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 	struct group *gs = calloc(cap, sizeof *gs);
 	struct scorer_stats *st = malloc(cap * sizeof *st);
 	uint8_t *keep = malloc(cap);
-	if (!gs || !st || !keep) {
-		free(gs);
-		free(st);
-		free(keep);
-		return err_set(e, "out of memory");
-	}
-	if (scoreio_stream_open(&in, fd, name, e) < 0)
+	if (!gs || !st || !keep)
+		r = err_set(e, "out of memory");
+	else if (scoreio_stream_open(&in, fd, name, e) < 0)
 		r = -1;
 	else if (s->o.out && scoreio_pub_open(&pub, s->o.out, e) < 0) {
 		scoreio_stream_close(&in);

@@ -103,14 +103,17 @@ static int decode_traj(const struct scorer_opt *o, const struct group *g, const 
 	int looked = 0, r = 0;
 	for (uint32_t k = 0; k < o->n_rewards && r == 0; k++) {
 		enum reward_kind kind = o->rewards[k].kind;
-		if (reward_reads_think(kind) && !looked++ && think_continued(o, t, s, *text_n, &opened, e) < 0) {
-			r = err_prefix(e, "group %s, sequence %s: prompt", gid, sid);
-			break;
+		const char *x = s;
+		size_t xn = *text_n;
+		if (reward_reads_think(kind)) {
+			if (!looked++ && think_continued(o, t, s, *text_n, &opened, e) < 0) {
+				r = err_prefix(e, "group %s, sequence %s: prompt", gid, sid);
+				break;
+			}
+			if (opened.len)
+				x = (const char *)opened.data, xn = opened.len;
 		}
-		if (reward_reads_think(kind) && opened.len)
-			row[k] = reward_eval(kind, &o->ropt, (const char *)opened.data, opened.len, t->answer, t->n_response);
-		else
-			row[k] = reward_eval(kind, &o->ropt, s, *text_n, t->answer, t->n_response);
+		row[k] = reward_eval(kind, &o->ropt, x, xn, t->answer, t->n_response);
 		if (isnan(row[k]))   /* a built-in's NaN: memory ran out */
 			r = err_set(e, "out of memory");
 	}
