@@ -107,9 +107,7 @@ static int answers_end(FILE **saved, int werr, const char *responses, const stru
 	if (bad && (!o->skip || bad == total)) {
 		err_set(e, "%s: %llu of %llu %s: nothing published%s", where, bad, total, what,
 		        o->skip ? "" : " (-e fail)");
-		if (later)
-			e->errnum = EAGAIN;
-		return -1;
+		return later ? err_later(e) : -1;
 	}
 	return 0;
 }

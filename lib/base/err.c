@@ -81,3 +81,10 @@ int err_prefix(struct err *e, const char *fmt, ...)
 	err_fit(e, s, n);
 	return -1;
 }
+
+int err_later(struct err *e)
+{
+	if (e)
+		e->errnum = EAGAIN;
+	return -1;
+}

@@ -33,4 +33,8 @@ int err_sys(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2
 /* Put "prefix: " in front of the message already in e; returns -1. */
 int err_prefix(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Mark the message in e as one a later run may get past (errnum EAGAIN: a
+ * server away, a peer not yet there); returns -1. */
+int err_later(struct err *e);
+
 #endif

@@ -578,8 +578,8 @@ int server_model_info(const struct server_opts *o, char **id, char **path, struc
 	if (got < 1) {
 		r = attempts > 1 ? err_set(e, "%s: %s (after %d attempts)", url, why, attempts)
 				 : err_set(e, "%s: %s", url, why);
-		if (down && e)
-			e->errnum = EAGAIN;   /* not there now: a run later may find it */
+		if (down)
+			err_later(e);   /* not there now: a run later may find it */
 	}
 	else if (o->api == SERVER_SGLANG)
 		*path = dup_str(cJSON_GetObjectItemCaseSensitive(v, "model_path"));

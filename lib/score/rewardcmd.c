@@ -135,8 +135,8 @@ static int fail(struct rewardcmd *c, const struct rewardcmd_req *q, struct err *
 	if (c->pid > 0)
 		status = reap(c, 1.0, how, sizeof how);
 	err_set(e, "reward program '%s'%s %s for %s (%s)", c->cmd, c->copy, what, whom(q, who, sizeof who), how);
-	if (e && status == REWARDCMD_LATER)
-		e->errnum = EAGAIN;
+	if (status == REWARDCMD_LATER)
+		err_later(e);
 	return -1;
 }
 

@@ -219,7 +219,9 @@ static int file_of(const struct gradx *x, const char *what, int epoch, int rank,
 	return 0;
 }
 
-/* Wait for path: 0 there, -1 after the timeout (or a signal), naming rank. */
+/* Wait for path: 0 there, -1 after the timeout (or a signal), naming rank.
+ * Either is "later": nothing was published, and the same step run again
+ * once the peer runs goes on (a cron job's ranks need not start together). */
 static int wait_for(const struct gradx *x, const char *path, int rank, const char *what, struct err *e)
 {
 	double end = now() + x->timeout_s;
@@ -227,12 +229,16 @@ static int wait_for(const struct gradx *x, const char *path, int rank, const cha
 	while (stat(path, &st) != 0) {
 		if (errno != ENOENT)
 			return err_sys(e, "%s", path);
-		if (x->stop && *x->stop)
-			return err_set(e, "%s: stopped by a signal while waiting for rank %d", path, rank);
-		if (now() > end)
-			return err_set(e, "step %lld: rank %d's %s did not appear within %gs (%s): is its "
-			               "grpo-step --rank %d running? (--rank-timeout)", (long long)x->step, rank,
-			               what, x->timeout_s, path, rank);
+		if (x->stop && *x->stop) {
+			err_set(e, "%s: stopped by a signal while waiting for rank %d", path, rank);
+			return err_later(e);
+		}
+		if (now() > end) {
+			err_set(e, "step %lld: rank %d's %s did not appear within %gs (%s): is its "
+			        "grpo-step --rank %d running? (--rank-timeout)", (long long)x->step, rank,
+			        what, x->timeout_s, path, rank);
+			return err_later(e);
+		}
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}

@@ -14,7 +14,7 @@
 # before the last of --steps K, or no DONE for it: 75, naming the --step and
 # --steps that train the steps left.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 83
+plan 85
 
 d="$GRPO_TOP/tests/cli/step"
 grpo-init --preset tiny --seed 7 -o "$T/model" || exit 1
@@ -186,10 +186,19 @@ is "$(field "$T/m2.1" loss) $(field "$T/m2.1" grad_norm)" "$(field "$T/m1" loss)
 	"rank 1 took the same step (loss and grad norm)"
 [ ! -e "$T/r2/.grad" ]; ok $? "the exchanged gradients are removed once the step is published"
 mkdir "$T/r3" && cp -r "$T/p/step_0" "$T/r3/"
-grpo-step --batches "$T/b2" -o "$T/r3" --rank 0 --rank-timeout 1 2> "$T/err"; is $? 1 "a peer that never comes: 1"
+grpo-step --batches "$T/b2" -o "$T/r3" --rank 0 --rank-timeout 1 2> "$T/err"
+is $? 75 "a peer that never comes: 75, try later"
 grep -q "rank 1's gradient did not appear within 1s" "$T/err" && [ ! -e "$T/r3/step_1" ]
 ok $? "names the rank after --rank-timeout, publishes nothing"
 grpo-step --batches "$T/b2" -o "$T/r3" --rank 2 2> "$T/err"; is $? 1 "--rank beyond the step's ranks: 1"
+grpo-step --batches "$T/b2" -o "$T/r3" --rank 1 --rank-timeout 60 2> "$T/err1" &
+pid1=$!
+grpo-step --batches "$T/b2" -o "$T/r3" --rank 0 --rank-timeout 60 2> "$T/err0"
+s0=$?
+wait $pid1
+is "$s0 $?" "0 0" "run again once the peer runs, the step goes on"
+[ -f "$T/r3/step_1/model.safetensors" ] && [ ! -e "$T/r3/.grad" ]
+ok $? "rank 0 publishes it, and the first try's gradient is gone with the rest"
 
 # 8. --keep and --on-publish are rank 0's: another rank says so once and does neither
 grpo-pack -T 32 -W 2 -o "$T/b2" "$T/groups1.zst" || exit 1

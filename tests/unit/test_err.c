@@ -59,6 +59,11 @@ int main(void)
 	errno = EIO;
 	err_set(&e, "record 7: %s is not a number", "x");
 	ok(e.errnum == 0, "err_set says no errno, whatever errno holds, or an earlier err_sys kept: %d", e.errnum);
+	char before[sizeof e.msg];
+	memcpy(before, e.msg, sizeof before);
+	ok(err_later(&e) == -1 && e.errnum == EAGAIN && strcmp(e.msg, before) == 0,
+	   "err_later marks the message as one a later run may get past, and leaves its words: %d", e.errnum);
+	ok(err_later(NULL) == -1, "err_later of no message is -1 still");
 	err_prefix(&e, "%s", path);
 	ok(ends_with(e.msg, ": record 7: x is not a number") && strncmp(e.msg, "/ppp", 4) == 0,
 	   "err_prefix with a long prefix keeps the message it prefixes: ...%s", e.msg + strlen(e.msg) - 40);
