@@ -21,13 +21,14 @@
  *                    digits of the block) is 1/7; an \overline anywhere
  *                    else is a variable times what it covers, as any
  *                    command this does not know (\overline{AB}); 0.(3)
- *                    is 1/3 and 0.1(6) 1/6 when the parenthesis holds
- *                    digits alone, right after the decimal's point or
- *                    digits, with the end or an operator (+ - * / , ) ]
- *                    } | = < > \cdot \times \div \le ... \pm) after it:
- *                    2.5(4)x, 2.5(4)^2, 2.5(4)(2) and 2.5 (4) stay
- *                    products, 2(3) is 6 (latex2sympy reads them all as
- *                    products, and 0.(3) not at all)
+ *                    is 1/3 and 1.(142857) 8/7 when the parenthesis holds
+ *                    digits alone, right after the decimal's point, with
+ *                    the end or an operator (+ - * / , ) ] } | = < >
+ *                    \cdot \times \div \le ... \pm) after it
+ *                    (latex2sympy reads 0.(3) as 0); after a decimal's
+ *                    digits a parenthesis is a product, as latex2sympy
+ *                    reads it: 1.234(5) is 6.17 (not 1.234555..., nor
+ *                    physics' 1.234 +- 0.005), 0.1(6) is 0.6, 2(3) is 6
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)

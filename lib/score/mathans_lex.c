@@ -175,10 +175,10 @@ static size_t marked(const struct lex *L, size_t j, char *rep, size_t *n)
 	return to + (size_t)braced;
 }
 
-/* A block in parentheses at j, right after a decimal's point or digits:
- * 0.(3), 0.1(6). Only digits inside, and only the end or an operator
- * after it, so that 2.5(4)x and 2.5(4)^2 stay products. Its end, with its
- * digits in rep[0..*n), or 0 when there is none. */
+/* A block in parentheses at j, right after a decimal's point: 0.(3),
+ * 1.(142857). Only digits inside, and only the end or an operator after
+ * it (0.(3)x and 0.(3)^2 are not read). Its end, with its digits in
+ * rep[0..*n), or 0 when there is none. */
 static size_t parenthesised(const struct lex *L, size_t j, char *rep, size_t *n)
 {
 	static const char *const ops[] = { "cdot", "times", "div", "right", "le", "leq", "ge", "geq", "ne",
@@ -208,7 +208,8 @@ static size_t parenthesised(const struct lex *L, size_t j, char *rep, size_t *n)
 
 /* The repeating block of a decimal at j, right after its point or its
  * digits: \overline{R} or \bar{R}, dots over R's first and last digits
- * (\dot{3}, \dot{1}4285\dot{7}), the notation of British schools, or (R).
+ * (\dot{3}, \dot{1}4285\dot{7}), the notation of British schools, or (R)
+ * right after the point.
  * Its end, with its digits in rep[0..*n), or 0 when there is none. */
 static size_t repeating(const struct lex *L, size_t j, char *rep, size_t *n)
 {
@@ -252,7 +253,9 @@ static int lex_number(struct lex *L)
 		buf[k++] = L->s[j++];
 		while (is_digit(L, j) && k < 70)
 			buf[k++] = L->s[j++], nfrac++;
-		if ((end = repeating(L, j, rep, &nrep)))
+		/* 1.234(5) is a product, as latex2sympy reads it, and no
+		 * repeating 5 (nor physics' 1.234 +- 0.005) */
+		if ((j >= L->n || L->s[j] != '(') && (end = repeating(L, j, rep, &nrep)))
 			j = end;
 	} else if (j < L->n && L->s[j] == '.' && (end = repeating(L, j + 1, rep, &nrep))) {
 		L->integer = 0;

@@ -292,10 +292,14 @@ static const struct {
 	{ "0.\\overline{3}4", "1", UNP },            /* digits after the block */
 	{ "0.\\overline{3}\\overline{4}", "1", UNP },
 	{ "0.\\dot{1}4", "1", UNP },                 /* a \dot that no \dot closes */
-	/* the block in parentheses right after a decimal's digits, with the
-	 * end or an operator after it; anything else is the product it was */
+	/* the block in parentheses right after a decimal's point, with the
+	 * end or an operator after it; after its digits a product, as
+	 * latex2sympy reads it (physics' 1.234(5), 1.234 +- 0.005, is neither) */
 	{ "0.(3)", "\\frac13", EQ },
-	{ "0.1(6)", "\\frac16", EQ },
+	{ "0.1(6)", "\\frac16", NE },
+	{ "0.1(6)", "0.6", EQ },
+	{ "1.234(5)", "6.17", EQ },
+	{ "1.234(5)", "1.234\\overline{5}", NE },
 	{ "1.(142857)", "\\frac87", EQ },
 	{ ".(3)", "1/3", EQ },
 	{ "-0.(6)", "-\\frac23", EQ },
@@ -305,10 +309,10 @@ static const struct {
 	{ "(0.(3), 1)", "(\\frac13, 1)", EQ },
 	{ "\\frac{0.(3)}{2}", "\\frac16", EQ },
 	{ "x = 0.(3)", "\\frac13", EQ },
-	{ "2.5(4)", "\\frac{229}{90}", EQ },      /* a product would need a sign: 2.5 \cdot 4 */
+	{ "2.5(4)", "\\frac{229}{90}", NE },
 	{ "0.(3)", "0.3", NE },
 	{ "0.(12)", "0.(21)", NE },
-	{ "2.5(4)", "10", NE },
+	{ "2.5(4)", "10", EQ },
 	{ "2.5(4)x", "10x", EQ },                  /* a letter after it: the product */
 	{ "2.5(4)^2", "40", EQ },
 	{ "2.5(4)(2)", "20", EQ },
