@@ -44,18 +44,19 @@
  * 15); "\text{ and }" and "\text{ or }" separate a list.
  *
  * Then:
- *   - "x = 5" and "5 = x" (one side a lone variable) are 5 against an
- *     answer that is no relation, and relations against relations, so
+ *   - an equation whose left side is variables alone, multiplied or
+ *     divided ("x = 5", "ab = 5", "x = y"), is its right side against an
+ *     answer that is no relation, as math_verify's assignments are; "5 =
+ *     x" and "2x = 10" are not 5. Against relations it is a relation, so
  *     that "a = 2, b = 3" is not "a = 3, b = 2"; a chain "x = 2 + 3 = 5"
  *     is its last side; "x \in [0, 1)" is the interval;
  *   - likewise a function's definition "f(x) = 2x + 1" is 2x + 1, and
  *     "f(x) = x" is x: f one letter or a Greek letter (\phi(x),
- *     \varphi(t)), with a subscript (g_1(x)), primes (f'(x)) or
- *     ^{-1} (the inverse), applied to lone variables (h(x, y)), left of
- *     '=', or right of it after a side that is no lone variable ("x =
- *     a(b)" stays x = ab). Against a relation its f(x) is the product f*x
- *     it is without the '=', so that the names count: "f(x) = x^2" is
- *     neither "g(x) = x^2" nor "y = x^2";
+ *     \varphi(t)), with a subscript (g_1(x)), primes (f'(x)) or ^{-1}
+ *     (the inverse), applied to lone variables (h(x, y)), left of '='
+ *     ("2x + 1 = f(x)" is no definition). Its f(x) is the product f*x it
+ *     is without the '=', so that against a relation the names count:
+ *     "f(x) = x^2" is neither "g(x) = x^2" nor "y = x^2";
  *   - expressions are equal when their values agree to a relative 1e-8 at
  *     eight points, each variable taking the same pseudo-random value in
  *     both (six points in [0.4, 1.9], two in [-1.9, -0.4]); a point where

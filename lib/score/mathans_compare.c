@@ -312,20 +312,31 @@ static int list_equal(struct cmp *c, const struct parse *PA, const struct obj *a
 	return values_equal(c, PA, PA->kids + a->first, a->n, PB, PB->kids + b->first, b->n);
 }
 
-/* What "x = 5", "5 = x" and "f(x) = 5" give x: the side that is not the
- * function's head, else the side that is not a lone variable, or NONE
- * when the relation is no such assignment. */
+/* Whether expression k is made of variables alone, multiplied or
+ * divided (x, ab, a/b, f(x) and f^{-1}(x) as the products they are read
+ * as): latex2sympy's is_expr_of_only_symbols. */
+static int symbols_only(const struct parse *P, int k)
+{
+	const struct node *d = &P->nodes[k];
+	switch (d->op) {
+	case N_VAR: return 1;
+	case N_MUL: case N_DIV: return symbols_only(P, d->a) && symbols_only(P, d->b);
+	case N_POW: return symbols_only(P, d->a) && P->nodes[d->b].op == N_NUM && P->nodes[d->b].v == -1;
+	default: return 0;
+	}
+}
+
+/* What "x = 5" and "f(x) = 5" give an answer that is no relation: the
+ * right side of an equation whose left is made of variables alone, as
+ * math_verify's is_assignment_relation; NONE for any other relation, so
+ * that "5 = x" and "2x = 6" are not 5 and 3. */
 static struct val assigned(const struct parse *P, struct val v)
 {
 	const struct obj *o = v.obj >= 0 ? &P->objs[v.obj] : NULL;
 	if (!o || o->kind != O_REL || o->n != 2 || o->ops[0] != R_EQ)
 		return NONE;
-	struct val l = P->kids[o->first], r = P->kids[o->first + 1];
-	if (mathans_function_head(P, l) != mathans_function_head(P, r))   /* f(x) = x is x */
-		return mathans_function_head(P, l) ? r : l;
-	if (mathans_lone_variable(P, l) == mathans_lone_variable(P, r))
-		return NONE;
-	return mathans_lone_variable(P, l) ? r : l;
+	struct val l = P->kids[o->first];
+	return symbols_only(P, l.node) ? P->kids[o->first + 1] : NONE;
 }
 
 static int is_relation(const struct parse *P, struct val v)
@@ -333,23 +344,30 @@ static int is_relation(const struct parse *P, struct val v)
 	return v.obj >= 0 && P->objs[v.obj].kind == O_REL;
 }
 
-/* "x = 0.333333" against "x = 1/3": math_verify solves both for x and
- * rounds the values (sympy_solve_and_compare), so two assignments of one
- * variable whose values fall under rounded_equal compare by it; -1 for
- * any other pair of relations. */
+/* What "x = 5" and "5 = x" give x when solved for it: the side that is
+ * not the lone variable, its name in *var; NONE for other relations. */
+static struct val solved(const struct parse *P, struct val v, uint64_t *var)
+{
+	const struct obj *o = v.obj >= 0 ? &P->objs[v.obj] : NULL;
+	if (!o || o->kind != O_REL || o->n != 2 || o->ops[0] != R_EQ)
+		return NONE;
+	struct val l = P->kids[o->first], r = P->kids[o->first + 1];
+	if (mathans_lone_variable(P, l) == mathans_lone_variable(P, r))
+		return NONE;
+	struct val x = mathans_lone_variable(P, l) ? l : r;
+	*var = P->nodes[x.node].var;
+	return x.node == l.node ? r : l;
+}
+
+/* "x = 0.333333" against "x = 1/3" or "1/3 = x": math_verify solves both
+ * for x and compares the values (sympy_solve_and_compare), so two
+ * equations of one variable alone whose values fall under rounded_equal
+ * compare by it; -1 for any other pair of relations. */
 static int assignments_rounded(const struct elem *x, const struct elem *y)
 {
-	struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
-	if (!scalar(ax) || !scalar(ay))
-		return -1;
-	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
-	struct val nx = x->P->kids[a->first], ny = y->P->kids[b->first];
-	if (nx.node == ax.node)
-		nx = x->P->kids[a->first + 1];
-	if (ny.node == ay.node)
-		ny = y->P->kids[b->first + 1];
-	if (!mathans_lone_variable(x->P, nx) || !mathans_lone_variable(y->P, ny) ||
-	    x->P->nodes[nx.node].var != y->P->nodes[ny.node].var)
+	uint64_t vx = 0, vy = 0;
+	struct val ax = solved(x->P, x->v, &vx), ay = solved(y->P, y->v, &vy);
+	if (!scalar(ax) || !scalar(ay) || vx != vy)
 		return -1;
 	struct elem ex = element(x->P, ax, 0), ey = element(y->P, ay, 0);
 	return rounded_equal(&ex, &ey);
@@ -361,11 +379,11 @@ static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 	 * in "a = 2, b = 3" the names count */
 	if (is_relation(x->P, x->v) != is_relation(y->P, y->v)) {
 		struct val ax = assigned(x->P, x->v), ay = assigned(y->P, y->v);
-		if (ax.obj >= 0 || ax.node >= 0) {
+		if (scalar(ax)) {
 			struct elem e = element(x->P, ax, 0);
 			return elem_equal(c, &e, y);
 		}
-		if (ay.obj >= 0 || ay.node >= 0) {
+		if (scalar(ay)) {
 			struct elem e = element(y->P, ay, 0);
 			return elem_equal(c, x, &e);
 		}

@@ -73,7 +73,6 @@ struct node {
 	int8_t sign;      /* N_PM: +1 for \pm, -1 for \mp */
 	uint8_t integer;  /* N_NUM written as digits alone */
 	uint8_t decimal;  /* N_NUM written with a point (0.5, not 0.\overline{3}) */
-	uint8_t head;     /* a function's name and arguments, f(x), before '=' */
 	int32_t a, b;
 	double v;
 	uint64_t var;
@@ -116,7 +115,5 @@ void mathans_parse(struct parse *P, const char *s, size_t n);
 unsigned mathans_pm_mask(const struct parse *P, int k);
 /* An expression that is one variable, x or x_1. */
 int mathans_lone_variable(const struct parse *P, struct val v);
-/* The f(x) of a definition f(x) = ... (the product f*x as a value). */
-int mathans_function_head(const struct parse *P, struct val v);
 
 #endif

@@ -425,11 +425,6 @@ int mathans_lone_variable(const struct parse *P, struct val v)
 	return scalar(v) && P->nodes[v.node].op == N_VAR;
 }
 
-int mathans_function_head(const struct parse *P, struct val v)
-{
-	return scalar(v) && P->nodes[v.node].head;
-}
-
 static int is_tok_char(const struct lex *L, char c)
 {
 	return L->t == T_CHAR && L->c == c;
@@ -439,11 +434,10 @@ static int is_tok_char(const struct lex *L, char c)
 
 /* The f(x) of a definition "f(x) = 2x + 1" at the current token: one
  * letter, with a subscript, primes (f'(x)) or ^{-1} (the inverse), applied
- * to variables (h(x, y)); followed by '=' on the left (right 0), by the
- * relation's end on the right ("2x + 1 = f(x)"). Its value is the product
- * f*x it was read as before, so that relations compare as they did, and
- * it is marked a head; NONE, with nothing read, when it is none. */
-static struct val head(struct parse *P, int right)
+ * to variables (h(x, y)), followed by '='. Its value is the product f*x,
+ * the names counting (f'(x) is not f(x)); NONE, with nothing read, when it
+ * is none. */
+static struct val head(struct parse *P)
 {
 	struct lex c = P->L;
 	uint64_t args[MAX_ARGS];
@@ -474,8 +468,7 @@ static struct val head(struct parse *P, int right)
 	if (!is_tok_char(&c, ')'))
 		return NONE;
 	mathans_lex_next(&c);
-	if (right ? c.t != T_END && c.t != T_SEP && c.t != T_RSET && !is_tok_char(&c, ',')
-		  : c.t != T_REL || c.sub != R_EQ)
+	if (c.t != T_REL || c.sub != R_EQ)
 		return NONE;
 	P->L = c;
 	struct val v = node(P, N_VAR, -1, -1);
@@ -489,8 +482,6 @@ static struct val head(struct parse *P, int right)
 			P->nodes[x.node].var = args[i];
 		v = binary(P, N_MUL, v, x);
 	}
-	if (scalar(v))
-		P->nodes[v.node].head = 1;
 	return v;
 }
 
@@ -500,7 +491,7 @@ static struct val relation(struct parse *P)
 	struct val side[5];
 	uint8_t ops[4];
 	int k = 0;
-	struct val h = head(P, 0);
+	struct val h = head(P);
 	side[0] = scalar(h) ? h : sum(P);
 	if (P->L.t == T_IN) {   /* x \in [0, 1) */
 		if (!mathans_lone_variable(P, side[0]))
@@ -513,12 +504,7 @@ static struct val relation(struct parse *P)
 			return fail(P);
 		ops[k++] = (uint8_t)P->L.sub;
 		next(P);
-		/* "2x + 1 = f(x)"; "x = a(b)" stays x = ab */
-		h = NONE;
-		if (k == 1 && ops[0] == R_EQ && !mathans_lone_variable(P, side[0]) &&
-		    !mathans_function_head(P, side[0]))
-			h = head(P, 1);
-		side[k] = scalar(h) ? h : sum(P);
+		side[k] = sum(P);
 	}
 	if (k == 0 || P->bad)
 		return side[0];

@@ -157,7 +157,12 @@ static const struct {
 	{ "\\sqrt{x}", "\\sqrt{-x}", NE },
 	/* equations and inequalities */
 	{ "x=5", "5", EQ },
-	{ "5=x", "5", EQ },
+	{ "5=x", "5", NE },               /* an equation, no assignment */
+	{ "ab = 6", "6", EQ },            /* variables alone on the left */
+	{ "\\frac{a}{b} = 2", "2", EQ },
+	{ "x = y", "y", EQ },
+	{ "x = y", "x", NE },
+	{ "2x = 6", "3", NE },
 	{ "x = 2+3 = 5", "5", EQ },
 	{ "x = 5", "5 = x", EQ },
 	{ "x = 5", "y = 5", NE },
@@ -198,7 +203,7 @@ static const struct {
 	{ "f''(x) = 2", "2", EQ },
 	{ "f^{-1}(x) = \\frac{x-1}{2}", "\\frac{x}{2}-\\frac{1}{2}", EQ },
 	{ "f^-1(x) = 2x", "2x", EQ },
-	{ "2x+1 = f(x)", "2x+1", EQ },          /* the name on the right */
+	{ "2x+1 = f(x)", "2x+1", NE },          /* the name on the right: no assignment */
 	{ "P(A) = 0.5", "\\frac12", EQ },
 	{ "f(x) = 2x+1, g(x) = 3x", "2x+1, 3x", EQ },
 	{ "f(x) = 2x+1", "f(x) = 1+2x", EQ },
