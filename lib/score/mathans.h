@@ -68,18 +68,41 @@
  *     even at the sixth decimal, agree: math_verify's verify() with its
  *     default float_rounding=6 (sympy_numeric_eq in its grader.py). So
  *     0.333333 and 0.3333333 are 1/3 and 1.414214 is \sqrt{2}, while
- *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, 0.0000004
- *     is 0, and 1000000.4999 is not 1000000.5 however close. Two
- *     assignments of one variable, "x = 0.333333" and "x = 1/3", compare
- *     their values so (math_verify solves both for x). Inside an
- *     expression (0.333333x, 0.333333 + x) a decimal is a value as any;
+ *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, and
+ *     1000000.4999 is not 1000000.5 however close. Against an exact
+ *     whole number (2, \sqrt{4}) sympy's round keeps an Integer, which
+ *     no Float equals since sympy 1.13, and math_verify falls back to an
+ *     exact comparison: 2.0 is 2, 2.0000004 and 4.9999999 are not 2 and
+ *     5, 0.0000004 is not 0. Two equations of one variable, "x =
+ *     0.333333" and "1/3 = x", compare their values so (math_verify
+ *     solves both for x);
+ *   - where neither side is a lone decimal, an expression holding one
+ *     (2 \cdot 0.5, 0.1 + 0.2, 0.5x) is sympy's binary floating point:
+ *     against a whole number or a fraction of two as written (3, -1/3,
+ *     \frac{3}{10}: a sympy Integer or Rational) equal only when the
+ *     double is the same, so 0.5^2 is 1/4 and 1.5/3 is 1/2 but 0.1 + 0.2
+ *     (0.30000000000000004) is not 3/10, though it is 0.3 (rounded, a
+ *     lone decimal); against anything else within a relative 1e-12 at
+ *     the points, for math_verify's evalf to 15 digits and simplify: 0.5x
+ *     is x/2, 0.333333x and 0.3333333333x are not x/3, and so for the
+ *     sides of an inequality;
  *   - two relations of two sides are equal when their sides' differences
  *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
- *     is -x > -1 and 1 > x, with a positive factor for an inequality);
- *     longer chains side by side;
+ *     is -x > -1, 1 > x and 2x < 2, with a positive factor for an
+ *     inequality); longer chains side by side. math_verify means this
+ *     too (it solves both), but for one variable or an inequality its
+ *     code reads solve()'s result in a form sympy does not return, and
+ *     the exception it swallows makes x < 1 and 2x < 2, x = 3 and 2x =
+ *     6, x \ne 3 and 3 \ne x different: this follows the intent (and
+ *     sympy's verdict in tests/data/mathans-sympy.jsonl);
  *   - tuples element by element, with the same brackets; sets and unions
  *     as multisets (in any order); matrices entry by entry; a set of one
  *     element is that element.
+ *
+ * math_verify's verify(gold, pred) is not symmetric, and this is: there a
+ * predicted equation is its right side against a reference that is none
+ * ("2x + 1 = 3" gets 3, "3 = x" is x), and a predicted interval meets a
+ * reference inequality ("x < 2" and (-\infty, 2)); here neither.
  *
  * A "1,000" is a thousand (a comma before exactly three digits after a
  * group of one to three), so the pair (1,000) is read as 1000 too.

@@ -100,11 +100,13 @@ static double eval(const struct parse *P, int k, unsigned signs, int pt)
 	return r;
 }
 
-static int close_to(double a, double b)
+/* a and b agree to a relative tol: REL_TOL, or FLOAT_TOL where decimals
+ * take part. */
+static int close_to(double a, double b, double tol)
 {
 	if (isinf(a) || isinf(b))
 		return a == b;
-	return fabs(a - b) <= REL_TOL * fmax(fabs(a), fabs(b)) + ABS_TOL;
+	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + ABS_TOL;
 }
 
 /* An expression's values at the points; a value is NaN where undefined. */
@@ -114,13 +116,13 @@ static void values(const struct parse *P, int k, unsigned signs, double *out)
 		out[pt] = eval(P, k, signs, pt);
 }
 
-static int same_values(const double *a, const double *b)
+static int same_values(const double *a, const double *b, double tol)
 {
 	int counted = 0;
 	for (int pt = 0; pt < N_POINTS; pt++) {
 		if (isnan(a[pt]) && isnan(b[pt]))
 			continue;
-		if (isnan(a[pt]) || isnan(b[pt]) || !close_to(a[pt], b[pt]))
+		if (isnan(a[pt]) || isnan(b[pt]) || !close_to(a[pt], b[pt], tol))
 			return 0;
 		counted++;
 	}
@@ -171,6 +173,36 @@ static int constant(const struct parse *P, int k)
 	return constant(P, d->a) && (d->b == d->a || constant(P, d->b));
 }
 
+/* Whether expression k holds a decimal anywhere: 2 \cdot 0.5, 0.5x. */
+static int with_decimal(const struct parse *P, int k)
+{
+	const struct node *d = &P->nodes[k];
+	if (d->op == N_NUM)
+		return d->decimal;
+	if (d->op == N_VAR)
+		return 0;
+	return with_decimal(P, d->a) || (d->b != d->a && with_decimal(P, d->b));
+}
+
+/* A whole number written as digits, signed or not. */
+static int whole(const struct parse *P, int k)
+{
+	while (P->nodes[k].op == N_NEG)
+		k = P->nodes[k].a;
+	return P->nodes[k].op == N_NUM && P->nodes[k].integer;
+}
+
+/* A whole number, or one over another (-3, 1/3, -\frac{3}{10}): what
+ * latex2sympy reads as a sympy Integer or Rational rather than as an
+ * expression. */
+static int exact_literal(const struct parse *P, int k)
+{
+	while (P->nodes[k].op == N_NEG)
+		k = P->nodes[k].a;
+	const struct node *d = &P->nodes[k];
+	return whole(P, k) || (d->op == N_DIV && whole(P, d->a) && whole(P, d->b));
+}
+
 /* x * 10^6 rounded half to even, as sympy's Expr.round(6) does with the
  * decimal digits: a tie is one within a double's rounding of .5, so that
  * 0.1234565 (stored a hair below) is a tie. */
@@ -182,11 +214,21 @@ static double micro_units(double x)
 	return d < 0.5 ? f : f + 1;
 }
 
-/* math_verify's verify(..., float_rounding=6): when one side is a decimal
- * number and the other a constant, both are rounded to six decimals and
- * equal only when those agree (src/math_verify/grader.py, sympy_numeric_eq,
- * a.round(float_rounding) == b.round(float_rounding)): 0.333333 is 1/3,
- * 0.33 and 0.333334 are not. -1 when the rule does not apply. */
+/* An exact expression's value that is a whole number, as sympy would
+ * evaluate it to an Integer: \sqrt{4}, \frac{6}{3}, 1+1. */
+static int integral(const struct parse *P, int k, double v)
+{
+	return !with_decimal(P, k) && isfinite(v) && fabs(v - nearbyint(v)) <= REL_TOL * fmax(1, fabs(v));
+}
+
+/* math_verify's verify(..., float_rounding=6) (src/math_verify/grader.py,
+ * sympy_numeric_eq): when one side is a decimal number and the other a
+ * constant, both are rounded to six decimals and equal only when those
+ * agree, a.round(6) == b.round(6): 0.333333 is 1/3, 0.33 and 0.333334
+ * are not. Against an exact whole number sympy's round keeps an Integer,
+ * which no Float equals since sympy 1.13, and math_verify falls back to
+ * simplify(a - b) == 0: 2.0 is 2, 2.0000004 is not. -1 when the rule does
+ * not apply. */
 static int rounded_equal(const struct elem *x, const struct elem *y)
 {
 	int kx = x->v.node, ky = y->v.node;
@@ -195,7 +237,38 @@ static int rounded_equal(const struct elem *x, const struct elem *y)
 	double a = x->at[0], b = y->at[0];
 	if (!isfinite(a) || !isfinite(b))
 		return 0;
+	if (integral(x->P, kx, a))
+		return b == nearbyint(a);
+	if (integral(y->P, ky, b))
+		return a == nearbyint(b);
 	return micro_units(a) == micro_units(b);
+}
+
+/* Two expressions, either with a decimal that rounded_equal leaves (2 \cdot
+ * 0.5, 0.1 + 0.2, 0.5x), as math_verify compares them: against a literal
+ * Integer or Rational sympy evaluates the decimals in binary floating point
+ * and keeps only an exact match (0.5^2 is 1/4, 0.1 + 0.2 is not 3/10);
+ * otherwise it evaluates the difference to 15 digits or simplifies it, so
+ * that 0.5x is x/2 and 0.3333333333x is not x/3. -1 when neither has a
+ * decimal. */
+static int decimal_arithmetic(const struct elem *x, const struct elem *y)
+{
+	int kx = x->v.node, ky = y->v.node;
+	if (!with_decimal(x->P, kx) && !with_decimal(y->P, ky))
+		return -1;
+	if ((exact_literal(x->P, kx) && constant(y->P, ky)) || (exact_literal(y->P, ky) && constant(x->P, kx)))
+		return x->at[0] == y->at[0];
+	return same_values(x->at, y->at, FLOAT_TOL);
+}
+
+/* Two expressions: a decimal against a constant rounded, decimals in
+ * arithmetic nearly exact, others at the points. */
+static int scalars_equal(const struct elem *x, const struct elem *y)
+{
+	int r = rounded_equal(x, y);
+	if (r < 0)
+		r = decimal_arithmetic(x, y);
+	return r >= 0 ? r : same_values(x->at, y->at, REL_TOL);
 }
 
 static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y);
@@ -224,8 +297,21 @@ static enum rel difference(const struct parse *P, const struct obj *o, double *f
 	return o->ops[0] == R_LT ? R_GT : o->ops[0] == R_LE ? R_GE : (enum rel)o->ops[0];
 }
 
+/* Whether a decimal takes part in relation o. */
+static int relation_with_decimal(const struct parse *P, const struct obj *o)
+{
+	for (int i = 0; i < o->n; i++)
+		if (with_decimal(P, P->kids[o->first + i].node))
+			return 1;
+	return 0;
+}
+
 /* Two relations of two sides: the same kind, with differences f and g
- * where g = c f (c > 0 for an inequality). */
+ * where g = c f (c > 0 for an inequality). math_verify means the same: it
+ * solves two relations that are not one another turned round, but for one
+ * variable or an inequality its code then reads the solution in a form
+ * sympy does not return, and the exception it swallows says "different"
+ * to x < 3 against 2x < 6 and x = 3 against 2x = 6. */
 static int relation_equal(struct cmp *c, const struct parse *PA, const struct obj *a, const struct parse *PB,
 			  const struct obj *b)
 {
@@ -253,8 +339,12 @@ static int relation_equal(struct cmp *c, const struct parse *PA, const struct ob
 		factor = 0;
 	else if (fabs(factor) < 1e-12 || ((a->ops[0] != R_EQ && a->ops[0] != R_NE) && factor < 0))
 		return 0;
+	/* an inequality's differences are compared as expressions, decimals
+	 * and all; equations are solved, sympy making their decimals fractions */
+	double tol = a->ops[0] != R_EQ && (relation_with_decimal(PA, a) || relation_with_decimal(PB, b)) ?
+			     FLOAT_TOL : REL_TOL;
 	for (int pt = 0; pt < N_POINTS; pt++)
-		if (!isnan(f[pt]) && !close_to(g[pt], factor * f[pt]))
+		if (!isnan(f[pt]) && !close_to(g[pt], factor * f[pt], tol))
 			return 0;
 	return 1;
 }
@@ -391,8 +481,7 @@ static int elem_equal(struct cmp *c, const struct elem *x, const struct elem *y)
 	if (scalar(x->v) || scalar(y->v)) {
 		if (!scalar(x->v) || !scalar(y->v))
 			return 0;
-		int r = rounded_equal(x, y);
-		return r >= 0 ? r : same_values(x->at, y->at);
+		return scalars_equal(x, y);
 	}
 	const struct obj *a = &x->P->objs[x->v.obj], *b = &y->P->objs[y->v.obj];
 	if (a->kind != b->kind)

@@ -42,8 +42,16 @@ static const struct {
 	{ "1.414214", "\\sqrt{2}", EQ },
 	{ "3.141593", "\\pi", EQ },
 	{ "0.3333331", "0.3333334", EQ },          /* both decimals: both rounded */
-	{ "2", "2.0000004", EQ },
-	{ "0", "0.0000004", EQ },
+	/* but against an exact whole number sympy's round(6) keeps an Integer,
+	 * which no Float equals since sympy 1.13, and simplify(a - b) decides */
+	{ "2", "2.0000004", NE },
+	{ "0", "0.0000004", NE },
+	{ "2.0000001", "\\sqrt{4}", NE },
+	{ "4.9999999", "5", NE },
+	{ "2.0", "2", EQ },
+	{ "5.00", "\\sqrt{25}", EQ },
+	{ "2.0", "2.0000004", EQ },                /* both decimals: both rounded */
+	{ "2 \\cdot 1.0", "2.0000004", EQ },       /* a decimal in the other: a Float */
 	{ "0.1234565", "0.123456", EQ },           /* a tie goes to the even digit */
 	{ "0.1234575", "0.123458", EQ },
 	{ "0.0", "\\frac{1}{2000000}", EQ },
@@ -68,6 +76,33 @@ static const struct {
 	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
 	{ "0.333333 + x", "\\frac13 + x", NE },
 	{ "0.333333", "\\frac{1}{3} + x", NE },
+	/* a decimal in arithmetic, no lone decimal on either side: sympy computes
+	 * it in binary floating point; against an Integer or Rational as written
+	 * (3, 1/3, \frac{3}{10}) only an exact match counts, against any other
+	 * expression 15 digits (evalf) or simplify */
+	{ "2 \\cdot 0.5", "1", EQ },
+	{ "0.5 \\times 4", "2", EQ },
+	{ "1.5/3", "\\frac12", EQ },
+	{ "0.5^2", "\\frac{1}{4}", EQ },
+	{ "\\sqrt{0.25}", "1/2", EQ },
+	{ "0.1+0.2", "\\frac{1}{10}+\\frac{2}{10}", EQ },
+	{ "0.5\\pi", "\\frac{\\pi}{2}", EQ },
+	{ "0.5x", "\\frac{x}{2}", EQ },
+	{ "0.3(x-1)", "0.3x-0.3", EQ },           /* an ulp apart in doubles, equal to simplify */
+	{ "0.1+0.2", "\\frac{3}{10}", NE },       /* 0.30000000000000004 */
+	{ "0.1 \\cdot 3", "3/10", NE },
+	{ "2 \\cdot 0.333333", "\\frac23", NE },
+	{ "2 \\cdot 0.3333333333", "\\frac23 + 0", NE },
+	{ "2 \\cdot 1.414214", "2\\sqrt{2}", NE },
+	{ "0.3333333333x", "\\frac{x}{3}", NE },
+	{ "x > 0.3333333333", "x > \\frac13", NE },
+	{ "y = 0.3333333333x", "y = \\frac{x}{3}", EQ },   /* solved for x: 3.0y, 3y */
+	/* against a lone decimal the rounding: 0.3 is a Float */
+	{ "0.1+0.2", "0.3", EQ },
+	{ "3 \\cdot 0.1", "0.3", EQ },
+	{ "0.5^2", "0.2500001", EQ },
+	{ "1.414214 \\cdot 2", "2.828427", NE },   /* 2.828428 rounded */
+	{ "0.5^2", "0.250001", NE },
 	{ "0.3333333333333333", "\\frac13", EQ },
 	{ "\\frac{1}{12}", "0.0833333333333333", EQ },
 	{ "18.90", "18.9", EQ },
