@@ -39,10 +39,12 @@ static int format_job(struct buf *b, const struct done_job *j, int with_done)
 int done_format(struct buf *b, const struct done_manifest *m)
 {
 	int r = buf_printf(b, "{\"step\":%" PRId64 ",\"ranks\":%u,\"micro_batches_per_rank\":%u,\"sequences\":%u,"
-			   "\"tokens\":%" PRIu64 ",\"loss_tokens\":%" PRId64 ",\"pad_tokens\":%" PRIu64
-			   ",\"dummies\":%u,\"dummy_tokens\":%" PRIu64 ",",
-			   m->step, m->ranks, m->micro_batches_per_rank, m->sequences, m->tokens, m->loss_tokens,
-			   m->pad_tokens, m->dummies, m->dummy_tokens);
+			   "\"tokens\":%" PRIu64 ",", m->step, m->ranks, m->micro_batches_per_rank, m->sequences,
+			   m->tokens);
+	if (m->loss_tokens >= 0)   /* unknown (-1, a manifest from before it was): left out, as there */
+		r |= buf_printf(b, "\"loss_tokens\":%" PRId64 ",", m->loss_tokens);
+	r |= buf_printf(b, "\"pad_tokens\":%" PRIu64 ",\"dummies\":%u,\"dummy_tokens\":%" PRIu64 ",",
+			m->pad_tokens, m->dummies, m->dummy_tokens);
 	r |= buf_printf(b, "\"dropped\":{\"stale\":%" PRIu64 ",\"overlong\":%" PRIu64 ",\"empty\":%" PRIu64
 			"},\"truncated\":%" PRIu64 ",\"truncated_untrained\":%" PRIu64 ",\"runs\":[",
 			m->dropped_stale, m->dropped_overlong, m->dropped_empty, m->truncated, m->truncated_untrained);

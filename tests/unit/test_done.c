@@ -315,6 +315,12 @@ int main(void)
 			  "\"runs\":[],\"next_run\":\"\",\"inputs\":[],\"partial\":[]}";
 	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && r.loss_tokens == -1 && r.tokens == 71,
 	   "a manifest from before loss_tokens reads, loss_tokens unknown (-1)");
+	buf_free(&b);
+	done_format(&b, &r);
+	struct done_manifest again;
+	ok(!memmem(b.data, b.len, "loss_tokens", 11) && done_parse((char *)b.data, b.len, "DONE", &again, &e) == 0 &&
+	   again.loss_tokens == -1, "and writes back without it, as it was, which reads again (%s)", e.msg);
+	done_free(&again);
 	done_free(&r);
 
 	const char *bad[][2] = {
