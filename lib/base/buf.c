@@ -83,6 +83,22 @@ void buf_reset(struct buf *b)
 	b->len = 0;
 }
 
+int buf_put_tsv_cell(struct buf *b, const char *s, size_t n)
+{
+	static const char named[] = { ['\\'] = '\\', ['\t'] = 't', ['\n'] = 'n', ['\r'] = 'r' };
+	int x = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < sizeof named && named[c])
+			x |= buf_printf(b, "\\%c", named[c]);
+		else if (c < 0x20 || c == 0x7f)
+			x |= buf_printf(b, "\\x%02x", c);
+		else
+			x |= buf_put_u8(b, c);
+	}
+	return x;
+}
+
 void buf_free(struct buf *b)
 {
 	free(b->data);

@@ -28,6 +28,10 @@ int buf_put_u64(struct buf *b, uint64_t v);
  * NUL after it that len does not count. On failure b is freed and errno
  * still tells why the file could not be opened (ENOENT: it does not exist). */
 int buf_read_file(struct buf *b, const char *path, struct err *e);
+/* Append n bytes of s as one cell of tab-separated values: backslash, tab,
+ * line breaks and the other control bytes escaped (\\ \t \n \r \xHH),
+ * so that a row stays one row whatever text it holds. */
+int buf_put_tsv_cell(struct buf *b, const char *s, size_t n);
 void buf_reset(struct buf *b);                  /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 

@@ -173,7 +173,7 @@ int metrics_tsv(const struct metrics_table *t, struct buf *out)
 {
 	int x = buf_printf(out, "step");
 	for (int k = 0; k < t->n_rewards; k++)
-		x |= buf_printf(out, "\treward.%s", t->names[k]);
+		x |= buf_printf(out, "\treward.") | buf_put_tsv_cell(out, t->names[k], strlen(t->names[k]));
 	x |= buf_printf(out, "\tkl\tentropy\tclip_fraction\tgrad_norm\ttokens_per_s\n");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct metrics_row *r = &t->rows[i];
@@ -187,12 +187,20 @@ int metrics_tsv(const struct metrics_table *t, struct buf *out)
 	return x ? -1 : 0;
 }
 
-/* s as a gnuplot double-quoted string's contents. */
+/* s as a gnuplot double-quoted string's contents: a control byte as its
+ * octal escape, as a line break would end the command and begin another. */
 static int quoted(struct buf *out, const char *s)
 {
 	int x = 0;
-	for (; *s; s++)
-		x |= *s == '"' || *s == '\\' ? buf_printf(out, "\\%c", *s) : buf_put_u8(out, (uint8_t)*s);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			x |= buf_printf(out, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			x |= buf_printf(out, "\\%03o", c);
+		else
+			x |= buf_put_u8(out, c);
+	}
 	return x;
 }
 

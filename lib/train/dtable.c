@@ -22,8 +22,7 @@ static int id_cell(struct buf *b, const struct traj_id *id)
 	return 0;
 }
 
-/* Token id's text as one TSV cell: backslash, tab, line breaks and other
- * control bytes escaped (\\ \t \n \r \xHH), so the row stays one row. */
+/* Token id's text as one TSV cell (buf_put_tsv_cell). */
 static int text_cell(struct buf *b, const struct tokenizer *tok, int32_t id, struct buf *scratch)
 {
 	if (!tok)
@@ -31,23 +30,7 @@ static int text_cell(struct buf *b, const struct tokenizer *tok, int32_t id, str
 	buf_reset(scratch);
 	if (tok_decode(tok, &id, 1, 0, scratch, NULL) < 0)
 		return 0;   /* an id the tokenizer lacks: an empty cell */
-	int x = 0;
-	for (size_t i = 0; i < scratch->len; i++) {
-		unsigned char c = scratch->data[i];
-		if (c == '\\')
-			x |= buf_printf(b, "\\\\");
-		else if (c == '\t')
-			x |= buf_printf(b, "\\t");
-		else if (c == '\n')
-			x |= buf_printf(b, "\\n");
-		else if (c == '\r')
-			x |= buf_printf(b, "\\r");
-		else if (c < 0x20 || c == 0x7f)
-			x |= buf_printf(b, "\\x%02x", c);
-		else
-			x |= buf_put_u8(b, c);
-	}
-	return x;
+	return buf_put_tsv_cell(b, (const char *)scratch->data, scratch->len);
 }
 
 /* The ids of real sequence j of mb. */

@@ -2,7 +2,7 @@
 # grpo-spool plot: the metrics lines of grpo-score and grpo-step as one
 # table per step (--tsv), drawn as a PNG by gnuplot.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 14
+plan 17
 S="$T/spool"
 mkdir -p "$S"
 # two scored inputs of policy 0 (4 and 12 sequences), one of policy 1, and a
@@ -67,6 +67,29 @@ if command -v gnuplot > /dev/null; then
 		"a PNG in SPOOL/metrics.png by default, silently"
 	grpo-spool plot "$S" -o "$T/one.png" --metrics "$S/step.jsonl" 2> "$T/err"
 	is "$?:$(cat "$T/err"):$(head -c 4 "$T/one.png" | od -An -tx1 | tr -d ' \n')" "0::89504e47" "-o names the PNG"
+else
+	skip "no gnuplot"
+	skip "no gnuplot"
+fi
+
+# A reward's name is data (a reward program chooses it): a line break in it
+# must not end gnuplot's datablock, where what follows would run as
+# gnuplot's commands (system "..." among them), nor split the TSV's header.
+printf '%s\n' '{"input":"/s/rollouts/step_0/rank_0/a.zst","sequences":2,"rewards":{"a\tb\nEOD\nsystem \"touch '"$T"'/ran\"\n$x << EOD\n":{"mean":1}}}' \
+	'{"step":1,"kl":0.5,"grad_norm":1}' > "$T/names.jsonl"
+grpo-spool plot "$T/none" --metrics "$T/names.jsonl" --tsv > "$T/got" 2> "$T/err"
+is "$?:$(cat "$T/err"):$(wc -l < "$T/got"):$(head -n 1 "$T/got" | cut -f 2)" \
+	'0::2:reward.a\tb\nEOD\nsystem "touch '"$T"'/ran"\n$x << EOD\n' "--tsv: a name's tab and line breaks escaped, one header line"
+if command -v gnuplot > /dev/null; then
+	mkdir "$T/png"
+	png="$T/png/a
+set output \"b.png\"
+c.png"
+	grpo-spool plot "$T/none" --metrics "$T/names.jsonl" -o "$png" 2> "$T/err"
+	is "$?:$(cat "$T/err"):$(head -c 4 "$png" | od -An -tx1 | tr -d ' \n'):$(ls -A "$T/png" | grep -c .)" \
+		"0::89504e47:3" "a name or a PNG's name with line breaks: one PNG, of that name (3 lines of ls)"
+	[ ! -e "$T/ran" ] && [ ! -e b.png ] && [ ! -e "$T/png/b.png" ]
+	ok $? "and no command of theirs run"
 else
 	skip "no gnuplot"
 	skip "no gnuplot"

@@ -1,4 +1,4 @@
-/* test_buf: buf_grow_array, the doubling growth of arrays without a capacity field. */
+/* test_buf: buf_grow_array, the doubling growth of arrays without a capacity field; TSV cells. */
 #include <stdlib.h>
 
 #include "../tap.h"
@@ -25,5 +25,15 @@ int main(void)
 	ok(buf_grow_array(&p, (size_t)1 << 40, (size_t)1 << 30) < 0 && p == a,
 	   "a size that overflows is refused, and the array kept");
 	free(a);
+
+	struct buf b = { 0 };
+	static const char text[] = "a\tb\nc\r\\d\x01\x7f\xc3\xa9 e";
+	const char *want = "a\\tb\\nc\\r\\\\d\\x01\\x7f\xc3\xa9 e";
+	ok(buf_put_tsv_cell(&b, text, sizeof text - 1) == 0 && b.len == strlen(want) && memcmp(b.data, want, b.len) == 0,
+	   "a TSV cell: tab, line breaks, backslash and control bytes escaped, UTF-8 and spaces kept");
+	buf_reset(&b);
+	ok(buf_put_tsv_cell(&b, "x\0y", 3) == 0 && b.len == 6 && memcmp(b.data, "x\\x00y", 6) == 0,
+	   "a NUL within the n bytes is a control byte too");
+	buf_free(&b);
 	return tap_done();
 }
