@@ -5,6 +5,7 @@
  * where the manifest has it; and QUEUE/.jobs, where grpo-spool gc keeps
  * the jobs of the steps it removes: its record's line, its reader and its
  * writer, and the job gc reads from any step's marker. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,47 @@ static int jobs_text_is(const char *queue, const char *want)
 	if (strcmp(got, want) != 0)
 		diag("got  %s", got);
 	return strcmp(got, want) == 0;
+}
+
+/*
+ * A .jobs that is there but cannot be read is an error, not "no records":
+ * taken for none, done_jobs_add would rename a file of its new records
+ * alone over it, grpo-pack would forget the jobs of the removed steps and
+ * pack their inputs again (data trained twice). The tests run as root, so
+ * a mode does not stop a read: .jobs is a link to a directory, which opens
+ * and then fails to read (EISDIR), as a bad disk's file fails with EIO,
+ * and which a rename would replace. A queue path too long for .jobs is an
+ * error too.
+ */
+static void test_jobs_unreadable(const char *q, const struct done_jobrec *add)
+{
+	char jobs[512], held[512], link[512] = "";
+	struct done_jobrec *v = NULL;
+	size_t n = 0;
+	struct err e = { 0 };
+	snprintf(jobs, sizeof jobs, "%s/.jobs", q);
+	snprintf(held, sizeof held, "%s/held", q);
+	int bad = mkdir(held, 0777) != 0 || symlink(held, jobs) != 0;
+	ok(!bad, "QUEUE/.jobs a link to a directory");
+	ok(done_jobs_load(q, &v, &n, &e) == -1 && strstr(e.msg, "/.jobs: read error") && !v && n == 0,
+	   "load: -1, said (%s)", e.msg);
+	done_jobrecs_free(v, n);
+	e.msg[0] = '\0';
+	int r = done_jobs_add(q, add, 1, &e);
+	ssize_t k = readlink(jobs, link, sizeof link - 1);
+	link[k > 0 ? k : 0] = '\0';
+	ok(r == -1 && strstr(e.msg, "/.jobs: read error") && strcmp(link, held) == 0,
+	   "add: -1, said, .jobs not replaced by a file of its record alone (%d, %s)", r, e.msg);
+	unlink(jobs);
+	rmdir(held);
+
+	char deep[PATH_MAX];
+	memset(deep, 'q', sizeof deep - 1);
+	deep[0] = '/';
+	deep[sizeof deep - 4] = '\0';   /* fits PATH_MAX, QUEUE/.jobs does not */
+	ok(done_jobs_load(deep, &v, &n, &e) == -1 && strstr(e.msg, "path too long") && !v && n == 0,
+	   "a queue path too long for .jobs: -1, said");
+	done_jobrecs_free(v, n);
 }
 
 /* The records of QUEUE/.jobs: their line, what the reader passes over
@@ -170,6 +212,7 @@ static void test_jobs(void)
 	   strstr(e.msg, "/.jobs: line 1: not a job record"), "a whole line that is no record: refused: %s", e.msg);
 	ok(done_jobs_add(q, &r3, 1, &e) < 0 && jobs_text_is(q, "{\"step\":3}\n"), "and add leaves it as it is");
 	put_jobs(q, NULL);
+	test_jobs_unreadable(q, &r3);
 
 	/* what gc reads of a step's marker */
 	struct done_job j;
