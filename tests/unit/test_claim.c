@@ -761,6 +761,87 @@ static void test_check(void)
 	ok(claim_check(p, 600, now, &id, &age, &e) == 1, "or when a lease given is shorter than its age");
 }
 
+/* A claim record at path naming holder; 0 or -1. */
+static int put_record(const char *path, const struct claim_id *holder)
+{
+	char text[512];
+	FILE *f = fopen(path, "w");
+	int bad = !f || claim_format_id(holder, text, sizeof text) < 0 || fputs(text, f) < 0;
+	return (f && fclose(f) != 0) || bad ? -1 : 0;
+}
+
+/* claim_check as on a file system without flock: its lock, its last spool
+ * call, fails with errnum (the hook fails the lock's open rather than the
+ * flock after it; claim_check sees the same -1 and errno). */
+static int check_without_flock(const char *path, int errnum, struct claim_id *id, struct err *e)
+{
+	long long age;
+	fsys_test_fail_at(0, 0);
+	claim_check(path, 0, time(NULL), id, &age, e);
+	fsys_test_fail_at(fsys_calls_made(), errnum);
+	int r = claim_check(path, 0, time(NULL), id, &age, e);
+	fsys_test_fail_at(0, 0);
+	return r;
+}
+
+/*
+ * Where flock fails with ENOLCK (NFS mounted nolock) or EOPNOTSUPP, a
+ * holder on this host is judged by the process table: a live one, its pid
+ * there with the start time it recorded, keeps its claim (and is not
+ * disturbed by the look); a dead one (no such pid) or a pid reused by
+ * another process (another start time) has a stale claim, which recover
+ * returns. A record without a start time is judged by its pid alone. Any
+ * other failure of the lock is an error.
+ */
+static void test_check_without_flock(void)
+{
+	char dir[512], p[600];
+	int up[2], hold[2];
+	struct claim_id holder, id, self;
+	struct err e = { 0 };
+	snprintf(dir, sizeof dir, "%s/nolock", top);
+	snprintf(p, sizeof p, "%s/rec", dir);
+	if (mkdir(dir, 0777) != 0 || pipe(up) != 0 || pipe(hold) != 0) {
+		ok(0, "a directory and two pipes");
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {   /* the holder: says who it is, lives until hold is closed */
+		char c;
+		claim_self(&holder, 0);
+		close(hold[1]);
+		ssize_t w = write(up[1], &holder, sizeof holder);
+		_exit(w == (ssize_t)sizeof holder && read(hold[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(up[1]);
+	close(hold[0]);
+	int bad = pid < 0 || read(up[0], &holder, sizeof holder) != (ssize_t)sizeof holder ||
+		  put_record(p, &holder) != 0;
+	close(up[0]);
+	ok(!bad && holder.pid == (long)pid && holder.pstart > 0, "a live holder's record (pid %ld)", holder.pid);
+	is_int(check_without_flock(p, ENOLCK, &id, &e), 0, "no flock (ENOLCK): its pid there, its start time: live");
+	ok(id.pid == (long)pid, "naming it");
+	is_int(check_without_flock(p, EOPNOTSUPP, &id, &e), 0, "EOPNOTSUPP: the same");
+	int status = -1;
+	ok(pid > 0 && waitpid(pid, &status, WNOHANG) == 0, "the holder is not disturbed by the looks");
+	close(hold[1]);
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "it exits");
+	is_int(check_without_flock(p, ENOLCK, &id, &e), 1, "dead (its pid gone): stale");
+	is_int(check_without_flock(p, EOPNOTSUPP, &id, &e), 1, "and with EOPNOTSUPP");
+
+	claim_self(&self, 0);
+	self.pstart++;
+	bad = put_record(p, &self) != 0;
+	is_int(bad ? -9 : check_without_flock(p, ENOLCK, &id, &e), 1,
+	       "a pid reused (this process's, another start time): stale");
+	self.pstart = 0;
+	bad = put_record(p, &self) != 0;
+	is_int(bad ? -9 : check_without_flock(p, ENOLCK, &id, &e), 0, "a record without a start time, its pid there: live");
+	ok(check_without_flock(p, EIO, &id, &e) == -1 && strstr(e.msg, strerror(EIO)),
+	   "a lock failing otherwise (EIO): an error, said (%s)", e.msg);
+}
+
 /* Each claim's record is closed when the claim ends, retired or released:
  * a consumer of many files keeps no descriptor per file (it would run out
  * of them), and no lock of a claim that ended. */
@@ -798,6 +879,7 @@ int main(void)
 	test_take_fault(ENOSPC);
 	test_renew();
 	test_check();
+	test_check_without_flock();
 	test_end_fault(1);
 	test_end_fault(0);
 	test_concurrent();
