@@ -550,6 +550,66 @@ static void test_quarantine(void)
 	       "a second quarantine of the same name is refused: %s", e.msg);
 }
 
+/* QUEUE/step_2/rank_1/x.zst published, claimed by a consumer that died when claimed is set; 0 or -1. */
+static int quarantine_queue(const char *q, int claimed)
+{
+	return spool_put(q, 2, 1, "x.zst", "X") != 0 || (claimed && dead_claim(q, 2, 1, "x.zst") != 0) ? -1 : 0;
+}
+
+/* 1 unless x.zst is in quarantine and gone from the queue. */
+static int not_quarantined(const char *q)
+{
+	return exists("%s/step_2/rank_1/x.zst", q) || !exists("%s/.quarantine/step_2/rank_1/x.zst", q);
+}
+
+/*
+ * Quarantine with each of its spool calls failing in turn (on a waiting
+ * file, and on one a dead consumer holds, whose claim is returned first):
+ * it moves the file, or fails saying why; never says "moved" or "a live
+ * consumer holds it" on a failure, and run again it finishes.
+ */
+static void test_quarantine_fault(int errnum, int claimed)
+{
+	char q[600], f[700], dest[800];
+	struct claim_id id;
+	struct err e;
+	snprintf(q, sizeof q, "%s/quarf/%d/%d/count/scored", top, errnum, claimed);
+	snprintf(f, sizeof f, "%s/step_2/rank_1/x.zst", q);
+	if (quarantine_queue(q, claimed) < 0) {
+		ok(0, "a file to quarantine");
+		return;
+	}
+	fsys_test_fail_at(0, 0);
+	int r = queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e);
+	long n = fsys_calls_made(), k;
+	const char *why = r != 0 || not_quarantined(q) ? "it fails with no fault" : NULL;
+	for (k = 1; k <= n && !why; k++) {
+		snprintf(q, sizeof q, "%s/quarf/%d/%d/%ld/scored", top, errnum, claimed, k);
+		snprintf(f, sizeof f, "%s/step_2/rank_1/x.zst", q);
+		if (quarantine_queue(q, claimed) < 0) {
+			ok(0, "a file to quarantine (failing at %ld)", k);
+			return;
+		}
+		fsys_test_fail_at(k, errnum);
+		r = queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e);
+		fsys_test_fail_at(0, 0);
+		if (r > 0)
+			why = "it returned neither 0 nor -1";
+		else if (r < 0 && !strstr(e.msg, strerror(errnum)))
+			why = e.msg;
+		else if (r == 0 && not_quarantined(q))
+			why = "it said moved, the file not moved";
+		else if (r < 0 && ((r = queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e)) < 0 ||
+				   r == 1 || not_quarantined(q)))
+			why = "run again it did not finish";
+	}
+	ok(n > 5 && !why, "quarantine of a %s file with each of its %ld calls failing with %s: said, or done; "
+	   "run again, done%s%s", claimed ? "dead consumer's" : "waiting", n, strerror(errnum), why ? ": " : "",
+	   why ? why : "");
+	if (why)
+		diag("at call %ld", k - 1);
+}
+
 static void test_status(void)
 {
 	char spool[600], q[700], pol[700];
@@ -752,6 +812,10 @@ int main(void)
 	test_gc_fault(ENOSPC);
 	test_gc_late();
 	test_quarantine();
+	test_quarantine_fault(EIO, 0);
+	test_quarantine_fault(ENOSPC, 0);
+	test_quarantine_fault(EIO, 1);
+	test_quarantine_fault(ENOSPC, 1);
 	test_status();
 	test_retire_step();
 	test_status_more();
