@@ -46,6 +46,7 @@ static void test_load_job(void)
 	ok(j.n_inputs_data == 0 && !j.inputs_data && j.data == 0,
 	   "a job from before data and inputs_data: none of either");
 	done_job_free(&j);
+	ok(j.id == 0 && !j.done && j.n_done == 0 && j.sequences == 0, "done_job_free zeroes the job");
 	bad = put_done(q, 9, "{\"step\":9,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":9,"
 		       "\"sequences\":3,\"finished\":true,\"data\":\"00000000000000aa\","
 		       "\"inputs_data\":[\"00000000000000bb\",\"00000000000000cc\"],\"done\":[]}}\n");
@@ -198,6 +199,12 @@ static void test_jobs(void)
 	   "add: a later step's record of a job replaces the earlier (%s)", e.msg);
 	ok(done_jobs_add(q, &r, 1, &e) == 0 && jobs_text_is(q, (char *)b.data),
 	   "an earlier step's changes nothing");
+	struct stat before, after;
+	char jobs[512];
+	snprintf(jobs, sizeof jobs, "%s/.jobs", q);
+	ok(stat(jobs, &before) == 0 && done_jobs_add(q, &later, 1, &e) == 0 && stat(jobs, &after) == 0 &&
+	   after.st_ino == before.st_ino && jobs_text_is(q, (char *)b.data),
+	   "nor does the same step's again (gc run again after a crash): the file is not rewritten");
 	struct done_jobrec r3 = r;
 	r3.job.first_step = 9;
 	r3.step = 9;
@@ -211,6 +218,20 @@ static void test_jobs(void)
 	ok(put_jobs(q, "{\"step\":3}\n") == 0 && done_jobs_load(q, &v, &n, &e) < 0 &&
 	   strstr(e.msg, "/.jobs: line 1: not a job record"), "a whole line that is no record: refused: %s", e.msg);
 	ok(done_jobs_add(q, &r3, 1, &e) < 0 && jobs_text_is(q, "{\"step\":3}\n"), "and add leaves it as it is");
+	buf_reset(&f);
+	done_jobrec_format(&f, &r2);
+	buf_append(&f, "x\n", 3);
+	buf_put_u8(&f, 0);
+	ok(put_jobs(q, (char *)f.data) == 0 && done_jobs_load(q, &v, &n, &e) < 0 && strstr(e.msg, "/.jobs: line 2: "),
+	   "a damaged line of one byte is refused too, naming it: %s", e.msg);
+	buf_reset(&f);
+	done_jobrec_format(&f, &r2);
+	buf_append(&f, "\n", 1);
+	done_jobrec_format(&f, &r3);
+	buf_put_u8(&f, 0);
+	ok(put_jobs(q, (char *)f.data) == 0 && done_jobs_load(q, &v, &n, &e) == 0 && n == 2 && v[1].step == 9,
+	   "an empty line is passed over");
+	done_jobrecs_free(v, n);
 	put_jobs(q, NULL);
 	test_jobs_unreadable(q, &r3);
 
@@ -271,6 +292,10 @@ static void test_parse_more(void)
 		{ "{\"step\":1,\"runs\":[{\"run\":\"a\",\"sequences_total\":1}]}", "x/DONE: run_step: expected a whole number" },
 		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,\"sequences\":2,"
 		  "\"finished\":true,\"data\":\"00000000000000fg\",\"done\":[]}}", "x/DONE: job: data is not 16 hexadecimal" },
+		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"a\",\"done\":[]},{\"file\":\"b\",\"done\":3}]}",
+		  "x/DONE: partial[1].done: expected an array" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,\"sequences\":2,"
+		  "\"finished\":false,\"done\":[0.5]}}", "x/DONE: job.done[0]: not an ordinal below sequences (2)" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		int rc = done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e);
