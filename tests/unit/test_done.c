@@ -285,6 +285,8 @@ static void test_parse_more(void)
 	   r.n_partial == 1 && r.partial[0].n_done == 0 && r.has_job && r.job.sequences == 0,
 	   "a step of zeros reads: no dummies, a run that made nothing, an empty job (%s)", e.msg);
 	done_free(&r);
+	ok(!r.runs && r.n_runs == 0 && !r.partial && r.n_partial == 0 && !r.has_job,
+	   "done_free zeroes the manifest");
 	const char *bad[][2] = {
 		{ "not json", "x/DONE: not a grpo-pack manifest" },
 		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"step_0/rank_0/a.zst\",3]}", "x/DONE: inputs[1]: expected a string" },
