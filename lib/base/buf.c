@@ -121,15 +121,16 @@ int buf_read_file(struct buf *b, const char *path, struct err *e)
 		n = oom ? 0 : fread(b->data + b->len, 1, b->cap - b->len, f);
 		b->len += n;
 	} while (n > 0);
-	int bad = ferror(f);
+	int bad = ferror(f), why = errno;   /* read(2)'s, which stdio's error flag does not keep */
 	fclose(f);
 	if (!oom && !bad && buf_reserve(b, 1) == 0) {
 		b->data[b->len] = 0;
 		return 0;
 	}
-	if (bad)
-		err_set(e, "%s: read error", path);
-	else
+	if (bad) {
+		errno = why;
+		err_sys(e, "%s: read error", path);
+	} else
 		err_set(e, "%s: out of memory", path);
 	buf_free(b);
 	return -1;

@@ -5,6 +5,7 @@
  * where the manifest has it; and QUEUE/.jobs, where grpo-spool gc keeps
  * the jobs of the steps it removes: its record's line, its reader and its
  * writer, and the job gc reads from any step's marker. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,8 +109,8 @@ static void test_jobs_unreadable(const char *q, const struct done_jobrec *add)
 	snprintf(held, sizeof held, "%s/held", q);
 	int bad = mkdir(held, 0777) != 0 || symlink(held, jobs) != 0;
 	ok(!bad, "QUEUE/.jobs a link to a directory");
-	ok(done_jobs_load(q, &v, &n, &e) == -1 && strstr(e.msg, "/.jobs: read error") && !v && n == 0,
-	   "load: -1, said (%s)", e.msg);
+	ok(done_jobs_load(q, &v, &n, &e) == -1 && strstr(e.msg, "/.jobs: read error: Is a directory") && !v && n == 0 &&
+	   e.errnum == EISDIR, "load: -1, said with the system's reason (%s)", e.msg);
 	done_jobrecs_free(v, n);
 	e.msg[0] = '\0';
 	int r = done_jobs_add(q, add, 1, &e);
