@@ -382,7 +382,11 @@ static void print_sum(const struct scoresum *s)
 	for (size_t i = 0; i < s->nfn; i++) {
 		const struct scoresum_fn *f = &s->fn[i];
 		double mean = f->sum / (double)f->seqs, var = f->sumsq / (double)f->seqs - mean * mean;
-		printf("  %-16s mean %.4g, std %.4g", f->name, mean, sqrt(var > 0 ? var : 0));
+		/* a reward program names its rewards: its control bytes shown, not sent to the terminal */
+		struct buf name = { 0 };
+		int shown = buf_put_tsv_cell(&name, f->name, strlen(f->name)) == 0 && buf_put_u8(&name, 0) == 0;
+		printf("  %-16s mean %.4g, std %.4g", shown ? (const char *)name.data : "?", mean, sqrt(var > 0 ? var : 0));
+		buf_free(&name);
 		if (f->flagged)
 			printf(", solved %.4g", (double)f->solved / (double)f->flagged);
 		for (int j = 0; j < nk; j++) {

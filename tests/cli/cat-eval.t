@@ -6,7 +6,7 @@
 # and on a model's samples scored by grpo-score, against its metrics and
 # the groups' own successes.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 8
+plan 9
 
 # group 1: 4 members, 1 solved; group 2: 2 members, both solved
 traj() { # traj GROUP SEQ REWARD FINISH LEN
@@ -73,3 +73,11 @@ close() { jq -n --slurpfile a "$1" --slurpfile b "$2" \
 	'$a[0] | keys_unsorted == ($b[0] | keys_unsorted) and all(to_entries[]; (.value - $b[0][.key] | fabs) < 1e-5)'; }
 is "$(jq -r 'keys_unsorted | join(",")' "$T/pf"):$(close "$T/pf" "$T/pc"):$(close "$T/ps" "$T/pc")" "1,2,4,8,12:true:true" \
 	"grpo-score's pass_at, from a file and streamed, is grpo-cat's: $(cat "$T/pf") $(cat "$T/pc")"
+
+# A reward program names its rewards: a name's escape and line breaks are
+# shown escaped in the summary, not sent to the terminal
+printf '{"group_id":1,"trajectories":[{"prompt_tokens":[1],"response_tokens":[2],"logprobs":[-1],"rewards":[1],"reward_names":["a\\u001b[2Jb\\nc"],"successes":[1],"advantages":0}]}\n' |
+	grpo-cat --from-json -o "$T/n.zst" || exit 1
+grpo-cat --stats "$T/n.zst" > "$T/nstats"
+is "$?:$(grep -c "$(printf '\033')" "$T/nstats"):$(grep -c '^  a\\x1b\[2Jb\\nc  *mean 1' "$T/nstats")" "0:0:1" \
+	"--stats: a reward's name with an escape and a line break, shown escaped on its one line"
