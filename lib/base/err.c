@@ -13,7 +13,7 @@
 /* s (n bytes) into e->msg. One too long keeps its head and its end, joined by
  * "...", cut between UTF-8 characters: the end says what went wrong (a
  * strerror, "path too long"), and a path of 4000 bytes must not push it out. */
-static void err_fit(struct err *e, const char *s, size_t n)
+static void err_fit_raw(struct err *e, const char *s, size_t n)
 {
 	if (n < sizeof e->msg) {
 		memcpy(e->msg, s, n);
@@ -29,6 +29,23 @@ static void err_fit(struct err *e, const char *s, size_t n)
 	memcpy(e->msg + head, "...", 3);
 	memcpy(e->msg + head + 3, s + from, n - from);
 	e->msg[head + 3 + n - from] = '\0';
+}
+
+/* A message is one line for a terminal, whatever it quotes of the data (a
+ * name a reward program chose, a line of a damaged file): a control byte
+ * in it (a line break, an escape sequence) becomes '?', as ls -q shows one. */
+static void err_printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+/* s into e->msg, fitted and printable. */
+static void err_fit(struct err *e, const char *s, size_t n)
+{
+	err_fit_raw(e, s, n);
+	err_printable(e->msg);
 }
 
 /* The length vsnprintf wrote into a buffer of size bytes, at most size - 1. */

@@ -8,7 +8,9 @@
  * err_prefix(), so the innermost function need not know the file name.
  * A message longer than msg keeps its beginning and its end, where what
  * went wrong is said, with "..." between: a long path in it never pushes
- * "path too long" or strerror's words out.
+ * "path too long" or strerror's words out. A message is one printable line:
+ * a control byte it quotes from the data (a line break, an escape
+ * sequence) is stored as '?'.
  *
  * errnum keeps the errno an err_sys() message ends with (0 after err_set),
  * through err_prefix(), so a tool can tell a full disk, which a later run

@@ -72,6 +72,17 @@ int main(void)
 	ok(strncmp(e.msg, "grpo-pack: /ppp", 15) == 0 && ends_with(e.msg, ": record 7"),
 	   "err_prefix before a long message: the prefix and the message's end");
 
+	err_set(&e, "reward '%s' unknown", "a\033[2J\nb\tc\x7f");
+	ok(strcmp(e.msg, "reward 'a?[2J?b?c?' unknown") == 0,
+	   "a control byte quoted from the data is '?': one printable line (%s)", e.msg);
+	err_prefix(&e, "%s", "x\ny");
+	ok(strcmp(e.msg, "x?y: reward 'a?[2J?b?c?' unknown") == 0, "err_prefix's too (%s)", e.msg);
+	errno = EIO;
+	err_sys(&e, "%s", "f\r");
+	ok(strcmp(e.msg, "f?: Input/output error") == 0, "err_sys's too (%s)", e.msg);
+	err_set(&e, "caf\xc3\xa9 \xe2\x82\xac");
+	ok(strcmp(e.msg, "caf\xc3\xa9 \xe2\x82\xac") == 0, "UTF-8 is kept whole (%s)", e.msg);
+
 	/* "é" is two bytes and "€" three: every cut point falls inside a character for some offset */
 	int clean = 1;
 	for (int shift = 0; shift < 6; shift++) {
