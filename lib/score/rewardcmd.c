@@ -195,6 +195,14 @@ static int reward_array(const cJSON *x, int fixed, uint32_t members, char *why)
  * -Infinity, which Python's json writes, are read as those values, for the
  * scorer to store as 0 (grpo-score(1)). On a bad line, why (of size
  * WHY_MAX) says what is wrong with it. */
+static int control_byte(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const char *line, size_t n, double *out,
 		       char *why)
 {
@@ -231,6 +239,11 @@ static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const
 	cJSON_ArrayForEach(x, rw) if (ok && strlen(x->string) > REWARD_NAME_MAX) {
 		/* a longer name would be stored cut, perhaps to another's */
 		snprintf(why, WHY_MAX, "a name of over %d bytes", REWARD_NAME_MAX);
+		ok = 0;
+	}
+	cJSON_ArrayForEach(x, rw) if (ok && control_byte(x->string)) {
+		/* names go into tables, plots and terminals, one line each */
+		snprintf(why, WHY_MAX, "a name holding a control character (a line break, a tab)");
 		ok = 0;
 	}
 	if (ok && !c->names) {

@@ -6,7 +6,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 116
+plan 118
 cd "$T"
 
 # ids of "#### 18", "#### 17" (qwen3)
@@ -200,6 +200,10 @@ grpo-score -c "while read -r l; do echo '{\"rewards\": {\"${L}x\": 1, \"${L}y\":
 	2> err > longname.zst
 is "$?:$(wc -c < longname.zst | tr -d ' ')" "1:0" "reward names over 63 bytes: exit status 1, nothing written"
 grep -q "': a name of over 63 bytes for sequence 100 of group 1" err
+ok $? "saying why: $(cut -c 1-300 err)"
+grpo-score -c "while read -r l; do echo '{\"rewards\": {\"a\\\\nb\": 1}}'; done" -t "$TOK" in.zst 2> err > ctlname.zst
+is "$?:$(wc -c < ctlname.zst | tr -d ' ')" "1:0" "a reward name with a line break: exit status 1, nothing written"
+grep -q "': a name holding a control character (a line break, a tab) for sequence 100 of group 1" err
 ok $? "saying why: $(cut -c 1-300 err)"
 # a name twice: JSON allows it, cJSON would read the first, Python's json the last
 grpo-score -c "while read -r l; do echo '{\"rewards\": {\"r\": 1, \"r\": 0}}'; done" -t "$TOK" in.zst \
