@@ -128,6 +128,18 @@ MODULES = {
         objects=["build/lib/data/mbbuild.o"],
         tests=[UNIT + "test_mbbuild", UNIT + "test_pack", UNIT + "test_packbuf", UNIT + "test_align",
                UNIT + "test_model_mb", CLI + "pack.t", CLI + "pack-truncate.t"]),
+    "gradx": dict(
+        files=["lib/train/gradx.c"],
+        targets=["build/tests/test_gradx", "build/bin/grpo-step"],
+        objects=["build/lib/train/gradx.o"],
+        tests=[UNIT + "test_gradx", CLI + "step-ops.t", CLI + "once-mixups.t"]),
+    "ckpt": dict(
+        files=["lib/train/ckpt.c"],
+        targets=["build/tests/test_ckpt", "build/tests/test_ckpt_dtype", "build/tests/test_step",
+                 "build/bin/grpo-step"],
+        objects=["build/lib/train/ckpt.o"],
+        tests=[UNIT + "test_ckpt", UNIT + "test_ckpt_dtype", UNIT + "test_step", CLI + "step.t",
+               CLI + "step-ops.t"]),
 }
 
 UNITS_ONLY = False

@@ -7,13 +7,17 @@
  * changed byte; the options' hash changes with every option that shapes
  * the gradient or the update; and gradx_reduce sums two ranks through real
  * files, refusing a peer trained with other options. */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fsys.h"
 #include "train/gradx.h"
 #include "tap.h"
 
@@ -111,6 +115,11 @@ static void layout(void)
 	ok(acc[0] == 1 && acc[1] == -2 && rc.seqs == 3 && rc.tokens == 40 && rc.mbs == 2 && rs.loss == 1 &&
 	   rs.ratio_min == INFINITY && rs.ratio_max == -INFINITY && rs.diff_abs_sum == -0.5 && rs.policy == 0,
 	   "to the values they were written from");
+
+	buf_reset(&b);
+	buf_append(&b, "abc", 3);
+	ok(gradx_encode(&b, &h, &c, &st, g) == 0 && b.len == 3 + sizeof by_hand && memcmp(b.data, "abc", 3) == 0 &&
+	   memcmp(b.data + 3, by_hand, sizeof by_hand) == 0, "encode appends the file after what the buffer holds");
 	buf_free(&b);
 }
 
@@ -163,6 +172,7 @@ static void refusals(void)
 
 	f[0] = 'X';
 	ok(refused(f, n, &h, "not a gradient file of grpo-step --rank (bad magic)"), "a bad magic");
+	ok(refused(f, 1, &h, "bad magic"), "a file of one byte, not the magic's first: a bad magic, not a short file");
 	memcpy(f, b.data, n);
 	f[8] = 1;
 	ok(refused(f, n, &h, "a gradient file of version 1, and this grpo-step reads version 3"), "version 1");
@@ -206,7 +216,10 @@ static void refusals(void)
 	int shorts = 0, flips = 0, payload = 0;
 	for (size_t k = 0; k < n; k++) {
 		char what[64];
-		snprintf(what, sizeof what, "short file: %zu bytes", k);
+		if (k < GRADX_HEAD)
+			snprintf(what, sizeof what, "short file: %zu bytes, less than a header (%d)", k, GRADX_HEAD);
+		else
+			snprintf(what, sizeof what, "short file: %zu bytes, expected %zu", k, n);
 		shorts += refused(b.data, k, &h, what);
 		memcpy(f, b.data, n);
 		f[k] ^= 0x01;
@@ -219,16 +232,29 @@ static void refusals(void)
 			payload += refused(f, n, &h, "checksum mismatch");
 		}
 	}
-	is_int(shorts, n, "cut at each of its %zu bytes: a short file, saying how many bytes", n);
+	is_int(shorts, n, "cut at each of its %zu bytes: a short file, saying how many bytes, and how many a "
+	       "header or the file needs", n);
 	is_int(flips, 2 * n, "any one byte changed anywhere (two ways each): refused");
 	is_int(payload, 2 * (n - GRADX_HEAD), "a changed byte of the payload: by the checksum");
 	free(f);
 	buf_free(&b);
 }
 
-/* Write rank's file of epoch 0 as its process would. */
-static void put_file(const char *q, int rank, const struct loss_totals *c, const struct loss_stats *st,
-                     const float *g, size_t n, uint64_t opts)
+/* system(3) of a formatted command: its status. */
+static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int shell(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* Write rank's file of step 7, epoch 0 as its process would: 0, or -1. */
+static int write_file(const char *q, int rank, const struct loss_totals *c, const struct loss_stats *st,
+                      const float *g, size_t n, uint64_t opts)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/.grad/step_7/e0.rank_%d", q, rank);
@@ -236,8 +262,29 @@ static void put_file(const char *q, int rank, const struct loss_totals *c, const
 	struct buf b = { 0 };
 	gradx_encode(&b, &h, c, st, g);
 	FILE *f = fopen(path, "wb");
-	ok(f && fwrite(b.data, 1, b.len, f) == b.len && fclose(f) == 0, "rank %d's file by hand", rank);
+	int r = f && fwrite(b.data, 1, b.len, f) == b.len ? 0 : -1;
+	if (f && fclose(f) != 0)
+		r = -1;
 	buf_free(&b);
+	return r;
+}
+
+static void put_file(const char *q, int rank, const struct loss_totals *c, const struct loss_stats *st,
+                     const float *g, size_t n, uint64_t opts)
+{
+	ok(write_file(q, rank, c, st, g, n, opts) == 0, "rank %d's file by hand", rank);
+}
+
+/* A new policy queue in q (under $TMPDIR) and its step 7's exchange directory
+ * in dir, made; 0 when either cannot be. */
+static int temp_queue(char *q, size_t qsize, char *dir, size_t dsize)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(q, qsize, "%s/test_gradx.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(q))
+		return 0;
+	snprintf(dir, dsize, "%s/.grad/step_7", q);
+	return shell("mkdir -p '%s'", dir) == 0;
 }
 
 static void reduce(void)
@@ -318,6 +365,243 @@ static void reduce(void)
 		diag("could not remove %s", q);
 }
 
+/* Three ranks, this one in the middle: the sum is 0 + g0 + g1 + g2 in rank
+ * order (an element 0 in every rank stays exactly 0), the statistics are
+ * summed, and the ranks' counts together are checked against DONE's,
+ * naming it and what differs; a rank that refuses does not acknowledge. */
+static void three_ranks(void)
+{
+	enum { N = 40 };
+	const uint64_t OPTS = 77;
+	char q[512], dir[600], ack[700];
+	if (!ok(temp_queue(q, sizeof q, dir, sizeof dir), "a temporary policy queue"))
+		return;
+	snprintf(ack, sizeof ack, "%s/e0.read_1", dir);
+	float g[3][N], sum[N];
+	struct loss_totals c[3];
+	struct loss_stats s[3], want;
+	loss_stats_init(&want);
+	for (int r = 0; r < 3; r++) {
+		sample(&c[r], &s[r], g[r], N, r);
+		g[r][N / 2] = 0;
+		loss_stats_add(&want, &s[r]);
+	}
+	put_file(q, 0, &c[0], &s[0], g[0], N, OPTS);
+	put_file(q, 2, &c[2], &s[2], g[2], N, OPTS);
+	/* sample's counts are 3 + r sequences, 40 + r loss tokens, 2 + r micro-batches */
+	struct done_manifest dm;
+	memset(&dm, 0, sizeof dm);
+	dm.ranks = 3, dm.micro_batches_per_rank = 3, dm.sequences = 12, dm.loss_tokens = 123;
+	struct gradx x = { q, 7, 1, 3, 5, NULL, c[1], &dm, "DONE", OPTS };
+	struct loss_stats st = s[1];
+	struct err e = { 0 };
+	ok(gradx_reduce(&x, 0, g[1], sum, N, &st, &e) == 0, "rank 1 of 3 reduces, its counts and its peers' "
+	   "those of DONE (%s)", e.msg);
+	int same = 1;
+	for (int k = 0; k < N; k++)
+		same &= sum[k] == 0.0f + g[0][k] + g[1][k] + g[2][k];
+	ok(same && sum[N / 2] == 0, "to the sum of the three in rank order, an element 0 in each exactly 0");
+	ok(memcmp(&st, &want, sizeof st) == 0, "the three ranks' statistics summed");
+	ok(access(ack, F_OK) == 0, "rank 1 acknowledges with e0.read_1");
+
+	static const struct {
+		uint32_t seqs, dummies;
+		int64_t tokens;
+		const char *msg;
+	} bad[] = {
+		{ 13, 0, 123, "DONE: says 13 sequences, and the micro-batches of every rank hold 12" },
+		{ 12, 0, 124, "DONE: says 124 loss tokens, and the micro-batches of every rank hold 123" },
+		{ 12, 1, 123, "DONE: says 8 micro-batches that are not dummies, and the ranks hold 9" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		dm.sequences = bad[i].seqs, dm.dummies = bad[i].dummies, dm.loss_tokens = bad[i].tokens;
+		unlink(ack);
+		st = s[1];
+		ok(gradx_reduce(&x, 0, g[1], sum, N, &st, &e) == -1 && strcmp(e.msg, bad[i].msg) == 0 &&
+		   access(ack, F_OK) != 0, "counts that DONE does not say: refused, not acknowledged (%s)", e.msg);
+	}
+	shell("rm -rf '%s'", q);
+}
+
+/* A peer not there: the wait ends after the timeout, or at a signal,
+ * naming the rank, as something a later run gets past (EAGAIN); rank 0
+ * finishes a step only once every other rank acknowledged its last epoch. */
+static void waiting(void)
+{
+	enum { N = 4 };
+	const uint64_t OPTS = 78;
+	char q[512], dir[600], path[700];
+	if (!ok(temp_queue(q, sizeof q, dir, sizeof dir), "a temporary policy queue"))
+		return;
+	float g[N], sum[N];
+	struct loss_totals c;
+	struct loss_stats st;
+	struct err e = { 0 };
+	sample(&c, &st, g, N, 1);
+	struct gradx x = { q, 7, 1, 2, 0, NULL, c, NULL, NULL, OPTS };
+	snprintf(path, sizeof path, "%s/e0.rank_0", dir);
+	ok(gradx_reduce(&x, 0, g, sum, N, &st, &e) == -1 && e.errnum == EAGAIN &&
+	   strstr(e.msg, "step 7: rank 0's gradient did not appear within 0s") == e.msg && strstr(e.msg, path),
+	   "rank 0's gradient not there within --rank-timeout: later, naming it (%s)", e.msg);
+	snprintf(path, sizeof path, "%s/e0.rank_1", dir);
+	ok(access(path, F_OK) == 0, "rank 1 published its own before waiting");
+	snprintf(path, sizeof path, "%s/e0.read_1", dir);
+	ok(access(path, F_OK) != 0, "and acknowledged nothing");
+	volatile sig_atomic_t stop = 1;
+	x.stop = &stop, x.timeout_s = 60;
+	ok(gradx_reduce(&x, 0, g, sum, N, &st, &e) == -1 && e.errnum == EAGAIN &&
+	   strstr(e.msg, "e0.rank_0: stopped by a signal while waiting for rank 0"),
+	   "a signal ends the wait: later (%s)", e.msg);
+
+	/* rank 0 of 3 after 2 epochs: it waits for e1.read_1 and e1.read_2 */
+	struct gradx x0 = { q, 7, 0, 3, 0, NULL, c, NULL, NULL, OPTS };
+	shell("touch '%s/e0.read_1' '%s/e1.read_2'", dir, dir);
+	ok(gradx_finish(&x0, 2, &e) == -1 && e.errnum == EAGAIN &&
+	   strstr(e.msg, "step 7: rank 1's acknowledgement did not appear within 0s") && access(dir, F_OK) == 0,
+	   "rank 1 acknowledged only epoch 0 of 2: rank 0 leaves the step's files (%s)", e.msg);
+	shell("touch '%s/e1.read_1' && rm '%s/e1.read_2'", dir, dir);
+	ok(gradx_finish(&x0, 2, &e) == -1 && strstr(e.msg, "rank 2's acknowledgement did not appear") &&
+	   access(dir, F_OK) == 0, "rank 2 not at all: the same (%s)", e.msg);
+	shell("touch '%s/e1.read_2'", dir);
+	ok(gradx_finish(&x0, 2, &e) == 0 && access(dir, F_OK) != 0, "both: the step's directory is removed (%s)",
+	   e.msg);
+	shell("rm -rf '%s'", q);
+}
+
+/* gradx_finish removes the exchanges of earlier steps, which a rank 0
+ * killed after publishing left, and never a later step's, which a rank
+ * already on the next step may have begun. */
+static void finish_others(void)
+{
+	char q[512], dir[600], path[700];
+	if (!ok(temp_queue(q, sizeof q, dir, sizeof dir), "a temporary policy queue"))
+		return;
+	struct err e = { 0 };
+	struct gradx x = { q, 7, 0, 1, 0, NULL, { 0, 0, 0 }, NULL, NULL, 0 };
+	shell("mkdir '%s/.grad/step_5' '%s/.grad/step_8' && touch '%s/e0.rank_0' '%s/.grad/step_5/e0.rank_0' "
+	      "'%s/.grad/step_8/e0.rank_1'", q, q, dir, q, q);
+	ok(gradx_finish(&x, 1, &e) == 0, "rank 0 finishes step 7 (%s)", e.msg);
+	snprintf(path, sizeof path, "%s/.grad/step_8/e0.rank_1", q);
+	ok(access(dir, F_OK) != 0 && shell("test ! -e '%s/.grad/step_5'", q) == 0,
+	   "step 7's exchange and step 5's left over are removed");
+	ok(access(path, F_OK) == 0, "step 8's, under way, stays");
+	x.step = 8;
+	ok(gradx_finish(&x, 1, &e) == 0 && shell("test ! -e '%s/.grad'", q) == 0,
+	   "once step 8 finishes .grad is gone (%s)", e.msg);
+	shell("rm -rf '%s'", q);
+}
+
+/* What rank 1 of 2 leaves after gradx_reduce returned r: NULL when it is
+ * right (-1 saying the failure, or 0 with the sum, its own gradient
+ * published and acknowledged), else what is wrong. */
+static const char *reduce_left(int r, const struct err *e, const char *dir, const float *sum, const float *g0,
+                               const float *g1, size_t n, int errnum)
+{
+	if (r == -1)
+		return strstr(e->msg, strerror(errnum)) ? NULL : "a failure that does not say why";
+	if (r != 0)
+		return "neither 0 nor -1";
+	for (size_t k = 0; k < n; k++)
+		if (sum[k] != 0.0f + g0[k] + g1[k])
+			return "0 with a wrong sum";
+	char path[700];
+	struct buf b = { 0 };
+	struct err e2 = { 0 };
+	float back[64] = { 0 };
+	struct loss_totals c;
+	struct loss_stats st;
+	struct gradx_head h = { 1, 0, 7, n, 79 };
+	snprintf(path, sizeof path, "%s/e0.rank_1", dir);
+	int good = n <= 64 && buf_read_file(&b, path, &e2) == 0 &&
+	           gradx_decode(b.data, b.len, path, &h, &c, &st, back, &e2) == 0 && memcmp(back, g1, n * 4) == 0;
+	buf_free(&b);
+	if (!good)
+		return "0 without its own gradient published";
+	snprintf(path, sizeof path, "%s/e0.read_1", dir);
+	return access(path, F_OK) == 0 ? NULL : "0 without acknowledging";
+}
+
+/* Each file system call failing in turn (a full or failing disk): rank 1
+ * says so, or goes on as if none had failed; then a peer's file that
+ * cannot be read, and rank 0 finishing with each call failing. */
+static void faults(void)
+{
+	enum { N = 16 };
+	const uint64_t OPTS = 79;
+	char q[512], dir[600], path[700];
+	if (!ok(temp_queue(q, sizeof q, dir, sizeof dir), "a temporary policy queue"))
+		return;
+	float g0[N], g1[N], sum[N];
+	struct loss_totals c0, c1;
+	struct loss_stats s0, s1, st;
+	struct err e = { 0 };
+	sample(&c0, &s0, g0, N, 0);
+	sample(&c1, &s1, g1, N, 1);
+	struct gradx x = { q, 7, 1, 2, 5, NULL, c1, NULL, NULL, OPTS };
+	const char *why = NULL;
+	long n = 0;
+	for (long k = 0; k <= n && !why; k++) {
+		if (shell("rm -rf '%s/.grad'", q) != 0 || shell("mkdir -p '%s'", dir) != 0 ||
+		    write_file(q, 0, &c0, &s0, g0, N, OPTS) != 0) {
+			why = "cannot set the queue up";
+			break;
+		}
+		st = s1;
+		fsys_test_fail_at(k, EIO);
+		int r = gradx_reduce(&x, 0, g1, sum, N, &st, &e);
+		if (k == 0)
+			n = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		why = k == 0 && r != 0 ? "it fails with no failure" : reduce_left(r, &e, dir, sum, g0, g1, N, EIO);
+		if (why)
+			diag("  call %ld of %ld failing: %s (%d: %s)", k, n, why, r, e.msg);
+	}
+	ok(n >= 4 && !why, "rank 1's exchange with each of its %ld file system calls failing (EIO): said, or "
+	   "done whole", n);
+
+	/* a peer's file there but unreadable (a directory by its name) */
+	snprintf(path, sizeof path, "%s/e0.rank_0", dir);
+	shell("rm -rf '%s' && mkdir '%s'", path, path);
+	ok(gradx_reduce(&x, 0, g1, sum, N, &st, &e) == -1 && strstr(e.msg, path) == e.msg,
+	   "a peer's file that cannot be read: refused naming it (%s)", e.msg);
+	/* rank 1's own file or its acknowledgement that cannot be published */
+	ok(shell("rm -rf '%s' '%s/e0.rank_1' && mkdir '%s/e0.rank_1'", path, dir, dir) == 0 &&
+	   write_file(q, 0, &c0, &s0, g0, N, OPTS) == 0 && gradx_reduce(&x, 0, g1, sum, N, &st, &e) == -1 && strstr(e.msg, "e0.rank_1"),
+	   "its own gradient not published: it fails (%s)", e.msg);
+	ok(shell("rmdir '%s/e0.rank_1' && rm -f '%s/e0.read_1' && mkdir '%s/e0.read_1'", dir, dir, dir) == 0 &&
+	   gradx_reduce(&x, 0, g1, sum, N, &st, &e) == -1 && strstr(e.msg, "e0.read_1"),
+	   "its acknowledgement not published: it fails (%s)", e.msg);
+
+	/* rank 0 finishing step 7, with step 5's exchange left over */
+	struct gradx x0 = { q, 7, 0, 2, 0, NULL, c0, NULL, NULL, OPTS };
+	why = NULL, n = 0;
+	for (long k = 0; k <= n && !why; k++) {
+		if (shell("rm -rf '%s/.grad' && mkdir -p '%s' '%s/.grad/step_5' && touch '%s/e0.rank_0' "
+		          "'%s/e0.rank_1' '%s/e0.read_1' '%s/.grad/step_5/e0.rank_1'", q, dir, q, dir, dir, dir, q) != 0) {
+			why = "cannot set the queue up";
+			break;
+		}
+		fsys_test_fail_at(k, EIO);
+		int r = gradx_finish(&x0, 1, &e);
+		if (k == 0)
+			n = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		if (r == -1 && !strstr(e.msg, strerror(EIO)))
+			why = "a failure that does not say why";
+		else if (r == 0 && shell("test ! -e '%s' && test ! -e '%s/.grad/step_5'", dir, q) != 0)
+			why = "0 with an exchange left";
+		else if (r != 0 && r != -1)
+			why = "neither 0 nor -1";
+		else if (k == 0 && r != 0)
+			why = "it fails with no failure";
+		if (why)
+			diag("  call %ld of %ld failing: %s (%d: %s)", k, n, why, r, e.msg);
+	}
+	ok(n >= 6 && !why, "rank 0's finish with each of its %ld file system calls failing (EIO): said, or done "
+	   "whole", n);
+	shell("rm -rf '%s'", q);
+}
+
 /* Every option that shapes the gradient or the update changes the hash;
  * dr_grpo's --max-len only under dr_grpo. */
 static void opts_hash(void)
@@ -384,5 +668,9 @@ int main(void)
 	refusals();
 	opts_hash();
 	reduce();
+	three_ranks();
+	waiting();
+	finish_others();
+	faults();
 	return tap_done();
 }
