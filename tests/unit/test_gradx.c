@@ -559,6 +559,32 @@ static void faults(void)
 	ok(n >= 4 && !why, "rank 1's exchange with each of its %ld file system calls failing (EIO): said, or "
 	   "done whole", n);
 
+	/* alone in a queue without .grad: a failure while publishing is said, not
+	 * taken for rank 0 not coming (nor waited past, when the directory is made) */
+	why = NULL;
+	x.timeout_s = 0;
+	for (long k = 1; !why; k++) {
+		if (shell("rm -rf '%s/.grad'", q) != 0) {
+			why = "cannot set the queue up";
+			break;
+		}
+		st = s1;
+		fsys_test_fail_at(k, EIO);
+		int r = gradx_reduce(&x, 0, g1, sum, N, &st, &e);
+		long made = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		if (made < k)
+			break;   /* past publishing: it waits for rank 0 */
+		if (r != -1 || !strstr(e.msg, strerror(EIO)))
+			why = e.msg;
+		if (why)
+			diag("  call %ld failing: %d: %s", k, r, e.msg);
+	}
+	ok(!why, "rank 1 publishing into a queue without .grad, each call failing: it says so");
+	x.timeout_s = 5;
+	shell("mkdir -p '%s' && rm -f '%s'/*", dir, dir);
+	write_file(q, 0, &c0, &s0, g0, N, OPTS);
+
 	/* a peer's file there but unreadable (a directory by its name) */
 	snprintf(path, sizeof path, "%s/e0.rank_0", dir);
 	shell("rm -rf '%s' && mkdir '%s'", path, path);
