@@ -130,6 +130,11 @@ static void latest(void)
 	k = 1000;
 	ok(ckpt_latest(q, -1, &k, &e) == 1 && k == 1000, "none below step 0: 1, *step untouched");
 	ok(ckpt_exists(q, 3, &e) == 1 && ckpt_exists(q, 4, &e) == 0, "step_3 exists, step_4 does not");
+	fsys_test_fail_at(1, EIO);
+	int r = ckpt_latest(q, INT64_MAX, &k, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == -1 && strstr(e.msg, strerror(EIO)), "a queue that cannot be listed: an error, not \"no step\" (%s)",
+	   e.msg);
 }
 
 /* The input model: config.json, generation_config.json, the weights, a
@@ -157,9 +162,12 @@ static int is_step0_of(const char *q, const char *src)
 	             "cmp -s '%s'/$f '%s'/$f || exit 1; done", src, s0) == 0;
 }
 
-/* ckpt_publish_initial from src into fresh queues, the nth file system call
- * failing (0: none) with EIO: NULL when it published step_0 whole, or failed
- * saying why and leaving neither step_0 nor a temporary; else what is wrong. */
+/* ckpt_publish_initial from src into fresh queues, the kth file system call
+ * failing (0: none) with EIO: NULL when, with none failing, it published
+ * step_0 whole; with any but the last failing, it failed saying why and left
+ * neither step_0 nor a temporary; with the last (the flush of the queue after
+ * the rename) failing, step_0 is published and it says it is unflushed; else
+ * what is wrong. */
 static const char *initial_faults(const char *src, const char *name, long *calls)
 {
 	const char *why = NULL;
@@ -174,12 +182,13 @@ static const char *initial_faults(const char *src, const char *name, long *calls
 		if (k == 0)
 			n = fsys_calls_made();
 		fsys_test_fail_at(0, 0);
-		if (r == 0 || r == CKPT_UNFLUSHED)
-			why = is_step0_of(q, src) ? NULL : "step_0 published, not the model";
+		if (r != (k == 0 ? 0 : k < n ? -1 : CKPT_UNFLUSHED))
+			why = "not what a failure of that call returns";
 		else if (r != -1)
-			why = "neither published nor failed";
-		else if (k == 0)
-			why = "it fails with no failure";
+			why = !is_step0_of(q, src) ? "step_0 published, not the model"
+			      : *ls(tmp)           ? "a temporary left"
+			      : k && !strstr(e.msg, strerror(EIO)) ? "unflushed without saying why"
+			                                           : NULL;
 		else if (!strstr(e.msg, strerror(EIO)))
 			why = "a failure that does not say why";
 		else if (*ls(tmp) || ckpt_exists(q, 0, &e) != 0)
@@ -287,9 +296,9 @@ static void config_dtype(void)
 	model_free(&m);
 }
 
-/* ckpt_publish of step 1 into fresh queues, the nth call failing (0: none):
- * NULL when it published the whole step (as ref holds it) or nothing, saying
- * why, with no temporary left; else what is wrong. */
+/* ckpt_publish of step 1 into fresh queues, the kth call failing (0: none):
+ * NULL when it did as initial_faults says, the step published being the one
+ * ref holds; else what is wrong. */
 static const char *publish_faults(const struct model *m, const struct optim *op, int weights, size_t shard,
                                   const char *tok, const char *ref, const char *name, long *calls)
 {
@@ -306,15 +315,13 @@ static const char *publish_faults(const struct model *m, const struct optim *op,
 		if (k == 0)
 			n = fsys_calls_made();
 		fsys_test_fail_at(0, 0);
-		if (r == 0 || r == CKPT_UNFLUSHED)
-			why = !same_dirs(ref, s1)                       ? "a step published, not the step"
-			      : r == CKPT_UNFLUSHED && !strstr(e.msg, strerror(EIO)) ? "unflushed without saying why"
-			      : *ls(tmp)                                ? "a temporary left"
-			                                                : NULL;
+		if (r != (k == 0 ? 0 : k < n ? -1 : CKPT_UNFLUSHED))
+			why = "not what a failure of that call returns";
 		else if (r != -1)
-			why = "neither published nor failed";
-		else if (k == 0)
-			why = "it fails with no failure";
+			why = !same_dirs(ref, s1)  ? "a step published, not the step"
+			      : *ls(tmp)           ? "a temporary left"
+			      : k && !strstr(e.msg, strerror(EIO)) ? "unflushed without saying why"
+			                                           : NULL;
 		else if (!strstr(e.msg, strerror(EIO)))
 			why = "a failure that does not say why";
 		else if (*ls(tmp) || ckpt_exists(q, 1, &e) != 0)
@@ -356,6 +363,11 @@ static void publish(void)
 	   memcmp(oback.v, op.v, m.w.n * 4) == 0, "it loads back: the fp32 weights, moments and step (%s)", e.msg);
 	optim_free(&oback);
 	model_free(&back);
+	char bad[800];
+	snprintf(bad, sizeof bad, "%s/badopt", root);
+	shell("mkdir -p '%s' && cp -r '%s' '%s/step_1' && truncate -s 100 '%s/step_1/optim.bin'", bad, ref, bad, bad);
+	ok(ckpt_load(&back, &oback, &oo, bad, 1, &resumed, &e) == -1 && strstr(e.msg, "optim.bin"),
+	   "an optim.bin cut short: refused naming it, not a fresh optimizer (%s)", e.msg);
 	long n;
 	const char *why = publish_faults(&m, &op, 1, 0, src, ref, "pf", &n);
 	ok(!why && n >= 15, "each of its %ld file system calls failing: the whole step, or nothing", n);
@@ -420,6 +432,40 @@ static void prune(void)
 	ok(!*ls(tmp), "the removed steps gone whole, nothing left in .tmp");
 	ok(ckpt_prune(q, 1, &removed, &e) == 0 && removed == 3 &&
 	   strcmp(ls(q), ".tmp step_0 step_6 step_7 ") == 0, "--keep 1: step 6 and step 7 after it (%s)", ls(q));
+
+	/* each call failing: it says so, and a step it removed is gone from the queue whole */
+	const char *why = NULL;
+	long n = 0;
+	for (long k = 0; k <= n && !why; k++) {
+		char qk[700], tk[800];
+		snprintf(qk, sizeof qk, "%s/prunef%ld", root, k);
+		snprintf(tk, sizeof tk, "%s/.tmp", qk);
+		shell("for s in 0 1 2 3; do mkdir -p '%s'/step_$s && touch '%s'/step_$s/config.json; done", qk, qk);
+		fsys_test_fail_at(k, EIO);
+		int r = ckpt_prune(qk, 1, &removed, &e);
+		if (k == 0)
+			n = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		const char *left = ls(qk);
+		if (k == 0 && (r != 0 || removed != 2 || strcmp(left, ".tmp step_0 step_3 ") != 0))
+			why = "not steps 1 and 2 removed";
+		else if (k > 0 && (r != -1 || !strstr(e.msg, strerror(EIO))))
+			why = "a failure not said";
+		else if (k > 0 && (removed < 0 || removed > 2 || strstr(left, removed ? "step_1" : "XX") ||
+		                   !strstr(left, "step_3")))
+			why = "removed says not what is gone";
+		else if (r == 0 && *ls(tk))
+			why = "something left in .tmp";
+		if (why)
+			diag("  call %ld of %ld failing: %s (%d, %d removed: %s; %s)", k, n, why, r, removed, e.msg, left);
+	}
+	ok(!why && n >= 4, "--keep 1 with each of its %ld file system calls failing: said, nothing half in the queue",
+	   n);
+	shell("mkdir -p '%s/step_8/sub' && touch '%s/step_8/config.json' '%s/step_9/config.json' 2>/dev/null; "
+	      "mkdir -p '%s/step_9' && touch '%s/step_9/config.json'", q, q, q, q, q);
+	ok(ckpt_prune(q, 1, &removed, &e) == -1 && strstr(e.msg, "cannot remove directory") && removed == 3 &&
+	   strcmp(ls(q), ".tmp step_0 step_9 ") == 0, "a step holding a directory: out of the queue, and "
+	   "said to stay in .tmp (%s)", e.msg);
 }
 
 /* ckpt_sweep removes the temporaries of this host's dead processes only */
@@ -437,9 +483,9 @@ static void sweep(void)
 	int removed = -1;
 	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 0, "no .tmp: nothing to do");
 	/* dead: this host, a pid no longer running; the rest are kept */
-	const char *fmt[] = { "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*sx.%d.1.1", "other.%.*s.%d.1.1",
-	                      "step_6.%.*s.%dx.1.1", "step_7.%.*s.0.1.1" };
-	int pids[] = { (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0 };
+	const char *fmt[] = { "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*s9%d.1.1", "zother.%.*s.%d.1.1",
+	                      "step_6.%.*s.%dx.1.1", "step_7.%.*s.0.1.1", "steps.%.*s.%d.1.1", "step_8%.*s%d" };
+	int pids[] = { (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0, (int)dead, (int)dead };
 	for (size_t i = 0; i < sizeof pids / sizeof pids[0]; i++) {
 		char name[300];
 		snprintf(name, sizeof name, fmt[i], (int)hl, me, pids[i]);
@@ -449,12 +495,17 @@ static void sweep(void)
 	snprintf(t, sizeof t, "%s/.tmp", q);
 	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 1, "one removed (%s)", e.msg);
 	char want[1024];
-	snprintf(want, sizeof want, "other.%.*s.%d.1.1 step_4.%.*s.%d.1.1 step_5.%.*sx.%d.1.1 step_6.%.*s.%dx.1.1 "
-	         "step_7.%.*s.0.1.1 ", (int)hl, me, (int)dead, (int)hl, me, (int)getpid(), (int)hl, me, (int)dead,
-	         (int)hl, me, (int)dead, (int)hl, me);
+	snprintf(want, sizeof want, "step_4.%.*s.%d.1.1 step_5.%.*s9%d.1.1 step_6.%.*s.%dx.1.1 step_7.%.*s.0.1.1 "
+	         "step_8%.*s%d steps.%.*s.%d.1.1 zother.%.*s.%d.1.1 ", (int)hl, me, (int)getpid(), (int)hl, me,
+	         (int)dead, (int)hl, me, (int)dead, (int)hl, me, (int)hl, me, (int)dead, (int)hl, me, (int)dead, (int)hl,
+	         me, (int)dead);
 	if (!ok(strcmp(ls(t), want) == 0, "a dead process's of this host; a live one's, another host's, and "
 	        "names of no temporary stay"))
 		diag("  got  %s\n#   want %s", ls(t), want);
+	fsys_test_fail_at(1, EIO);
+	int r = ckpt_sweep(q, &removed, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == -1 && strstr(e.msg, strerror(EIO)), ".tmp that cannot be listed: said (%s)", e.msg);
 }
 
 /* Whether --model is the queue's step_0: the same file, or the same size,
@@ -469,6 +520,7 @@ static void initial_differs(void)
 	snprintf(q, sizeof q, "%s/idq", root);
 	snprintf(cp, sizeof cp, "%s/idcopy", root);
 	if (!ok(make_model(src, &m) == 0 && shell("seq 1 500000 | head -c 3145728 > '%s/big.bin'", src) == 0 &&
+	        write_text(src, "one.txt", "a") == 0 &&
 	        ckpt_publish_initial(q, src, &e) == 0, "a queue of a model with a 3 MiB file"))
 		return;
 	ok(ckpt_initial_differs(q, src, why, sizeof why, &e) == 0, "its own model: the same");
@@ -484,6 +536,8 @@ static void initial_differs(void)
 		{ "printf x | dd of=big.bin bs=1 seek=3145727 conv=notrunc", "its big.bin is not step_0's" },
 		{ "printf x | dd of=big.bin bs=1 seek=1048576 conv=notrunc", NULL },
 		{ "echo '{}' > vocab.json", "step_0 has no vocab.json" },
+		{ "printf b > one.txt", "its one.txt is not step_0's" },
+		{ "rm .hidden && printf x >> big.bin", "its big.bin is not step_0's" },
 	};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		shell("rm -rf '%s' && cp -r '%s' '%s' && cd '%s' && { %s; } 2> /dev/null", cp, src, cp, cp, c[i].edit);
@@ -492,6 +546,10 @@ static void initial_differs(void)
 		ok(c[i].why ? r == 1 && strcmp(why, c[i].why) == 0 : r == 0, "%s: %s (%s)", c[i].edit,
 		   c[i].why ? c[i].why : "the same: a byte between the first and last MiB is not looked at", why);
 	}
+	fsys_test_fail_at(1, EIO);
+	int r = ckpt_initial_differs(q, src, why, sizeof why, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == -1 && strstr(e.msg, strerror(EIO)), "a model directory that cannot be listed: an error (%s)", e.msg);
 	model_free(&m);
 }
 
@@ -520,6 +578,23 @@ static void not_finite(void)
 		ok(ckpt_check_finite(&m, &op, &e) == -1 && strcmp(e.msg, want) == 0, "%s", e.msg);
 		arr[k][at] = arr[k][at + 1] = 0;
 	}
+	/* the first and last element of each tensor, by its name */
+	int named = 0;
+	for (int j = 0; j < nt; j++) {
+		size_t len = (size_t)ts[j].shape[0] * (size_t)(ts[j].ndim == 2 ? ts[j].shape[1] : 1);
+		size_t end[2] = { 0, len - 1 };
+		for (int s = 0; s < 2; s++) {
+			ts[j].data[end[s]] = NAN;
+			snprintf(want, sizeof want, "%s is not finite (element %zu: nan)", ts[j].name, end[s]);
+			if (ckpt_check_finite(&m, &op, &e) == -1 && strcmp(e.msg, want) == 0)
+				named++;
+			else
+				diag("  got '%s', want '%s'", e.msg, want);
+			ts[j].data[end[s]] = 0;
+		}
+	}
+	is_int(named, 2 * nt, "a NaN at the first or last element of each of the %d tensors: named with its element",
+	       nt);
 	/* the tensor that ends the weights: its last element */
 	int last = -1;
 	for (int j = 0; j < nt; j++)
