@@ -396,6 +396,13 @@ static void publish(void)
 	   strstr(e.msg, "step_3: neither weights (config.json) nor optimizer state (optim.bin)"),
 	   "a step of neither: refused saying so (%s)", e.msg);
 
+	/* a model directory without config.json: nothing published */
+	char nocfg[700];
+	snprintf(nocfg, sizeof nocfg, "%s/nocfg", root);
+	shell("mkdir -p '%s' && cp '%s/tokenizer.json' '%s/'", nocfg, src, nocfg);
+	ok(ckpt_publish(q, 5, &m, &op, 1, ST_BF16, 0, nocfg, &e) == -1 && strstr(e.msg, "nocfg/config.json") &&
+	   ckpt_exists(q, 5, &e) == 0, "a model directory without config.json: refused naming it (%s)", e.msg);
+
 	/* sharded, without a tokenizer directory */
 	char s4[700];
 	snprintf(s4, sizeof s4, "%s/step_4", q);
@@ -461,11 +468,16 @@ static void prune(void)
 	}
 	ok(!why && n >= 4, "--keep 1 with each of its %ld file system calls failing: said, nothing half in the queue",
 	   n);
-	shell("mkdir -p '%s/step_8/sub' && touch '%s/step_8/config.json' '%s/step_9/config.json' 2>/dev/null; "
-	      "mkdir -p '%s/step_9' && touch '%s/step_9/config.json'", q, q, q, q, q);
+	shell("mkdir -p '%s/step_8/sub' '%s/step_9' && touch '%s/step_8/config.json' '%s/step_9/config.json'", q, q, q, q);
 	ok(ckpt_prune(q, 1, &removed, &e) == -1 && strstr(e.msg, "cannot remove directory") && removed == 3 &&
 	   strcmp(ls(q), ".tmp step_0 step_9 ") == 0, "a step holding a directory: out of the queue, and "
 	   "said to stay in .tmp (%s)", e.msg);
+
+	/* steps past 9, which a listing sorts as text (step_10 before step_9) */
+	snprintf(q, sizeof q, "%s/prune10", root);
+	shell("for k in 0 8 9 10 11; do mkdir -p '%s'/step_$k && touch '%s'/step_$k/config.json; done", q, q);
+	ok(ckpt_prune(q, 2, &removed, &e) == 0 && removed == 2 && strcmp(ls(q), ".tmp step_0 step_10 step_11 ") == 0,
+	   "--keep 2 of steps 8 to 11: 10 and 11 stay, by number (%s)", ls(q));
 }
 
 /* ckpt_sweep removes the temporaries of this host's dead processes only */
@@ -483,9 +495,9 @@ static void sweep(void)
 	int removed = -1;
 	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 0, "no .tmp: nothing to do");
 	/* dead: this host, a pid no longer running; the rest are kept */
-	const char *fmt[] = { "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*s9%d.1.1", "zother.%.*s.%d.1.1",
+	const char *fmt[] = { "step_2.%.*s.%d.1.1", "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*s9%d.1.1", "zother.%.*s.%d.1.1",
 	                      "step_6.%.*s.%dx.1.1", "step_7.%.*s.0.1.1", "steps.%.*s.%d.1.1", "step_8%.*s%d" };
-	int pids[] = { (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0, (int)dead, (int)dead };
+	int pids[] = { (int)dead, (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0, (int)dead, (int)dead };
 	for (size_t i = 0; i < sizeof pids / sizeof pids[0]; i++) {
 		char name[300];
 		snprintf(name, sizeof name, fmt[i], (int)hl, me, pids[i]);
@@ -493,7 +505,7 @@ static void sweep(void)
 		shell("mkdir -p '%s' && touch '%s/model.safetensors'", t, t);
 	}
 	snprintf(t, sizeof t, "%s/.tmp", q);
-	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 1, "one removed (%s)", e.msg);
+	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 2, "the two of a dead process removed (%s)", e.msg);
 	char want[1024];
 	snprintf(want, sizeof want, "step_4.%.*s.%d.1.1 step_5.%.*s9%d.1.1 step_6.%.*s.%dx.1.1 step_7.%.*s.0.1.1 "
 	         "step_8%.*s%d steps.%.*s.%d.1.1 zother.%.*s.%d.1.1 ", (int)hl, me, (int)getpid(), (int)hl, me,
@@ -546,6 +558,11 @@ static void initial_differs(void)
 		ok(c[i].why ? r == 1 && strcmp(why, c[i].why) == 0 : r == 0, "%s: %s (%s)", c[i].edit,
 		   c[i].why ? c[i].why : "the same: a byte between the first and last MiB is not looked at", why);
 	}
+	char qf[700];
+	snprintf(qf, sizeof qf, "%s/idfile", root);
+	shell("mkdir -p '%s' && touch '%s/step_0'", qf, qf);
+	ok(ckpt_initial_differs(qf, src, why, sizeof why, &e) == -1 && strstr(e.msg, "step_0/"),
+	   "a queue whose step_0 is a file: an error naming it (%s)", e.msg);
 	fsys_test_fail_at(1, EIO);
 	int r = ckpt_initial_differs(q, src, why, sizeof why, &e);
 	fsys_test_fail_at(0, 0);
