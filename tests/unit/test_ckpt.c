@@ -495,9 +495,10 @@ static void sweep(void)
 	int removed = -1;
 	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 0, "no .tmp: nothing to do");
 	/* dead: this host, a pid no longer running; the rest are kept */
-	const char *fmt[] = { "step_2.%.*s.%d.1.1", "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*s9%d.1.1", "zother.%.*s.%d.1.1",
+	/* step_1's pid does not fit a long (strtol sets errno), and the dead step_2 follows it */
+	const char *fmt[] = { "step_1.%.*s.%d99999999999999999999.1.1", "step_2.%.*s.%d.1.1", "step_3.%.*s.%d.1.1", "step_4.%.*s.%d.1.1", "step_5.%.*s9%d.1.1", "zother.%.*s.%d.1.1",
 	                      "step_6.%.*s.%dx.1.1", "step_7.%.*s.0.1.1", "steps.%.*s.%d.1.1", "step_8%.*s%d" };
-	int pids[] = { (int)dead, (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0, (int)dead, (int)dead };
+	int pids[] = { (int)dead, (int)dead, (int)dead, (int)getpid(), (int)dead, (int)dead, (int)dead, 0, (int)dead, (int)dead };
 	for (size_t i = 0; i < sizeof pids / sizeof pids[0]; i++) {
 		char name[300];
 		snprintf(name, sizeof name, fmt[i], (int)hl, me, pids[i]);
@@ -507,8 +508,9 @@ static void sweep(void)
 	snprintf(t, sizeof t, "%s/.tmp", q);
 	ok(ckpt_sweep(q, &removed, &e) == 0 && removed == 2, "the two of a dead process removed (%s)", e.msg);
 	char want[1024];
-	snprintf(want, sizeof want, "step_4.%.*s.%d.1.1 step_5.%.*s9%d.1.1 step_6.%.*s.%dx.1.1 step_7.%.*s.0.1.1 "
-	         "step_8%.*s%d steps.%.*s.%d.1.1 zother.%.*s.%d.1.1 ", (int)hl, me, (int)getpid(), (int)hl, me,
+	snprintf(want, sizeof want, "step_1.%.*s.%d99999999999999999999.1.1 step_4.%.*s.%d.1.1 step_5.%.*s9%d.1.1 "
+	         "step_6.%.*s.%dx.1.1 step_7.%.*s.0.1.1 step_8%.*s%d steps.%.*s.%d.1.1 zother.%.*s.%d.1.1 ", (int)hl, me,
+	         (int)dead, (int)hl, me, (int)getpid(), (int)hl, me,
 	         (int)dead, (int)hl, me, (int)dead, (int)hl, me, (int)hl, me, (int)dead, (int)hl, me, (int)dead, (int)hl,
 	         me, (int)dead);
 	if (!ok(strcmp(ls(t), want) == 0, "a dead process's of this host; a live one's, another host's, and "
