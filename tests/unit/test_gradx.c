@@ -6,7 +6,11 @@
  * trailing bytes, another rank, step, epoch, options or count, and every
  * changed byte; the options' hash changes with every option that shapes
  * the gradient or the update; and gradx_reduce sums two ranks through real
- * files, refusing a peer trained with other options. */
+ * files, refusing a peer trained with other options; three ranks in rank
+ * order with DONE's counts checked; a peer that does not come, or a signal,
+ * ends the wait as something a later run gets past; rank 0 finishes only
+ * once every rank acknowledged, and leaves a later step's exchange; each
+ * file system call failing in turn is said, never half done. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
