@@ -162,6 +162,28 @@ static int is_step0_of(const char *q, const char *src)
 	             "cmp -s '%s'/$f '%s'/$f || exit 1; done", src, s0) == 0;
 }
 
+/* A publish of step into queue q whose kth file system call of n failed
+ * with EIO (0: none), which returned r with e: NULL when it returned what a
+ * failure of that call returns and said why, and left the step whole
+ * (published: it holds what it should) or nothing at all; else what is
+ * wrong. */
+static const char *fault_verdict(int r, long k, long n, struct err *e, const char *q, int64_t step, int published)
+{
+	char tmp[800];
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	int said = strstr(e->msg, strerror(EIO)) != NULL;
+	if (r != (k == 0 ? 0 : k < n ? -1 : CKPT_UNFLUSHED))
+		return "not what a failure of that call returns";
+	if (r != -1)
+		return !published ? "a step published, not the step"
+		       : *ls(tmp) ? "a temporary left"
+		       : k && !said ? "unflushed without saying why"
+		       : NULL;
+	if (!said)
+		return "a failure that does not say why";
+	return *ls(tmp) || ckpt_exists(q, step, e) != 0 ? "a failure that leaves the step or a temporary" : NULL;
+}
+
 /* ckpt_publish_initial from src into fresh queues, the kth file system call
  * failing (0: none) with EIO: NULL when, with none failing, it published
  * step_0 whole; with any but the last failing, it failed saying why and left
@@ -173,26 +195,15 @@ static const char *initial_faults(const char *src, const char *name, long *calls
 	const char *why = NULL;
 	long n = 0;
 	for (long k = 0; k <= n && !why; k++) {
-		char q[700], tmp[800];
+		char q[700];
 		struct err e = { 0 };
 		snprintf(q, sizeof q, "%s/%s%ld", root, name, k);
-		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
 		fsys_test_fail_at(k, EIO);
 		int r = ckpt_publish_initial(q, src, &e);
 		if (k == 0)
 			n = fsys_calls_made();
 		fsys_test_fail_at(0, 0);
-		if (r != (k == 0 ? 0 : k < n ? -1 : CKPT_UNFLUSHED))
-			why = "not what a failure of that call returns";
-		else if (r != -1)
-			why = !is_step0_of(q, src) ? "step_0 published, not the model"
-			      : *ls(tmp)           ? "a temporary left"
-			      : k && !strstr(e.msg, strerror(EIO)) ? "unflushed without saying why"
-			                                           : NULL;
-		else if (!strstr(e.msg, strerror(EIO)))
-			why = "a failure that does not say why";
-		else if (*ls(tmp) || ckpt_exists(q, 0, &e) != 0)
-			why = "a failure that leaves step_0 or a temporary";
+		why = fault_verdict(r, k, n, &e, q, 0, r != -1 && is_step0_of(q, src));
 		if (why)
 			diag("  call %ld of %ld failing: %s (%d: %s)", k, n, why, r, e.msg);
 	}
@@ -305,27 +316,16 @@ static const char *publish_faults(const struct model *m, const struct optim *op,
 	const char *why = NULL;
 	long n = 0;
 	for (long k = 0; k <= n && !why; k++) {
-		char q[700], tmp[800], s1[800];
+		char q[700], s1[800];
 		struct err e = { 0 };
 		snprintf(q, sizeof q, "%s/%s%ld", root, name, k);
-		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
 		snprintf(s1, sizeof s1, "%s/step_1", q);
 		fsys_test_fail_at(k, EIO);
 		int r = ckpt_publish(q, 1, m, op, weights, ST_BF16, shard, tok, &e);
 		if (k == 0)
 			n = fsys_calls_made();
 		fsys_test_fail_at(0, 0);
-		if (r != (k == 0 ? 0 : k < n ? -1 : CKPT_UNFLUSHED))
-			why = "not what a failure of that call returns";
-		else if (r != -1)
-			why = !same_dirs(ref, s1)  ? "a step published, not the step"
-			      : *ls(tmp)           ? "a temporary left"
-			      : k && !strstr(e.msg, strerror(EIO)) ? "unflushed without saying why"
-			                                           : NULL;
-		else if (!strstr(e.msg, strerror(EIO)))
-			why = "a failure that does not say why";
-		else if (*ls(tmp) || ckpt_exists(q, 1, &e) != 0)
-			why = "a failure that leaves step_1 or a temporary";
+		why = fault_verdict(r, k, n, &e, q, 1, r != -1 && same_dirs(ref, s1));
 		if (why)
 			diag("  call %ld of %ld failing: %s (%d: %s)", k, n, why, r, e.msg);
 	}
