@@ -190,11 +190,7 @@ static int reward_array(const cJSON *x, int fixed, uint32_t members, char *why)
 	return 1;
 }
 
-/* A reply line: its rewards into out, in the order of the names (in the
- * group form, member m's at out + m * q->stride). NaN, Infinity and
- * -Infinity, which Python's json writes, are read as those values, for the
- * scorer to store as 0 (grpo-score(1)). On a bad line, why (of size
- * WHY_MAX) says what is wrong with it. */
+/* Whether s holds a control byte (a line break, a tab, an escape). */
 static int control_byte(const char *s)
 {
 	for (; *s; s++)
@@ -203,6 +199,11 @@ static int control_byte(const char *s)
 	return 0;
 }
 
+/* A reply line: its rewards into out, in the order of the names (in the
+ * group form, member m's at out + m * q->stride). NaN, Infinity and
+ * -Infinity, which Python's json writes, are read as those values, for the
+ * scorer to store as 0 (grpo-score(1)). On a bad line, why (of size
+ * WHY_MAX) says what is wrong with it. */
 static int parse_reply(struct rewardcmd *c, const struct rewardcmd_req *q, const char *line, size_t n, double *out,
 		       char *why)
 {
