@@ -7,6 +7,7 @@
  *   skip_all("reason");                 when a needed input is absent
  *   skip("reason");                     one test not run (a GPU test on a machine without one)
  *   return tap_done();                  prints the plan, returns the exit status
+ *   shell("rm -rf %s", dir)             system(3) of a formatted command: its status
  *
  * With TAP_BAIL set (not empty, not "0") the first failure ends the test
  * with status 1 (tools/mutate.py sets it: a mutant is killed by one failure,
@@ -104,6 +105,18 @@ static int tap_done(void)
 	tap_bail();
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
+}
+
+/* system(3) of a command formatted into 4 KiB: its status, 0 when it exited 0. */
+static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
+static int shell(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
 }
 
 #endif

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,18 +26,6 @@
 #include "train/ckpt.h"
 
 static char root[512];
-
-/* system(3) of a formatted command: 0 when it exited 0. */
-static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int shell(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static int write_text(const char *dir, const char *name, const char *text)
 {

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,18 +241,6 @@ static void refusals(void)
 	is_int(payload, 2 * (n - GRADX_HEAD), "a changed byte of the payload: by the checksum");
 	free(f);
 	buf_free(&b);
-}
-
-/* system(3) of a formatted command: its status. */
-static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int shell(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd);
 }
 
 /* Write rank's file of step 7, epoch 0 as its process would: 0, or -1. */
