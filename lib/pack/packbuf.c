@@ -364,7 +364,7 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
 		struct packbuf_source *ns = realloc(b->src, nc * sizeof *ns);
 		if (!ns) {
 			struct claim tmp = *c;
-			claim_release(&tmp, NULL);
+			claim_let_go(&tmp, NULL);
 			return err_set(e, "out of memory");
 		}
 		b->src = ns, b->capsrc = nc;
@@ -756,7 +756,7 @@ void packbuf_release(struct packbuf *b)
 {
 	for (size_t i = 0; i < b->nsrc; i++)
 		if (b->src[i].c.state == CLAIM_HELD)
-			claim_release(&b->src[i].c, NULL);
+			claim_let_go(&b->src[i].c, NULL);
 }
 
 void packbuf_hold(struct packbuf *b)
@@ -768,7 +768,7 @@ void packbuf_hold(struct packbuf *b)
 		for (int r = 0; r < PACKSTEP_N_DROP; r++)
 			b->drops.n[r] -= so->dropped[r];
 		memset(so->dropped, 0, sizeof so->dropped);
-		claim_release(&so->c, NULL);
+		claim_let_go(&so->c, NULL);
 	}
 }
 

@@ -278,6 +278,14 @@ int claim_release(struct claim *c, struct err *e)
 	return 0;
 }
 
+int claim_let_go(struct claim *c, struct err *e)
+{
+	if (claim_release(c, e) == 0)
+		return 0;
+	drop(c, CLAIM_NONE);
+	return -1;
+}
+
 int claim_renew(struct claim *c, struct err *e)
 {
 	if (c->state != CLAIM_HELD)

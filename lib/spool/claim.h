@@ -14,6 +14,9 @@
  *                                        call it only after the output made
  *                                        from the file is published
  *   claim_release claimed -> waiting     the record is removed (on error)
+ *   claim_let_go                         release; if that fails, let go of the
+ *                                        lock all the same: the record left is
+ *                                        stale, and recovery returns the file
  *   claim_renew                          refresh the lease (record mtime)
  *   claim_renew_record                   the same, given only the record's
  *                                        path and identity (c->dev, c->ino)
@@ -88,8 +91,13 @@ int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const
 /* 0: retired; 1: the claim had been taken away as stale meanwhile (the new
  * holder will retire it; nothing to do); -1: error, still held. */
 int claim_retire(struct claim *c, struct err *e);
-/* 0: the file is waiting again (or the claim had been taken away); -1: error. */
+/* 0: the file is waiting again (or the claim had been taken away); -1: error, still held. */
 int claim_release(struct claim *c, struct err *e);
+/* For a caller past reporting (an error path, a close): claim_release, and on
+ * failure the descriptor closed and the lock with it, so that a long-running
+ * process neither keeps a file it gave up claimed live nor leaks descriptors.
+ * 0: released; -1: said, and the record left is stale. */
+int claim_let_go(struct claim *c, struct err *e);
 int claim_renew(struct claim *c, struct err *e);
 /* Renew the claim whose record is at claim_path if that is still the file
  * (dev, ino): 0 renewed, 1 no longer held (retired, released, or returned

@@ -670,17 +670,17 @@ int queue_quarantine(const char *given, long lease, time_t now, char *dest, size
 	/* ours now: move it aside, then drop our claim */
 	if (fsys_mkdirs(dir, e) < 0 || (k = fsys_rename_noreplace(path, dest, e)) < 0 ||
 	    (k == 1 && err_set(e, "%s: quarantined once already; move %s away first", path, dest))) {
-		claim_release(&c, NULL);
+		claim_let_go(&c, NULL);
 		return -1;
 	}
 	/* moved: what fails now is said as such, and a run again finds it done */
 	char rank_dir[PATH_MAX];
 	spool_step_dir(rank_dir, sizeof rank_dir, queue, step, rank, NULL);   /* fits: claim_take */
 	if (fsys_fsync_dir(dir, e) < 0 || fsys_fsync_dir(rank_dir, e) < 0) {
-		claim_release(&c, NULL);
+		claim_let_go(&c, NULL);
 		return err_prefix(e, "%s: quarantined as %s, but not flushed to disk", path, dest);
 	}
-	if (claim_release(&c, e) < 0)
+	if (claim_let_go(&c, e) < 0)
 		return err_prefix(e, "%s: quarantined as %s, but its claim stays until grpo-spool recover", path,
 				  dest);
 	return 0;
@@ -729,7 +729,7 @@ int queue_retire_step(const char *queue, int64_t step, long *retired, struct err
 			if (r == 0)
 				r = claim_take(&c, queue, step, ranks[i], name, 0, e);
 			if (r == 0 && claim_retire(&c, e) < 0) {
-				claim_release(&c, NULL);
+				claim_let_go(&c, NULL);
 				r = -1;
 			}
 			if (r < 0)

@@ -639,7 +639,7 @@ void watch_close(struct watch *w)
 	if (!w)
 		return;
 	if (w->cur.state == CLAIM_HELD)
-		claim_release(&w->cur, NULL);
+		claim_let_go(&w->cur, NULL);
 	if (w->ifd >= 0)
 		close(w->ifd);
 	if (w->o.signals) {

@@ -721,6 +721,57 @@ static void test_end_fault(int retire)
 }
 
 /*
+ * claim_let_go with each of claim_release's calls failing in turn: released
+ * (0, no record), or said and the lock given up all the same: the descriptor
+ * closed, the record left behind judged stale (its holder's lock is free),
+ * so recovery returns the file and it can be claimed again.
+ */
+static void test_let_go_fault(void)
+{
+	char q[512], rec[700];
+	struct claim c, again;
+	struct claim_id id;
+	struct err e = { 0 };
+	struct stat st;
+	long long age;
+	long n = -1, k, left = 0;
+	const char *why = NULL;
+	for (k = 0; (n < 0 || k <= n) && !why; k++) {
+		snprintf(q, sizeof q, "%s/letgo/%ld", top, k);
+		if (spool_put(q, 1, 0, "f.zst", "F") != 0 || claim_take(&c, q, 1, 0, "f.zst", 0, &e) != 0) {
+			ok(0, "a claimed file (failing at %ld)", k);
+			return;
+		}
+		snprintf(rec, sizeof rec, "%s/step_1/rank_0/.claimed/f.zst", q);
+		int fd = c.fd;
+		fsys_test_fail_at(k, EIO);
+		int r = claim_let_go(&c, &e);
+		if (k == 0)
+			n = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		if (c.state == CLAIM_HELD || c.fd != -1 || fcntl(fd, F_GETFD) != -1)
+			why = "the claim or its descriptor kept";
+		else if (r == 0 && stat(rec, &st) == 0)
+			why = "released, but the record is there";
+		else if (r < 0 && !strstr(e.msg, strerror(EIO)))
+			why = "the failure not said";
+		else if (r < 0 && claim_check(rec, 0, time(NULL), &id, &age, &e) != 1)
+			why = "the record left is not stale";
+		else if (r < 0 && (unlink(rec) != 0 || claim_take(&again, q, 1, 0, "f.zst", 0, &e) != 0))
+			why = "the file, recovered, cannot be claimed again";
+		else if (r != 0 && r != -1)
+			why = "neither 0 nor -1";
+		left += r < 0;
+		if (r < 0 && !why)
+			claim_release(&again, NULL);
+	}
+	ok(n > 0 && left > 0 && !why, "claim_let_go with each of its %ld calls failing: released, or said with the "
+	   "lock given up and the record (%ld times) left stale%s%s", n, left, why ? ": " : "", why ? why : "");
+	if (why)
+		diag("at call %ld", k - 1);
+}
+
+/*
  * claim_check's other answers: a record that is gone (retired or released
  * while recover or status looked, even just before its lock) is gone, not
  * stale, nor an error, with no holder; an unreadable record is judged by
@@ -882,6 +933,7 @@ int main(void)
 	test_check_without_flock();
 	test_end_fault(1);
 	test_end_fault(0);
+	test_let_go_fault();
 	test_concurrent();
 	test_publish_then_crash();
 	test_crash_publish();

@@ -589,9 +589,9 @@ static int claim_live(const char *q)
  * file, and on one a dead consumer holds, whose claim is returned first):
  * it fails saying why, never "moved" or "a live consumer holds it" (but
  * where only the removal of a claim's temporary failed, which is left in
- * QUEUE/.tmp for recover), and keeps no claim but where it says so; run
- * again it finishes, saying "moved already" (2) where the first call had
- * moved the file.
+ * QUEUE/.tmp for recover), and holds no claim once it returns (a record
+ * it could not remove is left stale, for recover); run again it finishes,
+ * saying "moved already" (2) where the first call had moved the file.
  */
 static void test_quarantine_fault(int errnum, int claimed)
 {
@@ -628,8 +628,8 @@ static void test_quarantine_fault(int errnum, int claimed)
 			continue;   /* the losing claim's temporary not removed: left to recover, rightly */
 		else if (!strstr(e.msg, strerror(errnum)))
 			why = e.msg;
-		else if (!strstr(e.msg, "its claim stays until grpo-spool recover") && claim_live(q))
-			why = "a claim kept, not said";
+		else if (claim_live(q))
+			why = "its claim held on after it returned (recover cannot return it while we live)";
 		else if (queue_quarantine(f, 0, time(NULL), dest, sizeof dest, &id, &e) != (moved ? 2 : 0) ||
 			 not_quarantined(q))
 			why = moved ? "run again it did not say moved already" : "run again it did not finish";
