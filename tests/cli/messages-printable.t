@@ -6,7 +6,7 @@
 # the library's messages (err.h), so that it neither acts on the operator's
 # terminal nor splits one message into two lines of a log.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 7
+plan 8
 
 esc=$(printf '\033')
 bad=$(printf 'x\033[2J\nline2.zst')   # clears a terminal, and breaks the line
@@ -41,6 +41,13 @@ grpo-spool status "$S" > /dev/null 2> "$T/err"
 is "$(says "$T/err")" \
 	"grpo-spool: $S/scored/step_2?[2J?x: not part of the spool, and no tool reads it: steps and ranks are step_N and rank_X, N and X in decimal without leading zeros" \
 	"grpo-spool status: so too"
+
+# a line longer than cli.c's buffer on the stack, written whole all the same
+long=$T/$(printf '%0200d' 0 | tr 0 d)
+for i in 1 2 3 4 5 6 7 8 9 10 11; do long=$long/$(printf '%0200d' 0 | tr 0 d); done
+grpo-spool consume "$long/$bad" -- true 2> "$T/err"
+is "$?:$(says "$T/err")" "1:grpo-spool: $long/$shown: no such queue" \
+	"a message of $(wc -c < "$T/err") bytes is one whole line too"
 
 # --- a path given as a glob may hold the same -----------------------------
 mkdir "$T/$bad"
