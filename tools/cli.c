@@ -36,11 +36,40 @@ const char *cli_init(const char *argv0, void (*usage)(FILE *))
 	return prog;
 }
 
+/*
+ * "prog: message" and its newline in one write: standard error is
+ * unbuffered, so a line printed in parts could be cut by another process's
+ * line on the same terminal or log. What the message quotes of the data
+ * (a file name found in a queue, a path a server sent) is shown as err.h's
+ * messages show it, control bytes as '?', so that it stays one line and
+ * no escape sequence reaches the terminal.
+ */
 static void vwarn(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char small[2048], *line = small;
+	va_list again;
+	va_copy(again, ap);
+	int p = snprintf(small, sizeof small, "%.255s: ", prog);   /* NAME_MAX: what a program's name can be */
+	int n = vsnprintf(small + p, sizeof small - (size_t)p, fmt, ap);
+	size_t len = n < 0 ? (size_t)p : (size_t)p + (size_t)n;
+	/* a long line (a path of PATH_MAX bytes, a list of ids) is written
+	 * whole; without the memory for it, cut to what the small one holds */
+	if (len >= sizeof small) {
+		if ((line = malloc(len + 1)) != NULL) {
+			memcpy(line, small, (size_t)p);
+			vsnprintf(line + p, len + 1 - (size_t)p, fmt, again);
+		} else {
+			line = small;
+			len = sizeof small - 1;
+		}
+	}
+	va_end(again);
+	line[len] = '\0';
+	err_printable(line);
+	line[len] = '\n';
+	fwrite(line, 1, len + 1, stderr);
+	if (line != small)
+		free(line);
 }
 
 void cli_warn(const char *fmt, ...)
@@ -155,7 +184,7 @@ void cli_gpu_option(const char *opt, int given, int cpu_asked)
 
 void cli_bad_value(const char *opt, const char *expected, const char *arg)
 {
-	fprintf(stderr, "%s: %s: expected %s, got '%s'\n", prog, opt, expected, arg);
+	cli_warn("%s: expected %s, got '%s'", opt, expected, arg);
 	exit(CLI_EXIT_USAGE);
 }
 

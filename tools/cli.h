@@ -90,7 +90,15 @@ static inline const char *cli_s(long long n)
 	return n == 1 ? "" : "s";
 }
 
-/* "prog: message" on standard error (message formatted as by printf). */
+/*
+ * "prog: message" on standard error (message formatted as by printf), as
+ * one line written at once, its control bytes shown as '?' (err.h's rule,
+ * err_printable): a file name or a server's reply that the message quotes
+ * can neither split it into two lines nor send the terminal an escape
+ * sequence. Every line the tools write on standard error goes through it
+ * (warnings, notes, -v's reports), save the usage text and the metrics
+ * lines of -v, JSON, which writes a control byte escaped.
+ */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* cli_warn(), then exit with status (one that the tool's man page documents). */

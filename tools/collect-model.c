@@ -104,7 +104,7 @@ static int open_sampler(const struct gen_opts *g, const struct model *m, const s
 	if (r < 0)
 		return -1;
 	if (r > 0)
-		fprintf(stderr, "%s: %s\n", prog, e->msg);
+		cli_warn("%s", e->msg);
 	if (got == MODEL_DEVICE_CPU)
 		return 0;
 	int longest = 1;
@@ -114,13 +114,13 @@ static int open_sampler(const struct gen_opts *g, const struct model *m, const s
 	if (model_gpu_open_gen(gpu, m, longest, (int)g->max_tokens, !g->fp32, e) < 0) {
 		if (g->device == MODEL_DEVICE_CUDA)
 			return -1;
-		fprintf(stderr, "%s: --device auto: sampling on the CPU: %s\n", prog, e->msg);
+		cli_warn("--device auto: sampling on the CPU: %s", e->msg);
 		return 0;
 	}
 	if (verbose) {
 		char d[512];
 		model_gpu_describe(*gpu, d, sizeof d);
-		fprintf(stderr, "%s: sampling on the GPU in %s: %s\n", prog, g->fp32 ? "fp32" : "bf16", d);
+		cli_warn("sampling on the GPU in %s: %s", g->fp32 ? "fp32" : "bf16", d);
 	}
 	return 0;
 }
@@ -244,7 +244,7 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 		if (gpu && o->verbose) {
 			char d[512];
 			model_gpu_gen_describe(gpu, d, sizeof d);
-			fprintf(stderr, "%s: GPU batch of %d prompt%s: %s\n", prog, b, cli_s(b), d);
+			cli_warn("GPU batch of %d prompt%s: %s", b, cli_s(b), d);
 		}
 		held.n += (size_t)b;
 		progress_show(&pg, at + b, n, "prompts sampled");
@@ -253,15 +253,15 @@ int generate(struct opts *o, const struct gen_opts *g, struct sfile_writer *w)
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (o->verbose)
-		fprintf(stderr, "%s: %s (policy version %lld): %d prompt%s from row %llu of %s, %d group%s of %lld%s\n",
-		        prog, dir, (long long)version, n, cli_s(n), (unsigned long long)(from % rows), g->prompts, n,
-		        cli_s(n), g->samples,
-		        finishing ? ", the batch an earlier run started" : "");
+		cli_warn("%s (policy version %lld): %d prompt%s from row %llu of %s, %d group%s of %lld%s",
+		         dir, (long long)version, n, cli_s(n), (unsigned long long)(from % rows), g->prompts, n,
+		         cli_s(n), g->samples,
+		         finishing ? ", the batch an earlier run started" : "");
 	status = 0;
 fail:
 	progress_end(&pg);
 	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 	if (status == CLI_EXIT_FAILURE)
 		status = cli_failure_status(e.errnum);
 	held_free(&held);

@@ -118,7 +118,7 @@ static int answers_end(FILE **saved, int werr, const char *responses, const stru
 static int end_server_run(int status, const struct err *e, FILE *saved, struct held *held, struct collect *col)
 {
 	if (status)
-		fprintf(stderr, "%s: %s\n", prog, e->msg);
+		cli_warn("%s", e->msg);
 	if (status == CLI_EXIT_FAILURE)
 		status = cli_failure_status(e->errnum);
 	if (saved && saved != stdout)
@@ -148,7 +148,7 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	int status = 1;
 	int64_t asked = o->step;
 	if (cursor_check_target(cur, o->queue, o->rank, o->max_groups, o->have_step ? &asked : NULL, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 		return 1;
 	}
 	o->step = co.step = b->policy_version;
@@ -176,8 +176,8 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 			say_repeat(where, col.line_repeats[i].what, first);
 		}
 		if (r < 0) {
-			fprintf(stderr, "%s: %s: answer %llu of the batch sampled before is refused: %s\n", prog,
-			        cur->path, (unsigned long long)k, e.msg);
+			cli_warn("%s: answer %llu of the batch sampled before is refused: %s",
+			         cur->path, (unsigned long long)k, e.msg);
 			refused++;
 		}
 	}
@@ -189,10 +189,10 @@ static int finish_batch(struct opts *o, const struct gen_opts *g, const struct s
 	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
-		fprintf(stderr, "%s: %s: published the %llu prompt%s from place %llu of %s that an earlier run sampled "
-		        "(policy version %lld), %zu group%s\n", prog, g->cursor, (unsigned long long)prompts,
-		        cli_s((long long)prompts), (unsigned long long)from, g->prompts, (long long)co.step, held.n,
-		        cli_s((long long)held.n));
+		cli_warn("%s: published the %llu prompt%s from place %llu of %s that an earlier run sampled "
+		         "(policy version %lld), %zu group%s", g->cursor, (unsigned long long)prompts,
+		         cli_s((long long)prompts), (unsigned long long)from, g->prompts, (long long)co.step, held.n,
+		         cli_s((long long)held.n));
 	status = 0;
 fail:
 	return end_server_run(status, &e, saved, &held, &col);
@@ -249,7 +249,7 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	}
 	if (opened != 0 || cur.pending) {
 		if (opened != 0)
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 		status = opened > 0 ? CLI_EXIT_LATER
 		       : opened < 0 ? cli_failure_status(e.errnum) : finish_batch(o, g, sv, co, w, &cur);
 		cursor_free(&cur);
@@ -316,8 +316,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 		goto fail;
 	for (int i = 0; i < n; i++) {
 		if (!res[i].line) {
-			fprintf(stderr, "%s: %s:%llu: prompt not sampled: %s\n", prog, g->prompts,
-			        (unsigned long long)ps[i].line, res[i].error);
+			cli_warn("%s:%llu: prompt not sampled: %s", g->prompts,
+			         (unsigned long long)ps[i].line, res[i].error);
 			failed++;
 			for_good += !res[i].down;
 			continue;
@@ -344,8 +344,8 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 			say_repeat(where, col.line_repeats[j].what, first);
 		}
 		if (r < 0) {
-			fprintf(stderr, "%s: %s:%llu: the server's answer is refused: %s\n", prog, g->prompts,
-			        (unsigned long long)ps[i].line, e.msg);
+			cli_warn("%s:%llu: the server's answer is refused: %s", g->prompts,
+			         (unsigned long long)ps[i].line, e.msg);
 			failed++;
 			for_good++;
 		}
@@ -359,14 +359,14 @@ int serve(struct opts *o, const struct gen_opts *g, struct srv_opts *sv, struct 
 	if (emit_groups(o, &held, hash, g->prompts, w, &e) < 0 || (g->cursor && cursor_advance(&cur, next, &e) < 0))
 		goto fail;
 	if (failed)
-		fprintf(stderr, "%s: %s: skipped %d of %d prompt%s\n", prog, g->prompts, failed, n, n == 1 ? "" : "s");
+		cli_warn("%s: skipped %d of %d prompt%s", g->prompts, failed, n, n == 1 ? "" : "s");
 	warn_repeats(col.repeats);
 	report_held(&held, o->verbose);
 	if (o->verbose)
-		fprintf(stderr, "%s: %s (%s, policy version %lld): %d prompt%s from row %llu of %s, %zu group%s of %lld\n",
-		        prog, sv->so.url, path ? path : "no path", (long long)co.step, n, cli_s(n),
-		        (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, cli_s((long long)held.n),
-		        g->samples);
+		cli_warn("%s (%s, policy version %lld): %d prompt%s from row %llu of %s, %zu group%s of %lld",
+		         sv->so.url, path ? path : "no path", (long long)co.step, n, cli_s(n),
+		         (unsigned long long)((uint64_t)offset % rows), g->prompts, held.n, cli_s((long long)held.n),
+		         g->samples);
 	status = 0;
 fail:
 	status = end_server_run(status, &e, saved, &held, &col);

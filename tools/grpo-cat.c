@@ -122,12 +122,12 @@ static void count(struct stats *st, const struct record *rec)
 		/* a spool file holds whole groups: every group record is an input of its own */
 		if (groupset_add_id(&st->gset, &rec->group.group_id, rec->group.n, st->records, &e) < 0 &&
 		    !st->failed) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			st->failed = 1;
 		}
 		st->groups++;
 		if (scoresum_add(&st->sum, &rec->group, &e) < 0 && !st->failed) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			st->failed = 1;
 		}
 		for (uint32_t i = 0; i < rec->group.n; i++) {
@@ -589,25 +589,25 @@ static int from_json(char **files, int nfiles, const char *output)
 		out.name = output;
 		if (cli_output_target(&output, real)) {   /* a pipe or a device: written as it is */
 			if ((out.fd = open(output, O_WRONLY | O_CLOEXEC)) < 0) {
-				fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
+				cli_warn("%s: %s", output, strerror(errno));
 				return 1;
 			}
 		} else if (!(tmp = output_tmp(output, &in_spool, &e))) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			return cli_failure_status(e.errnum);
 		} else {
 			out.fd = tempfile_fd(tmp);
 		}
 	}
 	if (!tmp && isatty(out.fd)) {
-		fprintf(stderr, "%s: --from-json: not writing a binary spool file to a terminal "
-				"(use -o FILE or a pipe)\n", prog);
+		cli_warn("--from-json: not writing a binary spool file to a terminal "
+				"(use -o FILE or a pipe)");
 		if (out.fd != STDOUT_FILENO)
 			close(out.fd);
 		return 2;
 	}
 	if (sfile_writer_init(&w, sink_output, &out, 3, &e) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, out.name, e.msg);
+		cli_warn("%s: %s", out.name, e.msg);
 		sfile_writer_free(&w);
 		tempfile_delete(tmp);
 		return cli_failure_status(e.errnum);
@@ -616,13 +616,13 @@ static int from_json(char **files, int nfiles, const char *output)
 	rc = cli_inputs(files, nfiles, NULL, 0, json_input, &ji);
 	free(ji.line);
 	if (rc == 0 && sfile_writer_finish(&w, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);   /* the sink's message names the output */
+		cli_warn("%s", e.msg);   /* the sink's message names the output */
 		rc = cli_failure_status(e.errnum);
 	}
 	sfile_writer_free(&w);
 	if (!tmp && out.fd != STDOUT_FILENO && close(out.fd) < 0 && rc == 0) {
 		rc = cli_failure_status(errno);
-		fprintf(stderr, "%s: %s: %s\n", prog, out.name, strerror(errno));
+		cli_warn("%s: %s", out.name, strerror(errno));
 	}
 	if (tmp && rc != 0) {
 		tempfile_delete(tmp);
@@ -632,7 +632,7 @@ static int from_json(char **files, int nfiles, const char *output)
 		if (r == 1)
 			r = err_set(&e, "%s: already published; a spool file is never replaced", output);
 		if (r < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			rc = cli_failure_status(e.errnum);
 		}
 	}
@@ -780,7 +780,7 @@ static struct tokenizer *load_tokenizer(const char *file, const char *model_dir,
 		return NULL;
 	struct tokenizer *t = tok_load(file, &e);
 	if (!t) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 		*failed = 1;
 	}
 	return t;
@@ -795,7 +795,7 @@ static int chat_of_model(struct textmode *tm, const char *tok_file, const char *
 	if (!tok_file && snprintf(path, sizeof path, "%s/tokenizer.json", model_dir) < (int)sizeof path)
 		tok_file = path;
 	if (!tok_file || chat_format_of_model(tok_file, &tm->fmt, from, sizeof from, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, tok_file ? e.msg : "--model: path too long");
+		cli_warn("%s", tok_file ? e.msg : "--model: path too long");
 		return -1;
 	}
 	if ((tm->chat_flags & CHAT_NO_THINKING) && tm->fmt != CHAT_QWEN3)
@@ -881,7 +881,7 @@ int main(int argc, char **argv)
 		case 'c':
 			chat_auto = strcmp(optarg, "auto") == 0;
 			if (!chat_auto && chat_format_parse(optarg, &tm.fmt) < 0) {
-				fprintf(stderr, "%s: --chat: unknown format '%s' (%s or auto)\n", prog, optarg, CHAT_FORMATS);
+				cli_warn("--chat: unknown format '%s' (%s or auto)", optarg, CHAT_FORMATS);
 				return 2;
 			}
 			tm.chat = 1;
@@ -927,7 +927,7 @@ int main(int argc, char **argv)
 		if (tm.encode || tm.decode) {
 			t = load_tokenizer(tok_file, model_dir, &failed);
 			if (!t && !failed)
-				fprintf(stderr, "%s: %s: no tokenizer.json\n", prog, model_dir);
+				cli_warn("%s: no tokenizer.json", model_dir);
 			if (!t)
 				return 1;
 		}
@@ -950,7 +950,7 @@ int main(int argc, char **argv)
 	if (model_dir) {
 		struct err e;
 		if (model_load(&model, model_dir, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			tok_free(o.tok);
 			return 1;
 		}

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/fsys.h"
 #include "base/lineio.h"
@@ -303,7 +304,7 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		r = spool_commit(&so[done], e);
 		char fin[PATH_MAX];
 		if (r >= 0 && o->verbose)
-			fprintf(stderr, "%s: %s: %s %s\n", prog, name, r == 1 ? "already published:" : "published",
+			cli_warn("%s: %s %s", name, r == 1 ? "already published:" : "published",
 				spool_out_path(&so[done], fin, sizeof fin));
 		if (r > 0)
 			r = 0;
@@ -350,7 +351,7 @@ int gen_chat(const struct gen_opts *g, const char *tokenizer, int verbose, enum 
 		if (chat_format_of_model(tokenizer, f, from, sizeof from, e) < 0)
 			return -1;
 		if (verbose)
-			fprintf(stderr, "%s: --chat auto: %s, the template of %s\n", prog, chat_format_name(*f), from);
+			cli_warn("--chat auto: %s, the template of %s", chat_format_name(*f), from);
 	}
 	*use = f;
 	return 0;
@@ -387,8 +388,8 @@ int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, i
  * where names the record ("FILE:LINE"). */
 void warn_prompt_differs(const char *where, uint64_t n)
 {
-	fprintf(stderr, "%s: %s: warning: the server's prompt ids differ from those sent in %llu sequence%s: "
-		"stored the server's, which its logprobs are of\n", prog, where, (unsigned long long)n,
+	cli_warn("%s: warning: the server's prompt ids differ from those sent in %llu sequence%s: "
+		"stored the server's, which its logprobs are of", where, (unsigned long long)n,
 		n == 1 ? "" : "s");
 }
 
@@ -396,7 +397,7 @@ void warn_prompt_differs(const char *where, uint64_t n)
  * the record at `first` (collect.h). */
 void say_repeat(const char *where, const char *what, const char *first)
 {
-	fprintf(stderr, "%s: %s: %s repeats %s exactly: dropped\n", prog, where, what, first);
+	cli_warn("%s: %s repeats %s exactly: dropped", where, what, first);
 }
 
 /* Records dropped as exact repeats, said always: a log read twice is worth
@@ -404,7 +405,7 @@ void say_repeat(const char *where, const char *what, const char *first)
 void warn_repeats(uint64_t n)
 {
 	if (n)
-		fprintf(stderr, "%s: warning: %llu record%s repeated an earlier one exactly: dropped\n", prog,
+		cli_warn("warning: %llu record%s repeated an earlier one exactly: dropped",
 			(unsigned long long)n, n == 1 ? "" : "s");
 }
 
@@ -428,18 +429,21 @@ static int report_groups(const struct groupset *s, int verbose)
 		struct err e;
 		if (count[k] == 0)
 			continue;
-		fprintf(stderr, "%s: warning: %llu %s %s\n", prog, (unsigned long long)count[k],
+		cli_warn("warning: %llu %s %s", (unsigned long long)count[k],
 			k ? (count[k] == 1 ? "group_id" : "group_ids") : (count[k] == 1 ? "group" : "groups"), what[k]);
 		if (!verbose)
 			continue;
 		if (groupset_ids(s, k ? GROUPSET_SPLIT : GROUPSET_SINGLE, &ids, &n, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			return -1;
 		}
-		fprintf(stderr, "%s: %s:", prog, k ? "split group_ids" : "groups of one member");
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, " %s", ids[i]);
-		fprintf(stderr, "\n");
+		struct buf list = { 0 };   /* one line, written at once */
+		int cut = 0;               /* out of memory: the ids so far, and "..." */
+		for (size_t i = 0; i < n && !cut; i++)
+			cut = buf_printf(&list, " %s", ids[i]) < 0;
+		cli_warn("%s:%s%s", k ? "split group_ids" : "groups of one member",
+			 list.data ? (const char *)list.data : "", cut ? " ..." : "");
+		buf_free(&list);
 		free(ids);
 	}
 	return 0;
@@ -455,7 +459,7 @@ void report_held(const struct held *h, int verbose)
 	for (size_t i = 0; i < h->n && r == 0; i++)
 		r = groupset_add_id(&s, &h->g[i].group_id, h->g[i].n, i, &e);
 	if (r < 0)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 	else
 		report_groups(&s, verbose);
 	groupset_free(&s);
@@ -707,7 +711,7 @@ int main(int argc, char **argv)
 		sv.so.seed = g.seed;
 		struct sfile_writer sw;
 		if (!o.queue && sfile_writer_init(&sw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			return cli_failure_status(e.errnum);
 		}
 		int st = serve(&o, &g, &sv, co, &sw);
@@ -719,7 +723,7 @@ int main(int argc, char **argv)
 		g.temperature = co.temperature;
 		struct sfile_writer gw;
 		if (!o.queue && sfile_writer_init(&gw, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			return cli_failure_status(e.errnum);
 		}
 		int st = generate(&o, &g, &gw);
@@ -730,7 +734,7 @@ int main(int argc, char **argv)
 	struct collect_answers answers;
 	if (answers_path) {
 		if (collect_answers_load(&answers, answers_path, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			return 1;
 		}
 		co.answers = &answers;
@@ -743,7 +747,7 @@ int main(int argc, char **argv)
 	struct sfile_writer w;
 	int status = 0, fatal = 0;
 	if (!o.queue && sfile_writer_init(&w, sfile_sink_fd, (void *)(intptr_t)STDOUT_FILENO, 3, &e) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 		return cli_failure_status(e.errnum);
 	}
 
@@ -756,12 +760,12 @@ int main(int argc, char **argv)
 		int fd = is_stdin ? STDIN_FILENO : open(files[f], O_RDONLY | O_CLOEXEC);
 		struct lineio in;
 		if (fd < 0) {
-			fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			cli_warn("%s: %s", name, strerror(errno));
 			status = 1;
 			continue;
 		}
 		if (lineio_open(&in, fd, name, &e) < 0) {
-			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
+			cli_warn("%s%s", e.msg, in.truncated ? cut_stream : "");
 			if (!is_stdin)
 				close(fd);
 			status = cli_worse_status(status, in.truncated ? CLI_EXIT_LATER : 1);
@@ -790,7 +794,7 @@ int main(int argc, char **argv)
 				say_repeat(where, x->what, first);
 			}
 			if (r == -2) {
-				fprintf(stderr, "%s: %s\n", prog, e.msg);
+				cli_warn("%s", e.msg);
 				failed = fatal = 1;
 				break;
 			}
@@ -799,14 +803,14 @@ int main(int argc, char **argv)
 			 * bad line: publishing the rest would name it from bytes the
 			 * whole file does not have, and publish it again then. */
 			if (r < 0 && len > 0 && line[len - 1] != '\n' && json_cut_short(line, len)) {
-				fprintf(stderr, "%s: %s:%llu: ends mid-record (its last line is cut short, without a "
-					"newline): nothing of it published; try again once it is complete\n", prog, name,
+				cli_warn("%s:%llu: ends mid-record (its last line is cut short, without a "
+					"newline): nothing of it published; try again once it is complete", name,
 					(unsigned long long)lineno);
 				failed = incomplete = 1;
 				break;
 			}
 			if (r < 0) {
-				fprintf(stderr, "%s: %s:%llu: %s\n", prog, name, (unsigned long long)lineno, e.msg);
+				cli_warn("%s:%llu: %s", name, (unsigned long long)lineno, e.msg);
 				bad++;
 				if (!o.skip) {
 					failed = 1;
@@ -818,7 +822,7 @@ int main(int argc, char **argv)
 		 * being written (or cut short), as a last line cut mid-record is,
 		 * even where the cut falls between two lines: try again later. */
 		if (!failed && got < 0) {
-			fprintf(stderr, "%s: %s%s\n", prog, e.msg, in.truncated ? cut_stream : "");
+			cli_warn("%s%s", e.msg, in.truncated ? cut_stream : "");
 			failed = 1;
 			incomplete = in.truncated;
 		}
@@ -826,7 +830,7 @@ int main(int argc, char **argv)
 		if (!is_stdin)
 			close(fd);
 		if (!failed && collect_end_input(&col, &e) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
+			cli_warn("%s: %s", name, e.msg);
 			failed = fatal = 1;
 		}
 		if (failed) {
@@ -836,7 +840,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (bad)
-			fprintf(stderr, "%s: %s: skipped %llu of %llu line%s\n", prog, name, (unsigned long long)bad,
+			cli_warn("%s: skipped %llu of %llu line%s", name, (unsigned long long)bad,
 				(unsigned long long)(col.lines - lines0), col.lines - lines0 == 1 ? "" : "s");
 		if (o.verbose) {
 			char fmts[64] = "";
@@ -846,8 +850,8 @@ int main(int argc, char **argv)
 						 collect_format_name((enum collect_format)k));
 			uint64_t lines = col.lines - lines0, groups = col.groups - groups0, trajs = col.trajs - trajs0,
 				 tokens = col.tokens - tokens0;
-			fprintf(stderr, "%s: %s: %llu line%s (%s), %llu group%s, %llu trajector%s, %llu response token%s\n",
-				prog, name, (unsigned long long)lines, cli_s((long long)lines), *fmts ? fmts : "none",
+			cli_warn("%s: %llu line%s (%s), %llu group%s, %llu trajector%s, %llu response token%s",
+				name, (unsigned long long)lines, cli_s((long long)lines), *fmts ? fmts : "none",
 				(unsigned long long)groups, cli_s((long long)groups), (unsigned long long)trajs,
 				trajs == 1 ? "y" : "ies", (unsigned long long)tokens, cli_s((long long)tokens));
 		}
@@ -867,7 +871,7 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < held.n && r == 0; i++)
 			r = groupset_add_id(&groups, &held.g[i].group_id, held.g[i].n, records++, &e);
 		if (r < 0) {
-			fprintf(stderr, "%s: %s: %s\n", prog, name, e.msg);
+			cli_warn("%s: %s", name, e.msg);
 			status = cli_worse_status(status, cli_failure_status(e.errnum));
 			fatal = !o.queue;
 		}
@@ -877,7 +881,7 @@ int main(int argc, char **argv)
 	 * then fails on a truncated file rather than taking part for the whole. */
 	if (!o.queue) {
 		if (status == 0 && sfile_writer_finish(&w, &e) < 0) {
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 			status = cli_failure_status(e.errnum);
 		} else if (status != 0)
 			sfile_writer_flush(&w, &e);
@@ -888,13 +892,13 @@ int main(int argc, char **argv)
 		status = 1;
 	groupset_free(&groups);
 	if (o.verbose && answers_path)
-		fprintf(stderr, "%s: %llu trajector%s answered from %s\n", prog, (unsigned long long)col.answered,
+		cli_warn("%llu trajector%s answered from %s", (unsigned long long)col.answered,
 			col.answered == 1 ? "y" : "ies", answers_path);
 	/* keyed otherwise than the groups (a data set's own "id"), the answers
 	 * would all be dropped, and every reward then scored without one */
 	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
-		fprintf(stderr, "%s: warning: %s: %s %zu answer%s matched %s of the %llu group%s imported "
-			"(a line is keyed by its \"index\", else its \"id\", else its line number)\n", prog,
+		cli_warn("warning: %s: %s %zu answer%s matched %s of the %llu group%s imported "
+			"(a line is keyed by its \"index\", else its \"id\", else its line number)",
 			answers_path, answers.n == 1 ? "its" : "none of its", answers.n, answers.n == 1 ? "" : "s",
 			answers.n == 1 ? "none" : "any", (unsigned long long)col.groups, col.groups == 1 ? "" : "s");
 	free(held.g);

@@ -336,9 +336,9 @@ int main(int argc, char **argv)
 	if (r < 0)
 		cli_die_err(&e);
 	if (verbose)
-		fprintf(stderr, "%s: %s: %s, %zu parameters (%.1f MiB as %s), seed %llu\n", prog, out,
-		        model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,
-		        dtype == ST_F32 ? "float32" : "bfloat16", (unsigned long long)seed);
+		cli_warn("%s: %s, %zu parameters (%.1f MiB as %s), seed %llu", out,
+		         model_family_name(c.family), m.w.n, m.w.n * (dtype == ST_F32 ? 4.0 : 2.0) / 1048576,
+		         dtype == ST_F32 ? "float32" : "bfloat16", (unsigned long long)seed);
 	model_free(&m);
 	return 0;
 }

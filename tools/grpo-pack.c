@@ -103,7 +103,7 @@ static void usage(FILE *f)
 static void emit_metrics(struct state *s, const struct buf *m)
 {
 	if (s->metrics && (fwrite(m->data, 1, m->len, s->metrics) != m->len || fflush(s->metrics) != 0))
-		fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
+		cli_warn("%s: %s", s->o.metrics, strerror(errno));
 	if (s->o.verbose)
 		fwrite(m->data, 1, m->len, stderr);
 }
@@ -120,7 +120,7 @@ static void report_drops(struct state *s, int packed)
 		return;
 	char line[512];
 	packbuf_drops_text(&s->b, s->o.step, line, sizeof line);
-	fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)s->o.step, line);
+	cli_warn("step %lld: %s", (long long)s->o.step, line);
 	if (!packed) {
 		struct buf m = { 0 };
 		if (packstep_drops_metrics(&m, s->o.step, d) == 0)
@@ -150,8 +150,8 @@ static void warn_future(const struct state *s, const struct packbuf_step *t)
 				newest = t->seq[i].t->policy_version;
 		}
 	if (n)
-		fprintf(stderr, "%s: step %lld: warning: %u sequence%s sampled from policy versions after %lld (up to "
-			"%lld): is the batches queue behind the scored one (--step)?\n", prog, (long long)s->o.step,
+		cli_warn("step %lld: warning: %u sequence%s sampled from policy versions after %lld (up to "
+			"%lld): is the batches queue behind the scored one (--step)?", (long long)s->o.step,
 			n, n == 1 ? "" : "s", (long long)s->o.step - 1, (long long)newest);
 }
 
@@ -166,9 +166,9 @@ static void warn_mixed_ref(const struct state *s, const struct packbuf_step *t)
 	for (uint32_t i = 0; i < t->n; i++)
 		without += t->seq[i].t->ref_logprobs == NULL;
 	if (without > 0 && without < t->n)
-		fprintf(stderr, "%s: step %lld: warning: %u of its %u sequences %s no reference logprobs: %s, "
+		cli_warn("step %lld: warning: %u of its %u sequences %s no reference logprobs: %s, "
 			"and grpo-step --beta will refuse %s; score every sequence against the same reference, or "
-			"none\n", prog, (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
+			"none", (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
 			without == 1 ? "the micro-batch holding it carries none" : "the micro-batches holding them carry none",
 			without == 1 ? "it" : "them");
 }
@@ -193,8 +193,8 @@ static int pack_step(struct state *s, int flush, struct err *e)
 		return -1;
 	}
 	if (st.rolled_back)
-		fprintf(stderr, "%s: step %lld: rolled back the %u file%s that a packer which died or failed "
-			"publishing it had left without DONE\n", prog, (long long)s->o.step, st.rolled_back,
+		cli_warn("step %lld: rolled back the %u file%s that a packer which died or failed "
+			"publishing it had left without DONE", (long long)s->o.step, st.rolled_back,
 			st.rolled_back == 1 ? "" : "s");
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
@@ -237,8 +237,8 @@ static int finish_input(struct state *s, struct err *e)
 	}
 	if (hold && b->n > 0) {
 		if (s->o.verbose)
-			fprintf(stderr, "%s: %zu sequence%s left queued for a later step (--flush packs %s now)\n",
-				prog, b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
+			cli_warn("%zu sequence%s left queued for a later step (--flush packs %s now)",
+				b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
 		packbuf_hold(b);
 		report_drops(s, 0);
 		return 0;
@@ -293,7 +293,7 @@ done:
 	if (s->o.verbose && follow) {
 		struct buf line = { 0 };
 		if (watch_summary(w, 1, &line) == 0)
-			fprintf(stderr, "%s: %s: %s\n", prog, queue, (const char *)line.data);
+			cli_warn("%s: %s", queue, (const char *)line.data);
 		buf_free(&line);
 	}
 	watch_close(w);
@@ -440,8 +440,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			goto fail;
 		if (r == 1) {
-			fprintf(stderr, "%s: %s: another grpo-pack is publishing into this queue (it holds "
-				"%s/.lock); try again later\n", prog, o->out, o->out);
+			cli_warn("%s: another grpo-pack is publishing into this queue (it holds "
+				"%s/.lock); try again later", o->out, o->out);
 			status = CLI_EXIT_LATER;
 			goto fail_quiet;
 		}
@@ -476,7 +476,7 @@ int main(int argc, char **argv)
 	}
 	if (!o->out) {
 		if (isatty(1)) {
-			fprintf(stderr, "%s: standard output is a terminal; use -o QUEUE or a pipe\n", prog);
+			cli_warn("standard output is a terminal; use -o QUEUE or a pipe");
 			return 2;
 		}
 		if (sfile_writer_init(&s.w, sfile_sink_fd, (void *)(intptr_t)1, 1, &e) < 0)
@@ -491,7 +491,7 @@ int main(int argc, char **argv)
 		if (cli_is_queue(a)) {
 			queues++;
 		} else if (o->watch) {
-			fprintf(stderr, "%s: %s: --watch consumes queue directories only\n", prog, a);
+			cli_warn("%s: --watch consumes queue directories only", a);
 			status = 2;
 			goto fail_quiet;
 		}
@@ -502,7 +502,7 @@ int main(int argc, char **argv)
 		goto fail_quiet;
 	}
 	if (o->watch && queues != 1) {
-		fprintf(stderr, "%s: --watch needs exactly one queue directory\n", prog);
+		cli_warn("--watch needs exactly one queue directory");
 		status = 2;
 		goto fail_quiet;
 	}
@@ -511,15 +511,15 @@ int main(int argc, char **argv)
 	int settled = packbuf_job_settle(&s.b, o->out, jo, o->step, &e);
 	if (settled < 0) {
 		if (o->out)
-			fprintf(stderr, "%s: %s: %s\n", prog, o->out, e.msg);
+			cli_warn("%s: %s", o->out, e.msg);
 		else
-			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			cli_warn("%s", e.msg);
 		status = cli_failure_status(e.errnum);
 		goto fail_quiet;
 	}
 	if (settled == 1 && o->verbose)
-		fprintf(stderr, "%s: %s: this input, with these options, is published already (job %016llx, "
-			"from step %lld); nothing of it is packed again\n", prog, o->out,
+		cli_warn("%s: this input, with these options, is published already (job %016llx, "
+			"from step %lld); nothing of it is packed again", o->out,
 			(unsigned long long)s.b.job.hash, (long long)s.b.job.published_from);
 	for (int i = 0; i < nargs; i++)
 		if (cli_is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
@@ -531,7 +531,7 @@ int main(int argc, char **argv)
 	status = 0;
 	goto done;
 fail:
-	fprintf(stderr, "%s: %s\n", prog, e.msg);
+	cli_warn("%s", e.msg);
 	status = cli_failure_status(e.errnum);
 fail_quiet:
 	packbuf_release(&s.b);

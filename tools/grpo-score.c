@@ -333,7 +333,7 @@ static int publish(struct state *s, const char *path, const struct claim *c, con
 		step = c->step, rank = c->rank, snprintf(name, sizeof name, "%s", c->name);
 	int r = scoreio_publish(s->o.out, step, rank, name, gs, n, keep, e);
 	if (r == 1 && s->o.verbose)
-		fprintf(stderr, "%s: %s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped\n", prog,
+		cli_warn("%s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped",
 			s->o.out, (long long)step, rank, name);
 	return r;
 }
@@ -346,11 +346,11 @@ static void note_seen(struct state *s, const char *name, const struct group *g, 
 	char gid[64];
 	scored_group_text(g, gid, sizeof gid);
 	if (streamed)
-		fprintf(stderr, "%s: %s: group %s came earlier too, apart from these records; each part is "
-			"normalized over its own members\n", prog, name, gid);
+		cli_warn("%s: group %s came earlier too, apart from these records; each part is "
+			"normalized over its own members", name, gid);
 	else
-		fprintf(stderr, "%s: %s: group %s came in an earlier input too; each part is normalized "
-			"over its own members\n", prog, name, gid);
+		cli_warn("%s: group %s came in an earlier input too; each part is normalized "
+			"over its own members", name, gid);
 }
 
 /*
@@ -367,7 +367,7 @@ static int line_owed(struct state *s, const char *name, int is_stdin)
 		return 0;
 	int r = scorer_metrics_has(s->o.metrics, name, &e);
 	if (r < 0)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 	return r != 1;
 }
 
@@ -378,8 +378,8 @@ static int line_owed(struct state *s, const char *name, int is_stdin)
 static void warn_copies(const char *name, uint64_t n)
 {
 	if (n)
-		fprintf(stderr, "%s: %s: warning: %llu sequence%s repeated one before %s in %s group exactly: dropped\n",
-			prog, name, (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+		cli_warn("%s: warning: %llu sequence%s repeated one before %s in %s group exactly: dropped",
+			name, (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
 			n == 1 ? "its" : "their");
 }
 
@@ -388,19 +388,19 @@ static void warn_copies(const char *name, uint64_t n)
 static void report(struct state *s, const char *name, const struct scorer_stats *st, int dropped, int is_stdin)
 {
 	if (st->nonfinite)
-		fprintf(stderr, "%s: %s: %u non-finite reward%s stored as 0, %s sequence%s advantage 0 (first: "
-			"%s)\n", prog, name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
+		cli_warn("%s: %u non-finite reward%s stored as 0, %s sequence%s advantage 0 (first: "
+			"%s)", name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
 			st->nonfinite == 1 ? "its" : "their", st->nonfinite == 1 ? "'s" : "s'", st->first_nonfinite);
 	if (st->singletons)
-		fprintf(stderr, "%s: %s: %u group%s of one member: no baseline, advantage 0\n", prog, name,
+		cli_warn("%s: %u group%s of one member: no baseline, advantage 0", name,
 			st->singletons, st->singletons == 1 ? "" : "s");
 	if (st->min_size != st->max_size)
-		fprintf(stderr, "%s: %s: group sizes differ (%u to %u); each group is normalized over its own "
-			"members\n", prog, name, st->min_size, st->max_size);
+		cli_warn("%s: group sizes differ (%u to %u); each group is normalized over its own "
+			"members", name, st->min_size, st->max_size);
 	struct buf m = { 0 };
 	if ((!dropped || line_owed(s, name, is_stdin)) && scorer_metrics(&m, name, st) == 0) {
 		if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
-			fprintf(stderr, "%s: %s: %s\n", prog, s->o.metrics, strerror(errno));
+			cli_warn("%s: %s", s->o.metrics, strerror(errno));
 		if (s->o.verbose)
 			fwrite(m.data, 1, m.len, stderr);
 	}
@@ -539,8 +539,8 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 	if (s->o.out && r == 0) {
 		char out[64];
 		if ((r = scoreio_pub_commit(&pub, out, sizeof out, e)) == 1 && s->o.verbose)
-			fprintf(stderr, "%s: %s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped\n",
-				prog, s->o.out, (long long)pub.step, out);
+			cli_warn("%s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped",
+				s->o.out, (long long)pub.step, out);
 		dropped = r == 1;
 		r = r < 0 ? -1 : 0;
 	}
@@ -623,7 +623,7 @@ static int setup(struct state *s, struct err *e)
 			char where[512] = "the CPU";
 			if (s->ref.gpu)
 				model_gpu_describe(s->ref.gpu, where, sizeof where);
-			fprintf(stderr, "%s: reference model %s on %s%s\n", prog, s->ref.dir, where,
+			cli_warn("reference model %s on %s%s", s->ref.dir, where,
 				s->ref.gpu ? (o->fp32 ? ", fp32" : ", bf16") : "");
 		}
 	}
@@ -673,7 +673,7 @@ int main(int argc, char **argv)
 	/* auto matters only to a reference model: without one, a GPU machine need not load the CUDA library */
 	int found = o->ref || o->device == MODEL_DEVICE_CUDA ? model_device_resolve(o->device, &o->device, &e) : 0;
 	if (found != 0)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 	if (found < 0)   /* EX_UNAVAILABLE: a script can tell it from a usage error and run on the CPU */
 		return 69;
 	int status = 1, nargs = argc - optind, queues = 0;
@@ -709,11 +709,11 @@ int main(int argc, char **argv)
 	status = 0;
 	goto done;
 fail:
-	fprintf(stderr, "%s: %s\n", prog, e.msg);
+	cli_warn("%s", e.msg);
 	status = cli_failure_status(e.errnum);
 done:
 	if (s.so.cmd && rewardpool_stop(&s.cmd, &e) < 0 && status == 0)
-		fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+		cli_warn("warning: %s", e.msg);
 	if (s.writer_open)
 		sfile_writer_free(&s.w);
 	if (s.metrics && s.metrics != stdout)

@@ -214,14 +214,14 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	}
 	FILE *g = popen("exec gnuplot >/dev/null", "w");
 	if (!g) {
-		fprintf(stderr, "%s: gnuplot: %s\n", prog, strerror(errno));
+		cli_warn("gnuplot: %s", strerror(errno));
 		tempfile_delete(tmp);
 		return -1;
 	}
 	fwrite(b->data, 1, b->len, g);
 	int ws = pclose(g);
 	if (ws == -1 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-		fprintf(stderr, "%s: gnuplot failed drawing %s\n", prog, png);
+		cli_warn("gnuplot failed drawing %s", png);
 		tempfile_delete(tmp);
 		return -1;
 	}
@@ -229,8 +229,7 @@ static int draw_png(const struct metrics_table *t, const char *png, struct buf *
 	if (fd < 0)
 		cli_warn("%s", e.msg);
 	else if (!png_complete(fd))
-		fprintf(stderr, "%s: %s: the image gnuplot drew was cut short (a full disk?); not written\n", prog,
-		        png);
+		cli_warn("%s: the image gnuplot drew was cut short (a full disk?); not written", png);
 	else if ((r = special ? copy_to_special(fd, target, &e) : 0) < 0)
 		cli_warn("%s", e.msg);
 	if (fd >= 0)
@@ -269,8 +268,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 			if (access(defaults[i], F_OK) == 0)
 				defaults[n++] = defaults[i];
 		if (n == 0) {
-			fprintf(stderr, "%s: %s: no score.jsonl or step.jsonl: name the metrics files with --metrics\n",
-			        prog, spool);
+			cli_warn("%s: no score.jsonl or step.jsonl: name the metrics files with --metrics", spool);
 			return 1;
 		}
 		files = defaults;
@@ -282,21 +280,21 @@ static int cmd_plot(const char *spool, const struct opts *op)
 			goto out;
 		}
 	if (t.n == 0) {
-		fprintf(stderr, "%s: %s%s: no metrics lines of grpo-score or grpo-step\n", prog,
-		        strcmp(files[0], "-") ? files[0] : "<stdin>", n > 1 ? " and the rest" : "");
+		cli_warn("%s%s: no metrics lines of grpo-score or grpo-step",
+		         strcmp(files[0], "-") ? files[0] : "<stdin>", n > 1 ? " and the rest" : "");
 		goto out;
 	}
 	if (op->tsv) {
 		if (metrics_tsv(&t, &b) < 0 || fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout) != 0) {
-			fprintf(stderr, "%s: standard output: %s\n", prog, strerror(errno));
+			cli_warn("standard output: %s", strerror(errno));
 			goto out;
 		}
 		status = 0;
 		goto out;
 	}
 	if (!in_path("gnuplot")) {
-		fprintf(stderr, "%s: plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
-		        "--tsv prints the table instead\n", prog);
+		cli_warn("plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
+		         "--tsv prints the table instead");
 		status = EXIT_NO_GNUPLOT;
 		goto out;
 	}
@@ -306,7 +304,7 @@ static int cmd_plot(const char *spool, const struct opts *op)
 	if (draw_png(&t, png, &b) < 0)
 		goto out;
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %zu step%s\n", prog, png, t.n, t.n == 1 ? "" : "s");
+		cli_warn("%s: %zu step%s", png, t.n, t.n == 1 ? "" : "s");
 	status = 0;
 out:
 	buf_free(&b);
@@ -389,8 +387,8 @@ static int not_a_spool(const char *spool, char **names, size_t n)
 	int rank;
 	for (size_t i = 0; i < n; i++)
 		if (spool_parse_step(names[i], &step) == 0 || spool_parse_rank(names[i], &rank) == 0) {
-			fprintf(stderr, "%s: %s: a queue or a step, not a spool (it holds %s): give the spool above it\n",
-				prog, spool, names[i]);
+			cli_warn("%s: a queue or a step, not a spool (it holds %s): give the spool above it",
+				spool, names[i]);
 			return 1;
 		}
 	return 0;
@@ -418,7 +416,7 @@ static int cmd_status(const char *spool, const struct opts *op)
 	int r = queue_status(spool, op->lease, time(NULL), &st, &e);
 	if (r != 0) {
 		if (r == 1)
-			fprintf(stderr, "%s: %s: no such spool\n", prog, spool);
+			cli_warn("%s: no such spool", spool);
 		else
 			cli_warn("%s", e.msg);
 		queue_status_free(&st);
@@ -486,7 +484,7 @@ static int lock_spool(const char *spool, char ***queues, size_t *nq, int *fd)
 	if (r == 0)
 		return 0;
 	if (r == 1)
-		fprintf(stderr, "%s: %s: busy: another recover or gc holds %s/.lock\n", prog, spool, spool);
+		cli_warn("%s: busy: another recover or gc holds %s/.lock", spool, spool);
 	else
 		cli_warn("%s", e.msg);
 	fsys_free_names(*queues, *nq);
@@ -514,8 +512,8 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	fsys_free_names(queues, nq);
 	close(fd);
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %ld claim%s returned, %ld live, %ld temporar%s removed, "
-			"%ld interrupted gc finished\n", prog, spool, st.returned, cli_s(st.returned), st.live,
+		cli_warn("%s: %ld claim%s returned, %ld live, %ld temporar%s removed, "
+			"%ld interrupted gc finished", spool, st.returned, cli_s(st.returned), st.live,
 			st.tmp_removed, st.tmp_removed == 1 ? "y" : "ies", st.gc_finished);
 	return bad;
 }
@@ -552,8 +550,7 @@ static int cmd_gc(const char *spool, const struct opts *op)
 		while (i < nq && !names_queue(op->queues[k], queues[i]))
 			i++;
 		if (i == nq) {
-			fprintf(stderr, "%s: %s/%.*s: no such queue\n", prog, spool, (int)queue_len(op->queues[k]),
-				op->queues[k]);
+			cli_warn("%s/%.*s: no such queue", spool, (int)queue_len(op->queues[k]), op->queues[k]);
 			bad = 1;
 		}
 	}
@@ -577,8 +574,8 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	fsys_free_names(queues, nq);
 	close(fd);
 	if (op->verbose)
-		fprintf(stderr, "%s: %s: %ld step%s removed, %ld archived, %ld old step%s not finished\n",
-			prog, spool, st.removed, cli_s(st.removed), st.archived, st.unfinished, cli_s(st.unfinished));
+		cli_warn("%s: %ld step%s removed, %ld archived, %ld old step%s not finished",
+			spool, st.removed, cli_s(st.removed), st.archived, st.unfinished, cli_s(st.unfinished));
 	return bad;
 }
 
@@ -596,12 +593,11 @@ static int cmd_quarantine(char **files, int n, const struct opts *op)
 			cli_warn("%s", e.msg);
 			rc = cli_worse_status(rc, cli_failure_status(e.errnum));
 		} else if (r == 1) {
-			fprintf(stderr, "%s: %s: claimed by a live consumer (host %s, pid %ld); "
-				"try again once it lets go\n", prog, files[i], who.host[0] ? who.host : "?", who.pid);
+			cli_warn("%s: claimed by a live consumer (host %s, pid %ld); "
+				"try again once it lets go", files[i], who.host[0] ? who.host : "?", who.pid);
 			rc = cli_worse_status(rc, CLI_EXIT_LATER);
 		} else if (op->verbose) {
-			fprintf(stderr, "%s: %s: quarantined %sas %s\n", prog, files[i], r == 2 ? "already " : "",
-			        dest);
+			cli_warn("%s: quarantined %sas %s", files[i], r == 2 ? "already " : "", dest);
 		}
 	}
 	return rc;
@@ -655,7 +651,7 @@ static int run_command(char **argv, int argc, struct watch *w, const struct clai
 		setenv("GRPO_RANK", v, 1);
 		setenv("GRPO_NAME", c->name, 1);
 		execvp(av[0], av);
-		fprintf(stderr, "%s: %s: %s\n", prog, av[0], strerror(errno));
+		cli_warn("%s: %s", av[0], strerror(errno));
 		_exit(127);
 	}
 	setpgid(pid, pid);   /* as the child does: whichever runs first */
@@ -672,7 +668,7 @@ static int run_command(char **argv, int argc, struct watch *w, const struct clai
 		sigtimedwait(&chld, NULL, &ts); /* the child's exit, or a renewal due */
 		struct err e;
 		if (watch_renew(w, &e) < 0 && !warned++)
-			fprintf(stderr, "%s: %s: cannot renew the claim: %s\n", prog, c->path, e.msg);
+			cli_warn("%s: cannot renew the claim: %s", c->path, e.msg);
 	}
 	sigprocmask(SIG_SETMASK, &saved, NULL);
 	if (WIFEXITED(status))
@@ -697,14 +693,13 @@ static int check_queue(const char *queue, int follow)
 		buf[--n] = 0;
 	const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
 	if (spool_parse_step(base, &step) == 0 || spool_parse_rank(base, &rank) == 0) {
-		fprintf(stderr, "%s: %s: a step or rank directory, not a queue (consume QUEUE --from N --to N)\n",
-			prog, queue);
+		cli_warn("%s: a step or rank directory, not a queue (consume QUEUE --from N --to N)", queue);
 		return -1;
 	}
 	if (stat(queue, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
 			return 0;
-		fprintf(stderr, "%s: %s: not a directory\n", prog, queue);
+		cli_warn("%s: not a directory", queue);
 		return -1;
 	}
 	snprintf(parent, sizeof parent, "%s", buf);
@@ -714,12 +709,12 @@ static int check_queue(const char *queue, int follow)
 	else
 		snprintf(parent, sizeof parent, ".");
 	if (!follow) {
-		fprintf(stderr, "%s: %s: no such queue\n", prog, queue);
+		cli_warn("%s: no such queue", queue);
 		return -1;
 	}
 	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s: %s: no such spool directory %s (a --watch creates the queue, not the spool)\n",
-			prog, queue, parent);
+		cli_warn("%s: no such spool directory %s (a --watch creates the queue, not the spool)",
+			queue, parent);
 		return -1;
 	}
 	return 0;
@@ -750,15 +745,14 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 				cli_warn("%s", e.msg);
 				bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 			} else if (op->verbose) {
-				fprintf(stderr, "%s: %s: done\n", prog, c->path);
+				cli_warn("%s: done", c->path);
 			}
 			continue;
 		}
 		if (st < 0)
-			fprintf(stderr, "%s: %s: cannot run %s: %s\n", prog, c->path, argv[0], strerror(errno));
+			cli_warn("%s: cannot run %s: %s", c->path, argv[0], strerror(errno));
 		else
-			fprintf(stderr, "%s: %s: %s exited with status %d; left waiting\n", prog, c->path,
-				argv[0], st);
+			cli_warn("%s: %s exited with status %d; left waiting", c->path, argv[0], st);
 		/* a command that says "later" as the tools do is passed on: nothing failed for good */
 		bad = cli_worse_status(bad, st == CLI_EXIT_LATER ? CLI_EXIT_LATER : 1);
 		if (claim_release(c, &e) < 0)
@@ -771,14 +765,14 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	/* a pass cut short may leave files waiting: exit 0 would say they were
 	 * consumed, and as grpo-step stopped short of --steps, the next run goes on */
 	if (r == 0 && !op->w.follow && watch_stopped(w)) {
-		fprintf(stderr, "%s: %s: stopped by %s before the end of the pass; what is left waits\n", prog,
+		cli_warn("%s: stopped by %s before the end of the pass; what is left waits",
 			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
 		bad = cli_worse_status(bad, CLI_EXIT_LATER);
 	}
 	if (op->verbose) {
 		struct buf line = { 0 };
 		if (watch_summary(w, op->w.follow, &line) == 0)
-			fprintf(stderr, "%s: %s: %s\n", prog, queue, (const char *)line.data);
+			cli_warn("%s: %s", queue, (const char *)line.data);
 		buf_free(&line);
 	}
 	watch_close(w);

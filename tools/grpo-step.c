@@ -264,14 +264,13 @@ static void health(int64_t step, const struct step_result *r)
 	double n = f->tokens, diff = f->diff_abs_sum / n, rm = f->ratio_sum / n;
 	double clipped = (f->clip_low + f->clip_high) / n;
 	if (diff > 0.1)
-		fprintf(stderr, "%s: step %lld: warning: trainer and sampler logprobs differ by %.3g on average "
-		        "(mean |diff| > 0.1): check temperatures, tokenization and alignment\n", prog,
-		        (long long)step, diff);
+		cli_warn("step %lld: warning: trainer and sampler logprobs differ by %.3g on average "
+		         "(mean |diff| > 0.1): check temperatures, tokenization and alignment",
+		         (long long)step, diff);
 	if (rm < 0.8 || rm > 1.2)
-		fprintf(stderr, "%s: step %lld: warning: ratio mean %.3g outside 0.8-1.2\n", prog, (long long)step, rm);
+		cli_warn("step %lld: warning: ratio mean %.3g outside 0.8-1.2", (long long)step, rm);
 	if (clipped > 0.3)
-		fprintf(stderr, "%s: step %lld: warning: %.0f%% of tokens clipped (> 30%%)\n", prog, (long long)step,
-		        100 * clipped);
+		cli_warn("step %lld: warning: %.0f%% of tokens clipped (> 30%%)", (long long)step, 100 * clipped);
 }
 
 /* --debug-table: each micro-batch's rows, appended to the file as they come. */
@@ -316,8 +315,8 @@ static void retire_batches(const struct args *a, int64_t step)
 {
 	struct err e;
 	if (queue_retire_step(a->batches, step, NULL, &e) < 0)
-		fprintf(stderr, "%s: warning: %s/step_%lld was trained, but its files stay waiting: %s\n", prog,
-		        a->batches, (long long)step, e.msg);
+		cli_warn("warning: %s/step_%lld was trained, but its files stay waiting: %s",
+		         a->batches, (long long)step, e.msg);
 }
 
 /* The batches of published steps (up to newest) that a run killed between
@@ -330,8 +329,7 @@ static void retire_published(const struct args *a, int64_t newest)
 	if (newest < 1)
 		return;
 	if (spool_list_steps(a->batches, 1, newest, &steps, &n, &e) < 0) {
-		fprintf(stderr, "%s: warning: the trained steps' files in %s stay waiting: %s\n", prog, a->batches,
-		        e.msg);
+		cli_warn("warning: the trained steps' files in %s stay waiting: %s", a->batches, e.msg);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -349,8 +347,8 @@ static void prune(const struct args *a)
 	struct err e;
 	int pruned = 0;
 	if (a->keep > 0 && ckpt_prune(a->policy, a->keep, &pruned, &e) < 0)
-		fprintf(stderr, "%s: warning: %s: the steps before the newest %d with weights stay: %s\n", prog,
-		        a->policy, a->keep, e.msg);
+		cli_warn("warning: %s: the steps before the newest %d with weights stay: %s",
+		         a->policy, a->keep, e.msg);
 }
 
 /* --model names the initial model of a new queue; one given to a queue that
@@ -361,12 +359,11 @@ static void warn_other_model(const struct args *a)
 	struct err e;
 	int r = ckpt_initial_differs(a->policy, a->model, why, sizeof why, &e);
 	if (r < 0)
-		fprintf(stderr, "%s: warning: could not compare --model with %s/step_0: %s\n", prog, a->policy,
-		        e.msg);
+		cli_warn("warning: could not compare --model with %s/step_0: %s", a->policy, e.msg);
 	else if (r == 1)
-		fprintf(stderr, "%s: warning: --model %s is not the initial model of %s (%s): training goes on "
-		        "from the queue's own steps, which began at its step_0; give another queue (-o) to "
-		        "start from %s\n", prog, a->model, a->policy, why, a->model);
+		cli_warn("warning: --model %s is not the initial model of %s (%s): training goes on "
+		         "from the queue's own steps, which began at its step_0; give another queue (-o) to "
+		         "start from %s", a->model, a->policy, why, a->model);
 }
 
 /* --keep and --on-publish act on what rank 0 alone publishes: said once on
@@ -374,11 +371,11 @@ static void warn_other_model(const struct args *a)
 static void rank0_only(const struct args *a)
 {
 	if (a->keep > 0)
-		fprintf(stderr, "%s: --keep is rank 0's (it alone publishes and prunes policy/step_N): "
-		        "ignored on rank %d\n", prog, a->rank);
+		cli_warn("--keep is rank 0's (it alone publishes and prunes policy/step_N): "
+		         "ignored on rank %d", a->rank);
 	if (a->on_publish)
-		fprintf(stderr, "%s: --on-publish is rank 0's (it alone publishes policy/step_N): "
-		        "ignored on rank %d\n", prog, a->rank);
+		cli_warn("--on-publish is rank 0's (it alone publishes policy/step_N): "
+		         "ignored on rank %d", a->rank);
 }
 
 /*
@@ -417,16 +414,16 @@ static int lock_queue(const struct args *a)
 			who[strcspn(who, "\n")] = 0;
 			close(rfd);
 		}
-		fprintf(stderr, "%s: %s: another grpo-step (%s) is training into this policy queue%s (it holds %s); "
-		        "try again later\n", prog, a->policy, *who ? who : "its pid unknown",
-		        a->rank > 0 ? " as this rank" : "", p);
+		cli_warn("%s: another grpo-step (%s) is training into this policy queue%s (it holds %s); "
+		         "try again later", a->policy, *who ? who : "its pid unknown",
+		         a->rank > 0 ? " as this rank" : "", p);
 		exit(CLI_EXIT_LATER);
 	}
 	gethostname(host, sizeof host - 1);
 	char who[300];
 	int n = snprintf(who, sizeof who, "pid %ld on %s\n", (long)getpid(), *host ? host : "?");
 	if (ftruncate(fd, 0) < 0 || fsys_write_all(fd, who, (size_t)n, p, &e) < 0)
-		fprintf(stderr, "%s: warning: %s: cannot say who holds it: %s\n", prog, p, strerror(errno));
+		cli_warn("warning: %s: cannot say who holds it: %s", p, strerror(errno));
 	return fd;
 }
 
@@ -444,8 +441,8 @@ static int wait_done(const struct args *a, int64_t step)
 			return 1;
 		static int said;   /* a typo in --batches would otherwise wait without a word */
 		if (!said && access(a->batches, F_OK) != 0) {
-			fprintf(stderr, "%s: %s: %s: waiting for it (is it the queue grpo-pack -o writes?)\n", prog,
-			        a->batches, strerror(errno));
+			cli_warn("%s: %s: waiting for it (is it the queue grpo-pack -o writes?)",
+			         a->batches, strerror(errno));
 			said = 1;
 		}
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
@@ -464,15 +461,15 @@ static int on_publish(const struct args *a, int64_t step)
 	snprintf(rel, sizeof rel, "%s/step_%lld", a->policy, (long long)step);
 	snprintf(num, sizeof num, "%lld", (long long)step);
 	if (!realpath(rel, dir) || !realpath(a->policy, queue)) {
-		fprintf(stderr, "%s: step %lld: --on-publish '%s' not run: %s: %s\n", prog, (long long)step,
-		        a->on_publish, rel, strerror(errno));
+		cli_warn("step %lld: --on-publish '%s' not run: %s: %s", (long long)step,
+		         a->on_publish, rel, strerror(errno));
 		return -1;
 	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "%s: step %lld: --on-publish '%s' not run: fork: %s\n", prog, (long long)step,
-		        a->on_publish, strerror(errno));
+		cli_warn("step %lld: --on-publish '%s' not run: fork: %s", (long long)step,
+		         a->on_publish, strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -486,18 +483,18 @@ static int on_publish(const struct args *a, int64_t step)
 	int st;
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR) {
-			fprintf(stderr, "%s: step %lld: --on-publish '%s': wait: %s\n", prog, (long long)step,
-			        a->on_publish, strerror(errno));
+			cli_warn("step %lld: --on-publish '%s': wait: %s", (long long)step,
+			         a->on_publish, strerror(errno));
 			return -1;
 		}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFSIGNALED(st))
-		fprintf(stderr, "%s: step %lld: --on-publish '%s' killed by signal %d (%s)\n", prog, (long long)step,
-		        a->on_publish, WTERMSIG(st), strsignal(WTERMSIG(st)));
+		cli_warn("step %lld: --on-publish '%s' killed by signal %d (%s)", (long long)step,
+		         a->on_publish, WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else
-		fprintf(stderr, "%s: step %lld: --on-publish '%s' failed with exit status %d\n", prog,
-		        (long long)step, a->on_publish, WEXITSTATUS(st));
+		cli_warn("step %lld: --on-publish '%s' failed with exit status %d",
+		         (long long)step, a->on_publish, WEXITSTATUS(st));
 	return -1;
 }
 
@@ -525,8 +522,8 @@ static int run_hook(const struct args *a, int64_t step)
 	snprintf(p, sizeof p, "%s/" HOOK_MARK, dir);
 	int fd = fsys_open_excl(p, &e);
 	if ((fd < 0 && errno != EEXIST) || (fd >= 0 && (fsys_close(fd, p, &e) < 0 || fsys_fsync_dir(dir, &e) < 0)))
-		fprintf(stderr, "%s: warning: step %lld: --on-publish succeeded, but not marked so (the next run "
-		        "runs it again): %s\n", prog, (long long)step, e.msg);
+		cli_warn("warning: step %lld: --on-publish succeeded, but not marked so (the next run "
+		         "runs it again): %s", (long long)step, e.msg);
 	return 0;
 }
 
@@ -536,11 +533,13 @@ static int run_hook(const struct args *a, int64_t step)
  * them and no more. The same command again would train K steps after the
  * newest (--steps counts from there), which no run can tell from a new
  * run asking for K more; --step S --steps LEFT is right either way.
+ * Written into out, which it returns, for the end of the line said.
  */
-static void say_untrained(int64_t step, long long left)
+static const char *untrained(char *out, size_t size, int64_t step, long long left)
 {
-	fprintf(stderr, ", %lld step%s asked for not trained (--step %lld --steps %lld trains %s and no more)", left,
-	        left == 1 ? "" : "s", (long long)step, left, left == 1 ? "it" : "them");
+	snprintf(out, size, ", %lld step%s asked for not trained (--step %lld --steps %lld trains %s and no more)",
+	         left, left == 1 ? "" : "s", (long long)step, left, left == 1 ? "it" : "them");
+	return out;
 }
 
 /*
@@ -561,14 +560,13 @@ static int hook_catch_up(const struct args *a, int64_t newest)
 			/* not knowing which step is owed the command is its failure:
 			 * under stop, the sampler may lack the newest weights */
 			if (r < 0)
-				fprintf(stderr, "%s: warning: cannot find the newest step with weights to run "
-				        "--on-publish for, if it has not succeeded yet: %s\n", prog, e.msg);
+				cli_warn("warning: cannot find the newest step with weights to run "
+				         "--on-publish for, if it has not succeeded yet: %s", e.msg);
 			return r < 0 ? -1 : 0;
 		}
 	if (h <= 0 || hook_done(a, h))
 		return 0;
-	fprintf(stderr, "%s: step %lld: running --on-publish, which has not succeeded for it yet\n", prog,
-	        (long long)h);
+	cli_warn("step %lld: running --on-publish, which has not succeeded for it yet", (long long)h);
 	return run_hook(a, h);
 }
 
@@ -599,9 +597,9 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 	if (a->mask_truncated) {
 		size_t unknown = step_mask_truncated(*mbs, *n, cut);
 		if (unknown)
-			fprintf(stderr, "%s: step %lld: warning: --mask-truncated: %zu of %.0f sequences have no "
-				"finish_reason (their source gave none), so they are trained whether cut or not\n",
-				prog, (long long)step, unknown, counted.seqs);
+			cli_warn("step %lld: warning: --mask-truncated: %zu of %.0f sequences have no "
+				"finish_reason (their source gave none), so they are trained whether cut or not",
+				(long long)step, unknown, counted.seqs);
 		/* the other ranks' truncated sequences leave the totals too: count them (read, not trained) */
 		for (int k = 0; a->rank >= 0 && k < (int)dm->ranks; k++) {
 			struct microbatch *o;
@@ -646,19 +644,19 @@ static struct model_gpu *gpu_for_step(struct args *a, struct model_gpu *gpu, str
 	    model_gpu_optim_put(gpu, m, op->m, op->v, &e) < 0) {
 		model_gpu_close(gpu);
 		if (a->device == MODEL_DEVICE_CUDA) {
-			fprintf(stderr, "%s: --device cuda: %s\n", prog, e.msg);
+			cli_warn("--device cuda: %s", e.msg);
 			exit(69);
 		}
-		fprintf(stderr, "%s: training on the CPU: %s\n", prog, e.msg);
+		cli_warn("training on the CPU: %s", e.msg);
 		a->device = MODEL_DEVICE_CPU;
 		return NULL;
 	}
 	if (a->verbose) {
 		char d[512];
 		model_gpu_describe(gpu, d, sizeof d);
-		fprintf(stderr, "%s: training on the GPU (%s, %s attention%s), packs of up to %d tokens: %s\n", prog,
-		        a->fp32 ? "fp32" : "bf16", model_gpu_attention(gpu),
-		        a->recompute ? ", each layer's activations recomputed for its backward" : "", maxT, d);
+		cli_warn("training on the GPU (%s, %s attention%s), packs of up to %d tokens: %s",
+		         a->fp32 ? "fp32" : "bf16", model_gpu_attention(gpu),
+		         a->recompute ? ", each layer's activations recomputed for its backward" : "", maxT, d);
 	}
 	return gpu;
 }
@@ -782,7 +780,7 @@ int main(int argc, char **argv)
 	enum model_device asked = a.device;
 	int found = model_device_resolve(asked, &a.device, &e);
 	if (found != 0)
-		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		cli_warn("%s", e.msg);
 	if (found < 0)   /* EX_UNAVAILABLE, as grpo-score: a script can tell it from a usage error */
 		return 69;
 	if (a.device == MODEL_DEVICE_CUDA && asked == MODEL_DEVICE_AUTO)
@@ -799,8 +797,8 @@ int main(int argc, char **argv)
 	if (ckpt_sweep(a.policy, &swept, &e) < 0)
 		cli_die_err(&e);
 	if (swept)
-		fprintf(stderr, "%s: %s/.tmp: removed %d temporar%s left by processes of this host that died\n", prog,
-		        a.policy, swept, swept == 1 ? "y" : "ies");
+		cli_warn("%s/.tmp: removed %d temporar%s left by processes of this host that died",
+		         a.policy, swept, swept == 1 ? "y" : "ies");
 
 	/* policy/step_0 */
 	int64_t newest;
@@ -817,7 +815,7 @@ int main(int argc, char **argv)
 			cli_die(cli_failure_status(e.errnum), "%s/step_0 is published, but %s", a.policy, e.msg);
 		newest = 0;
 		if (a.verbose)
-			fprintf(stderr, "%s: published %s as %s/step_0\n", prog, a.model, a.policy);
+			cli_warn("published %s as %s/step_0", a.model, a.policy);
 	} else if (a.model && a.rank <= 0) {
 		warn_other_model(&a);
 	}
@@ -828,7 +826,7 @@ int main(int argc, char **argv)
 		prune(&a);
 	}
 	if (a.on_publish && a.rank <= 0 && hook_catch_up(&a, newest) < 0 && a.hook_stop) {
-		fprintf(stderr, "%s: stopping before training (--on-publish-fail stop)\n", prog);
+		cli_warn("stopping before training (--on-publish-fail stop)");
 		return EXIT_HOOK;
 	}
 	char step0[PATH_MAX];
@@ -846,8 +844,8 @@ int main(int argc, char **argv)
 		if ((r = ckpt_exists(a.policy, step, &e)) < 0)
 			cli_die_err(&e);
 		if (a.verbose)
-			fprintf(stderr, "%s: %s/step_%lld %s: left alone\n", prog, a.policy, (long long)step,
-			        r ? "exists" : "was published and has been removed since");
+			cli_warn("%s/step_%lld %s: left alone", a.policy, (long long)step,
+			         r ? "exists" : "was published and has been removed since");
 	}
 	if (a.steps > 0 && done == a.steps)
 		return 0;
@@ -870,9 +868,9 @@ int main(int argc, char **argv)
 	 * it (lost, or a checkpoint put there by hand) restarts AdamW, which a
 	 * user resuming a run had better know */
 	if (!resumed && base > 0)
-		fprintf(stderr, "%s: warning: %s/step_%lld has no optim.bin: AdamW starts afresh from its weights "
-		        "(moments 0, optimizer step 1, so --warmup-steps and --lr-schedule start again), not as "
-		        "the run that published it would have gone on\n", prog, a.policy, (long long)base);
+		cli_warn("warning: %s/step_%lld has no optim.bin: AdamW starts afresh from its weights "
+		         "(moments 0, optimizer step 1, so --warmup-steps and --lr-schedule start again), not as "
+		         "the run that published it would have gone on", a.policy, (long long)base);
 	FILE *mf = NULL;
 	if (a.metrics && !(mf = strcmp(a.metrics, "-") ? fopen(a.metrics, "a") : stdout))
 		cli_die(cli_failure_status(errno), "%s: %s", a.metrics, strerror(errno));
@@ -885,7 +883,7 @@ int main(int argc, char **argv)
 		char tp[PATH_MAX];
 		snprintf(tp, sizeof tp, "%s/tokenizer.json", step0);
 		if (access(tp, F_OK) == 0 && !(tok = tok_load(tp, &e)))
-			fprintf(stderr, "%s: warning: no token text in the debug table: %s\n", prog, e.msg);
+			cli_warn("warning: no token text in the debug table: %s", e.msg);
 		dt.tok = tok;
 	}
 	if (a.dtable) {
@@ -909,13 +907,13 @@ int main(int argc, char **argv)
 		if (wait_done(&a, step)) {
 			if (stop)
 				break;
-			fprintf(stderr, "%s: %s/step_%lld: no DONE yet", prog, a.batches, (long long)step);
+			char why[PATH_MAX + 128] = "", left[160] = "";
 			if (access(a.batches, F_OK) != 0)   /* before grpo-pack's first run, or a typo */
-				fprintf(stderr, " (%s: %s: is it the queue grpo-pack -o writes?)", a.batches,
-				        strerror(errno));
+				snprintf(why, sizeof why, " (%s: %s: is it the queue grpo-pack -o writes?)", a.batches,
+				         strerror(errno));
 			if (k > 0 && a.steps > 0)   /* run again as it was, it would start after step - 1 */
-				say_untrained(step, a.steps - k);
-			fputc('\n', stderr);
+				untrained(left, sizeof left, step, a.steps - k);
+			cli_warn("%s/step_%lld: no DONE yet%s%s", a.batches, (long long)step, why, left);
 			status = CLI_EXIT_LATER;
 			break;
 		}
@@ -968,8 +966,8 @@ int main(int argc, char **argv)
 			cli_die(1, "out of memory");
 		/* the step is published whatever becomes of its line: say so, as grpo-score and grpo-pack do */
 		if (mf && (fwrite(b.data, 1, b.len, mf) != b.len || fflush(mf) != 0))
-			fprintf(stderr, "%s: %s: step %lld's metrics line not written: %s\n", prog, a.metrics,
-			        (long long)step, strerror(errno));
+			cli_warn("%s: step %lld's metrics line not written: %s", a.metrics,
+			         (long long)step, strerror(errno));
 		/* published, so no re-run writes the line: it is written first (a
 		 * re-run retires the micro-batches, as after a kill here) */
 		if (unflushed)
@@ -980,23 +978,23 @@ int main(int argc, char **argv)
 		 * re-run retires what is left: retire_published) */
 		if (a.rank <= 0) {
 			if (a.rank == 0 && gradx_finish(&x, res.epochs, &e) < 0)
-				fprintf(stderr, "%s: warning: %s\n", prog, e.msg);
+				cli_warn("warning: %s", e.msg);
 			retire_batches(&a, step);
 			prune(&a);
 		}
 		done_free(&dm);
 		if (a.verbose)
-			fprintf(stderr, "%s: step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs\n",
-			        prog, (long long)step, res.first.loss, res.first_opt.grad_norm, res.first_opt.lr, res.totals.seqs,
-			        res.totals.tokens, te - ts);
+			cli_warn("step %lld: loss %.6g, grad norm %.4g, lr %.3g, %.0f sequences, %.0f tokens, %.2fs",
+			         (long long)step, res.first.loss, res.first_opt.grad_norm, res.first_opt.lr, res.totals.seqs,
+			         res.totals.tokens, te - ts);
 		health(step, &res);
 		buf_free(&b);
 		step_free_batches(mbs, n);
 		resumed = 1;
 		/* after the metrics, so a stop still leaves the step's line */
 		if (a.on_publish && weights && a.rank <= 0 && run_hook(&a, step) < 0 && a.hook_stop) {
-			fprintf(stderr, "%s: stopping after step %lld (--on-publish-fail stop); it stays published\n",
-			        prog, (long long)step);
+			cli_warn("stopping after step %lld (--on-publish-fail stop); it stays published",
+			         (long long)step);
 			status = EXIT_HOOK;
 			step++;
 			break;
@@ -1005,13 +1003,13 @@ int main(int argc, char **argv)
 	/* 0 says every step asked for was published: a signal that stopped the
 	 * run short of --steps K says 75, as a re-run goes on from there */
 	if (status == 0 && stop && a.steps > 0 && k < a.steps) {
-		fprintf(stderr, "%s: stopped by a signal (%s) before step %lld", prog, strsignal(stop), (long long)step);
-		say_untrained(step, a.steps - k);
-		fputc('\n', stderr);
+		char left[160];
+		cli_warn("stopped by a signal (%s) before step %lld%s", strsignal(stop), (long long)step,
+		         untrained(left, sizeof left, step, a.steps - k));
 		status = CLI_EXIT_LATER;
 	}
 	if (mf && mf != stdout && fclose(mf) != 0)
-		fprintf(stderr, "%s: %s: %s\n", prog, a.metrics, strerror(errno));
+		cli_warn("%s: %s", a.metrics, strerror(errno));
 	if (dt.f && (fflush(dt.f) != 0 || (dt.f != stdout && fclose(dt.f) != 0)))
 		cli_die(cli_failure_status(errno), "%s: %s", a.dtable, strerror(errno));
 	buf_free(&dt.b);

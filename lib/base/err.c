@@ -32,9 +32,10 @@ static void err_fit_raw(struct err *e, const char *s, size_t n)
 }
 
 /* A message is one line for a terminal, whatever it quotes of the data (a
- * name a reward program chose, a line of a damaged file): a control byte
- * in it (a line break, an escape sequence) becomes '?', as ls -q shows one. */
-static void err_printable(char *s)
+ * name a reward program chose, a line of a damaged file): a line break
+ * would split it into two that a log reader takes for separate messages,
+ * and an escape sequence would act on the operator's terminal. */
+void err_printable(char *s)
 {
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)

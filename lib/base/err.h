@@ -35,6 +35,12 @@ int err_sys(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2
 /* Put "prefix: " in front of the message already in e; returns -1. */
 int err_prefix(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Make s one printable line in place, the rule every message follows: each
+ * control byte (below 0x20, and 0x7f) becomes '?', as ls -q shows one;
+ * every other byte, UTF-8 among them, stays. For lines a caller formats
+ * itself, so that they keep the rule the messages above keep. */
+void err_printable(char *s);
+
 /* Mark the message in e as one a later run may get past (errnum EAGAIN: a
  * server away, a peer not yet there); returns -1. */
 int err_later(struct err *e);

@@ -83,6 +83,18 @@ int main(void)
 	err_set(&e, "caf\xc3\xa9 \xe2\x82\xac");
 	ok(strcmp(e.msg, "caf\xc3\xa9 \xe2\x82\xac") == 0, "UTF-8 is kept whole (%s)", e.msg);
 
+	/* err_printable, the rule the tools' own lines follow too: every byte but NUL, once */
+	char all[256];
+	for (int c = 1; c < 256; c++)
+		all[c - 1] = (char)c;
+	all[255] = '\0';
+	err_printable(all);
+	int kept = 1;
+	for (int c = 1; c < 256; c++)
+		if ((unsigned char)all[c - 1] != (c < 0x20 || c == 0x7f ? '?' : c))
+			kept = 0;
+	ok(kept, "err_printable: the 33 control bytes are '?', the other 222 bytes stay as they were");
+
 	/* "é" is two bytes and "€" three: every cut point falls inside a character for some offset */
 	int clean = 1;
 	for (int shift = 0; shift < 6; shift++) {
