@@ -800,7 +800,8 @@ static int read_to_error(const struct buf *file, struct err *e)
 }
 
 /* The content of a whole frame damaged after record 1 (group 0, x): each
- * damage is refused naming the file and record 2, record 1 read first. */
+ * damage is refused naming the file and record 2, record 1 read first; a
+ * group without trajectories, a header that is not ours, or too long. */
 static void damaged_records(const struct buf *x)
 {
 	struct buf raw = { 0 }, file = { 0 };
@@ -836,6 +837,17 @@ static void damaged_records(const struct buf *x)
 		 (unsigned long long)(x->len - 16 + (1ull << 31)));
 	n = read_to_error(&file, &e);
 	ok(n == 1 && strcmp(e.msg, want) == 0, "a record 2 of more than 2 GiB: %s", e.msg);
+
+	struct buf p = { 0 };
+	x_i64(&p, 1, 3);
+	buf_reset(&raw);
+	buf_append(&raw, header, sizeof header);
+	x_record(&raw, 1, &p);
+	zfile(&file, &raw);
+	n = read_to_error(&file, &e);
+	ok(n == 0 && strcmp(e.msg, "cut.zst: record 1: group 3 has no trajectories") == 0,
+	   "a group record without trajectories: %s", e.msg);
+	buf_free(&p);
 
 	buf_reset(&raw);
 	buf_append(&raw, "GRPX\1\0\1\0\0\0\0\0", 12);
