@@ -608,6 +608,14 @@ static int read_back(const struct buf *raw, struct buf *back, struct err *e)
 
 /* ---- damaged fields: refused, naming the file, record, trajectory and field ---- */
 
+/* A file zstd alone made of raw (a whole frame: its content is what is damaged). */
+static void zfile(struct buf *file, const struct buf *raw)
+{
+	buf_reset(file);
+	buf_reserve(file, ZSTD_compressBound(raw->len));
+	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
+}
+
 /* A one-trajectory scored group whose reward_names field holds names (its
  * data as given, for two rewards), as a file. */
 static void names_file(struct buf *file, const void *names, size_t len)
@@ -678,8 +686,9 @@ static void damaged_names(void)
 }
 
 /* A micro-batch of one sequence of 2 tokens whose sequence ids are the id
- * list given (data as given), as a file. */
-static void ids_file(struct buf *file, const void *ids, size_t len)
+ * list given (data as given), its payload ending in the tail given, as a
+ * file. */
+static void mb_file(struct buf *file, const void *ids, size_t len, const void *tail, size_t tail_len)
 {
 	static const int32_t tok[] = { 1, 2 }, pos[] = { 0, 1 };
 	static const uint8_t mask[] = { 0, 1 };
@@ -697,6 +706,7 @@ static void ids_file(struct buf *file, const void *ids, size_t len)
 	x_array(&p, 8, U32S, PLAIN, sl, 1, 4);
 	x_field(&p, 15, IDS, PLAIN, ids, len);
 	x_array(&p, 10, I64S, PLAIN, gid, 1, 8);
+	buf_append(&p, tail, tail_len);
 	x_record(&raw, 2, &p);
 	buf_reset(file);
 	buf_reserve(file, ZSTD_compressBound(raw.len));
@@ -721,19 +731,62 @@ static void damaged_ids(void)
 		{ "\2\7\0\0\0\0\0\0\0", 9, "an entry of kind 2" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		ids_file(&file, cases[i].data, cases[i].len);
+		mb_file(&file, cases[i].data, cases[i].len, "", 0);
 		int k = read_one(&file, &rec, &e);
 		ok(k < 0 && strcmp(e.msg, "bad.zst: record 1: field sequence_ids: malformed id list at entry 0") == 0,
 		   "an id list with %s is refused: %s", cases[i].what, k < 0 ? e.msg : "read");
 		if (k > 0)
 			record_free(&rec);
 	}
-	ids_file(&file, "\1\3\0\0\0abc", 8);
+	mb_file(&file, "\1\3\0\0\0abc", 8, "", 0);
 	int k = read_one(&file, &rec, &e);
 	ok(k == 1 && rec.mb.n_seqs == 1 && rec.mb.sequence_ids[0].str && strcmp(rec.mb.sequence_ids[0].str, "abc") == 0,
 	   "and one whose string ends exactly at the list's end reads (%s)", k < 0 ? e.msg : "ok");
 	if (k > 0)
 		record_free(&rec);
+
+	mb_file(&file, "\0\7\0\0\0\0\0\0\0", 9, "\x14\0\x0a\0\x08", 5);
+	k = read_one(&file, &rec, &e);
+	ok(k < 0 && strcmp(e.msg, "bad.zst: record 1: malformed field list") == 0,
+	   "a micro-batch whose fields end in 5 bytes of a field header is refused: %s", k < 0 ? e.msg : "read");
+	if (k > 0)
+		record_free(&rec);
+	struct buf fr = { 0 };
+	x_strs(&fr, 20, 1, "");
+	mb_file(&file, "\0\7\0\0\0\0\0\0\0", 9, fr.data, fr.len);
+	k = read_one(&file, &rec, &e);
+	ok(k == 1 && rec.mb.finish_reasons && !rec.mb.finish_reasons[0],
+	   "a first sequence's finish reason stored as \"\" reads as unknown (%s)", k < 0 ? e.msg : "ok");
+	if (k > 0)
+		record_free(&rec);
+	buf_free(&fr);
+	buf_free(&file);
+}
+
+/* A scored trajectory of one reward function and no successes reads with
+ * none: a 1.0 file's scalar success is taken only where the file has one. */
+static void no_successes(void)
+{
+	struct buf raw = { 0 }, p = { 0 }, tr = { 0 }, file = { 0 };
+	struct record rec;
+	struct err e = { 0 };
+	buf_append(&raw, header, sizeof header);
+	x_i64(&p, 1, 3);
+	x_array(&tr, 1, I32S, PLAIN, &(int32_t){ 1 }, 1, 4);
+	x_array(&tr, 2, I32S, PLAIN, &(int32_t){ 2 }, 1, 4);
+	x_i64(&tr, 12, 1);
+	x_array(&tr, 14, F32S, PLAIN, &(float){ 1 }, 1, 4);
+	x_nested(&p, 3, &tr);
+	x_record(&raw, 1, &p);
+	zfile(&file, &raw);
+	int k = read_one(&file, &rec, &e);
+	ok(k == 1 && rec.group.trajs[0].n_rewards == 1 && !rec.group.trajs[0].successes,
+	   "a trajectory of one reward and no successes reads with none (%s)", k < 0 ? e.msg : "ok");
+	if (k > 0)
+		record_free(&rec);
+	buf_free(&raw);
+	buf_free(&p);
+	buf_free(&tr);
 	buf_free(&file);
 }
 
@@ -774,14 +827,6 @@ static void byte_at_a_time(const struct buf *raw)
 	ok(k == 0 && n == NREC, "a stream of one byte per read gives its %d records (%d: %s)", NREC, n,
 	   k < 0 ? e.msg : "ok");
 	buf_free(&file);
-}
-
-/* A file zstd alone made of raw (a whole frame: its content is what is damaged). */
-static void zfile(struct buf *file, const struct buf *raw)
-{
-	buf_reset(file);
-	buf_reserve(file, ZSTD_compressBound(raw->len));
-	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
 }
 
 /* Records read from file before the error, and the error; -1 if none came. */
@@ -925,6 +970,7 @@ int main(void)
 	byte_at_a_time(&want);
 	damaged_names();
 	damaged_ids();
+	no_successes();
 	damaged_records(&x[2]);
 
 	for (int i = 0; i < NREC; i++) {
