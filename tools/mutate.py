@@ -140,6 +140,23 @@ MODULES = {
         objects=["build/lib/train/ckpt.o"],
         tests=[UNIT + "test_ckpt", UNIT + "test_ckpt_dtype", UNIT + "test_step", CLI + "step.t",
                CLI + "step-ops.t"]),
+    "sfile": dict(
+        files=["lib/data/sfile.c"],
+        targets=["build/tests/test_sfile_bytes", "build/tests/test_sfile", "build/tests/test_jsonview",
+                 "build/tests/test_scoreio",
+                 "build/tests/test_packbuf", "build/bin/grpo-cat", "build/bin/grpo-pack", "build/bin/grpo-score"],
+        objects=["build/lib/data/sfile.o"],
+        tests=[UNIT + "test_sfile_bytes", UNIT + "test_sfile", UNIT + "test_jsonview", UNIT + "test_scoreio",
+               UNIT + "test_packbuf",
+               CLI + "format.t", CLI + "invariants.t", CLI + "record-numbers.t", CLI + "cat.t",
+               CLI + "cat-archive-damage.t"]),
+    "traj": dict(
+        files=["lib/data/traj.c"],
+        targets=["build/tests/test_traj", "build/tests/test_check", "build/tests/test_sfile",
+                 "build/tests/test_groupset", "build/bin/grpo-cat"],
+        objects=["build/lib/data/traj.o"],
+        tests=[UNIT + "test_traj", UNIT + "test_check", UNIT + "test_sfile", UNIT + "test_groupset",
+               CLI + "cat.t", CLI + "invariants.t"]),
 }
 
 UNITS_ONLY = False
