@@ -763,6 +763,107 @@ static void damaged_ids(void)
 	buf_free(&file);
 }
 
+/* A micro-batch of 2 tokens and one sequence as a file, with or without
+ * input_ids, and with the group ids given (one a sequence is right; gid
+ * NULL: no group_ids field). */
+static void mb_fields_file(struct buf *file, int with_input_ids, const int64_t *gid, size_t ngid)
+{
+	static const int32_t tok[] = { 1, 2 }, pos[] = { 0, 1 };
+	static const uint8_t mask[] = { 0, 1 };
+	static const float adv[] = { 0, 1 }, lp[] = { 0, -1 }, temp[] = { 1, 1 };
+	static const uint32_t sl[] = { 2 };
+	static const int64_t sid[] = { 9 };
+	struct buf raw = { 0 }, p = { 0 };
+	buf_append(&raw, header, sizeof header);
+	if (with_input_ids)
+		x_array(&p, 1, I32S, PLAIN, tok, 2, 4);
+	x_array(&p, 2, I32S, PLAIN, pos, 2, 4);
+	x_array(&p, 3, U8S, PLAIN, mask, 2, 1);
+	x_array(&p, 4, F32S, PLAIN, adv, 2, 4);
+	x_array(&p, 5, F32S, PLAIN, lp, 2, 4);
+	x_array(&p, 7, F32S, PLAIN, temp, 2, 4);
+	x_array(&p, 8, U32S, PLAIN, sl, 1, 4);
+	x_array(&p, 9, I64S, PLAIN, sid, 1, 8);
+	if (gid)
+		x_array(&p, 10, I64S, PLAIN, gid, ngid, 8);
+	x_record(&raw, 2, &p);
+	zfile(file, &raw);
+	buf_free(&raw);
+	buf_free(&p);
+}
+
+/* A micro-batch lacking its tokens, or with a group id more or fewer than
+ * its sequences, is refused saying so: the trainer would otherwise read
+ * tokens or groups that are not there. */
+static void damaged_mb_shape(void)
+{
+	static const int64_t gid[] = { 4, 5 };
+	struct buf file = { 0 };
+	struct record rec;
+	struct err e = { 0 };
+	static const struct {
+		int input_ids, has_gid;
+		size_t ngid;
+		const char *want, *what;
+	} cases[] = {
+		{ 1, 1, 1, NULL, "the whole micro-batch" },
+		{ 0, 1, 1, "bad.zst: record 1: micro-batch without input_ids", "no input_ids" },
+		{ 1, 1, 2, "bad.zst: record 1: 2 group_ids for 1 sequence_ids", "two group ids for one sequence" },
+		{ 1, 1, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group id for one sequence" },
+		{ 1, 0, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group_ids field" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		mb_fields_file(&file, cases[i].input_ids, cases[i].has_gid ? gid : NULL, cases[i].ngid);
+		int k = read_one(&file, &rec, &e);
+		if (!cases[i].want)
+			ok(k == 1 && rec.mb.n_tokens == 2 && rec.mb.n_seqs == 1 && rec.mb.group_ids[0].num == 4,
+			   "%s reads: 2 tokens, 1 sequence of group 4 (%s)", cases[i].what, k < 0 ? e.msg : "ok");
+		else
+			ok(k < 0 && strcmp(e.msg, cases[i].want) == 0, "a micro-batch with %s is refused: %s",
+			   cases[i].what, k < 0 ? e.msg : "read");
+		if (k > 0)
+			record_free(&rec);
+	}
+	buf_free(&file);
+}
+
+/* zstd frames of no content (`zstd < /dev/null`) before, between and after
+ * a file's frames are passed over: the records are those of the others,
+ * each once. */
+static void empty_frames(const struct buf *x)
+{
+	struct buf raw = { 0 }, one = { 0 }, none = { 0 }, file = { 0 };
+	struct err e = { 0 };
+	buf_append(&raw, header, sizeof header);
+	buf_append(&raw, x->data, x->len);
+	zfile(&one, &raw);
+	buf_reset(&raw);
+	zfile(&none, &raw);
+	static const char *const layouts[] = { "E1", "1E", "1E1", "EE1E1E" };
+	static const int want[] = { 1, 1, 2, 2 };
+	for (int i = 0; i < 4; i++) {
+		buf_reset(&file);
+		for (const char *c = layouts[i]; *c; c++)
+			buf_append(&file, *c == 'E' ? none.data : one.data, *c == 'E' ? none.len : one.len);
+		struct sfile_reader r;
+		struct record rec;
+		int n = 0, k = -1;
+		if (sfile_reader_open_mem(&r, file.data, file.len, "frames.zst", &e) == 0) {
+			while ((k = sfile_read(&r, &rec, &e)) > 0) {
+				n++;
+				record_free(&rec);
+			}
+			sfile_reader_close(&r);
+		}
+		ok(k == 0 && n == want[i], "frames %s (E: empty) read as %d record%s (%d: %s)", layouts[i], want[i],
+		   want[i] == 1 ? "" : "s", n, k < 0 ? e.msg : "ok");
+	}
+	buf_free(&raw);
+	buf_free(&one);
+	buf_free(&none);
+	buf_free(&file);
+}
+
 /* A scored trajectory of one reward function and no successes reads with
  * none: a 1.0 file's scalar success is taken only where the file has one. */
 static void no_successes(void)
@@ -970,6 +1071,8 @@ int main(void)
 	byte_at_a_time(&want);
 	damaged_names();
 	damaged_ids();
+	damaged_mb_shape();
+	empty_frames(&x[0]);
 	no_successes();
 	damaged_records(&x[2]);
 
