@@ -140,6 +140,18 @@ MODULES = {
         objects=["build/lib/train/ckpt.o"],
         tests=[UNIT + "test_ckpt", UNIT + "test_ckpt_dtype", UNIT + "test_step", CLI + "step.t",
                CLI + "step-ops.t"]),
+    "scorer": dict(
+        files=["lib/score/scorer.c"],
+        targets=["build/tests/test_scorer", "build/tests/test_scoreio", "build/bin/grpo-score"],
+        objects=["build/lib/score/scorer.o"],
+        tests=[UNIT + "test_scorer", UNIT + "test_scoreio", CLI + "group-integrity.t", CLI + "score-repeats.t",
+               CLI + "score-length.t", CLI + "score.t", CLI + "score-groups.t"]),
+    "scoreio": dict(
+        files=["lib/score/scoreio.c"],
+        targets=["build/tests/test_scoreio", "build/bin/grpo-score"],
+        objects=["build/lib/score/scoreio.o"],
+        tests=[UNIT + "test_scoreio", CLI + "score-names.t", CLI + "score-repeats.t", CLI + "score-rounds.t",
+               CLI + "score-again.t", CLI + "group-integrity.t", CLI + "score-stream.t"]),
 }
 
 UNITS_ONLY = False
