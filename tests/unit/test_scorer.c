@@ -1,0 +1,331 @@
+/*
+ * test_scorer: scorer_run over small inputs whose rewards need no
+ * tokenizer (length, and exact against an empty response), checked
+ * against values worked by hand: each trajectory's rewards, names,
+ * successes and advantage, the groups dropped for zero std, and the
+ * stats grpo-score prints (scorer_metrics). Then scorer_run_each, whose
+ * per-group stats sum to scorer_run's; a failure between groups, after
+ * which no trajectory is marked scored; a reward program (one copy, and
+ * two) with weights by name and a NaN; and scorer_metrics_has.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "score/scorer.h"
+#include "tap.h"
+
+/* Group id with n members: sequence ids id*10 + j, response lengths
+ * len[j], answers ans[j] (NULL: none); a response of 12 tokens or more
+ * was cut at the length limit. */
+static void make_group(struct group *g, int64_t id, uint32_t n, const uint32_t *len, const char *const *ans)
+{
+	memset(g, 0, sizeof *g);
+	g->group_id = traj_id_num(id);
+	g->n = n;
+	g->trajs = calloc(n, sizeof *g->trajs);
+	for (uint32_t j = 0; j < n; j++) {
+		struct traj *t = &g->trajs[j];
+		traj_init(t);
+		t->group_id = traj_id_num(id);
+		t->sequence_id = traj_id_num(id * 10 + j);
+		t->policy_version = 0;
+		t->n_prompt = 1;
+		t->prompt_tokens = calloc(1, sizeof(int32_t));
+		t->n_response = len[j];
+		t->response_tokens = calloc(len[j] ? len[j] : 1, sizeof(int32_t));
+		t->answer = ans && ans[j] ? strdup(ans[j]) : NULL;
+		traj_set_finish(t, len[j] >= 12 ? "length" : "stop");
+	}
+}
+
+static void free_groups(struct group *gs, uint32_t n)
+{
+	for (uint32_t g = 0; g < n; g++)
+		group_free(&gs[g]);
+}
+
+/*
+ * The three groups of most cases, scored with length (Lmax 10, buffer 4:
+ * 0 up to 6 tokens, -0.5 at 8, -1 past 10) and exact (1 for an empty
+ * answer, the response's text being empty without a tokenizer) weighing 2:
+ *   group 1: 4, 8, 12 tokens, answers "", "x", "": x = 2, -0.5, 1
+ *   group 2: one member of 5 tokens, answer "": a singleton
+ *   group 3: two of 6 tokens, answers "y": both 0, zero std
+ */
+static void three_groups(struct group *gs)
+{
+	static const uint32_t l1[] = { 4, 8, 12 }, l2[] = { 5 }, l3[] = { 6, 6 };
+	static const char *const a1[] = { "", "x", "" }, *const a2[] = { "" }, *const a3[] = { "y", "y" };
+	make_group(&gs[0], 1, 3, l1, a1);
+	make_group(&gs[1], 2, 1, l2, a2);
+	make_group(&gs[2], 3, 2, l3, a3);
+}
+
+static struct reward_spec rewards[2] = {
+	{ REWARD_LENGTH, "length", 1 },
+	{ REWARD_EXACT, "exact", 2 },
+};
+
+static struct scorer_opt base_opt(void)
+{
+	struct scorer_opt o = { 0 };
+	o.rewards = rewards;
+	o.n_rewards = 2;
+	o.ropt.max_len = 10;
+	o.ropt.overlong_buffer = 4;
+	o.adv = (struct adv_opt)ADV_OPT_INIT;
+	o.adv.kind = ADV_DR_GRPO;   /* x - mean: exact by hand */
+	o.success_threshold = 1;
+	return o;
+}
+
+/* The metrics line of st without its times, which vary. */
+static void metrics_of(const struct scorer_stats *st, char *out, size_t size)
+{
+	struct scorer_stats s = *st;
+	s.t_decode = s.t_reward = s.t_ref = 0;
+	struct buf b = { 0 };
+	scorer_metrics(&b, "in", &s);
+	snprintf(out, size, "%.*s", b.data ? (int)b.len : 0, b.data ? (char *)b.data : "");
+	buf_free(&b);
+}
+
+static int traj_is(const struct traj *t, float len_r, float exact_r, float succ_exact, float adv)
+{
+	return t->scored && t->n_rewards == 2 && t->rewards[0] == len_r && t->rewards[1] == exact_r &&
+	       strcmp(t->reward_names[0], "length") == 0 && strcmp(t->reward_names[1], "exact") == 0 &&
+	       t->successes[0] == 0 && t->successes[1] == succ_exact && fabsf(t->advantage - adv) < 1e-6f;
+}
+
+static void built_ins(void)
+{
+	struct group gs[3];
+	three_groups(gs);
+	struct scorer_opt o = base_opt();
+	o.drop_zero_std = 1;
+	uint8_t keep[3] = { 9, 9, 9 };
+	struct scorer_stats st;
+	struct err e = { 0 };
+	int r = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(r == 0, "three groups scored (%s)", e.msg);
+	double mean = 2.5 / 3;
+	ok(traj_is(&gs[0].trajs[0], 0, 1, 1, (float)(2 - mean)) && traj_is(&gs[0].trajs[1], -0.5f, 0, 0, (float)(-0.5 - mean)) &&
+	   traj_is(&gs[0].trajs[2], -1, 1, 1, (float)(1 - mean)),
+	   "group 1: rewards unweighted and named, exact's successes, advantages x - mean of the weighted sums");
+	ok(traj_is(&gs[1].trajs[0], 0, 1, 1, 0), "the singleton: its rewards, advantage 0");
+	ok(traj_is(&gs[2].trajs[0], 0, 0, 0, 0) && traj_is(&gs[2].trajs[1], 0, 0, 0, 0), "the flat group: advantage 0");
+	ok(keep[0] == 1 && keep[1] == 0 && keep[2] == 0, "--drop-zero-std: the singleton and the flat group dropped (%d %d %d)",
+	   keep[0], keep[1], keep[2]);
+	ok(st.groups == 3 && st.seqs == 6 && st.zero_std == 2 && st.dropped == 2 && st.singletons == 1 &&
+	   st.min_size == 1 && st.max_size == 3 && st.K == 2 && st.nonfinite == 0,
+	   "counts: groups, sequences, zero std, dropped, singletons, sizes");
+	ok(st.resp_len_sum == 41 && st.resp_len_max == 12 && st.truncated == 1, "response lengths and the truncated one");
+	char line[2048];
+	metrics_of(&st, line, sizeof line);
+	const char *want =
+		"{\"input\":\"in\",\"groups\":3,\"sequences\":6,\"dropped_groups\":2,\"zero_std_groups\":2,"
+		"\"singleton_groups\":1,\"nonfinite_rewards\":0,\"zero_std_fraction\":0.6666667,\"rewards\":{"
+		"\"length\":{\"mean\":-0.25,\"std\":0.3818813,\"success_rate\":0,"
+		"\"pass_at\":{\"1\":0,\"2\":0,\"3\":0}},"
+		"\"exact\":{\"mean\":0.5,\"std\":0.5,\"success_rate\":0.5,"
+		"\"pass_at\":{\"1\":0.5555556,\"2\":0.5,\"3\":1}}},"
+		"\"response_len_mean\":6.8333335,\"response_len_max\":12,\"truncated_fraction\":0.16666667,"
+		"\"decode_s\":0,\"reward_s\":0,\"ref_s\":0,\"ref_tokens\":0,\"ref_tokens_per_s\":0}\n";
+	ok(strcmp(line, want) == 0, "the metrics line");
+	if (strcmp(line, want) != 0)
+		diag("got  %s# want %s", line, want);
+	free_groups(gs, 3);
+
+	/* without --drop-zero-std every group is kept; a threshold of 0 makes
+	 * length's 0 a success */
+	three_groups(gs);
+	o.drop_zero_std = 0;
+	o.success_threshold = 0;
+	r = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(r == 0 && keep[0] && keep[1] && keep[2] && st.dropped == 0 && st.zero_std == 2,
+	   "without --drop-zero-std all kept, zero std still counted");
+	ok(gs[0].trajs[0].successes[0] == 1 && gs[0].trajs[1].successes[0] == 0 && gs[0].trajs[1].successes[1] == 1 &&
+	   st.succ[0] == 4 && st.succ[1] == 6, "--success-threshold 0: a reward of 0 succeeds, -0.5 not");
+	free_groups(gs, 3);
+}
+
+/* scorer_run_each counts each group as if scored alone: summed, the
+ * stats are scorer_run's; the advantages are the same. */
+static void each(void)
+{
+	struct group a[3], b[3];
+	three_groups(a);
+	three_groups(b);
+	struct scorer_opt o = base_opt();
+	uint8_t ka[3], kb[3];
+	struct scorer_stats whole, parts[3], sum = { 0 };
+	struct err e = { 0 };
+	int r = scorer_run(&o, a, 3, ka, &whole, &e);
+	r |= scorer_run_each(&o, b, 3, kb, parts, &e);
+	for (int g = 0; g < 3; g++)
+		scorer_stats_add(&sum, &parts[g]);
+	char lw[2048], ls[2048];
+	metrics_of(&whole, lw, sizeof lw);
+	metrics_of(&sum, ls, sizeof ls);
+	ok(r == 0 && strcmp(lw, ls) == 0, "scorer_run_each: the sum of its stats is scorer_run's");
+	ok(parts[0].groups == 1 && parts[1].groups == 1 && parts[1].min_size == 1 && parts[1].max_size == 1 &&
+	   parts[2].min_size == 2 && parts[2].zero_std == 1 && parts[0].seqs == 3 && parts[0].pass_top == 3,
+	   "each group's own stats");
+	int same = 1;
+	for (int g = 0; g < 3; g++)
+		for (uint32_t j = 0; j < a[g].n; j++)
+			same &= a[g].trajs[j].advantage == b[g].trajs[j].advantage;
+	ok(same, "the same advantages");
+	free_groups(a, 3);
+	free_groups(b, 3);
+}
+
+static int calls;
+static int fail_second(void *ctx, struct err *e)
+{
+	(void)ctx;
+	return ++calls == 2 ? err_set(e, "lease lost") : 0;
+}
+
+/* A failure between groups fails the run, and no trajectory is scored. */
+static void between_fails(void)
+{
+	struct group gs[3];
+	three_groups(gs);
+	struct scorer_opt o = base_opt();
+	o.between = fail_second;
+	uint8_t keep[3];
+	struct scorer_stats st;
+	struct err e = { 0 };
+	int r = scorer_run(&o, gs, 3, keep, &st, &e);
+	int scored = 0;
+	for (int g = 0; g < 3; g++)
+		for (uint32_t j = 0; j < gs[g].n; j++)
+			scored += gs[g].trajs[j].scored;
+	ok(r < 0 && strstr(e.msg, "lease lost") && scored == 0, "between fails: the run fails, nothing scored (%s)", e.msg);
+	free_groups(gs, 3);
+}
+
+/* A reward program answering p = the sequence id (NaN for sequence 11)
+ * and q = 0.5, after the two built-ins, p weighing 2 by name:
+ *   group 1: x = len + 2 exact + 2 p + q = 22.5, (excluded), 25.5
+ *   group 3: 60.5, 62.5
+ * with one copy (asked as each is decoded) and two (the batch at once). */
+#define PROGRAM "sed -u -e 's/^{\"sequence_id\": 11,.*/{\"rewards\": {\"p\": NaN, \"q\": 0.5}}/;t' " \
+	"-e 's/^{\"sequence_id\": \\([0-9]*\\),.*/{\"rewards\": {\"p\": \\1, \"q\": 0.5}}/'"
+
+static void program(uint32_t jobs)
+{
+	struct rewardpool pool;
+	struct err e = { 0 };
+	if (rewardpool_start(&pool, PROGRAM, jobs, 30, &e) < 0) {
+		ok(0, "copies %u: the program started (%s)", jobs, e.msg);
+		return;
+	}
+	struct group gs[3];
+	three_groups(gs);
+	struct scorer_opt o = base_opt();
+	o.cmd = &pool;
+	struct reward_spec w[1] = { { REWARD_EXACT, "p", 2 } };
+	o.cmd_weights = w;
+	o.n_cmd_weights = 1;
+	uint8_t keep[3];
+	struct scorer_stats st;
+	int r = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(r == 0 && st.K == 4 && strcmp(st.names[2], "p") == 0 && strcmp(st.names[3], "q") == 0,
+	   "copies %u: the program's rewards after the built-ins (%s)", jobs, e.msg);
+	const struct traj *t0 = &gs[0].trajs[0], *t1 = &gs[0].trajs[1], *t2 = &gs[0].trajs[2];
+	ok(r == 0 && t0->n_rewards == 4 && t0->rewards[2] == 10 && t0->rewards[3] == 0.5f && t2->rewards[2] == 12 &&
+	   gs[2].trajs[1].rewards[2] == 31 && strcmp(t0->reward_names[3], "q") == 0 && t0->successes[2] == 1 &&
+	   t0->successes[3] == 0, "copies %u: each sequence's own answer, stored unweighted", jobs);
+	ok(r == 0 && t1->rewards[2] == 0 && t1->successes[2] == 0 && t1->advantage == 0 && st.nonfinite == 1 &&
+	   strcmp(st.first_nonfinite, "group 1, sequence 11, reward p = nan") == 0,
+	   "copies %u: the NaN stored as 0, no success, advantage 0, counted and described (%s)", jobs,
+	   st.first_nonfinite);
+	ok(r == 0 && t0->advantage == -1.5f && t2->advantage == 1.5f && gs[1].trajs[0].advantage == 0 &&
+	   gs[2].trajs[0].advantage == -1 && gs[2].trajs[1].advantage == 1,
+	   "copies %u: advantages of the weighted sums, the NaN's member left out (%g %g, %g %g)", jobs, t0->advantage,
+	   t2->advantage, gs[2].trajs[0].advantage, gs[2].trajs[1].advantage);
+	free_groups(gs, 3);
+
+	/* a weight for a name the program does not answer */
+	three_groups(gs);
+	struct reward_spec bad[1] = { { REWARD_EXACT, "zz", 2 } };
+	o.cmd_weights = bad;
+	r = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(r < 0 && strstr(e.msg, "--reward zz: the reward program") && strstr(e.msg, "(its rewards: p, q)") &&
+	   !gs[0].trajs[0].scored && !gs[2].trajs[1].scored,
+	   "copies %u: a weight named for no reward of the program fails, nothing scored (%s)", jobs, e.msg);
+	free_groups(gs, 3);
+	rewardpool_stop(&pool, &e);
+}
+
+/* kimi-length and cosine from exact's verdict (--correct-by exact): in
+ * group 1 (4, 8, 12 tokens; right, wrong, right) kimi's lambda is 0.5,
+ * 0, -0.5, and a wrong answer's min(0, lambda). */
+static void verdicts(void)
+{
+	struct reward_spec rs[3] = { { REWARD_EXACT, "exact", 1 }, { REWARD_KIMI_LENGTH, "kimi-length", 1 },
+				     { REWARD_COSINE, "cosine", 1 } };
+	struct scorer_opt o = base_opt();
+	o.rewards = rs;
+	o.n_rewards = 3;
+	o.correct_by = "exact";
+	o.ropt.cosine[0] = 1, o.ropt.cosine[1] = 0.5, o.ropt.cosine[2] = -1, o.ropt.cosine[3] = -0.5;
+	struct group gs[3];
+	three_groups(gs);
+	uint8_t keep[3];
+	struct scorer_stats st;
+	struct err e = { 0 };
+	int r = scorer_run(&o, gs, 3, keep, &st, &e);
+	const struct traj *t = gs[0].trajs;
+	ok(r == 0 && t[0].rewards[1] == 0.5f && t[1].rewards[1] == 0 && t[2].rewards[1] == -0.5f &&
+	   gs[1].trajs[0].rewards[1] == 0 && gs[2].trajs[0].rewards[1] == 0,
+	   "kimi-length: lambda for the right, min(0, lambda) for the wrong, 0 where all lengths are equal (%s)",
+	   e.msg);
+	ok(r == 0 && t[0].rewards[2] == (float)reward_cosine(&o.ropt, 1, 4) &&
+	   t[1].rewards[2] == (float)reward_cosine(&o.ropt, 0, 8) &&
+	   gs[2].trajs[1].rewards[2] == (float)reward_cosine(&o.ropt, 0, 6) && t[0].rewards[2] > 0.8f &&
+	   t[1].rewards[2] < 0, "cosine: by the verdict and the length");
+	free_groups(gs, 3);
+
+	three_groups(gs);
+	o.correct_by = "zz";
+	r = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(r < 0 && strstr(e.msg, "--correct-by zz") && !gs[0].trajs[0].scored,
+	   "--correct-by naming no reward fails, nothing scored (%s)", e.msg);
+	free_groups(gs, 3);
+}
+
+/* scorer_metrics_has: an input's line found by its head, not another's */
+static void metrics_has(void)
+{
+	char path[] = "/tmp/test_scorer.XXXXXX";
+	int fd = mkstemp(path);
+	const char *text = "{\"input\":\"a.zst\",\"groups\":1}\n{\"input\":\"b\",\"groups\":2}\n";
+	int wrote = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	struct err e = { 0 };
+	ok(wrote && scorer_metrics_has(path, "b", &e) == 1 && scorer_metrics_has(path, "a.zst", &e) == 1 &&
+	   scorer_metrics_has(path, "a", &e) == 0 && scorer_metrics_has(path, "c", &e) == 0,
+	   "a metrics file: the lines of b and a.zst found, none of a or c");
+	unlink(path);
+	ok(scorer_metrics_has(path, "b", &e) == 0, "no metrics file: none");
+	ok(scorer_metrics_has("/", "b", &e) < 0 && e.msg[0], "a directory: an error (%s)", e.msg);
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(void)
+{
+	built_ins();
+	each();
+	between_fails();
+	program(1);
+	program(2);
+	verdicts();
+	metrics_has();
+	return tap_done();
+}
