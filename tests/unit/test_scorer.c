@@ -112,13 +112,14 @@ static void built_ins(void)
 	int r = scorer_run(&o, gs, 3, keep, &st, &e);
 	ok(r == 0, "three groups scored (%s)", e.msg);
 	double mean = 2.5 / 3;
-	ok(traj_is(&gs[0].trajs[0], 0, 1, 1, (float)(2 - mean)) && traj_is(&gs[0].trajs[1], -0.5f, 0, 0, (float)(-0.5 - mean)) &&
+	ok(traj_is(&gs[0].trajs[0], 0, 1, 1, (float)(2 - mean)) &&
+	   traj_is(&gs[0].trajs[1], -0.5f, 0, 0, (float)(-0.5 - mean)) &&
 	   traj_is(&gs[0].trajs[2], -1, 1, 1, (float)(1 - mean)),
 	   "group 1: rewards unweighted and named, exact's successes, advantages x - mean of the weighted sums");
 	ok(traj_is(&gs[1].trajs[0], 0, 1, 1, 0), "the singleton: its rewards, advantage 0");
 	ok(traj_is(&gs[2].trajs[0], 0, 0, 0, 0) && traj_is(&gs[2].trajs[1], 0, 0, 0, 0), "the flat group: advantage 0");
-	ok(keep[0] == 1 && keep[1] == 0 && keep[2] == 0, "--drop-zero-std: the singleton and the flat group dropped (%d %d %d)",
-	   keep[0], keep[1], keep[2]);
+	ok(keep[0] == 1 && keep[1] == 0 && keep[2] == 0,
+	   "--drop-zero-std: the singleton and the flat group dropped (%d %d %d)", keep[0], keep[1], keep[2]);
 	ok(st.groups == 3 && st.seqs == 6 && st.zero_std == 2 && st.dropped == 2 && st.singletons == 1 &&
 	   st.min_size == 1 && st.max_size == 3 && st.K == 2 && st.nonfinite == 0,
 	   "counts: groups, sequences, zero std, dropped, singletons, sizes");
