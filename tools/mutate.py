@@ -151,7 +151,7 @@ MODULES = {
         targets=["build/tests/test_scoreio", "build/bin/grpo-score"],
         objects=["build/lib/score/scoreio.o"],
         tests=[UNIT + "test_scoreio", CLI + "score-names.t", CLI + "score-repeats.t", CLI + "score-rounds.t",
-               CLI + "score-again.t", CLI + "group-integrity.t", CLI + "score-stream.t"]),
+               CLI + "score-again.t", CLI + "record-numbers.t", CLI + "group-integrity.t", CLI + "score-stream.t"]),
 }
 
 UNITS_ONLY = False
