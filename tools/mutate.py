@@ -145,7 +145,7 @@ MODULES = {
         targets=["build/tests/test_scorer", "build/tests/test_scoreio", "build/bin/grpo-score"],
         objects=["build/lib/score/scorer.o"],
         tests=[UNIT + "test_scorer", UNIT + "test_scoreio", CLI + "group-integrity.t", CLI + "score-repeats.t",
-               CLI + "score-length.t", CLI + "score.t", CLI + "score-groups.t"]),
+               CLI + "score-length.t", CLI + "score-math.t", CLI + "score.t", CLI + "score-groups.t"]),
     "scoreio": dict(
         files=["lib/score/scoreio.c"],
         targets=["build/tests/test_scoreio", "build/bin/grpo-score"],
