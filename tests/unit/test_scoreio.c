@@ -6,7 +6,10 @@
  * consecutive records merged, and published under the name it gets when
  * read whole. scoreio_publish: the groups kept, a re-run, each file system
  * call failing in turn; the places and names of other paths, the name's
- * hash pinned; a copy in a group read, dropped and counted.
+ * hash pinned; a copy in a group read, dropped and counted. A group id
+ * of two rounds; a stream's copies, an input cut short, a pipe not yet
+ * written; standard input's output published under its first
+ * trajectory's step, each file system call failing in turn.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "base/fsys.h"
 #include "score/scoreio.h"
@@ -417,6 +421,195 @@ static void read_copies(void)
 	buf_free(&b);
 }
 
+/* The same group id from two rounds (policy versions 3 and 4) is two
+ * groups; each is recognised when it comes again. */
+static void seen_versions(void)
+{
+	struct scoreio_seen s = { 0 };
+	int a = seen_id(&s, 7, 3), b = seen_id(&s, 7, 4), c = seen_id(&s, 7, 3), d = seen_id(&s, 7, 4);
+	ok(a == 0 && b == 0 && c == 1 && d == 1, "group 7 of versions 3 and 4: new, new, seen, seen (%d %d %d %d)", a, b,
+	   c, d);
+	scoreio_seen_free(&s);
+}
+
+/* The spool bytes of gs[0..n) into b, each group flushed: 0 or -1. */
+static int encode(struct buf *b, struct group *gs, int n)
+{
+	struct sfile_writer w;
+	struct err e = { 0 };
+	int ok_ = sfile_writer_init(&w, sfile_sink_buf, b, 3, &e) == 0;
+	for (int i = 0; i < n && ok_; i++)
+		ok_ = sfile_write_group(&w, &gs[i], &e) == 0 && sfile_writer_flush(&w, &e) == 0;
+	ok_ = ok_ && sfile_writer_finish(&w, &e) == 0;
+	sfile_writer_free(&w);
+	return ok_ ? 0 : -1;
+}
+
+/* A descriptor reading b[0..n) from a file already unlinked, or -1. */
+static int file_of(const struct buf *b, size_t n)
+{
+	char path[] = "/tmp/test_scoreio_in.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, b->data, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Streamed: a copy within a group's records dropped and counted; an input
+ * cut short fails, after the groups before the cut; and a pipe whose
+ * writer has not written yet is waited for. */
+static void stream_more(void)
+{
+	struct group in[3];
+	one_group(&in[0], 1, 2, 10);
+	one_group(&in[1], 1, 1, 10);   /* sequence 10 again */
+	one_group(&in[2], 2, 1, 20);
+	for (int i = 0; i < 3; i++)
+		response(&in[i]);
+	struct buf b = { 0 };
+	int wrote = encode(&b, in, 3) == 0;
+	int fd = wrote ? file_of(&b, b.len) : -1;
+	struct scoreio_stream st;
+	struct group g[2];
+	memset(g, 0, sizeof g);
+	struct err e = { 0 };
+	int r1 = -9, r2 = -9, r3 = -9;
+	if (fd >= 0 && scoreio_stream_open(&st, fd, "in", &e) == 0) {
+		r1 = scoreio_stream_next(&st, &g[0], &e);
+		r2 = scoreio_stream_next(&st, &g[1], &e);
+		r3 = scoreio_stream_next(&st, &g[1], &e) + 10;
+		ok(r1 == 1 && r2 == 1 && r3 == 10 && g[0].n == 2 && g[1].group_id.num == 2 && st.copies == 1,
+		   "streamed: group 1's copy dropped and counted (%d %d %d, %u members, %llu copies)", r1, r2, r3 - 10,
+		   g[0].n, (unsigned long long)st.copies);
+		scoreio_stream_close(&st);
+	} else {
+		ok(0, "streamed: an input (%s)", e.msg);
+	}
+	if (fd >= 0)
+		close(fd);
+	group_free(&g[0]);
+	group_free(&g[1]);
+
+	/* cut 8 bytes short */
+	fd = wrote ? file_of(&b, b.len - 8) : -1;
+	int r = -9;
+	e.msg[0] = '\0';
+	if (fd >= 0 && scoreio_stream_open(&st, fd, "cut", &e) == 0) {
+		while ((r = scoreio_stream_next(&st, &g[0], &e)) == 1)
+			group_free(&g[0]);
+		scoreio_stream_close(&st);
+	}
+	ok(r == -1 && strstr(e.msg, "cut"), "an input cut short: -1, saying so (%s)", e.msg);
+	if (fd >= 0)
+		close(fd);
+
+	/* a pipe written to by a child a moment later: waited for */
+	int pp[2];
+	r = -9;
+	e.msg[0] = '\0';
+	if (wrote && pipe(pp) == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(pp[0]);
+			usleep(200000);
+			_exit(write(pp[1], b.data, b.len) == (ssize_t)b.len ? 0 : 1);
+		}
+		close(pp[1]);
+		if (scoreio_stream_open(&st, pp[0], "pipe", &e) == 0) {
+			r = scoreio_stream_next(&st, &g[0], &e);
+			scoreio_stream_close(&st);
+		}
+		close(pp[0]);
+		waitpid(pid, NULL, 0);
+	}
+	ok(r == 1 && g[0].group_id.num == 1, "a pipe not yet written: the next group waited for (%d, %s)", r, e.msg);
+	group_free(&g[0]);
+	for (int i = 0; i < 3; i++)
+		group_free(&in[i]);
+	buf_free(&b);
+}
+
+/* Standard input's output published: under the step of the first group's
+ * first trajectory (3 here, the later ones 5), 0 when it has none; and
+ * with each file system call failing in turn, from the open to the
+ * commit (then aborted, as grpo-score does), said, and nothing left but
+ * after the rename. */
+static int pub_all(const char *q, struct group *gs, int n, char *name, size_t size, struct err *e)
+{
+	struct scoreio_pub p;
+	if (scoreio_pub_open(&p, q, e) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (scoreio_pub_group(&p, &gs[i], 1, e) < 0) {
+			scoreio_pub_abort(&p);
+			return -1;
+		}
+	int r = scoreio_pub_commit(&p, name, size, e);
+	if (r < 0)
+		scoreio_pub_abort(&p);
+	return r;
+}
+
+static void pub_more(void)
+{
+	struct group gs[2];
+	one_group(&gs[0], 1, 2, 10);
+	one_group(&gs[1], 2, 1, 20);
+	for (int i = 0; i < 2; i++)
+		response(&gs[i]);
+	gs[0].trajs[0].policy_version = 3;
+	gs[0].trajs[1].policy_version = 5;
+	gs[1].trajs[0].policy_version = 5;
+	char root[] = "/tmp/test_scoreio_pub2.XXXXXX", q[700], name[256], path[1000], tmp[800];
+	ok(mkdtemp(root) != NULL, "a temporary directory");
+	struct err e = { 0 };
+	snprintf(q, sizeof q, "%s/a", root);
+	int r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(path, sizeof path, "%s/step_3/rank_0", q);
+	ok(r == 0 && strcmp(ls(path), "stdin-af7f43de62f5fddb.zst ") == 0, "published under step_3 (%s)", ls(path));
+	r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	ok(r == 1 && strcmp(ls(tmp), "") == 0, "again: 1, the first copy kept, no temporary");
+	gs[0].trajs[0].policy_version = -1;
+	snprintf(q, sizeof q, "%s/b", root);
+	r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(path, sizeof path, "%s/step_0/rank_0", q);
+	ok(r == 0 && *ls(path), "the first trajectory without a policy version: step_0 (%s)", ls(path));
+	gs[0].trajs[0].policy_version = 3;
+
+	long calls = 0, bad = 0;
+	for (long k = 0; k <= calls && !bad; k++) {
+		snprintf(q, sizeof q, "%s/f%ld", root, k);
+		snprintf(path, sizeof path, "%s/step_3/rank_0/stdin-af7f43de62f5fddb.zst", q);
+		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+		e.msg[0] = '\0';
+		fsys_test_fail_at(k, EIO);
+		r = pub_all(q, gs, 2, name, sizeof name, &e);
+		if (k == 0)
+			calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		uint32_t ids[4], sizes[4];
+		uint64_t copies;
+		int n = read_back(path, ids, sizes, &copies);
+		int said = strstr(e.msg, strerror(EIO)) != NULL, whole = n == 2 && sizes[0] == 2 && ids[1] == 2;
+		bad = *ls(tmp) || (r == 0 ? k != 0 || !whole : r != -1 || !said || (k == calls ? !whole : n != -1));
+		if (bad)
+			diag("call %ld of %ld failing: %d, %d groups, temporaries '%s' (%s)", k, calls, r, n, ls(tmp),
+			     e.msg);
+	}
+	ok(calls > 3 && !bad, "each of the %ld file system calls failing: said, and nothing left but after the rename",
+	   calls);
+	snprintf(path, sizeof path, "rm -r '%s'", root);
+	system(path);
+	for (int i = 0; i < 2; i++)
+		group_free(&gs[i]);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -537,5 +730,8 @@ int main(void)
 	publish();
 	place();
 	read_copies();
+	seen_versions();
+	stream_more();
+	pub_more();
 	return tap_done();
 }
