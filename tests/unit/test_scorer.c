@@ -6,7 +6,9 @@
  * stats grpo-score prints (scorer_metrics). Then scorer_run_each, whose
  * per-group stats sum to scorer_run's; a failure between groups, after
  * which no trajectory is marked scored; a reward program (one copy, and
- * two) with weights by name and a NaN; and scorer_metrics_has.
+ * two) with weights by name and a NaN, and asked a group at a time;
+ * kimi-length and cosine from another reward's verdict; and
+ * scorer_metrics_has.
  */
 #include <math.h>
 #include <stdio.h>
@@ -319,6 +321,50 @@ static void metrics_has(void)
 		close(fd);
 }
 
+/* The group form (--reward-groups): one request a group, p answered for
+ * each member in order; the rewards and advantages are those of the same
+ * p asked one sequence at a time. */
+#define PROGRAM_SEQ "sed -u -e 's/^{\"sequence_id\": \\([0-9]*\\),.*/{\"rewards\": {\"p\": \\1}}/'"
+#define PROGRAM_GROUPS "sed -u -E -e 's/^[{]\"group_id\": [0-9]+, \"responses\": [[]//' " \
+	"-e 's/[{]\"sequence_id\": ([0-9]+), [^}]*[}]/\\1/g' -e 's/[]][}]$//' " \
+	"-e 's/.*/{\"rewards\": {\"p\": [&]}}/'"
+
+static int score_with(const char *cmd, uint32_t jobs, int groups, struct group *gs, struct err *e)
+{
+	struct rewardpool pool;
+	if (rewardpool_start(&pool, cmd, jobs, 30, e) < 0)
+		return -1;
+	struct scorer_opt o = base_opt();
+	o.cmd = &pool;
+	o.cmd_groups = groups;
+	uint8_t keep[3];
+	struct scorer_stats st;
+	int r = scorer_run(&o, gs, 3, keep, &st, e);
+	struct err e2 = { 0 };
+	if (rewardpool_stop(&pool, &e2) < 0 && r == 0)
+		r = err_set(e, "%s", e2.msg);
+	return r;
+}
+
+static void program_groups(void)
+{
+	struct group a[3], b[3];
+	three_groups(a);
+	three_groups(b);
+	struct err e = { 0 };
+	int r = score_with(PROGRAM_SEQ, 1, 0, a, &e);
+	r = r < 0 ? r : score_with(PROGRAM_GROUPS, 2, 1, b, &e);
+	int same = r == 0;
+	for (int g = 0; g < 3 && same; g++)
+		for (uint32_t j = 0; j < a[g].n; j++)
+			same &= b[g].trajs[j].n_rewards == 3 && b[g].trajs[j].rewards[2] == (float)(g + 1) * 10 + j &&
+				a[g].trajs[j].rewards[2] == b[g].trajs[j].rewards[2] &&
+				a[g].trajs[j].advantage == b[g].trajs[j].advantage;
+	ok(same && b[0].trajs[2].advantage != 0, "the group form: each member's answer, the same advantages (%s)", e.msg);
+	free_groups(a, 3);
+	free_groups(b, 3);
+}
+
 int main(void)
 {
 	built_ins();
@@ -326,6 +372,7 @@ int main(void)
 	between_fails();
 	program(1);
 	program(2);
+	program_groups();
 	verdicts();
 	metrics_has();
 	return tap_done();
