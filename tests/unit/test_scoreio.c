@@ -9,7 +9,9 @@
  * hash pinned; a copy in a group read, dropped and counted. A group id
  * of two rounds; a stream's copies, an input cut short, a pipe not yet
  * written; standard input's output published under its first
- * trajectory's step, each file system call failing in turn.
+ * trajectory's step, each file system call failing in turn; 100 groups
+ * read; groups big enough to reach the file while written, each call of
+ * their publish failing in turn.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +346,10 @@ static void place(void)
 	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0, "rank_x: not a queue's (%s)", name);
 	scoreio_place("q/step_03/rank_1/x.zst", gs, 2, &step, &rank, name, sizeof name);
 	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0, "step_03: not a queue's (%s)", name);
+	gs[0].trajs[1].policy_version = 8;
+	gs[1].trajs[0].policy_version = 9;
+	scoreio_place("x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 7, "the step of the first group's first trajectory, not a later one's (%lld)", (long long)step);
 	gs[0].trajs[0].policy_version = -1;
 	scoreio_place("x.zst", gs, 2, &step, &rank, name, sizeof name);
 	ok(step == 0, "no policy version: step 0");
@@ -460,19 +466,21 @@ static int file_of(const struct buf *b, size_t n)
 	return fd;
 }
 
-/* Streamed: a copy within a group's records dropped and counted; an input
+/* Streamed: copies within a group's records, the last group's too,
+ * dropped and counted; an input
  * cut short fails, after the groups before the cut; and a pipe whose
  * writer has not written yet is waited for. */
 static void stream_more(void)
 {
-	struct group in[3];
+	struct group in[4];
 	one_group(&in[0], 1, 2, 10);
 	one_group(&in[1], 1, 1, 10);   /* sequence 10 again */
 	one_group(&in[2], 2, 1, 20);
-	for (int i = 0; i < 3; i++)
+	one_group(&in[3], 2, 1, 20);   /* and 20, in the last group */
+	for (int i = 0; i < 4; i++)
 		response(&in[i]);
 	struct buf b = { 0 };
-	int wrote = encode(&b, in, 3) == 0;
+	int wrote = encode(&b, in, 4) == 0;
 	int fd = wrote ? file_of(&b, b.len) : -1;
 	struct scoreio_stream st;
 	struct group g[2];
@@ -483,9 +491,9 @@ static void stream_more(void)
 		r1 = scoreio_stream_next(&st, &g[0], &e);
 		r2 = scoreio_stream_next(&st, &g[1], &e);
 		r3 = scoreio_stream_next(&st, &g[1], &e) + 10;
-		ok(r1 == 1 && r2 == 1 && r3 == 10 && g[0].n == 2 && g[1].group_id.num == 2 && st.copies == 1,
-		   "streamed: group 1's copy dropped and counted (%d %d %d, %u members, %llu copies)", r1, r2, r3 - 10,
-		   g[0].n, (unsigned long long)st.copies);
+		ok(r1 == 1 && r2 == 1 && r3 == 10 && g[0].n == 2 && g[1].group_id.num == 2 && g[1].n == 1 &&
+		   st.copies == 2, "streamed: the copies in group 1 and in the last dropped and counted (%d %d %d, "
+		   "%u members, %llu copies)", r1, r2, r3 - 10, g[0].n, (unsigned long long)st.copies);
 		scoreio_stream_close(&st);
 	} else {
 		ok(0, "streamed: an input (%s)", e.msg);
@@ -529,7 +537,7 @@ static void stream_more(void)
 	}
 	ok(r == 1 && g[0].group_id.num == 1, "a pipe not yet written: the next group waited for (%d, %s)", r, e.msg);
 	group_free(&g[0]);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		group_free(&in[i]);
 	buf_free(&b);
 }
@@ -608,6 +616,92 @@ static void pub_more(void)
 	system(path);
 	for (int i = 0; i < 2; i++)
 		group_free(&gs[i]);
+}
+
+/* 100 groups read whole, in order (the array grows past its first 16). */
+static void read_many(void)
+{
+	enum { N = 100 };
+	struct group in[N];
+	for (int i = 0; i < N; i++) {
+		one_group(&in[i], i, 1, 10 * i);
+		response(&in[i]);
+	}
+	struct buf b = { 0 };
+	int fd = encode(&b, in, N) == 0 ? file_of(&b, b.len) : -1;
+	struct group *gs = NULL;
+	uint32_t n = 0;
+	uint64_t copies = 9;
+	struct err e = { 0 };
+	int r = fd >= 0 ? scoreio_read(fd, "many", &gs, &n, &copies, &e) : -1;
+	int order = r == 0 && n == N;
+	for (uint32_t g = 0; order && g < n; g++)
+		order = gs[g].group_id.num == g && gs[g].n == 1;
+	ok(order && copies == 0, "%d groups read, in order (%d, %u, %s)", N, r, n, e.msg);
+	for (uint32_t g = 0; g < n; g++)
+		group_free(&gs[g]);
+	free(gs);
+	for (int i = 0; i < N; i++)
+		group_free(&in[i]);
+	if (fd >= 0)
+		close(fd);
+	buf_free(&b);
+}
+
+/* A group whose compressed bytes outgrow the writer's buffer, so that
+ * they reach the file while groups are still written: each file system
+ * call failing in turn, the publish fails saying why and leaves nothing
+ * (a write that failed must not be skipped and the rest published), but
+ * after the rename. */
+static void publish_big(void)
+{
+	enum { T = 400000 };
+	struct group gs[2];
+	one_group(&gs[0], 1, 1, 10);
+	one_group(&gs[1], 2, 1, 20);
+	uint64_t x = 88172645463325252ull;
+	for (int g = 0; g < 2; g++) {
+		struct traj *t = &gs[g].trajs[0];
+		t->n_prompt = 1, t->n_response = T;
+		t->prompt_tokens = calloc(1, sizeof(int32_t));
+		t->response_tokens = malloc(T * sizeof(int32_t));
+		t->logprobs = malloc(T * sizeof(float));
+		for (int i = 0; i < T; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			t->response_tokens[i] = (int32_t)(x % 150000);
+			t->logprobs[i] = -(float)(x >> 40) / (float)(1 << 20);
+		}
+	}
+	const uint8_t keep[2] = { 1, 1 };
+	char root[] = "/tmp/test_scoreio_big.XXXXXX", q[700], file[800], tmp[800];
+	ok(mkdtemp(root) != NULL, "a temporary directory");
+	long calls = 0, bad = 0;
+	for (long k = 0; k <= calls && !bad; k++) {
+		struct err e = { 0 };
+		snprintf(q, sizeof q, "%s/f%ld", root, k);
+		snprintf(file, sizeof file, "%s/step_7/rank_0/a.zst", q);
+		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+		fsys_test_fail_at(k, EIO);
+		int r = scoreio_publish(q, 7, 0, "a.zst", gs, 2, keep, &e);
+		if (k == 0)
+			calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		uint32_t ids[4], sizes[4];
+		uint64_t copies;
+		int n = read_back(file, ids, sizes, &copies);
+		int said = strstr(e.msg, strerror(EIO)) != NULL, whole = n == 2 && ids[0] == 1 && ids[1] == 2;
+		bad = *ls(tmp) || (r == 0 ? k != 0 || !whole : r != -1 || !said || (k == calls ? !whole : n != -1));
+		if (bad)
+			diag("call %ld of %ld failing: %d, %d groups, temporaries '%s' (%s)", k, calls, r, n, ls(tmp),
+			     e.msg);
+	}
+	ok(calls > 10 && !bad, "two groups of %d tokens, each of the %ld file system calls failing: said, and nothing "
+	   "left but after the rename", T, calls);
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", root);
+	system(cmd);
+	for (int g = 0; g < 2; g++)
+		group_free(&gs[g]);
 }
 
 int main(void)
@@ -733,5 +827,7 @@ int main(void)
 	seen_versions();
 	stream_more();
 	pub_more();
+	read_many();
+	publish_big();
 	return tap_done();
 }
