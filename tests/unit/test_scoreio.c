@@ -618,7 +618,8 @@ static void pub_more(void)
 		group_free(&gs[i]);
 }
 
-/* 100 groups read whole, in order (the array grows past its first 16). */
+/* 100 groups read whole, in order (the array grows past its first 16);
+ * the same input cut short, an error. */
 static void read_many(void)
 {
 	enum { N = 100 };
@@ -641,6 +642,16 @@ static void read_many(void)
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
 	free(gs);
+	if (fd >= 0)
+		close(fd);
+
+	/* cut short: an error naming the input, no groups (and none leaked) */
+	fd = b.len ? file_of(&b, b.len - 8) : -1;
+	gs = NULL, n = 7;
+	e.msg[0] = '\0';
+	r = fd >= 0 ? scoreio_read(fd, "many", &gs, &n, &copies, &e) : 0;
+	ok(r == -1 && gs == NULL && n == 7 && strncmp(e.msg, "many: ", 6) == 0, "cut short: -1, nothing returned (%s)",
+	   e.msg);
 	for (int i = 0; i < N; i++)
 		group_free(&in[i]);
 	if (fd >= 0)
