@@ -7,7 +7,9 @@
  * per-group stats sum to scorer_run's; a failure between groups, after
  * which no trajectory is marked scored; a reward program (one copy, and
  * two) with weights by name and a NaN, and asked a group at a time;
- * kimi-length and cosine from another reward's verdict; and
+ * kimi-length and cosine from another reward's verdict; texts through
+ * Qwen3's tokenizer: the responses and prompts decoded for the built-ins
+ * and the program, a think block the prompt opened; and
  * scorer_metrics_has.
  */
 #include <math.h>
@@ -365,6 +367,88 @@ static void program_groups(void)
 	free_groups(b, 3);
 }
 
+/* Texts through a real tokenizer (Qwen3's, from GRPO_SHARED): t's prompt
+ * and response set to the tokens of the two texts. */
+static int set_texts(const struct tokenizer *tok, struct traj *t, const char *prompt, const char *response)
+{
+	struct tok_ids p = { 0 }, r = { 0 };
+	struct err e = { 0 };
+	int bad = tok_encode(tok, prompt, strlen(prompt), &p, &e) < 0 ||
+		  tok_encode(tok, response, strlen(response), &r, &e) < 0;
+	free(t->prompt_tokens);
+	free(t->response_tokens);
+	t->prompt_tokens = p.v, t->n_prompt = (uint32_t)p.n;
+	t->response_tokens = r.v, t->n_response = (uint32_t)r.n;
+	return bad ? -1 : 0;
+}
+
+/* Two groups: "What is 6*7?" answered "41", "42" (not first, so that the
+ * batch's second text is read where it lies), then a response that
+ * opens a think block; and "<think>\n" ending the prompt (as R1's chat
+ * template leaves it), its response holding only the rest. */
+static const char *const PROMPTS[2] = { "What is 6*7?", "Say it.<think>\n" };
+static const char *const RESPONSES[2][3] = {
+	{ "41", "42", "<think>\nhm\n</think>\n<answer>\n42\n</answer>" },
+	{ "hm\n</think>\n<answer>\n42\n</answer>", "no think", "" },
+};
+
+static int text_groups(const struct tokenizer *tok, struct group *gs)
+{
+	static const uint32_t len[3] = { 1, 1, 1 };
+	static const char *const ans[3] = { "42", "42", "42" };
+	make_group(&gs[0], 1, 3, len, ans);
+	make_group(&gs[1], 2, 2, len, ans);
+	int bad = 0;
+	for (int g = 0; g < 2; g++)
+		for (uint32_t j = 0; j < gs[g].n; j++)
+			bad |= set_texts(tok, &gs[g].trajs[j], PROMPTS[g], RESPONSES[g][j]);
+	return bad ? -1 : 0;
+}
+
+/* The program's p: 1 when its request holds this prompt and response as
+ * the scorer decoded them, else 0. */
+#define PROGRAM_TEXT "sed -u -e 's/.*\"prompt\": \"What is 6\\*7?\", \"response\": \"42\",.*/{\"rewards\": {\"p\": 1}}/;t' " \
+	"-e 's/.*/{\"rewards\": {\"p\": 0}}/'"
+
+static void texts(void)
+{
+	const char *shared = getenv("GRPO_SHARED");
+	char path[1024];
+	snprintf(path, sizeof path, "%s/data/tokenizers/qwen3/tokenizer.json", shared ? shared : "../shared");
+	struct err e = { 0 };
+	struct tokenizer *tok = tok_load(path, &e);
+	if (!tok) {
+		skip("no Qwen3 tokenizer (GRPO_SHARED)");
+		return;
+	}
+	struct reward_spec rs[2] = { { REWARD_EXACT, "exact", 1 }, { REWARD_FORMAT, "format", 1 } };
+	for (uint32_t jobs = 1; jobs <= 2; jobs++) {
+		struct rewardpool pool;
+		struct group gs[2];
+		int r = text_groups(tok, gs);
+		r = r < 0 ? r : rewardpool_start(&pool, PROGRAM_TEXT, jobs, 30, &e);
+		struct scorer_opt o = base_opt();
+		o.rewards = rs;
+		o.tok = tok;
+		o.cmd = r == 0 ? &pool : NULL;
+		uint8_t keep[2];
+		struct scorer_stats st;
+		r = r < 0 ? r : scorer_run(&o, gs, 2, keep, &st, &e);
+		if (o.cmd)
+			rewardpool_stop(&pool, &e);
+		const struct traj *a = gs[0].trajs, *b = gs[1].trajs;
+		ok(r == 0 && a[0].rewards[0] == 0 && a[1].rewards[0] == 1 && a[2].rewards[0] == 0,
+		   "copies %u: the responses decoded: exact \"41\" 0, \"42\" 1 (%s)", jobs, e.msg);
+		ok(r == 0 && a[0].rewards[2] == 0 && a[1].rewards[2] == 1 && b[0].rewards[2] == 0,
+		   "copies %u: the program asked with each prompt and response as text (%g %g %g)", jobs,
+		   r == 0 ? a[0].rewards[2] : -1, r == 0 ? a[1].rewards[2] : -1, r == 0 ? b[0].rewards[2] : -1);
+		ok(r == 0 && a[2].rewards[1] == 1 && a[0].rewards[1] == 0 && b[0].rewards[1] == 1 && b[1].rewards[1] == 0,
+		   "copies %u: format: the response's own think block, and one the prompt opened", jobs);
+		free_groups(gs, 2);
+	}
+	tok_free(tok);
+}
+
 int main(void)
 {
 	built_ins();
@@ -374,6 +458,7 @@ int main(void)
 	program(2);
 	program_groups();
 	verdicts();
+	texts();
 	metrics_has();
 	return tap_done();
 }
