@@ -325,13 +325,22 @@ static void metrics_has(void)
 
 /* The group form (--reward-groups): one request a group, p answered for
  * each member in order; the rewards and advantages are those of the same
- * p asked one sequence at a time. */
+ * p asked one sequence at a time; either way the claim's lease is renewed
+ * (between) once a group. */
 #define PROGRAM_SEQ "sed -u -e 's/^{\"sequence_id\": \\([0-9]*\\),.*/{\"rewards\": {\"p\": \\1}}/'"
 #define PROGRAM_GROUPS "sed -u -E -e 's/^[{]\"group_id\": [0-9]+, \"responses\": [[]//' " \
 	"-e 's/[{]\"sequence_id\": ([0-9]+), [^}]*[}]/\\1/g' -e 's/[]][}]$//' " \
 	"-e 's/.*/{\"rewards\": {\"p\": [&]}}/'"
 
-static int score_with(const char *cmd, uint32_t jobs, int groups, struct group *gs, struct err *e)
+static int count_calls(void *ctx, struct err *e)
+{
+	(void)e;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* Scored with the program, *between counting the calls between groups. */
+static int score_with(const char *cmd, uint32_t jobs, int groups, struct group *gs, int *between, struct err *e)
 {
 	struct rewardpool pool;
 	if (rewardpool_start(&pool, cmd, jobs, 30, e) < 0)
@@ -339,6 +348,8 @@ static int score_with(const char *cmd, uint32_t jobs, int groups, struct group *
 	struct scorer_opt o = base_opt();
 	o.cmd = &pool;
 	o.cmd_groups = groups;
+	o.between = count_calls;
+	o.ctx = between;
 	uint8_t keep[3];
 	struct scorer_stats st;
 	int r = scorer_run(&o, gs, 3, keep, &st, e);
@@ -354,8 +365,9 @@ static void program_groups(void)
 	three_groups(a);
 	three_groups(b);
 	struct err e = { 0 };
-	int r = score_with(PROGRAM_SEQ, 1, 0, a, &e);
-	r = r < 0 ? r : score_with(PROGRAM_GROUPS, 2, 1, b, &e);
+	int na = 0, nb = 0;
+	int r = score_with(PROGRAM_SEQ, 1, 0, a, &na, &e);
+	r = r < 0 ? r : score_with(PROGRAM_GROUPS, 2, 1, b, &nb, &e);
 	int same = r == 0;
 	for (int g = 0; g < 3 && same; g++)
 		for (uint32_t j = 0; j < a[g].n; j++)
@@ -363,6 +375,11 @@ static void program_groups(void)
 				a[g].trajs[j].rewards[2] == b[g].trajs[j].rewards[2] &&
 				a[g].trajs[j].advantage == b[g].trajs[j].advantage;
 	ok(same && b[0].trajs[2].advantage != 0, "the group form: each member's answer, the same advantages (%s)", e.msg);
+	/* p weighs 1, not being named: x = 12, 10.5, 13 in group 1 */
+	ok(r == 0 && fabsf(a[0].trajs[0].advantage - (float)(12 - 35.5 / 3)) < 1e-5f,
+	   "a reward of the program without a weight weighs 1 (%g)", a[0].trajs[0].advantage);
+	ok(na == 3 && nb == 3, "called between groups once a group, asked a sequence or a group at a time (%d, %d)", na,
+	   nb);
 	free_groups(a, 3);
 	free_groups(b, 3);
 }
