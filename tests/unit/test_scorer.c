@@ -268,12 +268,13 @@ static void program(uint32_t jobs)
 	rewardpool_stop(&pool, &e);
 }
 
-/* kimi-length and cosine from exact's verdict (--correct-by exact): in
+/* kimi-length and cosine from exact's verdict (--correct-by exact, named
+ * after kimi-length and before cosine): in
  * group 1 (4, 8, 12 tokens; right, wrong, right) kimi's lambda is 0.5,
  * 0, -0.5, and a wrong answer's min(0, lambda). */
 static void verdicts(void)
 {
-	struct reward_spec rs[3] = { { REWARD_EXACT, "exact", 1 }, { REWARD_KIMI_LENGTH, "kimi-length", 1 },
+	struct reward_spec rs[3] = { { REWARD_KIMI_LENGTH, "kimi-length", 1 }, { REWARD_EXACT, "exact", 1 },
 				     { REWARD_COSINE, "cosine", 1 } };
 	struct scorer_opt o = base_opt();
 	o.rewards = rs;
@@ -287,8 +288,8 @@ static void verdicts(void)
 	struct err e = { 0 };
 	int r = scorer_run(&o, gs, 3, keep, &st, &e);
 	const struct traj *t = gs[0].trajs;
-	ok(r == 0 && t[0].rewards[1] == 0.5f && t[1].rewards[1] == 0 && t[2].rewards[1] == -0.5f &&
-	   gs[1].trajs[0].rewards[1] == 0 && gs[2].trajs[0].rewards[1] == 0,
+	ok(r == 0 && t[0].rewards[0] == 0.5f && t[1].rewards[0] == 0 && t[2].rewards[0] == -0.5f &&
+	   gs[1].trajs[0].rewards[0] == 0 && gs[2].trajs[0].rewards[0] == 0 && t[0].rewards[1] == 1,
 	   "kimi-length: lambda for the right, min(0, lambda) for the wrong, 0 where all lengths are equal (%s)",
 	   e.msg);
 	ok(r == 0 && t[0].rewards[2] == (float)reward_cosine(&o.ropt, 1, 4) &&
