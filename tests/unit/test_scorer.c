@@ -154,6 +154,11 @@ static void built_ins(void)
 	   "without --drop-zero-std all kept, zero std still counted");
 	ok(gs[0].trajs[0].successes[0] == 1 && gs[0].trajs[1].successes[0] == 0 && gs[0].trajs[1].successes[1] == 1 &&
 	   st.succ[0] == 4 && st.succ[1] == 6, "--success-threshold 0: a reward of 0 succeeds, -0.5 not");
+	/* length solved by 1 of 3, 1 of 1, 2 of 2 */
+	ok(fabs(st.pass_sum[0][0] - (1.0 / 3 + 2)) < 1e-12 && fabs(st.pass_sum[0][1] - (2.0 / 3 + 1)) < 1e-12 &&
+	   st.pass_groups[0] == 3 && st.pass_groups[1] == 2 && st.pass_groups[2] == 0 && st.pass_top == 3 &&
+	   st.pass_top_groups == 1 && st.pass_top_sum[0] == 1,
+	   "pass@1, pass@2 and pass@3 of the first reward summed over the groups large enough");
 	free_groups(gs, 3);
 }
 
