@@ -9,8 +9,8 @@
  * two) with weights by name and a NaN, and asked a group at a time;
  * kimi-length and cosine from another reward's verdict; texts through
  * Qwen3's tokenizer: the responses and prompts decoded for the built-ins
- * and the program, a think block the prompt opened; and
- * scorer_metrics_has.
+ * and the program, a think block the prompt opened; scorer_metrics_has;
+ * scorer_stats_add; the metrics line of no sequences, and of groups of 2.
  */
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +170,7 @@ static void each(void)
 	three_groups(a);
 	three_groups(b);
 	struct scorer_opt o = base_opt();
+	o.drop_zero_std = 1;
 	uint8_t ka[3], kb[3];
 	struct scorer_stats whole, parts[3], sum = { 0 };
 	struct err e = { 0 };
@@ -219,12 +220,13 @@ static void between_fails(void)
 	free_groups(gs, 3);
 }
 
-/* A reward program answering p = the sequence id (NaN for sequence 11)
- * and q = 0.5, after the two built-ins, p weighing 2 by name:
+/* A reward program answering p = the sequence id (NaN for sequence 11,
+ * and 1e39, past a float's range, for sequence 20) and q = 0.5, after the two built-ins, p weighing 2 by name:
  *   group 1: x = len + 2 exact + 2 p + q = 22.5, (excluded), 25.5
  *   group 3: 60.5, 62.5
  * with one copy (asked as each is decoded) and two (the batch at once). */
 #define PROGRAM "sed -u -e 's/^{\"sequence_id\": 11,.*/{\"rewards\": {\"p\": NaN, \"q\": 0.5}}/;t' " \
+	"-e 's/^{\"sequence_id\": 20,.*/{\"rewards\": {\"p\": 1e39, \"q\": 0.5}}/;t' " \
 	"-e 's/^{\"sequence_id\": \\([0-9]*\\),.*/{\"rewards\": {\"p\": \\1, \"q\": 0.5}}/'"
 
 static void program(uint32_t jobs)
@@ -251,10 +253,10 @@ static void program(uint32_t jobs)
 	ok(r == 0 && t0->n_rewards == 4 && t0->rewards[2] == 10 && t0->rewards[3] == 0.5f && t2->rewards[2] == 12 &&
 	   gs[2].trajs[1].rewards[2] == 31 && strcmp(t0->reward_names[3], "q") == 0 && t0->successes[2] == 1 &&
 	   t0->successes[3] == 0, "copies %u: each sequence's own answer, stored unweighted", jobs);
-	ok(r == 0 && t1->rewards[2] == 0 && t1->successes[2] == 0 && t1->advantage == 0 && st.nonfinite == 1 &&
-	   strcmp(st.first_nonfinite, "group 1, sequence 11, reward p = nan") == 0,
-	   "copies %u: the NaN stored as 0, no success, advantage 0, counted and described (%s)", jobs,
-	   st.first_nonfinite);
+	ok(r == 0 && t1->rewards[2] == 0 && t1->successes[2] == 0 && t1->advantage == 0 && st.nonfinite == 2 &&
+	   gs[1].trajs[0].rewards[2] == 0 && strcmp(st.first_nonfinite, "group 1, sequence 11, reward p = nan") == 0,
+	   "copies %u: the NaN and 1e39 stored as 0, no success, advantage 0, counted, the first described (%s)",
+	   jobs, st.first_nonfinite);
 	ok(r == 0 && t0->advantage == -1.5f && t2->advantage == 1.5f && gs[1].trajs[0].advantage == 0 &&
 	   gs[2].trajs[0].advantage == -1 && gs[2].trajs[1].advantage == 1,
 	   "copies %u: advantages of the weighted sums, the NaN's member left out (%g %g, %g %g)", jobs, t0->advantage,
@@ -338,6 +340,11 @@ static void metrics_has(void)
 	"-e 's/[{]\"sequence_id\": ([0-9]+), [^}]*[}]/\\1/g' -e 's/[]][}]$//' " \
 	"-e 's/.*/{\"rewards\": {\"p\": [&]}}/'"
 
+/* p = the sequence id, and for sequence 31, the input's last, two answers
+ * in one write (so that both are there when the scorer looks) */
+#define PROGRAM_TWICE "sed -u -e 's/^{\"sequence_id\": 31,.*/{\"rewards\": {\"p\": 31}}\\n{\"rewards\": {\"p\": 31}}/;t' " \
+	"-e 's/^{\"sequence_id\": \\([0-9]*\\),.*/{\"rewards\": {\"p\": \\1}}/'"
+
 static int count_calls(void *ctx, struct err *e)
 {
 	(void)e;
@@ -386,6 +393,17 @@ static void program_groups(void)
 	   "a reward of the program without a weight weighs 1 (%g)", a[0].trajs[0].advantage);
 	ok(na == 3 && nb == 3, "called between groups once a group, asked a sequence or a group at a time (%d, %d)", na,
 	   nb);
+	free_groups(b, 3);
+	three_groups(b);
+	int n1 = 0;
+	r = score_with(PROGRAM_GROUPS, 1, 1, b, &n1, &e);
+	ok(r == 0 && b[0].trajs[1].rewards[2] == 11 && b[2].trajs[1].rewards[2] == 31,
+	   "the group form with one copy: asked a group at a time (%s)", e.msg);
+	free_groups(b, 3);
+	three_groups(b);
+	r = score_with(PROGRAM_TWICE, 1, 0, b, &n1, &e);
+	ok(r < 0 && strstr(e.msg, "sequence 31") && !b[0].trajs[0].scored,
+	   "a second answer to the last request fails the input, nothing scored (%s)", e.msg);
 	free_groups(a, 3);
 	free_groups(b, 3);
 }
@@ -472,6 +490,58 @@ static void texts(void)
 	tok_free(tok);
 }
 
+/* scorer_stats_add: the smallest group and the first non-finite reward
+ * come from whichever part has them, the first part included. */
+static void stats_add(void)
+{
+	struct scorer_stats a = { 0 }, b = { 0 }, sum = { 0 };
+	a.groups = 1, a.min_size = a.max_size = 3, a.nonfinite = 1;
+	snprintf(a.first_nonfinite, sizeof a.first_nonfinite, "group 1, sequence 11, reward p = nan");
+	b.groups = 2, b.min_size = 2, b.max_size = 4, b.nonfinite = 1;
+	snprintf(b.first_nonfinite, sizeof b.first_nonfinite, "group 5, sequence 50, reward p = inf");
+	scorer_stats_add(&sum, &a);
+	scorer_stats_add(&sum, &b);
+	ok(sum.groups == 3 && sum.min_size == 2 && sum.max_size == 4 && sum.nonfinite == 2 &&
+	   strcmp(sum.first_nonfinite, "group 1, sequence 11, reward p = nan") == 0,
+	   "two parts added: sizes 2 to 4, the first part's non-finite reward described (%u..%u, %s)", sum.min_size,
+	   sum.max_size, sum.first_nonfinite);
+	struct scorer_stats sum2 = { 0 };
+	scorer_stats_add(&sum2, &b);
+	scorer_stats_add(&sum2, &a);
+	ok(sum2.min_size == 2 && sum2.max_size == 4, "the other order: the same sizes");
+}
+
+/* The metrics line of an input with no sequences (no division by 0), and
+ * of groups of 2, whose largest size is a power of two already listed. */
+static void metrics_edges(void)
+{
+	struct scorer_stats st = { 0 };
+	char line[2048];
+	metrics_of(&st, line, sizeof line);
+	const char *want =
+		"{\"input\":\"in\",\"groups\":0,\"sequences\":0,\"dropped_groups\":0,\"zero_std_groups\":0,"
+		"\"singleton_groups\":0,\"nonfinite_rewards\":0,\"zero_std_fraction\":0,\"rewards\":{},"
+		"\"response_len_mean\":0,\"response_len_max\":0,\"truncated_fraction\":0,"
+		"\"decode_s\":0,\"reward_s\":0,\"ref_s\":0,\"ref_tokens\":0,\"ref_tokens_per_s\":0}\n";
+	ok(strcmp(line, want) == 0, "no sequences: zeros");
+	if (strcmp(line, want) != 0)
+		diag("got  %s# want %s", line, want);
+
+	static const uint32_t l[] = { 4, 8 };
+	static const char *const a[] = { "", "x" };
+	struct group g;
+	make_group(&g, 1, 2, l, a);
+	struct scorer_opt o = base_opt();
+	o.n_rewards = 1;
+	uint8_t keep;
+	struct err e = { 0 };
+	int r = scorer_run(&o, &g, 1, &keep, &st, &e);
+	metrics_of(&st, line, sizeof line);
+	if (!ok(r == 0 && strstr(line, "\"pass_at\":{\"1\":0,\"2\":0}}"), "groups of 2: pass@1 and pass@2, once each"))
+		diag("got %s", line);
+	group_free(&g);
+}
+
 int main(void)
 {
 	built_ins();
@@ -483,5 +553,7 @@ int main(void)
 	verdicts();
 	texts();
 	metrics_has();
+	stats_add();
+	metrics_edges();
 	return tap_done();
 }
