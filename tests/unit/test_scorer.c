@@ -426,11 +426,12 @@ static int set_texts(const struct tokenizer *tok, struct traj *t, const char *pr
 /* Two groups: "What is 6*7?" answered "41", "42" (not first, so that the
  * batch's second text is read where it lies), then a response that
  * opens a think block; and "<think>\n" ending the prompt (as R1's chat
- * template leaves it), its response holding only the rest. */
-static const char *const PROMPTS[2] = { "What is 6*7?", "Say it.<think>\n" };
+ * template leaves it), its response holding only the rest, then "42" to
+ * another prompt. */
+static const char *const PROMPTS[2] = { "What is 6*7?", "Say.<think>\n" };   /* both 12 bytes */
 static const char *const RESPONSES[2][3] = {
 	{ "41", "42", "<think>\nhm\n</think>\n<answer>\n42\n</answer>" },
-	{ "hm\n</think>\n<answer>\n42\n</answer>", "no think", "" },
+	{ "hm\n</think>\n<answer>\n42\n</answer>", "42", "" },
 };
 
 static int text_groups(const struct tokenizer *tok, struct group *gs)
@@ -480,9 +481,9 @@ static void texts(void)
 		const struct traj *a = gs[0].trajs, *b = gs[1].trajs;
 		ok(r == 0 && a[0].rewards[0] == 0 && a[1].rewards[0] == 1 && a[2].rewards[0] == 0,
 		   "copies %u: the responses decoded: exact \"41\" 0, \"42\" 1 (%s)", jobs, e.msg);
-		ok(r == 0 && a[0].rewards[2] == 0 && a[1].rewards[2] == 1 && b[0].rewards[2] == 0,
+		ok(r == 0 && a[0].rewards[2] == 0 && a[1].rewards[2] == 1 && b[0].rewards[2] == 0 && b[1].rewards[2] == 0,
 		   "copies %u: the program asked with each prompt and response as text (%g %g %g)", jobs,
-		   r == 0 ? a[0].rewards[2] : -1, r == 0 ? a[1].rewards[2] : -1, r == 0 ? b[0].rewards[2] : -1);
+		   r == 0 ? a[0].rewards[2] : -1, r == 0 ? a[1].rewards[2] : -1, r == 0 ? b[1].rewards[2] : -1);
 		ok(r == 0 && a[2].rewards[1] == 1 && a[0].rewards[1] == 0 && b[0].rewards[1] == 1 && b[1].rewards[1] == 0,
 		   "copies %u: format: the response's own think block, and one the prompt opened", jobs);
 		free_groups(gs, 2);
@@ -509,6 +510,15 @@ static void stats_add(void)
 	scorer_stats_add(&sum2, &b);
 	scorer_stats_add(&sum2, &a);
 	ok(sum2.min_size == 2 && sum2.max_size == 4, "the other order: the same sizes");
+
+	/* pass@n of the largest groups only: a part with larger groups replaces the sum */
+	struct scorer_stats c = { 0 }, d = { 0 }, sum3 = { 0 };
+	c.groups = 1, c.K = 1, c.pass_top = 2, c.pass_top_groups = 1, c.pass_top_sum[0] = 0.5;
+	d.groups = 1, d.K = 1, d.pass_top = 4, d.pass_top_groups = 1, d.pass_top_sum[0] = 0.25;
+	scorer_stats_add(&sum3, &c);
+	scorer_stats_add(&sum3, &d);
+	ok(sum3.pass_top == 4 && sum3.pass_top_groups == 1 && sum3.pass_top_sum[0] == 0.25,
+	   "pass@4 of the part with groups of 4, not summed with the pass@2 before it (%g)", sum3.pass_top_sum[0]);
 }
 
 /* The metrics line of an input with no sequences (no division by 0), and
