@@ -488,6 +488,21 @@ static void texts(void)
 		   "copies %u: format: the response's own think block, and one the prompt opened", jobs);
 		free_groups(gs, 2);
 	}
+
+	/* a token the tokenizer does not have, in a prompt format reads */
+	struct group gs[2];
+	int r = text_groups(tok, gs);
+	gs[1].trajs[1].prompt_tokens[gs[1].trajs[1].n_prompt - 1] = 9999999;
+	struct scorer_opt o = base_opt();
+	o.rewards = rs;
+	o.tok = tok;
+	uint8_t keep[2];
+	struct scorer_stats st;
+	e.msg[0] = '\0';
+	r = r < 0 ? r : scorer_run(&o, gs, 2, keep, &st, &e);
+	ok(r < 0 && strncmp(e.msg, "group 2, sequence 21: prompt: ", 30) == 0 && !gs[0].trajs[0].scored,
+	   "a prompt that cannot be decoded fails, naming it, nothing scored (%s)", e.msg);
+	free_groups(gs, 2);
 	tok_free(tok);
 }
 
