@@ -447,9 +447,9 @@ static int text_groups(const struct tokenizer *tok, struct group *gs)
 	return bad ? -1 : 0;
 }
 
-/* The program's p: 1 when its request holds this prompt and response as
- * the scorer decoded them, else 0. */
-#define PROGRAM_TEXT "sed -u -e 's/.*\"prompt\": \"What is 6\\*7?\", \"response\": \"42\",.*/{\"rewards\": {\"p\": 1}}/;t' " \
+/* The program's p: 1 when its request holds group 1's id, this prompt and
+ * response as the scorer decoded them, else 0. */
+#define PROGRAM_TEXT "sed -u -e 's/.*\"group_id\": 1, \"prompt\": \"What is 6\\*7?\", \"response\": \"42\",.*/{\"rewards\": {\"p\": 1}}/;t' " \
 	"-e 's/.*/{\"rewards\": {\"p\": 0}}/'"
 
 static void texts(void)
