@@ -157,6 +157,18 @@ MODULES = {
         objects=["build/lib/data/traj.o"],
         tests=[UNIT + "test_traj", UNIT + "test_check", UNIT + "test_sfile", UNIT + "test_groupset",
                CLI + "cat.t", CLI + "invariants.t"]),
+    "scorer": dict(
+        files=["lib/score/scorer.c"],
+        targets=["build/tests/test_scorer", "build/tests/test_scoreio", "build/bin/grpo-score"],
+        objects=["build/lib/score/scorer.o"],
+        tests=[UNIT + "test_scorer", UNIT + "test_scoreio", CLI + "group-integrity.t", CLI + "score-repeats.t",
+               CLI + "score-length.t", CLI + "score-math.t", CLI + "score.t", CLI + "score-groups.t"]),
+    "scoreio": dict(
+        files=["lib/score/scoreio.c"],
+        targets=["build/tests/test_scoreio", "build/bin/grpo-score"],
+        objects=["build/lib/score/scoreio.o"],
+        tests=[UNIT + "test_scoreio", CLI + "score-names.t", CLI + "score-repeats.t", CLI + "score-rounds.t",
+               CLI + "score-again.t", CLI + "record-numbers.t", CLI + "group-integrity.t", CLI + "score-stream.t"]),
 }
 
 UNITS_ONLY = False

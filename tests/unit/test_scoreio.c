@@ -4,15 +4,25 @@
  * hundreds of thousands, and records of one group merged
  * (scorer_merge) in order; standard input streamed group by group, its
  * consecutive records merged, and published under the name it gets when
- * read whole.
+ * read whole. scoreio_publish: the groups kept, a re-run, each file system
+ * call failing in turn; the places and names of other paths, the name's
+ * hash pinned; a copy in a group read, dropped and counted. A group id
+ * of two rounds; a stream's copies, an input cut short, a pipe not yet
+ * written; standard input's output published under its first
+ * trajectory's step, each file system call failing in turn; 100 groups
+ * read; groups big enough to reach the file while written, each call of
+ * their publish failing in turn.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
+#include "base/fsys.h"
 #include "score/scoreio.h"
 #include "score/scorer.h"
 #include "tap.h"
@@ -191,6 +201,520 @@ static void stream_ready(void)
 	buf_free(&b);
 }
 
+/* The names of dir's entries, each followed by a space ("" when none or
+ * no dir), into a static buffer. */
+static const char *ls(const char *dir)
+{
+	static char out[4096];
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "ls -A '%s' 2>/dev/null | tr '\\n' ' '", dir);
+	out[0] = '\0';
+	FILE *f = popen(cmd, "r");
+	if (f) {
+		size_t n = fread(out, 1, sizeof out - 1, f);
+		out[n] = '\0';
+		pclose(f);
+	}
+	return out;
+}
+
+/* The groups of the published file at path, read back: n, or -1. */
+static int read_back(const char *path, uint32_t *ids, uint32_t *sizes, uint64_t *copies)
+{
+	int fd = open(path, O_RDONLY);
+	struct group *gs = NULL;
+	uint32_t n = 0;
+	struct err e = { 0 };
+	if (fd < 0 || scoreio_read(fd, path, &gs, &n, copies, &e) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	for (uint32_t g = 0; g < n; g++) {
+		ids[g] = (uint32_t)gs[g].group_id.num, sizes[g] = gs[g].n;
+		group_free(&gs[g]);
+	}
+	free(gs);
+	return (int)n;
+}
+
+/* scoreio_publish into a fresh queue: the groups kept only, read back
+ * whole; the same name again is a re-run (1) that leaves the first copy;
+ * a queue that is a file fails. Then each file system call failing in
+ * turn: the publish fails saying why and leaves neither the file nor a
+ * temporary, or (the last, after the rename) says so with the file whole. */
+static void publish(void)
+{
+	struct group gs[3];
+	one_group(&gs[0], 1, 2, 10);
+	one_group(&gs[1], 2, 1, 20);
+	one_group(&gs[2], 3, 3, 30);
+	for (int g = 0; g < 3; g++)
+		response(&gs[g]);
+	const uint8_t keep[3] = { 1, 0, 1 };
+	char root[] = "/tmp/test_scoreio_pub.XXXXXX", q[700], file[800], tmp[800];
+	ok(mkdtemp(root) != NULL, "a temporary directory");
+	snprintf(q, sizeof q, "%s/q", root);
+	snprintf(file, sizeof file, "%s/step_5/rank_2/a.zst", q);
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	struct err e = { 0 };
+	int r = scoreio_publish(q, 5, 2, "a.zst", gs, 3, keep, &e);
+	uint32_t ids[4], sizes[4];
+	uint64_t copies = 9;
+	int n = read_back(file, ids, sizes, &copies);
+	ok(r == 0 && n == 2 && ids[0] == 1 && sizes[0] == 2 && ids[1] == 3 && sizes[1] == 3 && copies == 0,
+	   "published as step_5/rank_2/a.zst: groups 1 and 3, not the one not kept (%d, %d, %s)", r, n, e.msg);
+	const uint8_t all[3] = { 1, 1, 1 };
+	r = scoreio_publish(q, 5, 2, "a.zst", gs, 3, all, &e);
+	n = read_back(file, ids, sizes, &copies);
+	ok(r == 1 && n == 2 && strcmp(ls(tmp), "") == 0, "the same name again: 1, the first copy stays, no temporary (%d)",
+	   r);
+	snprintf(file, sizeof file, "%s/afile", root);
+	fclose(fopen(file, "w"));
+	e.msg[0] = '\0';
+	ok(scoreio_publish(file, 5, 2, "a.zst", gs, 3, keep, &e) == -1 && e.msg[0],
+	   "a queue that is a file: -1 (%s)", e.msg);
+
+	long calls = 0, bad = 0;
+	for (long k = 0; k <= calls && !bad; k++) {
+		snprintf(q, sizeof q, "%s/f%ld", root, k);
+		snprintf(file, sizeof file, "%s/step_5/rank_2/a.zst", q);
+		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+		e.msg[0] = '\0';
+		fsys_test_fail_at(k, EIO);
+		r = scoreio_publish(q, 5, 2, "a.zst", gs, 3, keep, &e);
+		if (k == 0)
+			calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		n = read_back(file, ids, sizes, &copies);
+		int said = strstr(e.msg, strerror(EIO)) != NULL;
+		/* the last call, the flush of the directory after the rename,
+		 * fails with the file published whole (spool.h) */
+		int whole = n == 2 && ids[0] == 1 && ids[1] == 3 && sizes[1] == 3;
+		bad = *ls(tmp) || (r == 0 ? k != 0 || !whole
+				    : r != -1 || !said || (k == calls ? !whole : n != -1));
+		if (bad)
+			diag("call %ld of %ld failing: %d, %d groups, temporaries '%s' (%s)", k, calls, r, n, ls(tmp),
+			     e.msg);
+	}
+	ok(calls > 3 && !bad, "each of the %ld file system calls failing: said, and nothing left but after the rename",
+	   calls);
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", root);
+	system(cmd);
+	for (int g = 0; g < 3; g++)
+		group_free(&gs[g]);
+}
+
+/* Where an input's output goes, in the cases a path can take: a dot name
+ * or a directory says nothing, so the name is standard input's; a step
+ * and rank need both directories; the step without a queue's path is the
+ * first trajectory's policy version, 0 when it has none. The hash is
+ * pinned: a re-run by a later build must find the output an earlier one
+ * published under it. */
+static void place(void)
+{
+	struct group gs[2];
+	one_group(&gs[0], 1, 2, 10);
+	one_group(&gs[1], 2, 1, 20);
+	for (int g = 0; g < 2; g++) {
+		response(&gs[g]);
+		for (uint32_t j = 0; j < gs[g].n; j++) {
+			gs[g].trajs[j].prompt_tokens[0] = 100 + g;
+			gs[g].trajs[j].response_tokens[1] = 200 + (int32_t)j;
+		}
+	}
+	int64_t step;
+	int rank;
+	char name[256];
+	scoreio_place("dir/x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(strcmp(name, "x-1cac0d679940a75f.zst") == 0, "the name's hash, pinned: a later build names this input so too (%s)",
+	   name);
+	scoreio_place(NULL, gs, 2, &step, &rank, name, sizeof name);
+	ok(strcmp(name, "stdin-1cac0d679940a75f.zst") == 0 && step == 7 && rank == 0,
+	   "standard input: stdin-HASH.zst, the first policy version, rank 0 (%s)", name);
+	scoreio_place("rollouts", gs, 2, &step, &rank, name, sizeof name);
+	ok(strcmp(name, "rollouts-1cac0d679940a75f.zst") == 0, "a name without .zst keeps it whole (%s)", name);
+	scoreio_place("q/step_3/rank_1/.x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(strcmp(name, "stdin-1cac0d679940a75f.zst") == 0, "a dot name in a queue: standard input's name (%s)", name);
+	scoreio_place("d/", gs, 2, &step, &rank, name, sizeof name);
+	ok(strcmp(name, "stdin-1cac0d679940a75f.zst") == 0, "a path ending in /: standard input's name (%s)", name);
+	scoreio_place("q/rank_1/x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0, "rank_1 without a step above: not a queue's (%s)", name);
+	scoreio_place("q/step_3/rank_x/x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0, "rank_x: not a queue's (%s)", name);
+	scoreio_place("q/step_03/rank_1/x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 7 && rank == 0 && strncmp(name, "x-", 2) == 0, "step_03: not a queue's (%s)", name);
+	gs[0].trajs[1].policy_version = 8;
+	gs[1].trajs[0].policy_version = 9;
+	scoreio_place("x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 7, "the step of the first group's first trajectory, not a later one's (%lld)", (long long)step);
+	gs[0].trajs[0].policy_version = -1;
+	scoreio_place("x.zst", gs, 2, &step, &rank, name, sizeof name);
+	ok(step == 0, "no policy version: step 0");
+	gs[0].trajs[0].policy_version = 7;
+	scoreio_place("x.zst", gs, 0, &step, &rank, name, sizeof name);
+	ok(step == 0 && strcmp(name, "x-14650fb0739d0383.zst") == 0, "no groups: step 0, the hash's start value (%s)", name);
+	uint32_t n0 = gs[0].n;
+	gs[0].n = 0;
+	scoreio_place("x.zst", gs, 1, &step, &rank, name, sizeof name);
+	ok(step == 0, "an empty first group: step 0");
+	gs[0].n = n0;
+
+	/* each part of what is hashed changes the name */
+	char base[256], other[256];
+	scoreio_place(NULL, gs, 2, &step, &rank, base, sizeof base);
+	int changed = 0;
+	int32_t *fields[] = { &gs[1].trajs[0].prompt_tokens[0], &gs[1].trajs[0].response_tokens[1],
+			      &gs[1].trajs[0].response_tokens[0] };
+	for (int f = 0; f < 3; f++) {
+		(*fields[f])++;
+		scoreio_place(NULL, gs, 2, &step, &rank, other, sizeof other);
+		changed += strcmp(base, other) != 0;
+		(*fields[f])--;
+	}
+	gs[1].group_id = traj_id_num(3);
+	scoreio_place(NULL, gs, 2, &step, &rank, other, sizeof other);
+	changed += strcmp(base, other) != 0;
+	gs[1].group_id = traj_id_num(2);
+	gs[1].trajs[0].n_response = 1;
+	scoreio_place(NULL, gs, 2, &step, &rank, other, sizeof other);
+	changed += strcmp(base, other) != 0;
+	gs[1].trajs[0].n_response = 2;
+	ok(changed == 5, "a token of the last group's prompt or response, its group id, its length: another name (%d of 5)",
+	   changed);
+	for (int g = 0; g < 2; g++)
+		group_free(&gs[g]);
+}
+
+/* A file holding group 1 in two records, its first member twice, then
+ * group 2: read as two groups, the copy dropped and counted. */
+static void read_copies(void)
+{
+	struct group in[3];
+	one_group(&in[0], 1, 2, 10);
+	one_group(&in[1], 1, 1, 10);   /* sequence 10 again: a copy */
+	one_group(&in[2], 2, 1, 20);
+	struct buf b = { 0 };
+	struct sfile_writer w;
+	struct err e = { 0 };
+	int wrote = sfile_writer_init(&w, sfile_sink_buf, &b, 3, &e) == 0;
+	for (int i = 0; i < 3 && wrote; i++) {
+		response(&in[i]);
+		wrote = sfile_write_group(&w, &in[i], &e) == 0;
+	}
+	wrote = wrote && sfile_writer_finish(&w, &e) == 0;
+	sfile_writer_free(&w);
+	for (int i = 0; i < 3; i++)
+		group_free(&in[i]);
+	char path[] = "/tmp/test_scoreio_copies.XXXXXX";
+	int fd = mkstemp(path);
+	wrote = wrote && fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len && lseek(fd, 0, SEEK_SET) == 0;
+	unlink(path);
+	struct group *gs = NULL;
+	uint32_t n = 0;
+	uint64_t copies = 0;
+	int r = wrote ? scoreio_read(fd, "in", &gs, &n, &copies, &e) : -1;
+	ok(r == 0 && n == 2 && gs[0].n == 2 && gs[0].trajs[1].sequence_id.num == 11 && gs[1].n == 1 && copies == 1,
+	   "group 1's copy of sequence 10 dropped and counted (%d, %u groups, %llu copies, %s)", r, n,
+	   (unsigned long long)copies, e.msg);
+	for (uint32_t g = 0; g < n; g++)
+		group_free(&gs[g]);
+	free(gs);
+	if (fd >= 0)
+		close(fd);
+	buf_free(&b);
+}
+
+/* The same group id from two rounds (policy versions 3 and 4) is two
+ * groups; each is recognised when it comes again. */
+static void seen_versions(void)
+{
+	struct scoreio_seen s = { 0 };
+	int a = seen_id(&s, 7, 3), b = seen_id(&s, 7, 4), c = seen_id(&s, 7, 3), d = seen_id(&s, 7, 4);
+	ok(a == 0 && b == 0 && c == 1 && d == 1, "group 7 of versions 3 and 4: new, new, seen, seen (%d %d %d %d)", a, b,
+	   c, d);
+	scoreio_seen_free(&s);
+}
+
+/* The spool bytes of gs[0..n) into b, each group flushed: 0 or -1. */
+static int encode(struct buf *b, struct group *gs, int n)
+{
+	struct sfile_writer w;
+	struct err e = { 0 };
+	int ok_ = sfile_writer_init(&w, sfile_sink_buf, b, 3, &e) == 0;
+	for (int i = 0; i < n && ok_; i++)
+		ok_ = sfile_write_group(&w, &gs[i], &e) == 0 && sfile_writer_flush(&w, &e) == 0;
+	ok_ = ok_ && sfile_writer_finish(&w, &e) == 0;
+	sfile_writer_free(&w);
+	return ok_ ? 0 : -1;
+}
+
+/* A descriptor reading b[0..n) from a file already unlinked, or -1. */
+static int file_of(const struct buf *b, size_t n)
+{
+	char path[] = "/tmp/test_scoreio_in.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, b->data, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Streamed: copies within a group's records, the last group's too,
+ * dropped and counted; an input
+ * cut short fails, after the groups before the cut; and a pipe whose
+ * writer has not written yet is waited for. */
+static void stream_more(void)
+{
+	struct group in[4];
+	one_group(&in[0], 1, 2, 10);
+	one_group(&in[1], 1, 1, 10);   /* sequence 10 again */
+	one_group(&in[2], 2, 1, 20);
+	one_group(&in[3], 2, 1, 20);   /* and 20, in the last group */
+	for (int i = 0; i < 4; i++)
+		response(&in[i]);
+	struct buf b = { 0 };
+	int wrote = encode(&b, in, 4) == 0;
+	int fd = wrote ? file_of(&b, b.len) : -1;
+	struct scoreio_stream st;
+	struct group g[2];
+	memset(g, 0, sizeof g);
+	struct err e = { 0 };
+	int r1 = -9, r2 = -9, r3 = -9;
+	if (fd >= 0 && scoreio_stream_open(&st, fd, "in", &e) == 0) {
+		r1 = scoreio_stream_next(&st, &g[0], &e);
+		r2 = scoreio_stream_next(&st, &g[1], &e);
+		r3 = scoreio_stream_next(&st, &g[1], &e) + 10;
+		ok(r1 == 1 && r2 == 1 && r3 == 10 && g[0].n == 2 && g[1].group_id.num == 2 && g[1].n == 1 &&
+		   st.copies == 2, "streamed: the copies in group 1 and in the last dropped and counted (%d %d %d, "
+		   "%u members, %llu copies)", r1, r2, r3 - 10, g[0].n, (unsigned long long)st.copies);
+		scoreio_stream_close(&st);
+	} else {
+		ok(0, "streamed: an input (%s)", e.msg);
+	}
+	if (fd >= 0)
+		close(fd);
+	group_free(&g[0]);
+	group_free(&g[1]);
+
+	/* cut 8 bytes short */
+	fd = wrote ? file_of(&b, b.len - 8) : -1;
+	int r = -9;
+	e.msg[0] = '\0';
+	if (fd >= 0 && scoreio_stream_open(&st, fd, "cut", &e) == 0) {
+		while ((r = scoreio_stream_next(&st, &g[0], &e)) == 1)
+			group_free(&g[0]);
+		scoreio_stream_close(&st);
+	}
+	ok(r == -1 && strstr(e.msg, "cut"), "an input cut short: -1, saying so (%s)", e.msg);
+	if (fd >= 0)
+		close(fd);
+
+	/* a pipe written to by a child a moment later: waited for */
+	int pp[2];
+	r = -9;
+	e.msg[0] = '\0';
+	if (wrote && pipe(pp) == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(pp[0]);
+			usleep(200000);
+			_exit(write(pp[1], b.data, b.len) == (ssize_t)b.len ? 0 : 1);
+		}
+		close(pp[1]);
+		if (scoreio_stream_open(&st, pp[0], "pipe", &e) == 0) {
+			r = scoreio_stream_next(&st, &g[0], &e);
+			scoreio_stream_close(&st);
+		}
+		close(pp[0]);
+		waitpid(pid, NULL, 0);
+	}
+	ok(r == 1 && g[0].group_id.num == 1, "a pipe not yet written: the next group waited for (%d, %s)", r, e.msg);
+	group_free(&g[0]);
+	for (int i = 0; i < 4; i++)
+		group_free(&in[i]);
+	buf_free(&b);
+}
+
+/* Standard input's output published: under the step of the first group's
+ * first trajectory (3 here, the later ones 5), 0 when it has none; and
+ * with each file system call failing in turn, from the open to the
+ * commit (then aborted, as grpo-score does), said, and nothing left but
+ * after the rename. */
+static int pub_all(const char *q, struct group *gs, int n, char *name, size_t size, struct err *e)
+{
+	struct scoreio_pub p;
+	if (scoreio_pub_open(&p, q, e) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (scoreio_pub_group(&p, &gs[i], 1, e) < 0) {
+			scoreio_pub_abort(&p);
+			return -1;
+		}
+	int r = scoreio_pub_commit(&p, name, size, e);
+	if (r < 0)
+		scoreio_pub_abort(&p);
+	return r;
+}
+
+static void pub_more(void)
+{
+	struct group gs[2];
+	one_group(&gs[0], 1, 2, 10);
+	one_group(&gs[1], 2, 1, 20);
+	for (int i = 0; i < 2; i++)
+		response(&gs[i]);
+	gs[0].trajs[0].policy_version = 3;
+	gs[0].trajs[1].policy_version = 5;
+	gs[1].trajs[0].policy_version = 5;
+	char root[] = "/tmp/test_scoreio_pub2.XXXXXX", q[700], name[256], path[1000], tmp[800];
+	ok(mkdtemp(root) != NULL, "a temporary directory");
+	struct err e = { 0 };
+	snprintf(q, sizeof q, "%s/a", root);
+	int r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(path, sizeof path, "%s/step_3/rank_0", q);
+	ok(r == 0 && strcmp(ls(path), "stdin-af7f43de62f5fddb.zst ") == 0, "published under step_3 (%s)", ls(path));
+	r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+	ok(r == 1 && strcmp(ls(tmp), "") == 0, "again: 1, the first copy kept, no temporary");
+	gs[0].trajs[0].policy_version = -1;
+	snprintf(q, sizeof q, "%s/b", root);
+	r = pub_all(q, gs, 2, name, sizeof name, &e);
+	snprintf(path, sizeof path, "%s/step_0/rank_0", q);
+	ok(r == 0 && *ls(path), "the first trajectory without a policy version: step_0 (%s)", ls(path));
+	gs[0].trajs[0].policy_version = 3;
+
+	long calls = 0, bad = 0;
+	for (long k = 0; k <= calls && !bad; k++) {
+		snprintf(q, sizeof q, "%s/f%ld", root, k);
+		snprintf(path, sizeof path, "%s/step_3/rank_0/stdin-af7f43de62f5fddb.zst", q);
+		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+		e.msg[0] = '\0';
+		fsys_test_fail_at(k, EIO);
+		r = pub_all(q, gs, 2, name, sizeof name, &e);
+		if (k == 0)
+			calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		uint32_t ids[4], sizes[4];
+		uint64_t copies;
+		int n = read_back(path, ids, sizes, &copies);
+		int said = strstr(e.msg, strerror(EIO)) != NULL, whole = n == 2 && sizes[0] == 2 && ids[1] == 2;
+		bad = *ls(tmp) || (r == 0 ? k != 0 || !whole : r != -1 || !said || (k == calls ? !whole : n != -1));
+		if (bad)
+			diag("call %ld of %ld failing: %d, %d groups, temporaries '%s' (%s)", k, calls, r, n, ls(tmp),
+			     e.msg);
+	}
+	ok(calls > 3 && !bad, "each of the %ld file system calls failing: said, and nothing left but after the rename",
+	   calls);
+	snprintf(path, sizeof path, "rm -r '%s'", root);
+	system(path);
+	for (int i = 0; i < 2; i++)
+		group_free(&gs[i]);
+}
+
+/* 100 groups read whole, in order (the array grows past its first 16);
+ * the same input cut short, an error. */
+static void read_many(void)
+{
+	enum { N = 100 };
+	struct group in[N];
+	for (int i = 0; i < N; i++) {
+		one_group(&in[i], i, 1, 10 * i);
+		response(&in[i]);
+	}
+	struct buf b = { 0 };
+	int fd = encode(&b, in, N) == 0 ? file_of(&b, b.len) : -1;
+	struct group *gs = NULL;
+	uint32_t n = 0;
+	uint64_t copies = 9;
+	struct err e = { 0 };
+	int r = fd >= 0 ? scoreio_read(fd, "many", &gs, &n, &copies, &e) : -1;
+	int order = r == 0 && n == N;
+	for (uint32_t g = 0; order && g < n; g++)
+		order = gs[g].group_id.num == g && gs[g].n == 1;
+	ok(order && copies == 0, "%d groups read, in order (%d, %u, %s)", N, r, n, e.msg);
+	for (uint32_t g = 0; g < n; g++)
+		group_free(&gs[g]);
+	free(gs);
+	if (fd >= 0)
+		close(fd);
+
+	/* cut short: an error naming the input, no groups (and none leaked) */
+	fd = b.len ? file_of(&b, b.len - 8) : -1;
+	gs = NULL, n = 7;
+	e.msg[0] = '\0';
+	r = fd >= 0 ? scoreio_read(fd, "many", &gs, &n, &copies, &e) : 0;
+	ok(r == -1 && gs == NULL && n == 7 && strncmp(e.msg, "many: ", 6) == 0, "cut short: -1, nothing returned (%s)",
+	   e.msg);
+	for (int i = 0; i < N; i++)
+		group_free(&in[i]);
+	if (fd >= 0)
+		close(fd);
+	buf_free(&b);
+}
+
+/* A group whose compressed bytes outgrow the writer's buffer, so that
+ * they reach the file while groups are still written: each file system
+ * call failing in turn, the publish fails saying why and leaves nothing
+ * (a write that failed must not be skipped and the rest published), but
+ * after the rename. */
+static void publish_big(void)
+{
+	enum { T = 400000 };
+	struct group gs[2];
+	one_group(&gs[0], 1, 1, 10);
+	one_group(&gs[1], 2, 1, 20);
+	uint64_t x = 88172645463325252ull;
+	for (int g = 0; g < 2; g++) {
+		struct traj *t = &gs[g].trajs[0];
+		t->n_prompt = 1, t->n_response = T;
+		t->prompt_tokens = calloc(1, sizeof(int32_t));
+		t->response_tokens = malloc(T * sizeof(int32_t));
+		t->logprobs = malloc(T * sizeof(float));
+		for (int i = 0; i < T; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			t->response_tokens[i] = (int32_t)(x % 150000);
+			t->logprobs[i] = -(float)(x >> 40) / (float)(1 << 20);
+		}
+	}
+	const uint8_t keep[2] = { 1, 1 };
+	char root[] = "/tmp/test_scoreio_big.XXXXXX", q[700], file[800], tmp[800];
+	ok(mkdtemp(root) != NULL, "a temporary directory");
+	long calls = 0, bad = 0;
+	for (long k = 0; k <= calls && !bad; k++) {
+		struct err e = { 0 };
+		snprintf(q, sizeof q, "%s/f%ld", root, k);
+		snprintf(file, sizeof file, "%s/step_7/rank_0/a.zst", q);
+		snprintf(tmp, sizeof tmp, "%s/.tmp", q);
+		fsys_test_fail_at(k, EIO);
+		int r = scoreio_publish(q, 7, 0, "a.zst", gs, 2, keep, &e);
+		if (k == 0)
+			calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		uint32_t ids[4], sizes[4];
+		uint64_t copies;
+		int n = read_back(file, ids, sizes, &copies);
+		int said = strstr(e.msg, strerror(EIO)) != NULL, whole = n == 2 && ids[0] == 1 && ids[1] == 2;
+		bad = *ls(tmp) || (r == 0 ? k != 0 || !whole : r != -1 || !said || (k == calls ? !whole : n != -1));
+		if (bad)
+			diag("call %ld of %ld failing: %d, %d groups, temporaries '%s' (%s)", k, calls, r, n, ls(tmp),
+			     e.msg);
+	}
+	ok(calls > 10 && !bad, "two groups of %d tokens, each of the %ld file system calls failing: said, and nothing "
+	   "left but after the rename", T, calls);
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", root);
+	system(cmd);
+	for (int g = 0; g < 2; g++)
+		group_free(&gs[g]);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -308,5 +832,13 @@ int main(void)
 	buf_free(&b);
 	merge_many();
 	stream_ready();
+	publish();
+	place();
+	read_copies();
+	seen_versions();
+	stream_more();
+	pub_more();
+	read_many();
+	publish_big();
 	return tap_done();
 }
