@@ -96,16 +96,18 @@ else
 fi
 
 # A long run: 150,000 steps of trainer lines and of scorer lines. Each line
-# looked for its row from the first, which took about a minute; seconds now.
+# once looked for its row from the first, which took about a minute; it
+# takes seconds now. No time is asserted (a bound fails on a slow machine):
+# a table gone quadratic again shows as this script taking minutes.
 if [ -n "${GRPO_SANITIZED:-}" ]; then
-	skip "a sanitized build: no bound on time"
+	skip "a sanitized build: the 150,000-line run is the plain build's"
 else
 	awk 'BEGIN { for (i = 1; i <= 150000; i++) printf "{\"step\":%d,\"kl\":0.5,\"grad_norm\":1}\n", i }' > "$T/long-step.jsonl"
 	awk 'BEGIN { for (i = 0; i < 150000; i++)
 		printf "{\"input\":\"/s/rollouts/step_%d/rank_0/a.zst\",\"sequences\":4,\"rewards\":{\"r\":{\"mean\":1}}}\n", i }' \
 		> "$T/long-score.jsonl"
-	timeout 30 grpo-spool plot "$T/none" --metrics "$T/long-step.jsonl" --metrics "$T/long-score.jsonl" --tsv \
+	grpo-spool plot "$T/none" --metrics "$T/long-step.jsonl" --metrics "$T/long-score.jsonl" --tsv \
 		> "$T/got" 2> "$T/err"
 	is "$?:$(cat "$T/err"):$(wc -l < "$T/got"):$(tail -n 1 "$T/got")" "0::150001:$(printf '150000\t1\t0.5\t-\t-\t1\t-')" \
-		"150,000 steps of both kinds plotted within 30 s (a loose bound)"
+		"150,000 steps of both kinds plotted, one row a step"
 fi

@@ -694,7 +694,8 @@ static void threads(void)
 /* A step of 400,000 sequences into about 200,000 micro-batches for 8
  * ranks: first fit scanned every open bin for every sequence, and the
  * ranks' partition every partial one for every merge (half a minute and
- * more on a fast machine); it must take a few seconds at most. */
+ * more on a fast machine); it takes a few seconds now, said, not
+ * asserted: a step gone quadratic again shows as this test taking minutes. */
 static void large(void)
 {
 	enum { N = 400000, T = 256 };
@@ -714,10 +715,7 @@ static void large(void)
 	double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
 	ok(rc == 0 && r.n_items == N && r.bin_start[r.k] == N && r.k >= r.lower_bound,
 	   "%u sequences packed, into %u micro-batches", N, r.k);
-	if (getenv("GRPO_SANITIZED"))   /* several times slower there, and not what is tested */
-		skip("a sanitized build: no bound on time");
-	else
-		ok(s < 10, "in %.2f s of CPU (a loose bound, ten seconds)", s);
+	diag("packed in %.2f s of CPU", s);   /* said, not asserted: a bound fails on a slow machine */
 	pack_result_free(&r);
 	free(it);
 }
