@@ -169,6 +169,14 @@ MODULES = {
         objects=["build/lib/score/scoreio.o"],
         tests=[UNIT + "test_scoreio", CLI + "score-names.t", CLI + "score-repeats.t", CLI + "score-rounds.t",
                CLI + "score-again.t", CLI + "record-numbers.t", CLI + "group-integrity.t", CLI + "score-stream.t"]),
+    "spool": dict(
+        files=["lib/spool/spool.c"],
+        targets=["build/tests/test_spool", "build/tests/test_claim", "build/tests/test_tempfile",
+                 "build/tests/test_queue", "build/tests/test_packbuf", "build/bin/grpo-spool",
+                 "build/bin/grpo-pack"],
+        objects=["build/lib/spool/spool.o"],
+        tests=[UNIT + "test_spool", UNIT + "test_claim", UNIT + "test_queue", UNIT + "test_packbuf",
+               UNIT + "test_tempfile", CLI + "spool.t", CLI + "spool-status.t"]),
 }
 
 UNITS_ONLY = False
