@@ -601,7 +601,7 @@ static int from_json(char **files, int nfiles, const char *output)
 	}
 	if (!tmp && isatty(out.fd)) {
 		cli_warn("--from-json: not writing a binary spool file to a terminal "
-				"(use -o FILE or a pipe)");
+			 "(use -o FILE or a pipe)");
 		if (out.fd != STDOUT_FILENO)
 			close(out.fd);
 		return 2;

@@ -305,7 +305,7 @@ static int publish(const struct opts *o, struct held *h, uint64_t hash, const ch
 		char fin[PATH_MAX];
 		if (r >= 0 && o->verbose)
 			cli_warn("%s: %s %s", name, r == 1 ? "already published:" : "published",
-				spool_out_path(&so[done], fin, sizeof fin));
+				 spool_out_path(&so[done], fin, sizeof fin));
 		if (r > 0)
 			r = 0;
 		else if (r < 0 && done > 0)
@@ -389,8 +389,8 @@ int open_cursor(const struct gen_opts *g, struct cursor *c, long long *offset, i
 void warn_prompt_differs(const char *where, uint64_t n)
 {
 	cli_warn("%s: warning: the server's prompt ids differ from those sent in %llu sequence%s: "
-		"stored the server's, which its logprobs are of", where, (unsigned long long)n,
-		n == 1 ? "" : "s");
+		 "stored the server's, which its logprobs are of", where, (unsigned long long)n,
+		 n == 1 ? "" : "s");
 }
 
 /* -v: record `what` of the line at `where` dropped as an exact repeat of
@@ -406,7 +406,7 @@ void warn_repeats(uint64_t n)
 {
 	if (n)
 		cli_warn("warning: %llu record%s repeated an earlier one exactly: dropped",
-			(unsigned long long)n, n == 1 ? "" : "s");
+			 (unsigned long long)n, n == 1 ? "" : "s");
 }
 
 static const char *input_name(const char *file)
@@ -430,7 +430,7 @@ static int report_groups(const struct groupset *s, int verbose)
 		if (count[k] == 0)
 			continue;
 		cli_warn("warning: %llu %s %s", (unsigned long long)count[k],
-			k ? (count[k] == 1 ? "group_id" : "group_ids") : (count[k] == 1 ? "group" : "groups"), what[k]);
+			 k ? (count[k] == 1 ? "group_id" : "group_ids") : (count[k] == 1 ? "group" : "groups"), what[k]);
 		if (!verbose)
 			continue;
 		if (groupset_ids(s, k ? GROUPSET_SPLIT : GROUPSET_SINGLE, &ids, &n, &e) < 0) {
@@ -804,8 +804,8 @@ int main(int argc, char **argv)
 			 * whole file does not have, and publish it again then. */
 			if (r < 0 && len > 0 && line[len - 1] != '\n' && json_cut_short(line, len)) {
 				cli_warn("%s:%llu: ends mid-record (its last line is cut short, without a "
-					"newline): nothing of it published; try again once it is complete", name,
-					(unsigned long long)lineno);
+					 "newline): nothing of it published; try again once it is complete", name,
+					 (unsigned long long)lineno);
 				failed = incomplete = 1;
 				break;
 			}
@@ -841,7 +841,7 @@ int main(int argc, char **argv)
 		}
 		if (bad)
 			cli_warn("%s: skipped %llu of %llu line%s", name, (unsigned long long)bad,
-				(unsigned long long)(col.lines - lines0), col.lines - lines0 == 1 ? "" : "s");
+				 (unsigned long long)(col.lines - lines0), col.lines - lines0 == 1 ? "" : "s");
 		if (o.verbose) {
 			char fmts[64] = "";
 			for (int k = COLLECT_NATIVE; k <= COLLECT_ATROPOS; k++)
@@ -851,9 +851,9 @@ int main(int argc, char **argv)
 			uint64_t lines = col.lines - lines0, groups = col.groups - groups0, trajs = col.trajs - trajs0,
 				 tokens = col.tokens - tokens0;
 			cli_warn("%s: %llu line%s (%s), %llu group%s, %llu trajector%s, %llu response token%s",
-				name, (unsigned long long)lines, cli_s((long long)lines), *fmts ? fmts : "none",
-				(unsigned long long)groups, cli_s((long long)groups), (unsigned long long)trajs,
-				trajs == 1 ? "y" : "ies", (unsigned long long)tokens, cli_s((long long)tokens));
+				 name, (unsigned long long)lines, cli_s((long long)lines), *fmts ? fmts : "none",
+				 (unsigned long long)groups, cli_s((long long)groups), (unsigned long long)trajs,
+				 trajs == 1 ? "y" : "ies", (unsigned long long)tokens, cli_s((long long)tokens));
 		}
 		col.formats = 0;
 		int r = 0;
@@ -893,14 +893,14 @@ int main(int argc, char **argv)
 	groupset_free(&groups);
 	if (o.verbose && answers_path)
 		cli_warn("%llu trajector%s answered from %s", (unsigned long long)col.answered,
-			col.answered == 1 ? "y" : "ies", answers_path);
+			 col.answered == 1 ? "y" : "ies", answers_path);
 	/* keyed otherwise than the groups (a data set's own "id"), the answers
 	 * would all be dropped, and every reward then scored without one */
 	if (status == 0 && answers_path && answers.n && col.answered == 0 && col.trajs > 0)
 		cli_warn("warning: %s: %s %zu answer%s matched %s of the %llu group%s imported "
-			"(a line is keyed by its \"index\", else its \"id\", else its line number)",
-			answers_path, answers.n == 1 ? "its" : "none of its", answers.n, answers.n == 1 ? "" : "s",
-			answers.n == 1 ? "none" : "any", (unsigned long long)col.groups, col.groups == 1 ? "" : "s");
+			 "(a line is keyed by its \"index\", else its \"id\", else its line number)",
+			 answers_path, answers.n == 1 ? "its" : "none of its", answers.n, answers.n == 1 ? "" : "s",
+			 answers.n == 1 ? "none" : "any", (unsigned long long)col.groups, col.groups == 1 ? "" : "s");
 	free(held.g);
 	collect_free(&col);
 	if (answers_path)

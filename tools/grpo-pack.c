@@ -151,8 +151,8 @@ static void warn_future(const struct state *s, const struct packbuf_step *t)
 		}
 	if (n)
 		cli_warn("step %lld: warning: %u sequence%s sampled from policy versions after %lld (up to "
-			"%lld): is the batches queue behind the scored one (--step)?", (long long)s->o.step,
-			n, n == 1 ? "" : "s", (long long)s->o.step - 1, (long long)newest);
+			 "%lld): is the batches queue behind the scored one (--step)?", (long long)s->o.step,
+			 n, n == 1 ? "" : "s", (long long)s->o.step - 1, (long long)newest);
 }
 
 /*
@@ -167,10 +167,10 @@ static void warn_mixed_ref(const struct state *s, const struct packbuf_step *t)
 		without += t->seq[i].t->ref_logprobs == NULL;
 	if (without > 0 && without < t->n)
 		cli_warn("step %lld: warning: %u of its %u sequences %s no reference logprobs: %s, "
-			"and grpo-step --beta will refuse %s; score every sequence against the same reference, or "
-			"none", (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
-			without == 1 ? "the micro-batch holding it carries none" : "the micro-batches holding them carry none",
-			without == 1 ? "it" : "them");
+			 "and grpo-step --beta will refuse %s; score every sequence against the same reference, or "
+			 "none", (long long)s->o.step, without, t->n, without == 1 ? "has" : "have",
+			 without == 1 ? "the micro-batch holding it carries none" : "the micro-batches holding them carry none",
+			 without == 1 ? "it" : "them");
 }
 
 /* Pack and publish one step from the buffer; 0 when the buffer was empty.
@@ -194,8 +194,8 @@ static int pack_step(struct state *s, int flush, struct err *e)
 	}
 	if (st.rolled_back)
 		cli_warn("step %lld: rolled back the %u file%s that a packer which died or failed "
-			"publishing it had left without DONE", (long long)s->o.step, st.rolled_back,
-			st.rolled_back == 1 ? "" : "s");
+			 "publishing it had left without DONE", (long long)s->o.step, st.rolled_back,
+			 st.rolled_back == 1 ? "" : "s");
 	struct buf m = { 0 };
 	if (packstep_metrics(&m, &st, b->runs, b->n_runs, &b->drops) == 0)
 		emit_metrics(s, &m);
@@ -238,7 +238,7 @@ static int finish_input(struct state *s, struct err *e)
 	if (hold && b->n > 0) {
 		if (s->o.verbose)
 			cli_warn("%zu sequence%s left queued for a later step (--flush packs %s now)",
-				b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
+				 b->n, b->n == 1 ? "" : "s", b->n == 1 ? "it" : "them");
 		packbuf_hold(b);
 		report_drops(s, 0);
 		return 0;
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
 			goto fail;
 		if (r == 1) {
 			cli_warn("%s: another grpo-pack is publishing into this queue (it holds "
-				"%s/.lock); try again later", o->out, o->out);
+				 "%s/.lock); try again later", o->out, o->out);
 			status = CLI_EXIT_LATER;
 			goto fail_quiet;
 		}
@@ -519,8 +519,8 @@ int main(int argc, char **argv)
 	}
 	if (settled == 1 && o->verbose)
 		cli_warn("%s: this input, with these options, is published already (job %016llx, "
-			"from step %lld); nothing of it is packed again", o->out,
-			(unsigned long long)s.b.job.hash, (long long)s.b.job.published_from);
+			 "from step %lld); nothing of it is packed again", o->out,
+			 (unsigned long long)s.b.job.hash, (long long)s.b.job.published_from);
 	for (int i = 0; i < nargs; i++)
 		if (cli_is_queue(argv[optind + i]) && consume_queue(&s, argv[optind + i], o->watch, &e) < 0)
 			goto fail;

@@ -334,7 +334,7 @@ static int publish(struct state *s, const char *path, const struct claim *c, con
 	int r = scoreio_publish(s->o.out, step, rank, name, gs, n, keep, e);
 	if (r == 1 && s->o.verbose)
 		cli_warn("%s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped",
-			s->o.out, (long long)step, rank, name);
+			 s->o.out, (long long)step, rank, name);
 	return r;
 }
 
@@ -347,10 +347,10 @@ static void note_seen(struct state *s, const char *name, const struct group *g, 
 	scored_group_text(g, gid, sizeof gid);
 	if (streamed)
 		cli_warn("%s: group %s came earlier too, apart from these records; each part is "
-			"normalized over its own members", name, gid);
+			 "normalized over its own members", name, gid);
 	else
 		cli_warn("%s: group %s came in an earlier input too; each part is normalized "
-			"over its own members", name, gid);
+			 "over its own members", name, gid);
 }
 
 /*
@@ -379,8 +379,8 @@ static void warn_copies(const char *name, uint64_t n)
 {
 	if (n)
 		cli_warn("%s: warning: %llu sequence%s repeated one before %s in %s group exactly: dropped",
-			name, (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
-			n == 1 ? "its" : "their");
+			 name, (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+			 n == 1 ? "its" : "their");
 }
 
 /* What an input's scoring found, once it is all published: notes and the
@@ -389,14 +389,14 @@ static void report(struct state *s, const char *name, const struct scorer_stats 
 {
 	if (st->nonfinite)
 		cli_warn("%s: %u non-finite reward%s stored as 0, %s sequence%s advantage 0 (first: "
-			"%s)", name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
-			st->nonfinite == 1 ? "its" : "their", st->nonfinite == 1 ? "'s" : "s'", st->first_nonfinite);
+			 "%s)", name, st->nonfinite, st->nonfinite == 1 ? "" : "s",
+			 st->nonfinite == 1 ? "its" : "their", st->nonfinite == 1 ? "'s" : "s'", st->first_nonfinite);
 	if (st->singletons)
 		cli_warn("%s: %u group%s of one member: no baseline, advantage 0", name,
-			st->singletons, st->singletons == 1 ? "" : "s");
+			 st->singletons, st->singletons == 1 ? "" : "s");
 	if (st->min_size != st->max_size)
 		cli_warn("%s: group sizes differ (%u to %u); each group is normalized over its own "
-			"members", name, st->min_size, st->max_size);
+			 "members", name, st->min_size, st->max_size);
 	struct buf m = { 0 };
 	if ((!dropped || line_owed(s, name, is_stdin)) && scorer_metrics(&m, name, st) == 0) {
 		if (s->metrics && (fwrite(m.data, 1, m.len, s->metrics) != m.len || fflush(s->metrics) != 0))
@@ -540,7 +540,7 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		char out[64];
 		if ((r = scoreio_pub_commit(&pub, out, sizeof out, e)) == 1 && s->o.verbose)
 			cli_warn("%s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped",
-				s->o.out, (long long)pub.step, out);
+				 s->o.out, (long long)pub.step, out);
 		dropped = r == 1;
 		r = r < 0 ? -1 : 0;
 	}
@@ -624,7 +624,7 @@ static int setup(struct state *s, struct err *e)
 			if (s->ref.gpu)
 				model_gpu_describe(s->ref.gpu, where, sizeof where);
 			cli_warn("reference model %s on %s%s", s->ref.dir, where,
-				s->ref.gpu ? (o->fp32 ? ", fp32" : ", bf16") : "");
+				 s->ref.gpu ? (o->fp32 ? ", fp32" : ", bf16") : "");
 		}
 	}
 	if (text) {

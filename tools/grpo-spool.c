@@ -388,7 +388,7 @@ static int not_a_spool(const char *spool, char **names, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (spool_parse_step(names[i], &step) == 0 || spool_parse_rank(names[i], &rank) == 0) {
 			cli_warn("%s: a queue or a step, not a spool (it holds %s): give the spool above it",
-				spool, names[i]);
+				 spool, names[i]);
 			return 1;
 		}
 	return 0;
@@ -513,8 +513,8 @@ static int cmd_recover(const char *spool, const struct opts *op)
 	close(fd);
 	if (op->verbose)
 		cli_warn("%s: %ld claim%s returned, %ld live, %ld temporar%s removed, "
-			"%ld interrupted gc finished", spool, st.returned, cli_s(st.returned), st.live,
-			st.tmp_removed, st.tmp_removed == 1 ? "y" : "ies", st.gc_finished);
+			 "%ld interrupted gc finished", spool, st.returned, cli_s(st.returned), st.live,
+			 st.tmp_removed, st.tmp_removed == 1 ? "y" : "ies", st.gc_finished);
 	return bad;
 }
 
@@ -575,7 +575,7 @@ static int cmd_gc(const char *spool, const struct opts *op)
 	close(fd);
 	if (op->verbose)
 		cli_warn("%s: %ld step%s removed, %ld archived, %ld old step%s not finished",
-			spool, st.removed, cli_s(st.removed), st.archived, st.unfinished, cli_s(st.unfinished));
+			 spool, st.removed, cli_s(st.removed), st.archived, st.unfinished, cli_s(st.unfinished));
 	return bad;
 }
 
@@ -594,7 +594,7 @@ static int cmd_quarantine(char **files, int n, const struct opts *op)
 			rc = cli_worse_status(rc, cli_failure_status(e.errnum));
 		} else if (r == 1) {
 			cli_warn("%s: claimed by a live consumer (host %s, pid %ld); "
-				"try again once it lets go", files[i], who.host[0] ? who.host : "?", who.pid);
+				 "try again once it lets go", files[i], who.host[0] ? who.host : "?", who.pid);
 			rc = cli_worse_status(rc, CLI_EXIT_LATER);
 		} else if (op->verbose) {
 			cli_warn("%s: quarantined %sas %s", files[i], r == 2 ? "already " : "", dest);
@@ -714,7 +714,7 @@ static int check_queue(const char *queue, int follow)
 	}
 	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		cli_warn("%s: no such spool directory %s (a --watch creates the queue, not the spool)",
-			queue, parent);
+			 queue, parent);
 		return -1;
 	}
 	return 0;
@@ -766,7 +766,7 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	 * consumed, and as grpo-step stopped short of --steps, the next run goes on */
 	if (r == 0 && !op->w.follow && watch_stopped(w)) {
 		cli_warn("%s: stopped by %s before the end of the pass; what is left waits",
-			queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
+			 queue, watch_stopped(w) == SIGINT ? "SIGINT" : "SIGTERM");
 		bad = cli_worse_status(bad, CLI_EXIT_LATER);
 	}
 	if (op->verbose) {

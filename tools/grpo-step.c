@@ -598,8 +598,8 @@ static void read_step(const struct args *a, int64_t step, struct done_manifest *
 		size_t unknown = step_mask_truncated(*mbs, *n, cut);
 		if (unknown)
 			cli_warn("step %lld: warning: --mask-truncated: %zu of %.0f sequences have no "
-				"finish_reason (their source gave none), so they are trained whether cut or not",
-				(long long)step, unknown, counted.seqs);
+				 "finish_reason (their source gave none), so they are trained whether cut or not",
+				 (long long)step, unknown, counted.seqs);
 		/* the other ranks' truncated sequences leave the totals too: count them (read, not trained) */
 		for (int k = 0; a->rank >= 0 && k < (int)dm->ranks; k++) {
 			struct microbatch *o;
@@ -856,7 +856,7 @@ int main(int argc, char **argv)
 		cli_die_err(&e);
 	if (r != 0 || base != step - 1)
 		cli_die(1, "%s: step %lld starts from step_%lld, which is not there (newest: step_%lld)", a.policy,
-		    (long long)step, (long long)step - 1, (long long)newest);
+			(long long)step, (long long)step - 1, (long long)newest);
 
 	struct model m;
 	struct optim op;
@@ -956,7 +956,7 @@ int main(int argc, char **argv)
 				cli_die_err(&e);
 			if (r == 1)
 				cli_die(1, "%s/step_%lld appeared while training it: another grpo-step?", a.policy,
-				    (long long)step);
+					(long long)step);
 			unflushed = r == CKPT_UNFLUSHED;
 		}
 		double te = now();
