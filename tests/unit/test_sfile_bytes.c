@@ -581,14 +581,21 @@ static int same_bytes(const struct buf *a, const struct buf *b)
 	return 0;
 }
 
+/* A file zstd alone made of raw (one whole frame). */
+static void zfile(struct buf *file, const struct buf *raw)
+{
+	buf_reset(file);
+	buf_reserve(file, ZSTD_compressBound(raw->len));
+	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
+}
+
 /* The manual's bytes as a file zstd alone made, read back: the number of
  * records, each freed; -1 with e set on error. `back` receives what a
  * writer writes of the records read (empty on error). */
 static int read_back(const struct buf *raw, struct buf *back, struct err *e)
 {
 	struct buf file = { 0 };
-	buf_reserve(&file, ZSTD_compressBound(raw->len));
-	file.len = ZSTD_compress(file.data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
+	zfile(&file, raw);
 	struct sfile_reader r;
 	struct record recs[NREC + 1];
 	int n = 0, k;
@@ -608,14 +615,6 @@ static int read_back(const struct buf *raw, struct buf *back, struct err *e)
 
 /* ---- damaged fields: refused, naming the file, record, trajectory and field ---- */
 
-/* A file zstd alone made of raw (a whole frame: its content is what is damaged). */
-static void zfile(struct buf *file, const struct buf *raw)
-{
-	buf_reset(file);
-	buf_reserve(file, ZSTD_compressBound(raw->len));
-	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
-}
-
 /* A one-trajectory scored group whose reward_names field holds names (its
  * data as given, for two rewards), as a file. */
 static void names_file(struct buf *file, const void *names, size_t len)
@@ -631,9 +630,7 @@ static void names_file(struct buf *file, const void *names, size_t len)
 	x_field(&tr, 15, STRS, PLAIN, names, len);
 	x_nested(&p, 3, &tr);
 	x_record(&raw, 1, &p);
-	buf_reset(file);
-	buf_reserve(file, ZSTD_compressBound(raw.len));
-	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw.len), raw.data, raw.len, 1);
+	zfile(file, &raw);
 	buf_free(&raw);
 	buf_free(&p);
 	buf_free(&tr);
@@ -685,32 +682,37 @@ static void damaged_names(void)
 	buf_free(&file);
 }
 
-/* A micro-batch of one sequence of 2 tokens whose sequence ids are the id
- * list given (data as given), its payload ending in the tail given, as a
- * file. */
-static void mb_file(struct buf *file, const void *ids, size_t len, const void *tail, size_t tail_len)
+/* The fields of a micro-batch of one sequence of 2 tokens, the second
+ * trained, up to its seq_lens (input_ids left out when asked), into p. */
+static void x_mb_tokens(struct buf *p, int with_input_ids)
 {
 	static const int32_t tok[] = { 1, 2 }, pos[] = { 0, 1 };
 	static const uint8_t mask[] = { 0, 1 };
 	static const float adv[] = { 0, 1 }, lp[] = { 0, -1 }, temp[] = { 1, 1 };
 	static const uint32_t sl[] = { 2 };
+	if (with_input_ids)
+		x_array(p, 1, I32S, PLAIN, tok, 2, 4);
+	x_array(p, 2, I32S, PLAIN, pos, 2, 4);
+	x_array(p, 3, U8S, PLAIN, mask, 2, 1);
+	x_array(p, 4, F32S, PLAIN, adv, 2, 4);
+	x_array(p, 5, F32S, PLAIN, lp, 2, 4);
+	x_array(p, 7, F32S, PLAIN, temp, 2, 4);
+	x_array(p, 8, U32S, PLAIN, sl, 1, 4);
+}
+
+/* The micro-batch of x_mb_tokens whose sequence ids are the id list given
+ * (data as given), its payload ending in the tail given, as a file. */
+static void mb_file(struct buf *file, const void *ids, size_t len, const void *tail, size_t tail_len)
+{
 	static const int64_t gid[] = { 4 };
 	struct buf raw = { 0 }, p = { 0 };
 	buf_append(&raw, header, sizeof header);
-	x_array(&p, 1, I32S, PLAIN, tok, 2, 4);
-	x_array(&p, 2, I32S, PLAIN, pos, 2, 4);
-	x_array(&p, 3, U8S, PLAIN, mask, 2, 1);
-	x_array(&p, 4, F32S, PLAIN, adv, 2, 4);
-	x_array(&p, 5, F32S, PLAIN, lp, 2, 4);
-	x_array(&p, 7, F32S, PLAIN, temp, 2, 4);
-	x_array(&p, 8, U32S, PLAIN, sl, 1, 4);
+	x_mb_tokens(&p, 1);
 	x_field(&p, 15, IDS, PLAIN, ids, len);
 	x_array(&p, 10, I64S, PLAIN, gid, 1, 8);
 	buf_append(&p, tail, tail_len);
 	x_record(&raw, 2, &p);
-	buf_reset(file);
-	buf_reserve(file, ZSTD_compressBound(raw.len));
-	file->len = ZSTD_compress(file->data, ZSTD_compressBound(raw.len), raw.data, raw.len, 1);
+	zfile(file, &raw);
 	buf_free(&raw);
 	buf_free(&p);
 }
@@ -763,26 +765,15 @@ static void damaged_ids(void)
 	buf_free(&file);
 }
 
-/* A micro-batch of 2 tokens and one sequence as a file, with or without
- * input_ids, and with the group ids given (one a sequence is right; gid
- * NULL: no group_ids field). */
+/* The micro-batch of x_mb_tokens, with or without input_ids, of sequence
+ * 9 and the group ids given (one a sequence is right; gid NULL: no
+ * group_ids field), as a file. */
 static void mb_fields_file(struct buf *file, int with_input_ids, const int64_t *gid, size_t ngid)
 {
-	static const int32_t tok[] = { 1, 2 }, pos[] = { 0, 1 };
-	static const uint8_t mask[] = { 0, 1 };
-	static const float adv[] = { 0, 1 }, lp[] = { 0, -1 }, temp[] = { 1, 1 };
-	static const uint32_t sl[] = { 2 };
 	static const int64_t sid[] = { 9 };
 	struct buf raw = { 0 }, p = { 0 };
 	buf_append(&raw, header, sizeof header);
-	if (with_input_ids)
-		x_array(&p, 1, I32S, PLAIN, tok, 2, 4);
-	x_array(&p, 2, I32S, PLAIN, pos, 2, 4);
-	x_array(&p, 3, U8S, PLAIN, mask, 2, 1);
-	x_array(&p, 4, F32S, PLAIN, adv, 2, 4);
-	x_array(&p, 5, F32S, PLAIN, lp, 2, 4);
-	x_array(&p, 7, F32S, PLAIN, temp, 2, 4);
-	x_array(&p, 8, U32S, PLAIN, sl, 1, 4);
+	x_mb_tokens(&p, with_input_ids);
 	x_array(&p, 9, I64S, PLAIN, sid, 1, 8);
 	if (gid)
 		x_array(&p, 10, I64S, PLAIN, gid, ngid, 8);
@@ -896,8 +887,7 @@ static void no_successes(void)
 static void byte_at_a_time(const struct buf *raw)
 {
 	struct buf file = { 0 };
-	buf_reserve(&file, ZSTD_compressBound(raw->len));
-	file.len = ZSTD_compress(file.data, ZSTD_compressBound(raw->len), raw->data, raw->len, 1);
+	zfile(&file, raw);
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0) {
 		skip("no socketpair");
