@@ -719,13 +719,40 @@ void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
 
 /* ---- sources ---- */
 
+/* The rank directories of the sources retired, each flushed once: the
+ * next manifest no longer names them, so it must not reach the disk before
+ * their retirement does, or a power cut between the two would leave them
+ * waiting again, known to no manifest, to be packed a second time. */
+static int flush_retired(struct packbuf *b, struct err *e)
+{
+	int r = 0;
+	for (size_t i = 0; i < b->nsrc; i++) {
+		const struct claim *c = &b->src[i].c;
+		int seen = !b->src[i].unflushed;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = b->src[k].unflushed && claim_same_rank(&b->src[k].c, c);
+		if (!seen && r == 0 && claim_flush_done(c, e) < 0)
+			r = -1;
+	}
+	for (size_t i = 0; i < b->nsrc && r == 0; i++)
+		b->src[i].unflushed = 0;
+	return r;
+}
+
 int packbuf_retire(struct packbuf *b, struct err *e)
 {
-	for (size_t i = 0; i < b->nsrc; i++) {
+	int r = 0;
+	for (size_t i = 0; i < b->nsrc && r == 0; i++) {
 		struct packbuf_source *so = &b->src[i];
-		if (so->c.state == CLAIM_HELD && so->pending == 0 && claim_retire(&so->c, e) < 0)
-			return -1;
+		if (so->c.state != CLAIM_HELD || so->pending != 0)
+			continue;
+		int k = claim_retire(&so->c, e);
+		so->unflushed = k == 0;   /* 1: another holder retires it */
+		r = k < 0 ? -1 : 0;
 	}
+	/* those retired before a failure too: the manifest naming them is out */
+	if (flush_retired(b, r < 0 ? NULL : e) < 0 || r < 0)
+		return -1;
 	/* Forget the sources given up: kept, a --watch run grew by some 9 KiB
 	 * a file and went through them all at every step. No entry names one
 	 * (none pending), so only the entries' indices of the rest move. */

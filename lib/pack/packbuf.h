@@ -81,6 +81,7 @@ struct packbuf_source {
 	uint32_t *done, n_done, cap_done;   /* (n_done) ordinals handled: packed or dropped */
 	uint64_t dropped[PACKSTEP_N_DROP];  /* its part of drops */
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
+	int unflushed;            /* retired, the retirement not yet flushed (packbuf_retire) */
 };
 
 /* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h.

@@ -265,6 +265,18 @@ int claim_retire(struct claim *c, struct err *e)
 	return 0;
 }
 
+int claim_flush_done(const struct claim *c, struct err *e)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%.*s/.done", (int)c->dir_len, c->path);
+	return fsys_fsync_dir(dir, e);
+}
+
+int claim_same_rank(const struct claim *a, const struct claim *b)
+{
+	return a->dir_len == b->dir_len && memcmp(a->path, b->path, a->dir_len) == 0;
+}
+
 int claim_release(struct claim *c, struct err *e)
 {
 	if (c->state != CLAIM_HELD)

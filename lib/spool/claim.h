@@ -43,8 +43,11 @@
  * Claims and retirements are not fsync'ed: after a power cut a claim or a
  * done record may be missing, and the file is then consumed again; the
  * consumer's output has a deterministic name, so publishing it again is
- * dropped, and nothing is duplicated. A file is taken at most once at a
- * time, and once done it is never handed out again.
+ * dropped, and nothing is duplicated. A consumer whose output is not named
+ * by its input (grpo-pack: a new step) flushes the retirement instead
+ * (claim_flush_done) before anything that stops naming the file, its next
+ * manifest, is written. A file is taken at most once at a time, and once
+ * done it is never handed out again.
  *
  * Removing a record from .claimed wakes the other consumers' watches
  * (IN_DELETE: the file is waiting again), so a record that must go without
@@ -91,6 +94,11 @@ int claim_take(struct claim *c, const char *queue, int64_t step, int rank, const
 /* 0: retired; 1: the claim had been taken away as stale meanwhile (the new
  * holder will retire it; nothing to do); -1: error, still held. */
 int claim_retire(struct claim *c, struct err *e);
+/* Make the retirements of c's rank directory durable: its .done directory
+ * flushed (once for every file retired there). 0 or -1. */
+int claim_flush_done(const struct claim *c, struct err *e);
+/* 1 when a and b are claims on files of one rank directory. */
+int claim_same_rank(const struct claim *a, const struct claim *b);
 /* 0: the file is waiting again (or the claim had been taken away); -1: error, still held. */
 int claim_release(struct claim *c, struct err *e);
 /* For a caller past reporting (an error path, a close): claim_release, and on

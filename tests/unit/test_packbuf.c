@@ -4,6 +4,7 @@
  * and truncation counted once and in words, carrying for --fill-target,
  * and the fair turn with units carried across two runs.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,30 @@ static int to_spool(void *ctx, const void *p, size_t n, struct err *e)
 	return spool_write(ctx, p, n, e);
 }
 
+/* Publish QUEUE/step_N/rank_X/NAME holding one group of two sequences,
+ * ids sid and sid + 1, of 4 and 5 tokens. */
+static int put_group(const char *queue, int64_t step, int rank, const char *name, int64_t sid, struct err *e)
+{
+	struct traj t[2];
+	struct group g = { traj_id_num(sid), 2, t };
+	struct spool_out so;
+	struct sfile_writer w;
+	mk_traj(&t[0], sid, 4, NULL, 0);
+	mk_traj(&t[1], sid + 1, 5, NULL, 0);
+	int r = spool_open(&so, queue, step, rank, name, e);
+	if (r == 0) {
+		so.no_fsync = 1;
+		r = sfile_writer_init(&w, to_spool, &so, 1, e);
+		r = r < 0 ? r : sfile_write_group(&w, &g, e);
+		r = r < 0 ? r : sfile_writer_finish(&w, e);
+		sfile_writer_free(&w);
+		r = r < 0 ? (spool_abort(&so), r) : spool_commit(&so, e);
+	}
+	traj_free(&t[0]);
+	traj_free(&t[1]);
+	return r < 0 ? -1 : 0;
+}
+
 /* A --watch run: a queue file a step, each claimed, packed and retired.
  * The buffer kept every source it ever read (some 9 KiB each, and walked
  * at every step): it must hold only those it still has sequences of. */
@@ -279,24 +304,8 @@ static void many_sources(void)
 	size_t most = 0;
 	int r = 0, steps = 0;
 	for (int i = 0; i < FILES && r == 0; i++) {
-		struct traj t[2];
-		struct group g = { traj_id_num(i), 2, t };
-		struct spool_out so;
-		struct sfile_writer w;
 		struct claim c;
-		mk_traj(&t[0], 2 * i, 4, NULL, 0);
-		mk_traj(&t[1], 2 * i + 1, 5, NULL, 0);
-		r = spool_open(&so, queue, i, 0, "f.zst", &e);
-		if (r == 0) {
-			so.no_fsync = 1;
-			r = sfile_writer_init(&w, to_spool, &so, 1, &e);
-			r = r < 0 ? r : sfile_write_group(&w, &g, &e);
-			r = r < 0 ? r : sfile_writer_finish(&w, &e);
-			sfile_writer_free(&w);
-			r = r < 0 ? (spool_abort(&so), r) : spool_commit(&so, &e);
-		}
-		traj_free(&t[0]);
-		traj_free(&t[1]);
+		r = put_group(queue, i, 0, "f.zst", 2 * i, &e);
 		r = r < 0 ? r : claim_take(&c, queue, i, 0, "f.zst", 0, &e) != 0 ? -1 : 0;
 		r = r < 0 ? r : packbuf_read_claim(&b, &c, &e);
 		most = b.nsrc > most ? b.nsrc : most;
@@ -315,6 +324,76 @@ static void many_sources(void)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
 	if (system(cmd) != 0)
 		diag("could not remove %s", top);
+}
+
+/* Pack the three files of queue (step_0: rank_0/a.zst, rank_0/b.zst,
+ * rank_1/c.zst) into step 1, then retire them with the kth file system
+ * call failing (0: none): packbuf_retire's result, its message in e. */
+static int retire_failing(const char *queue, long k, struct err *e)
+{
+	static const struct { int rank; const char *name; } f[] = { { 0, "a.zst" }, { 0, "b.zst" }, { 1, "c.zst" } };
+	struct packbuf_opt o = opt(16);
+	struct packstep_opt po = popt(16);
+	struct packbuf b;
+	struct packbuf_step st;
+	packbuf_init(&b, &o);
+	int r = 0;
+	for (int i = 0; i < 3 && r == 0; i++) {
+		struct claim c;
+		r = put_group(queue, 0, f[i].rank, f[i].name, 2 * i, e);
+		r = r < 0 ? r : claim_take(&c, queue, 0, f[i].rank, f[i].name, 0, e) != 0 ? -1 : 0;
+		r = r < 0 ? r : packbuf_read_claim(&b, &c, e);
+	}
+	if (r == 0 && packbuf_take(&b, 1, 1, &po, &st, e) == 1) {
+		packbuf_commit(&b, &st);
+		fsys_test_fail_at(k, EIO);
+		r = packbuf_retire(&b, e);
+		fsys_test_fail_at(0, 0);
+	} else if (r == 0) {
+		r = err_set(e, "no step taken: %s", e->msg);
+	}
+	packbuf_release(&b);
+	packbuf_free(&b);
+	return r;
+}
+
+/* grpo-pack's next manifest no longer names the files it retired, so
+ * their retirement must be on disk first (claim.h): each rank directory's
+ * .done flushed, once, and a failure to flush it is an error. */
+static void retire_flushes(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	struct err e = { 0 };
+	int flushed0 = 0, flushed1 = 0, other = 0, r;
+	long k;
+	for (k = 1; k < 100; k++) {
+		shell("rm -rf '%s'", queue);
+		if ((r = retire_failing(queue, k, &e)) == 0)
+			break;
+		if (strstr(e.msg, "/step_0/rank_0/.done: fsync failed"))
+			flushed0++;
+		else if (strstr(e.msg, "/step_0/rank_1/.done: fsync failed"))
+			flushed1++;
+		else if (!strstr(e.msg, "Input/output error"))
+			diag("call %ld: %s", k, e.msg), other++;
+	}
+	ok(r == 0 && other == 0, "retired after %ld failing calls, each said", k - 1);
+	ok(flushed0 == 1 && flushed1 == 1, "rank_0/.done flushed once for its two files (%d), rank_1/.done once (%d)",
+	   flushed0, flushed1);
+	char done[128];
+	int all = 1;
+	for (int i = 0; i < 3; i++) {
+		static const char *const rec[] = { "rank_0/.done/a.zst", "rank_0/.done/b.zst", "rank_1/.done/c.zst" };
+		snprintf(done, sizeof done, "%s/step_0/%s", queue, rec[i]);
+		all &= access(done, F_OK) == 0;
+	}
+	ok(all, "the three files retired");
+	shell("rm -rf '%s'", top);
 }
 
 /*
@@ -526,6 +605,7 @@ int main(void)
 	carry();
 	fair_carry();
 	many_sources();
+	retire_flushes();
 	publish();
 	return tap_done();
 }
