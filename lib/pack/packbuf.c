@@ -333,6 +333,26 @@ int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, st
 	return rc < 0 ? -1 : 0;
 }
 
+/* The rank directories of the sources retired, each flushed once: the
+ * next manifest no longer names them, so it must not reach the disk before
+ * their retirement does, or a power cut between the two would leave them
+ * waiting again, known to no manifest, to be packed a second time. */
+static int flush_retired(struct packbuf *b, struct err *e)
+{
+	int r = 0;
+	for (size_t i = 0; i < b->nsrc; i++) {
+		const struct claim *c = &b->src[i].c;
+		int seen = !b->src[i].unflushed;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = b->src[k].unflushed && claim_same_rank(&b->src[k].c, c);
+		if (!seen && r == 0 && claim_flush_done(c, e) < 0)
+			r = -1;
+	}
+	for (size_t i = 0; i < b->nsrc && r == 0; i++)
+		b->src[i].unflushed = 0;
+	return r;
+}
+
 /* "step_K/rank_X/NAME": how a manifest names a queue file (malloc'ed). */
 static char *rel_name(const struct claim *c)
 {
@@ -381,8 +401,11 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
 		return -1;
 	if (in && b->carry)
 		b->carry[in - b->prev] = 0;   /* this source stands for it now */
-	if (in && in->finished)
-		return claim_retire(&so->c, e) < 0 ? -1 : 0;
+	if (in && in->finished) {
+		int k = claim_retire(&so->c, e);
+		so->unflushed = k == 0;   /* flushed now: the next manifest will not name it */
+		return k < 0 || flush_retired(b, e) < 0 ? -1 : 0;
+	}
 	so->skip = in;
 	int fd = fsys_open_read(so->c.path, e);
 	if (fd < 0)
@@ -718,26 +741,6 @@ void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
 }
 
 /* ---- sources ---- */
-
-/* The rank directories of the sources retired, each flushed once: the
- * next manifest no longer names them, so it must not reach the disk before
- * their retirement does, or a power cut between the two would leave them
- * waiting again, known to no manifest, to be packed a second time. */
-static int flush_retired(struct packbuf *b, struct err *e)
-{
-	int r = 0;
-	for (size_t i = 0; i < b->nsrc; i++) {
-		const struct claim *c = &b->src[i].c;
-		int seen = !b->src[i].unflushed;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = b->src[k].unflushed && claim_same_rank(&b->src[k].c, c);
-		if (!seen && r == 0 && claim_flush_done(c, e) < 0)
-			r = -1;
-	}
-	for (size_t i = 0; i < b->nsrc && r == 0; i++)
-		b->src[i].unflushed = 0;
-	return r;
-}
 
 int packbuf_retire(struct packbuf *b, struct err *e)
 {

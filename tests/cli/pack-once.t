@@ -5,7 +5,7 @@
 # "every input sequence in exactly one published step"; and a different
 # command against a partly published job refuses, saying what exists.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 13
+plan 16
 
 d="$GRPO_TOP/tests/cli/pack"
 # files of tiny.jsonl with sequence ids made distinct: 3 sequences each
@@ -159,3 +159,30 @@ grep -q "step 2 comes before step 5, the newest published" "$T/err"
 is "$?" 0 "saying why: $(cat "$T/err")"
 grpo-pack -T 16 -b 3 --flush -o "$T/b6/batches" "$T/b6/scored" 2> /dev/null
 is "$?:$(published "$T/b6/batches")" "0:110 111 120 210 211 220 " "the next run packs every sequence exactly once"
+
+# 7. A power cut may lose a retirement that was never flushed: the file waits
+# again, and once a later manifest no longer names it, nothing would stop a
+# run packing it twice. So every rank directory's .done is flushed, once a
+# run, before the next manifest; and the retirement of a file the newest
+# manifest finished (a packer killed before retiring it) is flushed at once.
+rm -rf "$T/p7" && mkdir -p "$T/p7/scored/step_0/rank_1" && cp -r "$T/in/step_0" "$T/p7/scored/"
+mv "$T/p7/scored/step_0/rank_0/g6.zst" "$T/p7/scored/step_0/rank_1/"
+cp -r "$T/p7" "$T/p7.orig"
+n7=$(GRPO_FSYS_TRACE=1 grpo-pack -T 16 -b 40 --flush -o "$T/p7/batches" "$T/p7/scored" 2>&1 | grep -c '^fsys')
+flushes() { # the run over DIR with each call failing in turn: the .done directories whose flush failed
+	k=1
+	while [ $k -le "$n7" ]; do
+		rm -rf "$T/p7f" && cp -r "$1" "$T/p7f"
+		GRPO_FSYS_FAIL_AT=$k:EIO grpo-pack -T 16 -b 40 --flush -o "$T/p7f/batches" "$T/p7f/scored" 2>&1 |
+			grep -o 'scored/step_0/rank_[01]/.done: fsync failed'
+		k=$((k + 1))
+	done | sort | uniq -c | awk '{ printf "%s %s;", $1, $2 }'
+}
+is "$(flushes "$T/p7.orig")" "1 scored/step_0/rank_0/.done:;1 scored/step_0/rank_1/.done:;" \
+	"each rank's .done flushed once, after retiring its files (5 and 1)"
+rm -rf "$T/p7/scored/step_0/rank_0/.done" "$T/p7/scored/step_0/rank_1/.done"
+is "$(flushes "$T/p7")" "5 scored/step_0/rank_0/.done:;1 scored/step_0/rank_1/.done:;" \
+	"their records lost: retired again as the newest manifest finished them, each flushed at once"
+grpo-pack -T 16 -b 40 --flush -o "$T/p7/batches" "$T/p7/scored" 2> /dev/null
+is "$?:$(published "$T/p7/batches"):$(ls "$T/p7/batches" | tr '\n' ' ')" "0:$want:step_1 " \
+	"and the next run packs nothing again"
