@@ -14,6 +14,15 @@
 #include "base/tempfile.h"
 #include "data/jsonview.h"
 
+/* ["16 hex digits", ...] */
+static int format_hashes(struct buf *b, const uint64_t *h, uint32_t n)
+{
+	int r = buf_put_u8(b, '[');
+	for (uint32_t x = 0; x < n; x++)
+		r |= buf_printf(b, "%s\"%016" PRIx64 "\"", x ? "," : "", h[x]);
+	return r | buf_put_u8(b, ']');
+}
+
 /* The job as one JSON object; with_done: with its done ordinals, as a
  * manifest records them (a .jobs record has none). */
 static int format_job(struct buf *b, const struct done_job *j, int with_done)
@@ -23,10 +32,7 @@ static int format_job(struct buf *b, const struct done_job *j, int with_done)
 	if (j->data)
 		r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
 	if (j->n_inputs_data)
-		r |= buf_printf(b, ",\"inputs_data\":[");
-	for (uint32_t x = 0; x < j->n_inputs_data; x++)
-		r |= buf_printf(b, "%s\"%016" PRIx64 "\"%s", x ? "," : "", j->inputs_data[x],
-				x + 1 == j->n_inputs_data ? "]" : "");
+		r |= buf_printf(b, ",\"inputs_data\":") | format_hashes(b, j->inputs_data, j->n_inputs_data);
 	if (with_done) {
 		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
@@ -59,9 +65,14 @@ int done_format(struct buf *b, const struct done_manifest *m)
 	r |= buf_printf(b, ",\"inputs\":[");
 	for (uint32_t q = 0; q < m->n_inputs; q++)
 		r |= (q ? buf_put_u8(b, ',') : 0) | json_print_string(b, m->inputs[q]);
-	r |= buf_printf(b, "],\"partial\":[");
+	r |= buf_printf(b, "]");
+	if (m->inputs_data && m->n_inputs)
+		r |= buf_printf(b, ",\"inputs_data\":") | format_hashes(b, m->inputs_data, m->n_inputs);
+	r |= buf_printf(b, ",\"partial\":[");
 	for (uint32_t q = 0; q < m->n_partial; q++) {
 		r |= buf_printf(b, "%s{\"file\":", q ? "," : "") | json_print_string(b, m->partial[q].file);
+		if (m->partial[q].data)
+			r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", m->partial[q].data);
 		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; x < m->partial[q].n_done; x++)
 			r |= buf_printf(b, "%s%u", x ? "," : "", m->partial[q].done[x]);
@@ -88,6 +99,7 @@ void done_free(struct done_manifest *m)
 	for (uint32_t q = 0; m->inputs && q < m->n_inputs; q++)
 		free(m->inputs[q]);
 	free(m->inputs);
+	free(m->inputs_data);
 	for (uint32_t q = 0; m->partial && q < m->n_partial; q++) {
 		free(m->partial[q].file);
 		free(m->partial[q].done);
@@ -157,8 +169,38 @@ static int parse_runs(const cJSON *arr, struct done_manifest *m, const char *nam
 	return 0;
 }
 
-static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest *m, const char *name,
-		       struct err *e)
+/* A hash as the manifest writes it: a string of 16 hexadecimal digits. */
+static int parse_hash(const cJSON *x, uint64_t *h)
+{
+	char *end = NULL;
+	if (!cJSON_IsString(x) || strlen(x->valuestring) != 16 || !isxdigit((unsigned char)x->valuestring[0]))
+		return -1;
+	*h = strtoull(x->valuestring, &end, 16);
+	return *end ? -1 : 0;
+}
+
+/* An array of hashes (what names it in messages: "job.inputs_data"),
+ * absent in a manifest from before it existed (*v NULL, *n 0). */
+static int parse_hashes(const cJSON *arr, uint64_t **v, uint32_t *n, const char *what, const char *name,
+			struct err *e)
+{
+	const cJSON *x;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "%s: %s: expected an array", name, what);
+	if (!(*v = malloc(((size_t)cJSON_GetArraySize(arr) + 1) * sizeof **v)))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(x, arr) {
+		if (parse_hash(x, &(*v)[*n]) < 0)
+			return err_set(e, "%s: %s[%u]: not 16 hexadecimal digits", name, what, *n);
+		(*n)++;
+	}
+	return 0;
+}
+
+static int parse_files(const cJSON *fin, const cJSON *data, const cJSON *part, struct done_manifest *m,
+		       const char *name, struct err *e)
 {
 	const cJSON *it, *v;
 	m->inputs = calloc((size_t)cJSON_GetArraySize(fin) + 1, sizeof *m->inputs);
@@ -172,13 +214,21 @@ static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest
 			return -1;
 		m->n_inputs++;
 	}
+	uint32_t n_data = 0;
+	if (parse_hashes(data, &m->inputs_data, &n_data, "inputs_data", name, e) < 0)
+		return -1;
+	if (data && n_data != m->n_inputs)
+		return err_set(e, "%s: inputs_data: %u hashes for %u inputs", name, n_data, m->n_inputs);
 	cJSON_ArrayForEach(it, part) {
 		struct done_partial *p = &m->partial[m->n_partial++];
 		const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done");
+		const cJSON *pd = cJSON_GetObjectItemCaseSensitive(it, "data");
 		char what[32];
 		snprintf(what, sizeof what, "partial[%u].file", m->n_partial - 1);
 		if (get_string(cJSON_GetObjectItemCaseSensitive(it, "file"), &p->file, name, what, e) < 0)
 			return -1;
+		if (pd && parse_hash(pd, &p->data) < 0)
+			return err_set(e, "%s: partial[%u].data: not 16 hexadecimal digits", name, m->n_partial - 1);
 		if (!cJSON_IsArray(dn))
 			return err_set(e, "%s: partial[%u].done: expected an array", name, m->n_partial - 1);
 		if (!(p->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *p->done)))
@@ -190,34 +240,6 @@ static int parse_files(const cJSON *fin, const cJSON *part, struct done_manifest
 					       p->n_done);
 			p->done[p->n_done++] = (uint32_t)v->valuedouble;
 		}
-	}
-	return 0;
-}
-
-/* A hash as the manifest writes it: a string of 16 hexadecimal digits. */
-static int parse_hash(const cJSON *x, uint64_t *h)
-{
-	char *end = NULL;
-	if (!cJSON_IsString(x) || strlen(x->valuestring) != 16 || !isxdigit((unsigned char)x->valuestring[0]))
-		return -1;
-	*h = strtoull(x->valuestring, &end, 16);
-	return *end ? -1 : 0;
-}
-
-/* job.inputs_data, absent in a manifest from before it existed. */
-static int parse_inputs_data(const cJSON *arr, struct done_job *j, const char *name, struct err *e)
-{
-	const cJSON *v;
-	if (!arr)
-		return 0;
-	if (!cJSON_IsArray(arr))
-		return err_set(e, "%s: job: inputs_data: expected an array", name);
-	if (!(j->inputs_data = malloc(((size_t)cJSON_GetArraySize(arr) + 1) * sizeof *j->inputs_data)))
-		return err_set(e, "out of memory");
-	cJSON_ArrayForEach(v, arr) {
-		if (parse_hash(v, &j->inputs_data[j->n_inputs_data]) < 0)
-			return err_set(e, "%s: job.inputs_data[%u]: not 16 hexadecimal digits", name, j->n_inputs_data);
-		j->n_inputs_data++;
 	}
 	return 0;
 }
@@ -243,7 +265,8 @@ static int parse_job_obj(const cJSON *job, struct done_job *j, int need_done, co
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(job, "data");
 	if (data && parse_hash(data, &j->data) < 0)
 		return err_set(e, "%s: job: data is not 16 hexadecimal digits", name);
-	if (parse_inputs_data(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), j, name, e) < 0)
+	if (parse_hashes(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), &j->inputs_data, &j->n_inputs_data,
+			 "job.inputs_data", name, e) < 0)
 		return -1;
 	if (!dn)
 		return 0;
@@ -307,7 +330,7 @@ int done_parse(const char *text, size_t n, const char *name, struct done_manifes
 	if (rc == 0)
 		rc = parse_runs(runs, m, name, e);
 	if (rc == 0)
-		rc = parse_files(fin, part, m, name, e);
+		rc = parse_files(fin, cJSON_GetObjectItemCaseSensitive(j, "inputs_data"), part, m, name, e);
 	const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
 	if (rc == 0 && job)
 		rc = parse_job(job, m, name, e);

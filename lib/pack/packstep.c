@@ -449,20 +449,23 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 	/* borrowed strings: the manifest is only formatted, never freed */
 	m.runs = calloc(n_runs + 1, sizeof *m.runs);
 	m.inputs = calloc(n_inputs + 1, sizeof *m.inputs);
+	m.inputs_data = calloc(n_inputs + 1, sizeof *m.inputs_data);
 	m.partial = calloc(n_inputs + 1, sizeof *m.partial);
 	int rc = -1;
-	if (m.runs && m.inputs && m.partial) {
+	if (m.runs && m.inputs && m.inputs_data && m.partial) {
 		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0; q < n_runs; q++)
 			m.runs[m.n_runs++] = (struct done_run){ (char *)runs[q].name, runs[q].seqs, runs[q].tokens,
 								 runs[q].seqs_total, runs[q].run_step,
 								 (int)runs[q].ready };
 		for (uint32_t q = 0; q < n_inputs; q++) {
-			if (inputs[q].finished)
+			if (inputs[q].finished) {
+				m.inputs_data[m.n_inputs] = inputs[q].data;
 				m.inputs[m.n_inputs++] = inputs[q].name;
-			else
+			} else {
 				m.partial[m.n_partial++] = (struct done_partial){ inputs[q].name, inputs[q].done,
-										   inputs[q].n_done };
+										   inputs[q].n_done, inputs[q].data };
+			}
 		}
 		if (job) {
 			m.has_job = 1;
@@ -472,6 +475,7 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 	}
 	free(m.runs);
 	free(m.inputs);
+	free(m.inputs_data);
 	free(m.partial);
 	return rc;
 }
@@ -701,11 +705,13 @@ int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input 
 		in[q].name = m.inputs[x];
 		m.inputs[x] = NULL;
 		in[q].finished = 1;
+		in[q].data = m.inputs_data ? m.inputs_data[x] : 0;
 	}
 	for (uint32_t x = 0; x < m.n_partial; x++, q++) {
 		in[q].name = m.partial[x].file;
 		in[q].done = m.partial[x].done;
 		in[q].n_done = m.partial[x].n_done;
+		in[q].data = m.partial[x].data;
 		m.partial[x].file = NULL;
 		m.partial[x].done = NULL;
 	}

@@ -271,6 +271,53 @@ static void test_jobs(void)
  * optional counts read as 0; a damaged entry anywhere is refused, naming
  * it, never read as a shorter manifest.
  */
+/* Each queue file's hash (grpo-pack knows a copy by it): finished files'
+ * beside their names, a partial file's in its record; a manifest from
+ * before has none, and an unknown hash (0) of a carried record is kept. */
+static void test_file_hashes(void)
+{
+	struct err e = { 0 };
+	uint32_t ord[] = { 1 };
+	char *inputs[] = { "step_0/rank_0/a.zst", "step_1/rank_0/c.zst" };
+	uint64_t data[] = { 0x0123456789abcdefull, 0 };
+	struct done_partial part[] = { { "step_0/rank_1/b.zst", ord, 1, 0xfedcba9876543210ull } };
+	struct done_manifest m = { .step = 2, .ranks = 1, .inputs = inputs, .inputs_data = data, .n_inputs = 2,
+				   .partial = part, .n_partial = 1 };
+	struct buf a = { 0 }, b = { 0 };
+	const char *want = "\"inputs\":[\"step_0/rank_0/a.zst\",\"step_1/rank_0/c.zst\"],"
+			   "\"inputs_data\":[\"0123456789abcdef\",\"0000000000000000\"],"
+			   "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"data\":\"fedcba9876543210\",\"done\":[1]}]}\n";
+	ok(done_format(&a, &m) == 0 && a.len > strlen(want) && memcmp(a.data + a.len - strlen(want), want, strlen(want)) == 0,
+	   "inputs_data beside inputs, data in a partial record");
+	struct done_manifest r;
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.n_inputs == 2 && r.inputs_data &&
+	   r.inputs_data[0] == data[0] && r.inputs_data[1] == 0 && r.n_partial == 1 && r.partial[0].data == part[0].data,
+	   "and read back (%s)", e.msg);
+	done_format(&b, &r);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_free(&r);
+	const char *old = "{\"step\":1,\"runs\":[],\"inputs\":[\"step_0/rank_0/a.zst\"],"
+			  "\"partial\":[{\"file\":\"b\",\"done\":[]}]}";
+	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && !r.inputs_data && r.partial[0].data == 0,
+	   "a manifest from before them reads with none known (%s)", e.msg);
+	done_free(&r);
+	const char *bad[][2] = {
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\",\"b\"],\"inputs_data\":[\"0123456789abcdef\"]}",
+		  "x/DONE: inputs_data: 1 hashes for 2 inputs" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_data\":\"0123456789abcdef\"}",
+		  "x/DONE: inputs_data: expected an array" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_data\":[\"0123456789abcdeg\"]}",
+		  "x/DONE: inputs_data[0]: not 16 hexadecimal digits" },
+		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"a\",\"data\":12,\"done\":[]}]}",
+		  "x/DONE: partial[0].data: not 16 hexadecimal digits" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
+		   "refused: %s", e.msg);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 static void test_parse_more(void)
 {
 	struct done_manifest r;
@@ -316,7 +363,7 @@ int main(void)
 	uint32_t ord[] = { 0, 2, 5 };
 	struct done_run runs[] = { { "", 3, 71, 9, 2, 1 }, { "b \"q\"", 0, 0, 4, 1, 0 } };
 	char *inputs[] = { "step_0/rank_0/a.zst" };
-	struct done_partial part[] = { { "step_0/rank_1/b.zst", ord, 3 } };
+	struct done_partial part[] = { { "step_0/rank_1/b.zst", ord, 3, 0 } };
 	struct done_manifest m = { .step = 7, .ranks = 2, .micro_batches_per_rank = 3, .sequences = 12,
 				   .dummies = 1, .tokens = 500, .loss_tokens = 321, .pad_tokens = 12,
 				   .dummy_tokens = 8, .dropped_stale = 1, .dropped_overlong = 2, .dropped_empty = 3,
@@ -418,6 +465,7 @@ int main(void)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
 		   "refused: %s", e.msg);
 	test_parse_more();
+	test_file_hashes();
 	buf_free(&a);
 	buf_free(&b);
 	test_load_job();

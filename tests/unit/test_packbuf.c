@@ -431,7 +431,7 @@ static void publish(void)
 	struct packstep_seq sq[] = { { &t[0], 6, 0 }, { &t[1], 5, 0 }, { &t[2], 3, 1 }, { &t[3], 2, 1 } };
 	struct packstep_run runs[] = { { "a", 4, 1, 0, 0, 0 }, { "b", 0, 0, 0, 0, 0 }, { "c", 7, 3, 0, 0, 0 } };
 	uint32_t done_ord[] = { 0, 2 };
-	struct packstep_input in[] = { { "step_1/rank_0/x.zst", 1, NULL, 0 }, { "step_1/rank_0/y.zst", 0, done_ord, 2 } };
+	struct packstep_input in[] = { { "step_1/rank_0/x.zst", 1, NULL, 0, 0 }, { "step_1/rank_0/y.zst", 0, done_ord, 2, 0 } };
 	struct packstep_drops dr = { { 1, 2, 3 }, 4, 5 };
 	struct packstep_opt po = { 0 };
 	po.seq_len = 8, po.seq_len_given = 9, po.ranks = 4, po.pad_multiple = 4;
