@@ -283,6 +283,8 @@ static int consume_queue(struct state *s, const char *queue, int follow, struct 
 		watch_detach(w, &held);
 		if ((r = packbuf_read_claim(&s->b, &held, e)) < 0)
 			break;
+		if (r == 1)
+			cli_warn("warning: %s", e->msg);
 		/* the claims held across steps are renewed by watch_next while it
 		 * waits, and here between the steps packed without waiting */
 		while (follow && packbuf_ready(&s->b, s->o.step))

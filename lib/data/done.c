@@ -66,13 +66,13 @@ int done_format(struct buf *b, const struct done_manifest *m)
 	for (uint32_t q = 0; q < m->n_inputs; q++)
 		r |= (q ? buf_put_u8(b, ',') : 0) | json_print_string(b, m->inputs[q]);
 	r |= buf_printf(b, "]");
-	if (m->inputs_data && m->n_inputs)
-		r |= buf_printf(b, ",\"inputs_data\":") | format_hashes(b, m->inputs_data, m->n_inputs);
+	if (m->inputs_hash && m->n_inputs)
+		r |= buf_printf(b, ",\"inputs_hash\":") | format_hashes(b, m->inputs_hash, m->n_inputs);
 	r |= buf_printf(b, ",\"partial\":[");
 	for (uint32_t q = 0; q < m->n_partial; q++) {
 		r |= buf_printf(b, "%s{\"file\":", q ? "," : "") | json_print_string(b, m->partial[q].file);
-		if (m->partial[q].data)
-			r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", m->partial[q].data);
+		if (m->partial[q].hash)
+			r |= buf_printf(b, ",\"hash\":\"%016" PRIx64 "\"", m->partial[q].hash);
 		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; x < m->partial[q].n_done; x++)
 			r |= buf_printf(b, "%s%u", x ? "," : "", m->partial[q].done[x]);
@@ -99,7 +99,7 @@ void done_free(struct done_manifest *m)
 	for (uint32_t q = 0; m->inputs && q < m->n_inputs; q++)
 		free(m->inputs[q]);
 	free(m->inputs);
-	free(m->inputs_data);
+	free(m->inputs_hash);
 	for (uint32_t q = 0; m->partial && q < m->n_partial; q++) {
 		free(m->partial[q].file);
 		free(m->partial[q].done);
@@ -199,7 +199,7 @@ static int parse_hashes(const cJSON *arr, uint64_t **v, uint32_t *n, const char 
 	return 0;
 }
 
-static int parse_files(const cJSON *fin, const cJSON *data, const cJSON *part, struct done_manifest *m,
+static int parse_files(const cJSON *fin, const cJSON *hashes, const cJSON *part, struct done_manifest *m,
 		       const char *name, struct err *e)
 {
 	const cJSON *it, *v;
@@ -214,21 +214,21 @@ static int parse_files(const cJSON *fin, const cJSON *data, const cJSON *part, s
 			return -1;
 		m->n_inputs++;
 	}
-	uint32_t n_data = 0;
-	if (parse_hashes(data, &m->inputs_data, &n_data, "inputs_data", name, e) < 0)
+	uint32_t n_hash = 0;
+	if (parse_hashes(hashes, &m->inputs_hash, &n_hash, "inputs_hash", name, e) < 0)
 		return -1;
-	if (data && n_data != m->n_inputs)
-		return err_set(e, "%s: inputs_data: %u hashes for %u inputs", name, n_data, m->n_inputs);
+	if (hashes && n_hash != m->n_inputs)
+		return err_set(e, "%s: inputs_hash: %u hashes for %u inputs", name, n_hash, m->n_inputs);
 	cJSON_ArrayForEach(it, part) {
 		struct done_partial *p = &m->partial[m->n_partial++];
 		const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done");
-		const cJSON *pd = cJSON_GetObjectItemCaseSensitive(it, "data");
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(it, "hash");
 		char what[32];
 		snprintf(what, sizeof what, "partial[%u].file", m->n_partial - 1);
 		if (get_string(cJSON_GetObjectItemCaseSensitive(it, "file"), &p->file, name, what, e) < 0)
 			return -1;
-		if (pd && parse_hash(pd, &p->data) < 0)
-			return err_set(e, "%s: partial[%u].data: not 16 hexadecimal digits", name, m->n_partial - 1);
+		if (ph && parse_hash(ph, &p->hash) < 0)
+			return err_set(e, "%s: partial[%u].hash: not 16 hexadecimal digits", name, m->n_partial - 1);
 		if (!cJSON_IsArray(dn))
 			return err_set(e, "%s: partial[%u].done: expected an array", name, m->n_partial - 1);
 		if (!(p->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *p->done)))
@@ -330,7 +330,7 @@ int done_parse(const char *text, size_t n, const char *name, struct done_manifes
 	if (rc == 0)
 		rc = parse_runs(runs, m, name, e);
 	if (rc == 0)
-		rc = parse_files(fin, cJSON_GetObjectItemCaseSensitive(j, "inputs_data"), part, m, name, e);
+		rc = parse_files(fin, cJSON_GetObjectItemCaseSensitive(j, "inputs_hash"), part, m, name, e);
 	const cJSON *job = cJSON_GetObjectItemCaseSensitive(j, "job");
 	if (rc == 0 && job)
 		rc = parse_job(job, m, name, e);

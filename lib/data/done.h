@@ -12,8 +12,8 @@
  *    "truncated":t,"truncated_untrained":u,
  *    "runs":[{"run":NAME,"sequences":s,"tokens":t,"sequences_total":u,
  *             "run_step":r,"ready":b}, ...],"next_run":NAME,
- *    "inputs":["step_K/rank_X/NAME", ...],"inputs_data":["16 hex digits", ...],
- *    "partial":[{"file":"step_K/rank_X/NAME","data":"16 hex digits",
+ *    "inputs":["step_K/rank_X/NAME", ...],"inputs_hash":["16 hex digits", ...],
+ *    "partial":[{"file":"step_K/rank_X/NAME","hash":"16 hex digits",
  *                "done":[ordinals]}, ...],
  *    "job":{"id":"16 hex digits","first_step":F,"sequences":S,
  *           "finished":b,"data":"16 hex digits",
@@ -65,7 +65,7 @@ struct done_partial {
 	char *file;                 /* "step_K/rank_X/NAME" */
 	uint32_t *done;             /* (n_done) ordinals already packed or dropped */
 	uint32_t n_done;
-	uint64_t data;              /* its trajectories' hash; 0: not known */
+	uint64_t hash;              /* the file's hash; 0: not known */
 };
 
 /* The plain inputs' job: id hashes their trajectories and the options
@@ -101,7 +101,7 @@ struct done_manifest {
 	uint32_t n_runs;
 	char *next_run;             /* NULL: "" */
 	char **inputs;              /* (n_inputs) queue files finished by this step */
-	uint64_t *inputs_data;      /* (n_inputs) each one's trajectories' hash (0: not known), or NULL */
+	uint64_t *inputs_hash;      /* (n_inputs) each one's hash (0: not known), or NULL */
 	uint32_t n_inputs;
 	struct done_partial *partial;   /* (n_partial) queue files still being consumed */
 	uint32_t n_partial;

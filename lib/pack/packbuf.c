@@ -48,6 +48,10 @@ void packbuf_free(struct packbuf *b)
 	free(b->job.in_data);
 	free(b->job.in_seqs);
 	done_job_free(&b->job.prev);
+	free(b->queue);
+	for (size_t i = 0; i < b->n_known; i++)
+		free(b->known[i].name);
+	free(b->known);
 	memset(b, 0, sizeof *b);
 }
 
@@ -55,6 +59,10 @@ int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct er
 {
 	if (step <= 0)
 		return 0;
+	free(b->queue);
+	if (!(b->queue = strdup(queue)))
+		return err_set(e, "out of memory");
+	b->newest = step - 1;
 	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0 ||
 	    packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e) < 0)
 		return -1;
@@ -125,12 +133,26 @@ static uint64_t traj_hash(uint64_t h, const struct traj *t)
 	return t->run ? fnv(h, t->run, strlen(t->run) + 1) : h;
 }
 
+static uint64_t id_hash(uint64_t h, const struct traj_id *id)
+{
+	h = fnv(h, &id->num, sizeof id->num);
+	return id->str ? fnv(h, id->str, strlen(id->str) + 1) : fnv(h, "", 0);
+}
+
 /* h and trajectory x of group g: a group's size goes in before its first.
  * The job's data and each input's are this over their trajectories, so a
  * job of one input has that input's. */
 static uint64_t job_hash_add(uint64_t h, const struct group *g, uint32_t x)
 {
 	return traj_hash(x ? h : fnv(h, &g->n, sizeof g->n), &g->trajs[x]);
+}
+
+/* The same with the group's and the trajectory's ids: a queue file's hash,
+ * which tells a copy of a file from one sampled apart with the same tokens. */
+static uint64_t file_hash_add(uint64_t h, const struct group *g, uint32_t x)
+{
+	h = job_hash_add(x ? h : id_hash(h, &g->group_id), g, x);
+	return id_hash(h, &g->trajs[x].sequence_id);
 }
 
 /* A new plain input, named name, whose trajectories come next. */
@@ -260,6 +282,10 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 	for (uint32_t j = 0; j < g->n; j++) {
 		struct traj *t = &g->trajs[j];
 		uint32_t ord = so ? so->next_ord++ : b->job.next_ord++;
+		if (so) {
+			so->hash = file_hash_add(so->hash, g, j);
+			so->seqs++;
+		}
 		if (so && so->skip && is_done(so->skip, ord)) {
 			if (note_done(so, ord) < 0)
 				return err_set(e, "out of memory");
@@ -361,6 +387,106 @@ static char *rel_name(const struct claim *c)
 	return strdup(buf);
 }
 
+/* ---- files packed before ---- */
+
+static int know(struct packbuf *b, uint64_t hash, int64_t step, const char *name, struct err *e)
+{
+	if (!hash)
+		return 0;   /* a record from before hashes were kept */
+	void *p = b->known;
+	if (buf_grow_array(&p, b->n_known, sizeof *b->known) < 0)
+		return err_set(e, "out of memory");
+	b->known = p;
+	char *n = strdup(name);
+	if (!n)
+		return err_set(e, "out of memory");
+	b->known[b->n_known++] = (struct packbuf_known){ hash, step, n };
+	return 0;
+}
+
+static int know_manifest(struct packbuf *b, const struct done_manifest *m, struct err *e)
+{
+	for (uint32_t x = 0; x < m->n_inputs; x++)
+		if (know(b, m->inputs_hash ? m->inputs_hash[x] : 0, m->step, m->inputs[x], e) < 0)
+			return -1;
+	for (uint32_t x = 0; x < m->n_partial; x++)
+		if (know(b, m->partial[x].hash, m->step, m->partial[x].file, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* The queue files every manifest of the output queue records. */
+static int read_known(struct packbuf *b, struct err *e)
+{
+	int64_t *steps = NULL;
+	size_t n = 0;
+	b->known_read = 1;
+	if (!b->queue)
+		return 0;
+	int r = spool_list_steps(b->queue, -1, b->newest, &steps, &n, e);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct done_manifest m;
+		int got = done_load(b->queue, steps[i], &m, e);
+		r = got < 0 ? -1 : got == 1 ? know_manifest(b, &m, e) : 0;
+		if (got == 1)
+			done_free(&m);
+	}
+	free(steps);
+	if (r < 0)
+		b->known_read = 0;
+	return r;
+}
+
+/* Does source idx, just read, hold trajectories packed before, or read
+ * before in this run? 1 saying so in said (the file, whose they are and
+ * where), 0 no, -1 error. Its own records in the newest manifest (a file
+ * packed in part) are its, not a copy's. */
+static int packed_before(struct packbuf *b, int32_t idx, struct err *said, struct err *e)
+{
+	const struct packbuf_source *so = &b->src[idx];
+	if (so->seqs == 0 || (!b->known_read && read_known(b, e) < 0))
+		return so->seqs == 0 ? 0 : -1;
+	char *rel = rel_name(&so->c);
+	if (!rel)
+		return err_set(e, "out of memory");
+	char what[PATH_MAX + 128] = "";
+	for (size_t i = 0; i < b->n_known && !*what; i++) {
+		const struct packbuf_known *k = &b->known[i];
+		int itself = strcmp(k->name, rel) == 0;
+		if (k->hash != so->hash || (itself && so->skip))
+			continue;
+		if (itself)
+			snprintf(what, sizeof what, "packed into step %lld already, and retired (a retirement lost, "
+				 "or the file published again)", (long long)k->step);
+		else
+			snprintf(what, sizeof what, "those of %s, packed into step %lld", k->name, (long long)k->step);
+	}
+	for (size_t i = 0; i < b->nsrc && !*what; i++)
+		if ((int32_t)i != idx && b->src[i].seqs && b->src[i].hash == so->hash) {
+			char *other = rel_name(&b->src[i].c);
+			snprintf(what, sizeof what, "those of %s, read before it", other ? other : "another file");
+			free(other);
+		}
+	free(rel);
+	if (!*what)
+		return 0;
+	err_set(said, "%s: its %u sequence%s %s %s: not packed again, retired", so->c.path, so->seqs,
+		so->seqs == 1 ? "" : "s", so->seqs == 1 ? "is" : "are", what);
+	return 1;
+}
+
+/* Take source idx's trajectories, the last read, back out of the buffer. */
+static void unread(struct packbuf *b, int32_t idx)
+{
+	struct packbuf_source *so = &b->src[idx];
+	while (b->n > 0 && b->ent[b->n - 1].src == idx)
+		traj_free(&b->ent[--b->n].t);
+	for (int r = 0; r < PACKSTEP_N_DROP; r++)
+		b->drops.n[r] -= so->dropped[r];
+	memset(so->dropped, 0, sizeof so->dropped);
+	so->pending = 0;
+}
+
 /* What the previous manifest says of this file: NULL when nothing. */
 static const struct packstep_input *prev_of(const struct packbuf *b, const struct claim *c, struct err *e,
 					    int *oom)
@@ -407,14 +533,24 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
 		return k < 0 || flush_retired(b, e) < 0 ? -1 : 0;
 	}
 	so->skip = in;
+	so->hash = FNV_BASIS;
 	int fd = fsys_open_read(so->c.path, e);
 	if (fd < 0)
 		return -1;
 	int r = packbuf_read_fd(b, fd, so->c.path, idx, e);
 	close(fd);
+	struct err said = { 0 };
+	if (r == 0)
+		r = packed_before(b, idx, &said, e);
 	if (r < 0)
 		return -1;
-	return so->pending == 0 ? packbuf_retire(b, e) : 0;
+	if (r == 1)
+		unread(b, idx);
+	if (so->pending == 0 && packbuf_retire(b, e) < 0)
+		return -1;
+	if (r == 1 && e)
+		*e = said;
+	return r;
 }
 
 /* ---- readiness and drops ---- */
@@ -636,6 +772,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 		in->finished = so->taking == so->pending;
 		in->done = so->done;
 		in->n_done = so->n_done;
+		in->hash = so->hash;
 		if (!(in->name = rel_name(&so->c)))
 			return err_set(e, "out of memory");
 	}
@@ -677,6 +814,7 @@ int packbuf_take(struct packbuf *b, int64_t step, int flush, const struct packst
 		 struct packbuf_step *st, struct err *e)
 {
 	memset(st, 0, sizeof *st);
+	st->step = step;
 	if (packbuf_drop_stale(b, step, e) < 0)
 		return -1;
 	if (b->n == 0)
@@ -737,6 +875,10 @@ void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
 	}
 	b->n = k;
 	packbuf_drops_reported(b);
+	/* a --watch run goes on: what it published is known from now on */
+	for (uint32_t q = 0; b->known_read && q < st->n_own; q++)
+		if (know(b, st->in[q].hash, st->step, st->in[q].name, NULL) < 0)
+			b->known_read = 0;   /* read again from the manifests when needed */
 	packbuf_step_free(st);
 }
 

@@ -82,6 +82,8 @@ struct packbuf_source {
 	uint64_t dropped[PACKSTEP_N_DROP];  /* its part of drops */
 	const struct packstep_input *skip;  /* what the previous manifest says is handled */
 	int unflushed;            /* retired, the retirement not yet flushed (packbuf_retire) */
+	uint64_t hash;            /* of all its trajectories with their ids (packbuf_read_claim) */
+	uint32_t seqs;            /* its trajectories, skipped ones too */
 };
 
 /* The plain inputs (files, standard input) as one job: see struct done_job, data/done.h.
@@ -121,6 +123,18 @@ struct packbuf {
 	uint32_t n_prev;
 	uint8_t *carry;                /* (n_prev) 1: no source here stands for it: copy it on */
 	struct packbuf_job job;
+	char *queue;                   /* the output queue (packbuf_resume), or NULL */
+	int64_t newest;                /* its newest manifest's step (0: none) */
+	struct packbuf_known *known;   /* (n_known) what its manifests hold, once read */
+	size_t n_known;
+	int known_read;
+};
+
+/* A queue file that a manifest of the output queue records, by its hash. */
+struct packbuf_known {
+	uint64_t hash;
+	int64_t step;                  /* the manifest's */
+	char *name;                    /* "step_K/rank_X/NAME" */
 };
 
 /* One step's choice. */
@@ -131,6 +145,7 @@ struct packbuf_step {
 	uint32_t n_in;
 	uint32_t n_own;                /* of in, the first n_own are this run's (names owned) */
 	const struct done_job *job;   /* the plain inputs' record, or NULL */
+	int64_t step;
 };
 
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o);
@@ -180,9 +195,23 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 /* Every group of the spool file open on fd (the caller closes fd); with
  * src -1, one plain input, named name in messages. */
 int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, struct err *e);
-/* A claimed queue file: the buffer takes over the claim (*c is copied, and
+/*
+ * A claimed queue file: the buffer takes over the claim (*c is copied, and
  * released on failure) and reads the file, skipping what the previous
- * manifest lists as handled; a file it lists as finished is retired. */
+ * manifest lists as handled; a file it lists as finished is retired.
+ *
+ * A file whose trajectories are packed already, or read already in this
+ * run, is not packed again: a copy under another name or in another step
+ * or rank directory, or restored from a backup (a file is known by the
+ * hash of all its trajectories with their group and sequence ids, which
+ * the manifests record for each queue file, data/done.h: files sampled
+ * apart have other ids, whatever their tokens); or the file itself, named
+ * by a manifest before the newest, so finished and retired once, its
+ * retirement lost since. Its trajectories leave the buffer, it is retired,
+ * and 1 is returned with e saying which file held them and where they
+ * are; 0 otherwise. The manifests of the output queue are read for it
+ * once, when the first file is read.
+ */
 int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e);
 
 /* Sequences and tokens buffered. */

@@ -449,10 +449,10 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 	/* borrowed strings: the manifest is only formatted, never freed */
 	m.runs = calloc(n_runs + 1, sizeof *m.runs);
 	m.inputs = calloc(n_inputs + 1, sizeof *m.inputs);
-	m.inputs_data = calloc(n_inputs + 1, sizeof *m.inputs_data);
+	m.inputs_hash = calloc(n_inputs + 1, sizeof *m.inputs_hash);
 	m.partial = calloc(n_inputs + 1, sizeof *m.partial);
 	int rc = -1;
-	if (m.runs && m.inputs && m.inputs_data && m.partial) {
+	if (m.runs && m.inputs && m.inputs_hash && m.partial) {
 		/* every run known, so that one absent from this step keeps its progress */
 		for (uint32_t q = 0; q < n_runs; q++)
 			m.runs[m.n_runs++] = (struct done_run){ (char *)runs[q].name, runs[q].seqs, runs[q].tokens,
@@ -460,11 +460,11 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 								 (int)runs[q].ready };
 		for (uint32_t q = 0; q < n_inputs; q++) {
 			if (inputs[q].finished) {
-				m.inputs_data[m.n_inputs] = inputs[q].data;
+				m.inputs_hash[m.n_inputs] = inputs[q].hash;
 				m.inputs[m.n_inputs++] = inputs[q].name;
 			} else {
 				m.partial[m.n_partial++] = (struct done_partial){ inputs[q].name, inputs[q].done,
-										   inputs[q].n_done, inputs[q].data };
+										   inputs[q].n_done, inputs[q].hash };
 			}
 		}
 		if (job) {
@@ -475,7 +475,7 @@ static int manifest(struct buf *man, const struct packstep_opt *o, int64_t step,
 	}
 	free(m.runs);
 	free(m.inputs);
-	free(m.inputs_data);
+	free(m.inputs_hash);
 	free(m.partial);
 	return rc;
 }
@@ -705,13 +705,13 @@ int packstep_load_inputs(const char *queue, int64_t step, struct packstep_input 
 		in[q].name = m.inputs[x];
 		m.inputs[x] = NULL;
 		in[q].finished = 1;
-		in[q].data = m.inputs_data ? m.inputs_data[x] : 0;
+		in[q].hash = m.inputs_hash ? m.inputs_hash[x] : 0;
 	}
 	for (uint32_t x = 0; x < m.n_partial; x++, q++) {
 		in[q].name = m.partial[x].file;
 		in[q].done = m.partial[x].done;
 		in[q].n_done = m.partial[x].n_done;
-		in[q].data = m.partial[x].data;
+		in[q].hash = m.partial[x].hash;
 		m.partial[x].file = NULL;
 		m.partial[x].done = NULL;
 	}

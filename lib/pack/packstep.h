@@ -98,7 +98,7 @@ struct packstep_input {
 	int finished;          /* every trajectory of it is in a published step */
 	uint32_t *done;        /* (n_done) ordinals already packed, when not finished */
 	uint32_t n_done;
-	uint64_t data;         /* the hash of all its trajectories (packbuf.h); 0: not known */
+	uint64_t hash;         /* the file's trajectories with their ids (packbuf.h); 0: not known */
 };
 void packstep_inputs_free(struct packstep_input *in, uint32_t n);
 

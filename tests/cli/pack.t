@@ -191,7 +191,7 @@ q="$T/s7/scored"
 mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 rm -rf "$T/s7.count" && cp -r "$T/s7" "$T/s7.count"
 calls=$(GRPO_FSYS_TRACE=1 grpo-pack -T 8 -b 2 --flush -o "$T/s7.count/batches" "$T/s7.count/scored" 2>&1 | grep -c '^fsys')
-grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
+grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","hash":"[0-9a-f]\{16\}","done":\[0,1\]}\]' "$T/s7.count/batches/step_1/DONE"
 is "$?" 0 "step 1's manifest lists the trajectories of the half-consumed file it holds"
 bad=0
 n=1
@@ -319,7 +319,7 @@ mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
 ls "$T/s9/batches" | grep step_ | tr '\n' ' ' > "$T/steps"
 is "$(cat "$T/steps")" "step_1 " "-b 2 over 3 queued sequences: one full step, no short one"
-grep -q '"sequences":2,.*"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,1\]}\]' "$T/s9/batches/step_1/DONE" &&
+grep -q '"sequences":2,.*"partial":\[{"file":"step_0/rank_0/g1.zst","hash":"[0-9a-f]\{16\}","done":\[0,1\]}\]' "$T/s9/batches/step_1/DONE" &&
 	[ -f "$q/step_0/rank_0/g1.zst" ] && [ -z "$(ls "$q/step_0/rank_0/.claimed" 2>/dev/null)" ] && [ -z "$(ls "$q/step_0/rank_0/.done" 2>/dev/null)" ]
 is "$?" 0 "the file with the third sequence waits again, the manifest saying which two are packed"
 grpo-pack -T 8 -b 2 -o "$T/s9/batches" "$q"
@@ -349,7 +349,7 @@ is "$?" 0 "step 1 filled to 1 (0.875 without --fill-target)"
 q="$T/f2/scored"
 mkdir -p "$q/step_0/rank_0" && cp "$T/tiny.zst" "$q/step_0/rank_0/g1.zst"
 grpo-pack -T 8 --fill-target 0.9 -o "$T/f2/batches" "$q"
-[ ! -e "$T/f2/batches/step_2" ] && grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","done":\[0,2\]}\]' "$T/f2/batches/step_1/DONE"
+[ ! -e "$T/f2/batches/step_2" ] && grep -q '"partial":\[{"file":"step_0/rank_0/g1.zst","hash":"[0-9a-f]\{16\}","done":\[0,2\]}\]' "$T/f2/batches/step_1/DONE"
 is "$?" 0 "from a queue the carried sequence stays queued, the manifest naming the two packed"
 grpo-pack -T 8 --fill-target 0.9 --flush -o "$T/f2/batches" "$q"
 is "$(ids "$T/f2/batches/step_2")" "11 " "and a later run with --flush packs it exactly once"

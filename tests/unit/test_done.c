@@ -281,35 +281,35 @@ static void test_file_hashes(void)
 	char *inputs[] = { "step_0/rank_0/a.zst", "step_1/rank_0/c.zst" };
 	uint64_t data[] = { 0x0123456789abcdefull, 0 };
 	struct done_partial part[] = { { "step_0/rank_1/b.zst", ord, 1, 0xfedcba9876543210ull } };
-	struct done_manifest m = { .step = 2, .ranks = 1, .inputs = inputs, .inputs_data = data, .n_inputs = 2,
+	struct done_manifest m = { .step = 2, .ranks = 1, .inputs = inputs, .inputs_hash = data, .n_inputs = 2,
 				   .partial = part, .n_partial = 1 };
 	struct buf a = { 0 }, b = { 0 };
 	const char *want = "\"inputs\":[\"step_0/rank_0/a.zst\",\"step_1/rank_0/c.zst\"],"
-			   "\"inputs_data\":[\"0123456789abcdef\",\"0000000000000000\"],"
-			   "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"data\":\"fedcba9876543210\",\"done\":[1]}]}\n";
+			   "\"inputs_hash\":[\"0123456789abcdef\",\"0000000000000000\"],"
+			   "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"hash\":\"fedcba9876543210\",\"done\":[1]}]}\n";
 	ok(done_format(&a, &m) == 0 && a.len > strlen(want) && memcmp(a.data + a.len - strlen(want), want, strlen(want)) == 0,
-	   "inputs_data beside inputs, data in a partial record");
+	   "inputs_hash beside inputs, hash in a partial record");
 	struct done_manifest r;
-	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.n_inputs == 2 && r.inputs_data &&
-	   r.inputs_data[0] == data[0] && r.inputs_data[1] == 0 && r.n_partial == 1 && r.partial[0].data == part[0].data,
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.n_inputs == 2 && r.inputs_hash &&
+	   r.inputs_hash[0] == data[0] && r.inputs_hash[1] == 0 && r.n_partial == 1 && r.partial[0].hash == part[0].hash,
 	   "and read back (%s)", e.msg);
 	done_format(&b, &r);
 	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
 	done_free(&r);
 	const char *old = "{\"step\":1,\"runs\":[],\"inputs\":[\"step_0/rank_0/a.zst\"],"
 			  "\"partial\":[{\"file\":\"b\",\"done\":[]}]}";
-	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && !r.inputs_data && r.partial[0].data == 0,
+	ok(done_parse(old, strlen(old), "DONE", &r, &e) == 0 && !r.inputs_hash && r.partial[0].hash == 0,
 	   "a manifest from before them reads with none known (%s)", e.msg);
 	done_free(&r);
 	const char *bad[][2] = {
-		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\",\"b\"],\"inputs_data\":[\"0123456789abcdef\"]}",
-		  "x/DONE: inputs_data: 1 hashes for 2 inputs" },
-		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_data\":\"0123456789abcdef\"}",
-		  "x/DONE: inputs_data: expected an array" },
-		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_data\":[\"0123456789abcdeg\"]}",
-		  "x/DONE: inputs_data[0]: not 16 hexadecimal digits" },
-		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"a\",\"data\":12,\"done\":[]}]}",
-		  "x/DONE: partial[0].data: not 16 hexadecimal digits" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\",\"b\"],\"inputs_hash\":[\"0123456789abcdef\"]}",
+		  "x/DONE: inputs_hash: 1 hashes for 2 inputs" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_hash\":\"0123456789abcdef\"}",
+		  "x/DONE: inputs_hash: expected an array" },
+		{ "{\"step\":1,\"runs\":[],\"inputs\":[\"a\"],\"inputs_hash\":[\"0123456789abcdeg\"]}",
+		  "x/DONE: inputs_hash[0]: not 16 hexadecimal digits" },
+		{ "{\"step\":1,\"runs\":[],\"partial\":[{\"file\":\"a\",\"hash\":12,\"done\":[]}]}",
+		  "x/DONE: partial[0].hash: not 16 hexadecimal digits" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
@@ -456,7 +456,7 @@ int main(void)
 		  "\"sequences\":-2,\"finished\":false,\"done\":[]}}", "x/DONE: sequences: expected a whole" },
 		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
 		  "\"sequences\":2,\"finished\":true,\"inputs_data\":\"00000000000000ff\",\"done\":[]}}",
-		  "x/DONE: job: inputs_data: expected an array" },
+		  "x/DONE: job.inputs_data: expected an array" },
 		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
 		  "\"sequences\":2,\"finished\":true,\"inputs_data\":[\"00000000000000ff\",\"-0000000000000ff\"],"
 		  "\"done\":[]}}", "x/DONE: job.inputs_data[1]: not 16 hexadecimal digits" },
