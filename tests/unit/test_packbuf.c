@@ -396,6 +396,41 @@ static void retire_flushes(void)
 	shell("rm -rf '%s'", top);
 }
 
+/* A copy of a queue file read in the same run: its sequences leave the
+ * buffer, the drops its reading counted go back, it is retired, and the
+ * result (1) and message say so; the file itself stays as read. */
+static void copies(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64], rec[128];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	struct packbuf_opt o = opt(4);   /* the 5-token sequence of each file is dropped: overlong */
+	struct packbuf b;
+	struct err e = { 0 };
+	struct claim c;
+	packbuf_init(&b, &o);
+	int r = put_group(queue, 0, 0, "a.zst", 10, &e);
+	r = r < 0 ? r : put_group(queue, 3, 1, "b.zst", 10, &e);   /* the same ids and tokens */
+	r = r < 0 ? r : put_group(queue, 0, 0, "c.zst", 20, &e);   /* other ids */
+	r = r < 0 ? r : claim_take(&c, queue, 0, 0, "a.zst", 0, &e) != 0 ? -1 : 0;
+	r = r < 0 ? r : packbuf_read_claim(&b, &c, &e);
+	ok(r == 0 && b.n == 1 && b.drops.n[PACKSTEP_OVERLONG] == 1, "a.zst read: one sequence, one dropped%s%s", r ? ": " : "", r ? e.msg : "");
+	r = claim_take(&c, queue, 3, 1, "b.zst", 0, &e) != 0 ? -1 : packbuf_read_claim(&b, &c, &e);
+	ok(r == 1 && strstr(e.msg, "/step_3/rank_1/b.zst: its 2 sequences are those of step_0/rank_0/a.zst, read before it: "
+			    "not packed again, retired"), "its copy b.zst: %s", e.msg);
+	snprintf(rec, sizeof rec, "%s/step_3/rank_1/.done/b.zst", queue);
+	ok(b.n == 1 && b.drops.n[PACKSTEP_OVERLONG] == 1 && access(rec, F_OK) == 0,
+	   "nothing of it buffered, its drop not counted, retired");
+	r = claim_take(&c, queue, 0, 0, "c.zst", 0, &e) != 0 ? -1 : packbuf_read_claim(&b, &c, &e);
+	ok(r == 0 && b.n == 2 && b.drops.n[PACKSTEP_OVERLONG] == 2, "c.zst, the same tokens under other ids, is read");
+	packbuf_release(&b);
+	packbuf_free(&b);
+	shell("rm -rf '%s'", top);
+}
+
 /*
  * One step published by packstep_run into a queue, its figures worked by
  * hand: T = 9 given, P = 4 so capacity 8, W = 4, cost n + n^2. Sequences
@@ -606,6 +641,7 @@ int main(void)
 	fair_carry();
 	many_sources();
 	retire_flushes();
+	copies();
 	publish();
 	return tap_done();
 }

@@ -1,0 +1,101 @@
+#!/bin/sh
+# grpo-pack packs a queue file's trajectories once however many copies of
+# the file come into the queue: a copy under another name, in another step
+# or rank directory, a backup restored, or the file itself waiting again
+# after its retirement was lost. A manifest records each queue file's hash
+# (its trajectories with their ids); a file whose hash a manifest of the
+# output queue records, or another file of the run holds, is retired
+# unpacked, with a warning naming both. Files with the same tokens but
+# other ids (sampled apart) are not copies.
+. "$GRPO_TOP/tests/cli/lib.sh"
+plan 14
+
+d="$GRPO_TOP/tests/cli/pack"
+one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g" "$d/tiny.jsonl" > "$T/one.jsonl"
+	grpo-cat --from-json -o "$1" "$T/one.jsonl"
+}
+# the sequence ids of the published steps, sorted, one line
+published() {
+	cat "$1"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
+		grep -o '[0-9][0-9]*' | sort -n | tr '\n' ' '
+}
+waiting() { grpo-spool status "$1" 2> /dev/null | awk '$1 == "scored" { w += $4 } END { print w + 0 }'; }
+pack() { grpo-pack -T 16 --flush -o "$1/batches" "$1/scored" 2> "$T/err"; }
+
+# 1. two copies in one run, a third in another step: packed once
+s="$T/a" && mkdir -p "$s/scored/step_0/rank_0" "$s/scored/step_1/rank_1"
+one "$s/scored/step_0/rank_0/g.zst" 1
+cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_0/rank_0/h.zst"
+cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_1/rank_1/g.zst"
+pack "$s"
+is "$?:$(published "$s/batches")" "0:110 111 120 " "one file and two copies in one run: its 3 sequences packed once"
+is "$(grep -c 'not packed again, retired' "$T/err")" 2 "a warning for each copy"
+grep -q "scored/step_0/rank_0/h.zst: its 3 sequences are those of step_0/rank_0/g.zst, read before it: not packed again, retired" "$T/err"
+is "$?" 0 "naming the copy and the file read before it: $(head -n 1 "$T/err")"
+is "$(waiting "$s"):$(ls "$s/scored/step_1/rank_1/.done")" "0:g.zst" "the copies retired: nothing left waiting"
+grep -q '"inputs":\["step_0/rank_0/g.zst"\],"inputs_hash":\["[0-9a-f]\{16\}"\]' "$s/batches/step_1/DONE"
+is "$?" 0 "the manifest records the file packed, with its hash"
+
+# 2. a copy arriving after the file was packed and retired, in a later run
+mkdir -p "$s/scored/step_2/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_2/rank_0/copy.zst"
+pack "$s"
+is "$?:$(published "$s/batches"):$(ls "$s/batches" | grep -c step_)" "0:110 111 120 :1" \
+	"a copy in a later run: nothing published"
+grep -q "step_2/rank_0/copy.zst: its 3 sequences are those of step_0/rank_0/g.zst, packed into step 1: not packed again" "$T/err"
+is "$?" 0 "saying which step holds them: $(cat "$T/err")"
+
+# 3. the file itself waiting again once a later manifest no longer names it
+# (its retirement lost: a power cut on a file system that kept the manifest)
+one "$s/scored/step_2/rank_0/new.zst" 2
+pack "$s"
+rm "$s/scored/step_0/rank_0/.done/g.zst"
+pack "$s"
+is "$?:$(published "$s/batches")" "0:110 111 120 210 211 220 " "its record lost, the file is not packed a second time"
+grep -q "step_0/rank_0/g.zst: its 3 sequences are packed into step 1 already, and retired" "$T/err"
+is "$?" 0 "and it is retired again, saying so: $(cat "$T/err")"
+
+# 4. the same tokens under other ids are other sequences: both packed
+s="$T/b" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 3
+one "$s/scored/step_0/rank_0/h.zst" 4
+pack "$s"
+is "$?:$(published "$s/batches"):$(grep -c 'not packed again' "$T/err")" "0:310 311 320 410 411 420 :0" \
+	"two files of equal tokens and other ids are both packed, neither taken for a copy"
+
+# 5. a file packed in part across runs is the same file, not its own copy:
+# step 1 takes 2 of its 3, a later run the third, even after other steps
+s="$T/c" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 5
+grpo-pack -T 16 -b 2 -o "$s/batches" "$s/scored" 2> /dev/null
+one "$s/scored/step_0/rank_0/h.zst" 6
+grpo-pack -T 16 -b 2 -o "$s/batches" "$s/scored" 2> /dev/null
+grpo-pack -T 16 -b 2 --flush -o "$s/batches" "$s/scored" 2> "$T/err"
+is "$?:$(published "$s/batches"):$(grep -c 'not packed again' "$T/err")" "0:510 511 520 610 611 620 :0" \
+	"a file packed in part by several runs: every sequence once, none taken for a copy"
+
+# 6. a manifest from before hashes were kept knows no copy: the file is
+# packed as before, and the manifests written from then on keep hashes
+s="$T/d" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 7
+pack "$s"
+sed 's/,"inputs_hash":\[[^]]*\]//' "$s/batches/step_1/DONE" > "$T/old" && cp "$T/old" "$s/batches/step_1/DONE"
+grpo-spool status "$s" > /dev/null 2>&1
+is "$?" 0 "a manifest without inputs_hash still reads"
+mkdir -p "$s/scored/step_1/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_1/rank_0/copy.zst"
+pack "$s"
+is "$?:$(published "$s/batches")" "0:710 710 711 711 720 720 " \
+	"a copy of a file packed before hashes were kept is packed again (nothing records it)"
+
+# 7. --watch: a copy that arrives while the packer runs, after the file's step
+s="$T/w" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 8
+grpo-pack -T 16 -b 3 --watch -o "$s/batches" "$s/scored" 2> "$T/err" &
+pid=$!
+wait_for 30 test -f "$s/batches/step_1/DONE"
+cp "$s/scored/step_0/rank_0/g.zst" "$T/late.zst"   # published by rename, as a tool would
+mkdir -p "$s/scored/step_1/rank_0" && mv "$T/late.zst" "$s/scored/step_1/rank_0/late.zst"
+wait_for 30 test -f "$s/scored/step_1/rank_0/.done/late.zst"
+kill -TERM $pid
+wait $pid
+is "$?:$(published "$s/batches")" "0:810 811 820 " "--watch: a copy arriving after the file's step is published is not packed"
