@@ -86,7 +86,13 @@ int done_format(struct buf *b, const struct done_manifest *m)
 
 int done_jobrec_format(struct buf *b, const struct done_jobrec *r)
 {
-	return buf_printf(b, "{\"step\":%" PRId64 ",\"job\":", r->step) | format_job(b, &r->job, 0) |
+	if (!r->n_files)
+		return buf_printf(b, "{\"step\":%" PRId64 ",\"job\":", r->step) | format_job(b, &r->job, 0) |
+		       buf_printf(b, "}\n");
+	int rc = buf_printf(b, "{\"step\":%" PRId64 ",\"inputs\":[", r->step);
+	for (uint32_t q = 0; q < r->n_files; q++)
+		rc |= (q ? buf_put_u8(b, ',') : 0) | json_print_string(b, r->files[q]);
+	return rc | buf_printf(b, "],\"inputs_hash\":") | format_hashes(b, r->files_hash, r->n_files) |
 	       buf_printf(b, "}\n");
 }
 
@@ -380,11 +386,13 @@ int done_load_job(const char *queue, int64_t step, struct done_job *j, struct er
 	return has;
 }
 
-int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e)
+/* QUEUE/step_N/DONE as gc reads it, whatever else the marker holds: 1
+ * with *o its JSON object (cJSON_Delete it), 0 when there is no marker or
+ * it is another producer's (not an object), -1. */
+static int marker_object(const char *queue, int64_t step, char p[PATH_MAX], cJSON **o, struct err *e)
 {
-	char p[PATH_MAX];
-	memset(j, 0, sizeof *j);
 	struct buf b = { 0 };
+	*o = NULL;
 	int got = read_marker(queue, step, p, &b, e);
 	if (got <= 0)
 		return got;
@@ -396,20 +404,104 @@ int done_step_job(const char *queue, int64_t step, struct done_job *j, struct er
 		buf_free(&b);
 		return 0;
 	}
-	cJSON *o = json_parse_n((const char *)b.data, b.len, NULL);
+	*o = json_parse_n((const char *)b.data, b.len, NULL);
 	buf_free(&b);
-	if (!o && errno == ENOMEM)
+	if (!*o && errno == ENOMEM)
 		return err_sys(e, "%s", p);
-	if (!cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		return err_set(e, "%s: not a JSON object, so its job (if any) cannot be read", p);
+	if (!cJSON_IsObject(*o)) {
+		cJSON_Delete(*o);
+		*o = NULL;
+		return err_set(e, "%s: not a JSON object, so what it records cannot be read", p);
 	}
+	return 1;
+}
+
+int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e)
+{
+	char p[PATH_MAX];
+	cJSON *o;
+	memset(j, 0, sizeof *j);
+	int got = marker_object(queue, step, p, &o, e);
+	if (got <= 0)
+		return got;
 	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
 	int rc = job ? parse_job_obj(job, j, 1, p, e) : 0;
 	cJSON_Delete(o);
 	if (rc < 0)
 		done_job_free(j);
 	return rc < 0 ? -1 : job != NULL;
+}
+
+/* The files of m whose hashes are known, moved into r (m keeps the rest). */
+static int take_files(struct done_manifest *m, struct done_jobrec *r, struct err *e)
+{
+	r->files = calloc(m->n_inputs + m->n_partial + 1, sizeof *r->files);
+	r->files_hash = calloc(m->n_inputs + m->n_partial + 1, sizeof *r->files_hash);
+	if (!r->files || !r->files_hash)
+		return err_set(e, "out of memory");
+	for (uint32_t x = 0; m->inputs_hash && x < m->n_inputs; x++)
+		if (m->inputs_hash[x]) {
+			r->files_hash[r->n_files] = m->inputs_hash[x];
+			r->files[r->n_files++] = m->inputs[x];
+			m->inputs[x] = NULL;
+		}
+	for (uint32_t x = 0; x < m->n_partial; x++)
+		if (m->partial[x].hash) {
+			r->files_hash[r->n_files] = m->partial[x].hash;
+			r->files[r->n_files++] = m->partial[x].file;
+			m->partial[x].file = NULL;
+		}
+	return 0;
+}
+
+int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, struct err *e)
+{
+	char p[PATH_MAX];
+	cJSON *o;
+	memset(r, 0, sizeof *r);
+	r->step = step;
+	int got = marker_object(queue, step, p, &o, e);
+	if (got <= 0)
+		return got;
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "inputs");
+	const cJSON *part = cJSON_GetObjectItemCaseSensitive(o, "partial");
+	struct done_manifest m = { 0 };
+	int rc = (fin && !cJSON_IsArray(fin)) || (part && !cJSON_IsArray(part)) ?
+			 err_set(e, "%s: inputs and partial: expected arrays", p) :
+			 parse_files(fin, cJSON_GetObjectItemCaseSensitive(o, "inputs_hash"), part, &m, p, e);
+	cJSON_Delete(o);
+	if (rc == 0)
+		rc = take_files(&m, r, e);
+	done_free(&m);
+	if (rc < 0) {
+		done_jobrecs_free_one(r);
+		return -1;
+	}
+	return r->n_files > 0;
+}
+
+/* A file record's inputs and inputs_hash, both required, of one length. */
+static int parse_file_rec(const cJSON *o, struct done_jobrec *r, const char *name, struct err *e)
+{
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "inputs");
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "inputs_hash"), *it;
+	uint32_t nh = 0;
+	if (!cJSON_IsArray(fin) || !cJSON_IsArray(h))
+		return err_set(e, "%s: a file record needs inputs and inputs_hash", name);
+	if (!(r->files = calloc((size_t)cJSON_GetArraySize(fin) + 1, sizeof *r->files)))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(it, fin) {
+		char what[32];
+		snprintf(what, sizeof what, "inputs[%u]", r->n_files);
+		if (get_string(it, &r->files[r->n_files], name, what, e) < 0)
+			return -1;
+		r->n_files++;
+	}
+	if (parse_hashes(h, &r->files_hash, &nh, "inputs_hash", name, e) < 0)
+		return -1;
+	if (nh != r->n_files || nh == 0)
+		return err_set(e, "%s: inputs_hash: %u hashes for %u inputs", name, nh, r->n_files);
+	return 0;
 }
 
 int done_jobrec_parse(const char *text, size_t n, const char *name, struct done_jobrec *r, struct err *e)
@@ -419,24 +511,38 @@ int done_jobrec_parse(const char *text, size_t n, const char *name, struct done_
 	if (!o && errno == ENOMEM)
 		return err_sys(e, "%s", name);
 	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(o, "inputs");
 	double step;
 	int rc;
-	if (!cJSON_IsObject(o) || !job)
-		rc = err_set(e, "%s: not a job record ({\"step\":N,\"job\":{...}})", name);
+	if (!cJSON_IsObject(o) || (!job && !files))
+		rc = err_set(e, "%s: not a job record ({\"step\":N,\"job\":{...}}) nor a file record "
+			     "({\"step\":N,\"inputs\":[...],\"inputs_hash\":[...]})", name);
 	else if ((rc = get_num(o, "step", -I53, I53, 0, &step, name, e)) == 0)
-		rc = parse_job_obj(job, &r->job, 0, name, e);
+		rc = job ? parse_job_obj(job, &r->job, 0, name, e) : parse_file_rec(o, r, name, e);
 	cJSON_Delete(o);
 	if (rc < 0)
-		done_job_free(&r->job);
+		done_jobrecs_free_one(r);
 	else
 		r->step = (int64_t)step;
 	return rc;
 }
 
+void done_jobrecs_free_one(struct done_jobrec *r)
+{
+	done_job_free(&r->job);
+	for (uint32_t x = 0; r->files && x < r->n_files; x++)
+		free(r->files[x]);
+	free(r->files);
+	free(r->files_hash);
+	r->files = NULL;
+	r->files_hash = NULL;
+	r->n_files = 0;
+}
+
 void done_jobrecs_free(struct done_jobrec *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
-		done_job_free(&v[i].job);
+		done_jobrecs_free_one(&v[i]);
 	free(v);
 }
 
@@ -491,8 +597,13 @@ int done_jobs_load(const char *queue, struct done_jobrec **v, size_t *n, struct 
 static int merge_rec(const struct done_jobrec **out, size_t *n, const struct done_jobrec *r)
 {
 	for (size_t i = 0; i < *n; i++) {
-		if (out[i]->job.id != r->job.id || out[i]->job.first_step != r->job.first_step)
+		if (!out[i]->n_files != !r->n_files)
+			continue;   /* a job's record, and a step's files' */
+		if (r->n_files ? out[i]->step != r->step :
+				 out[i]->job.id != r->job.id || out[i]->job.first_step != r->job.first_step)
 			continue;
+		if (r->n_files && r->step == out[i]->step)
+			return 0;   /* the same step's, recorded by a gc that did not finish */
 		if (r->step <= out[i]->step)
 			return 0;
 		out[i] = r;

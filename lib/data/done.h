@@ -37,8 +37,14 @@
  *    "finished":b,"data":"16 hex digits","inputs_data":[...]}}
  *
  * One line per job: a record of the same job (id and first_step) and a
- * later step replaces the earlier one. done_jobs_add rewrites the file
- * whole (temporary in QUEUE/.tmp, flushed, renamed over it), so a crash
+ * later step replaces the earlier one. The queue files a removed step held
+ * are kept too, so that grpo-pack still knows a copy of one (packbuf.h), in
+ * a line of their own per step, whose files had hashes:
+ *
+ *   {"step":N,"inputs":["step_K/rank_X/NAME", ...],"inputs_hash":[...]}
+ *
+ * done_jobs_add rewrites the file whole (temporary in QUEUE/.tmp, flushed,
+ * renamed over it), so a crash
  * leaves the old file or the new one; done_jobs_load passes over a last
  * line cut short (no newline, not a record: a copy cut short) and reads
  * duplicates as they come.
@@ -125,10 +131,14 @@ int done_load_job(const char *queue, int64_t step, struct done_job *j, struct er
  * marker cannot be read, or is a JSON object whose job is damaged. */
 int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
 
-/* A record of QUEUE/.jobs: a removed step and its job. */
+/* A record of QUEUE/.jobs: a removed step and its job, or (n_files > 0)
+ * the queue files it held whose hashes its manifest recorded. */
 struct done_jobrec {
 	int64_t step;
 	struct done_job job;   /* done unused: n_done 0 */
+	char **files;          /* (n_files) "step_K/rank_X/NAME" */
+	uint64_t *files_hash;  /* (n_files) */
+	uint32_t n_files;
 };
 
 /* Append the record as one line; -1 only when memory runs out. */
@@ -143,6 +153,11 @@ int done_jobs_load(const char *queue, struct done_jobrec **v, size_t *n, struct 
  * that changes it. 0 or -1 (the file as it was). */
 int done_jobs_add(const char *queue, const struct done_jobrec *add, size_t n_add, struct err *e);
 void done_jobrecs_free(struct done_jobrec *v, size_t n);
+void done_jobrecs_free_one(struct done_jobrec *r);
+/* The queue files of QUEUE/step_N/DONE with their hashes, read as gc reads
+ * it, as a file record of step N: 1 with *r filled (done_jobrecs_free_one),
+ * 0 when there is none (no marker, another producer's, no file hashed), -1. */
+int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, struct err *e);
 
 /* Free what done_parse or done_load allocated, and zero m. */
 void done_free(struct done_manifest *m);

@@ -144,7 +144,7 @@ static void test_jobs(void)
 		return;
 	}
 	uint64_t ind[] = { 0xfedcba9876543210ull, 0x0000000000000001ull };
-	struct done_jobrec r = { 3, { 0x00ab00cd00ef0012ull, 1, 6, 1, NULL, 0, 0x0123456789abcdefull, ind, 2 } };
+	struct done_jobrec r = { 3, { 0x00ab00cd00ef0012ull, 1, 6, 1, NULL, 0, 0x0123456789abcdefull, ind, 2 }, NULL, NULL, 0 };
 	struct buf a = { 0 }, b = { 0 };
 	const char *want = "{\"step\":3,\"job\":{\"id\":\"00ab00cd00ef0012\",\"first_step\":1,\"sequences\":6,"
 			   "\"finished\":true,\"data\":\"0123456789abcdef\",\"inputs_data\":[\"fedcba9876543210\","
