@@ -28,7 +28,16 @@
  *                    (latex2sympy reads 0.(3) as 0); after a decimal's
  *                    digits a parenthesis is a product, as latex2sympy
  *                    reads it: 1.234(5) is 6.17 (not 1.234555..., nor
- *                    physics' 1.234 +- 0.005), 0.1(6) is 0.6, 2(3) is 6
+ *                    physics' 1.234 +- 0.005), 0.1(6) is 0.6, 2(3) is 6;
+ *                    a number's percent, 28\%, 28% or 28 percent, is
+ *                    28 * 1/100 as latex2sympy reads it (Mul(28, 1/100),
+ *                    the hundredth a Rational): 0.28 and \frac{7}{25},
+ *                    not 28, however a GSM8K reference of 28 for a
+ *                    question about percents is written; 12.5\% is
+ *                    12.5 * 0.01 in binary floating point, a decimal in
+ *                    arithmetic below, so that 70.0\% is not 7/10. A
+ *                    percent after anything else (x\%, (28)\%) is not
+ *                    read, as latex2sympy's grammar has none
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)
@@ -38,7 +47,7 @@
  *   a matrix         pmatrix, bmatrix, matrix, smallmatrix, array
  *
  * after dropping what does not change the value: $, \left and \right,
- * spacing, \displaystyle, \%, degrees (^\circ), \text{X} and \mathrm{X}
+ * spacing, \displaystyle, degrees (^\circ), \text{X} and \mathrm{X}
  * around X, and units: a \text{ ...} that starts with a space ends the
  * answer, as hendrycks MATH's normaliser cuts one ("15\text{ cm}^2" is
  * 15); "\text{ and }" and "\text{ or }" separate a list.

@@ -117,7 +117,29 @@ static const struct {
 	{ "2\\frac{1}{2}", "2.5", EQ },   /* a mixed number */
 	{ "-2\\frac{1}{2}", "-2.5", EQ },
 	{ "2\\frac{x}{3}", "\\frac{2x}{3}", EQ },   /* a product, not a mixed number */
-	{ "28\\%", "28", EQ },
+	/* a percent is a hundredth: latex2sympy reads 28\% as Mul(28, 1/100)
+	 * (PERCENT_NUMBER in its PS.g4) and math_verify compares that value,
+	 * with no rule taking 28 for 28\% (grader.py, is_atomic_or_pct_atomic) */
+	{ "28\\%", "0.28", EQ },
+	{ "28\\%", "\\frac{7}{25}", EQ },
+	{ "28%", "0.28", EQ },
+	{ "28 \\%", "28\\%", EQ },
+	{ "28 percent", "0.28", EQ },             /* its normaliser's \% for the word */
+	{ "28\\text{percent}", "0.28", EQ },
+	{ "100\\%", "1", EQ },
+	{ "50\\%", "\\frac12", EQ },
+	{ "3 \\cdot 28\\%", "0.84", EQ },
+	{ "-28\\%", "-0.28", EQ },
+	{ "12.5\\%", "\\frac18", EQ },          /* 12.5 * 0.01 in binary, exactly 0.125 */
+	{ "33.3333\\%", "0.333333", EQ },        /* against a lone decimal: rounded */
+	{ "28\\%", "28", NE },
+	{ "28\\%", "2800\\%", NE },
+	{ "33.3333\\%", "\\frac13", NE },       /* a Float, not a lone one: no rounding */
+	{ "70.0\\%", "\\frac{7}{10}", NE },     /* 70.0 * 0.01 is 0.7000000000000001 */
+	{ "28.5\\%", "\\frac{57}{200}", NE },
+	{ "x\\%", "x", UNP },                   /* a number's percent alone */
+	{ "(28)\\%", "28", UNP },
+	{ "\\frac{1}{2}\\%", "0.005", UNP },
 	{ "90^\\circ", "90", EQ },
 	{ "90^{\\circ}", "90", EQ },
 	{ "90\xc2\xb0", "90", EQ },
