@@ -78,13 +78,23 @@
  *     default float_rounding=6 (sympy_numeric_eq in its grader.py). So
  *     0.333333 and 0.3333333 are 1/3 and 1.414214 is \sqrt{2}, while
  *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, and
- *     1000000.4999 is not 1000000.5 however close. Against an exact
+ *     1000000.4999 is not 1000000.5 however close. A decimal is rounded
+ *     from its digits as written, every one of them (sympy's Float
+ *     keeps them all, 15 at least), not from a double: 0.12345650000000001
+ *     is 0.123457 and 12345678901234567.5 is not 12345678901234567.4.
+ *     sympy's rounded Floats are equal only at one precision too: the
+ *     number's own digits when rounded to a whole number, so 0.9999995
+ *     (15 digits) is 1.000000 but 0.99999950000000000001 (20) is not;
+ *     mag + 6 otherwise, mag the digits before the point, so 0.0999999996
+ *     (rounded to 0.10000, mag -1) is not 0.1 nor 1/10; where the
+ *     rounding fails, equal values are (simplify(a - b) is 0: 1.0 and
+ *     1.0000000000000000). Against an exact
  *     whole number (2, \sqrt{4}) sympy's round keeps an Integer, which
  *     no Float equals since sympy 1.13, and math_verify falls back to an
- *     exact comparison: 2.0 is 2, 2.0000004 and 4.9999999 are not 2 and
- *     5, 0.0000004 is not 0. Two equations of one variable, "x =
- *     0.333333" and "1/3 = x", compare their values so (math_verify
- *     solves both for x);
+ *     exact comparison: 2.0 is 2, 2.0000004, 2.0000000000000001 and
+ *     4.9999999 are not 2 and 5, 0.0000004 is not 0. Two equations of
+ *     one variable, "x = 0.333333" and "1/3 = x", compare their values
+ *     so (math_verify solves both for x);
  *   - where neither side is a lone decimal, an expression holding one
  *     (2 \cdot 0.5, 0.1 + 0.2, 0.5x) is sympy's binary floating point:
  *     against a whole number or a fraction of two as written (3, -1/3,

@@ -5,7 +5,9 @@
  * symbolically: two expressions that agree at eight points chosen
  * independently of them are taken to be one.
  */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +205,97 @@ static int exact_literal(const struct parse *P, int k)
 	return whole(P, k) || (d->op == N_DIV && whole(P, d->a) && whole(P, d->b));
 }
 
+/*
+ * A number rounded as sympy's Expr.round(6) rounds it, half to even at
+ * the sixth decimal, into a Float whose precision counts in the equality
+ * math_verify tests (Float == Float is Basic's, precision and all):
+ * round's result keeps the number's own digits (15 at least) when it is
+ * whole, and mag + 6 digits otherwise, mag the digits before the point
+ * (-1 for 0.0999...). So 0.9999996 is 1.000000 but not
+ * 1.0000000000000000 (17 digits), and 0.0999999996 (rounded to 0.10000,
+ * five digits) is not 0.1 (0.100000).
+ */
+struct rounded {
+	char micro[80];   /* its millionths: digits, no leading zero, "0" for zero */
+	int neg;
+	int digits;       /* the precision of the rounded Float */
+};
+
+/* Adds one to the digits of r->micro[0..n): their new length. */
+static size_t add_one(struct rounded *r, size_t n)
+{
+	size_t i = n;
+	while (i > 0 && r->micro[i - 1] == '9')
+		r->micro[--i] = '0';
+	if (i > 0) {
+		r->micro[i - 1]++;
+		return n;
+	}
+	memmove(r->micro + 1, r->micro, n);
+	r->micro[0] = '1';
+	return n + 1;
+}
+
+/* round's precision for a number of magnitude mag (10^(mag-1) <= |x| <
+ * 10^mag) written to dps digits, rounded to r->micro. */
+static void round_digits(struct rounded *r, int mag, int dps)
+{
+	size_t n = strlen(r->micro);
+	int whole = strcmp(r->micro, "0") == 0 || (n > 6 && strspn(r->micro + n - 6, "0") == 6);
+	int allow = mag + 6 < dps ? mag + 6 : dps;
+	if (whole)
+		r->digits = dps;
+	else
+		r->digits = allow > 0 ? allow : 1;   /* 0.0000006: rounded up, one digit */
+}
+
+/* A lone decimal rounded from its text, not its double: sympy's Float
+ * keeps every digit written (15 at least, its dps), so
+ * 0.12345650000000001 rounds up, 0.1234574999999999999 down, and
+ * 12345678901234567.5 is not 12345678901234567.4, where a double holds
+ * neither. */
+static struct rounded decimal_rounded(const struct parse *P, int k)
+{
+	struct rounded r = { { 0 }, 0, 0 };
+	while (P->nodes[k].op == N_NEG)
+		r.neg = !r.neg, k = P->nodes[k].a;
+	const char *s = P->L.s + P->nodes[k].at;
+	size_t n = 0, len = P->nodes[k].len;
+	int point = 0, decimals = 0, lead = 0, sig = 0, mag = 0;
+	int past = 0;   /* the digits past the sixth decimal: 0 none or below half, 1 half, 2 above */
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '.')
+			point = 1;
+		if (!isdigit((unsigned char)s[i]))   /* the point, a thousands separator */
+			continue;
+		if (sig || s[i] != '0')
+			sig++;
+		else if (point)
+			lead++;   /* zeros after the point before any other digit */
+		if (!point && sig)
+			mag++;
+		if (!point || decimals < 6) {
+			if (n < sizeof r.micro - 8)   /* the lexer reads 62 digits at most */
+				r.micro[n++] = s[i];
+			decimals += point;
+		} else if (decimals++ == 6) {
+			past = s[i] < '5' ? 0 : s[i] == '5' ? 1 : 2;
+		} else if (past == 1 && s[i] != '0') {
+			past = 2;
+		}
+	}
+	for (; decimals < 6; decimals++)
+		r.micro[n++] = '0';
+	if (past == 2 || (past == 1 && (r.micro[n - 1] - '0') % 2))
+		n = add_one(&r, n);
+	size_t zeros = strspn(r.micro, "0");
+	if (zeros == n)   /* -0.0000001 is 0 */
+		zeros = n - 1, r.neg = 0;
+	memmove(r.micro, r.micro + zeros, n - zeros + 1);
+	round_digits(&r, mag ? mag : -lead, sig > 15 ? sig : 15);
+	return r;
+}
+
 /* x * 10^6 rounded half to even, as sympy's Expr.round(6) does with the
  * decimal digits: a tie is one within a double's rounding of .5, so that
  * 0.1234565 (stored a hair below) is a tie. */
@@ -214,34 +307,104 @@ static double micro_units(double x)
 	return d < 0.5 ? f : f + 1;
 }
 
+/* A constant's double rounded: sympy evaluates an exact one to as many
+ * digits as rounding needs (dps 15 at least), one with Floats to 15. */
+static struct rounded double_rounded(double v, int floats)
+{
+	struct rounded r = { { 0 }, v < 0, 0 };
+	double m = micro_units(v);
+	snprintf(r.micro, sizeof r.micro, "%.0f", fabs(m));
+	if (m == 0)
+		r.neg = 0;
+	int mag = v == 0 ? 0 : (int)floor(log10(fabs(v))) + 1;
+	round_digits(&r, mag, floats || mag + 6 < 15 ? 15 : mag + 6);
+	return r;
+}
+
+static int same_rounded(const struct rounded *a, const struct rounded *b)
+{
+	return a->neg == b->neg && a->digits == b->digits && strcmp(a->micro, b->micro) == 0;
+}
+
 /* An exact expression's value that is a whole number, as sympy would
- * evaluate it to an Integer: \sqrt{4}, \frac{6}{3}, 1+1. */
+ * evaluate it to an Integer: \sqrt{4}, \frac{6}{3}, 1+1; within the few
+ * ulps of doubles' rounding, so that \frac{1000000001}{10000000} is not. */
 static int integral(const struct parse *P, int k, double v)
 {
-	return !with_decimal(P, k) && isfinite(v) && fabs(v - nearbyint(v)) <= REL_TOL * fmax(1, fabs(v));
+	return !with_decimal(P, k) && isfinite(v) && fabs(v - nearbyint(v)) <= 64 * 0x1p-52 * fmax(1, fabs(v));
+}
+
+/* A decimal's exact value, as written, is a whole number. */
+static int whole_decimal(const struct parse *P, int k)
+{
+	while (P->nodes[k].op == N_NEG)
+		k = P->nodes[k].a;
+	const char *point = memchr(P->L.s + P->nodes[k].at, '.', P->nodes[k].len);
+	size_t after = P->nodes[k].len - (size_t)(point - (P->L.s + P->nodes[k].at)) - 1;
+	return strspn(point + 1, "0") >= after;
+}
+
+/* A decimal's exact value as text: its sign, then its digits without
+ * leading zeros and the point, no trailing zero after the point. */
+static void decimal_text(const struct parse *P, int k, char *out, size_t cap)
+{
+	int neg = 0;
+	while (P->nodes[k].op == N_NEG)
+		neg = !neg, k = P->nodes[k].a;
+	const char *s = P->L.s + P->nodes[k].at;
+	size_t n = 0, point = 0, len = P->nodes[k].len;
+	out[n++] = neg ? '-' : '+';
+	for (size_t i = 0; i < len && n + 1 < cap; i++) {
+		if (s[i] == '.')
+			point = n, out[n++] = '.';
+		else if (isdigit((unsigned char)s[i]) && (n > 1 || s[i] != '0'))
+			out[n++] = s[i];
+	}
+	while (n > point + 1 && out[n - 1] == '0')
+		n--;
+	if (n == 2 && point == 1)   /* 0.0 and -0.0 are 0 */
+		out[0] = '+';
+	out[n] = 0;
+}
+
+/* Two decimals of one exact value: simplify(a - b) is 0. */
+static int same_decimal(const struct parse *PA, int ka, const struct parse *PB, int kb)
+{
+	char a[96], b[96];
+	decimal_text(PA, ka, a, sizeof a);
+	decimal_text(PB, kb, b, sizeof b);
+	return strcmp(a, b) == 0;
 }
 
 /* math_verify's verify(..., float_rounding=6) (src/math_verify/grader.py,
  * sympy_numeric_eq): when one side is a decimal number and the other a
- * constant, both are rounded to six decimals and equal only when those
- * agree, a.round(6) == b.round(6): 0.333333 is 1/3, 0.33 and 0.333334
- * are not. Against an exact whole number sympy's round keeps an Integer,
- * which no Float equals since sympy 1.13, and math_verify falls back to
- * simplify(a - b) == 0: 2.0 is 2, 2.0000004 is not. -1 when the rule does
- * not apply. */
+ * constant, both are rounded to six decimals (struct rounded) and equal
+ * when those agree, a.round(6) == b.round(6): 0.333333 is 1/3, 0.33 and
+ * 0.333334 are not; else when simplify(a - b) is 0, the exact value.
+ * Against an exact whole number sympy's round keeps an Integer, which no
+ * Float equals, and only the exact value counts: 2.0 is 2, 2.0000004 and
+ * 2.0000000000000001 are not. -1 when the rule does not apply. */
 static int rounded_equal(const struct elem *x, const struct elem *y)
 {
+	if (!decimal(x->P, x->v.node)) {
+		const struct elem *t = x;
+		x = y, y = t;
+	}
 	int kx = x->v.node, ky = y->v.node;
-	if (!(decimal(x->P, kx) && constant(y->P, ky)) && !(decimal(y->P, ky) && constant(x->P, kx)))
+	if (!decimal(x->P, kx) || !constant(y->P, ky))
 		return -1;
 	double a = x->at[0], b = y->at[0];
-	if (!isfinite(a) || !isfinite(b))
+	if (!isfinite(b))
 		return 0;
-	if (integral(x->P, kx, a))
-		return b == nearbyint(a);
+	struct rounded ra = decimal_rounded(x->P, kx), rb;
+	if (decimal(y->P, ky)) {
+		rb = decimal_rounded(y->P, ky);
+		return same_rounded(&ra, &rb) || same_decimal(x->P, kx, y->P, ky);
+	}
 	if (integral(y->P, ky, b))
-		return a == nearbyint(b);
-	return micro_units(a) == micro_units(b);
+		return whole_decimal(x->P, kx) && a == nearbyint(b);
+	rb = double_rounded(b, with_decimal(y->P, ky));
+	return same_rounded(&ra, &rb) || a == b;
 }
 
 /* Two expressions, either with a decimal that rounded_equal leaves (2 \cdot

@@ -74,6 +74,7 @@ struct node {
 	int8_t sign;      /* N_PM: +1 for \pm, -1 for \mp */
 	uint8_t integer;  /* N_NUM written as digits alone */
 	uint8_t decimal;  /* N_NUM written with a point (0.5, not 0.\overline{3}) */
+	uint16_t at, len; /* a decimal's text, L.s[at..at+len), its exact value */
 	int32_t a, b;
 	double v;
 	uint64_t var;

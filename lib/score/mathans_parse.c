@@ -249,6 +249,8 @@ static struct val primary(struct parse *P)
 		if (P->bad)
 			return v;
 		P->nodes[v.node].decimal = (uint8_t)L->decimal;
+		P->nodes[v.node].at = (uint16_t)L->start;
+		P->nodes[v.node].len = (uint16_t)(L->i - L->start);
 		next(P);
 		if (L->t == T_PCT) {
 			v = percent(P, v);

@@ -73,6 +73,31 @@ static const struct {
 	{ "0.1234565", "0.123457", NE },
 	{ "2", "2.000001", NE },
 	{ "1000000.5", "1000000.4999", NE },       /* the sixth decimal counts, however large */
+	/* sympy's Float keeps every digit written (dps 15 at least) and round(6)
+	 * rounds those, not a double's; its result keeps the input's precision
+	 * when whole, mag + 6 digits otherwise, and math_verify's a.round(6) ==
+	 * b.round(6) is Basic's equality, precision and all; failing it,
+	 * simplify(a - b) == 0 (grader.py, sympy_numeric_eq then
+	 * sympy_symbolic_eq). Each verdict is sympy 1.14's on those calls. */
+	{ "0.12345650000000001", "0.123457", EQ },       /* past the tie: up */
+	{ "0.1234574999999999999", "0.123457", EQ },     /* short of it: down */
+	{ "0.1234567890123", "0.1234567890124", EQ },
+	{ "3.14159265358979", "\\pi", EQ },
+	{ "-0.0000001", "0.0", EQ },
+	{ "1.0000000000000000", "1.0", EQ },             /* 17 digits and 15: simplify */
+	{ "0.99999990000000000", "\\frac{9999999}{10000000}", EQ },
+	{ "99.9999996", "\\frac{1000000001}{10000000}", EQ },   /* not a whole number */
+	{ "0.12345650000000001", "0.123456", NE },
+	{ "0.1234574999999999999", "0.123458", NE },
+	{ "0.50000050000000001", "\\frac12", NE },
+	{ "1234567890123.5", "1234567890123.4", NE },
+	{ "12345678901234567.5", "12345678901234567.4", NE },   /* one double */
+	{ "99999999999999999.5", "100000000000000000", NE },
+	{ "2.0000000000000001", "2", NE },
+	{ "0.99999950000000000001", "1.000000", NE },   /* 1 of 20 digits, 1 of 15 */
+	{ "0.0999999996", "0.1", NE },                  /* 0.10000 (mag -1), 0.100000 */
+	{ "0.0999999996", "\\frac{1}{10}", NE },
+	{ "0.0999999996", "0.09999999996", EQ },
 	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
 	{ "0.333333 + x", "\\frac13 + x", NE },
 	{ "0.333333", "\\frac{1}{3} + x", NE },
