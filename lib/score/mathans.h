@@ -102,9 +102,18 @@
  *     double is the same, so 0.5^2 is 1/4 and 1.5/3 is 1/2 but 0.1 + 0.2
  *     (0.30000000000000004) is not 3/10, though it is 0.3 (rounded, a
  *     lone decimal); against anything else within a relative 1e-12 at
- *     the points, for math_verify's evalf to 15 digits and simplify: 0.5x
- *     is x/2, 0.333333x and 0.3333333333x are not x/3, and so for the
- *     sides of an inequality;
+ *     the points, 1e-14 when both are constants, for math_verify's evalf
+ *     to 15 digits and simplify: 0.5x is x/2, 0.333333x and
+ *     0.3333333333x are not x/3, 0.3333333333333 \cdot 3 is not 1 + 0,
+ *     and so for the sides of an inequality. Two limits: a coefficient of
+ *     13 or more digits is not told from its neighbour at the points
+ *     (0.3333333333333x is x/3 here, not there), where doubles' own
+ *     rounding would blur equal expansions; and, deliberately, two
+ *     expressions an ulp or so apart are equal, where sympy's verdict
+ *     turns on the order of its Float operations: math_verify calls 0.7
+ *     \cdot 3 not 21/10 + 0 but 0.7 \cdot 3000 2100 + 0, and 34(x -
+ *     0.9)^2 not 34x^2 - 61.2x + 27.54 (most such expansions: 253 of 400
+ *     in one sample), which no trainer would want;
  *   - two relations of two sides are equal when their sides' differences
  *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
  *     is -x > -1, 1 > x and 2x < 2, with a positive factor for an

@@ -103,12 +103,13 @@ static double eval(const struct parse *P, int k, unsigned signs, int pt)
 }
 
 /* a and b agree to a relative tol: REL_TOL, or FLOAT_TOL where decimals
- * take part. */
+ * take part; near 0 to an absolute ABS_TOL, or tol where that is less
+ * (0.3333333333333 \cdot 3 is not 1 + 0: sympy's evalf sees the 1e-13). */
 static int close_to(double a, double b, double tol)
 {
 	if (isinf(a) || isinf(b))
 		return a == b;
-	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + ABS_TOL;
+	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + fmin(tol, ABS_TOL);
 }
 
 /* An expression's values at the points; a value is NaN where undefined. */
@@ -412,8 +413,12 @@ static int rounded_equal(const struct elem *x, const struct elem *y)
  * Integer or Rational sympy evaluates the decimals in binary floating point
  * and keeps only an exact match (0.5^2 is 1/4, 0.1 + 0.2 is not 3/10);
  * otherwise it evaluates the difference to 15 digits or simplifies it, so
- * that 0.5x is x/2 and 0.3333333333x is not x/3. -1 when neither has a
- * decimal. */
+ * that 0.5x is x/2 and 0.3333333333x is not x/3: within FLOAT_TOL at the
+ * points, CONST_TOL for two constants (0.3333333333333 \cdot 3 is not 1 +
+ * 0). Not mirrored: where the two are an ulp or so apart sympy's verdict
+ * turns on the order of its Float operations (0.7 \cdot 3 is not 21/10 +
+ * 0, 0.7 \cdot 3000 is 2100 + 0; 34(x - 0.9)^2 is not 34x^2 - 61.2x +
+ * 27.54), and these are equal. -1 when neither has a decimal. */
 static int decimal_arithmetic(const struct elem *x, const struct elem *y)
 {
 	int kx = x->v.node, ky = y->v.node;
@@ -421,7 +426,8 @@ static int decimal_arithmetic(const struct elem *x, const struct elem *y)
 		return -1;
 	if ((exact_literal(x->P, kx) && constant(y->P, ky)) || (exact_literal(y->P, ky) && constant(x->P, kx)))
 		return x->at[0] == y->at[0];
-	return same_values(x->at, y->at, FLOAT_TOL);
+	int constants = constant(x->P, kx) && constant(y->P, ky);
+	return same_values(x->at, y->at, constants ? CONST_TOL : FLOAT_TOL);
 }
 
 /* Two expressions: a decimal against a constant rounded, decimals in

@@ -21,7 +21,8 @@
 #define MAX_PM    8
 #define N_POINTS  8
 #define REL_TOL   1e-8
-#define FLOAT_TOL 1e-12   /* math_verify's 15 digits, less what doubles lose */
+#define FLOAT_TOL 1e-12   /* math_verify's 15 digits, less what doubles lose at the points */
+#define CONST_TOL 1e-14   /* the same for a constant, which no point's cancellation blurs */
 #define ABS_TOL   1e-12   /* rounding left by sin(pi) and the like */
 #define PI        3.14159265358979323846
 #define EULER     2.71828182845904523536

@@ -118,6 +118,15 @@ static const struct {
 	{ "0.1 \\cdot 3", "3/10", NE },
 	{ "2 \\cdot 0.333333", "\\frac23", NE },
 	{ "2 \\cdot 0.3333333333", "\\frac23 + 0", NE },
+	{ "0.3333333333333 \\cdot 3", "1 + 0", NE },   /* evalf's 15 digits see the 1e-13 */
+	{ "3 \\cdot 0.1234567890123", "0.3703703670369 + 0", EQ },
+	{ "3 \\cdot 0.1234567890123", "0.3703703670368 + 0", NE },
+	/* deliberately not math_verify's: an ulp or so apart, its verdict turns
+	 * on the order of sympy's Float operations (it calls 0.7 \cdot 3 not
+	 * 21/10 + 0 but 0.7 \cdot 3000 2100 + 0, and 34(x - 0.9)^2 not its
+	 * expansion); here they are equal */
+	{ "0.7 \\cdot 3", "\\frac{21}{10}+0", EQ },
+	{ "34(x-0.9)^2", "34x^2-61.2x+27.54", EQ },
 	{ "2 \\cdot 1.414214", "2\\sqrt{2}", NE },
 	{ "0.3333333333x", "\\frac{x}{3}", NE },
 	{ "x > 0.3333333333", "x > \\frac13", NE },
