@@ -88,7 +88,8 @@
  *     mag + 6 otherwise, mag the digits before the point, so 0.0999999996
  *     (rounded to 0.10000, mag -1) is not 0.1 nor 1/10; where the
  *     rounding fails, equal values are (simplify(a - b) is 0: 1.0 and
- *     1.0000000000000000). Against an exact
+ *     1.0000000000000000), as binary Floats of their precisions, so
+ *     1.0000005 is not 1.00000050000000000. Against an exact
  *     whole number (2, \sqrt{4}) sympy's round keeps an Integer, which
  *     no Float equals since sympy 1.13, and math_verify falls back to an
  *     exact comparison: 2.0 is 2, 2.0000004, 2.0000000000000001 and

@@ -220,6 +220,7 @@ struct rounded {
 	char micro[80];   /* its millionths: digits, no leading zero, "0" for zero */
 	int neg;
 	int digits;       /* the precision of the rounded Float */
+	int dps;          /* the number's own: the digits written, 15 at least */
 };
 
 /* Adds one to the digits of r->micro[0..n): their new length. */
@@ -238,16 +239,15 @@ static size_t add_one(struct rounded *r, size_t n)
 }
 
 /* round's precision for a number of magnitude mag (10^(mag-1) <= |x| <
- * 10^mag) written to dps digits, rounded to r->micro. */
+ * 10^mag) written to dps digits, rounded to r->micro with its sign. */
 static void round_digits(struct rounded *r, int mag, int dps)
 {
 	size_t n = strlen(r->micro);
 	int whole = strcmp(r->micro, "0") == 0 || (n > 6 && strspn(r->micro + n - 6, "0") == 6);
 	int allow = mag + 6 < dps ? mag + 6 : dps;
-	if (whole)
-		r->digits = dps;
-	else
-		r->digits = allow > 0 ? allow : 1;   /* 0.0000006: rounded up, one digit */
+	/* 0.0000006 (allow 0) rounded up to 0.000001 gets one digit, as
+	 * round's "rv > self" adds; -0.0000006 rounded down to -0.000001 none */
+	r->digits = whole ? dps : allow + (allow == 0 && !r->neg);
 }
 
 /* A lone decimal rounded from its text, not its double: sympy's Float
@@ -257,7 +257,7 @@ static void round_digits(struct rounded *r, int mag, int dps)
  * neither. */
 static struct rounded decimal_rounded(const struct parse *P, int k)
 {
-	struct rounded r = { { 0 }, 0, 0 };
+	struct rounded r = { { 0 }, 0, 0, 15 };
 	while (P->nodes[k].op == N_NEG)
 		r.neg = !r.neg, k = P->nodes[k].a;
 	const char *s = P->L.s + P->nodes[k].at;
@@ -293,7 +293,8 @@ static struct rounded decimal_rounded(const struct parse *P, int k)
 	if (zeros == n)   /* -0.0000001 is 0 */
 		zeros = n - 1, r.neg = 0;
 	memmove(r.micro, r.micro + zeros, n - zeros + 1);
-	round_digits(&r, mag ? mag : -lead, sig > 15 ? sig : 15);
+	r.dps = sig > 15 ? sig : 15;
+	round_digits(&r, mag ? mag : -lead, r.dps);
 	return r;
 }
 
@@ -312,7 +313,7 @@ static double micro_units(double x)
  * digits as rounding needs (dps 15 at least), one with Floats to 15. */
 static struct rounded double_rounded(double v, int floats)
 {
-	struct rounded r = { { 0 }, v < 0, 0 };
+	struct rounded r = { { 0 }, v < 0, 0, 15 };
 	double m = micro_units(v);
 	snprintf(r.micro, sizeof r.micro, "%.0f", fabs(m));
 	if (m == 0)
@@ -340,9 +341,12 @@ static int whole_decimal(const struct parse *P, int k)
 {
 	while (P->nodes[k].op == N_NEG)
 		k = P->nodes[k].a;
-	const char *point = memchr(P->L.s + P->nodes[k].at, '.', P->nodes[k].len);
-	size_t after = P->nodes[k].len - (size_t)(point - (P->L.s + P->nodes[k].at)) - 1;
-	return strspn(point + 1, "0") >= after;
+	const char *s = P->L.s + P->nodes[k].at, *end = s + P->nodes[k].len;
+	const char *p = memchr(s, '.', P->nodes[k].len);
+	while (p && ++p < end)
+		if (*p != '0')
+			return 0;
+	return 1;
 }
 
 /* A decimal's exact value as text: its sign, then its digits without
@@ -368,13 +372,33 @@ static void decimal_text(const struct parse *P, int k, char *out, size_t cap)
 	out[n] = 0;
 }
 
-/* Two decimals of one exact value: simplify(a - b) is 0. */
-static int same_decimal(const struct parse *PA, int ka, const struct parse *PB, int kb)
+/* Whether v >= 0 is exactly the digits t of decimal_text, past its sign. */
+static int exactly(double v, const char *t)
+{
+	char d[400];
+	snprintf(d, sizeof d, "%.80f", v);
+	size_t n = strlen(d);
+	while (d[n - 1] == '0')
+		n--;
+	d[n] = 0;
+	return strcmp(d + (d[0] == '0'), t) == 0;   /* 0.5 is .5 there */
+}
+
+/* Two decimals for which simplify(a - b) is 0: sympy subtracts their
+ * binary Floats, each as precise as its digits, so one value written to
+ * two precisions is 0 only where binary holds it exactly: 1.50 and
+ * 1.5000000000000000 are, 1.0000005 and 1.00000050000000000 not. */
+static int same_decimal(const struct parse *PA, int ka, const struct rounded *ra, const struct parse *PB, int kb,
+			const struct rounded *rb)
 {
 	char a[96], b[96];
 	decimal_text(PA, ka, a, sizeof a);
 	decimal_text(PB, kb, b, sizeof b);
-	return strcmp(a, b) == 0;
+	if (strcmp(a, b) != 0)
+		return 0;
+	while (PA->nodes[ka].op == N_NEG)
+		ka = PA->nodes[ka].a;
+	return ra->dps == rb->dps || exactly(PA->nodes[ka].v, a + 1);
 }
 
 /* math_verify's verify(..., float_rounding=6) (src/math_verify/grader.py,
@@ -400,7 +424,7 @@ static int rounded_equal(const struct elem *x, const struct elem *y)
 	struct rounded ra = decimal_rounded(x->P, kx), rb;
 	if (decimal(y->P, ky)) {
 		rb = decimal_rounded(y->P, ky);
-		return same_rounded(&ra, &rb) || same_decimal(x->P, kx, y->P, ky);
+		return same_rounded(&ra, &rb) || same_decimal(x->P, kx, &ra, y->P, ky, &rb);
 	}
 	if (integral(y->P, ky, b))
 		return whole_decimal(x->P, kx) && a == nearbyint(b);

@@ -98,6 +98,10 @@ static const struct {
 	{ "0.0999999996", "0.1", NE },                  /* 0.10000 (mag -1), 0.100000 */
 	{ "0.0999999996", "\\frac{1}{10}", NE },
 	{ "0.0999999996", "0.09999999996", EQ },
+	{ "0.0000006", "0.000001", EQ },
+	{ "1.0000005", "1.00000050000000000", NE },   /* one value, two binary Floats */
+	{ "-1.50", "-1.5000000000000000", EQ },        /* which binary holds exactly */
+	{ "-0.0000006", "-0.000001", NE },             /* round's rv > self, not for a negative */
 	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
 	{ "0.333333 + x", "\\frac13 + x", NE },
 	{ "0.333333", "\\frac{1}{3} + x", NE },
