@@ -181,7 +181,8 @@ MODULES = {
         files=["lib/score/reflp.c"],
         targets=["build/tests/test_reflp", "build/tests/test_scorer", "build/bin/grpo-score"],
         objects=["build/lib/score/reflp.o"],
-        tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "score.t"]),
+        tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "pipeline.t",
+               CLI + "progress.t"]),
 }
 
 UNITS_ONLY = False
