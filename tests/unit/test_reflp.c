@@ -3,7 +3,11 @@
  * (tests/data/hf, five sequences at temperatures 0.7 to 1.3) and the model
  * core's for each sequence alone, however the group is split into passes
  * (--ref-tokens); a policy queue means its step_0; bad ids, a missing
- * prompt and a zero temperature are errors naming the sequence.
+ * prompt and a zero temperature are errors naming the group, the sequence
+ * and the token. Then the passes themselves: as many whole sequences as
+ * fit, in order (the last pass is left in struct reflp), and the tokens
+ * counted; reflp_init over a model in memory; a group of empty
+ * trajectories; a config.json that is a directory or no model's.
  */
 #include <sys/stat.h>
 #include <unistd.h>

@@ -10,12 +10,16 @@
  * kimi-length and cosine from another reward's verdict; texts through
  * Qwen3's tokenizer: the responses and prompts decoded for the built-ins
  * and the program, a think block the prompt opened; scorer_metrics_has;
- * scorer_stats_add; the metrics line of no sequences, and of groups of 2.
+ * scorer_stats_add; the metrics line of no sequences, and of groups of 2;
+ * --ref (tests/data/hf/qwen2): reference logprobs for the groups kept only,
+ * as reflp gives each alone, their tokens and time in the stats, and a
+ * reference failure that leaves nothing scored.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "score/scorer.h"
@@ -567,6 +571,13 @@ static void metrics_edges(void)
 	group_free(&g);
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* The reference model of --ref: tests/data/hf/qwen2 (token 0, of every
  * prompt and response here, is in its vocabulary). 0 when absent. */
 static int open_ref(struct reflp *r)
@@ -620,14 +631,16 @@ static void reference(void)
 	uint8_t keep[3];
 	struct scorer_stats st;
 	struct err e = { 0 };
+	double t0 = seconds();
 	int rc = scorer_run(&o, gs, 3, keep, &st, &e);
+	double run_s = seconds() - t0;
 	ok(rc == 0 && keep[0] && !keep[1] && !keep[2], "--ref --drop-zero-std: scored, group 1 kept (%s)", e.msg);
 	ok(ref_alone(&r, &gs[0], 0), "group 1: the reference logprobs of reflp_group on it alone");
 	ok(!gs[1].trajs[0].ref_logprobs && !gs[2].trajs[0].ref_logprobs && !gs[2].trajs[1].ref_logprobs,
 	   "the groups dropped: none");
-	ok(st.ref_tokens == 5 + 9 + 13 && st.t_ref > 0,
-	   "stats: the 27 tokens of group 1 through the reference model, and its time (%llu, %g s)",
-	   (unsigned long long)st.ref_tokens, st.t_ref);
+	ok(st.ref_tokens == 5 + 9 + 13 && st.t_ref > 0 && st.t_ref <= run_s,
+	   "stats: the 27 tokens of group 1 through the reference model, and its time, within the run's "
+	   "(%llu, %g of %g s)", (unsigned long long)st.ref_tokens, st.t_ref, run_s);
 	struct buf b = { 0 };
 	scorer_metrics(&b, "in", &st);
 	const char *line = b.data ? (char *)b.data : "";
