@@ -28,7 +28,7 @@ static void make_group(const cJSON *seqs, struct group *g)
 		traj_init(t);
 		const cJSON *s = cJSON_GetArrayItem(seqs, (int)i), *x;
 		const cJSON *pr = cJSON_GetObjectItem(s, "prompt_tokens"), *re = cJSON_GetObjectItem(s, "response_tokens");
-		t->prompt_tokens = malloc(sizeof(int32_t) * (size_t)(cJSON_GetArraySize(pr) + 1));
+		t->prompt_tokens = malloc(sizeof(int32_t) * (size_t)cJSON_GetArraySize(pr));   /* exact: ASan sees a read past it */
 		t->response_tokens = malloc(sizeof(int32_t) * (size_t)(cJSON_GetArraySize(re) + 1));
 		cJSON_ArrayForEach(x, pr) t->prompt_tokens[t->n_prompt++] = x->valueint;
 		cJSON_ArrayForEach(x, re) t->response_tokens[t->n_response++] = x->valueint;
