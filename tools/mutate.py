@@ -177,6 +177,12 @@ MODULES = {
         objects=["build/lib/spool/spool.o"],
         tests=[UNIT + "test_spool", UNIT + "test_claim", UNIT + "test_queue", UNIT + "test_packbuf",
                UNIT + "test_tempfile", CLI + "spool.t", CLI + "spool-status.t"]),
+    "reflp": dict(
+        files=["lib/score/reflp.c"],
+        targets=["build/tests/test_reflp", "build/tests/test_scorer", "build/bin/grpo-score"],
+        objects=["build/lib/score/reflp.o"],
+        tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "pipeline.t",
+               CLI + "progress.t"]),
 }
 
 UNITS_ONLY = False
