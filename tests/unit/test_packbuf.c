@@ -317,6 +317,221 @@ static void many_sources(void)
 		diag("could not remove %s", top);
 }
 
+/* One trajectory of a prompt of p tokens and a response of r. */
+static void mk_traj_pr(struct traj *t, int64_t sid, uint32_t p, uint32_t r)
+{
+	mk_traj(t, sid, 1, NULL, 0);
+	free(t->prompt_tokens);
+	free(t->response_tokens);
+	free(t->logprobs);
+	t->n_prompt = p;
+	t->n_response = r;
+	t->prompt_tokens = calloc(p, sizeof(int32_t));
+	t->response_tokens = calloc(r, sizeof(int32_t));
+	t->logprobs = calloc(r, sizeof(float));
+}
+
+/* A prompt longer than T, truncated: no response token is left to train. */
+static void truncated_untrained(void)
+{
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct traj t;
+	struct group g = { traj_id_num(10), 1, &t };
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	char line[512];
+	o.overlong = PACKBUF_OVER_TRUNCATE;
+	packbuf_init(&b, &o);
+	mk_traj_pr(&t, 10, 9, 2);
+	packbuf_add_group(&b, &g, -1, "test", 1, &e);
+	traj_free(&t);
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "a prompt of 9 and a response of 2 at T=8: a step");
+	packbuf_drops_text(&b, 1, line, sizeof line);
+	is_str(line, "truncated 1 to --seq-len 8 (1 left with no trained token)",
+	       "cut to its prompt's first 8 tokens: nothing of it is trained, and the line says so");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
+/* A stale plain input dropped before the job's step: the job is finished
+ * all the same, so that a re-run finds it done instead of packing again. */
+static void job_finished_after_stale(void)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	o.max_lag = 0;
+	packbuf_init(&b, &o);
+	add(&b, &len, 1, 10, NULL, 0);
+	add(&b, &len, 1, 20, NULL, 5);
+	is_int(packbuf_take(&b, 3, 1, &po, &st, &e), 1, "--max-lag 0, step 3: a step");
+	ok(st.n == 1 && st.seq[0].t->sequence_id.num == 20, "of the fresh one only");
+	ok(st.job && st.job->finished && st.job->sequences == 2 && st.job->n_done == 2,
+	   "the job's record: finished, both sequences handled (one packed, one dropped)");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
+/* A queue file QUEUE/step_S/rank_0/NAME of one group of n sequences, ids sid0..., policy version pv. */
+static int queue_file(const char *queue, int64_t step, const char *name, int64_t sid0, const uint32_t *len,
+		      uint32_t n, int64_t pv)
+{
+	struct traj t[8];
+	struct group g = { traj_id_num(sid0), n, t };
+	struct spool_out so;
+	struct sfile_writer w;
+	struct err e = { 0 };
+	for (uint32_t j = 0; j < n; j++)
+		mk_traj(&t[j], sid0 + j, len[j], NULL, pv);
+	int r = spool_open(&so, queue, step, 0, name, &e);
+	if (r == 0) {
+		so.no_fsync = 1;
+		r = sfile_writer_init(&w, to_spool, &so, 1, &e);
+		r = r < 0 ? r : sfile_write_group(&w, &g, &e);
+		r = r < 0 ? r : sfile_writer_finish(&w, &e);
+		sfile_writer_free(&w);
+		r = r < 0 ? (spool_abort(&so), r) : spool_commit(&so, &e);
+	}
+	for (uint32_t j = 0; j < n; j++)
+		traj_free(&t[j]);
+	return r;
+}
+
+/* Claim QUEUE/step_0/rank_0/NAME and read it into b: 0 or -1. */
+static int claim_read(struct packbuf *b, const char *queue, const char *name)
+{
+	struct claim c;
+	struct err e = { 0 };
+	if (claim_take(&c, queue, 0, 0, name, 0, &e) != 0)
+		return -1;
+	return packbuf_read_claim(b, &c, &e);
+}
+
+static int retired(const char *queue, const char *name)
+{
+	return shell("test -e '%s/step_0/rank_0/.done/%s'", queue, name) == 0;
+}
+
+/* The input a step records for one queue file: finished or not, and the ordinals packed. */
+static void is_input(const struct packbuf_step *st, const char *name, int finished, const char *ords,
+		     const char *what)
+{
+	char got[128] = "";
+	size_t at = 0;
+	if (st->n_in == 1) {
+		at = (size_t)snprintf(got, sizeof got, "%s %s", st->in[0].name, st->in[0].finished ? "finished" : "part");
+		for (uint32_t x = 0; x < st->in[0].n_done && at < sizeof got; x++)
+			at += (size_t)snprintf(got + at, sizeof got - at, " %u", st->in[0].done ? st->in[0].done[x] : 99);
+	}
+	char want[128];
+	snprintf(want, sizeof want, "step_0/rank_0/%s %s%s", name, finished ? "finished" : "part", ords);
+	is_str(got, want, "%s", what);
+}
+
+/*
+ * Two queue files of two sequences, -b 3: step 1 finishes a and takes the
+ * first of b, whose claim is kept; step 2 finishes b. Each file retired
+ * once its last sequence is published, and only then; a step's manifest
+ * names what it packed of each.
+ */
+static void sources_in_steps(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	uint32_t len[] = { 4, 5 };
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	char ids[128];
+	o.batch_size = 3;
+	packbuf_init(&b, &o);
+	int r = queue_file(queue, 0, "a.zst", 10, len, 2, 0);
+	r = r < 0 ? r : queue_file(queue, 0, "b.zst", 20, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "a.zst");
+	r = r < 0 ? r : claim_read(&b, queue, "b.zst");
+	is_int(r, 0, "two queue files claimed and read");
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "-b 3: step 1");
+	ok(st.n == 3 && st.n_in == 2, "of 3 sequences, from 2 files");
+	ok(st.n_in == 2 && strcmp(st.in[0].name, "step_0/rank_0/a.zst") == 0 && st.in[0].finished &&
+	   st.in[0].n_done == 2 && st.in[0].done && st.in[0].done[0] == 0 && st.in[0].done[1] == 1,
+	   "a finished, its sequences 0 and 1 packed");
+	ok(st.n_in == 2 && strcmp(st.in[1].name, "step_0/rank_0/b.zst") == 0 && !st.in[1].finished &&
+	   st.in[1].n_done == 1 && st.in[1].done && st.in[1].done[0] == 0, "b in part: its sequence 0");
+	packbuf_commit(&b, &st);
+	is_int(packbuf_retire(&b, &e), 0, "retire after step 1");
+	ok(retired(queue, "a.zst") && !retired(queue, "b.zst"), "a retired, b still claimed (one sequence waits)");
+	is_int(step_ids(&b, 2, 1, ids, sizeof ids), 1, "step 2");
+	is_str(ids, "21 ", "b's second sequence");
+	is_int(packbuf_retire(&b, &e), 0, "retire after step 2");
+	ok(retired(queue, "b.zst") && b.nsrc == 0, "b retired now, no source left");
+	packbuf_free(&b);
+
+	/* the same, the second step's manifest checked */
+	packbuf_init(&b, &o);
+	r = queue_file(queue, 0, "c.zst", 30, len, 2, 0);
+	r = r < 0 ? r : queue_file(queue, 0, "d.zst", 40, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "c.zst");
+	r = r < 0 ? r : claim_read(&b, queue, "d.zst");
+	is_int(r, 0, "two more claimed and read");
+	packbuf_take(&b, 1, 1, &po, &st, &e);
+	packbuf_commit(&b, &st);
+	packbuf_retire(&b, &e);
+	is_int(packbuf_take(&b, 2, 1, &po, &st, &e), 1, "step 2, c retired before it");
+	is_input(&st, "d.zst", 1, " 0 1", "step 2 finishes d, both its sequences handled");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+	if (shell("rm -rf '%s'", top) != 0)
+		diag("could not remove %s", top);
+}
+
+/*
+ * A queue file held back for a later run (packbuf_hold): its claim let go,
+ * so that the file is claimable again, and what was dropped of it taken
+ * out of drops, since the next run drops, and counts, it again.
+ */
+static void hold(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	uint32_t len[] = { 4, 12 }, fresh = 3;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct err e = { 0 };
+	struct claim c;
+	o.max_lag = 0;
+	packbuf_init(&b, &o);
+	int r = queue_file(queue, 0, "old.zst", 10, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "old.zst");
+	is_int(r, 0, "a queue file of policy_version 0, one sequence of 12 tokens at T=8, claimed and read");
+	add(&b, &fresh, 1, 20, NULL, 5);
+	is_int(packbuf_drop_stale(&b, 3, &e), 0, "step 3 with --max-lag 0");
+	ok(b.drops.n[PACKSTEP_STALE] == 1 && b.drops.n[PACKSTEP_OVERLONG] == 1, "its 4 stale, its 12 overlong");
+	packbuf_hold(&b);
+	ok(b.drops.n[PACKSTEP_STALE] == 0 && b.drops.n[PACKSTEP_OVERLONG] == 0,
+	   "held back: neither counted now (the next run drops them again)");
+	is_int(claim_take(&c, queue, 0, 0, "old.zst", 0, &e), 0, "the file is claimable again");
+	claim_let_go(&c, NULL);
+	ok(!retired(queue, "old.zst"), "not retired");
+	packbuf_free(&b);
+	if (shell("rm -rf '%s'", top) != 0)
+		diag("could not remove %s", top);
+}
+
 /*
  * One step published by packstep_run into a queue, its figures worked by
  * hand: T = 9 given, P = 4 so capacity 8, W = 4, cost n + n^2. Sequences
@@ -526,6 +741,10 @@ int main(void)
 	carry();
 	fair_carry();
 	many_sources();
+	truncated_untrained();
+	job_finished_after_stale();
+	sources_in_steps();
+	hold();
 	publish();
 	return tap_done();
 }
