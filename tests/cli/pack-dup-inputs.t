@@ -6,7 +6,7 @@
 # known only as a whole. Now each input's trajectories are recorded in the
 # manifest (job.inputs_data), and such a run is refused, publishing nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 22
+plan 25
 
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
@@ -87,6 +87,22 @@ grep -q "$T/a.zst: step 1 holds its 3 sequences already" "$T/err"
 is "$st:$?:$(steps "$T/q5")" "1:0:step_1 " "its input among others: refused, nothing published"
 grpo-pack -T 16 -o "$T/q5" "$T/a.zst" 2> "$T/err"
 is "$?:$(steps "$T/q5"):$(cat "$T/err")" "0:step_1 :" "its job re-run: exit 0, nothing published"
+
+# 6. inputs alike but for their prompts, or their runs' names, are not the
+# same trajectories: packed together. The hash of an input's trajectories
+# is kept in manifests, and a later version must find the same for the same
+# file, or it would pack again what an older one packed: it is pinned here
+# (little-endian: the hash is of the values' bytes).
+d6='s/"advantages":1}/"advantages":1,"run":"x"}/'
+sed "$d6" "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/x.zst" || exit 1
+sed "$d6" "$d/tiny.jsonl" | sed 's/"run":"x"/"run":"y"/' | grpo-cat --from-json -o "$T/y.zst" || exit 1
+sed 's/"prompt_tokens":\[1,2,3\]/"prompt_tokens":[1,2,4]/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/p.zst" || exit 1
+grpo-pack -T 16 -o "$T/q6" "$T/a.zst" "$T/p.zst" 2> "$T/err"
+is "$?:$(steps "$T/q6")" "0:step_1 " "two inputs that differ in a prompt only: both packed: $(cat "$T/err")"
+grpo-pack -T 16 -o "$T/q6" "$T/x.zst" "$T/y.zst" 2> "$T/err"
+is "$?:$(steps "$T/q6")" "0:step_1 step_2 " "two that differ in their runs' names only: both packed: $(cat "$T/err")"
+is "$(grep -o '"inputs_data":\[[^]]*\]' "$T/q6/step_1/DONE" "$T/q6/step_2/DONE" | sed 's/.*://' | tr '\n' ' ')" \
+	'["42ed76ed66ea2e88","00ba9c28840c8e17"] ["2155a8018e5dabb0","1a27451651490045"] ' "each input's hash, as manifests keep it, is what it was"
 
 # every sequence once: the queues above hold each sequence id once per input
 n=$(cat "$T"/q2/step_*/rank_*/*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
