@@ -105,6 +105,13 @@ static void readiness(void)
 	ok(packbuf_ready(&b, 1) && packbuf_tokens(&b) == 10, "-k 10: 10 tokens are");
 	packbuf_free(&b);
 
+	uint32_t three = 3;
+	packbuf_init(&b, &o);
+	add(&b, two, 2, 10, NULL, 0);
+	add(&b, &three, 1, 20, NULL, 0);
+	ok(!packbuf_ready(&b, 1), "-k 10: 9 tokens are not a step");
+	packbuf_free(&b);
+
 	o = opt(8);
 	o.min_tokens = 16;
 	packbuf_init(&b, &o);
@@ -140,6 +147,17 @@ static void groups(void)
 	step_ids(&b, 2, 0, ids, sizeof ids);
 	is_str(ids, "20 ", "the next group in the next step");
 	is_int(step_ids(&b, 3, 0, ids, sizeof ids), 0, "then nothing is left");
+	packbuf_free(&b);
+
+	o.batch_size = 0;
+	o.batch_tokens = 6;
+	packbuf_init(&b, &o);
+	add(&b, three, 3, 10, NULL, 0);
+	add(&b, &one, 1, 20, NULL, 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	is_str(ids, "10 11 12 ", "-g -k 6: a group of 3 sequences of 2 tokens is the step's 6 tokens");
+	step_ids(&b, 2, 0, ids, sizeof ids);
+	is_str(ids, "20 ", "the next group waits for the next step");
 	packbuf_free(&b);
 }
 
@@ -207,6 +225,7 @@ static void carry(void)
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	is_str(ids, "10 20 ", "F=0.9, T=8: 5 + 3 fill one micro-batch; the 6 is carried");
 	ok(b.n == 1 && b.ent[0].t.sequence_id.num == 11, "and waits in the buffer");
+	is_int((int)packbuf_tokens(&b), 6, "its 6 tokens are what the buffer holds");
 	step_ids(&b, 2, 1, ids, sizeof ids);
 	is_str(ids, "11 ", "a flush step takes it");
 	packbuf_free(&b);
@@ -250,6 +269,53 @@ static void fair_carry(void)
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	ok(b.n == 0 && strcmp(b.runs[b.turn].name, "b") == 0,
 	   "without carrying, the turn passes to b as before");
+	packbuf_free(&b);
+}
+
+/*
+ * The carried unit is not of the run whose turn began the step: a's 3,
+ * then b's 5, 8 and 2 (a has no more), -b 4, F=0.9 at T=8: the 2 would
+ * fill a last micro-batch alone and is carried; the turn goes back to b,
+ * not on to a, the run after the last that took.
+ */
+static void fair_carry_other_run(void)
+{
+	uint32_t a1 = 3, bl[] = { 5, 8, 2 }, a2 = 1;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	char ids[128];
+	o.fill_target = 0.9;
+	o.batch_size = 4;
+	packbuf_init(&b, &o);
+	add(&b, &a1, 1, 10, "a", 0);
+	for (int i = 0; i < 3; i++)
+		add(&b, &bl[i], 1, 20 + i, "b", 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	is_str(ids, "10 20 21 ", "a's 3 and b's 5 and 8 kept, b's 2 carried");
+	is_str(b.runs[b.turn].name, "b", "the turn goes back to b, whose carried sequence was next");
+	add(&b, &a2, 1, 11, "a", 0);
+	b.o.batch_size = 1;
+	step_ids(&b, 2, 1, ids, sizeof ids);
+	is_str(ids, "22 ", "step 2 starts with the carried sequence, before a's newer one");
+	packbuf_free(&b);
+}
+
+/* A plain input of one sequence is a job like any: recorded, finished, so that a re-run packs nothing. */
+static void job_of_one(void)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	packbuf_init(&b, &o);
+	add(&b, &len, 1, 10, NULL, 0);
+	is_int(packbuf_job_settle(&b, NULL, "T=8", 1, &e), 0, "one sequence read: a new job");
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "a step");
+	ok(st.job && st.job->finished && st.job->sequences == 1 && st.job->id == b.job.hash && st.job->data != 0 &&
+	   st.job->data != st.job->id, "its job recorded, finished, by its id (input and options) and its data");
+	packbuf_commit(&b, &st);
 	packbuf_free(&b);
 }
 
@@ -740,6 +806,8 @@ int main(void)
 	drops();
 	carry();
 	fair_carry();
+	fair_carry_other_run();
+	job_of_one();
 	many_sources();
 	truncated_untrained();
 	job_finished_after_stale();
