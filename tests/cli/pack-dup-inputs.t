@@ -6,7 +6,7 @@
 # known only as a whole. Now each input's trajectories are recorded in the
 # manifest (job.inputs_data), and such a run is refused, publishing nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 25
+plan 27
 
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
@@ -67,6 +67,10 @@ grpo-pack -T 16 -W 2 -o "$T/q3" "$T/a.zst" "$T/b.zst" 2> "$T/err"
 st=$?
 grep -q "steps 1 to 3 hold these 6 sequences already, packed with other options" "$T/err"
 is "$st:$?:$(steps "$T/q3")" "1:0:step_1 step_2 step_3 " "the same job with other options: refused as before"
+grpo-pack -T 16 -b 2 -o "$T/q3" "$T/a.zst" "$T/b.zst" "$T/c.zst" 2> "$T/err"
+st=$?
+grep -q "$T/a.zst: steps 1 to 3 hold its 3 sequences already (job [0-9a-f]*); nothing published: packing it again would train it twice (so would 1 more of these inputs)$" "$T/err"
+is "$st:$?:$(steps "$T/q3")" "1:0:step_1 step_2 step_3 " "that job's two files and a new one: refused, naming the first, counting the other: $(cat "$T/err")"
 
 # 4. the file was packed with other options before, alone: refused, as
 # packed before among other files
@@ -87,6 +91,11 @@ grep -q "$T/a.zst: step 1 holds its 3 sequences already" "$T/err"
 is "$st:$?:$(steps "$T/q5")" "1:0:step_1 " "its input among others: refused, nothing published"
 grpo-pack -T 16 -o "$T/q5" "$T/a.zst" 2> "$T/err"
 is "$?:$(steps "$T/q5"):$(cat "$T/err")" "0:step_1 :" "its job re-run: exit 0, nothing published"
+
+sed -n 2p "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/one.zst" || exit 1
+grpo-pack -T 16 -o "$T/q1" "$T/one.zst" "$T/one.zst" 2> "$T/err"
+grep -q "hold the same 1 sequence; nothing published: packing both would train it twice" "$T/err"
+is "$?" 0 "a file of one sequence named twice: said of one: $(cat "$T/err")"
 
 # 6. inputs alike but for their prompts, or their runs' names, are not the
 # same trajectories: packed together. The hash of an input's trajectories
