@@ -618,6 +618,34 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * A run after step 1 (whose manifest lists x.zst and y.zst), with no input
+ * queue given: both records are copied into its step's manifest, so that
+ * what was packed of y stays known; the step owns only its own names.
+ */
+static void carried_records(const char *queue)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	packbuf_init(&b, &o);
+	int r = packbuf_resume(&b, queue, 2, &e);
+	r = r < 0 ? r : packbuf_carry(&b, NULL, 0, &e);
+	is_int(r, 0, "resumed after step 1, its inputs carried");
+	add(&b, &len, 1, 10, NULL, 0);
+	is_int(packbuf_take(&b, 2, 1, &po, &st, &e), 1, "step 2");
+	ok(st.n_in == 2 && st.n_own == 0 && strcmp(st.in[0].name, "step_1/rank_0/x.zst") == 0 && st.in[0].finished &&
+	   strcmp(st.in[1].name, "step_1/rank_0/y.zst") == 0 && !st.in[1].finished && st.in[1].n_done == 2,
+	   "its manifest lists step 1's two inputs as step 1 had them");
+	packbuf_commit(&b, &st);
+	ok(b.n_prev == 2 && strcmp(b.prev[0].name, "step_1/rank_0/x.zst") == 0 &&
+	   strcmp(b.prev[1].name, "step_1/rank_0/y.zst") == 0, "and they are still the buffer's after the step");
+	packbuf_free(&b);
+}
+
 static void publish(void)
 {
 	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64], path[128];
@@ -729,6 +757,7 @@ static void publish(void)
 	   strcmp(li[1].name, "step_1/rank_0/y.zst") == 0 && !li[1].finished && li[1].n_done == 2 &&
 	   li[1].done[0] == 0 && li[1].done[1] == 2, "the inputs read back");
 	packstep_inputs_free(li, nli);
+	carried_records(queue);
 	nlr = nli = 7;
 	ok(packstep_load_runs(queue, 9, &lr, &nlr, &next, &e) == 0 && nlr == 0 && next == 0 && !lr &&
 	   packstep_load_inputs(queue, 9, &li, &nli, &e) == 0 && nli == 0 && !li,
