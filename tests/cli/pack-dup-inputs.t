@@ -6,7 +6,7 @@
 # known only as a whole. Now each input's trajectories are recorded in the
 # manifest (job.inputs_data), and such a run is refused, publishing nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 27
+plan 28
 
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
@@ -112,6 +112,16 @@ grpo-pack -T 16 -o "$T/q6" "$T/x.zst" "$T/y.zst" 2> "$T/err"
 is "$?:$(steps "$T/q6")" "0:step_1 step_2 " "two that differ in their runs' names only: both packed: $(cat "$T/err")"
 is "$(grep -o '"inputs_data":\[[^]]*\]' "$T/q6/step_1/DONE" "$T/q6/step_2/DONE" | sed 's/.*://' | tr '\n' ' ')" \
 	'["42ed76ed66ea2e88","00ba9c28840c8e17"] ["2155a8018e5dabb0","1a27451651490045"] ' "each input's hash, as manifests keep it, is what it was"
+
+# 7. a manifest before the newest that cannot be read: its job is not
+# known, so the run is refused (packed, a file of that job would be
+# trained twice), naming the manifest
+grpo-pack -T 16 -o "$T/q7" "$T/a.zst" && grpo-pack -T 16 -o "$T/q7" "$T/b.zst" || exit 1
+echo '{' > "$T/q7/step_1/DONE"
+grpo-pack -T 16 -o "$T/q7" "$T/a.zst" 2> "$T/err"
+st=$?
+grep -q "$T/q7/step_1/DONE" "$T/err"
+is "$st:$?:$(steps "$T/q7")" "1:0:step_1 step_2 " "an older manifest damaged: refused, naming it: $(cat "$T/err")"
 
 # every sequence once: the queues above hold each sequence id once per input
 n=$(cat "$T"/q2/step_*/rank_*/*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
