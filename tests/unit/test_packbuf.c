@@ -300,6 +300,30 @@ static void fair_carry_other_run(void)
 	packbuf_free(&b);
 }
 
+/* More sequences than the buffer's first allocation holds, in one step, in arrival order. */
+static void many_sequences(void)
+{
+	enum { N = 600 };
+	uint32_t len = 2;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	int in_order = 1;
+	o.batch_size = N;
+	packbuf_init(&b, &o);
+	for (int i = 0; i < N; i++)
+		add(&b, &len, 1, 1000 + i, NULL, 0);
+	ok(b.n == N && packbuf_tokens(&b) == 2 * N, "%d sequences of 2 tokens buffered", N);
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "-b %d: a step", N);
+	for (uint32_t i = 0; i < st.n; i++)
+		in_order &= st.seq[i].t->sequence_id.num == 1000 + (int64_t)i && st.seq[i].use == 2;
+	ok(st.n == N && in_order, "of all of them, in arrival order");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
 /* A plain input of one sequence is a job like any: recorded, finished, so that a re-run packs nothing. */
 static void job_of_one(void)
 {
@@ -837,6 +861,7 @@ int main(void)
 	fair_carry();
 	fair_carry_other_run();
 	job_of_one();
+	many_sequences();
 	many_sources();
 	truncated_untrained();
 	job_finished_after_stale();
