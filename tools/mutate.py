@@ -183,6 +183,12 @@ MODULES = {
         objects=["build/lib/score/reflp.o"],
         tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "pipeline.t",
                CLI + "progress.t"]),
+    "packbuf": dict(
+        files=["lib/pack/packbuf.c"],
+        targets=["build/tests/test_packbuf", "build/bin/grpo-pack"],
+        objects=["build/lib/pack/packbuf.o"],
+        tests=[UNIT + "test_packbuf", CLI + "pack-drops.t", CLI + "pack-truncate.t", CLI + "pack-dup-inputs.t",
+               CLI + "pack-gc-jobs.t", CLI + "pack-once.t", CLI + "pack.t"]),
 }
 
 UNITS_ONLY = False
