@@ -177,6 +177,18 @@ MODULES = {
         objects=["build/lib/spool/spool.o"],
         tests=[UNIT + "test_spool", UNIT + "test_claim", UNIT + "test_queue", UNIT + "test_packbuf",
                UNIT + "test_tempfile", CLI + "spool.t", CLI + "spool-status.t"]),
+    "reflp": dict(
+        files=["lib/score/reflp.c"],
+        targets=["build/tests/test_reflp", "build/tests/test_scorer", "build/bin/grpo-score"],
+        objects=["build/lib/score/reflp.o"],
+        tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "pipeline.t",
+               CLI + "progress.t"]),
+    "packbuf": dict(
+        files=["lib/pack/packbuf.c"],
+        targets=["build/tests/test_packbuf", "build/bin/grpo-pack"],
+        objects=["build/lib/pack/packbuf.o"],
+        tests=[UNIT + "test_packbuf", CLI + "pack-drops.t", CLI + "pack-truncate.t", CLI + "pack-dup-inputs.t",
+               CLI + "pack-gc-jobs.t", CLI + "pack-once.t", CLI + "pack.t"]),
 }
 
 UNITS_ONLY = False

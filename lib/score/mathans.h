@@ -28,7 +28,16 @@
  *                    (latex2sympy reads 0.(3) as 0); after a decimal's
  *                    digits a parenthesis is a product, as latex2sympy
  *                    reads it: 1.234(5) is 6.17 (not 1.234555..., nor
- *                    physics' 1.234 +- 0.005), 0.1(6) is 0.6, 2(3) is 6
+ *                    physics' 1.234 +- 0.005), 0.1(6) is 0.6, 2(3) is 6;
+ *                    a number's percent, 28\%, 28% or 28 percent, is
+ *                    28 * 1/100 as latex2sympy reads it (Mul(28, 1/100),
+ *                    the hundredth a Rational): 0.28 and \frac{7}{25},
+ *                    not 28, however a GSM8K reference of 28 for a
+ *                    question about percents is written; 12.5\% is
+ *                    12.5 * 0.01 in binary floating point, a decimal in
+ *                    arithmetic below, so that 70.0\% is not 7/10. A
+ *                    percent after anything else (x\%, (28)\%) is not
+ *                    read, as latex2sympy's grammar has none
  *   a relation       a = b, a < b, \le, \ge, \ne and chains of them
  *   a tuple          (a, b) [a, b) ... (intervals are tuples: the brackets
  *                    count)
@@ -38,7 +47,7 @@
  *   a matrix         pmatrix, bmatrix, matrix, smallmatrix, array
  *
  * after dropping what does not change the value: $, \left and \right,
- * spacing, \displaystyle, \%, degrees (^\circ), \text{X} and \mathrm{X}
+ * spacing, \displaystyle, degrees (^\circ), \text{X} and \mathrm{X}
  * around X, and units: a \text{ ...} that starts with a space ends the
  * answer, as hendrycks MATH's normaliser cuts one ("15\text{ cm}^2" is
  * 15); "\text{ and }" and "\text{ or }" separate a list.
@@ -69,13 +78,24 @@
  *     default float_rounding=6 (sympy_numeric_eq in its grader.py). So
  *     0.333333 and 0.3333333 are 1/3 and 1.414214 is \sqrt{2}, while
  *     0.33, 0.333334 and the cut 0.666666 (for 2/3) are not, and
- *     1000000.4999 is not 1000000.5 however close. Against an exact
+ *     1000000.4999 is not 1000000.5 however close. A decimal is rounded
+ *     from its digits as written, every one of them (sympy's Float
+ *     keeps them all, 15 at least), not from a double: 0.12345650000000001
+ *     is 0.123457 and 12345678901234567.5 is not 12345678901234567.4.
+ *     sympy's rounded Floats are equal only at one precision too: the
+ *     number's own digits when rounded to a whole number, so 0.9999995
+ *     (15 digits) is 1.000000 but 0.99999950000000000001 (20) is not;
+ *     mag + 6 otherwise, mag the digits before the point, so 0.0999999996
+ *     (rounded to 0.10000, mag -1) is not 0.1 nor 1/10; where the
+ *     rounding fails, equal values are (simplify(a - b) is 0: 1.0 and
+ *     1.0000000000000000), as binary Floats of their precisions, so
+ *     1.0000005 is not 1.00000050000000000. Against an exact
  *     whole number (2, \sqrt{4}) sympy's round keeps an Integer, which
  *     no Float equals since sympy 1.13, and math_verify falls back to an
- *     exact comparison: 2.0 is 2, 2.0000004 and 4.9999999 are not 2 and
- *     5, 0.0000004 is not 0. Two equations of one variable, "x =
- *     0.333333" and "1/3 = x", compare their values so (math_verify
- *     solves both for x);
+ *     exact comparison: 2.0 is 2, 2.0000004, 2.0000000000000001 and
+ *     4.9999999 are not 2 and 5, 0.0000004 is not 0. Two equations of
+ *     one variable, "x = 0.333333" and "1/3 = x", compare their values
+ *     so (math_verify solves both for x);
  *   - where neither side is a lone decimal, an expression holding one
  *     (2 \cdot 0.5, 0.1 + 0.2, 0.5x) is sympy's binary floating point:
  *     against a whole number or a fraction of two as written (3, -1/3,
@@ -83,9 +103,18 @@
  *     double is the same, so 0.5^2 is 1/4 and 1.5/3 is 1/2 but 0.1 + 0.2
  *     (0.30000000000000004) is not 3/10, though it is 0.3 (rounded, a
  *     lone decimal); against anything else within a relative 1e-12 at
- *     the points, for math_verify's evalf to 15 digits and simplify: 0.5x
- *     is x/2, 0.333333x and 0.3333333333x are not x/3, and so for the
- *     sides of an inequality;
+ *     the points, 1e-14 when both are constants, for math_verify's evalf
+ *     to 15 digits and simplify: 0.5x is x/2, 0.333333x and
+ *     0.3333333333x are not x/3, 0.3333333333333 \cdot 3 is not 1 + 0,
+ *     and so for the sides of an inequality. Two limits: a coefficient of
+ *     13 or more digits is not told from its neighbour at the points
+ *     (0.3333333333333x is x/3 here, not there), where doubles' own
+ *     rounding would blur equal expansions; and, deliberately, two
+ *     expressions an ulp or so apart are equal, where sympy's verdict
+ *     turns on the order of its Float operations: math_verify calls 0.7
+ *     \cdot 3 not 21/10 + 0 but 0.7 \cdot 3000 2100 + 0, and 34(x -
+ *     0.9)^2 not 34x^2 - 61.2x + 27.54 (most such expansions: 253 of 400
+ *     in one sample), which no trainer would want;
  *   - two relations of two sides are equal when their sides' differences
  *     are proportional (x^2/4 + y^2/3 = 1 is x^2/16 + y^2/12 = 1/4; x < 1
  *     is -x > -1, 1 > x and 2x < 2, with a positive factor for an

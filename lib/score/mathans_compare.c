@@ -5,7 +5,9 @@
  * symbolically: two expressions that agree at eight points chosen
  * independently of them are taken to be one.
  */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,12 +103,13 @@ static double eval(const struct parse *P, int k, unsigned signs, int pt)
 }
 
 /* a and b agree to a relative tol: REL_TOL, or FLOAT_TOL where decimals
- * take part. */
+ * take part; near 0 to an absolute ABS_TOL, or tol where that is less
+ * (0.3333333333333 \cdot 3 is not 1 + 0: sympy's evalf sees the 1e-13). */
 static int close_to(double a, double b, double tol)
 {
 	if (isinf(a) || isinf(b))
 		return a == b;
-	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + ABS_TOL;
+	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + fmin(tol, ABS_TOL);
 }
 
 /* An expression's values at the points; a value is NaN where undefined. */
@@ -203,6 +206,98 @@ static int exact_literal(const struct parse *P, int k)
 	return whole(P, k) || (d->op == N_DIV && whole(P, d->a) && whole(P, d->b));
 }
 
+/*
+ * A number rounded as sympy's Expr.round(6) rounds it, half to even at
+ * the sixth decimal, into a Float whose precision counts in the equality
+ * math_verify tests (Float == Float is Basic's, precision and all):
+ * round's result keeps the number's own digits (15 at least) when it is
+ * whole, and mag + 6 digits otherwise, mag the digits before the point
+ * (-1 for 0.0999...). So 0.9999996 is 1.000000 but not
+ * 1.0000000000000000 (17 digits), and 0.0999999996 (rounded to 0.10000,
+ * five digits) is not 0.1 (0.100000).
+ */
+struct rounded {
+	char micro[80];   /* its millionths: digits, no leading zero, "0" for zero */
+	int neg;
+	int digits;       /* the precision of the rounded Float */
+	int dps;          /* the number's own: the digits written, 15 at least */
+};
+
+/* Adds one to the digits of r->micro[0..n): their new length. */
+static size_t add_one(struct rounded *r, size_t n)
+{
+	size_t i = n;
+	while (i > 0 && r->micro[i - 1] == '9')
+		r->micro[--i] = '0';
+	if (i > 0) {
+		r->micro[i - 1]++;
+		return n;
+	}
+	memmove(r->micro + 1, r->micro, n);
+	r->micro[0] = '1';
+	return n + 1;
+}
+
+/* round's precision for a number of magnitude mag (10^(mag-1) <= |x| <
+ * 10^mag) written to dps digits, rounded to r->micro with its sign. */
+static void round_digits(struct rounded *r, int mag, int dps)
+{
+	size_t n = strlen(r->micro);
+	int whole = strcmp(r->micro, "0") == 0 || (n > 6 && strspn(r->micro + n - 6, "0") == 6);
+	int allow = mag + 6 < dps ? mag + 6 : dps;
+	/* 0.0000006 (allow 0) rounded up to 0.000001 gets one digit, as
+	 * round's "rv > self" adds; -0.0000006 rounded down to -0.000001 none */
+	r->digits = whole ? dps : allow + (allow == 0 && !r->neg);
+}
+
+/* A lone decimal rounded from its text, not its double: sympy's Float
+ * keeps every digit written (15 at least, its dps), so
+ * 0.12345650000000001 rounds up, 0.1234574999999999999 down, and
+ * 12345678901234567.5 is not 12345678901234567.4, where a double holds
+ * neither. */
+static struct rounded decimal_rounded(const struct parse *P, int k)
+{
+	struct rounded r = { { 0 }, 0, 0, 15 };
+	while (P->nodes[k].op == N_NEG)
+		r.neg = !r.neg, k = P->nodes[k].a;
+	const char *s = P->L.s + P->nodes[k].at;
+	size_t n = 0, len = P->nodes[k].len;
+	int point = 0, decimals = 0, lead = 0, sig = 0, mag = 0;
+	int past = 0;   /* the digits past the sixth decimal: 0 none or below half, 1 half, 2 above */
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '.')
+			point = 1;
+		if (!isdigit((unsigned char)s[i]))   /* the point, a thousands separator */
+			continue;
+		if (sig || s[i] != '0')
+			sig++;
+		else if (point)
+			lead++;   /* zeros after the point before any other digit */
+		if (!point && sig)
+			mag++;
+		if (!point || decimals < 6) {
+			if (n < sizeof r.micro - 8)   /* the lexer reads 62 digits at most */
+				r.micro[n++] = s[i];
+			decimals += point;
+		} else if (decimals++ == 6) {
+			past = s[i] < '5' ? 0 : s[i] == '5' ? 1 : 2;
+		} else if (past == 1 && s[i] != '0') {
+			past = 2;
+		}
+	}
+	for (; decimals < 6; decimals++)
+		r.micro[n++] = '0';
+	if (past == 2 || (past == 1 && (r.micro[n - 1] - '0') % 2))
+		n = add_one(&r, n);
+	size_t zeros = strspn(r.micro, "0");
+	if (zeros == n)   /* -0.0000001 is 0 */
+		zeros = n - 1, r.neg = 0;
+	memmove(r.micro, r.micro + zeros, n - zeros + 1);
+	r.dps = sig > 15 ? sig : 15;
+	round_digits(&r, mag ? mag : -lead, r.dps);
+	return r;
+}
+
 /* x * 10^6 rounded half to even, as sympy's Expr.round(6) does with the
  * decimal digits: a tie is one within a double's rounding of .5, so that
  * 0.1234565 (stored a hair below) is a tie. */
@@ -214,34 +309,127 @@ static double micro_units(double x)
 	return d < 0.5 ? f : f + 1;
 }
 
+/* A constant's double rounded: sympy evaluates an exact one to as many
+ * digits as rounding needs (dps 15 at least), one with Floats to 15. */
+static struct rounded double_rounded(double v, int floats)
+{
+	struct rounded r = { { 0 }, v < 0, 0, 15 };
+	double m = micro_units(v);
+	snprintf(r.micro, sizeof r.micro, "%.0f", fabs(m));
+	if (m == 0)
+		r.neg = 0;
+	int mag = v == 0 ? 0 : (int)floor(log10(fabs(v))) + 1;
+	round_digits(&r, mag, floats || mag + 6 < 15 ? 15 : mag + 6);
+	return r;
+}
+
+static int same_rounded(const struct rounded *a, const struct rounded *b)
+{
+	return a->neg == b->neg && a->digits == b->digits && strcmp(a->micro, b->micro) == 0;
+}
+
 /* An exact expression's value that is a whole number, as sympy would
- * evaluate it to an Integer: \sqrt{4}, \frac{6}{3}, 1+1. */
+ * evaluate it to an Integer: \sqrt{4}, \frac{6}{3}, 1+1; within the few
+ * ulps of doubles' rounding, so that \frac{1000000001}{10000000} is not. */
 static int integral(const struct parse *P, int k, double v)
 {
-	return !with_decimal(P, k) && isfinite(v) && fabs(v - nearbyint(v)) <= REL_TOL * fmax(1, fabs(v));
+	return !with_decimal(P, k) && isfinite(v) && fabs(v - nearbyint(v)) <= 64 * 0x1p-52 * fmax(1, fabs(v));
+}
+
+/* A decimal's exact value, as written, is a whole number. */
+static int whole_decimal(const struct parse *P, int k)
+{
+	while (P->nodes[k].op == N_NEG)
+		k = P->nodes[k].a;
+	const char *s = P->L.s + P->nodes[k].at, *end = s + P->nodes[k].len;
+	const char *p = memchr(s, '.', P->nodes[k].len);
+	while (p && ++p < end)
+		if (*p != '0')
+			return 0;
+	return 1;
+}
+
+/* A decimal's exact value as text: its sign, then its digits without
+ * leading zeros and the point, no trailing zero after the point. */
+static void decimal_text(const struct parse *P, int k, char *out, size_t cap)
+{
+	int neg = 0;
+	while (P->nodes[k].op == N_NEG)
+		neg = !neg, k = P->nodes[k].a;
+	const char *s = P->L.s + P->nodes[k].at;
+	size_t n = 0, point = 0, len = P->nodes[k].len;
+	out[n++] = neg ? '-' : '+';
+	for (size_t i = 0; i < len && n + 1 < cap; i++) {
+		if (s[i] == '.')
+			point = n, out[n++] = '.';
+		else if (isdigit((unsigned char)s[i]) && (n > 1 || s[i] != '0'))
+			out[n++] = s[i];
+	}
+	while (n > point + 1 && out[n - 1] == '0')
+		n--;
+	if (n == 2 && point == 1)   /* 0.0 and -0.0 are 0 */
+		out[0] = '+';
+	out[n] = 0;
+}
+
+/* Whether v >= 0 is exactly the digits t of decimal_text, past its sign. */
+static int exactly(double v, const char *t)
+{
+	char d[400];
+	snprintf(d, sizeof d, "%.80f", v);
+	size_t n = strlen(d);
+	while (d[n - 1] == '0')
+		n--;
+	d[n] = 0;
+	return strcmp(d + (d[0] == '0'), t) == 0;   /* 0.5 is .5 there */
+}
+
+/* Two decimals for which simplify(a - b) is 0: sympy subtracts their
+ * binary Floats, each as precise as its digits, so one value written to
+ * two precisions is 0 only where binary holds it exactly: 1.50 and
+ * 1.5000000000000000 are, 1.0000005 and 1.00000050000000000 not. */
+static int same_decimal(const struct parse *PA, int ka, const struct rounded *ra, const struct parse *PB, int kb,
+			const struct rounded *rb)
+{
+	char a[96], b[96];
+	decimal_text(PA, ka, a, sizeof a);
+	decimal_text(PB, kb, b, sizeof b);
+	if (strcmp(a, b) != 0)
+		return 0;
+	while (PA->nodes[ka].op == N_NEG)
+		ka = PA->nodes[ka].a;
+	return ra->dps == rb->dps || exactly(PA->nodes[ka].v, a + 1);
 }
 
 /* math_verify's verify(..., float_rounding=6) (src/math_verify/grader.py,
  * sympy_numeric_eq): when one side is a decimal number and the other a
- * constant, both are rounded to six decimals and equal only when those
- * agree, a.round(6) == b.round(6): 0.333333 is 1/3, 0.33 and 0.333334
- * are not. Against an exact whole number sympy's round keeps an Integer,
- * which no Float equals since sympy 1.13, and math_verify falls back to
- * simplify(a - b) == 0: 2.0 is 2, 2.0000004 is not. -1 when the rule does
- * not apply. */
+ * constant, both are rounded to six decimals (struct rounded) and equal
+ * when those agree, a.round(6) == b.round(6): 0.333333 is 1/3, 0.33 and
+ * 0.333334 are not; else when simplify(a - b) is 0, the exact value.
+ * Against an exact whole number sympy's round keeps an Integer, which no
+ * Float equals, and only the exact value counts: 2.0 is 2, 2.0000004 and
+ * 2.0000000000000001 are not. -1 when the rule does not apply. */
 static int rounded_equal(const struct elem *x, const struct elem *y)
 {
+	if (!decimal(x->P, x->v.node)) {
+		const struct elem *t = x;
+		x = y, y = t;
+	}
 	int kx = x->v.node, ky = y->v.node;
-	if (!(decimal(x->P, kx) && constant(y->P, ky)) && !(decimal(y->P, ky) && constant(x->P, kx)))
+	if (!decimal(x->P, kx) || !constant(y->P, ky))
 		return -1;
 	double a = x->at[0], b = y->at[0];
-	if (!isfinite(a) || !isfinite(b))
+	if (!isfinite(b))
 		return 0;
-	if (integral(x->P, kx, a))
-		return b == nearbyint(a);
+	struct rounded ra = decimal_rounded(x->P, kx), rb;
+	if (decimal(y->P, ky)) {
+		rb = decimal_rounded(y->P, ky);
+		return same_rounded(&ra, &rb) || same_decimal(x->P, kx, &ra, y->P, ky, &rb);
+	}
 	if (integral(y->P, ky, b))
-		return a == nearbyint(b);
-	return micro_units(a) == micro_units(b);
+		return whole_decimal(x->P, kx) && a == nearbyint(b);
+	rb = double_rounded(b, with_decimal(y->P, ky));
+	return same_rounded(&ra, &rb) || a == b;
 }
 
 /* Two expressions, either with a decimal that rounded_equal leaves (2 \cdot
@@ -249,8 +437,12 @@ static int rounded_equal(const struct elem *x, const struct elem *y)
  * Integer or Rational sympy evaluates the decimals in binary floating point
  * and keeps only an exact match (0.5^2 is 1/4, 0.1 + 0.2 is not 3/10);
  * otherwise it evaluates the difference to 15 digits or simplifies it, so
- * that 0.5x is x/2 and 0.3333333333x is not x/3. -1 when neither has a
- * decimal. */
+ * that 0.5x is x/2 and 0.3333333333x is not x/3: within FLOAT_TOL at the
+ * points, CONST_TOL for two constants (0.3333333333333 \cdot 3 is not 1 +
+ * 0). Not mirrored: where the two are an ulp or so apart sympy's verdict
+ * turns on the order of its Float operations (0.7 \cdot 3 is not 21/10 +
+ * 0, 0.7 \cdot 3000 is 2100 + 0; 34(x - 0.9)^2 is not 34x^2 - 61.2x +
+ * 27.54), and these are equal. -1 when neither has a decimal. */
 static int decimal_arithmetic(const struct elem *x, const struct elem *y)
 {
 	int kx = x->v.node, ky = y->v.node;
@@ -258,7 +450,8 @@ static int decimal_arithmetic(const struct elem *x, const struct elem *y)
 		return -1;
 	if ((exact_literal(x->P, kx) && constant(y->P, ky)) || (exact_literal(y->P, ky) && constant(x->P, kx)))
 		return x->at[0] == y->at[0];
-	return same_values(x->at, y->at, FLOAT_TOL);
+	int constants = constant(x->P, kx) && constant(y->P, ky);
+	return same_values(x->at, y->at, constants ? CONST_TOL : FLOAT_TOL);
 }
 
 /* Two expressions: a decimal against a constant rounded, decimals in

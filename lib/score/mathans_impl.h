@@ -21,7 +21,8 @@
 #define MAX_PM    8
 #define N_POINTS  8
 #define REL_TOL   1e-8
-#define FLOAT_TOL 1e-12   /* math_verify's 15 digits, less what doubles lose */
+#define FLOAT_TOL 1e-12   /* math_verify's 15 digits, less what doubles lose at the points */
+#define CONST_TOL 1e-14   /* the same for a constant, which no point's cancellation blurs */
 #define ABS_TOL   1e-12   /* rounding left by sin(pi) and the like */
 #define PI        3.14159265358979323846
 #define EULER     2.71828182845904523536
@@ -30,7 +31,7 @@
 
 enum tok {
 	T_END, T_BAD, T_NUM, T_VAR, T_PI, T_E, T_INF, T_CHAR, T_FRAC, T_SQRT, T_BINOM, T_FUNC, T_PM, T_MP,
-	T_CUP, T_LSET, T_RSET, T_REL, T_IN, T_SEP, T_LV, T_RV, T_EMPTY, T_BEGIN, T_ENDENV, T_ROWSEP,
+	T_CUP, T_LSET, T_RSET, T_REL, T_IN, T_SEP, T_LV, T_RV, T_EMPTY, T_BEGIN, T_ENDENV, T_ROWSEP, T_PCT,
 };
 enum rel { R_EQ, R_NE, R_LT, R_LE, R_GT, R_GE };
 enum fn {
@@ -74,6 +75,7 @@ struct node {
 	int8_t sign;      /* N_PM: +1 for \pm, -1 for \mp */
 	uint8_t integer;  /* N_NUM written as digits alone */
 	uint8_t decimal;  /* N_NUM written with a point (0.5, not 0.\overline{3}) */
+	uint16_t at, len; /* a decimal's text, L.s[at..at+len), its exact value */
 	int32_t a, b;
 	double v;
 	uint64_t var;

@@ -1,7 +1,9 @@
 /*
  * mathans_lex.c: the tokens of a math answer (mathans_impl.h). Spacing,
- * $, \left and \right, \text{...} around its content, degrees and \% are
- * dropped here; a unit (\text{ cm}) ends the answer.
+ * $, \left and \right, \text{...} around its content and degrees are
+ * dropped here; a unit (\text{ cm}) ends the answer. \%, % and the word
+ * percent are a token of their own, T_PCT, which the parser takes after
+ * a number alone.
  */
 #include <ctype.h>
 #include <math.h>
@@ -301,6 +303,17 @@ static int subscript(struct lex *L)
 	return 1;
 }
 
+/* "percent", "percentage" and "pct", which latex2sympy's normaliser
+ * turns into \% before it parses. */
+static int percent_word(const char *p, size_t n)
+{
+	static const char *const words[] = { "percent", "percentage", "pct" };
+	for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+		if (strlen(words[k]) == n && memcmp(words[k], p, n) == 0)
+			return 1;
+	return 0;
+}
+
 /* One letter is a variable; a run of three or more is one word (a name,
  * "\text{Evelyn}"), not a product of letters that could be reordered. A
  * lone e is Euler's number, as latex2sympy reads it, so that e^2 is
@@ -311,6 +324,10 @@ static int lex_letters(struct lex *L)
 	while (j < L->n && isalpha((unsigned char)L->s[j]))
 		j++;
 	size_t len = j - L->i >= 3 ? j - L->i : 1;
+	if (percent_word(L->s + L->i, len)) {
+		L->i += len;
+		return set(L, T_PCT);
+	}
 	if (len == 1 && L->s[L->i] == 'e' && !(L->i + 1 < L->n && L->s[L->i + 1] == '_')) {
 		L->i++;
 		return set(L, T_E);
@@ -386,7 +403,8 @@ static int lex_command(struct lex *L)
 		case '}': return set(L, T_RSET);
 		case '\\': return set(L, T_ROWSEP);
 		case '|': return set_char(L, '|');
-		case ',': case ';': case ':': case '!': case ' ': case '>': case '%': case '$': return 0;
+		case '%': return set(L, T_PCT);
+		case ',': case ';': case ':': case '!': case ' ': case '>': case '$': return 0;
 		default: return set(L, T_BAD);
 		}
 	}
@@ -463,8 +481,11 @@ int mathans_lex_next(struct lex *L)
 		unsigned char c = (unsigned char)L->s[L->i];
 		size_t deg;
 		L->start = L->i;
-		if (isspace(c) || c == '~' || c == '$' || c == '%') {
+		if (isspace(c) || c == '~' || c == '$') {
 			L->i++;
+		} else if (c == '%') {
+			L->i++;
+			return set(L, T_PCT);
 		} else if (isdigit(c) || (c == '.' && is_digit(L, L->i + 1))) {
 			return lex_number(L);
 		} else if (c == '.' && (mark_at(L, L->i + 1) || at(L, L->i + 1, "("))) {   /* .\overline{3}, .(3) */

@@ -226,6 +226,17 @@ static struct val function(struct parse *P)
 	return exponent.node >= 0 ? binary(P, N_POW, r, exponent) : r;
 }
 
+/* 28\% is 28 * 1/100, latex2sympy's Mul(28, 1/100): a number's percent
+ * and nothing else's (its grammar has no (28)\% nor x\%, which are not
+ * read). The hundredth, a sympy Rational, is no decimal, so 28\% is
+ * 7/25 against 0.28 and \frac{7}{25} alike and not 28; 12.5\% is 12.5 *
+ * 0.01 in binary floating point, as sympy's Float times a Rational. */
+static struct val percent(struct parse *P, struct val v)
+{
+	next(P);
+	return binary(P, N_MUL, v, number(P, 0.01, 0));
+}
+
 static struct val primary(struct parse *P)
 {
 	struct lex *L = &P->L;
@@ -238,7 +249,13 @@ static struct val primary(struct parse *P)
 		if (P->bad)
 			return v;
 		P->nodes[v.node].decimal = (uint8_t)L->decimal;
+		P->nodes[v.node].at = (uint16_t)L->start;
+		P->nodes[v.node].len = (uint16_t)(L->i - L->start);
 		next(P);
+		if (L->t == T_PCT) {
+			v = percent(P, v);
+			break;
+		}
 		/* 3\frac{1}{2} is a mixed number when both parts are digits alone */
 		if (L->t == T_FRAC && P->nodes[v.node].integer) {
 			w = primary(P);
@@ -258,7 +275,11 @@ static struct val primary(struct parse *P)
 		break;
 	case T_PI: v = number(P, PI, 0), next(P); break;
 	case T_E: v = number(P, EULER, 0), next(P); break;
-	case T_INF: v = number(P, INFINITY, 0), next(P); break;
+	case T_INF:   /* latex2sympy's \infty\% is \infty */
+		v = number(P, INFINITY, 0), next(P);
+		if (L->t == T_PCT)
+			next(P);
+		break;
 	case T_FRAC:
 	case T_BINOM: {   /* two arguments */
 		enum op op = L->t == T_FRAC ? N_DIV : N_BINOM;

@@ -6,7 +6,7 @@
 # known only as a whole. Now each input's trajectories are recorded in the
 # manifest (job.inputs_data), and such a run is refused, publishing nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 22
+plan 28
 
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
@@ -67,6 +67,10 @@ grpo-pack -T 16 -W 2 -o "$T/q3" "$T/a.zst" "$T/b.zst" 2> "$T/err"
 st=$?
 grep -q "steps 1 to 3 hold these 6 sequences already, packed with other options" "$T/err"
 is "$st:$?:$(steps "$T/q3")" "1:0:step_1 step_2 step_3 " "the same job with other options: refused as before"
+grpo-pack -T 16 -b 2 -o "$T/q3" "$T/a.zst" "$T/b.zst" "$T/c.zst" 2> "$T/err"
+st=$?
+grep -q "$T/a.zst: steps 1 to 3 hold its 3 sequences already (job [0-9a-f]*); nothing published: packing it again would train it twice (so would 1 more of these inputs)$" "$T/err"
+is "$st:$?:$(steps "$T/q3")" "1:0:step_1 step_2 step_3 " "that job's two files and a new one: refused, naming the first, counting the other: $(cat "$T/err")"
 
 # 4. the file was packed with other options before, alone: refused, as
 # packed before among other files
@@ -87,6 +91,37 @@ grep -q "$T/a.zst: step 1 holds its 3 sequences already" "$T/err"
 is "$st:$?:$(steps "$T/q5")" "1:0:step_1 " "its input among others: refused, nothing published"
 grpo-pack -T 16 -o "$T/q5" "$T/a.zst" 2> "$T/err"
 is "$?:$(steps "$T/q5"):$(cat "$T/err")" "0:step_1 :" "its job re-run: exit 0, nothing published"
+
+sed -n 2p "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/one.zst" || exit 1
+grpo-pack -T 16 -o "$T/q1" "$T/one.zst" "$T/one.zst" 2> "$T/err"
+grep -q "hold the same 1 sequence; nothing published: packing both would train it twice" "$T/err"
+is "$?" 0 "a file of one sequence named twice: said of one: $(cat "$T/err")"
+
+# 6. inputs alike but for their prompts, or their runs' names, are not the
+# same trajectories: packed together. The hash of an input's trajectories
+# is kept in manifests, and a later version must find the same for the same
+# file, or it would pack again what an older one packed: it is pinned here
+# (little-endian: the hash is of the values' bytes).
+d6='s/"advantages":1}/"advantages":1,"run":"x"}/'
+sed "$d6" "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/x.zst" || exit 1
+sed "$d6" "$d/tiny.jsonl" | sed 's/"run":"x"/"run":"y"/' | grpo-cat --from-json -o "$T/y.zst" || exit 1
+sed 's/"prompt_tokens":\[1,2,3\]/"prompt_tokens":[1,2,4]/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/p.zst" || exit 1
+grpo-pack -T 16 -o "$T/q6" "$T/a.zst" "$T/p.zst" 2> "$T/err"
+is "$?:$(steps "$T/q6")" "0:step_1 " "two inputs that differ in a prompt only: both packed: $(cat "$T/err")"
+grpo-pack -T 16 -o "$T/q6" "$T/x.zst" "$T/y.zst" 2> "$T/err"
+is "$?:$(steps "$T/q6")" "0:step_1 step_2 " "two that differ in their runs' names only: both packed: $(cat "$T/err")"
+is "$(grep -o '"inputs_data":\[[^]]*\]' "$T/q6/step_1/DONE" "$T/q6/step_2/DONE" | sed 's/.*://' | tr '\n' ' ')" \
+	'["42ed76ed66ea2e88","00ba9c28840c8e17"] ["2155a8018e5dabb0","1a27451651490045"] ' "each input's hash, as manifests keep it, is what it was"
+
+# 7. a manifest before the newest that cannot be read: its job is not
+# known, so the run is refused (packed, a file of that job would be
+# trained twice), naming the manifest
+grpo-pack -T 16 -o "$T/q7" "$T/a.zst" && grpo-pack -T 16 -o "$T/q7" "$T/b.zst" || exit 1
+echo '{' > "$T/q7/step_1/DONE"
+grpo-pack -T 16 -o "$T/q7" "$T/a.zst" 2> "$T/err"
+st=$?
+grep -q "$T/q7/step_1/DONE" "$T/err"
+is "$st:$?:$(steps "$T/q7")" "1:0:step_1 step_2 " "an older manifest damaged: refused, naming it: $(cat "$T/err")"
 
 # every sequence once: the queues above hold each sequence id once per input
 n=$(cat "$T"/q2/step_*/rank_*/*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |

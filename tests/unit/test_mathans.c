@@ -73,6 +73,35 @@ static const struct {
 	{ "0.1234565", "0.123457", NE },
 	{ "2", "2.000001", NE },
 	{ "1000000.5", "1000000.4999", NE },       /* the sixth decimal counts, however large */
+	/* sympy's Float keeps every digit written (dps 15 at least) and round(6)
+	 * rounds those, not a double's; its result keeps the input's precision
+	 * when whole, mag + 6 digits otherwise, and math_verify's a.round(6) ==
+	 * b.round(6) is Basic's equality, precision and all; failing it,
+	 * simplify(a - b) == 0 (grader.py, sympy_numeric_eq then
+	 * sympy_symbolic_eq). Each verdict is sympy 1.14's on those calls. */
+	{ "0.12345650000000001", "0.123457", EQ },       /* past the tie: up */
+	{ "0.1234574999999999999", "0.123457", EQ },     /* short of it: down */
+	{ "0.1234567890123", "0.1234567890124", EQ },
+	{ "3.14159265358979", "\\pi", EQ },
+	{ "-0.0000001", "0.0", EQ },
+	{ "1.0000000000000000", "1.0", EQ },             /* 17 digits and 15: simplify */
+	{ "0.99999990000000000", "\\frac{9999999}{10000000}", EQ },
+	{ "99.9999996", "\\frac{1000000001}{10000000}", EQ },   /* not a whole number */
+	{ "0.12345650000000001", "0.123456", NE },
+	{ "0.1234574999999999999", "0.123458", NE },
+	{ "0.50000050000000001", "\\frac12", NE },
+	{ "1234567890123.5", "1234567890123.4", NE },
+	{ "12345678901234567.5", "12345678901234567.4", NE },   /* one double */
+	{ "99999999999999999.5", "100000000000000000", NE },
+	{ "2.0000000000000001", "2", NE },
+	{ "0.99999950000000000001", "1.000000", NE },   /* 1 of 20 digits, 1 of 15 */
+	{ "0.0999999996", "0.1", NE },                  /* 0.10000 (mag -1), 0.100000 */
+	{ "0.0999999996", "\\frac{1}{10}", NE },
+	{ "0.0999999996", "0.09999999996", EQ },
+	{ "0.0000006", "0.000001", EQ },
+	{ "1.0000005", "1.00000050000000000", NE },   /* one value, two binary Floats */
+	{ "-1.50", "-1.5000000000000000", EQ },        /* which binary holds exactly */
+	{ "-0.0000006", "-0.000001", NE },             /* round's rv > self, not for a negative */
 	{ "0.333333x", "\\frac{x}{3}", NE },      /* inside an expression no rounding */
 	{ "0.333333 + x", "\\frac13 + x", NE },
 	{ "0.333333", "\\frac{1}{3} + x", NE },
@@ -93,6 +122,15 @@ static const struct {
 	{ "0.1 \\cdot 3", "3/10", NE },
 	{ "2 \\cdot 0.333333", "\\frac23", NE },
 	{ "2 \\cdot 0.3333333333", "\\frac23 + 0", NE },
+	{ "0.3333333333333 \\cdot 3", "1 + 0", NE },   /* evalf's 15 digits see the 1e-13 */
+	{ "3 \\cdot 0.1234567890123", "0.3703703670369 + 0", EQ },
+	{ "3 \\cdot 0.1234567890123", "0.3703703670368 + 0", NE },
+	/* deliberately not math_verify's: an ulp or so apart, its verdict turns
+	 * on the order of sympy's Float operations (it calls 0.7 \cdot 3 not
+	 * 21/10 + 0 but 0.7 \cdot 3000 2100 + 0, and 34(x - 0.9)^2 not its
+	 * expansion); here they are equal */
+	{ "0.7 \\cdot 3", "\\frac{21}{10}+0", EQ },
+	{ "34(x-0.9)^2", "34x^2-61.2x+27.54", EQ },
 	{ "2 \\cdot 1.414214", "2\\sqrt{2}", NE },
 	{ "0.3333333333x", "\\frac{x}{3}", NE },
 	{ "x > 0.3333333333", "x > \\frac13", NE },
@@ -117,7 +155,29 @@ static const struct {
 	{ "2\\frac{1}{2}", "2.5", EQ },   /* a mixed number */
 	{ "-2\\frac{1}{2}", "-2.5", EQ },
 	{ "2\\frac{x}{3}", "\\frac{2x}{3}", EQ },   /* a product, not a mixed number */
-	{ "28\\%", "28", EQ },
+	/* a percent is a hundredth: latex2sympy reads 28\% as Mul(28, 1/100)
+	 * (PERCENT_NUMBER in its PS.g4) and math_verify compares that value,
+	 * with no rule taking 28 for 28\% (grader.py, is_atomic_or_pct_atomic) */
+	{ "28\\%", "0.28", EQ },
+	{ "28\\%", "\\frac{7}{25}", EQ },
+	{ "28%", "0.28", EQ },
+	{ "28 \\%", "28\\%", EQ },
+	{ "28 percent", "0.28", EQ },             /* its normaliser's \% for the word */
+	{ "28\\text{percent}", "0.28", EQ },
+	{ "100\\%", "1", EQ },
+	{ "50\\%", "\\frac12", EQ },
+	{ "3 \\cdot 28\\%", "0.84", EQ },
+	{ "-28\\%", "-0.28", EQ },
+	{ "12.5\\%", "\\frac18", EQ },          /* 12.5 * 0.01 in binary, exactly 0.125 */
+	{ "33.3333\\%", "0.333333", EQ },        /* against a lone decimal: rounded */
+	{ "28\\%", "28", NE },
+	{ "28\\%", "2800\\%", NE },
+	{ "33.3333\\%", "\\frac13", NE },       /* a Float, not a lone one: no rounding */
+	{ "70.0\\%", "\\frac{7}{10}", NE },     /* 70.0 * 0.01 is 0.7000000000000001 */
+	{ "28.5\\%", "\\frac{57}{200}", NE },
+	{ "x\\%", "x", UNP },                   /* a number's percent alone */
+	{ "(28)\\%", "28", UNP },
+	{ "\\frac{1}{2}\\%", "0.005", UNP },
 	{ "90^\\circ", "90", EQ },
 	{ "90^{\\circ}", "90", EQ },
 	{ "90\xc2\xb0", "90", EQ },

@@ -106,6 +106,13 @@ static void readiness(void)
 	ok(packbuf_ready(&b, 1) && packbuf_tokens(&b) == 10, "-k 10: 10 tokens are");
 	packbuf_free(&b);
 
+	uint32_t three = 3;
+	packbuf_init(&b, &o);
+	add(&b, two, 2, 10, NULL, 0);
+	add(&b, &three, 1, 20, NULL, 0);
+	ok(!packbuf_ready(&b, 1), "-k 10: 9 tokens are not a step");
+	packbuf_free(&b);
+
 	o = opt(8);
 	o.min_tokens = 16;
 	packbuf_init(&b, &o);
@@ -141,6 +148,17 @@ static void groups(void)
 	step_ids(&b, 2, 0, ids, sizeof ids);
 	is_str(ids, "20 ", "the next group in the next step");
 	is_int(step_ids(&b, 3, 0, ids, sizeof ids), 0, "then nothing is left");
+	packbuf_free(&b);
+
+	o.batch_size = 0;
+	o.batch_tokens = 6;
+	packbuf_init(&b, &o);
+	add(&b, three, 3, 10, NULL, 0);
+	add(&b, &one, 1, 20, NULL, 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	is_str(ids, "10 11 12 ", "-g -k 6: a group of 3 sequences of 2 tokens is the step's 6 tokens");
+	step_ids(&b, 2, 0, ids, sizeof ids);
+	is_str(ids, "20 ", "the next group waits for the next step");
 	packbuf_free(&b);
 }
 
@@ -208,6 +226,7 @@ static void carry(void)
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	is_str(ids, "10 20 ", "F=0.9, T=8: 5 + 3 fill one micro-batch; the 6 is carried");
 	ok(b.n == 1 && b.ent[0].t.sequence_id.num == 11, "and waits in the buffer");
+	is_int((int)packbuf_tokens(&b), 6, "its 6 tokens are what the buffer holds");
 	step_ids(&b, 2, 1, ids, sizeof ids);
 	is_str(ids, "11 ", "a flush step takes it");
 	packbuf_free(&b);
@@ -251,6 +270,77 @@ static void fair_carry(void)
 	step_ids(&b, 1, 0, ids, sizeof ids);
 	ok(b.n == 0 && strcmp(b.runs[b.turn].name, "b") == 0,
 	   "without carrying, the turn passes to b as before");
+	packbuf_free(&b);
+}
+
+/*
+ * The carried unit is not of the run whose turn began the step: a's 3,
+ * then b's 5, 8 and 2 (a has no more), -b 4, F=0.9 at T=8: the 2 would
+ * fill a last micro-batch alone and is carried; the turn goes back to b,
+ * not on to a, the run after the last that took.
+ */
+static void fair_carry_other_run(void)
+{
+	uint32_t a1 = 3, bl[] = { 5, 8, 2 }, a2 = 1;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	char ids[128];
+	o.fill_target = 0.9;
+	o.batch_size = 4;
+	packbuf_init(&b, &o);
+	add(&b, &a1, 1, 10, "a", 0);
+	for (int i = 0; i < 3; i++)
+		add(&b, &bl[i], 1, 20 + i, "b", 0);
+	step_ids(&b, 1, 0, ids, sizeof ids);
+	is_str(ids, "10 20 21 ", "a's 3 and b's 5 and 8 kept, b's 2 carried");
+	is_str(b.runs[b.turn].name, "b", "the turn goes back to b, whose carried sequence was next");
+	add(&b, &a2, 1, 11, "a", 0);
+	b.o.batch_size = 1;
+	step_ids(&b, 2, 1, ids, sizeof ids);
+	is_str(ids, "22 ", "step 2 starts with the carried sequence, before a's newer one");
+	packbuf_free(&b);
+}
+
+/* More sequences than the buffer's first allocation holds, in one step, in arrival order. */
+static void many_sequences(void)
+{
+	enum { N = 600 };
+	uint32_t len = 2;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	int in_order = 1;
+	o.batch_size = N;
+	packbuf_init(&b, &o);
+	for (int i = 0; i < N; i++)
+		add(&b, &len, 1, 1000 + i, NULL, 0);
+	ok(b.n == N && packbuf_tokens(&b) == 2 * N, "%d sequences of 2 tokens buffered", N);
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "-b %d: a step", N);
+	for (uint32_t i = 0; i < st.n; i++)
+		in_order &= st.seq[i].t->sequence_id.num == 1000 + (int64_t)i && st.seq[i].use == 2;
+	ok(st.n == N && in_order, "of all of them, in arrival order");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
+/* A plain input of one sequence is a job like any: recorded, finished, so that a re-run packs nothing. */
+static void job_of_one(void)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	packbuf_init(&b, &o);
+	add(&b, &len, 1, 10, NULL, 0);
+	is_int(packbuf_job_settle(&b, NULL, "T=8", 1, &e), 0, "one sequence read: a new job");
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "a step");
+	ok(st.job && st.job->finished && st.job->sequences == 1 && st.job->id == b.job.hash && st.job->data != 0 &&
+	   st.job->data != st.job->id, "its job recorded, finished, by its id (input and options) and its data");
+	packbuf_commit(&b, &st);
 	packbuf_free(&b);
 }
 
@@ -323,6 +413,221 @@ static void many_sources(void)
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
 	if (system(cmd) != 0)
+		diag("could not remove %s", top);
+}
+
+/* One trajectory of a prompt of p tokens and a response of r. */
+static void mk_traj_pr(struct traj *t, int64_t sid, uint32_t p, uint32_t r)
+{
+	mk_traj(t, sid, 1, NULL, 0);
+	free(t->prompt_tokens);
+	free(t->response_tokens);
+	free(t->logprobs);
+	t->n_prompt = p;
+	t->n_response = r;
+	t->prompt_tokens = calloc(p, sizeof(int32_t));
+	t->response_tokens = calloc(r, sizeof(int32_t));
+	t->logprobs = calloc(r, sizeof(float));
+}
+
+/* A prompt longer than T, truncated: no response token is left to train. */
+static void truncated_untrained(void)
+{
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct traj t;
+	struct group g = { traj_id_num(10), 1, &t };
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	char line[512];
+	o.overlong = PACKBUF_OVER_TRUNCATE;
+	packbuf_init(&b, &o);
+	mk_traj_pr(&t, 10, 9, 2);
+	packbuf_add_group(&b, &g, -1, "test", 1, &e);
+	traj_free(&t);
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "a prompt of 9 and a response of 2 at T=8: a step");
+	packbuf_drops_text(&b, 1, line, sizeof line);
+	is_str(line, "truncated 1 to --seq-len 8 (1 left with no trained token)",
+	       "cut to its prompt's first 8 tokens: nothing of it is trained, and the line says so");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
+/* A stale plain input dropped before the job's step: the job is finished
+ * all the same, so that a re-run finds it done instead of packing again. */
+static void job_finished_after_stale(void)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	o.max_lag = 0;
+	packbuf_init(&b, &o);
+	add(&b, &len, 1, 10, NULL, 0);
+	add(&b, &len, 1, 20, NULL, 5);
+	is_int(packbuf_take(&b, 3, 1, &po, &st, &e), 1, "--max-lag 0, step 3: a step");
+	ok(st.n == 1 && st.seq[0].t->sequence_id.num == 20, "of the fresh one only");
+	ok(st.job && st.job->finished && st.job->sequences == 2 && st.job->n_done == 2,
+	   "the job's record: finished, both sequences handled (one packed, one dropped)");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+}
+
+/* A queue file QUEUE/step_S/rank_0/NAME of one group of n sequences, ids sid0..., policy version pv. */
+static int queue_file(const char *queue, int64_t step, const char *name, int64_t sid0, const uint32_t *len,
+		      uint32_t n, int64_t pv)
+{
+	struct traj t[8];
+	struct group g = { traj_id_num(sid0), n, t };
+	struct spool_out so;
+	struct sfile_writer w;
+	struct err e = { 0 };
+	for (uint32_t j = 0; j < n; j++)
+		mk_traj(&t[j], sid0 + j, len[j], NULL, pv);
+	int r = spool_open(&so, queue, step, 0, name, &e);
+	if (r == 0) {
+		so.no_fsync = 1;
+		r = sfile_writer_init(&w, to_spool, &so, 1, &e);
+		r = r < 0 ? r : sfile_write_group(&w, &g, &e);
+		r = r < 0 ? r : sfile_writer_finish(&w, &e);
+		sfile_writer_free(&w);
+		r = r < 0 ? (spool_abort(&so), r) : spool_commit(&so, &e);
+	}
+	for (uint32_t j = 0; j < n; j++)
+		traj_free(&t[j]);
+	return r;
+}
+
+/* Claim QUEUE/step_0/rank_0/NAME and read it into b: 0 or -1. */
+static int claim_read(struct packbuf *b, const char *queue, const char *name)
+{
+	struct claim c;
+	struct err e = { 0 };
+	if (claim_take(&c, queue, 0, 0, name, 0, &e) != 0)
+		return -1;
+	return packbuf_read_claim(b, &c, &e);
+}
+
+static int retired(const char *queue, const char *name)
+{
+	return shell("test -e '%s/step_0/rank_0/.done/%s'", queue, name) == 0;
+}
+
+/* The input a step records for one queue file: finished or not, and the ordinals packed. */
+static void is_input(const struct packbuf_step *st, const char *name, int finished, const char *ords,
+		     const char *what)
+{
+	char got[128] = "";
+	size_t at = 0;
+	if (st->n_in == 1) {
+		at = (size_t)snprintf(got, sizeof got, "%s %s", st->in[0].name, st->in[0].finished ? "finished" : "part");
+		for (uint32_t x = 0; x < st->in[0].n_done && at < sizeof got; x++)
+			at += (size_t)snprintf(got + at, sizeof got - at, " %u", st->in[0].done ? st->in[0].done[x] : 99);
+	}
+	char want[128];
+	snprintf(want, sizeof want, "step_0/rank_0/%s %s%s", name, finished ? "finished" : "part", ords);
+	is_str(got, want, "%s", what);
+}
+
+/*
+ * Two queue files of two sequences, -b 3: step 1 finishes a and takes the
+ * first of b, whose claim is kept; step 2 finishes b. Each file retired
+ * once its last sequence is published, and only then; a step's manifest
+ * names what it packed of each.
+ */
+static void sources_in_steps(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	uint32_t len[] = { 4, 5 };
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	char ids[128];
+	o.batch_size = 3;
+	packbuf_init(&b, &o);
+	int r = queue_file(queue, 0, "a.zst", 10, len, 2, 0);
+	r = r < 0 ? r : queue_file(queue, 0, "b.zst", 20, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "a.zst");
+	r = r < 0 ? r : claim_read(&b, queue, "b.zst");
+	is_int(r, 0, "two queue files claimed and read");
+	is_int(packbuf_take(&b, 1, 1, &po, &st, &e), 1, "-b 3: step 1");
+	ok(st.n == 3 && st.n_in == 2, "of 3 sequences, from 2 files");
+	ok(st.n_in == 2 && strcmp(st.in[0].name, "step_0/rank_0/a.zst") == 0 && st.in[0].finished &&
+	   st.in[0].n_done == 2 && st.in[0].done && st.in[0].done[0] == 0 && st.in[0].done[1] == 1,
+	   "a finished, its sequences 0 and 1 packed");
+	ok(st.n_in == 2 && strcmp(st.in[1].name, "step_0/rank_0/b.zst") == 0 && !st.in[1].finished &&
+	   st.in[1].n_done == 1 && st.in[1].done && st.in[1].done[0] == 0, "b in part: its sequence 0");
+	packbuf_commit(&b, &st);
+	is_int(packbuf_retire(&b, &e), 0, "retire after step 1");
+	ok(retired(queue, "a.zst") && !retired(queue, "b.zst"), "a retired, b still claimed (one sequence waits)");
+	is_int(step_ids(&b, 2, 1, ids, sizeof ids), 1, "step 2");
+	is_str(ids, "21 ", "b's second sequence");
+	is_int(packbuf_retire(&b, &e), 0, "retire after step 2");
+	ok(retired(queue, "b.zst") && b.nsrc == 0, "b retired now, no source left");
+	packbuf_free(&b);
+
+	/* the same, the second step's manifest checked */
+	packbuf_init(&b, &o);
+	r = queue_file(queue, 0, "c.zst", 30, len, 2, 0);
+	r = r < 0 ? r : queue_file(queue, 0, "d.zst", 40, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "c.zst");
+	r = r < 0 ? r : claim_read(&b, queue, "d.zst");
+	is_int(r, 0, "two more claimed and read");
+	packbuf_take(&b, 1, 1, &po, &st, &e);
+	packbuf_commit(&b, &st);
+	packbuf_retire(&b, &e);
+	is_int(packbuf_take(&b, 2, 1, &po, &st, &e), 1, "step 2, c retired before it");
+	is_input(&st, "d.zst", 1, " 0 1", "step 2 finishes d, both its sequences handled");
+	packbuf_commit(&b, &st);
+	packbuf_free(&b);
+	if (shell("rm -rf '%s'", top) != 0)
+		diag("could not remove %s", top);
+}
+
+/*
+ * A queue file held back for a later run (packbuf_hold): its claim let go,
+ * so that the file is claimable again, and what was dropped of it taken
+ * out of drops, since the next run drops, and counts, it again.
+ */
+static void hold(void)
+{
+	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64];
+	if (!mkdtemp(top)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(queue, sizeof queue, "%s/scored", top);
+	uint32_t len[] = { 4, 12 }, fresh = 3;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct err e = { 0 };
+	struct claim c;
+	o.max_lag = 0;
+	packbuf_init(&b, &o);
+	int r = queue_file(queue, 0, "old.zst", 10, len, 2, 0);
+	r = r < 0 ? r : claim_read(&b, queue, "old.zst");
+	is_int(r, 0, "a queue file of policy_version 0, one sequence of 12 tokens at T=8, claimed and read");
+	add(&b, &fresh, 1, 20, NULL, 5);
+	is_int(packbuf_drop_stale(&b, 3, &e), 0, "step 3 with --max-lag 0");
+	ok(b.drops.n[PACKSTEP_STALE] == 1 && b.drops.n[PACKSTEP_OVERLONG] == 1, "its 4 stale, its 12 overlong");
+	packbuf_hold(&b);
+	ok(b.drops.n[PACKSTEP_STALE] == 0 && b.drops.n[PACKSTEP_OVERLONG] == 0,
+	   "held back: neither counted now (the next run drops them again)");
+	is_int(claim_take(&c, queue, 0, 0, "old.zst", 0, &e), 0, "the file is claimable again");
+	claim_let_go(&c, NULL);
+	ok(!retired(queue, "old.zst"), "not retired");
+	packbuf_free(&b);
+	if (shell("rm -rf '%s'", top) != 0)
 		diag("could not remove %s", top);
 }
 
@@ -451,6 +756,34 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * A run after step 1 (whose manifest lists x.zst and y.zst), with no input
+ * queue given: both records are copied into its step's manifest, so that
+ * what was packed of y stays known; the step owns only its own names.
+ */
+static void carried_records(const char *queue)
+{
+	uint32_t len = 4;
+	struct packbuf_opt o = opt(8);
+	struct packbuf b;
+	struct packstep_opt po = popt(8);
+	struct packbuf_step st;
+	struct err e = { 0 };
+	packbuf_init(&b, &o);
+	int r = packbuf_resume(&b, queue, 2, &e);
+	r = r < 0 ? r : packbuf_carry(&b, NULL, 0, &e);
+	is_int(r, 0, "resumed after step 1, its inputs carried");
+	add(&b, &len, 1, 10, NULL, 0);
+	is_int(packbuf_take(&b, 2, 1, &po, &st, &e), 1, "step 2");
+	ok(st.n_in == 2 && st.n_own == 0 && strcmp(st.in[0].name, "step_1/rank_0/x.zst") == 0 && st.in[0].finished &&
+	   strcmp(st.in[1].name, "step_1/rank_0/y.zst") == 0 && !st.in[1].finished && st.in[1].n_done == 2,
+	   "its manifest lists step 1's two inputs as step 1 had them");
+	packbuf_commit(&b, &st);
+	ok(b.n_prev == 2 && strcmp(b.prev[0].name, "step_1/rank_0/x.zst") == 0 &&
+	   strcmp(b.prev[1].name, "step_1/rank_0/y.zst") == 0, "and they are still the buffer's after the step");
+	packbuf_free(&b);
+}
+
 static void publish(void)
 {
 	char top[] = "/tmp/test_packbuf.XXXXXX", queue[64], path[128];
@@ -562,6 +895,7 @@ static void publish(void)
 	   strcmp(li[1].name, "step_1/rank_0/y.zst") == 0 && !li[1].finished && li[1].n_done == 2 &&
 	   li[1].done[0] == 0 && li[1].done[1] == 2, "the inputs read back");
 	packstep_inputs_free(li, nli);
+	carried_records(queue);
 	nlr = nli = 7;
 	ok(packstep_load_runs(queue, 9, &lr, &nlr, &next, &e) == 0 && nlr == 0 && next == 0 && !lr &&
 	   packstep_load_inputs(queue, 9, &li, &nli, &e) == 0 && nli == 0 && !li,
@@ -639,7 +973,14 @@ int main(void)
 	drops();
 	carry();
 	fair_carry();
+	fair_carry_other_run();
+	job_of_one();
+	many_sequences();
 	many_sources();
+	truncated_untrained();
+	job_finished_after_stale();
+	sources_in_steps();
+	hold();
 	retire_flushes();
 	copies();
 	publish();

@@ -10,12 +10,16 @@
  * kimi-length and cosine from another reward's verdict; texts through
  * Qwen3's tokenizer: the responses and prompts decoded for the built-ins
  * and the program, a think block the prompt opened; scorer_metrics_has;
- * scorer_stats_add; the metrics line of no sequences, and of groups of 2.
+ * scorer_stats_add; the metrics line of no sequences, and of groups of 2;
+ * --ref (tests/data/hf/qwen2): reference logprobs for the groups kept only,
+ * as reflp gives each alone, their tokens and time in the stats, and a
+ * reference failure that leaves nothing scored.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "score/scorer.h"
@@ -567,6 +571,111 @@ static void metrics_edges(void)
 	group_free(&g);
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The reference model of --ref: tests/data/hf/qwen2 (token 0, of every
+ * prompt and response here, is in its vocabulary). 0 when absent. */
+static int open_ref(struct reflp *r)
+{
+	const char *top = getenv("GRPO_TOP");
+	char dir[4096], cfg[4200];
+	snprintf(dir, sizeof dir, "%s/tests/data/hf/qwen2", top ? top : ".");
+	snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+	if (access(cfg, F_OK) != 0)
+		return 0;
+	struct err e = { 0 };
+	if (!ok(reflp_open(r, dir, 64, &e) == 0, "reference model opened (%s)", e.msg))
+		return 0;
+	return 1;
+}
+
+/* 1 when the ref_logprobs of scored, group g of three_groups, are those
+ * reflp_group gives that group alone. */
+static int ref_alone(struct reflp *r, const struct group *scored, uint32_t g)
+{
+	struct group copy[3];
+	three_groups(copy);
+	struct err e = { 0 };
+	int same = reflp_group(r, &copy[g], &e) == 0;
+	for (uint32_t j = 0; same && j < copy[g].n; j++) {
+		const struct traj *t = &scored->trajs[j];
+		same = t->ref_logprobs &&
+		       memcmp(t->ref_logprobs, copy[g].trajs[j].ref_logprobs, t->n_response * sizeof(float)) == 0;
+	}
+	free_groups(copy, 3);
+	return same;
+}
+
+/*
+ * --ref: the groups kept get the reference logprobs of reflp_group run on
+ * each alone, the groups dropped none; the tokens and the time go to the
+ * stats and the metrics line. A token outside the reference model's
+ * vocabulary fails the input, nothing scored, the message naming it.
+ */
+static void reference(void)
+{
+	struct reflp r;
+	if (!open_ref(&r)) {
+		skip("tests/data/hf/qwen2 absent: --ref not run");
+		return;
+	}
+	struct group gs[3];
+	three_groups(gs);
+	struct scorer_opt o = base_opt();
+	o.drop_zero_std = 1;
+	o.ref = &r;
+	uint8_t keep[3];
+	struct scorer_stats st;
+	struct err e = { 0 };
+	double t0 = seconds();
+	int rc = scorer_run(&o, gs, 3, keep, &st, &e);
+	double run_s = seconds() - t0;
+	ok(rc == 0 && keep[0] && !keep[1] && !keep[2], "--ref --drop-zero-std: scored, group 1 kept (%s)", e.msg);
+	ok(ref_alone(&r, &gs[0], 0), "group 1: the reference logprobs of reflp_group on it alone");
+	ok(!gs[1].trajs[0].ref_logprobs && !gs[2].trajs[0].ref_logprobs && !gs[2].trajs[1].ref_logprobs,
+	   "the groups dropped: none");
+	ok(st.ref_tokens == 5 + 9 + 13 && st.t_ref > 0 && st.t_ref <= run_s + 1e-9,
+	   "stats: the 27 tokens of group 1 through the reference model, and its time, within the run's "
+	   "(%llu, %g of %g s)", (unsigned long long)st.ref_tokens, st.t_ref, run_s);
+	struct buf b = { 0 };
+	scorer_metrics(&b, "in", &st);
+	const char *line = b.data ? (char *)b.data : "";
+	if (!ok(strstr(line, ",\"ref_tokens\":27,\"ref_tokens_per_s\":") && !strstr(line, "\"ref_s\":0,") &&
+		!strstr(line, "\"ref_tokens_per_s\":0}"), "the metrics line: ref_s, ref_tokens 27 and its rate, not 0"))
+		diag("%s", line);
+	buf_free(&b);
+	free_groups(gs, 3);
+
+	/* without --drop-zero-std every group is kept */
+	three_groups(gs);
+	o.drop_zero_std = 0;
+	rc = scorer_run(&o, gs, 3, keep, &st, &e);
+	ok(rc == 0 && ref_alone(&r, &gs[0], 0) && ref_alone(&r, &gs[1], 1) && ref_alone(&r, &gs[2], 2) &&
+	   st.ref_tokens == 27 + 6 + 14, "every group kept: each its own reference logprobs, 47 tokens (%llu)",
+	   (unsigned long long)st.ref_tokens);
+	free_groups(gs, 3);
+
+	/* a response token outside the vocabulary: no trajectory scored */
+	three_groups(gs);
+	gs[2].trajs[1].response_tokens[3] = r.m.cfg.V;
+	rc = scorer_run(&o, gs, 3, keep, &st, &e);
+	int scored = 0;
+	for (uint32_t g = 0; g < 3; g++)
+		for (uint32_t j = 0; j < gs[g].n; j++)
+			scored += gs[g].trajs[j].scored;
+	char want[96];
+	snprintf(want, sizeof want, "group 3, sequence 31: response token 3 is id %d, outside", r.m.cfg.V);
+	ok(rc < 0 && scored == 0 && strstr(e.msg, want),
+	   "a reference failure: nothing scored, the token named (%s)", e.msg);
+	free_groups(gs, 3);
+	reflp_close(&r);
+}
+
 int main(void)
 {
 	built_ins();
@@ -580,5 +689,6 @@ int main(void)
 	metrics_has();
 	stats_add();
 	metrics_edges();
+	reference();
 	return tap_done();
 }
