@@ -415,11 +415,14 @@ static int know_manifest(struct packbuf *b, const struct done_manifest *m, struc
 	return 0;
 }
 
-/* The queue files every manifest of the output queue records. */
+/* The queue files every manifest of the output queue records, and those
+ * of the steps gc removed (QUEUE/.jobs). */
 static int read_known(struct packbuf *b, struct err *e)
 {
 	int64_t *steps = NULL;
 	size_t n = 0;
+	struct done_jobrec *v = NULL;
+	size_t nv = 0;
 	b->known_read = 1;
 	if (!b->queue)
 		return 0;
@@ -432,6 +435,12 @@ static int read_known(struct packbuf *b, struct err *e)
 			done_free(&m);
 	}
 	free(steps);
+	if (r == 0)
+		r = done_jobs_load(b->queue, &v, &nv, e);
+	for (size_t i = 0; i < nv && r == 0; i++)
+		for (uint32_t x = 0; x < v[i].n_files && r == 0; x++)
+			r = know(b, v[i].files_hash[x], v[i].step, v[i].files[x], e);
+	done_jobrecs_free(v, nv);
 	if (r < 0)
 		b->known_read = 0;
 	return r;
@@ -1012,7 +1021,8 @@ static int find_removed_job(const char *queue, const struct packbuf_job *j, uint
 	if (n > 1)   /* v is NULL when there is no .jobs */
 		qsort(v, n, sizeof *v, by_step_down);
 	for (size_t i = 0; i < n && f->kind != 1; i++)
-		consider_job(j, id, &v[i].job, v[i].step, 1, held, f);
+		if (!v[i].n_files)   /* a job's record, not a step's files' */
+			consider_job(j, id, &v[i].job, v[i].step, 1, held, f);
 	done_jobrecs_free(v, n);
 	return 0;
 }

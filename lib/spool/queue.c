@@ -501,10 +501,11 @@ fail:
 }
 
 /*
- * Before any of the old steps goes, the jobs their manifests record go to
- * QUEUE/.jobs (data/done.h), written whole and flushed: grpo-pack knows
- * the plain inputs it packed by those jobs, and would pack them again
- * once the steps are gone. A crash after this leaves records of steps
+ * Before any of the old steps goes, the jobs their manifests record, and
+ * the queue files with their hashes, go to QUEUE/.jobs (data/done.h),
+ * written whole and flushed: grpo-pack knows the plain inputs it packed by
+ * those jobs, and copies of the queue files by those hashes, and would
+ * pack them again once the steps are gone. A crash after this leaves records of steps
  * still there, which say what their manifests say. All the old steps'
  * jobs are recorded at once, the newest marked step's aside (it stays),
  * whether or not a step turns out finished: one rewrite of the file per
@@ -520,7 +521,7 @@ fail:
 static int record_jobs(const char *queue, const int64_t *steps, size_t old, int64_t newest_marked,
 		       struct err *e)
 {
-	struct done_jobrec *v = calloc(old + 1, sizeof *v);
+	struct done_jobrec *v = calloc(2 * old + 1, sizeof *v);
 	size_t n = 0;
 	int rc = 0;
 	if (!v)
@@ -533,8 +534,17 @@ static int record_jobs(const char *queue, const int64_t *steps, size_t old, int6
 			struct err why = *e;
 			rc = err_set(e, "%s; nothing removed from %s: gc records the job of each step it removes "
 				     "first", why.msg, queue);
-		} else if (r == 1)
+		} else if (r == 1) {
 			v[n++].step = steps[i];
+		}
+		/* and the queue files it packed, known by their hashes */
+		if (rc == 0 && (r = done_step_files(queue, steps[i], &v[n], e)) < 0) {
+			struct err why = *e;
+			rc = err_set(e, "%s; nothing removed from %s: gc records the files of each step it removes "
+				     "first", why.msg, queue);
+		} else if (r == 1) {
+			n++;
+		}
 	}
 	if (rc == 0)
 		rc = done_jobs_add(queue, v, n, e);

@@ -8,7 +8,7 @@
 # unpacked, with a warning naming both. Files with the same tokens but
 # other ids (sampled apart) are not copies.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 14
+plan 17
 
 d="$GRPO_TOP/tests/cli/pack"
 one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
@@ -99,3 +99,19 @@ wait_for 30 test -f "$s/scored/step_1/rank_0/.done/late.zst"
 kill -TERM $pid
 wait $pid
 is "$?:$(published "$s/batches")" "0:810 811 820 " "--watch: a copy arriving after the file's step is published is not packed"
+
+# 8. after grpo-spool gc removed the steps that held them, their files are
+# still known: gc keeps each removed step's queue files and hashes in .jobs
+s="$T/g" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 9
+pack "$s"
+one "$s/scored/step_0/rank_0/h.zst" 1
+pack "$s"
+grpo-spool consume "$s/batches" -- true && grpo-spool gc "$s" --keep-last 0 --queue batches > /dev/null 2>&1
+is "$(ls "$s/batches" | tr '\n' ' ')" "step_2 " "gc removed step 1"
+grep -q '^{"step":1,"inputs":\["step_0/rank_0/g.zst"\],"inputs_hash":\["[0-9a-f]\{16\}"\]}$' "$s/batches/.jobs"
+is "$?" 0 "recording its file and hash in .jobs"
+mkdir -p "$s/scored/step_5/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_5/rank_0/back.zst"
+pack "$s"
+is "$?:$(ls "$s/batches" | tr '\n' ' '):$(grep -c 'those of step_0/rank_0/g.zst, packed into step 1: not packed again' "$T/err")" \
+	"0:step_2 :1" "a copy of a file of the removed step is not packed"

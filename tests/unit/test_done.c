@@ -318,6 +318,97 @@ static void test_file_hashes(void)
 	buf_free(&b);
 }
 
+/* .jobs keeps a removed step's queue files with their hashes in a line of
+ * their own (grpo-pack knows their copies by them): written and read back,
+ * one line per step however often gc records it, beside the step's job;
+ * done_step_files reads them from a marker as gc does. */
+static void test_file_records(void)
+{
+	char q[] = "/tmp/grpo-test-jobs.XXXXXX";
+	struct err e = { 0 };
+	if (!mkdtemp(q)) {
+		ok(0, "a temporary queue");
+		return;
+	}
+	char *files[] = { "step_0/rank_0/a.zst", "step_1/rank_2/b \"c\".zst" };
+	uint64_t hash[] = { 0x0123456789abcdefull, 0x00000000000000ffull };
+	struct done_jobrec r = { 0 };
+	r.step = 4, r.files = files, r.files_hash = hash, r.n_files = 2;
+	struct buf a = { 0 }, b = { 0 };
+	const char *want = "{\"step\":4,\"inputs\":[\"step_0/rank_0/a.zst\",\"step_1/rank_2/b \\\"c\\\".zst\"],"
+			   "\"inputs_hash\":[\"0123456789abcdef\",\"00000000000000ff\"]}\n";
+	ok(done_jobrec_format(&a, &r) == 0 && a.len == strlen(want) && memcmp(a.data, want, a.len) == 0,
+	   "a step's files: the documented line");
+	struct done_jobrec back;
+	ok(done_jobrec_parse((char *)a.data, a.len, "J", &back, &e) == 0 && back.step == 4 && back.n_files == 2 &&
+	   strcmp(back.files[1], files[1]) == 0 && back.files_hash[0] == hash[0] && back.files_hash[1] == hash[1],
+	   "and reads back (%s)", e.msg);
+	done_jobrec_format(&b, &back);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_jobrecs_free_one(&back);
+	const char *bad[][2] = {
+		{ "{\"step\":4,\"inputs\":[\"a\"]}", "J: a file record needs inputs and inputs_hash" },
+		{ "{\"step\":4,\"inputs\":[\"a\",\"b\"],\"inputs_hash\":[\"0123456789abcdef\"]}",
+		  "J: inputs_hash: 1 hashes for 2 inputs" },
+		{ "{\"step\":4,\"inputs\":[],\"inputs_hash\":[]}", "J: inputs_hash: 0 hashes for 0 inputs" },
+		{ "{\"step\":4,\"inputs\":[5],\"inputs_hash\":[\"0123456789abcdef\"]}", "J: inputs[0]: expected a string" },
+		{ "{\"inputs\":[\"a\"],\"inputs_hash\":[\"0123456789abcdef\"]}", "J: step: expected a whole number" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		ok(done_jobrec_parse(bad[i][0], strlen(bad[i][0]), "J", &back, &e) < 0 && strstr(e.msg, bad[i][1]),
+		   "a file record refused: %s", e.msg);
+
+	/* beside a job's record of the same step; the same step's files again change nothing */
+	uint64_t ind[] = { 0xfedcba9876543210ull };
+	struct done_jobrec job = { 4, { 0x77, 1, 3, 1, NULL, 0, 0x1234, ind, 1 }, NULL, NULL, 0 };
+	struct done_jobrec two[2] = { job, r };
+	buf_reset(&b);
+	done_jobrec_format(&b, &job);
+	done_jobrec_format(&b, &r);
+	buf_put_u8(&b, 0);
+	ok(done_jobs_add(q, two, 2, &e) == 0 && jobs_text_is(q, (char *)b.data),
+	   "a step's job and its files: two lines (%s)", e.msg);
+	ok(done_jobs_add(q, &r, 1, &e) == 0 && jobs_text_is(q, (char *)b.data), "its files again: no second line");
+	struct done_jobrec r5 = r;
+	r5.step = 5;
+	buf_reset(&b);
+	done_jobrec_format(&b, &job);
+	done_jobrec_format(&b, &r);
+	done_jobrec_format(&b, &r5);
+	buf_put_u8(&b, 0);
+	ok(done_jobs_add(q, &r5, 1, &e) == 0 && jobs_text_is(q, (char *)b.data),
+	   "another step's files, the same names: a line of their own");
+	struct done_jobrec *v;
+	size_t n;
+	ok(done_jobs_load(q, &v, &n, &e) == 0 && n == 3 && v[0].n_files == 0 && v[0].job.id == 0x77 &&
+	   v[1].n_files == 2 && v[2].step == 5, "and all three read back (%s)", e.msg);
+	done_jobrecs_free(v, n);
+
+	/* from a manifest: finished and partial files with hashes, none without */
+	struct done_manifest m = { 0 };
+	char *in[] = { "step_0/rank_0/a.zst", "step_0/rank_0/old.zst" };
+	uint64_t ih[] = { 0x0123456789abcdefull, 0 };
+	uint32_t ord[] = { 0 };
+	struct done_partial part[] = { { "step_1/rank_0/p.zst", ord, 1, 0x00000000000000ffull } };
+	m.step = 6, m.ranks = 1, m.inputs = in, m.inputs_hash = ih, m.n_inputs = 2, m.partial = part, m.n_partial = 1;
+	buf_reset(&a);
+	done_format(&a, &m);
+	buf_put_u8(&a, 0);
+	shell("mkdir -p '%s/step_6' '%s/step_7' && printf '%%s' '%s' > '%s/step_6/DONE' && echo done > '%s/step_7/DONE'",
+	      q, q, (char *)a.data, q, q);
+	struct done_jobrec got;
+	ok(done_step_files(q, 6, &got, &e) == 1 && got.step == 6 && got.n_files == 2 &&
+	   strcmp(got.files[0], "step_0/rank_0/a.zst") == 0 && got.files_hash[0] == ih[0] &&
+	   strcmp(got.files[1], "step_1/rank_0/p.zst") == 0 && got.files_hash[1] == 0xff,
+	   "a step's files from its manifest: the finished and the partial with hashes, not the one without (%s)", e.msg);
+	done_jobrecs_free_one(&got);
+	ok(done_step_files(q, 7, &got, &e) == 0 && got.n_files == 0, "another producer's marker: none");
+	ok(done_step_files(q, 8, &got, &e) == 0, "no marker: none");
+	buf_free(&a);
+	buf_free(&b);
+	shell("rm -rf '%s'", q);
+}
+
 static void test_parse_more(void)
 {
 	struct done_manifest r;
@@ -470,5 +561,6 @@ int main(void)
 	buf_free(&b);
 	test_load_job();
 	test_jobs();
+	test_file_records();
 	return tap_done();
 }
