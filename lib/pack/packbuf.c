@@ -62,7 +62,6 @@ int packbuf_resume(struct packbuf *b, const char *queue, int64_t step, struct er
 	free(b->queue);
 	if (!(b->queue = strdup(queue)))
 		return err_set(e, "out of memory");
-	b->newest = step - 1;
 	if (packstep_load_runs(queue, step - 1, &b->runs, &b->n_runs, &b->turn, e) < 0 ||
 	    packstep_load_inputs(queue, step - 1, &b->prev, &b->n_prev, e) < 0)
 		return -1;
@@ -426,7 +425,7 @@ static int read_known(struct packbuf *b, struct err *e)
 	b->known_read = 1;
 	if (!b->queue)
 		return 0;
-	int r = spool_list_steps(b->queue, -1, b->newest, &steps, &n, e);
+	int r = spool_list_steps(b->queue, -1, -1, &steps, &n, e);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct done_manifest m;
 		int got = done_load(b->queue, steps[i], &m, e);

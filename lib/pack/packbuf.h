@@ -124,7 +124,6 @@ struct packbuf {
 	uint8_t *carry;                /* (n_prev) 1: no source here stands for it: copy it on */
 	struct packbuf_job job;
 	char *queue;                   /* the output queue (packbuf_resume), or NULL */
-	int64_t newest;                /* its newest manifest's step (0: none) */
 	struct packbuf_known *known;   /* (n_known) what its manifests hold, once read */
 	size_t n_known;
 	int known_read;
