@@ -8,7 +8,7 @@
 # unpacked, with a warning naming both. Files with the same tokens but
 # other ids (sampled apart) are not copies.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 17
+plan 18
 
 d="$GRPO_TOP/tests/cli/pack"
 one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
@@ -115,3 +115,17 @@ mkdir -p "$s/scored/step_5/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/sco
 pack "$s"
 is "$?:$(ls "$s/batches" | tr '\n' ' '):$(grep -c 'those of step_0/rank_0/g.zst, packed into step 1: not packed again' "$T/err")" \
 	"0:step_2 :1" "a copy of a file of the removed step is not packed"
+
+# 9. a manifest that cannot be read refuses the run: what it packed is unknown
+s="$T/m" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 2
+pack "$s"
+one "$s/scored/step_0/rank_0/h.zst" 3
+pack "$s"
+echo '{"step":1,' > "$s/batches/step_1/DONE"
+mkdir -p "$s/scored/step_1/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_1/rank_0/copy.zst"
+pack "$s"
+st=$?
+grep -q "batches/step_1/DONE" "$T/err"
+is "$st:$?:$(ls "$s/batches" | tr '\n' ' '):$(waiting "$s")" "1:0:step_1 step_2 :1" \
+	"an older manifest damaged: exit 1 naming it, the new file left waiting: $(cat "$T/err")"
