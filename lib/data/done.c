@@ -205,21 +205,31 @@ static int parse_hashes(const cJSON *arr, uint64_t **v, uint32_t *n, const char 
 	return 0;
 }
 
+/* An array of strings, what naming it in messages ("inputs"); absent, none. */
+static int parse_strings(const cJSON *arr, char ***v, uint32_t *n, const char *what, const char *name,
+			 struct err *e)
+{
+	const cJSON *it;
+	if (!(*v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof **v)))
+		return err_set(e, "out of memory");
+	cJSON_ArrayForEach(it, arr) {
+		char at[48];
+		snprintf(at, sizeof at, "%s[%u]", what, *n);
+		if (get_string(it, &(*v)[*n], name, at, e) < 0)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
 static int parse_files(const cJSON *fin, const cJSON *hashes, const cJSON *part, struct done_manifest *m,
 		       const char *name, struct err *e)
 {
 	const cJSON *it, *v;
-	m->inputs = calloc((size_t)cJSON_GetArraySize(fin) + 1, sizeof *m->inputs);
-	m->partial = calloc((size_t)cJSON_GetArraySize(part) + 1, sizeof *m->partial);
-	if (!m->inputs || !m->partial)
+	if (parse_strings(fin, &m->inputs, &m->n_inputs, "inputs", name, e) < 0)
+		return -1;
+	if (!(m->partial = calloc((size_t)cJSON_GetArraySize(part) + 1, sizeof *m->partial)))
 		return err_set(e, "out of memory");
-	cJSON_ArrayForEach(it, fin) {
-		char what[32];
-		snprintf(what, sizeof what, "inputs[%u]", m->n_inputs);
-		if (get_string(it, &m->inputs[m->n_inputs], name, what, e) < 0)
-			return -1;
-		m->n_inputs++;
-	}
 	uint32_t n_hash = 0;
 	if (parse_hashes(hashes, &m->inputs_hash, &n_hash, "inputs_hash", name, e) < 0)
 		return -1;
@@ -484,19 +494,12 @@ int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, stru
 static int parse_file_rec(const cJSON *o, struct done_jobrec *r, const char *name, struct err *e)
 {
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "inputs");
-	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "inputs_hash"), *it;
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "inputs_hash");
 	uint32_t nh = 0;
 	if (!cJSON_IsArray(fin) || !cJSON_IsArray(h))
 		return err_set(e, "%s: a file record needs inputs and inputs_hash", name);
-	if (!(r->files = calloc((size_t)cJSON_GetArraySize(fin) + 1, sizeof *r->files)))
-		return err_set(e, "out of memory");
-	cJSON_ArrayForEach(it, fin) {
-		char what[32];
-		snprintf(what, sizeof what, "inputs[%u]", r->n_files);
-		if (get_string(it, &r->files[r->n_files], name, what, e) < 0)
-			return -1;
-		r->n_files++;
-	}
+	if (parse_strings(fin, &r->files, &r->n_files, "inputs", name, e) < 0)
+		return -1;
 	if (parse_hashes(h, &r->files_hash, &nh, "inputs_hash", name, e) < 0)
 		return -1;
 	if (nh != r->n_files || nh == 0)
