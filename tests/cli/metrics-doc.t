@@ -25,9 +25,11 @@ out=$(check "$man/grpo-pack.1" ".It Fl x , Fl -metrics Ar file" "$T/pack.jsonl")
 	grep -q '^{"step":2,"sequences":0,"dropped":{[^}]*"overlong":1' "$T/pack.jsonl"
 ok $? "grpo-pack's, a full step's and a step of drops alone: $out"
 
-# a manifest of named files (with "job"), and one of a queue whose file is packed in part
+# a manifest of named files (with "job"), one of a queue whose file is packed
+# in part, and the next, which finishes it
 grpo-pack -T 16 -W 2 --batch-size 6 -o "$T/bq" "$T/scored" 2> /dev/null || exit 1
-cat "$T/b/step_1/DONE" "$T/bq/step_1/DONE" > "$T/done.jsonl"
+grpo-pack -T 16 -W 2 --flush -o "$T/bq" "$T/scored" 2> /dev/null || exit 1
+cat "$T/b/step_1/DONE" "$T/bq/step_1/DONE" "$T/bq/step_2/DONE" > "$T/done.jsonl"
 out=$(check "$man/grpo-pack.1" ".It Pa SPOOL/batches/step_N/DONE" "$T/done.jsonl" both)
 ok $? "grpo-pack(1)'s DONE manifest has the keys of real ones, no more, no fewer: $out"
 
