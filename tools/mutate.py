@@ -183,6 +183,11 @@ MODULES = {
         objects=["build/lib/score/reflp.o"],
         tests=[UNIT + "test_reflp", UNIT + "test_scorer", CLI + "align-sampler.t", CLI + "pipeline.t",
                CLI + "progress.t"]),
+    "cursor": dict(
+        files=["lib/collect/cursor.c"],
+        targets=["build/bin/grpo-collect"],
+        objects=["build/lib/collect/cursor.o"],
+        tests=[CLI + "collect-walk.t", CLI + "collect-cursor.t", CLI + "collect-policy-once.t"]),
 }
 
 UNITS_ONLY = False
