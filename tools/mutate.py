@@ -185,9 +185,9 @@ MODULES = {
                CLI + "progress.t"]),
     "cursor": dict(
         files=["lib/collect/cursor.c"],
-        targets=["build/bin/grpo-collect"],
+        targets=["build/tests/test_cursor", "build/bin/grpo-collect"],
         objects=["build/lib/collect/cursor.o"],
-        tests=[CLI + "collect-walk.t", CLI + "collect-cursor.t", CLI + "collect-policy-once.t"]),
+        tests=[UNIT + "test_cursor", CLI + "collect-walk.t", CLI + "collect-cursor.t", CLI + "collect-policy-once.t"]),
 }
 
 UNITS_ONLY = False

@@ -297,6 +297,11 @@ static void test_checks(void)
 	cursor_load(&c, at("k2"), &e);
 	model_batch(&b);
 	cursor_save(&c, &b, &e);
+	server_batch(&b);
+	cursor_save(&c, &b, &e);
+	model_batch(&b);
+	is_int(cursor_save(&c, &b, &e), 0, "a model's batch saved over a server's");
+	is_int(!c.batch.output && c.batch.n_lines == 0 && c.batch.model, 1, "holds the model's alone");
 	is_int(cursor_check_target(&c, NULL, 0, 2, &v7, &e), 0, "a model's batch to standard output, step 7: accepted");
 	is_int(cursor_check_target(&c, "spool/rollouts", 0, 2, &v7, &e), -1, "into a queue: refused");
 	is_int(cursor_check_target(&c, NULL, 0, 2, &v3, &e), -1, "into step 3 (its version, not its step): refused");
