@@ -3,8 +3,9 @@
  * kept by cursor_save reads back whole (a server's answers, or a model's
  * batch by what decides its bytes), cursor_advance leaves the next place
  * alone, and a save that fails at any of its file system calls leaves the
- * file as it was and no temporary. A damaged file is refused naming the
- * file and line; a re-run that would publish or sample the batch otherwise
+ * file as it was and no temporary, and says so (-1). A damaged file is
+ * refused naming the file and line, an unreadable one is not taken for an
+ * absent one, and loading leaves no descriptor open; a re-run that would publish or sample the batch otherwise
  * is refused naming what the file holds. The lock turns a second holder
  * away with the first's pid, refuses a link or a pipe, and removes the
  * temporaries a killed holder left beside the cursor, and only those.
@@ -403,8 +404,8 @@ static void test_lock(void)
 	put_text(at("L.tmp.host.1.1"), "4\n");
 	is_int(cursor_lock(p, &fd, &holder, &e), 0, "locked again");
 	close(fd);
-	is_int(shell("cd '%s' && test \"$(ls -A | grep tm | tr '\\n' ' ')\" = '.L.tm.host.1.1 .Lx.tmp.host.1.1 L.tmp.host.1.1 '",
-		     top),
+	is_int(shell("cd '%s' && test \"$(ls -A | grep tm | tr '\\n' ' ')\" = "
+		     "'.L.tm.host.1.1 .Lx.tmp.host.1.1 L.tmp.host.1.1 '", top),
 	       0, "the cursor's dead temporaries removed, no other file");
 
 	/* a cursor a rename would replace: refused */
