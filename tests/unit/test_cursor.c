@@ -2,15 +2,15 @@
  * test_cursor: grpo-collect's --cursor file (collect/cursor.h). A batch
  * kept by cursor_save reads back whole (a server's answers, or a model's
  * batch by what decides its bytes), cursor_advance leaves the next place
- * alone, and a save or advance that fails at any of its file system calls
- * says so (-1), leaving the file as it was (or whole, after the rename)
- * and no temporary. A damaged file is refused naming the file and line,
- * an unreadable one is not taken for an absent one, and loading leaves no
- * descriptor open; a re-run that would publish or sample the batch
- * otherwise is refused naming what the file holds. The lock turns a second
- * holder away with the first's pid (none while it has not written it),
- * refuses a link or a pipe, and removes the temporaries a killed holder
- * left beside the cursor, and only those.
+ * alone, and a save that fails at any of its file system calls (an advance,
+ * at its first) says so (-1), leaving the file as it was (or whole, after
+ * the rename) and no temporary. A damaged file is refused naming the file
+ * and line, an unreadable one is not taken for an absent one, and loading
+ * leaves no descriptor open; a re-run that would publish or sample the
+ * batch otherwise is refused naming what the file holds. The lock turns
+ * a second holder away with the first's pid (none while it has not
+ * written it), refuses a link or a pipe, and removes the temporaries a
+ * killed holder left beside the cursor, and only those.
  */
 #include <errno.h>
 #include <stdio.h>
