@@ -189,6 +189,11 @@ MODULES = {
         objects=["build/lib/pack/packbuf.o"],
         tests=[UNIT + "test_packbuf", CLI + "pack-drops.t", CLI + "pack-truncate.t", CLI + "pack-dup-inputs.t",
                CLI + "pack-gc-jobs.t", CLI + "pack-once.t", CLI + "pack.t"]),
+    "cursor": dict(
+        files=["lib/collect/cursor.c"],
+        targets=["build/tests/test_cursor", "build/bin/grpo-collect"],
+        objects=["build/lib/collect/cursor.o"],
+        tests=[UNIT + "test_cursor", CLI + "collect-walk.t", CLI + "collect-cursor.t", CLI + "collect-policy-once.t"]),
 }
 
 UNITS_ONLY = False
