@@ -194,6 +194,11 @@ MODULES = {
         targets=["build/tests/test_cursor", "build/bin/grpo-collect"],
         objects=["build/lib/collect/cursor.o"],
         tests=[UNIT + "test_cursor", CLI + "collect-walk.t", CLI + "collect-cursor.t", CLI + "collect-policy-once.t"]),
+    "tempfile": dict(
+        files=["lib/base/tempfile.c"],
+        targets=["build/tests/test_tempfile", "build/tests/test_spool", "build/tests/test_done"],
+        objects=["build/lib/base/tempfile.o"],
+        tests=[UNIT + "test_tempfile", UNIT + "test_spool", UNIT + "test_done"]),
 }
 
 UNITS_ONLY = False

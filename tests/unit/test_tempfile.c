@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,196 @@ static void signal_case(int sig, const char *name)
 }
 
 /*
+ * A temporary directory removed whatever its entries are called: dot names
+ * that look like "." or ".." but are not ("..a", "..\001"), an empty
+ * subdirectory, and more names than one getdents(2) read returns.
+ */
+static void odd_names(void)
+{
+	char d[512], f[900];
+	struct err e;
+	path(d, "odd");
+	struct tempfile *t = tempfile_mkdir(d, NULL, &e);
+	if (!t) {
+		printf("Bail out! %s\n", e.msg);
+		exit(1);
+	}
+	const char *names[] = { "..a", "..\001", ".b", "c" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		shell("touch '%s/%s'", tempfile_path(t), names[i]);
+	snprintf(f, sizeof f, "%s/sub", tempfile_path(t));
+	mkdir(f, 0755);
+	for (int i = 0; i < 300; i++)
+		shell("touch '%s/a-name-long-enough-that-300-fill-several-reads-of-the-directory-%03d'",
+		      tempfile_path(t), i);
+	tempfile_delete(t);
+	ok(strstr(ls(top), ".odd") == NULL, "a directory of dot names, a subdirectory and 300 files is removed: '%s'",
+	   ls(top));
+}
+
+/* The file system calls of a commit, in order: the fault hook fails each in
+ * turn; with TEMPFILE_NO_FSYNC neither the file nor its directory is flushed. */
+static void commit_calls(void)
+{
+	char dir[512], target[600];
+	struct err e = { 0 };
+	path(dir, "calls");
+	mkdir(dir, 0755);
+	snprintf(target, sizeof target, "%s/x", dir);
+	struct tempfile *t = file_with(target, NULL, "x");
+	fsys_test_fail_at(0, 0);
+	is_int(tempfile_commit(t, 0, &e), 0, "a commit publishes");
+	is_int(fsys_calls_made(), 4, "with four calls: fsync, close, rename, fsync of the directory");
+	unlink(target);
+	t = file_with(target, NULL, "x");
+	fsys_test_fail_at(0, 0);
+	is_int(tempfile_commit(t, TEMPFILE_NO_FSYNC, &e), 0, "a commit without fsync publishes");
+	is_int(fsys_calls_made(), 2, "with two calls: close, rename");
+	unlink(target);
+	const char *fails[] = { "close failed", "cannot rename to" };
+	for (long k = 1; k <= 2; k++) {
+		t = file_with(target, NULL, "x");
+		fsys_test_fail_at(k, ENOSPC);
+		int r = tempfile_commit(t, TEMPFILE_NO_FSYNC, &e);
+		fsys_test_fail_at(0, 0);
+		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) && e.errnum == ENOSPC,
+		   "without fsync, call %ld failing: -1, ENOSPC kept: %s", k, e.msg);
+		is_int(strcmp(ls(dir), ""), 0, "nothing published, no temporary: '%s'", ls(dir));
+	}
+}
+
+/* tempfile_write: each of its calls failing in turn (create, write, fsync,
+ * close, rename, fsync of the directory). */
+static void write_calls(void)
+{
+	char dir[512], target[600];
+	struct err e = { 0 };
+	path(dir, "wcalls");
+	mkdir(dir, 0755);
+	snprintf(target, sizeof target, "%s/DONE", dir);
+	const char *fails[] = { "cannot create", "write failed", "fsync failed", "close failed", "cannot rename to",
+				"fsync failed" };
+	for (long k = 1; k <= 6; k++) {
+		fsys_test_fail_at(k, ENOSPC);
+		int r = tempfile_write(target, NULL, "done\n", 5, 0, &e);
+		fsys_test_fail_at(0, 0);
+		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) && e.errnum == ENOSPC,
+		   "tempfile_write's call %ld failing: -1, the path, ENOSPC kept: %s", k, e.msg);
+		is_int(strcmp(ls(dir), k < 6 ? "" : "DONE"), 0,
+		       "no temporary; published only when it failed after the rename: '%s'", ls(dir));
+		unlink(target);
+	}
+	fsys_test_fail_at(0, 0);
+	is_int(tempfile_write(target, NULL, "done\n", 5, 0, &e), 0, "tempfile_write publishes");
+	is_int(fsys_calls_made(), 6, "in six calls");
+	is_int(strcmp(slurp(target), "done\n"), 0, "the bytes given");
+	is_int(tempfile_write(target, NULL, "again", 5, 0, &e), 1, "never over an existing file");
+	is_int(strcmp(slurp(target), "done\n") | strcmp(ls(dir), "DONE"), 0, "which it keeps, with no temporary");
+	is_int(tempfile_write(target, NULL, "again", 5, TEMPFILE_REPLACE, &e), 0, "unless asked to replace");
+	is_int(strcmp(slurp(target), "again"), 0, "with the new bytes");
+}
+
+/*
+ * A set in two directories: all closed first (fsync, close each), then
+ * renamed, each directory flushed once after its last rename. Each call
+ * failing in turn: -1 with ENOSPC, no temporary anywhere, and published
+ * only what was renamed before the failure (a failed flush of the first
+ * directory still lets the rest be renamed).
+ */
+static void set_calls(void)
+{
+	char a[512], b[512], q[512], ta[600], tb[600], tc[600];
+	struct err e = { 0 };
+	path(a, "seta");
+	path(b, "setb");
+	path(q, "setq");
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	snprintf(ta, sizeof ta, "%s/x", a);
+	snprintf(tb, sizeof tb, "%s/y", a);
+	snprintf(tc, sizeof tc, "%s/z", b);
+	/* what seta and setb hold after call k failed */
+	const char *want[] = { "", "", "", "", "", "", "", "", "x|", "x y|z", "x y|", "x y|z" };
+	for (long k = 0; k <= 11; k++) {
+		struct tempfile *set[3] = { file_with(ta, q, "1"), file_with(tb, q, "2"), file_with(tc, q, "3") };
+		size_t existed = 9;
+		fsys_test_fail_at(k, ENOSPC);
+		int r = tempfile_commit_set(set, 3, 0, &existed, &e);
+		long calls = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		char got[256];
+		snprintf(got, sizeof got, "%s", ls(a));
+		snprintf(got + strlen(got), sizeof got - strlen(got), "|%s", ls(b));
+		if (k == 0) {
+			ok(r == 0 && existed == 0 && calls == 11 && !strcmp(got, "x y|z"),
+			   "a set in two directories: published in 11 calls (%ld): %s", calls, got);
+		} else {
+			/* a close names the temporary; a rename or a flush, the target's directory */
+			ok(r == -1 && e.errnum == ENOSPC && existed == 0 &&
+			   strstr(e.msg, k <= 6 ? q : k == 10 || k == 11 ? b : a),
+			   "the set's call %ld failing: -1, the path, ENOSPC kept: %s", k, e.msg);
+			is_int(strcmp(got, k >= 8 ? want[k] : "|"), 0, "published after call %ld failed: '%s'", k,
+			       got);
+		}
+		is_int(strlen(ls(q)), 0, "no temporary left (call %ld)", k);
+		shell("rm -f '%s'/* '%s'/*", a, b);
+	}
+	struct tempfile *set[2] = { file_with(ta, q, "1"), file_with(tc, q, "3") };
+	fsys_test_fail_at(0, 0);
+	is_int(tempfile_commit_set(set, 2, TEMPFILE_NO_FSYNC, NULL, &e), 0, "a set without fsync");
+	is_int(fsys_calls_made(), 4, "closes and renames, no fsync");
+	/* a directory where the set renamed nothing is not flushed */
+	set[0] = file_with(ta, q, "again");
+	size_t existed = 0;
+	fsys_test_fail_at(0, 0);
+	is_int(tempfile_commit_set(set, 1, 0, &existed, &e), 1, "a set whose one target exists says so");
+	ok(existed == 1 && fsys_calls_made() == 3 && !strcmp(slurp(ta), "1"),
+	   "keeps the file, in 3 calls (%ld): fsync, close, rename; no flush of its directory", fsys_calls_made());
+}
+
+/* Where a temporary goes, and names that cannot be published. */
+static void names(void)
+{
+	char q[512], t1[600], t2[600];
+	struct err e = { 0 };
+	path(q, "rq");
+	snprintf(t1, sizeof t1, "%s/first", top);
+	snprintf(t2, sizeof t2, "%s/second", top);
+	struct tempfile *t = file_with(t1, q, "r");
+	is_int(tempfile_retarget(t, "z", &e), 0, "retarget to a one-letter name");
+	is_int(tempfile_retarget(t, t2, &e), 0, "retarget to another name");
+	is_int(tempfile_retarget(t, "", &e), -1, "not to an empty name");
+	ok(tempfile_retarget(t, "dir/", &e) == -1 && strstr(e.msg, "dir/: not a file name"),
+	   "nor to a directory's name: %s", e.msg);
+	is_int(tempfile_commit(t, 0, &e), 0, "commit after retarget");
+	ok(access(t1, F_OK) != 0 && !strcmp(slurp(t2), "r") && strlen(ls(q)) == 0,
+	   "publishes at the new name only, the tmpdir left empty");
+	unlink(t2);
+	ok(tempfile_create("", NULL, &e) == NULL && strstr(e.msg, "not a file name"), "no temporary for an empty name");
+	ok(tempfile_create("d/", q, &e) == NULL && strstr(e.msg, "d/: not a file name"),
+	   "nor for a name that ends in '/': %s", e.msg);
+	char nodir[600];
+	snprintf(nodir, sizeof nodir, "%s/no/such/dir", top);
+	ok(tempfile_create(nodir, NULL, &e) == NULL && strstr(e.msg, "cannot create") && e.errnum == ENOENT,
+	   "a temporary in a directory that does not exist: NULL, ENOENT: %s", e.msg);
+	/* a target that fits in PATH_MAX whose temporary beside it would not */
+	static char longest[PATH_MAX];
+	snprintf(longest, sizeof longest, "%s/", top);
+	while (strlen(longest) < PATH_MAX - 20)
+		strcat(longest, "d/");
+	strcat(longest, "f");
+	ok(tempfile_create(longest, NULL, &e) == NULL && strstr(e.msg, "path too long for a temporary"),
+	   "a temporary whose name would not fit is refused: ...%s", e.msg + (strlen(e.msg) > 40 ? strlen(e.msg) - 40 : 0));
+	t = file_with(t1, NULL, "r");
+	ok(tempfile_fd(t) >= 0 && tempfile_close(t, 0, &e) == 0 && tempfile_fd(t) == -1,
+	   "close gives up the descriptor");
+	is_int(tempfile_close(t, 0, &e), 0, "closing again does nothing");
+	is_int(tempfile_commit(t, 0, &e), 0, "and commit publishes the closed file");
+	is_int(strcmp(slurp(t1), "r"), 0, "whole");
+	unlink(t1);
+}
+
+/*
  * A commit whose every call in turn fails as on a full disk (fsys's fault
  * hook): it says which file and what failed, leaves no temporary, and
  * publishes nothing unless the failure came after the rename.
@@ -231,7 +422,7 @@ static void full_disk(void)
 		int r = tempfile_commit(t, 0, &e);
 		fsys_test_fail_at(0, 0);
 		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) &&
-		   strstr(e.msg, strerror(ENOSPC)),
+		   strstr(e.msg, strerror(ENOSPC)) && e.errnum == ENOSPC,
 		   "commit's call %ld failing with ENOSPC: -1 with the file and the failure: %s", k, e.msg);
 		is_int(strcmp(ls(dir), k < 4 ? "" : "x.zst"), 0,
 		       "no temporary left; published only when it failed after the rename: '%s'", ls(dir));
@@ -255,6 +446,49 @@ int main(void)
 		return 1;
 	}
 	path(t1, "a.zst");
+	/* first, in a process that has made no temporary before: its very first one is
+	 * already removed at exit */
+	char first[512];
+	path(first, "first");
+	mkdir(first, 0755);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char x[600];
+		snprintf(x, sizeof x, "%s/x", first);
+		file_with(x, NULL, "partial");
+		exit(0);
+	}
+	int wst;
+	waitpid(pid, &wst, 0);
+	is_int(strlen(ls(first)), 0, "a process's first temporary is removed at its exit: '%s'", ls(first));
+	rmdir(first);
+	/* and in another such process, whose registry holds one entry: a create
+	 * that fails gives the entry it took back */
+	pid = fork();
+	if (pid == 0) {
+		struct tempfile *a = file_with(t1, NULL, "a"), *b;
+		tempfile_delete(a);
+		snprintf(t2, sizeof t2, "%s/no/such/dir", top);
+		b = tempfile_create(t2, NULL, &e);
+		if (b == NULL) {
+			b = file_with(t1, NULL, "b");
+			tempfile_delete(b);
+		}
+		if (b != a)
+			_exit(3);
+		/* and so does a commit */
+		a = file_with(t1, NULL, "a");
+		if (tempfile_commit(a, TEMPFILE_NO_FSYNC, &e) != 0)
+			_exit(4);
+		b = file_with(t1, NULL, "b");
+		tempfile_delete(b);
+		unlink(t1);
+		_exit(b == a ? 0 : 5);
+	}
+	waitpid(pid, &wst, 0);
+	ok(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "a failed create, and a commit, give their entry back to be taken again (%d)", WEXITSTATUS(wst));
+
+	path(t1, "a.zst");
 	path(t2, "b.zst");
 	path(t3, "c.zst");
 	path(q, "q/.tmp");
@@ -276,14 +510,19 @@ int main(void)
 	/* in a temporary directory, deleted */
 	t = file_with(t2, q, "x");
 	ok(strncmp(tempfile_path(t), q, strlen(q)) == 0, "a temporary goes into the tmpdir given");
+	int fd = tempfile_fd(t);
 	tempfile_delete(t);
 	is_int(strlen(ls(q)) + (access(t2, F_OK) == 0), 0, "delete removes it and publishes nothing");
+	ok(fcntl(fd, F_GETFD) == -1 && errno == EBADF, "and closes its descriptor");
+	struct tempfile *again = file_with(t2, q, "y");
+	ok(again == t, "the entry deleted is the one the next temporary takes (entries are recycled)");
+	tempfile_delete(again);
 
 	/* a directory */
 	char d[512], f[600];
 	path(d, "model");
 	t = tempfile_mkdir(d, NULL, &e);
-	ok(t != NULL, "mkdir makes a temporary directory");
+	ok(t != NULL && tempfile_fd(t) == -1, "mkdir makes a temporary directory, with no descriptor");
 	snprintf(f, sizeof f, "%s/config.json", tempfile_path(t));
 	FILE *fp = fopen(f, "w");
 	fputs("{}", fp);
@@ -322,8 +561,8 @@ int main(void)
 	char dir[512];
 	path(dir, "ignored");
 	mkdir(dir, 0755);
-	int ready, wst;
-	pid_t pid = child_with_temporaries(dir, 1, &ready);
+	int ready;
+	pid = child_with_temporaries(dir, 1, &ready);
 	kill(pid, SIGHUP);
 	kill(pid, SIGTERM);
 	waitpid(pid, &wst, 0);
@@ -356,6 +595,11 @@ int main(void)
 	spool_set(q);
 
 	full_disk();
+	odd_names();
+	commit_calls();
+	write_calls();
+	set_calls();
+	names();
 
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
