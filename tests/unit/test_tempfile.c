@@ -4,7 +4,11 @@
  * the process; an ignored signal stays ignored; a forked child does not
  * remove its parent's temporaries; a set is published all together; a
  * commit that a full disk fails (fsys's fault hook) leaves no temporary.
- * Tens of thousands held at once take little memory each.
+ * Tens of thousands held at once take little memory each. Every file
+ * system call of a commit (with and without fsync), of tempfile_write and
+ * of a set across two directories fails in turn: -1 with ENOSPC kept and
+ * the path named, no temporary left, only what was renamed before
+ * published. Entries are recycled; odd names, retarget, too-long paths.
  */
 #include <dirent.h>
 #include <errno.h>
