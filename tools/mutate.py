@@ -189,6 +189,12 @@ MODULES = {
         objects=["build/lib/pack/packbuf.o"],
         tests=[UNIT + "test_packbuf", CLI + "pack-drops.t", CLI + "pack-truncate.t", CLI + "pack-dup-inputs.t",
                CLI + "pack-gc-jobs.t", CLI + "pack-once.t", CLI + "pack.t"]),
+    "watch": dict(
+        files=["lib/spool/watch.c"],
+        targets=["build/tests/test_watch", "build/tests/test_claim", "build/bin/grpo-spool"],
+        objects=["build/lib/spool/watch.o"],
+        tests=[UNIT + "test_watch", UNIT + "test_claim", CLI + "spool-consume.t", CLI + "spool.t",
+               CLI + "cli-plural.t"]),
 }
 
 UNITS_ONLY = False
