@@ -199,6 +199,12 @@ MODULES = {
         targets=["build/tests/test_tempfile", "build/tests/test_spool", "build/tests/test_done"],
         objects=["build/lib/base/tempfile.o"],
         tests=[UNIT + "test_tempfile", UNIT + "test_spool", UNIT + "test_done"]),
+    "watch": dict(
+        files=["lib/spool/watch.c"],
+        targets=["build/tests/test_watch", "build/tests/test_claim", "build/bin/grpo-spool"],
+        objects=["build/lib/spool/watch.o"],
+        tests=[UNIT + "test_watch", UNIT + "test_claim", CLI + "spool-consume.t", CLI + "spool.t",
+               CLI + "cli-plural.t"]),
 }
 
 UNITS_ONLY = False
