@@ -356,10 +356,14 @@ def build(mod):
 
 
 def stripped(objs):
+    # a name of this sweep's own: two sweeps at once must not read each other's
+    strip = "/tmp/mutate-strip.%d.o" % os.getpid()
     out = []
     for o in objs:
-        rc, _ = run(["objcopy", "--strip-debug", o, "/tmp/mutate-strip.o"], 60)
-        out.append(open("/tmp/mutate-strip.o", "rb").read() if rc == 0 else None)
+        rc, _ = run(["objcopy", "--strip-debug", o, strip], 60)
+        out.append(open(strip, "rb").read() if rc == 0 else None)
+    if os.path.exists(strip):
+        os.unlink(strip)
     return out
 
 
