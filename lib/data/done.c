@@ -483,11 +483,10 @@ int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, stru
 	if (rc == 0)
 		rc = take_files(&m, r, e);
 	done_free(&m);
-	if (rc < 0) {
-		done_jobrecs_free_one(r);
-		return -1;
-	}
-	return r->n_files > 0;
+	int any = rc == 0 && r->n_files > 0;
+	if (!any)
+		done_jobrecs_free_one(r);   /* nothing for the caller to free */
+	return rc < 0 ? -1 : any;
 }
 
 /* A file record's inputs and inputs_hash, both required, of one length. */

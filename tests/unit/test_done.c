@@ -404,6 +404,10 @@ static void test_file_records(void)
 	done_jobrecs_free_one(&got);
 	ok(done_step_files(q, 7, &got, &e) == 0 && got.n_files == 0, "another producer's marker: none");
 	ok(done_step_files(q, 8, &got, &e) == 0, "no marker: none");
+	shell("mkdir -p '%s/step_9' && echo '{\"step\":9,\"runs\":[],\"inputs\":[\"x\"],\"partial\":[]}' > '%s/step_9/DONE'",
+	      q, q);
+	ok(done_step_files(q, 9, &got, &e) == 0 && got.n_files == 0 && !got.files,
+	   "a manifest whose files have no hash (from before hashes): none, nothing left to free");
 	buf_free(&a);
 	buf_free(&b);
 	shell("rm -rf '%s'", q);
