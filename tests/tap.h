@@ -8,6 +8,7 @@
  *   skip("reason");                     one test not run (a GPU test on a machine without one)
  *   return tap_done();                  prints the plan, returns the exit status
  *   shell("rm -rf %s", dir)             system(3) of a formatted command: its status
+ *   file_text(path)                     a small file's bytes as a string
  *
  * With TAP_BAIL set (not empty, not "0") the first failure ends the test
  * with status 1 (tools/mutate.py sets it: a mutant is killed by one failure,
@@ -105,6 +106,20 @@ static int tap_done(void)
 	tap_bail();
 	printf("1..%d\n", tap_n);
 	return tap_failed ? 1 : 0;
+}
+
+/* The first 4 KiB of the file at path as a string (the same buffer each
+ * call), or "(absent)" when it cannot be opened. */
+static const char *file_text(const char *path) __attribute__((unused));
+static const char *file_text(const char *path)
+{
+	static char b[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
+	b[n] = 0;
+	if (f)
+		fclose(f);
+	return f ? b : "(absent)";
 }
 
 /* system(3) of a command formatted into 4 KiB: its status, 0 when it exited 0. */

@@ -43,17 +43,6 @@ static void put_text(const char *path, const char *text)
 	}
 }
 
-static const char *slurp(const char *path)
-{
-	static char b[4096];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
-	b[n] = 0;
-	if (f)
-		fclose(f);
-	return f ? b : "(absent)";
-}
-
 /* The answers of b, each followed by '|'. */
 static const char *answers(const struct cursor_batch *b)
 {
@@ -103,7 +92,7 @@ static void test_round_trip(void)
 	is_int(cursor_save(&c, &b, &e), 0, "a server's batch saved: %s", e.msg);
 	is_int(c.pending, 1, "and pending");
 	is_int(b.output == NULL && b.n_lines == 0, 1, "the batch's contents moved into the cursor");
-	is_int(strcmp(slurp(p), server_text), 0, "the file holds the row, the header, the answers");
+	is_int(strcmp(file_text(p), server_text), 0, "the file holds the row, the header, the answers");
 	cursor_free(&c);
 
 	is_int(cursor_load(&c, p, &e), 0, "read back: %s", e.msg);
@@ -118,7 +107,7 @@ static void test_round_trip(void)
 
 	is_int(cursor_advance(&c, 16, &e), 0, "advanced: %s", e.msg);
 	is_int(c.row == 16 && !c.pending && !c.batch.output, 1, "the cursor at 16, nothing pending");
-	is_int(strcmp(slurp(p), "16\n"), 0, "the file holds the next place alone");
+	is_int(strcmp(file_text(p), "16\n"), 0, "the file holds the next place alone");
 	cursor_free(&c);
 	is_int(cursor_load(&c, p, &e) == 0 && c.row == 16 && !c.pending, 1, "and reads back so");
 	cursor_free(&c);
@@ -129,7 +118,7 @@ static void test_round_trip(void)
 	c.row = 4;
 	model_batch(&b);
 	is_int(cursor_save(&c, &b, &e), 0, "a model's batch saved: %s", e.msg);
-	is_int(strcmp(slurp(p), "4\n{\"generating\":{\"from\":4,\"prompts\":2,\"next\":6,\"policy_version\":3,"
+	is_int(strcmp(file_text(p), "4\n{\"generating\":{\"from\":4,\"prompts\":2,\"next\":6,\"policy_version\":3,"
 				"\"model\":\"spool/policy/step_3\",\"names\":\"collect-0123456789abcdef-\",\"batch\":16,"
 				"\"step\":7,\"output\":null,\"rank\":0,\"max_groups\":2}}\n"),
 	       0, "kept by what decides its bytes, no answers");
@@ -350,13 +339,13 @@ static void test_failed_save(void)
 		/* before the rename the file is as it was; after it (the
 		 * directory's flush failed) the batch is whole, and a re-run
 		 * publishes it */
-		const char *now = slurp(p);
+		const char *now = file_text(p);
 		is_int(r, -1, "call %d of %ld failed: the save fails", k, calls);
 		is_int(c.pending, 0, "and nothing is pending");
 		is_int(!strcmp(now, "12\n") || !strcmp(now, server_text), 1, "call %d failed: the file as it was, or whole", k);
 		is_int(shell("ls -A '%s' | grep -q tmp", top) != 0, 1, "call %d failed: no temporary left", k);
 		/* and the cursor goes on */
-		is_int(cursor_advance(&c, 16, &e) == 0 && !strcmp(slurp(p), "16\n"), 1, "call %d failed: advanced after", k);
+		is_int(cursor_advance(&c, 16, &e) == 0 && !strcmp(file_text(p), "16\n"), 1, "call %d failed: advanced after", k);
 		cursor_free(&c);
 	}
 	ok(k > 3, "a save is %d calls, each failed in turn", k - 1);
@@ -370,7 +359,7 @@ static void test_failed_save(void)
 	int r = cursor_advance(&c, 16, &e);
 	fsys_test_fail_at(0, 0);
 	is_int(r, -1, "an advance failing at its first call fails: %s", e.msg);
-	is_int(c.row == 12 && !strcmp(slurp(p), "12\n"), 1, "the cursor still at 12, in memory and in the file");
+	is_int(c.row == 12 && !strcmp(file_text(p), "12\n"), 1, "the cursor still at 12, in memory and in the file");
 	cursor_free(&c);
 }
 
@@ -384,7 +373,7 @@ static void test_lock(void)
 	snprintf(p, sizeof p, "%s", at("L"));
 	is_int(cursor_lock(p, &fd, &holder, &e), 0, "a lock beside a cursor not yet written: %s", e.msg);
 	snprintf(want, sizeof want, "%ld\n", (long)getpid());
-	is_int(strcmp(slurp(at("L.lock")), want), 0, "it holds our pid");
+	is_int(strcmp(file_text(at("L.lock")), want), 0, "it holds our pid");
 	is_int(cursor_lock(p, &fd2, &holder, &e), 1, "a second holder is turned away");
 	is_int(holder, (long)getpid(), "told the first's pid");
 	close(fd);

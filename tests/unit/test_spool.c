@@ -21,18 +21,6 @@
 
 static char top[256];
 
-/* The bytes of path as a string ("(absent)" when it cannot be opened). */
-static const char *slurp(const char *path)
-{
-	static char b[4096];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
-	b[n] = 0;
-	if (f)
-		fclose(f);
-	return f ? b : "(absent)";
-}
-
 /* The names in dir, ' '-separated in strcmp order, into a static buffer. */
 static const char *ls(const char *dir)
 {
@@ -77,10 +65,10 @@ static void test_publish(void)
 	snprintf(tmp, sizeof tmp, "%s/.tmp", q);
 	snprintf(p, sizeof p, "%s/step_3/rank_1/g.zst", q);
 	is_int(publish(q, 3, 1, "g.zst", "first copy", &e), 0, "a new name is published: %s", e.msg);
-	is_int(strcmp(slurp(p), "first copy"), 0, "with the bytes written: '%s'", slurp(p));
+	is_int(strcmp(file_text(p), "first copy"), 0, "with the bytes written: '%s'", file_text(p));
 	is_int(strcmp(ls(tmp), ""), 0, "and no temporary left: '%s'", ls(tmp));
 	is_int(publish(q, 3, 1, "g.zst", "a re-run's copy", &e), 1, "a re-run's copy under the same name: 1");
-	is_int(strcmp(slurp(p), "first copy"), 0, "the first copy kept, not replaced: '%s'", slurp(p));
+	is_int(strcmp(file_text(p), "first copy"), 0, "the first copy kept, not replaced: '%s'", file_text(p));
 	is_int(strcmp(ls(tmp), ""), 0, "the re-run's copy dropped: '%s'", ls(tmp));
 	is_int(publish(q, 3, 1, "h.zst", "", &e), 0, "an empty file is published");
 	snprintf(p, sizeof p, "%s/step_3/rank_1", q);
@@ -92,9 +80,9 @@ static void test_publish(void)
 	ok(spool_open(&o, q, 0, 0, "multi", &e) == 0 && spool_write(&o, "ab", 2, &e) == 0 &&
 	   spool_write(&o, "cd", 2, &e) == 0 && spool_finish_write(&o, &e) == 0, "opened, written twice, finished");
 	snprintf(p, sizeof p, "%s/step_0/rank_0/multi", q);
-	is_int(strcmp(slurp(p), "(absent)"), 0, "nothing visible before the commit");
+	is_int(strcmp(file_text(p), "(absent)"), 0, "nothing visible before the commit");
 	is_int(spool_commit(&o, &e), 0, "then committed");
-	is_int(strcmp(slurp(p), "abcd"), 0, "step 0, rank 0, the writes in order: '%s'", slurp(p));
+	is_int(strcmp(file_text(p), "abcd"), 0, "step 0, rank 0, the writes in order: '%s'", file_text(p));
 	is_int(spool_write(&o, "x", 1, &e), -1, "a write after the commit is refused");
 	ok(strstr(e.msg, "multi") && strstr(e.msg, "after commit"), "naming the file: %s", e.msg);
 	is_int(spool_finish_write(&o, &e), -1, "so is a finish");
@@ -132,7 +120,7 @@ static void test_names(void)
 	is_int(publish(q, 1, 0, long_name, "long", &e), 0, "one of NAME_MAX bytes is published: %s", e.msg);
 	is_int(publish(q, 1, 0, "x", "one letter", &e), 0, "so is one of a single letter");
 	snprintf(p, sizeof p, "%s/step_1/rank_0/x", q);
-	is_int(strcmp(slurp(p), "one letter"), 0, "under its name");
+	is_int(strcmp(file_text(p), "one letter"), 0, "under its name");
 	snprintf(p, sizeof p, "%s/step_1", q);
 	is_int(strcmp(ls(p), "rank_0"), 0, "nothing else made: '%s'", ls(p));
 
@@ -148,7 +136,7 @@ static void test_names(void)
 	snprintf(want, sizeof want, "%s/step_4/rank_7/b.zst", q);
 	is_int(strcmp(spool_out_path(&o, got, sizeof got), want), 0, "its path: %s", got);
 	is_int(spool_commit(&o, &e), 0, "committed");
-	ok(!strcmp(slurp(want), "moved") && !strcmp(ls(q), ".tmp step_1 step_4"),
+	ok(!strcmp(file_text(want), "moved") && !strcmp(ls(q), ".tmp step_1 step_4"),
 	   "published there only: %s", ls(q));
 
 	char dir[PATH_MAX];
@@ -219,12 +207,12 @@ static void commit_walk(int no_fsync, char *calls, size_t size)
 		int after_rename = strstr(calls, "rename") != NULL;
 		snprintf(calls + strlen(calls), size - strlen(calls), "%s%s %.*s", calls[0] ? ", " : "", what,
 			 where[0] == ':' ? 1 : (int)strcspn(where, ":"), where[0] == ':' ? "Q" : where);
-		int published = !strcmp(slurp(p), "data");
+		int published = !strcmp(file_text(p), "data");
 		ok(published == after_rename, "published (%d) only when it failed after the rename: %s",
 		   published, calls);
 	}
 	is_int(r, 0, "published once no call fails");
-	is_int(strcmp(slurp(p), "data"), 0, "with its bytes");
+	is_int(strcmp(file_text(p), "data"), 0, "with its bytes");
 }
 
 static void test_full_disk(void)

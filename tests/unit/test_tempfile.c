@@ -49,17 +49,6 @@ static const char *ls(const char *dir)
 	return out;
 }
 
-static const char *slurp(const char *path)
-{
-	static char b[256];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
-	b[n] = 0;
-	if (f)
-		fclose(f);
-	return f ? b : "(absent)";
-}
-
 static double user_seconds(void)
 {
 	struct rusage u;
@@ -300,11 +289,11 @@ static void write_calls(void)
 	fsys_test_fail_at(0, 0);
 	is_int(tempfile_write(target, NULL, "done\n", 5, 0, &e), 0, "tempfile_write publishes");
 	is_int(fsys_calls_made(), 6, "in six calls");
-	is_int(strcmp(slurp(target), "done\n"), 0, "the bytes given");
+	is_int(strcmp(file_text(target), "done\n"), 0, "the bytes given");
 	is_int(tempfile_write(target, NULL, "again", 5, 0, &e), 1, "never over an existing file");
-	is_int(strcmp(slurp(target), "done\n") | strcmp(ls(dir), "DONE"), 0, "which it keeps, with no temporary");
+	is_int(strcmp(file_text(target), "done\n") | strcmp(ls(dir), "DONE"), 0, "which it keeps, with no temporary");
 	is_int(tempfile_write(target, NULL, "again", 5, TEMPFILE_REPLACE, &e), 0, "unless asked to replace");
-	is_int(strcmp(slurp(target), "again"), 0, "with the new bytes");
+	is_int(strcmp(file_text(target), "again"), 0, "with the new bytes");
 }
 
 /*
@@ -361,7 +350,7 @@ static void set_calls(void)
 	size_t existed = 0;
 	fsys_test_fail_at(0, 0);
 	is_int(tempfile_commit_set(set, 1, 0, &existed, &e), 1, "a set whose one target exists says so");
-	ok(existed == 1 && fsys_calls_made() == 3 && !strcmp(slurp(ta), "1"),
+	ok(existed == 1 && fsys_calls_made() == 3 && !strcmp(file_text(ta), "1"),
 	   "keeps the file, in 3 calls (%ld): fsync, close, rename; no flush of its directory", fsys_calls_made());
 }
 
@@ -380,7 +369,7 @@ static void names(void)
 	ok(tempfile_retarget(t, "dir/", &e) == -1 && strstr(e.msg, "dir/: not a file name"),
 	   "nor to a directory's name: %s", e.msg);
 	is_int(tempfile_commit(t, 0, &e), 0, "commit after retarget");
-	ok(access(t1, F_OK) != 0 && !strcmp(slurp(t2), "r") && strlen(ls(q)) == 0,
+	ok(access(t1, F_OK) != 0 && !strcmp(file_text(t2), "r") && strlen(ls(q)) == 0,
 	   "publishes at the new name only, the tmpdir left empty");
 	unlink(t2);
 	ok(tempfile_create("", NULL, &e) == NULL && strstr(e.msg, "not a file name"), "no temporary for an empty name");
@@ -403,7 +392,7 @@ static void names(void)
 	   "close gives up the descriptor");
 	is_int(tempfile_close(t, 0, &e), 0, "closing again does nothing");
 	is_int(tempfile_commit(t, 0, &e), 0, "and commit publishes the closed file");
-	is_int(strcmp(slurp(t1), "r"), 0, "whole");
+	is_int(strcmp(file_text(t1), "r"), 0, "whole");
 	unlink(t1);
 }
 
@@ -502,14 +491,14 @@ int main(void)
 	ok(tempfile_path(t)[strlen(top) + 1] == '.', "a temporary beside its target has a dot name: %s",
 	   tempfile_path(t));
 	is_int(tempfile_commit(t, 0, &e), 0, "commit publishes");
-	is_int(strcmp(slurp(t1), "one"), 0, "the target holds what was written");
+	is_int(strcmp(file_text(t1), "one"), 0, "the target holds what was written");
 	is_int(strcmp(ls(top), "a.zst"), 0, "and the temporary is gone: %s", ls(top));
 	t = file_with(t1, NULL, "two");
 	is_int(tempfile_commit(t, 0, &e), 1, "commit onto an existing target says so");
-	is_int(strcmp(slurp(t1), "one") | strcmp(ls(top), "a.zst"), 0, "keeps the target and removes the copy");
+	is_int(strcmp(file_text(t1), "one") | strcmp(ls(top), "a.zst"), 0, "keeps the target and removes the copy");
 	t = file_with(t1, NULL, "three");
 	is_int(tempfile_commit(t, TEMPFILE_REPLACE, &e), 0, "TEMPFILE_REPLACE replaces");
-	is_int(strcmp(slurp(t1), "three"), 0, "with the new contents");
+	is_int(strcmp(file_text(t1), "three"), 0, "with the new contents");
 
 	/* in a temporary directory, deleted */
 	t = file_with(t2, q, "x");
@@ -533,7 +522,7 @@ int main(void)
 	fclose(fp);
 	is_int(tempfile_commit(t, 0, &e), 0, "commit publishes the directory");
 	snprintf(f, sizeof f, "%s/config.json", d);
-	is_int(strcmp(slurp(f), "{}"), 0, "with its files");
+	is_int(strcmp(file_text(f), "{}"), 0, "with its files");
 	struct stat st;
 	stat(d, &st);
 	mode_t mask = umask(0);
@@ -546,14 +535,14 @@ int main(void)
 	char m[512];
 	path(m, "DONE");
 	is_int(tempfile_write(m, NULL, "{\"n\":1}\n", 8, 0, &e), 0, "tempfile_write publishes a marker");
-	is_int(strcmp(slurp(m), "{\"n\":1}\n"), 0, "with its bytes");
+	is_int(strcmp(file_text(m), "{\"n\":1}\n"), 0, "with its bytes");
 
 	/* a set, one of whose targets exists */
 	struct tempfile *set[3] = { file_with(t1, q, "s1"), file_with(t2, q, "s2"), file_with(t3, q, "s3") };
 	size_t existed;
 	is_int(tempfile_commit_set(set, 3, 0, &existed, &e), 1, "a set with an existing target says so");
 	is_int(existed, 1, "one existed");
-	is_int(strcmp(slurp(t1), "three") | strcmp(slurp(t2), "s2") | strcmp(slurp(t3), "s3"), 0,
+	is_int(strcmp(file_text(t1), "three") | strcmp(file_text(t2), "s2") | strcmp(file_text(t3), "s3"), 0,
 	       "the others are published, the existing one kept");
 	is_int(strlen(ls(q)), 0, "no temporary is left");
 
