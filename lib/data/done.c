@@ -426,21 +426,6 @@ static int marker_object(const char *queue, int64_t step, char p[PATH_MAX], cJSO
 	return 1;
 }
 
-int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e)
-{
-	char p[PATH_MAX];
-	cJSON *o;
-	memset(j, 0, sizeof *j);
-	int got = marker_object(queue, step, p, &o, e);
-	if (got <= 0)
-		return got;
-	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
-	int rc = job ? parse_job_obj(job, j, 1, p, e) : 0;
-	cJSON_Delete(o);
-	if (rc < 0)
-		done_job_free(j);
-	return rc < 0 ? -1 : job != NULL;
-}
 
 /* The files of m whose hashes are known, moved into r (m keeps the rest). */
 static int take_files(struct done_manifest *m, struct done_jobrec *r, struct err *e)
@@ -464,22 +449,16 @@ static int take_files(struct done_manifest *m, struct done_jobrec *r, struct err
 	return 0;
 }
 
-int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, struct err *e)
+/* The queue files marker o (read from p) records with hashes, into r: 1
+ * when there are any, 0 none (r holds nothing), -1. */
+static int step_files(const cJSON *o, const char *p, struct done_jobrec *r, struct err *e)
 {
-	char p[PATH_MAX];
-	cJSON *o;
-	memset(r, 0, sizeof *r);
-	r->step = step;
-	int got = marker_object(queue, step, p, &o, e);
-	if (got <= 0)
-		return got;
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "inputs");
 	const cJSON *part = cJSON_GetObjectItemCaseSensitive(o, "partial");
 	struct done_manifest m = { 0 };
 	int rc = (fin && !cJSON_IsArray(fin)) || (part && !cJSON_IsArray(part)) ?
 			 err_set(e, "%s: inputs and partial: expected arrays", p) :
 			 parse_files(fin, cJSON_GetObjectItemCaseSensitive(o, "inputs_hash"), part, &m, p, e);
-	cJSON_Delete(o);
 	if (rc == 0)
 		rc = take_files(&m, r, e);
 	done_free(&m);
@@ -487,6 +466,29 @@ int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, stru
 	if (!any)
 		done_jobrecs_free_one(r);   /* nothing for the caller to free */
 	return rc < 0 ? -1 : any;
+}
+
+int done_step_records(const char *queue, int64_t step, struct done_jobrec rec[2], struct err *e)
+{
+	char p[PATH_MAX];
+	cJSON *o;
+	memset(rec, 0, 2 * sizeof *rec);
+	int got = marker_object(queue, step, p, &o, e);
+	if (got <= 0)
+		return got;
+	const cJSON *job = cJSON_GetObjectItemCaseSensitive(o, "job");
+	int n = 0, rc = job ? parse_job_obj(job, &rec[0].job, 1, p, e) : 0;
+	n += job && rc == 0;
+	if (rc == 0 && (rc = step_files(o, p, &rec[n], e)) == 1)
+		n++;
+	cJSON_Delete(o);
+	for (int i = 0; i < 2; i++)
+		rec[i].step = step;
+	if (rc >= 0)
+		return n;
+	done_jobrecs_free_one(&rec[0]);
+	done_jobrecs_free_one(&rec[1]);
+	return -1;
 }
 
 /* A file record's inputs and inputs_hash, both required, of one length. */

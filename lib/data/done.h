@@ -125,11 +125,6 @@ int done_load(const char *queue, int64_t step, struct done_manifest *m, struct e
  * j->inputs_data, or done_job_free), 0 when
  * the manifest has none or there is no manifest (j zeroed), -1. */
 int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
-/* The job of QUEUE/step_N/DONE read as gc reads it, whatever else the
- * marker holds: 1 with *j filled, 0 when there is no marker or it holds no
- * job (empty, not JSON, {}: another producer's marker), -1 when the
- * marker cannot be read, or is a JSON object whose job is damaged. */
-int done_step_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
 
 /* A record of QUEUE/.jobs: a removed step and its job, or (n_files > 0)
  * the queue files it held whose hashes its manifest recorded. */
@@ -154,10 +149,13 @@ int done_jobs_load(const char *queue, struct done_jobrec **v, size_t *n, struct 
 int done_jobs_add(const char *queue, const struct done_jobrec *add, size_t n_add, struct err *e);
 void done_jobrecs_free(struct done_jobrec *v, size_t n);
 void done_jobrecs_free_one(struct done_jobrec *r);
-/* The queue files of QUEUE/step_N/DONE with their hashes, read as gc reads
- * it, as a file record of step N: 1 with *r filled (done_jobrecs_free_one),
- * 0 when there is none (no marker, another producer's, no file hashed), -1. */
-int done_step_files(const char *queue, int64_t step, struct done_jobrec *r, struct err *e);
+/* What gc keeps of QUEUE/step_N/DONE, read once, whatever else the marker
+ * holds: the step's job record, then the record of its queue files with
+ * hashes, each when there is one, in rec[0..n) (done_jobrecs_free_one
+ * each). n is 0 when there is no marker or it holds neither (empty, not
+ * JSON, {}: another producer's marker); -1 when the marker cannot be read,
+ * or is a JSON object whose job or files are damaged. */
+int done_step_records(const char *queue, int64_t step, struct done_jobrec rec[2], struct err *e);
 
 /* Free what done_parse or done_load allocated, and zero m. */
 void done_free(struct done_manifest *m);

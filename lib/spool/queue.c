@@ -529,21 +529,14 @@ static int record_jobs(const char *queue, const int64_t *steps, size_t old, int6
 	for (size_t i = 0; i < old && rc == 0; i++) {
 		if (steps[i] == newest_marked)
 			continue;
-		int r = done_step_job(queue, steps[i], &v[n].job, e);
+		/* its job and the queue files it packed, known by their hashes */
+		int r = done_step_records(queue, steps[i], &v[n], e);
 		if (r < 0) {
 			struct err why = *e;
-			rc = err_set(e, "%s; nothing removed from %s: gc records the job of each step it removes "
+			rc = err_set(e, "%s; nothing removed from %s: gc records what each step it removes packed "
 				     "first", why.msg, queue);
-		} else if (r == 1) {
-			v[n++].step = steps[i];
-		}
-		/* and the queue files it packed, known by their hashes */
-		if (rc == 0 && (r = done_step_files(queue, steps[i], &v[n], e)) < 0) {
-			struct err why = *e;
-			rc = err_set(e, "%s; nothing removed from %s: gc records the files of each step it removes "
-				     "first", why.msg, queue);
-		} else if (r == 1) {
-			n++;
+		} else {
+			n += (size_t)r;
 		}
 	}
 	if (rc == 0)

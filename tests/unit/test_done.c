@@ -237,7 +237,7 @@ static void test_jobs(void)
 	test_jobs_unreadable(q, &r3);
 
 	/* what gc reads of a step's marker */
-	struct done_job j;
+	struct done_jobrec j[2];
 	int made = put_done(q, 1, "") || put_done(q, 2, "{}\n") || put_done(q, 3, "done\n") ||
 		   put_done(q, 4, "{\"step\":4,\"job\":{\"id\":\"00000000000000ff\",\"first_step\":4,"
 				  "\"sequences\":2,\"finished\":true,\"done\":[]}}\n") ||
@@ -245,16 +245,18 @@ static void test_jobs(void)
 	ok(!made, "markers: empty, {}, text, a job, a damaged job, a torn object");
 	int none = 1;
 	for (int s = 1; s <= 3; s++)
-		none &= done_step_job(q, s, &j, &e) == 0 && j.id == 0;
-	ok(none && done_step_job(q, 7, &j, &e) == 0, "done_step_job: another producer's marker, or none: no job");
-	ok(done_step_job(q, 4, &j, &e) == 1 && j.id == 0xff && j.first_step == 4 && j.finished, "a manifest's job");
-	done_job_free(&j);
+		none &= done_step_records(q, s, j, &e) == 0 && j[0].job.id == 0;
+	ok(none && done_step_records(q, 7, j, &e) == 0, "done_step_records: another producer's marker, or none: no job");
+	ok(done_step_records(q, 4, j, &e) == 1 && j[0].step == 4 && j[0].job.id == 0xff && j[0].job.first_step == 4 &&
+	   j[0].job.finished, "a manifest's job");
+	done_jobrecs_free_one(&j[0]);
 	int lead = put_done(q, 8, "\n {\"step\":8,\"job\":{\"id\":\"00000000000000ee\",\"first_step\":8,"
 				  "\"sequences\":1,\"finished\":true,\"done\":[]}}\n");
-	ok(!lead && done_step_job(q, 8, &j, &e) == 1 && j.id == 0xee, "a manifest after white space: its job");
-	done_job_free(&j);
-	ok(done_step_job(q, 5, &j, &e) < 0 && strstr(e.msg, "/step_5/DONE: job: expected"), "a damaged job: %s", e.msg);
-	ok(done_step_job(q, 6, &j, &e) < 0 && strstr(e.msg, "/step_6/DONE: not a JSON object"), "a torn object: %s",
+	ok(!lead && done_step_records(q, 8, j, &e) == 1 && j[0].job.id == 0xee, "a manifest after white space: its job");
+	done_jobrecs_free_one(&j[0]);
+	ok(done_step_records(q, 5, j, &e) < 0 && strstr(e.msg, "/step_5/DONE: job: expected"), "a damaged job: %s",
+	   e.msg);
+	ok(done_step_records(q, 6, j, &e) < 0 && strstr(e.msg, "/step_6/DONE: not a JSON object"), "a torn object: %s",
 	   e.msg);
 	buf_free(&a);
 	buf_free(&b);
@@ -321,7 +323,7 @@ static void test_file_hashes(void)
 /* .jobs keeps a removed step's queue files with their hashes in a line of
  * their own (grpo-pack knows their copies by them): written and read back,
  * one line per step however often gc records it, beside the step's job;
- * done_step_files reads them from a marker as gc does. */
+ * done_step_records reads them from a marker as gc does. */
 static void test_file_records(void)
 {
 	char q[] = "/tmp/grpo-test-jobs.XXXXXX";
@@ -396,18 +398,26 @@ static void test_file_records(void)
 	buf_put_u8(&a, 0);
 	shell("mkdir -p '%s/step_6' '%s/step_7' && printf '%%s' '%s' > '%s/step_6/DONE' && echo done > '%s/step_7/DONE'",
 	      q, q, (char *)a.data, q, q);
-	struct done_jobrec got;
-	ok(done_step_files(q, 6, &got, &e) == 1 && got.step == 6 && got.n_files == 2 &&
-	   strcmp(got.files[0], "step_0/rank_0/a.zst") == 0 && got.files_hash[0] == ih[0] &&
-	   strcmp(got.files[1], "step_1/rank_0/p.zst") == 0 && got.files_hash[1] == 0xff,
+	struct done_jobrec got[2];
+	ok(done_step_records(q, 6, got, &e) == 1 && got[0].step == 6 && got[0].n_files == 2 &&
+	   strcmp(got[0].files[0], "step_0/rank_0/a.zst") == 0 && got[0].files_hash[0] == ih[0] &&
+	   strcmp(got[0].files[1], "step_1/rank_0/p.zst") == 0 && got[0].files_hash[1] == 0xff,
 	   "a step's files from its manifest: the finished and the partial with hashes, not the one without (%s)", e.msg);
-	done_jobrecs_free_one(&got);
-	ok(done_step_files(q, 7, &got, &e) == 0 && got.n_files == 0, "another producer's marker: none");
-	ok(done_step_files(q, 8, &got, &e) == 0, "no marker: none");
+	done_jobrecs_free_one(&got[0]);
+	ok(done_step_records(q, 7, got, &e) == 0 && got[0].n_files == 0, "another producer's marker: none");
+	ok(done_step_records(q, 8, got, &e) == 0, "no marker: none");
 	shell("mkdir -p '%s/step_9' && echo '{\"step\":9,\"runs\":[],\"inputs\":[\"x\"],\"partial\":[]}' > '%s/step_9/DONE'",
 	      q, q);
-	ok(done_step_files(q, 9, &got, &e) == 0 && got.n_files == 0 && !got.files,
+	ok(done_step_records(q, 9, got, &e) == 0 && got[0].n_files == 0 && !got[0].files,
 	   "a manifest whose files have no hash (from before hashes): none, nothing left to free");
+	shell("mkdir -p '%s/step_10' && echo '{\"step\":10,\"runs\":[],\"inputs\":[\"x\"],\"inputs_hash\":"
+	      "[\"0000000000000abc\"],\"job\":{\"id\":\"00000000000000dd\",\"first_step\":10,\"sequences\":1,"
+	      "\"finished\":true,\"done\":[]}}' > '%s/step_10/DONE'", q, q);
+	ok(done_step_records(q, 10, got, &e) == 2 && got[0].job.id == 0xdd && !got[0].n_files && got[1].n_files == 1 &&
+	   got[1].files_hash[0] == 0xabc && got[0].step == 10 && got[1].step == 10,
+	   "a job and hashed files, read at once: the job's record, then the files' (%s)", e.msg);
+	done_jobrecs_free_one(&got[0]);
+	done_jobrecs_free_one(&got[1]);
 	buf_free(&a);
 	buf_free(&b);
 	shell("rm -rf '%s'", q);
