@@ -33,6 +33,8 @@ static int format_job(struct buf *b, const struct done_job *j, int with_done)
 		r |= buf_printf(b, ",\"data\":\"%016" PRIx64 "\"", j->data);
 	if (j->n_inputs_data)
 		r |= buf_printf(b, ",\"inputs_data\":") | format_hashes(b, j->inputs_data, j->n_inputs_data);
+	if (j->n_inputs_data && j->inputs_hash)
+		r |= buf_printf(b, ",\"inputs_hash\":") | format_hashes(b, j->inputs_hash, j->n_inputs_data);
 	if (with_done) {
 		r |= buf_printf(b, ",\"done\":[");
 		for (uint32_t x = 0; !j->finished && x < j->n_done; x++)
@@ -119,6 +121,7 @@ void done_job_free(struct done_job *j)
 {
 	free(j->done);
 	free(j->inputs_data);
+	free(j->inputs_hash);
 	memset(j, 0, sizeof *j);
 }
 
@@ -284,6 +287,13 @@ static int parse_job_obj(const cJSON *job, struct done_job *j, int need_done, co
 	if (parse_hashes(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), &j->inputs_data, &j->n_inputs_data,
 			 "job.inputs_data", name, e) < 0)
 		return -1;
+	uint32_t n_hash = 0;
+	const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(job, "inputs_hash");
+	if (parse_hashes(hashes, &j->inputs_hash, &n_hash, "job.inputs_hash", name, e) < 0)
+		return -1;
+	if (hashes && n_hash != j->n_inputs_data)
+		return err_set(e, "%s: job.inputs_hash: %u hashes for %u in inputs_data", name, n_hash,
+			       j->n_inputs_data);
 	if (!dn)
 		return 0;
 	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
@@ -391,6 +401,7 @@ int done_load_job(const char *queue, int64_t step, struct done_job *j, struct er
 		*j = m.job;   /* taken over */
 		m.job.done = NULL;
 		m.job.inputs_data = NULL;
+		m.job.inputs_hash = NULL;
 	}
 	done_free(&m);
 	return has;

@@ -17,7 +17,8 @@
  *                "done":[ordinals]}, ...],
  *    "job":{"id":"16 hex digits","first_step":F,"sequences":S,
  *           "finished":b,"data":"16 hex digits",
- *           "inputs_data":["16 hex digits", ...],"done":[ordinals]}}
+ *           "inputs_data":["16 hex digits", ...],
+ *           "inputs_hash":["16 hex digits", ...],"done":[ordinals]}}
  *
  * sequences and loss_tokens (tokens whose loss_mask is 1) are over all
  * ranks: a token-mean loss over the whole step divides by loss_tokens,
@@ -34,7 +35,7 @@
  * unfinished job is read from the newest manifest only, which gc keeps):
  *
  *   {"step":N,"job":{"id":"16 hex digits","first_step":F,"sequences":S,
- *    "finished":b,"data":"16 hex digits","inputs_data":[...]}}
+ *    "finished":b,"data":"16 hex digits","inputs_data":[...],"inputs_hash":[...]}}
  *
  * One line per job: a record of the same job (id and first_step) and a
  * later step replaces the earlier one. The queue files a removed step held
@@ -83,7 +84,9 @@ struct done_partial {
  * inputs_data hashes each input's alone, in order, by data's function, so
  * that an input packed before among others is known (none in a manifest
  * from before it was: there a job of one input has its data as its
- * input's). */
+ * input's); inputs_hash hashes each input as a queue file is hashed, with
+ * its ids, so that a queue file that copies an input is known, and an
+ * input that copies a queue file (NULL in a manifest from before it was). */
 struct done_job {
 	uint64_t id;
 	int64_t first_step;
@@ -93,6 +96,7 @@ struct done_job {
 	uint32_t n_done;
 	uint64_t data;
 	uint64_t *inputs_data; /* (n_inputs_data) */
+	uint64_t *inputs_hash; /* (n_inputs_data) or NULL */
 	uint32_t n_inputs_data;
 };
 
@@ -121,8 +125,7 @@ int done_format(struct buf *out, const struct done_manifest *m);
 int done_parse(const char *text, size_t n, const char *name, struct done_manifest *m, struct err *e);
 /* Read QUEUE/step_N/DONE: 1 read, 0 no such file (m zeroed), -1 error. */
 int done_load(const char *queue, int64_t step, struct done_manifest *m, struct err *e);
-/* The job of QUEUE/step_N/DONE: 1 with *j filled (free j->done and
- * j->inputs_data, or done_job_free), 0 when
+/* The job of QUEUE/step_N/DONE: 1 with *j filled (done_job_free), 0 when
  * the manifest has none or there is no manifest (j zeroed), -1. */
 int done_load_job(const char *queue, int64_t step, struct done_job *j, struct err *e);
 

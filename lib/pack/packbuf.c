@@ -46,6 +46,7 @@ void packbuf_free(struct packbuf *b)
 		free(b->job.in_name[i]);
 	free(b->job.in_name);
 	free(b->job.in_data);
+	free(b->job.in_file);
 	free(b->job.in_seqs);
 	done_job_free(&b->job.prev);
 	free(b->queue);
@@ -157,18 +158,20 @@ static uint64_t file_hash_add(uint64_t h, const struct group *g, uint32_t x)
 /* A new plain input, named name, whose trajectories come next. */
 static int job_input_begin(struct packbuf_job *j, const char *name, struct err *e)
 {
-	void *nn = j->in_name, *nd = j->in_data, *ns = j->in_seqs;
+	void *nn = j->in_name, *nd = j->in_data, *nf = j->in_file, *ns = j->in_seqs;
 	int grown = buf_grow_array(&nn, j->n_in, sizeof *j->in_name) == 0;
 	j->in_name = nn;
 	grown = grown && buf_grow_array(&nd, j->n_in, sizeof *j->in_data) == 0;
 	j->in_data = nd;
+	grown = grown && buf_grow_array(&nf, j->n_in, sizeof *j->in_file) == 0;
+	j->in_file = nf;
 	grown = grown && buf_grow_array(&ns, j->n_in, sizeof *j->in_seqs) == 0;
 	j->in_seqs = ns;
 	if (!grown)
 		return err_set(e, "out of memory");
 	if (!(j->in_name[j->n_in] = strdup(name)))
 		return err_set(e, "out of memory");
-	j->in_data[j->n_in] = FNV_BASIS;
+	j->in_data[j->n_in] = j->in_file[j->n_in] = FNV_BASIS;
 	j->in_seqs[j->n_in++] = 0;
 	return 0;
 }
@@ -297,6 +300,7 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 			uint32_t in = b->job.n_in - 1;
 			b->job.hash = job_hash_add(b->job.hash, g, j);
 			b->job.in_data[in] = job_hash_add(b->job.in_data[in], g, j);
+			b->job.in_file[in] = file_hash_add(b->job.in_file[in], g, j);
 			b->job.in_seqs[in]++;
 			if (b->job.has_prev && !pj->finished && in_list(pj->done, pj->n_done, ord)) {
 				if (note_job_done(&b->job, ord) < 0)
@@ -388,7 +392,7 @@ static char *rel_name(const struct claim *c)
 
 /* ---- files packed before ---- */
 
-static int know(struct packbuf *b, uint64_t hash, int64_t step, const char *name, struct err *e)
+static int know(struct packbuf *b, uint64_t hash, int64_t step, const char *name, int removed, struct err *e)
 {
 	if (!hash)
 		return 0;   /* a record from before hashes were kept */
@@ -399,23 +403,35 @@ static int know(struct packbuf *b, uint64_t hash, int64_t step, const char *name
 	char *n = strdup(name);
 	if (!n)
 		return err_set(e, "out of memory");
-	b->known[b->n_known++] = (struct packbuf_known){ hash, step, n };
+	b->known[b->n_known++] = (struct packbuf_known){ hash, step, n, removed };
+	return 0;
+}
+
+/* The plain inputs of job j, of the manifest of step (or its record in .jobs). */
+static int know_job(struct packbuf *b, const struct done_job *j, int64_t step, int removed, struct err *e)
+{
+	for (uint32_t x = 0; j->inputs_hash && x < j->n_inputs_data; x++) {
+		char name[64];
+		snprintf(name, sizeof name, "input %u of job %016llx", x + 1, (unsigned long long)j->id);
+		if (know(b, j->inputs_hash[x], step, name, removed, e) < 0)
+			return -1;
+	}
 	return 0;
 }
 
 static int know_manifest(struct packbuf *b, const struct done_manifest *m, struct err *e)
 {
 	for (uint32_t x = 0; x < m->n_inputs; x++)
-		if (know(b, m->inputs_hash ? m->inputs_hash[x] : 0, m->step, m->inputs[x], e) < 0)
+		if (know(b, m->inputs_hash ? m->inputs_hash[x] : 0, m->step, m->inputs[x], 0, e) < 0)
 			return -1;
 	for (uint32_t x = 0; x < m->n_partial; x++)
-		if (know(b, m->partial[x].hash, m->step, m->partial[x].file, e) < 0)
+		if (know(b, m->partial[x].hash, m->step, m->partial[x].file, 0, e) < 0)
 			return -1;
-	return 0;
+	return m->has_job ? know_job(b, &m->job, m->step, 0, e) : 0;
 }
 
-/* The queue files every manifest of the output queue records, and those
- * of the steps gc removed (QUEUE/.jobs). */
+/* The queue files and plain inputs every manifest of the output queue
+ * records, and those of the steps gc removed (QUEUE/.jobs). */
 static int read_known(struct packbuf *b, struct err *e)
 {
 	int64_t *steps = NULL;
@@ -436,19 +452,32 @@ static int read_known(struct packbuf *b, struct err *e)
 	free(steps);
 	if (r == 0)
 		r = done_jobs_load(b->queue, &v, &nv, e);
-	for (size_t i = 0; i < nv && r == 0; i++)
+	for (size_t i = 0; i < nv && r == 0; i++) {
 		for (uint32_t x = 0; x < v[i].n_files && r == 0; x++)
-			r = know(b, v[i].files_hash[x], v[i].step, v[i].files[x], e);
+			r = know(b, v[i].files_hash[x], v[i].step, v[i].files[x], 1, e);
+		if (r == 0)
+			r = know_job(b, &v[i].job, v[i].step, 1, e);
+	}
 	done_jobrecs_free(v, nv);
 	if (r < 0)
 		b->known_read = 0;
 	return r;
 }
 
+/* Where known k's trajectories are: "packed into step N" and, when gc
+ * removed that step, where its record is. */
+static void known_where(const struct packbuf *b, const struct packbuf_known *k, char *out, size_t size)
+{
+	snprintf(out, size, "packed into step %lld%s%s%s", (long long)k->step,
+		 k->removed ? " (removed by grpo-spool gc, recorded in " : "", k->removed ? b->queue : "",
+		 k->removed ? "/.jobs)" : "");
+}
+
 /* Does source idx, just read, hold trajectories packed before, or read
- * before in this run? 1 saying so in said (the file, whose they are and
- * where), 0 no, -1 error. Its own records in the newest manifest (a file
- * packed in part) are its, not a copy's. */
+ * before in this run (in a queue file or a plain input)? 1 saying so in
+ * said (the file, whose they are and where), 0 no, -1 error. Its own
+ * records in the newest manifest (a file packed in part) are its, not a
+ * copy's. */
 static int packed_before(struct packbuf *b, int32_t idx, struct err *said, struct err *e)
 {
 	const struct packbuf_source *so = &b->src[idx];
@@ -457,17 +486,18 @@ static int packed_before(struct packbuf *b, int32_t idx, struct err *said, struc
 	char *rel = rel_name(&so->c);
 	if (!rel)
 		return err_set(e, "out of memory");
-	char what[PATH_MAX + 128] = "";
+	char what[2 * PATH_MAX + 128] = "", where[PATH_MAX + 96];
 	for (size_t i = 0; i < b->n_known && !*what; i++) {
 		const struct packbuf_known *k = &b->known[i];
 		int itself = strcmp(k->name, rel) == 0;
 		if (k->hash != so->hash || (itself && so->skip))
 			continue;
+		known_where(b, k, where, sizeof where);
 		if (itself)
-			snprintf(what, sizeof what, "packed into step %lld already, and retired (a retirement lost, "
-				 "or the file published again)", (long long)k->step);
+			snprintf(what, sizeof what, "%s already, and retired (a retirement lost, or the file "
+				 "published again)", where);
 		else
-			snprintf(what, sizeof what, "those of %s, packed into step %lld", k->name, (long long)k->step);
+			snprintf(what, sizeof what, "those of %s, %s", k->name, where);
 	}
 	for (size_t i = 0; i < b->nsrc && !*what; i++)
 		if ((int32_t)i != idx && b->src[i].seqs && b->src[i].hash == so->hash) {
@@ -475,6 +505,9 @@ static int packed_before(struct packbuf *b, int32_t idx, struct err *said, struc
 			snprintf(what, sizeof what, "those of %s, read before it", other ? other : "another file");
 			free(other);
 		}
+	for (uint32_t i = 0; i < b->job.n_in && !*what; i++)
+		if (b->job.in_seqs[i] && b->job.in_file[i] == so->hash)
+			snprintf(what, sizeof what, "those of %s, read before it", b->job.in_name[i]);
 	free(rel);
 	if (!*what)
 		return 0;
@@ -791,7 +824,7 @@ static int step_inputs(struct packbuf *b, struct packbuf_step *st, struct err *e
 	if (b->job.next_ord > 0) {
 		struct packbuf_job *j = &b->job;
 		j->rec = (struct done_job){ j->hash, j->first_step, j->next_ord, j->taking == j->pending,
-					    j->done, j->n_done, j->data, j->in_data, j->n_in };
+					    j->done, j->n_done, j->data, j->in_data, j->in_file, j->n_in };
 		st->job = &j->rec;
 	}
 	return 0;
@@ -885,7 +918,7 @@ void packbuf_commit(struct packbuf *b, struct packbuf_step *st)
 	packbuf_drops_reported(b);
 	/* a --watch run goes on: what it published is known from now on */
 	for (uint32_t q = 0; b->known_read && q < st->n_own; q++)
-		if (know(b, st->in[q].hash, st->step, st->in[q].name, NULL) < 0)
+		if (know(b, st->in[q].hash, st->step, st->in[q].name, 0, NULL) < 0)
 			b->known_read = 0;   /* read again from the manifests when needed */
 	packbuf_step_free(st);
 }
@@ -1112,6 +1145,30 @@ static int refuse_twice(const struct packbuf_job *j, const char *queue, const st
 		       h->removed ? "" : " already", (unsigned long long)h->id, gone, also);
 }
 
+/* A new job's input that copies a queue file (or another job's input)
+ * that a manifest or .jobs holds by its hash with ids: -1 naming both and
+ * where it is, else 0. Its own inputs' records (the job resumed) are not
+ * looked at: only a new job comes here. */
+static int refuse_known_file(struct packbuf *b, struct err *e)
+{
+	const struct packbuf_job *j = &b->job;
+	if (!b->known_read && read_known(b, e) < 0)
+		return -1;
+	for (uint32_t i = 0; i < j->n_in; i++)
+		for (size_t x = 0; x < b->n_known && j->in_seqs[i] > 0; x++) {
+			const struct packbuf_known *k = &b->known[x];
+			char where[PATH_MAX + 96];
+			if (k->hash != j->in_file[i])
+				continue;
+			known_where(b, k, where, sizeof where);
+			return err_set(e, "%s: its %u sequence%s %s those of %s, %s; nothing published: packing %s "
+				       "again would train %s twice", j->in_name[i], j->in_seqs[i],
+				       j->in_seqs[i] == 1 ? "" : "s", j->in_seqs[i] == 1 ? "is" : "are", k->name, where,
+				       j->in_seqs[i] == 1 ? "it" : "them", j->in_seqs[i] == 1 ? "it" : "them");
+		}
+	return 0;
+}
+
 /* All of the job is in steps already: forget it, and what reading it dropped. */
 static int forget_job(struct packbuf *b)
 {
@@ -1174,6 +1231,8 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 		r = refuse_repack(j, queue, &f, e);
 	else if (r == 0)
 		r = refuse_twice(j, queue, held, e);
+	if (r == 0 && f.kind == 0)
+		r = refuse_known_file(b, e);
 	free(held);
 	return r;
 }

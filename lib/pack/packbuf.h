@@ -94,6 +94,7 @@ struct packbuf_job {
 	uint64_t data;                      /* once settled, of the trajectories alone */
 	char **in_name;                     /* (n_in) each input's name, for messages */
 	uint64_t *in_data;                  /* (n_in) each input's trajectories' hash */
+	uint64_t *in_file;                  /* (n_in) each one's hash as a queue file's, with its ids */
 	uint32_t *in_seqs;                  /* (n_in) each input's trajectories */
 	uint32_t n_in;
 	int64_t published_from;             /* settled as published: the job's first step */
@@ -129,11 +130,13 @@ struct packbuf {
 	int known_read;
 };
 
-/* A queue file that a manifest of the output queue records, by its hash. */
+/* A queue file that a manifest of the output queue records, or a plain
+ * input of a job that one records, by its hash (with ids). */
 struct packbuf_known {
 	uint64_t hash;
 	int64_t step;                  /* the manifest's */
-	char *name;                    /* "step_K/rank_X/NAME" */
+	char *name;                    /* "step_K/rank_X/NAME", or "input I of job ID" */
+	int removed;                   /* its step removed by gc, recorded in QUEUE/.jobs */
 };
 
 /* One step's choice. */
@@ -176,8 +179,10 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
  * or -1, saying why in e, when the newest manifest holds an unfinished job
  * of another command, when a manifest of queue holds the same trajectories
  * packed with other options, or, for a new job, when two of its inputs
- * hold the same trajectories or a manifest of queue holds one of its
- * inputs already (in a job of its own or among other inputs). The
+ * hold the same trajectories, a manifest of queue holds one of its
+ * inputs already (in a job of its own or among other inputs), or one is a
+ * copy of a queue file (or another job's input) that a manifest or .jobs
+ * knows by its hash with ids. The
  * manifests other than the newest, then QUEUE/.jobs, where grpo-spool gc
  * keeps the jobs of the steps it removed (data/done.h), are read only
  * when the newest does not settle it; a job found there counts as one
@@ -200,11 +205,12 @@ int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, st
  * manifest lists as handled; a file it lists as finished is retired.
  *
  * A file whose trajectories are packed already, or read already in this
- * run, is not packed again: a copy under another name or in another step
- * or rank directory, or restored from a backup (a file is known by the
- * hash of all its trajectories with their group and sequence ids, which
- * the manifests record for each queue file, data/done.h: files sampled
- * apart have other ids, whatever their tokens); or the file itself, named
+ * run (in a queue file or a plain input), is not packed again: a copy
+ * under another name or in another step or rank directory, restored from
+ * a backup, or packed by name (a file is known by the hash of all its
+ * trajectories with their group and sequence ids, which the manifests
+ * record for each queue file and each plain input, data/done.h: files
+ * sampled apart have other ids, whatever their tokens); or the file itself, named
  * by a manifest before the newest, so finished and retired once, its
  * retirement lost since. Its trajectories leave the buffer, it is retired,
  * and 1 is returned with e saying which file held them and where they

@@ -8,11 +8,17 @@
 # unpacked, with a warning naming both. Files with the same tokens but
 # other ids (sampled apart) are not copies.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 18
+plan 25
 
 d="$GRPO_TOP/tests/cli/pack"
 one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
 	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g" "$d/tiny.jsonl" > "$T/one.jsonl"
+	grpo-cat --from-json -o "$1" "$T/one.jsonl"
+}
+# own FILE ID: the same with other tokens too (plain inputs: a job knows its
+# inputs by their trajectories alone, so one has to differ in its tokens)
+own() {
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g; s/\[9,9\]/[9,$2]/" "$d/tiny.jsonl" > "$T/one.jsonl"
 	grpo-cat --from-json -o "$1" "$T/one.jsonl"
 }
 # the sequence ids of the published steps, sorted, one line
@@ -113,7 +119,7 @@ grep -q '^{"step":1,"inputs":\["step_0/rank_0/g.zst"\],"inputs_hash":\["[0-9a-f]
 is "$?" 0 "recording its file and hash in .jobs"
 mkdir -p "$s/scored/step_5/rank_0" && cp "$s/scored/step_0/rank_0/g.zst" "$s/scored/step_5/rank_0/back.zst"
 pack "$s"
-is "$?:$(ls "$s/batches" | tr '\n' ' '):$(grep -c 'those of step_0/rank_0/g.zst, packed into step 1: not packed again' "$T/err")" \
+is "$?:$(ls "$s/batches" | tr '\n' ' '):$(grep -c "those of step_0/rank_0/g.zst, packed into step 1 (removed by grpo-spool gc, recorded in $s/batches/.jobs): not packed again" "$T/err")" \
 	"0:step_2 :1" "a copy of a file of the removed step is not packed"
 
 # 9. a manifest that cannot be read refuses the run: what it packed is unknown
@@ -129,3 +135,49 @@ st=$?
 grep -q "batches/step_1/DONE" "$T/err"
 is "$st:$?:$(ls "$s/batches" | tr '\n' ' '):$(waiting "$s")" "1:0:step_1 step_2 :1" \
 	"an older manifest damaged: exit 1 naming it, the new file left waiting: $(cat "$T/err")"
+
+# 10. between plain inputs and queue files, both ways: a file moved out of
+# the queue (quarantined, saved aside, restored from a gc archive) and packed
+# by name, and a file packed by name copied into the queue, are copies too
+s="$T/x" && mkdir -p "$s/scored/step_0/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 1
+pack "$s"
+cp "$s/scored/step_0/rank_0/g.zst" "$T/aside.zst"
+grpo-pack -T 16 --flush -o "$s/batches" "$T/aside.zst" 2> "$T/err"
+st=$?
+grep -q "$T/aside.zst: its 3 sequences are those of step_0/rank_0/g.zst, packed into step 1; nothing published: packing them again would train them twice" "$T/err"
+is "$st:$?:$(published "$s/batches")" "1:0:110 111 120 " \
+	"a queue file packed, then given by name: refused, nothing published: $(cat "$T/err")"
+own "$T/p.zst" 2
+grpo-pack -T 16 --flush -o "$s/batches" "$T/p.zst" 2> /dev/null
+mkdir -p "$s/scored/step_1/rank_0" && cp "$T/p.zst" "$s/scored/step_1/rank_0/p.zst"
+pack "$s"
+st=$?
+grep -q "scored/step_1/rank_0/p.zst: its 3 sequences are those of input 1 of job [0-9a-f]\{16\}, packed into step 2: not packed again, retired" "$T/err"
+is "$st:$?:$(published "$s/batches"):$(waiting "$s")" "0:0:110 111 120 210 211 220 :0" \
+	"a file packed by name, then copied into the queue: not packed, retired: $(cat "$T/err")"
+grep -q '"job":{[^}]*"inputs_hash":\["[0-9a-f]\{16\}"\]' "$s/batches/step_2/DONE"
+is "$?" 0 "the job records each input's hash as a queue file's"
+# in one run: the plain input first, then its copy in the queue
+own "$T/q.zst" 3
+mkdir -p "$s/scored/step_2/rank_0" && cp "$T/q.zst" "$s/scored/step_2/rank_0/q.zst"
+grpo-pack -T 16 --flush -o "$s/batches" "$T/q.zst" "$s/scored" 2> "$T/err"
+st=$?
+grep -q "scored/step_2/rank_0/q.zst: its 3 sequences are those of $T/q.zst, read before it: not packed again, retired" "$T/err"
+is "$st:$?:$(published "$s/batches")" "0:0:110 111 120 210 211 220 310 311 320 " \
+	"a plain input and its copy in the queue in one run: packed once: $(cat "$T/err")"
+# after gc removed their steps, from .jobs: a queue file's copy by name, a plain input's in the queue
+grpo-spool consume "$s/batches" -- true && grpo-spool gc "$s" --keep-last 0 --queue batches > /dev/null 2>&1
+grpo-pack -T 16 --flush -o "$s/batches" "$T/aside.zst" 2> "$T/err"
+st=$?
+grep -q "$T/aside.zst: its 3 sequences are those of step_0/rank_0/g.zst, packed into step 1 (removed by grpo-spool gc, recorded in $s/batches/.jobs); nothing published" "$T/err"
+is "$st:$?:$(ls "$s/batches" | tr '\n' ' ')" "1:0:step_3 " "after gc, a queue file given by name: refused: $(cat "$T/err")"
+mkdir -p "$s/scored/step_3/rank_0" && cp "$T/p.zst" "$s/scored/step_3/rank_0/p2.zst"
+pack "$s"
+grep -q "p2.zst: its 3 sequences are those of input 1 of job [0-9a-f]\{16\}, packed into step 2 (removed by grpo-spool gc, recorded in $s/batches/.jobs): not packed again" "$T/err"
+is "$?:$(ls "$s/batches" | tr '\n' ' '):$(waiting "$s")" "0:step_3 :0" "after gc, a plain input copied into the queue: not packed: $(cat "$T/err")"
+# the same tokens under other ids, by name: packed
+grpo-cat --json "$s/scored/step_0/rank_0/g.zst" | sed 's/"group_id":\([0-9]*\)/"group_id":7\1/' |
+	grpo-cat --from-json -o "$T/o.zst"
+grpo-pack -T 16 --flush -o "$s/batches" "$T/o.zst" 2> "$T/err"
+is "$?:$(ls "$s/batches" | tr '\n' ' ')" "0:step_3 step_4 " "a queue file's tokens under other group ids, by name: packed: $(cat "$T/err")"

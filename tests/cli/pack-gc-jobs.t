@@ -40,7 +40,7 @@ st=$?
 grep -q "step 1 held these 3 sequences (removed by grpo-spool gc, recorded in $S/batches/.jobs), packed with other options" "$T/err"
 is "$st:$?:$(steps "$S/batches")" "1:0:step_2 " "a.zst with other options after gc: refused: $(cat "$T/err")"
 n=$(grep -c . "$S/batches/.jobs")
-grep -q "^{\"step\":1,\"job\":{\"id\":\"[0-9a-f]\{16\}\",\"first_step\":1,\"sequences\":3,\"finished\":true,\"data\":\"[0-9a-f]\{16\}\",\"inputs_data\":\[\"[0-9a-f]\{16\}\"\]}}$" "$S/batches/.jobs"
+grep -q "^{\"step\":1,\"job\":{\"id\":\"[0-9a-f]\{16\}\",\"first_step\":1,\"sequences\":3,\"finished\":true,\"data\":\"[0-9a-f]\{16\}\",\"inputs_data\":\[\"[0-9a-f]\{16\}\"\],\"inputs_hash\":\[\"[0-9a-f]\{16\}\"\]}}$" "$S/batches/.jobs"
 is "$?:$n" "0:1" "QUEUE/.jobs holds step 1's job, one line, as grpo-spool(5) shows it"
 
 # 2. the same through gc --archive: the step goes into the archive, its job into .jobs too

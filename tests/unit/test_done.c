@@ -144,7 +144,7 @@ static void test_jobs(void)
 		return;
 	}
 	uint64_t ind[] = { 0xfedcba9876543210ull, 0x0000000000000001ull };
-	struct done_jobrec r = { 3, { 0x00ab00cd00ef0012ull, 1, 6, 1, NULL, 0, 0x0123456789abcdefull, ind, 2 }, NULL, NULL, 0 };
+	struct done_jobrec r = { 3, { 0x00ab00cd00ef0012ull, 1, 6, 1, NULL, 0, 0x0123456789abcdefull, ind, NULL, 2 }, NULL, NULL, 0 };
 	struct buf a = { 0 }, b = { 0 };
 	const char *want = "{\"step\":3,\"job\":{\"id\":\"00ab00cd00ef0012\",\"first_step\":1,\"sequences\":6,"
 			   "\"finished\":true,\"data\":\"0123456789abcdef\",\"inputs_data\":[\"fedcba9876543210\","
@@ -159,6 +159,17 @@ static void test_jobs(void)
 	done_jobrec_format(&b, &back);
 	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
 	done_job_free(&back.job);
+	uint64_t inh[] = { 0x00000000000000a1ull, 0x00000000000000b2ull };
+	r.job.inputs_hash = inh;
+	buf_reset(&a);
+	done_jobrec_format(&a, &r);
+	const char *inh_tail = "\"inputs_hash\":[\"00000000000000a1\",\"00000000000000b2\"]}}\n";
+	ok(done_jobrec_parse((char *)a.data, a.len, "J", &back, &e) == 0 && back.job.inputs_hash &&
+	   back.job.inputs_hash[0] == 0xa1 && back.job.inputs_hash[1] == 0xb2 && a.len > strlen(inh_tail) &&
+	   memcmp(a.data + a.len - strlen(inh_tail), inh_tail, strlen(inh_tail)) == 0,
+	   "a record keeps the job's inputs_hash, after inputs_data, and reads it back (%s)", e.msg);
+	done_job_free(&back.job);
+	r.job.inputs_hash = NULL;
 	const char *bad[][2] = {
 		{ "{\"step\":3}", "J: not a job record" },
 		{ "[1]", "J: not a job record" },
@@ -362,7 +373,7 @@ static void test_file_records(void)
 
 	/* beside a job's record of the same step; the same step's files again change nothing */
 	uint64_t ind[] = { 0xfedcba9876543210ull };
-	struct done_jobrec job = { 4, { 0x77, 1, 3, 1, NULL, 0, 0x1234, ind, 1 }, NULL, NULL, 0 };
+	struct done_jobrec job = { 4, { 0x77, 1, 3, 1, NULL, 0, 0x1234, ind, NULL, 1 }, NULL, NULL, 0 };
 	struct done_jobrec two[2] = { job, r };
 	buf_reset(&b);
 	done_jobrec_format(&b, &job);
@@ -498,7 +509,7 @@ int main(void)
 	/* the plain inputs' job, which grpo-pack reads back to resume */
 	uint32_t jd[] = { 1, 3 };
 	m.has_job = 1;
-	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2, 0x0123456789abcdefull, NULL, 0 };
+	m.job = (struct done_job){ 0x00ab00cd00ef0012ull, 5, 4, 0, jd, 2, 0x0123456789abcdefull, NULL, NULL, 0 };
 	buf_reset(&a);
 	buf_reset(&b);
 	const char *tail = "\"partial\":[{\"file\":\"step_0/rank_1/b.zst\",\"done\":[0,2,5]}],\"job\":{\"id\":"
@@ -532,6 +543,24 @@ int main(void)
 	done_format(&b, &r);
 	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
 	done_free(&r);
+
+	/* and each one's hash as a queue file's, which tells a copy of one in a queue */
+	uint64_t inh[] = { 0x1111222233334444ull, 0xaaaabbbbccccddddull };
+	m.job.inputs_hash = inh;
+	buf_reset(&a);
+	buf_reset(&b);
+	tail = "\"inputs_data\":[\"fedcba9876543210\",\"0000000000000001\"],"
+	       "\"inputs_hash\":[\"1111222233334444\",\"aaaabbbbccccdddd\"],\"done\":[]}}\n";
+	ok(done_format(&a, &m) == 0 && a.len > strlen(tail) &&
+	   memcmp(a.data + a.len - strlen(tail), tail, strlen(tail)) == 0,
+	   "inputs_hash, one per input, after inputs_data");
+	ok(done_parse((char *)a.data, a.len, "DONE", &r, &e) == 0 && r.has_job && r.job.n_inputs_data == 2 &&
+	   r.job.inputs_hash && r.job.inputs_hash[0] == inh[0] && r.job.inputs_hash[1] == inh[1],
+	   "and reads back (%s)", e.msg);
+	done_format(&b, &r);
+	ok(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "to the same bytes");
+	done_free(&r);
+	m.job.inputs_hash = NULL;
 	m.has_job = 0;
 
 	const char *old = "{\"step\":1,\"ranks\":2,\"micro_batches_per_rank\":1,\"sequences\":3,\"tokens\":71,"
@@ -565,6 +594,14 @@ int main(void)
 		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
 		  "\"sequences\":2,\"finished\":true,\"inputs_data\":[\"00000000000000ff\",\"-0000000000000ff\"],"
 		  "\"done\":[]}}", "x/DONE: job.inputs_data[1]: not 16 hexadecimal digits" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":2,\"finished\":true,\"inputs_data\":[\"00000000000000ff\"],"
+		  "\"inputs_hash\":[\"00000000000000ff\",\"00000000000000ee\"],\"done\":[]}}",
+		  "x/DONE: job.inputs_hash: 2 hashes for 1 in inputs_data" },
+		{ "{\"step\":1,\"runs\":[],\"job\":{\"id\":\"00000000000000ff\",\"first_step\":1,"
+		  "\"sequences\":2,\"finished\":true,\"inputs_data\":[\"00000000000000ff\"],"
+		  "\"inputs_hash\":[\"00000000000000fg\"],\"done\":[]}}",
+		  "x/DONE: job.inputs_hash[0]: not 16 hexadecimal digits" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(done_parse(bad[i][0], strlen(bad[i][0]), "x/DONE", &r, &e) < 0 && strstr(e.msg, bad[i][1]),
