@@ -741,7 +741,11 @@ static int cmd_consume(const char *queue, char **argv, int argc, const struct op
 	while ((r = watch_next(w, &c, &e)) > 0) {
 		int st = run_command(argv, argc, w, c);
 		if (st == 0) {
-			if (claim_retire(c, &e) < 0) {
+			/* flushed at once: the command's output is nothing this
+			 * loop can name, so a retirement lost to a power cut would
+			 * run the command on the file a second time */
+			int k = claim_retire(c, &e);
+			if (k < 0 || (k == 0 && claim_flush_done(c, &e) < 0)) {
 				cli_warn("%s", e.msg);
 				bad = cli_worse_status(bad, cli_failure_status(e.errnum));
 			} else if (op->verbose) {

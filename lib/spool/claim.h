@@ -46,7 +46,8 @@
  * dropped, and nothing is duplicated. A consumer whose output is not named
  * by its input (grpo-pack: a new step) flushes the retirement instead
  * (claim_flush_done) before anything that stops naming the file, its next
- * manifest, is written. A file is taken at most once at a time, and once
+ * manifest, is written; grpo-spool consume, which cannot know what its
+ * command wrote, flushes each retirement as it makes it. A file is taken at most once at a time, and once
  * done it is never handed out again.
  *
  * Removing a record from .claimed wakes the other consumers' watches

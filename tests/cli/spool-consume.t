@@ -4,7 +4,7 @@
 # after the command in hand, without killing the command; a single pass so
 # stopped says it did not finish (exit 1), leaving the rest waiting.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 11
+plan 12
 
 publish() {
 	mkdir -p "$1/.tmp" "$1/step_$2/rank_$3" &&
@@ -85,3 +85,22 @@ Q="$T/a b'c/-scored"
 publish "$Q" 2 0 "x y.zst" q
 grpo-spool consume "$Q" -- sh -c 'printf "%s|%s\n" "$#" "$1"' sh > "$T/args" 2> "$T/err"
 is "$?:$(cat "$T/args")" "0:1|$Q/step_2/rank_0/x y.zst" "a path with a space and a quote arrives as one argument"
+
+# Each retirement is flushed as it is made (its rank's .done directory):
+# consume cannot know what its command published, so a retirement lost to a
+# power cut would run the command on the file a second time. Failing each
+# file system call in turn: the flush of each file's .done fails in one run,
+# which says so and exits 1, the command having run once.
+R=$T/flush && publish "$R/q" 0 0 a.zst a && publish "$R/q" 0 1 b.zst b && cp -r "$R" "$R.orig"
+n=$(GRPO_FSYS_TRACE=1 grpo-spool consume "$R/q" -- true 2>&1 | grep -c '^fsys')
+k=1 && : > "$T/flushes"
+while [ $k -le "$n" ]; do
+	rm -rf "$R" && cp -r "$R.orig" "$R"
+	GRPO_FSYS_FAIL_AT=$k:EIO grpo-spool consume "$R/q" -- true 2> "$T/err"
+	st=$?
+	grep -o 'q/step_0/rank_[01]/.done: fsync failed' "$T/err" | sed "s/^/$st /" >> "$T/flushes"
+	k=$((k + 1))
+done
+is "$(sort "$T/flushes" | uniq -c | awk '{ printf "%s %s %s;", $1, $2, $3 }')" \
+	"1 1 q/step_0/rank_0/.done:;1 1 q/step_0/rank_1/.done:;" \
+	"each retirement's .done flushed once, a failed flush an error (exit 1) naming it"
