@@ -6,7 +6,7 @@
 # known only as a whole. Now each input's trajectories are recorded in the
 # manifest (job.inputs_data), and such a run is refused, publishing nothing.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 28
+plan 29
 
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
@@ -127,3 +127,11 @@ is "$st:$?:$(steps "$T/q7")" "1:0:step_1 step_2 " "an older manifest damaged: re
 n=$(cat "$T"/q2/step_*/rank_*/*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
 	grep -o '[0-9][0-9]*' | wc -l | tr -d ' ')
 is "$n" 6 "q2 holds the 6 sequences of a and b, each once"
+
+# 8. a job re-run whose steps the newest manifest holds: -v says from which
+# step, the job's first, not the queue's
+grpo-pack -T 16 -o "$T/q8" "$T/a.zst" && grpo-pack -T 16 -o "$T/q8" "$T/b.zst" || exit 1
+grpo-pack -v -T 16 -o "$T/q8" "$T/b.zst" 2> "$T/err"
+st=$?
+grep -q "is published already (job [0-9a-f]\{16\}, from step 2); nothing of it is packed again" "$T/err"
+is "$st:$?:$(steps "$T/q8")" "0:0:step_1 step_2 " "the newest step's job re-run: exit 0, nothing published, -v naming its step"
