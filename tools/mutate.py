@@ -205,6 +205,11 @@ MODULES = {
         objects=["build/lib/spool/watch.o"],
         tests=[UNIT + "test_watch", UNIT + "test_claim", CLI + "spool-consume.t", CLI + "spool.t",
                CLI + "cli-plural.t"]),
+    "steparc": dict(
+        files=["lib/spool/steparc.c"],
+        targets=["build/tests/test_steparc", "build/bin/grpo-spool", "build/bin/grpo-cat"],
+        objects=["build/lib/spool/steparc.o"],
+        tests=[UNIT + "test_steparc", CLI + "spool-archive.t", CLI + "spool-gc-queue.t"]),
 }
 
 UNITS_ONLY = False
