@@ -9,6 +9,7 @@
  *   return tap_done();                  prints the plan, returns the exit status
  *   shell("rm -rf %s", dir)             system(3) of a formatted command: its status
  *   file_text(path)                     a small file's bytes as a string
+ *   dir_names(dir)                      its entries' names, sorted, ' '-separated
  *
  * With TAP_BAIL set (not empty, not "0") the first failure ends the test
  * with status 1 (tools/mutate.py sets it: a mutant is killed by one failure,
@@ -21,6 +22,7 @@
 #ifndef TAP_H
 #define TAP_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,6 +122,26 @@ static const char *file_text(const char *path)
 	if (f)
 		fclose(f);
 	return f ? b : "(absent)";
+}
+
+/* The names in dir but . and .., sorted, ' '-separated ("" when none or no
+ * dir), in a static buffer. */
+static const char *dir_names(const char *dir) __attribute__((unused));
+static const char *dir_names(const char *dir)
+{
+	static char out[4096];
+	struct dirent **v;
+	out[0] = 0;
+	int n = scandir(dir, &v, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v[i]->d_name, ".") && strcmp(v[i]->d_name, ".."))
+			snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? " " : "",
+				 v[i]->d_name);
+		free(v[i]);
+	}
+	if (n >= 0)
+		free(v);
+	return out;
 }
 
 /* system(3) of a command formatted into 4 KiB: its status, 0 when it exited 0. */

@@ -35,24 +35,6 @@
 
 static char top[256], q[300], arch[300];
 
-/* Names in dir, ' '-separated and sorted. */
-static const char *ls(const char *dir)
-{
-	static char out[4096];
-	struct dirent **v;
-	out[0] = 0;
-	int n = scandir(dir, &v, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		if (strcmp(v[i]->d_name, ".") && strcmp(v[i]->d_name, ".."))
-			snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? " " : "",
-				 v[i]->d_name);
-		free(v[i]);
-	}
-	if (n >= 0)
-		free(v);
-	return out;
-}
-
 /* Descriptors this process holds open: none may stay behind a call. */
 static int open_fds(void)
 {
@@ -143,7 +125,7 @@ static void first_and_later(void)
 	is_int(r, 0, "the first archive of step 0: %s", r ? e.msg : "written");
 	is_int(files, 4, "files: the three published and DONE, not the checkpoint's");
 	is_int(written, 5, "written: every file of the step");
-	ok(strcmp(ls(arch), "q-step_0.tar.zst") == 0, "one archive, no temporary: %s", ls(arch));
+	ok(strcmp(dir_names(arch), "q-step_0.tar.zst") == 0, "one archive, no temporary: %s", dir_names(arch));
 	const char *m = members(arc("q-step_0.tar.zst"));
 	ok(strcmp(m, "q/step_0/DONE:5 q/step_0/ckpt.bin:7 q/step_0/rank_0/a.zst:5 q/step_0/rank_0/b.zst:2 "
 		     "q/step_0/rank_1/c.zst:3") == 0, "members, sizes and bytes, dot names left out: %s", m);
@@ -152,8 +134,8 @@ static void first_and_later(void)
 	shell("cp %s %s/first", arc("q-step_0.tar.zst"), top);
 
 	r = steparc_write(q, 0, arch, &files, &written, &e);
-	ok(r == 0 && files == 4 && written == 0 && strcmp(ls(arch), "q-step_0.tar.zst") == 0,
-	   "again with nothing new: no archive (%d, %ld files, %ld written: %s)", r, files, written, ls(arch));
+	ok(r == 0 && files == 4 && written == 0 && strcmp(dir_names(arch), "q-step_0.tar.zst") == 0,
+	   "again with nothing new: no archive (%d, %ld files, %ld written: %s)", r, files, written, dir_names(arch));
 
 	/* made anew: a grown, b the same size with other bytes, d new */
 	put("step_0/rank_0/a.zst", "aaaaaa");
@@ -161,7 +143,7 @@ static void first_and_later(void)
 	put("step_0/rank_1/d.zst", "dddd");
 	r = steparc_write(q, 0, arch, &files, &written, &e);
 	ok(r == 0 && files == 5 && written == 2, "a later archive: %d, %ld files, %ld written", r, files, written);
-	ok(strcmp(ls(arch), "q-step_0.2.tar.zst q-step_0.tar.zst") == 0, "numbered .2: %s", ls(arch));
+	ok(strcmp(dir_names(arch), "q-step_0.2.tar.zst q-step_0.tar.zst") == 0, "numbered .2: %s", dir_names(arch));
 	m = members(arc("q-step_0.2.tar.zst"));
 	ok(strcmp(m, "q/step_0/rank_0/a.zst:6 q/step_0/rank_1/d.zst:4") == 0,
 	   "it holds the file of a new size and the new one, not the one of the same size: %s", m);
@@ -171,8 +153,8 @@ static void first_and_later(void)
 	r = steparc_write(q, 0, arch, &files, &written, &e);
 	m = members(arc("q-step_0.3.tar.zst"));
 	ok(r == 0 && written == 1 && strcmp(m, "q/step_0/rank_2/e.zst:1") == 0, "then .3: %s", m);
-	ok(strcmp(ls(arch), "q-step_0.2.tar.zst q-step_0.3.tar.zst q-step_0.tar.zst") == 0, "three archives: %s",
-	   ls(arch));
+	ok(strcmp(dir_names(arch), "q-step_0.2.tar.zst q-step_0.3.tar.zst q-step_0.tar.zst") == 0, "three archives: %s",
+	   dir_names(arch));
 }
 
 static void refused(void)
@@ -271,8 +253,8 @@ static void failures(int later)
 			bad++, diag("call %ld: %d, errno %d: %s", n, r, e.errnum, e.msg);
 		if (open_fds() != fds)
 			bad++, diag("call %ld left %d descriptors open", n, open_fds() - fds);
-		if (strstr(ls(arch), ".q-step_4"))
-			bad++, diag("call %ld left a temporary: %s", n, ls(arch));
+		if (strstr(dir_names(arch), ".q-step_4"))
+			bad++, diag("call %ld left a temporary: %s", n, dir_names(arch));
 		if (access(arc(name), F_OK) == 0 && strcmp(members(arc(name)), fresh) != 0)
 			bad++, diag("call %ld published %s holding %s", n, name, members(arc(name)));
 		if (steparc_write(q, 4, arch, &files, &written, &e) != 0 || strcmp(all_of_step4(), want) != 0)
@@ -374,8 +356,8 @@ static void changed(const char *how, const char *says)
 			said += strstr(msg, says) != NULL;
 			if (strcmp(how, "appear") == 0 && strcmp(file_text(arc("q-step_5.tar.zst")), "x") != 0)
 				bad++, diag("at call %ld: %s: the archive that appeared was replaced", k, msg);
-			if (strcmp(ls(arch), strcmp(how, "appear") == 0 ? "q-step_5.tar.zst" : "") != 0)
-				bad++, diag("%s at call %ld: %s left %s", how, k, msg, ls(arch));
+			if (strcmp(dir_names(arch), strcmp(how, "appear") == 0 ? "q-step_5.tar.zst" : "") != 0)
+				bad++, diag("%s at call %ld: %s left %s", how, k, msg, dir_names(arch));
 		} else if (r != 0) {
 			bad++, diag("%s at call %ld: status %d: %s", how, k, r, msg);
 		}
@@ -393,8 +375,8 @@ static void clean_tmp(void)
 	shell("cd %s && touch .q-step_0.tar.zst.1a2b .q-step_12.3.tar.zst.x .q-step_0.tar.zst "
 	      ".qq-step_0.tar.zst.x .p-step_0.tar.zst.x q-step_0.tar.zst", arch);
 	int r = steparc_clean_tmp(q, arch, &e);
-	ok(r == 0 && strcmp(ls(arch), ".p-step_0.tar.zst.x .q-step_0.tar.zst .qq-step_0.tar.zst.x q-step_0.tar.zst") == 0,
-	   "clean_tmp removes the queue's archive temporaries only: %s", ls(arch));
+	ok(r == 0 && strcmp(dir_names(arch), ".p-step_0.tar.zst.x .q-step_0.tar.zst .qq-step_0.tar.zst.x q-step_0.tar.zst") == 0,
+	   "clean_tmp removes the queue's archive temporaries only: %s", dir_names(arch));
 	ok(steparc_clean_tmp(q, "/nonexistent/arch", &e) == 0, "and is content when there is no directory");
 	for (long n = 1; n <= 2; n++) {
 		shell("touch %s/.q-step_0.tar.zst.1a2b", arch);

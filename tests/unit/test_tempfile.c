@@ -31,24 +31,6 @@
 
 static char top[256];
 
-/* Names in dir, ' '-separated and sorted, into out. */
-static const char *ls(const char *dir)
-{
-	static char out[4096];
-	struct dirent **v;
-	out[0] = 0;
-	int n = scandir(dir, &v, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		if (strcmp(v[i]->d_name, ".") && strcmp(v[i]->d_name, ".."))
-			snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? " " : "",
-				 v[i]->d_name);
-		free(v[i]);
-	}
-	if (n >= 0)
-		free(v);
-	return out;
-}
-
 static double user_seconds(void)
 {
 	struct rusage u;
@@ -92,7 +74,7 @@ static void many(const char *dir)
 			tempfile_delete(t[i]);
 	}
 	double sec = user_seconds() - t0;
-	ok(made == 2 * N && strlen(ls(dir)) == 0, "%d temporaries made and removed, twice", N);
+	ok(made == 2 * N && strlen(dir_names(dir)) == 0, "%d temporaries made and removed, twice", N);
 	/* each held two paths of PATH_MAX: 30,000 took 240 MB */
 	if (!heap0)
 		skip("no glibc heap to count (a sanitizer's allocator)");
@@ -194,16 +176,16 @@ static void signal_case(int sig, const char *name)
 	mkdir(dir, 0755);
 	int ready;
 	pid_t pid = child_with_temporaries(dir, 0, &ready);
-	ok(ready && strchr(ls(dir), ' ') != NULL,
-	   "%s: the child made its temporaries: %s", name, ls(dir));
+	ok(ready && strchr(dir_names(dir), ' ') != NULL,
+	   "%s: the child made its temporaries: %s", name, dir_names(dir));
 	kill(pid, sig);
 	int st;
 	waitpid(pid, &st, 0);
 	ok(WIFSIGNALED(st) && WTERMSIG(st) == sig, "%s: the child still dies of the signal", name);
-	is_int(strcmp(ls(dir), ".tmp"), 0, "%s: nothing is left but the empty .tmp: '%s'", name, ls(dir));
+	is_int(strcmp(dir_names(dir), ".tmp"), 0, "%s: nothing is left but the empty .tmp: '%s'", name, dir_names(dir));
 	char q[600];
 	snprintf(q, sizeof q, "%s/.tmp", dir);
-	is_int(strlen(ls(q)), 0, "%s: .tmp is empty", name);
+	is_int(strlen(dir_names(q)), 0, "%s: .tmp is empty", name);
 }
 
 /*
@@ -230,8 +212,8 @@ static void odd_names(void)
 		shell("touch '%s/a-name-long-enough-that-300-fill-several-reads-of-the-directory-%03d'",
 		      tempfile_path(t), i);
 	tempfile_delete(t);
-	ok(strstr(ls(top), ".odd") == NULL, "a directory of dot names, a subdirectory and 300 files is removed: '%s'",
-	   ls(top));
+	ok(strstr(dir_names(top), ".odd") == NULL, "a directory of dot names, a subdirectory and 300 files is removed: '%s'",
+	   dir_names(top));
 }
 
 /* The file system calls of a commit, in order: the fault hook fails each in
@@ -261,7 +243,7 @@ static void commit_calls(void)
 		fsys_test_fail_at(0, 0);
 		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) && e.errnum == ENOSPC,
 		   "without fsync, call %ld failing: -1, ENOSPC kept: %s", k, e.msg);
-		is_int(strcmp(ls(dir), ""), 0, "nothing published, no temporary: '%s'", ls(dir));
+		is_int(strcmp(dir_names(dir), ""), 0, "nothing published, no temporary: '%s'", dir_names(dir));
 	}
 }
 
@@ -282,8 +264,8 @@ static void write_calls(void)
 		fsys_test_fail_at(0, 0);
 		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) && e.errnum == ENOSPC,
 		   "tempfile_write's call %ld failing: -1, the path, ENOSPC kept: %s", k, e.msg);
-		is_int(strcmp(ls(dir), k < 6 ? "" : "DONE"), 0,
-		       "no temporary; published only when it failed after the rename: '%s'", ls(dir));
+		is_int(strcmp(dir_names(dir), k < 6 ? "" : "DONE"), 0,
+		       "no temporary; published only when it failed after the rename: '%s'", dir_names(dir));
 		unlink(target);
 	}
 	fsys_test_fail_at(0, 0);
@@ -291,7 +273,7 @@ static void write_calls(void)
 	is_int(fsys_calls_made(), 6, "in six calls");
 	is_int(strcmp(file_text(target), "done\n"), 0, "the bytes given");
 	is_int(tempfile_write(target, NULL, "again", 5, 0, &e), 1, "never over an existing file");
-	is_int(strcmp(file_text(target), "done\n") | strcmp(ls(dir), "DONE"), 0, "which it keeps, with no temporary");
+	is_int(strcmp(file_text(target), "done\n") | strcmp(dir_names(dir), "DONE"), 0, "which it keeps, with no temporary");
 	is_int(tempfile_write(target, NULL, "again", 5, TEMPFILE_REPLACE, &e), 0, "unless asked to replace");
 	is_int(strcmp(file_text(target), "again"), 0, "with the new bytes");
 }
@@ -325,8 +307,8 @@ static void set_calls(void)
 		long calls = fsys_calls_made();
 		fsys_test_fail_at(0, 0);
 		char got[256];
-		snprintf(got, sizeof got, "%s", ls(a));
-		snprintf(got + strlen(got), sizeof got - strlen(got), "|%s", ls(b));
+		snprintf(got, sizeof got, "%s", dir_names(a));
+		snprintf(got + strlen(got), sizeof got - strlen(got), "|%s", dir_names(b));
 		if (k == 0) {
 			ok(r == 0 && existed == 0 && calls == 11 && !strcmp(got, "x y|z"),
 			   "a set in two directories: published in 11 calls (%ld): %s", calls, got);
@@ -338,7 +320,7 @@ static void set_calls(void)
 			is_int(strcmp(got, k >= 8 ? want[k] : "|"), 0, "published after call %ld failed: '%s'", k,
 			       got);
 		}
-		is_int(strlen(ls(q)), 0, "no temporary left (call %ld)", k);
+		is_int(strlen(dir_names(q)), 0, "no temporary left (call %ld)", k);
 		shell("rm -f '%s'/* '%s'/*", a, b);
 	}
 	struct tempfile *set[2] = { file_with(ta, q, "1"), file_with(tc, q, "3") };
@@ -369,7 +351,7 @@ static void names(void)
 	ok(tempfile_retarget(t, "dir/", &e) == -1 && strstr(e.msg, "dir/: not a file name"),
 	   "nor to a directory's name: %s", e.msg);
 	is_int(tempfile_commit(t, 0, &e), 0, "commit after retarget");
-	ok(access(t1, F_OK) != 0 && !strcmp(file_text(t2), "r") && strlen(ls(q)) == 0,
+	ok(access(t1, F_OK) != 0 && !strcmp(file_text(t2), "r") && strlen(dir_names(q)) == 0,
 	   "publishes at the new name only, the tmpdir left empty");
 	unlink(t2);
 	ok(tempfile_create("", NULL, &e) == NULL && strstr(e.msg, "not a file name"), "no temporary for an empty name");
@@ -417,8 +399,8 @@ static void full_disk(void)
 		ok(r == -1 && strstr(e.msg, fails[k - 1]) && strstr(e.msg, dir) &&
 		   strstr(e.msg, strerror(ENOSPC)) && e.errnum == ENOSPC,
 		   "commit's call %ld failing with ENOSPC: -1 with the file and the failure: %s", k, e.msg);
-		is_int(strcmp(ls(dir), k < 4 ? "" : "x.zst"), 0,
-		       "no temporary left; published only when it failed after the rename: '%s'", ls(dir));
+		is_int(strcmp(dir_names(dir), k < 4 ? "" : "x.zst"), 0,
+		       "no temporary left; published only when it failed after the rename: '%s'", dir_names(dir));
 		unlink(target);
 	}
 }
@@ -453,7 +435,7 @@ int main(void)
 	}
 	int wst;
 	waitpid(pid, &wst, 0);
-	is_int(strlen(ls(first)), 0, "a process's first temporary is removed at its exit: '%s'", ls(first));
+	is_int(strlen(dir_names(first)), 0, "a process's first temporary is removed at its exit: '%s'", dir_names(first));
 	rmdir(first);
 	/* and in another such process, whose registry holds one entry: a create
 	 * that fails gives the entry it took back */
@@ -492,10 +474,10 @@ int main(void)
 	   tempfile_path(t));
 	is_int(tempfile_commit(t, 0, &e), 0, "commit publishes");
 	is_int(strcmp(file_text(t1), "one"), 0, "the target holds what was written");
-	is_int(strcmp(ls(top), "a.zst"), 0, "and the temporary is gone: %s", ls(top));
+	is_int(strcmp(dir_names(top), "a.zst"), 0, "and the temporary is gone: %s", dir_names(top));
 	t = file_with(t1, NULL, "two");
 	is_int(tempfile_commit(t, 0, &e), 1, "commit onto an existing target says so");
-	is_int(strcmp(file_text(t1), "one") | strcmp(ls(top), "a.zst"), 0, "keeps the target and removes the copy");
+	is_int(strcmp(file_text(t1), "one") | strcmp(dir_names(top), "a.zst"), 0, "keeps the target and removes the copy");
 	t = file_with(t1, NULL, "three");
 	is_int(tempfile_commit(t, TEMPFILE_REPLACE, &e), 0, "TEMPFILE_REPLACE replaces");
 	is_int(strcmp(file_text(t1), "three"), 0, "with the new contents");
@@ -505,7 +487,7 @@ int main(void)
 	ok(strncmp(tempfile_path(t), q, strlen(q)) == 0, "a temporary goes into the tmpdir given");
 	int fd = tempfile_fd(t);
 	tempfile_delete(t);
-	is_int(strlen(ls(q)) + (access(t2, F_OK) == 0), 0, "delete removes it and publishes nothing");
+	is_int(strlen(dir_names(q)) + (access(t2, F_OK) == 0), 0, "delete removes it and publishes nothing");
 	ok(fcntl(fd, F_GETFD) == -1 && errno == EBADF, "and closes its descriptor");
 	struct tempfile *again = file_with(t2, q, "y");
 	ok(again == t, "the entry deleted is the one the next temporary takes (entries are recycled)");
@@ -544,7 +526,7 @@ int main(void)
 	is_int(existed, 1, "one existed");
 	is_int(strcmp(file_text(t1), "three") | strcmp(file_text(t2), "s2") | strcmp(file_text(t3), "s3"), 0,
 	       "the others are published, the existing one kept");
-	is_int(strlen(ls(q)), 0, "no temporary is left");
+	is_int(strlen(dir_names(q)), 0, "no temporary is left");
 
 	/* signals and exit, in children */
 	signal_case(SIGTERM, "SIGTERM");
@@ -572,7 +554,7 @@ int main(void)
 		exit(0);
 	}
 	waitpid(pid, &wst, 0);
-	is_int(strlen(ls(dir)), 0, "exit(3) removes what is still registered: '%s'", ls(dir));
+	is_int(strlen(dir_names(dir)), 0, "exit(3) removes what is still registered: '%s'", dir_names(dir));
 
 	t = file_with(t3, NULL, "parent's");
 	pid = fork();
