@@ -5,9 +5,11 @@
  * abort or a failed commit, refused names named in the message; the step
  * and rank names read back and their listings in numeric order with dot
  * and misnamed directories left out; which queue a path lies in; the
- * state of a rank directory; whether two files hold the same bytes.
+ * state of a rank directory; whether two files hold the same bytes (no
+ * descriptor left open when one of its calls fails).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,15 @@ static const char *ls(const char *dir)
 		snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? " " : "", v[i]);
 	fsys_free_names(v, n);
 	return out;
+}
+
+/* The descriptor the next open gets: it moves up when a call leaves one open. */
+static int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY);
+	if (fd >= 0)
+		close(fd);
+	return fd;
 }
 
 static void put(const char *path, const char *text)
@@ -251,7 +262,7 @@ static void test_same_file(void)
 	/* each call failing in turn (stat, opens, reads): -1 saying so, never an answer */
 	put(a, "abc");
 	put(b, "abc");
-	int r = -1;
+	int r = -1, fd0 = lowest_free_fd();
 	long k;
 	for (k = 1; k < 20 && r < 0; k++) {
 		fsys_test_fail_at(k, EIO);
@@ -260,6 +271,7 @@ static void test_same_file(void)
 		if (r < 0)
 			ok(r == -1 && strstr(e.msg, strerror(EIO)) && strstr(e.msg, top), "call %ld failing: %s", k,
 			   e.msg);
+		is_int(lowest_free_fd(), fd0, "call %ld failing: no descriptor left open", k);
 	}
 	ok(r == 1 && k > 5, "the same once no call fails (after %ld)", k - 1);
 
@@ -455,6 +467,11 @@ static void test_lists(void)
 	r = spool_misnamed(q, &v, &n, &e);
 	fsys_test_fail_at(0, 0);
 	ok(r == -1 && !v && n == 0 && strstr(e.msg, strerror(EIO)), "and for misnamed, listing a step: %s", e.msg);
+	fsys_test_fail_at(1, EIO);
+	r = spool_misnamed(q, &v, &n, &e);
+	fsys_test_fail_at(0, 0);
+	ok(r == -1 && !v && n == 0 && strstr(e.msg, q) && strstr(e.msg, strerror(EIO)),
+	   "and listing the queue itself: %s", e.msg);
 }
 
 static void test_rank_state(void)
