@@ -118,7 +118,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t traj_hash(uint64_t h, const struct traj *t)
+/* with_advantage 0: the sample alone, as the sampler made it */
+static uint64_t traj_hash(uint64_t h, const struct traj *t, int with_advantage)
 {
 	/* the same for every input: what is hashed goes into manifests */
 	h = fnv(h, &t->n_prompt, sizeof t->n_prompt);
@@ -127,7 +128,8 @@ static uint64_t traj_hash(uint64_t h, const struct traj *t)
 	h = fnv(h, t->response_tokens, t->n_response * sizeof *t->response_tokens);
 	if (t->logprobs)
 		h = fnv(h, t->logprobs, t->n_response * sizeof *t->logprobs);
-	h = fnv(h, &t->advantage, sizeof t->advantage);
+	if (with_advantage)
+		h = fnv(h, &t->advantage, sizeof t->advantage);
 	h = fnv(h, &t->policy_version, sizeof t->policy_version);
 	h = fnv(h, &t->temperature, sizeof t->temperature);
 	return t->run ? fnv(h, t->run, strlen(t->run) + 1) : h;
@@ -144,14 +146,19 @@ static uint64_t id_hash(uint64_t h, const struct traj_id *id)
  * job of one input has that input's. */
 static uint64_t job_hash_add(uint64_t h, const struct group *g, uint32_t x)
 {
-	return traj_hash(x ? h : fnv(h, &g->n, sizeof g->n), &g->trajs[x]);
+	return traj_hash(x ? h : fnv(h, &g->n, sizeof g->n), &g->trajs[x], 1);
 }
 
-/* The same with the group's and the trajectory's ids: a queue file's hash,
- * which tells a copy of a file from one sampled apart with the same tokens. */
+/* The same with the group's and the trajectory's ids and without the
+ * advantage: a queue file's hash, which tells a copy of a file from one
+ * sampled apart with the same tokens, and knows the same samples scored
+ * twice (a rollouts file collected or restored twice, a judge's rewards
+ * differing) as the same. */
 static uint64_t file_hash_add(uint64_t h, const struct group *g, uint32_t x)
 {
-	h = job_hash_add(x ? h : id_hash(h, &g->group_id), g, x);
+	if (x == 0)
+		h = fnv(id_hash(h, &g->group_id), &g->n, sizeof g->n);
+	h = traj_hash(h, &g->trajs[x], 0);
 	return id_hash(h, &g->trajs[x].sequence_id);
 }
 

@@ -207,8 +207,9 @@ int packbuf_read_fd(struct packbuf *b, int fd, const char *name, int32_t src, st
  * A file whose trajectories are packed already, or read already in this
  * run (in a queue file or a plain input), is not packed again: a copy
  * under another name or in another step or rank directory, restored from
- * a backup, or packed by name (a file is known by the hash of all its
- * trajectories with their group and sequence ids, which the manifests
+ * a backup, or packed by name, or the same samples scored again (a file is
+ * known by the hash of all its trajectories with their group and sequence
+ * ids, less their advantages, which the manifests
  * record for each queue file and each plain input, data/done.h: files
  * sampled apart have other ids, whatever their tokens); or the file itself, named
  * by a manifest before the newest, so finished and retired once, its

@@ -35,7 +35,7 @@ is "$?" 0 "saying so: $(head -n 1 "$T/err")"
 # manifest of the queue is read: the same command publishes nothing, and
 # the same input with other options is refused, naming the steps.
 grpo-cat --from-json -o "$T/a.zst" "$d/tiny.jsonl"
-sed 's/"advantages":1}/"advantages":2}/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst"
+sed 's/\[9,9\]/[9,2]/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst"
 grpo-pack -T 16 -o "$T/q" "$T/a.zst" && grpo-pack -T 16 -o "$T/q" "$T/b.zst" &&
 	grpo-pack -T 16 -o "$T/q" "$T/a.zst" 2> "$T/err"
 is "$?:$(ls "$T/q" | tr '\n' ' ')" "0:step_1 step_2 " "a file packed again after another job: nothing published"

@@ -3,12 +3,12 @@
 # the file come into the queue: a copy under another name, in another step
 # or rank directory, a backup restored, or the file itself waiting again
 # after its retirement was lost. A manifest records each queue file's hash
-# (its trajectories with their ids); a file whose hash a manifest of the
+# (its trajectories with their ids, less their advantages); a file whose hash a manifest of the
 # output queue records, or another file of the run holds, is retired
 # unpacked, with a warning naming both. Files with the same tokens but
 # other ids (sampled apart) are not copies.
 . "$GRPO_TOP/tests/cli/lib.sh"
-plan 25
+plan 27
 
 d="$GRPO_TOP/tests/cli/pack"
 one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
@@ -181,3 +181,22 @@ grpo-cat --json "$s/scored/step_0/rank_0/g.zst" | sed 's/"group_id":\([0-9]*\)/"
 	grpo-cat --from-json -o "$T/o.zst"
 grpo-pack -T 16 --flush -o "$s/batches" "$T/o.zst" 2> "$T/err"
 is "$?:$(ls "$s/batches" | tr '\n' ' ')" "0:step_3 step_4 " "a queue file's tokens under other group ids, by name: packed: $(cat "$T/err")"
+
+# 11. the same samples scored twice are the same samples, whatever their
+# advantages: a rollouts file collected twice with one seed, or restored
+# from a backup, and scored again by a judge whose verdicts differ
+s="$T/j" && mkdir -p "$s/scored/step_0/rank_0" "$s/scored/step_1/rank_0"
+one "$s/scored/step_0/rank_0/g.zst" 1
+sed 's/"sequence_id":\([0-9]*\)/"sequence_id":1\1/g; s/"advantages":1}/"advantages":0.25}/' "$d/tiny.jsonl" |
+	grpo-cat --from-json -o "$s/scored/step_1/rank_0/again.zst"
+pack "$s"
+st=$?
+grep -q "step_1/rank_0/again.zst: its 3 sequences are those of step_0/rank_0/g.zst, read before it: not packed again" "$T/err"
+is "$st:$?:$(published "$s/batches"):$(waiting "$s")" "0:0:110 111 120 :0" \
+	"the same samples with other advantages: packed once: $(cat "$T/err")"
+sed 's/"sequence_id":\([0-9]*\)/"sequence_id":1\1/g; s/"advantages":1}/"advantages":-0.5}/' "$d/tiny.jsonl" |
+	grpo-cat --from-json -o "$T/third.zst"
+grpo-pack -T 16 --flush -o "$s/batches" "$T/third.zst" 2> "$T/err"
+st=$?
+grep -q "third.zst: its 3 sequences are those of step_0/rank_0/g.zst, packed into step 1; nothing published" "$T/err"
+is "$st:$?:$(published "$s/batches")" "1:0:110 111 120 " "and scored a third time, given by name: refused: $(cat "$T/err")"

@@ -11,8 +11,8 @@ plan 29
 d="$GRPO_TOP/tests/cli/pack"
 # three inputs of 3 sequences each, with distinct trajectories
 grpo-cat --from-json -o "$T/a.zst" "$d/tiny.jsonl" || exit 1
-sed 's/"advantages":1}/"advantages":2}/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst" || exit 1
-sed 's/"advantages":1}/"advantages":3}/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/c.zst" || exit 1
+sed 's/\[9,9\]/[9,2]/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/b.zst" || exit 1
+sed 's/\[9,9\]/[9,3]/' "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/c.zst" || exit 1
 cp "$T/a.zst" "$T/copy.zst"
 steps() { ls "$1" 2> /dev/null | tr '\n' ' '; }
 

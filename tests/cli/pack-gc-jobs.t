@@ -14,7 +14,7 @@ d="$GRPO_TOP/tests/cli/pack"
 # inputs of 3 sequences each, with distinct trajectories
 grpo-cat --from-json -o "$T/a.zst" "$d/tiny.jsonl" || exit 1
 for k in 2 3 4; do
-	sed "s/\"advantages\":1}/\"advantages\":$k}/" "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/in$k.zst" || exit 1
+	sed "s/\[9,9\]/[9,$k]/" "$d/tiny.jsonl" | grpo-cat --from-json -o "$T/in$k.zst" || exit 1
 done
 mv "$T/in2.zst" "$T/b.zst" && mv "$T/in3.zst" "$T/c.zst" && mv "$T/in4.zst" "$T/e.zst"
 steps() { ls "$1" 2> /dev/null | tr '\n' ' '; }

@@ -26,7 +26,7 @@ is "$?" 0 "-o publishes a step"
 is "$(cat "$T/files")" "step_1/DONE step_1/rank_0/mb_0000.zst step_1/rank_1/mb_0000.zst " \
 	"rank directories, one file per micro-batch, and DONE"
 is "$(cat "$T/spool/batches/step_1/DONE")" \
-	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"loss_tokens":5,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[],"job":{"id":"68ee1643b2b331ad","first_step":1,"sequences":3,"finished":true,"data":"42ed76ed66ea2e88","inputs_data":["42ed76ed66ea2e88"],"inputs_hash":["6aea6653ab158746"],"done":[]}}' \
+	'{"step":1,"ranks":2,"micro_batches_per_rank":1,"sequences":3,"tokens":14,"loss_tokens":5,"pad_tokens":2,"dummies":0,"dummy_tokens":0,"dropped":{"stale":0,"overlong":0,"empty":0},"truncated":0,"truncated_untrained":0,"runs":[{"run":"","sequences":3,"tokens":14,"sequences_total":3,"run_step":1,"ready":true}],"next_run":"","inputs":[],"partial":[],"job":{"id":"68ee1643b2b331ad","first_step":1,"sequences":3,"finished":true,"data":"42ed76ed66ea2e88","inputs_data":["42ed76ed66ea2e88"],"inputs_hash":["05b05211796a7783"],"done":[]}}' \
 	"the manifest, with the step's loss tokens over both ranks (2 + 3)"
 cat "$T/spool/batches"/step_1/rank_*/mb_*.zst | grpo-cat --json | cmp -s - "$d/tiny-T8-W2-P4.expected"
 is "$?" 0 "the published files hold the same micro-batches"
