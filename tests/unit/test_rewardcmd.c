@@ -126,6 +126,11 @@ static void test_replies(void)
 		{ "{\"rewards\": {\"a\": 1, \"b\": 2}} {\"rewards\": {\"a\": 1, \"b\": 2}}", "for sequence 7 of group 1" },
 		{ "{\"rewards\": {\"a\": 05, \"b\": 2}}", "for sequence 7 of group 1" },
 		{ "", "answered '': " },
+		{ "{\"rewards\": {\"a\": 1, \"b\\tc\": 2}}", ": a name holding a control character" },
+		{ "{\"rewards\": {\"a\": 1, \"b\\u007f\": 2}}", ": a name holding a control character" },
+		/* 81 bytes: shown to its 80th, then "..." */
+		{ "{\"rewards\": {\"a\": 1, \"b\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",
+		  "answered '{\"rewards\": {\"a\": 1, \"b\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}...': not" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		const char *msg = second_reply(bad[i].reply, &e);
@@ -269,6 +274,55 @@ static void test_unasked(void)
 				  "sequence 7 of group 1"),
 	   "the second, found by rewardcmd_check: %s", e.msg);
 	rewardcmd_stop(&c, &e);
+
+	static const char *unasked[] = {
+		"{\"rewards\": {\"a\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",    /* 79 bytes */
+		"{\"rewards\": {\"a\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",   /* 80 */
+	};
+	for (size_t i = 0; i < 2; i++) {
+		char want[256];
+		snprintf(want, sizeof want, "wrote '%s' before it was asked", unasked[i]);
+		char text[256];
+		snprintf(text, sizeof text, "read l; printf '%%s\\n' '{\"rewards\": {\"a\": 1}}' '%s'; sleep 600",
+			 unasked[i]);
+		/* both lines in one write: there when the answer is read */
+		if (rewardcmd_start(&c, text, 30, &e) < 0) {
+			ok(0, "started: %s", e.msg);
+			return;
+		}
+		r = rewardcmd_ask(&c, &seq7, out, &e);
+		r = r < 0 ? r : rewardcmd_check(&c, &seq7, &e);
+		ok(r < 0 && strstr(e.msg, want), "an unasked line of %zu bytes shown whole: %s", strlen(unasked[i]), e.msg);
+		rewardcmd_stop(&c, &e);
+	}
+}
+
+/* A request longer than the socket's buffer: written in parts, as the
+ * program reads. */
+static void test_long_request(void)
+{
+	struct rewardcmd c;
+	struct err e;
+	double out[REWARDCMD_MAX];
+	size_t n = 4 << 20;
+	char *text = malloc(n);
+	if (!text || rewardcmd_start(&c, "while IFS= read -r l; do echo \"{\\\"rewards\\\": {\\\"n\\\": ${#l}}}\"; done",
+				     30, &e) < 0) {
+		ok(0, "started");
+		free(text);
+		return;
+	}
+	memset(text, 'y', n);
+	struct rewardcmd_req q = seq7;
+	q.response = text;
+	q.response_n = n;
+	int r = rewardcmd_ask(&c, &q, out, &e);
+	double want = (double)n + strlen("{\"sequence_id\": 7, \"group_id\": 1, \"prompt\": \"\", \"response\": \"\", "
+				       "\"answer\": null, \"finish_reason\": null}");
+	ok(r == 0 && out[0] == want, "a request of 4 MiB sent whole: %d, the program read %g bytes of %g%s%s", r, out[0],
+	   want, r < 0 ? ": " : "", r < 0 ? e.msg : "");
+	rewardcmd_stop(&c, &e);
+	free(text);
 }
 
 static void test_request(void)
@@ -397,6 +451,36 @@ static void test_pool(void)
 	   "a copy's timeout, naming it: %s", e.msg);
 	ok(reaped(tp[0]) && reaped(tp[1]) && reaped(tp[2]), "every copy stopped and reaped");
 	rewardpool_stop(&p, &e);
+
+	r = rewardpool_start(&p, "exec cat > /dev/null", REWARDPOOL_MAX, 30, &e);
+	ok(r == 0 && p.jobs == REWARDPOOL_MAX, "%d copies: %d%s%s", REWARDPOOL_MAX, r, r < 0 ? ": " : "",
+	   r < 0 ? e.msg : "");
+	if (r == 0)
+		is_int(rewardpool_stop(&p, &e), 0, "all stopped");
+
+	/* one copy answers its last request twice (one write: both lines
+	 * there when its answer is read): that request is named */
+	if (rewardpool_start(&p, "read l; echo '{\"rewards\": {\"a\": 1}}'; read l; "
+				 "printf '%s\\n' '{\"rewards\": {\"a\": 1}}' '{\"rewards\": {\"a\": 2}}'; sleep 600",
+			     1, 30, &e) < 0) {
+		ok(0, "started: %s", e.msg);
+		return;
+	}
+	r = rewardpool_run(&p, q, 2, out, 2, NULL, NULL, &e);
+	ok(r < 0 && strstr(e.msg, "before it was asked (one line per request) for sequence 1 of group 2"),
+	   "a second line to the last request, naming it: %s", e.msg);
+	rewardpool_stop(&p, &e);
+
+	/* stop: one copy of two exits with status 5 */
+	if (rewardpool_start(&p, "while read l; do echo '{\"rewards\": {\"a\": 1}}'; exit 5; done", 2, 30, &e) < 0) {
+		ok(0, "started: %s", e.msg);
+		return;
+	}
+	r = rewardpool_run(&p, q, 1, out, 2, NULL, NULL, &e);
+	r = r < 0 ? r : rewardpool_stop(&p, &e);
+	ok(r < 0 && !strcmp(e.msg, "reward program 'while read l; do echo '{\"rewards\": {\"a\": 1}}'; exit 5; done' "
+				   "(copy 1 of 2) exited with status 5"),
+	   "one copy's status at stop, alone: %s", e.msg);
 }
 
 int main(void)
@@ -411,6 +495,7 @@ int main(void)
 	test_ends();
 	test_stop();
 	test_unasked();
+	test_long_request();
 	test_request();
 	test_groups();
 	test_pool();
