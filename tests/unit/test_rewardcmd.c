@@ -7,6 +7,7 @@
  * program that sleeps far longer than its timeout. */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +274,22 @@ static void test_unasked(void)
 	ok(r < 0 && strstr(e.msg, "wrote '{\"rewards\": {\"a\": 2}}' before it was asked (one line per request) for "
 				  "sequence 7 of group 1"),
 	   "the second, found by rewardcmd_check: %s", e.msg);
+	rewardcmd_stop(&c, &e);
+
+	/* the second line written apart, after the answer was read: rewardcmd_check reads it */
+	snprintf(text, sizeof text, "read l; echo '{\"rewards\": {\"a\": 1}}'; while [ ! -e %s/go ]; do sleep 0.01; "
+				    "done; echo '{\"rewards\": {\"a\": 3}}'; sleep 600", dir);
+	if (rewardcmd_start(&c, text, 30, &e) < 0) {
+		ok(0, "started: %s", e.msg);
+		return;
+	}
+	r = rewardcmd_ask(&c, &seq7, out, &e);
+	write_file("go", "");
+	struct pollfd pf = { c.from_fd, POLLIN, 0 };
+	poll(&pf, 1, 30000);   /* the second line is there */
+	r = r < 0 ? r : rewardcmd_check(&c, &seq7, &e);
+	ok(r < 0 && strstr(e.msg, "wrote '{\"rewards\": {\"a\": 3}}' before it was asked"), "a later second line: %s",
+	   e.msg);
 	rewardcmd_stop(&c, &e);
 
 	static const char *unasked[] = {
