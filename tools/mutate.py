@@ -210,6 +210,13 @@ MODULES = {
         targets=["build/tests/test_steparc", "build/bin/grpo-spool", "build/bin/grpo-cat"],
         objects=["build/lib/spool/steparc.o"],
         tests=[UNIT + "test_steparc", CLI + "spool-archive.t", CLI + "spool-gc-queue.t"]),
+    "rewardcmd": dict(
+        files=["lib/score/rewardcmd.c", "lib/score/rewardpool.c"],
+        targets=["build/tests/test_rewardcmd", "build/tests/test_rewardpool", "build/tests/test_scorer",
+                 "build/bin/grpo-score"],
+        objects=["build/lib/score/rewardcmd.o", "build/lib/score/rewardpool.o"],
+        tests=[UNIT + "test_rewardcmd", UNIT + "test_rewardpool", UNIT + "test_scorer", CLI + "score-groups.t",
+               CLI + "score-jobs.t"]),
 }
 
 UNITS_ONLY = False
