@@ -258,6 +258,30 @@ static void test_stop(void)
 	}
 }
 
+/* A program that closed its input, still running: the request fails at
+ * once (EPIPE), never waited on. It says when it has closed it, so the
+ * request cannot go before (into the socket, to wait for an answer). */
+static void test_closed_input(void)
+{
+	struct rewardcmd c;
+	struct err e;
+	double out[REWARDCMD_MAX];
+	char text[256], path[128];
+	snprintf(path, sizeof path, "%s/closed", dir);
+	snprintf(text, sizeof text, "exec 0<&-; : > %s; sleep 600", path);
+	if (rewardcmd_start(&c, text, 30, &e) < 0) {
+		ok(0, "started: %s", e.msg);
+		return;
+	}
+	for (int i = 0; i < 3000 && !strcmp(file_text(path), "(absent)"); i++)
+		usleep(10000);
+	pid_t pid = c.pid;
+	int r = rewardcmd_ask(&c, &seq7, out, &e);
+	ok(r < 0 && strstr(e.msg, "stopped reading requests") && strstr(e.msg, "sequence 7 of group 1") && reaped(pid),
+	   "its input closed: the request fails at once, the program reaped: %s", e.msg);
+	rewardcmd_stop(&c, &e);
+}
+
 static void test_unasked(void)
 {
 	struct rewardcmd c;
@@ -515,6 +539,7 @@ int main(void)
 	test_after_error();
 	test_ends();
 	test_stop();
+	test_closed_input();
 	test_unasked();
 	test_long_request();
 	test_request();
