@@ -663,6 +663,8 @@ static void damaged_names(void)
 		  "a last name whose length runs one byte past the field" },
 		{ "\3\0\0\0acc\3\0\0\0f\0t", 14, "bad.zst: record 1: trajectory 0: field reward_names: bad string",
 		  "a NUL byte in a name" },
+		{ "\3\0\0\0acc\3\0\0\0fmt\1\0\0\0x", 19, "bad.zst: record 1: trajectory 0: 3 reward_names for 2 rewards",
+		  "three names for two rewards" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		names_file(&file, cases[i].data, cases[i].len);
@@ -682,18 +684,70 @@ static void damaged_names(void)
 	buf_free(&file);
 }
 
+/* A one-trajectory group (prompt [1], response [2]) whose trajectory ends
+ * in the bytes given, as a file. */
+static void traj_file(struct buf *file, const void *tail, size_t len)
+{
+	struct buf raw = { 0 }, p = { 0 }, tr = { 0 };
+	buf_append(&raw, header, sizeof header);
+	x_i64(&p, 1, 3);
+	x_array(&tr, 1, I32S, PLAIN, &(int32_t){ 1 }, 1, 4);
+	x_array(&tr, 2, I32S, PLAIN, &(int32_t){ 2 }, 1, 4);
+	buf_append(&tr, tail, len);
+	x_nested(&p, 3, &tr);
+	x_record(&raw, 1, &p);
+	zfile(file, &raw);
+	buf_free(&raw);
+	buf_free(&p);
+	buf_free(&tr);
+}
+
+/* A field of another type, though of the right size, and a last field whose
+ * length runs past its trajectory are refused, not read as if they fit. */
+static void damaged_traj_fields(void)
+{
+	struct buf file = { 0 };
+	struct record rec;
+	struct err e = { 0 };
+	static const struct {
+		const char *data;
+		size_t len;
+		const char *want, *what;
+	} cases[] = {
+		{ "\x08\0\x08\0\x08\0\0\0\1\0\0\0\0\0\0\0", 16,
+		  "bad.zst: record 1: trajectory 0: field policy_version has type 8, expected 1",
+		  "a policy_version of 8 bytes typed I64S" },
+		{ "\x09\0\x01\0\x04\0\0\0\0\0\x80\x3f", 12,
+		  "bad.zst: record 1: trajectory 0: field temperature has type 1, expected 2",
+		  "a temperature of 4 bytes typed I64" },
+		{ "\x0b\0\x03\0\x03\0\0\0r1", 10, "bad.zst: record 1: trajectory 0: malformed field list",
+		  "a last field (run) one byte longer than the trajectory" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		traj_file(&file, cases[i].data, cases[i].len);
+		int k = read_one(&file, &rec, &e);
+		ok(k < 0 && strcmp(e.msg, cases[i].want) == 0, "%s is refused: %s", cases[i].what,
+		   k < 0 ? e.msg : "read");
+		if (k > 0)
+			record_free(&rec);
+	}
+	buf_free(&file);
+}
+
 /* The fields of a micro-batch of one sequence of 2 tokens, the second
- * trained, up to its seq_lens (input_ids left out when asked), into p. */
-static void x_mb_tokens(struct buf *p, int with_input_ids)
+ * trained, up to its seq_lens (the field of tag left_out left out; 0:
+ * none), into p. */
+static void x_mb_tokens(struct buf *p, int left_out)
 {
 	static const int32_t tok[] = { 1, 2 }, pos[] = { 0, 1 };
 	static const uint8_t mask[] = { 0, 1 };
 	static const float adv[] = { 0, 1 }, lp[] = { 0, -1 }, temp[] = { 1, 1 };
 	static const uint32_t sl[] = { 2 };
-	if (with_input_ids)
+	if (left_out != 1)
 		x_array(p, 1, I32S, PLAIN, tok, 2, 4);
 	x_array(p, 2, I32S, PLAIN, pos, 2, 4);
-	x_array(p, 3, U8S, PLAIN, mask, 2, 1);
+	if (left_out != 3)
+		x_array(p, 3, U8S, PLAIN, mask, 2, 1);
 	x_array(p, 4, F32S, PLAIN, adv, 2, 4);
 	x_array(p, 5, F32S, PLAIN, lp, 2, 4);
 	x_array(p, 7, F32S, PLAIN, temp, 2, 4);
@@ -707,7 +761,7 @@ static void mb_file(struct buf *file, const void *ids, size_t len, const void *t
 	static const int64_t gid[] = { 4 };
 	struct buf raw = { 0 }, p = { 0 };
 	buf_append(&raw, header, sizeof header);
-	x_mb_tokens(&p, 1);
+	x_mb_tokens(&p, 0);
 	x_field(&p, 15, IDS, PLAIN, ids, len);
 	x_array(&p, 10, I64S, PLAIN, gid, 1, 8);
 	buf_append(&p, tail, tail_len);
@@ -765,18 +819,47 @@ static void damaged_ids(void)
 	buf_free(&file);
 }
 
-/* The micro-batch of x_mb_tokens, with or without input_ids, of sequence
- * 9 and the group ids given (one a sequence is right; gid NULL: no
- * group_ids field), as a file. */
-static void mb_fields_file(struct buf *file, int with_input_ids, const int64_t *gid, size_t ngid)
+/* A group id list that ends inside a string entry's length, followed by
+ * a field of a tag from a newer version (256, whose first byte is 0): it
+ * is refused, not read on into that field's header as the string. */
+static void ids_cut_before_field(void)
+{
+	static const int64_t sid[] = { 9 };
+	struct buf raw = { 0 }, p = { 0 }, file = { 0 };
+	struct record rec;
+	struct err e = { 0 };
+	buf_append(&raw, header, sizeof header);
+	x_mb_tokens(&p, 0);
+	x_array(&p, 9, I64S, PLAIN, sid, 1, 8);
+	x_field(&p, 16, IDS, PLAIN, "\1\2\0\0", 4);
+	x_i64(&p, 256, 1);
+	x_record(&raw, 2, &p);
+	zfile(&file, &raw);
+	int k = read_one(&file, &rec, &e);
+	ok(k < 0 && strcmp(e.msg, "bad.zst: record 1: field group_ids: malformed id list at entry 0") == 0,
+	   "an id list cut inside a length, before a field of tag 256, is refused: %s", k < 0 ? e.msg : "read");
+	if (k > 0)
+		record_free(&rec);
+	buf_free(&raw);
+	buf_free(&p);
+	buf_free(&file);
+}
+
+/* The micro-batch of x_mb_tokens (the field of tag left_out left out), of
+ * sequence 9 and the group ids given (one a sequence is right; gid NULL: no
+ * group_ids field), then the fields in tail (NULL: none), as a file. */
+static void mb_fields_file(struct buf *file, int left_out, const int64_t *gid, size_t ngid,
+			   const struct buf *tail)
 {
 	static const int64_t sid[] = { 9 };
 	struct buf raw = { 0 }, p = { 0 };
 	buf_append(&raw, header, sizeof header);
-	x_mb_tokens(&p, with_input_ids);
+	x_mb_tokens(&p, left_out);
 	x_array(&p, 9, I64S, PLAIN, sid, 1, 8);
 	if (gid)
 		x_array(&p, 10, I64S, PLAIN, gid, ngid, 8);
+	if (tail)
+		buf_append(&p, tail->data, tail->len);
 	x_record(&raw, 2, &p);
 	zfile(file, &raw);
 	buf_free(&raw);
@@ -793,18 +876,19 @@ static void damaged_mb_shape(void)
 	struct record rec;
 	struct err e = { 0 };
 	static const struct {
-		int input_ids, has_gid;
+		int left_out, has_gid;
 		size_t ngid;
 		const char *want, *what;
 	} cases[] = {
-		{ 1, 1, 1, NULL, "the whole micro-batch" },
-		{ 0, 1, 1, "bad.zst: record 1: micro-batch without input_ids", "no input_ids" },
-		{ 1, 1, 2, "bad.zst: record 1: 2 group_ids for 1 sequence_ids", "two group ids for one sequence" },
-		{ 1, 1, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group id for one sequence" },
-		{ 1, 0, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group_ids field" },
+		{ 0, 1, 1, NULL, "the whole micro-batch" },
+		{ 1, 1, 1, "bad.zst: record 1: micro-batch without input_ids", "no input_ids" },
+		{ 3, 1, 1, "bad.zst: record 1: micro-batch without loss_mask", "no loss_mask" },
+		{ 0, 1, 2, "bad.zst: record 1: 2 group_ids for 1 sequence_ids", "two group ids for one sequence" },
+		{ 0, 1, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group id for one sequence" },
+		{ 0, 0, 0, "bad.zst: record 1: 0 group_ids for 1 sequence_ids", "no group_ids field" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		mb_fields_file(&file, cases[i].input_ids, cases[i].has_gid ? gid : NULL, cases[i].ngid);
+		mb_fields_file(&file, cases[i].left_out, cases[i].has_gid ? gid : NULL, cases[i].ngid, NULL);
 		int k = read_one(&file, &rec, &e);
 		if (!cases[i].want)
 			ok(k == 1 && rec.mb.n_tokens == 2 && rec.mb.n_seqs == 1 && rec.mb.group_ids[0].num == 4,
@@ -814,6 +898,29 @@ static void damaged_mb_shape(void)
 			   cases[i].what, k < 0 ? e.msg : "read");
 		if (k > 0)
 			record_free(&rec);
+	}
+	/* each per-sequence field with two entries for the one sequence */
+	static const struct {
+		int tag, type;
+		size_t len;
+		const char *name;
+	} per_seq[] = {
+		{ 17, U32S, 8, "prompt_lens" }, { 18, I64S, 16, "policy_versions" }, { 19, F32S, 8, "rewards" },
+		{ 20, STRS, 8, "finish_reasons" }, { 21, U8S, 2, "logprobs_missing" },
+	};
+	static const unsigned char zeros[16] = { 0 };   /* as STRS: two empty strings */
+	for (size_t i = 0; i < sizeof per_seq / sizeof *per_seq; i++) {
+		struct buf tail = { 0 };
+		char want[96];
+		x_field(&tail, per_seq[i].tag, per_seq[i].type, PLAIN, zeros, per_seq[i].len);
+		mb_fields_file(&file, 0, gid, 1, &tail);
+		snprintf(want, sizeof want, "bad.zst: record 1: 2 %s for 1 sequences", per_seq[i].name);
+		int k = read_one(&file, &rec, &e);
+		ok(k < 0 && strcmp(e.msg, want) == 0, "a micro-batch of one sequence with 2 %s is refused: %s",
+		   per_seq[i].name, k < 0 ? e.msg : "read");
+		if (k > 0)
+			record_free(&rec);
+		buf_free(&tail);
 	}
 	buf_free(&file);
 }
@@ -920,14 +1027,15 @@ static void byte_at_a_time(const struct buf *raw)
 	buf_free(&file);
 }
 
-/* Records read from file before the error, and the error; -1 if none came. */
+/* Records read from file before the error, and the error; -1 if none came
+ * (or more than 16 records). */
 static int read_to_error(const struct buf *file, struct err *e)
 {
 	struct sfile_reader r;
 	struct record rec;
-	int n = 0, k;
+	int n = 0, k = 0;
 	sfile_reader_open_mem(&r, file->data, file->len, "cut.zst", e);
-	while ((k = sfile_read(&r, &rec, e)) > 0) {
+	while (n < 16 && (k = sfile_read(&r, &rec, e)) > 0) {   /* more than any file here holds */
 		n++;
 		record_free(&rec);
 	}
@@ -1025,6 +1133,144 @@ static void damaged_records(const struct buf *x)
 	buf_free(&file);
 }
 
+/* A file zstd alone made of raw, its block ended after the first `at`
+ * bytes, so that the rest lies in a later block (as a writer's flush leaves
+ * it). */
+static void zfile_flushed(struct buf *file, const struct buf *raw, size_t at)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	size_t room = ZSTD_compressBound(raw->len) + 64;
+	buf_reset(file);
+	buf_reserve(file, room);
+	ZSTD_outBuffer out = { file->data, room, 0 };
+	ZSTD_inBuffer a = { raw->data, at, 0 }, b = { raw->data + at, raw->len - at, 0 };
+	size_t left;
+	do
+		left = ZSTD_compressStream2(c, &out, &a, ZSTD_e_flush);
+	while (left != 0 && !ZSTD_isError(left));
+	do
+		left = ZSTD_compressStream2(c, &out, &b, ZSTD_e_end);
+	while (left != 0 && !ZSTD_isError(left));
+	file->len = out.pos;
+	ZSTD_freeCCtx(c);
+}
+
+/* Damage to the frames around records (x: group 0, rec its record): bytes
+ * after the last frame, a wrong checksum, a header extension cut short, a
+ * frame cut inside a record whose header came in an earlier block. Each is
+ * refused with its own message, the records before it read. */
+static void damaged_frames(const struct buf *x, const struct record *rec)
+{
+	struct buf raw = { 0 }, file = { 0 };
+	struct err e = { 0 };
+	char want[96];
+	buf_append(&raw, header, sizeof header);
+	buf_append(&raw, x->data, x->len);
+	zfile(&file, &raw);
+	size_t at = file.len;
+	buf_append(&file, "junk", 4);
+	snprintf(want, sizeof want, "cut.zst: not a spool file (no zstd frame at byte %zu)", at);
+	int n = read_to_error(&file, &e);
+	ok(n == 1 && strcmp(e.msg, want) == 0, "4 bytes of junk after a file: its record, then %s", e.msg);
+
+	struct sfile_writer w;
+	buf_reset(&file);
+	sfile_writer_init(&w, sfile_sink_buf, &file, 3, &e);
+	sfile_write_record(&w, rec, &e);
+	sfile_writer_finish(&w, &e);
+	sfile_writer_free(&w);
+	file.data[file.len - 1] ^= 1;   /* the content checksum's last byte */
+	n = read_to_error(&file, &e);
+	ok(n >= 0 && strcmp(e.msg, "cut.zst: corrupted (zstd checksum mismatch)") == 0, "a wrong checksum: %s",
+	   e.msg);
+
+	buf_reset(&raw);
+	buf_append(&raw, "GRPO\1\0\1\0\12\0\0\0abcde", 17);   /* 5 of its 10 extension bytes */
+	zfile(&file, &raw);
+	n = read_to_error(&file, &e);
+	ok(n == 0 && strcmp(e.msg, "cut.zst: truncated header") == 0, "a header extension cut short: %s", e.msg);
+
+	buf_reset(&raw);
+	buf_append(&raw, header, sizeof header);
+	buf_append(&raw, x->data, x->len);
+	buf_append(&raw, x->data, x->len);
+	zfile_flushed(&file, &raw, sizeof header + x->len + 16);
+	file.len -= 3;   /* into the block of record 2's payload */
+	n = read_to_error(&file, &e);
+	ok(n == 1 && strcmp(e.msg, "cut.zst: truncated zstd frame (input ends inside it)") == 0,
+	   "a frame cut inside record 2, whose header came in a block before: record 1, then %s", e.msg);
+	buf_free(&raw);
+	buf_free(&file);
+}
+
+/* Two trajectories' empty prompts, one NULL and one an allocation, are the
+ * same prompt: stored once in the group as an empty array, whichever is
+ * first (x: group 5's bytes, whose prompts are both NULL). */
+static void empty_prompts_mixed(const struct buf *x)
+{
+	struct buf raw = { 0 }, want = { 0 }, unused = { 0 };
+	struct err e = { 0 };
+	buf_append(&want, header, sizeof header);
+	buf_append(&want, x->data, x->len);
+	for (int i = 0; i < 2; i++) {
+		struct record rec = { .kind = REC_GROUP };
+		group_5(&rec.group, &unused);
+		rec.group.trajs[i].prompt_tokens = malloc(1);
+		int rc = write_raw(&rec, 1, &raw, &e);
+		ok(rc == 0 && same_bytes(&raw, &want), "empty prompts, trajectory %d's allocated, the other's NULL: "
+		   "written as group 5 (%s)", i, rc ? e.msg : "ok");
+		record_free(&rec);
+	}
+	buf_free(&raw);
+	buf_free(&want);
+	buf_free(&unused);
+}
+
+/* A reader of memory is ready before its first read. A reader of a pipe
+ * whose producer wrote two records and is still writing holds the second
+ * whole once it has read the first: it is ready, though nothing more is in
+ * the pipe. Read to the pipe's end, it is drained. (x: group 0) */
+static void ready_and_drained(const struct buf *x)
+{
+	struct buf raw = { 0 }, file = { 0 };
+	struct err e = { 0 };
+	struct sfile_reader r;
+	struct record rec;
+	buf_append(&raw, header, sizeof header);
+	buf_append(&raw, x->data, x->len);
+	buf_append(&raw, x->data, x->len);
+	zfile(&file, &raw);
+	sfile_reader_open_mem(&r, file.data, file.len, "mem", &e);
+	ok(sfile_reader_ready(&r) == 1, "a reader of memory is ready before its first read");
+	sfile_reader_close(&r);
+
+	int fd[2];
+	if (pipe(fd) < 0 || write(fd[1], file.data, file.len) != (ssize_t)file.len) {
+		skip("no pipe");
+		buf_free(&raw);
+		buf_free(&file);
+		return;
+	}
+	sfile_reader_open_fd(&r, fd[0], "pipe", &e);
+	int k = sfile_read(&r, &rec, &e);
+	if (k > 0)
+		record_free(&rec);
+	ok(k == 1 && sfile_reader_ready(&r) == 1, "record 1 read from a pipe still open: ready, record 2 held (%s)",
+	   k < 0 ? e.msg : "ok");
+	close(fd[1]);
+	int n = 0;
+	while (n < 16 && (k = sfile_read(&r, &rec, &e)) > 0) {
+		n++;
+		record_free(&rec);
+	}
+	ok(k == 0 && n == 1 && sfile_reader_drained(&r) == 1, "the rest, record 2, then the pipe's end: drained (%s)",
+	   k < 0 ? e.msg : "ok");
+	sfile_reader_close(&r);
+	close(fd[0]);
+	buf_free(&raw);
+	buf_free(&file);
+}
+
 int main(void)
 {
 	struct record recs[NREC];
@@ -1060,11 +1306,16 @@ int main(void)
 	   NREC, n, n < 0 ? e.msg : "ok");
 	byte_at_a_time(&want);
 	damaged_names();
+	damaged_traj_fields();
 	damaged_ids();
+	ids_cut_before_field();
 	damaged_mb_shape();
 	empty_frames(&x[0]);
 	no_successes();
 	damaged_records(&x[2]);
+	damaged_frames(&x[2], &recs[2]);
+	empty_prompts_mixed(&x[3]);
+	ready_and_drained(&x[2]);
 
 	for (int i = 0; i < NREC; i++) {
 		record_free(&recs[i]);
