@@ -413,6 +413,9 @@ static void lengths(void)
 	is_int(open_fds(), fds, "and its descriptor closed");
 	static const struct st_model empty = { 0 };
 	ok(memcmp(&st, &empty, sizeof st) == 0, "a failed st_open leaves the model empty");
+	write_raw("short.safetensors", "{\"w\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 1);
+	ok(st_open(&st, path, &e) < 0 && memcmp(&st, &empty, sizeof st) == 0 && open_fds() == fds,
+	   "so does one failing on a mapped file's header, its mapping and descriptor gone");
 	memset(&st, 0x5a, sizeof st);
 	ok(st_open_mem(&st, b, 7, "m", &e) < 0 && memcmp(&st, &empty, sizeof st) == 0,
 	   "a failed st_open_mem leaves the model empty");
