@@ -217,6 +217,13 @@ MODULES = {
         objects=["build/lib/score/rewardcmd.o", "build/lib/score/rewardpool.o"],
         tests=[UNIT + "test_rewardcmd", UNIT + "test_rewardpool", UNIT + "test_scorer", CLI + "score-groups.t",
                CLI + "score-jobs.t"]),
+    "safetensors": dict(
+        files=["lib/model/safetensors.c"],
+        targets=["build/tests/test_safetensors", "build/tests/test_safetensors_bytes", "build/tests/test_ckpt",
+                 "build/tests/test_model_hf"],
+        objects=["build/lib/model/safetensors.o"],
+        tests=[UNIT + "test_safetensors", UNIT + "test_safetensors_bytes", UNIT + "test_ckpt",
+               UNIT + "test_model_hf", CLI + "collect.t"]),
 }
 
 UNITS_ONLY = False
