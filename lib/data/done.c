@@ -208,6 +208,19 @@ static int parse_hashes(const cJSON *arr, uint64_t **v, uint32_t *n, const char 
 	return 0;
 }
 
+/* The same, of the length want when present (of: what want counts, in
+ * the message: "inputs"). */
+static int parse_hashes_of(const cJSON *arr, uint64_t **v, uint32_t want, const char *what, const char *of,
+			   const char *name, struct err *e)
+{
+	uint32_t n = 0;
+	if (parse_hashes(arr, v, &n, what, name, e) < 0)
+		return -1;
+	if (arr && n != want)
+		return err_set(e, "%s: %s: %u hashes for %u %s", name, what, n, want, of);
+	return 0;
+}
+
 /* An array of strings, what naming it in messages ("inputs"); absent, none. */
 static int parse_strings(const cJSON *arr, char ***v, uint32_t *n, const char *what, const char *name,
 			 struct err *e)
@@ -233,11 +246,8 @@ static int parse_files(const cJSON *fin, const cJSON *hashes, const cJSON *part,
 		return -1;
 	if (!(m->partial = calloc((size_t)cJSON_GetArraySize(part) + 1, sizeof *m->partial)))
 		return err_set(e, "out of memory");
-	uint32_t n_hash = 0;
-	if (parse_hashes(hashes, &m->inputs_hash, &n_hash, "inputs_hash", name, e) < 0)
+	if (parse_hashes_of(hashes, &m->inputs_hash, m->n_inputs, "inputs_hash", "inputs", name, e) < 0)
 		return -1;
-	if (hashes && n_hash != m->n_inputs)
-		return err_set(e, "%s: inputs_hash: %u hashes for %u inputs", name, n_hash, m->n_inputs);
 	cJSON_ArrayForEach(it, part) {
 		struct done_partial *p = &m->partial[m->n_partial++];
 		const cJSON *dn = cJSON_GetObjectItemCaseSensitive(it, "done");
@@ -287,13 +297,9 @@ static int parse_job_obj(const cJSON *job, struct done_job *j, int need_done, co
 	if (parse_hashes(cJSON_GetObjectItemCaseSensitive(job, "inputs_data"), &j->inputs_data, &j->n_inputs_data,
 			 "job.inputs_data", name, e) < 0)
 		return -1;
-	uint32_t n_hash = 0;
-	const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(job, "inputs_hash");
-	if (parse_hashes(hashes, &j->inputs_hash, &n_hash, "job.inputs_hash", name, e) < 0)
+	if (parse_hashes_of(cJSON_GetObjectItemCaseSensitive(job, "inputs_hash"), &j->inputs_hash, j->n_inputs_data,
+			    "job.inputs_hash", "in inputs_data", name, e) < 0)
 		return -1;
-	if (hashes && n_hash != j->n_inputs_data)
-		return err_set(e, "%s: job.inputs_hash: %u hashes for %u in inputs_data", name, n_hash,
-			       j->n_inputs_data);
 	if (!dn)
 		return 0;
 	if (!(j->done = malloc(((size_t)cJSON_GetArraySize(dn) + 1) * sizeof *j->done)))
@@ -437,7 +443,6 @@ static int marker_object(const char *queue, int64_t step, char p[PATH_MAX], cJSO
 	return 1;
 }
 
-
 /* The files of m whose hashes are known, moved into r (m keeps the rest). */
 static int take_files(struct done_manifest *m, struct done_jobrec *r, struct err *e)
 {
@@ -507,15 +512,13 @@ static int parse_file_rec(const cJSON *o, struct done_jobrec *r, const char *nam
 {
 	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "inputs");
 	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "inputs_hash");
-	uint32_t nh = 0;
 	if (!cJSON_IsArray(fin) || !cJSON_IsArray(h))
 		return err_set(e, "%s: a file record needs inputs and inputs_hash", name);
-	if (parse_strings(fin, &r->files, &r->n_files, "inputs", name, e) < 0)
+	if (parse_strings(fin, &r->files, &r->n_files, "inputs", name, e) < 0 ||
+	    parse_hashes_of(h, &r->files_hash, r->n_files, "inputs_hash", "inputs", name, e) < 0)
 		return -1;
-	if (parse_hashes(h, &r->files_hash, &nh, "inputs_hash", name, e) < 0)
-		return -1;
-	if (nh != r->n_files || nh == 0)
-		return err_set(e, "%s: inputs_hash: %u hashes for %u inputs", name, nh, r->n_files);
+	if (r->n_files == 0)
+		return err_set(e, "%s: inputs_hash: 0 hashes for 0 inputs", name);
 	return 0;
 }
 

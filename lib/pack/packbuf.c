@@ -475,9 +475,11 @@ static int read_known(struct packbuf *b, struct err *e)
  * removed that step, where its record is. */
 static void known_where(const struct packbuf *b, const struct packbuf_known *k, char *out, size_t size)
 {
-	snprintf(out, size, "packed into step %lld%s%s%s", (long long)k->step,
-		 k->removed ? " (removed by grpo-spool gc, recorded in " : "", k->removed ? b->queue : "",
-		 k->removed ? "/.jobs)" : "");
+	if (k->removed)
+		snprintf(out, size, "packed into step %lld (removed by grpo-spool gc, recorded in %s/.jobs)",
+			 (long long)k->step, b->queue);
+	else
+		snprintf(out, size, "packed into step %lld", (long long)k->step);
 }
 
 /* Does source idx, just read, hold trajectories packed before, or read

@@ -11,16 +11,13 @@
 plan 27
 
 d="$GRPO_TOP/tests/cli/pack"
-one() { # one FILE ID: tiny.jsonl's 3 sequences with ids made distinct by ID
-	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g" "$d/tiny.jsonl" > "$T/one.jsonl"
+one() { # one FILE ID [SED]: tiny.jsonl's 3 sequences with ids made distinct by ID, SED applied too
+	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g; ${3:-}" "$d/tiny.jsonl" > "$T/one.jsonl"
 	grpo-cat --from-json -o "$1" "$T/one.jsonl"
 }
 # own FILE ID: the same with other tokens too (plain inputs: a job knows its
 # inputs by their trajectories alone, so one has to differ in its tokens)
-own() {
-	sed "s/\"sequence_id\":\([0-9]*\)/\"sequence_id\":$2\1/g; s/\[9,9\]/[9,$2]/" "$d/tiny.jsonl" > "$T/one.jsonl"
-	grpo-cat --from-json -o "$1" "$T/one.jsonl"
-}
+own() { one "$1" "$2" "s/\[9,9\]/[9,$2]/"; }
 # the sequence ids of the published steps, sorted, one line
 published() {
 	cat "$1"/step_*/rank_*/mb_*.zst | grpo-cat --json | grep -o '"sequence_ids":\[[0-9,]*\]' |
@@ -187,15 +184,13 @@ is "$?:$(ls "$s/batches" | tr '\n' ' ')" "0:step_3 step_4 " "a queue file's toke
 # from a backup, and scored again by a judge whose verdicts differ
 s="$T/j" && mkdir -p "$s/scored/step_0/rank_0" "$s/scored/step_1/rank_0"
 one "$s/scored/step_0/rank_0/g.zst" 1
-sed 's/"sequence_id":\([0-9]*\)/"sequence_id":1\1/g; s/"advantages":1}/"advantages":0.25}/' "$d/tiny.jsonl" |
-	grpo-cat --from-json -o "$s/scored/step_1/rank_0/again.zst"
+one "$s/scored/step_1/rank_0/again.zst" 1 's/"advantages":1}/"advantages":0.25}/'
 pack "$s"
 st=$?
 grep -q "step_1/rank_0/again.zst: its 3 sequences are those of step_0/rank_0/g.zst, read before it: not packed again" "$T/err"
 is "$st:$?:$(published "$s/batches"):$(waiting "$s")" "0:0:110 111 120 :0" \
 	"the same samples with other advantages: packed once: $(cat "$T/err")"
-sed 's/"sequence_id":\([0-9]*\)/"sequence_id":1\1/g; s/"advantages":1}/"advantages":-0.5}/' "$d/tiny.jsonl" |
-	grpo-cat --from-json -o "$T/third.zst"
+one "$T/third.zst" 1 's/"advantages":1}/"advantages":-0.5}/'
 grpo-pack -T 16 --flush -o "$s/batches" "$T/third.zst" 2> "$T/err"
 st=$?
 grep -q "third.zst: its 3 sequences are those of step_0/rank_0/g.zst, packed into step 1; nothing published" "$T/err"
