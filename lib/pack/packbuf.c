@@ -17,15 +17,14 @@
 #include "data/mbbuild.h"
 #include "pack/pack.h"
 #include "data/sfile.h"
+#include "data/trajhash.h"
 #include "spool/spool.h"
-
-#define FNV_BASIS 0xcbf29ce484222325ULL   /* FNV-1a's offset basis */
 
 void packbuf_init(struct packbuf *b, const struct packbuf_opt *o)
 {
 	memset(b, 0, sizeof *b);
 	b->o = *o;
-	b->job.hash = FNV_BASIS;
+	b->job.hash = TRAJHASH_INIT;
 }
 
 void packbuf_free(struct packbuf *b)
@@ -109,59 +108,6 @@ int packbuf_carry(struct packbuf *b, const char *const *queues, size_t n_queues,
 	return 0;
 }
 
-/* FNV-1a, 64 bits, over n bytes: the job's hash. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *c = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-/* with_advantage 0: the sample alone, as the sampler made it */
-static uint64_t traj_hash(uint64_t h, const struct traj *t, int with_advantage)
-{
-	/* the same for every input: what is hashed goes into manifests */
-	h = fnv(h, &t->n_prompt, sizeof t->n_prompt);
-	h = fnv(h, &t->n_response, sizeof t->n_response);
-	h = fnv(h, t->prompt_tokens, t->n_prompt * sizeof *t->prompt_tokens);
-	h = fnv(h, t->response_tokens, t->n_response * sizeof *t->response_tokens);
-	if (t->logprobs)
-		h = fnv(h, t->logprobs, t->n_response * sizeof *t->logprobs);
-	if (with_advantage)
-		h = fnv(h, &t->advantage, sizeof t->advantage);
-	h = fnv(h, &t->policy_version, sizeof t->policy_version);
-	h = fnv(h, &t->temperature, sizeof t->temperature);
-	return t->run ? fnv(h, t->run, strlen(t->run) + 1) : h;
-}
-
-static uint64_t id_hash(uint64_t h, const struct traj_id *id)
-{
-	h = fnv(h, &id->num, sizeof id->num);
-	return id->str ? fnv(h, id->str, strlen(id->str) + 1) : fnv(h, "", 0);
-}
-
-/* h and trajectory x of group g: a group's size goes in before its first.
- * The job's data and each input's are this over their trajectories, so a
- * job of one input has that input's. */
-static uint64_t job_hash_add(uint64_t h, const struct group *g, uint32_t x)
-{
-	return traj_hash(x ? h : fnv(h, &g->n, sizeof g->n), &g->trajs[x], 1);
-}
-
-/* The same with the group's and the trajectory's ids and without the
- * advantage: a queue file's hash, which tells a copy of a file from one
- * sampled apart with the same tokens, and knows the same samples scored
- * twice (a rollouts file collected or restored twice, a judge's rewards
- * differing) as the same. */
-static uint64_t file_hash_add(uint64_t h, const struct group *g, uint32_t x)
-{
-	if (x == 0)
-		h = fnv(id_hash(h, &g->group_id), &g->n, sizeof g->n);
-	h = traj_hash(h, &g->trajs[x], 0);
-	return id_hash(h, &g->trajs[x].sequence_id);
-}
-
 /* A new plain input, named name, whose trajectories come next. */
 static int job_input_begin(struct packbuf_job *j, const char *name, struct err *e)
 {
@@ -178,7 +124,7 @@ static int job_input_begin(struct packbuf_job *j, const char *name, struct err *
 		return err_set(e, "out of memory");
 	if (!(j->in_name[j->n_in] = strdup(name)))
 		return err_set(e, "out of memory");
-	j->in_data[j->n_in] = j->in_file[j->n_in] = FNV_BASIS;
+	j->in_data[j->n_in] = j->in_file[j->n_in] = TRAJHASH_INIT;
 	j->in_seqs[j->n_in++] = 0;
 	return 0;
 }
@@ -292,7 +238,7 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 		struct traj *t = &g->trajs[j];
 		uint32_t ord = so ? so->next_ord++ : b->job.next_ord++;
 		if (so) {
-			so->hash = file_hash_add(so->hash, g, j);
+			so->hash = trajhash_file_add(so->hash, g, j);
 			so->seqs++;
 		}
 		if (so && so->skip && is_done(so->skip, ord)) {
@@ -305,9 +251,9 @@ int packbuf_add_group(struct packbuf *b, struct group *g, int32_t src, const cha
 			 * identity, known once all is read, decides (packbuf_job_settle) */
 			const struct done_job *pj = &b->job.prev;
 			uint32_t in = b->job.n_in - 1;
-			b->job.hash = job_hash_add(b->job.hash, g, j);
-			b->job.in_data[in] = job_hash_add(b->job.in_data[in], g, j);
-			b->job.in_file[in] = file_hash_add(b->job.in_file[in], g, j);
+			b->job.hash = trajhash_job_add(b->job.hash, g, j);
+			b->job.in_data[in] = trajhash_job_add(b->job.in_data[in], g, j);
+			b->job.in_file[in] = trajhash_file_add(b->job.in_file[in], g, j);
 			b->job.in_seqs[in]++;
 			if (b->job.has_prev && !pj->finished && in_list(pj->done, pj->n_done, ord)) {
 				if (note_job_done(&b->job, ord) < 0)
@@ -583,7 +529,7 @@ int packbuf_read_claim(struct packbuf *b, const struct claim *c, struct err *e)
 		return k < 0 || flush_retired(b, e) < 0 ? -1 : 0;
 	}
 	so->skip = in;
-	so->hash = FNV_BASIS;
+	so->hash = TRAJHASH_INIT;
 	int fd = fsys_open_read(so->c.path, e);
 	if (fd < 0)
 		return -1;
@@ -1201,7 +1147,7 @@ int packbuf_job_settle(struct packbuf *b, const char *queue, const char *opts, i
 {
 	struct packbuf_job *j = &b->job;
 	const struct done_job *pj = &j->prev;
-	uint64_t id = fnv(j->hash, opts, strlen(opts));
+	uint64_t id = trajhash_bytes(j->hash, opts, strlen(opts));
 	j->first_step = step;
 	if (j->has_prev && !pj->finished && (j->next_ord == 0 || pj->id != id))
 		return err_set(e, "steps %lld to %lld hold %u of the %u sequences of job %016llx, which is not "
