@@ -11,7 +11,9 @@
  * claimed input is retired only after its output is published, and
  * released on any error, so it waits for the next run. The output keeps
  * the input's step_N/rank_X and name, so a re-run after a crash publishes
- * the same name and the copy is dropped (spool.h).
+ * the same name and the copy is dropped (spool.h). Into -o, each input is
+ * recorded by the hash of its trajectories (scoreio.h), so that a copy of
+ * one under any name is not scored again (scored_before).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "data/sfile.h"
+#include "data/trajhash.h"
 #include "model/model_gpu.h"
 #include "model/tokenizer.h"
 #include "score/scored.h"
@@ -321,21 +324,55 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 /* ---- one input ---- */
 
-/* The output of one input, into -o: where the claim or the path says. */
-static int publish(struct state *s, const char *path, const struct claim *c, const struct group *gs, uint32_t n,
+/* Where one input's output goes in -o: where the claim or the path says. */
+static void place(const char *path, const struct claim *c, const struct group *gs, uint32_t n, int64_t *step,
+		  int *rank, char *name, size_t size)
+{
+	scoreio_place(path, gs, n, step, rank, name, size);
+	if (c)
+		*step = c->step, *rank = c->rank, snprintf(name, size, "%s", c->name);
+}
+
+static int publish(struct state *s, int64_t step, int rank, const char *name, const struct group *gs, uint32_t n,
 		   const uint8_t *keep, struct err *e)
 {
-	int64_t step;
-	int rank;
-	char name[256];
-	scoreio_place(path, gs, n, &step, &rank, name, sizeof name);
-	if (c)
-		step = c->step, rank = c->rank, snprintf(name, sizeof name, "%s", c->name);
 	int r = scoreio_publish(s->o.out, step, rank, name, gs, n, keep, e);
 	if (r == 1 && s->o.verbose)
 		cli_warn("%s/step_%lld/rank_%d/%s: already published (a re-run); this copy dropped",
 			 s->o.out, (long long)step, rank, name);
 	return r;
+}
+
+/*
+ * Whether -o records an input of these trajectories (hash) as scored
+ * already, under whatever name: 1, said (a copy is worth a warning, a
+ * re-run, whose output is here, only with -v), 0, or -1. here: the
+ * output's name in -o, "step_N/rank_X/NAME"; what: what is not done again.
+ */
+static int scored_before(struct state *s, const char *name, uint64_t hash, uint64_t seqs, const char *here,
+			 const char *what, struct err *e)
+{
+	char was[PATH_MAX], rec[PATH_MAX];
+	int k = scoreio_known(s->o.out, hash, was, sizeof was, e);
+	if (k != 1)
+		return k;
+	if (strcmp(was, here) == 0) {
+		if (s->o.verbose)
+			cli_warn("%s/%s: already published (a re-run); %s %s", s->o.out, here, name, what);
+	} else if (scoreio_record_path(rec, sizeof rec, s->o.out, hash, e) == 0) {
+		cli_warn("%s: warning: its %llu sequence%s scored before, into %s/%s (recorded in %s); %s", name,
+			 (unsigned long long)seqs, seqs == 1 ? " was" : "s were", s->o.out, was, rec, what);
+	}
+	return 1;
+}
+
+/* Record an input's trajectories as scored into here: what only spares a
+ * copy its scoring, so a failure is a warning. */
+static void remember(struct state *s, const char *name, uint64_t hash, const char *here)
+{
+	struct err e;
+	if (scoreio_remember(s->o.out, hash, here, &e) < 0)
+		cli_warn("%s: warning: %s: a copy of it would be scored again", name, e.msg);
 }
 
 /* A group seen in an earlier input (or, streamed, earlier in this one) is scored in parts: say so. */
@@ -407,34 +444,55 @@ static void report(struct state *s, const char *name, const struct scorer_stats 
 	buf_free(&m);
 }
 
+static uint64_t count_seqs(const struct group *gs, uint32_t n)
+{
+	uint64_t k = 0;
+	for (uint32_t g = 0; g < n; g++)
+		k += gs[g].n;
+	return k;
+}
+
 static int score_fd(struct state *s, int fd, const char *name, const char *path, const struct claim *c,
 		    struct err *e)
 {
 	struct group *gs = NULL;
 	uint32_t n = 0;
 	uint8_t *keep = NULL;
-	uint64_t copies = 0;
+	uint64_t copies = 0, hash = 0, seqs = 0;
+	int64_t step = 0;
+	int rank = 0, known = 0;
+	char oname[256], here[320];
 	int r = scoreio_read(fd, name, &gs, &n, &copies, e);
-	if (r == 0 && !(keep = malloc(n + 1)))
+	if (r == 0 && s->o.out) {
+		place(path, c, gs, n, &step, &rank, oname, sizeof oname);
+		snprintf(here, sizeof here, "step_%lld/rank_%d/%s", (long long)step, rank, oname);
+		hash = trajhash_file(gs, n);
+		seqs = count_seqs(gs, n);
+		if (seqs && (known = scored_before(s, name, hash, seqs, here, "not scored again", e)) < 0)
+			r = -1;
+	}
+	if (r == 0 && !known && !(keep = malloc(n + 1)))
 		r = err_set(e, "out of memory");
 	struct scorer_stats st;
 	int dropped = 0;
-	if (r == 0 && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
+	if (r == 0 && !known && (r = scorer_run(&s->so, gs, n, keep, &st, e)) < 0)
 		err_prefix(e, "%s", name);
 	progress_end(&s->pg);
-	if (r == 0) {
+	if (r == 0 && !known) {
 		for (uint32_t g = 0; g < n; g++)
 			note_seen(s, name, &gs[g], 0);
 		if (s->o.out) {
-			dropped = (r = publish(s, path, c, gs, n, keep, e)) == 1;
+			dropped = (r = publish(s, step, rank, oname, gs, n, keep, e)) == 1;
 			r = r < 0 ? -1 : 0;
 		} else if ((r = scoreio_write(&s->w, gs, n, keep, e)) == 0) {
 			r = sfile_writer_flush(&s->w, e);
 		}
-	}
-	if (r == 0) {
-		warn_copies(name, copies);
-		report(s, name, &st, dropped, !path);
+		if (r == 0) {
+			warn_copies(name, copies);
+			report(s, name, &st, dropped, !path);
+			if (s->o.out && seqs)   /* after the metrics line, which a re-run owes until then */
+				remember(s, name, hash, here);
+		}
 	}
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
@@ -534,9 +592,17 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 	free(gs);
 	free(st);
 	free(keep);
-	if (s->o.out && r < 0)
+	/* a copy is known only now, scored already: it is not published again */
+	char here[320];
+	int known = 0;
+	if (s->o.out && r == 0 && sum.seqs) {
+		snprintf(here, sizeof here, "step_%lld/rank_0/%s", (long long)pub.step, scoreio_pub_name(&pub));
+		if ((known = scored_before(s, name, pub.samples, sum.seqs, here, "not published again", e)) < 0)
+			r = -1;
+	}
+	if (s->o.out && (r < 0 || known))
 		scoreio_pub_abort(&pub);
-	if (s->o.out && r == 0) {
+	if (s->o.out && r == 0 && !known) {
 		char out[64];
 		if ((r = scoreio_pub_commit(&pub, out, sizeof out, e)) == 1 && s->o.verbose)
 			cli_warn("%s/step_%lld/rank_0/%s: already published (a re-run); this copy dropped",
@@ -544,9 +610,11 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		dropped = r == 1;
 		r = r < 0 ? -1 : 0;
 	}
-	if (r == 0) {
+	if (r == 0 && !known) {
 		warn_copies(name, copies);
 		report(s, name, &sum, dropped, 1);
+		if (s->o.out && sum.seqs)
+			remember(s, name, pub.samples, here);
 	}
 	return r;
 }

@@ -1,11 +1,16 @@
 /* scoreio.c: see scoreio.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsys.h"
+#include "base/path.h"
+#include "base/tempfile.h"
 #include "data/groupset.h"
+#include "data/trajhash.h"
 #include "score/scored.h"
 #include "score/scoreio.h"
 #include "score/scorer.h"
@@ -226,6 +231,7 @@ int scoreio_pub_open(struct scoreio_pub *p, const char *queue, struct err *e)
 	memset(p, 0, sizeof *p);
 	p->queue = queue;
 	p->hash = SCOREIO_HASH_INIT;
+	p->samples = TRAJHASH_INIT;
 	/* named at the end, from what was written */
 	if (spool_open(&p->so, queue, 0, 0, "stdin", e) < 0)
 		return -1;
@@ -242,12 +248,20 @@ int scoreio_pub_group(struct scoreio_pub *p, const struct group *g, int keep, st
 	if (p->groups++ == 0 && g->n && g->trajs[0].policy_version >= 0)
 		p->step = g->trajs[0].policy_version;
 	p->hash = scoreio_hash(p->hash, g);
+	for (uint32_t x = 0; x < g->n; x++)
+		p->samples = trajhash_file_add(p->samples, g, x);
 	return keep ? sfile_write_group(&p->w, g, e) : 0;
+}
+
+const char *scoreio_pub_name(struct scoreio_pub *p)
+{
+	snprintf(p->name, sizeof p->name, "stdin-%016" PRIx64 ".zst", p->hash);
+	return p->name;
 }
 
 int scoreio_pub_commit(struct scoreio_pub *p, char *name, size_t size, struct err *e)
 {
-	snprintf(name, size, "stdin-%016" PRIx64 ".zst", p->hash);
+	snprintf(name, size, "%s", scoreio_pub_name(p));
 	int r = sfile_writer_finish(&p->w, e);
 	sfile_writer_free(&p->w);
 	p->writer_open = 0;
@@ -264,6 +278,49 @@ void scoreio_pub_abort(struct scoreio_pub *p)
 		sfile_writer_free(&p->w);
 	p->writer_open = 0;
 	spool_abort(&p->so);
+}
+
+int scoreio_record_path(char *path, size_t size, const char *queue, uint64_t hash, struct err *e)
+{
+	char name[32];
+	snprintf(name, sizeof name, ".scored/%016" PRIx64, hash);
+	return path_join(path, size, queue, name, e);
+}
+
+int scoreio_known(const char *queue, uint64_t hash, char *file, size_t size, struct err *e)
+{
+	char path[PATH_MAX];
+	if (scoreio_record_path(path, sizeof path, queue, hash, e) < 0)
+		return -1;
+	struct buf text = { 0 };
+	if (buf_read_file(&text, path, e) < 0)
+		return e->errnum == ENOENT ? 0 : -1;
+	/* one line of a name: anything else was not written here */
+	size_t len = text.len;
+	int r = 1;
+	if (len < 2 || text.data[len - 1] != '\n' || memchr(text.data, '\n', len - 1) || memchr(text.data, '\0', len))
+		r = err_set(e, "%s: not a record of a scored file (one line naming it); remove it to score its input "
+			    "again", path);
+	else if (len > size)
+		r = err_set(e, "%s: the name it holds is too long", path);
+	else
+		memcpy(file, text.data, len - 1), file[len - 1] = '\0';
+	buf_free(&text);
+	return r;
+}
+
+int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct err *e)
+{
+	char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX];
+	if (scoreio_record_path(path, sizeof path, queue, hash, e) < 0 ||
+	    path_join(dir, sizeof dir, queue, ".scored", e) < 0 || path_join(tmp, sizeof tmp, queue, ".tmp", e) < 0)
+		return -1;
+	struct buf line = { 0 };
+	if (buf_printf(&line, "%s\n", file) < 0)
+		return err_set(e, "out of memory");
+	int r = fsys_mkdirs(dir, e) < 0 ? -1 : tempfile_write(path, tmp, line.data, line.len, 0, e);
+	buf_free(&line);
+	return r < 0 ? -1 : 0;   /* 1: a record was there already, and stays */
 }
 
 /* The key of a group: its id with the policy version of its first

@@ -96,17 +96,43 @@ struct scoreio_pub {
 	int writer_open;
 	const char *queue;
 	uint64_t hash;
+	uint64_t samples;         /* trajhash_file of the groups so far */
 	int64_t step;             /* of the first group's first trajectory */
 	uint64_t groups;
+	char name[64];
 };
 int scoreio_pub_open(struct scoreio_pub *p, const char *queue, struct err *e);
 /* One scored group: written when keep, counted in the name either way. */
 int scoreio_pub_group(struct scoreio_pub *p, const struct group *g, int keep, struct err *e);
-/* Publish under QUEUE/step_N/rank_0/stdin-HASH.zst, written into name
- * (size bytes): 0 published, 1 the name existed (a re-run), -1. */
+/* The name it gets, once every group is in: stdin-HASH.zst. */
+const char *scoreio_pub_name(struct scoreio_pub *p);
+/* Publish under QUEUE/step_N/rank_0/NAME (scoreio_pub_name), NAME written
+ * into name (size bytes): 0 published, 1 the name existed (a re-run), -1. */
 int scoreio_pub_commit(struct scoreio_pub *p, char *name, size_t size, struct err *e);
 /* Publish nothing; after an error, or instead of commit. */
 void scoreio_pub_abort(struct scoreio_pub *p);
+
+/*
+ * What was scored into a queue, so that a copy of an input (under another
+ * name or in another step, restored from an archive, collected twice with
+ * one seed) is not scored again, which would call a paid judge twice:
+ * QUEUE/.scored/HASH, HASH the input's trajhash_file (data/trajhash.h) as
+ * 16 hexadecimal digits, holding the name its output was published under,
+ * "step_N/rank_X/NAME" in the queue, and a newline. Written once the
+ * output is published (a crash between the two leaves the input to be
+ * scored again, and its output found published); the first record of a
+ * hash stays. gc leaves the records, so a copy of a removed step's input
+ * is known too.
+ *
+ *   scoreio_known     1 and the name in file (size bytes) when the queue
+ *                     records hash, 0 when not, -1 on an error or a
+ *                     record that is not one line of a name (it is named)
+ *   scoreio_remember  record hash as published as file; 0, or -1
+ */
+int scoreio_known(const char *queue, uint64_t hash, char *file, size_t size, struct err *e);
+int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct err *e);
+/* Where the record of hash is: QUEUE/.scored/HASH into path (size bytes). */
+int scoreio_record_path(char *path, size_t size, const char *queue, uint64_t hash, struct err *e);
 
 /*
  * The group ids of the run's recent groups: the last `window` added, each

@@ -21,11 +21,11 @@ ok $? "each under its base name and a hash of what it holds: $(ls out/step_0/ran
 
 grpo-score -v -r length -m 9 -o out d1/rollouts.zst 2> err
 is "$?:$(ls out/step_0/rank_0 | wc -l | tr -d ' ')" "0:2" "the same file again: a re-run, its copy dropped"
-grep -q 'already published (a re-run); this copy dropped' err
+grep -q 'already published (a re-run); d1/rollouts.zst not scored again' err
 ok $? "and -v says so"
 
 mkdir -p q/rollouts/step_4/rank_2
-cp d1/rollouts.zst q/rollouts/step_4/rank_2/g.zst
+line 3 | grpo-cat --from-json -o q/rollouts/step_4/rank_2/g.zst || exit 1
 grpo-spool consume q/rollouts -- grpo-score -r length -m 9 -o out
 [ -f out/step_4/rank_2/g.zst ]
 ok $? "a file of a queue, handed over by grpo-spool consume, keeps its step, rank and name"

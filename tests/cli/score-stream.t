@@ -60,7 +60,7 @@ grpo-score -r length -m 2000 -o q < small.zst && grpo-score -r length -m 2000 -a
 ok $? "published into a queue, streamed and (--advantage batch) read whole"
 is "$(ls q/step_1/rank_0)" "$(ls qb/step_1/rank_0)" "under the same stdin-HASH name ($(ls q/step_1/rank_0))"
 grpo-score -v -r length -m 2000 -o q < small.zst 2> err
-grep -q "q/step_1/rank_0/stdin-.*: already published (a re-run); this copy dropped" err
+grep -q "q/step_1/rank_0/stdin-.*: already published (a re-run); <stdin> not published again" err
 ok $? "a re-run's copy is dropped"
 
 # Another input that only shares the ids and response lengths (a second

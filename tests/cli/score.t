@@ -364,7 +364,8 @@ is "$(ls k/rollouts/step_0/rank_0/.done | wc -l | tr -d ' ')" 6 "every input ret
 # counted the input twice); one killed before must still get its line.
 mkdir -p dm0/rollouts/step_3/rank_1 && cp in.zst dm0/rollouts/step_3/rank_1/a.zst
 GRPO_FSYS_TRACE=1 grpo-score -r gsm8k -t "$TOK" -o dm0/scored dm0/rollouts 2> trace
-n=$(awk '$1 == "fsys" { if (prev == "rename_noreplace" && $3 == "fsync_dir") n = $2; prev = $3 } END { print n }' trace)
+# the output's publishing: the first rename flushed (the record of what was scored is the second)
+n=$(awk '$1 == "fsys" { if (!n && prev == "rename_noreplace" && $3 == "fsync_dir") n = $2; prev = $3 } END { print n }' trace)
 for c in "$n before" "$((n + 1)) after"; do
 	set -- $c
 	mkdir -p dm$1/rollouts/step_3/rank_1 && cp in.zst dm$1/rollouts/step_3/rank_1/a.zst
@@ -379,7 +380,7 @@ done
 grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null &&
 	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dmf.jsonl in.zst 2> /dev/null
 is "$?:$(wc -l < dmf.jsonl | tr -d ' ')" "0:1" "a named file scored twice into -o: one line"
-grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null &&
-	grpo-score -r gsm8k -t "$TOK" -o dm/scored -x dms.jsonl < in.zst 2> /dev/null
+grpo-score -r gsm8k -t "$TOK" -o dms/scored -x dms.jsonl < in.zst 2> /dev/null &&
+	grpo-score -r gsm8k -t "$TOK" -o dms/scored -x dms.jsonl < in.zst 2> /dev/null
 is "$?:$(wc -l < dms.jsonl | tr -d ' ')" "0:1" "standard input scored twice into -o: one line, the published copy's"
 exit $_failed

@@ -11,7 +11,8 @@
  * written; standard input's output published under its first
  * trajectory's step, each file system call failing in turn; 100 groups
  * read; groups big enough to reach the file while written, each call of
- * their publish failing in turn.
+ * their publish failing in turn. The records of what was scored into a
+ * queue (.scored/HASH): written, read back, the first kept, damage refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "base/fsys.h"
@@ -714,6 +716,66 @@ static void publish_big(void)
 		group_free(&gs[g]);
 }
 
+/* QUEUE/.scored/HASH: written as one line naming the output, read back,
+ * the first kept, anything else refused by name. */
+static void records(void)
+{
+	char q[] = "/tmp/test_scoreio_r.XXXXXX", file[64], path[512], text[600];
+	struct err e = { 0 };
+	ok(mkdtemp(q) != NULL, "records: a queue");
+	ok(scoreio_known(q, 0x0123456789abcdefULL, file, sizeof file, &e) == 0, "nothing known in a new queue (%s)", e.msg);
+	ok(scoreio_remember(q, 0x0123456789abcdefULL, "step_3/rank_1/x.zst", &e) == 0, "recorded (%s)", e.msg);
+	snprintf(path, sizeof path, "%s/.scored/0123456789abcdef", q);
+	const char *got = file_text(path);
+	ok(strcmp(got, "step_3/rank_1/x.zst\n") == 0, "as .scored/ and 16 hex digits, one line (%s)", got);
+	ok(scoreio_known(q, 0x0123456789abcdefULL, file, sizeof file, &e) == 1 && strcmp(file, "step_3/rank_1/x.zst") == 0,
+	   "known, with the name (%s)", file);
+	ok(scoreio_known(q, 0x0123456789abcdeeULL, file, sizeof file, &e) == 0, "another hash is not");
+	ok(scoreio_remember(q, 0x0123456789abcdefULL, "step_4/rank_0/y.zst", &e) == 0 &&
+	   scoreio_known(q, 0x0123456789abcdefULL, file, sizeof file, &e) == 1 && strcmp(file, "step_3/rank_1/x.zst") == 0,
+	   "recorded again: the first record stays (%s)", file);
+	ok(scoreio_known(q, 0x0123456789abcdefULL, file, 19, &e) == -1 &&
+	   strcmp(e.msg + strlen(q), "/.scored/0123456789abcdef: the name it holds is too long") == 0,
+	   "a name longer than the caller's room: an error (%s)", e.msg);
+	static const struct { const char *bytes; size_t n; } bad[] = {
+		{ "step_3/rank_1/x.zst", 19 }, { "\n", 1 }, { "", 0 }, { "a\nb\n", 4 }, { "a\0b\n", 4 },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FILE *f = fopen(path, "wb");
+		fwrite(bad[i].bytes, 1, bad[i].n, f);
+		fclose(f);
+		snprintf(text, sizeof text, "%s/.scored/0123456789abcdef: not a record of a scored file (one line naming "
+			 "it); remove it to score its input again", q);
+		ok(scoreio_known(q, 0x0123456789abcdefULL, file, sizeof file, &e) == -1 && strcmp(e.msg, text) == 0,
+		   "refused, named: bad record %zu (%s)", i, e.msg);
+	}
+	unlink(path);
+	ok(mkdir(path, 0777) == 0 && scoreio_known(q, 0x0123456789abcdefULL, file, sizeof file, &e) == -1 &&
+	   strstr(e.msg, "0123456789abcdef") && e.errnum != ENOENT, "a record that cannot be read: an error (%s)", e.msg);
+	rmdir(path);
+	for (long k = 1;; k++) {   /* each file system call of a record failing in turn */
+		fsys_test_fail_at(k, ENOSPC);
+		int r = scoreio_remember(q, 0xfeULL, "step_0/rank_0/z.zst", &e);
+		long made = fsys_calls_made();
+		fsys_test_fail_at(0, 0);
+		snprintf(path, sizeof path, "%s/.scored/00000000000000fe", q);
+		if (r == 0) {
+			ok(k > made && access(path, F_OK) == 0, "records: %ld calls, each failing in turn", made);
+			break;
+		}
+		/* a record there is whole: only the flush after its rename failed */
+		snprintf(text, sizeof text, "test -z \"$(ls -A '%s/.tmp' 2>/dev/null)\"", q);
+		int whole = access(path, F_OK) != 0 || strcmp(file_text(path), "step_0/rank_0/z.zst\n") == 0;
+		if (r != -1 || e.errnum != ENOSPC || !whole || system(text) != 0) {
+			ok(0, "call %ld failing: -1 with its errno, no record cut short, no temporary (%d, %s)", k, r, e.msg);
+			break;
+		}
+		unlink(path);
+	}
+	snprintf(text, sizeof text, "rm -r '%s'", q);
+	system(text);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -839,5 +901,6 @@ int main(void)
 	pub_more();
 	read_many();
 	publish_big();
+	records();
 	return tap_done();
 }
