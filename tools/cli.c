@@ -24,16 +24,22 @@
 #include "spool/spool.h"
 
 static const char *prog = "grpo";
-static void (*usage_fn)(FILE *);
+static const char *synopsis;
 
-const char *cli_init(const char *argv0, void (*usage)(FILE *))
+const char *cli_init(const char *argv0, const char *syn)
 {
 	if (argv0 && *argv0) {
 		const char *slash = strrchr(argv0, '/');
 		prog = slash && slash[1] ? slash + 1 : argv0;
 	}
-	usage_fn = usage;
+	synopsis = syn;
 	return prog;
+}
+
+void cli_usage_hint(void)
+{
+	fprintf(stderr, "usage: %s %s\nRun '%s --help' for every option, or read %s(1).\n", prog,
+		synopsis ? synopsis : "...", prog, prog);
 }
 
 /*
@@ -122,8 +128,7 @@ void cli_bad_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vwarn(fmt, ap);
 	va_end(ap);
-	if (usage_fn)
-		usage_fn(stderr);
+	cli_usage_hint();
 	exit(CLI_EXIT_USAGE);
 }
 

@@ -65,9 +65,15 @@ int cli_worse_status(int a, int b);
 /*
  * The program's name for messages, the last component of argv0 (as
  * getopt's own messages and the man page have it), which it returns; and
- * the function that prints the tool's usage, for cli_bad_usage().
+ * its synopsis in one line, which follows a usage error's message in place
+ * of the whole usage (--help's, 30 to 60 lines, which would push the
+ * message off the screen).
  */
-const char *cli_init(const char *argv0, void (*usage)(FILE *));
+const char *cli_init(const char *argv0, const char *synopsis);
+
+/* After a usage error's message, on standard error: "usage: PROG SYNOPSIS"
+ * and where the options are told (--help, the man page). */
+void cli_usage_hint(void);
 
 /*
  * getopt_long(3), with argv[0] set to the program's name first, so that its
@@ -113,7 +119,7 @@ void cli_die_err(const struct err *e) __attribute__((noreturn));
  * pass for a report written. */
 int cli_stdout_flushed(void);
 
-/* A usage error: "prog: message", the tool's usage, exit CLI_EXIT_USAGE. */
+/* A usage error: "prog: message", cli_usage_hint(), exit CLI_EXIT_USAGE. */
 void cli_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /*

@@ -873,7 +873,8 @@ int main(int argc, char **argv)
 	int c, json = 0, fromjson = 0, chat_auto = 0;
 	const char *output = NULL, *model_dir = NULL, *tok_file = NULL;
 	unsigned char given[O_NOTHINK + 1] = { 0 };   /* by getopt value */
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "[--stats | --from-json | --encode | --decode | --chat FORMAT] [OPTION]... "
+				 "[FILE]...");
 	while ((c = cli_getopt(argc, argv, "c:defhjm:n:o:st:vV", longopts)) != -1) {
 		if (c >= 0 && c <= O_NOTHINK)
 			given[c] = 1;
@@ -899,7 +900,7 @@ int main(int argc, char **argv)
 		case 't': tok_file = cli_path("--tokenizer", optarg); break;
 		case O_NOTHINK: tm.chat_flags |= CHAT_NO_THINKING; break;
 		case 'V': printf("grpo-cat %s\n", GRPO_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: cli_usage_hint(); return 2;
 		}
 	}
 	cli_path_operands(argv + optind, argc - optind);

@@ -566,7 +566,8 @@ int main(int argc, char **argv)
 	const char *answers_path = NULL;
 	unsigned char given[OPT_PRECISION + 1] = { 0 };   /* by getopt value */
 	int c;
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "[OPTION]... [-o QUEUE --step N] "
+				 "[FILE... | --model DIR --prompts FILE | --server URL --prompts FILE]");
 	g.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = cli_getopt(argc, argv, "f:o:s:r:m:a:t:e:n:vhV", longopts)) != -1) {
 		if (c >= 0 && c < (int)sizeof given)
@@ -660,7 +661,7 @@ int main(int argc, char **argv)
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: cli_usage_hint(); return 2;
 		}
 	}
 	cli_path_operands(argv + optind, argc - optind);

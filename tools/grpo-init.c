@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 	struct model_config c;
 	memset(&c, 0, sizeof c);
 	int have_family = 0, vocab_given = 0, head_dim_given = 0, shape_given = 0, bos_given = 0;
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "[--preset NAME] [OPTION]... -o DIR");
 	for (int i = 1; i < argc; i++) {
 		const char *name = NULL;
 		if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc)
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: cli_usage_hint(); return 2;
 		}
 	}
 	if (optind < argc)

@@ -350,7 +350,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'o': o->out = cli_dir(CLI_OUTPUT, optarg); break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
-		default: usage(stderr); return -1;
+		default: cli_usage_hint(); return -1;
 		}
 	}
 	cli_path_operands(argv + optind, argc - optind);
@@ -401,7 +401,7 @@ int main(int argc, char **argv)
 	struct state s;
 	struct err e = { 0 };
 	memset(&s, 0, sizeof s);
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "--seq-len T [OPTION]... [-o SPOOL/batches] [FILE | QUEUE]...");
 	if (parse_args(argc, argv, &s.o) < 0)
 		return CLI_EXIT_USAGE;
 	struct opts *o = &s.o;

@@ -274,7 +274,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'P': o->fp32 = cli_word("--precision", optarg, precision_words); precision_given = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); exit(0);
-		default: usage(stderr); return -1;
+		default: cli_usage_hint(); return -1;
 		}
 	}
 	cli_path_operands(argv + optind, argc - optind);
@@ -734,7 +734,7 @@ int main(int argc, char **argv)
 	struct state s;
 	struct err e = { 0 };
 	memset(&s, 0, sizeof s);
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "--reward NAME | --reward-cmd CMD [OPTION]... [-o QUEUE] [FILE | QUEUE]...");
 	if (parse_args(argc, argv, &s.o) < 0)
 		return 2;
 	struct opts *o = &s.o;

@@ -791,11 +791,9 @@ int main(int argc, char **argv)
 	op.w = wdef;
 	op.keep = -1;
 	op.tmp_age = QUEUE_TMP_AGE_DEFAULT;
-	prog = cli_init(argv[0], usage);
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
+	prog = cli_init(argv[0], "status | recover | gc | consume | quarantine | plot [OPTION]... OPERAND...");
+	if (argc < 2)
+		cli_bad_usage("no command: status, recover, gc, consume, quarantine or plot");
 	const char *sub = argv[1];
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		usage(stdout);
@@ -878,7 +876,7 @@ int main(int argc, char **argv)
 			op.w.follow = 1;
 			break;
 		default:
-			usage(stderr);
+			cli_usage_hint();
 			free(op.queues);
 			free(op.metrics);
 			return 2;

@@ -679,7 +679,7 @@ int main(int argc, char **argv)
 	int device_given = 0, precision_given = 0;
 	int c;
 	double d;
-	prog = cli_init(argv[0], usage);
+	prog = cli_init(argv[0], "--batches QUEUE -o POLICY [OPTION]...");
 	a.device = (enum model_device)cli_env_word("GRPO_DEVICE", model_device_names, MODEL_DEVICE_AUTO);
 	while ((c = cli_getopt(argc, argv, "o:vhV", longopts)) != -1) {
 		switch (c) {
@@ -749,7 +749,7 @@ int main(int argc, char **argv)
 		case 'v': a.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, GRPO_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: cli_usage_hint(); return 2;
 		}
 	}
 	if (optind != argc)

@@ -1,12 +1,12 @@
 #!/bin/sh
 # What every tool does alike with its options: -V and --version, getopt's
 # errors in the tools' form (the program's name, not the path it was run
-# by; the usage after; exit 2), messages naming -o and -v by their letter
+# by; a one-line synopsis after, not the whole usage; exit 2), messages naming -o and -v by their letter
 # as every usage and SYNOPSIS spell them (however typed), and --help
 # describing each option.
 . "$GRPO_TOP/tests/cli/lib.sh"
 tools="cat collect init pack score spool step"
-plan 40
+plan 47
 
 for t in $tools; do
 	"$GRPO_BIN/grpo-$t" -V > "$T/out" 2> "$T/err"
@@ -25,6 +25,8 @@ for t in $tools; do
 	is "$(first $?)" "2:grpo-$t: invalid option -- 'Z':usage:" "grpo-$t -Z: named grpo-$t, then the usage"
 	run $t --no-such-option < /dev/null > /dev/null 2> "$T/err"
 	is "$(first $?)" "2:grpo-$t: unrecognized option '--no-such-option':usage:" "grpo-$t: an unknown long option"
+	is "$(wc -l < "$T/err" | tr -d ' '):$(sed -n 3p "$T/err")" "3:Run 'grpo-$t --help' for every option, or read grpo-$t(1)." \
+		"grpo-$t: the message stays in sight: a one-line synopsis and where the options are told"
 	run $t --output < /dev/null > /dev/null 2> "$T/err"
 	is "$(first $?)" "2:grpo-$t: option '--output' requires an argument:usage:" "grpo-$t: a missing argument"
 done
