@@ -337,7 +337,6 @@ static int start(struct sfile_writer *w, struct err *e)
 		return 0;
 	unsigned char h[HEADER_LEN] = { 'G', 'R', 'P', 'O', SFILE_MAJOR, 0, SFILE_MINOR, 0, 0, 0, 0, 0 };
 	w->started = 1;
-	w->raw_bytes += HEADER_LEN;
 	return compress(w, h, sizeof h, ZSTD_e_continue, e);
 }
 
@@ -355,7 +354,6 @@ static int emit(struct sfile_writer *w, int kind, struct err *e)
 	    compress(w, w->rec.data, w->rec.len, ZSTD_e_continue, e) < 0)
 		return -1;
 	w->records++;
-	w->raw_bytes += sizeof h + len;
 	return 0;
 }
 

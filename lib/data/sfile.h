@@ -70,7 +70,7 @@ struct sfile_writer {
 	void *sink_ctx;
 	struct buf rec;             /* the record being encoded */
 	struct buf out;             /* compressed bytes not yet given to the sink */
-	uint64_t records, raw_bytes, file_bytes;
+	uint64_t records, file_bytes;   /* records written; compressed bytes given to the sink */
 	int started;
 };
 

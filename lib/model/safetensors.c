@@ -463,11 +463,25 @@ static size_t entry_count(const struct st_entry *t)
 	return c;
 }
 
+/* A name the header can hold as it is: no quote, backslash or control
+ * byte, which JSON would need escaped (the model's names have none). */
+static int plain_name(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+			return 0;
+	return 1;
+}
+
 int st_write_file(const char *path, const struct st_entry *ents, int n, enum st_dtype dtype,
                   struct err *e)
 {
 	if (dtype != ST_F32 && dtype != ST_BF16)
 		return err_set(e, "%s: can only write F32 or BF16", path);
+	for (int i = 0; i < n; i++)
+		if (!*ents[i].name || !plain_name(ents[i].name))
+			return err_set(e, "%s: tensor name '%s' is empty or holds a quote, backslash or control "
+				       "character", path, ents[i].name);
 	size_t es = dtype_sizes[dtype];
 	struct buf h = { 0 };
 	int r = -1;

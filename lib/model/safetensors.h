@@ -92,7 +92,9 @@ struct st_entry {
 	const float *data;
 };
 
-/* Write one safetensors file at `path` (created, must not exist; fsynced). */
+/* Write one safetensors file at `path` (created, must not exist; fsynced).
+ * A tensor name that is empty or would need escaping in the JSON header
+ * (a quote, a backslash, a control character) is refused, nothing written. */
 int st_write_file(const char *path, const struct st_entry *ents, int n, enum st_dtype dtype,
                   struct err *e);
 

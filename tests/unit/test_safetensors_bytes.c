@@ -131,6 +131,14 @@ static void written_bytes(void)
 	snprintf(path, sizeof path, "%s/f16.safetensors", dir);
 	ok(st_write_file(path, ents, 2, ST_F16, &e) < 0 && strstr(e.msg, "f16.safetensors: can only write F32 or BF16") &&
 	   access(path, F_OK) != 0, "F16 is not written: %s", e.msg);
+	static const char *const bad[] = { "a\"b", "a\\b", "a\nb", "" };
+	for (int i = 0; i < 4; i++) {
+		struct st_entry one = { .name = bad[i], .ndim = 0, .data = s };
+		snprintf(path, sizeof path, "%s/name%d.safetensors", dir, i);
+		ok(st_write_file(path, &one, 1, ST_F32, &e) < 0 && strstr(e.msg, "is empty or holds a quote, backslash") &&
+		   access(path, F_OK) != 0, "a tensor name the header would need escaped is refused, nothing written: %s",
+		   e.msg);
+	}
 }
 
 /* BF16 in more than one staging buffer: every value where it belongs */
