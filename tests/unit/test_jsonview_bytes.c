@@ -367,8 +367,14 @@ static void test_refusals(void)
 		"not valid JSON (text after the value, near byte 70)");
 	refused("{\"prompt_tokens\":[1],\"response_tokens\":[2]} {\"prompt_tokens\":[1,2,3,4,5,6,7,8,9,10,11,12]}",
 		"not valid JSON (text after the value, near byte 45)");
+	/* lines cut short: the bytes after n are not the line's */
 	struct record rec;
 	struct err e = { 0 };
+	const char *whole = "{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1]}";
+	ok(json_parse_record(whole, strlen(whole) - 2, &rec, &e) < 0 && strcmp(e.msg, "not valid JSON (near byte 57)") == 0,
+	   "a line cut before its last ']' is refused, though a ']' follows in memory: %s", e.msg);
+	refused("{\"logprobs\":[1],\"answer\":\"x", "not valid JSON (near byte 27)");
+	refused("{\"logprobs\":[1],\"answer\":\"x\\", "not valid JSON (near byte 27)");
 	const char *blanks = "{\"prompt_tokens\":[1],\"response_tokens\":[2,3,4]} \t\r\n";
 	ok(json_parse_record(blanks, strlen(blanks), &rec, &e) == 0 && rec.kind == REC_TRAJ && rec.traj.n_response == 3,
 	   "blanks after the value are no text after it (%s)", e.msg);
@@ -558,6 +564,11 @@ static void test_kept_as_text(void)
 	snprintf(num, sizeof num, "-0.%060d", 5);
 	ok(strlen(num) == 63 && (snprintf(line, sizeof line, "{\"logprobs\":[%s]}", num), kept_as_text(line, &f, &n)) &&
 	   n == 1 && f == strtof(num, NULL), "a 63-character number is kept as text");
+	ok(kept_as_text("{\"logprobs\": \t[1]}", &f, &n) && n == 1 && f == 1, "blanks between the key and the array");
+	ok(kept_as_text("{\"s\":\"\\\\0001\",\"logprobs\":[2]}", &f, &n) && n == 1 && f == 2,
+	   "a string holding \\\\0001, no marker, does not stop it");
+	ok(!kept_as_text("{\"s\":\"\\u0001\",\"logprobs\":[2]}", &f, &n) && n == 1 && f == 2,
+	   "a string holding \\u0001 does: read by node");
 	snprintf(num, sizeof num, "-0.%061d", 5);
 	ok(!kept_as_text((snprintf(line, sizeof line, "{\"logprobs\":[%s]}", num), line), &f, &n) && n == 1 &&
 	   f == strtof(num, NULL), "one of 64 is parsed by cJSON, to the same value");
