@@ -311,6 +311,7 @@ static void test_refusals(void)
 		{ "\"temperatures\":[\"1\"]", "temperatures[0]: expected a number" },
 		{ "\"temperatures\":[1,1]", "temperatures has 2 entries, input_ids 1" },
 		{ "\"seq_lens\":[-1]", "seq_lens[0]: negative" },
+		{ "\"seq_lens\":[1,0]", "seq_lens[1] is 0" },
 		{ "\"seq_lens\":null", "seq_lens: expected an array" },
 		{ "\"sequence_ids\":{}", "sequence_ids: expected an array" },
 		{ "\"group_ids\":7", "group_ids: expected an array" },
@@ -476,6 +477,7 @@ static void test_text_checks(void)
 		{ "[\"\\udc00\\udc00\"]", "a lone surrogate \\udc00 at byte 3 (half of a UTF-16 pair, not a character)" },
 		{ "[\"\\ud800\\u0041\"]", "a lone surrogate \\ud800 at byte 3 (half of a UTF-16 pair, not a character)" },
 		{ "[\"x\\uDBFF\"]", "a lone surrogate \\uDBFF at byte 4 (half of a UTF-16 pair, not a character)" },
+		{ "[\"\\uDFFF\"]", "a lone surrogate \\uDFFF at byte 3 (half of a UTF-16 pair, not a character)" },
 		{ "[\"a\\u0000\"]", "a NUL character (\\u0000) in a string is not supported (it would be cut there)" },
 		{ "[\"\xc3\"]", "byte 3 is not UTF-8 (JSON text is UTF-8; it would be stored raw)" },
 	};
@@ -486,7 +488,7 @@ static void test_text_checks(void)
 	ok(json_check_text("[\"a\0\"]", 5, &e) < 0 && strcmp(e.msg, "a NUL byte (strings would be cut there)") == 0,
 	   "a raw NUL: %s", e.msg);
 	static const char *const good[] = {
-		"[0,-0,0.5,-1.25e-3,1E+9,10,true,null,-Infinity,NaN]", "[\"05 +5 .5 \\\" 1e\"]", "[\"\\ud83d\\ude00\"]",
+		"[0,-0,0.5,-1.25e-3,1E+9,10,true,null,-Infinity,NaN]", "[\"05 +5 .5 \\\" 1e\"]", "[\"\\ud83d\\ude00\"]", "[\"\\uDBFF\\uDFFF\"]",
 		"[\"\\\\ud800\"]", "[\"\\u00e9\\\\\"]", "{\"k\":\"\xc3\xa9\"}",
 	};
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
