@@ -473,6 +473,7 @@ static void test_text_checks(void)
 		{ "[1.5e-3,1234567890123456789012345.]",
 		  "not valid JSON (near byte 9: 123456789012345678901234... is not a number as JSON writes one)" },
 		{ "\"a\\\"\"05", "not valid JSON (near byte 6: 05 is not a number as JSON writes one)" },
+		{ "[\"aaaaaaaaaaaaaaaaaaaaaaaaa\",05,1]", "not valid JSON (near byte 30: 05 is not a number as JSON writes one)" },
 		{ "[\"\\ud800\"]", "a lone surrogate \\ud800 at byte 3 (half of a UTF-16 pair, not a character)" },
 		{ "[\"\\udc00\\udc00\"]", "a lone surrogate \\udc00 at byte 3 (half of a UTF-16 pair, not a character)" },
 		{ "[\"\\ud800\\u0041\"]", "a lone surrogate \\ud800 at byte 3 (half of a UTF-16 pair, not a character)" },
@@ -488,7 +489,7 @@ static void test_text_checks(void)
 	ok(json_check_text("[\"a\0\"]", 5, &e) < 0 && strcmp(e.msg, "a NUL byte (strings would be cut there)") == 0,
 	   "a raw NUL: %s", e.msg);
 	static const char *const good[] = {
-		"[0,-0,0.5,-1.25e-3,1E+9,10,true,null,-Infinity,NaN]", "[\"05 +5 .5 \\\" 1e\"]", "[\"\\ud83d\\ude00\"]", "[\"\\uDBFF\\uDFFF\"]",
+		"[0,-0,0.5,-1.25e-3,1E+9,10,true,null,-Infinity,NaN]", "[\"05 +5 .5 \\\" 1e\"]", "[\"\\ud83d\\ude00\"]", "[\"\\uDBFF\\uDFFF\"]", "[\"\\ud800\\udc00\"]",
 		"[\"\\\\ud800\"]", "[\"\\u00e9\\\\\"]", "{\"k\":\"\xc3\xa9\"}",
 	};
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
@@ -581,6 +582,29 @@ static void test_kept_as_text(void)
 	   f == strtof(num, NULL), "one of 64 is parsed by cJSON, to the same value");
 }
 
+/* A group of 300 trajectories: 900 arrays kept as text in one line. */
+static void test_many_arrays(void)
+{
+	struct buf line = { 0 };
+	buf_printf(&line, "{\"group_id\":1,\"trajectories\":[");
+	for (int i = 0; i < 300; i++)
+		buf_printf(&line, "%s{\"prompt_tokens\":[%d],\"response_tokens\":[%d,%d],\"logprobs\":[-%d,-0.5]}", i ? "," : "",
+			   i, i + 1, i + 2, i);
+	buf_printf(&line, "]}");
+	struct record rec;
+	struct err e = { 0 };
+	int good = json_parse_record((char *)line.data, line.len, &rec, &e) == 0 && rec.group.n == 300;
+	for (uint32_t i = 0; good && i < 300; i++) {
+		const struct traj *t = &rec.group.trajs[i];
+		good = t->n_prompt == 1 && t->prompt_tokens[0] == (int32_t)i && t->n_response == 2 &&
+		       t->response_tokens[1] == (int32_t)i + 2 && t->logprobs[0] == -(float)i;
+	}
+	ok(good, "a group of 300 trajectories, 900 arrays, reads back (%s)", e.msg);
+	if (good)
+		record_free(&rec);
+	buf_free(&line);
+}
+
 int main(void)
 {
 	test_floats();
@@ -589,5 +613,6 @@ int main(void)
 	test_integers();
 	test_text_checks();
 	test_kept_as_text();
+	test_many_arrays();
 	return tap_done();
 }
