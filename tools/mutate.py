@@ -224,6 +224,15 @@ MODULES = {
         objects=["build/lib/model/safetensors.o"],
         tests=[UNIT + "test_safetensors", UNIT + "test_safetensors_bytes", UNIT + "test_ckpt",
                UNIT + "test_model_hf", CLI + "collect.t"]),
+    "jsonview": dict(
+        files=["lib/data/jsonview.c"],
+        targets=["build/tests/test_jsonview", "build/tests/test_jsonview_bytes", "build/tests/test_sfile",
+                 "build/tests/test_collect", "build/tests/test_jsonpick", "build/bin/grpo-cat", "build/bin/grpo-collect"],
+        objects=["build/lib/data/jsonview.o"],
+        tests=[UNIT + "test_jsonview", UNIT + "test_jsonview_bytes", UNIT + "test_sfile", UNIT + "test_collect",
+               UNIT + "test_jsonpick",
+               CLI + "cat.t", CLI + "cat-output.t", CLI + "collect-fields.t", CLI + "collect-shapes.t",
+               CLI + "collect-token-ids.t", CLI + "collect-long-line.t", CLI + "collect.t"]),
 }
 
 UNITS_ONLY = False
