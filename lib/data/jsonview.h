@@ -13,8 +13,11 @@
  * were given, a JSON string or an integer.
  *
  * Parsing accepts a group, a micro-batch or a lone trajectory object. In a
- * trajectory only prompt_tokens, response_tokens and logprobs are required;
- * the defaults of the rest are those of traj_init() (grpo-spool(5)).
+ * trajectory only prompt_tokens and response_tokens are required here;
+ * logprobs absent or null leave it without (t->logprobs NULL), which the
+ * callers refuse unless told otherwise (grpo-collect
+ * --allow-missing-logprobs); the defaults of the rest are those of
+ * traj_init() (grpo-spool(5)).
  * Integers beyond 2^53 - 1 (TRAJ_INT_MAX) are refused, not rounded (cJSON
  * keeps numbers as doubles).
  * NaN, Infinity and -Infinity read as those floats, null in a float array as
