@@ -14,9 +14,9 @@
  *
  * Parsing accepts a group, a micro-batch or a lone trajectory object. In a
  * trajectory only prompt_tokens and response_tokens are required here;
- * logprobs absent or null leave it without (t->logprobs NULL), which the
- * callers refuse unless told otherwise (grpo-collect
- * --allow-missing-logprobs); the defaults of the rest are those of
+ * logprobs absent or null leave it without (t->logprobs NULL), as
+ * grpo-cat prints one, which grpo-collect refuses unless given
+ * --allow-missing-logprobs; the defaults of the rest are those of
  * traj_init() (grpo-spool(5)).
  * Integers beyond 2^53 - 1 (TRAJ_INT_MAX) are refused, not rounded (cJSON
  * keeps numbers as doubles).
