@@ -233,6 +233,13 @@ MODULES = {
                UNIT + "test_jsonpick",
                CLI + "cat.t", CLI + "cat-output.t", CLI + "collect-fields.t", CLI + "collect-shapes.t",
                CLI + "collect-token-ids.t", CLI + "collect-long-line.t", CLI + "collect.t"]),
+    "collect": dict(
+        files=["lib/collect/collect.c"],
+        targets=["build/tests/test_collect", "build/bin/grpo-collect"],
+        objects=["build/lib/collect/collect.o"],
+        tests=[UNIT + "test_collect", CLI + "collect-fields.t", CLI + "collect-shapes.t",
+               CLI + "collect-answers.t", CLI + "collect-repeats.t", CLI + "collect-incomplete.t",
+               CLI + "collect-token-ids.t"]),
 }
 
 UNITS_ONLY = False

@@ -115,6 +115,121 @@ static void test_batch_pairing(void)
 	collect_line_free(&L);
 }
 
+/* A batched request that does not say n: its choices are split evenly among
+ * its prompts, and a count that does not split is refused, saying so. */
+static void test_batch_without_n(void)
+{
+	struct collect_line L;
+	struct err e = { 0 };
+	const char *four =
+		"{\"request\":{\"prompt\":[[1,2],[3,4]],\"logprobs\":0},\"response\":{\"id\":\"c\",\"choices\":["
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:6\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:7\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:8\"]}}]}}";
+	ok(parse(four, COLLECT_AUTO, &L, &e) == 0 && L.n_groups == 2 && L.groups[0].n == 2 && L.groups[1].n == 2 &&
+		   L.groups[0].trajs[1].prompt_tokens[0] == 1 && L.groups[1].trajs[0].prompt_tokens[0] == 3 &&
+		   L.groups[1].trajs[0].response_tokens[0] == 7,
+	   "4 choices for 2 prompts without n: two groups of 2, prompt by prompt (%s)", e.msg);
+	collect_line_free(&L);
+	const char *three =
+		"{\"request\":{\"prompt\":[[1,2],[3,4]],\"logprobs\":0},\"response\":{\"id\":\"c\",\"choices\":["
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:6\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:7\"]}}]}}";
+	ok(parse(three, COLLECT_AUTO, &L, &e) < 0 &&
+		   strcmp(e.msg, "choices[0]: request prompt: 2 prompts for 3 choices, not n choices each") == 0,
+	   "3 choices for 2 prompts without n are refused: %s", e.msg);
+}
+
+/* A native group's id: its own, else its first member's that has one; a
+ * member naming another group is refused, saying which. */
+static void test_native_group_id(void)
+{
+	struct collect_line L;
+	struct err e = { 0 };
+	const char *from_member =
+		"{\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1]},"
+		"{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-1],\"group_id\":8}]}";
+	ok(parse(from_member, COLLECT_AUTO, &L, &e) == 0 && L.n_groups == 1 && L.groups[0].group_id.num == 8,
+	   "a group without group_id takes its member's, 8 (%s)", e.msg);
+	collect_line_free(&L);
+	const char *other =
+		"{\"group_id\":7,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1]},"
+		"{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-1],\"group_id\":8}]}";
+	ok(parse(other, COLLECT_AUTO, &L, &e) < 0 &&
+		   strcmp(e.msg, "trajectories[1]: group_id 8, but the group's is 7") == 0,
+	   "a member of another group is refused: %s", e.msg);
+	ok(parse("[{\"x\":1}]", COLLECT_AUTO, &L, &e) < 0 && strncmp(e.msg, "not a rollout in any known format", 33) == 0,
+	   "a list of objects of no known format is detected as none: %s", e.msg);
+	const char *longer =
+		"{\"request\":{\"prompt\":[1],\"max_tokens\":1},\"response\":{\"id\":\"c\",\"choices\":["
+		"{\"logprobs\":{\"token_logprobs\":[-1,-1],\"tokens\":[\"token_id:5\",\"token_id:6\"]}},"
+		"{\"logprobs\":{\"token_logprobs\":[-1],\"tokens\":[\"token_id:7\"]}}]}}";
+	ok(parse(longer, COLLECT_AUTO, &L, &e) < 0 &&
+		   strcmp(e.msg, "group c, trajectory 0: 2 response tokens, more than the request's max_tokens, 1") == 0,
+	   "a first choice longer than max_tokens is refused: %s", e.msg);
+}
+
+/* Load text as an --answers file (at path): the load's result, e.msg set. */
+static int load_answers(struct collect_answers *a, const char *path, const char *text, struct err *e)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		return err_set(e, "cannot write %s", path);
+	return collect_answers_load(a, path, e);
+}
+
+/* --answers: a line keyed by its index, else its id, else its own 0-based
+ * number; blank lines skipped; a line that keys nothing or holds no answer,
+ * and a key given twice, refused with the file and line. */
+static void test_answers_file(void)
+{
+	char dir[] = "/tmp/test_collect.XXXXXX", path[64], text[8192];
+	struct collect_answers a;
+	struct err e = { 0 };
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof path, "%s/answers.jsonl", dir);
+	int r = load_answers(&a, path, "{\"answer\":\"zero\"}\n\n{\"answer\":2}\n{\"index\":123456789,\"answer\":\"big\"}\n"
+			     "{\"id\":\"q\",\"answer\":\"by id\"}\n", &e);
+	ok(r == 0 && a.n == 4, "four answers, a blank line skipped (%s)", e.msg);
+	const char *i0 = r == 0 ? collect_answers_index(&a, 0) : NULL, *i2 = r == 0 ? collect_answers_index(&a, 2) : NULL;
+	const char *big = r == 0 ? collect_answers_index(&a, 123456789) : NULL;
+	const char *q = r == 0 ? collect_answers_id(&a, "q") : NULL;
+	ok(i0 && strcmp(i0, "zero") == 0 && i2 && strcmp(i2, "2") == 0 && !collect_answers_index(&a, 1) && big &&
+		   strcmp(big, "big") == 0 && q && strcmp(q, "by id") == 0,
+	   "keyed by line number from 0 (a blank line counts), a 9-digit index and an id");
+	if (r == 0)
+		collect_answers_free(&a);
+	/* a data set's worth: 200 lines, keyed by their numbers */
+	size_t len = 0;
+	for (int i = 0; i < 200; i++)
+		len += (size_t)snprintf(text + len, sizeof text - len, "{\"answer\":\"a%d\"}\n", i);
+	r = load_answers(&a, path, text, &e);
+	const char *last = r == 0 ? collect_answers_index(&a, 199) : NULL;
+	ok(r == 0 && a.n == 200 && last && strcmp(last, "a199") == 0, "200 answers, the last as a199 (%s)", e.msg);
+	if (r == 0)
+		collect_answers_free(&a);
+	char want[200];
+	snprintf(want, sizeof want, "%s:2: \"answer\": expected a string or a number", path);
+	ok(load_answers(&a, path, "{\"answer\":\"x\"}\n{\"index\":1}\n", &e) < 0 && strcmp(e.msg, want) == 0,
+	   "a line without an answer: %s", e.msg);
+	snprintf(want, sizeof want, "%s:2: expected a JSON object", path);
+	ok(load_answers(&a, path, "{\"answer\":\"x\"}\n[1]\n", &e) < 0 && strcmp(e.msg, want) == 0,
+	   "a line that is no object: %s", e.msg);
+	snprintf(want, sizeof want, "%s:1: \"id\": expected a string or a number", path);
+	ok(load_answers(&a, path, "{\"id\":[1],\"answer\":\"x\"}\n", &e) < 0 && strcmp(e.msg, want) == 0,
+	   "an id that is no string or number: %s", e.msg);
+	snprintf(want, sizeof want, "%s: two answers for index 0", path);
+	ok(load_answers(&a, path, "{\"index\":0,\"answer\":\"x\"}\n{\"index\":0,\"answer\":\"y\"}\n", &e) < 0 &&
+		   strcmp(e.msg, want) == 0,
+	   "two answers for one index: %s", e.msg);
+	shell("rm -rf %s", dir);
+}
+
 static void test_atropos(void)
 {
 	struct collect_line L;
@@ -205,8 +320,9 @@ static void test_detect(void)
 	struct err e = { 0 };
 	ok(parse("{\"x\":1}", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not a rollout in any known format"),
 	   "an unknown object: %s", e.msg);
-	ok(parse("{\"a\":1} x", COLLECT_AUTO, &L, &e) < 0 && strstr(e.msg, "not valid JSON"),
-	   "trailing garbage: %s", e.msg);
+	ok(parse("{\"a\":1} x", COLLECT_AUTO, &L, &e) < 0 &&
+		   strcmp(e.msg, "not valid JSON (text after the value, near byte 9)") == 0,
+	   "trailing garbage, its byte named: %s", e.msg);
 	ok(parse("{\"choices\":[]}", COLLECT_SGLANG, &L, &e) < 0 && strstr(e.msg, "no meta_info"),
 	   "a forced format is not second-guessed: %s", e.msg);
 	const char *sg = "{\"meta_info\":{\"output_token_logprobs\":[[-1,5,null]],\"prompt_tokens\":1,"
@@ -233,6 +349,34 @@ static int keep(void *ctx, struct group *g, struct err *e)
 		s->sizes[s->n++] = g->n;
 	}
 	return 0;
+}
+
+/* Every group a collector emits, printed as grpo-cat --json prints it, and
+ * each refused line's message: what a run of these lines gives. */
+struct transcript {
+	struct buf b;
+};
+
+static int print_group(void *ctx, struct group *g, struct err *e)
+{
+	(void)e;
+	return json_print_group(&((struct transcript *)ctx)->b, g);
+}
+
+static const char *run_lines(struct transcript *t, const struct collect_opts *o, const char *const *lines, int n)
+{
+	struct collect c;
+	struct err e = { 0 };
+	buf_free(&t->b);
+	collect_init(&c, o, print_group, t);
+	for (int i = 0; i < n; i++)
+		if (collect_feed(&c, lines[i], strlen(lines[i]), &e) != 0)
+			buf_printf(&t->b, "line %d: %s\n", i + 1, e.msg);
+	if (collect_end_input(&c, &e) < 0)
+		buf_printf(&t->b, "end: %s\n", e.msg);
+	collect_free(&c);
+	buf_put_u8(&t->b, 0);
+	return (const char *)t->b.data;
 }
 
 static void test_collector(void)
@@ -388,16 +532,166 @@ static void test_reference(void)
 	   "and messages through jsonpick as through cJSON's whole tree (%ld differ)", lines, cases, bad);
 }
 
+
+/* Sampler logprobs are needed where there is a response to have them: an
+ * empty response (a server that stopped at once) is taken without. */
+static void test_missing_logprobs(void)
+{
+	struct collect_opts o = { .format = COLLECT_AUTO, .temperature = 1.0f };
+	struct transcript t = { 0 };
+	const char *lines[] = {
+		"{\"group_id\":1,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[]}]}",
+		"{\"group_id\":2,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[],\"logprobs\":[]},"
+		"{\"prompt_tokens\":[1],\"response_tokens\":[2]}]}",
+		"{\"prompt_tokens\":[1],\"response_tokens\":[3],\"group_id\":3}",
+	};
+	const char *got = run_lines(&t, &o, lines, 3);
+	ok(strncmp(got, "{\"group_id\":1,", 14) == 0 && strstr(got, "\"group_id\":2,") == NULL &&
+		   strstr(got, "\nline 2: trajectory 1: no sampler logprobs (Atropos: no inference_logprobs); "
+			  "--allow-missing-logprobs takes rollouts without them\n") &&
+		   strstr(got, "\"group_id\":3,") == NULL &&
+		   strstr(got, "\nline 3: trajectory 0: no sampler logprobs (Atropos: no inference_logprobs); "
+			  "--allow-missing-logprobs takes rollouts without them\n"),
+	   "an empty response without logprobs is taken, a response of one token refused, in a group or alone");
+	buf_free(&t.b);
+}
+
+static void test_collector_defaults(void)
+{
+	struct collect_answer keyed[] = { { "#1", "A1" }, { "#2", "A2" }, { "#3", "A3" }, { "#5", "A5" },
+					       { "#7", "A7" }, { "=12", "A12" }, { "=c", "AC" } };
+	struct collect_answers answers = { keyed, 7 };
+	struct collect_opts o = { .format = COLLECT_AUTO, .step = 5, .temperature = 0.75f, .vocab_size = 100,
+				  .answers = &answers };
+	struct transcript t = { 0 };
+	const char *lines[] = {
+		"{\"group_id\":\"g\",\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],"
+		"\"answer\":\"own\"},{\"prompt_tokens\":[1],\"response_tokens\":[3],\"logprobs\":[-1],\"policy_version\":2,"
+		"\"temperature\":0.5,\"sequence_id\":11}]}",
+		"{\"prompt_tokens\":[4],\"response_tokens\":[5],\"logprobs\":[-1],\"group_id\":\"L\"}",
+		"{\"prompt_tokens\":[6],\"response_tokens\":[7],\"logprobs\":[-1],\"temperature\":-1,\"group_id\":\"M\"}",
+		"{\"prompt_tokens\":[8],\"response_tokens\":[9],\"logprobs\":[-1]}",
+		"[{\"tokens\":[[1,2]],\"masks\":[[-100,2]],\"scores\":[1],\"inference_logprobs\":[[1,-1]]},"
+		"{\"tokens\":[[3,400]],\"masks\":[[-100,400]],\"scores\":[1],\"inference_logprobs\":[[1,-1]]}]",
+		"{\"prompt_tokens\":[4],\"response_tokens\":[10],\"logprobs\":[-2],\"group_id\":\"L\"}",
+		"{\"prompt_tokens\":[6],\"response_tokens\":[11],\"logprobs\":[-1],\"group_id\":\"M\"}",
+		"[{\"tokens\":[[1,2]],\"masks\":[[-100,2]],\"scores\":[1],\"inference_logprobs\":[[1,-1]]},"
+		"{\"tokens\":[[3,4]],\"masks\":[[-100,4]],\"scores\":[0],\"inference_logprobs\":[[1,-1]]}]",
+		"{\"answer\":\"W\",\"request\":{\"prompt\":[1]},\"response\":{\"id\":\"c\",\"choices\":[{\"logprobs\":"
+		"{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]}}]}}",
+		"{\"answer\":\"W\",\"request\":{\"prompt\":[1]},\"response\":{\"id\":\"d\",\"choices\":[{\"logprobs\":"
+		"{\"token_logprobs\":[-1],\"tokens\":[\"token_id:5\"]}}]}}",
+		"{\"group_id\":12,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1]}]}",
+		NULL,
+	};
+	lines[11] = lines[0];   /* a repeat, dropped */
+	/* ids by hand (FNV-1a of the line and the group's index, top 52 bits;
+	 * members by splitmix64 of the group's id and place); prompt indexes
+	 * 0 g, 1 L, 2 M (kept by its refused first line), 3 the lone line
+	 * without group_id, 4 and 5 the refused pair, 6 and 7 the good pair;
+	 * --answers by id before index, a native group's id its group_id */
+	const char *want =
+		"{\"group_id\":\"g\",\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],"
+		"\"logprobs\":[-1],\"answer\":\"own\",\"sequence_id\":\"g-0\",\"group_id\":\"g\","
+		"\"policy_version\":5,\"temperature\":0.75},{\"prompt_tokens\":[1],\"response_tokens\":[3],"
+		"\"logprobs\":[-1],\"sequence_id\":11,\"group_id\":\"g\",\"policy_version\":2,"
+		"\"temperature\":0.5}]}\n"
+		"line 3: trajectory 0: temperature -1 is not positive and finite\n"
+		"line 5: group 1: trajectory 0: response_tokens[0] is 400, not below --vocab-size 100\n"
+		"{\"group_id\":1608149059680977,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],"
+		"\"logprobs\":[-1],\"sequence_id\":257597111306916,\"group_id\":1608149059680977,"
+		"\"policy_version\":5,\"temperature\":0.75,\"rewards\":[1],\"reward_names\":[\"score\"],"
+		"\"advantages\":1,\"successes\":[1]}]}\n"
+		"{\"group_id\":4422532689567277,\"trajectories\":[{\"prompt_tokens\":[3],\"response_tokens\":[4],"
+		"\"logprobs\":[-1],\"answer\":\"A7\",\"sequence_id\":3910760364463681,"
+		"\"group_id\":4422532689567277,\"policy_version\":5,\"temperature\":0.75,\"rewards\":[0],"
+		"\"reward_names\":[\"score\"],\"advantages\":0,\"successes\":[0]}]}\n"
+		"{\"group_id\":\"c\",\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[5],"
+		"\"logprobs\":[-1],\"answer\":\"AC\",\"sequence_id\":\"c-0\",\"group_id\":\"c\","
+		"\"policy_version\":5,\"temperature\":0.75}]}\n"
+		"{\"group_id\":\"d\",\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[5],"
+		"\"logprobs\":[-1],\"answer\":\"W\",\"sequence_id\":\"d-0\",\"group_id\":\"d\","
+		"\"policy_version\":5,\"temperature\":0.75}]}\n"
+		"{\"group_id\":12,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2],\"logprobs\":[-1],"
+		"\"answer\":\"A12\",\"sequence_id\":3427394337658301,\"group_id\":12,\"policy_version\":5,"
+		"\"temperature\":0.75}]}\n"
+		"{\"group_id\":\"L\",\"trajectories\":[{\"prompt_tokens\":[4],\"response_tokens\":[5],"
+		"\"logprobs\":[-1],\"answer\":\"A1\",\"sequence_id\":\"L-0\",\"group_id\":\"L\","
+		"\"policy_version\":5,\"temperature\":0.75},{\"prompt_tokens\":[4],\"response_tokens\":[10],"
+		"\"logprobs\":[-2],\"answer\":\"A1\",\"sequence_id\":\"L-1\",\"group_id\":\"L\","
+		"\"policy_version\":5,\"temperature\":0.75}]}\n"
+		"{\"group_id\":\"M\",\"trajectories\":[{\"prompt_tokens\":[6],\"response_tokens\":[11],"
+		"\"logprobs\":[-1],\"answer\":\"A2\",\"sequence_id\":\"M-0\",\"group_id\":\"M\","
+		"\"policy_version\":5,\"temperature\":0.75}]}\n"
+		"{\"group_id\":677278956217309,\"trajectories\":[{\"prompt_tokens\":[8],\"response_tokens\":[9],"
+		"\"logprobs\":[-1],\"answer\":\"A3\",\"sequence_id\":824849144811014,\"group_id\":677278956217309,"
+		"\"policy_version\":5,\"temperature\":0.75}]}\n";
+	const char *got = run_lines(&t, &o, lines, (int)(sizeof lines / sizeof *lines));
+	if (!ok(strcmp(got, want) == 0, "a run's groups exactly: ids, policy versions, temperatures and answers "
+	   "assigned, lone lines gathered, a bad line refused whole and named, a repeat dropped"))
+		for (const char *l = got; *l;) {
+			size_t k = strcspn(l, "\n");
+			diag("got %.*s", (int)k, l);
+			l += k + (l[k] != 0);
+		}
+	buf_free(&t.b);
+}
+
+static int refuse(void *ctx, struct group *g, struct err *e)
+{
+	(void)ctx;
+	return err_set(e, "disk full at group %lld", (long long)g->group_id.num);
+}
+
+/* What -v reports (lines, groups, trajectories, tokens, formats), and an
+ * emit function that fails: -2 with its message. */
+static void test_counts(void)
+{
+	struct collect_opts o = { .format = COLLECT_AUTO, .temperature = 1.0f };
+	struct sink s = { 0 };
+	struct collect c;
+	struct err e = { 0 };
+	const char *lines[] = {
+		"{\"group_id\":1,\"trajectories\":[{\"prompt_tokens\":[1],\"response_tokens\":[2,3],\"logprobs\":[-1,-1]},"
+		"{\"prompt_tokens\":[1],\"response_tokens\":[4,5,6],\"logprobs\":[-1,-1,-1]}]}",
+		"{\"prompt_tokens\":[1],\"response_tokens\":[7],\"logprobs\":[-1],\"group_id\":2}",
+		"{\"prompt_tokens\":[1],\"response_tokens\":[8,9,10,11],\"logprobs\":[-1,-1,-1,-1],\"group_id\":2}",
+		"{\"tokens\":[[1,2]],\"masks\":[[-100,2]],\"scores\":[1],\"inference_logprobs\":[[1,-1]]}",
+	};
+	int r = 0;
+	collect_init(&c, &o, keep, &s);
+	for (int i = 0; i < 4 && r == 0; i++)
+		r = collect_feed(&c, lines[i], strlen(lines[i]), &e);
+	r = r == 0 ? collect_end_input(&c, &e) : r;
+	ok(r == 0 && c.lines == 4 && c.groups == 3 && c.trajs == 5 && c.tokens == 11 &&
+		   c.formats == (1u << COLLECT_NATIVE | 1u << COLLECT_ATROPOS),
+	   "4 lines, 3 groups, 5 trajectories, 11 tokens, native and atropos (%llu, %llu, %llu, %llu, %#x)",
+	   (unsigned long long)c.lines, (unsigned long long)c.groups, (unsigned long long)c.trajs,
+	   (unsigned long long)c.tokens, c.formats);
+	collect_free(&c);
+	collect_init(&c, &o, refuse, NULL);
+	r = collect_feed(&c, lines[0], strlen(lines[0]), &e);
+	ok(r == -2 && strcmp(e.msg, "disk full at group 1") == 0, "an emit that fails: -2, its message (%d, %s)", r,
+	   e.msg);
+	collect_free(&c);
+}
+
 int main(void)
 {
 	test_reference();
 	test_nonfinite();
 	test_vllm();
 	test_batch_pairing();
+	test_batch_without_n();
+	test_native_group_id();
+	test_answers_file();
 	test_atropos();
 	test_wrapper();
 	test_detect();
 	test_collector();
 	test_many_lone();
+	test_collector_defaults();
+	test_missing_logprobs();
+	test_counts();
 	return tap_done();
 }
