@@ -366,13 +366,15 @@ static int scored_before(struct state *s, const char *name, uint64_t hash, uint6
 	return 1;
 }
 
-/* Record an input's trajectories as scored into here: what only spares a
- * copy its scoring, so a failure is a warning. */
-static void remember(struct state *s, const char *name, uint64_t hash, const char *here)
+/* Record an input's trajectories as scored into here, its output being
+ * published: a failure fails the input, which then waits to be scored
+ * again (its output found published, its metrics line not owed), so that
+ * a run after a full disk ends as one that never failed. */
+static int remember(struct state *s, const char *name, uint64_t hash, const char *here, struct err *e)
 {
-	struct err e;
-	if (scoreio_remember(s->o.out, hash, here, &e) < 0)
-		cli_warn("%s: warning: %s: a copy of it would be scored again", name, e.msg);
+	if (scoreio_remember(s->o.out, hash, here, e) < 0)
+		return err_prefix(e, "%s: the record of what was scored", name);
+	return 0;
 }
 
 /* A group seen in an earlier input (or, streamed, earlier in this one) is scored in parts: say so. */
@@ -491,7 +493,7 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 			warn_copies(name, copies);
 			report(s, name, &st, dropped, !path);
 			if (s->o.out && seqs)   /* after the metrics line, which a re-run owes until then */
-				remember(s, name, hash, here);
+				r = remember(s, name, hash, here, e);
 		}
 	}
 	for (uint32_t g = 0; g < n; g++)
@@ -614,7 +616,7 @@ static int score_stream(struct state *s, int fd, const char *name, struct err *e
 		warn_copies(name, copies);
 		report(s, name, &sum, dropped, 1);
 		if (s->o.out && sum.seqs)
-			remember(s, name, pub.samples, here);
+			r = remember(s, name, pub.samples, here, e);
 	}
 	return r;
 }
