@@ -233,6 +233,11 @@ MODULES = {
                UNIT + "test_jsonpick",
                CLI + "cat.t", CLI + "cat-output.t", CLI + "collect-fields.t", CLI + "collect-shapes.t",
                CLI + "collect-token-ids.t", CLI + "collect-long-line.t", CLI + "collect.t"]),
+    "chat": dict(
+        files=["lib/model/chat.c"],
+        targets=["build/tests/test_chat", "build/bin/grpo-cat", "build/bin/grpo-init", "build/bin/grpo-collect"],
+        objects=["build/lib/model/chat.o"],
+        tests=[UNIT + "test_chat", CLI + "chat.t"]),
 }
 
 UNITS_ONLY = False
