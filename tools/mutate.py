@@ -240,6 +240,11 @@ MODULES = {
         tests=[UNIT + "test_collect", CLI + "collect-fields.t", CLI + "collect-shapes.t",
                CLI + "collect-answers.t", CLI + "collect-repeats.t", CLI + "collect-incomplete.t",
                CLI + "collect-token-ids.t"]),
+    "chat": dict(
+        files=["lib/model/chat.c"],
+        targets=["build/tests/test_chat", "build/bin/grpo-cat", "build/bin/grpo-init", "build/bin/grpo-collect"],
+        objects=["build/lib/model/chat.o"],
+        tests=[UNIT + "test_chat", CLI + "chat.t"]),
 }
 
 UNITS_ONLY = False

@@ -1,7 +1,7 @@
 #!/bin/sh
 # grpo-cat --chat against the models' own chat templates: tests/data/chat-templates.jsonl
 # holds prompts rendered from the chat_template of Qwen3's, Llama 3's, Llama
-# 3.1's and Llama 3.2's tokenizer_config.json, and of Qwen2.5-Instruct's,
+# 3.1's and Llama 3.2's tokenizer_config.json, and of Qwen2.5-Instruct's, Qwen2.5-Math's,
 # another revision of Llama 3's, Llama 2 chat's, Mistral Instruct's, TinyLlama
 # Chat's, SmolLM2-Instruct's and the DeepSeek-R1 distills'
 # (tests/data/chat-templates/), as transformers
@@ -13,9 +13,9 @@
 command -v jq > /dev/null || skip_all "jq is not installed"
 fx="$GRPO_TOP/tests/data/chat-templates.jsonl"
 data="$GRPO_SHARED/data"
-plan 31
+plan 33
 
-for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
+for f in qwen3 qwen2.5 qwen2.5-math llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .text" "$fx" > "$T/want"
 	jq -c "select(.format == \"$f\" and has(\"text\")) | .input" "$fx" | grpo-cat --chat "$f" > "$T/got"
 	cmp -s "$T/got" "$T/want"
@@ -23,7 +23,7 @@ for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 de
 done
 # llama2, mistral and zephyr: with their own SentencePiece tokenizers where ../shared has them,
 # else with tests/data/tokspm's Llama 2-style one (its <s> and </s> special, as theirs);
-# qwen2.5 and smollm2 with Qwen3's, which has their ChatML markers; deepseek-r1 with Qwen3's given the
+# qwen2.5, qwen2.5-math and smollm2 with Qwen3's, which has their ChatML markers; deepseek-r1 with Qwen3's given the
 # distills' four markers at ids 151643 to 151646, as DeepSeek-R1-Distill-Qwen's tokenizer
 # puts them in place of Qwen's (its bos 151646, eos 151643)
 r1tok="$T/r1-tokenizer.json"
@@ -32,8 +32,8 @@ if [ -f "$data/tokenizers/qwen3/tokenizer.json" ]; then
 		(["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜begin▁of▁sentence｜>"][.id - 151643])
 		else . end)' "$data/tokenizers/qwen3/tokenizer.json" > "$r1tok"
 fi
-for f in qwen3 qwen2.5 llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
-	case $f in zephyr) d=tinyllama ;; qwen2.5 | smollm2) d=qwen3 ;; *) d=${f%.?} ;; esac
+for f in qwen3 qwen2.5 qwen2.5-math llama3 llama3.1 llama3.2 llama2 mistral zephyr smollm2 deepseek-r1; do
+	case $f in zephyr) d=tinyllama ;; qwen2.5 | qwen2.5-math | smollm2) d=qwen3 ;; *) d=${f%.?} ;; esac
 	tok="$data/tokenizers/$d/tokenizer.json"
 	case $f in llama2 | mistral | zephyr)
 		[ -f "$tok" ] || tok="$GRPO_TOP/tests/data/tokspm/legacy/tokenizer.json" ;;

@@ -92,7 +92,7 @@ static cJSON *template_of(const char *path, const char **tmpl)
 /* --chat auto: which format a model's own template is */
 static void format_of_model(const char *top, const char *shared)
 {
-	char dir[] = "/tmp/test_chat_auto.XXXXXX", tp[4096], from[4096], path[4096];
+	char dir[] = "/tmp/test_chat_auto.XXXXXX", tp[4096], from[4096], path[4096], want[4400];
 	struct err e = { 0 };
 	enum chat_format f;
 	if (!mkdtemp(dir)) {
@@ -165,12 +165,28 @@ static void format_of_model(const char *top, const char *shared)
 		ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "tokenizer_config.json") &&
 		   strstr(e.msg, "none that this build knows") && strstr(e.msg, "qwen2.5, "),
 		   "a template one byte longer is unknown: %s", e.msg);
+		/* and one of the same length: "You are qwen" (its FNV-1a hash computed by hand) */
+		char *same = strdup(qwen25), msg[8192];
+		*strstr(same, "Qwen") = 'q';
+		put_config(dir, same);
+		free(same);
+		snprintf(msg, sizeof msg, "%s/tokenizer_config.json: its chat template (2507 bytes, hash 4e5d25f0c2ee96d5) "
+		         "is none that this build knows, byte for byte: name the chat format (%s)", dir, CHAT_FORMATS);
+		ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strcmp(e.msg, msg) == 0,
+		   "a template of the same length, one byte changed, is unknown: %s", e.msg);
 	}
 	cJSON_Delete(keep[0]);
 	cJSON_Delete(keep[1]);
 	put_file(dir, "tokenizer_config.json", "{\"bos_token\": \"<s>\"}");
 	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "has no chat_template"),
 	   "no chat_template: %s", e.msg);
+	put_file(dir, "tokenizer_config.json", "{\"chat_template\": ");
+	snprintf(want, sizeof want, "%s/tokenizer_config.json: not a JSON object", dir);
+	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strcmp(e.msg, want) == 0,
+	   "not JSON: %s", e.msg);
+	snprintf(want, sizeof want, "%s: path too long", tp);
+	ok(chat_format_of_model(tp, &f, from, strlen(dir) + 20, &e) < 0 && strcmp(e.msg, want) == 0,
+	   "a path longer than the room for it: %s", e.msg);
 	put_file(dir, "tokenizer_config.json", "[\"chat_template\"]");
 	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "not a JSON object"),
 	   "not an object: %s", e.msg);
@@ -228,6 +244,54 @@ int main(void)
 	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\nans<|im_end|>\n"
 	        "<|im_start|>assistant\n",
 	        "an assistant turn after the last query keeps its reasoning");
+	/* Qwen3's think blocks in the history, as jinja2 renders its template (../shared's
+	 * tokenizer_config.json): a user turn wrapped in <tool_response> is no query */
+	const struct chat_msg q3_tool[] = { { "user", "q" }, { "assistant", "<think>r</think>a" },
+	                                    { "user", "<tool_response>x</tool_response>" } };
+	is_text(CHAT_QWEN3, q3_tool, 3, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\na<|im_end|>\n"
+	        "<|im_start|>user\n<tool_response>x</tool_response><|im_end|>\n<|im_start|>assistant\n",
+	        "an answer before a tool response keeps its reasoning: the last query is before it");
+	const struct chat_msg q3_tool_plain[] = { { "user", "q" }, { "assistant", "a" },
+	                                          { "user", "<tool_response>x</tool_response>" } };
+	is_text(CHAT_QWEN3, q3_tool_plain, 3, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\na<|im_end|>\n"
+	        "<|im_start|>user\n<tool_response>x</tool_response><|im_end|>\n<|im_start|>assistant\n",
+	        "and one without reasoning there gets no empty think block");
+	const struct chat_msg q3_half[] = { { "user", "<tool_response>x" }, { "assistant", "<think>r</think>a" },
+	                                    { "user", "x</tool_response>" }, { "assistant", "<think>s</think>b" } };
+	is_text(CHAT_QWEN3, q3_half, 4, 0,
+	        "<|im_start|>user\n<tool_response>x<|im_end|>\n<|im_start|>assistant\na<|im_end|>\n"
+	        "<|im_start|>user\nx</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\ns\n</think>\n\nb"
+	        "<|im_end|>\n<|im_start|>assistant\n",
+	        "a user turn only opened or only closed by a tool response is a query");
+	const struct chat_msg q3_no_user[] = { { "system", "s" }, { "assistant", "<think>r</think>a" } };
+	is_text(CHAT_QWEN3, q3_no_user, 2, 0,
+	        "<|im_start|>system\ns<|im_end|>\n<|im_start|>assistant\na<|im_end|>\n<|im_start|>assistant\n",
+	        "no user turn: the last message counts as the query, its reasoning dropped");
+	const struct chat_msg q3_two_ends[] = { { "user", "q" },
+	                                        { "assistant", "x<think>\nr1\n\n</think>\nmid</think>\n\nc" } };
+	is_text(CHAT_QWEN3, q3_two_ends, 2, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\nc<|im_end|>\n"
+	        "<|im_start|>assistant\n",
+	        "reasoning up to the first </think> after the last <think> in it, content after the last </think>");
+	const struct chat_msg q3_plain[] = { { "user", "q" }, { "assistant", "plain" } };
+	is_text(CHAT_QWEN3, q3_plain, 2, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nplain<|im_end|>\n"
+	        "<|im_start|>assistant\n",
+	        "the last answer after the query gets an empty think block when it has none");
+	const struct chat_msg q3_end[] = { { "user", "q" }, { "assistant", "r</think>" } };
+	is_text(CHAT_QWEN3, q3_end, 2, CHAT_NO_THINKING,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\n<|im_end|>\n"
+	        "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+	        "an answer that ends in </think>, no <think>: all reasoning, no content");
+	const struct chat_msg q3_bare[] = { { "user", "q" }, { "assistant", "</think>" } };
+	is_text(CHAT_QWEN3, q3_bare, 2, 0,
+	        "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<|im_end|>\n"
+	        "<|im_start|>assistant\n",
+	        "an answer that is only </think>: neither reasoning nor content");
+	const struct chat_msg empty[] = { { "user", "" } };
+	is_text(CHAT_QWEN3, empty, 1, 0, "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n", "empty content");
 	is_text(CHAT_QWEN, hello, 1, CHAT_NO_THINKING,
 	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n", "plain ChatML, no think block");
 	is_text(CHAT_QWEN25, hello, 1, 0,
@@ -250,6 +314,11 @@ int main(void)
 	is_text(CHAT_LLAMA3, spaces, 1, 0,
 	        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
 	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "trim takes Unicode white space as Python does");
+
+	const struct chat_msg separators[] = { { "user", "\x1c\x1d x \x1e\x1f" } };
+	is_text(CHAT_LLAMA3, separators, 1, 0,
+	        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
+	        "<|start_header_id|>assistant<|end_header_id|>\n\n", "and the separators U+001C to U+001F");
 
 	/* Llama 2 chat, Mistral Instruct and TinyLlama Chat, as jinja2 renders tests/data/chat-templates/ */
 	is_text(CHAT_LLAMA2, hello, 1, 0, "<s>[INST] Hello, world! [/INST]", "one user turn, no generation prompt");
@@ -291,6 +360,9 @@ int main(void)
 	        "<|im_start|>system\nPlease reason step by step, and put your final answer within \\boxed{}.<|im_end|>\n"
 	        "<|im_start|>user\nHello, world!<|im_end|>\n<|im_start|>assistant\n",
 	        "Qwen2.5-Math's default system message, one backslash before boxed");
+	is_text(CHAT_QWEN25_MATH, multi, 2, 0,
+	        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+	        "<|im_start|>assistant\n", "and the given one otherwise");
 	is_text(CHAT_DEEPSEEK_R1, hello, 1, 0,
 	        "<｜begin▁of▁sentence｜><｜User｜>Hello, world!<｜Assistant｜><think>\n",
 	        "one user turn, the think block opened");
@@ -303,6 +375,13 @@ int main(void)
 	is_text(CHAT_DEEPSEEK_R1, r1_turns, 4, 0,
 	        "<｜begin▁of▁sentence｜>s2<｜User｜>u<｜Assistant｜>c<｜end▁of▁sentence｜><｜Assistant｜><think>\n",
 	        "the last system message wins, wherever it stands; what follows the last </think>");
+
+	const struct chat_msg r1_end[] = { { "user", "q" }, { "assistant", "</think>" }, { "user", "q2" },
+	                                   { "assistant", "<think>r</think>" }, { "user", "q3" } };
+	is_text(CHAT_DEEPSEEK_R1, r1_end, 5, 0,
+	        "<｜begin▁of▁sentence｜><｜User｜>q<｜Assistant｜><｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜>"
+	        "<｜end▁of▁sentence｜><｜User｜>q3<｜Assistant｜><think>\n",
+	        "answers that end in </think>: nothing of them kept");
 
 	/* refusals */
 	struct buf b = { 0 };
@@ -324,6 +403,15 @@ int main(void)
 	ok(chat_render(CHAT_QWEN3, tool, 2, 0, NULL, &b, &e) < 0 && strstr(e.msg, "messages[1]") && strstr(e.msg, "tool"),
 	   "a tool message is refused: %s", e.msg);
 	ok(chat_render(CHAT_QWEN, tool, 0, 0, NULL, &b, &e) < 0 && strstr(e.msg, "no messages"), "no messages: %s", e.msg);
+	const struct chat_msg tool_first[] = { { "tool", "42" }, { "user", "q" } };
+	ok(chat_render(CHAT_QWEN3, tool_first, 2, 0, NULL, &b, &e) < 0 &&
+	   strcmp(e.msg, "messages[0]: role tool is not supported (system, user and assistant are)") == 0,
+	   "a tool message first is refused too: %s", e.msg);
+	const struct chat_msg no_content[] = { { "user", NULL } }, no_role[] = { { "user", "q" }, { NULL, "a" } };
+	ok(chat_render(CHAT_QWEN3, no_content, 1, 0, NULL, &b, &e) < 0 &&
+	   strcmp(e.msg, "messages[0]: needs a role and a content") == 0, "a message without content: %s", e.msg);
+	ok(chat_render(CHAT_QWEN3, no_role, 2, 0, NULL, &b, &e) < 0 &&
+	   strcmp(e.msg, "messages[1]: needs a role and a content") == 0, "a message without a role: %s", e.msg);
 	buf_free(&b);
 
 	/* JSON input */
@@ -339,6 +427,9 @@ int main(void)
 	chat_msgs_free(&cm);
 	const char *j3 = "{\"messages\":[{\"role\":\"user\",\"content\":[1]}]}";
 	ok(chat_parse_json(j3, strlen(j3), &cm, &e) < 0 && strstr(e.msg, "messages[0]"), "bad message: %s", e.msg);
+	/* grpo-collect frees the messages of a line whether or not they parsed */
+	chat_msgs_free(&cm);
+	ok(!cm.m && !cm.json && cm.n == 0, "a refused line's messages can be freed again");
 	const char *j4 = "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[]}]}";
 	ok(chat_parse_json(j4, strlen(j4), &cm, &e) < 0 && strstr(e.msg, "tool_calls"), "tool_calls refused: %s", e.msg);
 	const char *j5 = "{\"messages\":[{\"role\":\"user\",\"content\":\"u\"}],"
@@ -346,6 +437,10 @@ int main(void)
 	ok(chat_parse_json(j5, strlen(j5), &cm, &e) < 0 && strstr(e.msg, "tools is not supported"),
 	   "a conversation's tools are refused, not dropped from the prompt: %s", e.msg);
 	ok(chat_parse_json("[1]", 3, &cm, &e) < 0 && strstr(e.msg, "\"messages\""), "bad line: %s", e.msg);
+	const char *j8 = "{\"messages\":\"hi\"}";
+	ok(chat_parse_json(j8, strlen(j8), &cm, &e) < 0 &&
+	   strcmp(e.msg, "expected a JSON string (the user's turn) or an object with a \"messages\" list") == 0,
+	   "messages that are no list: %s", e.msg);
 	const char *j6 = "{\"messages\":[{\"role\":\"user\",\"content\":\"u\"}],\"date_string\":\"1 Jan 2026\"}";
 	ok(chat_parse_json(j6, strlen(j6), &cm, &e) == 0 && cm.date && strcmp(cm.date, "1 Jan 2026") == 0,
 	   "date_string is read for the Llama 3.1 and 3.2 templates");
@@ -443,6 +538,20 @@ int main(void)
 		}
 		ok(r == 0 && got.n == want_ids.n && memcmp(got.v, want_ids.v, got.n * sizeof *got.v) == 0,
 		   "zephyr: </s> is id %d after each turn (%zu ids)", bos + 1, got.n);
+		/* with a text buffer that holds something already: the prompt's text is
+		 * appended to it, and only the prompt is encoded */
+		struct tok_ids alone = { 0 };
+		struct buf txt = { 0 };
+		const char *zt = "x<|user|>\nu</s>\n<|assistant|>\na</s>\n<|assistant|>\n";
+		r = buf_append(&txt, "x", 1);
+		tok_ids_free(&got);
+		r |= chat_encode(sp, CHAT_ZEPHYR, ua, 2, 0, NULL, &got, &txt, &e);
+		r |= chat_encode(sp, CHAT_ZEPHYR, ua, 2, 0, NULL, &alone, NULL, &e);
+		ok(r == 0 && got.n == alone.n && memcmp(got.v, alone.v, got.n * sizeof *got.v) == 0 &&
+		   txt.len == strlen(zt) && memcmp(txt.data, zt, txt.len) == 0,
+		   "zephyr: the text appended to what the buffer held, the ids the prompt's alone");
+		buf_free(&txt);
+		tok_ids_free(&alone);
 		tok_ids_free(&got);
 		tok_ids_free(&want_ids);
 	}
