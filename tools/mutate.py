@@ -240,6 +240,13 @@ MODULES = {
         tests=[UNIT + "test_collect", CLI + "collect-fields.t", CLI + "collect-shapes.t",
                CLI + "collect-answers.t", CLI + "collect-repeats.t", CLI + "collect-incomplete.t",
                CLI + "collect-token-ids.t"]),
+    "model_config": dict(
+        files=["lib/model/model_config.c"],
+        targets=["build/tests/test_model_config", "build/tests/test_safetensors", "build/tests/test_model_hf",
+                 "build/tests/test_model_fixtures", "build/tests/test_ckpt"],
+        objects=["build/lib/model/model_config.o"],
+        tests=[UNIT + "test_model_config", UNIT + "test_safetensors", UNIT + "test_model_hf",
+               UNIT + "test_model_fixtures", UNIT + "test_ckpt"]),
 }
 
 UNITS_ONLY = False
