@@ -245,6 +245,13 @@ MODULES = {
         targets=["build/tests/test_chat", "build/bin/grpo-cat", "build/bin/grpo-init", "build/bin/grpo-collect"],
         objects=["build/lib/model/chat.o"],
         tests=[UNIT + "test_chat", CLI + "chat.t"]),
+    "model_config": dict(
+        files=["lib/model/model_config.c"],
+        targets=["build/tests/test_model_config", "build/tests/test_safetensors", "build/tests/test_model_hf",
+                 "build/tests/test_model_fixtures", "build/tests/test_ckpt"],
+        objects=["build/lib/model/model_config.o"],
+        tests=[UNIT + "test_model_config", UNIT + "test_safetensors", UNIT + "test_model_hf",
+               UNIT + "test_model_fixtures", UNIT + "test_ckpt"]),
 }
 
 UNITS_ONLY = False
