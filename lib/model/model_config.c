@@ -273,6 +273,12 @@ int model_config_parse(const char *json, size_t len, const char *name, struct mo
 		cJSON_Delete(j);
 		return err_set(e, "%s: not a JSON object", name);
 	}
+	/* cJSON finds a key's first value, transformers (Python's json) its
+	 * last: a config two readers load as two models is refused */
+	if (json_duplicate_key(j, e) < 0) {
+		cJSON_Delete(j);
+		return err_prefix(e, "%s", name);
+	}
 	int r = -1;
 	const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "architectures"), 0);
 	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type");
@@ -449,6 +455,8 @@ int model_stop_ids_load(const char *dir, const struct model_config *c, int *ids,
 		err_sys(e, "%s", path);
 	else if (!cJSON_IsObject(j))
 		err_set(e, "%s: not a JSON object", path);
+	else if (json_duplicate_key(j, e) < 0)
+		err_prefix(e, "%s", path);
 	else if (parse_eos(cJSON_GetObjectItemCaseSensitive(j, "eos_token_id"), g, &ng, path, e) == 0)
 		r = 0;
 	cJSON_Delete(j);
@@ -465,7 +473,7 @@ int model_stop_ids_load(const char *dir, const struct model_config *c, int *ids,
 	return r;
 }
 
-/* The shortest decimal that reads back as the same float, always with a '.' or exponent (1e-06, 1000000.0). */
+/* The shortest decimal that reads back as the same float, always with a '.' or an exponent (1e-06, 1e+06, 32.0). */
 static const char *fmt_float(char *s, size_t n, float v)
 {
 	for (int prec = 6; prec <= 9; prec++) {

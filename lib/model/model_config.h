@@ -9,7 +9,9 @@
  * would change the math in a way this project does not implement (another
  * architecture, a non-SiLU activation, sliding-window layers, MLP bias, a
  * RoPE type other than default or llama3) is an error naming the field, so
- * that a model is never run silently wrong.
+ * that a model is never run silently wrong; so is a key given twice in one
+ * object, which transformers would read as its last value and cJSON as
+ * its first.
  *
  * model_config_json() writes the config back in the transformers 5 style
  * (with `dtype` and `rope_parameters`, plus `torch_dtype` and a top-level

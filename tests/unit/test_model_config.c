@@ -265,6 +265,11 @@ static void test_stop_ids(void)
 	shell("printf '{\"bos_token_id\": 1}' > %s/generation_config.json", dir);
 	ok(model_stop_ids_load(dir, &c, ids, &n, &e) == 0 && n == 2, "no eos_token_id there");
 	char want[256];
+	shell("printf '{\"eos_token_id\": 5, \"eos_token_id\": 6}' > %s/generation_config.json", dir);
+	snprintf(want, sizeof want, "%s/generation_config.json: the key \"eos_token_id\" appears twice in one object",
+		 dir);
+	ok(model_stop_ids_load(dir, &c, ids, &n, &e) < 0 && !strcmp(e.msg, want),
+	   "a key twice (transformers would take the last, cJSON the first): %s", e.msg);
 	shell("printf '{\"eos_token_id\": [9, 151936]}' > %s/generation_config.json", dir);
 	snprintf(want, sizeof want, "%s/generation_config.json: eos_token_id 151936 is not in the vocabulary "
 	         "(vocab_size 151936)", dir);
@@ -390,6 +395,13 @@ int main(void)
 {
 	struct model_config c;
 	struct err e = { 0 };
+
+	/* a key given twice: transformers reads the last value, cJSON the first */
+	REFUSED(LLAMA ", \"num_hidden_layers\": 4}",
+		"config.json: the key \"num_hidden_layers\" appears twice in one object", "a size twice");
+	REFUSED(LLAMA ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"factor\": 32.0, "
+		"\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
+		"config.json: the key \"factor\" appears twice in one object", "a key twice inside rope_scaling");
 
 	/* Qwen2, old schema: q/k/v bias without a key, head_dim derived */
 	ok(parse("{\"architectures\": [\"Qwen2ForCausalLM\"], " QSHAPE ", \"rope_theta\": 1000000.0, "
