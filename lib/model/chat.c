@@ -405,6 +405,12 @@ static const struct {
 /* The template of tokenizer_config.json's "chat_template", or NULL with the message. */
 static const char *config_template(const cJSON *j, const char *path, struct err *e)
 {
+	/* cJSON finds the first, transformers the last: with two, which is meant is not known */
+	int given = 0;
+	for (const cJSON *c = j->child; c; c = c->next)
+		given += c->string && strcmp(c->string, "chat_template") == 0;
+	if (given > 1)
+		return err_set(e, "%s gives chat_template %d times: name the chat format", path, given), NULL;
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
 	if (cJSON_IsString(t))
 		return t->valuestring;

@@ -139,7 +139,9 @@ int chat_encode(const struct tokenizer *t, enum chat_format f, const struct chat
  * Mistral-7B-Instruct-v0.2, TinyLlama Chat, SmolLM2-Instruct and the
  * DeepSeek-R1 distills, as kept in tests/data/chat-templates and ../shared. A missing template, or any
  * other (another revision included), is an error naming the file: the
- * format must then be named. *from gets the file the template came from.
+ * format must then be named; so is a "chat_template" given twice, of which
+ * transformers would take the last. *from gets the file the template came
+ * from.
  */
 int chat_format_of_model(const char *tokenizer_path, enum chat_format *f, char *from, size_t from_size,
                          struct err *e);

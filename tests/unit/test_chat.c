@@ -180,6 +180,10 @@ static void format_of_model(const char *top, const char *shared)
 	put_file(dir, "tokenizer_config.json", "{\"bos_token\": \"<s>\"}");
 	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strstr(e.msg, "has no chat_template"),
 	   "no chat_template: %s", e.msg);
+	put_file(dir, "tokenizer_config.json", "{\"chat_template\": \"a\", \"bos_token\": \"<s>\", \"chat_template\": \"b\"}");
+	snprintf(want, sizeof want, "%s/tokenizer_config.json gives chat_template 2 times: name the chat format", dir);
+	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strcmp(e.msg, want) == 0,
+	   "chat_template twice (transformers takes the last, cJSON the first): %s", e.msg);
 	put_file(dir, "tokenizer_config.json", "{\"chat_template\": ");
 	snprintf(want, sizeof want, "%s/tokenizer_config.json: not a JSON object", dir);
 	ok(chat_format_of_model(tp, &f, from, sizeof from, &e) < 0 && strcmp(e.msg, want) == 0,
