@@ -252,6 +252,12 @@ MODULES = {
         objects=["build/lib/model/model_config.o"],
         tests=[UNIT + "test_model_config", UNIT + "test_safetensors", UNIT + "test_model_hf",
                UNIT + "test_model_fixtures", UNIT + "test_ckpt"]),
+    "jsonpick": dict(
+        files=["lib/data/jsonpick.c"],
+        targets=["build/tests/test_jsonpick", "build/tests/test_collect", "build/bin/grpo-collect",
+                 "build/bin/grpo-cat"],
+        objects=["build/lib/data/jsonpick.o"],
+        tests=[UNIT + "test_jsonpick", UNIT + "test_collect", CLI + "collect-long-line.t", CLI + "json-long-line.t"]),
 }
 
 UNITS_ONLY = False
