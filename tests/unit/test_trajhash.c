@@ -6,8 +6,7 @@
  * scoring adds (rewards, reference logprobs, the advantage, for the
  * file's hash) does not.
  */
-#include <stdio.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "data/trajhash.h"
 #include "tap.h"
@@ -19,7 +18,6 @@ static char sid1[] = "s-71", run1[] = "r1";
 /* group 7: sequence 70, then sequence "s-71" of run r1 at temperature 0.5 */
 static void example(struct group *g, struct traj t[2])
 {
-	memset(t, 0, 2 * sizeof *t);
 	t[0] = (struct traj){ .prompt_tokens = p0, .response_tokens = r0, .logprobs = lp0, .n_prompt = 2,
 			      .n_response = 3, .sequence_id = { 70, NULL }, .policy_version = 3, .temperature = 1.0f,
 			      .advantage = 0.25f };
