@@ -132,6 +132,71 @@ void cli_bad_usage(const char *fmt, ...)
 	exit(CLI_EXIT_USAGE);
 }
 
+/* Do two entries of longopts do the same (getopt takes either for a prefix
+ * of both)? */
+static int same_option(const struct option *a, const struct option *b)
+{
+	return a->has_arg == b->has_arg && a->flag == b->flag && a->val == b->val;
+}
+
+/*
+ * The long option that --NAME (len bytes of it) names as getopt reads it:
+ * NAME whole, else the one option it begins (or several that do the same),
+ * else NULL, and *ambiguous set when it begins options that differ.
+ */
+static const struct option *long_option_named(const struct option *longopts, const char *name, size_t len,
+                                              int *ambiguous)
+{
+	const struct option *found = NULL;
+	*ambiguous = 0;
+	for (const struct option *o = longopts; o->name; o++) {
+		if (strncmp(o->name, name, len) != 0)
+			continue;
+		if (strlen(o->name) == len)
+			return o;
+		if (!found)
+			found = o;
+		else if (!same_option(found, o))
+			*ambiguous = 1;
+	}
+	return *ambiguous ? NULL : found;
+}
+
+/*
+ * Say what getopt_long refused, in the words of glibc's own messages (which
+ * opterr = 0 keeps it from printing), through cli_warn: the option is text
+ * the user typed, or a script took from a file name, and must not reach
+ * the terminal as an escape sequence. word is the argument that held a
+ * refused long option (getopt moved past it), or NULL for a short option
+ * refused inside a cluster such as -Zv.
+ */
+static void say_refused(const char *word, const char *shortopts, const struct option *longopts)
+{
+	if (word && word[0] == '-' && word[1] == '-') {
+		const char *name = word + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		int ambiguous;
+		const struct option *o = long_option_named(longopts, name, len, &ambiguous);
+		if (o) {
+			cli_warn("option '--%s' %s", o->name, eq ? "doesn't allow an argument" : "requires an argument");
+		} else if (ambiguous) {
+			char list[1024];
+			size_t at = 0;
+			for (const struct option *c = longopts; c->name && at < sizeof list; c++)
+				if (strncmp(c->name, name, len) == 0)
+					at += (size_t)snprintf(list + at, sizeof list - at, " '--%s'", c->name);
+			cli_warn("option '--%.*s' is ambiguous; possibilities:%s", (int)len, name, list);
+		} else {
+			cli_warn("unrecognized option '%s'", word);
+		}
+		return;
+	}
+	if (optopt != ':' && strchr(shortopts, optopt))
+		cli_warn("option requires an argument -- '%c'", optopt);
+	else
+		cli_warn("invalid option -- '%c'", optopt);
+}
+
 int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts)
 {
 	/* getopt's messages name argv[0]: make it the program's name, as every
@@ -139,7 +204,14 @@ int cli_getopt(int argc, char *const *argv, const char *shortopts, const struct 
 	 * grpo-spool's command); main's argv is the program's to change */
 	if (argc > 0 && argv[0] != prog)
 		((char **)argv)[0] = (char *)prog;
-	return getopt_long(argc, argv, shortopts, longopts, NULL);
+	opterr = 0;
+	int before = optind;
+	int ch = getopt_long(argc, argv, shortopts, longopts, NULL);
+	/* a refused long option always moves optind past its argument; a
+	 * short one only at the end of its cluster */
+	if (ch == '?')
+		say_refused(optind != before && optind > 0 ? argv[optind - 1] : NULL, shortopts, longopts);
+	return ch;
 }
 
 const char *cli_option_name(const struct option *o, char *buf, size_t size)

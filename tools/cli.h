@@ -77,7 +77,8 @@ void cli_usage_hint(void);
 
 /*
  * getopt_long(3), with argv[0] set to the program's name first, so that its
- * messages name the tool as all others do, not the path it was run by:
+ * messages name the tool as all others do, not the path it was run by, and
+ * said through cli_warn(), control bytes as '?', in glibc's own words:
  *
  *	grpo-pack: invalid option -- 'Z'
  *	grpo-step: option '--output' requires an argument

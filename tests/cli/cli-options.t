@@ -1,12 +1,13 @@
 #!/bin/sh
 # What every tool does alike with its options: -V and --version, getopt's
 # errors in the tools' form (the program's name, not the path it was run
-# by; a one-line synopsis after, not the whole usage; exit 2), messages naming -o and -v by their letter
+# by; a one-line synopsis after, not the whole usage; exit 2; an option's
+# control bytes shown as '?'), messages naming -o and -v by their letter
 # as every usage and SYNOPSIS spell them (however typed), and --help
 # describing each option.
 . "$GRPO_TOP/tests/cli/lib.sh"
 tools="cat collect init pack score spool step"
-plan 47
+plan 56
 
 for t in $tools; do
 	"$GRPO_BIN/grpo-$t" -V > "$T/out" 2> "$T/err"
@@ -30,6 +31,20 @@ for t in $tools; do
 	run $t --output < /dev/null > /dev/null 2> "$T/err"
 	is "$(first $?)" "2:grpo-$t: option '--output' requires an argument:usage:" "grpo-$t: a missing argument"
 done
+
+# an unknown option is quoted as typed (or as a script took it from a file
+# name), but no escape sequence of it reaches the terminal
+esc=$(printf '\033')
+for t in $tools; do
+	run $t "--x${esc}[2J" < /dev/null > /dev/null 2> "$T/err"
+	is "$(first $?)" "2:grpo-$t: unrecognized option '--x?[2J':usage:" "grpo-$t: an option's escape byte shown as '?'"
+done
+run score "-$esc" < /dev/null > /dev/null 2> "$T/err"
+is "$(first $?)" "2:grpo-score: invalid option -- '?':usage:" "a short option's escape byte shown as '?'"
+"$GRPO_BIN/grpo-score" --re < /dev/null > /dev/null 2> "$T/err"
+is "$?:$(sed -n 1p "$T/err")" \
+	"2:grpo-score: option '--re' is ambiguous; possibilities: '--reward' '--reward-cmd' '--reward-timeout' '--reward-jobs' '--reward-groups' '--ref' '--ref-tokens'" \
+	"an ambiguous prefix: every option it begins, in glibc's words"
 
 # -o and -v by their letter, every other option by its long name
 while IFS='|' read -r want args; do
