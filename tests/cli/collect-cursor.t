@@ -8,7 +8,7 @@
 # id "cmpl-HASH-k", so a prompt sampled twice shows as two groups.
 . "$GRPO_TOP/tests/cli/lib.sh"
 command -v python3 > /dev/null || skip_all "no python3 to run the fake server"
-plan 20
+plan 21
 
 S="$T/server"
 fake_server "$S"
@@ -141,10 +141,15 @@ is "$st:$?:$(cat "$T/err"):$(per_prompt "$T/q"):$(cat "$T/q/cursor")" "0:0::$wan
 	"the first publishes its prompts, the next run the rest: each prompt once"
 
 # standard output: a killed run's kept answers go to standard output again
-rm -f "$T/o.cursor"
-GRPO_FSYS_CRASH_AT=8 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" \
-	> "$T/o1.zst" 2> /dev/null
-kept=$(sed -n 2p "$T/o.cursor" | grep -c '"sampled"')
+# (killed at the first file system call after the cursor kept them)
+k=0 kept=0
+while [ "$kept" = 0 ] && [ $k -lt 40 ]; do
+	k=$((k + 1))
+	rm -f "$T/o.cursor"
+	GRPO_FSYS_CRASH_AT=$k grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 \
+		--cursor "$T/o.cursor" > "$T/o1.zst" 2> /dev/null
+	kept=$(sed -n 2p "$T/o.cursor" 2> /dev/null | grep -c '"sampled"')
+done
 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 2 --cursor "$T/o.cursor" > "$T/o2.zst"
 is "$kept:$?:$(cat "$T/o.cursor"):$(grpo-cat --json "$T/o2.zst" | grep -c '"group_id":"cmpl-')" "1:0:2:2" \
 	"to standard output: the kept answers are written, the cursor moves on"
@@ -176,4 +181,21 @@ for c in fifo link; do
 	is "$?:$([ -p "$T/fifo.cursor" ] && [ -L "$T/link.cursor" ] && echo kept):$(ls "$T/$c" 2> /dev/null | wc -l | tr -d ' ')" \
 		"1:kept:0" "a cursor that is a $c is refused and left as it is, nothing sampled: $(cat "$T/err")"
 done
+
+# a full disk at the lock's first write (the holder's pid, which a second
+# run names when it finds the lock held): said, exit 75, nothing asked or
+# published; the next run collects
+mkdir -p "$T/t" "$T/f"
+GRPO_FSYS_TRACE=1 grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/t/cursor" \
+	-o "$T/t/rollouts" 2> "$T/err"
+n=$(grep '^fsys [0-9]' "$T/err" | awk '$3 == "try_lock" { l = 1 } l && $3 == "write" { print $2; exit }')
+before=$(posts)
+GRPO_FSYS_FAIL_AT=$n grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/f/cursor" \
+	-o "$T/f/rollouts" 2> "$T/err"
+st=$?
+asked=$(($(posts) - before))
+grpo-collect --server "$URL" --prompts "$T/p.jsonl" -n 2 --count 3 --cursor "$T/f/cursor" -o "$T/f/rollouts"
+is "$st:$asked:$(cat "$T/err"):$?:$(per_prompt "$T/f")" \
+	"75:0:grpo-collect: $T/f/cursor.lock: write failed: No space left on device:0:2 2 2" \
+	"a full disk writing the lock's pid: said, exit 75, nothing asked; the next run collects"
 exit $_failed
