@@ -4,7 +4,9 @@
  * agree with a brute-force recount, through the table's growth. Exact
  * repeats (recordset): every field a repeat must share changes the hash,
  * and a random stream of records drawn from a small pool finds exactly the
- * repeats a brute-force comparison finds, through growth and forgetting.
+ * repeats a brute-force comparison finds, through growth and forgetting;
+ * records one byte apart hash apart, at every byte; recordset_drop_copies
+ * keeps a group's first of each member, in order.
  */
 #include <math.h>
 #include <stdio.h>
