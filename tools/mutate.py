@@ -258,6 +258,19 @@ MODULES = {
                  "build/bin/grpo-cat"],
         objects=["build/lib/data/jsonpick.o"],
         tests=[UNIT + "test_jsonpick", UNIT + "test_collect", CLI + "collect-long-line.t", CLI + "json-long-line.t"]),
+    "groupset": dict(
+        files=["lib/data/groupset.c"],
+        targets=["build/tests/test_groupset", "build/tests/test_collect", "build/tests/test_scoreio",
+                 "build/bin/grpo-collect", "build/bin/grpo-cat", "build/bin/grpo-score"],
+        objects=["build/lib/data/groupset.o"],
+        tests=[UNIT + "test_groupset", UNIT + "test_collect", UNIT + "test_scoreio", CLI + "group-integrity.t",
+               CLI + "collect-repeats.t", CLI + "score-repeats.t", CLI + "ids.t"]),
+    "scoresum": dict(
+        files=["lib/data/scoresum.c"],
+        targets=["build/tests/test_scoresum", "build/tests/test_scorer", "build/bin/grpo-cat",
+                 "build/bin/grpo-score"],
+        objects=["build/lib/data/scoresum.o"],
+        tests=[UNIT + "test_scoresum", UNIT + "test_scorer", CLI + "cat-eval.t", CLI + "cat.t"]),
 }
 
 UNITS_ONLY = False

@@ -4,7 +4,9 @@
  * agree with a brute-force recount, through the table's growth. Exact
  * repeats (recordset): every field a repeat must share changes the hash,
  * and a random stream of records drawn from a small pool finds exactly the
- * repeats a brute-force comparison finds, through growth and forgetting.
+ * repeats a brute-force comparison finds, through growth and forgetting;
+ * records one byte apart hash apart, at every byte; recordset_drop_copies
+ * keeps a group's first of each member, in order.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +54,63 @@ static int same_hash(const struct rec *a, const struct rec *b)
 	recordset_hash(&a->gid, &a->t, 1, &ia, &ma);
 	recordset_hash(&b->gid, &b->t, 1, &ib, &mb);
 	return ia == ib && ma == mb;
+}
+
+/* Every byte of every array a record holds counts: a record that differs
+ * from another in one byte alone (of a prompt or response token, a logprob,
+ * a string group_id or sequence_id), at each place and for every length up
+ * to a few words, is not its repeat. */
+static int one_byte_apart(void *bytes, size_t n, const struct rec *a, const struct rec *b)
+{
+	int good = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *p = (unsigned char *)bytes + i;
+		*p ^= 0x80;
+		good &= !same_hash(a, b);
+		*p ^= 0x80;
+		good &= same_hash(a, b);
+	}
+	return good;
+}
+
+static void test_each_byte(void)
+{
+	enum { MAX = 11 };
+	int32_t pa[MAX], pb[MAX], ra[MAX], rb[MAX];
+	float la[MAX], lb[MAX];
+	int good = 1;
+	for (uint32_t n = 1; n <= MAX; n++) {
+		struct rec a, b;
+		rec_make(&a, 5, 1, 0, 0);
+		for (uint32_t i = 0; i < n; i++) {
+			pa[i] = pb[i] = (int32_t)(1000 + 77 * i);
+			ra[i] = rb[i] = (int32_t)(2000 + 13 * i);
+			la[i] = lb[i] = -0.125f * (float)(i + 1);
+		}
+		a.t.prompt_tokens = pa, a.t.response_tokens = ra, a.t.logprobs = la;
+		a.t.n_prompt = a.t.n_response = n;
+		b = a;
+		b.t.prompt_tokens = pb, b.t.response_tokens = rb, b.t.logprobs = lb;
+		good &= one_byte_apart(pb, n * sizeof *pb, &a, &b);
+		good &= one_byte_apart(rb, n * sizeof *rb, &a, &b);
+		good &= one_byte_apart(lb, n * sizeof *lb, &a, &b);
+	}
+	ok(good, "a record one byte apart from another, in a token or logprob, at any place of 1 to %d, is no repeat", MAX);
+
+	char ga[4 * MAX + 1], gb[4 * MAX + 1], sa[4 * MAX + 1], sb[4 * MAX + 1];
+	good = 1;
+	for (size_t n = 1; n <= 4 * MAX; n++) {
+		struct rec a, b;
+		rec_make(&a, 0, 0, 7, -0.5f);
+		for (size_t i = 0; i < n; i++)
+			ga[i] = gb[i] = sa[i] = sb[i] = (char)('a' + i % 26);
+		ga[n] = gb[n] = sa[n] = sb[n] = 0;
+		a.gid.str = ga, a.t.sequence_id.str = sa;
+		b = a;
+		b.gid.str = gb, b.t.sequence_id.str = sb;
+		good &= one_byte_apart(gb, n, &a, &b) && one_byte_apart(sb, n, &a, &b);
+	}
+	ok(good, "string ids one byte apart, at any place of 1 to %d bytes: another record", 4 * MAX);
 }
 
 static void test_repeats(void)
@@ -143,6 +202,68 @@ static void test_repeats(void)
 	recordset_free(&s);
 }
 
+/* recordset_drop_copies on one group: copies anywhere (after a copy too)
+ * are dropped and shown, the others kept in order; a refusal from dropped
+ * keeps the members not yet compared. */
+struct seen {
+	int64_t sid[8];
+	int n, refuse_at;
+};
+
+static int seen_copy(void *ctx, const struct traj *copy)
+{
+	struct seen *s = ctx;
+	s->sid[s->n++] = copy->sequence_id.num;
+	return s->n == s->refuse_at ? -1 : 0;
+}
+
+/* members with sequence_ids sids[0..n), each its own heap copy */
+static void group_of(struct group *g, const int64_t *sids, uint32_t n)
+{
+	memset(g, 0, sizeof *g);
+	g->trajs = calloc(n, sizeof *g->trajs);
+	g->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct traj *t = &g->trajs[i];
+		traj_init(t);
+		t->sequence_id = traj_id_num(sids[i]);
+		t->n_prompt = t->n_response = 1;
+		t->prompt_tokens = malloc(sizeof *t->prompt_tokens);
+		t->response_tokens = malloc(sizeof *t->response_tokens);
+		t->prompt_tokens[0] = 1;
+		t->response_tokens[0] = (int32_t)(100 + sids[i]);
+	}
+}
+
+static int sids_are(const struct group *g, const int64_t *want, uint32_t n)
+{
+	int good = g->n == n;
+	for (uint32_t i = 0; good && i < n; i++)
+		good = g->trajs[i].sequence_id.num == want[i];
+	return good;
+}
+
+static void test_drop_copies(void)
+{
+	static const int64_t in[] = { 1, 2, 1, 3, 2, 4 }, kept[] = { 1, 2, 3, 4 };
+	struct group g;
+	struct seen s = { .refuse_at = -1 };
+	group_of(&g, in, 6);
+	long n = recordset_drop_copies(&g, seen_copy, &s);
+	ok(n == 2 && sids_are(&g, kept, 4) && s.n == 2 && s.sid[0] == 1 && s.sid[1] == 2,
+	   "copies after a copy dropped and shown, 1 2 3 4 kept in order (%ld dropped, %u kept)", n, g.n);
+	group_free(&g);
+
+	/* dropped refuses the first copy (1): 3, 2 and 4 are not compared, and stay */
+	static const int64_t left[] = { 1, 2, 3, 2, 4 };
+	s = (struct seen){ .refuse_at = 1 };
+	group_of(&g, in, 6);
+	n = recordset_drop_copies(&g, seen_copy, &s);
+	ok(n == -1 && sids_are(&g, left, 5) && s.n == 1,
+	   "a refusal: -1, the members kept and those not yet compared stay (%u)", g.n);
+	group_free(&g);
+}
+
 int main(void)
 {
 	struct groupset s = { 0 };
@@ -204,5 +325,7 @@ int main(void)
 	free(ids);
 	groupset_free(&s);
 	test_repeats();
+	test_each_byte();
+	test_drop_copies();
 	return tap_done();
 }

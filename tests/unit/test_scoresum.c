@@ -64,6 +64,16 @@ int main(void)
 	is_float(pass_at_k(4, 1, 2), 0.5, 1e-15, "one of 4 solved, 2 drawn: half the draws hold it");
 	is_float(pass_at_k(1000, 1, 250), 0.25, 1e-12, "one of 1000 solved, 250 drawn: a quarter (no overflow at n 1000)");
 	is_float(pass_at_k(8, 0, 8), 0, 0, "none solved: 0");
+	/* larger groups, against 1 - C(n-c,k)/C(n,k) in exact fractions (Python's
+	 * fractions and math.comb) */
+	static const struct { unsigned n, c, k; double want; } big[] = {
+		{ 64, 3, 16, 0.5848694316436251 },     { 200, 7, 50, 0.8712245647066278 },
+		{ 1000, 10, 100, 0.653072285207994 }, { 5000, 2, 2500, 0.7500500100020004 },
+		{ 4096, 1, 4096, 1.0 },
+	};
+	for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+		is_float(pass_at_k(big[i].n, big[i].c, big[i].k), big[i].want, 1e-12, "pass@%u with %u of %u solved",
+			 big[i].k, big[i].c, big[i].n);
 	is_float(pass_at_k(8, 5, 4), 1, 0, "5 of 8 solved: any 4 drawn hold one");
 
 	/* group A: 4 members, 1 solved; group B: 2 members, both solved; group
@@ -121,6 +131,12 @@ int main(void)
 	is_float(scoresum_pass_at(g, 4, &groups), 1, 1e-12, "gsm8k pass@4: A alone, solved");
 	is_int(groups, 1, "one group of 4");
 	ok(isnan(scoresum_pass_at(g, 8, &groups)) && groups == 0, "pass@8: no group that large");
+	/* the second reward function's groups too: format flags A's 4, none solved */
+	is_float(scoresum_pass_at(f, 1, &groups), 0, 0, "format pass@1: 0");
+	is_int(groups, 1, "format's one group, A, counted after gsm8k's");
+	/* sums of squares, for the std: gsm8k 3 ones, format 3 halves */
+	is_float(g->sumsq, 3, 0, "gsm8k's squared rewards sum to 3");
+	is_float(f->sumsq, 0.75, 0, "format's squared rewards sum to 0.75");
 
 	/* groups of 6 and of 1: ks 1, 2, 4, 6 */
 	struct scoresum t = { 0 };
@@ -137,6 +153,45 @@ int main(void)
 	struct scoresum u = { 0 };
 	scoresum_add(&u, &c, &e);
 	ok(u.seqs == 3 && u.scored == 2 && u.scored_groups == 0, "a group with an unscored member is no scored group");
+
+	/* rewards without names or success flags: reward_0, reward_1, and no pass@k */
+	struct scoresum w = { 0 };
+	struct group nameless = { .n = 2, .trajs = calloc(2, sizeof(struct traj)) };
+	for (int i = 0; i < 2; i++) {
+		scored(&nameless.trajs[i], (float)i, 0.25f, "stop", 1);
+		nameless.trajs[i].reward_names = NULL;
+		free(nameless.trajs[i].successes);
+		nameless.trajs[i].successes = NULL;
+	}
+	scoresum_add(&w, &nameless, &e);
+	ok(w.nfn == 2 && strcmp(w.fn[0].name, "reward_0") == 0 && strcmp(w.fn[1].name, "reward_1") == 0,
+	   "unnamed reward functions: reward_0 and reward_1, by place");
+	ok(w.fn[0].seqs == 2 && w.fn[0].flagged == 0 && w.fn[0].groups == 0, "no flags: counted in the mean only");
+	ks[0] = 7;
+	is_int(scoresum_ks(&w, ks), 0, "no flagged member anywhere: no pass@k to report");
+	release(&nameless);
+	scoresum_free(&w);
+
+	/* groups of one member only: pass@1 alone */
+	struct scoresum one = { 0 };
+	scoresum_add(&one, &d, &e);
+	nk = scoresum_ks(&one, ks);
+	ok(nk == 1 && ks[0] == 1, "the largest group of one member: pass@1 alone (%d ks)", nk);
+	scoresum_free(&one);
+
+	/* a reward function only the first member of a group was scored by */
+	struct scoresum x = { 0 };
+	struct group mixed = { .n = 3, .trajs = calloc(3, sizeof(struct traj)) };
+	scored(&mixed.trajs[0], 1, 1, "stop", 1);
+	mixed.trajs[0].successes[1] = 1;
+	scored(&mixed.trajs[1], 0, -1, "stop", 1);
+	scored(&mixed.trajs[2], 1, -1, "stop", 1);
+	scoresum_add(&x, &mixed, &e);
+	ok(x.nfn == 2 && x.fn[1].seqs == 1 && x.fn[1].groups == 1 && x.fn[1].group_n[0] == 1 &&
+	   x.fn[1].group_c[0] == 1 && x.fn[0].groups == 1 && x.fn[0].group_n[0] == 3 && x.fn[0].group_c[0] == 2,
+	   "format, met in the first member alone: its group of 1 solved; gsm8k's 2 of 3");
+	release(&mixed);
+	scoresum_free(&x);
 
 	release(&a), release(&b), release(&c), release(&d), release(&six);
 	scoresum_free(&s);
