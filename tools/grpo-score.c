@@ -366,6 +366,19 @@ static int scored_before(struct state *s, const char *name, uint64_t hash, uint6
 	return 1;
 }
 
+/* Take the judging of an input's trajectories (hash) in -o, waiting while
+ * another scorer judges a copy of them (said with -v): the lock's fd, or -1. */
+static int judge_alone(struct state *s, const char *name, uint64_t hash, struct err *e)
+{
+	int waited;
+	int fd = scoreio_judging(s->o.out, hash, &waited, e);
+	if (fd < 0)
+		return err_prefix(e, "%s", name);
+	if (waited && s->o.verbose)
+		cli_warn("%s: waited for another scorer of %s judging a copy of it", name, s->o.out);
+	return fd;
+}
+
 /* Record an input's trajectories as scored into here, its output being
  * published: a failure fails the input, which then waits to be scored
  * again (its output found published, its metrics line not owed), so that
@@ -462,7 +475,7 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 	uint8_t *keep = NULL;
 	uint64_t copies = 0, hash = 0, seqs = 0;
 	int64_t step = 0;
-	int rank = 0, known = 0;
+	int rank = 0, known = 0, judging = -1, recorded = 0;
 	char oname[256], here[320];
 	int r = scoreio_read(fd, name, &gs, &n, &copies, e);
 	if (r == 0 && s->o.out) {
@@ -470,7 +483,9 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 		snprintf(here, sizeof here, "step_%lld/rank_%d/%s", (long long)step, rank, oname);
 		hash = trajhash_file(gs, n);
 		seqs = count_seqs(gs, n);
-		if (seqs && (known = scored_before(s, name, hash, seqs, here, "not scored again", e)) < 0)
+		if (seqs && (judging = judge_alone(s, name, hash, e)) < 0)
+			r = -1;
+		else if (seqs && (known = scored_before(s, name, hash, seqs, here, "not scored again", e)) < 0)
 			r = -1;
 	}
 	if (r == 0 && !known && !(keep = malloc(n + 1)))
@@ -493,9 +508,11 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 			warn_copies(name, copies);
 			report(s, name, &st, dropped, !path);
 			if (s->o.out && seqs)   /* after the metrics line, which a re-run owes until then */
-				r = remember(s, name, hash, here, e);
+				recorded = (r = remember(s, name, hash, here, e)) == 0;
 		}
 	}
+	if (judging >= 0)
+		scoreio_judged(s->o.out, hash, judging, known == 1 || recorded);
 	for (uint32_t g = 0; g < n; g++)
 		group_free(&gs[g]);
 	free(gs);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fsys.h"
 #include "base/path.h"
@@ -321,6 +322,42 @@ int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct 
 	int r = fsys_mkdirs(dir, e) < 0 ? -1 : tempfile_write(path, tmp, line.data, line.len, 0, e);
 	buf_free(&line);
 	return r < 0 ? -1 : 0;   /* 1: a record was there already, and stays */
+}
+
+/* QUEUE/.scored/HASH.lock into path, and QUEUE/.scored into dir */
+static int lock_path(char *path, size_t size, char *dir, size_t dsize, const char *queue, uint64_t hash,
+		     struct err *e)
+{
+	char name[40];
+	snprintf(name, sizeof name, ".scored/%016" PRIx64 ".lock", hash);
+	return path_join(path, size, queue, name, e) < 0 || path_join(dir, dsize, queue, ".scored", e) < 0 ? -1 : 0;
+}
+
+int scoreio_judging(const char *queue, uint64_t hash, int *waited, struct err *e)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	int fd;
+	*waited = 0;
+	if (lock_path(path, sizeof path, dir, sizeof dir, queue, hash, e) < 0 || fsys_mkdirs(dir, e) < 0)
+		return -1;
+	int r = fsys_try_lock(path, 1, &fd, e);
+	if (r != 0) {
+		/* 1: another scorer judges a copy, whose record to wait for; -1:
+		 * the wait says what failed, or goes on where the file system has
+		 * no locks (its 1, fd open) */
+		*waited = r == 1;
+		r = fsys_lock_wait(path, &fd, e);
+	}
+	return r < 0 ? -1 : fd;
+}
+
+void scoreio_judged(const char *queue, uint64_t hash, int fd, int recorded)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	struct err e;
+	if (recorded && lock_path(path, sizeof path, dir, sizeof dir, queue, hash, &e) == 0)
+		unlink(path);   /* while held; a stale file only costs a name */
+	close(fd);
 }
 
 /* The key of a group: its id with the policy version of its first

@@ -128,9 +128,25 @@ void scoreio_pub_abort(struct scoreio_pub *p);
  *                     records hash, 0 when not, -1 on an error or a
  *                     record that is not one line of a name (it is named)
  *   scoreio_remember  record hash as published as file; 0, or -1
+ *
+ * Two scorers of one queue that take two copies at once would both find
+ * no record and both judge. So an input is judged under a lock of its
+ * hash, QUEUE/.scored/HASH.lock, taken before scoreio_known and held until
+ * its record is written: the second waits, then finds the record.
+ *
+ *   scoreio_judging   take the lock, waiting while another process holds
+ *                     it (*waited set when it did): fd, or -1
+ *   scoreio_judged    let it go; with recorded set (the record written or
+ *                     found) its file is removed too. Only then: a lock
+ *                     file removed while the hash has no record could let
+ *                     two scorers hold it at once, one of them on the
+ *                     removed file. A failed judging leaves it for the
+ *                     next scorer of the hash.
  */
 int scoreio_known(const char *queue, uint64_t hash, char *file, size_t size, struct err *e);
 int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct err *e);
+int scoreio_judging(const char *queue, uint64_t hash, int *waited, struct err *e);
+void scoreio_judged(const char *queue, uint64_t hash, int fd, int recorded);
 /* Where the record of hash is: QUEUE/.scored/HASH into path (size bytes). */
 int scoreio_record_path(char *path, size_t size, const char *queue, uint64_t hash, struct err *e);
 

@@ -198,9 +198,14 @@ runs() { hooked "$2" grpo-spool consume "$1/scored" -- true; }
 WHAT="grpo-spool consume"
 sweep "$T/one" 12
 verdict
-# recover after grpo-score was killed in round 2 (its claim and temporary left)
-cp -R "$T/one" "$T/killed" && UNTIL=collect round "$T/killed" 2 &&
-	GRPO_FSYS_CRASH_AT=30 grpo-score --reward gsm8k --ref "$T/killed/init" -o "$T/killed/scored" \
+# recover after grpo-score was killed in round 2 (its claim and temporary left:
+# killed writing its second file, the record of what it scored, found by a
+# traced run on a copy)
+cp -R "$T/one" "$T/killed" && UNTIL=collect round "$T/killed" 2 && cp -R "$T/killed" "$T/traced" &&
+	at=$(GRPO_FSYS_TRACE=1 grpo-score --reward gsm8k --ref "$T/traced/init" -o "$T/traced/scored" \
+		"$T/traced/rollouts" 2>&1 | awk '$1 == "fsys" && $3 == "open_excl" { k++ }
+			$1 == "fsys" && k == 2 && $3 == "write" { print $2; exit }') &&
+	GRPO_FSYS_CRASH_AT=$at grpo-score --reward gsm8k --ref "$T/killed/init" -o "$T/killed/scored" \
 		"$T/killed/rollouts" 2> /dev/null
 left() { :; }
 runs() { hooked "$2" grpo-spool recover --tmp-age 0 "$1"; }

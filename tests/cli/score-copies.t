@@ -8,7 +8,7 @@
 . "$GRPO_TOP/tests/cli/lib.sh"
 TOK="$GRPO_SHARED/data/tokenizers/qwen3/tokenizer.json"
 [ -f "$TOK" ] || skip_all "no $TOK"
-plan 28
+plan 31
 cd "$T"
 
 { rollout_group 1 '[820,220,16,23]' '[820,220,16,22]'; rollout_group 2 '[5]' '[6]'; } > in.jsonl
@@ -84,9 +84,38 @@ score -o out b.zst 2> err
 ok $? "removed, the copy is scored again"
 is "$(calls):$(outs | wc -l)" "20:3" "judged, and published under its own name"
 
+# two scorers of one queue take two copies at once: the second waits while
+# the first judges (holding out2/.scored/HASH.lock), then finds its record
+cat > slow.sh <<'EOF2'
+touch judging
+while [ ! -e go ]; do sleep 0.05; done
+exec sh judge.sh
+EOF2
+rm -f "$CALLS"
+(exec grpo-score -t "$TOK" -c 'sh slow.sh' -o out2 a.zst 2> err1) &
+first_pid=$!
+i=0
+while [ ! -e judging ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+(exec grpo-score -v -t "$TOK" -c 'sh slow.sh' -o out2 b.zst 2> err2) &
+second_pid=$!
+# until the second holds the lock file open (waiting on it), or gives up
+i=0
+while ! ls -l /proc/$second_pid/fd 2> /dev/null | grep -q '\.lock$' && [ $i -lt 200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+touch go
+wait $first_pid
+st1=$?
+wait $second_pid
+is "$st1:$?:$(calls):$(find out2 -path '*/rank_*/*' ! -path '*/.*' -type f | wc -l):$(ls out2/.scored)" \
+	"0:0:4:1:$rec" "two copies scored at once: judged once, one output, one record, no lock left"
+is "$(grep -c 'waited for another scorer of out2 judging a copy of it' err2)" 1 "the second waited (-v says so)"
+is "$(grep -c 'warning: its 4 sequences were scored before' err2)" 1 "and then found the copy scored"
+
 # killed at each file system call of a first scoring, then run again: one
 # output, one record, and a judge called again only where the run died
-# before the record was written
+# before the record was written; the judging's lock gone with the record
 n=$(GRPO_FSYS_TRACE=1 grpo-score -t "$TOK" -c 'sh judge.sh' -o crash0 a.zst 2>&1 | grep -c '^fsys ')
 bad=
 k=1
@@ -94,7 +123,7 @@ while [ $k -le "$n" ]; do
 	rm -rf crash "$CALLS"
 	GRPO_FSYS_CRASH_AT=$k score -o crash a.zst 2>/dev/null
 	before=$(calls)
-	known=$(ls crash/.scored 2>/dev/null)
+	known=$(ls crash/.scored 2>/dev/null | grep -v '\.lock$')   # a record, not the judging's lock
 	score -o crash a.zst 2>/dev/null || bad="$bad $k:rerun"
 	got=$(find crash -path '*/rank_*/*' ! -path '*/.*' -type f | wc -l):$(ls crash/.scored | wc -l)
 	[ "$got" = 1:1 ] || bad="$bad $k:$got"

@@ -776,6 +776,29 @@ static void records(void)
 	system(text);
 }
 
+/* The judging's lock: in .scored, held, and its file removed only with a record. */
+static void judging(void)
+{
+	char q[] = "/tmp/test_scoreio_j.XXXXXX", path[512], text[600];
+	struct err e = { 0 };
+	int waited = -1;
+	ok(mkdtemp(q) != NULL, "judging: a queue");
+	snprintf(path, sizeof path, "%s/.scored/00000000000000ab.lock", q);
+	int fd = scoreio_judging(q, 0xabULL, &waited, &e);
+	ok(fd >= 0 && waited == 0 && access(path, F_OK) == 0, "taken at once, as .scored/HASH.lock (%s)", e.msg);
+	/* held: flock(1) from another process cannot take it */
+	snprintf(text, sizeof text, "flock -n '%s' true", path);
+	ok(system(text) != 0, "held while judging");
+	scoreio_judged(q, 0xabULL, fd, 0);
+	ok(access(path, F_OK) == 0 && system(text) == 0, "let go without a record: the file stays, free");
+	fd = scoreio_judging(q, 0xabULL, &waited, &e);
+	ok(fd >= 0 && waited == 0, "taken again (%s)", e.msg);
+	scoreio_judged(q, 0xabULL, fd, 1);
+	ok(access(path, F_OK) != 0, "let go with its record: the file removed");
+	snprintf(text, sizeof text, "rm -r '%s'", q);
+	system(text);
+}
+
 int main(void)
 {
 	struct group gs[4];
@@ -902,5 +925,6 @@ int main(void)
 	read_many();
 	publish_big();
 	records();
+	judging();
 	return tap_done();
 }
