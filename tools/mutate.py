@@ -258,6 +258,16 @@ MODULES = {
                  "build/bin/grpo-cat"],
         objects=["build/lib/data/jsonpick.o"],
         tests=[UNIT + "test_jsonpick", UNIT + "test_collect", CLI + "collect-long-line.t", CLI + "json-long-line.t"]),
+    "stopstr": dict(
+        files=["lib/model/stopstr.c"],
+        targets=["build/tests/test_stopstr", "build/bin/grpo-collect"],
+        objects=["build/lib/model/stopstr.o"],
+        tests=[UNIT + "test_stopstr", CLI + "collect-stop.t"]),
+    "metrics": dict(
+        files=["lib/data/metrics.c"],
+        targets=["build/bin/grpo-spool"],
+        objects=["build/lib/data/metrics.o"],
+        tests=[CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
 }
 
 UNITS_ONLY = False
