@@ -265,9 +265,9 @@ MODULES = {
         tests=[UNIT + "test_stopstr", CLI + "collect-stop.t"]),
     "metrics": dict(
         files=["lib/data/metrics.c"],
-        targets=["build/bin/grpo-spool"],
+        targets=["build/tests/test_metrics", "build/bin/grpo-spool"],
         objects=["build/lib/data/metrics.o"],
-        tests=[CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
+        tests=[UNIT + "test_metrics", CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
 }
 
 UNITS_ONLY = False
