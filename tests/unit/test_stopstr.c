@@ -9,7 +9,10 @@
  * responses of random ids (split UTF-8, runs of byte tokens that are not
  * UTF-8, special tokens) and of encoded text, long enough that the window
  * slides, with stop strings cut from the response's own text (so that most
- * are met) at any byte, characters split included.
+ * are met) at any byte, characters split included. Worked cases where a
+ * window of the usual size holds too little text (special tokens), byte
+ * runs with <0x00> in them, failed decodes, and the stop strings' bounds;
+ * every response lies just before a page no one may read.
  */
 #include <stdio.h>
 #include <stdlib.h>
