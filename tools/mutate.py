@@ -271,6 +271,16 @@ MODULES = {
                  "build/bin/grpo-score"],
         objects=["build/lib/data/scoresum.o"],
         tests=[UNIT + "test_scoresum", UNIT + "test_scorer", CLI + "cat-eval.t", CLI + "cat.t"]),
+    "stopstr": dict(
+        files=["lib/model/stopstr.c"],
+        targets=["build/tests/test_stopstr", "build/bin/grpo-collect"],
+        objects=["build/lib/model/stopstr.o"],
+        tests=[UNIT + "test_stopstr", CLI + "collect-stop.t"]),
+    "metrics": dict(
+        files=["lib/data/metrics.c"],
+        targets=["build/tests/test_metrics", "build/bin/grpo-spool"],
+        objects=["build/lib/data/metrics.o"],
+        tests=[UNIT + "test_metrics", CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
 }
 
 UNITS_ONLY = False

@@ -9,11 +9,16 @@
  * responses of random ids (split UTF-8, runs of byte tokens that are not
  * UTF-8, special tokens) and of encoded text, long enough that the window
  * slides, with stop strings cut from the response's own text (so that most
- * are met) at any byte, characters split included.
+ * are met) at any byte, characters split included. Worked cases where a
+ * window of the usual size holds too little text (special tokens), byte
+ * runs with <0x00> in them, failed decodes, and the stop strings' bounds;
+ * every response lies just before a page no one may read.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "base/rng.h"
@@ -44,11 +49,30 @@ static int oracle(const struct tokenizer *t, const int32_t *ids, int len, char *
 	return at;
 }
 
+/* The len ids copied to end just before a page no one may read: a check
+ * that looks at a token past the n it was given crashes on the last. */
+static const int32_t *fenced(const int32_t *ids, int len)
+{
+	static char *base;
+	static size_t room;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (size_t)len * sizeof *ids;
+	if (n > room) {
+		if (base)
+			munmap(base, room + page);
+		room = (n + page - 1) / page * page;
+		base = mmap(NULL, room + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED || mprotect(base + room, page, PROT_NONE) < 0)
+			abort();
+	}
+	return memcpy(base + room - n, ids, n);
+}
+
 /* Where stopstr_hit, asked token by token, ends the response, or 0. */
 static int windowed(struct stopstr *s, const int32_t *ids, int len)
 {
+	const int32_t *at = fenced(ids, len);
 	for (int n = 1; n <= len; n++)
-		if (stopstr_hit(s, ids, n))
+		if (stopstr_hit(s, at, n))
 			return n;
 	return 0;
 }
@@ -165,6 +189,57 @@ static void byte_run(const struct tokenizer *t)
 	end = windowed(&s, ids, 61);
 	ok(end == 1, "but U+FFFD, which the lone FF decodes to, ends it at token 1 (at %d)", end);
 	stopstr_free(&s);
+	/* <0x00> is a byte token like the rest: FF, NUL and the A's are one run */
+	ids[1] = tok_token_id(t, "<0x00>");
+	stopstr_init(&s, t, &a4, 1, &e);
+	end = windowed(&s, ids, 61);
+	ok(end == 0 && end == oracle(t, ids, 61, (char **)&a4, 1),
+	   "nor does one with <0x00> in it, which joins the run as the other bytes do (ends at %d)", end);
+	stopstr_free(&s);
+}
+
+/* Special tokens add no text, so a window of as many tokens as the longest
+ * stop string has bytes may hold too little text: it must grow until its
+ * text before the new token is long enough, whatever its first tokens. The
+ * response: head's tokens, m special tokens, then one token each of tail's
+ * bytes; its last token completes stop, which spans the specials. */
+static void across_specials(const struct tokenizer *t, const char *stop, const char *head, int m, const char *tail)
+{
+	int32_t ids[128];
+	struct tok_ids h = { 0 };
+	struct err e;
+	int n = 0;
+	tok_encode(t, head, strlen(head), &h, &e);
+	for (size_t i = 0; i < h.n; i++)
+		ids[n++] = h.v[i];
+	for (int i = 0; i < m; i++)
+		ids[n++] = tok_token_id(t, "<|endoftext|>");
+	for (const char *c = tail; *c; c++) {
+		char one[2] = { *c, 0 };
+		ids[n++] = tok_token_id(t, one);
+	}
+	struct stopstr s;
+	stopstr_init(&s, t, &stop, 1, &e);
+	int end = windowed(&s, ids, n), want = oracle(t, ids, n, (char **)&stop, 1);
+	ok(end == n && want == n, "\"%s\" across %d special tokens, %d tokens in all: ends at the last (at %d, whole text %d)",
+	   stop, m, n, end, want);
+	stopstr_free(&s);
+	tok_ids_free(&h);
+}
+
+/* An id the tokenizer lacks, after byte tokens (which skip the look at the
+ * last four tokens' text): the window's decode fails, and says so. */
+static void bad_after_bytes(const struct tokenizer *t)
+{
+	int32_t ids[] = { tok_token_id(t, "<0x41>"), tok_token_id(t, "<0x42>"), (int32_t)tok_vocab_size(t) + 5 };
+	const char *stop = "never";
+	struct stopstr s;
+	struct err e;
+	stopstr_init(&s, t, &stop, 1, &e);
+	int end = windowed(&s, ids, 3);
+	ok(end == 3 && stopstr_error(&s), "after byte tokens too, an id the tokenizer lacks ends the response, said: %s",
+	   stopstr_error(&s) ? stopstr_error(&s) : "none");
+	stopstr_free(&s);
 }
 
 static struct tokenizer *load(const char *dir, const char *file)
@@ -221,6 +296,16 @@ int main(void)
 	struct tokenizer *t = load(dir, "tokregex/gpt2/tokenizer.json");
 	if (t) {
 		worked(t);
+		big[STOPSTR_MAX_LEN] = 0;
+		ok(stopstr_init(&s, t, long_one, 1, &e) == 0 && s.longest == STOPSTR_MAX_LEN,
+		   "one of 256 bytes, the most, is taken");
+		stopstr_free(&s);
+		const char *many[STOPSTR_MAX + 1];
+		for (int i = 0; i <= STOPSTR_MAX; i++)
+			many[i] = "stop";
+		ok(stopstr_init(&s, t, many, STOPSTR_MAX, &e) == 0, "16 stop strings, the most, are taken");
+		stopstr_free(&s);
+		ok(stopstr_init(&s, t, many, STOPSTR_MAX + 1, &e) < 0 && strstr(e.msg, "not 17"), "17 are not: %s", e.msg);
 		differential("gpt2", t, 300, 400);
 		int32_t ids[] = { 5, 6, (int32_t)tok_vocab_size(t) + 5 };
 		const char *stop = "never";
@@ -229,15 +314,20 @@ int main(void)
 		ok(end == 3 && stopstr_error(&s) && strstr(stopstr_error(&s), "id"),
 		   "an id the tokenizer lacks ends the response and leaves the message: %s",
 		   stopstr_error(&s) ? stopstr_error(&s) : "none");
+		ok(windowed(&s, ids, 2) == 1, "after it, every response ends at its first token: the run is failing");
 		stopstr_free(&s);
+		across_specials(t, "ab", "a", 17, "b");
+		across_specials(t, "aaaaaaaaaaaaaaaab", "aaaaaaaaaaaaaaa", 40, "ab");
 		tok_free(t);
 	}
 	const char *fixtures[] = { "tokadded/tokenizer.json", "tokspm/metaspace/tokenizer.json",
 				   "tokspm/legacy/tokenizer.json", "tokregex/smollm2/tokenizer.json" };
 	for (size_t i = 0; i < sizeof fixtures / sizeof *fixtures; i++)
 		if ((t = load(dir, fixtures[i]))) {
-			if (strstr(fixtures[i], "legacy"))
+			if (strstr(fixtures[i], "legacy")) {
 				byte_run(t);
+				bad_after_bytes(t);
+			}
 			differential(fixtures[i], t, 300, 400);
 			tok_free(t);
 		}
