@@ -370,13 +370,13 @@ static int scored_before(struct state *s, const char *name, uint64_t hash, uint6
  * another scorer judges a copy of them (said with -v): the lock's fd, or -1. */
 static int judge_alone(struct state *s, const char *name, uint64_t hash, struct err *e)
 {
-	int waited;
-	int fd = scoreio_judging(s->o.out, hash, &waited, e);
-	if (fd < 0)
-		return err_prefix(e, "%s", name);
-	if (waited && s->o.verbose)
-		cli_warn("%s: waited for another scorer of %s judging a copy of it", name, s->o.out);
-	return fd;
+	int fd = scoreio_judging(s->o.out, hash, 0, e);
+	if (fd == -2) {
+		if (s->o.verbose)
+			cli_warn("%s: waiting for another scorer of %s, judging a copy of it", name, s->o.out);
+		fd = scoreio_judging(s->o.out, hash, 1, e);
+	}
+	return fd < 0 ? err_prefix(e, "%s", name) : fd;
 }
 
 /* Record an input's trajectories as scored into here, its output being

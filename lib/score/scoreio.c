@@ -333,21 +333,19 @@ static int lock_path(char *path, size_t size, char *dir, size_t dsize, const cha
 	return path_join(path, size, queue, name, e) < 0 || path_join(dir, dsize, queue, ".scored", e) < 0 ? -1 : 0;
 }
 
-int scoreio_judging(const char *queue, uint64_t hash, int *waited, struct err *e)
+int scoreio_judging(const char *queue, uint64_t hash, int wait, struct err *e)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	int fd;
-	*waited = 0;
 	if (lock_path(path, sizeof path, dir, sizeof dir, queue, hash, e) < 0 || fsys_mkdirs(dir, e) < 0)
 		return -1;
 	int r = fsys_try_lock(path, 1, &fd, e);
-	if (r != 0) {
-		/* 1: another scorer judges a copy, whose record to wait for; -1:
-		 * the wait says what failed, or goes on where the file system has
-		 * no locks (its 1, fd open) */
-		*waited = r == 1;
+	if (r == 1 && !wait)
+		return -2;   /* another scorer judges a copy */
+	/* -1: the wait says what failed, or goes on where the file system has
+	 * no locks (its 1, fd open) */
+	if (r != 0)
 		r = fsys_lock_wait(path, &fd, e);
-	}
 	return r < 0 ? -1 : fd;
 }
 

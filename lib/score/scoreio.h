@@ -134,8 +134,8 @@ void scoreio_pub_abort(struct scoreio_pub *p);
  * hash, QUEUE/.scored/HASH.lock, taken before scoreio_known and held until
  * its record is written: the second waits, then finds the record.
  *
- *   scoreio_judging   take the lock, waiting while another process holds
- *                     it (*waited set when it did): fd, or -1
+ *   scoreio_judging   take the lock: fd, or -1; with wait 0, -2 when
+ *                     another process holds it, else wait for it
  *   scoreio_judged    let it go; with recorded set (the record written or
  *                     found) its file is removed too. Only then: a lock
  *                     file removed while the hash has no record could let
@@ -145,7 +145,7 @@ void scoreio_pub_abort(struct scoreio_pub *p);
  */
 int scoreio_known(const char *queue, uint64_t hash, char *file, size_t size, struct err *e);
 int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct err *e);
-int scoreio_judging(const char *queue, uint64_t hash, int *waited, struct err *e);
+int scoreio_judging(const char *queue, uint64_t hash, int wait, struct err *e);
 void scoreio_judged(const char *queue, uint64_t hash, int fd, int recorded);
 /* Where the record of hash is: QUEUE/.scored/HASH into path (size bytes). */
 int scoreio_record_path(char *path, size_t size, const char *queue, uint64_t hash, struct err *e);

@@ -110,7 +110,7 @@ st1=$?
 wait $second_pid
 is "$st1:$?:$(calls):$(find out2 -path '*/rank_*/*' ! -path '*/.*' -type f | wc -l):$(ls out2/.scored)" \
 	"0:0:4:1:$rec" "two copies scored at once: judged once, one output, one record, no lock left"
-is "$(grep -c 'waited for another scorer of out2 judging a copy of it' err2)" 1 "the second waited (-v says so)"
+is "$(grep -c 'b.zst: waiting for another scorer of out2, judging a copy of it' err2)" 1 "the second waited (-v says so)"
 is "$(grep -c 'warning: its 4 sequences were scored before' err2)" 1 "and then found the copy scored"
 
 # killed at each file system call of a first scoring, then run again: one

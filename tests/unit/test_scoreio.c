@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -781,18 +782,33 @@ static void judging(void)
 {
 	char q[] = "/tmp/test_scoreio_j.XXXXXX", path[512], text[600];
 	struct err e = { 0 };
-	int waited = -1;
 	ok(mkdtemp(q) != NULL, "judging: a queue");
 	snprintf(path, sizeof path, "%s/.scored/00000000000000ab.lock", q);
-	int fd = scoreio_judging(q, 0xabULL, &waited, &e);
-	ok(fd >= 0 && waited == 0 && access(path, F_OK) == 0, "taken at once, as .scored/HASH.lock (%s)", e.msg);
+	int fd = scoreio_judging(q, 0xabULL, 0, &e);
+	ok(fd >= 0 && access(path, F_OK) == 0, "taken at once, as .scored/HASH.lock (%s)", e.msg);
 	/* held: flock(1) from another process cannot take it */
 	snprintf(text, sizeof text, "flock -n '%s' true", path);
 	ok(system(text) != 0, "held while judging");
+	/* held by another (a lock of another open of the file, then kept by a
+	 * child alone, which lets it go as it exits): -2 without waiting, then
+	 * taken by waiting */
+	scoreio_judged(q, 0xabULL, fd, 0);
+	int other = open(path, O_RDWR);
+	int held = other >= 0 && flock(other, LOCK_EX) == 0 ? scoreio_judging(q, 0xabULL, 0, &e) : 0;
+	pid_t child = fork();
+	if (child == 0) {
+		usleep(200000);
+		_exit(0);
+	}
+	close(other);
+	fd = scoreio_judging(q, 0xabULL, 1, &e);
+	waitpid(child, NULL, 0);
+	ok(held == -2 && fd >= 0, "held by another: -2 without waiting, taken by waiting (%d, %d, %s)", held, fd, e.msg);
+	snprintf(text, sizeof text, "flock -n '%s' true", path);
 	scoreio_judged(q, 0xabULL, fd, 0);
 	ok(access(path, F_OK) == 0 && system(text) == 0, "let go without a record: the file stays, free");
-	fd = scoreio_judging(q, 0xabULL, &waited, &e);
-	ok(fd >= 0 && waited == 0, "taken again (%s)", e.msg);
+	fd = scoreio_judging(q, 0xabULL, 0, &e);
+	ok(fd >= 0, "taken again (%s)", e.msg);
 	scoreio_judged(q, 0xabULL, fd, 1);
 	ok(access(path, F_OK) != 0, "let go with its record: the file removed");
 	snprintf(text, sizeof text, "rm -r '%s'", q);
