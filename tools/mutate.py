@@ -22,8 +22,8 @@ flipped, + to -, * to /, a constant c to c+1, c-1 or 0, a `- 1` or `+ 1`
 dropped, a `!` removed, && to ||, a statement replaced by `;`, fmin/fmax
 swapped, a unary minus dropped), writes it into the file, rebuilds only the
 module's targets with `make -j2`, runs the module's tests (unit tests first,
-stopping at the first that fails) under a timeout, and writes the original
-back. A mutant whose stripped object files are byte for byte the original's
+stopping at the first that fails) each under a timeout of ten times what it
+took on the unmutated tree (at least 10 s), and writes the original back. A mutant whose stripped object files are byte for byte the original's
 is "same-code" (equivalent by construction) and is not tested. Each result
 is a line of build/mutants/MODULE.tsv: id, status (killed, survived,
 build-failed, same-code), the test that killed it, the line as mutated, the
@@ -450,16 +450,26 @@ def test_env():
     return env
 
 
-def run_tests(mod):
-    """The first test that fails, or None."""
+# How long each test took on the unmutated tree: a mutant's run of it is
+# cut at ten times that (and at least 10 s), so that a mutant that loops
+# (a search that never ends, a wait on a flag never set) costs seconds, not
+# the whole UNIT_TIMEOUT or CLI_TIMEOUT.
+BASE_SECONDS = {}
+
+
+def run_tests(mod, timing=False):
+    """The first test that fails, or None; with timing, each test's time kept in BASE_SECONDS."""
     env = test_env()
     for t in mod["tests"]:
         if UNITS_ONLY and t.endswith(".t"):
             continue
-        if t.endswith(".t"):
-            rc, _ = run(["sh", "tests/run.sh", t], CLI_TIMEOUT, env)
-        else:
-            rc, _ = run(["sh", "tests/run.sh", t], UNIT_TIMEOUT, env)
+        limit = CLI_TIMEOUT if t.endswith(".t") else UNIT_TIMEOUT
+        if t in BASE_SECONDS:
+            limit = min(limit, max(10, 10 * BASE_SECONDS[t]))
+        t0 = time.time()
+        rc, _ = run(["sh", "tests/run.sh", t], limit, env)
+        if timing:
+            BASE_SECONDS[t] = time.time() - t0
         if rc != 0:
             return t + (" (timeout)" if rc == 124 else "")
     return None
@@ -509,7 +519,7 @@ def sweep(name, only, listing, out, survivors=None, sample=None):
     if rc != 0:
         sys.exit("mutate: the unmutated tree does not build:\n" + o)
     base = stripped(mod["objects"])
-    bad = run_tests(mod)
+    bad = run_tests(mod, timing=True)
     if bad:
         sys.exit("mutate: %s fails on the unmutated tree" % bad)
     counts = {}
