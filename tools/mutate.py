@@ -283,15 +283,15 @@ MODULES = {
         tests=[UNIT + "test_metrics", CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
     "spoolin": dict(
         files=["lib/data/spoolin.c"],
-        targets=["build/bin/grpo-cat"],
+        targets=["build/tests/test_spoolin", "build/bin/grpo-cat"],
         objects=["build/lib/data/spoolin.o"],
-        tests=[CLI + "cat-stdin.t", CLI + "cat-archive.t", CLI + "cat-archive-damage.t", CLI + "spool-archive.t",
+        tests=[UNIT + "test_spoolin", CLI + "cat-stdin.t", CLI + "cat-archive.t", CLI + "cat-archive-damage.t", CLI + "spool-archive.t",
                CLI + "cat.t"]),
     "dtable": dict(
         files=["lib/train/dtable.c"],
-        targets=["build/bin/grpo-step"],
+        targets=["build/tests/test_dtable", "build/bin/grpo-step"],
         objects=["build/lib/train/dtable.o"],
-        tests=[CLI + "step.t", CLI + "step-ops.t", CLI + "missing-logprobs.t"]),
+        tests=[UNIT + "test_dtable", CLI + "step.t", CLI + "step-ops.t", CLI + "missing-logprobs.t"]),
 }
 
 UNITS_ONLY = False
