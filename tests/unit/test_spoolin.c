@@ -207,6 +207,39 @@ static void test_truncated(void)
 	buf_free(&tar);
 }
 
+/* A member far larger than one read of its data (64 KiB): whole, from a
+ * file and from a pipe. */
+static void test_big_member(void)
+{
+	char path[128], big[128];
+	snprintf(path, sizeof path, "%s/big.tar.zst", dir);
+	snprintf(big, sizeof big, "%s/GRPZ/big", dir);
+	shell("cd '%s' && seq 1 100000 > GRPZ/big && tar -cf - GRPZ/big | zstd -q -c > big.tar.zst", dir);
+	struct buf want = { 0 };
+	struct err e = { 0 };
+	buf_read_file(&want, big, &e);
+	for (enum via via = VIA_FILE; via <= VIA_PIPE; via++) {
+		pid_t child;
+		int fd = open_via(path, via, &child);
+		struct spoolin in;
+		struct buf data = { 0 };
+		const char *member = "";
+		int st = spoolin_open(&in, fd, "big", &e);
+		if (st == 0) {
+			st = spoolin_next(&in, &data, &member, &e);
+			if (st == 1)
+				st = spoolin_next(&in, &data, &member, &e) == 0 ? 1 : -1;
+			spoolin_close(&in);
+		}
+		close_via(fd, child);
+		if (!ok(st == 1 && want.len > 500000 && data.len == want.len && !memcmp(data.data, want.data, want.len),
+		        "a member of %zu bytes through %s: whole", want.len, via_name[via]))
+			diag("%d %s: %zu bytes", st, e.msg, data.len);
+		buf_free(&data);
+	}
+	buf_free(&want);
+}
+
 /* Members whose path has a dot name for a component are passed over; "."
  * and ".." are no dot names, nor is a name that ends in a dot. */
 static void test_dot_members(void)
@@ -304,6 +337,7 @@ int main(void)
 	test_stream();
 	test_archives();
 	test_truncated();
+	test_big_member();
 	test_dot_members();
 	test_not_archive();
 	shell("rm -rf '%s'", dir);
