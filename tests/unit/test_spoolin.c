@@ -309,11 +309,18 @@ static void test_not_archive(void)
 	}
 }
 
+/* at exit, a failure's bail-out too (TAP_BAIL), not in a writer child (_exit) */
+static void remove_dir(void)
+{
+	shell("rm -rf '%s'", dir);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/test_spoolin.XXXXXX");
 	if (!mkdtemp(dir))
 		skip_all("no temporary folder");
+	atexit(remove_dir);
 	const char *bin = getenv("GRPO_BIN"), *top = getenv("GRPO_TOP");
 	if (!bin || !top)
 		skip_all("GRPO_BIN and GRPO_TOP unset: run through tests/run.sh");
@@ -340,6 +347,5 @@ int main(void)
 	test_big_member();
 	test_dot_members();
 	test_not_archive();
-	shell("rm -rf '%s'", dir);
 	return tap_done();
 }
