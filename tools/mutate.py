@@ -285,8 +285,8 @@ MODULES = {
         files=["lib/data/spoolin.c"],
         targets=["build/tests/test_spoolin", "build/bin/grpo-cat"],
         objects=["build/lib/data/spoolin.o"],
-        tests=[UNIT + "test_spoolin", CLI + "cat-stdin.t", CLI + "cat-archive.t", CLI + "cat-archive-damage.t", CLI + "spool-archive.t",
-               CLI + "cat.t"]),
+        tests=[UNIT + "test_spoolin", CLI + "cat-stdin.t", CLI + "cat-archive.t", CLI + "cat-archive-damage.t",
+               CLI + "spool-archive.t", CLI + "cat.t"]),
     "dtable": dict(
         files=["lib/train/dtable.c"],
         targets=["build/tests/test_dtable", "build/bin/grpo-step"],
