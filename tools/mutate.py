@@ -281,6 +281,17 @@ MODULES = {
         targets=["build/tests/test_metrics", "build/bin/grpo-spool"],
         objects=["build/lib/data/metrics.o"],
         tests=[UNIT + "test_metrics", CLI + "spool-plot.t", CLI + "spool-plot-output.t"]),
+    "spoolin": dict(
+        files=["lib/data/spoolin.c"],
+        targets=["build/tests/test_spoolin", "build/bin/grpo-cat"],
+        objects=["build/lib/data/spoolin.o"],
+        tests=[UNIT + "test_spoolin", CLI + "cat-stdin.t", CLI + "cat-archive.t", CLI + "cat-archive-damage.t",
+               CLI + "spool-archive.t", CLI + "cat.t"]),
+    "dtable": dict(
+        files=["lib/train/dtable.c"],
+        targets=["build/tests/test_dtable", "build/bin/grpo-step"],
+        objects=["build/lib/train/dtable.o"],
+        tests=[UNIT + "test_dtable", CLI + "step.t", CLI + "step-ops.t", CLI + "missing-logprobs.t"]),
 }
 
 UNITS_ONLY = False
