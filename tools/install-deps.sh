@@ -5,7 +5,7 @@
 # installed here: `make` builds the kernels where it finds nvcc and cuBLAS.
 set -e
 pkgs="build-essential pkg-config libzstd-dev zstd libarchive-dev zlib1g-dev libcjson-dev libopenblas-dev
-      libcurl4-openssl-dev libonig-dev mandoc clang perl gnuplot-nox locales jq"
+      libcurl4-openssl-dev libonig-dev mandoc clang perl gnuplot-nox locales jq xz-utils bzip2 lz4"
 updated=
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 update_once() {
