@@ -370,6 +370,8 @@ static void test_merges(void)
 	      "hell", (const int32_t[]){ 256, 257 }, 2, "\"#version\" lines are skipped wherever they are, as tokenizers does");
 	loads(&(struct tj){ .vocab_extra = "\"ll\": 256, \"lo\": 257", .merges = "[[\"l\", \"l\"], [\"l\", \"o\"], [\"l\", \"l\"]]" },
 	      "llo", (const int32_t[]){ 'l', 257 }, 2, "a merge listed twice takes its last rank, as in tokenizers");
+	loads(&(struct tj){ .vocab = "{\"a\": 0, \"b\": 1, \"ab\": 2}", .merges = "[\"a b\"]" },
+	      "ab", (const int32_t[]){ 2 }, 1, "a merge whose left token has id 0 is made");
 	/* tokens of 3000 bytes: once refused as "token too long" */
 	struct buf v = { 0 }, m = { 0 };
 	buf_printf(&v, "\"%0*d\": 256, \"%0*d\": 257, \"%0*d%0*d\": 258", 3000, 1, 3000, 2, 3000, 1, 3000, 2);
