@@ -292,6 +292,17 @@ MODULES = {
         targets=["build/tests/test_dtable", "build/bin/grpo-step"],
         objects=["build/lib/train/dtable.o"],
         tests=[UNIT + "test_dtable", CLI + "step.t", CLI + "step-ops.t", CLI + "missing-logprobs.t"]),
+    # test_tokenizer_hf, test_tokenizer_regex's GSM8K half and tokenize.t skip
+    # without the real tokenizers and fixtures: export GRPO_SHARED=/work/shared
+    # (make check's ../shared) before sweeping, or most mutants survive.
+    "tokenizer": dict(
+        files=["lib/model/tokenizer_encode.c", "lib/model/tokenizer_pretok.c"],
+        targets=["build/tests/test_tokenizer_load", "build/tests/test_tokenizer_added",
+                 "build/tests/test_tokenizer_spm", "build/tests/test_tokenizer_hf",
+                 "build/tests/test_tokenizer_regex", "build/bin/grpo-cat"],
+        objects=["build/lib/model/tokenizer_encode.o", "build/lib/model/tokenizer_pretok.o"],
+        tests=[UNIT + "test_tokenizer_load", UNIT + "test_tokenizer_added", UNIT + "test_tokenizer_spm",
+               UNIT + "test_tokenizer_hf", UNIT + "test_tokenizer_regex", CLI + "tokenize.t"]),
 }
 
 UNITS_ONLY = False

@@ -66,6 +66,13 @@ int main(void)
 	ok(tok_encode(t, "<|end|>  ## b", 13, &ids, &e) == 0 && ids.n == 4 && ids.v[0] == 263 && ids.v[1] == 267 &&
 	   ids.v[2] == 32 && ids.v[3] == 98, "an added token inside the white space an rstrip token took is kept");
 	tok_ids_free(&ids);
+
+	/* lstrip takes the white space that begins the text (expected.jsonl's
+	 * ids), and stops there even where a space lies before it in memory */
+	static const char mem[] = "x    <|b|> ##cat";
+	ok(tok_encode(t, mem + 2, strlen(mem + 2), &ids, &e) == 0 && ids.n == 3 && ids.v[0] == 266 && ids.v[1] == 267 &&
+	   ids.v[2] == 269, "lstrip stops at the start of the text");
+	tok_ids_free(&ids);
 	tok_free(t);
 	return tap_done();
 }

@@ -260,6 +260,9 @@ static void test_pre_tokenizer(void)
 		"name {Nope} (Oniguruma)", "a Regex with a property Oniguruma lacks");
 	loads(&(struct tj){ .pre = SEQ(SPLIT_ON("{\"String\": \"(a\"}", ISOLATED), BL_OK) }, "x(ay", NULL, -1,
 	      "a String that is not a regex loads");
+	/* every character escaped: the pattern is twice the String's length */
+	loads(&(struct tj){ .pre = SEQ(SPLIT_ON("{\"String\": \"$.*\"}", ", \"behavior\": \"Removed\", \"invert\": false"), BL_OK) },
+	      "a$.*b$x", (const int32_t[]){ 'a', 'b', '$', 'x' }, 4, "a String of three regex metacharacters splits on itself only");
 	refused(&(struct tj){ .pre = SEQ(SPLIT_OK, BL(", \"trim_offsets\": false, \"use_regex\": false")) },
 		"pre_tokenizer.pretokenizers[1]: no \"add_prefix_space\" (tokenizers requires it)",
 		"ByteLevel without add_prefix_space");
@@ -370,6 +373,10 @@ static void test_merges(void)
 	      "hell", (const int32_t[]){ 256, 257 }, 2, "\"#version\" lines are skipped wherever they are, as tokenizers does");
 	loads(&(struct tj){ .vocab_extra = "\"ll\": 256, \"lo\": 257", .merges = "[[\"l\", \"l\"], [\"l\", \"o\"], [\"l\", \"l\"]]" },
 	      "llo", (const int32_t[]){ 'l', 257 }, 2, "a merge listed twice takes its last rank, as in tokenizers");
+	loads(&(struct tj){ .vocab = "{\"a\": 0, \"b\": 1, \"ab\": 2}", .merges = "[\"a b\"]" },
+	      "ab", (const int32_t[]){ 2 }, 1, "a merge whose left token has id 0 is made");
+	loads(&(struct tj){ .vocab = "{\"ab\": 0, \"a\": 1, \"b\": 2}", .model = "\"type\": \"BPE\", \"ignore_merges\": true" },
+	      "ab", (const int32_t[]){ 0 }, 1, "with ignore_merges, a word that is vocab id 0 is taken whole");
 	/* tokens of 3000 bytes: once refused as "token too long" */
 	struct buf v = { 0 }, m = { 0 };
 	buf_printf(&v, "\"%0*d\": 256, \"%0*d\": 257, \"%0*d%0*d\": 258", 3000, 1, 3000, 2, 3000, 1, 3000, 2);
@@ -523,6 +530,8 @@ static void test_like_tokenizers(void)
 		(const int32_t[]){ 3, 4 }, 2, NULL, "and a text that does not need it encodes");
 	encodes(&(struct tj){ .vocab = vocab }, "xay", NULL, 0, "byte 0x61 ('a') has no token in this vocabulary",
 		"byte-level without unk_token: a byte the vocab lacks is still an error naming it");
+	encodes(&(struct tj){ .vocab = vocab }, "x\x7f", NULL, 0, "byte 0x7f has no token in this vocabulary",
+		"and DEL, which does not print, is named by its code alone");
 }
 
 /* SentencePiece-style files: what loads, what is refused, how unknown
