@@ -361,12 +361,16 @@ static void names(void)
 	snprintf(nodir, sizeof nodir, "%s/no/such/dir", top);
 	ok(tempfile_create(nodir, NULL, &e) == NULL && strstr(e.msg, "cannot create") && e.errnum == ENOENT,
 	   "a temporary in a directory that does not exist: NULL, ENOENT: %s", e.msg);
-	/* a target that fits in PATH_MAX whose temporary beside it would not */
+	/* a target that fits in PATH_MAX whose temporary beside it would not,
+	 * whatever the host's name and the process's pid: the longest that
+	 * fits, its name a few f's, to which a temporary's name adds more
+	 * (".", ".tmp.", the host, the pid and a count, at least 10 bytes) */
 	static char longest[PATH_MAX];
 	snprintf(longest, sizeof longest, "%s/", top);
-	while (strlen(longest) < PATH_MAX - 20)
+	while (strlen(longest) < PATH_MAX - 10)
 		strcat(longest, "d/");
-	strcat(longest, "f");
+	while (strlen(longest) < PATH_MAX - 1)
+		strcat(longest, "f");
 	ok(tempfile_create(longest, NULL, &e) == NULL && strstr(e.msg, "path too long for a temporary"),
 	   "a temporary whose name would not fit is refused: ...%s", e.msg + (strlen(e.msg) > 40 ? strlen(e.msg) - 40 : 0));
 	t = file_with(t1, NULL, "r");
