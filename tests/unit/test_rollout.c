@@ -239,6 +239,12 @@ static void test_walk(const char *dir)
 	r = rollout_prompts_load(dir, NULL, NULL, V, 0, 0, 0, &p, &n, &rows, &e);
 	if (!ok(r < 0 && strstr(e.msg, "s a directory") && !p, "a directory is an error, not an empty file"))
 		diag("  got '%s'", e.msg);
+	/* a read that fails after some rows (a gzip file cut short) fails the load, not a part of the file */
+	snprintf(path, sizeof path, "%s/cut.jsonl.gz", dir);
+	shell("for i in 1 2 3 4 5 6 7 8; do echo '{\"prompt_tokens\": [1]}'; done | gzip -c | head -c 30 > %s", path);
+	r = rollout_prompts_load(path, NULL, NULL, V, 0, 0, 0, &p, &n, &rows, &e);
+	if (!ok(r < 0 && strstr(e.msg, "gzip") && !p, "a prompts file whose gzip stream is cut short is an error"))
+		diag("  got %d '%s', %d prompts", r, e.msg, n);
 }
 
 /* The newest step_K (by number, in decimal) holding config.json; other names ignored. */
