@@ -313,6 +313,8 @@ MODULES = {
         objects=["build/lib/model/tokenizer_decode.o"],
         tests=[UNIT + "test_tokenizer_load", UNIT + "test_tokenizer_spm", UNIT + "test_tokenizer_hf",
                CLI + "tokenize.t"]),
+    # test_rollout's prompts as text need the real Qwen3 tokenizer: export
+    # GRPO_SHARED=/work/shared here too.
     "rollout": dict(
         files=["lib/model/rollout.c"],
         targets=["build/tests/test_rollout", "build/bin/grpo-collect", "build/bin/grpo-init",

@@ -239,6 +239,14 @@ static void test_walk(const char *dir)
 	r = rollout_prompts_load(dir, NULL, NULL, V, 0, 0, 0, &p, &n, &rows, &e);
 	if (!ok(r < 0 && strstr(e.msg, "s a directory") && !p, "a directory is an error, not an empty file"))
 		diag("  got '%s'", e.msg);
+	/* with KEEP_TEXT and no tokenizer, a text prompt is kept as its text */
+	snprintf(path, sizeof path, "%s/text.jsonl", dir);
+	shell("echo '{\"prompt\": \"2+2=\", \"answer\": 4}' > %s", path);
+	e.msg[0] = 0;
+	r = rollout_prompts_load(path, NULL, NULL, V, ROLLOUT_KEEP_TEXT, 0, 0, &p, &n, &rows, &e);
+	ok(r == 0 && n == 1 && p[0].text && !strcmp(p[0].text, "2+2=") && !p[0].tokens && !strcmp(p[0].answer, "4"),
+	   "with ROLLOUT_KEEP_TEXT and no tokenizer, a text prompt is kept as text (%s)", e.msg);
+	rollout_prompts_free(p, n);
 	/* a read that fails after some rows (a gzip file cut short) fails the load, not a part of the file */
 	snprintf(path, sizeof path, "%s/cut.jsonl.gz", dir);
 	shell("for i in 1 2 3 4 5 6 7 8; do echo '{\"prompt_tokens\": [1]}'; done | gzip -c | head -c 30 > %s", path);
@@ -271,11 +279,57 @@ static void test_policy(const char *dir)
 	ok(r < 0 && strstr(e.msg, "path too long"), "and refuses one a byte too long, not cut short");
 }
 
+/* ids of a prompt line through the real Qwen3 tokenizer (vocab: the model's size) equal want (n of them),
+ * or, with err, it is refused with that message. */
+static void encodes(const struct tokenizer *q, const enum chat_format *chat, uint32_t vocab, const char *line,
+                    const int32_t *want, uint32_t n, const char *err, const char *what)
+{
+	struct rollout_prompt p;
+	struct err e = { 0 };
+	int r = rollout_prompt_parse(line, strlen(line), q, chat, vocab, 0, &p, &e);
+	int good = err ? r < 0 && !strcmp(e.msg, err) : r == 0 && p.n == n && !memcmp(p.tokens, want, n * sizeof *want);
+	if (!ok(good, "%s", what))
+		diag("  got %d: %s", r, e.msg);
+	if (r == 0)
+		rollout_prompt_free(&p);
+}
+
+/* "prompt" and "messages" through a tokenizer and a chat format, checked
+ * against the ids test_chat checks (Hugging Face's for Qwen3). */
+static void test_text(void)
+{
+	const char *shared = getenv("GRPO_SHARED");
+	char path[4096];
+	struct err e = { 0 };
+	snprintf(path, sizeof path, "%s/data/tokenizers/qwen3/tokenizer.json", shared ? shared : "../shared");
+	struct tokenizer *q = tok_load(path, &e);
+	if (!q) {
+		diag("%s", e.msg);
+		skip("prompts as text: no real Qwen3 tokenizer (export GRPO_SHARED)");
+		return;
+	}
+	/* <|im_start|> 151644, "user" 872, "\n" 198, "Hello, world!" 9707 11 1879 0, <|im_end|> 151645, "assistant" 77091 */
+	static const int32_t turn[] = { 151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151644, 77091, 198 };
+	const enum chat_format qwen3 = CHAT_QWEN3;
+	const uint32_t nt = sizeof turn / sizeof turn[0], V_Q = 151936;
+	encodes(q, &qwen3, V_Q, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello, world!\"}]}", turn, nt, NULL,
+	        "messages through the qwen3 format: one user turn, the assistant's opened");
+	encodes(q, &qwen3, V_Q, "{\"prompt\": \"Hello, world!\"}", turn, nt, NULL, "a text prompt is that user turn");
+	encodes(q, NULL, V_Q, "{\"prompt\": \"Hello, world!\"}", turn + 3, 4, NULL, "and without a format, its text's ids");
+	encodes(q, NULL, V_Q, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", NULL, 0,
+	        "messages: needs a chat format (--chat)", "messages without a format are refused");
+	encodes(q, &qwen3, 151645, "{\"prompt\": \"Hello, world!\"}", NULL, 0,
+	        "the tokenizer gives id 151645, past the model's vocabulary of 151645",
+	        "an id the tokenizer gives past the model's vocabulary (<|im_end|>) is refused");
+	tok_free(q);
+}
+
 int main(void)
 {
 	test_parse();
 	test_sample();
 	test_streams();
+	test_text();
 	char dir[] = "/tmp/test_rollout.XXXXXX";
 	if (!mkdtemp(dir))
 		return ok(0, "mkdtemp"), tap_done();
