@@ -633,13 +633,15 @@ static void decodes(const struct tj *j, const int32_t *ids, size_t n, const char
  * ByteFallback reads <0xNN>'s two digits with u8::from_str_radix(.., 16),
  * which takes lowercase digits too and refuses what is not hex; Strip cuts
  * each token on its own (and panics on an empty one when stop is > 0). */
-#define BYTE_VOCAB "{\"<unk>\": 0, \"a\": 1, \"<0xc3>\": 2, \"<0xbf>\": 3, \"<0xzz>\": 4, \"\u2581b\": 5}"
+#define BYTE_VOCAB "{\"<unk>\": 0, \"a\": 1, \"<0xc3>\": 2, \"<0xbf>\": 3, \"<0xzz>\": 4, \"\u2581b\": 5, " \
+	"\"<0X41>\": 6, \"<0y41>\": 7}"
 static void test_spm_decode(void)
 {
 	struct tj j = { .pre = "null", .vocab = BYTE_VOCAB, .model = SPM_MODEL(""),
 			.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteFallback\"}, " FUSE "]}" };
 	decodes(&j, (const int32_t[]){ 1, 2, 3, 1 }, 4, "a\xc3\xbf" "a", "<0xc3> <0xbf>, in lowercase, are the bytes of \u00ff");
 	decodes(&j, (const int32_t[]){ 1, 4, 1 }, 3, "a<0xzz>a", "<0xzz>, not hex, stays text");
+	decodes(&j, (const int32_t[]){ 6, 7 }, 2, "<0X41><0y41>", "<0X41> and <0y41>, not \"<0x\", stay text");
 	int32_t many[100];
 	for (int i = 0; i < 100; i++)
 		many[i] = 1;
@@ -650,6 +652,8 @@ static void test_spm_decode(void)
 	j.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
 		    "\"content\": \" \"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 0, \"stop\": 1}]}";
 	decodes(&j, (const int32_t[]){ 1, 5 }, 2, "a b", "Replace then Strip(\" \", 0, 1) of a \u2581b gives \"a b\"");
+	/* byte-level: a lone byte that is not UTF-8 is U+FFFD, as from_utf8_lossy gives it */
+	decodes(&(struct tj){ 0 }, (const int32_t[]){ 0xC3 }, 1, "\xEF\xBF\xBD", "a lone byte 0xC3 decodes to U+FFFD");
 }
 
 int main(void)
