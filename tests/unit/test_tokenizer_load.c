@@ -634,7 +634,7 @@ static void decodes(const struct tj *j, const int32_t *ids, size_t n, const char
  * which takes lowercase digits too and refuses what is not hex; Strip cuts
  * each token on its own (and panics on an empty one when stop is > 0). */
 #define BYTE_VOCAB "{\"<unk>\": 0, \"a\": 1, \"<0xc3>\": 2, \"<0xbf>\": 3, \"<0xzz>\": 4, \"\u2581b\": 5, " \
-	"\"<0X41>\": 6, \"<0y41>\": 7}"
+	"\"<0X41>\": 6, \"<0y41>\": 7, \"\u2581\": 8}"
 static void test_spm_decode(void)
 {
 	struct tj j = { .pre = "null", .vocab = BYTE_VOCAB, .model = SPM_MODEL(""),
@@ -652,6 +652,11 @@ static void test_spm_decode(void)
 	j.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
 		    "\"content\": \" \"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 0, \"stop\": 1}]}";
 	decodes(&j, (const int32_t[]){ 1, 5 }, 2, "a b", "Replace then Strip(\" \", 0, 1) of a \u2581b gives \"a b\"");
+	/* Strip's start stops at the token's end: " " is cut to "", and the
+	 * next token's space is its own */
+	j.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
+		    "\"content\": \" \"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 2, \"stop\": 0}]}";
+	decodes(&j, (const int32_t[]){ 8, 5 }, 2, "b", "Replace then Strip(\" \", 2, 0) of \u2581 \u2581b gives \"b\"");
 	/* byte-level: a lone byte that is not UTF-8 is U+FFFD, as from_utf8_lossy gives it */
 	decodes(&(struct tj){ 0 }, (const int32_t[]){ 0xC3 }, 1, "\xEF\xBF\xBD", "a lone byte 0xC3 decodes to U+FFFD");
 }
