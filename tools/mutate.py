@@ -303,6 +303,24 @@ MODULES = {
         objects=["build/lib/model/tokenizer_encode.o", "build/lib/model/tokenizer_pretok.o"],
         tests=[UNIT + "test_tokenizer_load", UNIT + "test_tokenizer_added", UNIT + "test_tokenizer_spm",
                UNIT + "test_tokenizer_hf", UNIT + "test_tokenizer_regex", CLI + "tokenize.t"]),
+    # test_tokenizer_hf and tokenize.t decode with the real tokenizers and
+    # fixtures, and skip without them: export GRPO_SHARED=/work/shared (make
+    # check's ../shared) before sweeping, as for "tokenizer".
+    "decode": dict(
+        files=["lib/model/tokenizer_decode.c"],
+        targets=["build/tests/test_tokenizer_load", "build/tests/test_tokenizer_spm",
+                 "build/tests/test_tokenizer_hf", "build/bin/grpo-cat"],
+        objects=["build/lib/model/tokenizer_decode.o"],
+        tests=[UNIT + "test_tokenizer_load", UNIT + "test_tokenizer_spm", UNIT + "test_tokenizer_hf",
+               CLI + "tokenize.t"]),
+    # test_rollout's prompts as text need the real Qwen3 tokenizer: export
+    # GRPO_SHARED=/work/shared here too.
+    "rollout": dict(
+        files=["lib/model/rollout.c"],
+        targets=["build/tests/test_rollout", "build/bin/grpo-collect", "build/bin/grpo-init",
+                 "build/bin/grpo-cat"],
+        objects=["build/lib/model/rollout.o"],
+        tests=[UNIT + "test_rollout", CLI + "generate.t"]),
 }
 
 UNITS_ONLY = False

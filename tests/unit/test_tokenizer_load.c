@@ -616,6 +616,51 @@ static void test_spm(void)
 	encodes(&l, "<s>", (const int32_t[]){ 7 }, 1, NULL, "and none where there is no text");
 }
 
+/* The text tok_decode gives for ids (n of them) equals want exactly. */
+static void decodes(const struct tj *j, const int32_t *ids, size_t n, const char *want, const char *what)
+{
+	struct err e = { 0 };
+	struct tokenizer *t = build(j, &e);
+	struct buf out = { 0 };
+	int rc = t ? tok_decode(t, ids, n, 0, &out, &e) : -1;
+	if (!ok(rc == 0 && out.len == strlen(want) && (out.len == 0 || memcmp(out.data, want, out.len) == 0), "%s", what))
+		diag("  %s: got \"%.*s\"", rc < 0 ? e.msg : "text differs", (int)out.len, out.data ? (char *)out.data : "");
+	buf_free(&out);
+	tok_free(t);
+}
+
+/* SentencePiece-style decoding by hand, as tokenizers' decoders do it:
+ * ByteFallback reads <0xNN>'s two digits with u8::from_str_radix(.., 16),
+ * which takes lowercase digits too and refuses what is not hex; Strip cuts
+ * each token on its own (and panics on an empty one when stop is > 0). */
+#define BYTE_VOCAB "{\"<unk>\": 0, \"a\": 1, \"<0xc3>\": 2, \"<0xbf>\": 3, \"<0xzz>\": 4, \"\u2581b\": 5, " \
+	"\"<0X41>\": 6, \"<0y41>\": 7, \"\u2581\": 8}"
+static void test_spm_decode(void)
+{
+	struct tj j = { .pre = "null", .vocab = BYTE_VOCAB, .model = SPM_MODEL(""),
+			.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteFallback\"}, " FUSE "]}" };
+	decodes(&j, (const int32_t[]){ 1, 2, 3, 1 }, 4, "a\xc3\xbf" "a", "<0xc3> <0xbf>, in lowercase, are the bytes of \u00ff");
+	decodes(&j, (const int32_t[]){ 1, 4, 1 }, 3, "a<0xzz>a", "<0xzz>, not hex, stays text");
+	decodes(&j, (const int32_t[]){ 6, 7 }, 2, "<0X41><0y41>", "<0X41> and <0y41>, not \"<0x\", stay text");
+	int32_t many[100];
+	for (int i = 0; i < 100; i++)
+		many[i] = 1;
+	decodes(&j, many, 100, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaa", "100 tokens (past a first allocation of 64) decode to 100 a's");
+	/* Strip right after a step that is not Fuse: each token cut alone,
+	 * none of them empty, so tokenizers does not panic */
+	j.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
+		    "\"content\": \" \"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 0, \"stop\": 1}]}";
+	decodes(&j, (const int32_t[]){ 1, 5 }, 2, "a b", "Replace then Strip(\" \", 0, 1) of a \u2581b gives \"a b\"");
+	/* Strip's start stops at the token's end: " " is cut to "", and the
+	 * next token's space is its own */
+	j.decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
+		    "\"content\": \" \"}, {\"type\": \"Strip\", \"content\": \" \", \"start\": 2, \"stop\": 0}]}";
+	decodes(&j, (const int32_t[]){ 8, 5 }, 2, "b", "Replace then Strip(\" \", 2, 0) of \u2581 \u2581b gives \"b\"");
+	/* byte-level: a lone byte that is not UTF-8 is U+FFFD, as from_utf8_lossy gives it */
+	decodes(&(struct tj){ 0 }, (const int32_t[]){ 0xC3 }, 1, "\xEF\xBF\xBD", "a lone byte 0xC3 decodes to U+FFFD");
+}
+
 int main(void)
 {
 	struct err e = { 0 };
@@ -634,6 +679,7 @@ int main(void)
 	test_added();
 	test_like_tokenizers();
 	test_spm();
+	test_spm_decode();
 
 	/* a vocab of a few bytes, as examples/addition's: the digits, + and = */
 	static const char small[] =
