@@ -321,6 +321,16 @@ MODULES = {
                  "build/bin/grpo-cat"],
         objects=["build/lib/model/rollout.o"],
         tests=[UNIT + "test_rollout", CLI + "generate.t"]),
+    # the importers of vLLM/OpenAI, SGLang and Atropos replies; they share the
+    # collect entry's tests. collect.t (14 s) and collect-server.t are left out.
+    "import": dict(
+        files=["lib/collect/collect_vllm.c", "lib/collect/collect_sglang.c", "lib/collect/collect_atropos.c"],
+        targets=["build/tests/test_collect", "build/bin/grpo-collect"],
+        objects=["build/lib/collect/collect_vllm.o", "build/lib/collect/collect_sglang.o",
+                 "build/lib/collect/collect_atropos.o"],
+        tests=[UNIT + "test_collect", CLI + "collect-shapes.t", CLI + "collect-repeats.t",
+               CLI + "collect-token-ids.t", CLI + "collect-long-line.t", CLI + "collect-stop.t",
+               CLI + "collect-modes.t", CLI + "collect-incomplete.t"]),
 }
 
 UNITS_ONLY = False

@@ -533,6 +533,189 @@ static void test_reference(void)
 }
 
 
+/* A whole file's bytes as a string (malloc'd), or NULL. */
+static char *slurp(const char *path)
+{
+	struct buf b = { 0 };
+	struct err e = { 0 };
+	return buf_read_file(&b, path, &e) < 0 ? NULL : (char *)b.data;   /* NUL-terminated */
+}
+
+/* collect.t's exact imports, in-process: each server format's fixture run
+ * through a collector as grpo-collect --step 3 runs it gives exactly its
+ * .expected (every id, token, logprob and finish reason as grpo-cat --json
+ * prints them). A unit test as well as collect.t's, so that a mutation
+ * sweep, which leaves out collect.t for its time, still reads each format
+ * back whole. */
+static void test_fixtures_exact(void)
+{
+	static const char *const names[] = { "vllm-completions", "vllm-chat", "vllm-generate", "vllm-demo",
+					      "vllm-trl", "vllm-ids", "sglang", "atropos", "atropos-overrides" };
+	const char *top = getenv("GRPO_TOP");
+	struct collect_opts o = { .format = COLLECT_AUTO, .step = 3, .temperature = 1.0f };
+	struct transcript t = { 0 };
+	char path[4200];
+	for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+		snprintf(path, sizeof path, "%s/tests/data/collect/%s.jsonl", top ? top : ".", names[k]);
+		char *in = slurp(path);
+		snprintf(path, sizeof path, "%s/tests/data/collect/%s.expected", top ? top : ".", names[k]);
+		char *want = slurp(path);
+		const char *lines[64];
+		int n = 0;
+		for (char *s = in ? strtok(in, "\n") : NULL; s && n < 64; s = strtok(NULL, "\n"))
+			lines[n++] = s;
+		const char *got = in && want ? run_lines(&t, &o, lines, n) : "(no fixture)";
+		ok(want && strcmp(got, want) == 0, "%s: the groups are exactly %s.expected", names[k], names[k]);
+		if (!want || strcmp(got, want) != 0)
+			diag("got %.600s", got);
+		free(in);
+		free(want);
+	}
+	buf_free(&t.b);
+}
+
+/* parse, the error cleared first: a message shown beside a passing check is
+ * its own line's, never an earlier one's. */
+static int parse_fresh(const char *s, struct collect_line *L, struct err *e)
+{
+	*e = (struct err){ 0 };
+	return parse(s, COLLECT_AUTO, L, e);
+}
+
+/* What the importers' tests above leave open, each found by a mutant that
+ * survived them (tools/mutants.md, ## import). */
+static void test_import_edges(void)
+{
+	struct collect_line L;
+	struct err e = { 0 };
+	/* a batch of one prompt, [[5,6]], n = 2: both choices get its ids */
+	const char *one =
+		"{\"request\":{\"prompt\":[[5,6]],\"n\":2,\"logprobs\":0},\"response\":{\"id\":\"b\",\"choices\":["
+		"{\"token_ids\":[7],\"logprobs\":{\"token_logprobs\":[-1]}},"
+		"{\"token_ids\":[8],\"logprobs\":{\"token_logprobs\":[-2]}}]}}";
+	int r = parse_fresh(one, &L, &e);
+	ok(r == 0 && L.n_groups == 1 && L.groups[0].n == 2 && L.groups[0].trajs[1].n_prompt == 2 &&
+		   L.groups[0].trajs[1].prompt_tokens[0] == 5 && L.groups[0].trajs[1].prompt_tokens[1] == 6,
+	   "vllm: a batch of one prompt ([[5,6]]) gives its ids to each choice (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	/* the demo server's logprob at fault is named by its own index */
+	const char *demo = "{\"prompt_token_ids\":[1],\"token_ids\":[[7,8]],\"logprobs\":[[[{\"7\":-1}],[{\"8\":\"x\"}]]]}";
+	ok(parse_fresh(demo, &L, &e) < 0 && strcmp(e.msg, "logprobs[0][1]: expected a number") == 0,
+	   "vllm demo: a logprob that is no number, named by its index: %s", e.msg);
+	/* TRL: a completion of max_tokens 1 stopped at the limit */
+	const char *trl1 = "{\"request\":{\"prompts\":[[1]],\"max_tokens\":1},\"response\":{\"prompt_ids\":[[1]],"
+			   "\"completion_ids\":[[7]],\"logprobs\":[[-1]]}}";
+	r = parse_fresh(trl1, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].finish_reason && strcmp(L.groups[0].trajs[0].finish_reason, "length") == 0,
+	   "trl: one token at max_tokens 1 is \"length\" (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	/* TRL: logprob_token_ids null is none; a count other than the completions' is refused */
+	const char *lpnull = "{\"prompt_ids\":[[1]],\"completion_ids\":[[7],[8]],\"logprobs\":[[-1],[-2]],"
+			     "\"logprob_token_ids\":null}";
+	r = parse_fresh(lpnull, &L, &e);
+	ok(r == 0 && L.groups[0].n == 2 && L.groups[0].trajs[1].logprobs[0] == -2.0f,
+	   "trl: \"logprob_token_ids\": null is taken as none (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	const char *lpone = "{\"prompt_ids\":[[1]],\"completion_ids\":[[7],[8]],\"logprobs\":[[-1],[-2]],"
+			    "\"logprob_token_ids\":[[[7]]]}";
+	ok(parse_fresh(lpone, &L, &e) < 0 &&
+		   strcmp(e.msg, "logprob_token_ids: expected 2 lists, one per completion") == 0,
+	   "trl: one logprob_token_ids list for two completions is refused: %s", e.msg);
+	/* TRL: a request of other prompts than the response's (two sent, one
+	 * answered) cannot be paired with them: nothing counted as differing */
+	const char *other = "{\"request\":{\"prompts\":[[5,6],[9]]},\"response\":{\"prompt_ids\":[[1,5,6]],"
+			    "\"completion_ids\":[[7]],\"logprobs\":[[-1]]}}";
+	r = parse_fresh(other, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].n_prompt == 3 && L.prompt_differs == 0,
+	   "trl: a request of 2 prompts for a response of 1 is not compared with it (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+
+	/* sglang: a batch without sampling_params.n splits its members evenly;
+	 * each group is named after its first member's id */
+	const char *even =
+		"{\"request\":{\"input_ids\":[[1,2],[4]]},\"response\":["
+		"{\"meta_info\":{\"id\":\"a\",\"output_token_logprobs\":[[-0.5,7,null]]}},"
+		"{\"meta_info\":{\"id\":\"b\",\"output_token_logprobs\":[[-0.25,8,null]]}},"
+		"{\"meta_info\":{\"id\":\"c\",\"output_token_logprobs\":[[-0.5,9,null]]}},"
+		"{\"meta_info\":{\"id\":\"d\",\"output_token_logprobs\":[[-0.25,10,null]]}}]}";
+	r = parse_fresh(even, &L, &e);
+	ok(r == 0 && L.n_groups == 2 && L.groups[0].n == 2 && L.groups[1].n == 2 &&
+		   L.groups[1].trajs[0].prompt_tokens[0] == 4 && L.groups[1].trajs[1].response_tokens[0] == 10,
+	   "sglang: 4 members for 2 prompts without n: two groups of 2, prompt by prompt (%s)", e.msg);
+	ok(r == 0 && L.groups[0].group_id.str && strcmp(L.groups[0].group_id.str, "a") == 0 &&
+		   L.groups[1].group_id.str && strcmp(L.groups[1].group_id.str, "c") == 0,
+	   "sglang: each group is named after its first member's id (a, c)");
+	if (r == 0)
+		collect_line_free(&L);
+	/* sglang: input_token_logprobs short of the whole prompt (logprob_start_len
+	 * > 0) are not the prompt; the request's ids are */
+	const char *part = "{\"request\":{\"input_ids\":[5,6,7]},\"response\":{\"meta_info\":{\"id\":\"p\","
+			   "\"prompt_tokens\":3,\"input_token_logprobs\":[[-1,6,null],[-1,7,null]],"
+			   "\"output_token_logprobs\":[[-1,8,null]]}}}";
+	r = parse_fresh(part, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].n_prompt == 3 && L.groups[0].trajs[0].prompt_tokens[0] == 5 &&
+		   L.prompt_differs == 0,
+	   "sglang: input_token_logprobs over part of the prompt leave the request's ids (%s)", e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+	const char *badreq = "{\"request\":{\"input_ids\":[5,\"x\"]},\"response\":{\"meta_info\":{\"id\":\"q\","
+			     "\"output_token_logprobs\":[[-1,8,null]]}}}";
+	ok(parse_fresh(badreq, &L, &e) < 0 && strstr(e.msg, "request input_ids"),
+	   "sglang: a request's input_ids that are not ids are refused: %s", e.msg);
+	/* sglang: weight_version in decimal */
+	const char *wv = "{\"request\":{\"input_ids\":[5]},\"response\":{\"meta_info\":{\"id\":\"w\","
+			 "\"weight_version\":\"19\",\"output_token_logprobs\":[[-1,8,null]]}}}";
+	r = parse_fresh(wv, &L, &e);
+	ok(r == 0 && L.groups[0].trajs[0].policy_version == 19, "sglang: weight_version \"19\" is policy_version 19 (%s)",
+	   e.msg);
+	if (r == 0)
+		collect_line_free(&L);
+
+	/* atropos: a member without prompt (no leading -100); a multi-turn
+	 * response whose tool output (-100 inside it) is untrained with logprob
+	 * 0; ref_logprobs and a per-token advantages row read at the response's
+	 * positions (the prompt's entries are placeholders) */
+	const char *turns = "{\"tokens\":[[5,6],[1,2,3,4]],\"masks\":[[5,6],[-100,2,-100,4]],\"scores\":[1,0],"
+			    "\"inference_logprobs\":[[-0.5,-0.25],[1,-1,1,-2]],\"ref_logprobs\":[[-0.75,-0.125],[1,-3,1,-4]],"
+			    "\"advantages\":[[0.5,0.5],[9,0.25,7,0.25]]}";
+	r = parse_fresh(turns, &L, &e);
+	ok(r == 0 && L.groups[0].n == 2, "atropos: a group of a prompt-less member and a multi-turn one (%s)", e.msg);
+	if (r == 0) {
+		struct traj *a = &L.groups[0].trajs[0], *b = &L.groups[0].trajs[1];
+		ok(a->n_prompt == 0 && a->n_response == 2 && a->response_tokens[0] == 5 && a->response_mask == NULL &&
+			   a->logprobs[0] == -0.5f && a->ref_logprobs[1] == -0.125f && a->advantage == 0.5f,
+		   "atropos: a member without -100 masks has an empty prompt and all its tokens trained");
+		ok(b->n_prompt == 1 && b->n_response == 3 && b->response_tokens[0] == 2 && b->response_tokens[2] == 4 &&
+			   b->response_mask && b->response_mask[0] == 1 && b->response_mask[1] == 0 && b->response_mask[2] == 1,
+		   "atropos: a -100 mask inside the response is an untrained token");
+		ok(b->logprobs[0] == -1.0f && b->logprobs[1] == 0.0f && b->logprobs[2] == -2.0f &&
+			   b->ref_logprobs[0] == -3.0f && b->ref_logprobs[1] == 0.0f && b->ref_logprobs[2] == -4.0f &&
+			   b->advantage == 0.25f,
+		   "atropos: logprobs and ref_logprobs at the response's positions, 0 where untrained; the advantages "
+		   "row's value over the trained tokens");
+		collect_line_free(&L);
+	}
+	const char *varies = "{\"tokens\":[[1,2,3]],\"masks\":[[-100,2,3]],\"scores\":[1],"
+			     "\"advantages\":[[0,0.5,0.75]]}";
+	ok(parse_fresh(varies, &L, &e) < 0 &&
+		   strcmp(e.msg, "advantages[0] varies over the trained tokens (0.75 at 2, 0.5 before); a trajectory "
+				 "holds one advantage") == 0,
+	   "atropos: an advantages row that varies over the trained tokens is refused: %s", e.msg);
+	const char *rows = "{\"tokens\":[[1,2],[1,3]],\"masks\":[[-100,2]],\"scores\":[1,0]}";
+	ok(parse_fresh(rows, &L, &e) < 0 && strcmp(e.msg, "masks has 1 rows, tokens 2") == 0,
+	   "atropos: a masks row short is refused: %s", e.msg);
+	const char *badmask = "{\"tokens\":[[1,2],[1,3]],\"masks\":[[-100,2],[-100,\"x\"]],\"scores\":[1,0]}";
+	ok(parse_fresh(badmask, &L, &e) < 0 && strncmp(e.msg, "masks[1][1]: ", 13) == 0,
+	   "atropos: a mask that is no integer, named by member and position: %s", e.msg);
+	const char *shortmask = "{\"tokens\":[[1,2]],\"masks\":[[-100]],\"scores\":[1]}";
+	ok(parse_fresh(shortmask, &L, &e) < 0 && strcmp(e.msg, "masks[0] has 1 entries, tokens[0] 2") == 0,
+	   "atropos: a masks row shorter than its tokens row is refused, saying so: %s", e.msg);
+}
+
 /* Sampler logprobs are needed where there is a response to have them: an
  * empty response (a server that stopped at once) is taken without. */
 static void test_missing_logprobs(void)
@@ -691,6 +874,8 @@ int main(void)
 	test_collector();
 	test_many_lone();
 	test_collector_defaults();
+	test_fixtures_exact();
+	test_import_edges();
 	test_missing_logprobs();
 	test_counts();
 	return tap_done();
