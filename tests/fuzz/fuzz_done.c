@@ -46,11 +46,11 @@ static void jobrec(const char *s, size_t n)
 			abort();
 		if (done_jobrec_format(&twice, &back) == 0)
 			same_line(&once, &twice);
-		done_job_free(&back.job);
+		done_jobrecs_free_one(&back);
 	}
 	buf_free(&once);
 	buf_free(&twice);
-	done_job_free(&r.job);
+	done_jobrecs_free_one(&r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
