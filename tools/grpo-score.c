@@ -483,9 +483,8 @@ static int score_fd(struct state *s, int fd, const char *name, const char *path,
 		snprintf(here, sizeof here, "step_%lld/rank_%d/%s", (long long)step, rank, oname);
 		hash = trajhash_file(gs, n);
 		seqs = count_seqs(gs, n);
-		if (seqs && (judging = judge_alone(s, name, hash, e)) < 0)
-			r = -1;
-		else if (seqs && (known = scored_before(s, name, hash, seqs, here, "not scored again", e)) < 0)
+		if (seqs && ((judging = judge_alone(s, name, hash, e)) < 0 ||
+			     (known = scored_before(s, name, hash, seqs, here, "not scored again", e)) < 0))
 			r = -1;
 	}
 	if (r == 0 && !known && !(keep = malloc(n + 1)))

@@ -324,20 +324,20 @@ int scoreio_remember(const char *queue, uint64_t hash, const char *file, struct 
 	return r < 0 ? -1 : 0;   /* 1: a record was there already, and stays */
 }
 
-/* QUEUE/.scored/HASH.lock into path, and QUEUE/.scored into dir */
-static int lock_path(char *path, size_t size, char *dir, size_t dsize, const char *queue, uint64_t hash,
-		     struct err *e)
+/* QUEUE/.scored/HASH.lock into path */
+static int lock_path(char *path, size_t size, const char *queue, uint64_t hash, struct err *e)
 {
 	char name[40];
 	snprintf(name, sizeof name, ".scored/%016" PRIx64 ".lock", hash);
-	return path_join(path, size, queue, name, e) < 0 || path_join(dir, dsize, queue, ".scored", e) < 0 ? -1 : 0;
+	return path_join(path, size, queue, name, e);
 }
 
 int scoreio_judging(const char *queue, uint64_t hash, int wait, struct err *e)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	int fd;
-	if (lock_path(path, sizeof path, dir, sizeof dir, queue, hash, e) < 0 || fsys_mkdirs(dir, e) < 0)
+	if (lock_path(path, sizeof path, queue, hash, e) < 0 || path_join(dir, sizeof dir, queue, ".scored", e) < 0 ||
+	    fsys_mkdirs(dir, e) < 0)
 		return -1;
 	int r = fsys_try_lock(path, 1, &fd, e);
 	if (r == 1 && !wait)
@@ -351,9 +351,9 @@ int scoreio_judging(const char *queue, uint64_t hash, int wait, struct err *e)
 
 void scoreio_judged(const char *queue, uint64_t hash, int fd, int recorded)
 {
-	char path[PATH_MAX], dir[PATH_MAX];
+	char path[PATH_MAX];
 	struct err e;
-	if (recorded && lock_path(path, sizeof path, dir, sizeof dir, queue, hash, &e) == 0)
+	if (recorded && lock_path(path, sizeof path, queue, hash, &e) == 0)
 		unlink(path);   /* while held; a stale file only costs a name */
 	close(fd);
 }
